@@ -1,0 +1,56 @@
+# The front door.  `make` builds into build/; `make test` and `make demo`
+# first install what a fresh Debian 12 machine lacks (scripts/install-deps).
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+PREFIX     ?= /usr/local
+JOBS       ?= $(shell nproc)
+CTEST_ARGS ?= --output-on-failure -j$(JOBS)
+
+.PHONY: all deps test test-asan test-tsan test-plain demo bench bench-smoke \
+	install clean format
+
+all:
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+deps:
+	@scripts/install-deps
+
+# The whole suite: a normal build, then the same suite under ASan+UBSan.
+test: deps
+	@$(MAKE) --no-print-directory test-plain
+	@$(MAKE) --no-print-directory test-asan
+
+test-plain: all
+	cd $(BUILD) && ctest $(CTEST_ARGS)
+
+test-asan:
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+		-DSV_SANITIZE=address,undefined >/dev/null
+	@cmake --build $(ASAN_BUILD) -j$(JOBS)
+	cd $(ASAN_BUILD) && ctest $(CTEST_ARGS)
+
+test-tsan:
+	@cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+		-DSV_SANITIZE=thread >/dev/null
+	@cmake --build $(TSAN_BUILD) -j$(JOBS)
+	cd $(TSAN_BUILD) && ctest $(CTEST_ARGS) -L tsan
+
+demo: deps all
+	@scripts/demo $(BUILD)
+
+bench: deps all
+	@bench/run --build $(BUILD)
+
+bench-smoke: all
+	@bench/run --build $(BUILD) --smoke
+
+install: all
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The test harness's runner and helpers: test registry, one test per
+ * process with a deadline, helper processes with captured output, free
+ * ports and listening checks.  See sv_test.h.
+ */
+#include "sv_test.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_TESTS 512
+#define MAX_PROCS 32
+
+static struct {
+	const char *name;
+	sv_test_fn fn;
+} tests[MAX_TESTS];
+static int ntests;
+
+static pid_t procs[MAX_PROCS];
+static int nprocs;
+static const char *current_test;
+
+void sv_test_register(const char *name, sv_test_fn fn)
+{
+	if (ntests == MAX_TESTS) {
+		fprintf(stderr, "harness: more than %d tests\n", MAX_TESTS);
+		abort();
+	}
+	tests[ntests].name = name;
+	tests[ntests].fn = fn;
+	ntests++;
+}
+
+static void kill_helpers(void)
+{
+	for (int i = 0; i < nprocs; i++) {
+		if (procs[i] > 0) {
+			kill(procs[i], SIGKILL);
+			waitpid(procs[i], NULL, 0);
+			procs[i] = 0;
+		}
+	}
+}
+
+void sv_test_fail(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "FAIL %s at %s:%d: ", current_test ? current_test : "?",
+		file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	kill_helpers();
+	exit(1);
+}
+
+static void on_deadline(int sig)
+{
+	static const char msg[] = "FAIL: test deadline exceeded\n";
+	ssize_t r = write(2, msg, sizeof(msg) - 1);
+
+	(void)r;
+	(void)sig;
+	for (int i = 0; i < nprocs; i++)
+		if (procs[i] > 0)
+			kill(procs[i], SIGKILL);
+	_exit(1);
+}
+
+uint64_t sv_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int sv_free_port(void)
+{
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6 };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET6, SOCK_STREAM, 0);
+	int port;
+
+	if (fd < 0)
+		sv_test_fail(__FILE__, __LINE__, "socket: %s", strerror(errno));
+	a.sin6_addr = in6addr_any;
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) ||
+	    getsockname(fd, (struct sockaddr *)&a, &len))
+		sv_test_fail(__FILE__, __LINE__, "bind: %s", strerror(errno));
+	port = ntohs(a.sin6_port);
+	close(fd);
+	return port;
+}
+
+/* Scans /proc/net/tcp{,6} for a socket in state LISTEN (0A) on `port`. */
+static bool listening_in(const char *path, int port)
+{
+	char line[512];
+	FILE *f = fopen(path, "r");
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char local[128];
+		unsigned int lport, state;
+
+		if (sscanf(line, " %*d: %127[0-9A-Fa-f]:%x %*s %x", local,
+			   &lport, &state) == 3)
+			found = (int)lport == port && state == 0x0A;
+	}
+	fclose(f);
+	return found;
+}
+
+bool sv_port_listening(int port)
+{
+	return listening_in("/proc/net/tcp", port) ||
+	       listening_in("/proc/net/tcp6", port);
+}
+
+/* Backs off from 50 µs to 5 ms between checks of a condition. */
+static void backoff(unsigned int *us)
+{
+	struct timespec ts = { 0, (long)*us * 1000 };
+
+	nanosleep(&ts, NULL);
+	if (*us < 5000)
+		*us *= 2;
+}
+
+void sv_wait_listening(int port, pid_t pid, int timeout_ms)
+{
+	uint64_t end = sv_now_ms() + timeout_ms;
+	unsigned int us = 50;
+
+	while (!sv_port_listening(port)) {
+		int st;
+
+		if (pid > 0 && waitpid(pid, &st, WNOHANG) == pid)
+			sv_test_fail(__FILE__, __LINE__,
+				     "server pid %d exited (status 0x%x) before "
+				     "listening on port %d",
+				     pid, st, port);
+		if (sv_now_ms() > end)
+			sv_test_fail(__FILE__, __LINE__,
+				     "nothing listens on port %d after %d ms",
+				     port, timeout_ms);
+		backoff(&us);
+	}
+}
+
+void sv_proc_start(struct sv_proc *p, char *const argv[], char *const env[])
+{
+	static int seq;
+	pid_t pid;
+
+	memset(p, 0, sizeof(*p));
+	snprintf(p->out_path, sizeof(p->out_path), "/tmp/svt.%d.%d.out",
+		 getpid(), seq);
+	snprintf(p->err_path, sizeof(p->err_path), "/tmp/svt.%d.%d.err",
+		 getpid(), seq++);
+	if (nprocs == MAX_PROCS)
+		sv_test_fail(__FILE__, __LINE__, "too many helper processes");
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		sv_test_fail(__FILE__, __LINE__, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		int o = open(p->out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int e = open(p->err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+			_exit(126);
+		close(o);
+		close(e);
+		for (int i = 0; env && env[i]; i++)
+			putenv(env[i]);
+		alarm(0);
+		execvp(argv[0], argv);
+		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	p->pid = pid;
+	procs[nprocs++] = pid;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int c;
+
+	if (f) {
+		while ((c = fgetc(f)) != EOF) {
+			if (len + 2 > cap) {
+				cap = cap ? 2 * cap : 4096;
+				buf = realloc(buf, cap);
+				if (!buf)
+					abort();
+			}
+			buf[len++] = (char)c;
+		}
+		fclose(f);
+	}
+	if (!buf)
+		buf = calloc(1, 1);
+	else
+		buf[len] = '\0';
+	unlink(path);
+	return buf;
+}
+
+static void forget(pid_t pid)
+{
+	for (int i = 0; i < nprocs; i++)
+		if (procs[i] == pid)
+			procs[i] = 0;
+}
+
+static void reaped(struct sv_proc *p, int st)
+{
+	forget(p->pid);
+	p->status = st;
+	p->exited = WIFEXITED(st);
+	p->code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	p->out = slurp(p->out_path);
+	p->err = slurp(p->err_path);
+	p->pid = 0;
+}
+
+void sv_proc_wait(struct sv_proc *p, int timeout_ms)
+{
+	uint64_t end = sv_now_ms() + timeout_ms;
+	unsigned int us = 50;
+	int st;
+
+	for (;;) {
+		pid_t r = waitpid(p->pid, &st, WNOHANG);
+
+		if (r == p->pid)
+			break;
+		if (sv_now_ms() > end) {
+			pid_t pid = p->pid;
+
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			reaped(p, st);
+			sv_test_fail(__FILE__, __LINE__,
+				     "pid %d still running after %d ms\n"
+				     "stdout:\n%s\nstderr:\n%s",
+				     pid, timeout_ms, p->out, p->err);
+		}
+		backoff(&us);
+	}
+	reaped(p, st);
+}
+
+void sv_proc_kill(struct sv_proc *p)
+{
+	int st;
+
+	if (p->pid <= 0)
+		return;
+	kill(p->pid, SIGKILL);
+	waitpid(p->pid, &st, 0);
+	reaped(p, st);
+}
+
+void sv_proc_free(struct sv_proc *p)
+{
+	free(p->out);
+	free(p->err);
+	p->out = p->err = NULL;
+}
+
+const char *sv_build_dir(void)
+{
+	const char *d = getenv("SV_BUILD_DIR");
+
+	return d ? d : ".";
+}
+
+int main(int argc, char **argv)
+{
+	const char *dl = getenv("SV_TEST_DEADLINE");
+
+	if (argc < 2) {
+		for (int i = 0; i < ntests; i++)
+			printf("%s\n", tests[i].name);
+		return 0;
+	}
+	for (int i = 0; i < ntests; i++) {
+		if (strcmp(tests[i].name, argv[1]))
+			continue;
+		current_test = tests[i].name;
+		signal(SIGALRM, on_deadline);
+		signal(SIGPIPE, SIG_IGN);
+		alarm(dl ? (unsigned int)atoi(dl) : 60);
+		tests[i].fn();
+		kill_helpers();
+		printf("PASS %s\n", current_test);
+		return 0;
+	}
+	fprintf(stderr, "no test named %s\n", argv[1]);
+	return 2;
+}
