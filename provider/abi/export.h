@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What crosses the library boundary.  The library is compiled with
+ * -fvisibility=hidden; a function is exported only when it is marked
+ * SV_EXPORT *and* named in libibverbs.map, which gives it its version node.
+ * Shared by the ABI layer (provider/abi/) and the object code (provider/).
+ */
+#ifndef SV_EXPORT_H
+#define SV_EXPORT_H
+
+#define SV_EXPORT __attribute__((visibility("default")))
+
+/*
+ * Binds `impl` to the non-default version `name@node` (one '@': old
+ * binaries that asked for that node get it; new links never see it).
+ * `impl` must be SV_EXPORT, or the alias is born hidden; the version
+ * script's `local: *` then hides the plain `impl` name itself.
+ */
+#define SV_SYMVER(impl, name, node) \
+	__asm__(".symver " #impl ", " #name "@" node)
+
+#endif

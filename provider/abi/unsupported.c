@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The public verbs softverbs does not implement (yet): SRQ, address
+ * handles, multicast, CQ resize, ECE, object import, dma-buf MRs, MR
+ * re-registration.  Each fails the way its contract says a missing feature
+ * fails -- a positive EOPNOTSUPP, or NULL with errno = EOPNOTSUPP -- and
+ * never pretends to succeed.  Also the few historical entry points that
+ * have nothing to do in a library with no kernel device behind it.
+ */
+#include <errno.h>
+#include <stddef.h>
+
+#include <infiniband/verbs.h>
+
+#include "export.h"
+
+/* Shared Receive Queues: not implemented. */
+SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
+					 struct ibv_srq_init_attr *attr)
+{
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+SV_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+			     int attr_mask)
+{
+	return EOPNOTSUPP;
+}
+
+SV_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
+{
+	return EOPNOTSUPP;
+}
+
+SV_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
+{
+	return EOPNOTSUPP;
+}
+
+/* Address handles (UD): not implemented. */
+SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
+				       struct ibv_ah_attr *attr)
+{
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+SV_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
+{
+	return EOPNOTSUPP;
+}
+
+/* Multicast: not implemented. */
+SV_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			       uint16_t lid)
+{
+	return EOPNOTSUPP;
+}
+
+SV_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			       uint16_t lid)
+{
+	return EOPNOTSUPP;
+}
+
+/* A CQ keeps the depth it was created with. */
+SV_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	return EOPNOTSUPP;
+}
+
+/* Enhanced Connection Establishment: no options to negotiate. */
+SV_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	return EOPNOTSUPP;
+}
+
+SV_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	return EOPNOTSUPP;
+}
+
+/* Import shares objects through a kernel uverbs fd, which we do not have. */
+SV_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
+{
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+SV_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
+				       uint32_t pd_handle)
+{
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+SV_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+{
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+SV_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context,
+				       uint32_t dm_handle)
+{
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+/* Nothing can have been imported, so there is nothing to unimport. */
+SV_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
+{
+}
+
+SV_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
+{
+}
+
+SV_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
+{
+}
+
+/* dma-buf memory is device memory; we only register host memory. */
+SV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
+					   size_t length, uint64_t iova,
+					   int fd, int access)
+{
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+/*
+ * ibv_rereg_mr: negative ibv_rereg_mr_err_code, errno set.
+ * IBV_REREG_MR_ERR_INPUT is the one code that promises "the old MR is
+ * still valid", which is the truth here: we did not touch it.
+ */
+SV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
+			   void *addr, size_t length, int access)
+{
+	errno = EOPNOTSUPP;
+	return IBV_REREG_MR_ERR_INPUT;
+}
+
+/*
+ * 1 only if data is guaranteed to land in order, else 0 (verbs.h).
+ * We make no such promise, so 0: the caller keeps its own ordering
+ * (e.g. polls a flag written last), which is always correct.
+ */
+SV_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp,
+					 enum ibv_wr_opcode op, uint32_t flags)
+{
+	return 0;
+}
+
+/*
+ * RoCE L2 resolution (GID -> MAC, VLAN) goes through the kernel's
+ * neighbour table for a real netdev; we have none.  Its contract, unlike
+ * the verbs', is a negative errno (rdma-core returns -EINVAL,
+ * -EHOSTUNREACH), so -EOPNOTSUPP, with errno set too.
+ */
+SV_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
+					  struct ibv_ah_attr *attr,
+					  uint8_t eth_mac[6], uint16_t *vid)
+{
+	errno = EOPNOTSUPP;
+	return -EOPNOTSUPP;
+}
+
+/* Historical (IBVERBS_1.0): the sysfs root.  We read no sysfs: NULL. */
+SV_EXPORT const char *ibv_get_sysfs_path(void);
+SV_EXPORT const char *ibv_get_sysfs_path(void)
+{
+	return NULL;
+}
+
+/*
+ * ibv_register_driver@IBVERBS_1.1 (no default version: nothing can link
+ * to it any more): how pre-2017 out-of-tree drivers registered.  We load
+ * no drivers, so the registration is ignored.
+ */
+SV_EXPORT void sv_register_driver_1_1(const char *name, void *init_func);
+SV_EXPORT void sv_register_driver_1_1(const char *name, void *init_func)
+{
+}
+SV_SYMVER(sv_register_driver_1_1, ibv_register_driver, "IBVERBS_1.1");
