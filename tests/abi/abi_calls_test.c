@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Calls into build/lib/libibverbs.so.1 loaded with dlopen(RTLD_NOW): the
+ * pure functions answer as rdma-core's, the unsupported verbs and the
+ * IBVERBS_1.0 / PRIVATE_34 symbols fail honestly, and the hardware
+ * providers perftest links load against us.  No device is needed.
+ */
+#include <dlfcn.h>
+#include <endian.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include <infiniband/sa.h>
+#include <infiniband/verbs.h>
+#include <rdma/ib_user_sa.h>
+
+#include "abi_lib.h"
+#include "sv_test.h"
+
+static void *lib(void)
+{
+	void *h = dlopen(abi_lib_path(), RTLD_NOW | RTLD_LOCAL);
+
+	if (!h)
+		sv_test_fail(__FILE__, __LINE__, "dlopen: %s", dlerror());
+	return h;
+}
+
+/* The default (@@) definition of `name`. */
+static void *sym(void *h, const char *name)
+{
+	void *p = dlsym(h, name);
+
+	if (!p)
+		sv_test_fail(__FILE__, __LINE__, "dlsym %s: %s", name,
+			     dlerror());
+	return p;
+}
+
+/* name@node, which may be a non-default (compat) version. */
+static void *vsym(void *h, const char *name, const char *node)
+{
+	void *p = dlvsym(h, name, node);
+
+	if (!p)
+		sv_test_fail(__FILE__, __LINE__, "dlvsym %s@%s: %s", name,
+			     node, dlerror());
+	return p;
+}
+
+SV_TEST(status_and_enum_strings)
+{
+	void *h = lib();
+	const char *(*wc_str)(enum ibv_wc_status) =
+		sym(h, "ibv_wc_status_str");
+	const char *(*ev_str)(enum ibv_event_type) =
+		sym(h, "ibv_event_type_str");
+	const char *(*node_str)(enum ibv_node_type) =
+		sym(h, "ibv_node_type_str");
+	const char *(*port_str)(enum ibv_port_state) =
+		sym(h, "ibv_port_state_str");
+
+	ASSERT_STR_EQ("success", wc_str(IBV_WC_SUCCESS));
+	ASSERT_STR_EQ("Work Request Flushed Error", wc_str(IBV_WC_WR_FLUSH_ERR));
+	ASSERT_STR_EQ("transport retry counter exceeded",
+		      wc_str(IBV_WC_RETRY_EXC_ERR));
+	ASSERT_STR_EQ("TM software rendezvous",
+		      wc_str(IBV_WC_TM_RNDV_INCOMPLETE));
+	ASSERT_STR_EQ("unknown", wc_str((enum ibv_wc_status)999));
+	ASSERT_STR_EQ("unknown", wc_str((enum ibv_wc_status)-1));
+	ASSERT_STR_EQ("port active", ev_str(IBV_EVENT_PORT_ACTIVE));
+	ASSERT_STR_EQ("WQ fatal", ev_str(IBV_EVENT_WQ_FATAL));
+	ASSERT_STR_EQ("unknown", ev_str((enum ibv_event_type)100));
+	ASSERT_STR_EQ("InfiniBand channel adapter", node_str(IBV_NODE_CA));
+	ASSERT_STR_EQ("unknown", node_str(IBV_NODE_UNKNOWN));
+	ASSERT_STR_EQ("active", port_str(IBV_PORT_ACTIVE));
+	ASSERT_STR_EQ("unknown", port_str((enum ibv_port_state)42));
+	dlclose(h);
+}
+
+SV_TEST(rate_conversions)
+{
+	void *h = lib();
+	int (*to_mult)(enum ibv_rate) = vsym(h, "ibv_rate_to_mult",
+					     "IBVERBS_1.0");
+	enum ibv_rate (*from_mult)(int) = vsym(h, "mult_to_ibv_rate",
+					       "IBVERBS_1.0");
+	int (*to_mbps)(enum ibv_rate) = sym(h, "ibv_rate_to_mbps");
+	enum ibv_rate (*from_mbps)(int) = sym(h, "mbps_to_ibv_rate");
+
+	ASSERT_EQ(4, to_mult(IBV_RATE_10_GBPS));
+	ASSERT_EQ(-1, to_mult(IBV_RATE_100_GBPS));	/* not a multiple */
+	ASSERT_EQ(-1, to_mult(IBV_RATE_MAX));
+	ASSERT_EQ(IBV_RATE_40_GBPS, from_mult(16));
+	ASSERT_EQ(IBV_RATE_MAX, from_mult(0));
+	ASSERT_EQ(IBV_RATE_MAX, from_mult(3));
+	ASSERT_EQ(103125, to_mbps(IBV_RATE_100_GBPS));
+	ASSERT_EQ(14062, to_mbps(IBV_RATE_14_GBPS));
+	ASSERT_EQ(-1, to_mbps((enum ibv_rate)99));
+	ASSERT_EQ(IBV_RATE_56_GBPS, from_mbps(56250));
+	ASSERT_EQ(IBV_RATE_MAX, from_mbps(100000));
+	for (int r = IBV_RATE_2_5_GBPS; r <= IBV_RATE_1200_GBPS; r++)
+		ASSERT_EQ(r, from_mbps(to_mbps((enum ibv_rate)r)));
+	dlclose(h);
+}
+
+/* Missing features fail per contract, and touch none of their arguments. */
+SV_TEST(unsupported_verbs_fail_honestly)
+{
+	void *h = lib();
+	struct ibv_srq *(*create_srq)(struct ibv_pd *,
+				      struct ibv_srq_init_attr *) =
+		sym(h, "ibv_create_srq");
+	struct ibv_ah *(*create_ah)(struct ibv_pd *, struct ibv_ah_attr *) =
+		sym(h, "ibv_create_ah");
+	int (*resize_cq)(struct ibv_cq *, int) = sym(h, "ibv_resize_cq");
+	int (*attach)(struct ibv_qp *, const union ibv_gid *, uint16_t) =
+		sym(h, "ibv_attach_mcast");
+	int (*rereg)(struct ibv_mr *, int, struct ibv_pd *, void *, size_t,
+		     int) = sym(h, "ibv_rereg_mr");
+	struct ibv_context *(*import_dev)(int) = sym(h, "ibv_import_device");
+	int (*in_order)(struct ibv_qp *, enum ibv_wr_opcode, uint32_t) =
+		sym(h, "ibv_query_qp_data_in_order");
+	const char *(*sysfs_path)(void) = sym(h, "ibv_get_sysfs_path");
+
+	errno = 0;
+	ASSERT_NULL(create_srq(NULL, NULL));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	errno = 0;
+	ASSERT_NULL(create_ah(NULL, NULL));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	errno = 0;
+	ASSERT_NULL(import_dev(-1));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	ASSERT_EQ(EOPNOTSUPP, resize_cq(NULL, 16));
+	ASSERT_EQ(EOPNOTSUPP, attach(NULL, NULL, 0));
+	ASSERT_EQ(IBV_REREG_MR_ERR_INPUT, rereg(NULL, 0, NULL, NULL, 0, 0));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	ASSERT_EQ(0, in_order(NULL, IBV_WR_RDMA_WRITE, 0));
+	ASSERT_NULL(sysfs_path());
+	dlclose(h);
+}
+
+/* Old binaries reach the 1.0 symbols: they fail, they do not crash. */
+SV_TEST(compat_1_0_symbols_fail_honestly)
+{
+	void *h = lib();
+	struct ibv_device **(*list_1_0)(int *) =
+		vsym(h, "ibv_get_device_list", "IBVERBS_1.0");
+	void *(*open_1_0)(void *) = vsym(h, "ibv_open_device", "IBVERBS_1.0");
+	int (*dealloc_1_0)(void *) = vsym(h, "ibv_dealloc_pd", "IBVERBS_1.0");
+	int num = 7;
+
+	ASSERT_TRUE((void *)list_1_0 != sym(h, "ibv_get_device_list"));
+	errno = 0;
+	ASSERT_NULL(list_1_0(&num));
+	ASSERT_EQ(0, num);
+	ASSERT_EQ(ENOSYS, errno);
+	errno = 0;
+	ASSERT_NULL(open_1_0(NULL));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	ASSERT_EQ(EOPNOTSUPP, dealloc_1_0(NULL));
+	/* Compat-only: reachable by version, never by a plain lookup. */
+	ASSERT_NULL(dlsym(h, "ibv_register_driver"));
+	vsym(h, "ibv_register_driver", "IBVERBS_1.1");
+	dlclose(h);
+}
+
+SV_TEST(private34_symbols_are_harmless)
+{
+	void *h = lib();
+	int (*destroy_cq)(void *) = vsym(h, "ibv_cmd_destroy_cq",
+					 "IBVERBS_PRIVATE_34");
+	void *(*open_dev)(void *, void *) = vsym(h, "verbs_open_device",
+						  "IBVERBS_PRIVATE_34");
+	void (*reg)(const void *) = vsym(h, "verbs_register_driver_34",
+					 "IBVERBS_PRIVATE_34");
+	bool *allow = vsym(h, "verbs_allow_disassociate_destroy",
+			   "IBVERBS_PRIVATE_34");
+
+	ASSERT_EQ(EOPNOTSUPP, destroy_cq(NULL));
+	errno = 0;
+	ASSERT_NULL(open_dev(NULL, NULL));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	reg(NULL);
+	ASSERT_FALSE(*allow);
+	dlclose(h);
+}
+
+/*
+ * perftest's providers bind to us at load time (their constructors call
+ * verbs_register_driver_34).  Ours is already loaded under the soname
+ * libibverbs.so.1, so ld.so resolves their NEEDED entry to it.
+ */
+SV_TEST(hardware_providers_load_against_us)
+{
+	static const char *const providers[] = { "libmlx5.so.1",
+						 "libefa.so.1",
+						 "librdmacm.so.1" };
+	void *h = lib();
+
+	for (size_t i = 0; i < sizeof(providers) / sizeof(providers[0]); i++) {
+		void *p = dlopen(providers[i], RTLD_NOW | RTLD_LOCAL);
+
+		if (!p) {
+			const char *e = dlerror();
+
+			/* Absent is fine; present but unresolved is not. */
+			if (e && strstr(e, "cannot open shared object"))
+				continue;
+			sv_test_fail(__FILE__, __LINE__, "%s: %s",
+				     providers[i], e);
+		}
+		dlclose(p);
+	}
+	dlclose(h);
+}
+
+/* The historical kernel-struct translations are real copies. */
+SV_TEST(path_rec_round_trip)
+{
+	void *h = lib();
+	void (*to_kern)(struct ib_user_path_rec *, struct ibv_sa_path_rec *) =
+		sym(h, "ibv_copy_path_rec_to_kern");
+	void (*from_kern)(struct ibv_sa_path_rec *, struct ib_user_path_rec *) =
+		sym(h, "ibv_copy_path_rec_from_kern");
+	struct ibv_sa_path_rec a = { 0 }, b = { 0 };
+	struct ib_user_path_rec k;
+
+	memset(a.dgid.raw, 0xab, sizeof(a.dgid.raw));
+	a.sgid.raw[15] = 1;
+	a.dlid = htobe16(7);
+	a.pkey = htobe16(0xffff);
+	a.mtu = IBV_MTU_4096;
+	a.sl = 3;
+	a.packet_life_time_selector = 2;
+	memset(&k, 0x5a, sizeof(k));
+	to_kern(&k, &a);
+	ASSERT_EQ(0xab, k.dgid[3]);
+	ASSERT_EQ(htobe16(7), k.dlid);
+	from_kern(&b, &k);
+	ASSERT_OK(memcmp(&a, &b, sizeof(a)));
+	dlclose(h);
+}
+
+/* Without a GRH, the address comes from the completion alone. */
+SV_TEST(init_ah_from_wc_without_grh)
+{
+	void *h = lib();
+	int (*init_ah)(struct ibv_context *, uint8_t, struct ibv_wc *,
+		       struct ibv_grh *, struct ibv_ah_attr *) =
+		sym(h, "ibv_init_ah_from_wc");
+	struct ibv_wc wc = { .slid = 0x12, .sl = 5, .dlid_path_bits = 1 };
+	struct ibv_ah_attr ah;
+
+	memset(&ah, 0xff, sizeof(ah));
+	ASSERT_OK(init_ah(NULL, 1, &wc, NULL, &ah));
+	ASSERT_EQ(0x12, ah.dlid);
+	ASSERT_EQ(5, ah.sl);
+	ASSERT_EQ(1, ah.src_path_bits);
+	ASSERT_EQ(1, ah.port_num);
+	ASSERT_EQ(0, ah.is_global);
+	dlclose(h);
+}
