@@ -17,7 +17,8 @@
 
 #include "export.h"
 
-/* The entry of every 1.0 program: no device list, "Function not implemented". */
+/* The entry of every 1.0 program: no device list, "Function not implemented".
+ */
 SV_EXPORT void *sv_compat_get_device_list(int *num_devices);
 SV_EXPORT void *sv_compat_get_device_list(int *num_devices)
 {
@@ -29,40 +30,40 @@ SV_EXPORT void *sv_compat_get_device_list(int *num_devices)
 SV_SYMVER(sv_compat_get_device_list, ibv_get_device_list, "IBVERBS_1.0");
 
 /* Creators and lookups: NULL with errno = EOPNOTSUPP. */
-#define SV_COMPAT_NULL(name)						\
-	SV_EXPORT void *sv_compat_##name(void);				\
-	SV_EXPORT void *sv_compat_##name(void)				\
-	{								\
-		errno = EOPNOTSUPP;					\
-		return NULL;						\
-	}								\
+#define SV_COMPAT_NULL(name)                    \
+	SV_EXPORT void *sv_compat_##name(void); \
+	SV_EXPORT void *sv_compat_##name(void)  \
+	{                                       \
+		errno = EOPNOTSUPP;             \
+		return NULL;                    \
+	}                                       \
 	SV_SYMVER(sv_compat_##name, ibv_##name, "IBVERBS_1.0");
 
 /* Verbs returning 0 or a positive errno. */
-#define SV_COMPAT_ERRNO(name)						\
-	SV_EXPORT int sv_compat_##name(void);				\
-	SV_EXPORT int sv_compat_##name(void)				\
-	{								\
-		return EOPNOTSUPP;					\
-	}								\
+#define SV_COMPAT_ERRNO(name)                 \
+	SV_EXPORT int sv_compat_##name(void); \
+	SV_EXPORT int sv_compat_##name(void)  \
+	{                                     \
+		return EOPNOTSUPP;            \
+	}                                     \
 	SV_SYMVER(sv_compat_##name, ibv_##name, "IBVERBS_1.0");
 
 /* Event reads: -1 with errno, as their man pages say. */
-#define SV_COMPAT_MINUS1(name)						\
-	SV_EXPORT int sv_compat_##name(void);				\
-	SV_EXPORT int sv_compat_##name(void)				\
-	{								\
-		errno = EOPNOTSUPP;					\
-		return -1;						\
-	}								\
+#define SV_COMPAT_MINUS1(name)                \
+	SV_EXPORT int sv_compat_##name(void); \
+	SV_EXPORT int sv_compat_##name(void)  \
+	{                                     \
+		errno = EOPNOTSUPP;           \
+		return -1;                    \
+	}                                     \
 	SV_SYMVER(sv_compat_##name, ibv_##name, "IBVERBS_1.0");
 
 /* void verbs: there is nothing to release or acknowledge. */
-#define SV_COMPAT_VOID(name)						\
-	SV_EXPORT void sv_compat_##name(void);				\
-	SV_EXPORT void sv_compat_##name(void)				\
-	{								\
-	}								\
+#define SV_COMPAT_VOID(name)                   \
+	SV_EXPORT void sv_compat_##name(void); \
+	SV_EXPORT void sv_compat_##name(void)  \
+	{                                      \
+	}                                      \
 	SV_SYMVER(sv_compat_##name, ibv_##name, "IBVERBS_1.0");
 
 SV_COMPAT_VOID(free_device_list)

@@ -19,7 +19,7 @@
 /* Stop walking a table that never ends: GID and P_Key indexes are 16-bit. */
 #define TABLE_WALK_MAX 65536
 
-#define IB_NEXT_HDR 0x1b	/* IBA: GRH next header for an IB transport */
+#define IB_NEXT_HDR 0x1b /* IBA: GRH next header for an IB transport */
 
 /* An error return of a query verb as -1 with errno set. */
 static int as_minus1(int ret)
@@ -160,11 +160,11 @@ static int ah_attr_from_ipv6(struct ibv_context *context,
 /*
  * Fills ah_attr to answer the sender of `wc`.  `grh` (the first 40 bytes
  * of the receive buffer) is read only when wc carries IBV_WC_GRH.
- * Returns 0, or -1 with errno set.
+ * Returns 0, or -1 with errno set.  Unlike rdma-core we take flow_label
+ * from the GRH only when there is one: grh may be NULL without it.
  */
-SV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context,
-				  uint8_t port_num, struct ibv_wc *wc,
-				  struct ibv_grh *grh,
+SV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
+				  struct ibv_wc *wc, struct ibv_grh *grh,
 				  struct ibv_ah_attr *ah_attr)
 {
 	int version;
@@ -200,8 +200,8 @@ SV_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd,
 }
 
 /* The index of `pkey` in the port's P_Key table, or -1 with errno set. */
-SV_EXPORT int ibv_get_pkey_index(struct ibv_context *context,
-				 uint8_t port_num, __be16 pkey)
+SV_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num,
+				 __be16 pkey)
 {
 	__be16 pkey_i;
 	int i, ret;

@@ -22,27 +22,27 @@
 #include "export.h"
 
 /* int ibv_cmd_xxx(...): rdma-core returns 0 or a positive errno. */
-#define SV_PRIVATE_ERRNO(name)			\
-	SV_EXPORT int name(void);		\
-	SV_EXPORT int name(void)		\
-	{					\
-		return EOPNOTSUPP;		\
+#define SV_PRIVATE_ERRNO(name)     \
+	SV_EXPORT int name(void);  \
+	SV_EXPORT int name(void)   \
+	{                          \
+		return EOPNOTSUPP; \
 	}
 
 /* Constructors: NULL with errno set. */
-#define SV_PRIVATE_NULL(name)			\
-	SV_EXPORT void *name(void);		\
-	SV_EXPORT void *name(void)		\
-	{					\
-		errno = EOPNOTSUPP;		\
-		return NULL;			\
+#define SV_PRIVATE_NULL(name)       \
+	SV_EXPORT void *name(void); \
+	SV_EXPORT void *name(void)  \
+	{                           \
+		errno = EOPNOTSUPP; \
+		return NULL;        \
 	}
 
 /* void functions: nothing to report, nothing done. */
-#define SV_PRIVATE_VOID(name)			\
-	SV_EXPORT void name(void);		\
-	SV_EXPORT void name(void)		\
-	{					\
+#define SV_PRIVATE_VOID(name)      \
+	SV_EXPORT void name(void); \
+	SV_EXPORT void name(void)  \
+	{                          \
 	}
 
 SV_PRIVATE_ERRNO(execute_ioctl)

@@ -119,6 +119,7 @@ static const struct {
 	int mult;
 	int mbps;
 } rates[] = {
+	/* clang-format off */
 	{ IBV_RATE_2_5_GBPS, 1, 2500 },
 	{ IBV_RATE_5_GBPS, 2, 5000 },
 	{ IBV_RATE_10_GBPS, 4, 10000 },
@@ -142,6 +143,7 @@ static const struct {
 	{ IBV_RATE_600_GBPS, 240, 637500 },
 	{ IBV_RATE_800_GBPS, 320, 850000 },
 	{ IBV_RATE_1200_GBPS, 480, 1275000 },
+	/* clang-format on */
 };
 
 SV_EXPORT int ibv_rate_to_mult(enum ibv_rate rate)

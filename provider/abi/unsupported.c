@@ -123,8 +123,8 @@ SV_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
 
 /* dma-buf memory is device memory; we only register host memory. */
 SV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
-					   size_t length, uint64_t iova,
-					   int fd, int access)
+					   size_t length, uint64_t iova, int fd,
+					   int access)
 {
 	errno = EOPNOTSUPP;
 	return NULL;

@@ -44,16 +44,15 @@ static void *vsym(void *h, const char *name, const char *node)
 	void *p = dlvsym(h, name, node);
 
 	if (!p)
-		sv_test_fail(__FILE__, __LINE__, "dlvsym %s@%s: %s", name,
-			     node, dlerror());
+		sv_test_fail(__FILE__, __LINE__, "dlvsym %s@%s: %s", name, node,
+			     dlerror());
 	return p;
 }
 
 SV_TEST(status_and_enum_strings)
 {
 	void *h = lib();
-	const char *(*wc_str)(enum ibv_wc_status) =
-		sym(h, "ibv_wc_status_str");
+	const char *(*wc_str)(enum ibv_wc_status) = sym(h, "ibv_wc_status_str");
 	const char *(*ev_str)(enum ibv_event_type) =
 		sym(h, "ibv_event_type_str");
 	const char *(*node_str)(enum ibv_node_type) =
@@ -62,13 +61,14 @@ SV_TEST(status_and_enum_strings)
 		sym(h, "ibv_port_state_str");
 
 	ASSERT_STR_EQ("success", wc_str(IBV_WC_SUCCESS));
-	ASSERT_STR_EQ("Work Request Flushed Error", wc_str(IBV_WC_WR_FLUSH_ERR));
+	ASSERT_STR_EQ("Work Request Flushed Error",
+		      wc_str(IBV_WC_WR_FLUSH_ERR));
 	ASSERT_STR_EQ("transport retry counter exceeded",
 		      wc_str(IBV_WC_RETRY_EXC_ERR));
 	ASSERT_STR_EQ("TM software rendezvous",
 		      wc_str(IBV_WC_TM_RNDV_INCOMPLETE));
 	ASSERT_STR_EQ("unknown", wc_str((enum ibv_wc_status)999));
-	ASSERT_STR_EQ("unknown", wc_str((enum ibv_wc_status)-1));
+	ASSERT_STR_EQ("unknown", wc_str((enum ibv_wc_status) - 1));
 	ASSERT_STR_EQ("port active", ev_str(IBV_EVENT_PORT_ACTIVE));
 	ASSERT_STR_EQ("WQ fatal", ev_str(IBV_EVENT_WQ_FATAL));
 	ASSERT_STR_EQ("unknown", ev_str((enum ibv_event_type)100));
@@ -82,15 +82,15 @@ SV_TEST(status_and_enum_strings)
 SV_TEST(rate_conversions)
 {
 	void *h = lib();
-	int (*to_mult)(enum ibv_rate) = vsym(h, "ibv_rate_to_mult",
-					     "IBVERBS_1.0");
-	enum ibv_rate (*from_mult)(int) = vsym(h, "mult_to_ibv_rate",
-					       "IBVERBS_1.0");
+	int (*to_mult)(enum ibv_rate) =
+		vsym(h, "ibv_rate_to_mult", "IBVERBS_1.0");
+	enum ibv_rate (*from_mult)(int) =
+		vsym(h, "mult_to_ibv_rate", "IBVERBS_1.0");
 	int (*to_mbps)(enum ibv_rate) = sym(h, "ibv_rate_to_mbps");
 	enum ibv_rate (*from_mbps)(int) = sym(h, "mbps_to_ibv_rate");
 
 	ASSERT_EQ(4, to_mult(IBV_RATE_10_GBPS));
-	ASSERT_EQ(-1, to_mult(IBV_RATE_100_GBPS));	/* not a multiple */
+	ASSERT_EQ(-1, to_mult(IBV_RATE_100_GBPS)); /* not a multiple */
 	ASSERT_EQ(-1, to_mult(IBV_RATE_MAX));
 	ASSERT_EQ(IBV_RATE_40_GBPS, from_mult(16));
 	ASSERT_EQ(IBV_RATE_MAX, from_mult(0));
@@ -170,12 +170,12 @@ SV_TEST(compat_1_0_symbols_fail_honestly)
 SV_TEST(private34_symbols_are_harmless)
 {
 	void *h = lib();
-	int (*destroy_cq)(void *) = vsym(h, "ibv_cmd_destroy_cq",
-					 "IBVERBS_PRIVATE_34");
-	void *(*open_dev)(void *, void *) = vsym(h, "verbs_open_device",
-						  "IBVERBS_PRIVATE_34");
-	void (*reg)(const void *) = vsym(h, "verbs_register_driver_34",
-					 "IBVERBS_PRIVATE_34");
+	int (*destroy_cq)(void *) =
+		vsym(h, "ibv_cmd_destroy_cq", "IBVERBS_PRIVATE_34");
+	void *(*open_dev)(void *, void *) =
+		vsym(h, "verbs_open_device", "IBVERBS_PRIVATE_34");
+	void (*reg)(const void *) =
+		vsym(h, "verbs_register_driver_34", "IBVERBS_PRIVATE_34");
 	bool *allow = vsym(h, "verbs_allow_disassociate_destroy",
 			   "IBVERBS_PRIVATE_34");
 
@@ -195,9 +195,8 @@ SV_TEST(private34_symbols_are_harmless)
  */
 SV_TEST(hardware_providers_load_against_us)
 {
-	static const char *const providers[] = { "libmlx5.so.1",
-						 "libefa.so.1",
-						 "librdmacm.so.1" };
+	static const char *const providers[] = {"libmlx5.so.1", "libefa.so.1",
+						"librdmacm.so.1"};
 	void *h = lib();
 
 	for (size_t i = 0; i < sizeof(providers) / sizeof(providers[0]); i++) {
@@ -209,8 +208,8 @@ SV_TEST(hardware_providers_load_against_us)
 			/* Absent is fine; present but unresolved is not. */
 			if (e && strstr(e, "cannot open shared object"))
 				continue;
-			sv_test_fail(__FILE__, __LINE__, "%s: %s",
-				     providers[i], e);
+			sv_test_fail(__FILE__, __LINE__, "%s: %s", providers[i],
+				     e);
 		}
 		dlclose(p);
 	}
@@ -225,7 +224,7 @@ SV_TEST(path_rec_round_trip)
 		sym(h, "ibv_copy_path_rec_to_kern");
 	void (*from_kern)(struct ibv_sa_path_rec *, struct ib_user_path_rec *) =
 		sym(h, "ibv_copy_path_rec_from_kern");
-	struct ibv_sa_path_rec a = { 0 }, b = { 0 };
+	struct ibv_sa_path_rec a = {0}, b = {0};
 	struct ib_user_path_rec k;
 
 	memset(a.dgid.raw, 0xab, sizeof(a.dgid.raw));
@@ -251,7 +250,7 @@ SV_TEST(init_ah_from_wc_without_grh)
 	int (*init_ah)(struct ibv_context *, uint8_t, struct ibv_wc *,
 		       struct ibv_grh *, struct ibv_ah_attr *) =
 		sym(h, "ibv_init_ah_from_wc");
-	struct ibv_wc wc = { .slid = 0x12, .sl = 5, .dlid_path_bits = 1 };
+	struct ibv_wc wc = {.slid = 0x12, .sl = 5, .dlid_path_bits = 1};
 	struct ibv_ah_attr ah;
 
 	memset(&ah, 0xff, sizeof(ah));

@@ -12,21 +12,22 @@
 #include "abi_lib.h"
 #include "sv_test.h"
 
-#define REAL_EXPORTS "provider/abi/real_ibverbs_exports.txt"
+#define REAL_EXPORTS	 "provider/abi/real_ibverbs_exports.txt"
 #define PRIVATE34_NEEDED "provider/abi/private34_needed.txt"
 
 /* Runs a binutils tool on the library; the caller frees the result. */
 static void run_on_lib(struct sv_proc *p, const char *tool, const char *opt1,
 		       const char *opt2)
 {
-	char *argv[] = { (char *)tool, (char *)opt1, (char *)opt2,
-			 (char *)abi_lib_path(), NULL };
+	char *argv[] = {(char *)tool, (char *)opt1, (char *)opt2,
+			(char *)abi_lib_path(), NULL};
 
 	sv_proc_start(p, argv, NULL);
 	sv_proc_wait(p, 20000);
 	if (!p->exited || p->code)
-		sv_test_fail(__FILE__, __LINE__, "%s %s failed (is it built?):\n%s",
-			     tool, abi_lib_path(), p->err ? p->err : "");
+		sv_test_fail(__FILE__, __LINE__,
+			     "%s %s failed (is it built?):\n%s", tool,
+			     abi_lib_path(), p->err ? p->err : "");
 }
 
 /*
@@ -86,8 +87,8 @@ SV_TEST(query_gid_type_is_private_34)
 	struct abi_lines ours, nodes;
 
 	our_exports(&ours, &nodes);
-	ASSERT_TRUE(abi_lines_has(&ours,
-				  "ibv_query_gid_type@@IBVERBS_PRIVATE_34"));
+	ASSERT_TRUE(
+		abi_lines_has(&ours, "ibv_query_gid_type@@IBVERBS_PRIVATE_34"));
 	abi_lines_free(&nodes);
 	abi_lines_free(&ours);
 }
@@ -143,10 +144,10 @@ SV_TEST(no_unexpected_exports)
 SV_TEST(version_nodes_are_rdma_core_44)
 {
 	static const char *const want[] = {
-		"IBVERBS_1.0",	"IBVERBS_1.1",	"IBVERBS_1.5",
-		"IBVERBS_1.6",	"IBVERBS_1.7",	"IBVERBS_1.8",
-		"IBVERBS_1.9",	"IBVERBS_1.10", "IBVERBS_1.11",
-		"IBVERBS_1.12", "IBVERBS_1.13", "IBVERBS_1.14",
+		"IBVERBS_1.0",	      "IBVERBS_1.1",  "IBVERBS_1.5",
+		"IBVERBS_1.6",	      "IBVERBS_1.7",  "IBVERBS_1.8",
+		"IBVERBS_1.9",	      "IBVERBS_1.10", "IBVERBS_1.11",
+		"IBVERBS_1.12",	      "IBVERBS_1.13", "IBVERBS_1.14",
 		"IBVERBS_PRIVATE_34",
 	};
 	struct abi_lines ours, nodes;
@@ -190,8 +191,9 @@ SV_TEST(version_nodes_are_chained)
 	run_on_lib(&p, "readelf", "-V", "-W");
 	for (size_t i = 1; i < sizeof(chain) / sizeof(chain[0]); i++)
 		if (!has_parent(p.out, chain[i], chain[i - 1]))
-			sv_test_fail(__FILE__, __LINE__, "%s does not inherit %s",
-				     chain[i], chain[i - 1]);
+			sv_test_fail(__FILE__, __LINE__,
+				     "%s does not inherit %s", chain[i],
+				     chain[i - 1]);
 	ASSERT_FALSE(has_parent(p.out, "IBVERBS_PRIVATE_34", "IBVERBS_1.14"));
 	sv_proc_free(&p);
 }
