@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Event queues behind real fds: completion channels (CQ events) and the
+ * context's async events.  Each fd is an eventfd in semaphore mode that
+ * counts queued events, so applications may poll()/epoll it and set
+ * O_NONBLOCK as on hardware; ibv_get_*_event reads one count, then
+ * dequeues one event.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "sv.h"
+
+struct sv_async_ev {
+	struct sv_list node;
+	struct ibv_async_event ev;
+};
+
+int sv_evq_init(struct sv_evq *q)
+{
+	q->fd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
+	if (q->fd < 0)
+		return -errno;
+	pthread_mutex_init(&q->lock, NULL);
+	sv_list_init(&q->events);
+	return 0;
+}
+
+void sv_evq_destroy(struct sv_evq *q)
+{
+	while (!sv_list_empty(&q->events)) {
+		struct sv_list *n = q->events.next;
+
+		sv_list_del(n);
+		free(container_of(n, struct sv_async_ev, node));
+	}
+	close(q->fd);
+	pthread_mutex_destroy(&q->lock);
+}
+
+static void evq_count(struct sv_evq *q)
+{
+	uint64_t one = 1;
+
+	if (write(q->fd, &one, sizeof(one)) != sizeof(one))
+		sv_dbg("event fd: %s\n", strerror(errno));
+}
+
+/* Takes one count: blocks unless the app made the fd non-blocking. */
+static int evq_take(struct sv_evq *q)
+{
+	uint64_t v;
+
+	for (;;) {
+		if (read(q->fd, &v, sizeof(v)) == sizeof(v))
+			return 0;
+		if (errno != EINTR)
+			return -1;
+	}
+}
+
+void sv_async_event(struct sv_context *ctx, const struct ibv_async_event *e)
+{
+	struct sv_async_ev *a = malloc(sizeof(*a));
+
+	if (!a)
+		return;
+	a->ev = *e;
+	pthread_mutex_lock(&ctx->async.lock);
+	sv_list_add_tail(&ctx->async.events, &a->node);
+	pthread_mutex_unlock(&ctx->async.lock);
+	evq_count(&ctx->async);
+}
+
+static bool is_qp_event(enum ibv_event_type t)
+{
+	switch (t) {
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return true;
+	default:
+		return false;
+	}
+}
+
+SV_EXPORT int ibv_get_async_event(struct ibv_context *c,
+				  struct ibv_async_event *event)
+{
+	struct sv_context *ctx = to_sctx(c);
+	struct sv_async_ev *a;
+
+	if (evq_take(&ctx->async))
+		return -1;
+	pthread_mutex_lock(&ctx->async.lock);
+	if (sv_list_empty(&ctx->async.events)) {
+		pthread_mutex_unlock(&ctx->async.lock);
+		errno = EAGAIN; /* its object was destroyed meanwhile */
+		return -1;
+	}
+	a = container_of(ctx->async.events.next, struct sv_async_ev, node);
+	sv_list_del(&a->node);
+	*event = a->ev;
+	if (event->event_type == IBV_EVENT_CQ_ERR)
+		to_scq(event->element.cq)->async_got++;
+	else if (is_qp_event(event->event_type))
+		to_sqp(event->element.qp)->async_got++;
+	pthread_mutex_unlock(&ctx->async.lock);
+	free(a);
+	return 0;
+}
+
+void sv_async_forget(struct sv_context *ctx, void *obj)
+{
+	struct sv_list *n, *next;
+
+	pthread_mutex_lock(&ctx->async.lock);
+	for (n = ctx->async.events.next; n != &ctx->async.events; n = next) {
+		struct sv_async_ev *a = container_of(n, struct sv_async_ev, node);
+		uint64_t v;
+
+		next = n->next;
+		if (a->ev.element.cq != obj && (void *)a->ev.element.qp != obj)
+			continue;
+		/* take its count too, so the fd stays truthful */
+		if (read(ctx->async.fd, &v, sizeof(v)) != sizeof(v))
+			continue;
+		sv_list_del(n);
+		free(a);
+	}
+	pthread_mutex_unlock(&ctx->async.lock);
+}
+
+SV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
+{
+	pthread_mutex_t *m;
+	pthread_cond_t *cond;
+	uint32_t *count;
+
+	if (event->event_type == IBV_EVENT_CQ_ERR) {
+		struct ibv_cq *cq = event->element.cq;
+
+		m = &cq->mutex;
+		cond = &cq->cond;
+		count = &cq->async_events_completed;
+	} else if (is_qp_event(event->event_type)) {
+		struct ibv_qp *qp = event->element.qp;
+
+		m = &qp->mutex;
+		cond = &qp->cond;
+		count = &qp->events_completed;
+	} else {
+		return;
+	}
+	pthread_mutex_lock(m);
+	++*count;
+	pthread_cond_broadcast(cond);
+	pthread_mutex_unlock(m);
+}
+
+SV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c)
+{
+	struct sv_channel *ch = calloc(1, sizeof(*ch));
+	int err;
+
+	if (!ch) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = sv_evq_init(&ch->evq);
+	if (err) {
+		free(ch);
+		errno = -err;
+		return NULL;
+	}
+	ch->ibv.context = c;
+	ch->ibv.fd = ch->evq.fd;
+	ch->ibv.refcnt = 0;
+	return &ch->ibv;
+}
+
+SV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	struct sv_channel *ch = container_of(channel, struct sv_channel, ibv);
+	int busy;
+
+	pthread_mutex_lock(&channel->context->mutex);
+	busy = channel->refcnt;
+	pthread_mutex_unlock(&channel->context->mutex);
+	if (busy)
+		return EBUSY;
+	/* queued CQ nodes belong to their CQs: just forget them */
+	sv_list_init(&ch->evq.events);
+	sv_evq_destroy(&ch->evq);
+	free(ch);
+	return 0;
+}
+
+/* Queues one event for cq; called with no CQ lock held. */
+void sv_channel_signal(struct sv_channel *ch, struct sv_cq *cq)
+{
+	pthread_mutex_lock(&ch->evq.lock);
+	if (cq->events_queued++ == 0)
+		sv_list_add_tail(&ch->evq.events, &cq->ev_node);
+	pthread_mutex_unlock(&ch->evq.lock);
+	evq_count(&ch->evq);
+}
+
+/* Spins on the engine a little before sleeping: a wake-up across CPUs
+ * costs ~50 us here, more than most answers take to arrive. */
+static bool spin_for_event(struct sv_channel *ch)
+{
+	struct sv_context *ctx = to_sctx(ch->ibv.context);
+	uint64_t end = sv_now_ns() + sv_event_spin_ns;
+	struct pollfd p = { .fd = ch->evq.fd, .events = POLLIN };
+
+	do {
+		struct sv_list *n;
+
+		pthread_rwlock_rdlock(&ctx->qp_lock);
+		sv_list_for_each(n, &ctx->qps)
+			sv_qp_drive(container_of(n, struct sv_qp, ctx_node));
+		pthread_rwlock_unlock(&ctx->qp_lock);
+		if (!sv_list_empty((struct sv_list *)&ch->evq.events))
+			return true;
+	} while (sv_now_ns() < end);
+	return poll(&p, 1, 0) == 1;
+}
+
+SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
+			       struct ibv_cq **cq_out, void **cq_context)
+{
+	struct sv_channel *ch = container_of(channel, struct sv_channel, ibv);
+	struct sv_cq *cq;
+
+	if (!(fcntl(ch->evq.fd, F_GETFL) & O_NONBLOCK))
+		spin_for_event(ch);
+	if (evq_take(&ch->evq))
+		return -1;
+	pthread_mutex_lock(&ch->evq.lock);
+	if (sv_list_empty(&ch->evq.events)) {
+		pthread_mutex_unlock(&ch->evq.lock);
+		errno = EAGAIN;
+		return -1;
+	}
+	cq = container_of(ch->evq.events.next, struct sv_cq, ev_node);
+	if (--cq->events_queued == 0)
+		sv_list_del(&cq->ev_node);
+	cq->events_got++;
+	pthread_mutex_unlock(&ch->evq.lock);
+	*cq_out = (struct ibv_cq *)&cq->ex;
+	*cq_context = cq->ex.cq_context;
+	return 0;
+}
+
+SV_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	pthread_mutex_lock(&cq->mutex);
+	cq->comp_events_completed += nevents;
+	pthread_cond_broadcast(&cq->cond);
+	pthread_mutex_unlock(&cq->mutex);
+}

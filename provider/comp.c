@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The completer: reads the peer's ACK/NAK word, completes acknowledged
+ * send WQEs in order, and runs the two requester timers: the local ACK
+ * timeout (retry_cnt) and the RNR timer (rnr_retry, 7 = forever).  A
+ * failed WQE gets its own status; the QP then goes to ERROR and the rest
+ * is flushed (IBA 10.8.3).
+ */
+#include "sv.h"
+
+/*
+ * IBA 9.7.5.2.8 table 45: RNR NAK timer codes, in 10 µs units
+ * (code 0 is the longest, 655.36 ms).
+ */
+static const uint32_t rnr_10us[32] = {
+	65536, 1,    2,	   3,	 4,    6,    8,	   12,	 16,	24,   32,
+	48,    64,   96,   128,	 192,  256,  384,  512,	 768,	1024, 1536,
+	2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
+};
+
+/* Software links are not wires: never time out faster than this. */
+#define SV_MIN_ACK_TIMEOUT_NS 500000000ull
+
+static uint64_t ack_timeout_ns(const struct sv_qp *qp)
+{
+	/* IBA 9.7.6.1.3: 4.096 µs * 2^timeout; 0 means infinite */
+	uint64_t t;
+
+	if (!qp->attr.timeout)
+		return UINT64_MAX / 2;
+	t = 4096ull << qp->attr.timeout;
+	return t < SV_MIN_ACK_TIMEOUT_NS ? SV_MIN_ACK_TIMEOUT_NS : t;
+}
+
+static void complete(struct sv_qp *qp, struct sv_swqe *w,
+		     enum ibv_wc_status st)
+{
+	struct ibv_wc wc;
+
+	if (st == IBV_WC_SUCCESS && !qp->sq_sig_all &&
+	    !(w->flags & IBV_SEND_SIGNALED)) {
+		qp->sq_comp++;
+		return;
+	}
+	wc = (struct ibv_wc){
+		.wr_id = w->wr_id,
+		.status = st,
+		.opcode = IBV_WC_SEND,
+		.byte_len = w->length,
+		.qp_num = qp->qpx.qp_base.qp_num,
+	};
+	qp->sq_comp++;
+	sv_cq_push(qp->scq, &wc, false);
+}
+
+/* Completes the WQE at the head with an error; the QP goes to ERROR. */
+static void fail_head(struct sv_qp *qp, enum ibv_wc_status st)
+{
+	complete(qp, &qp->sq[qp->sq_comp & (qp->sq_size - 1)], st);
+	sv_qp_to_error(qp, 0);
+}
+
+static void nak_head(struct sv_qp *qp, uint64_t ack, uint64_t now)
+{
+	switch (SV_ACK_SYN(ack)) {
+	case SV_NAK_RNR:
+		qp->comp_rnr_wait = true;
+		qp->comp_deadline = now + rnr_10us[SV_ACK_TIMER(ack) & 31] *
+						  10000ull;
+		break;
+	case SV_NAK_INV_REQ:
+		fail_head(qp, IBV_WC_REM_INV_REQ_ERR);
+		break;
+	case SV_NAK_REM_ACCESS:
+		fail_head(qp, IBV_WC_REM_ACCESS_ERR);
+		break;
+	case SV_NAK_REM_OP:
+		fail_head(qp, IBV_WC_REM_OP_ERR);
+		break;
+	default: /* NAK-seq: retransmitting cannot mend a PSN mismatch */
+		fail_head(qp, IBV_WC_RETRY_EXC_ERR);
+		break;
+	}
+}
+
+/* Completes every WQE the ack word covers; handles a NAK at the head. */
+static void take_ack(struct sv_qp *qp, uint64_t ack, uint64_t now)
+{
+	uint32_t syn = SV_ACK_SYN(ack), psn = SV_ACK_PSN(ack);
+	uint32_t acked = syn == SV_ACK ? psn : sv_psn_add(psn, SV_PSN_MASK);
+
+	qp->comp_ack = ack;
+	qp->comp_rnr_wait = false;
+	while (qp->sq_comp != qp->sq_send) {
+		struct sv_swqe *w = &qp->sq[qp->sq_comp & (qp->sq_size - 1)];
+
+		if (w->status || w->sent < w->length ||
+		    sv_psn_diff(w->last_psn, acked) > 0)
+			break;
+		complete(qp, w, IBV_WC_SUCCESS);
+		qp->comp_retries = qp->comp_rnr_retries = 0;
+		qp->comp_deadline = 0;
+	}
+	if (syn != SV_ACK && qp->sq_comp != qp->sq_send)
+		nak_head(qp, ack, now);
+}
+
+/* The RNR timer expired: retry again, or give up if the responder has
+ * not taken the message meanwhile. */
+static void rnr_expired(struct sv_qp *qp, uint64_t now)
+{
+	_Atomic uint32_t *rnr = &qp->link.tx.hdr->rnr;
+	uint32_t expect = SV_RNR_WAIT;
+
+	if (qp->attr.rnr_retry == 7 ||
+	    qp->comp_rnr_retries++ < qp->attr.rnr_retry) {
+		qp->comp_deadline =
+			now + rnr_10us[SV_ACK_TIMER(qp->comp_ack) & 31] * 10000ull;
+		return;
+	}
+	if (atomic_compare_exchange_strong(rnr, &expect, SV_RNR_ABORT))
+		fail_head(qp, IBV_WC_RNR_RETRY_EXC_ERR);
+	else
+		qp->comp_rnr_wait = false; /* taken: its ACK is coming */
+}
+
+void sv_comp_run(struct sv_qp *qp, uint64_t now)
+{
+	uint64_t ack;
+
+	if (qp->sq_comp == qp->sq_post)
+		return;
+	if (qp->link.tx_ready) {
+		ack = sv_link_ack_get(&qp->link);
+		if (ack != qp->comp_ack) {
+			if (!now)
+				now = sv_now_ns();
+			take_ack(qp, ack, now);
+			if (qp->sq_comp == qp->sq_post ||
+			    qp->qpx.qp_base.state == IBV_QPS_ERR)
+				return;
+		}
+	}
+	if (qp->sq_comp != qp->sq_send) {
+		struct sv_swqe *w = &qp->sq[qp->sq_comp & (qp->sq_size - 1)];
+
+		if (w->status) { /* failed in the requester, now in order */
+			fail_head(qp, w->status);
+			return;
+		}
+	}
+	if (qp->link.state == SV_LINK_CLOSED) {
+		/* the peer QP is gone: nothing will ever answer */
+		fail_head(qp, IBV_WC_RETRY_EXC_ERR);
+		return;
+	}
+	if (!now)
+		now = sv_now_ns();
+	if (!qp->comp_deadline) {
+		qp->comp_deadline = now + ack_timeout_ns(qp);
+		return;
+	}
+	if (now < qp->comp_deadline)
+		return;
+	if (qp->comp_rnr_wait) {
+		rnr_expired(qp, now);
+		return;
+	}
+	if (qp->comp_retries++ >= qp->attr.retry_cnt)
+		fail_head(qp, IBV_WC_RETRY_EXC_ERR);
+	else
+		qp->comp_deadline = now + ack_timeout_ns(qp);
+}

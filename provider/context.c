@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Contexts: ibv_open_device/ibv_close_device, the ops tables the inline
+ * verbs dispatch through, and the protection domain (nothing but a tag
+ * here).  A context owns its progress thread and async event queue.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sv.h"
+
+static int no_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			    struct ibv_recv_wr **bad)
+{
+	*bad = wr;
+	return EOPNOTSUPP;
+}
+
+static int no_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+		      struct ibv_mw_bind *bind)
+{
+	return EOPNOTSUPP;
+}
+
+static int no_dealloc_mw(struct ibv_mw *mw)
+{
+	return EOPNOTSUPP;
+}
+
+static void set_ops(struct sv_context *ctx)
+{
+	struct ibv_context_ops *ops = &ctx->vctx.context.ops;
+
+	/* the hot path: the inline verbs call these with no check */
+	ops->poll_cq = sv_poll_cq;
+	ops->req_notify_cq = sv_req_notify_cq;
+	ops->post_send = sv_post_send;
+	ops->post_recv = sv_post_recv;
+	ops->post_srq_recv = no_post_srq_recv;
+	ops->bind_mw = no_bind_mw;
+	ops->dealloc_mw = no_dealloc_mw;
+	ops->alloc_mw = NULL; /* ibv_alloc_mw checks, and fails cleanly */
+
+	/* extended verbs: present ones are found through vctx->sz */
+	ctx->vctx.query_port = sv_query_port;
+	ctx->vctx.query_device_ex = sv_query_device_ex;
+	ctx->vctx.create_cq_ex = sv_create_cq_ex;
+	ctx->vctx.create_qp_ex = sv_create_qp_ex;
+}
+
+SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
+{
+	struct sv_context *ctx;
+	int err;
+
+	if (!dev || strcmp(dev->name, SV_DEV_NAME)) {
+		errno = ENODEV;
+		return NULL;
+	}
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ctx->vctx.sz = sizeof(ctx->vctx);
+	ctx->vctx.context.device = dev;
+	ctx->vctx.context.abi_compat = (void *)UINTPTR_MAX;
+	ctx->vctx.context.cmd_fd = -1;
+	ctx->vctx.context.num_comp_vectors = 1;
+	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
+	pthread_rwlock_init(&ctx->qp_lock, NULL);
+	pthread_mutex_init(&ctx->mr_lock, NULL);
+	sv_list_init(&ctx->qps);
+	set_ops(ctx);
+	/* the MR table never moves: lookups need no lock (mr.c) */
+	ctx->mrs = calloc(SV_MAX_MR, sizeof(*ctx->mrs));
+	ctx->nmrs = 1;
+	if (!ctx->mrs) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+
+	err = sv_evq_init(&ctx->async);
+	if (err)
+		goto err_free;
+	ctx->vctx.context.async_fd = ctx->async.fd;
+	err = sv_progress_start(ctx);
+	if (err)
+		goto err_evq;
+	return &ctx->vctx.context;
+
+err_evq:
+	sv_evq_destroy(&ctx->async);
+err_free:
+	free(ctx->mrs);
+	free(ctx);
+	errno = -err;
+	return NULL;
+}
+
+SV_EXPORT int ibv_close_device(struct ibv_context *c)
+{
+	struct sv_context *ctx = to_sctx(c);
+
+	sv_progress_stop(ctx);
+	sv_evq_destroy(&ctx->async);
+	for (uint32_t i = 1; i < ctx->nmrs; i++)
+		free(ctx->mrs[i]);
+	free(ctx->mrs);
+	pthread_rwlock_destroy(&ctx->qp_lock);
+	pthread_mutex_destroy(&ctx->mr_lock);
+	pthread_mutex_destroy(&c->mutex);
+	free(ctx);
+	return 0;
+}
+
+SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *c)
+{
+	struct sv_pd *pd = calloc(1, sizeof(*pd));
+
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->ibv.context = c;
+	return &pd->ibv;
+}
+
+SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
+{
+	free(container_of(pd, struct sv_pd, ibv));
+	return 0;
+}

@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Completion queues: the classic ibv_poll_cq and the extended
+ * start/next/end_poll API over one array of completions, arming and
+ * solicited-only events, and overrun reported as IBV_EVENT_CQ_ERR (never
+ * a silent drop).  Polling first drives the engine of every QP that
+ * completes into this CQ: that is the fast path's progress.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sv.h"
+
+#define SV_CQ_WC_FLAGS                                                      \
+	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM | \
+	 IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |  \
+	 IBV_WC_EX_WITH_DLID_PATH_BITS |                                    \
+	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |                              \
+	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+
+void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
+{
+	struct ibv_async_event ev;
+	bool notify = false, overrun = false;
+	struct sv_cqe *e;
+
+	pthread_spin_lock(&cq->lock);
+	if (cq->head - cq->tail == cq->size || cq->overrun) {
+		/* IBA 11.4.2.1: overrun is an error, reported async */
+		overrun = !cq->overrun;
+		cq->overrun = true;
+		pthread_spin_unlock(&cq->lock);
+		if (overrun) {
+			ev.event_type = IBV_EVENT_CQ_ERR;
+			ev.element.cq = (struct ibv_cq *)&cq->ex;
+			sv_async_event(cq->ctx, &ev);
+		}
+		return;
+	}
+	e = &cq->q[cq->head & (cq->size - 1)];
+	e->wc = *wc;
+	if (cq->wc_flags & (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+			    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK))
+		e->ts = sv_now_ns();
+	cq->head++;
+	if (cq->armed && (cq->armed == 1 || solicited ||
+			  wc->status != IBV_WC_SUCCESS)) {
+		cq->armed = 0;
+		atomic_fetch_sub(&cq->ctx->armed_cqs, 1);
+		notify = true;
+	}
+	pthread_spin_unlock(&cq->lock);
+	if (notify && cq->ex.channel)
+		sv_channel_signal(container_of(cq->ex.channel,
+					       struct sv_channel, ibv),
+				  cq);
+}
+
+/* Runs the engine of every QP feeding this CQ. */
+static void drive(struct sv_cq *cq)
+{
+	struct sv_context *ctx = cq->ctx;
+
+	atomic_fetch_add_explicit(&ctx->drives, 1, memory_order_relaxed);
+	pthread_rwlock_rdlock(&ctx->qp_lock);
+	for (uint32_t i = 0; i < cq->nqps; i++)
+		sv_qp_drive(cq->qps[i]);
+	pthread_rwlock_unlock(&ctx->qp_lock);
+}
+
+int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
+{
+	struct sv_cq *cq = to_scq(ibcq);
+	int i = 0;
+
+	drive(cq);
+	pthread_spin_lock(&cq->lock);
+	for (; i < n && cq->tail != cq->head; i++, cq->tail++)
+		wc[i] = cq->q[cq->tail & (cq->size - 1)].wc;
+	pthread_spin_unlock(&cq->lock);
+	return i;
+}
+
+int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct sv_cq *cq = to_scq(ibcq);
+	bool newly;
+
+	pthread_spin_lock(&cq->lock);
+	newly = cq->armed == 0;
+	cq->armed = solicited_only ? 2 : 1;
+	pthread_spin_unlock(&cq->lock);
+	if (newly && atomic_fetch_add(&cq->ctx->armed_cqs, 1) == 0)
+		sv_progress_kick(cq->ctx); /* an event may be wanted now */
+	return 0;
+}
+
+int sv_cq_attach_qp(struct sv_cq *cq, struct sv_qp *qp)
+{
+	struct sv_qp **q;
+
+	for (uint32_t i = 0; i < cq->nqps; i++)
+		if (cq->qps[i] == qp)
+			return 0;
+	q = realloc(cq->qps, (cq->nqps + 1) * sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	cq->qps = q;
+	cq->qps[cq->nqps++] = qp;
+	return 0;
+}
+
+void sv_cq_detach_qp(struct sv_cq *cq, struct sv_qp *qp)
+{
+	for (uint32_t i = 0; i < cq->nqps; i++) {
+		if (cq->qps[i] == qp) {
+			cq->qps[i] = cq->qps[--cq->nqps];
+			return;
+		}
+	}
+}
+
+/* The extended poll API: start_poll holds the CQ lock until end_poll. */
+static bool next_cqe(struct sv_cq *cq)
+{
+	if (cq->tail == cq->head)
+		return false;
+	cq->cur = cq->q[cq->tail++ & (cq->size - 1)];
+	cq->ex.wr_id = cq->cur.wc.wr_id;
+	cq->ex.status = cq->cur.wc.status;
+	return true;
+}
+
+static int ex_start_poll(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
+{
+	struct sv_cq *cq = container_of(ex, struct sv_cq, ex);
+
+	if (attr && attr->comp_mask)
+		return EINVAL;
+	drive(cq);
+	pthread_spin_lock(&cq->lock);
+	if (!next_cqe(cq)) {
+		pthread_spin_unlock(&cq->lock);
+		return ENOENT;
+	}
+	return 0;
+}
+
+static int ex_next_poll(struct ibv_cq_ex *ex)
+{
+	return next_cqe(container_of(ex, struct sv_cq, ex)) ? 0 : ENOENT;
+}
+
+static void ex_end_poll(struct ibv_cq_ex *ex)
+{
+	pthread_spin_unlock(&container_of(ex, struct sv_cq, ex)->lock);
+}
+
+#define CUR(ex) (&container_of(ex, struct sv_cq, ex)->cur)
+
+static enum ibv_wc_opcode ex_opcode(struct ibv_cq_ex *ex)
+{
+	return CUR(ex)->wc.opcode;
+}
+
+static uint32_t ex_vendor_err(struct ibv_cq_ex *ex)
+{
+	return CUR(ex)->wc.vendor_err;
+}
+
+static uint32_t ex_byte_len(struct ibv_cq_ex *ex)
+{
+	return CUR(ex)->wc.byte_len;
+}
+
+static __be32 ex_imm_data(struct ibv_cq_ex *ex)
+{
+	return CUR(ex)->wc.imm_data;
+}
+
+static uint32_t ex_qp_num(struct ibv_cq_ex *ex)
+{
+	return CUR(ex)->wc.qp_num;
+}
+
+static uint32_t ex_src_qp(struct ibv_cq_ex *ex)
+{
+	return CUR(ex)->wc.src_qp;
+}
+
+static unsigned int ex_wc_flags(struct ibv_cq_ex *ex)
+{
+	return CUR(ex)->wc.wc_flags;
+}
+
+static uint32_t ex_slid(struct ibv_cq_ex *ex)
+{
+	return CUR(ex)->wc.slid;
+}
+
+static uint8_t ex_sl(struct ibv_cq_ex *ex)
+{
+	return CUR(ex)->wc.sl;
+}
+
+static uint8_t ex_dlid_path_bits(struct ibv_cq_ex *ex)
+{
+	return CUR(ex)->wc.dlid_path_bits;
+}
+
+static uint64_t ex_completion_ts(struct ibv_cq_ex *ex)
+{
+	return CUR(ex)->ts; /* ns: hca_core_clock is 1 GHz */
+}
+
+static uint64_t ex_completion_wallclock_ns(struct ibv_cq_ex *ex)
+{
+	struct timespec rt;
+	uint64_t mono = sv_now_ns();
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	return CUR(ex)->ts + ((uint64_t)rt.tv_sec * 1000000000ull +
+			      (uint64_t)rt.tv_nsec - mono);
+}
+
+static struct sv_cq *cq_create(struct ibv_context *c, int cqe,
+			       struct ibv_comp_channel *channel,
+			       void *cq_context, uint64_t wc_flags)
+{
+	struct sv_context *ctx = to_sctx(c);
+	struct sv_cq *cq;
+
+	if (cqe < 1 || cqe > SV_MAX_CQE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		goto err_nomem;
+	cq->size = sv_roundup_pow2((uint32_t)cqe);
+	cq->q = calloc(cq->size, sizeof(*cq->q));
+	cq->qps = calloc(1, sizeof(*cq->qps));
+	if (!cq->q || !cq->qps)
+		goto err_free;
+	cq->ctx = ctx;
+	cq->wc_flags = wc_flags;
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	sv_list_init(&cq->ev_node);
+
+	cq->ex.context = c;
+	cq->ex.channel = channel;
+	cq->ex.cq_context = cq_context;
+	cq->ex.cqe = (int)cq->size;
+	pthread_mutex_init(&cq->ex.mutex, NULL);
+	pthread_cond_init(&cq->ex.cond, NULL);
+	cq->ex.start_poll = ex_start_poll;
+	cq->ex.next_poll = ex_next_poll;
+	cq->ex.end_poll = ex_end_poll;
+	cq->ex.read_opcode = ex_opcode;
+	cq->ex.read_vendor_err = ex_vendor_err;
+	cq->ex.read_byte_len = ex_byte_len;
+	cq->ex.read_imm_data = ex_imm_data;
+	cq->ex.read_qp_num = ex_qp_num;
+	cq->ex.read_src_qp = ex_src_qp;
+	cq->ex.read_wc_flags = ex_wc_flags;
+	cq->ex.read_slid = ex_slid;
+	cq->ex.read_sl = ex_sl;
+	cq->ex.read_dlid_path_bits = ex_dlid_path_bits;
+	cq->ex.read_completion_ts = ex_completion_ts;
+	cq->ex.read_completion_wallclock_ns = ex_completion_wallclock_ns;
+	if (channel) {
+		pthread_mutex_lock(&c->mutex);
+		channel->refcnt++;
+		pthread_mutex_unlock(&c->mutex);
+	}
+	return cq;
+
+err_free:
+	free(cq->qps);
+	free(cq->q);
+	free(cq);
+err_nomem:
+	errno = ENOMEM;
+	return NULL;
+}
+
+SV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe,
+				       void *cq_context,
+				       struct ibv_comp_channel *channel,
+				       int comp_vector)
+{
+	struct sv_cq *cq;
+
+	if (comp_vector < 0 || comp_vector >= c->num_comp_vectors) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = cq_create(c, cqe, channel, cq_context, 0);
+	return cq ? (struct ibv_cq *)&cq->ex : NULL;
+}
+
+struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *c,
+				  struct ibv_cq_init_attr_ex *attr)
+{
+	struct sv_cq *cq;
+
+	if (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+					  IBV_CQ_INIT_ATTR_MASK_PD) ||
+	    attr->wc_flags & ~(uint64_t)SV_CQ_WC_FLAGS ||
+	    attr->comp_vector >= (uint32_t)c->num_comp_vectors) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	cq = cq_create(c, (int)attr->cqe, attr->channel, attr->cq_context,
+		       attr->wc_flags);
+	return cq ? &cq->ex : NULL;
+}
+
+SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct sv_cq *cq = to_scq(ibcq);
+	struct ibv_comp_channel *ch = ibcq->channel;
+
+	if (cq->nqps)
+		return EBUSY;
+	if (ch) {
+		struct sv_channel *sch =
+			container_of(ch, struct sv_channel, ibv);
+
+		/* forget events the app never took */
+		pthread_mutex_lock(&sch->evq.lock);
+		if (cq->events_queued)
+			sv_list_del(&cq->ev_node);
+		cq->events_queued = 0;
+		pthread_mutex_unlock(&sch->evq.lock);
+		pthread_mutex_lock(&ibcq->context->mutex);
+		ch->refcnt--;
+		pthread_mutex_unlock(&ibcq->context->mutex);
+	}
+	/* as rdma-core: wait until every event handed out was acked */
+	pthread_mutex_lock(&ibcq->mutex);
+	sv_async_forget(cq->ctx, ibcq);
+	while (ibcq->comp_events_completed != cq->events_got ||
+	       ibcq->async_events_completed != cq->async_got)
+		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
+	pthread_mutex_unlock(&ibcq->mutex);
+	if (cq->armed)
+		atomic_fetch_sub(&cq->ctx->armed_cqs, 1);
+	pthread_spin_destroy(&cq->lock);
+	free(cq->qps);
+	free(cq->q);
+	free(cq);
+	return 0;
+}

@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The device softverbs0: the device list, contexts, and what they report —
+ * device and port attributes, the LID every process of the host agrees
+ * on, and the GID table (link-local, then ::ffff:a.b.c.d per local IPv4
+ * address).  A host here is a network namespace: that is what QPNs and
+ * the shared-memory transport are scoped to.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sv.h"
+#include "private_verbs.h"
+
+#undef ibv_get_device_list
+
+int sv_debug;
+
+void sv_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "softverbs[%d]: ", getpid());
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
+__attribute__((constructor)) static void sv_init_debug(void)
+{
+	const char *d = getenv("SOFTVERBS_DEBUG");
+
+	sv_debug = d && *d && strcmp(d, "0");
+}
+
+/*
+ * The device outlives ibv_free_device_list().  The NULL after it is where
+ * rdma-core keeps its verbs_device ops: a stray mlx5dv_is_supported()
+ * reads NULL there and says no.
+ */
+static struct {
+	struct ibv_device dev;
+	void *null_ops;
+} sv_dev = {
+	.dev = {
+		.node_type = IBV_NODE_CA,
+		.transport_type = IBV_TRANSPORT_IB,
+		.name = SV_DEV_NAME,
+		.dev_name = "uverbs0",
+		.dev_path = "/sys/class/infiniband_verbs/uverbs0",
+		.ibdev_path = "/sys/class/infiniband/" SV_DEV_NAME,
+	},
+};
+
+/* FNV-1a over the host's identity: network namespace and host name. */
+static uint64_t host_hash(void)
+{
+	static uint64_t h;
+	struct stat st;
+	char name[256] = "";
+
+	if (h)
+		return h;
+	h = 1469598103934665603ull;
+	if (stat("/proc/self/ns/net", &st) == 0) {
+		for (unsigned int i = 0; i < sizeof(st.st_ino); i++) {
+			h ^= (st.st_ino >> (8 * i)) & 0xff;
+			h *= 1099511628211ull;
+		}
+	}
+	gethostname(name, sizeof(name) - 1);
+	for (char *p = name; *p; p++) {
+		h ^= (uint8_t)*p;
+		h *= 1099511628211ull;
+	}
+	return h ? h : 1;
+}
+
+/* A unicast LID (IBA 4.1.3: 0x0001-0xbfff) every process here agrees on. */
+uint16_t sv_local_lid(void)
+{
+	return (uint16_t)(1 + host_hash() % 0xbffe);
+}
+
+static uint64_t node_guid(void)
+{
+	/* a locally administered EUI-64, from the host hash */
+	return (host_hash() & ~(0xffull << 56)) | (0x02ull << 56);
+}
+
+/* Fills the GID table; returns its length (at most SV_GID_TBL_LEN). */
+static int gid_table(union ibv_gid *gids)
+{
+	struct ifaddrs *ifa, *i;
+	uint64_t guid = htobe64(node_guid());
+	int n = 1;
+
+	memset(gids, 0, sizeof(*gids) * SV_GID_TBL_LEN);
+	gids[0].raw[0] = 0xfe;
+	gids[0].raw[1] = 0x80;
+	memcpy(&gids[0].raw[8], &guid, 8);
+	if (getifaddrs(&ifa))
+		return n;
+	for (i = ifa; i && n < SV_GID_TBL_LEN; i = i->ifa_next) {
+		const struct sockaddr_in *sin;
+
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+			continue;
+		sin = (const struct sockaddr_in *)i->ifa_addr;
+		gids[n].raw[10] = 0xff;
+		gids[n].raw[11] = 0xff;
+		memcpy(&gids[n].raw[12], &sin->sin_addr, 4);
+		n++;
+	}
+	freeifaddrs(ifa);
+	return n;
+}
+
+bool sv_gid_is_local(const union ibv_gid *gid)
+{
+	union ibv_gid gids[SV_GID_TBL_LEN];
+	int n = gid_table(gids);
+
+	for (int i = 0; i < n; i++)
+		if (!memcmp(&gids[i], gid, sizeof(*gid)))
+			return true;
+	/* ::ffff:127.x.y.z is this host whatever the table says */
+	return !memcmp(gid->raw, "\0\0\0\0\0\0\0\0\0\0\xff\xff\x7f", 13);
+}
+
+int sv_port_mtu_bytes(enum ibv_mtu mtu)
+{
+	return mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096 ? 128 << mtu : 0;
+}
+
+SV_EXPORT struct ibv_device **ibv_get_device_list(int *num)
+{
+	struct ibv_device **list = calloc(2, sizeof(*list));
+
+	if (!list) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	list[0] = &sv_dev.dev;
+	if (num)
+		*num = 1;
+	return list;
+}
+
+SV_EXPORT void ibv_free_device_list(struct ibv_device **list)
+{
+	free(list);
+}
+
+SV_EXPORT const char *ibv_get_device_name(struct ibv_device *dev)
+{
+	return dev->name;
+}
+
+SV_EXPORT __be64 ibv_get_device_guid(struct ibv_device *dev)
+{
+	return htobe64(node_guid());
+}
+
+SV_EXPORT int ibv_get_device_index(struct ibv_device *dev)
+{
+	return dev == &sv_dev.dev ? 0 : -1;
+}
+
+/* ibv_devinfo reads a few sysfs files of the device; we have no sysfs
+ * entry, so answer those here and pass every other path to the kernel. */
+SV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file,
+				  char *buf, size_t size)
+{
+	static const struct {
+		const char *file, *value;
+	} ours[] = {
+		{ "board_id", "SOFTVERBS" },
+		{ "node_desc", "softverbs userspace RDMA device" },
+		{ "hw_rev", "0" },
+		{ "hca_type", "softverbs" },
+	};
+	char path[512];
+	ssize_t n;
+	int fd;
+
+	if (!strcmp(dir, sv_dev.dev.ibdev_path)) {
+		for (unsigned int i = 0; i < ARRAY_SIZE(ours); i++) {
+			if (!strcmp(file, ours[i].file)) {
+				snprintf(buf, size, "%s", ours[i].value);
+				return (int)strlen(buf);
+			}
+		}
+		errno = ENOENT;
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, size);
+	close(fd);
+	if (n < 0)
+		return -1;
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	else if ((size_t)n < size)
+		buf[n] = '\0';
+	return (int)n;
+}
+
+SV_EXPORT int ibv_read_ibdev_sysfs_file(char *buf, size_t size,
+					struct ibv_device *dev,
+					const char *fnfmt, ...)
+{
+	char file[256];
+	va_list ap;
+
+	va_start(ap, fnfmt);
+	vsnprintf(file, sizeof(file), fnfmt, ap);
+	va_end(ap);
+	return ibv_read_sysfs_file(dev->ibdev_path, file, buf, size);
+}
+
+static void fill_device_attr(struct ibv_device_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", "0.1.0");
+	a->node_guid = htobe64(node_guid());
+	a->sys_image_guid = a->node_guid;
+	a->max_mr_size = 1ull << 40;
+	a->page_size_cap = 0xfffff000;
+	a->vendor_id = 0;	/* unknown: perftest takes the classic path */
+	a->vendor_part_id = 0;
+	a->hw_ver = 0;
+	a->max_qp = 1 << 16;
+	a->max_qp_wr = SV_MAX_QP_WR;
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN |
+			      IBV_DEVICE_SYS_IMAGE_GUID |
+			      IBV_DEVICE_CURR_QP_STATE_MOD |
+			      IBV_DEVICE_PORT_ACTIVE_EVENT |
+			      IBV_DEVICE_N_NOTIFY_CQ;
+	a->max_sge = SV_MAX_SGE;
+	a->max_sge_rd = SV_MAX_SGE;
+	a->max_cq = 1 << 16;
+	a->max_cqe = SV_MAX_CQE;
+	a->max_mr = SV_MAX_MR;
+	a->max_pd = 1 << 16;
+	a->max_qp_rd_atom = 16;
+	a->max_ee_rd_atom = 0;
+	a->max_res_rd_atom = 0;
+	a->max_qp_init_rd_atom = 16;
+	a->atomic_cap = IBV_ATOMIC_NONE;
+	a->max_pkeys = 1;
+	a->local_ca_ack_delay = 15;
+	a->phys_port_cnt = 1;
+}
+
+SV_EXPORT int ibv_query_device(struct ibv_context *ctx,
+			       struct ibv_device_attr *attr)
+{
+	fill_device_attr(attr);
+	return 0;
+}
+
+int sv_query_device_ex(struct ibv_context *c,
+		       const struct ibv_query_device_ex_input *in,
+		       struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ibv_device_attr_ex a;
+
+	if (in && in->comp_mask)
+		return EINVAL;
+	if (attr_size < sizeof(attr->orig_attr))
+		return EINVAL;
+	memset(&a, 0, sizeof(a));
+	fill_device_attr(&a.orig_attr);
+	/* completion timestamps in ns: a 1 GHz "HCA clock" */
+	a.completion_timestamp_mask = ~0ull;
+	a.hca_core_clock = 1000000; /* kHz */
+	a.max_dm_size = 0;
+	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
+	return 0;
+}
+
+static void fill_port_attr(struct ibv_port_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->state = IBV_PORT_ACTIVE;
+	a->max_mtu = IBV_MTU_4096;
+	a->active_mtu = IBV_MTU_4096;
+	a->gid_tbl_len = SV_GID_TBL_LEN;
+	a->port_cap_flags = IBV_PORT_SM;
+	a->max_msg_sz = SV_MAX_MSG;
+	a->bad_pkey_cntr = 0;
+	a->qkey_viol_cntr = 0;
+	a->pkey_tbl_len = 1;
+	a->lid = sv_local_lid();
+	a->sm_lid = a->lid;
+	a->lmc = 0;
+	a->max_vl_num = 1;
+	a->sm_sl = 0;
+	a->subnet_timeout = 18;
+	a->init_type_reply = 0;
+	a->active_width = 2;	/* 4X */
+	a->active_speed = 32;	/* EDR */
+	a->phys_state = 5;	/* LinkUp */
+	a->link_layer = IBV_LINK_LAYER_INFINIBAND;
+}
+
+int sv_query_port(struct ibv_context *c, uint8_t port,
+		  struct ibv_port_attr *attr, size_t attr_len)
+{
+	struct ibv_port_attr a;
+
+	if (port != 1)
+		return EINVAL;
+	fill_port_attr(&a);
+	memcpy(attr, &a, attr_len < sizeof(a) ? attr_len : sizeof(a));
+	return 0;
+}
+
+/* The compat entry: callers built before port_cap_flags2 own 48 bytes. */
+#undef ibv_query_port
+SV_EXPORT int ibv_query_port(struct ibv_context *c, uint8_t port,
+			     struct _compat_ibv_port_attr *attr)
+{
+	return sv_query_port(c, port, (struct ibv_port_attr *)attr,
+			     offsetof(struct ibv_port_attr, port_cap_flags2));
+}
+
+SV_EXPORT int ibv_query_gid(struct ibv_context *c, uint8_t port, int index,
+			    union ibv_gid *gid)
+{
+	union ibv_gid gids[SV_GID_TBL_LEN];
+
+	if (port != 1 || index < 0 || index >= SV_GID_TBL_LEN) {
+		errno = EINVAL;
+		return -1;
+	}
+	gid_table(gids); /* unused entries are zero, as on hardware */
+	*gid = gids[index];
+	return 0;
+}
+
+SV_EXPORT int ibv_query_pkey(struct ibv_context *c, uint8_t port, int index,
+			     __be16 *pkey)
+{
+	if (port != 1 || index != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	*pkey = htobe16(0xffff);
+	return 0;
+}
+
+SV_EXPORT int ibv_query_gid_type(struct ibv_context *c, uint8_t port,
+				 unsigned int index,
+				 enum ibv_gid_type_sysfs *type)
+{
+	if (port != 1 || index >= SV_GID_TBL_LEN) {
+		errno = EINVAL;
+		return -1;
+	}
+	*type = IBV_GID_TYPE_SYSFS_IB_ROCE_V1;
+	return 0;
+}
+
+SV_EXPORT int _ibv_query_gid_ex(struct ibv_context *c, uint32_t port,
+				uint32_t index, struct ibv_gid_entry *entry,
+				uint32_t flags, size_t entry_size)
+{
+	union ibv_gid gids[SV_GID_TBL_LEN];
+	int n;
+
+	if (flags || entry_size < sizeof(*entry))
+		return EINVAL;
+	if (port != 1 || index >= SV_GID_TBL_LEN)
+		return EINVAL;
+	n = gid_table(gids);
+	if ((int)index >= n)
+		return ENODATA;
+	memset(entry, 0, sizeof(*entry));
+	entry->gid = gids[index];
+	entry->gid_index = index;
+	entry->port_num = 1;
+	entry->gid_type = IBV_GID_TYPE_IB;
+	return 0;
+}
+
+SV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *c,
+				       struct ibv_gid_entry *entries,
+				       size_t max, uint32_t flags,
+				       size_t entry_size)
+{
+	union ibv_gid gids[SV_GID_TBL_LEN];
+	int n;
+
+	if (flags || entry_size < sizeof(*entries))
+		return -EINVAL;
+	n = gid_table(gids);
+	if ((size_t)n > max)
+		return -EINVAL;
+	for (int i = 0; i < n; i++) {
+		struct ibv_gid_entry *e =
+			(void *)((char *)entries + i * entry_size);
+
+		memset(e, 0, entry_size);
+		e->gid = gids[i];
+		e->gid_index = i;
+		e->port_num = 1;
+		e->gid_type = IBV_GID_TYPE_IB;
+	}
+	return n;
+}
+
+/* Fork: registered memory is MADV_DONTFORK'd at registration, as rdma-core
+ * does after ibv_fork_init(); nothing else is needed. */
+SV_EXPORT int ibv_fork_init(void)
+{
+	return 0;
+}
+
+SV_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void)
+{
+	return IBV_FORK_UNNEEDED;
+}
+
+SV_EXPORT int ibv_dontfork_range(void *base, size_t size)
+{
+	return 0;
+}
+
+SV_EXPORT int ibv_dofork_range(void *base, size_t size)
+{
+	return 0;
+}

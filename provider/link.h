@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A link: one RC connection as the engine sees it — a transmit direction
+ * (packets out, ACK/NAK in) and a receive direction (packets in, ACK/NAK
+ * out).  The shared-memory transport (shm.c) provides it with two rings
+ * between processes of one host; a TCP transport will provide the same
+ * calls between hosts.  Hot calls are inline for the ring case.
+ */
+#ifndef SV_LINK_H
+#define SV_LINK_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ring.h"
+
+enum sv_link_state {
+	SV_LINK_IDLE,		/* not connected (QP before RTR) */
+	SV_LINK_CONNECTING,	/* we sent our receive ring; no tx yet */
+	SV_LINK_UP,		/* both directions mapped */
+	SV_LINK_CLOSED,		/* the peer said goodbye */
+	SV_LINK_DEAD,		/* the peer vanished (process died) */
+};
+
+extern const char *const sv_link_state_names[];
+
+struct sv_link {
+	enum sv_link_state state;
+	struct sv_ring tx;	/* the peer's receive ring: we produce */
+	struct sv_ring rx;	/* our receive ring: the peer produces */
+	bool tx_ready, rx_ready;
+	int listen_fd;		/* our QP's listener; holds the QPN */
+	int conn_fd;		/* ours to the peer's listener */
+	int acc_fd;		/* the peer's to our listener */
+	int pend_fd;		/* accepted, hello not yet read */
+	int rx_fd;		/* memfd of rx, passed in our hello */
+	int peer_db;		/* the peer context's doorbell (eventfd) */
+	uint32_t peer_qpn;	/* whose ring tx is */
+	uint64_t next_connect_ns; /* retry time for a refused connect */
+};
+
+static inline void *sv_link_tx_reserve(struct sv_link *l, uint32_t len,
+				       int *err)
+{
+	return sv_ring_reserve(&l->tx, len, err);
+}
+
+void sv_link_ring_doorbell(int fd);
+
+/* Publishes reserved packets; wakes the peer if it said it sleeps. */
+static inline void sv_link_tx_commit(struct sv_link *l)
+{
+	sv_ring_commit(&l->tx);
+	/* seq_cst: head published before we read the sleep flag (Dekker) */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&l->tx.hdr->rx_sleep, memory_order_relaxed))
+		sv_link_ring_doorbell(l->peer_db);
+}
+
+static inline int sv_link_rx_peek(struct sv_link *l, struct sv_pkt *pkt,
+				  const uint8_t **payload)
+{
+	return sv_ring_peek(&l->rx, pkt, payload);
+}
+
+static inline void sv_link_rx_consume(struct sv_link *l)
+{
+	sv_ring_consume(&l->rx);
+}
+
+/* Responder: publish an ACK/NAK word; wakes a sleeping requester. */
+static inline void sv_link_ack_put(struct sv_link *l, uint64_t ack)
+{
+	atomic_store_explicit(&l->rx.hdr->ack, ack, memory_order_release);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&l->rx.hdr->tx_sleep, memory_order_relaxed))
+		sv_link_ring_doorbell(l->peer_db);
+}
+
+/* Requester: the latest ACK/NAK word from the peer. */
+static inline uint64_t sv_link_ack_get(struct sv_link *l)
+{
+	return atomic_load_explicit(&l->tx.hdr->ack, memory_order_acquire);
+}
+
+/* True if the peer may have put something for us since we last looked. */
+static inline bool sv_link_rx_pending(struct sv_link *l)
+{
+	return l->rx_ready && sv_ring_has_data(&l->rx);
+}
+
+/* Sleep flags: set while the progress thread sleeps for this link. */
+void sv_link_set_sleep(struct sv_link *l, bool sleep);
+
+#endif

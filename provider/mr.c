@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Memory regions: registration checks the range is mapped and the access
+ * flags are coherent, and hands out a key naming a slot of the context's
+ * MR table.  MR structures are type-stable (reused, never freed before the
+ * context) so the engine may look a key up without a lock while another
+ * thread deregisters: a stale key then simply fails the lookup.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "sv.h"
+
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+#define SV_ACCESS_KNOWN                                                     \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                 \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                \
+	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | \
+	 IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING)
+
+/* True if every page of [addr, addr+len) is mapped. */
+static bool range_mapped(const void *addr, size_t len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)addr & ~(uintptr_t)(page - 1);
+	uintptr_t end = ((uintptr_t)addr + len + page - 1) &
+			~(uintptr_t)(page - 1);
+	unsigned char vec[256];
+
+	/* mincore fails with ENOMEM on an unmapped page; chunked */
+	for (uintptr_t p = start; p < end;) {
+		size_t n = (end - p) / page;
+
+		if (n > sizeof(vec))
+			n = sizeof(vec);
+		if (mincore((void *)p, n * page, vec))
+			return false;
+		p += n * page;
+	}
+	return true;
+}
+
+static struct sv_mr *mr_alloc(struct sv_context *ctx)
+{
+	struct sv_mr *mr = NULL;
+
+	pthread_mutex_lock(&ctx->mr_lock);
+	if (ctx->mr_free) {
+		mr = ctx->mr_free;
+		ctx->mr_free = mr->next_free;
+	} else if (ctx->nmrs < SV_MAX_MR) {
+		mr = calloc(1, sizeof(*mr));
+		if (mr) {
+			mr->index = ctx->nmrs; /* from 1: key 0 is invalid */
+			atomic_store_explicit(
+				(_Atomic(struct sv_mr *) *)&ctx->mrs[mr->index],
+				mr, memory_order_release);
+			ctx->nmrs++;
+		}
+	}
+	pthread_mutex_unlock(&ctx->mr_lock);
+	return mr;
+}
+
+struct sv_mr *sv_mr_lookup(struct sv_context *ctx, uint32_t key,
+			   struct sv_pd *pd)
+{
+	uint32_t idx = key >> 8;
+	struct sv_mr *mr;
+
+	if (idx == 0 || idx >= SV_MAX_MR)
+		return NULL;
+	mr = atomic_load_explicit((_Atomic(struct sv_mr *) *)&ctx->mrs[idx],
+				  memory_order_acquire);
+	if (!mr || mr->ibv.lkey != key || mr->pd != pd)
+		return NULL;
+	return mr;
+}
+
+SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
+					  size_t length, uint64_t iova,
+					  unsigned int access)
+{
+	struct sv_context *ctx = to_sctx(ibpd->context);
+	struct sv_mr *mr;
+	uint32_t gen;
+
+	/* optional access bits may be ignored (verbs.h); others are ours */
+	access &= ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE |
+		  IBV_ACCESS_RELAXED_ORDERING;
+	if (access & ~(unsigned int)SV_ACCESS_KNOWN) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (access & (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_ZERO_BASED |
+		      IBV_ACCESS_MW_BIND)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/* IBA 10.6.3.1: remote write or atomic needs local write */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (length > (1ull << 40) || (length && !range_mapped(addr, length))) {
+		errno = EFAULT;
+		return NULL;
+	}
+	mr = mr_alloc(ctx);
+	if (!mr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	gen = (mr->ibv.lkey + 1) & 0xff;
+	mr->addr = addr;
+	mr->iova = iova;
+	mr->length = length;
+	mr->access = (int)access;
+	mr->ibv.context = ibpd->context;
+	mr->ibv.pd = ibpd;
+	mr->ibv.addr = addr;
+	mr->ibv.length = length;
+	mr->ibv.handle = mr->index;
+	/* release: fields above before the key that makes them findable */
+	atomic_store_explicit((_Atomic uint32_t *)&mr->ibv.rkey,
+			      mr->index << 8 | gen, memory_order_relaxed);
+	mr->pd = container_of(ibpd, struct sv_pd, ibv);
+	atomic_store_explicit((_Atomic uint32_t *)&mr->ibv.lkey,
+			      mr->index << 8 | gen, memory_order_release);
+	return &mr->ibv;
+}
+
+SV_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr,
+				    size_t length, int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, (uintptr_t)addr,
+				(unsigned int)access);
+}
+
+SV_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr,
+					 size_t length, uint64_t iova,
+					 int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned int)access);
+}
+
+SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
+{
+	struct sv_mr *mr = container_of(ibmr, struct sv_mr, ibv);
+	struct sv_context *ctx = to_sctx(ibmr->context);
+
+	pthread_mutex_lock(&ctx->mr_lock);
+	mr->pd = NULL; /* lookups fail from now on */
+	mr->next_free = ctx->mr_free;
+	ctx->mr_free = mr;
+	pthread_mutex_unlock(&ctx->mr_lock);
+	return 0;
+}

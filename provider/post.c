@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Posting work: ibv_post_send, ibv_post_recv and the extended
+ * ibv_wr_* builder of struct ibv_qp_ex.  Posting validates the request,
+ * fills a queue slot and runs the requester at once, so a send usually
+ * reaches the peer's ring before post returns.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "sv.h"
+
+static bool sq_full(const struct sv_qp *qp)
+{
+	return qp->sq_post - qp->sq_comp >= qp->sq_max;
+}
+
+/* Posting to a QP before RTS is an error (IBA 10.8.2); in SQD the WR
+ * waits; in SQE and ERR it is flushed. */
+static int sq_state_ok(const struct sv_qp *qp)
+{
+	return qp->qpx.qp_base.state >= IBV_QPS_RTS ? 0 : EINVAL;
+}
+
+/* Copies inline data now: the application may reuse the buffer as soon
+ * as post returns. */
+static int copy_inline(struct sv_qp *qp, struct sv_swqe *w, uint8_t *dst,
+		       const struct ibv_sge *sg, uint32_t n)
+{
+	uint32_t len = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (sg[i].length > qp->max_inline - len)
+			return EINVAL;
+		memcpy(dst + len, (void *)(uintptr_t)sg[i].addr, sg[i].length);
+		len += sg[i].length;
+	}
+	w->length = len;
+	w->inl = true;
+	return 0;
+}
+
+static int post_one_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
+{
+	uint32_t slot = qp->sq_post & (qp->sq_size - 1);
+	struct sv_swqe *w = &qp->sq[slot];
+	struct ibv_sge *sg = &qp->sq_sge[(size_t)slot * qp->max_send_sge];
+	uint64_t len = 0;
+
+	if (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM)
+		return EOPNOTSUPP; /* RDMA write/read, atomics: not yet */
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge)
+		return EINVAL;
+	if (sq_full(qp))
+		return ENOMEM;
+	memset(w, 0, sizeof(*w));
+	w->wr_id = wr->wr_id;
+	w->opcode = wr->opcode;
+	w->flags = wr->send_flags;
+	w->imm = wr->imm_data;
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		int err = copy_inline(qp, w, qp->sq_inline +
+					     (size_t)slot * qp->max_inline,
+				      wr->sg_list, (uint32_t)wr->num_sge);
+		if (err)
+			return err;
+	} else {
+		for (int i = 0; i < wr->num_sge; i++)
+			len += wr->sg_list[i].length;
+		if (len > SV_MAX_MSG)
+			return EINVAL;
+		memcpy(sg, wr->sg_list, wr->num_sge * sizeof(*sg));
+		w->num_sge = (uint32_t)wr->num_sge;
+		w->length = (uint32_t)len;
+	}
+	qp->sq_post++;
+	return 0;
+}
+
+/* After posting: send now, or flush if the QP is in error. */
+static void sq_kick(struct sv_qp *qp)
+{
+	switch (qp->qpx.qp_base.state) {
+	case IBV_QPS_RTS:
+		sv_req_run(qp);
+		break;
+	case IBV_QPS_SQE:
+	case IBV_QPS_ERR:
+		sv_qp_flush(qp);
+		break;
+	default:
+		break;
+	}
+}
+
+int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		 struct ibv_send_wr **bad)
+{
+	struct sv_qp *qp = to_sqp(ibqp);
+	int err;
+
+	pthread_spin_lock(&qp->lock);
+	err = sq_state_ok(qp);
+	for (; wr && !err; wr = wr->next)
+		err = post_one_send(qp, wr);
+	if (err)
+		*bad = wr;
+	sq_kick(qp);
+	pthread_spin_unlock(&qp->lock);
+	return err;
+}
+
+int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		 struct ibv_recv_wr **bad)
+{
+	struct sv_qp *qp = to_sqp(ibqp);
+	int err = 0;
+
+	pthread_spin_lock(&qp->lock);
+	if (ibqp->state == IBV_QPS_RESET)
+		err = EINVAL;
+	for (; wr && !err; wr = wr->next) {
+		uint32_t slot = qp->rq_post & (qp->rq_size - 1);
+		struct sv_rwqe *r = &qp->rq[slot];
+		uint64_t len = 0;
+
+		if (wr->num_sge < 0 ||
+		    (uint32_t)wr->num_sge > qp->max_recv_sge) {
+			err = EINVAL;
+			break;
+		}
+		if (qp->rq_post - qp->rq_comp >= qp->rq_max) {
+			err = ENOMEM;
+			break;
+		}
+		for (int i = 0; i < wr->num_sge; i++)
+			len += wr->sg_list[i].length;
+		r->wr_id = wr->wr_id;
+		r->num_sge = (uint32_t)wr->num_sge;
+		r->length = len > SV_MAX_MSG ? SV_MAX_MSG : (uint32_t)len;
+		memcpy(&qp->rq_sge[(size_t)slot * qp->max_recv_sge],
+		       wr->sg_list, wr->num_sge * sizeof(struct ibv_sge));
+		qp->rq_post++;
+	}
+	if (err)
+		*bad = wr;
+	if (ibqp->state == IBV_QPS_ERR)
+		sv_qp_flush(qp);
+	else if (qp->resp_rnr)
+		sv_resp_run(qp); /* a sender waits for this receive */
+	pthread_spin_unlock(&qp->lock);
+	return err;
+}
+
+/*
+ * The extended post API.  ibv_wr_start takes the QP lock and
+ * ibv_wr_complete/abort release it; between them each builder call adds
+ * to the newest WQE.  The first error is kept and reported by complete,
+ * which then discards the whole batch, as the man page asks.
+ */
+#define SV_EX_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
+
+static inline struct sv_qp *ex_qp(struct ibv_qp_ex *qx)
+{
+	return container_of(qx, struct sv_qp, qpx);
+}
+
+static struct sv_swqe *ex_cur(struct sv_qp *qp)
+{
+	if (qp->sq_post == qp->ex_start)
+		return NULL;
+	return &qp->sq[(qp->sq_post - 1) & (qp->sq_size - 1)];
+}
+
+static void ex_start(struct ibv_qp_ex *qx)
+{
+	struct sv_qp *qp = ex_qp(qx);
+
+	pthread_spin_lock(&qp->lock);
+	qp->ex_start = qp->sq_post;
+	qp->ex_err = sq_state_ok(qp);
+}
+
+static void ex_new(struct sv_qp *qp, uint32_t opcode, uint32_t imm)
+{
+	struct sv_swqe *w;
+
+	if (qp->ex_err)
+		return;
+	if (sq_full(qp)) {
+		qp->ex_err = ENOMEM;
+		return;
+	}
+	w = &qp->sq[qp->sq_post & (qp->sq_size - 1)];
+	memset(w, 0, sizeof(*w));
+	w->wr_id = qp->qpx.wr_id;
+	w->flags = qp->qpx.wr_flags;
+	w->opcode = opcode;
+	w->imm = imm;
+	qp->sq_post++;
+}
+
+static void ex_send(struct ibv_qp_ex *qx)
+{
+	ex_new(ex_qp(qx), IBV_WR_SEND, 0);
+}
+
+static void ex_send_imm(struct ibv_qp_ex *qx, __be32 imm)
+{
+	ex_new(ex_qp(qx), IBV_WR_SEND_WITH_IMM, imm);
+}
+
+static void ex_set_sge_list(struct ibv_qp_ex *qx, size_t n,
+			    const struct ibv_sge *sg)
+{
+	struct sv_qp *qp = ex_qp(qx);
+	struct sv_swqe *w = ex_cur(qp);
+	uint64_t len = 0;
+
+	if (qp->ex_err)
+		return;
+	if (!w || n > qp->max_send_sge) {
+		qp->ex_err = EINVAL;
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		len += sg[i].length;
+	if (len > SV_MAX_MSG) {
+		qp->ex_err = EINVAL;
+		return;
+	}
+	memcpy(&qp->sq_sge[(size_t)((qp->sq_post - 1) & (qp->sq_size - 1)) *
+			   qp->max_send_sge],
+	       sg, n * sizeof(*sg));
+	w->num_sge = (uint32_t)n;
+	w->length = (uint32_t)len;
+}
+
+static void ex_set_sge(struct ibv_qp_ex *qx, uint32_t lkey, uint64_t addr,
+		       uint32_t length)
+{
+	struct ibv_sge sg = { .addr = addr, .length = length, .lkey = lkey };
+
+	ex_set_sge_list(qx, 1, &sg);
+}
+
+static void ex_set_inline_data_list(struct ibv_qp_ex *qx, size_t n,
+				    const struct ibv_data_buf *buf)
+{
+	struct sv_qp *qp = ex_qp(qx);
+	struct sv_swqe *w = ex_cur(qp);
+	uint32_t slot = (qp->sq_post - 1) & (qp->sq_size - 1);
+	uint32_t len = 0;
+
+	if (qp->ex_err)
+		return;
+	if (!w) {
+		qp->ex_err = EINVAL;
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (buf[i].length > qp->max_inline - len) {
+			qp->ex_err = EINVAL;
+			return;
+		}
+		memcpy(qp->sq_inline + (size_t)slot * qp->max_inline + len,
+		       buf[i].addr, buf[i].length);
+		len += (uint32_t)buf[i].length;
+	}
+	w->length = len;
+	w->inl = true;
+}
+
+static void ex_set_inline_data(struct ibv_qp_ex *qx, void *addr, size_t len)
+{
+	struct ibv_data_buf b = { .addr = addr, .length = len };
+
+	ex_set_inline_data_list(qx, 1, &b);
+}
+
+static int ex_complete(struct ibv_qp_ex *qx)
+{
+	struct sv_qp *qp = ex_qp(qx);
+	int err = qp->ex_err;
+
+	if (err)
+		qp->sq_post = qp->ex_start;
+	else
+		sq_kick(qp);
+	pthread_spin_unlock(&qp->lock);
+	return err;
+}
+
+static void ex_abort(struct ibv_qp_ex *qx)
+{
+	struct sv_qp *qp = ex_qp(qx);
+
+	qp->sq_post = qp->ex_start;
+	pthread_spin_unlock(&qp->lock);
+}
+
+int sv_qp_ex_check_ops(uint64_t send_ops_flags)
+{
+	return send_ops_flags & ~(uint64_t)SV_EX_OPS ? EOPNOTSUPP : 0;
+}
+
+void sv_qp_init_ex_ops(struct sv_qp *qp, uint64_t send_ops_flags)
+{
+	struct ibv_qp_ex *qx = &qp->qpx;
+
+	qx->comp_mask = 0;
+	qx->wr_start = ex_start;
+	qx->wr_complete = ex_complete;
+	qx->wr_abort = ex_abort;
+	qx->wr_set_sge = ex_set_sge;
+	qx->wr_set_sge_list = ex_set_sge_list;
+	qx->wr_set_inline_data = ex_set_inline_data;
+	qx->wr_set_inline_data_list = ex_set_inline_data_list;
+	if (send_ops_flags & IBV_QP_EX_WITH_SEND)
+		qx->wr_send = ex_send;
+	if (send_ops_flags & IBV_QP_EX_WITH_SEND_WITH_IMM)
+		qx->wr_send_imm = ex_send_imm;
+}

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Who runs the engine.  The application thread does, inside poll and post
+ * (sv_qp_drive): no thread hop and no system call while both sides poll.
+ * Behind it, one progress thread per context that always blocks in
+ * epoll: on our doorbell eventfd, on each QP's listener and connection
+ * sockets, and on timers.  While the application polls, the thread only
+ * looks every few ms whether it still does; once it stops (or arms a CQ
+ * for an event) the thread raises the links' sleep flags — peers then ring
+ * our doorbell — and drives the engine itself.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "shm.h"
+#include "sv.h"
+
+#define SV_ACTIVE_CHECK_MS 5
+
+uint64_t sv_event_spin_ns = 50000;
+
+struct sv_progress {
+	pthread_t thread;
+	int epfd;
+	struct sv_pfd db;	/* our doorbell: peers and our app ring it */
+	atomic_bool stop;
+	bool asleep;		/* sleep flags raised on the links */
+	uint64_t seen_drives;
+};
+
+void sv_qp_run(struct sv_qp *qp)
+{
+	enum ibv_qp_state s = qp->qpx.qp_base.state;
+
+	if (s < IBV_QPS_RTR || s == IBV_QPS_ERR)
+		return;
+	if (qp->link.state == SV_LINK_CONNECTING)
+		sv_qp_link_step(qp);
+	sv_resp_run(qp);
+	sv_comp_run(qp, 0);
+	sv_req_run(qp);
+}
+
+void sv_qp_drive(struct sv_qp *qp)
+{
+	/* someone else in the engine for this QP: it makes the progress */
+	if (pthread_spin_trylock(&qp->lock))
+		return;
+	sv_qp_run(qp);
+	pthread_spin_unlock(&qp->lock);
+}
+
+/* Drives every QP; with sleep, raises the sleep flags first so nothing
+ * that lands after our look goes unnoticed.  Returns the earliest timer. */
+static uint64_t drive_all(struct sv_context *ctx, bool sleep)
+{
+	uint64_t next = UINT64_MAX;
+	struct sv_list *n;
+
+	pthread_rwlock_rdlock(&ctx->qp_lock);
+	sv_list_for_each(n, &ctx->qps) {
+		struct sv_qp *qp = container_of(n, struct sv_qp, ctx_node);
+
+		pthread_spin_lock(&qp->lock);
+		sv_link_set_sleep(&qp->link, sleep);
+		/* seq_cst: flags up before we look at the rings (Dekker) */
+		atomic_thread_fence(memory_order_seq_cst);
+		sv_qp_run(qp);
+		if (qp->sq_comp != qp->sq_post && qp->comp_deadline &&
+		    qp->comp_deadline < next)
+			next = qp->comp_deadline;
+		if (qp->link.state == SV_LINK_CONNECTING &&
+		    qp->link.next_connect_ns < next)
+			next = qp->link.next_connect_ns;
+		pthread_spin_unlock(&qp->lock);
+	}
+	pthread_rwlock_unlock(&ctx->qp_lock);
+	return next;
+}
+
+static struct sv_qp *find_qp(struct sv_context *ctx, struct sv_qp *want)
+{
+	struct sv_list *n;
+
+	sv_list_for_each(n, &ctx->qps)
+		if (container_of(n, struct sv_qp, ctx_node) == want)
+			return want;
+	return NULL;
+}
+
+/* The peer said goodbye or vanished. */
+static void link_event(struct sv_qp *qp, int fd)
+{
+	enum sv_link_state st = sv_shm_check(&qp->link, fd);
+
+	if (st == qp->link.state)
+		return;
+	sv_dbg("qp %06x: link %s -> %s\n", qp->qpx.qp_base.qp_num,
+	       sv_link_state_names[qp->link.state], sv_link_state_names[st]);
+	sv_progress_del(qp->ctx, &qp->pfd[1]);
+	sv_progress_del(qp->ctx, &qp->pfd[2]);
+	if (st == SV_LINK_DEAD) {
+		/* IBA: what was in flight can no longer be acknowledged */
+		qp->link.state = SV_LINK_DEAD;
+		if (qp->sq_comp != qp->sq_post) {
+			struct ibv_wc wc = {
+				.status = IBV_WC_RETRY_EXC_ERR,
+				.opcode = IBV_WC_SEND,
+				.qp_num = qp->qpx.qp_base.qp_num,
+			};
+
+			wc.wr_id = qp->sq[qp->sq_comp & (qp->sq_size - 1)].wr_id;
+			qp->sq_comp++;
+			sv_cq_push(qp->scq, &wc, false);
+		}
+		sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
+	} else {
+		qp->link.state = st;
+	}
+}
+
+static void handle(struct sv_context *ctx, struct sv_pfd *p)
+{
+	struct sv_qp *qp;
+
+	if (p->kind == SV_PFD_DOORBELL) {
+		uint64_t v;
+
+		if (read(p->fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			sv_dbg("doorbell read: %s\n", strerror(errno));
+		return;
+	}
+	pthread_rwlock_rdlock(&ctx->qp_lock);
+	qp = find_qp(ctx, p->qp); /* it may be gone since epoll_wait */
+	if (qp) {
+		pthread_spin_lock(&qp->lock);
+		if (p->kind == SV_PFD_LISTEN)
+			sv_qp_link_step(qp);
+		else if (p->fd >= 0)
+			link_event(qp, p->fd);
+		pthread_spin_unlock(&qp->lock);
+	}
+	pthread_rwlock_unlock(&ctx->qp_lock);
+}
+
+static int timeout_ms(uint64_t next)
+{
+	uint64_t now = sv_now_ns();
+
+	if (next == UINT64_MAX)
+		return -1;
+	if (next <= now)
+		return 0;
+	next = (next - now + 999999) / 1000000;
+	return next > 60000 ? 60000 : (int)next;
+}
+
+static void *progress_main(void *arg)
+{
+	struct sv_context *ctx = arg;
+	struct sv_progress *pg = ctx->prog;
+	struct epoll_event ev[16];
+
+	while (!atomic_load(&pg->stop)) {
+		uint64_t drives = atomic_load_explicit(&ctx->drives,
+						       memory_order_relaxed);
+		bool idle = drives == pg->seen_drives ||
+			    atomic_load(&ctx->armed_cqs) > 0;
+		int tmo = SV_ACTIVE_CHECK_MS, n;
+
+		pg->seen_drives = drives;
+		if (idle) {
+			tmo = timeout_ms(drive_all(ctx, true));
+			pg->asleep = true;
+		} else if (pg->asleep) {
+			drive_all(ctx, false);
+			pg->asleep = false;
+		}
+		n = epoll_wait(pg->epfd, ev, ARRAY_SIZE(ev), tmo);
+		for (int i = 0; i < n; i++)
+			handle(ctx, ev[i].data.ptr);
+	}
+	return NULL;
+}
+
+void sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP,
+				  .data.ptr = p };
+
+	p->fd = fd;
+	if (epoll_ctl(ctx->prog->epfd, EPOLL_CTL_ADD, fd, &ev))
+		sv_dbg("epoll add %d: %s\n", fd, strerror(errno));
+}
+
+void sv_progress_del(struct sv_context *ctx, struct sv_pfd *p)
+{
+	if (p->fd < 0)
+		return;
+	epoll_ctl(ctx->prog->epfd, EPOLL_CTL_DEL, p->fd, NULL);
+	p->fd = -1;
+}
+
+void sv_progress_kick(struct sv_context *ctx)
+{
+	sv_link_ring_doorbell(ctx->prog->db.fd);
+}
+
+int sv_progress_doorbell_fd(struct sv_context *ctx)
+{
+	return ctx->prog->db.fd;
+}
+
+__attribute__((constructor)) static void sv_progress_config(void)
+{
+	const char *e = getenv("SOFTVERBS_EVENT_SPIN_US");
+
+	if (e)
+		sv_event_spin_ns = strtoull(e, NULL, 10) * 1000;
+}
+
+int sv_progress_start(struct sv_context *ctx)
+{
+	struct sv_progress *pg = calloc(1, sizeof(*pg));
+	int err;
+
+	if (!pg)
+		return -ENOMEM;
+	pg->epfd = epoll_create1(EPOLL_CLOEXEC);
+	pg->db.kind = SV_PFD_DOORBELL;
+	pg->db.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (pg->epfd < 0 || pg->db.fd < 0) {
+		err = -errno;
+		goto err_close;
+	}
+	ctx->prog = pg;
+	sv_progress_add(ctx, &pg->db, pg->db.fd);
+	err = -pthread_create(&pg->thread, NULL, progress_main, ctx);
+	if (err)
+		goto err_close;
+	return 0;
+
+err_close:
+	if (pg->epfd >= 0)
+		close(pg->epfd);
+	if (pg->db.fd >= 0)
+		close(pg->db.fd);
+	free(pg);
+	ctx->prog = NULL;
+	return err;
+}
+
+void sv_progress_stop(struct sv_context *ctx)
+{
+	struct sv_progress *pg = ctx->prog;
+
+	atomic_store(&pg->stop, true);
+	sv_progress_kick(ctx);
+	pthread_join(pg->thread, NULL);
+	close(pg->epfd);
+	close(pg->db.fd);
+	free(pg);
+}

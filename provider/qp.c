@@ -1,0 +1,554 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Queue pairs: creation (classic and extended), the state machine's
+ * effects (modify_qp: connect at RTR, PSNs at RTS, flush at ERR), query,
+ * destroy with flush, and error handling shared by the engine.  The
+ * transition rules themselves live in qp_state.c; the send/receive posting
+ * in post.c; the engine in req.c, resp.c, comp.c.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include "qp_state.h"
+#include "shm.h"
+#include "sv.h"
+
+#define SV_RING_DEFAULT (1u << 20)
+
+static uint64_t ring_size(void)
+{
+	static uint64_t size;
+	const char *e;
+
+	if (size)
+		return size;
+	e = getenv("SOFTVERBS_RING_KB");
+	size = e ? sv_roundup_pow2((uint32_t)atoi(e)) * 1024ull : 0;
+	if (size < 16384 || size > (256u << 20))
+		size = SV_RING_DEFAULT;
+	return size;
+}
+
+static void flush_sq(struct sv_qp *qp)
+{
+	struct ibv_wc wc = { .status = IBV_WC_WR_FLUSH_ERR,
+			     .opcode = IBV_WC_SEND,
+			     .qp_num = qp->qpx.qp_base.qp_num };
+
+	for (; qp->sq_comp != qp->sq_post; qp->sq_comp++) {
+		wc.wr_id = qp->sq[qp->sq_comp & (qp->sq_size - 1)].wr_id;
+		sv_cq_push(qp->scq, &wc, false);
+	}
+	qp->sq_send = qp->sq_post;
+}
+
+static void flush_rq(struct sv_qp *qp)
+{
+	struct ibv_wc wc = { .status = IBV_WC_WR_FLUSH_ERR,
+			     .opcode = IBV_WC_RECV,
+			     .qp_num = qp->qpx.qp_base.qp_num };
+
+	for (; qp->rq_comp != qp->rq_post; qp->rq_comp++) {
+		wc.wr_id = qp->rq[qp->rq_comp & (qp->rq_size - 1)].wr_id;
+		sv_cq_push(qp->rcq, &wc, false);
+	}
+	qp->resp_rnr = false;
+}
+
+/* IBA 10.3.1: in the Error state every outstanding and new WR completes
+ * with a flush error.  Caller holds qp->lock. */
+void sv_qp_flush(struct sv_qp *qp)
+{
+	flush_sq(qp);
+	flush_rq(qp);
+}
+
+static void link_close(struct sv_qp *qp, bool bye)
+{
+	sv_progress_del(qp->ctx, &qp->pfd[1]);
+	sv_progress_del(qp->ctx, &qp->pfd[2]);
+	sv_shm_close(&qp->link, qp->qpx.qp_base.qp_num, bye);
+	qp->link.state = SV_LINK_IDLE;
+}
+
+/* Moves the QP to ERR and flushes; ev, if not 0, is raised async.
+ * Caller holds qp->lock. */
+void sv_qp_to_error(struct sv_qp *qp, enum ibv_event_type ev)
+{
+	if (qp->qpx.qp_base.state == IBV_QPS_ERR)
+		return;
+	sv_dbg("qp %06x: %s -> ERR\n", qp->qpx.qp_base.qp_num,
+	       sv_qp_state_names[qp->qpx.qp_base.state]);
+	qp->qpx.qp_base.state = IBV_QPS_ERR;
+	qp->attr.qp_state = IBV_QPS_ERR;
+	if (qp->link.state != SV_LINK_IDLE)
+		link_close(qp, qp->link.state != SV_LINK_DEAD);
+	sv_qp_flush(qp);
+	if (ev) {
+		struct ibv_async_event e = { .event_type = ev };
+
+		e.element.qp = &qp->qpx.qp_base;
+		sv_async_event(qp->ctx, &e);
+	}
+}
+
+/* Registers the link's connection sockets for hang-up detection. */
+static void watch_link(struct sv_qp *qp)
+{
+	if (qp->link.conn_fd >= 0 && qp->pfd[1].fd != qp->link.conn_fd) {
+		sv_progress_del(qp->ctx, &qp->pfd[1]);
+		sv_progress_add(qp->ctx, &qp->pfd[1], qp->link.conn_fd);
+	}
+	if (qp->link.acc_fd >= 0 && qp->pfd[2].fd != qp->link.acc_fd) {
+		sv_progress_del(qp->ctx, &qp->pfd[2]);
+		sv_progress_add(qp->ctx, &qp->pfd[2], qp->link.acc_fd);
+	}
+}
+
+/*
+ * Brings the link up: connects to the peer's listener (again, if it was
+ * not there yet) and takes the peer's hello.  Caller holds qp->lock.
+ */
+void sv_qp_link_step(struct sv_qp *qp)
+{
+	struct sv_link *l = &qp->link;
+	uint32_t qpn = qp->qpx.qp_base.qp_num;
+	enum ibv_qp_state s = qp->qpx.qp_base.state;
+	uint32_t expect = SV_QPN_ANY;
+
+	if (s >= IBV_QPS_RTR && s <= IBV_QPS_SQE)
+		expect = qp->attr.dest_qp_num;
+	if (sv_shm_accept(l, qpn, expect) && l->peer_qpn != expect &&
+	    expect != SV_QPN_ANY)
+		sv_shm_drop_tx(l);
+	if (expect == SV_QPN_ANY)
+		return;
+	if (l->tx_ready && l->peer_qpn != expect)
+		sv_shm_drop_tx(l); /* an early hello from someone else */
+	if (l->conn_fd < 0 && l->state == SV_LINK_CONNECTING &&
+	    sv_now_ns() >= l->next_connect_ns) {
+		int err = sv_shm_connect(l, qpn, expect,
+					 sv_progress_doorbell_fd(qp->ctx),
+					 ring_size());
+
+		if (err == -EAGAIN)
+			l->next_connect_ns = sv_now_ns() + 1000000;
+		else if (err)
+			sv_dbg("qp %06x: connect to %06x: %s\n", qpn, expect,
+			       strerror(-err));
+	}
+	if (l->state == SV_LINK_CONNECTING && l->conn_fd >= 0 && l->tx_ready)
+		l->state = SV_LINK_UP;
+	watch_link(qp);
+}
+
+static int check_av(struct sv_qp *qp, const struct ibv_ah_attr *ah)
+{
+	if (ah->port_num && ah->port_num != 1)
+		return EINVAL;
+	if (ah->is_global) {
+		char buf[INET6_ADDRSTRLEN];
+
+		if (ah->grh.sgid_index >= SV_GID_TBL_LEN)
+			return EINVAL;
+		if (sv_gid_is_local(&ah->grh.dgid))
+			return 0;
+		inet_ntop(AF_INET6, ah->grh.dgid.raw, buf, sizeof(buf));
+		fprintf(stderr,
+			"softverbs: GID %s is not on this host; the TCP "
+			"transport between hosts is not implemented yet\n",
+			buf);
+		return EINVAL;
+	}
+	if (ah->dlid == sv_local_lid())
+		return 0;
+	fprintf(stderr,
+		"softverbs: LID 0x%04x is not this host's (0x%04x); "
+		"use a GID (-g) to reach another host\n",
+		ah->dlid, sv_local_lid());
+	return EINVAL;
+}
+
+/* Value checks for the attributes present in mask. */
+static int check_attr(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	if ((mask & IBV_QP_PORT) && a->port_num != 1)
+		return EINVAL;
+	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index != 0)
+		return EINVAL;
+	if ((mask & IBV_QP_PATH_MTU) &&
+	    !sv_port_mtu_bytes(a->path_mtu))
+		return EINVAL;
+	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > SV_PSN_MASK)
+		return EINVAL;
+	if ((mask & IBV_QP_RQ_PSN) && a->rq_psn > SV_PSN_MASK)
+		return EINVAL;
+	if ((mask & IBV_QP_SQ_PSN) && a->sq_psn > SV_PSN_MASK)
+		return EINVAL;
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > 16)
+		return EINVAL;
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > 16)
+		return EINVAL;
+	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
+		return EINVAL;
+	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
+		return EINVAL;
+	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
+		return EINVAL;
+	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+		return EINVAL;
+	if ((mask & IBV_QP_CUR_STATE) &&
+	    a->cur_qp_state != qp->qpx.qp_base.state)
+		return EINVAL;
+	if (mask & IBV_QP_AV)
+		return check_av(qp, &a->ah_attr);
+	return 0;
+}
+
+static void store_attr(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	struct ibv_qp_attr *s = &qp->attr;
+
+#define TAKE(bit, field)                                                    \
+	do {                                                                \
+		if (mask & IBV_QP_##bit)                                    \
+			s->field = a->field;                                \
+	} while (0)
+	TAKE(ACCESS_FLAGS, qp_access_flags);
+	TAKE(PKEY_INDEX, pkey_index);
+	TAKE(PORT, port_num);
+	TAKE(AV, ah_attr);
+	TAKE(PATH_MTU, path_mtu);
+	TAKE(DEST_QPN, dest_qp_num);
+	TAKE(RQ_PSN, rq_psn);
+	TAKE(SQ_PSN, sq_psn);
+	TAKE(MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
+	TAKE(MAX_QP_RD_ATOMIC, max_rd_atomic);
+	TAKE(MIN_RNR_TIMER, min_rnr_timer);
+	TAKE(TIMEOUT, timeout);
+	TAKE(RETRY_CNT, retry_cnt);
+	TAKE(RNR_RETRY, rnr_retry);
+	TAKE(ALT_PATH, alt_ah_attr);
+	TAKE(PATH_MIG_STATE, path_mig_state);
+	TAKE(EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
+#undef TAKE
+	if (mask & IBV_QP_PATH_MTU)
+		qp->mtu = (uint32_t)sv_port_mtu_bytes(a->path_mtu);
+	if (mask & IBV_QP_RQ_PSN)
+		qp->resp_psn = a->rq_psn;
+	if (mask & IBV_QP_SQ_PSN)
+		qp->next_psn = a->sq_psn;
+}
+
+/* Back to the state of a new QP (IBA 10.3.1: RESET drops all WRs). */
+static void reset_qp(struct sv_qp *qp)
+{
+	if (qp->link.state != SV_LINK_IDLE)
+		link_close(qp, true);
+	qp->sq_post = qp->sq_send = qp->sq_comp = 0;
+	qp->rq_post = qp->rq_comp = 0;
+	qp->resp_off = qp->resp_msg = 0;
+	qp->resp_rnr = qp->resp_in_msg = qp->resp_drop = false;
+	qp->sq_stopped = false;
+	qp->comp_ack = 0;
+	qp->comp_deadline = 0;
+	qp->comp_retries = qp->comp_rnr_retries = 0;
+	qp->comp_rnr_wait = false;
+	memset(&qp->attr, 0, sizeof(qp->attr));
+}
+
+static int enter_state(struct sv_qp *qp, enum ibv_qp_state next)
+{
+	enum ibv_qp_state cur = qp->qpx.qp_base.state;
+
+	switch (next) {
+	case IBV_QPS_RESET:
+		reset_qp(qp);
+		break;
+	case IBV_QPS_RTR:
+		if (cur == IBV_QPS_INIT) {
+			qp->link.state = SV_LINK_CONNECTING;
+			qp->link.next_connect_ns = 0;
+			qp->comp_ack = 0;
+		}
+		break;
+	case IBV_QPS_ERR:
+		sv_qp_to_error(qp, 0);
+		return 0;
+	default:
+		break;
+	}
+	qp->qpx.qp_base.state = next;
+	qp->attr.qp_state = next;
+	if (next >= IBV_QPS_RTR && next <= IBV_QPS_SQE)
+		sv_qp_link_step(qp);
+	return 0;
+}
+
+SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+			    int mask)
+{
+	struct sv_qp *qp = to_sqp(ibqp);
+	enum ibv_qp_state cur, next;
+	int err;
+
+	pthread_spin_lock(&qp->lock);
+	cur = ibqp->state;
+	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state <= IBV_QPS_ERR)
+		cur = attr->cur_qp_state == ibqp->state ? cur : IBV_QPS_ERR + 1;
+	if (!sv_qp_mask_ok(cur, next, mask)) {
+		err = EINVAL;
+		goto out;
+	}
+	err = check_attr(qp, attr, mask);
+	if (err)
+		goto out;
+	store_attr(qp, attr, mask);
+	err = enter_state(qp, next);
+out:
+	pthread_spin_unlock(&qp->lock);
+	if (err)
+		sv_dbg("modify_qp %06x: %s -> %s mask 0x%x: %s\n",
+		       ibqp->qp_num, sv_qp_state_names[ibqp->state],
+		       (mask & IBV_QP_STATE) && attr->qp_state <= IBV_QPS_ERR
+			       ? sv_qp_state_names[attr->qp_state]
+			       : "?",
+		       mask, strerror(err));
+	return err;
+}
+
+SV_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+			   int mask, struct ibv_qp_init_attr *init)
+{
+	struct sv_qp *qp = to_sqp(ibqp);
+
+	pthread_spin_lock(&qp->lock);
+	*attr = qp->attr;
+	attr->qp_state = ibqp->state;
+	attr->cur_qp_state = ibqp->state;
+	attr->cap.max_send_wr = qp->sq_max;
+	attr->cap.max_recv_wr = qp->rq_max;
+	attr->cap.max_send_sge = qp->max_send_sge;
+	attr->cap.max_recv_sge = qp->max_recv_sge;
+	attr->cap.max_inline_data = qp->max_inline;
+	attr->sq_draining = 0;
+	pthread_spin_unlock(&qp->lock);
+	memset(init, 0, sizeof(*init));
+	init->qp_context = ibqp->qp_context;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
+	init->cap = attr->cap;
+	init->qp_type = ibqp->qp_type;
+	init->sq_sig_all = qp->sq_sig_all;
+	return 0;
+}
+
+static int alloc_queues(struct sv_qp *qp, const struct ibv_qp_cap *cap)
+{
+	qp->sq_max = cap->max_send_wr;
+	qp->rq_max = cap->max_recv_wr;
+	qp->sq_size = sv_roundup_pow2(cap->max_send_wr ? cap->max_send_wr : 1);
+	qp->rq_size = sv_roundup_pow2(cap->max_recv_wr ? cap->max_recv_wr : 1);
+	qp->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
+	qp->max_recv_sge = cap->max_recv_sge ? cap->max_recv_sge : 1;
+	/* what we can always carry inline, rounded up as hardware does */
+	qp->max_inline = cap->max_inline_data ? SV_MAX_INLINE : 0;
+	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
+	qp->sq_sge = calloc((size_t)qp->sq_size * qp->max_send_sge,
+			    sizeof(*qp->sq_sge));
+	qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
+	qp->rq_sge = calloc((size_t)qp->rq_size * qp->max_recv_sge,
+			    sizeof(*qp->rq_sge));
+	if (qp->max_inline)
+		qp->sq_inline = malloc((size_t)qp->sq_size * qp->max_inline);
+	if (!qp->sq || !qp->sq_sge || !qp->rq || !qp->rq_sge ||
+	    (qp->max_inline && !qp->sq_inline))
+		return -ENOMEM;
+	return 0;
+}
+
+static void free_qp(struct sv_qp *qp)
+{
+	free(qp->sq);
+	free(qp->sq_sge);
+	free(qp->sq_inline);
+	free(qp->rq);
+	free(qp->rq_sge);
+	free(qp);
+}
+
+static int check_init_attr(const struct ibv_qp_init_attr_ex *a)
+{
+	const struct ibv_qp_cap *c = &a->cap;
+
+	if (a->qp_type != IBV_QPT_RC || a->srq)
+		return EOPNOTSUPP; /* UC, UD, SRQ: not yet */
+	if (!a->send_cq || !a->recv_cq)
+		return EINVAL;
+	if (c->max_send_wr > SV_MAX_QP_WR || c->max_recv_wr > SV_MAX_QP_WR ||
+	    c->max_send_sge > SV_MAX_SGE || c->max_recv_sge > SV_MAX_SGE ||
+	    c->max_inline_data > SV_MAX_INLINE)
+		return EINVAL;
+	return 0;
+}
+
+static struct ibv_qp *create_qp(struct ibv_context *c,
+				struct ibv_qp_init_attr_ex *a)
+{
+	struct sv_context *ctx = to_sctx(c);
+	struct ibv_qp *ibqp;
+	struct sv_qp *qp;
+	uint32_t qpn;
+	int err;
+
+	err = check_init_attr(a);
+	if (err)
+		goto err_out;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		err = ENOMEM;
+		goto err_out;
+	}
+	err = -alloc_queues(qp, &a->cap);
+	if (err)
+		goto err_free;
+	sv_link_init(&qp->link);
+	for (int i = 0; i < 3; i++)
+		qp->pfd[i] = (struct sv_pfd){ i ? SV_PFD_CONN : SV_PFD_LISTEN,
+					      -1, qp };
+	err = -sv_shm_bind(&qp->link, &qpn);
+	if (err)
+		goto err_free;
+	qp->ctx = ctx;
+	qp->scq = to_scq(a->send_cq);
+	qp->rcq = to_scq(a->recv_cq);
+	qp->sq_sig_all = a->sq_sig_all;
+	pthread_spin_init(&qp->lock, PTHREAD_PROCESS_PRIVATE);
+
+	ibqp = &qp->qpx.qp_base;
+	ibqp->context = c;
+	ibqp->qp_context = a->qp_context;
+	ibqp->pd = a->pd;
+	ibqp->send_cq = a->send_cq;
+	ibqp->recv_cq = a->recv_cq;
+	ibqp->srq = NULL;
+	ibqp->handle = qpn;
+	ibqp->qp_num = qpn;
+	ibqp->state = IBV_QPS_RESET;
+	ibqp->qp_type = a->qp_type;
+	pthread_mutex_init(&ibqp->mutex, NULL);
+	pthread_cond_init(&ibqp->cond, NULL);
+
+	pthread_rwlock_wrlock(&ctx->qp_lock);
+	if (sv_cq_attach_qp(qp->scq, qp) || sv_cq_attach_qp(qp->rcq, qp)) {
+		sv_cq_detach_qp(qp->scq, qp);
+		pthread_rwlock_unlock(&ctx->qp_lock);
+		err = ENOMEM;
+		goto err_close;
+	}
+	sv_list_add_tail(&ctx->qps, &qp->ctx_node);
+	pthread_rwlock_unlock(&ctx->qp_lock);
+	sv_progress_add(ctx, &qp->pfd[0], qp->link.listen_fd);
+
+	/* report what we give, as hardware does */
+	a->cap.max_send_sge = qp->max_send_sge;
+	a->cap.max_recv_sge = qp->max_recv_sge;
+	a->cap.max_inline_data = qp->max_inline;
+	return ibqp;
+
+err_close:
+	sv_shm_close(&qp->link, qpn, false);
+	close(qp->link.listen_fd);
+err_free:
+	free_qp(qp);
+err_out:
+	errno = err;
+	return NULL;
+}
+
+SV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
+				       struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex ex;
+	struct ibv_qp *qp;
+
+	memset(&ex, 0, sizeof(ex));
+	memcpy(&ex, attr, sizeof(*attr));
+	ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ex.pd = pd;
+	qp = create_qp(pd->context, &ex);
+	if (qp)
+		attr->cap = ex.cap;
+	return qp;
+}
+
+struct ibv_qp *sv_create_qp_ex(struct ibv_context *c,
+			       struct ibv_qp_init_attr_ex *a)
+{
+	struct ibv_qp *ibqp;
+	int err;
+
+	if (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD |
+				       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		err = sv_qp_ex_check_ops(a->send_ops_flags);
+		if (err) {
+			errno = err;
+			return NULL;
+		}
+	}
+	ibqp = create_qp(c, a);
+	if (ibqp && (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+		sv_qp_init_ex_ops(to_sqp(ibqp), a->send_ops_flags);
+	return ibqp;
+}
+
+SV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	return &to_sqp(qp)->qpx;
+}
+
+SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct sv_qp *qp = to_sqp(ibqp);
+	struct sv_context *ctx = qp->ctx;
+
+	/* unhook first: no poller or progress thread can reach it after */
+	pthread_rwlock_wrlock(&ctx->qp_lock);
+	sv_list_del(&qp->ctx_node);
+	sv_cq_detach_qp(qp->scq, qp);
+	sv_cq_detach_qp(qp->rcq, qp);
+	sv_progress_del(ctx, &qp->pfd[0]);
+	pthread_spin_lock(&qp->lock);
+	if (ibqp->state != IBV_QPS_RESET)
+		sv_qp_to_error(qp, 0); /* outstanding work is flushed */
+	if (qp->link.state != SV_LINK_IDLE)
+		link_close(qp, true);
+	pthread_spin_unlock(&qp->lock);
+	pthread_rwlock_unlock(&ctx->qp_lock);
+
+	sv_async_forget(ctx, ibqp);
+	pthread_mutex_lock(&ibqp->mutex);
+	while (ibqp->events_completed != qp->async_got)
+		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
+	pthread_mutex_unlock(&ibqp->mutex);
+
+	sv_shm_close(&qp->link, ibqp->qp_num, false);
+	close(qp->link.listen_fd);
+	pthread_spin_destroy(&qp->lock);
+	free_qp(qp);
+	return 0;
+}

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The requester: turns posted send WQEs into packet trains on the link
+ * (wire.h), assigning PSNs, one path MTU per PSN.  It gathers from the
+ * application's buffers straight into the peer's ring: one copy.  A WQE
+ * whose gather list fails the key checks stops the queue there and is
+ * completed with IBV_WC_LOC_PROT_ERR by the completer, in order.
+ */
+#include <string.h>
+
+#include "sv.h"
+
+/* The largest train: whole MTUs, at most 64 KiB and a quarter ring. */
+static uint32_t train_max(const struct sv_qp *qp)
+{
+	uint64_t m = 65536;
+
+	if (qp->link.tx.size / 4 < m)
+		m = qp->link.tx.size / 4;
+	return (uint32_t)(m / qp->mtu * qp->mtu);
+}
+
+static struct ibv_sge *wqe_sge(struct sv_qp *qp, const struct sv_swqe *w)
+{
+	return &qp->sq_sge[(size_t)(w - qp->sq) * qp->max_send_sge];
+}
+
+/* IBA 10.6.3.4: every SGE inside an MR of our PD with local access. */
+static bool sges_ok(struct sv_qp *qp, const struct sv_swqe *w)
+{
+	struct sv_pd *pd = container_of(qp->qpx.qp_base.pd, struct sv_pd, ibv);
+	const struct ibv_sge *sg = wqe_sge(qp, w);
+
+	for (uint32_t i = 0; i < w->num_sge; i++) {
+		struct sv_mr *mr;
+
+		if (!sg[i].length)
+			continue;
+		mr = sv_mr_lookup(qp->ctx, sg[i].lkey, pd);
+		if (!mr || sg[i].addr < mr->iova ||
+		    sg[i].addr - mr->iova > mr->length ||
+		    sg[i].length > mr->length - (sg[i].addr - mr->iova))
+			return false;
+	}
+	return true;
+}
+
+/* Copies len bytes of the message at the WQE's gather cursor. */
+static void gather(struct sv_qp *qp, struct sv_swqe *w, uint8_t *dst,
+		   uint32_t len)
+{
+	const struct ibv_sge *sg = wqe_sge(qp, w);
+
+	if (w->inl) {
+		memcpy(dst, qp->sq_inline +
+				    (size_t)(w - qp->sq) * qp->max_inline +
+				    w->sent,
+		       len);
+		return;
+	}
+	while (len) {
+		const struct ibv_sge *s = &sg[w->sge_idx];
+		uint32_t n = s->length - w->sge_off;
+
+		if (n > len)
+			n = len;
+		/* the keys were checked: the MR maps iova 1:1 to addr */
+		memcpy(dst, (const uint8_t *)(uintptr_t)s->addr + w->sge_off, n);
+		dst += n;
+		len -= n;
+		w->sge_off += n;
+		if (w->sge_off == s->length) {
+			w->sge_idx++;
+			w->sge_off = 0;
+		}
+	}
+}
+
+/* Puts as much of one WQE on the link as fits; true when all of it. */
+static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
+		     int *err)
+{
+	do {
+		uint32_t chunk = w->length - w->sent;
+		struct sv_pkt *p;
+
+		if (chunk > tmax)
+			chunk = tmax;
+		p = sv_link_tx_reserve(&qp->link, sizeof(*p) + chunk, err);
+		if (!p)
+			return false;
+		p->opcode = SV_OP_SEND;
+		p->seg = (w->sent ? 0 : SV_SEG_FIRST) |
+			 (w->sent + chunk == w->length ? SV_SEG_LAST : 0);
+		p->flags = 0;
+		if (p->seg & SV_SEG_LAST) {
+			if (w->opcode == IBV_WR_SEND_WITH_IMM)
+				p->flags |= SV_PKT_IMM;
+			if (w->flags & IBV_SEND_SOLICITED)
+				p->flags |= SV_PKT_SOLICITED;
+		}
+		p->psn = qp->next_psn;
+		p->npsn = chunk ? (chunk + qp->mtu - 1) / qp->mtu : 1;
+		p->len = chunk;
+		p->imm = w->imm;
+		p->msg_len = w->length;
+		if (!w->sent)
+			w->first_psn = qp->next_psn;
+		gather(qp, w, (uint8_t *)(p + 1), chunk);
+		qp->next_psn = sv_psn_add(qp->next_psn, p->npsn);
+		w->sent += chunk;
+	} while (w->sent < w->length);
+	w->last_psn = sv_psn_add(qp->next_psn, SV_PSN_MASK); /* next - 1 */
+	return true;
+}
+
+void sv_req_run(struct sv_qp *qp)
+{
+	uint32_t tmax;
+	bool wrote = false;
+	int err = 0;
+
+	if (qp->qpx.qp_base.state != IBV_QPS_RTS ||
+	    qp->link.state != SV_LINK_UP || qp->sq_stopped)
+		return;
+	tmax = train_max(qp);
+	while (qp->sq_send != qp->sq_post) {
+		struct sv_swqe *w = &qp->sq[qp->sq_send & (qp->sq_size - 1)];
+		uint64_t head = qp->link.tx.head;
+
+		if (!w->sent && !w->inl && !sges_ok(qp, w)) {
+			w->status = IBV_WC_LOC_PROT_ERR;
+			qp->sq_send++;
+			qp->sq_stopped = true;
+			break; /* nothing after it goes out */
+		}
+		if (!send_wqe(qp, w, tmax, &err)) {
+			wrote |= qp->link.tx.head != head;
+			break;
+		}
+		wrote = true;
+		qp->sq_send++;
+	}
+	if (wrote)
+		sv_link_tx_commit(&qp->link);
+	if (err) /* the peer corrupted its consumer index */
+		sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
+}

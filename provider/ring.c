@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The shared-memory ring (ring.h): creation in a sealed memfd, attach with
+ * validation, and the single-producer single-consumer record protocol.
+ * Everything read from the shared header is checked: the peer may be
+ * buggy or hostile, and must not make us read or write outside the ring.
+ */
+#include "ring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define SV_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+static int map_ring(struct sv_ring *r, int fd, uint64_t size)
+{
+	size_t len = SV_RING_DATA_OFF + size;
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	if (p == MAP_FAILED)
+		return -errno;
+	memset(r, 0, sizeof(*r));
+	r->hdr = p;
+	r->data = (uint8_t *)p + SV_RING_DATA_OFF;
+	r->size = size;
+	r->map_len = len;
+	return 0;
+}
+
+int sv_ring_create(struct sv_ring *r, uint64_t size, uint32_t rx_qpn, int *fd)
+{
+	int mfd, err;
+
+	mfd = memfd_create("softverbs-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (mfd < 0)
+		return -errno;
+	if (ftruncate(mfd, SV_RING_DATA_OFF + size) ||
+	    fcntl(mfd, F_ADD_SEALS, SV_SEALS)) {
+		err = -errno;
+		goto err_close;
+	}
+	err = map_ring(r, mfd, size);
+	if (err)
+		goto err_close;
+	r->hdr->magic = SV_RING_MAGIC;
+	r->hdr->version = SV_RING_VERSION;
+	r->hdr->size = size;
+	r->hdr->data_off = SV_RING_DATA_OFF;
+	r->hdr->rx_qpn = rx_qpn;
+	*fd = mfd;
+	return 0;
+
+err_close:
+	close(mfd);
+	return err;
+}
+
+int sv_ring_attach(struct sv_ring *r, int fd, uint32_t rx_qpn)
+{
+	struct sv_ring_hdr hdr;
+	struct stat st;
+	int seals;
+
+	/* The seals make sure the peer cannot shrink it under us (SIGBUS). */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || (seals & SV_SEALS) != SV_SEALS)
+		return -EPROTO;
+	if (fstat(fd, &st) || st.st_size < (off_t)(SV_RING_DATA_OFF + 4096))
+		return -EPROTO;
+	if (pread(fd, &hdr, sizeof(hdr), 0) != sizeof(hdr))
+		return -EPROTO;
+	if (hdr.magic != SV_RING_MAGIC || hdr.version != SV_RING_VERSION ||
+	    hdr.data_off != SV_RING_DATA_OFF || hdr.rx_qpn != rx_qpn ||
+	    hdr.size < 4096 || (hdr.size & (hdr.size - 1)) ||
+	    hdr.size > (1ull << 30) ||
+	    (uint64_t)st.st_size != SV_RING_DATA_OFF + hdr.size)
+		return -EPROTO;
+	return map_ring(r, fd, hdr.size);
+}
+
+void sv_ring_unmap(struct sv_ring *r)
+{
+	if (r->hdr)
+		munmap(r->hdr, r->map_len);
+	r->hdr = NULL;
+}
+
+void *sv_ring_reserve(struct sv_ring *r, uint32_t len, int *err)
+{
+	uint64_t rec = (len + SV_REC_ALIGN - 1) & ~(uint64_t)(SV_REC_ALIGN - 1);
+	uint64_t off = r->head & (r->size - 1);
+	uint64_t pad = 0;
+
+	if (off + rec > r->size)
+		pad = r->size - off; /* records never wrap: pad to the end */
+	if (r->head + pad + rec - r->tail_cache > r->size) {
+		uint64_t t = atomic_load_explicit(&r->hdr->tail,
+						  memory_order_acquire);
+
+		if (t > r->head || r->head - t > r->size) {
+			*err = -EPROTO;
+			return NULL;
+		}
+		r->tail_cache = t;
+		if (r->head + pad + rec - t > r->size)
+			return NULL;
+	}
+	if (pad) {
+		struct sv_pkt *p = (struct sv_pkt *)(r->data + off);
+
+		p->opcode = SV_OP_PAD;
+		p->rec_len = (uint32_t)pad;
+		r->head += pad;
+		off = 0;
+	}
+	r->head += rec;
+	((struct sv_pkt *)(r->data + off))->rec_len = (uint32_t)rec;
+	return r->data + off;
+}
+
+int sv_ring_peek(struct sv_ring *r, struct sv_pkt *pkt,
+		 const uint8_t **payload)
+{
+	for (;;) {
+		const uint8_t *rec_p;
+		uint64_t off, avail;
+
+		if (r->tail == r->head_cache) {
+			/* acquire: the record is visible before we read it */
+			r->head_cache = atomic_load_explicit(
+				&r->hdr->head, memory_order_acquire);
+			if (r->tail == r->head_cache)
+				return 0;
+		}
+		avail = r->head_cache - r->tail;
+		off = r->tail & (r->size - 1);
+		rec_p = r->data + off;
+		memcpy(pkt, rec_p, sizeof(*pkt));
+		if (avail > r->size || pkt->rec_len < SV_REC_ALIGN ||
+		    pkt->rec_len % SV_REC_ALIGN || pkt->rec_len > avail ||
+		    off + pkt->rec_len > r->size)
+			return -EPROTO;
+		if (pkt->opcode == SV_OP_PAD) {
+			r->tail += pkt->rec_len;
+			continue;
+		}
+		if (pkt->len > pkt->rec_len - sizeof(*pkt))
+			return -EPROTO;
+		r->cur_rec = pkt->rec_len;
+		*payload = rec_p + sizeof(*pkt);
+		return 1;
+	}
+}
+
+void sv_ring_consume(struct sv_ring *r)
+{
+	r->tail += r->cur_rec;
+	r->cur_rec = 0;
+	/* release: we are done reading the record before the sender reuses */
+	atomic_store_explicit(&r->hdr->tail, r->tail, memory_order_release);
+}

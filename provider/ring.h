@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shared-memory ring: one direction of one RC connection.  The
+ * receiver creates it (a sealed memfd) and hands it to the sender, so a
+ * sender can never make a receiver's mapping shrink under it.  Records are
+ * 64-byte aligned packets (wire.h); the receiver's consumer index doubles
+ * as flow control, and the ack word carries ACK/NAK back to the sender.
+ */
+#ifndef SV_RING_H
+#define SV_RING_H
+
+#include <assert.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire.h"
+
+#define SV_RING_MAGIC 0x53567247u /* "SVrG" */
+#define SV_RING_VERSION 1
+#define SV_RING_DATA_OFF 4096u
+#define SV_REC_ALIGN 64u
+
+/* ack word: psn[0:24] syndrome[24:32] rnr_timer[32:40] nak_seq[40:64] */
+#define SV_ACK_PSN(a) ((uint32_t)(a) & SV_PSN_MASK)
+#define SV_ACK_SYN(a) ((uint32_t)((a) >> 24) & 0xff)
+#define SV_ACK_TIMER(a) ((uint32_t)((a) >> 32) & 0xff)
+#define SV_ACK_SEQ(a) ((uint32_t)((a) >> 40))
+
+/* rnr word: the RNR handshake for the packet at the ring's tail. */
+enum sv_rnr_state {
+	SV_RNR_NONE = 0,	/* no RNR NAK outstanding */
+	SV_RNR_WAIT = 1,	/* NAKed; the responder may still take it */
+	SV_RNR_ABORT = 2,	/* the requester gave up; drop it */
+};
+
+struct sv_ring_hdr {
+	/* Written once by the receiver before the fd is shared. */
+	uint32_t magic;		/* catches a mapping that is not ours */
+	uint32_t version;	/* bump on any layout change */
+	uint64_t size;		/* data bytes, a power of two */
+	uint64_t data_off;	/* offset of the data: peers map at will */
+	uint32_t rx_qpn;	/* QPN of the receiving QP */
+	uint32_t rsvd0[9];
+	/* Written by the sender (requester). */
+	_Alignas(64) _Atomic uint64_t head;	/* bytes ever produced */
+	_Atomic uint32_t tx_sleep;	/* sender asleep: doorbell on ack */
+	uint32_t rsvd1[13];
+	/* Written by the receiver (responder), except rnr (CAS by both). */
+	_Alignas(64) _Atomic uint64_t tail;	/* bytes ever consumed */
+	_Atomic uint64_t ack;		/* latest ACK/NAK, see SV_ACK_* */
+	_Atomic uint32_t rx_sleep;	/* receiver asleep: doorbell on data */
+	_Atomic uint32_t rnr;		/* enum sv_rnr_state */
+	uint32_t rsvd2[10];
+};
+static_assert(sizeof(struct sv_ring_hdr) == 192, "shared layout is ABI");
+static_assert(offsetof(struct sv_ring_hdr, head) == 64, "shared layout");
+static_assert(offsetof(struct sv_ring_hdr, tail) == 128, "shared layout");
+
+/* One process's view of a ring: local copies of what must not change. */
+struct sv_ring {
+	struct sv_ring_hdr *hdr;
+	uint8_t *data;
+	uint64_t size;		/* copied at attach; never re-read */
+	uint64_t head;		/* sender: next byte to write */
+	uint64_t tail_cache;	/* sender: last tail seen */
+	uint64_t tail;		/* receiver: next byte to read */
+	uint64_t head_cache;	/* receiver: last head seen */
+	uint32_t cur_rec;	/* receiver: validated length of the peeked */
+	size_t map_len;
+};
+
+/* Receiver side: a new ring in a sealed memfd; *fd is ours to pass on. */
+int sv_ring_create(struct sv_ring *r, uint64_t size, uint32_t rx_qpn,
+		   int *fd);
+/* Sender side: validate and map a ring received from a peer. */
+int sv_ring_attach(struct sv_ring *r, int fd, uint32_t rx_qpn);
+void sv_ring_unmap(struct sv_ring *r);
+
+/* Sender: contiguous room for a record of `len` bytes (header+payload),
+ * or NULL when the ring is full.  -EPROTO in *err if the peer corrupted
+ * the consumer index. */
+void *sv_ring_reserve(struct sv_ring *r, uint32_t len, int *err);
+/* Sender: publish everything reserved so far. */
+static inline void sv_ring_commit(struct sv_ring *r)
+{
+	/* release: record bytes written before the peer sees head */
+	atomic_store_explicit(&r->hdr->head, r->head, memory_order_release);
+}
+
+/*
+ * Receiver: the next packet.  Copies its header into *pkt (the sender
+ * cannot change it under us afterwards) and points *payload at pkt->len
+ * bytes inside the ring.  Returns 1, 0 when the ring is empty, or -EPROTO
+ * when the sender wrote something that is not a packet.
+ */
+int sv_ring_peek(struct sv_ring *r, struct sv_pkt *pkt,
+		 const uint8_t **payload);
+/* Receiver: done with the packet sv_ring_peek returned. */
+void sv_ring_consume(struct sv_ring *r);
+
+static inline bool sv_ring_has_data(struct sv_ring *r)
+{
+	return r->tail != atomic_load_explicit(&r->hdr->head,
+					       memory_order_relaxed);
+}
+
+#endif

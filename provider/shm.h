@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shared-memory transport's calls (shm.c): QPN allocation, connect,
+ * accept, liveness and close of a link between QPs of one host.
+ */
+#ifndef SV_SHM_H
+#define SV_SHM_H
+
+#include "link.h"
+
+#define SV_QPN_ANY 0xffffffffu
+
+void sv_link_init(struct sv_link *l);
+/* Takes a free QPN by binding its listener; *qpn on success. */
+int sv_shm_bind(struct sv_link *l, uint32_t *qpn);
+/* Creates our receive ring if needed and hands it to dest_qpn.
+ * -EAGAIN: no such QP (yet). */
+int sv_shm_connect(struct sv_link *l, uint32_t my_qpn, uint32_t dest_qpn,
+		   int db_fd, uint64_t ring_size);
+/* Accepts hellos; expect is the peer QPN or SV_QPN_ANY.  Returns 1 when a
+ * transmit ring was mapped, 0 otherwise. */
+int sv_shm_accept(struct sv_link *l, uint32_t my_qpn, uint32_t expect);
+void sv_shm_drop_tx(struct sv_link *l);
+/* Reads what arrived on a connection socket: the new link state. */
+enum sv_link_state sv_shm_check(struct sv_link *l, int fd);
+void sv_shm_close(struct sv_link *l, uint32_t my_qpn, bool bye);
+
+#endif

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The provider's objects and what crosses files.  Each verbs object wraps
+ * the libibverbs structure the application sees (first member, or the
+ * context inside verbs_context) and adds our state.  Locks, from outer to
+ * inner: ctx->qp_lock (rwlock: QP list / CQ membership) -> qp->lock ->
+ * cq->lock -> channel/event-queue locks.
+ */
+#ifndef SV_H
+#define SV_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "abi/export.h"
+#include "link.h"
+#include "util.h"
+
+#define SV_DEV_NAME "softverbs0"
+#define SV_MAX_QP_WR 16384
+#define SV_MAX_SGE 32
+#define SV_MAX_INLINE 1024
+#define SV_MAX_CQE (1 << 22)
+#define SV_MAX_MSG (1u << 31)
+#define SV_MAX_MR (1 << 20)
+#define SV_GID_TBL_LEN 16
+
+struct sv_progress;
+struct sv_qp;
+
+/* What an fd in the progress thread's epoll stands for. */
+enum sv_pfd_kind {
+	SV_PFD_DOORBELL,	/* our eventfd: peers and our app ring it */
+	SV_PFD_LISTEN,		/* a QP's listener: hellos arrive */
+	SV_PFD_CONN,		/* a QP's connection: goodbye or hang-up */
+};
+
+struct sv_pfd {
+	enum sv_pfd_kind kind;
+	int fd;			/* -1 when not registered */
+	struct sv_qp *qp;
+};
+
+/* An event queue behind a real fd (eventfd in semaphore mode): one count
+ * per queued event, so poll()/epoll on the fd works as on hardware. */
+struct sv_evq {
+	pthread_mutex_t lock;
+	int fd;
+	struct sv_list events;	/* struct sv_async_ev, or CQs for channels */
+};
+
+struct sv_context {
+	struct verbs_context vctx;	/* ->context is what apps hold */
+	pthread_rwlock_t qp_lock;	/* qps list and cq->qps membership */
+	struct sv_list qps;		/* struct sv_qp.ctx_node */
+	pthread_mutex_t mr_lock;	/* MR table allocation */
+	struct sv_mr **mrs;		/* index = key >> 8; never shrinks */
+	uint32_t nmrs;			/* slots in use or free-listed */
+	uint32_t mr_cap;
+	struct sv_mr *mr_free;		/* type-stable: MRs are reused */
+	struct sv_evq async;		/* async events, fd = async_fd */
+	struct sv_progress *prog;	/* the progress thread (progress.c) */
+	_Atomic uint64_t drives;	/* app-thread engine runs (progress.c) */
+	_Atomic int armed_cqs;		/* CQs armed for an event */
+};
+
+static inline struct sv_context *to_sctx(struct ibv_context *c)
+{
+	return container_of(c, struct sv_context, vctx.context);
+}
+
+struct sv_pd {
+	struct ibv_pd ibv;
+};
+
+struct sv_mr {
+	struct ibv_mr ibv;
+	struct sv_pd *pd;	/* NULL while on the free list */
+	uint64_t iova;		/* address the peer names */
+	uint8_t *addr;		/* where it is in our memory */
+	uint64_t length;
+	int access;		/* enum ibv_access_flags */
+	uint32_t index;		/* slot in ctx->mrs */
+	struct sv_mr *next_free;
+};
+
+/* Looks up an lkey/rkey; NULL if it names no live MR of this PD. */
+struct sv_mr *sv_mr_lookup(struct sv_context *ctx, uint32_t key,
+			   struct sv_pd *pd);
+
+/* Completion with the extras the extended CQ API can read. */
+struct sv_cqe {
+	struct ibv_wc wc;
+	uint64_t ts;		/* completion time, ns (CLOCK_MONOTONIC) */
+};
+
+struct sv_cq {
+	struct ibv_cq_ex ex;	/* starts with struct ibv_cq */
+	struct sv_context *ctx;
+	pthread_spinlock_t lock;	/* the queue and arm state */
+	struct sv_cqe *q;
+	uint32_t size;		/* slots, a power of two */
+	uint32_t head;		/* next to fill (free-running) */
+	uint32_t tail;		/* next to poll (free-running) */
+	int armed;		/* 0, or 1 + solicited_only */
+	bool overrun;		/* IBV_EVENT_CQ_ERR has been raised */
+	uint64_t wc_flags;	/* ibv_cq_init_attr_ex.wc_flags */
+	struct sv_qp **qps;	/* QPs completing here (under qp_lock) */
+	uint32_t nqps;
+	uint32_t events_queued;	/* queued on the channel, not yet got */
+	uint32_t events_got;	/* handed to the app by get_cq_event */
+	struct sv_list ev_node;	/* on channel->evq.events when queued */
+	struct sv_cqe cur;	/* the extended API's current completion */
+	uint32_t async_got;	/* async events handed out for this CQ */
+};
+
+static inline struct sv_cq *to_scq(struct ibv_cq *cq)
+{
+	return container_of((struct ibv_cq_ex *)cq, struct sv_cq, ex);
+}
+
+struct sv_channel {
+	struct ibv_comp_channel ibv;
+	struct sv_evq evq;
+};
+
+/* Pushes a completion; raises CQ events and IBV_EVENT_CQ_ERR on overrun.
+ * Caller holds no CQ lock. */
+void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited);
+int sv_cq_attach_qp(struct sv_cq *cq, struct sv_qp *qp);
+void sv_cq_detach_qp(struct sv_cq *cq, struct sv_qp *qp);
+void sv_channel_signal(struct sv_channel *ch, struct sv_cq *cq);
+
+/* Async events (channel.c). */
+void sv_async_event(struct sv_context *ctx, const struct ibv_async_event *e);
+/* Drops queued async events of a CQ or QP being destroyed. */
+void sv_async_forget(struct sv_context *ctx, void *obj);
+int sv_evq_init(struct sv_evq *q);
+void sv_evq_destroy(struct sv_evq *q);
+
+/* Send queue entry.  Inline data is copied at post time; SGEs are read
+ * when the requester packetizes (the app may not touch them until the
+ * completion, IBA 10.8.3). */
+struct sv_swqe {
+	uint64_t wr_id;
+	uint32_t opcode;	/* enum ibv_wr_opcode */
+	uint32_t flags;		/* enum ibv_send_flags */
+	uint32_t imm;		/* network order */
+	uint32_t num_sge;
+	uint32_t length;	/* message bytes */
+	uint32_t first_psn;	/* assigned when the first train is sent */
+	uint32_t last_psn;
+	uint32_t sent;		/* bytes already put on the link */
+	uint32_t sge_idx;	/* gather cursor */
+	uint32_t sge_off;
+	bool inl;		/* data lives in the inline buffer */
+	uint8_t status;		/* enum ibv_wc_status found by the requester */
+};
+
+struct sv_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t length;	/* room, bytes */
+};
+
+enum sv_resp_err {
+	SV_RESP_OK,
+};
+
+struct sv_qp {
+	struct ibv_qp_ex qpx;	/* starts with struct ibv_qp */
+	struct sv_context *ctx;
+	pthread_spinlock_t lock;	/* everything below but the lists */
+	struct sv_list ctx_node;
+	struct sv_cq *scq, *rcq;
+	bool sq_sig_all;
+	uint32_t max_inline;
+	uint32_t max_send_sge, max_recv_sge;
+	uint32_t ex_start;		/* sq_post at ibv_wr_start */
+	int ex_err;			/* first error since ibv_wr_start */
+
+	/* attributes (modify_qp / query_qp) */
+	struct ibv_qp_attr attr;	/* what the app set, for query */
+	uint32_t mtu;			/* path MTU in bytes */
+
+	/* send queue */
+	struct sv_swqe *sq;
+	struct ibv_sge *sq_sge;		/* max_send_sge per slot */
+	uint8_t *sq_inline;		/* max_inline per slot */
+	uint32_t sq_size;		/* slots, a power of two */
+	uint32_t sq_max;		/* max_send_wr the app asked for */
+	uint32_t sq_post;		/* next slot to fill */
+	uint32_t sq_send;		/* next WQE to put on the link */
+	uint32_t sq_comp;		/* oldest WQE not completed */
+	uint32_t next_psn;		/* requester's next PSN */
+	bool sq_stopped;		/* a WQE failed: send nothing more */
+
+	/* receive queue */
+	struct sv_rwqe *rq;
+	struct ibv_sge *rq_sge;
+	uint32_t rq_size, rq_max;
+	uint32_t rq_post, rq_comp;
+
+	/* responder */
+	uint32_t resp_psn;		/* next PSN we expect */
+	uint32_t resp_off;		/* bytes placed in the current rwqe */
+	uint32_t resp_msg;		/* length of the message in progress */
+	uint32_t resp_sge_idx, resp_sge_off;
+	bool resp_rnr;			/* head packet NAKed for RNR */
+	bool resp_in_msg;		/* between FIRST and LAST */
+	bool resp_drop;			/* dropping an aborted message */
+	uint32_t resp_nak_seq;		/* NAKs sent (in the ack word) */
+
+	/* completer */
+	uint64_t comp_ack;		/* last ack word processed */
+	uint64_t comp_deadline;		/* ns: ack or RNR timer */
+	uint32_t comp_retries;		/* ack timeouts so far */
+	uint32_t comp_rnr_retries;	/* RNR NAKs so far */
+	bool comp_rnr_wait;		/* waiting out an RNR timer */
+
+	struct sv_link link;		/* the connection, once there is one */
+	struct sv_pfd pfd[3];		/* listener, conn, acc in the epoll */
+	uint32_t async_got;		/* async events handed out */
+};
+
+static inline struct sv_qp *to_sqp(struct ibv_qp *qp)
+{
+	return container_of((struct ibv_qp_ex *)qp, struct sv_qp, qpx);
+}
+
+/* Device (device.c). */
+uint16_t sv_local_lid(void);
+bool sv_gid_is_local(const union ibv_gid *gid);
+int sv_port_mtu_bytes(enum ibv_mtu mtu);
+
+/* QP (qp.c). */
+void sv_qp_to_error(struct sv_qp *qp, enum ibv_event_type ev);
+void sv_qp_flush(struct sv_qp *qp);
+void sv_qp_init_ex_ops(struct sv_qp *qp, uint64_t send_ops_flags);
+int sv_qp_ex_check_ops(uint64_t send_ops_flags);
+void sv_qp_link_step(struct sv_qp *qp);
+
+/* The engine (req.c, resp.c, comp.c).  Caller holds qp->lock. */
+void sv_req_run(struct sv_qp *qp);
+void sv_resp_run(struct sv_qp *qp);
+void sv_comp_run(struct sv_qp *qp, uint64_t now_ns);
+bool sv_qp_busy(struct sv_qp *qp);
+
+/* Progress (progress.c). */
+int sv_progress_start(struct sv_context *ctx);
+void sv_progress_stop(struct sv_context *ctx);
+void sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd);
+void sv_progress_del(struct sv_context *ctx, struct sv_pfd *p);
+void sv_progress_kick(struct sv_context *ctx);
+int sv_progress_doorbell_fd(struct sv_context *ctx);
+/* Runs the engine for one QP if it has work; the fast path of poll/post. */
+void sv_qp_drive(struct sv_qp *qp);
+void sv_qp_run(struct sv_qp *qp);
+/* Spin budget before ibv_get_cq_event sleeps (SOFTVERBS_EVENT_SPIN_US). */
+extern uint64_t sv_event_spin_ns;
+
+/* Data path entry points, installed in context ops. */
+int sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		 struct ibv_send_wr **bad);
+int sv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		 struct ibv_recv_wr **bad);
+int sv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int sv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *c,
+				  struct ibv_cq_init_attr_ex *attr);
+struct ibv_qp *sv_create_qp_ex(struct ibv_context *c,
+			       struct ibv_qp_init_attr_ex *attr);
+int sv_query_device_ex(struct ibv_context *c,
+		       const struct ibv_query_device_ex_input *in,
+		       struct ibv_device_attr_ex *attr, size_t attr_size);
+int sv_query_port(struct ibv_context *c, uint8_t port,
+		  struct ibv_port_attr *attr, size_t attr_len);
+
+#endif

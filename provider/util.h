@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Small helpers every provider file uses: container_of, lists, time,
+ * logging (SOFTVERBS_DEBUG=1 prints to stderr), and branch hints.
+ */
+#ifndef SV_UTIL_H
+#define SV_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <time.h>
+
+#define container_of(ptr, type, member)                                     \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define SV_CACHELINE 64
+
+/* An intrusive doubly linked list, as the kernel's list_head. */
+struct sv_list {
+	struct sv_list *next, *prev;
+};
+
+static inline void sv_list_init(struct sv_list *l)
+{
+	l->next = l->prev = l;
+}
+
+static inline bool sv_list_empty(const struct sv_list *l)
+{
+	return l->next == l;
+}
+
+static inline void sv_list_add_tail(struct sv_list *l, struct sv_list *n)
+{
+	n->prev = l->prev;
+	n->next = l;
+	l->prev->next = n;
+	l->prev = n;
+}
+
+static inline void sv_list_del(struct sv_list *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	n->next = n->prev = n;
+}
+
+#define sv_list_for_each(pos, head)                                         \
+	for ((pos) = (head)->next; (pos) != (head); (pos) = (pos)->next)
+
+static inline uint64_t sv_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint32_t sv_roundup_pow2(uint32_t v)
+{
+	return v <= 1 ? 1 : 1u << (32 - __builtin_clz(v - 1));
+}
+
+extern int sv_debug;
+void sv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define sv_dbg(...)                                                         \
+	do {                                                                \
+		if (unlikely(sv_debug))                                     \
+			sv_log(__VA_ARGS__);                                \
+	} while (0)
+
+#endif
