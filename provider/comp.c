@@ -91,6 +91,10 @@ static void take_ack(struct sv_qp *qp, uint64_t ack, uint64_t now)
 
 	qp->comp_ack = ack;
 	qp->comp_rnr_wait = false;
+	if (syn > SV_NAK_REM_OP) /* not a word a responder writes */
+		return;
+	sv_dbg("qp %06x: ack psn %06x syndrome %u\n", qp->qpx.qp_base.qp_num,
+	       psn, syn);
 	while (qp->sq_comp != qp->sq_send) {
 		struct sv_swqe *w = &qp->sq[qp->sq_comp & (qp->sq_size - 1)];
 

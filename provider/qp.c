@@ -254,7 +254,7 @@ static void reset_qp(struct sv_qp *qp)
 	qp->resp_off = qp->resp_msg = 0;
 	qp->resp_rnr = qp->resp_in_msg = qp->resp_drop = false;
 	qp->sq_stopped = false;
-	qp->comp_ack = 0;
+	qp->comp_ack = SV_ACK_NONE;
 	qp->comp_deadline = 0;
 	qp->comp_retries = qp->comp_rnr_retries = 0;
 	qp->comp_rnr_wait = false;
@@ -273,7 +273,7 @@ static int enter_state(struct sv_qp *qp, enum ibv_qp_state next)
 		if (cur == IBV_QPS_INIT) {
 			qp->link.state = SV_LINK_CONNECTING;
 			qp->link.next_connect_ns = 0;
-			qp->comp_ack = 0;
+			qp->comp_ack = SV_ACK_NONE;
 		}
 		break;
 	case IBV_QPS_ERR:

@@ -53,6 +53,7 @@ int sv_ring_create(struct sv_ring *r, uint64_t size, uint32_t rx_qpn, int *fd)
 	r->hdr->size = size;
 	r->hdr->data_off = SV_RING_DATA_OFF;
 	r->hdr->rx_qpn = rx_qpn;
+	atomic_store(&r->hdr->ack, SV_ACK_NONE);
 	*fd = mfd;
 	return 0;
 

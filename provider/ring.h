@@ -27,6 +27,8 @@
 #define SV_ACK_SYN(a) ((uint32_t)((a) >> 24) & 0xff)
 #define SV_ACK_TIMER(a) ((uint32_t)((a) >> 32) & 0xff)
 #define SV_ACK_SEQ(a) ((uint32_t)((a) >> 40))
+/* The ack word before the first ACK: a syndrome no responder sends. */
+#define SV_ACK_NONE (0xffull << 24)
 
 /* rnr word: the RNR handshake for the packet at the ring's tail. */
 enum sv_rnr_state {
