@@ -24,11 +24,11 @@ static uint64_t now_ns(void)
 /* Loop state that lives only while the loop runs. */
 struct run {
 	struct pp_loop *lp;
-	unsigned int scnt;	/* send completions */
-	unsigned int rcnt;	/* receive completions */
-	uint64_t last_end;	/* when the previous exchange ended, ns */
-	bool have_last;		/* last_end is meaningful */
-	uint64_t prev_ts;	/* -t: previous receive timestamp */
+	unsigned int scnt; /* send completions */
+	unsigned int rcnt; /* receive completions */
+	uint64_t last_end; /* when the previous exchange ended, ns */
+	bool have_last;	   /* last_end is meaningful */
+	uint64_t prev_ts;  /* -t: previous receive timestamp */
 	bool have_prev_ts;
 };
 
@@ -56,8 +56,8 @@ static void account_ts(struct run *r, uint64_t ts)
 	uint64_t mask = r->lp->ctx->completion_timestamp_mask;
 
 	if (r->have_prev_ts) {
-		uint64_t d = ts >= r->prev_ts ? ts - r->prev_ts :
-						mask - r->prev_ts + ts + 1;
+		uint64_t d = ts >= r->prev_ts ? ts - r->prev_ts
+					      : mask - r->prev_ts + ts + 1;
 
 		if (d > s->max_delta)
 			s->max_delta = d;
@@ -198,9 +198,8 @@ static int wait_event(struct pp_context *ctx)
 		fprintf(stderr, "Couldn't request CQ notification\n");
 		return -1;
 	}
-	pp_explain(PP_STEP_GET_CQ_EVENT,
-		   "ibv_get_cq_event(channel) -> our CQ; "
-		   "ibv_req_notify_cq(cq, 0) re-arms it");
+	pp_explain(PP_STEP_GET_CQ_EVENT, "ibv_get_cq_event(channel) -> our CQ; "
+					 "ibv_req_notify_cq(cq, 0) re-arms it");
 	return 0;
 }
 
@@ -218,11 +217,11 @@ static int drain(struct run *r)
 int pp_loop_run(struct pp_loop *lp)
 {
 	struct pp_context *ctx = lp->ctx;
-	struct run r = { .lp = lp };
+	struct run r = {.lp = lp};
 	uint64_t start;
 
 	lp->nlat = 0;
-	lp->ts = (struct pp_ts_stats){ .min_delta = 0xffffffff };
+	lp->ts = (struct pp_ts_stats){.min_delta = 0xffffffff};
 	ctx->pending = PINGPONG_RECV_WRID;
 	if (lp->client) {
 		r.last_end = now_ns();

@@ -16,14 +16,14 @@
 
 struct pp_loop {
 	struct pp_context *ctx;
-	bool client;		/* the client posts the first send */
-	unsigned int iters;	/* exchanges to run */
-	int routs;		/* receives posted and not yet completed;
-				 * carried from one run to the next */
-	uint64_t *lat_ns;	/* NULL, or room for iters latency samples */
-	size_t nlat;		/* samples written */
-	struct pp_ts_stats ts;	/* -t: receive completion timestamps */
-	double usec;		/* wall clock from first send to the end */
+	bool client;	       /* the client posts the first send */
+	unsigned int iters;    /* exchanges to run */
+	int routs;	       /* receives posted and not yet completed;
+				* carried from one run to the next */
+	uint64_t *lat_ns;      /* NULL, or room for iters latency samples */
+	size_t nlat;	       /* samples written */
+	struct pp_ts_stats ts; /* -t: receive completion timestamps */
+	double usec;	       /* wall clock from first send to the end */
 };
 
 /*

@@ -53,13 +53,15 @@ static struct ibv_device **get_devices(const struct pp_options *opt,
 	if (!list) {
 		char why[128];
 
-		snprintf(why, sizeof(why),
-			 "Failed to get IB devices list: %s", strerror(errno));
+		snprintf(why, sizeof(why), "Failed to get IB devices list: %s",
+			 strerror(errno));
 		no_device_help(why);
 		return NULL;
 	}
-	pp_explain(PP_STEP_GET_DEVICE_LIST, "ibv_get_device_list() -> %d "
-		   "device(s)", num);
+	pp_explain(PP_STEP_GET_DEVICE_LIST,
+		   "ibv_get_device_list() -> %d "
+		   "device(s)",
+		   num);
 	if (!list[0]) {
 		no_device_help("the device list is empty");
 		ibv_free_device_list(list);
@@ -99,11 +101,11 @@ static int server_connect(const struct pp_dest *peer, void *arg)
 static int exchange(struct pp_context *ctx, const struct pp_options *opt,
 		    const struct pp_dest *mine, struct pp_dest *rem)
 {
-	struct pp_ext ext = { .iters = opt->iters,
-			      .sweep_max = opt->sweep_max,
-			      .warmup = opt->warmup };
+	struct pp_ext ext = {.iters = opt->iters,
+			     .sweep_max = opt->sweep_max,
+			     .warmup = opt->warmup};
 	const struct pp_ext *e = opt->sweep_max || opt->warmup ? &ext : NULL;
-	struct connect_arg arg = { .ctx = ctx, .my_psn = mine->psn };
+	struct connect_arg arg = {.ctx = ctx, .my_psn = mine->psn};
 	int lfd, ret;
 
 	if (opt->servername)
@@ -160,9 +162,9 @@ static int ping_pong(struct pp_context *ctx, const struct pp_options *opt,
 {
 	unsigned int sizes[MAX_SIZES], n = pp_sizes(opt, sizes, MAX_SIZES);
 	struct pp_result res[MAX_SIZES];
-	struct pp_loop lp = { .ctx = ctx,
-			      .client = opt->servername != NULL,
-			      .routs = (int)ctx->rx_depth };
+	struct pp_loop lp = {.ctx = ctx,
+			     .client = opt->servername != NULL,
+			     .routs = (int)ctx->rx_depth};
 	struct pp_run_info info = {
 		.role = opt->servername ? "client" : "server",
 		.device = devname,
@@ -180,12 +182,14 @@ static int ping_pong(struct pp_context *ctx, const struct pp_options *opt,
 	if (opt->percentiles) {
 		lp.lat_ns = calloc(opt->iters, sizeof(*lp.lat_ns));
 		if (!lp.lat_ns) {
-			fprintf(stderr, "no memory for %u latency samples; "
-				"use fewer -n\n", opt->iters);
+			fprintf(stderr,
+				"no memory for %u latency samples; "
+				"use fewer -n\n",
+				opt->iters);
 			return -1;
 		}
-		info.latency_def = opt->servername ? client_latency :
-						     server_latency;
+		info.latency_def =
+			opt->servername ? client_latency : server_latency;
 	}
 	for (i = 0; i < n; i++) {
 		pp_set_size(ctx, sizes[i]);
@@ -244,7 +248,8 @@ int main(int argc, char *argv[])
 			fprintf(stderr, "Couldn't request CQ notification\n");
 			goto out_close;
 		}
-		pp_explain(PP_STEP_REQ_NOTIFY, "ibv_req_notify_cq(cq, 0) -> ok");
+		pp_explain(PP_STEP_REQ_NOTIFY,
+			   "ibv_req_notify_cq(cq, 0) -> ok");
 	}
 
 	if (pp_local_dest(&ctx, &my_dest))
@@ -252,9 +257,11 @@ int main(int argc, char *argv[])
 	print_dest(addr_out, "local address: ", &my_dest);
 	if (opt.validate_buf && opt.servername && pp_fill_buf(&ctx))
 		goto out_close;
-	pp_explain(PP_STEP_EXCHANGE, "%s port %u, 52-byte message "
-		   "LID:QPN:PSN:GID each way", opt.servername ?
-		   "TCP connect to" : "TCP listen on", opt.port);
+	pp_explain(PP_STEP_EXCHANGE,
+		   "%s port %u, 52-byte message "
+		   "LID:QPN:PSN:GID each way",
+		   opt.servername ? "TCP connect to" : "TCP listen on",
+		   opt.port);
 	if (exchange(&ctx, &opt, &my_dest, &rem_dest))
 		goto out_close;
 	print_dest(addr_out, "remote address:", &rem_dest);

@@ -106,7 +106,7 @@ static int hex_field(const char *s, int off, int width, const char *name,
 int pp_msg_parse(const void *buf, size_t len, struct pp_dest *d, char *why,
 		 size_t why_len)
 {
-	static const int seps[] = { SEP_LID, SEP_QPN, SEP_PSN };
+	static const int seps[] = {SEP_LID, SEP_QPN, SEP_PSN};
 	const char *s = buf;
 	struct pp_dest r;
 
@@ -214,7 +214,7 @@ static int64_t now_ms(void)
 static int wait_fd(int fd, short events, int64_t deadline)
 {
 	for (;;) {
-		struct pollfd p = { .fd = fd, .events = events };
+		struct pollfd p = {.fd = fd, .events = events};
 		int64_t left = deadline - now_ms();
 		int r;
 
@@ -433,7 +433,7 @@ static int set_nonblock(int fd)
 
 static int bind_listen(int family, unsigned int port, int *lfd)
 {
-	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_storage ss = {0};
 	socklen_t len;
 	int one = 1, zero = 0, fd, err;
 
@@ -491,12 +491,12 @@ static int accept_one(int lfd)
 {
 	for (;;) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		struct pollfd p = { .fd = lfd, .events = POLLIN };
+		struct pollfd p = {.fd = lfd, .events = POLLIN};
 
 		if (fd >= 0)
 			return fd;
-		if (errno != EAGAIN && errno != EWOULDBLOCK &&
-		    errno != EINTR && errno != ECONNABORTED) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+		    errno != ECONNABORTED) {
 			fprintf(stderr, "accept() failed: %s\n",
 				strerror(errno));
 			return -1;
@@ -554,8 +554,8 @@ static int connect_within(int fd, const struct addrinfo *ai, int64_t deadline)
 
 static int dial(const char *host, unsigned int port, int timeout_ms)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC,
-				  .ai_socktype = SOCK_STREAM };
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+				 .ai_socktype = SOCK_STREAM};
 	struct addrinfo *res, *t;
 	int64_t deadline = now_ms() + timeout_ms;
 	char service[8];
@@ -583,11 +583,11 @@ static int dial(const char *host, unsigned int port, int timeout_ms)
 	}
 	freeaddrinfo(res);
 	if (fd < 0)
-		fprintf(stderr, "Couldn't connect to %s:%u: %s%s\n", host,
-			port, strerror(-err),
+		fprintf(stderr, "Couldn't connect to %s:%u: %s%s\n", host, port,
+			strerror(-err),
 			err == -ECONNREFUSED ? " (is the server running? "
-					       "check -p)" :
-					       "");
+					       "check -p)"
+					     : "");
 	return fd;
 }
 

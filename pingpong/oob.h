@@ -12,9 +12,10 @@
 #include <stdint.h>
 
 /* "%04x:%06x:%06x:%32s" plus its NUL, as the original sizes it. */
-#define PP_MSG_SIZE sizeof("0000:000000:000000:00000000000000000000000000000000")
+#define PP_MSG_SIZE \
+	sizeof("0000:000000:000000:00000000000000000000000000000000")
 /* The client's last word; the NUL is sent too. */
-#define PP_DONE_MSG "done"
+#define PP_DONE_MSG  "done"
 #define PP_DONE_SIZE sizeof(PP_DONE_MSG)
 /* Our optional extension message: NUL-padded text of this size. */
 #define PP_EXT_SIZE 64
@@ -58,8 +59,7 @@ int pp_ext_parse(const void *buf, size_t len, struct pp_ext *e, char *why,
 		 size_t why_len);
 
 /* Shows untrusted bytes safely: printable ASCII, else \xNN; capped. */
-void pp_describe_bytes(const void *buf, size_t len, char *out,
-		       size_t out_len);
+void pp_describe_bytes(const void *buf, size_t len, char *out, size_t out_len);
 
 /*
  * Binds and listens on port (IPv6 dual-stack, else IPv4).  Prints

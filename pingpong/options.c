@@ -25,31 +25,31 @@ enum {
 };
 
 static const struct option long_options[] = {
-	{ "port", required_argument, NULL, 'p' },
-	{ "ib-dev", required_argument, NULL, 'd' },
-	{ "ib-port", required_argument, NULL, 'i' },
-	{ "size", required_argument, NULL, 's' },
-	{ "mtu", required_argument, NULL, 'm' },
-	{ "rx-depth", required_argument, NULL, 'r' },
-	{ "iters", required_argument, NULL, 'n' },
-	{ "sl", required_argument, NULL, 'l' },
-	{ "events", no_argument, NULL, 'e' },
-	{ "gid-idx", required_argument, NULL, 'g' },
-	{ "odp", no_argument, NULL, 'o' },
-	{ "iodp", no_argument, NULL, 'O' },
-	{ "prefetch", no_argument, NULL, 'P' },
-	{ "ts", no_argument, NULL, 't' },
-	{ "chk", no_argument, NULL, 'c' },
-	{ "dm", no_argument, NULL, 'j' },
-	{ "new_send", no_argument, NULL, 'N' },
-	{ "percentiles", no_argument, NULL, OPT_PERCENTILES },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "sweep", required_argument, NULL, OPT_SWEEP },
-	{ "warmup", required_argument, NULL, OPT_WARMUP },
-	{ "explain", no_argument, NULL, OPT_EXPLAIN },
-	{ "oob-timeout", required_argument, NULL, OPT_OOB_TIMEOUT },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ NULL, 0, NULL, 0 },
+	{"port", required_argument, NULL, 'p'},
+	{"ib-dev", required_argument, NULL, 'd'},
+	{"ib-port", required_argument, NULL, 'i'},
+	{"size", required_argument, NULL, 's'},
+	{"mtu", required_argument, NULL, 'm'},
+	{"rx-depth", required_argument, NULL, 'r'},
+	{"iters", required_argument, NULL, 'n'},
+	{"sl", required_argument, NULL, 'l'},
+	{"events", no_argument, NULL, 'e'},
+	{"gid-idx", required_argument, NULL, 'g'},
+	{"odp", no_argument, NULL, 'o'},
+	{"iodp", no_argument, NULL, 'O'},
+	{"prefetch", no_argument, NULL, 'P'},
+	{"ts", no_argument, NULL, 't'},
+	{"chk", no_argument, NULL, 'c'},
+	{"dm", no_argument, NULL, 'j'},
+	{"new_send", no_argument, NULL, 'N'},
+	{"percentiles", no_argument, NULL, OPT_PERCENTILES},
+	{"json", no_argument, NULL, OPT_JSON},
+	{"sweep", required_argument, NULL, OPT_SWEEP},
+	{"warmup", required_argument, NULL, OPT_WARMUP},
+	{"explain", no_argument, NULL, OPT_EXPLAIN},
+	{"oob-timeout", required_argument, NULL, OPT_OOB_TIMEOUT},
+	{"help", no_argument, NULL, OPT_HELP},
+	{NULL, 0, NULL, 0},
 };
 
 void pp_options_default(struct pp_options *opt)
@@ -118,7 +118,8 @@ void pp_usage(FILE *f, const char *argv0)
 		"                         sides need the same value, checked "
 		"like --sweep\n"
 		"  --explain              narrate each verbs step on stderr\n"
-		"  --oob-timeout=<sec>    wait at most <sec> for each message of "
+		"  --oob-timeout=<sec>    wait at most <sec> for each message "
+		"of "
 		"a connected\n"
 		"                         peer, and for connect (default 60, "
 		"max 3600)\n"
@@ -269,8 +270,8 @@ static int check_combinations(const struct pp_options *opt)
 		return -1;
 	}
 	if (!opt->use_odp && opt->prefetch_mr) {
-		fprintf(stderr,
-			"prefetch is valid only with on-demand memory region\n");
+		fprintf(stderr, "prefetch is valid only with on-demand memory "
+				"region\n");
 		return -1;
 	}
 	if (opt->sweep_max && opt->size_given) {
@@ -289,8 +290,8 @@ enum pp_opt_result pp_options_parse(int argc, char **argv,
 
 	pp_options_default(opt);
 	optind = 0; /* full re-initialisation of glibc's getopt */
-	while ((c = getopt_long(argc, argv, short_opts, long_options,
-				NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, short_opts, long_options, NULL)) !=
+	       -1) {
 		if (c == 'h' || c == OPT_HELP) {
 			pp_usage(stdout, argv[0]);
 			return PP_OPT_HELP;

@@ -10,15 +10,15 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#define PP_DEFAULT_PORT 18515
+#define PP_DEFAULT_PORT		 18515
 #define PP_DEFAULT_OOB_TIMEOUT_S 60
 /* Option-independent cap on how long we wait for one peer message. */
 #define PP_MAX_OOB_TIMEOUT_S 3600
 
 struct pp_options {
-	const char *servername;	/* NULL: server; else the host to connect */
+	const char *servername; /* NULL: server; else the host to connect */
 	unsigned int port;	/* TCP port of the out-of-band exchange */
-	const char *ib_devname;	/* NULL: first device found */
+	const char *ib_devname; /* NULL: first device found */
 	int ib_port;		/* HCA port, 1-based */
 	unsigned int size;	/* message size in bytes */
 	bool size_given;	/* -s was on the command line */
@@ -40,15 +40,15 @@ struct pp_options {
 	bool percentiles;	/* --percentiles */
 	bool json;		/* --json */
 	bool explain;		/* --explain */
-	unsigned int sweep_max;	/* --sweep MAX, 0: off */
+	unsigned int sweep_max; /* --sweep MAX, 0: off */
 	unsigned int warmup;	/* --warmup N untimed exchanges */
 	int oob_timeout_ms;	/* --oob-timeout SEC, per peer message */
 };
 
 enum pp_opt_result {
-	PP_OPT_OK,	/* run with the parsed options */
-	PP_OPT_HELP,	/* usage was printed on request: exit 0 */
-	PP_OPT_ERROR,	/* a message was printed: exit 1 */
+	PP_OPT_OK,    /* run with the parsed options */
+	PP_OPT_HELP,  /* usage was printed on request: exit 0 */
+	PP_OPT_ERROR, /* a message was printed: exit 1 */
 };
 
 /* Fills *opt with the defaults of ibv_rc_pingpong. */

@@ -126,11 +126,13 @@ static int check_features(struct pp_context *ctx)
 					"timestamp capable\n");
 			return -1;
 		}
-		ctx->completion_timestamp_mask = attrx.completion_timestamp_mask;
+		ctx->completion_timestamp_mask =
+			attrx.completion_timestamp_mask;
 	}
 	if (opt->use_dm) {
 		if (!attrx.max_dm_size) {
-			fprintf(stderr, "Device doesn't support dm allocation\n");
+			fprintf(stderr,
+				"Device doesn't support dm allocation\n");
 			return -1;
 		}
 		if (attrx.max_dm_size < ctx->buf_size) {
@@ -143,7 +145,7 @@ static int check_features(struct pp_context *ctx)
 
 static int alloc_dm(struct pp_context *ctx)
 {
-	struct ibv_alloc_dm_attr attr = { .length = ctx->buf_size };
+	struct ibv_alloc_dm_attr attr = {.length = ctx->buf_size};
 
 	if (!ctx->opt->use_dm)
 		return 0;
@@ -181,9 +183,9 @@ static int reg_mr(struct pp_context *ctx)
 	pp_explain(PP_STEP_REG_MR,
 		   "ibv_reg_mr(pd, %s, %u bytes, access 0x%x) -> lkey 0x%x, "
 		   "rkey 0x%x",
-		   opt->implicit_odp ? "NULL (implicit)" :
-		   opt->use_dm	     ? "device memory" :
-				       "buf",
+		   opt->implicit_odp ? "NULL (implicit)"
+		   : opt->use_dm     ? "device memory"
+				     : "buf",
 		   ctx->buf_size, access, ctx->mr->lkey, ctx->mr->rkey);
 	return 0;
 }
@@ -191,9 +193,9 @@ static int reg_mr(struct pp_context *ctx)
 /* A failed prefetch is only slower, so the run goes on (as upstream). */
 static void prefetch_mr(struct pp_context *ctx)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)ctx->buf,
-			       .length = ctx->buf_size,
-			       .lkey = ctx->mr->lkey };
+	struct ibv_sge sge = {.addr = (uintptr_t)ctx->buf,
+			      .length = ctx->buf_size,
+			      .lkey = ctx->mr->lkey};
 	int ret;
 
 	if (!ctx->opt->prefetch_mr)
@@ -225,8 +227,8 @@ static int create_cq(struct pp_context *ctx)
 		if (ctx->cq_ex)
 			ctx->cq = ibv_cq_ex_to_cq(ctx->cq_ex);
 	} else {
-		ctx->cq = ibv_create_cq(ctx->context, cqe, NULL, ctx->channel,
-					0);
+		ctx->cq =
+			ibv_create_cq(ctx->context, cqe, NULL, ctx->channel, 0);
 	}
 	if (!ctx->cq) {
 		fprintf(stderr, "Couldn't create CQ\n");
@@ -245,10 +247,10 @@ static int create_qp(struct pp_context *ctx)
 	struct ibv_qp_init_attr init = {
 		.send_cq = ctx->cq,
 		.recv_cq = ctx->cq,
-		.cap = { .max_send_wr = 1,
-			 .max_recv_wr = ctx->rx_depth,
-			 .max_send_sge = 1,
-			 .max_recv_sge = 1 },
+		.cap = {.max_send_wr = 1,
+			.max_recv_wr = ctx->rx_depth,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
 		.qp_type = IBV_QPT_RC,
 	};
 
@@ -295,9 +297,9 @@ static void query_inline(struct pp_context *ctx)
 		   "ibv_query_qp(IBV_QP_CAP) -> max_inline_data %u: %u-byte "
 		   "messages go %s",
 		   ctx->max_inline, ctx->size,
-		   ctx->max_inline >= ctx->size && !ctx->opt->use_dm ?
-			   "inline" :
-			   "by DMA from the buffer");
+		   ctx->max_inline >= ctx->size && !ctx->opt->use_dm
+			   ? "inline"
+			   : "by DMA from the buffer");
 }
 
 static int qp_to_init(struct pp_context *ctx)
@@ -436,9 +438,9 @@ int pp_local_dest(struct pp_context *ctx, struct pp_dest *d)
 		   "layer %s",
 		   opt->ib_port, ctx->portinfo.lid,
 		   ibv_port_state_str(ctx->portinfo.state),
-		   ctx->portinfo.link_layer == IBV_LINK_LAYER_ETHERNET ?
-			   "Ethernet" :
-			   "InfiniBand");
+		   ctx->portinfo.link_layer == IBV_LINK_LAYER_ETHERNET
+			   ? "Ethernet"
+			   : "InfiniBand");
 	if (ctx->portinfo.link_layer != IBV_LINK_LAYER_ETHERNET &&
 	    !ctx->portinfo.lid) {
 		fprintf(stderr, "Couldn't get local LID\n");
@@ -470,20 +472,20 @@ static int qp_to_rtr(struct pp_context *ctx, const struct pp_dest *rem)
 	const struct pp_options *opt = ctx->opt;
 	struct ibv_qp_attr attr = {
 		.qp_state = IBV_QPS_RTR,
-		.path_mtu = opt->mtu == 256  ? IBV_MTU_256 :
-			    opt->mtu == 512  ? IBV_MTU_512 :
-			    opt->mtu == 2048 ? IBV_MTU_2048 :
-			    opt->mtu == 4096 ? IBV_MTU_4096 :
-					       IBV_MTU_1024,
+		.path_mtu = opt->mtu == 256    ? IBV_MTU_256
+			    : opt->mtu == 512  ? IBV_MTU_512
+			    : opt->mtu == 2048 ? IBV_MTU_2048
+			    : opt->mtu == 4096 ? IBV_MTU_4096
+					       : IBV_MTU_1024,
 		.dest_qp_num = rem->qpn,
 		.rq_psn = rem->psn,
 		.max_dest_rd_atomic = 1,
 		.min_rnr_timer = 12,
-		.ah_attr = { .is_global = 0,
-			     .dlid = (uint16_t)rem->lid,
-			     .sl = (uint8_t)opt->sl,
-			     .src_path_bits = 0,
-			     .port_num = (uint8_t)opt->ib_port },
+		.ah_attr = {.is_global = 0,
+			    .dlid = (uint16_t)rem->lid,
+			    .sl = (uint8_t)opt->sl,
+			    .src_path_bits = 0,
+			    .port_num = (uint8_t)opt->ib_port},
 	};
 	uint64_t iface;
 
@@ -552,12 +554,11 @@ static uint64_t buf_addr(const struct pp_context *ctx)
 
 int pp_post_recv(struct pp_context *ctx, int n)
 {
-	struct ibv_sge sge = { .addr = buf_addr(ctx),
-			       .length = ctx->buf_size,
-			       .lkey = ctx->mr->lkey };
-	struct ibv_recv_wr wr = { .wr_id = PINGPONG_RECV_WRID,
-				  .sg_list = &sge,
-				  .num_sge = 1 };
+	struct ibv_sge sge = {.addr = buf_addr(ctx),
+			      .length = ctx->buf_size,
+			      .lkey = ctx->mr->lkey};
+	struct ibv_recv_wr wr = {
+		.wr_id = PINGPONG_RECV_WRID, .sg_list = &sge, .num_sge = 1};
 	struct ibv_recv_wr *bad;
 	int i;
 
@@ -569,14 +570,14 @@ int pp_post_recv(struct pp_context *ctx, int n)
 
 int pp_post_send(struct pp_context *ctx)
 {
-	struct ibv_sge sge = { .addr = buf_addr(ctx),
-			       .length = ctx->size,
-			       .lkey = ctx->mr->lkey };
-	struct ibv_send_wr wr = { .wr_id = PINGPONG_SEND_WRID,
-				  .sg_list = &sge,
-				  .num_sge = 1,
-				  .opcode = IBV_WR_SEND,
-				  .send_flags = ctx->send_flags };
+	struct ibv_sge sge = {.addr = buf_addr(ctx),
+			      .length = ctx->size,
+			      .lkey = ctx->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = PINGPONG_SEND_WRID,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = ctx->send_flags};
 	struct ibv_send_wr *bad;
 	int ret;
 
@@ -619,8 +620,7 @@ int pp_fill_buf(struct pp_context *ctx)
 {
 	for (unsigned int i = 0; i < ctx->buf_size; i += ctx->page_size)
 		ctx->buf[i] = 0;
-	if (ctx->dm &&
-	    ibv_memcpy_to_dm(ctx->dm, 0, ctx->buf, ctx->buf_size)) {
+	if (ctx->dm && ibv_memcpy_to_dm(ctx->dm, 0, ctx->buf, ctx->buf_size)) {
 		fprintf(stderr, "Copy to dm buffer failed\n");
 		return -1;
 	}

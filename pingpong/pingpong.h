@@ -23,20 +23,20 @@ struct pp_context {
 	struct ibv_context *context;
 	struct ibv_comp_channel *channel; /* -e only */
 	struct ibv_pd *pd;
-	struct ibv_dm *dm;		/* -j only */
+	struct ibv_dm *dm; /* -j only */
 	struct ibv_mr *mr;
-	struct ibv_cq *cq;		/* the CQ; with -t a view of cq_ex */
-	struct ibv_cq_ex *cq_ex;	/* -t only */
+	struct ibv_cq *cq;	 /* the CQ; with -t a view of cq_ex */
+	struct ibv_cq_ex *cq_ex; /* -t only */
 	struct ibv_qp *qp;
-	struct ibv_qp_ex *qpx;		/* -N only */
-	char *buf;			/* page aligned host buffer */
-	unsigned int buf_size;		/* bytes allocated and registered */
-	unsigned int size;		/* bytes per message right now */
-	unsigned int send_flags;	/* SIGNALED, plus INLINE if it fits */
-	uint32_t max_inline;		/* from ibv_query_qp */
+	struct ibv_qp_ex *qpx;	 /* -N only */
+	char *buf;		 /* page aligned host buffer */
+	unsigned int buf_size;	 /* bytes allocated and registered */
+	unsigned int size;	 /* bytes per message right now */
+	unsigned int send_flags; /* SIGNALED, plus INLINE if it fits */
+	uint32_t max_inline;	 /* from ibv_query_qp */
 	unsigned int rx_depth;
-	int pending;			/* PINGPONG_*_WRID bits outstanding */
-	unsigned int num_cq_events;	/* events to ack before CQ destroy */
+	int pending;		    /* PINGPONG_*_WRID bits outstanding */
+	unsigned int num_cq_events; /* events to ack before CQ destroy */
 	uint64_t completion_timestamp_mask;
 	struct ibv_port_attr portinfo;
 	const struct pp_options *opt;

@@ -18,9 +18,11 @@ void pp_report_text(FILE *f, const struct pp_result *r)
 	fprintf(f, "%d iters in %.2f seconds = %.2f usec/iter\n", r->iters,
 		r->usec / 1000000., r->usec / r->iters);
 	if (r->have_ts && r->ts.iters) {
-		fprintf(f, "Max receive completion clock cycles = %" PRIu64 "\n",
+		fprintf(f,
+			"Max receive completion clock cycles = %" PRIu64 "\n",
 			r->ts.max_delta);
-		fprintf(f, "Min receive completion clock cycles = %" PRIu64 "\n",
+		fprintf(f,
+			"Min receive completion clock cycles = %" PRIu64 "\n",
 			r->ts.min_delta);
 		fprintf(f, "Average receive completion clock cycles = %f\n",
 			(double)r->ts.total_delta / r->ts.iters);
@@ -31,9 +33,8 @@ void pp_report_text(FILE *f, const struct pp_result *r)
 		fprintf(f,
 			"latency usec over %zu round trips: min %.3f  p50 %.3f"
 			"  p99 %.3f  p99.9 %.3f  max %.3f  mean %.3f\n",
-			s->n, s->min / 1000.0, s->p50 / 1000.0,
-			s->p99 / 1000.0, s->p999 / 1000.0, s->max / 1000.0,
-			s->mean / 1000.0);
+			s->n, s->min / 1000.0, s->p50 / 1000.0, s->p99 / 1000.0,
+			s->p999 / 1000.0, s->max / 1000.0, s->mean / 1000.0);
 		pp_hist_print(f, &r->hist, 50);
 	}
 }
@@ -81,8 +82,8 @@ static void json_percentiles(FILE *f, const struct pp_result *r)
 	fputc(',', f);
 	json_num(f, "mean", s->mean / 1000.0);
 	fprintf(f, ",\"histogram\":[");
-	for (unsigned int b = r->hist.first;
-	     r->hist.total && b <= r->hist.last; b++) {
+	for (unsigned int b = r->hist.first; r->hist.total && b <= r->hist.last;
+	     b++) {
 		if (!r->hist.count[b])
 			continue;
 		fprintf(f, "%s{", b == r->hist.first ? "" : ",");

@@ -15,28 +15,28 @@
 
 /* Receive completion timestamps (-t), as the original accumulates them. */
 struct pp_ts_stats {
-	uint64_t max_delta;	/* device clock cycles */
+	uint64_t max_delta; /* device clock cycles */
 	uint64_t min_delta;
 	uint64_t total_delta;
-	unsigned int iters;	/* deltas measured */
+	unsigned int iters; /* deltas measured */
 };
 
 /* One timed run at one message size. */
 struct pp_result {
-	unsigned int size;	/* bytes per message */
-	unsigned int iters;	/* timed exchanges */
-	double usec;		/* wall clock of the timed loop */
-	bool have_lat;		/* --percentiles was measured */
+	unsigned int size;  /* bytes per message */
+	unsigned int iters; /* timed exchanges */
+	double usec;	    /* wall clock of the timed loop */
+	bool have_lat;	    /* --percentiles was measured */
 	struct pp_summary lat;
 	struct pp_hist hist;
-	bool have_ts;		/* -t */
+	bool have_ts; /* -t */
 	struct pp_ts_stats ts;
-	int bad_pages;		/* -c on the server: pages that failed */
+	int bad_pages; /* -c on the server: pages that failed */
 };
 
 /* What the JSON object says about the run as a whole. */
 struct pp_run_info {
-	const char *role;	/* "server" or "client" */
+	const char *role; /* "server" or "client" */
 	const char *device;
 	int ib_port;
 	int mtu;

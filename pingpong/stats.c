@@ -38,8 +38,7 @@ uint64_t pp_hist_upper(unsigned int bucket)
 	return pp_hist_lower(bucket + 1);
 }
 
-uint64_t pp_percentile(const uint64_t *sorted, size_t n,
-		       unsigned int permyriad)
+uint64_t pp_percentile(const uint64_t *sorted, size_t n, unsigned int permyriad)
 {
 	uint64_t rank = ((uint64_t)permyriad * n + 9999) / 10000;
 

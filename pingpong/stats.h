@@ -12,24 +12,24 @@
 #include <stdio.h>
 
 /* Buckets per power of two; bucket bounds are 1, 1.25, 1.5, 1.75 x 2^k. */
-#define PP_HIST_SUB 4
+#define PP_HIST_SUB	4
 #define PP_HIST_BUCKETS (64 * PP_HIST_SUB)
 
 struct pp_summary {
-	size_t n;	/* samples */
-	uint64_t min;	/* all in nanoseconds */
+	size_t n;     /* samples */
+	uint64_t min; /* all in nanoseconds */
 	uint64_t p50;
 	uint64_t p99;
-	uint64_t p999;	/* 99.9th percentile */
+	uint64_t p999; /* 99.9th percentile */
 	uint64_t max;
 	double mean;
 };
 
 struct pp_hist {
 	size_t count[PP_HIST_BUCKETS];
-	unsigned int first;	/* first non-empty bucket */
-	unsigned int last;	/* last non-empty bucket */
-	size_t total;		/* samples counted */
+	unsigned int first; /* first non-empty bucket */
+	unsigned int last;  /* last non-empty bucket */
+	size_t total;	    /* samples counted */
 };
 
 /* Bucket of a sample, and the bucket's lower bound (inclusive). */
