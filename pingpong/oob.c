@@ -189,15 +189,17 @@ void pp_describe_bytes(const void *buf, size_t len, char *out, size_t out_len)
 
 	if (!out_len)
 		return;
-	for (size_t i = 0; i < len && o + 5 < out_len; i++) {
-		if (b[i] >= 0x20 && b[i] < 0x7f && b[i] != '\\')
+	for (size_t i = 0; i < len; i++) {
+		bool plain = b[i] >= 0x20 && b[i] < 0x7f && b[i] != '\\';
+
+		if (o + (plain ? 1 : 4) >= out_len)
+			break;
+		if (plain)
 			out[o++] = (char)b[i];
 		else
 			o += (size_t)snprintf(out + o, out_len - o, "\\x%02x",
 					      b[i]);
 	}
-	if (o >= out_len)
-		o = out_len - 1;
 	out[o] = '\0';
 }
 

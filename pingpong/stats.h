@@ -12,8 +12,9 @@
 #include <stdio.h>
 
 /* Buckets per power of two; bucket bounds are 1, 1.25, 1.5, 1.75 x 2^k. */
-#define PP_HIST_SUB	4
-#define PP_HIST_BUCKETS (64 * PP_HIST_SUB)
+#define PP_HIST_SUB 4
+/* Values 0..3, then 62 octaves [2^k, 2^(k+1)) for k = 2..63. */
+#define PP_HIST_BUCKETS (63 * PP_HIST_SUB)
 
 struct pp_summary {
 	size_t n;     /* samples */
