@@ -148,12 +148,17 @@ static int run_size(struct pp_loop *lp, const struct pp_options *opt,
 		res->have_lat = true;
 		pp_hist_build(lat, lp->nlat, &res->hist);
 	}
-	if (opt->validate_buf && !opt->servername) {
-		res->bad_pages = pp_check_buf(ctx, opt->json ? stderr : stdout);
-		if (res->bad_pages)
-			return -1;
-	}
 	return 0;
+}
+
+/* -c on the server, after the result lines as in the original. */
+static int check_data(struct pp_context *ctx, const struct pp_options *opt,
+		      struct pp_result *res)
+{
+	if (!opt->validate_buf || opt->servername)
+		return 0;
+	res->bad_pages = pp_check_buf(ctx, opt->json ? stderr : stdout);
+	return res->bad_pages ? -1 : 0;
 }
 
 /* Every size of the run (one without --sweep), reported as it ends. */
@@ -176,6 +181,7 @@ static int ping_pong(struct pp_context *ctx, const struct pp_options *opt,
 		.events = opt->use_event,
 		.sweep = opt->sweep_max != 0,
 	};
+	bool bad_data = false;
 	unsigned int i;
 	int ret = -1;
 
@@ -195,15 +201,17 @@ static int ping_pong(struct pp_context *ctx, const struct pp_options *opt,
 		pp_set_size(ctx, sizes[i]);
 		if (run_size(&lp, opt, &res[i]))
 			goto out_free;
-		if (opt->json)
-			continue;
-		if (opt->sweep_max)
-			printf("size %u:\n", sizes[i]);
-		pp_report_text(stdout, &res[i]);
+		if (!opt->json) {
+			if (opt->sweep_max)
+				printf("size %u:\n", sizes[i]);
+			pp_report_text(stdout, &res[i]);
+		}
+		if (check_data(ctx, opt, &res[i]))
+			bad_data = true;
 	}
 	if (opt->json)
 		pp_report_json(stdout, &info, res, n);
-	ret = 0;
+	ret = bad_data ? -1 : 0;
 out_free:
 	free(lp.lat_ns);
 	return ret;
@@ -236,7 +244,6 @@ int main(int argc, char *argv[])
 	if (pp_init_ctx(&ctx, ib_dev, &opt))
 		goto out_free_list;
 
-	ctx.num_cq_events = 0;
 	if (pp_post_recv(&ctx, (int)ctx.rx_depth) < (int)ctx.rx_depth) {
 		fprintf(stderr, "Couldn't post receive (%u)\n", ctx.rx_depth);
 		goto out_close;
