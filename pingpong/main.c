@@ -262,6 +262,7 @@ int main(int argc, char *argv[])
 	if (pp_local_dest(&ctx, &my_dest))
 		goto out_close;
 	print_dest(addr_out, "local address: ", &my_dest);
+	fflush(addr_out); /* a script may wait for this line */
 	if (opt.validate_buf && opt.servername && pp_fill_buf(&ctx))
 		goto out_close;
 	pp_explain(PP_STEP_EXCHANGE,
