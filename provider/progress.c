@@ -123,7 +123,8 @@ static void link_event(struct sv_qp *qp, int fd)
 	}
 }
 
-static void handle(struct sv_context *ctx, struct sv_pfd *p)
+/* Handles one epoll event; true if it was a doorbell. */
+static bool handle(struct sv_context *ctx, struct sv_pfd *p)
 {
 	struct sv_qp *qp;
 
@@ -132,7 +133,7 @@ static void handle(struct sv_context *ctx, struct sv_pfd *p)
 
 		if (read(p->fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 			sv_dbg("doorbell read: %s\n", strerror(errno));
-		return;
+		return true;
 	}
 	pthread_rwlock_rdlock(&ctx->qp_lock);
 	qp = find_qp(ctx, p->qp); /* it may be gone since epoll_wait */
@@ -145,6 +146,7 @@ static void handle(struct sv_context *ctx, struct sv_pfd *p)
 		pthread_spin_unlock(&qp->lock);
 	}
 	pthread_rwlock_unlock(&ctx->qp_lock);
+	return false;
 }
 
 static int timeout_ms(uint64_t next)
@@ -164,6 +166,7 @@ static void *progress_main(void *arg)
 	struct sv_context *ctx = arg;
 	struct sv_progress *pg = ctx->prog;
 	struct epoll_event ev[16];
+	bool rung = false;
 
 	while (!atomic_load(&pg->stop)) {
 		uint64_t drives = atomic_load_explicit(&ctx->drives,
@@ -176,13 +179,15 @@ static void *progress_main(void *arg)
 		if (idle) {
 			tmo = timeout_ms(drive_all(ctx, true));
 			pg->asleep = true;
-		} else if (pg->asleep) {
+		} else if (pg->asleep || rung) {
+			/* a doorbell while the app polls: a flag is stale */
 			drive_all(ctx, false);
 			pg->asleep = false;
 		}
 		n = epoll_wait(pg->epfd, ev, ARRAY_SIZE(ev), tmo);
+		rung = false;
 		for (int i = 0; i < n; i++)
-			handle(ctx, ev[i].data.ptr);
+			rung |= handle(ctx, ev[i].data.ptr);
 	}
 	return NULL;
 }

@@ -54,6 +54,9 @@ int sv_ring_create(struct sv_ring *r, uint64_t size, uint32_t rx_qpn, int *fd)
 	r->hdr->data_off = SV_RING_DATA_OFF;
 	r->hdr->rx_qpn = rx_qpn;
 	atomic_store(&r->hdr->ack, SV_ACK_NONE);
+	/* asleep until our progress thread sees the app polling: a ring
+	 * made while it sleeps must still wake it */
+	atomic_store(&r->hdr->rx_sleep, 1);
 	*fd = mfd;
 	return 0;
 
@@ -66,7 +69,7 @@ int sv_ring_attach(struct sv_ring *r, int fd, uint32_t rx_qpn)
 {
 	struct sv_ring_hdr hdr;
 	struct stat st;
-	int seals;
+	int seals, err;
 
 	/* The seals make sure the peer cannot shrink it under us (SIGBUS). */
 	seals = fcntl(fd, F_GET_SEALS);
@@ -82,7 +85,10 @@ int sv_ring_attach(struct sv_ring *r, int fd, uint32_t rx_qpn)
 	    hdr.size > (1ull << 30) ||
 	    (uint64_t)st.st_size != SV_RING_DATA_OFF + hdr.size)
 		return -EPROTO;
-	return map_ring(r, fd, hdr.size);
+	err = map_ring(r, fd, hdr.size);
+	if (!err)
+		atomic_store(&r->hdr->tx_sleep, 1); /* as rx_sleep above */
+	return err;
 }
 
 void sv_ring_unmap(struct sv_ring *r)

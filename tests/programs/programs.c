@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Server/client pairs of real programs on softverbs0 (see programs.h).
+ */
+#include "programs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ARGS 32
+
+const char *sv_built(const char *rel)
+{
+	static char buf[4][512];
+	static int i;
+	char *b = buf[i++ % 4];
+
+	snprintf(b, sizeof(buf[0]), "%s/%s", sv_build_dir(), rel);
+	return b;
+}
+
+/* softverbs-run ARGV... -p PORT [localhost] */
+static void build_argv(char **out, const char *const argv[], const char *port,
+		       bool client)
+{
+	int n = 0;
+
+	out[n++] = (char *)sv_built("bin/softverbs-run");
+	for (int i = 0; argv[i] && n < MAX_ARGS - 5; i++)
+		out[n++] = (char *)argv[i];
+	out[n++] = "-p";
+	out[n++] = (char *)port;
+	if (client)
+		out[n++] = "localhost";
+	out[n] = NULL;
+}
+
+static char **prog_env(void)
+{
+	static char preload[1024], opts[] = "ASAN_OPTIONS=detect_leaks=0:"
+					    "verify_asan_link_order=0";
+	static char *env[3];
+	const char *rt = getenv("SV_ASAN_RUNTIME");
+
+	if (!rt || !*rt)
+		return NULL;
+	/* softverbs-run adds our library in front of this */
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", rt);
+	env[0] = preload;
+	env[1] = opts;
+	env[2] = NULL;
+	return env;
+}
+
+static void show(const char *who, const struct sv_proc *p)
+{
+	fprintf(stderr, "--- %s exit %d\nstdout:\n%s\nstderr:\n%s\n", who,
+		p->code, p->out, p->err);
+}
+
+void sv_run_pair(struct sv_pair_run *r, const char *const server_argv[],
+		 const char *const client_argv[], int timeout_ms)
+{
+	char *sargv[MAX_ARGS], *cargv[MAX_ARGS], port[16];
+	int p = sv_free_port();
+
+	snprintf(port, sizeof(port), "%d", p);
+	build_argv(sargv, server_argv, port, false);
+	build_argv(cargv, client_argv, port, true);
+	sv_proc_start(&r->server, sargv, prog_env());
+	sv_wait_listening(p, r->server.pid, timeout_ms);
+	sv_proc_start(&r->client, cargv, prog_env());
+	sv_proc_wait(&r->client, timeout_ms);
+	sv_proc_wait(&r->server, timeout_ms);
+	if (r->client.code != 0 || r->server.code != 0) {
+		show("server", &r->server);
+		show("client", &r->client);
+	}
+	ASSERT_EQ(0, r->server.code);
+	ASSERT_EQ(0, r->client.code);
+}
+
+void sv_pair_run_free(struct sv_pair_run *r)
+{
+	sv_proc_free(&r->server);
+	sv_proc_free(&r->client);
+}

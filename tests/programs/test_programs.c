@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Acceptance on softverbs0 over loopback: Debian's unmodified
+ * ibv_rc_pingpong and perftest, our rc_pingpong in the same matrix with
+ * its new options, and the two pingpongs interoperating in both roles.
+ * Each test runs a real server and client process and checks what they
+ * print, not only that they exit 0.
+ */
+#include "programs.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define DEBIAN "ibv_rc_pingpong"
+#define DEADLINE_MS 180000
+
+static const char *ours(void)
+{
+	return sv_built("bin/rc_pingpong");
+}
+
+/* Checks the original's result lines; returns usec/iter. */
+static double check_result(const char *out, int iters, long long size)
+{
+	const char *l = strstr(out, " iters in ");
+	const char *b = strstr(out, " bytes in ");
+	double secs, usec, secs2, mbit;
+	long long bytes;
+	int n;
+
+	ASSERT_NOT_NULL(b);
+	ASSERT_NOT_NULL(l);
+	while (b > out && b[-1] != '\n')
+		b--;
+	while (l > out && l[-1] != '\n')
+		l--;
+	ASSERT_EQ(3, sscanf(b, "%lld bytes in %lf seconds = %lf Mbit/sec",
+			    &bytes, &secs2, &mbit));
+	ASSERT_EQ(3, sscanf(l, "%d iters in %lf seconds = %lf usec/iter", &n,
+			    &secs, &usec));
+	ASSERT_EQ(iters, n);
+	ASSERT_EQ(2 * (long long)iters * size, bytes);
+	ASSERT_TRUE(usec > 0 && mbit > 0);
+	ASSERT_CONTAINS(out, "  local address:  LID 0x");
+	ASSERT_CONTAINS(out, "  remote address: LID 0x");
+	return usec;
+}
+
+/* Runs server and client with the same extra options. */
+static void pingpong(const char *server, const char *client,
+		     const char *const opts[], int iters, long long size)
+{
+	const char *sargv[24] = { server }, *cargv[24] = { client };
+	struct sv_pair_run r;
+	int n = 1;
+
+	for (int i = 0; opts[i]; i++, n++)
+		sargv[n] = cargv[n] = opts[i];
+	sargv[n] = cargv[n] = NULL;
+	sv_run_pair(&r, sargv, cargv, DEADLINE_MS);
+	check_result(r.server.out, iters, size);
+	check_result(r.client.out, iters, size);
+	sv_pair_run_free(&r);
+}
+
+#define OPTS(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
+/* Debian's ibv_rc_pingpong, both sides. */
+SV_TEST(debian_defaults)
+{
+	pingpong(DEBIAN, DEBIAN, (const char *const[]){ NULL }, 1000, 4096);
+}
+
+SV_TEST(debian_events)
+{
+	pingpong(DEBIAN, DEBIAN, OPTS("-e"), 1000, 4096);
+}
+
+SV_TEST(debian_new_send)
+{
+	pingpong(DEBIAN, DEBIAN, OPTS("-N"), 1000, 4096);
+}
+
+SV_TEST(debian_timestamps)
+{
+	struct sv_pair_run r;
+
+	sv_run_pair(&r, OPTS(DEBIAN, "-t"), OPTS(DEBIAN, "-t"), DEADLINE_MS);
+	ASSERT_CONTAINS(r.client.out, "Max receive completion clock cycles");
+	ASSERT_CONTAINS(r.server.out, "Average receive completion clock");
+	check_result(r.client.out, 1000, 4096);
+	sv_pair_run_free(&r);
+}
+
+SV_TEST(debian_check_data)
+{
+	pingpong(DEBIAN, DEBIAN, OPTS("-c"), 1000, 4096);
+}
+
+SV_TEST(debian_gid_index_0)
+{
+	pingpong(DEBIAN, DEBIAN, OPTS("-g", "0"), 1000, 4096);
+}
+
+SV_TEST(debian_size_1)
+{
+	pingpong(DEBIAN, DEBIAN, OPTS("-s", "1"), 1000, 1);
+}
+
+SV_TEST(debian_size_64k)
+{
+	pingpong(DEBIAN, DEBIAN, OPTS("-s", "65536"), 1000, 65536);
+}
+
+SV_TEST(debian_size_1m)
+{
+	pingpong(DEBIAN, DEBIAN, OPTS("-s", "1048576", "-n", "200"), 200,
+		 1048576);
+}
+
+SV_TEST(debian_mtu_4096_size_8192)
+{
+	pingpong(DEBIAN, DEBIAN, OPTS("-m", "4096", "-s", "8192"), 1000, 8192);
+}
+
+SV_TEST(debian_rx_depth_2)
+{
+	pingpong(DEBIAN, DEBIAN, OPTS("-r", "2"), 1000, 4096);
+}
+
+SV_TEST(debian_100k_small)
+{
+	pingpong(DEBIAN, DEBIAN, OPTS("-s", "8", "-n", "100000"), 100000, 8);
+}
+
+/* Ours, both sides, the same matrix. */
+SV_TEST(ours_defaults)
+{
+	pingpong(ours(), ours(), (const char *const[]){ NULL }, 1000, 4096);
+}
+
+SV_TEST(ours_events)
+{
+	pingpong(ours(), ours(), OPTS("-e"), 1000, 4096);
+}
+
+SV_TEST(ours_new_send)
+{
+	pingpong(ours(), ours(), OPTS("-N"), 1000, 4096);
+}
+
+SV_TEST(ours_timestamps)
+{
+	struct sv_pair_run r;
+
+	sv_run_pair(&r, OPTS(ours(), "-t"), OPTS(ours(), "-t"), DEADLINE_MS);
+	ASSERT_CONTAINS(r.client.out, "Max receive completion clock cycles");
+	check_result(r.client.out, 1000, 4096);
+	sv_pair_run_free(&r);
+}
+
+SV_TEST(ours_check_data)
+{
+	pingpong(ours(), ours(), OPTS("-c"), 1000, 4096);
+}
+
+SV_TEST(ours_gid_index_0)
+{
+	pingpong(ours(), ours(), OPTS("-g", "0"), 1000, 4096);
+}
+
+SV_TEST(ours_size_1)
+{
+	pingpong(ours(), ours(), OPTS("-s", "1"), 1000, 1);
+}
+
+SV_TEST(ours_size_64k)
+{
+	pingpong(ours(), ours(), OPTS("-s", "65536"), 1000, 65536);
+}
+
+SV_TEST(ours_size_1m)
+{
+	pingpong(ours(), ours(), OPTS("-s", "1048576", "-n", "200"), 200,
+		 1048576);
+}
+
+SV_TEST(ours_mtu_4096_size_8192)
+{
+	pingpong(ours(), ours(), OPTS("-m", "4096", "-s", "8192"), 1000, 8192);
+}
+
+SV_TEST(ours_rx_depth_2)
+{
+	pingpong(ours(), ours(), OPTS("-r", "2"), 1000, 4096);
+}
+
+SV_TEST(ours_100k_small)
+{
+	pingpong(ours(), ours(), OPTS("-s", "8", "-n", "100000"), 100000, 8);
+}
+
+/* Ours with every new option. */
+SV_TEST(ours_percentiles)
+{
+	struct sv_pair_run r;
+
+	sv_run_pair(&r, OPTS(ours(), "--percentiles"),
+		    OPTS(ours(), "--percentiles"), DEADLINE_MS);
+	check_result(r.client.out, 1000, 4096);
+	ASSERT_CONTAINS(r.client.out, "p99.9");
+	ASSERT_CONTAINS(r.client.out, "p50");
+	sv_pair_run_free(&r);
+}
+
+SV_TEST(ours_json)
+{
+	struct sv_pair_run r;
+
+	sv_run_pair(&r, OPTS(ours(), "--json", "-n", "500"),
+		    OPTS(ours(), "--json", "-n", "500"), DEADLINE_MS);
+	ASSERT_TRUE(r.client.out[0] == '{');
+	ASSERT_CONTAINS(r.client.out, "\"iters\":500");
+	ASSERT_CONTAINS(r.client.out, "\"usec_per_iter\"");
+	ASSERT_TRUE(r.server.out[0] == '{');
+	sv_pair_run_free(&r);
+}
+
+SV_TEST(ours_sweep_and_warmup)
+{
+	struct sv_pair_run r;
+
+	sv_run_pair(&r,
+		    OPTS(ours(), "--sweep", "65536", "--warmup", "10", "-n",
+			 "200"),
+		    OPTS(ours(), "--sweep", "65536", "--warmup", "10", "-n",
+			 "200"),
+		    DEADLINE_MS);
+	/* one result per power of two, 1 B to 64 KiB */
+	for (const char *p = r.client.out, *q; (q = strstr(p, " iters in "));
+	     p = q + 1)
+		ASSERT_TRUE(q > p);
+	ASSERT_CONTAINS(r.client.out, "65536");
+	ASSERT_CONTAINS(r.client.out, "iters in");
+	sv_pair_run_free(&r);
+}
+
+SV_TEST(ours_explain)
+{
+	struct sv_pair_run r;
+
+	sv_run_pair(&r, OPTS(ours(), "--explain", "-n", "10"),
+		    OPTS(ours(), "--explain", "-n", "10"), DEADLINE_MS);
+	ASSERT_CONTAINS(r.client.err, "ibv_create_qp");
+	ASSERT_CONTAINS(r.client.err, "ibv_modify_qp");
+	ASSERT_CONTAINS(r.client.err, "RTS");
+	check_result(r.client.out, 10, 4096);
+	sv_pair_run_free(&r);
+}
+
+/* Interoperation, with data checked, in both roles. */
+SV_TEST(interop_debian_server_ours_client)
+{
+	struct sv_pair_run r;
+
+	sv_run_pair(&r, OPTS(DEBIAN, "-c"), OPTS(ours(), "-c"), DEADLINE_MS);
+	check_result(r.server.out, 1000, 4096);
+	check_result(r.client.out, 1000, 4096);
+	sv_pair_run_free(&r);
+}
+
+SV_TEST(interop_ours_server_debian_client)
+{
+	struct sv_pair_run r;
+
+	sv_run_pair(&r, OPTS(ours(), "-c"), OPTS(DEBIAN, "-c"), DEADLINE_MS);
+	check_result(r.server.out, 1000, 4096);
+	check_result(r.client.out, 1000, 4096);
+	sv_pair_run_free(&r);
+}
+
+/* perftest: ib_send_lat and ib_send_bw, polling and events, -a. */
+static void perftest(const char *prog, const char *const extra[],
+		     const char *expect)
+{
+	const char *argv[16] = { prog, "-d", "softverbs0" };
+	struct sv_pair_run r;
+	int n = 3;
+
+	for (int i = 0; extra[i]; i++)
+		argv[n++] = extra[i];
+	argv[n] = NULL;
+	sv_run_pair(&r, argv, argv, DEADLINE_MS);
+	ASSERT_CONTAINS(r.client.out, expect);
+	ASSERT_CONTAINS(r.server.out, expect);
+	ASSERT_CONTAINS(r.client.out, "softverbs0");
+	sv_pair_run_free(&r);
+}
+
+SV_TEST(perftest_send_lat)
+{
+	perftest("ib_send_lat", (const char *const[]){ NULL }, "t_typical");
+}
+
+SV_TEST(perftest_send_lat_all_sizes)
+{
+	perftest("ib_send_lat", OPTS("-a", "-n", "200"), "8388608");
+}
+
+SV_TEST(perftest_send_lat_events)
+{
+	perftest("ib_send_lat", OPTS("-e", "-n", "200"), "t_typical");
+}
+
+SV_TEST(perftest_send_bw)
+{
+	perftest("ib_send_bw", (const char *const[]){ NULL }, "BW average");
+}
+
+SV_TEST(perftest_send_bw_all_sizes)
+{
+	perftest("ib_send_bw", OPTS("-a", "-n", "100"), "8388608");
+}
+
+SV_TEST(perftest_send_bw_events)
+{
+	perftest("ib_send_bw", OPTS("-e", "-n", "200"), "BW average");
+}
+
+/* The device as Debian's tools show it. */
+SV_TEST(debian_devices_and_devinfo)
+{
+	char *dev[] = { (char *)sv_built("bin/softverbs-run"), "ibv_devices",
+			NULL };
+	char *info[] = { (char *)sv_built("bin/softverbs-run"), "ibv_devinfo",
+			 "-v", NULL };
+	struct sv_proc p;
+
+	sv_proc_start(&p, dev, NULL);
+	sv_proc_wait(&p, 30000);
+	ASSERT_EQ(0, p.code);
+	ASSERT_CONTAINS(p.out, "softverbs0");
+	ASSERT_FALSE(strstr(p.err, "no version information"));
+	sv_proc_free(&p);
+
+	sv_proc_start(&p, info, NULL);
+	sv_proc_wait(&p, 30000);
+	ASSERT_EQ(0, p.code);
+	ASSERT_CONTAINS(p.out, "hca_id:\tsoftverbs0");
+	ASSERT_CONTAINS(p.out, "PORT_ACTIVE");
+	ASSERT_CONTAINS(p.out, "GID[  0]:\t\tfe80:");
+	ASSERT_CONTAINS(p.out, "0000:0000:0000:0000:0000:ffff:7f00:0001");
+	sv_proc_free(&p);
+}
