@@ -40,8 +40,10 @@ void sv_qp_run(struct sv_qp *qp)
 		return;
 	if (qp->link.state == SV_LINK_CONNECTING)
 		sv_qp_link_step(qp);
-	sv_resp_run(qp);
+	/* acks first: the peer acked our send before it answered it, and
+	 * programs waiting on events expect completions in that order */
 	sv_comp_run(qp, 0);
+	sv_resp_run(qp);
 	sv_req_run(qp);
 }
 
