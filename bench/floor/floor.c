@@ -149,6 +149,16 @@ void *floor_shared(size_t len)
 	return p;
 }
 
+void floor_prefault(void *p, size_t len)
+{
+	unsigned char *c = p;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	/* an atomic or of 0: a write fault, and no lost update */
+	for (size_t off = 0; off < len; off += page)
+		__atomic_fetch_or(c + off, 0, __ATOMIC_RELAXED);
+}
+
 void *floor_alloc(size_t len)
 {
 	void *p = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE,

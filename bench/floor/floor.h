@@ -54,6 +54,13 @@ __attribute__((noreturn)) void floor_die(const char *what);
 /* A MAP_SHARED|MAP_ANONYMOUS mapping of len bytes, zeroed. */
 void *floor_shared(size_t len);
 
+/*
+ * Faults in every page of a shared mapping in the calling process, without
+ * changing a byte even if the other process writes concurrently: each
+ * side calls it after the fork so no measurement pays for page faults.
+ */
+void floor_prefault(void *p, size_t len);
+
 /* A private, page-aligned buffer of len bytes, every page touched. */
 void *floor_alloc(size_t len);
 

@@ -143,6 +143,7 @@ int main(int argc, char **argv)
 	c.to_peer = shm + head;
 	c.to_parent = shm + head + win;
 	pid = floor_fork(&o);
+	floor_prefault(shm, head + 2 * win);
 	c.src = floor_alloc(o.max_size);
 	if (pid == 0) {
 		serve(&c);

@@ -187,6 +187,8 @@ int main(int argc, char **argv)
 	a = floor_shared(sizeof(*a)); /* parent -> peer */
 	b = floor_shared(sizeof(*b)); /* peer -> parent */
 	pid = floor_fork(&o);
+	floor_prefault(a, sizeof(*a));
+	floor_prefault(b, sizeof(*b));
 	c.cap = o.max_size;
 	c.buf = floor_alloc(c.cap); /* each side its own, after the fork */
 	if (pid == 0) {
