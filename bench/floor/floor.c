@@ -231,19 +231,21 @@ uint64_t floor_now_ns(void)
 double floor_measure(const struct floor_opts *o, floor_run_fn run, void *ctx,
 		     size_t size, uint64_t *iters)
 {
-	uint64_t n = 1;
-	double t;
+	uint64_t n = 1, total_n = 0;
+	double t, total_t = 0;
 
-	/* The doubling runs are the warm-up: pages, caches, branch tables. */
-	while ((t = run(ctx, size, n)) < o->target_s / 8 && n < (1ull << 40))
+	/* Warm-up (pages, caches, branch predictors) and a batch size: double
+	 * n until a batch takes a twentieth of the target. */
+	while ((t = run(ctx, size, n)) < o->target_s / 20 && n < (1ull << 40))
 		n *= 2;
-	if (t < o->target_s)
-		n = (uint64_t)((double)n * o->target_s / (t > 0 ? t : 1e-9));
-	if (n < 1)
-		n = 1;
-	t = run(ctx, size, n);
-	*iters = n;
-	return t / (double)n;
+	/* Then batches until the target time is spent: a batch slowed down
+	 * by a descheduled peer still leaves a long measurement. */
+	while (total_t < o->target_s) {
+		total_t += run(ctx, size, n);
+		total_n += n;
+	}
+	*iters = total_n;
+	return total_t / (double)total_n;
 }
 
 void floor_report(enum floor_mode m, size_t size, double per_iter_s,

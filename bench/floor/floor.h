@@ -21,16 +21,16 @@
 #define FLOOR_LINE 128
 
 enum floor_mode {
-	FLOOR_RTT = 1,	/* ping-pong round trips */
-	FLOOR_BW = 2,	/* one-way streaming, acknowledged once per batch */
+	FLOOR_RTT = 1, /* ping-pong round trips */
+	FLOOR_BW = 2,  /* one-way streaming, acknowledged once per batch */
 	FLOOR_BOTH = 3,
 };
 
 struct floor_opts {
-	const char *prog;	 /* for messages */
+	const char *prog; /* for messages */
 	size_t sizes[FLOOR_MAX_SIZES];
 	int nsizes;
-	size_t max_size;	 /* largest of sizes[] */
+	size_t max_size; /* largest of sizes[] */
 	enum floor_mode mode;
 	double target_s;	 /* wall time of one measurement */
 	int cpu[2];		 /* [0]: parent (driver), [1]: forked peer */
@@ -89,9 +89,9 @@ static inline void floor_relax(void)
 typedef double (*floor_run_fn)(void *ctx, size_t size, uint64_t n);
 
 /*
- * Warms up and calibrates by doubling n until a run takes an eighth of the
- * target, then runs about target_s worth.  Returns seconds per iteration;
- * *iters is the count of the final run.
+ * Warms up and sizes a batch by doubling n until a batch takes a twentieth
+ * of the target, then runs batches until target_s is spent.  Returns
+ * seconds per iteration; *iters is how many iterations were timed.
  */
 double floor_measure(const struct floor_opts *o, floor_run_fn run, void *ctx,
 		     size_t size, uint64_t *iters);

@@ -27,12 +27,12 @@ enum cmd {
 
 struct flags {
 	alignas(FLOOR_LINE) _Atomic uint64_t ping; /* parent writes: seq */
-	uint64_t cmd;		/* enum cmd, written before ping */
-	uint64_t size;		/* bytes the peer answers with */
-	uint64_t parent_buf;	/* address of the parent's private buffer */
+	uint64_t cmd;	     /* enum cmd, written before ping */
+	uint64_t size;	     /* bytes the peer answers with */
+	uint64_t parent_buf; /* address of the parent's private buffer */
 	alignas(FLOOR_LINE) _Atomic uint64_t pong; /* peer writes: seq */
 	uint64_t peer_buf;	/* address of the peer's buffer, before ready */
-	_Atomic uint64_t ready;	/* peer: 1 once peer_buf is set */
+	_Atomic uint64_t ready; /* peer: 1 once peer_buf is set */
 };
 
 struct ctx {
@@ -49,9 +49,9 @@ static void cma_write(struct ctx *c, size_t size)
 	size_t off = 0;
 
 	while (off < size) {
-		struct iovec l = { c->buf + off, size - off };
-		struct iovec r = { (void *)(uintptr_t)(c->other_buf + off),
-				   size - off };
+		struct iovec l = {c->buf + off, size - off};
+		struct iovec r = {(void *)(uintptr_t)(c->other_buf + off),
+				  size - off};
 		ssize_t n = process_vm_writev(c->other, &l, 1, &r, 1, 0);
 
 		if (n <= 0) {
@@ -85,8 +85,12 @@ static void signal_peer(struct ctx *c, enum cmd cmd, size_t size)
 {
 	uint64_t seq = ++c->seq;
 
-	c->f->cmd = cmd;
-	c->f->size = size;
+	/* Stores only what changed: each store to the line the peer spins
+	 * on costs a round of the coherence protocol. */
+	if (c->f->cmd != cmd)
+		c->f->cmd = cmd;
+	if (c->f->size != size)
+		c->f->size = size;
 	/* release: cmd and size written before the peer sees ping */
 	atomic_store_explicit(&c->f->ping, seq, memory_order_release);
 	while (atomic_load_explicit(&c->f->pong, memory_order_acquire) != seq)
@@ -116,8 +120,8 @@ static double bw(void *arg, size_t size, uint64_t n)
 	return (double)(floor_now_ns() - t0) * 1e-9;
 }
 
-static void run(const struct floor_opts *o, enum floor_mode m,
-		floor_run_fn fn, struct ctx *c)
+static void run(const struct floor_opts *o, enum floor_mode m, floor_run_fn fn,
+		struct ctx *c)
 {
 	uint64_t iters;
 
@@ -133,7 +137,7 @@ static void run(const struct floor_opts *o, enum floor_mode m,
 int main(int argc, char **argv)
 {
 	struct floor_opts o;
-	struct ctx c = { 0 };
+	struct ctx c = {0};
 	pid_t parent = getpid(), pid;
 
 	floor_parse(argc, argv, "8,64,512,4K,64K,1M", &o);

@@ -58,7 +58,7 @@ static double rtt(void *arg, size_t size, uint64_t n)
 int main(int argc, char **argv)
 {
 	struct floor_opts o;
-	struct ctx c = { 0 };
+	struct ctx c = {0};
 	uint64_t iters;
 	pid_t pid;
 

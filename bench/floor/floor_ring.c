@@ -160,8 +160,8 @@ static double bw(void *arg, size_t size, uint64_t n)
 	return (double)(floor_now_ns() - t0) * 1e-9;
 }
 
-static void run(const struct floor_opts *o, enum floor_mode m,
-		floor_run_fn fn, struct ctx *c)
+static void run(const struct floor_opts *o, enum floor_mode m, floor_run_fn fn,
+		struct ctx *c)
 {
 	uint64_t iters;
 
@@ -178,7 +178,7 @@ int main(int argc, char **argv)
 {
 	struct floor_opts o;
 	struct ring *a, *b;
-	struct ctx c = { 0 };
+	struct ctx c = {0};
 	pid_t pid;
 
 	floor_parse(argc, argv, "8,64,512,4K,64K,1M", &o);
