@@ -7,8 +7,8 @@ PREFIX     ?= /usr/local
 JOBS       ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure -j$(JOBS)
 
-.PHONY: all deps test test-asan test-tsan test-plain demo bench bench-smoke \
-	install clean format
+.PHONY: all deps deps-bench test test-asan test-tsan test-plain demo bench \
+	bench-smoke install clean format
 
 all:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -16,6 +16,10 @@ all:
 
 deps:
 	@scripts/install-deps
+
+# `make bench` also needs the peers it compares against and gnuplot.
+deps-bench:
+	@scripts/install-deps --bench
 
 # The whole suite: a normal build, then the same suite under ASan+UBSan.
 test: deps
@@ -40,11 +44,12 @@ test-tsan:
 demo: deps all
 	@scripts/demo $(BUILD)
 
-bench: deps all
-	@bench/run --build $(BUILD)
+# BENCH_ARGS: e.g. --repeats 3, --only 'softverbs|ucx-posix/' (bench/README.md)
+bench: deps-bench all
+	@bench/run --build $(BUILD) $(BENCH_ARGS)
 
 bench-smoke: all
-	@bench/run --build $(BUILD) --smoke
+	@bench/run --build $(BUILD) --smoke $(BENCH_ARGS)
 
 install: all
 	cmake --install $(BUILD) --prefix $(PREFIX)
