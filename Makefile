@@ -1,5 +1,6 @@
 # The front door.  `make` builds into build/; `make test` and `make demo`
 # first install what a fresh Debian 12 machine lacks (scripts/install-deps).
+MAKEFLAGS += --no-print-directory
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
