@@ -20,6 +20,8 @@ struct pp_loop {
 	unsigned int iters;    /* exchanges to run */
 	int routs;	       /* receives posted and not yet completed;
 				* carried from one run to the next */
+	unsigned int early;    /* receives of the next run that completed
+				* in this one (the peer started it) */
 	uint64_t *lat_ns;      /* NULL, or room for iters latency samples */
 	size_t nlat;	       /* samples written */
 	struct pp_ts_stats ts; /* -t: receive completion timestamps */

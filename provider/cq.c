@@ -62,7 +62,11 @@ static void drive(struct sv_cq *cq)
 {
 	struct sv_context *ctx = cq->ctx;
 
-	atomic_fetch_add_explicit(&ctx->drives, 1, memory_order_relaxed);
+	/* only a sign of life for the progress thread: no locked RMW */
+	atomic_store_explicit(&ctx->drives,
+			      atomic_load_explicit(&ctx->drives,
+						   memory_order_relaxed) + 1,
+			      memory_order_relaxed);
 	pthread_rwlock_rdlock(&ctx->qp_lock);
 	for (uint32_t i = 0; i < cq->nqps; i++)
 		sv_qp_drive(cq->qps[i]);

@@ -32,7 +32,7 @@ struct sv_progress {
 	uint64_t seen_drives;
 };
 
-void sv_qp_run(struct sv_qp *qp)
+void sv_qp_run(struct sv_qp *qp, uint64_t now)
 {
 	enum ibv_qp_state s = qp->qpx.qp_base.state;
 
@@ -42,7 +42,7 @@ void sv_qp_run(struct sv_qp *qp)
 		sv_qp_link_step(qp);
 	/* acks first: the peer acked our send before it answered it, and
 	 * programs waiting on events expect completions in that order */
-	sv_comp_run(qp, 0);
+	sv_comp_run(qp, now);
 	sv_resp_run(qp);
 	sv_req_run(qp);
 }
@@ -52,7 +52,7 @@ void sv_qp_drive(struct sv_qp *qp)
 	/* someone else in the engine for this QP: it makes the progress */
 	if (pthread_spin_trylock(&qp->lock))
 		return;
-	sv_qp_run(qp);
+	sv_qp_run(qp, 0);
 	pthread_spin_unlock(&qp->lock);
 }
 
@@ -60,7 +60,7 @@ void sv_qp_drive(struct sv_qp *qp)
  * that lands after our look goes unnoticed.  Returns the earliest timer. */
 static uint64_t drive_all(struct sv_context *ctx, bool sleep)
 {
-	uint64_t next = UINT64_MAX;
+	uint64_t next = UINT64_MAX, now = sv_now_ns();
 	struct sv_list *n;
 
 	pthread_rwlock_rdlock(&ctx->qp_lock);
@@ -71,7 +71,7 @@ static uint64_t drive_all(struct sv_context *ctx, bool sleep)
 		sv_link_set_sleep(&qp->link, sleep);
 		/* seq_cst: flags up before we look at the rings (Dekker) */
 		atomic_thread_fence(memory_order_seq_cst);
-		sv_qp_run(qp);
+		sv_qp_run(qp, now);
 		if (qp->sq_comp != qp->sq_post && qp->comp_deadline &&
 		    qp->comp_deadline < next)
 			next = qp->comp_deadline;

@@ -218,6 +218,7 @@ struct sv_qp {
 	uint32_t comp_retries;		/* ack timeouts so far */
 	uint32_t comp_rnr_retries;	/* RNR NAKs so far */
 	bool comp_rnr_wait;		/* waiting out an RNR timer */
+	uint32_t comp_spins;		/* idle completer runs (clock reads) */
 
 	struct sv_link link;		/* the connection, once there is one */
 	struct sv_pfd pfd[3];		/* listener, conn, acc in the epoll */
@@ -256,7 +257,9 @@ void sv_progress_kick(struct sv_context *ctx);
 int sv_progress_doorbell_fd(struct sv_context *ctx);
 /* Runs the engine for one QP if it has work; the fast path of poll/post. */
 void sv_qp_drive(struct sv_qp *qp);
-void sv_qp_run(struct sv_qp *qp);
+/* now: the time if the caller knows it, else 0 (the engine may skip
+ * its timers to save clock reads). */
+void sv_qp_run(struct sv_qp *qp, uint64_t now);
 /* Spin budget before ibv_get_cq_event sleeps (SOFTVERBS_EVENT_SPIN_US). */
 extern uint64_t sv_event_spin_ns;
 
