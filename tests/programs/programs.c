@@ -36,7 +36,7 @@ static void build_argv(char **out, const char *const argv[], const char *port,
 	out[n] = NULL;
 }
 
-static char **prog_env(void)
+char **sv_prog_env(void)
 {
 	static char preload[1024], opts[] = "ASAN_OPTIONS=detect_leaks=0:"
 					    "verify_asan_link_order=0";
@@ -68,9 +68,9 @@ void sv_run_pair(struct sv_pair_run *r, const char *const server_argv[],
 	snprintf(port, sizeof(port), "%d", p);
 	build_argv(sargv, server_argv, port, false);
 	build_argv(cargv, client_argv, port, true);
-	sv_proc_start(&r->server, sargv, prog_env());
+	sv_proc_start(&r->server, sargv, sv_prog_env());
 	sv_wait_listening(p, r->server.pid, timeout_ms);
-	sv_proc_start(&r->client, cargv, prog_env());
+	sv_proc_start(&r->client, cargv, sv_prog_env());
 	sv_proc_wait(&r->client, timeout_ms);
 	sv_proc_wait(&r->server, timeout_ms);
 	if (r->client.code != 0 || r->server.code != 0) {

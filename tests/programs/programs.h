@@ -24,6 +24,10 @@ void sv_run_pair(struct sv_pair_run *r, const char *const server_argv[],
 		 const char *const client_argv[], int timeout_ms);
 void sv_pair_run_free(struct sv_pair_run *r);
 
+/* Extra environment for programs on softverbs (the ASan runtime in
+ * sanitizer builds), or NULL. */
+char **sv_prog_env(void);
+
 /* Path of a program of ours in the build tree ("bin/rc_pingpong"). */
 const char *sv_built(const char *rel);
 

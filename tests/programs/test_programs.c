@@ -336,15 +336,19 @@ SV_TEST(debian_devices_and_devinfo)
 			 "-v", NULL };
 	struct sv_proc p;
 
-	sv_proc_start(&p, dev, NULL);
+	sv_proc_start(&p, dev, sv_prog_env());
 	sv_proc_wait(&p, 30000);
+	if (p.code)
+		fprintf(stderr, "%s\n%s", p.out, p.err);
 	ASSERT_EQ(0, p.code);
 	ASSERT_CONTAINS(p.out, "softverbs0");
 	ASSERT_FALSE(strstr(p.err, "no version information"));
 	sv_proc_free(&p);
 
-	sv_proc_start(&p, info, NULL);
+	sv_proc_start(&p, info, sv_prog_env());
 	sv_proc_wait(&p, 30000);
+	if (p.code)
+		fprintf(stderr, "%s\n%s", p.out, p.err);
 	ASSERT_EQ(0, p.code);
 	ASSERT_CONTAINS(p.out, "hca_id:\tsoftverbs0");
 	ASSERT_CONTAINS(p.out, "PORT_ACTIVE");
