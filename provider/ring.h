@@ -18,7 +18,7 @@
 #include "wire.h"
 
 #define SV_RING_MAGIC 0x53567247u /* "SVrG" */
-#define SV_RING_VERSION 1
+#define SV_RING_VERSION 2
 #define SV_RING_DATA_OFF 4096u
 #define SV_REC_ALIGN 64u
 
@@ -45,20 +45,27 @@ struct sv_ring_hdr {
 	uint64_t data_off;	/* offset of the data: peers map at will */
 	uint32_t rx_qpn;	/* QPN of the receiving QP */
 	uint32_t rsvd0[9];
-	/* Written by the sender (requester). */
+	/* Written by the sender (requester) for every packet. */
 	_Alignas(64) _Atomic uint64_t head;	/* bytes ever produced */
-	_Atomic uint32_t tx_sleep;	/* sender asleep: doorbell on ack */
-	uint32_t rsvd1[13];
-	/* Written by the receiver (responder), except rnr (CAS by both). */
+	uint64_t rsvd1[7];
+	/* Written by the receiver (responder) for every packet, except rnr
+	 * (a CAS by either side, rare). */
 	_Alignas(64) _Atomic uint64_t tail;	/* bytes ever consumed */
 	_Atomic uint64_t ack;		/* latest ACK/NAK, see SV_ACK_* */
-	_Atomic uint32_t rx_sleep;	/* receiver asleep: doorbell on data */
 	_Atomic uint32_t rnr;		/* enum sv_rnr_state */
-	uint32_t rsvd2[10];
+	uint32_t rsvd2[11];
+	/* Written only when a progress thread goes to sleep or wakes: on a
+	 * line of their own, so checking them after every packet is a
+	 * cache hit and does not steal the lines above. */
+	_Alignas(64) _Atomic uint32_t rx_sleep; /* receiver asleep: doorbell
+						 * on data */
+	_Atomic uint32_t tx_sleep;	/* sender asleep: doorbell on ack */
+	uint32_t rsvd3[14];
 };
-static_assert(sizeof(struct sv_ring_hdr) == 192, "shared layout is ABI");
+static_assert(sizeof(struct sv_ring_hdr) == 256, "shared layout is ABI");
 static_assert(offsetof(struct sv_ring_hdr, head) == 64, "shared layout");
 static_assert(offsetof(struct sv_ring_hdr, tail) == 128, "shared layout");
+static_assert(offsetof(struct sv_ring_hdr, rx_sleep) == 192, "shared layout");
 
 /* One process's view of a ring: local copies of what must not change. */
 struct sv_ring {
