@@ -225,11 +225,12 @@ SV_TEST(hostile_stalled_hello)
 	stall = connect_qp(p.a.qp->qp_num);
 	sv_end_connect(&p.a, p.b.qp->qp_num, p.b.o.psn);
 	sv_end_connect(&p.b, p.a.qp->qp_num, p.a.o.psn);
-	ASSERT_OK(sv_end_recv(&p.a, 1, 0, 64));
-	ASSERT_OK(sv_end_send(&p.b, 2, 0, 64, 0));
-	WAIT_WC(p.a.rcq, &wc, SV_WC_TIMEOUT_MS);
+	/* a sends: it needs b's hello (its transmit ring) */
+	ASSERT_OK(sv_end_recv(&p.b, 1, 0, 64));
+	ASSERT_OK(sv_end_send(&p.a, 2, 0, 64, 0));
+	WAIT_WC(p.a.scq, &wc, SV_WC_TIMEOUT_MS);
 	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
-	WAIT_WC(p.b.scq, &wc, SV_WC_TIMEOUT_MS);
+	WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
 	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 	close(stall);
 	sv_pair_close(&p);
