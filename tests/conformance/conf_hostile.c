@@ -1,0 +1,515 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A hostile shared-memory peer.  The test speaks the provider's shm
+ * protocol itself (shm.c: abstract socket "\0softverbs/qp/%06x", a
+ * 24-byte hello with SCM_RIGHTS [sealed ring memfd, eventfd]; ring.h) and
+ * (a) sends malformed hellos to a victim QP, which must stay usable;
+ * (b) after a proper handshake writes garbage records into the victim's
+ * receive ring, which must give errors: no crash, no hang, and no byte
+ * written outside the posted receive buffer (guards inside the MR).
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "pair.h"
+#include "ring.h"
+
+#define HELLO_MAGIC 0x5356686cu
+struct hello { /* mirrors struct sv_hello in provider/shm.c */
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint32_t src_qpn;
+	uint32_t dst_qpn;
+	uint64_t rsvd;
+};
+_Static_assert(sizeof(struct hello) == 24, "wire ABI");
+
+static socklen_t qp_addr(struct sockaddr_un *a, uint32_t qpn)
+{
+	int n;
+
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1,
+		     "softverbs/qp/%06x", qpn);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+static int connect_qp(uint32_t qpn)
+{
+	struct sockaddr_un a;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ASSERT_TRUE(fd >= 0);
+	ASSERT_OK(connect(fd, (struct sockaddr *)&a, qp_addr(&a, qpn)));
+	return fd;
+}
+
+static void send_raw(int fd, const void *buf, size_t len, const int *fds,
+		     int nfds)
+{
+	union {
+		struct cmsghdr c;
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+	} u;
+	struct iovec iov = { (void *)buf, len };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	memset(&u, 0, sizeof(u));
+	if (nfds) {
+		m.msg_control = u.buf;
+		m.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		u.c.cmsg_level = SOL_SOCKET;
+		u.c.cmsg_type = SCM_RIGHTS;
+		u.c.cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(&u.c), fds, nfds * sizeof(int));
+	}
+	ASSERT_EQ((ssize_t)len, sendmsg(fd, &m, MSG_NOSIGNAL));
+}
+
+/* A receive ring as the provider builds it; sealed unless told not to. */
+static int make_ring(uint32_t rx_qpn, bool seal, uint32_t magic)
+{
+	uint64_t size = 65536;
+	int fd = memfd_create("hostile", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	struct sv_ring_hdr h = { .magic = magic, .version = SV_RING_VERSION,
+				 .size = size, .data_off = SV_RING_DATA_OFF,
+				 .rx_qpn = rx_qpn };
+
+	ASSERT_TRUE(fd >= 0);
+	ASSERT_OK(ftruncate(fd, SV_RING_DATA_OFF + size));
+	ASSERT_EQ(sizeof(h), pwrite(fd, &h, sizeof(h), 0));
+	if (seal)
+		ASSERT_OK(fcntl(fd, F_ADD_SEALS,
+				F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL));
+	return fd;
+}
+
+/* Waits until the victim hangs up on fd: it rejected what we sent. */
+static void expect_hangup(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char c;
+
+	ASSERT_EQ(1, poll(&p, 1, SV_WC_TIMEOUT_MS));
+	ASSERT_EQ(0, read(fd, &c, 1));
+	close(fd);
+}
+
+/* A QPN nobody holds: we bind its listener. */
+static int bind_fake_qp(uint32_t *qpn)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ASSERT_TRUE(fd >= 0);
+	for (int i = 0; i < 100; i++) {
+		struct sockaddr_un a;
+
+		ASSERT_EQ(sizeof(*qpn), getrandom(qpn, sizeof(*qpn), 0));
+		*qpn = (*qpn & 0xffffff) | 2;
+		if (!bind(fd, (struct sockaddr *)&a, qp_addr(&a, *qpn))) {
+			ASSERT_OK(listen(fd, 4));
+			return fd;
+		}
+	}
+	sv_test_fail(__FILE__, __LINE__, "no free QPN");
+}
+
+SV_TEST(hostile_bad_hellos)
+{
+	struct sv_pair p;
+	struct sv_end a, b;
+	struct ibv_wc wc;
+	uint32_t victim;
+	struct hello h;
+	int efd = eventfd(0, EFD_CLOEXEC), pfd[2], fd, ring;
+
+	ASSERT_TRUE(efd >= 0);
+	ASSERT_OK(pipe(pfd));
+	sv_end_open(&a, NULL);
+	sv_end_open(&b, NULL);
+	b.o.psn = 0x5678;
+	victim = a.qp->qp_num;
+	h = (struct hello){ HELLO_MAGIC, 1, 1, b.qp->qp_num, victim, 0 };
+
+	/* truncated hello */
+	fd = connect_qp(victim);
+	send_raw(fd, &h, 10, NULL, 0);
+	shutdown(fd, SHUT_WR);
+	expect_hangup(fd);
+	/* wrong magic, with proper fds */
+	ring = make_ring(b.qp->qp_num, true, SV_RING_MAGIC);
+	fd = connect_qp(victim);
+	h.magic = 0xbadc0de;
+	send_raw(fd, &h, sizeof(h), (int[]){ ring, efd }, 2);
+	expect_hangup(fd);
+	h.magic = HELLO_MAGIC;
+	/* no fds */
+	fd = connect_qp(victim);
+	send_raw(fd, &h, sizeof(h), NULL, 0);
+	expect_hangup(fd);
+	/* one fd */
+	fd = connect_qp(victim);
+	send_raw(fd, &h, sizeof(h), &ring, 1);
+	expect_hangup(fd);
+	/* a pipe instead of the eventfd */
+	fd = connect_qp(victim);
+	send_raw(fd, &h, sizeof(h), (int[]){ ring, pfd[1] }, 2);
+	expect_hangup(fd);
+	close(ring);
+	/* an unsealed memfd: we could shrink it under the victim */
+	ring = make_ring(b.qp->qp_num, false, SV_RING_MAGIC);
+	fd = connect_qp(victim);
+	send_raw(fd, &h, sizeof(h), (int[]){ ring, efd }, 2);
+	expect_hangup(fd);
+	close(ring);
+	/* a sealed ring with a bad header */
+	ring = make_ring(b.qp->qp_num, true, 0x12345678);
+	fd = connect_qp(victim);
+	send_raw(fd, &h, sizeof(h), (int[]){ ring, efd }, 2);
+	expect_hangup(fd);
+	close(ring);
+	/* a hello addressed to another QPN */
+	ring = make_ring(b.qp->qp_num, true, SV_RING_MAGIC);
+	fd = connect_qp(victim);
+	h.dst_qpn = victim ^ 1;
+	send_raw(fd, &h, sizeof(h), (int[]){ ring, efd }, 2);
+	expect_hangup(fd);
+	close(ring);
+
+	/* the victim still connects to its real peer and works both ways */
+	sv_end_connect(&a, b.qp->qp_num, b.o.psn);
+	sv_end_connect(&b, a.qp->qp_num, a.o.psn);
+	p.a = a;
+	p.b = b;
+	ASSERT_OK(sv_end_recv(&p.b, 1, 0, 64));
+	ASSERT_OK(sv_end_recv(&p.a, 2, 0, 64));
+	sv_fill(p.a.buf + 1024, 64, 1);
+	sv_fill(p.b.buf + 1024, 64, 2);
+	ASSERT_OK(sv_end_send(&p.a, 3, 1024, 64, 0));
+	ASSERT_OK(sv_end_send(&p.b, 4, 1024, 64, 0));
+	WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(-1, sv_check(p.b.buf, 64, 1));
+	WAIT_WC(p.a.rcq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(-1, sv_check(p.a.buf, 64, 2));
+	WAIT_WC(p.a.scq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	WAIT_WC(p.b.scq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	close(efd);
+	close(pfd[0]);
+	close(pfd[1]);
+	sv_pair_close(&p);
+}
+
+/* A peer that connects and never sends its hello must not keep the
+ * victim from taking the real peer's hello. */
+SV_TEST(hostile_stalled_hello)
+{
+	struct sv_pair p;
+	struct ibv_wc wc;
+	int stall;
+
+	sv_end_open(&p.a, NULL);
+	sv_end_open(&p.b, NULL);
+	p.b.o.psn = 0x5678;
+	stall = connect_qp(p.a.qp->qp_num);
+	sv_end_connect(&p.a, p.b.qp->qp_num, p.b.o.psn);
+	sv_end_connect(&p.b, p.a.qp->qp_num, p.a.o.psn);
+	/* a sends: it needs b's hello (its transmit ring) */
+	ASSERT_OK(sv_end_recv(&p.b, 1, 0, 64));
+	ASSERT_OK(sv_end_send(&p.a, 2, 0, 64, 0));
+	WAIT_WC(p.a.scq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	close(stall);
+	sv_pair_close(&p);
+}
+
+/* The victim's receive buffer sits between guards inside its MR. */
+#define GUARD 512
+#define RBUF 256
+#define RPSN 0x100
+
+struct hostile {
+	struct sv_end v;	/* the victim */
+	uint32_t qpn;		/* ours (fake) */
+	int lfd, cfd, afd;	/* our listener, accepted, our connection */
+	struct sv_ring_hdr *hdr; /* the victim's receive ring, mapped */
+	uint8_t *data;
+	uint64_t size, head;
+	int db;			/* the victim's doorbell */
+	int my_ring;
+};
+
+/* Victim in RTS toward our fake QP, a receive posted, handshake done. */
+static void hostile_setup(struct hostile *H)
+{
+	struct pollfd pl;
+	union {
+		struct cmsghdr c;
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+	} u;
+	struct hello h;
+	struct iovec iov = { &h, sizeof(h) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf) };
+	int fds[2], efd;
+	void *map;
+
+	memset(H, 0, sizeof(*H));
+	H->lfd = bind_fake_qp(&H->qpn);
+	sv_end_open(&H->v, NULL);
+	memset(H->v.buf, 0xa5, 2 * GUARD + RBUF);
+	ASSERT_OK(sv_end_to_init(&H->v));
+	ASSERT_OK(sv_end_recv(&H->v, 77, GUARD, RBUF));
+	ASSERT_OK(sv_end_to_rtr(&H->v, H->qpn, RPSN));
+	ASSERT_OK(sv_end_to_rts(&H->v));
+
+	/* the victim's hello: its receive ring and doorbell */
+	pl = (struct pollfd){ .fd = H->lfd, .events = POLLIN };
+	ASSERT_EQ(1, poll(&pl, 1, SV_WC_TIMEOUT_MS));
+	H->afd = accept4(H->lfd, NULL, NULL, SOCK_CLOEXEC);
+	ASSERT_TRUE(H->afd >= 0);
+	ASSERT_EQ(sizeof(h), recvmsg(H->afd, &m, MSG_CMSG_CLOEXEC));
+	ASSERT_EQ(HELLO_MAGIC, h.magic);
+	ASSERT_EQ(H->v.qp->qp_num, h.src_qpn);
+	ASSERT_EQ(H->qpn, h.dst_qpn);
+	ASSERT_NOT_NULL(CMSG_FIRSTHDR(&m));
+	ASSERT_EQ(CMSG_LEN(2 * sizeof(int)), CMSG_FIRSTHDR(&m)->cmsg_len);
+	memcpy(fds, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(fds));
+	H->db = fds[1];
+	map = mmap(NULL, SV_RING_DATA_OFF + 4096, PROT_READ, MAP_SHARED,
+		   fds[0], 0);
+	ASSERT_TRUE(map != MAP_FAILED);
+	H->size = ((struct sv_ring_hdr *)map)->size;
+	munmap(map, SV_RING_DATA_OFF + 4096);
+	map = mmap(NULL, SV_RING_DATA_OFF + H->size, PROT_READ | PROT_WRITE,
+		   MAP_SHARED, fds[0], 0);
+	ASSERT_TRUE(map != MAP_FAILED);
+	close(fds[0]);
+	H->hdr = map;
+	H->data = (uint8_t *)map + SV_RING_DATA_OFF;
+	ASSERT_EQ(SV_RING_MAGIC, H->hdr->magic);
+
+	/* our hello: a proper ring so the victim's link comes up */
+	efd = eventfd(0, EFD_CLOEXEC);
+	H->my_ring = make_ring(H->qpn, true, SV_RING_MAGIC);
+	H->cfd = connect_qp(H->v.qp->qp_num);
+	h = (struct hello){ HELLO_MAGIC, 1, 1, H->qpn, H->v.qp->qp_num, 0 };
+	send_raw(H->cfd, &h, sizeof(h), (int[]){ H->my_ring, efd }, 2);
+	close(efd);
+}
+
+/* Writes one record at the ring's head (rec_len as given) and
+ * publishes head += advance. */
+static void put_rec(struct hostile *H, const struct sv_pkt *pkt,
+		    const void *payload, uint32_t plen, uint64_t advance)
+{
+	uint8_t *at = H->data + (H->head & (H->size - 1));
+	uint64_t one = 1;
+
+	memcpy(at, pkt, sizeof(*pkt));
+	if (plen)
+		memcpy(at + sizeof(*pkt), payload, plen);
+	H->head += advance;
+	atomic_store_explicit(&H->hdr->head, H->head, memory_order_release);
+	ASSERT_EQ(8, write(H->db, &one, 8));
+}
+
+static uint32_t rec_len(uint32_t plen)
+{
+	return (uint32_t)((sizeof(struct sv_pkt) + plen + SV_REC_ALIGN - 1) &
+			  ~(SV_REC_ALIGN - 1));
+}
+
+static struct sv_pkt good_pkt(uint32_t len)
+{
+	return (struct sv_pkt){ .opcode = SV_OP_SEND, .seg = SV_SEG_ONLY,
+				.psn = RPSN, .npsn = 1, .len = len,
+				.msg_len = len, .rec_len = rec_len(len) };
+}
+
+static void check_guards(struct hostile *H)
+{
+	for (int i = 0; i < GUARD; i++) {
+		ASSERT_EQ(0xa5, H->v.buf[i]);
+		ASSERT_EQ(0xa5, H->v.buf[GUARD + RBUF + i]);
+	}
+}
+
+/* The victim fails the receive and goes to ERR; guards intact. */
+static void expect_error(struct hostile *H)
+{
+	struct ibv_wc wc;
+
+	WAIT_WC(H->v.rcq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(77, wc.wr_id);
+	ASSERT_NE(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(IBV_QPS_ERR, sv_end_state(&H->v));
+	check_guards(H);
+	/* and it stays usable as an object: new WRs flush */
+	ASSERT_OK(sv_end_recv(&H->v, 78, GUARD, RBUF));
+	WAIT_WC(H->v.rcq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
+}
+
+static void hostile_close(struct hostile *H)
+{
+	munmap(H->hdr, SV_RING_DATA_OFF + H->size);
+	close(H->db);
+	close(H->my_ring);
+	close(H->afd);
+	close(H->cfd);
+	close(H->lfd);
+	sv_end_close(&H->v);
+}
+
+static const uint8_t junk[4096] = { [0 ... 4095] = 0xcc };
+
+SV_TEST(hostile_rec_len_not_aligned)
+{
+	struct hostile H;
+	struct sv_pkt p;
+
+	hostile_setup(&H);
+	p = good_pkt(16);
+	p.rec_len = 72; /* not a multiple of 64 */
+	put_rec(&H, &p, junk, 16, 128);
+	expect_error(&H);
+	hostile_close(&H);
+}
+
+SV_TEST(hostile_rec_len_beyond_head)
+{
+	struct hostile H;
+	struct sv_pkt p;
+
+	hostile_setup(&H);
+	p = good_pkt(16);
+	p.rec_len = 1 << 20; /* more than was published, more than the ring */
+	put_rec(&H, &p, junk, 16, 64);
+	expect_error(&H);
+	hostile_close(&H);
+}
+
+SV_TEST(hostile_len_beyond_record)
+{
+	struct hostile H;
+	struct sv_pkt p;
+
+	hostile_setup(&H);
+	p = good_pkt(16);
+	p.len = 200; /* the record holds 32 bytes of payload */
+	p.msg_len = 200;
+	put_rec(&H, &p, junk, 16, p.rec_len);
+	expect_error(&H);
+	hostile_close(&H);
+}
+
+SV_TEST(hostile_head_far_ahead)
+{
+	struct hostile H;
+	struct sv_pkt p = good_pkt(16);
+
+	hostile_setup(&H);
+	put_rec(&H, &p, junk, 16, H.size * 4); /* claims 4 rings of data */
+	expect_error(&H);
+	hostile_close(&H);
+}
+
+SV_TEST(hostile_unknown_opcode)
+{
+	struct hostile H;
+	struct sv_pkt p;
+
+	hostile_setup(&H);
+	p = good_pkt(16);
+	p.opcode = 0x42;
+	put_rec(&H, &p, junk, 16, p.rec_len);
+	expect_error(&H);
+	hostile_close(&H);
+}
+
+SV_TEST(hostile_message_longer_than_receive)
+{
+	struct hostile H;
+	struct sv_pkt p;
+
+	hostile_setup(&H);
+	p = good_pkt(RBUF + GUARD); /* fits the record, not the receive */
+	put_rec(&H, &p, junk, RBUF + GUARD, p.rec_len);
+	expect_error(&H);
+	hostile_close(&H);
+}
+
+SV_TEST(hostile_train_longer_than_message)
+{
+	struct hostile H;
+	struct sv_pkt p;
+
+	hostile_setup(&H);
+	p = good_pkt(RBUF + GUARD);
+	p.msg_len = 64; /* the header says 64, the train carries 768 */
+	p.seg = SV_SEG_FIRST;
+	put_rec(&H, &p, junk, RBUF + GUARD, p.rec_len);
+	expect_error(&H);
+	hostile_close(&H);
+}
+
+SV_TEST(hostile_middle_without_first)
+{
+	struct hostile H;
+	struct sv_pkt p;
+
+	hostile_setup(&H);
+	p = good_pkt(64);
+	p.seg = SV_SEG_LAST;
+	put_rec(&H, &p, junk, 64, p.rec_len);
+	expect_error(&H);
+	hostile_close(&H);
+}
+
+SV_TEST(hostile_wrong_psn)
+{
+	struct hostile H;
+	struct sv_pkt p;
+	struct ibv_wc wc;
+	uint64_t ack, end;
+
+	hostile_setup(&H);
+	p = good_pkt(64);
+	p.psn = RPSN + 5; /* ahead of what the victim expects */
+	put_rec(&H, &p, junk, 64, p.rec_len);
+	/* IBA 9.7.5.2.3: the responder NAKs a PSN sequence error with the
+	 * PSN it expects, and places nothing */
+	end = sv_now_ms() + SV_WC_TIMEOUT_MS;
+	do {
+		ASSERT_TRUE(sv_now_ms() < end);
+		ASSERT_EQ(0, ibv_poll_cq(H.v.rcq, 1, &wc));
+		ack = atomic_load(&H.hdr->ack);
+	} while (SV_ACK_SYN(ack) != SV_NAK_SEQ);
+	ASSERT_EQ(RPSN, SV_ACK_PSN(ack));
+	check_guards(&H);
+	/* the right PSN is then accepted */
+	p = good_pkt(64);
+	put_rec(&H, &p, junk, 64, p.rec_len);
+	WAIT_WC(H.v.rcq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(64, wc.byte_len);
+	ASSERT_EQ(0xcc, H.v.buf[GUARD]);
+	ASSERT_EQ(0xa5, H.v.buf[GUARD + 64]);
+	check_guards(&H);
+	hostile_close(&H);
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Conformance helpers: one end of an RC connection (device, PD, MR, CQs,
+ * optional completion channel, QP) and a connected pair of them inside one
+ * test process.  Everything goes through the public verbs API only; the
+ * helpers fail the test (with the caller's file:line for waits) rather
+ * than return errors, so the tests read as the behaviour they check.
+ */
+#ifndef SV_CONF_PAIR_H
+#define SV_CONF_PAIR_H
+
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sv_test.h"
+
+/* How to build one end; start from sv_end_opts_default(). */
+struct sv_end_opts {
+	int cqe;			/* entries of each CQ */
+	uint32_t max_send_wr, max_recv_wr;
+	uint32_t max_send_sge, max_recv_sge;
+	uint32_t max_inline;
+	bool sq_sig_all;
+	bool channel;			/* CQs on a completion channel */
+	bool shared_cq;			/* one CQ for send and receive */
+	size_t buf_len;			/* registered buffer, bytes */
+	enum ibv_mtu mtu;
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	uint32_t psn;			/* our sq_psn = the peer's rq_psn */
+};
+
+struct sv_end {
+	struct sv_end_opts o;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *ch;	/* NULL unless o.channel */
+	struct ibv_cq *scq, *rcq;	/* equal with o.shared_cq */
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;			/* o.buf_len bytes, registered */
+	uint16_t lid;			/* port 1's LID */
+};
+
+struct sv_pair {
+	struct sv_end a, b;
+};
+
+struct sv_end_opts sv_end_opts_default(void);
+
+/* Opens softverbs0 and creates everything; the QP is left in RESET. */
+void sv_end_open(struct sv_end *e, const struct sv_end_opts *o);
+/* Opens the device and PD only (for tests that build their own QP). */
+void sv_end_open_ctx(struct sv_end *e);
+void sv_end_close(struct sv_end *e);
+
+/* The attributes and masks the IBA requires, with the end's options. */
+int sv_end_to_init(struct sv_end *e);
+int sv_end_to_rtr(struct sv_end *e, uint32_t dest_qpn, uint32_t rq_psn);
+int sv_end_to_rts(struct sv_end *e);
+/* RESET -> INIT -> RTR -> RTS toward dest_qpn whose sq_psn is dest_psn. */
+void sv_end_connect(struct sv_end *e, uint32_t dest_qpn, uint32_t dest_psn);
+/* Asserts the QP's state (ibv_query_qp). */
+enum ibv_qp_state sv_end_state(struct sv_end *e);
+
+/* Opens both ends (NULL: defaults) and connects them. */
+void sv_pair_open(struct sv_pair *p, const struct sv_end_opts *oa,
+		  const struct sv_end_opts *ob);
+void sv_pair_close(struct sv_pair *p);
+
+/* Posts one WR over buf[off, off+len) of the end's MR; the verbs' rc. */
+int sv_end_send(struct sv_end *e, uint64_t wr_id, size_t off, uint32_t len,
+		unsigned int flags);
+int sv_end_recv(struct sv_end *e, uint64_t wr_id, size_t off, uint32_t len);
+
+/* Polls cq for one completion until timeout_ms; false if none came. */
+bool sv_wc_poll(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms);
+void sv_wc_wait_at(const char *file, int line, struct ibv_cq *cq,
+		   struct ibv_wc *wc, int timeout_ms);
+void sv_wc_none_at(const char *file, int line, struct ibv_cq *cq, int ms);
+
+/* Fails the test (at the caller) if no completion arrives in time. */
+#define WAIT_WC(cq, wc, ms) sv_wc_wait_at(__FILE__, __LINE__, cq, wc, ms)
+/* Fails the test if a completion arrives within ms (bounded look). */
+#define NO_WC(cq, ms) sv_wc_none_at(__FILE__, __LINE__, cq, ms)
+
+/* Short waits: a completion on one host arrives in microseconds; the
+ * bound only keeps a broken provider from hanging the test. */
+#define SV_WC_TIMEOUT_MS 5000
+
+/* Fills buf with a pattern that depends on seed and position. */
+void sv_fill(uint8_t *buf, size_t len, uint32_t seed);
+/* Index of the first byte that differs from the pattern, or -1. */
+long sv_check(const uint8_t *buf, size_t len, uint32_t seed);
+
+#endif
