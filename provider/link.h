@@ -25,6 +25,11 @@ enum sv_link_state {
 
 extern const char *const sv_link_state_names[];
 
+/* Connections whose hello has not arrived yet that we keep waiting for;
+ * one that stays silent longer than SV_HELLO_WAIT_NS is dropped. */
+#define SV_LINK_PENDING 4
+#define SV_HELLO_WAIT_NS 1000000000ull
+
 struct sv_link {
 	enum sv_link_state state;
 	struct sv_ring tx;	/* the peer's receive ring: we produce */
@@ -33,16 +38,26 @@ struct sv_link {
 	int listen_fd;		/* our QP's listener; holds the QPN */
 	int conn_fd;		/* ours to the peer's listener */
 	int acc_fd;		/* the peer's to our listener */
-	int pend_fd;		/* accepted, hello not yet read */
+	int pend_fd[SV_LINK_PENDING];	/* accepted, hello not yet read */
+	uint64_t pend_ns[SV_LINK_PENDING]; /* when each was accepted */
 	int rx_fd;		/* memfd of rx, passed in our hello */
 	int peer_db;		/* the peer context's doorbell (eventfd) */
 	uint32_t peer_qpn;	/* whose ring tx is */
 	uint64_t next_connect_ns; /* retry time for a refused connect */
 };
 
+/* Room for a packet, or NULL when the ring is full: then the receiver
+ * is asked to ring our doorbell once it frees some. */
 static inline void *sv_link_tx_reserve(struct sv_link *l, uint32_t len,
 				       int *err)
 {
+	void *p = sv_ring_reserve(&l->tx, len, err);
+
+	if (p || *err)
+		return p;
+	atomic_store_explicit(&l->tx.hdr->tx_full, 1, memory_order_relaxed);
+	/* seq_cst: flag up before we look at tail again (Dekker) */
+	atomic_thread_fence(memory_order_seq_cst);
 	return sv_ring_reserve(&l->tx, len, err);
 }
 
@@ -69,13 +84,33 @@ static inline void sv_link_rx_consume(struct sv_link *l)
 	sv_ring_consume(&l->rx);
 }
 
-/* Responder: publish an ACK/NAK word; wakes a sleeping requester. */
-static inline void sv_link_ack_put(struct sv_link *l, uint64_t ack)
+/* Responder: publish an ACK/NAK word (without a wake-up: see
+ * sv_link_rx_done). */
+static inline void sv_link_ack_set(struct sv_link *l, uint64_t ack)
 {
 	atomic_store_explicit(&l->rx.hdr->ack, ack, memory_order_release);
+}
+
+/* Responder, after consuming and acking: wakes the requester if it sleeps
+ * (it waits for the ack) or waits for ring space. */
+static inline void sv_link_rx_done(struct sv_link *l)
+{
+	struct sv_ring_hdr *h = l->rx.hdr;
+
+	/* seq_cst: tail/ack published before we read the flags (Dekker) */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&l->rx.hdr->tx_sleep, memory_order_relaxed))
+	if (atomic_load_explicit(&h->tx_sleep, memory_order_relaxed) ||
+	    atomic_load_explicit(&h->tx_full, memory_order_relaxed)) {
+		atomic_store_explicit(&h->tx_full, 0, memory_order_relaxed);
 		sv_link_ring_doorbell(l->peer_db);
+	}
+}
+
+/* Responder: an ACK/NAK right now, with its wake-up. */
+static inline void sv_link_ack_put(struct sv_link *l, uint64_t ack)
+{
+	sv_link_ack_set(l, ack);
+	sv_link_rx_done(l);
 }
 
 /* Requester: the latest ACK/NAK word from the peer. */

@@ -69,7 +69,8 @@ static int post_one_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
 			len += wr->sg_list[i].length;
 		if (len > SV_MAX_MSG)
 			return EINVAL;
-		memcpy(sg, wr->sg_list, wr->num_sge * sizeof(*sg));
+		if (wr->num_sge)
+			memcpy(sg, wr->sg_list, wr->num_sge * sizeof(*sg));
 		w->num_sge = (uint32_t)wr->num_sge;
 		w->length = (uint32_t)len;
 	}
@@ -101,12 +102,16 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 
 	pthread_spin_lock(&qp->lock);
 	err = sq_state_ok(qp);
-	for (; wr && !err; wr = wr->next)
+	for (; wr && !err; wr = wr->next) {
 		err = post_one_send(qp, wr);
+		if (err)
+			break; /* *bad names the WR that failed */
+	}
 	if (err)
 		*bad = wr;
 	sq_kick(qp);
 	pthread_spin_unlock(&qp->lock);
+	sv_progress_note_work(qp->ctx);
 	return err;
 }
 
@@ -138,8 +143,10 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		r->wr_id = wr->wr_id;
 		r->num_sge = (uint32_t)wr->num_sge;
 		r->length = len > SV_MAX_MSG ? SV_MAX_MSG : (uint32_t)len;
-		memcpy(&qp->rq_sge[(size_t)slot * qp->max_recv_sge],
-		       wr->sg_list, wr->num_sge * sizeof(struct ibv_sge));
+		if (wr->num_sge)
+			memcpy(&qp->rq_sge[(size_t)slot * qp->max_recv_sge],
+			       wr->sg_list,
+			       wr->num_sge * sizeof(struct ibv_sge));
 		qp->rq_post++;
 	}
 	if (err)
@@ -229,9 +236,11 @@ static void ex_set_sge_list(struct ibv_qp_ex *qx, size_t n,
 		qp->ex_err = EINVAL;
 		return;
 	}
-	memcpy(&qp->sq_sge[(size_t)((qp->sq_post - 1) & (qp->sq_size - 1)) *
-			   qp->max_send_sge],
-	       sg, n * sizeof(*sg));
+	if (n)
+		memcpy(&qp->sq_sge[(size_t)((qp->sq_post - 1) &
+					    (qp->sq_size - 1)) *
+				   qp->max_send_sge],
+		       sg, n * sizeof(*sg));
 	w->num_sge = (uint32_t)n;
 	w->length = (uint32_t)len;
 }
@@ -288,6 +297,7 @@ static int ex_complete(struct ibv_qp_ex *qx)
 	else
 		sq_kick(qp);
 	pthread_spin_unlock(&qp->lock);
+	sv_progress_note_work(qp->ctx);
 	return err;
 }
 

@@ -29,6 +29,7 @@ struct sv_progress {
 	struct sv_pfd db;	/* our doorbell: peers and our app ring it */
 	atomic_bool stop;
 	bool asleep;		/* sleep flags raised on the links */
+	atomic_bool forever;	/* asleep with no timer to wake it */
 	uint64_t seen_drives;
 };
 
@@ -72,12 +73,13 @@ static uint64_t drive_all(struct sv_context *ctx, bool sleep)
 		/* seq_cst: flags up before we look at the rings (Dekker) */
 		atomic_thread_fence(memory_order_seq_cst);
 		sv_qp_run(qp, now);
+		if (sv_shm_has_pending(&qp->link))
+			sv_qp_link_step(qp);
 		if (qp->sq_comp != qp->sq_post && qp->comp_deadline &&
 		    qp->comp_deadline < next)
 			next = qp->comp_deadline;
-		if (qp->link.state == SV_LINK_CONNECTING &&
-		    qp->link.next_connect_ns < next)
-			next = qp->link.next_connect_ns;
+		if (sv_shm_next_ns(&qp->link, now) < next)
+			next = sv_shm_next_ns(&qp->link, now);
 		pthread_spin_unlock(&qp->lock);
 	}
 	pthread_rwlock_unlock(&ctx->qp_lock);
@@ -186,7 +188,9 @@ static void *progress_main(void *arg)
 			drive_all(ctx, false);
 			pg->asleep = false;
 		}
+		atomic_store(&pg->forever, tmo < 0);
 		n = epoll_wait(pg->epfd, ev, ARRAY_SIZE(ev), tmo);
+		atomic_store(&pg->forever, false);
 		rung = false;
 		for (int i = 0; i < n; i++)
 			rung |= handle(ctx, ev[i].data.ptr);
@@ -210,6 +214,13 @@ void sv_progress_del(struct sv_context *ctx, struct sv_pfd *p)
 		return;
 	epoll_ctl(ctx->prog->epfd, EPOLL_CTL_DEL, p->fd, NULL);
 	p->fd = -1;
+}
+
+void sv_progress_note_work(struct sv_context *ctx)
+{
+	/* it sleeps with no timer: let it arm the new work's timers */
+	if (atomic_exchange(&ctx->prog->forever, false))
+		sv_progress_kick(ctx);
 }
 
 void sv_progress_kick(struct sv_context *ctx)

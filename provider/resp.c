@@ -181,7 +181,7 @@ consumed:
 void sv_resp_run(struct sv_qp *qp)
 {
 	enum ibv_qp_state s = qp->qpx.qp_base.state;
-	bool ack = false;
+	bool ack = false, consumed = false;
 
 	if (s < IBV_QPS_RTR || s == IBV_QPS_ERR || !qp->link.rx_ready)
 		return;
@@ -214,6 +214,7 @@ void sv_resp_run(struct sv_qp *qp)
 		switch (recv_send(qp, &p, payload)) {
 		case RESP_NEXT:
 			ack |= (p.seg & SV_SEG_LAST) != 0;
+			consumed = true;
 			continue;
 		case RESP_WAIT:
 			break;
@@ -223,7 +224,9 @@ void sv_resp_run(struct sv_qp *qp)
 		break;
 	}
 	if (ack)
-		sv_link_ack_put(&qp->link,
+		sv_link_ack_set(&qp->link,
 				ack_word(sv_psn_add(qp->resp_psn, SV_PSN_MASK),
 					 SV_ACK, 0, qp->resp_nak_seq));
+	if (consumed)
+		sv_link_rx_done(&qp->link);
 }

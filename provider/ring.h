@@ -60,7 +60,9 @@ struct sv_ring_hdr {
 	_Alignas(64) _Atomic uint32_t rx_sleep; /* receiver asleep: doorbell
 						 * on data */
 	_Atomic uint32_t tx_sleep;	/* sender asleep: doorbell on ack */
-	uint32_t rsvd3[14];
+	_Atomic uint32_t tx_full;	/* sender found no room: doorbell
+					 * when the receiver frees some */
+	uint32_t rsvd3[13];
 };
 static_assert(sizeof(struct sv_ring_hdr) == 256, "shared layout is ABI");
 static_assert(offsetof(struct sv_ring_hdr, head) == 64, "shared layout");

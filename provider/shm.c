@@ -61,7 +61,9 @@ static socklen_t qp_addr(struct sockaddr_un *a, uint32_t qpn)
 void sv_link_init(struct sv_link *l)
 {
 	memset(l, 0, sizeof(*l));
-	l->listen_fd = l->conn_fd = l->acc_fd = l->pend_fd = l->peer_db = -1;
+	l->listen_fd = l->conn_fd = l->acc_fd = l->peer_db = -1;
+	for (int i = 0; i < SV_LINK_PENDING; i++)
+		l->pend_fd[i] = -1;
 	l->rx_fd = -1;
 }
 
@@ -288,39 +290,82 @@ void sv_shm_drop_tx(struct sv_link *l)
 	l->peer_db = l->acc_fd = -1;
 }
 
+/* Reads the hello of pending connection i; 1 if a ring was mapped. */
+static int try_pending(struct sv_link *l, int i, uint32_t my_qpn,
+		       uint32_t expect, uint64_t now)
+{
+	int fd = l->pend_fd[i], err;
+
+	err = take_hello(l, fd, my_qpn, expect);
+	if (err == -EAGAIN && now - l->pend_ns[i] < SV_HELLO_WAIT_NS)
+		return 0; /* connected, hello still coming */
+	l->pend_fd[i] = -1;
+	if (err < 0) {
+		sv_dbg("qp %06x: dropped a peer: %s\n", my_qpn,
+		       err == -EAGAIN ? "no hello" : strerror(-err));
+		close(fd);
+		return 0;
+	}
+	return 1;
+}
+
+bool sv_shm_has_pending(const struct sv_link *l)
+{
+	for (int i = 0; i < SV_LINK_PENDING; i++)
+		if (l->pend_fd[i] >= 0)
+			return true;
+	return false;
+}
+
+uint64_t sv_shm_next_ns(const struct sv_link *l, uint64_t now)
+{
+	if (sv_shm_has_pending(l))
+		return now + 10000000; /* a hello is late: look again */
+	if (l->state == SV_LINK_CONNECTING && l->conn_fd < 0)
+		return l->next_connect_ns; /* the peer QP was not there */
+	return UINT64_MAX; /* a peer's connect wakes our listener */
+}
+
+/* A free pending slot, closing the oldest connection if none is. */
+static int pending_slot(struct sv_link *l)
+{
+	int oldest = 0;
+
+	for (int i = 0; i < SV_LINK_PENDING; i++) {
+		if (l->pend_fd[i] < 0)
+			return i;
+		if (l->pend_ns[i] < l->pend_ns[oldest])
+			oldest = i;
+	}
+	close(l->pend_fd[oldest]);
+	l->pend_fd[oldest] = -1;
+	return oldest;
+}
+
 int sv_shm_accept(struct sv_link *l, uint32_t my_qpn, uint32_t expect)
 {
-	int got = 0;
+	uint64_t now = sv_now_ns();
+	int got = 0, fd;
 
-	for (;;) {
-		int fd = l->pend_fd, err;
+	for (int i = 0; i < SV_LINK_PENDING; i++)
+		if (l->pend_fd[i] >= 0)
+			got |= try_pending(l, i, my_qpn, expect, now);
+	while ((fd = accept4(l->listen_fd, NULL, NULL,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		int i;
 
-		if (fd < 0) {
-			fd = accept4(l->listen_fd, NULL, NULL,
-				     SOCK_NONBLOCK | SOCK_CLOEXEC);
-			if (fd < 0)
-				return got;
-			if (!same_user(fd)) {
-				sv_dbg("qp %06x: refused a peer of another "
-				       "user\n", my_qpn);
-				close(fd);
-				continue;
-			}
-		}
-		l->pend_fd = -1;
-		err = take_hello(l, fd, my_qpn, expect);
-		if (err == -EAGAIN) {
-			l->pend_fd = fd; /* connected, hello still coming */
-			return got;
-		}
-		if (err < 0) {
-			sv_dbg("qp %06x: bad hello: %s\n", my_qpn,
-			       strerror(-err));
+		if (!same_user(fd)) {
+			sv_dbg("qp %06x: refused a peer of another user\n",
+			       my_qpn);
 			close(fd);
 			continue;
 		}
-		got = 1;
+		i = pending_slot(l);
+		l->pend_fd[i] = fd;
+		l->pend_ns[i] = now;
+		got |= try_pending(l, i, my_qpn, expect, now);
 	}
+	return got;
 }
 
 enum sv_link_state sv_shm_check(struct sv_link *l, int fd)
@@ -351,13 +396,16 @@ void sv_shm_close(struct sv_link *l, uint32_t my_qpn, bool bye)
 	sv_shm_drop_tx(l);
 	if (l->conn_fd >= 0)
 		close(l->conn_fd);
-	if (l->pend_fd >= 0)
-		close(l->pend_fd);
+	for (int i = 0; i < SV_LINK_PENDING; i++) {
+		if (l->pend_fd[i] >= 0)
+			close(l->pend_fd[i]);
+		l->pend_fd[i] = -1;
+	}
 	if (l->rx_ready)
 		sv_ring_unmap(&l->rx);
 	if (l->rx_fd >= 0)
 		close(l->rx_fd);
-	l->conn_fd = l->pend_fd = l->rx_fd = -1;
+	l->conn_fd = l->rx_fd = -1;
 	l->rx_ready = false;
 }
 

@@ -21,6 +21,10 @@ int sv_shm_connect(struct sv_link *l, uint32_t my_qpn, uint32_t dest_qpn,
  * transmit ring was mapped, 0 otherwise. */
 int sv_shm_accept(struct sv_link *l, uint32_t my_qpn, uint32_t expect);
 void sv_shm_drop_tx(struct sv_link *l);
+/* Connections accepted whose hello has not been read yet. */
+bool sv_shm_has_pending(const struct sv_link *l);
+/* When a connecting link next needs a look (UINT64_MAX: on events). */
+uint64_t sv_shm_next_ns(const struct sv_link *l, uint64_t now);
 /* Reads what arrived on a connection socket: the new link state. */
 enum sv_link_state sv_shm_check(struct sv_link *l, int fd);
 void sv_shm_close(struct sv_link *l, uint32_t my_qpn, bool bye);

@@ -254,6 +254,8 @@ void sv_progress_stop(struct sv_context *ctx);
 void sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd);
 void sv_progress_del(struct sv_context *ctx, struct sv_pfd *p);
 void sv_progress_kick(struct sv_context *ctx);
+/* New send work while the app may not poll: the thread must see timers. */
+void sv_progress_note_work(struct sv_context *ctx);
 int sv_progress_doorbell_fd(struct sv_context *ctx);
 /* Runs the engine for one QP if it has work; the fast path of poll/post. */
 void sv_qp_drive(struct sv_qp *qp);
