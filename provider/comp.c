@@ -56,6 +56,10 @@ static void complete(struct sv_qp *qp, struct sv_swqe *w,
 /* Completes the WQE at the head with an error; the QP goes to ERROR. */
 static void fail_head(struct sv_qp *qp, enum ibv_wc_status st)
 {
+	sv_dbg("qp %06x: WQE %u fails: %s (sq %u/%u/%u, ack %#llx)\n",
+	       qp->qpx.qp_base.qp_num, qp->sq_comp, ibv_wc_status_str(st),
+	       qp->sq_comp, qp->sq_send, qp->sq_post,
+	       (unsigned long long)qp->comp_ack);
 	complete(qp, &qp->sq[qp->sq_comp & (qp->sq_size - 1)], st);
 	sv_qp_to_error(qp, 0);
 }

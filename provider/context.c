@@ -105,6 +105,7 @@ SV_EXPORT int ibv_close_device(struct ibv_context *c)
 	struct sv_context *ctx = to_sctx(c);
 
 	sv_progress_stop(ctx);
+	sv_qp_free_all(ctx);
 	sv_evq_destroy(&ctx->async);
 	for (uint32_t i = 1; i < ctx->nmrs; i++)
 		free(ctx->mrs[i]);

@@ -43,7 +43,8 @@ void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 	if (cq->wc_flags & (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
 			    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK))
 		e->ts = sv_now_ns();
-	cq->head++;
+	/* release: the entry is written before pollers see head move */
+	atomic_store_explicit(&cq->head, cq->head + 1, memory_order_release);
 	if (cq->armed && (cq->armed == 1 || solicited ||
 			  wc->status != IBV_WC_SUCCESS)) {
 		cq->armed = 0;
@@ -57,31 +58,47 @@ void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 				  cq);
 }
 
-/* Runs the engine of every QP feeding this CQ. */
+/*
+ * Runs the engine of every QP feeding this CQ.  No lock: the set is
+ * immutable once published and QPs are type-stable, so a QP destroyed
+ * meanwhile is merely found dead (sv_qp_drive).
+ */
 static void drive(struct sv_cq *cq)
 {
 	struct sv_context *ctx = cq->ctx;
+	struct sv_qp_set *set;
 
 	/* only a sign of life for the progress thread: no locked RMW */
 	atomic_store_explicit(&ctx->drives,
 			      atomic_load_explicit(&ctx->drives,
 						   memory_order_relaxed) + 1,
 			      memory_order_relaxed);
-	pthread_rwlock_rdlock(&ctx->qp_lock);
-	for (uint32_t i = 0; i < cq->nqps; i++)
-		sv_qp_drive(cq->qps[i]);
-	pthread_rwlock_unlock(&ctx->qp_lock);
+	set = atomic_load_explicit(&cq->qps, memory_order_acquire);
+	for (uint32_t i = 0; i < set->n; i++)
+		sv_qp_drive(set->qp[i]);
+}
+
+static bool cq_empty(struct sv_cq *cq)
+{
+	return atomic_load_explicit(&cq->head, memory_order_acquire) ==
+	       atomic_load_explicit(&cq->tail, memory_order_relaxed);
 }
 
 int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct sv_cq *cq = to_scq(ibcq);
+	uint32_t t, h;
 	int i = 0;
 
 	drive(cq);
+	if (cq_empty(cq)) /* the common answer, without the lock */
+		return 0;
 	pthread_spin_lock(&cq->lock);
-	for (; i < n && cq->tail != cq->head; i++, cq->tail++)
-		wc[i] = cq->q[cq->tail & (cq->size - 1)].wc;
+	t = cq->tail;
+	h = cq->head;
+	for (; i < n && t != h; i++, t++)
+		wc[i] = cq->q[t & (cq->size - 1)].wc;
+	atomic_store_explicit(&cq->tail, t, memory_order_relaxed);
 	pthread_spin_unlock(&cq->lock);
 	return i;
 }
@@ -100,29 +117,66 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	return 0;
 }
 
+/* Publishes set as the CQ's QP set; the old one is kept until the CQ
+ * goes, as a poller may still be reading it.  Caller holds qp_lock. */
+static void publish(struct sv_cq *cq, struct sv_qp_set *set)
+{
+	struct sv_qp_set *old = atomic_load(&cq->qps);
+
+	atomic_store_explicit(&cq->qps, set, memory_order_release);
+	old->next_retired = cq->retired;
+	cq->retired = old;
+}
+
+static struct sv_qp_set *set_alloc(uint32_t n)
+{
+	struct sv_qp_set *s = calloc(1, sizeof(*s) + n * sizeof(s->qp[0]));
+
+	if (s)
+		s->n = n;
+	return s;
+}
+
 int sv_cq_attach_qp(struct sv_cq *cq, struct sv_qp *qp)
 {
-	struct sv_qp **q;
+	struct sv_qp_set *old = atomic_load(&cq->qps), *set;
 
-	for (uint32_t i = 0; i < cq->nqps; i++)
-		if (cq->qps[i] == qp)
+	for (uint32_t i = 0; i < old->n; i++)
+		if (old->qp[i] == qp)
 			return 0;
-	q = realloc(cq->qps, (cq->nqps + 1) * sizeof(*q));
-	if (!q)
+	set = set_alloc(old->n + 1);
+	if (!set)
 		return -ENOMEM;
-	cq->qps = q;
-	cq->qps[cq->nqps++] = qp;
+	memcpy(set->qp, old->qp, old->n * sizeof(old->qp[0]));
+	set->qp[old->n] = qp;
+	publish(cq, set);
 	return 0;
 }
 
 void sv_cq_detach_qp(struct sv_cq *cq, struct sv_qp *qp)
 {
-	for (uint32_t i = 0; i < cq->nqps; i++) {
-		if (cq->qps[i] == qp) {
-			cq->qps[i] = cq->qps[--cq->nqps];
-			return;
-		}
+	struct sv_qp_set *old = atomic_load(&cq->qps), *set;
+	uint32_t j = 0;
+
+	set = set_alloc(old->n);
+	if (!set) { /* cannot shrink: leave it; the QP is found dead */
+		return;
 	}
+	for (uint32_t i = 0; i < old->n; i++)
+		if (old->qp[i] != qp)
+			set->qp[j++] = old->qp[i];
+	set->n = j;
+	publish(cq, set);
+}
+
+static uint32_t cq_nqps(struct sv_cq *cq)
+{
+	struct sv_qp_set *s = atomic_load(&cq->qps);
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < s->n; i++)
+		n += !s->qp[i]->dead;
+	return n;
 }
 
 /* The extended poll API: start_poll holds the CQ lock until end_poll. */
@@ -130,7 +184,8 @@ static bool next_cqe(struct sv_cq *cq)
 {
 	if (cq->tail == cq->head)
 		return false;
-	cq->cur = cq->q[cq->tail++ & (cq->size - 1)];
+	cq->cur = cq->q[cq->tail & (cq->size - 1)];
+	atomic_store_explicit(&cq->tail, cq->tail + 1, memory_order_relaxed);
 	cq->ex.wr_id = cq->cur.wc.wr_id;
 	cq->ex.status = cq->cur.wc.status;
 	return true;
@@ -143,6 +198,8 @@ static int ex_start_poll(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
 	if (attr && attr->comp_mask)
 		return EINVAL;
 	drive(cq);
+	if (cq_empty(cq))
+		return ENOENT;
 	pthread_spin_lock(&cq->lock);
 	if (!next_cqe(cq)) {
 		pthread_spin_unlock(&cq->lock);
@@ -244,7 +301,7 @@ static struct sv_cq *cq_create(struct ibv_context *c, int cqe,
 		goto err_nomem;
 	cq->size = sv_roundup_pow2((uint32_t)cqe);
 	cq->q = calloc(cq->size, sizeof(*cq->q));
-	cq->qps = calloc(1, sizeof(*cq->qps));
+	cq->qps = set_alloc(0);
 	if (!cq->q || !cq->qps)
 		goto err_free;
 	cq->ctx = ctx;
@@ -281,7 +338,7 @@ static struct sv_cq *cq_create(struct ibv_context *c, int cqe,
 	return cq;
 
 err_free:
-	free(cq->qps);
+	free(atomic_load(&cq->qps));
 	free(cq->q);
 	free(cq);
 err_nomem:
@@ -326,8 +383,12 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	struct sv_cq *cq = to_scq(ibcq);
 	struct ibv_comp_channel *ch = ibcq->channel;
 
-	if (cq->nqps)
+	pthread_rwlock_rdlock(&cq->ctx->qp_lock);
+	if (cq_nqps(cq)) {
+		pthread_rwlock_unlock(&cq->ctx->qp_lock);
 		return EBUSY;
+	}
+	pthread_rwlock_unlock(&cq->ctx->qp_lock);
 	if (ch) {
 		struct sv_channel *sch =
 			container_of(ch, struct sv_channel, ibv);
@@ -352,7 +413,13 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	if (cq->armed)
 		atomic_fetch_sub(&cq->ctx->armed_cqs, 1);
 	pthread_spin_destroy(&cq->lock);
-	free(cq->qps);
+	while (cq->retired) {
+		struct sv_qp_set *s = cq->retired;
+
+		cq->retired = s->next_retired;
+		free(s);
+	}
+	free(atomic_load(&cq->qps));
 	free(cq->q);
 	free(cq);
 	return 0;

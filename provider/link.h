@@ -63,11 +63,11 @@ static inline void *sv_link_tx_reserve(struct sv_link *l, uint32_t len,
 
 void sv_link_ring_doorbell(int fd);
 
-/* Publishes reserved packets; wakes the peer if it said it sleeps. */
+/* After a batch of published packets: wakes the peer if it sleeps. */
 static inline void sv_link_tx_commit(struct sv_link *l)
 {
 	sv_ring_commit(&l->tx);
-	/* seq_cst: head published before we read the sleep flag (Dekker) */
+	/* seq_cst: records published before we read the flag (Dekker) */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&l->tx.hdr->rx_sleep, memory_order_relaxed))
 		sv_link_ring_doorbell(l->peer_db);

@@ -29,6 +29,7 @@ struct sv_progress {
 	struct sv_pfd db;	/* our doorbell: peers and our app ring it */
 	atomic_bool stop;
 	bool asleep;		/* sleep flags raised on the links */
+	uint64_t active_ns;	/* when we last saw the app drive */
 	atomic_bool forever;	/* asleep with no timer to wake it */
 	uint64_t seen_drives;
 };
@@ -175,11 +176,17 @@ static void *progress_main(void *arg)
 	while (!atomic_load(&pg->stop)) {
 		uint64_t drives = atomic_load_explicit(&ctx->drives,
 						       memory_order_relaxed);
-		bool idle = drives == pg->seen_drives ||
-			    atomic_load(&ctx->armed_cqs) > 0;
+		uint64_t now = sv_now_ns();
 		int tmo = SV_ACTIVE_CHECK_MS, n;
+		bool idle;
 
+		/* idle: the app has not polled for a whole check period, or
+		 * it waits for a CQ event */
+		if (drives != pg->seen_drives)
+			pg->active_ns = now;
 		pg->seen_drives = drives;
+		idle = now - pg->active_ns >= SV_ACTIVE_CHECK_MS * 1000000ull ||
+		       atomic_load(&ctx->armed_cqs) > 0;
 		if (idle) {
 			tmo = timeout_ms(drive_all(ctx, true));
 			pg->asleep = true;

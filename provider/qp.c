@@ -373,14 +373,57 @@ static int alloc_queues(struct sv_qp *qp, const struct ibv_qp_cap *cap)
 	return 0;
 }
 
-static void free_qp(struct sv_qp *qp)
+static void free_queues(struct sv_qp *qp)
 {
 	free(qp->sq);
 	free(qp->sq_sge);
 	free(qp->sq_inline);
 	free(qp->rq);
 	free(qp->rq_sge);
-	free(qp);
+	qp->sq = NULL;
+	qp->rq = NULL;
+	qp->sq_sge = qp->rq_sge = NULL;
+	qp->sq_inline = NULL;
+}
+
+/*
+ * QPs are type-stable: a destroyed QP goes on the context's free list, not
+ * back to malloc, because a poller may still hold a CQ's old QP set
+ * (cq.c).  Such a poller finds it in RESET and does nothing.
+ */
+static struct sv_qp *qp_get(struct sv_context *ctx)
+{
+	struct sv_qp *qp;
+
+	pthread_rwlock_wrlock(&ctx->qp_lock);
+	qp = ctx->qp_free;
+	if (qp)
+		ctx->qp_free = qp->next_free;
+	pthread_rwlock_unlock(&ctx->qp_lock);
+	if (!qp)
+		return calloc(1, sizeof(*qp));
+	memset(qp, 0, sizeof(*qp)); /* RESET, unlocked: still inert */
+	return qp;
+}
+
+/* Caller holds ctx->qp_lock for writing. */
+static void qp_put(struct sv_context *ctx, struct sv_qp *qp)
+{
+	free_queues(qp);
+	qp->qpx.qp_base.state = IBV_QPS_RESET;
+	qp->dead = true;
+	qp->next_free = ctx->qp_free;
+	ctx->qp_free = qp;
+}
+
+void sv_qp_free_all(struct sv_context *ctx)
+{
+	while (ctx->qp_free) {
+		struct sv_qp *qp = ctx->qp_free;
+
+		ctx->qp_free = qp->next_free;
+		free(qp);
+	}
 }
 
 static int check_init_attr(const struct ibv_qp_init_attr_ex *a)
@@ -410,7 +453,7 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	err = check_init_attr(a);
 	if (err)
 		goto err_out;
-	qp = calloc(1, sizeof(*qp));
+	qp = qp_get(ctx);
 	if (!qp) {
 		err = ENOMEM;
 		goto err_out;
@@ -466,7 +509,9 @@ err_close:
 	sv_shm_close(&qp->link, qpn, false);
 	close(qp->link.listen_fd);
 err_free:
-	free_qp(qp);
+	pthread_rwlock_wrlock(&ctx->qp_lock);
+	qp_put(ctx, qp);
+	pthread_rwlock_unlock(&ctx->qp_lock);
 err_out:
 	errno = err;
 	return NULL;
@@ -548,7 +593,10 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 
 	sv_shm_close(&qp->link, ibqp->qp_num, false);
 	close(qp->link.listen_fd);
-	pthread_spin_destroy(&qp->lock);
-	free_qp(qp);
+	pthread_rwlock_wrlock(&ctx->qp_lock);
+	pthread_spin_lock(&qp->lock); /* a late poller finishes first */
+	qp_put(ctx, qp);
+	pthread_spin_unlock(&qp->lock);
+	pthread_rwlock_unlock(&ctx->qp_lock);
 	return 0;
 }

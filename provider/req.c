@@ -6,6 +6,7 @@
  * whose gather list fails the key checks stops the queue there and is
  * completed with IBV_WC_LOC_PROT_ERR by the completer, in order.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "sv.h"
@@ -13,7 +14,7 @@
 /* The largest train: whole MTUs, at most 64 KiB and a quarter ring. */
 static uint32_t train_max(const struct sv_qp *qp)
 {
-	uint64_t m = 65536;
+	uint64_t m = SV_MAX_TRAIN;
 
 	if (qp->link.tx.size / 4 < m)
 		m = qp->link.tx.size / 4;
@@ -82,32 +83,37 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 {
 	do {
 		uint32_t chunk = w->length - w->sent;
-		struct sv_pkt *p;
+		struct sv_pkt *p, h;
 
 		if (chunk > tmax)
 			chunk = tmax;
 		p = sv_link_tx_reserve(&qp->link, sizeof(*p) + chunk, err);
 		if (!p)
 			return false;
-		p->opcode = SV_OP_SEND;
-		p->seg = (w->sent ? 0 : SV_SEG_FIRST) |
-			 (w->sent + chunk == w->length ? SV_SEG_LAST : 0);
-		p->flags = 0;
-		if (p->seg & SV_SEG_LAST) {
+		/* the receiver polls the header line: write the payload
+		 * first and the header in one go at the end */
+		h.opcode = SV_OP_SEND;
+		h.seg = (w->sent ? 0 : SV_SEG_FIRST) |
+			(w->sent + chunk == w->length ? SV_SEG_LAST : 0);
+		h.flags = 0;
+		if (h.seg & SV_SEG_LAST) {
 			if (w->opcode == IBV_WR_SEND_WITH_IMM)
-				p->flags |= SV_PKT_IMM;
+				h.flags |= SV_PKT_IMM;
 			if (w->flags & IBV_SEND_SOLICITED)
-				p->flags |= SV_PKT_SOLICITED;
+				h.flags |= SV_PKT_SOLICITED;
 		}
-		p->psn = qp->next_psn;
-		p->npsn = chunk ? (chunk + qp->mtu - 1) / qp->mtu : 1;
-		p->len = chunk;
-		p->imm = w->imm;
-		p->msg_len = w->length;
+		h.psn = qp->next_psn;
+		h.npsn = chunk ? (chunk + qp->mtu - 1) / qp->mtu : 1;
+		h.len = chunk;
+		h.imm = w->imm;
+		h.msg_len = w->length;
+		h.rec_len = qp->link.tx.last_rec;
 		if (!w->sent)
 			w->first_psn = qp->next_psn;
 		gather(qp, w, (uint8_t *)(p + 1), chunk);
-		qp->next_psn = sv_psn_add(qp->next_psn, p->npsn);
+		memcpy(p, &h, offsetof(struct sv_pkt, seq));
+		sv_ring_publish(&qp->link.tx, p);
+		qp->next_psn = sv_psn_add(qp->next_psn, h.npsn);
 		w->sent += chunk;
 	} while (w->sent < w->length);
 	w->last_psn = sv_psn_add(qp->next_psn, SV_PSN_MASK); /* next - 1 */

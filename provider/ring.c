@@ -123,11 +123,14 @@ void *sv_ring_reserve(struct sv_ring *r, uint32_t len, int *err)
 
 		p->opcode = SV_OP_PAD;
 		p->rec_len = (uint32_t)pad;
+		r->last_pos = r->head;
+		sv_ring_publish(r, p);
 		r->head += pad;
 		off = 0;
 	}
+	r->last_pos = r->head;
+	r->last_rec = (uint32_t)rec;
 	r->head += rec;
-	((struct sv_pkt *)(r->data + off))->rec_len = (uint32_t)rec;
 	return r->data + off;
 }
 
@@ -135,29 +138,27 @@ int sv_ring_peek(struct sv_ring *r, struct sv_pkt *pkt,
 		 const uint8_t **payload)
 {
 	for (;;) {
-		const uint8_t *rec_p;
-		uint64_t off, avail;
+		uint64_t off = r->tail & (r->size - 1);
+		const uint8_t *rec_p = r->data + off;
+		const struct sv_pkt *p = (const struct sv_pkt *)rec_p;
 
-		if (r->tail == r->head_cache) {
-			/* acquire: the record is visible before we read it */
-			r->head_cache = atomic_load_explicit(
-				&r->hdr->head, memory_order_acquire);
-			if (r->tail == r->head_cache)
-				return 0;
-		}
-		avail = r->head_cache - r->tail;
-		off = r->tail & (r->size - 1);
-		rec_p = r->data + off;
+		/* acquire: the record's bytes are visible once its seq is */
+		if (atomic_load_explicit((_Atomic uint32_t *)&p->seq,
+					 memory_order_acquire) !=
+		    sv_rec_seq(r->tail))
+			return 0;
 		memcpy(pkt, rec_p, sizeof(*pkt));
-		if (avail > r->size || pkt->rec_len < SV_REC_ALIGN ||
-		    pkt->rec_len % SV_REC_ALIGN || pkt->rec_len > avail ||
-		    off + pkt->rec_len > r->size)
+		if (pkt->rec_len < SV_REC_ALIGN ||
+		    pkt->rec_len % SV_REC_ALIGN || off + pkt->rec_len > r->size)
 			return -EPROTO;
 		if (pkt->opcode == SV_OP_PAD) {
+			if (off + pkt->rec_len != r->size)
+				return -EPROTO; /* pads only reach the end */
 			r->tail += pkt->rec_len;
 			continue;
 		}
-		if (pkt->len > pkt->rec_len - sizeof(*pkt))
+		if (pkt->rec_len > SV_MAX_REC ||
+		    pkt->len > pkt->rec_len - sizeof(*pkt))
 			return -EPROTO;
 		r->cur_rec = pkt->rec_len;
 		*payload = rec_p + sizeof(*pkt);

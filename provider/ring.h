@@ -18,7 +18,7 @@
 #include "wire.h"
 
 #define SV_RING_MAGIC 0x53567247u /* "SVrG" */
-#define SV_RING_VERSION 2
+#define SV_RING_VERSION 3
 #define SV_RING_DATA_OFF 4096u
 #define SV_REC_ALIGN 64u
 
@@ -75,9 +75,10 @@ struct sv_ring {
 	uint8_t *data;
 	uint64_t size;		/* copied at attach; never re-read */
 	uint64_t head;		/* sender: next byte to write */
+	uint64_t last_pos;	/* sender: position of the last reserved */
+	uint32_t last_rec;	/* sender: its length, for its header */
 	uint64_t tail_cache;	/* sender: last tail seen */
 	uint64_t tail;		/* receiver: next byte to read */
-	uint64_t head_cache;	/* receiver: last head seen */
 	uint32_t cur_rec;	/* receiver: validated length of the peeked */
 	size_t map_len;
 };
@@ -90,13 +91,22 @@ int sv_ring_attach(struct sv_ring *r, int fd, uint32_t rx_qpn);
 void sv_ring_unmap(struct sv_ring *r);
 
 /* Sender: contiguous room for a record of `len` bytes (header+payload),
- * or NULL when the ring is full.  -EPROTO in *err if the peer corrupted
- * the consumer index. */
+ * whose length rounded up lands in r->last_rec, or NULL when the ring is
+ * full.  The caller fills the record, header last, then publishes it.
+ * -EPROTO in *err if the peer corrupted the consumer index. */
 void *sv_ring_reserve(struct sv_ring *r, uint32_t len, int *err);
-/* Sender: publish everything reserved so far. */
+/* Sender: the record from the last sv_ring_reserve is complete. */
+static inline void sv_ring_publish(struct sv_ring *r, struct sv_pkt *p)
+{
+	/* release: every byte of the record before its seq */
+	atomic_store_explicit((_Atomic uint32_t *)&p->seq,
+			      sv_rec_seq(r->last_pos), memory_order_release);
+}
+
+/* Sender: after publishing a batch, move the producer index (for the
+ * receiver's sanity checks and for anyone watching progress). */
 static inline void sv_ring_commit(struct sv_ring *r)
 {
-	/* release: record bytes written before the peer sees head */
 	atomic_store_explicit(&r->hdr->head, r->head, memory_order_release);
 }
 
@@ -111,10 +121,15 @@ int sv_ring_peek(struct sv_ring *r, struct sv_pkt *pkt,
 /* Receiver: done with the packet sv_ring_peek returned. */
 void sv_ring_consume(struct sv_ring *r);
 
+/* Receiver: is a record (maybe a pad) published at our tail? */
 static inline bool sv_ring_has_data(struct sv_ring *r)
 {
-	return r->tail != atomic_load_explicit(&r->hdr->head,
-					       memory_order_relaxed);
+	const struct sv_pkt *p = (const void *)(r->data +
+						(r->tail & (r->size - 1)));
+
+	return atomic_load_explicit((_Atomic uint32_t *)&p->seq,
+				    memory_order_relaxed) ==
+	       sv_rec_seq(r->tail);
 }
 
 #endif

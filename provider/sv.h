@@ -59,6 +59,8 @@ struct sv_context {
 	uint32_t nmrs;			/* slots in use or free-listed */
 	uint32_t mr_cap;
 	struct sv_mr *mr_free;		/* type-stable: MRs are reused */
+	struct sv_qp *qp_free;		/* type-stable: QPs are reused, so a
+					 * poller with an old set is safe */
 	struct sv_evq async;		/* async events, fd = async_fd */
 	struct sv_progress *prog;	/* the progress thread (progress.c) */
 	_Atomic uint64_t drives;	/* app-thread engine runs (progress.c) */
@@ -101,13 +103,15 @@ struct sv_cq {
 	pthread_spinlock_t lock;	/* the queue and arm state */
 	struct sv_cqe *q;
 	uint32_t size;		/* slots, a power of two */
-	uint32_t head;		/* next to fill (free-running) */
-	uint32_t tail;		/* next to poll (free-running) */
+	_Atomic uint32_t head;	/* next to fill (free-running) */
+	_Atomic uint32_t tail;	/* next to poll (free-running) */
 	int armed;		/* 0, or 1 + solicited_only */
 	bool overrun;		/* IBV_EVENT_CQ_ERR has been raised */
 	uint64_t wc_flags;	/* ibv_cq_init_attr_ex.wc_flags */
-	struct sv_qp **qps;	/* QPs completing here (under qp_lock) */
-	uint32_t nqps;
+	/* QPs completing here: an immutable set, replaced (under
+	 * ctx->qp_lock) when it changes, read by pollers with no lock */
+	struct sv_qp_set *_Atomic qps;
+	struct sv_qp_set *retired;	/* old sets, freed with the CQ */
 	uint32_t events_queued;	/* queued on the channel, not yet got */
 	uint32_t events_got;	/* handed to the app by get_cq_event */
 	struct sv_list ev_node;	/* on channel->evq.events when queued */
@@ -119,6 +123,12 @@ static inline struct sv_cq *to_scq(struct ibv_cq *cq)
 {
 	return container_of((struct ibv_cq_ex *)cq, struct sv_cq, ex);
 }
+
+struct sv_qp_set {
+	struct sv_qp_set *next_retired;
+	uint32_t n;
+	struct sv_qp *qp[];
+};
 
 struct sv_channel {
 	struct ibv_comp_channel ibv;
@@ -179,6 +189,7 @@ struct sv_qp {
 	uint32_t max_send_sge, max_recv_sge;
 	uint32_t ex_start;		/* sq_post at ibv_wr_start */
 	int ex_err;			/* first error since ibv_wr_start */
+	bool dead;			/* destroyed: on ctx->qp_free */
 
 	/* attributes (modify_qp / query_qp) */
 	struct ibv_qp_attr attr;	/* what the app set, for query */
@@ -222,6 +233,7 @@ struct sv_qp {
 
 	struct sv_link link;		/* the connection, once there is one */
 	struct sv_pfd pfd[3];		/* listener, conn, acc in the epoll */
+	struct sv_qp *next_free;	/* on ctx->qp_free once destroyed */
 	uint32_t async_got;		/* async events handed out */
 };
 
@@ -241,6 +253,7 @@ void sv_qp_flush(struct sv_qp *qp);
 void sv_qp_init_ex_ops(struct sv_qp *qp, uint64_t send_ops_flags);
 int sv_qp_ex_check_ops(uint64_t send_ops_flags);
 void sv_qp_link_step(struct sv_qp *qp);
+void sv_qp_free_all(struct sv_context *ctx);
 
 /* The engine (req.c, resp.c, comp.c).  Caller holds qp->lock. */
 void sv_req_run(struct sv_qp *qp);

@@ -163,13 +163,13 @@ SV_TEST(threads_post_and_poll)
 		ASSERT_OK(pthread_create(&tid[t], NULL, sender, &thr[t]));
 	for (int t = 0; t <= NTHREADS; t++)
 		ASSERT_OK(pthread_join(tid[t], NULL));
+	if (rcv.err) /* first: a receiver failure stalls the senders */
+		sv_test_fail(__FILE__, __LINE__, "receiver: %s", rcv.err);
 	for (int t = 0; t < NTHREADS; t++) {
 		if (thr[t].err)
 			sv_test_fail(__FILE__, __LINE__, "sender %d: %s", t,
 				     thr[t].err);
 	}
-	if (rcv.err)
-		sv_test_fail(__FILE__, __LINE__, "receiver: %s", rcv.err);
 	for (int t = 0; t < NTHREADS; t++)
 		ASSERT_EQ(NMSG, rcv.got[t]);
 	for (int t = 0; t < NTHREADS; t++) {
