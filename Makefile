@@ -22,8 +22,10 @@ deps:
 deps-bench:
 	@scripts/install-deps --bench
 
-# The whole suite: a normal build, then the same suite under ASan+UBSan.
+# The whole suite: the threaded tests under TSan, a normal build, then the
+# same suite under ASan+UBSan (its summary closes the output).
 test: deps
+	@$(MAKE) --no-print-directory test-tsan
 	@$(MAKE) --no-print-directory test-plain
 	@$(MAKE) --no-print-directory test-asan
 
