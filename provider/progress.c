@@ -225,8 +225,12 @@ void sv_progress_del(struct sv_context *ctx, struct sv_pfd *p)
 
 void sv_progress_note_work(struct sv_context *ctx)
 {
-	/* it sleeps with no timer: let it arm the new work's timers */
-	if (atomic_exchange(&ctx->prog->forever, false))
+	atomic_bool *f = &ctx->prog->forever;
+
+	/* it sleeps with no timer: let it arm the new work's timers (a
+	 * plain load first: no locked instruction on the fast path) */
+	if (atomic_load_explicit(f, memory_order_relaxed) &&
+	    atomic_exchange(f, false))
 		sv_progress_kick(ctx);
 }
 

@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define DEBIAN "ibv_rc_pingpong"
 #define DEADLINE_MS 180000
@@ -354,5 +355,31 @@ SV_TEST(debian_devices_and_devinfo)
 	ASSERT_CONTAINS(p.out, "PORT_ACTIVE");
 	ASSERT_CONTAINS(p.out, "GID[  0]:\t\tfe80:");
 	ASSERT_CONTAINS(p.out, "0000:0000:0000:0000:0000:ffff:7f00:0001");
+	sv_proc_free(&p);
+}
+
+/* make install: the installed wrapper finds the installed library. */
+SV_TEST(install_tree_runs)
+{
+	char prefix[64], run[128];
+	char *inst[] = { "cmake", "--install", (char *)sv_build_dir(),
+			 "--prefix", prefix, NULL };
+	char *dev[] = { run, "ibv_devices", NULL };
+	char *rm[] = { "rm", "-rf", prefix, NULL };
+	struct sv_proc p;
+
+	snprintf(prefix, sizeof(prefix), "/tmp/svinst.%d", getpid());
+	snprintf(run, sizeof(run), "%s/bin/softverbs-run", prefix);
+	sv_proc_start(&p, inst, NULL);
+	sv_proc_wait(&p, 60000);
+	ASSERT_EQ(0, p.code);
+	sv_proc_free(&p);
+	sv_proc_start(&p, dev, sv_prog_env());
+	sv_proc_wait(&p, 30000);
+	ASSERT_EQ(0, p.code);
+	ASSERT_CONTAINS(p.out, "softverbs0");
+	sv_proc_free(&p);
+	sv_proc_start(&p, rm, NULL);
+	sv_proc_wait(&p, 30000);
 	sv_proc_free(&p);
 }
