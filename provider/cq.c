@@ -48,7 +48,6 @@ void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 	if (cq->armed && (cq->armed == 1 || solicited ||
 			  wc->status != IBV_WC_SUCCESS)) {
 		cq->armed = 0;
-		atomic_fetch_sub(&cq->ctx->armed_cqs, 1);
 		notify = true;
 	}
 	pthread_spin_unlock(&cq->lock);
@@ -65,14 +64,8 @@ void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
  */
 static void drive(struct sv_cq *cq)
 {
-	struct sv_context *ctx = cq->ctx;
 	struct sv_qp_set *set;
 
-	/* only a sign of life for the progress thread: no locked RMW */
-	atomic_store_explicit(&ctx->drives,
-			      atomic_load_explicit(&ctx->drives,
-						   memory_order_relaxed) + 1,
-			      memory_order_relaxed);
 	set = atomic_load_explicit(&cq->qps, memory_order_acquire);
 	for (uint32_t i = 0; i < set->n; i++)
 		sv_qp_drive(set->qp[i]);
@@ -112,8 +105,8 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	newly = cq->armed == 0;
 	cq->armed = solicited_only ? 2 : 1;
 	pthread_spin_unlock(&cq->lock);
-	if (newly && atomic_fetch_add(&cq->ctx->armed_cqs, 1) == 0)
-		sv_progress_kick(cq->ctx); /* an event may be wanted now */
+	if (newly) /* its QPs are the progress thread's now: tell it */
+		sv_progress_kick(cq->ctx);
 	return 0;
 }
 
@@ -410,8 +403,6 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	       ibcq->async_events_completed != cq->async_got)
 		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
 	pthread_mutex_unlock(&ibcq->mutex);
-	if (cq->armed)
-		atomic_fetch_sub(&cq->ctx->armed_cqs, 1);
 	pthread_spin_destroy(&cq->lock);
 	while (cq->retired) {
 		struct sv_qp_set *s = cq->retired;

@@ -46,18 +46,12 @@ struct sv_link {
 	uint64_t next_connect_ns; /* retry time for a refused connect */
 };
 
-/* Room for a packet, or NULL when the ring is full: then the receiver
- * is asked to ring our doorbell once it frees some. */
+/* Room for a packet, or NULL when the ring is full.  Who retries: the
+ * app's next poll, or, once it stops polling, our progress thread, which
+ * the receiver wakes on freeing space as it wakes it on an ack (tx_sleep). */
 static inline void *sv_link_tx_reserve(struct sv_link *l, uint32_t len,
 				       int *err)
 {
-	void *p = sv_ring_reserve(&l->tx, len, err);
-
-	if (p || *err)
-		return p;
-	atomic_store_explicit(&l->tx.hdr->tx_full, 1, memory_order_relaxed);
-	/* seq_cst: flag up before we look at tail again (Dekker) */
-	atomic_thread_fence(memory_order_seq_cst);
 	return sv_ring_reserve(&l->tx, len, err);
 }
 
@@ -92,18 +86,13 @@ static inline void sv_link_ack_set(struct sv_link *l, uint64_t ack)
 }
 
 /* Responder, after consuming and acking: wakes the requester if it sleeps
- * (it waits for the ack) or waits for ring space. */
+ * (it may wait for the ack or for ring space). */
 static inline void sv_link_rx_done(struct sv_link *l)
 {
-	struct sv_ring_hdr *h = l->rx.hdr;
-
-	/* seq_cst: tail/ack published before we read the flags (Dekker) */
+	/* seq_cst: tail/ack published before we read the flag (Dekker) */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&h->tx_sleep, memory_order_relaxed) ||
-	    atomic_load_explicit(&h->tx_full, memory_order_relaxed)) {
-		atomic_store_explicit(&h->tx_full, 0, memory_order_relaxed);
+	if (atomic_load_explicit(&l->rx.hdr->tx_sleep, memory_order_relaxed))
 		sv_link_ring_doorbell(l->peer_db);
-	}
 }
 
 /* Responder: an ACK/NAK right now, with its wake-up. */

@@ -6,8 +6,9 @@
  * epoll: on our doorbell eventfd, on each QP's listener and connection
  * sockets, and on timers.  While the application polls, the thread only
  * looks every few ms whether it still does; once it stops (or arms a CQ
- * for an event) the thread raises the links' sleep flags — peers then ring
- * our doorbell — and drives the engine itself.
+ * for an event) the thread raises that QP's sleep flags — peers then ring
+ * our doorbell — and drives its engine itself.  This is decided per QP: an
+ * app may poll one CQ and leave another QP's sends to us.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -28,10 +29,8 @@ struct sv_progress {
 	int epfd;
 	struct sv_pfd db;	/* our doorbell: peers and our app ring it */
 	atomic_bool stop;
-	bool asleep;		/* sleep flags raised on the links */
-	uint64_t active_ns;	/* when we last saw the app drive */
+
 	atomic_bool forever;	/* asleep with no timer to wake it */
-	uint64_t seen_drives;
 };
 
 void sv_qp_run(struct sv_qp *qp, uint64_t now)
@@ -51,6 +50,12 @@ void sv_qp_run(struct sv_qp *qp, uint64_t now)
 
 void sv_qp_drive(struct sv_qp *qp)
 {
+	/* the app drives it, even if it finds the lock taken: the progress
+	 * thread keeps off (a hint: no locked instruction) */
+	atomic_store_explicit(&qp->drives,
+			      atomic_load_explicit(&qp->drives,
+						   memory_order_relaxed) + 1,
+			      memory_order_relaxed);
 	/* someone else in the engine for this QP: it makes the progress */
 	if (pthread_spin_trylock(&qp->lock))
 		return;
@@ -58,19 +63,50 @@ void sv_qp_drive(struct sv_qp *qp)
 	pthread_spin_unlock(&qp->lock);
 }
 
-/* Drives every QP; with sleep, raises the sleep flags first so nothing
- * that lands after our look goes unnoticed.  Returns the earliest timer. */
-static uint64_t drive_all(struct sv_context *ctx, bool sleep)
+/*
+ * One look at every QP.  A QP the application drove since our last look is
+ * its business: we take its sleep flags down and leave it.  Any other QP —
+ * the app does not poll its CQs, or waits for an event on them — is ours:
+ * flags up (peers then ring our doorbell), then we run its engine.
+ * Returns the earliest timer of the QPs we own; *active tells whether the
+ * app drives any (then we look again every SV_ACTIVE_CHECK_MS).
+ */
+static uint64_t look(struct sv_context *ctx, bool *active)
 {
 	uint64_t next = UINT64_MAX, now = sv_now_ns();
 	struct sv_list *n;
 
+	*active = false;
 	pthread_rwlock_rdlock(&ctx->qp_lock);
 	sv_list_for_each(n, &ctx->qps) {
 		struct sv_qp *qp = container_of(n, struct sv_qp, ctx_node);
+		uint64_t drives;
+		bool mine;
 
-		pthread_spin_lock(&qp->lock);
-		sv_link_set_sleep(&qp->link, sleep);
+		/* the app's, unless undriven for a whole check period (a
+		 * look right after another proves nothing) or armed */
+		drives = atomic_load_explicit(&qp->drives,
+					      memory_order_relaxed);
+		if (drives != qp->seen_drives)
+			qp->active_ns = now;
+		qp->seen_drives = drives;
+		mine = now - qp->active_ns >= SV_ACTIVE_CHECK_MS * 1000000ull ||
+		       atomic_load(&qp->scq->armed) ||
+		       atomic_load(&qp->rcq->armed);
+		/* never spin on a QP lock here: we may have preempted its
+		 * holder on this CPU.  Busy means driven: look again soon. */
+		if (pthread_spin_trylock(&qp->lock)) {
+			*active = true;
+			continue;
+		}
+		if (!mine) {
+			/* new rings start asleep (ring.c): this clears them */
+			*active = true;
+			sv_link_set_sleep(&qp->link, false);
+			pthread_spin_unlock(&qp->lock);
+			continue;
+		}
+		sv_link_set_sleep(&qp->link, true);
 		/* seq_cst: flags up before we look at the rings (Dekker) */
 		atomic_thread_fence(memory_order_seq_cst);
 		sv_qp_run(qp, now);
@@ -171,36 +207,19 @@ static void *progress_main(void *arg)
 	struct sv_context *ctx = arg;
 	struct sv_progress *pg = ctx->prog;
 	struct epoll_event ev[16];
-	bool rung = false;
 
 	while (!atomic_load(&pg->stop)) {
-		uint64_t drives = atomic_load_explicit(&ctx->drives,
-						       memory_order_relaxed);
-		uint64_t now = sv_now_ns();
-		int tmo = SV_ACTIVE_CHECK_MS, n;
-		bool idle;
+		bool active;
+		uint64_t next = look(ctx, &active);
+		int tmo = timeout_ms(next), n;
 
-		/* idle: the app has not polled for a whole check period, or
-		 * it waits for a CQ event */
-		if (drives != pg->seen_drives)
-			pg->active_ns = now;
-		pg->seen_drives = drives;
-		idle = now - pg->active_ns >= SV_ACTIVE_CHECK_MS * 1000000ull ||
-		       atomic_load(&ctx->armed_cqs) > 0;
-		if (idle) {
-			tmo = timeout_ms(drive_all(ctx, true));
-			pg->asleep = true;
-		} else if (pg->asleep || rung) {
-			/* a doorbell while the app polls: a flag is stale */
-			drive_all(ctx, false);
-			pg->asleep = false;
-		}
+		if (active && (tmo < 0 || tmo > SV_ACTIVE_CHECK_MS))
+			tmo = SV_ACTIVE_CHECK_MS; /* see when it stops */
 		atomic_store(&pg->forever, tmo < 0);
 		n = epoll_wait(pg->epfd, ev, ARRAY_SIZE(ev), tmo);
 		atomic_store(&pg->forever, false);
-		rung = false;
 		for (int i = 0; i < n; i++)
-			rung |= handle(ctx, ev[i].data.ptr);
+			handle(ctx, ev[i].data.ptr);
 	}
 	return NULL;
 }

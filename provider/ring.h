@@ -59,10 +59,9 @@ struct sv_ring_hdr {
 	 * cache hit and does not steal the lines above. */
 	_Alignas(64) _Atomic uint32_t rx_sleep; /* receiver asleep: doorbell
 						 * on data */
-	_Atomic uint32_t tx_sleep;	/* sender asleep: doorbell on ack */
-	_Atomic uint32_t tx_full;	/* sender found no room: doorbell
-					 * when the receiver frees some */
-	uint32_t rsvd3[13];
+	_Atomic uint32_t tx_sleep;	/* sender asleep: doorbell on ack
+					 * or on freed space */
+	uint32_t rsvd3[14];
 };
 static_assert(sizeof(struct sv_ring_hdr) == 256, "shared layout is ABI");
 static_assert(offsetof(struct sv_ring_hdr, head) == 64, "shared layout");

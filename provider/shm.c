@@ -417,10 +417,17 @@ void sv_link_ring_doorbell(int fd)
 		sv_dbg("doorbell: %s\n", strerror(errno));
 }
 
+/* Stores only what changes: these lines are read after every packet. */
+static void set_flag(_Atomic uint32_t *f, uint32_t v)
+{
+	if (atomic_load_explicit(f, memory_order_relaxed) != v)
+		atomic_store(f, v);
+}
+
 void sv_link_set_sleep(struct sv_link *l, bool sleep)
 {
 	if (l->rx_ready)
-		atomic_store(&l->rx.hdr->rx_sleep, sleep);
+		set_flag(&l->rx.hdr->rx_sleep, sleep);
 	if (l->tx_ready)
-		atomic_store(&l->tx.hdr->tx_sleep, sleep);
+		set_flag(&l->tx.hdr->tx_sleep, sleep);
 }

@@ -63,8 +63,6 @@ struct sv_context {
 					 * poller with an old set is safe */
 	struct sv_evq async;		/* async events, fd = async_fd */
 	struct sv_progress *prog;	/* the progress thread (progress.c) */
-	_Atomic uint64_t drives;	/* app-thread engine runs (progress.c) */
-	_Atomic int armed_cqs;		/* CQs armed for an event */
 };
 
 static inline struct sv_context *to_sctx(struct ibv_context *c)
@@ -105,7 +103,7 @@ struct sv_cq {
 	uint32_t size;		/* slots, a power of two */
 	_Atomic uint32_t head;	/* next to fill (free-running) */
 	_Atomic uint32_t tail;	/* next to poll (free-running) */
-	int armed;		/* 0, or 1 + solicited_only */
+	_Atomic int armed;	/* 0, or 1 + solicited_only */
 	bool overrun;		/* IBV_EVENT_CQ_ERR has been raised */
 	uint64_t wc_flags;	/* ibv_cq_init_attr_ex.wc_flags */
 	/* QPs completing here: an immutable set, replaced (under
@@ -235,6 +233,9 @@ struct sv_qp {
 	struct sv_pfd pfd[3];		/* listener, conn, acc in the epoll */
 	struct sv_qp *next_free;	/* on ctx->qp_free once destroyed */
 	uint32_t async_got;		/* async events handed out */
+	_Atomic uint64_t drives;	/* app-thread engine runs (a hint) */
+	uint64_t seen_drives;		/* progress thread: drives last look */
+	uint64_t active_ns;		/* progress thread: drives last moved */
 };
 
 static inline struct sv_qp *to_sqp(struct ibv_qp *qp)
