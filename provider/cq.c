@@ -25,12 +25,12 @@ void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 	bool notify = false, overrun = false;
 	struct sv_cqe *e;
 
-	pthread_spin_lock(&cq->lock);
+	sv_lock(&cq->lock);
 	if (cq->head - cq->tail == cq->size || cq->overrun) {
 		/* IBA 11.4.2.1: overrun is an error, reported async */
 		overrun = !cq->overrun;
 		cq->overrun = true;
-		pthread_spin_unlock(&cq->lock);
+		sv_unlock(&cq->lock);
 		if (overrun) {
 			ev.event_type = IBV_EVENT_CQ_ERR;
 			ev.element.cq = (struct ibv_cq *)&cq->ex;
@@ -50,7 +50,7 @@ void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 		cq->armed = 0;
 		notify = true;
 	}
-	pthread_spin_unlock(&cq->lock);
+	sv_unlock(&cq->lock);
 	if (notify && cq->ex.channel)
 		sv_channel_signal(container_of(cq->ex.channel,
 					       struct sv_channel, ibv),
@@ -86,13 +86,13 @@ int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	drive(cq);
 	if (cq_empty(cq)) /* the common answer, without the lock */
 		return 0;
-	pthread_spin_lock(&cq->lock);
+	sv_lock(&cq->lock);
 	t = cq->tail;
 	h = cq->head;
 	for (; i < n && t != h; i++, t++)
 		wc[i] = cq->q[t & (cq->size - 1)].wc;
 	atomic_store_explicit(&cq->tail, t, memory_order_relaxed);
-	pthread_spin_unlock(&cq->lock);
+	sv_unlock(&cq->lock);
 	return i;
 }
 
@@ -101,10 +101,10 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	struct sv_cq *cq = to_scq(ibcq);
 	bool newly;
 
-	pthread_spin_lock(&cq->lock);
+	sv_lock(&cq->lock);
 	newly = cq->armed == 0;
 	cq->armed = solicited_only ? 2 : 1;
-	pthread_spin_unlock(&cq->lock);
+	sv_unlock(&cq->lock);
 	if (newly) /* its QPs are the progress thread's now: tell it */
 		sv_progress_kick(cq->ctx);
 	return 0;
@@ -193,9 +193,9 @@ static int ex_start_poll(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
 	drive(cq);
 	if (cq_empty(cq))
 		return ENOENT;
-	pthread_spin_lock(&cq->lock);
+	sv_lock(&cq->lock);
 	if (!next_cqe(cq)) {
-		pthread_spin_unlock(&cq->lock);
+		sv_unlock(&cq->lock);
 		return ENOENT;
 	}
 	return 0;
@@ -208,7 +208,7 @@ static int ex_next_poll(struct ibv_cq_ex *ex)
 
 static void ex_end_poll(struct ibv_cq_ex *ex)
 {
-	pthread_spin_unlock(&container_of(ex, struct sv_cq, ex)->lock);
+	sv_unlock(&container_of(ex, struct sv_cq, ex)->lock);
 }
 
 #define CUR(ex) (&container_of(ex, struct sv_cq, ex)->cur)
@@ -299,7 +299,6 @@ static struct sv_cq *cq_create(struct ibv_context *c, int cqe,
 		goto err_free;
 	cq->ctx = ctx;
 	cq->wc_flags = wc_flags;
-	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 	sv_list_init(&cq->ev_node);
 
 	cq->ex.context = c;
@@ -403,7 +402,6 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	       ibcq->async_events_completed != cq->async_got)
 		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
 	pthread_mutex_unlock(&ibcq->mutex);
-	pthread_spin_destroy(&cq->lock);
 	while (cq->retired) {
 		struct sv_qp_set *s = cq->retired;
 

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "sv.h"
@@ -25,6 +26,21 @@
 #undef ibv_get_device_list
 
 int sv_debug;
+
+void sv_lock_slow(struct sv_lock *l)
+{
+	for (unsigned int spins = 0;; spins++) {
+		if (sv_trylock(l))
+			return;
+		if (spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+			__builtin_ia32_pause();
+#endif
+		} else {
+			sched_yield(); /* let a preempted holder run */
+		}
+	}
+}
 
 void sv_log(const char *fmt, ...)
 {

@@ -100,7 +100,7 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	struct sv_qp *qp = to_sqp(ibqp);
 	int err;
 
-	pthread_spin_lock(&qp->lock);
+	sv_lock(&qp->lock);
 	err = sq_state_ok(qp);
 	for (; wr && !err; wr = wr->next) {
 		err = post_one_send(qp, wr);
@@ -110,7 +110,7 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	if (err)
 		*bad = wr;
 	sq_kick(qp);
-	pthread_spin_unlock(&qp->lock);
+	sv_unlock(&qp->lock);
 	sv_progress_note_work(qp->ctx);
 	return err;
 }
@@ -121,7 +121,7 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	struct sv_qp *qp = to_sqp(ibqp);
 	int err = 0;
 
-	pthread_spin_lock(&qp->lock);
+	sv_lock(&qp->lock);
 	if (ibqp->state == IBV_QPS_RESET)
 		err = EINVAL;
 	for (; wr && !err; wr = wr->next) {
@@ -155,7 +155,7 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		sv_qp_flush(qp);
 	else if (qp->resp_rnr)
 		sv_resp_run(qp); /* a sender waits for this receive */
-	pthread_spin_unlock(&qp->lock);
+	sv_unlock(&qp->lock);
 	return err;
 }
 
@@ -183,7 +183,7 @@ static void ex_start(struct ibv_qp_ex *qx)
 {
 	struct sv_qp *qp = ex_qp(qx);
 
-	pthread_spin_lock(&qp->lock);
+	sv_lock(&qp->lock);
 	qp->ex_start = qp->sq_post;
 	qp->ex_err = sq_state_ok(qp);
 }
@@ -296,7 +296,7 @@ static int ex_complete(struct ibv_qp_ex *qx)
 		qp->sq_post = qp->ex_start;
 	else
 		sq_kick(qp);
-	pthread_spin_unlock(&qp->lock);
+	sv_unlock(&qp->lock);
 	sv_progress_note_work(qp->ctx);
 	return err;
 }
@@ -306,7 +306,7 @@ static void ex_abort(struct ibv_qp_ex *qx)
 	struct sv_qp *qp = ex_qp(qx);
 
 	qp->sq_post = qp->ex_start;
-	pthread_spin_unlock(&qp->lock);
+	sv_unlock(&qp->lock);
 }
 
 int sv_qp_ex_check_ops(uint64_t send_ops_flags)

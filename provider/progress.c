@@ -57,10 +57,10 @@ void sv_qp_drive(struct sv_qp *qp)
 						   memory_order_relaxed) + 1,
 			      memory_order_relaxed);
 	/* someone else in the engine for this QP: it makes the progress */
-	if (pthread_spin_trylock(&qp->lock))
+	if (!sv_trylock(&qp->lock))
 		return;
 	sv_qp_run(qp, 0);
-	pthread_spin_unlock(&qp->lock);
+	sv_unlock(&qp->lock);
 }
 
 /*
@@ -95,7 +95,7 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 		       atomic_load(&qp->rcq->armed);
 		/* never spin on a QP lock here: we may have preempted its
 		 * holder on this CPU.  Busy means driven: look again soon. */
-		if (pthread_spin_trylock(&qp->lock)) {
+		if (!sv_trylock(&qp->lock)) {
 			*active = true;
 			continue;
 		}
@@ -103,7 +103,7 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 			/* new rings start asleep (ring.c): this clears them */
 			*active = true;
 			sv_link_set_sleep(&qp->link, false);
-			pthread_spin_unlock(&qp->lock);
+			sv_unlock(&qp->lock);
 			continue;
 		}
 		sv_link_set_sleep(&qp->link, true);
@@ -117,7 +117,7 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 			next = qp->comp_deadline;
 		if (sv_shm_next_ns(&qp->link, now) < next)
 			next = sv_shm_next_ns(&qp->link, now);
-		pthread_spin_unlock(&qp->lock);
+		sv_unlock(&qp->lock);
 	}
 	pthread_rwlock_unlock(&ctx->qp_lock);
 	return next;
@@ -179,12 +179,12 @@ static bool handle(struct sv_context *ctx, struct sv_pfd *p)
 	pthread_rwlock_rdlock(&ctx->qp_lock);
 	qp = find_qp(ctx, p->qp); /* it may be gone since epoll_wait */
 	if (qp) {
-		pthread_spin_lock(&qp->lock);
+		sv_lock(&qp->lock);
 		if (p->kind == SV_PFD_LISTEN)
 			sv_qp_link_step(qp);
 		else if (p->fd >= 0)
 			link_event(qp, p->fd);
-		pthread_spin_unlock(&qp->lock);
+		sv_unlock(&qp->lock);
 	}
 	pthread_rwlock_unlock(&ctx->qp_lock);
 	return false;

@@ -296,7 +296,7 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	enum ibv_qp_state cur, next;
 	int err;
 
-	pthread_spin_lock(&qp->lock);
+	sv_lock(&qp->lock);
 	cur = ibqp->state;
 	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
 	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state <= IBV_QPS_ERR)
@@ -311,7 +311,7 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	store_attr(qp, attr, mask);
 	err = enter_state(qp, next);
 out:
-	pthread_spin_unlock(&qp->lock);
+	sv_unlock(&qp->lock);
 	if (err)
 		sv_dbg("modify_qp %06x: %s -> %s mask 0x%x: %s\n",
 		       ibqp->qp_num, sv_qp_state_names[ibqp->state],
@@ -327,7 +327,7 @@ SV_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 {
 	struct sv_qp *qp = to_sqp(ibqp);
 
-	pthread_spin_lock(&qp->lock);
+	sv_lock(&qp->lock);
 	*attr = qp->attr;
 	attr->qp_state = ibqp->state;
 	attr->cur_qp_state = ibqp->state;
@@ -337,7 +337,7 @@ SV_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	attr->cap.max_recv_sge = qp->max_recv_sge;
 	attr->cap.max_inline_data = qp->max_inline;
 	attr->sq_draining = 0;
-	pthread_spin_unlock(&qp->lock);
+	sv_unlock(&qp->lock);
 	memset(init, 0, sizeof(*init));
 	init->qp_context = ibqp->qp_context;
 	init->send_cq = ibqp->send_cq;
@@ -472,7 +472,6 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	qp->scq = to_scq(a->send_cq);
 	qp->rcq = to_scq(a->recv_cq);
 	qp->sq_sig_all = a->sq_sig_all;
-	pthread_spin_init(&qp->lock, PTHREAD_PROCESS_PRIVATE);
 
 	ibqp = &qp->qpx.qp_base;
 	ibqp->context = c;
@@ -577,12 +576,12 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	sv_cq_detach_qp(qp->scq, qp);
 	sv_cq_detach_qp(qp->rcq, qp);
 	sv_progress_del(ctx, &qp->pfd[0]);
-	pthread_spin_lock(&qp->lock);
+	sv_lock(&qp->lock);
 	if (ibqp->state != IBV_QPS_RESET)
 		sv_qp_to_error(qp, 0); /* outstanding work is flushed */
 	if (qp->link.state != SV_LINK_IDLE)
 		link_close(qp, true);
-	pthread_spin_unlock(&qp->lock);
+	sv_unlock(&qp->lock);
 	pthread_rwlock_unlock(&ctx->qp_lock);
 
 	sv_async_forget(ctx, ibqp);
@@ -594,9 +593,9 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	sv_shm_close(&qp->link, ibqp->qp_num, false);
 	close(qp->link.listen_fd);
 	pthread_rwlock_wrlock(&ctx->qp_lock);
-	pthread_spin_lock(&qp->lock); /* a late poller finishes first */
+	sv_lock(&qp->lock); /* a late poller finishes first */
 	qp_put(ctx, qp);
-	pthread_spin_unlock(&qp->lock);
+	sv_unlock(&qp->lock);
 	pthread_rwlock_unlock(&ctx->qp_lock);
 	return 0;
 }

@@ -98,7 +98,7 @@ struct sv_cqe {
 struct sv_cq {
 	struct ibv_cq_ex ex;	/* starts with struct ibv_cq */
 	struct sv_context *ctx;
-	pthread_spinlock_t lock;	/* the queue and arm state */
+	struct sv_lock lock;	/* the queue and arm state */
 	struct sv_cqe *q;
 	uint32_t size;		/* slots, a power of two */
 	_Atomic uint32_t head;	/* next to fill (free-running) */
@@ -179,7 +179,7 @@ enum sv_resp_err {
 struct sv_qp {
 	struct ibv_qp_ex qpx;	/* starts with struct ibv_qp */
 	struct sv_context *ctx;
-	pthread_spinlock_t lock;	/* everything below but the lists */
+	struct sv_lock lock;	/* everything below but the lists */
 	struct sv_list ctx_node;
 	struct sv_cq *scq, *rcq;
 	bool sq_sig_all;

@@ -6,6 +6,7 @@
 #ifndef SV_UTIL_H
 #define SV_UTIL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
@@ -62,6 +63,36 @@ static inline uint64_t sv_now_ns(void)
 static inline uint32_t sv_roundup_pow2(uint32_t v)
 {
 	return v <= 1 ? 1 : 1u << (32 - __builtin_clz(v - 1));
+}
+
+/*
+ * The lock of a QP or CQ: held for a few hundred nanoseconds, by the app's
+ * threads and the context's progress thread.  A plain spinlock is wrong on
+ * a machine with fewer CPUs than threads: a waiter can have preempted the
+ * holder on the same CPU and then spins away its whole time slice.  So:
+ * spin briefly, then yield the CPU to whoever holds it.
+ */
+struct sv_lock {
+	_Atomic int held;
+};
+
+static inline bool sv_trylock(struct sv_lock *l)
+{
+	return !atomic_load_explicit(&l->held, memory_order_relaxed) &&
+	       !atomic_exchange_explicit(&l->held, 1, memory_order_acquire);
+}
+
+void sv_lock_slow(struct sv_lock *l);
+
+static inline void sv_lock(struct sv_lock *l)
+{
+	if (!sv_trylock(l))
+		sv_lock_slow(l);
+}
+
+static inline void sv_unlock(struct sv_lock *l)
+{
+	atomic_store_explicit(&l->held, 0, memory_order_release);
 }
 
 extern int sv_debug;
