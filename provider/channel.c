@@ -126,7 +126,8 @@ void sv_async_forget(struct sv_context *ctx, void *obj)
 
 	pthread_mutex_lock(&ctx->async.lock);
 	for (n = ctx->async.events.next; n != &ctx->async.events; n = next) {
-		struct sv_async_ev *a = container_of(n, struct sv_async_ev, node);
+		struct sv_async_ev *a =
+			container_of(n, struct sv_async_ev, node);
 		uint64_t v;
 
 		next = n->next;
@@ -168,7 +169,8 @@ SV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 	pthread_mutex_unlock(m);
 }
 
-SV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c)
+SV_EXPORT struct ibv_comp_channel *
+ibv_create_comp_channel(struct ibv_context *c)
 {
 	struct sv_channel *ch = calloc(1, sizeof(*ch));
 	int err;
@@ -222,7 +224,7 @@ static bool spin_for_event(struct sv_channel *ch)
 {
 	struct sv_context *ctx = to_sctx(ch->ibv.context);
 	uint64_t end = sv_now_ns() + sv_event_spin_ns;
-	struct pollfd p = { .fd = ch->evq.fd, .events = POLLIN };
+	struct pollfd p = {.fd = ch->evq.fd, .events = POLLIN};
 
 	do {
 		struct sv_list *n;

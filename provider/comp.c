@@ -13,8 +13,8 @@
  * (code 0 is the longest, 655.36 ms).
  */
 static const uint32_t rnr_10us[32] = {
-	65536, 1,    2,	   3,	 4,    6,    8,	   12,	 16,	24,   32,
-	48,    64,   96,   128,	 192,  256,  384,  512,	 768,	1024, 1536,
+	65536, 1,    2,	   3,	 4,    6,     8,     12,    16,	   24,	  32,
+	48,    64,   96,   128,	 192,  256,   384,   512,   768,   1024,  1536,
 	2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
 };
 
@@ -32,8 +32,7 @@ static uint64_t ack_timeout_ns(const struct sv_qp *qp)
 	return t < SV_MIN_ACK_TIMEOUT_NS ? SV_MIN_ACK_TIMEOUT_NS : t;
 }
 
-static void complete(struct sv_qp *qp, struct sv_swqe *w,
-		     enum ibv_wc_status st)
+static void complete(struct sv_qp *qp, struct sv_swqe *w, enum ibv_wc_status st)
 {
 	struct ibv_wc wc;
 
@@ -69,8 +68,8 @@ static void nak_head(struct sv_qp *qp, uint64_t ack, uint64_t now)
 	switch (SV_ACK_SYN(ack)) {
 	case SV_NAK_RNR:
 		qp->comp_rnr_wait = true;
-		qp->comp_deadline = now + rnr_10us[SV_ACK_TIMER(ack) & 31] *
-						  10000ull;
+		qp->comp_deadline =
+			now + rnr_10us[SV_ACK_TIMER(ack) & 31] * 10000ull;
 		break;
 	case SV_NAK_INV_REQ:
 		fail_head(qp, IBV_WC_REM_INV_REQ_ERR);
@@ -123,7 +122,8 @@ static void rnr_expired(struct sv_qp *qp, uint64_t now)
 	if (qp->attr.rnr_retry == 7 ||
 	    qp->comp_rnr_retries++ < qp->attr.rnr_retry) {
 		qp->comp_deadline =
-			now + rnr_10us[SV_ACK_TIMER(qp->comp_ack) & 31] * 10000ull;
+			now +
+			rnr_10us[SV_ACK_TIMER(qp->comp_ack) & 31] * 10000ull;
 		return;
 	}
 	if (atomic_compare_exchange_strong(rnr, &expect, SV_RNR_ABORT))

@@ -12,11 +12,11 @@
 
 #include "sv.h"
 
-#define SV_CQ_WC_FLAGS                                                      \
-	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM | \
-	 IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |  \
-	 IBV_WC_EX_WITH_DLID_PATH_BITS |                                    \
-	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |                              \
+#define SV_CQ_WC_FLAGS                                                         \
+	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |                        \
+	 IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | \
+	 IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS |                   \
+	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |                                 \
 	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
 
 void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
@@ -45,16 +45,16 @@ void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 		e->ts = sv_now_ns();
 	/* release: the entry is written before pollers see head move */
 	atomic_store_explicit(&cq->head, cq->head + 1, memory_order_release);
-	if (cq->armed && (cq->armed == 1 || solicited ||
-			  wc->status != IBV_WC_SUCCESS)) {
+	if (cq->armed &&
+	    (cq->armed == 1 || solicited || wc->status != IBV_WC_SUCCESS)) {
 		cq->armed = 0;
 		notify = true;
 	}
 	sv_unlock(&cq->lock);
 	if (notify && cq->ex.channel)
-		sv_channel_signal(container_of(cq->ex.channel,
-					       struct sv_channel, ibv),
-				  cq);
+		sv_channel_signal(
+			container_of(cq->ex.channel, struct sv_channel, ibv),
+			cq);
 }
 
 /*

@@ -68,14 +68,15 @@ static struct {
 	struct ibv_device dev;
 	void *null_ops;
 } sv_dev = {
-	.dev = {
-		.node_type = IBV_NODE_CA,
-		.transport_type = IBV_TRANSPORT_IB,
-		.name = SV_DEV_NAME,
-		.dev_name = "uverbs0",
-		.dev_path = "/sys/class/infiniband_verbs/uverbs0",
-		.ibdev_path = "/sys/class/infiniband/" SV_DEV_NAME,
-	},
+	.dev =
+		{
+			.node_type = IBV_NODE_CA,
+			.transport_type = IBV_TRANSPORT_IB,
+			.name = SV_DEV_NAME,
+			.dev_name = "uverbs0",
+			.dev_path = "/sys/class/infiniband_verbs/uverbs0",
+			.ibdev_path = "/sys/class/infiniband/" SV_DEV_NAME,
+		},
 };
 
 /* FNV-1a over the host's identity: network namespace and host name. */
@@ -195,16 +196,16 @@ SV_EXPORT int ibv_get_device_index(struct ibv_device *dev)
 
 /* ibv_devinfo reads a few sysfs files of the device; we have no sysfs
  * entry, so answer those here and pass every other path to the kernel. */
-SV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file,
-				  char *buf, size_t size)
+SV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
+				  size_t size)
 {
 	static const struct {
 		const char *file, *value;
 	} ours[] = {
-		{ "board_id", "SOFTVERBS" },
-		{ "node_desc", "softverbs userspace RDMA device" },
-		{ "hw_rev", "0" },
-		{ "hca_type", "softverbs" },
+		{"board_id", "SOFTVERBS"},
+		{"node_desc", "softverbs userspace RDMA device"},
+		{"hw_rev", "0"},
+		{"hca_type", "softverbs"},
 	};
 	char path[512];
 	ssize_t n;
@@ -256,16 +257,15 @@ static void fill_device_attr(struct ibv_device_attr *a)
 	a->sys_image_guid = a->node_guid;
 	a->max_mr_size = 1ull << 40;
 	a->page_size_cap = 0xfffff000;
-	a->vendor_id = 0;	/* unknown: perftest takes the classic path */
+	a->vendor_id = 0; /* unknown: perftest takes the classic path */
 	a->vendor_part_id = 0;
 	a->hw_ver = 0;
 	a->max_qp = 1 << 16;
 	a->max_qp_wr = SV_MAX_QP_WR;
-	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN |
-			      IBV_DEVICE_SYS_IMAGE_GUID |
-			      IBV_DEVICE_CURR_QP_STATE_MOD |
-			      IBV_DEVICE_PORT_ACTIVE_EVENT |
-			      IBV_DEVICE_N_NOTIFY_CQ;
+	a->device_cap_flags =
+		IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
+		IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_PORT_ACTIVE_EVENT |
+		IBV_DEVICE_N_NOTIFY_CQ;
 	a->max_sge = SV_MAX_SGE;
 	a->max_sge_rd = SV_MAX_SGE;
 	a->max_cq = 1 << 16;
@@ -328,9 +328,9 @@ static void fill_port_attr(struct ibv_port_attr *a)
 	a->sm_sl = 0;
 	a->subnet_timeout = 18;
 	a->init_type_reply = 0;
-	a->active_width = 2;	/* 4X */
-	a->active_speed = 32;	/* EDR */
-	a->phys_state = 5;	/* LinkUp */
+	a->active_width = 2;  /* 4X */
+	a->active_speed = 32; /* EDR */
+	a->phys_state = 5;    /* LinkUp */
 	a->link_layer = IBV_LINK_LAYER_INFINIBAND;
 }
 

@@ -16,33 +16,33 @@
 #include "ring.h"
 
 enum sv_link_state {
-	SV_LINK_IDLE,		/* not connected (QP before RTR) */
-	SV_LINK_CONNECTING,	/* we sent our receive ring; no tx yet */
-	SV_LINK_UP,		/* both directions mapped */
-	SV_LINK_CLOSED,		/* the peer said goodbye */
-	SV_LINK_DEAD,		/* the peer vanished (process died) */
+	SV_LINK_IDLE,	    /* not connected (QP before RTR) */
+	SV_LINK_CONNECTING, /* we sent our receive ring; no tx yet */
+	SV_LINK_UP,	    /* both directions mapped */
+	SV_LINK_CLOSED,	    /* the peer said goodbye */
+	SV_LINK_DEAD,	    /* the peer vanished (process died) */
 };
 
 extern const char *const sv_link_state_names[];
 
 /* Connections whose hello has not arrived yet that we keep waiting for;
  * one that stays silent longer than SV_HELLO_WAIT_NS is dropped. */
-#define SV_LINK_PENDING 4
+#define SV_LINK_PENDING	 4
 #define SV_HELLO_WAIT_NS 1000000000ull
 
 struct sv_link {
 	enum sv_link_state state;
-	struct sv_ring tx;	/* the peer's receive ring: we produce */
-	struct sv_ring rx;	/* our receive ring: the peer produces */
+	struct sv_ring tx; /* the peer's receive ring: we produce */
+	struct sv_ring rx; /* our receive ring: the peer produces */
 	bool tx_ready, rx_ready;
-	int listen_fd;		/* our QP's listener; holds the QPN */
-	int conn_fd;		/* ours to the peer's listener */
-	int acc_fd;		/* the peer's to our listener */
-	int pend_fd[SV_LINK_PENDING];	/* accepted, hello not yet read */
+	int listen_fd;		      /* our QP's listener; holds the QPN */
+	int conn_fd;		      /* ours to the peer's listener */
+	int acc_fd;		      /* the peer's to our listener */
+	int pend_fd[SV_LINK_PENDING]; /* accepted, hello not yet read */
 	uint64_t pend_ns[SV_LINK_PENDING]; /* when each was accepted */
-	int rx_fd;		/* memfd of rx, passed in our hello */
-	int peer_db;		/* the peer context's doorbell (eventfd) */
-	uint32_t peer_qpn;	/* whose ring tx is */
+	int rx_fd;		  /* memfd of rx, passed in our hello */
+	int peer_db;		  /* the peer context's doorbell (eventfd) */
+	uint32_t peer_qpn;	  /* whose ring tx is */
 	uint64_t next_connect_ns; /* retry time for a refused connect */
 };
 

@@ -17,9 +17,9 @@
 #undef ibv_reg_mr
 #undef ibv_reg_mr_iova
 
-#define SV_ACCESS_KNOWN                                                     \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                 \
-	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                \
+#define SV_ACCESS_KNOWN                                                      \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                  \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                 \
 	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | \
 	 IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING)
 
@@ -28,8 +28,8 @@ static bool range_mapped(const void *addr, size_t len)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	uintptr_t start = (uintptr_t)addr & ~(uintptr_t)(page - 1);
-	uintptr_t end = ((uintptr_t)addr + len + page - 1) &
-			~(uintptr_t)(page - 1);
+	uintptr_t end =
+		((uintptr_t)addr + len + page - 1) & ~(uintptr_t)(page - 1);
 	unsigned char vec[256];
 
 	/* mincore fails with ENOMEM on an unmapped page; chunked */

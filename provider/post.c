@@ -59,9 +59,9 @@ static int post_one_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
 	w->flags = wr->send_flags;
 	w->imm = wr->imm_data;
 	if (wr->send_flags & IBV_SEND_INLINE) {
-		int err = copy_inline(qp, w, qp->sq_inline +
-					     (size_t)slot * qp->max_inline,
-				      wr->sg_list, (uint32_t)wr->num_sge);
+		int err = copy_inline(
+			qp, w, qp->sq_inline + (size_t)slot * qp->max_inline,
+			wr->sg_list, (uint32_t)wr->num_sge);
 		if (err)
 			return err;
 	} else {
@@ -248,7 +248,7 @@ static void ex_set_sge_list(struct ibv_qp_ex *qx, size_t n,
 static void ex_set_sge(struct ibv_qp_ex *qx, uint32_t lkey, uint64_t addr,
 		       uint32_t length)
 {
-	struct ibv_sge sg = { .addr = addr, .length = length, .lkey = lkey };
+	struct ibv_sge sg = {.addr = addr, .length = length, .lkey = lkey};
 
 	ex_set_sge_list(qx, 1, &sg);
 }
@@ -282,7 +282,7 @@ static void ex_set_inline_data_list(struct ibv_qp_ex *qx, size_t n,
 
 static void ex_set_inline_data(struct ibv_qp_ex *qx, void *addr, size_t len)
 {
-	struct ibv_data_buf b = { .addr = addr, .length = len };
+	struct ibv_data_buf b = {.addr = addr, .length = len};
 
 	ex_set_inline_data_list(qx, 1, &b);
 }

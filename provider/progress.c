@@ -27,10 +27,10 @@ uint64_t sv_event_spin_ns = 50000;
 struct sv_progress {
 	pthread_t thread;
 	int epfd;
-	struct sv_pfd db;	/* our doorbell: peers and our app ring it */
+	struct sv_pfd db; /* our doorbell: peers and our app ring it */
 	atomic_bool stop;
 
-	atomic_bool forever;	/* asleep with no timer to wake it */
+	atomic_bool forever; /* asleep with no timer to wake it */
 };
 
 void sv_qp_run(struct sv_qp *qp, uint64_t now)
@@ -52,10 +52,10 @@ void sv_qp_drive(struct sv_qp *qp)
 {
 	/* the app drives it, even if it finds the lock taken: the progress
 	 * thread keeps off (a hint: no locked instruction) */
-	atomic_store_explicit(&qp->drives,
-			      atomic_load_explicit(&qp->drives,
-						   memory_order_relaxed) + 1,
-			      memory_order_relaxed);
+	atomic_store_explicit(
+		&qp->drives,
+		atomic_load_explicit(&qp->drives, memory_order_relaxed) + 1,
+		memory_order_relaxed);
 	/* someone else in the engine for this QP: it makes the progress */
 	if (!sv_trylock(&qp->lock))
 		return;
@@ -78,15 +78,16 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 
 	*active = false;
 	pthread_rwlock_rdlock(&ctx->qp_lock);
-	sv_list_for_each(n, &ctx->qps) {
+	sv_list_for_each(n, &ctx->qps)
+	{
 		struct sv_qp *qp = container_of(n, struct sv_qp, ctx_node);
 		uint64_t drives;
 		bool mine;
 
 		/* the app's, unless undriven for a whole check period (a
 		 * look right after another proves nothing) or armed */
-		drives = atomic_load_explicit(&qp->drives,
-					      memory_order_relaxed);
+		drives =
+			atomic_load_explicit(&qp->drives, memory_order_relaxed);
 		if (drives != qp->seen_drives)
 			qp->active_ns = now;
 		qp->seen_drives = drives;
@@ -127,9 +128,9 @@ static struct sv_qp *find_qp(struct sv_context *ctx, struct sv_qp *want)
 {
 	struct sv_list *n;
 
-	sv_list_for_each(n, &ctx->qps)
-		if (container_of(n, struct sv_qp, ctx_node) == want)
-			return want;
+	sv_list_for_each(
+		n, &ctx->qps) if (container_of(n, struct sv_qp, ctx_node) ==
+				  want) return want;
 	return NULL;
 }
 
@@ -154,7 +155,8 @@ static void link_event(struct sv_qp *qp, int fd)
 				.qp_num = qp->qpx.qp_base.qp_num,
 			};
 
-			wc.wr_id = qp->sq[qp->sq_comp & (qp->sq_size - 1)].wr_id;
+			wc.wr_id =
+				qp->sq[qp->sq_comp & (qp->sq_size - 1)].wr_id;
 			qp->sq_comp++;
 			sv_cq_push(qp->scq, &wc, false);
 		}
@@ -226,8 +228,7 @@ static void *progress_main(void *arg)
 
 void sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd)
 {
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP,
-				  .data.ptr = p };
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = p};
 
 	p->fd = fd;
 	if (epoll_ctl(ctx->prog->epfd, EPOLL_CTL_ADD, fd, &ev))

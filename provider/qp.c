@@ -35,9 +35,9 @@ static uint64_t ring_size(void)
 
 static void flush_sq(struct sv_qp *qp)
 {
-	struct ibv_wc wc = { .status = IBV_WC_WR_FLUSH_ERR,
-			     .opcode = IBV_WC_SEND,
-			     .qp_num = qp->qpx.qp_base.qp_num };
+	struct ibv_wc wc = {.status = IBV_WC_WR_FLUSH_ERR,
+			    .opcode = IBV_WC_SEND,
+			    .qp_num = qp->qpx.qp_base.qp_num};
 
 	for (; qp->sq_comp != qp->sq_post; qp->sq_comp++) {
 		wc.wr_id = qp->sq[qp->sq_comp & (qp->sq_size - 1)].wr_id;
@@ -48,9 +48,9 @@ static void flush_sq(struct sv_qp *qp)
 
 static void flush_rq(struct sv_qp *qp)
 {
-	struct ibv_wc wc = { .status = IBV_WC_WR_FLUSH_ERR,
-			     .opcode = IBV_WC_RECV,
-			     .qp_num = qp->qpx.qp_base.qp_num };
+	struct ibv_wc wc = {.status = IBV_WC_WR_FLUSH_ERR,
+			    .opcode = IBV_WC_RECV,
+			    .qp_num = qp->qpx.qp_base.qp_num};
 
 	for (; qp->rq_comp != qp->rq_post; qp->rq_comp++) {
 		wc.wr_id = qp->rq[qp->rq_comp & (qp->rq_size - 1)].wr_id;
@@ -89,7 +89,7 @@ void sv_qp_to_error(struct sv_qp *qp, enum ibv_event_type ev)
 		link_close(qp, qp->link.state != SV_LINK_DEAD);
 	sv_qp_flush(qp);
 	if (ev) {
-		struct ibv_async_event e = { .event_type = ev };
+		struct ibv_async_event e = {.event_type = ev};
 
 		e.element.qp = &qp->qpx.qp_base;
 		sv_async_event(qp->ctx, &e);
@@ -180,8 +180,7 @@ static int check_attr(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 		return EINVAL;
 	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index != 0)
 		return EINVAL;
-	if ((mask & IBV_QP_PATH_MTU) &&
-	    !sv_port_mtu_bytes(a->path_mtu))
+	if ((mask & IBV_QP_PATH_MTU) && !sv_port_mtu_bytes(a->path_mtu))
 		return EINVAL;
 	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > SV_PSN_MASK)
 		return EINVAL;
@@ -213,10 +212,10 @@ static void store_attr(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 {
 	struct ibv_qp_attr *s = &qp->attr;
 
-#define TAKE(bit, field)                                                    \
-	do {                                                                \
-		if (mask & IBV_QP_##bit)                                    \
-			s->field = a->field;                                \
+#define TAKE(bit, field)                     \
+	do {                                 \
+		if (mask & IBV_QP_##bit)     \
+			s->field = a->field; \
 	} while (0)
 	TAKE(ACCESS_FLAGS, qp_access_flags);
 	TAKE(PKEY_INDEX, pkey_index);
@@ -313,8 +312,8 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 out:
 	sv_unlock(&qp->lock);
 	if (err)
-		sv_dbg("modify_qp %06x: %s -> %s mask 0x%x: %s\n",
-		       ibqp->qp_num, sv_qp_state_names[ibqp->state],
+		sv_dbg("modify_qp %06x: %s -> %s mask 0x%x: %s\n", ibqp->qp_num,
+		       sv_qp_state_names[ibqp->state],
 		       (mask & IBV_QP_STATE) && attr->qp_state <= IBV_QPS_ERR
 			       ? sv_qp_state_names[attr->qp_state]
 			       : "?",
@@ -463,8 +462,8 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 		goto err_free;
 	sv_link_init(&qp->link);
 	for (int i = 0; i < 3; i++)
-		qp->pfd[i] = (struct sv_pfd){ i ? SV_PFD_CONN : SV_PFD_LISTEN,
-					      -1, qp };
+		qp->pfd[i] = (struct sv_pfd){i ? SV_PFD_CONN : SV_PFD_LISTEN,
+					     -1, qp};
 	err = -sv_shm_bind(&qp->link, &qpn);
 	if (err)
 		goto err_free;

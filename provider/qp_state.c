@@ -8,75 +8,101 @@
 
 #define B(x) IBV_QP_##x
 
+/* clang-format off: the table reads as the IBA prints it */
 static const struct sv_qp_trans {
 	int required;
 	int optional;
 	bool valid;
 } rc_trans[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
-	[IBV_QPS_RESET] = {
-		[IBV_QPS_RESET] = { .valid = true },
-		[IBV_QPS_INIT] = { .valid = true,
-			.required = B(PKEY_INDEX) | B(PORT) | B(ACCESS_FLAGS) },
-		[IBV_QPS_ERR] = { .valid = true },
-	},
-	[IBV_QPS_INIT] = {
-		[IBV_QPS_RESET] = { .valid = true },
-		[IBV_QPS_INIT] = { .valid = true,
-			.optional = B(PKEY_INDEX) | B(PORT) | B(ACCESS_FLAGS) },
-		[IBV_QPS_RTR] = { .valid = true,
-			.required = B(AV) | B(PATH_MTU) | B(DEST_QPN) |
-				    B(RQ_PSN) | B(MAX_DEST_RD_ATOMIC) |
-				    B(MIN_RNR_TIMER),
-			.optional = B(ALT_PATH) | B(ACCESS_FLAGS) |
-				    B(PKEY_INDEX) },
-		[IBV_QPS_ERR] = { .valid = true },
-	},
-	[IBV_QPS_RTR] = {
-		[IBV_QPS_RESET] = { .valid = true },
-		[IBV_QPS_RTS] = { .valid = true,
-			.required = B(SQ_PSN) | B(TIMEOUT) | B(RETRY_CNT) |
-				    B(RNR_RETRY) | B(MAX_QP_RD_ATOMIC),
-			.optional = B(CUR_STATE) | B(ALT_PATH) |
-				    B(ACCESS_FLAGS) | B(MIN_RNR_TIMER) |
-				    B(PATH_MIG_STATE) },
-		[IBV_QPS_ERR] = { .valid = true },
-	},
-	[IBV_QPS_RTS] = {
-		[IBV_QPS_RESET] = { .valid = true },
-		[IBV_QPS_RTS] = { .valid = true,
-			.optional = B(CUR_STATE) | B(ACCESS_FLAGS) |
-				    B(ALT_PATH) | B(PATH_MIG_STATE) |
-				    B(MIN_RNR_TIMER) },
-		[IBV_QPS_SQD] = { .valid = true,
-			.optional = B(EN_SQD_ASYNC_NOTIFY) },
-		[IBV_QPS_ERR] = { .valid = true },
-	},
-	[IBV_QPS_SQD] = {
-		[IBV_QPS_RESET] = { .valid = true },
-		[IBV_QPS_RTS] = { .valid = true,
-			.optional = B(CUR_STATE) | B(ACCESS_FLAGS) |
-				    B(ALT_PATH) | B(MIN_RNR_TIMER) |
-				    B(PATH_MIG_STATE) },
-		[IBV_QPS_SQD] = { .valid = true,
-			.optional = B(AV) | B(ALT_PATH) | B(ACCESS_FLAGS) |
-				    B(PKEY_INDEX) | B(MIN_RNR_TIMER) |
-				    B(PATH_MIG_STATE) | B(TIMEOUT) |
-				    B(RETRY_CNT) | B(RNR_RETRY) |
-				    B(MAX_QP_RD_ATOMIC) |
-				    B(MAX_DEST_RD_ATOMIC) },
-		[IBV_QPS_ERR] = { .valid = true },
-	},
-	[IBV_QPS_SQE] = {
-		[IBV_QPS_RESET] = { .valid = true },
-		[IBV_QPS_RTS] = { .valid = true,
-			.optional = B(CUR_STATE) | B(ACCESS_FLAGS) },
-		[IBV_QPS_ERR] = { .valid = true },
-	},
-	[IBV_QPS_ERR] = {
-		[IBV_QPS_RESET] = { .valid = true },
-		[IBV_QPS_ERR] = { .valid = true },
-	},
+	[IBV_QPS_RESET] =
+		{
+			[IBV_QPS_RESET] = {.valid = true},
+			[IBV_QPS_INIT] = {.valid = true,
+					  .required = B(PKEY_INDEX) | B(PORT) |
+						      B(ACCESS_FLAGS)},
+			[IBV_QPS_ERR] = {.valid = true},
+		},
+	[IBV_QPS_INIT] =
+		{
+			[IBV_QPS_RESET] = {.valid = true},
+			[IBV_QPS_INIT] = {.valid = true,
+					  .optional = B(PKEY_INDEX) | B(PORT) |
+						      B(ACCESS_FLAGS)},
+			[IBV_QPS_RTR] = {.valid = true,
+					 .required = B(AV) | B(PATH_MTU) |
+						     B(DEST_QPN) | B(RQ_PSN) |
+						     B(MAX_DEST_RD_ATOMIC) |
+						     B(MIN_RNR_TIMER),
+					 .optional = B(ALT_PATH) |
+						     B(ACCESS_FLAGS) |
+						     B(PKEY_INDEX)},
+			[IBV_QPS_ERR] = {.valid = true},
+		},
+	[IBV_QPS_RTR] =
+		{
+			[IBV_QPS_RESET] = {.valid = true},
+			[IBV_QPS_RTS] = {.valid = true,
+					 .required = B(SQ_PSN) | B(TIMEOUT) |
+						     B(RETRY_CNT) |
+						     B(RNR_RETRY) |
+						     B(MAX_QP_RD_ATOMIC),
+					 .optional = B(CUR_STATE) |
+						     B(ALT_PATH) |
+						     B(ACCESS_FLAGS) |
+						     B(MIN_RNR_TIMER) |
+						     B(PATH_MIG_STATE)},
+			[IBV_QPS_ERR] = {.valid = true},
+		},
+	[IBV_QPS_RTS] =
+		{
+			[IBV_QPS_RESET] = {.valid = true},
+			[IBV_QPS_RTS] = {.valid = true,
+					 .optional =
+						 B(CUR_STATE) |
+						 B(ACCESS_FLAGS) | B(ALT_PATH) |
+						 B(PATH_MIG_STATE) |
+						 B(MIN_RNR_TIMER)},
+			[IBV_QPS_SQD] = {.valid = true,
+					 .optional = B(EN_SQD_ASYNC_NOTIFY)},
+			[IBV_QPS_ERR] = {.valid = true},
+		},
+	[IBV_QPS_SQD] =
+		{
+			[IBV_QPS_RESET] = {.valid = true},
+			[IBV_QPS_RTS] = {.valid = true,
+					 .optional = B(CUR_STATE) |
+						     B(ACCESS_FLAGS) |
+						     B(ALT_PATH) |
+						     B(MIN_RNR_TIMER) |
+						     B(PATH_MIG_STATE)},
+			[IBV_QPS_SQD] = {.valid = true,
+					 .optional =
+						 B(AV) | B(ALT_PATH) |
+						 B(ACCESS_FLAGS) |
+						 B(PKEY_INDEX) | B(MIN_RNR_TIMER) |
+						 B(PATH_MIG_STATE) |
+						 B(TIMEOUT) | B(RETRY_CNT) |
+						 B(RNR_RETRY) |
+						 B(MAX_QP_RD_ATOMIC) |
+						 B(MAX_DEST_RD_ATOMIC)},
+			[IBV_QPS_ERR] = {.valid = true},
+		},
+	[IBV_QPS_SQE] =
+		{
+			[IBV_QPS_RESET] = {.valid = true},
+			[IBV_QPS_RTS] = {.valid = true,
+					 .optional = B(CUR_STATE) |
+						     B(ACCESS_FLAGS)},
+			[IBV_QPS_ERR] = {.valid = true},
+		},
+	[IBV_QPS_ERR] =
+		{
+			[IBV_QPS_RESET] = {.valid = true},
+			[IBV_QPS_ERR] = {.valid = true},
+		},
 };
+
+/* clang-format on */
 
 const char *const sv_qp_state_names[] = {
 	[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT",

@@ -53,9 +53,9 @@ static void gather(struct sv_qp *qp, struct sv_swqe *w, uint8_t *dst,
 	const struct ibv_sge *sg = wqe_sge(qp, w);
 
 	if (w->inl) {
-		memcpy(dst, qp->sq_inline +
-				    (size_t)(w - qp->sq) * qp->max_inline +
-				    w->sent,
+		memcpy(dst,
+		       qp->sq_inline + (size_t)(w - qp->sq) * qp->max_inline +
+			       w->sent,
 		       len);
 		return;
 	}
@@ -66,7 +66,8 @@ static void gather(struct sv_qp *qp, struct sv_swqe *w, uint8_t *dst,
 		if (n > len)
 			n = len;
 		/* the keys were checked: the MR maps iova 1:1 to addr */
-		memcpy(dst, (const uint8_t *)(uintptr_t)s->addr + w->sge_off, n);
+		memcpy(dst, (const uint8_t *)(uintptr_t)s->addr + w->sge_off,
+		       n);
 		dst += n;
 		len -= n;
 		w->sge_off += n;

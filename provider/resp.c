@@ -11,9 +11,9 @@
 #include "sv.h"
 
 enum resp_result {
-	RESP_NEXT,	/* packet consumed; look at the next */
-	RESP_WAIT,	/* leave it: no receive WQE yet */
-	RESP_FATAL,	/* the QP went to ERROR */
+	RESP_NEXT,  /* packet consumed; look at the next */
+	RESP_WAIT,  /* leave it: no receive WQE yet */
+	RESP_FATAL, /* the QP went to ERROR */
 };
 
 static uint64_t ack_word(uint32_t psn, enum sv_syndrome syn, uint32_t timer,
@@ -102,8 +102,9 @@ static enum resp_result fatal(struct sv_qp *qp, const struct sv_pkt *p,
 			      enum sv_syndrome syn, enum ibv_wc_status st)
 {
 	if (qp->resp_in_msg || st != IBV_WC_SUCCESS)
-		complete_recv(qp, st == IBV_WC_SUCCESS ? IBV_WC_REM_INV_REQ_ERR
-						      : st, p);
+		complete_recv(
+			qp, st == IBV_WC_SUCCESS ? IBV_WC_REM_INV_REQ_ERR : st,
+			p);
 	nak(qp, p->psn, syn);
 	sv_qp_to_error(qp, IBV_EVENT_QP_REQ_ERR);
 	return RESP_FATAL;

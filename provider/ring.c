@@ -134,8 +134,7 @@ void *sv_ring_reserve(struct sv_ring *r, uint32_t len, int *err)
 	return r->data + off;
 }
 
-int sv_ring_peek(struct sv_ring *r, struct sv_pkt *pkt,
-		 const uint8_t **payload)
+int sv_ring_peek(struct sv_ring *r, struct sv_pkt *pkt, const uint8_t **payload)
 {
 	for (;;) {
 		uint64_t off = r->tail & (r->size - 1);

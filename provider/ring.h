@@ -17,50 +17,50 @@
 
 #include "wire.h"
 
-#define SV_RING_MAGIC 0x53567247u /* "SVrG" */
-#define SV_RING_VERSION 3
+#define SV_RING_MAGIC	 0x53567247u /* "SVrG" */
+#define SV_RING_VERSION	 3
 #define SV_RING_DATA_OFF 4096u
-#define SV_REC_ALIGN 64u
+#define SV_REC_ALIGN	 64u
 
 /* ack word: psn[0:24] syndrome[24:32] rnr_timer[32:40] nak_seq[40:64] */
-#define SV_ACK_PSN(a) ((uint32_t)(a) & SV_PSN_MASK)
-#define SV_ACK_SYN(a) ((uint32_t)((a) >> 24) & 0xff)
+#define SV_ACK_PSN(a)	((uint32_t)(a)&SV_PSN_MASK)
+#define SV_ACK_SYN(a)	((uint32_t)((a) >> 24) & 0xff)
 #define SV_ACK_TIMER(a) ((uint32_t)((a) >> 32) & 0xff)
-#define SV_ACK_SEQ(a) ((uint32_t)((a) >> 40))
+#define SV_ACK_SEQ(a)	((uint32_t)((a) >> 40))
 /* The ack word before the first ACK: a syndrome no responder sends. */
 #define SV_ACK_NONE (0xffull << 24)
 
 /* rnr word: the RNR handshake for the packet at the ring's tail. */
 enum sv_rnr_state {
-	SV_RNR_NONE = 0,	/* no RNR NAK outstanding */
-	SV_RNR_WAIT = 1,	/* NAKed; the responder may still take it */
-	SV_RNR_ABORT = 2,	/* the requester gave up; drop it */
+	SV_RNR_NONE = 0,  /* no RNR NAK outstanding */
+	SV_RNR_WAIT = 1,  /* NAKed; the responder may still take it */
+	SV_RNR_ABORT = 2, /* the requester gave up; drop it */
 };
 
 struct sv_ring_hdr {
 	/* Written once by the receiver before the fd is shared. */
-	uint32_t magic;		/* catches a mapping that is not ours */
-	uint32_t version;	/* bump on any layout change */
-	uint64_t size;		/* data bytes, a power of two */
-	uint64_t data_off;	/* offset of the data: peers map at will */
-	uint32_t rx_qpn;	/* QPN of the receiving QP */
+	uint32_t magic;	   /* catches a mapping that is not ours */
+	uint32_t version;  /* bump on any layout change */
+	uint64_t size;	   /* data bytes, a power of two */
+	uint64_t data_off; /* offset of the data: peers map at will */
+	uint32_t rx_qpn;   /* QPN of the receiving QP */
 	uint32_t rsvd0[9];
 	/* Written by the sender (requester) for every packet. */
-	_Alignas(64) _Atomic uint64_t head;	/* bytes ever produced */
+	_Alignas(64) _Atomic uint64_t head; /* bytes ever produced */
 	uint64_t rsvd1[7];
 	/* Written by the receiver (responder) for every packet, except rnr
 	 * (a CAS by either side, rare). */
-	_Alignas(64) _Atomic uint64_t tail;	/* bytes ever consumed */
-	_Atomic uint64_t ack;		/* latest ACK/NAK, see SV_ACK_* */
-	_Atomic uint32_t rnr;		/* enum sv_rnr_state */
+	_Alignas(64) _Atomic uint64_t tail; /* bytes ever consumed */
+	_Atomic uint64_t ack;		    /* latest ACK/NAK, see SV_ACK_* */
+	_Atomic uint32_t rnr;		    /* enum sv_rnr_state */
 	uint32_t rsvd2[11];
 	/* Written only when a progress thread goes to sleep or wakes: on a
 	 * line of their own, so checking them after every packet is a
 	 * cache hit and does not steal the lines above. */
 	_Alignas(64) _Atomic uint32_t rx_sleep; /* receiver asleep: doorbell
 						 * on data */
-	_Atomic uint32_t tx_sleep;	/* sender asleep: doorbell on ack
-					 * or on freed space */
+	_Atomic uint32_t tx_sleep; /* sender asleep: doorbell on ack
+				    * or on freed space */
 	uint32_t rsvd3[14];
 };
 static_assert(sizeof(struct sv_ring_hdr) == 256, "shared layout is ABI");
@@ -72,19 +72,18 @@ static_assert(offsetof(struct sv_ring_hdr, rx_sleep) == 192, "shared layout");
 struct sv_ring {
 	struct sv_ring_hdr *hdr;
 	uint8_t *data;
-	uint64_t size;		/* copied at attach; never re-read */
-	uint64_t head;		/* sender: next byte to write */
-	uint64_t last_pos;	/* sender: position of the last reserved */
-	uint32_t last_rec;	/* sender: its length, for its header */
-	uint64_t tail_cache;	/* sender: last tail seen */
-	uint64_t tail;		/* receiver: next byte to read */
-	uint32_t cur_rec;	/* receiver: validated length of the peeked */
+	uint64_t size;	     /* copied at attach; never re-read */
+	uint64_t head;	     /* sender: next byte to write */
+	uint64_t last_pos;   /* sender: position of the last reserved */
+	uint32_t last_rec;   /* sender: its length, for its header */
+	uint64_t tail_cache; /* sender: last tail seen */
+	uint64_t tail;	     /* receiver: next byte to read */
+	uint32_t cur_rec;    /* receiver: validated length of the peeked */
 	size_t map_len;
 };
 
 /* Receiver side: a new ring in a sealed memfd; *fd is ours to pass on. */
-int sv_ring_create(struct sv_ring *r, uint64_t size, uint32_t rx_qpn,
-		   int *fd);
+int sv_ring_create(struct sv_ring *r, uint64_t size, uint32_t rx_qpn, int *fd);
 /* Sender side: validate and map a ring received from a peer. */
 int sv_ring_attach(struct sv_ring *r, int fd, uint32_t rx_qpn);
 void sv_ring_unmap(struct sv_ring *r);
@@ -123,8 +122,8 @@ void sv_ring_consume(struct sv_ring *r);
 /* Receiver: is a record (maybe a pad) published at our tail? */
 static inline bool sv_ring_has_data(struct sv_ring *r)
 {
-	const struct sv_pkt *p = (const void *)(r->data +
-						(r->tail & (r->size - 1)));
+	const struct sv_pkt *p =
+		(const void *)(r->data + (r->tail & (r->size - 1)));
 
 	return atomic_load_explicit((_Atomic uint32_t *)&p->seq,
 				    memory_order_relaxed) ==

@@ -22,27 +22,27 @@
 
 #include "util.h"
 
-#define SV_HELLO_MAGIC 0x5356686cu /* "SVhl" */
+#define SV_HELLO_MAGIC	 0x5356686cu /* "SVhl" */
 #define SV_HELLO_VERSION 1
 
 enum sv_msg_type {
-	SV_MSG_HELLO = 1,	/* carries [ring memfd, doorbell eventfd] */
-	SV_MSG_BYE = 2,		/* orderly close: the peer QP is going */
+	SV_MSG_HELLO = 1, /* carries [ring memfd, doorbell eventfd] */
+	SV_MSG_BYE = 2,	  /* orderly close: the peer QP is going */
 };
 
 struct sv_hello {
-	uint32_t magic;		/* SV_HELLO_MAGIC */
-	uint16_t version;	/* SV_HELLO_VERSION */
-	uint16_t type;		/* enum sv_msg_type */
-	uint32_t src_qpn;	/* the sender's QPN */
-	uint32_t dst_qpn;	/* the QPN it believes it talks to */
+	uint32_t magic;	  /* SV_HELLO_MAGIC */
+	uint16_t version; /* SV_HELLO_VERSION */
+	uint16_t type;	  /* enum sv_msg_type */
+	uint32_t src_qpn; /* the sender's QPN */
+	uint32_t dst_qpn; /* the QPN it believes it talks to */
 	uint64_t rsvd;
 };
 static_assert(sizeof(struct sv_hello) == 24, "wire ABI");
 
 const char *const sv_link_state_names[] = {
-	[SV_LINK_IDLE] = "IDLE",	   [SV_LINK_CONNECTING] = "CONNECTING",
-	[SV_LINK_UP] = "UP",		   [SV_LINK_CLOSED] = "CLOSED",
+	[SV_LINK_IDLE] = "IDLE", [SV_LINK_CONNECTING] = "CONNECTING",
+	[SV_LINK_UP] = "UP",	 [SV_LINK_CLOSED] = "CLOSED",
 	[SV_LINK_DEAD] = "DEAD",
 };
 
@@ -118,8 +118,8 @@ static int send_msg(int fd, uint16_t type, uint32_t src, uint32_t dst,
 		struct cmsghdr c;
 		char buf[CMSG_SPACE(2 * sizeof(int))];
 	} u;
-	struct iovec iov = { &h, sizeof(h) };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct iovec iov = {&h, sizeof(h)};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
 	ssize_t n;
 
 	if (nfds) {
@@ -179,10 +179,11 @@ static int recv_msg(int fd, struct sv_hello *h, int fds[2], int *nfds)
 		struct cmsghdr c;
 		char buf[CMSG_SPACE(4 * sizeof(int))];
 	} u;
-	struct iovec iov = { h, sizeof(*h) };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
+	struct iovec iov = {h, sizeof(*h)};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.buf,
+			   .msg_controllen = sizeof(u.buf)};
 	struct cmsghdr *c;
 	ssize_t n;
 
@@ -382,7 +383,7 @@ enum sv_link_state sv_shm_check(struct sv_link *l, int fd)
 		if (err == 0 && h.type == SV_MSG_BYE)
 			return SV_LINK_CLOSED;
 		if (err == 0)
-			continue; /* nothing else is expected; ignore it */
+			continue;    /* nothing else is expected; ignore it */
 		return SV_LINK_DEAD; /* hang-up without goodbye */
 	}
 }

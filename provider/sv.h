@@ -17,13 +17,13 @@
 #include "link.h"
 #include "util.h"
 
-#define SV_DEV_NAME "softverbs0"
-#define SV_MAX_QP_WR 16384
-#define SV_MAX_SGE 32
-#define SV_MAX_INLINE 1024
-#define SV_MAX_CQE (1 << 22)
-#define SV_MAX_MSG (1u << 31)
-#define SV_MAX_MR (1 << 20)
+#define SV_DEV_NAME    "softverbs0"
+#define SV_MAX_QP_WR   16384
+#define SV_MAX_SGE     32
+#define SV_MAX_INLINE  1024
+#define SV_MAX_CQE     (1 << 22)
+#define SV_MAX_MSG     (1u << 31)
+#define SV_MAX_MR      (1 << 20)
 #define SV_GID_TBL_LEN 16
 
 struct sv_progress;
@@ -31,14 +31,14 @@ struct sv_qp;
 
 /* What an fd in the progress thread's epoll stands for. */
 enum sv_pfd_kind {
-	SV_PFD_DOORBELL,	/* our eventfd: peers and our app ring it */
-	SV_PFD_LISTEN,		/* a QP's listener: hellos arrive */
-	SV_PFD_CONN,		/* a QP's connection: goodbye or hang-up */
+	SV_PFD_DOORBELL, /* our eventfd: peers and our app ring it */
+	SV_PFD_LISTEN,	 /* a QP's listener: hellos arrive */
+	SV_PFD_CONN,	 /* a QP's connection: goodbye or hang-up */
 };
 
 struct sv_pfd {
 	enum sv_pfd_kind kind;
-	int fd;			/* -1 when not registered */
+	int fd; /* -1 when not registered */
 	struct sv_qp *qp;
 };
 
@@ -47,22 +47,22 @@ struct sv_pfd {
 struct sv_evq {
 	pthread_mutex_t lock;
 	int fd;
-	struct sv_list events;	/* struct sv_async_ev, or CQs for channels */
+	struct sv_list events; /* struct sv_async_ev, or CQs for channels */
 };
 
 struct sv_context {
-	struct verbs_context vctx;	/* ->context is what apps hold */
-	pthread_rwlock_t qp_lock;	/* qps list and cq->qps membership */
-	struct sv_list qps;		/* struct sv_qp.ctx_node */
-	pthread_mutex_t mr_lock;	/* MR table allocation */
-	struct sv_mr **mrs;		/* index = key >> 8; never shrinks */
-	uint32_t nmrs;			/* slots in use or free-listed */
+	struct verbs_context vctx; /* ->context is what apps hold */
+	pthread_rwlock_t qp_lock;  /* qps list and cq->qps membership */
+	struct sv_list qps;	   /* struct sv_qp.ctx_node */
+	pthread_mutex_t mr_lock;   /* MR table allocation */
+	struct sv_mr **mrs;	   /* index = key >> 8; never shrinks */
+	uint32_t nmrs;		   /* slots in use or free-listed */
 	uint32_t mr_cap;
-	struct sv_mr *mr_free;		/* type-stable: MRs are reused */
-	struct sv_qp *qp_free;		/* type-stable: QPs are reused, so a
-					 * poller with an old set is safe */
-	struct sv_evq async;		/* async events, fd = async_fd */
-	struct sv_progress *prog;	/* the progress thread (progress.c) */
+	struct sv_mr *mr_free;	  /* type-stable: MRs are reused */
+	struct sv_qp *qp_free;	  /* type-stable: QPs are reused, so a
+				   * poller with an old set is safe */
+	struct sv_evq async;	  /* async events, fd = async_fd */
+	struct sv_progress *prog; /* the progress thread (progress.c) */
 };
 
 static inline struct sv_context *to_sctx(struct ibv_context *c)
@@ -76,12 +76,12 @@ struct sv_pd {
 
 struct sv_mr {
 	struct ibv_mr ibv;
-	struct sv_pd *pd;	/* NULL while on the free list */
-	uint64_t iova;		/* address the peer names */
-	uint8_t *addr;		/* where it is in our memory */
+	struct sv_pd *pd; /* NULL while on the free list */
+	uint64_t iova;	  /* address the peer names */
+	uint8_t *addr;	  /* where it is in our memory */
 	uint64_t length;
-	int access;		/* enum ibv_access_flags */
-	uint32_t index;		/* slot in ctx->mrs */
+	int access;	/* enum ibv_access_flags */
+	uint32_t index; /* slot in ctx->mrs */
 	struct sv_mr *next_free;
 };
 
@@ -92,29 +92,29 @@ struct sv_mr *sv_mr_lookup(struct sv_context *ctx, uint32_t key,
 /* Completion with the extras the extended CQ API can read. */
 struct sv_cqe {
 	struct ibv_wc wc;
-	uint64_t ts;		/* completion time, ns (CLOCK_MONOTONIC) */
+	uint64_t ts; /* completion time, ns (CLOCK_MONOTONIC) */
 };
 
 struct sv_cq {
-	struct ibv_cq_ex ex;	/* starts with struct ibv_cq */
+	struct ibv_cq_ex ex; /* starts with struct ibv_cq */
 	struct sv_context *ctx;
-	struct sv_lock lock;	/* the queue and arm state */
+	struct sv_lock lock; /* the queue and arm state */
 	struct sv_cqe *q;
-	uint32_t size;		/* slots, a power of two */
-	_Atomic uint32_t head;	/* next to fill (free-running) */
-	_Atomic uint32_t tail;	/* next to poll (free-running) */
-	_Atomic int armed;	/* 0, or 1 + solicited_only */
-	bool overrun;		/* IBV_EVENT_CQ_ERR has been raised */
-	uint64_t wc_flags;	/* ibv_cq_init_attr_ex.wc_flags */
+	uint32_t size;	       /* slots, a power of two */
+	_Atomic uint32_t head; /* next to fill (free-running) */
+	_Atomic uint32_t tail; /* next to poll (free-running) */
+	_Atomic int armed;     /* 0, or 1 + solicited_only */
+	bool overrun;	       /* IBV_EVENT_CQ_ERR has been raised */
+	uint64_t wc_flags;     /* ibv_cq_init_attr_ex.wc_flags */
 	/* QPs completing here: an immutable set, replaced (under
 	 * ctx->qp_lock) when it changes, read by pollers with no lock */
 	struct sv_qp_set *_Atomic qps;
-	struct sv_qp_set *retired;	/* old sets, freed with the CQ */
-	uint32_t events_queued;	/* queued on the channel, not yet got */
-	uint32_t events_got;	/* handed to the app by get_cq_event */
-	struct sv_list ev_node;	/* on channel->evq.events when queued */
-	struct sv_cqe cur;	/* the extended API's current completion */
-	uint32_t async_got;	/* async events handed out for this CQ */
+	struct sv_qp_set *retired; /* old sets, freed with the CQ */
+	uint32_t events_queued;	   /* queued on the channel, not yet got */
+	uint32_t events_got;	   /* handed to the app by get_cq_event */
+	struct sv_list ev_node;	   /* on channel->evq.events when queued */
+	struct sv_cqe cur;	   /* the extended API's current completion */
+	uint32_t async_got;	   /* async events handed out for this CQ */
 };
 
 static inline struct sv_cq *to_scq(struct ibv_cq *cq)
@@ -152,24 +152,24 @@ void sv_evq_destroy(struct sv_evq *q);
  * completion, IBA 10.8.3). */
 struct sv_swqe {
 	uint64_t wr_id;
-	uint32_t opcode;	/* enum ibv_wr_opcode */
-	uint32_t flags;		/* enum ibv_send_flags */
-	uint32_t imm;		/* network order */
+	uint32_t opcode; /* enum ibv_wr_opcode */
+	uint32_t flags;	 /* enum ibv_send_flags */
+	uint32_t imm;	 /* network order */
 	uint32_t num_sge;
-	uint32_t length;	/* message bytes */
-	uint32_t first_psn;	/* assigned when the first train is sent */
+	uint32_t length;    /* message bytes */
+	uint32_t first_psn; /* assigned when the first train is sent */
 	uint32_t last_psn;
-	uint32_t sent;		/* bytes already put on the link */
-	uint32_t sge_idx;	/* gather cursor */
+	uint32_t sent;	  /* bytes already put on the link */
+	uint32_t sge_idx; /* gather cursor */
 	uint32_t sge_off;
-	bool inl;		/* data lives in the inline buffer */
-	uint8_t status;		/* enum ibv_wc_status found by the requester */
+	bool inl;	/* data lives in the inline buffer */
+	uint8_t status; /* enum ibv_wc_status found by the requester */
 };
 
 struct sv_rwqe {
 	uint64_t wr_id;
 	uint32_t num_sge;
-	uint32_t length;	/* room, bytes */
+	uint32_t length; /* room, bytes */
 };
 
 enum sv_resp_err {
@@ -177,33 +177,33 @@ enum sv_resp_err {
 };
 
 struct sv_qp {
-	struct ibv_qp_ex qpx;	/* starts with struct ibv_qp */
+	struct ibv_qp_ex qpx; /* starts with struct ibv_qp */
 	struct sv_context *ctx;
-	struct sv_lock lock;	/* everything below but the lists */
+	struct sv_lock lock; /* everything below but the lists */
 	struct sv_list ctx_node;
 	struct sv_cq *scq, *rcq;
 	bool sq_sig_all;
 	uint32_t max_inline;
 	uint32_t max_send_sge, max_recv_sge;
-	uint32_t ex_start;		/* sq_post at ibv_wr_start */
-	int ex_err;			/* first error since ibv_wr_start */
-	bool dead;			/* destroyed: on ctx->qp_free */
+	uint32_t ex_start; /* sq_post at ibv_wr_start */
+	int ex_err;	   /* first error since ibv_wr_start */
+	bool dead;	   /* destroyed: on ctx->qp_free */
 
 	/* attributes (modify_qp / query_qp) */
-	struct ibv_qp_attr attr;	/* what the app set, for query */
-	uint32_t mtu;			/* path MTU in bytes */
+	struct ibv_qp_attr attr; /* what the app set, for query */
+	uint32_t mtu;		 /* path MTU in bytes */
 
 	/* send queue */
 	struct sv_swqe *sq;
-	struct ibv_sge *sq_sge;		/* max_send_sge per slot */
-	uint8_t *sq_inline;		/* max_inline per slot */
-	uint32_t sq_size;		/* slots, a power of two */
-	uint32_t sq_max;		/* max_send_wr the app asked for */
-	uint32_t sq_post;		/* next slot to fill */
-	uint32_t sq_send;		/* next WQE to put on the link */
-	uint32_t sq_comp;		/* oldest WQE not completed */
-	uint32_t next_psn;		/* requester's next PSN */
-	bool sq_stopped;		/* a WQE failed: send nothing more */
+	struct ibv_sge *sq_sge; /* max_send_sge per slot */
+	uint8_t *sq_inline;	/* max_inline per slot */
+	uint32_t sq_size;	/* slots, a power of two */
+	uint32_t sq_max;	/* max_send_wr the app asked for */
+	uint32_t sq_post;	/* next slot to fill */
+	uint32_t sq_send;	/* next WQE to put on the link */
+	uint32_t sq_comp;	/* oldest WQE not completed */
+	uint32_t next_psn;	/* requester's next PSN */
+	bool sq_stopped;	/* a WQE failed: send nothing more */
 
 	/* receive queue */
 	struct sv_rwqe *rq;
@@ -212,30 +212,30 @@ struct sv_qp {
 	uint32_t rq_post, rq_comp;
 
 	/* responder */
-	uint32_t resp_psn;		/* next PSN we expect */
-	uint32_t resp_off;		/* bytes placed in the current rwqe */
-	uint32_t resp_msg;		/* length of the message in progress */
+	uint32_t resp_psn; /* next PSN we expect */
+	uint32_t resp_off; /* bytes placed in the current rwqe */
+	uint32_t resp_msg; /* length of the message in progress */
 	uint32_t resp_sge_idx, resp_sge_off;
-	bool resp_rnr;			/* head packet NAKed for RNR */
-	bool resp_in_msg;		/* between FIRST and LAST */
-	bool resp_drop;			/* dropping an aborted message */
-	uint32_t resp_nak_seq;		/* NAKs sent (in the ack word) */
+	bool resp_rnr;	       /* head packet NAKed for RNR */
+	bool resp_in_msg;      /* between FIRST and LAST */
+	bool resp_drop;	       /* dropping an aborted message */
+	uint32_t resp_nak_seq; /* NAKs sent (in the ack word) */
 
 	/* completer */
-	uint64_t comp_ack;		/* last ack word processed */
-	uint64_t comp_deadline;		/* ns: ack or RNR timer */
-	uint32_t comp_retries;		/* ack timeouts so far */
-	uint32_t comp_rnr_retries;	/* RNR NAKs so far */
-	bool comp_rnr_wait;		/* waiting out an RNR timer */
-	uint32_t comp_spins;		/* idle completer runs (clock reads) */
+	uint64_t comp_ack;	   /* last ack word processed */
+	uint64_t comp_deadline;	   /* ns: ack or RNR timer */
+	uint32_t comp_retries;	   /* ack timeouts so far */
+	uint32_t comp_rnr_retries; /* RNR NAKs so far */
+	bool comp_rnr_wait;	   /* waiting out an RNR timer */
+	uint32_t comp_spins;	   /* idle completer runs (clock reads) */
 
-	struct sv_link link;		/* the connection, once there is one */
-	struct sv_pfd pfd[3];		/* listener, conn, acc in the epoll */
-	struct sv_qp *next_free;	/* on ctx->qp_free once destroyed */
-	uint32_t async_got;		/* async events handed out */
-	_Atomic uint64_t drives;	/* app-thread engine runs (a hint) */
-	uint64_t seen_drives;		/* progress thread: drives last look */
-	uint64_t active_ns;		/* progress thread: drives last moved */
+	struct sv_link link;	 /* the connection, once there is one */
+	struct sv_pfd pfd[3];	 /* listener, conn, acc in the epoll */
+	struct sv_qp *next_free; /* on ctx->qp_free once destroyed */
+	uint32_t async_got;	 /* async events handed out */
+	_Atomic uint64_t drives; /* app-thread engine runs (a hint) */
+	uint64_t seen_drives;	 /* progress thread: drives last look */
+	uint64_t active_ns;	 /* progress thread: drives last moved */
 };
 
 static inline struct sv_qp *to_sqp(struct ibv_qp *qp)

@@ -12,12 +12,12 @@
 #include <stdbool.h>
 #include <time.h>
 
-#define container_of(ptr, type, member)                                     \
-	((type *)((char *)(ptr) - offsetof(type, member)))
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr)-offsetof(type, member)))
+#define likely(x)     __builtin_expect(!!(x), 1)
+#define unlikely(x)   __builtin_expect(!!(x), 0)
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define SV_CACHELINE 64
+#define SV_CACHELINE  64
 
 /* An intrusive doubly linked list, as the kernel's list_head. */
 struct sv_list {
@@ -49,7 +49,7 @@ static inline void sv_list_del(struct sv_list *n)
 	n->next = n->prev = n;
 }
 
-#define sv_list_for_each(pos, head)                                         \
+#define sv_list_for_each(pos, head) \
 	for ((pos) = (head)->next; (pos) != (head); (pos) = (pos)->next)
 
 static inline uint64_t sv_now_ns(void)
@@ -97,10 +97,10 @@ static inline void sv_unlock(struct sv_lock *l)
 
 extern int sv_debug;
 void sv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-#define sv_dbg(...)                                                         \
-	do {                                                                \
-		if (unlikely(sv_debug))                                     \
-			sv_log(__VA_ARGS__);                                \
+#define sv_dbg(...)                          \
+	do {                                 \
+		if (unlikely(sv_debug))      \
+			sv_log(__VA_ARGS__); \
 	} while (0)
 
 #endif

@@ -37,32 +37,32 @@ enum sv_seg {
 /* The most payload one packet train carries (req.c); with its header,
  * rounded to the record alignment, the largest record but a pad. */
 #define SV_MAX_TRAIN 65536u
-#define SV_MAX_REC (SV_MAX_TRAIN + 64u)
+#define SV_MAX_REC   (SV_MAX_TRAIN + 64u)
 
 enum sv_opcode {
-	SV_OP_SEND = 1,		/* payload for the next receive WQE */
-	SV_OP_PAD = 0x7f,	/* ring filler up to the wrap point; no PSN */
+	SV_OP_SEND = 1,	  /* payload for the next receive WQE */
+	SV_OP_PAD = 0x7f, /* ring filler up to the wrap point; no PSN */
 };
 
 enum sv_pkt_flags {
-	SV_PKT_IMM = 1 << 0,		/* imm valid (on the LAST train) */
-	SV_PKT_SOLICITED = 1 << 1,	/* solicited event (IBA 9.2.3) */
+	SV_PKT_IMM = 1 << 0,	   /* imm valid (on the LAST train) */
+	SV_PKT_SOLICITED = 1 << 1, /* solicited event (IBA 9.2.3) */
 };
 
 /* Header of every packet; payload follows at +sizeof(struct sv_pkt). */
 struct sv_pkt {
-	uint8_t opcode;		/* enum sv_opcode */
-	uint8_t seg;		/* enum sv_seg */
-	uint8_t flags;		/* enum sv_pkt_flags */
+	uint8_t opcode; /* enum sv_opcode */
+	uint8_t seg;	/* enum sv_seg */
+	uint8_t flags;	/* enum sv_pkt_flags */
 	uint8_t rsvd;
-	uint32_t psn;		/* PSN of the first segment of the train */
-	uint32_t npsn;		/* segments (PSNs) in this train, >= 1 */
-	uint32_t len;		/* payload bytes in this train */
-	uint32_t imm;		/* immediate data, network order as posted */
-	uint32_t msg_len;	/* whole message length, on FIRST */
-	uint32_t rec_len;	/* bytes this record occupies in the ring */
-	uint32_t seq;		/* written last: the record is complete when
-				 * it equals sv_rec_seq(its ring position) */
+	uint32_t psn;	  /* PSN of the first segment of the train */
+	uint32_t npsn;	  /* segments (PSNs) in this train, >= 1 */
+	uint32_t len;	  /* payload bytes in this train */
+	uint32_t imm;	  /* immediate data, network order as posted */
+	uint32_t msg_len; /* whole message length, on FIRST */
+	uint32_t rec_len; /* bytes this record occupies in the ring */
+	uint32_t seq;	  /* written last: the record is complete when
+			   * it equals sv_rec_seq(its ring position) */
 };
 static_assert(sizeof(struct sv_pkt) == 32, "packet header is wire ABI");
 
@@ -80,11 +80,11 @@ static inline uint32_t sv_rec_seq(uint64_t pos)
 /* IBA 9.7.5.2: the ACK/NAK syndromes we carry back. */
 enum sv_syndrome {
 	SV_ACK = 0,
-	SV_NAK_RNR = 1,		/* no receive WQE; retry after the timer */
-	SV_NAK_SEQ = 2,		/* PSN sequence error */
-	SV_NAK_INV_REQ = 3,	/* invalid request (e.g. too long) */
-	SV_NAK_REM_ACCESS = 4,	/* remote access error */
-	SV_NAK_REM_OP = 5,	/* remote operational error */
+	SV_NAK_RNR = 1,	       /* no receive WQE; retry after the timer */
+	SV_NAK_SEQ = 2,	       /* PSN sequence error */
+	SV_NAK_INV_REQ = 3,    /* invalid request (e.g. too long) */
+	SV_NAK_REM_ACCESS = 4, /* remote access error */
+	SV_NAK_REM_OP = 5,     /* remote operational error */
 };
 
 #endif

@@ -13,7 +13,7 @@
 
 static bool readable(int fd, int ms)
 {
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct pollfd p = {.fd = fd, .events = POLLIN};
 
 	return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
 }
@@ -71,7 +71,7 @@ SV_TEST(channel_epoll_nonblock)
 {
 	struct sv_end_opts ob = chan_opts();
 	struct sv_pair p;
-	struct epoll_event ev = { .events = EPOLLIN }, out;
+	struct epoll_event ev = {.events = EPOLLIN}, out;
 	struct ibv_cq *cq;
 	struct ibv_wc wc;
 	void *ctx;

@@ -12,18 +12,18 @@
 #include "pair.h"
 
 /* Receives one completion and checks its status and wr_id. */
-#define EXPECT_WC(cq, st, id)                                               \
-	do {                                                                \
-		struct ibv_wc w_;                                           \
-		WAIT_WC(cq, &w_, SV_WC_TIMEOUT_MS);                         \
-		if (w_.status != (st))                                      \
-			sv_test_fail(__FILE__, __LINE__,                    \
-				     "wr_id %" PRIu64 ": status %s (%d), "  \
-				     "expected %s",                         \
-				     (uint64_t)w_.wr_id,                    \
-				     ibv_wc_status_str(w_.status),          \
-				     w_.status, ibv_wc_status_str(st));     \
-		ASSERT_EQ((id), w_.wr_id);                                  \
+#define EXPECT_WC(cq, st, id)                                                 \
+	do {                                                                  \
+		struct ibv_wc w_;                                             \
+		WAIT_WC(cq, &w_, SV_WC_TIMEOUT_MS);                           \
+		if (w_.status != (st))                                        \
+			sv_test_fail(__FILE__, __LINE__,                      \
+				     "wr_id %" PRIu64 ": status %s (%d), "    \
+				     "expected %s",                           \
+				     (uint64_t)w_.wr_id,                      \
+				     ibv_wc_status_str(w_.status), w_.status, \
+				     ibv_wc_status_str(st));                  \
+		ASSERT_EQ((id), w_.wr_id);                                    \
 	} while (0)
 
 /* Both QPs end in ERR; new WRs on them flush. */
@@ -63,9 +63,11 @@ SV_TEST(status_send_bad_lkey)
 
 	sv_pair_open(&p, NULL, NULL);
 	ASSERT_OK(sv_end_recv(&p.b, 1, 0, 4096));
-	sg = (struct ibv_sge){ (uintptr_t)p.a.buf, 64, p.a.mr->lkey + 0x1000 };
-	wr = (struct ibv_send_wr){ .wr_id = 5, .sg_list = &sg, .num_sge = 1,
-				   .opcode = IBV_WR_SEND };
+	sg = (struct ibv_sge){(uintptr_t)p.a.buf, 64, p.a.mr->lkey + 0x1000};
+	wr = (struct ibv_send_wr){.wr_id = 5,
+				  .sg_list = &sg,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_SEND};
 	ASSERT_OK(ibv_post_send(p.a.qp, &wr, &bad));
 	ASSERT_OK(sv_end_send(&p.a, 6, 0, 64, 0));
 	EXPECT_WC(p.a.scq, IBV_WC_LOC_PROT_ERR, 5);
@@ -78,8 +80,8 @@ SV_TEST(status_send_bad_lkey)
 	sv_pair_close(&p);
 	sv_pair_open(&p, NULL, NULL);
 	ASSERT_OK(sv_end_recv(&p.b, 1, 0, 4096));
-	sg = (struct ibv_sge){ (uintptr_t)p.a.buf + p.a.o.buf_len - 8, 64,
-			       p.a.mr->lkey };
+	sg = (struct ibv_sge){(uintptr_t)p.a.buf + p.a.o.buf_len - 8, 64,
+			      p.a.mr->lkey};
 	ASSERT_OK(ibv_post_send(p.a.qp, &wr, &bad));
 	EXPECT_WC(p.a.scq, IBV_WC_LOC_PROT_ERR, 5);
 	sv_pair_close(&p);
@@ -93,8 +95,8 @@ SV_TEST(status_recv_bad_lkey)
 
 	sv_pair_open(&p, NULL, NULL);
 	memset(p.b.buf, 0x11, p.b.o.buf_len);
-	sg = (struct ibv_sge){ (uintptr_t)p.b.buf, 256, p.b.mr->lkey ^ 0x100 };
-	wr = (struct ibv_recv_wr){ .wr_id = 7, .sg_list = &sg, .num_sge = 1 };
+	sg = (struct ibv_sge){(uintptr_t)p.b.buf, 256, p.b.mr->lkey ^ 0x100};
+	wr = (struct ibv_recv_wr){.wr_id = 7, .sg_list = &sg, .num_sge = 1};
 	ASSERT_OK(ibv_post_recv(p.b.qp, &wr, &bad));
 	ASSERT_OK(sv_end_recv(&p.b, 8, 0, 256));
 	sv_fill(p.a.buf, 64, 9);
@@ -184,7 +186,7 @@ SV_TEST(cq_overrun_async_event)
 		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 	}
 	/* never polled, a's send CQ overruns: IBA 11.4.2.1 async error */
-	pfd = (struct pollfd){ .fd = p.a.ctx->async_fd, .events = POLLIN };
+	pfd = (struct pollfd){.fd = p.a.ctx->async_fd, .events = POLLIN};
 	ASSERT_EQ(1, poll(&pfd, 1, SV_WC_TIMEOUT_MS));
 	ASSERT_OK(ibv_get_async_event(p.a.ctx, &ev));
 	ASSERT_EQ(IBV_EVENT_CQ_ERR, ev.event_type);
@@ -199,7 +201,7 @@ SV_TEST(flush_on_modify_to_err)
 {
 	struct sv_end_opts ob = sv_end_opts_default();
 	struct sv_pair p;
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
 
 	ob.psn = 0x5678;
 	sv_pair_open(&p, NULL, &ob);
@@ -331,7 +333,7 @@ SV_TEST(peer_death)
 	ASSERT_LE(sv_now_ms() - t0, 5000);
 	ASSERT_EQ(IBV_QPS_ERR, sv_end_state(&e));
 	/* the QP's fatal error is also an async event */
-	pfd = (struct pollfd){ .fd = e.ctx->async_fd, .events = POLLIN };
+	pfd = (struct pollfd){.fd = e.ctx->async_fd, .events = POLLIN};
 	ASSERT_EQ(1, poll(&pfd, 1, SV_WC_TIMEOUT_MS));
 	ASSERT_OK(ibv_get_async_event(e.ctx, &ev));
 	ASSERT_EQ(IBV_EVENT_QP_FATAL, ev.event_type);

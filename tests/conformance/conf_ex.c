@@ -15,10 +15,12 @@ static struct ibv_qp *create_qp_ex(struct sv_end *e, struct ibv_cq *cq,
 		.recv_cq = cq,
 		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = 0,
-		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
-			 .max_send_sge = 2, .max_recv_sge = 2 },
-		.comp_mask = IBV_QP_INIT_ATTR_PD |
-			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.cap = {.max_send_wr = 16,
+			.max_recv_wr = 16,
+			.max_send_sge = 2,
+			.max_recv_sge = 2},
+		.comp_mask =
+			IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 		.pd = e->pd,
 		.send_ops_flags = ops,
 	};
@@ -36,8 +38,8 @@ SV_TEST(ex_cq_timestamps_and_qp_ex_send)
 	};
 	struct ibv_cq_ex *cqx;
 	struct ibv_qp_ex *qpx;
-	struct ibv_poll_cq_attr pa = { 0 };
-	uint64_t ts[3] = { 0 };
+	struct ibv_poll_cq_attr pa = {0};
+	uint64_t ts[3] = {0};
 	int got = 0, ret;
 	uint64_t end;
 
@@ -126,8 +128,8 @@ SV_TEST(ex_qp_unsupported_ops)
 	cq = ibv_create_cq(e.ctx, 4, NULL, NULL, 0);
 	ASSERT_NOT_NULL(cq);
 	errno = 0;
-	ASSERT_NULL(create_qp_ex(&e, cq, IBV_QP_EX_WITH_SEND |
-					      IBV_QP_EX_WITH_RDMA_WRITE));
+	ASSERT_NULL(create_qp_ex(
+		&e, cq, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE));
 	ASSERT_EQ(EOPNOTSUPP, errno);
 	/* and the context is still fine for a supported one */
 	e.qp = create_qp_ex(&e, cq, IBV_QP_EX_WITH_SEND);

@@ -60,8 +60,8 @@ static void send_raw(int fd, const void *buf, size_t len, const int *fds,
 		struct cmsghdr c;
 		char buf[CMSG_SPACE(4 * sizeof(int))];
 	} u;
-	struct iovec iov = { (void *)buf, len };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct iovec iov = {(void *)buf, len};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
 
 	memset(&u, 0, sizeof(u));
 	if (nfds) {
@@ -80,9 +80,11 @@ static int make_ring(uint32_t rx_qpn, bool seal, uint32_t magic)
 {
 	uint64_t size = 65536;
 	int fd = memfd_create("hostile", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	struct sv_ring_hdr h = { .magic = magic, .version = SV_RING_VERSION,
-				 .size = size, .data_off = SV_RING_DATA_OFF,
-				 .rx_qpn = rx_qpn };
+	struct sv_ring_hdr h = {.magic = magic,
+				.version = SV_RING_VERSION,
+				.size = size,
+				.data_off = SV_RING_DATA_OFF,
+				.rx_qpn = rx_qpn};
 
 	ASSERT_TRUE(fd >= 0);
 	ASSERT_OK(ftruncate(fd, SV_RING_DATA_OFF + size));
@@ -96,7 +98,7 @@ static int make_ring(uint32_t rx_qpn, bool seal, uint32_t magic)
 /* Waits until the victim hangs up on fd: it rejected what we sent. */
 static void expect_hangup(int fd)
 {
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct pollfd p = {.fd = fd, .events = POLLIN};
 	char c;
 
 	ASSERT_EQ(1, poll(&p, 1, SV_WC_TIMEOUT_MS));
@@ -138,7 +140,7 @@ SV_TEST(hostile_bad_hellos)
 	sv_end_open(&b, NULL);
 	b.o.psn = 0x5678;
 	victim = a.qp->qp_num;
-	h = (struct hello){ HELLO_MAGIC, 1, 1, b.qp->qp_num, victim, 0 };
+	h = (struct hello){HELLO_MAGIC, 1, 1, b.qp->qp_num, victim, 0};
 
 	/* truncated hello */
 	fd = connect_qp(victim);
@@ -149,7 +151,7 @@ SV_TEST(hostile_bad_hellos)
 	ring = make_ring(b.qp->qp_num, true, SV_RING_MAGIC);
 	fd = connect_qp(victim);
 	h.magic = 0xbadc0de;
-	send_raw(fd, &h, sizeof(h), (int[]){ ring, efd }, 2);
+	send_raw(fd, &h, sizeof(h), (int[]){ring, efd}, 2);
 	expect_hangup(fd);
 	h.magic = HELLO_MAGIC;
 	/* no fds */
@@ -162,26 +164,26 @@ SV_TEST(hostile_bad_hellos)
 	expect_hangup(fd);
 	/* a pipe instead of the eventfd */
 	fd = connect_qp(victim);
-	send_raw(fd, &h, sizeof(h), (int[]){ ring, pfd[1] }, 2);
+	send_raw(fd, &h, sizeof(h), (int[]){ring, pfd[1]}, 2);
 	expect_hangup(fd);
 	close(ring);
 	/* an unsealed memfd: we could shrink it under the victim */
 	ring = make_ring(b.qp->qp_num, false, SV_RING_MAGIC);
 	fd = connect_qp(victim);
-	send_raw(fd, &h, sizeof(h), (int[]){ ring, efd }, 2);
+	send_raw(fd, &h, sizeof(h), (int[]){ring, efd}, 2);
 	expect_hangup(fd);
 	close(ring);
 	/* a sealed ring with a bad header */
 	ring = make_ring(b.qp->qp_num, true, 0x12345678);
 	fd = connect_qp(victim);
-	send_raw(fd, &h, sizeof(h), (int[]){ ring, efd }, 2);
+	send_raw(fd, &h, sizeof(h), (int[]){ring, efd}, 2);
 	expect_hangup(fd);
 	close(ring);
 	/* a hello addressed to another QPN */
 	ring = make_ring(b.qp->qp_num, true, SV_RING_MAGIC);
 	fd = connect_qp(victim);
 	h.dst_qpn = victim ^ 1;
-	send_raw(fd, &h, sizeof(h), (int[]){ ring, efd }, 2);
+	send_raw(fd, &h, sizeof(h), (int[]){ring, efd}, 2);
 	expect_hangup(fd);
 	close(ring);
 
@@ -239,17 +241,17 @@ SV_TEST(hostile_stalled_hello)
 
 /* The victim's receive buffer sits between guards inside its MR. */
 #define GUARD 512
-#define RBUF 256
-#define RPSN 0x100
+#define RBUF  256
+#define RPSN  0x100
 
 struct hostile {
-	struct sv_end v;	/* the victim */
-	uint32_t qpn;		/* ours (fake) */
-	int lfd, cfd, afd;	/* our listener, accepted, our connection */
+	struct sv_end v;	 /* the victim */
+	uint32_t qpn;		 /* ours (fake) */
+	int lfd, cfd, afd;	 /* our listener, accepted, our connection */
 	struct sv_ring_hdr *hdr; /* the victim's receive ring, mapped */
 	uint8_t *data;
 	uint64_t size, head;
-	int db;			/* the victim's doorbell */
+	int db; /* the victim's doorbell */
 	int my_ring;
 };
 
@@ -262,10 +264,11 @@ static void hostile_setup(struct hostile *H)
 		char buf[CMSG_SPACE(4 * sizeof(int))];
 	} u;
 	struct hello h;
-	struct iovec iov = { &h, sizeof(h) };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
+	struct iovec iov = {&h, sizeof(h)};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.buf,
+			   .msg_controllen = sizeof(u.buf)};
 	int fds[2], efd;
 	void *map;
 
@@ -279,7 +282,7 @@ static void hostile_setup(struct hostile *H)
 	ASSERT_OK(sv_end_to_rts(&H->v));
 
 	/* the victim's hello: its receive ring and doorbell */
-	pl = (struct pollfd){ .fd = H->lfd, .events = POLLIN };
+	pl = (struct pollfd){.fd = H->lfd, .events = POLLIN};
 	ASSERT_EQ(1, poll(&pl, 1, SV_WC_TIMEOUT_MS));
 	H->afd = accept4(H->lfd, NULL, NULL, SOCK_CLOEXEC);
 	ASSERT_TRUE(H->afd >= 0);
@@ -291,8 +294,8 @@ static void hostile_setup(struct hostile *H)
 	ASSERT_EQ(CMSG_LEN(2 * sizeof(int)), CMSG_FIRSTHDR(&m)->cmsg_len);
 	memcpy(fds, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(fds));
 	H->db = fds[1];
-	map = mmap(NULL, SV_RING_DATA_OFF + 4096, PROT_READ, MAP_SHARED,
-		   fds[0], 0);
+	map = mmap(NULL, SV_RING_DATA_OFF + 4096, PROT_READ, MAP_SHARED, fds[0],
+		   0);
 	ASSERT_TRUE(map != MAP_FAILED);
 	H->size = ((struct sv_ring_hdr *)map)->size;
 	munmap(map, SV_RING_DATA_OFF + 4096);
@@ -308,8 +311,8 @@ static void hostile_setup(struct hostile *H)
 	efd = eventfd(0, EFD_CLOEXEC);
 	H->my_ring = make_ring(H->qpn, true, SV_RING_MAGIC);
 	H->cfd = connect_qp(H->v.qp->qp_num);
-	h = (struct hello){ HELLO_MAGIC, 1, 1, H->qpn, H->v.qp->qp_num, 0 };
-	send_raw(H->cfd, &h, sizeof(h), (int[]){ H->my_ring, efd }, 2);
+	h = (struct hello){HELLO_MAGIC, 1, 1, H->qpn, H->v.qp->qp_num, 0};
+	send_raw(H->cfd, &h, sizeof(h), (int[]){H->my_ring, efd}, 2);
 	close(efd);
 }
 
@@ -340,9 +343,13 @@ static uint32_t rec_len(uint32_t plen)
 
 static struct sv_pkt good_pkt(uint32_t len)
 {
-	return (struct sv_pkt){ .opcode = SV_OP_SEND, .seg = SV_SEG_ONLY,
-				.psn = RPSN, .npsn = 1, .len = len,
-				.msg_len = len, .rec_len = rec_len(len) };
+	return (struct sv_pkt){.opcode = SV_OP_SEND,
+			       .seg = SV_SEG_ONLY,
+			       .psn = RPSN,
+			       .npsn = 1,
+			       .len = len,
+			       .msg_len = len,
+			       .rec_len = rec_len(len)};
 }
 
 static void check_guards(struct hostile *H)
@@ -380,7 +387,7 @@ static void hostile_close(struct hostile *H)
 	sv_end_close(&H->v);
 }
 
-static const uint8_t junk[4096] = { [0 ... 4095] = 0xcc };
+static const uint8_t junk[4096] = {[0 ... 4095] = 0xcc};
 
 SV_TEST(hostile_rec_len_not_aligned)
 {

@@ -14,22 +14,22 @@ static int modify(struct sv_end *e, struct ibv_qp_attr *a, int mask)
 
 static int to_state(struct sv_end *e, enum ibv_qp_state s, int mask)
 {
-	struct ibv_qp_attr a = { .qp_state = s };
+	struct ibv_qp_attr a = {.qp_state = s};
 
 	return modify(e, &a, IBV_QP_STATE | mask);
 }
 
 #define INIT_MASK (IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
-#define RTR_MASK                                                            \
-	(IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |    \
+#define RTR_MASK                                                         \
+	(IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | \
 	 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
-#define RTS_MASK                                                            \
-	(IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |                \
+#define RTS_MASK                                             \
+	(IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | \
 	 IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)
 
 static struct ibv_qp_attr init_attr(void)
 {
-	return (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	return (struct ibv_qp_attr){.qp_state = IBV_QPS_INIT, .port_num = 1};
 }
 
 static struct ibv_qp_attr rtr_attr(struct sv_end *e, uint32_t dest)
@@ -41,7 +41,7 @@ static struct ibv_qp_attr rtr_attr(struct sv_end *e, uint32_t dest)
 		.rq_psn = 0xabcde,
 		.max_dest_rd_atomic = 1,
 		.min_rnr_timer = 5,
-		.ah_attr = { .dlid = e->lid, .port_num = 1 },
+		.ah_attr = {.dlid = e->lid, .port_num = 1},
 	};
 }
 
@@ -73,7 +73,7 @@ SV_TEST(qp_state_valid_transitions)
 	a = init_attr();
 	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE;
 	ASSERT_OK(modify(&e, &a, IBV_QP_STATE | INIT_MASK)); /* INIT->INIT */
-	ASSERT_OK(modify(&e, &a, IBV_QP_ACCESS_FLAGS)); /* no state bit */
+	ASSERT_OK(modify(&e, &a, IBV_QP_ACCESS_FLAGS));	     /* no state bit */
 	ASSERT_EQ(IBV_QPS_INIT, sv_end_state(&e));
 
 	a = rtr_attr(&e, peer.qp->qp_num);
@@ -100,7 +100,7 @@ SV_TEST(qp_state_valid_transitions)
 	ASSERT_EQ(6, q.retry_cnt);
 	ASSERT_EQ(3, q.rnr_retry);
 
-	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .min_rnr_timer = 9 };
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .min_rnr_timer = 9};
 	ASSERT_OK(modify(&e, &a, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER));
 	ASSERT_OK(ibv_query_qp(e.qp, &q, IBV_QP_MIN_RNR_TIMER, &qi));
 	ASSERT_EQ(9, q.min_rnr_timer);
@@ -144,8 +144,8 @@ static void bring_to(struct sv_end *e, uint32_t dest, enum ibv_qp_state s)
 SV_TEST(qp_state_any_to_err_and_reset)
 {
 	static const enum ibv_qp_state from[] = {
-		IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS,
-		IBV_QPS_SQD,
+		IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR,
+		IBV_QPS_RTS,   IBV_QPS_SQD,
 	};
 	struct sv_end e, peer;
 
@@ -184,8 +184,9 @@ SV_TEST(qp_state_bad_masks_einval)
 	ASSERT_EQ(EINVAL, modify(&e, &a, IBV_QP_STATE | RTR_MASK));
 	/* RESET -> INIT: a required bit missing, an unallowed one present */
 	a = init_attr();
-	ASSERT_EQ(EINVAL, modify(&e, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-						 IBV_QP_ACCESS_FLAGS));
+	ASSERT_EQ(EINVAL, modify(&e, &a,
+				 IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+					 IBV_QP_ACCESS_FLAGS));
 	ASSERT_EQ(EINVAL,
 		  modify(&e, &a, IBV_QP_STATE | INIT_MASK | IBV_QP_SQ_PSN));
 	ASSERT_EQ(IBV_QPS_RESET, sv_end_state(&e));
@@ -280,8 +281,8 @@ SV_TEST(qp_state_bad_values_einval)
 	ASSERT_EQ(EINVAL, modify(&e, &a, IBV_QP_STATE | RTS_MASK));
 	a = rts_attr(); /* cur_qp_state that is not the current state */
 	a.cur_qp_state = IBV_QPS_INIT;
-	ASSERT_EQ(EINVAL, modify(&e, &a,
-				 IBV_QP_STATE | RTS_MASK | IBV_QP_CUR_STATE));
+	ASSERT_EQ(EINVAL,
+		  modify(&e, &a, IBV_QP_STATE | RTS_MASK | IBV_QP_CUR_STATE));
 	ASSERT_EQ(IBV_QPS_RTR, sv_end_state(&e));
 	a = rts_attr();
 	ASSERT_OK(modify(&e, &a, IBV_QP_STATE | RTS_MASK));

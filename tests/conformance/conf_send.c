@@ -74,10 +74,12 @@ SV_TEST(send_with_imm)
 	ASSERT_OK(sv_end_recv(&p.b, 1, 0, 256));
 	ASSERT_OK(sv_end_recv(&p.b, 2, 256, 256));
 	sv_fill(p.a.buf, 64, 3);
-	sg = (struct ibv_sge){ (uintptr_t)p.a.buf, 64, p.a.mr->lkey };
-	wr = (struct ibv_send_wr){ .wr_id = 5, .sg_list = &sg, .num_sge = 1,
-				   .opcode = IBV_WR_SEND_WITH_IMM,
-				   .imm_data = htonl(0xdeadbeef) };
+	sg = (struct ibv_sge){(uintptr_t)p.a.buf, 64, p.a.mr->lkey};
+	wr = (struct ibv_send_wr){.wr_id = 5,
+				  .sg_list = &sg,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_SEND_WITH_IMM,
+				  .imm_data = htonl(0xdeadbeef)};
 	ASSERT_OK(ibv_post_send(p.a.qp, &wr, &bad));
 	WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
 	check_recv_wc(&p, &wc, 1, 64);
@@ -107,10 +109,11 @@ SV_TEST(send_inline_buffer_reused)
 	struct sv_pair p;
 	struct ibv_wc wc;
 	uint8_t local[200]; /* not registered: inline needs no lkey */
-	struct ibv_sge sg = { (uintptr_t)local, sizeof(local), 0 };
-	struct ibv_send_wr wr = { .sg_list = &sg, .num_sge = 1,
-				  .opcode = IBV_WR_SEND,
-				  .send_flags = IBV_SEND_INLINE };
+	struct ibv_sge sg = {(uintptr_t)local, sizeof(local), 0};
+	struct ibv_send_wr wr = {.sg_list = &sg,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_INLINE};
 	struct ibv_send_wr *bad;
 
 	o.max_inline = 256;
@@ -138,7 +141,7 @@ SV_TEST(send_inline_buffer_reused)
 	{
 		static uint8_t big[2048];
 
-		sg = (struct ibv_sge){ (uintptr_t)big, sizeof(big), 0 };
+		sg = (struct ibv_sge){(uintptr_t)big, sizeof(big), 0};
 		bad = NULL;
 		ASSERT_NE(0, ibv_post_send(p.a.qp, &wr, &bad));
 		ASSERT_TRUE(bad == &wr);
@@ -194,31 +197,33 @@ SV_TEST(send_sge_lists)
 	struct ibv_wc wc;
 	/* sender: 3 pieces of 100, 1, 4000 bytes at scattered offsets */
 	struct ibv_sge ss[3], rs[3];
-	struct ibv_send_wr swr = { .wr_id = 9, .sg_list = ss, .num_sge = 3,
-				   .opcode = IBV_WR_SEND }, *sbad;
-	struct ibv_recv_wr rwr = { .wr_id = 8, .sg_list = rs, .num_sge = 3 },
+	struct ibv_send_wr swr = {.wr_id = 9,
+				  .sg_list = ss,
+				  .num_sge = 3,
+				  .opcode = IBV_WR_SEND},
+			   *sbad;
+	struct ibv_recv_wr rwr = {.wr_id = 8, .sg_list = rs, .num_sge = 3},
 			   *rbad;
 	uint8_t msg[4101];
 	size_t at = 0;
 
 	sv_pair_open(&p, NULL, NULL);
 	sv_fill(msg, sizeof(msg), 77);
-	ss[0] = (struct ibv_sge){ (uintptr_t)p.a.buf + 30000, 100,
-				  p.a.mr->lkey };
-	ss[1] = (struct ibv_sge){ (uintptr_t)p.a.buf + 7, 1, p.a.mr->lkey };
-	ss[2] = (struct ibv_sge){ (uintptr_t)p.a.buf + 12345, 4000,
-				  p.a.mr->lkey };
+	ss[0] = (struct ibv_sge){(uintptr_t)p.a.buf + 30000, 100, p.a.mr->lkey};
+	ss[1] = (struct ibv_sge){(uintptr_t)p.a.buf + 7, 1, p.a.mr->lkey};
+	ss[2] = (struct ibv_sge){(uintptr_t)p.a.buf + 12345, 4000,
+				 p.a.mr->lkey};
 	for (int i = 0; i < 3; i++) {
 		memcpy((void *)(uintptr_t)ss[i].addr, msg + at, ss[i].length);
 		at += ss[i].length;
 	}
 	/* receiver: 3 pieces of 2000, 33, 3000 bytes (room 5033) */
 	memset(p.b.buf, 0x5a, p.b.o.buf_len);
-	rs[0] = (struct ibv_sge){ (uintptr_t)p.b.buf + 50000, 2000,
-				  p.b.mr->lkey };
-	rs[1] = (struct ibv_sge){ (uintptr_t)p.b.buf + 100, 33, p.b.mr->lkey };
-	rs[2] = (struct ibv_sge){ (uintptr_t)p.b.buf + 20000, 3000,
-				  p.b.mr->lkey };
+	rs[0] = (struct ibv_sge){(uintptr_t)p.b.buf + 50000, 2000,
+				 p.b.mr->lkey};
+	rs[1] = (struct ibv_sge){(uintptr_t)p.b.buf + 100, 33, p.b.mr->lkey};
+	rs[2] = (struct ibv_sge){(uintptr_t)p.b.buf + 20000, 3000,
+				 p.b.mr->lkey};
 	ASSERT_OK(ibv_post_recv(p.b.qp, &rwr, &rbad));
 	ASSERT_OK(ibv_post_send(p.a.qp, &swr, &sbad));
 	WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
@@ -256,7 +261,8 @@ SV_TEST(send_larger_than_mtu)
 	for (int i = 0; i < 3; i++) {
 		ASSERT_OK(sv_end_recv(&p.b, (uint64_t)i, (size_t)(i & 1) * len,
 				      len));
-		sv_fill(p.a.buf + (size_t)(i & 1) * len, len, 500 + (uint32_t)i);
+		sv_fill(p.a.buf + (size_t)(i & 1) * len, len,
+			500 + (uint32_t)i);
 		ASSERT_OK(sv_end_send(&p.a, (uint64_t)i, (size_t)(i & 1) * len,
 				      len, 0));
 		WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
@@ -288,7 +294,7 @@ SV_TEST(send_zero_length)
 	ASSERT_EQ(0, wc.byte_len);
 	/* a zero-length receive takes a zero-length send */
 	{
-		struct ibv_recv_wr rwr = { .wr_id = 5, .num_sge = 0 }, *bad;
+		struct ibv_recv_wr rwr = {.wr_id = 5, .num_sge = 0}, *bad;
 
 		ASSERT_OK(ibv_post_recv(p.b.qp, &rwr, &bad));
 	}

@@ -10,16 +10,16 @@
 #include "pair.h"
 
 #define NTHREADS 3
-#define NMSG 400
-#define WINDOW 8
-#define MSG 64
+#define NMSG	 400
+#define WINDOW	 8
+#define MSG	 64
 
 struct conf_thr {
-	struct sv_end *e;	/* shared context, PD, MR */
-	struct ibv_qp *sqp;	/* our sending QP */
-	struct ibv_cq *scq;	/* our send CQ */
+	struct sv_end *e;   /* shared context, PD, MR */
+	struct ibv_qp *sqp; /* our sending QP */
+	struct ibv_cq *scq; /* our send CQ */
 	uint32_t id;
-	uint8_t *buf;		/* WINDOW slots of MSG bytes */
+	uint8_t *buf; /* WINDOW slots of MSG bytes */
 	const char *err;
 };
 
@@ -35,12 +35,11 @@ static void *sender(void *arg)
 
 		if (posted < NMSG && posted - done < WINDOW) {
 			uint8_t *m = t->buf + (posted % WINDOW) * MSG;
-			struct ibv_sge sg = { (uintptr_t)m, MSG,
-					      t->e->mr->lkey };
-			struct ibv_send_wr wr = { .wr_id = posted,
-						  .sg_list = &sg,
-						  .num_sge = 1,
-						  .opcode = IBV_WR_SEND },
+			struct ibv_sge sg = {(uintptr_t)m, MSG, t->e->mr->lkey};
+			struct ibv_send_wr wr = {.wr_id = posted,
+						 .sg_list = &sg,
+						 .num_sge = 1,
+						 .opcode = IBV_WR_SEND},
 					   *bad;
 
 			sv_fill(m, MSG, t->id << 16 | posted);
@@ -67,7 +66,7 @@ static void *sender(void *arg)
 struct conf_rcv {
 	struct ibv_cq *rcq;
 	struct ibv_qp *rqp[NTHREADS];
-	uint8_t *buf;		/* per thread: NMSG slots of MSG bytes */
+	uint8_t *buf; /* per thread: NMSG slots of MSG bytes */
 	uint32_t got[NTHREADS];
 	const char *err;
 };
@@ -132,8 +131,10 @@ SV_TEST(threads_post_and_poll)
 			.recv_cq = e.rcq,
 			.qp_type = IBV_QPT_RC,
 			.sq_sig_all = 1,
-			.cap = { .max_send_wr = WINDOW, .max_recv_wr = NMSG,
-				 .max_send_sge = 1, .max_recv_sge = 1 },
+			.cap = {.max_send_wr = WINDOW,
+				.max_recv_wr = NMSG,
+				.max_send_sge = 1,
+				.max_recv_sge = 1},
 		};
 		struct sv_end s = e, r = e;
 
@@ -153,7 +154,10 @@ SV_TEST(threads_post_and_poll)
 					      MSG));
 		rcv.rqp[t] = r.qp;
 		thr[t] = (struct conf_thr){
-			.e = &e, .sqp = s.qp, .scq = scq[t], .id = t,
+			.e = &e,
+			.sqp = s.qp,
+			.scq = scq[t],
+			.id = t,
 			.buf = e.buf + (size_t)NTHREADS * NMSG * MSG +
 			       (size_t)t * WINDOW * MSG,
 		};

@@ -137,7 +137,7 @@ int sv_end_to_rtr(struct sv_end *e, uint32_t dest_qpn, uint32_t rq_psn)
 		.rq_psn = rq_psn,
 		.max_dest_rd_atomic = 1,
 		.min_rnr_timer = e->o.min_rnr_timer,
-		.ah_attr = { .dlid = e->lid, .port_num = 1 },
+		.ah_attr = {.dlid = e->lid, .port_num = 1},
 	};
 
 	return ibv_modify_qp(e->qp, &a,
@@ -237,7 +237,7 @@ int sv_end_recv(struct sv_end *e, uint64_t wr_id, size_t off, uint32_t len)
 
 static void pause_us(long us)
 {
-	struct timespec ts = { 0, us * 1000 };
+	struct timespec ts = {0, us * 1000};
 
 	nanosleep(&ts, NULL);
 }

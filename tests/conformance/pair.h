@@ -17,29 +17,29 @@
 
 /* How to build one end; start from sv_end_opts_default(). */
 struct sv_end_opts {
-	int cqe;			/* entries of each CQ */
+	int cqe; /* entries of each CQ */
 	uint32_t max_send_wr, max_recv_wr;
 	uint32_t max_send_sge, max_recv_sge;
 	uint32_t max_inline;
 	bool sq_sig_all;
-	bool channel;			/* CQs on a completion channel */
-	bool shared_cq;			/* one CQ for send and receive */
-	size_t buf_len;			/* registered buffer, bytes */
+	bool channel;	/* CQs on a completion channel */
+	bool shared_cq; /* one CQ for send and receive */
+	size_t buf_len; /* registered buffer, bytes */
 	enum ibv_mtu mtu;
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
-	uint32_t psn;			/* our sq_psn = the peer's rq_psn */
+	uint32_t psn; /* our sq_psn = the peer's rq_psn */
 };
 
 struct sv_end {
 	struct sv_end_opts o;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
-	struct ibv_comp_channel *ch;	/* NULL unless o.channel */
-	struct ibv_cq *scq, *rcq;	/* equal with o.shared_cq */
+	struct ibv_comp_channel *ch; /* NULL unless o.channel */
+	struct ibv_cq *scq, *rcq;    /* equal with o.shared_cq */
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
-	uint8_t *buf;			/* o.buf_len bytes, registered */
-	uint16_t lid;			/* port 1's LID */
+	uint8_t *buf; /* o.buf_len bytes, registered */
+	uint16_t lid; /* port 1's LID */
 };
 
 struct sv_pair {

@@ -89,7 +89,7 @@ uint64_t sv_now_ms(void)
 
 int sv_free_port(void)
 {
-	struct sockaddr_in6 a = { .sin6_family = AF_INET6 };
+	struct sockaddr_in6 a = {.sin6_family = AF_INET6};
 	socklen_t len = sizeof(a);
 	int fd = socket(AF_INET6, SOCK_STREAM, 0);
 	int port;
@@ -135,7 +135,7 @@ bool sv_port_listening(int port)
 /* Backs off from 50 µs to 5 ms between checks of a condition. */
 static void backoff(unsigned int *us)
 {
-	struct timespec ts = { 0, (long)*us * 1000 };
+	struct timespec ts = {0, (long)*us * 1000};
 
 	nanosleep(&ts, NULL);
 	if (*us < 5000)
@@ -151,10 +151,11 @@ void sv_wait_listening(int port, pid_t pid, int timeout_ms)
 		int st;
 
 		if (pid > 0 && waitpid(pid, &st, WNOHANG) == pid)
-			sv_test_fail(__FILE__, __LINE__,
-				     "server pid %d exited (status 0x%x) before "
-				     "listening on port %d",
-				     pid, st, port);
+			sv_test_fail(
+				__FILE__, __LINE__,
+				"server pid %d exited (status 0x%x) before "
+				"listening on port %d",
+				pid, st, port);
 		if (sv_now_ms() > end)
 			sv_test_fail(__FILE__, __LINE__,
 				     "nothing listens on port %d after %d ms",

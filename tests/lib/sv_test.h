@@ -20,74 +20,72 @@
 typedef void (*sv_test_fn)(void);
 void sv_test_register(const char *name, sv_test_fn fn);
 
-#define SV_TEST(name)                                                       \
-	static void sv_test_##name(void);                                   \
-	__attribute__((constructor)) static void sv_test_reg_##name(void)   \
-	{                                                                   \
-		sv_test_register(#name, sv_test_##name);                    \
-	}                                                                   \
+#define SV_TEST(name)                                                     \
+	static void sv_test_##name(void);                                 \
+	__attribute__((constructor)) static void sv_test_reg_##name(void) \
+	{                                                                 \
+		sv_test_register(#name, sv_test_##name);                  \
+	}                                                                 \
 	static void sv_test_##name(void)
 
 /* Fails the running test: prints where and why, kills helpers, exits 1. */
 __attribute__((noreturn, format(printf, 3, 4))) void
 sv_test_fail(const char *file, int line, const char *fmt, ...);
 
-#define ASSERT_TRUE(c)                                                      \
-	do {                                                                \
-		if (!(c))                                                   \
-			sv_test_fail(__FILE__, __LINE__, "%s", #c);          \
+#define ASSERT_TRUE(c)                                              \
+	do {                                                        \
+		if (!(c))                                           \
+			sv_test_fail(__FILE__, __LINE__, "%s", #c); \
 	} while (0)
 #define ASSERT_FALSE(c) ASSERT_TRUE(!(c))
-#define ASSERT_EQ(a, b)                                                     \
-	do {                                                                \
-		long long a_ = (long long)(a), b_ = (long long)(b);         \
-		if (a_ != b_)                                               \
-			sv_test_fail(__FILE__, __LINE__,                    \
-				     "%s == %s: %lld != %lld", #a, #b, a_,  \
-				     b_);                                   \
+#define ASSERT_EQ(a, b)                                                    \
+	do {                                                               \
+		long long a_ = (long long)(a), b_ = (long long)(b);        \
+		if (a_ != b_)                                              \
+			sv_test_fail(__FILE__, __LINE__,                   \
+				     "%s == %s: %lld != %lld", #a, #b, a_, \
+				     b_);                                  \
 	} while (0)
-#define ASSERT_NE(a, b)                                                     \
-	do {                                                                \
-		long long a_ = (long long)(a), b_ = (long long)(b);         \
-		if (a_ == b_)                                               \
-			sv_test_fail(__FILE__, __LINE__,                    \
-				     "%s != %s: both %lld", #a, #b, a_);    \
+#define ASSERT_NE(a, b)                                                  \
+	do {                                                             \
+		long long a_ = (long long)(a), b_ = (long long)(b);      \
+		if (a_ == b_)                                            \
+			sv_test_fail(__FILE__, __LINE__,                 \
+				     "%s != %s: both %lld", #a, #b, a_); \
 	} while (0)
-#define ASSERT_GE(a, b)                                                     \
-	do {                                                                \
-		long long a_ = (long long)(a), b_ = (long long)(b);         \
-		if (!(a_ >= b_))                                            \
-			sv_test_fail(__FILE__, __LINE__,                    \
-				     "%s >= %s: %lld < %lld", #a, #b, a_,   \
-				     b_);                                   \
+#define ASSERT_GE(a, b)                                                        \
+	do {                                                                   \
+		long long a_ = (long long)(a), b_ = (long long)(b);            \
+		if (!(a_ >= b_))                                               \
+			sv_test_fail(__FILE__, __LINE__,                       \
+				     "%s >= %s: %lld < %lld", #a, #b, a_, b_); \
 	} while (0)
 #define ASSERT_LE(a, b) ASSERT_GE(b, a)
-#define ASSERT_OK(x) ASSERT_EQ(0, (x))
-#define ASSERT_NOT_NULL(p)                                                  \
-	do {                                                                \
-		if ((p) == NULL)                                            \
-			sv_test_fail(__FILE__, __LINE__,                    \
-				     "%s is NULL (errno %d: %s)", #p,       \
-				     errno, strerror(errno));               \
+#define ASSERT_OK(x)	ASSERT_EQ(0, (x))
+#define ASSERT_NOT_NULL(p)                                                   \
+	do {                                                                 \
+		if ((p) == NULL)                                             \
+			sv_test_fail(__FILE__, __LINE__,                     \
+				     "%s is NULL (errno %d: %s)", #p, errno, \
+				     strerror(errno));                       \
 	} while (0)
 #define ASSERT_NULL(p) ASSERT_TRUE((p) == NULL)
-#define ASSERT_STR_EQ(a, b)                                                 \
-	do {                                                                \
-		const char *a_ = (a), *b_ = (b);                            \
-		if (!a_ || !b_ || strcmp(a_, b_))                           \
-			sv_test_fail(__FILE__, __LINE__,                    \
-				     "%s == %s: \"%s\" != \"%s\"", #a, #b,  \
-				     a_ ? a_ : "(null)",                    \
-				     b_ ? b_ : "(null)");                   \
+#define ASSERT_STR_EQ(a, b)                                                   \
+	do {                                                                  \
+		const char *a_ = (a), *b_ = (b);                              \
+		if (!a_ || !b_ || strcmp(a_, b_))                             \
+			sv_test_fail(__FILE__, __LINE__,                      \
+				     "%s == %s: \"%s\" != \"%s\"", #a, #b,    \
+				     a_ ? a_ : "(null)", b_ ? b_ : "(null)"); \
 	} while (0)
 /* Asserts that haystack contains needle. */
-#define ASSERT_CONTAINS(hay, needle)                                        \
-	do {                                                                \
-		const char *h_ = (hay), *n_ = (needle);                     \
-		if (!h_ || !strstr(h_, n_))                                 \
-			sv_test_fail(__FILE__, __LINE__,                    \
-				     "\"%s\" not found in:\n%s", n_,        \
-				     h_ ? h_ : "(null)");                   \
+#define ASSERT_CONTAINS(hay, needle)                                 \
+	do {                                                         \
+		const char *h_ = (hay), *n_ = (needle);              \
+		if (!h_ || !strstr(h_, n_))                          \
+			sv_test_fail(__FILE__, __LINE__,             \
+				     "\"%s\" not found in:\n%s", n_, \
+				     h_ ? h_ : "(null)");            \
 	} while (0)
 
 /* Monotonic clock in milliseconds. */
@@ -110,11 +108,11 @@ void sv_wait_listening(int port, pid_t pid, int timeout_ms);
  */
 struct sv_proc {
 	pid_t pid;
-	int status;	/* wait status once reaped */
-	bool exited;	/* reaped with a normal exit */
-	int code;	/* exit code when exited */
-	char *out;	/* captured stdout, NUL-terminated, after wait */
-	char *err;	/* captured stderr */
+	int status;  /* wait status once reaped */
+	bool exited; /* reaped with a normal exit */
+	int code;    /* exit code when exited */
+	char *out;   /* captured stdout, NUL-terminated, after wait */
+	char *err;   /* captured stderr */
 	char out_path[64];
 	char err_path[64];
 };

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define DEBIAN "ibv_rc_pingpong"
+#define DEBIAN	    "ibv_rc_pingpong"
 #define DEADLINE_MS 180000
 
 static const char *ours(void)
@@ -51,7 +51,7 @@ static double check_result(const char *out, int iters, long long size)
 static void pingpong(const char *server, const char *client,
 		     const char *const opts[], int iters, long long size)
 {
-	const char *sargv[24] = { server }, *cargv[24] = { client };
+	const char *sargv[24] = {server}, *cargv[24] = {client};
 	struct sv_pair_run r;
 	int n = 1;
 
@@ -64,12 +64,12 @@ static void pingpong(const char *server, const char *client,
 	sv_pair_run_free(&r);
 }
 
-#define OPTS(...) ((const char *const[]){ __VA_ARGS__, NULL })
+#define OPTS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 /* Debian's ibv_rc_pingpong, both sides. */
 SV_TEST(debian_defaults)
 {
-	pingpong(DEBIAN, DEBIAN, (const char *const[]){ NULL }, 1000, 4096);
+	pingpong(DEBIAN, DEBIAN, (const char *const[]){NULL}, 1000, 4096);
 }
 
 SV_TEST(debian_events)
@@ -137,7 +137,7 @@ SV_TEST(debian_100k_small)
 /* Ours, both sides, the same matrix. */
 SV_TEST(ours_defaults)
 {
-	pingpong(ours(), ours(), (const char *const[]){ NULL }, 1000, 4096);
+	pingpong(ours(), ours(), (const char *const[]){NULL}, 1000, 4096);
 }
 
 SV_TEST(ours_events)
@@ -231,12 +231,11 @@ SV_TEST(ours_sweep_and_warmup)
 {
 	struct sv_pair_run r;
 
-	sv_run_pair(&r,
-		    OPTS(ours(), "--sweep", "65536", "--warmup", "10", "-n",
-			 "200"),
-		    OPTS(ours(), "--sweep", "65536", "--warmup", "10", "-n",
-			 "200"),
-		    DEADLINE_MS);
+	sv_run_pair(
+		&r,
+		OPTS(ours(), "--sweep", "65536", "--warmup", "10", "-n", "200"),
+		OPTS(ours(), "--sweep", "65536", "--warmup", "10", "-n", "200"),
+		DEADLINE_MS);
 	/* one result per power of two, 1 B to 64 KiB */
 	for (const char *p = r.client.out, *q; (q = strstr(p, " iters in "));
 	     p = q + 1)
@@ -284,7 +283,7 @@ SV_TEST(interop_ours_server_debian_client)
 static void perftest(const char *prog, const char *const extra[],
 		     const char *expect)
 {
-	const char *argv[16] = { prog, "-d", "softverbs0" };
+	const char *argv[16] = {prog, "-d", "softverbs0"};
 	struct sv_pair_run r;
 	int n = 3;
 
@@ -300,7 +299,7 @@ static void perftest(const char *prog, const char *const extra[],
 
 SV_TEST(perftest_send_lat)
 {
-	perftest("ib_send_lat", (const char *const[]){ NULL }, "t_typical");
+	perftest("ib_send_lat", (const char *const[]){NULL}, "t_typical");
 }
 
 SV_TEST(perftest_send_lat_all_sizes)
@@ -315,7 +314,7 @@ SV_TEST(perftest_send_lat_events)
 
 SV_TEST(perftest_send_bw)
 {
-	perftest("ib_send_bw", (const char *const[]){ NULL }, "BW average");
+	perftest("ib_send_bw", (const char *const[]){NULL}, "BW average");
 }
 
 SV_TEST(perftest_send_bw_all_sizes)
@@ -331,10 +330,10 @@ SV_TEST(perftest_send_bw_events)
 /* The device as Debian's tools show it. */
 SV_TEST(debian_devices_and_devinfo)
 {
-	char *dev[] = { (char *)sv_built("bin/softverbs-run"), "ibv_devices",
-			NULL };
-	char *info[] = { (char *)sv_built("bin/softverbs-run"), "ibv_devinfo",
-			 "-v", NULL };
+	char *dev[] = {(char *)sv_built("bin/softverbs-run"), "ibv_devices",
+		       NULL};
+	char *info[] = {(char *)sv_built("bin/softverbs-run"), "ibv_devinfo",
+			"-v", NULL};
 	struct sv_proc p;
 
 	sv_proc_start(&p, dev, sv_prog_env());
@@ -362,10 +361,10 @@ SV_TEST(debian_devices_and_devinfo)
 SV_TEST(install_tree_runs)
 {
 	char prefix[64], run[128];
-	char *inst[] = { "cmake", "--install", (char *)sv_build_dir(),
-			 "--prefix", prefix, NULL };
-	char *dev[] = { run, "ibv_devices", NULL };
-	char *rm[] = { "rm", "-rf", prefix, NULL };
+	char *inst[] = {"cmake",    "--install", (char *)sv_build_dir(),
+			"--prefix", prefix,	 NULL};
+	char *dev[] = {run, "ibv_devices", NULL};
+	char *rm[] = {"rm", "-rf", prefix, NULL};
 	struct sv_proc p;
 
 	snprintf(prefix, sizeof(prefix), "/tmp/svinst.%d", getpid());
