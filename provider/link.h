@@ -60,7 +60,6 @@ void sv_link_ring_doorbell(int fd);
 /* After a batch of published packets: wakes the peer if it sleeps. */
 static inline void sv_link_tx_commit(struct sv_link *l)
 {
-	sv_ring_commit(&l->tx);
 	/* seq_cst: records published before we read the flag (Dekker) */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&l->tx.hdr->rx_sleep, memory_order_relaxed))
@@ -106,12 +105,6 @@ static inline void sv_link_ack_put(struct sv_link *l, uint64_t ack)
 static inline uint64_t sv_link_ack_get(struct sv_link *l)
 {
 	return atomic_load_explicit(&l->tx.hdr->ack, memory_order_acquire);
-}
-
-/* True if the peer may have put something for us since we last looked. */
-static inline bool sv_link_rx_pending(struct sv_link *l)
-{
-	return l->rx_ready && sv_ring_has_data(&l->rx);
 }
 
 /* Sleep flags: set while the progress thread sleeps for this link. */

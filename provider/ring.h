@@ -18,7 +18,7 @@
 #include "wire.h"
 
 #define SV_RING_MAGIC	 0x53567247u /* "SVrG" */
-#define SV_RING_VERSION	 3
+#define SV_RING_VERSION	 4
 #define SV_RING_DATA_OFF 4096u
 #define SV_REC_ALIGN	 64u
 
@@ -45,9 +45,9 @@ struct sv_ring_hdr {
 	uint64_t data_off; /* offset of the data: peers map at will */
 	uint32_t rx_qpn;   /* QPN of the receiving QP */
 	uint32_t rsvd0[9];
-	/* Written by the sender (requester) for every packet. */
-	_Alignas(64) _Atomic uint64_t head; /* bytes ever produced */
-	uint64_t rsvd1[7];
+	/* Unused: the receiver polls each record's own seq, so there is no
+	 * producer index to publish (nor for a peer to lie about). */
+	_Alignas(64) uint64_t rsvd1[8];
 	/* Written by the receiver (responder) for every packet, except rnr
 	 * (a CAS by either side, rare). */
 	_Alignas(64) _Atomic uint64_t tail; /* bytes ever consumed */
@@ -64,7 +64,6 @@ struct sv_ring_hdr {
 	uint32_t rsvd3[14];
 };
 static_assert(sizeof(struct sv_ring_hdr) == 256, "shared layout is ABI");
-static_assert(offsetof(struct sv_ring_hdr, head) == 64, "shared layout");
 static_assert(offsetof(struct sv_ring_hdr, tail) == 128, "shared layout");
 static_assert(offsetof(struct sv_ring_hdr, rx_sleep) == 192, "shared layout");
 
@@ -101,13 +100,6 @@ static inline void sv_ring_publish(struct sv_ring *r, struct sv_pkt *p)
 			      sv_rec_seq(r->last_pos), memory_order_release);
 }
 
-/* Sender: after publishing a batch, move the producer index (for the
- * receiver's sanity checks and for anyone watching progress). */
-static inline void sv_ring_commit(struct sv_ring *r)
-{
-	atomic_store_explicit(&r->hdr->head, r->head, memory_order_release);
-}
-
 /*
  * Receiver: the next packet.  Copies its header into *pkt (the sender
  * cannot change it under us afterwards) and points *payload at pkt->len
@@ -118,16 +110,5 @@ int sv_ring_peek(struct sv_ring *r, struct sv_pkt *pkt,
 		 const uint8_t **payload);
 /* Receiver: done with the packet sv_ring_peek returned. */
 void sv_ring_consume(struct sv_ring *r);
-
-/* Receiver: is a record (maybe a pad) published at our tail? */
-static inline bool sv_ring_has_data(struct sv_ring *r)
-{
-	const struct sv_pkt *p =
-		(const void *)(r->data + (r->tail & (r->size - 1)));
-
-	return atomic_load_explicit((_Atomic uint32_t *)&p->seq,
-				    memory_order_relaxed) ==
-	       sv_rec_seq(r->tail);
-}
 
 #endif

@@ -172,10 +172,6 @@ struct sv_rwqe {
 	uint32_t length; /* room, bytes */
 };
 
-enum sv_resp_err {
-	SV_RESP_OK,
-};
-
 struct sv_qp {
 	struct ibv_qp_ex qpx; /* starts with struct ibv_qp */
 	struct sv_context *ctx;
@@ -260,7 +256,6 @@ void sv_qp_free_all(struct sv_context *ctx);
 void sv_req_run(struct sv_qp *qp);
 void sv_resp_run(struct sv_qp *qp);
 void sv_comp_run(struct sv_qp *qp, uint64_t now_ns);
-bool sv_qp_busy(struct sv_qp *qp);
 
 /* Progress (progress.c). */
 int sv_progress_start(struct sv_context *ctx);
