@@ -260,3 +260,60 @@ void floor_report(enum floor_mode m, size_t size, double per_iter_s,
 		       (unsigned long long)iters);
 	fflush(stdout);
 }
+
+void floor_run_sizes(const struct floor_opts *o, enum floor_mode m,
+		     floor_run_fn fn, void *ctx)
+{
+	uint64_t iters;
+
+	if (!(o->mode & m))
+		return;
+	for (int i = 0; i < o->nsizes; i++) {
+		double t = floor_measure(o, fn, ctx, o->sizes[i], &iters);
+
+		floor_report(m, o->sizes[i], t, iters);
+	}
+}
+
+#define FLOOR_STOP UINT64_MAX
+
+void floor_chan_call(struct floor_chan *ch, uint64_t *seq, enum floor_cmd cmd,
+		     size_t size)
+{
+	uint64_t s = ++*seq;
+
+	/* Stores only what changed: each store to the line the peer spins
+	 * on costs a round of the coherence protocol. */
+	if (ch->cmd != cmd)
+		ch->cmd = cmd;
+	if (ch->size != size)
+		ch->size = size;
+	/* release: data, cmd and size written before the peer sees ping */
+	atomic_store_explicit(&ch->ping, s, memory_order_release);
+	while (atomic_load_explicit(&ch->pong, memory_order_acquire) != s)
+		floor_relax();
+}
+
+void floor_chan_serve(struct floor_chan *ch, void (*echo)(void *, size_t),
+		      void *ctx)
+{
+	uint64_t last = 0, v;
+
+	for (;;) {
+		while ((v = atomic_load_explicit(&ch->ping,
+						 memory_order_acquire)) == last)
+			floor_relax();
+		if (v == FLOOR_STOP)
+			return;
+		if (ch->cmd == FLOOR_CMD_ECHO)
+			echo(ctx, ch->size);
+		/* release: the answer lands before the parent sees pong */
+		atomic_store_explicit(&ch->pong, v, memory_order_release);
+		last = v;
+	}
+}
+
+void floor_chan_stop(struct floor_chan *ch)
+{
+	atomic_store_explicit(&ch->ping, FLOOR_STOP, memory_order_release);
+}

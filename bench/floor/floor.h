@@ -10,6 +10,7 @@
 #ifndef FLOOR_H
 #define FLOOR_H
 
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -102,5 +103,36 @@ double floor_measure(const struct floor_opts *o, floor_run_fn run, void *ctx,
  */
 void floor_report(enum floor_mode m, size_t size, double per_iter_s,
 		  uint64_t iters);
+
+/* Runs fn at every size when o->mode includes m, one line each. */
+void floor_run_sizes(const struct floor_opts *o, enum floor_mode m,
+		     floor_run_fn fn, void *ctx);
+
+/*
+ * A command channel from the parent to its peer in shared memory: the
+ * parent writes cmd and size, then a new number in ping, and spins until
+ * the peer echoes it in pong.  Each flag has a line of its own.
+ */
+enum floor_cmd {
+	FLOOR_CMD_ECHO = 1, /* answer with size bytes, then the flag */
+	FLOOR_CMD_ACK = 2,  /* end of a batch: answer with the flag alone */
+};
+
+struct floor_chan {
+	alignas(FLOOR_LINE) _Atomic uint64_t ping; /* parent writes: seq */
+	uint64_t cmd;  /* enum floor_cmd, written before ping */
+	uint64_t size; /* bytes the peer answers with, before ping */
+	alignas(FLOOR_LINE) _Atomic uint64_t pong; /* peer writes: seq */
+};
+
+/* Parent: one command, waited for.  *seq is the caller's counter. */
+void floor_chan_call(struct floor_chan *ch, uint64_t *seq, enum floor_cmd cmd,
+		     size_t size);
+
+/* Peer: answers commands, calling echo(ctx, size) for FLOOR_CMD_ECHO,
+ * until the parent calls floor_chan_stop. */
+void floor_chan_serve(struct floor_chan *ch, void (*echo)(void *, size_t),
+		      void *ctx);
+void floor_chan_stop(struct floor_chan *ch);
 
 #endif

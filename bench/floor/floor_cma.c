@@ -18,20 +18,10 @@
 #include <sys/prctl.h>
 #include <sys/uio.h>
 
-#define STOP UINT64_MAX
-
-enum cmd {
-	CMD_ECHO = 1, /* answer with a write of the same size and a flag */
-	CMD_ACK = 2,  /* end of a batch: answer with the flag alone */
-};
-
 struct flags {
-	alignas(FLOOR_LINE) _Atomic uint64_t ping; /* parent writes: seq */
-	uint64_t cmd;	     /* enum cmd, written before ping */
-	uint64_t size;	     /* bytes the peer answers with */
-	uint64_t parent_buf; /* address of the parent's private buffer */
-	alignas(FLOOR_LINE) _Atomic uint64_t pong; /* peer writes: seq */
-	uint64_t peer_buf;	/* address of the peer's buffer, before ready */
+	struct floor_chan ch;			 /* the parent's commands */
+	alignas(FLOOR_LINE) uint64_t parent_buf; /* the parent's buffer */
+	uint64_t peer_buf;	/* the peer's buffer, before ready */
 	_Atomic uint64_t ready; /* peer: 1 once peer_buf is set */
 };
 
@@ -44,8 +34,9 @@ struct ctx {
 };
 
 /* Writes size bytes into the other process; exits on failure. */
-static void cma_write(struct ctx *c, size_t size)
+static void cma_write(void *arg, size_t size)
 {
+	struct ctx *c = arg;
 	size_t off = 0;
 
 	while (off < size) {
@@ -63,40 +54,6 @@ static void cma_write(struct ctx *c, size_t size)
 	}
 }
 
-static void serve(struct ctx *c)
-{
-	uint64_t last = 0, v;
-
-	for (;;) {
-		while ((v = atomic_load_explicit(&c->f->ping,
-						 memory_order_acquire)) == last)
-			floor_relax();
-		if (v == STOP)
-			return;
-		if (c->f->cmd == CMD_ECHO)
-			cma_write(c, c->f->size);
-		/* release: the write is done before the parent sees pong */
-		atomic_store_explicit(&c->f->pong, v, memory_order_release);
-		last = v;
-	}
-}
-
-static void signal_peer(struct ctx *c, enum cmd cmd, size_t size)
-{
-	uint64_t seq = ++c->seq;
-
-	/* Stores only what changed: each store to the line the peer spins
-	 * on costs a round of the coherence protocol. */
-	if (c->f->cmd != cmd)
-		c->f->cmd = cmd;
-	if (c->f->size != size)
-		c->f->size = size;
-	/* release: cmd and size written before the peer sees ping */
-	atomic_store_explicit(&c->f->ping, seq, memory_order_release);
-	while (atomic_load_explicit(&c->f->pong, memory_order_acquire) != seq)
-		floor_relax();
-}
-
 static double rtt(void *arg, size_t size, uint64_t n)
 {
 	struct ctx *c = arg;
@@ -104,7 +61,7 @@ static double rtt(void *arg, size_t size, uint64_t n)
 
 	for (uint64_t i = 0; i < n; i++) {
 		cma_write(c, size);
-		signal_peer(c, CMD_ECHO, size);
+		floor_chan_call(&c->f->ch, &c->seq, FLOOR_CMD_ECHO, size);
 	}
 	return (double)(floor_now_ns() - t0) * 1e-9;
 }
@@ -116,22 +73,8 @@ static double bw(void *arg, size_t size, uint64_t n)
 
 	for (uint64_t i = 0; i < n; i++)
 		cma_write(c, size);
-	signal_peer(c, CMD_ACK, 0);
+	floor_chan_call(&c->f->ch, &c->seq, FLOOR_CMD_ACK, 0);
 	return (double)(floor_now_ns() - t0) * 1e-9;
-}
-
-static void run(const struct floor_opts *o, enum floor_mode m, floor_run_fn fn,
-		struct ctx *c)
-{
-	uint64_t iters;
-
-	if (!(o->mode & m))
-		return;
-	for (int i = 0; i < o->nsizes; i++) {
-		double t = floor_measure(o, fn, c, o->sizes[i], &iters);
-
-		floor_report(m, o->sizes[i], t, iters);
-	}
 }
 
 int main(int argc, char **argv)
@@ -158,15 +101,15 @@ int main(int argc, char **argv)
 		c.other_buf = c.f->parent_buf;
 		/* release: peer_buf written before the parent sees ready */
 		atomic_store_explicit(&c.f->ready, 1, memory_order_release);
-		serve(&c);
+		floor_chan_serve(&c.f->ch, cma_write, &c);
 		_exit(0);
 	}
 	while (!atomic_load_explicit(&c.f->ready, memory_order_acquire))
 		floor_relax();
 	c.other = pid;
 	c.other_buf = c.f->peer_buf;
-	run(&o, FLOOR_RTT, rtt, &c);
-	run(&o, FLOOR_BW, bw, &c);
-	atomic_store_explicit(&c.f->ping, STOP, memory_order_release);
+	floor_run_sizes(&o, FLOOR_RTT, rtt, &c);
+	floor_run_sizes(&o, FLOOR_BW, bw, &c);
+	floor_chan_stop(&c.f->ch);
 	return floor_reap(&o, pid);
 }

@@ -160,20 +160,6 @@ static double bw(void *arg, size_t size, uint64_t n)
 	return (double)(floor_now_ns() - t0) * 1e-9;
 }
 
-static void run(const struct floor_opts *o, enum floor_mode m, floor_run_fn fn,
-		struct ctx *c)
-{
-	uint64_t iters;
-
-	if (!(o->mode & m))
-		return;
-	for (int i = 0; i < o->nsizes; i++) {
-		double t = floor_measure(o, fn, c, o->sizes[i], &iters);
-
-		floor_report(m, o->sizes[i], t, iters);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	struct floor_opts o;
@@ -199,8 +185,8 @@ int main(int argc, char **argv)
 	}
 	c.out.r = a;
 	c.in.r = b;
-	run(&o, FLOOR_RTT, rtt, &c);
-	run(&o, FLOOR_BW, bw, &c);
+	floor_run_sizes(&o, FLOOR_RTT, rtt, &c);
+	floor_run_sizes(&o, FLOOR_BW, bw, &c);
 	ring_send(&c.out, c.buf, 0, REPLY_STOP);
 	return floor_reap(&o, pid);
 }
