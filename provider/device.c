@@ -194,6 +194,36 @@ SV_EXPORT int ibv_get_device_index(struct ibv_device *dev)
 	return dev == &sv_dev.dev ? 0 : -1;
 }
 
+/*
+ * The sysfs root, as rdma-core gives it: $SYSFS_PATH without trailing
+ * slashes, else "/sys".  librdmacm reads its ABI version below it at
+ * start-up; there is none here, which it takes as a machine without the
+ * RDMA CM and fails its rdma_cm calls cleanly.
+ */
+static char sysfs_path[256];
+
+static void sysfs_path_init(void)
+{
+	const char *e = getenv("SYSFS_PATH");
+	size_t n;
+
+	if (!e || !*e || strlen(e) >= sizeof(sysfs_path))
+		e = "/sys";
+	n = strlen(e);
+	while (n > 1 && e[n - 1] == '/')
+		n--;
+	memcpy(sysfs_path, e, n);
+	sysfs_path[n] = '\0';
+}
+
+SV_EXPORT const char *ibv_get_sysfs_path(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, sysfs_path_init);
+	return sysfs_path;
+}
+
 /* ibv_devinfo reads a few sysfs files of the device; we have no sysfs
  * entry, so answer those here and pass every other path to the kernel. */
 SV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
@@ -211,6 +241,10 @@ SV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 	ssize_t n;
 	int fd;
 
+	if (!dir || !file || (!buf && size)) {
+		errno = EINVAL; /* rdma-core would read "(null)/...": none */
+		return -1;
+	}
 	if (!strcmp(dir, sv_dev.dev.ibdev_path)) {
 		for (unsigned int i = 0; i < ARRAY_SIZE(ours); i++) {
 			if (!strcmp(file, ours[i].file)) {

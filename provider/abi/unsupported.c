@@ -167,13 +167,6 @@ SV_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
 	return -EOPNOTSUPP;
 }
 
-/* Historical (IBVERBS_1.0): the sysfs root.  We read no sysfs: NULL. */
-SV_EXPORT const char *ibv_get_sysfs_path(void);
-SV_EXPORT const char *ibv_get_sysfs_path(void)
-{
-	return NULL;
-}
-
 /*
  * ibv_register_driver@IBVERBS_1.1 (no default version: nothing can link
  * to it any more): how pre-2017 out-of-tree drivers registered.  We load
