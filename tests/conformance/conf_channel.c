@@ -2,10 +2,12 @@
 /*
  * Completion channels: the fd becomes readable on its own once an armed
  * CQ gets a completion (poll and epoll, O_NONBLOCK), events carry the CQ
- * and its context, solicited-only arming, and EBUSY while a CQ uses it.
+ * and its context, solicited-only arming, EBUSY while a CQ uses it, and
+ * waits that a signal without SA_RESTART ends with EINTR.
  */
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -147,5 +149,86 @@ SV_TEST(channel_destroy_busy)
 	ASSERT_EQ(EBUSY, ibv_destroy_comp_channel(ch));
 	ASSERT_OK(ibv_destroy_cq(cq));
 	ASSERT_OK(ibv_destroy_comp_channel(ch));
+	sv_end_close(&e);
+}
+
+static volatile sig_atomic_t alarms;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	alarms++;
+}
+
+/*
+ * alarm(1) with a handler installed without SA_RESTART, then a blocking
+ * wait for an event that never comes: -1/EINTR within about a second, as
+ * the read() of rdma-core's kernel fd gives (qperf ends timed tests so).
+ * The harness's own deadline alarm is put back afterwards.
+ */
+static void wait_interrupted(int (*wait)(struct sv_end *), struct sv_end *e)
+{
+	struct sigaction sa = {.sa_handler = on_alarm}, old;
+	unsigned int left;
+	uint64_t t0;
+	int rc;
+
+	sigemptyset(&sa.sa_mask);
+	ASSERT_OK(sigaction(SIGALRM, &sa, &old));
+	alarms = 0;
+	left = alarm(1);
+	t0 = sv_now_ms();
+	errno = 0;
+	rc = wait(e);
+	ASSERT_EQ(-1, rc);
+	ASSERT_EQ(EINTR, errno);
+	ASSERT_EQ(1, alarms);
+	ASSERT_LE(sv_now_ms() - t0, 1500);
+	ASSERT_OK(sigaction(SIGALRM, &old, NULL));
+	alarm(left ? left : 60);
+}
+
+static int wait_cq_event(struct sv_end *e)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
+	return ibv_get_cq_event(e->ch, &cq, &ctx);
+}
+
+static int wait_async_event(struct sv_end *e)
+{
+	struct ibv_async_event ev;
+
+	return ibv_get_async_event(e->ctx, &ev);
+}
+
+SV_TEST(channel_get_cq_event_eintr)
+{
+	struct sv_end_opts ob = chan_opts();
+	struct sv_pair p;
+	struct ibv_wc wc;
+
+	sv_pair_open(&p, NULL, &ob);
+	ASSERT_OK(sv_end_recv(&p.b, 7, 0, 64));
+	ASSERT_OK(ibv_req_notify_cq(p.b.rcq, 0));
+	wait_interrupted(wait_cq_event, &p.b);
+	/* the channel still works after the interrupted wait */
+	ASSERT_OK(sv_end_send(&p.a, 1, 0, 64, 0));
+	take_event(&p.b, p.b.rcq);
+	WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(7, wc.wr_id);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	WAIT_WC(p.a.scq, &wc, SV_WC_TIMEOUT_MS);
+	sv_pair_close(&p);
+}
+
+SV_TEST(channel_get_async_event_eintr)
+{
+	struct sv_end e;
+
+	memset(&e, 0, sizeof(e));
+	sv_end_open_ctx(&e);
+	wait_interrupted(wait_async_event, &e);
 	sv_end_close(&e);
 }
