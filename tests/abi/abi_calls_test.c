@@ -122,7 +122,6 @@ SV_TEST(unsupported_verbs_fail_honestly)
 	struct ibv_context *(*import_dev)(int) = sym(h, "ibv_import_device");
 	int (*in_order)(struct ibv_qp *, enum ibv_wr_opcode, uint32_t) =
 		sym(h, "ibv_query_qp_data_in_order");
-	const char *(*sysfs_path)(void) = sym(h, "ibv_get_sysfs_path");
 
 	errno = 0;
 	ASSERT_NULL(create_srq(NULL, NULL));
@@ -138,7 +137,6 @@ SV_TEST(unsupported_verbs_fail_honestly)
 	ASSERT_EQ(IBV_REREG_MR_ERR_INPUT, rereg(NULL, 0, NULL, NULL, 0, 0));
 	ASSERT_EQ(EOPNOTSUPP, errno);
 	ASSERT_EQ(0, in_order(NULL, IBV_WR_RDMA_WRITE, 0));
-	ASSERT_NULL(sysfs_path());
 	dlclose(h);
 }
 
@@ -260,5 +258,88 @@ SV_TEST(init_ah_from_wc_without_grh)
 	ASSERT_EQ(1, ah.src_path_bits);
 	ASSERT_EQ(1, ah.port_num);
 	ASSERT_EQ(0, ah.is_global);
+	dlclose(h);
+}
+
+/*
+ * The sysfs entry points answer as rdma-core's: the root is $SYSFS_PATH
+ * without trailing slashes, else "/sys" -- never NULL, which librdmacm
+ * passes straight on (it crashed every program that loads it) -- and
+ * the readers refuse NULL instead of dereferencing it.
+ */
+SV_TEST(sysfs_entry_points)
+{
+	void *h;
+	const char *(*path)(void);
+	int (*read_file)(const char *, const char *, char *, size_t);
+	char buf[64];
+
+	ASSERT_OK(setenv("SYSFS_PATH", "/nonexistent/sysfs//", 1));
+	h = lib();
+	path = sym(h, "ibv_get_sysfs_path");
+	read_file = sym(h, "ibv_read_sysfs_file");
+	ASSERT_STR_EQ("/nonexistent/sysfs", path());
+	ASSERT_TRUE(path() == path()); /* one string for the process */
+	errno = 0;
+	ASSERT_EQ(-1, read_file(path(), "class/misc/rdma_cm/abi_version", buf,
+				sizeof(buf)));
+	ASSERT_EQ(ENOENT, errno);
+	errno = 0;
+	ASSERT_EQ(-1, read_file(NULL, "abi_version", buf, sizeof(buf)));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(-1, read_file("/sys", NULL, buf, sizeof(buf)));
+	ASSERT_EQ(-1, read_file("/sys", "x", NULL, sizeof(buf)));
+	/* softverbs0's own files, under the device's ibdev_path */
+	ASSERT_EQ(9, read_file("/sys/class/infiniband/softverbs0", "board_id",
+			       buf, sizeof(buf)));
+	ASSERT_STR_EQ("SOFTVERBS", buf);
+	dlclose(h);
+}
+
+SV_TEST(sysfs_path_default)
+{
+	void *h;
+	const char *(*path)(void);
+
+	ASSERT_OK(unsetenv("SYSFS_PATH"));
+	h = lib();
+	path = sym(h, "ibv_get_sysfs_path");
+	ASSERT_STR_EQ("/sys", path());
+	dlclose(h);
+}
+
+/*
+ * The system's librdmacm on a machine without the RDMA CM, loaded against
+ * us: its start-up succeeds and its calls fail cleanly (this crashed in
+ * strcmp(NULL) while ibv_get_sysfs_path() returned NULL).
+ */
+SV_TEST(system_librdmacm_fails_cleanly)
+{
+	void *h = lib(), *cm = dlopen("librdmacm.so.1", RTLD_NOW | RTLD_LOCAL);
+	void *(*create_channel)(void);
+	struct ibv_context **(*get_devices)(int *);
+	void (*free_devices)(struct ibv_context **);
+	struct ibv_context **list;
+	int n = -1;
+
+	if (!cm) {
+		printf("SKIP: librdmacm.so.1 is not installed (%s)\n",
+		       dlerror());
+		dlclose(h);
+		return;
+	}
+	create_channel = sym(cm, "rdma_create_event_channel");
+	get_devices = sym(cm, "rdma_get_devices");
+	free_devices = sym(cm, "rdma_free_devices");
+	errno = 0;
+	ASSERT_NULL(create_channel()); /* no /dev/infiniband/rdma_cm */
+	ASSERT_NE(0, errno);
+	/* the verbs side is there: it lists softverbs0's context */
+	list = get_devices(&n);
+	ASSERT_NOT_NULL(list);
+	ASSERT_EQ(1, n);
+	ASSERT_STR_EQ("softverbs0", list[0]->device->name);
+	free_devices(list);
+	dlclose(cm);
 	dlclose(h);
 }
