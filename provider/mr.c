@@ -117,6 +117,8 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* the engine's copies survive the app unmapping this (fault.c) */
+	sv_fault_init();
 	gen = (mr->ibv.lkey + 1) & 0xff;
 	mr->addr = addr;
 	mr->iova = iova;

@@ -89,6 +89,13 @@ struct sv_mr {
 struct sv_mr *sv_mr_lookup(struct sv_context *ctx, uint32_t key,
 			   struct sv_pd *pd);
 
+/* Guarded copies (fault.c).  sv_fault_init installs the SIGSEGV/SIGBUS
+ * handler (once; at the first registration); sv_copy_guarded copies to or
+ * from registered memory and returns -EFAULT, instead of crashing, if the
+ * application unmapped or truncated it. */
+void sv_fault_init(void);
+int sv_copy_guarded(void *dst, const void *src, size_t n);
+
 /* Completion with the extras the extended CQ API can read. */
 struct sv_cqe {
 	struct ibv_wc wc;
@@ -163,6 +170,7 @@ struct sv_swqe {
 	uint32_t sge_idx; /* gather cursor */
 	uint32_t sge_off;
 	bool inl;	/* data lives in the inline buffer */
+	bool mapped;	/* SGE addrs turned from iovas into pointers */
 	uint8_t status; /* enum ibv_wc_status found by the requester */
 };
 

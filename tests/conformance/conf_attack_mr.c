@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Memory regions under attack (issue 8): MRs whose iova is not their
+ * address, PDs deallocated while in use, registrations the kernel would
+ * refuse, and memory the program takes away under a registration (munmap,
+ * truncate) — which must end in error completions, never in a signal
+ * inside the library, while faults of the program's own still crash it.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pair.h"
+
+#define FAR_IOVA 0x1000000000ull
+
+/* Receives one completion and checks its status and wr_id. */
+#define EXPECT_WC(cq, st, id)                                                 \
+	do {                                                                  \
+		struct ibv_wc w_;                                             \
+		WAIT_WC(cq, &w_, SV_WC_TIMEOUT_MS);                           \
+		if (w_.status != (st))                                        \
+			sv_test_fail(__FILE__, __LINE__,                      \
+				     "wr_id %" PRIu64 ": status %s (%d), "    \
+				     "expected %s",                           \
+				     (uint64_t)w_.wr_id,                      \
+				     ibv_wc_status_str(w_.status), w_.status, \
+				     ibv_wc_status_str(st));                  \
+		ASSERT_EQ((id), w_.wr_id);                                    \
+	} while (0)
+
+static int post_send_sge(struct sv_end *e, uint64_t wr_id, uint64_t addr,
+			 uint32_t len, uint32_t lkey)
+{
+	struct ibv_sge sg = {addr, len, lkey};
+	struct ibv_send_wr wr = {.wr_id = wr_id,
+				 .sg_list = &sg,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND},
+			   *bad;
+
+	return ibv_post_send(e->qp, &wr, &bad);
+}
+
+static int post_recv_sge(struct sv_end *e, uint64_t wr_id, uint64_t addr,
+			 uint32_t len, uint32_t lkey)
+{
+	struct ibv_sge sg = {addr, len, lkey};
+	struct ibv_recv_wr wr = {.wr_id = wr_id, .sg_list = &sg, .num_sge = 1},
+			   *bad;
+
+	return ibv_post_recv(e->qp, &wr, &bad);
+}
+
+static void *map_anon(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	ASSERT_TRUE(p != MAP_FAILED);
+	return p;
+}
+
+/*
+ * 64 KiB of memory between two guard mappings, so that once the test
+ * unmaps it no larger mapping (a ring, a thread stack) lands there: the
+ * hole stays a hole.  *outer is the whole, for the final munmap.
+ */
+static uint8_t *map_between_guards(void **outer)
+{
+	uint8_t *p = map_anon(3 * 65536);
+
+	ASSERT_OK(mprotect(p, 65536, PROT_NONE));
+	ASSERT_OK(mprotect(p + 2 * 65536, 65536, PROT_NONE));
+	*outer = p;
+	return p + 65536;
+}
+
+/* One message each way, so both ends' rings are mapped before a test
+ * changes the address space. */
+static void warm_up(struct sv_pair *p)
+{
+	ASSERT_OK(sv_end_recv(&p->b, 100, 0, 64));
+	ASSERT_OK(sv_end_recv(&p->a, 101, 0, 64));
+	ASSERT_OK(sv_end_send(&p->a, 102, 0, 64, 0));
+	ASSERT_OK(sv_end_send(&p->b, 103, 0, 64, 0));
+	EXPECT_WC(p->a.scq, IBV_WC_SUCCESS, 102);
+	EXPECT_WC(p->b.scq, IBV_WC_SUCCESS, 103);
+	EXPECT_WC(p->b.rcq, IBV_WC_SUCCESS, 100);
+	EXPECT_WC(p->a.rcq, IBV_WC_SUCCESS, 101);
+}
+
+/* Item 3: SGEs of an MR registered at an iova are iovas, on both sides. */
+SV_TEST(mr_iova_send_recv)
+{
+	struct ibv_mr *ma, *mb;
+	struct sv_pair p;
+
+	sv_pair_open(&p, NULL, NULL);
+	ma = ibv_reg_mr_iova(p.a.pd, p.a.buf, p.a.o.buf_len, FAR_IOVA,
+			     IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(ma);
+	mb = ibv_reg_mr_iova2(p.b.pd, p.b.buf, p.b.o.buf_len, FAR_IOVA * 2,
+			      IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(mb);
+	ASSERT_EQ((uintptr_t)p.a.buf, (uintptr_t)ma->addr);
+
+	sv_fill(p.a.buf + 1000, 3000, 31);
+	ASSERT_OK(post_recv_sge(&p.b, 1, FAR_IOVA * 2 + 5000, 4000, mb->lkey));
+	ASSERT_OK(post_send_sge(&p.a, 2, FAR_IOVA + 1000, 3000, ma->lkey));
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 2);
+	EXPECT_WC(p.b.rcq, IBV_WC_SUCCESS, 1);
+	ASSERT_EQ(-1, sv_check(p.b.buf + 5000, 3000, 31));
+
+	/* the real address is no iova of that MR: outside every MR */
+	ASSERT_OK(post_recv_sge(&p.b, 3, FAR_IOVA * 2, 4000, mb->lkey));
+	ASSERT_OK(post_send_sge(&p.a, 4, (uintptr_t)p.a.buf, 64, ma->lkey));
+	EXPECT_WC(p.a.scq, IBV_WC_LOC_PROT_ERR, 4);
+	NO_WC(p.b.rcq, 50);
+	ASSERT_OK(ibv_dereg_mr(ma));
+	ASSERT_OK(ibv_dereg_mr(mb));
+	sv_pair_close(&p);
+}
+
+/* Item 3: an iova just past the MR's end fails, without a crash. */
+SV_TEST(mr_iova_outside)
+{
+	struct ibv_mr *ma;
+	struct sv_pair p;
+
+	sv_pair_open(&p, NULL, NULL);
+	ma = ibv_reg_mr_iova(p.a.pd, p.a.buf, 8192, FAR_IOVA,
+			     IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(ma);
+	ASSERT_OK(sv_end_recv(&p.b, 1, 0, 4096));
+	ASSERT_OK(post_send_sge(&p.a, 2, FAR_IOVA + 8192 - 8, 64, ma->lkey));
+	EXPECT_WC(p.a.scq, IBV_WC_LOC_PROT_ERR, 2);
+	NO_WC(p.b.rcq, 50);
+	ASSERT_OK(ibv_dereg_mr(ma));
+	sv_pair_close(&p);
+}
+
+/* Item 5b: the receive buffer unmapped under its MR. */
+SV_TEST(mr_munmap_recv_buffer)
+{
+	struct ibv_mr *mr;
+	struct sv_pair p;
+	uint8_t *buf;
+	void *outer;
+
+	sv_pair_open(&p, NULL, NULL);
+	warm_up(&p);
+	buf = map_between_guards(&outer);
+	mr = ibv_reg_mr(p.b.pd, buf, 65536, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_OK(post_recv_sge(&p.b, 1, (uintptr_t)buf, 65536, mr->lkey));
+	ASSERT_OK(munmap(buf, 65536));
+	ASSERT_OK(sv_end_send(&p.a, 2, 0, 5000, 0));
+	EXPECT_WC(p.b.rcq, IBV_WC_LOC_PROT_ERR, 1);
+	EXPECT_WC(p.a.scq, IBV_WC_REM_OP_ERR, 2);
+	ASSERT_EQ(IBV_QPS_ERR, sv_end_state(&p.b));
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_OK(munmap(outer, 3 * 65536));
+	sv_pair_close(&p);
+}
+
+/* Item 5b: the send buffer unmapped under its MR. */
+SV_TEST(mr_munmap_send_buffer)
+{
+	struct ibv_mr *mr;
+	struct sv_pair p;
+	uint8_t *buf;
+	void *outer;
+
+	sv_pair_open(&p, NULL, NULL);
+	buf = map_between_guards(&outer);
+	mr = ibv_reg_mr(p.a.pd, buf, 65536, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_OK(sv_end_recv(&p.b, 1, 0, 65536));
+	/* one message in the peer's ring first: the fault is not at the
+	 * start of the queue */
+	ASSERT_OK(sv_end_send(&p.a, 2, 0, 100, 0));
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 2);
+	EXPECT_WC(p.b.rcq, IBV_WC_SUCCESS, 1);
+	ASSERT_OK(sv_end_recv(&p.b, 3, 0, 65536));
+	ASSERT_OK(munmap(buf, 65536));
+	ASSERT_OK(post_send_sge(&p.a, 4, (uintptr_t)buf, 65536, mr->lkey));
+	ASSERT_OK(sv_end_send(&p.a, 5, 0, 100, 0));
+	EXPECT_WC(p.a.scq, IBV_WC_LOC_PROT_ERR, 4);
+	EXPECT_WC(p.a.scq, IBV_WC_WR_FLUSH_ERR, 5);
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_OK(munmap(outer, 3 * 65536));
+	sv_pair_close(&p);
+}
+
+/* Item 5b: the file behind a shared mapping truncated under its MR. */
+SV_TEST(mr_truncate_file_buffer)
+{
+	struct ibv_mr *mr;
+	struct sv_pair p;
+	uint8_t *buf;
+	int fd;
+
+	sv_pair_open(&p, NULL, NULL);
+	warm_up(&p);
+	fd = memfd_create("sv-mr-test", 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_OK(ftruncate(fd, 65536));
+	buf = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_TRUE(buf != MAP_FAILED);
+	memset(buf, 1, 65536);
+	mr = ibv_reg_mr(p.b.pd, buf, 65536, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_OK(post_recv_sge(&p.b, 1, (uintptr_t)buf, 65536, mr->lkey));
+	ASSERT_OK(ftruncate(fd, 0));
+	ASSERT_OK(sv_end_send(&p.a, 2, 0, 3000, 0));
+	EXPECT_WC(p.b.rcq, IBV_WC_LOC_PROT_ERR, 1);
+	EXPECT_WC(p.a.scq, IBV_WC_REM_OP_ERR, 2);
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_OK(munmap(buf, 65536));
+	close(fd);
+	sv_pair_close(&p);
+}
+
+/* In a child: registers memory (our fault handler is in place), then
+ * dereferences NULL, which is the program's own bug. */
+static void __attribute__((noreturn)) child_faults(void)
+{
+	struct rlimit no_core = {0, 0};
+	struct sv_end e;
+
+	setrlimit(RLIMIT_CORE, &no_core);
+	memset(&e, 0, sizeof(e));
+	sv_end_open_ctx(&e);
+	e.buf = map_anon(4096);
+	if (!ibv_reg_mr(e.pd, e.buf, 4096, IBV_ACCESS_LOCAL_WRITE))
+		_exit(3);
+	*(volatile int *)(uintptr_t)e.lid = 0; /* NULL + a small LID */
+	_exit(4);
+}
+
+static void on_segv(int sig, siginfo_t *si, void *uc)
+{
+	_exit(si->si_addr == NULL || (uintptr_t)si->si_addr < 65536 ? 42 : 5);
+}
+
+/* Runs child_faults in a child, stderr to a pipe; its wait status. */
+static int run_faulting_child(bool own_handler, char *err, size_t errlen)
+{
+	int fds[2], st;
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	ASSERT_OK(pipe(fds));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		dup2(fds[1], 2);
+		if (own_handler) {
+			struct sigaction sa = {.sa_sigaction = on_segv,
+					       .sa_flags = SA_SIGINFO};
+
+			sigaction(SIGSEGV, &sa, NULL);
+		}
+		child_faults();
+	}
+	close(fds[1]);
+	while ((n = read(fds[0], err + got, errlen - 1 - got)) > 0)
+		got += n;
+	err[got] = '\0';
+	close(fds[0]);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	return st;
+}
+
+/* Item 5b: a fault outside our copies still reaches the action that was
+ * there before: the default (death by SIGSEGV) or the program's handler. */
+SV_TEST(mr_fault_handler_chains)
+{
+	static char err[65536];
+	int st;
+
+	st = run_faulting_child(false, err, sizeof(err));
+#ifdef __SANITIZE_ADDRESS__
+	/* ASan's handler was there first: it reports and exits */
+	ASSERT_TRUE(WIFEXITED(st));
+	ASSERT_NE(0, WEXITSTATUS(st));
+	ASSERT_CONTAINS(err, "AddressSanitizer: SEGV");
+#else
+	if (!WIFSIGNALED(st))
+		sv_test_fail(__FILE__, __LINE__, "child status %#x:\n%s", st,
+			     err);
+	ASSERT_EQ(SIGSEGV, WTERMSIG(st));
+#endif
+	st = run_faulting_child(true, err, sizeof(err));
+	if (!WIFEXITED(st))
+		sv_test_fail(__FILE__, __LINE__, "child status %#x:\n%s", st,
+			     err);
+	ASSERT_EQ(42, WEXITSTATUS(st));
+}
