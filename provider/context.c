@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Contexts: ibv_open_device/ibv_close_device, the ops tables the inline
- * verbs dispatch through, and the protection domain (nothing but a tag
- * here).  A context owns its progress thread and async event queue.
+ * verbs dispatch through, and the protection domain (a tag, and a count
+ * of the objects created on it).  A context owns its progress thread and
+ * async event queue.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -129,8 +130,13 @@ SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *c)
 	return &pd->ibv;
 }
 
-SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
+SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 {
-	free(container_of(pd, struct sv_pd, ibv));
+	struct sv_pd *pd = to_spd(ibpd);
+
+	/* acquire: the users' last accesses happen before the free */
+	if (atomic_load_explicit(&pd->users, memory_order_acquire))
+		return EBUSY;
+	free(pd);
 	return 0;
 }

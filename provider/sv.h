@@ -70,9 +70,27 @@ static inline struct sv_context *to_sctx(struct ibv_context *c)
 	return container_of(c, struct sv_context, vctx.context);
 }
 
+/* A PD cannot go while anything created on it lives (the kernel's
+ * usecnt): MRs and QPs take a reference (MWs, AHs, SRQs must too). */
 struct sv_pd {
 	struct ibv_pd ibv;
+	_Atomic uint32_t users; /* objects created on this PD */
 };
+
+static inline struct sv_pd *to_spd(struct ibv_pd *pd)
+{
+	return container_of(pd, struct sv_pd, ibv);
+}
+
+static inline void sv_pd_get(struct sv_pd *pd)
+{
+	atomic_fetch_add_explicit(&pd->users, 1, memory_order_relaxed);
+}
+
+static inline void sv_pd_put(struct sv_pd *pd)
+{
+	atomic_fetch_sub_explicit(&pd->users, 1, memory_order_release);
+}
 
 struct sv_mr {
 	struct ibv_mr ibv;

@@ -143,6 +143,106 @@ SV_TEST(mr_iova_outside)
 	sv_pair_close(&p);
 }
 
+/* Item 4: a PD in use by an MR or a QP cannot go (the kernel: EBUSY). */
+SV_TEST(mr_dealloc_pd_busy)
+{
+	struct ibv_pd *pd2, *pd3;
+	struct ibv_qp_init_attr ia;
+	struct ibv_mr *mr;
+	struct ibv_qp *qp;
+	struct sv_pair p;
+
+	sv_pair_open(&p, NULL, NULL);
+	pd2 = ibv_alloc_pd(p.a.ctx);
+	ASSERT_NOT_NULL(pd2);
+	mr = ibv_reg_mr(pd2, p.a.buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_EQ(EBUSY, ibv_dealloc_pd(pd2));
+
+	/* pd2 lives on: its MR is no key for a QP of another PD */
+	pd3 = ibv_alloc_pd(p.a.ctx);
+	ASSERT_NOT_NULL(pd3);
+	ASSERT_OK(sv_end_recv(&p.b, 1, 0, 4096));
+	ASSERT_OK(post_send_sge(&p.a, 2, (uintptr_t)p.a.buf, 64, mr->lkey));
+	EXPECT_WC(p.a.scq, IBV_WC_LOC_PROT_ERR, 2);
+
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = p.a.scq;
+	ia.recv_cq = p.a.rcq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = 1;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	qp = ibv_create_qp(pd3, &ia);
+	ASSERT_NOT_NULL(qp);
+	ASSERT_EQ(EBUSY, ibv_dealloc_pd(pd3));
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_OK(ibv_dealloc_pd(pd2));
+	ASSERT_EQ(EBUSY, ibv_dealloc_pd(pd3));
+	ASSERT_OK(ibv_destroy_qp(qp));
+	ASSERT_OK(ibv_dealloc_pd(pd3));
+	sv_pair_close(&p);
+}
+
+/* Item 5a: what the kernel cannot pin for the access asked is EFAULT. */
+SV_TEST(mr_reg_unwritable)
+{
+	static const int writes[] = {
+		IBV_ACCESS_LOCAL_WRITE,
+		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC,
+	};
+	struct ibv_mr *mr;
+	struct sv_end e;
+	uint8_t *ro;
+
+	memset(&e, 0, sizeof(e));
+	sv_end_open_ctx(&e);
+	ro = map_anon(3 * 4096);
+	ASSERT_OK(mprotect(ro + 4096, 4096, PROT_READ));
+	ASSERT_OK(mprotect(ro + 8192, 4096, PROT_NONE));
+	for (size_t i = 0; i < sizeof(writes) / sizeof(writes[0]); i++) {
+		errno = 0;
+		ASSERT_NULL(ibv_reg_mr(e.pd, ro + 4096, 4096, writes[i]));
+		ASSERT_EQ(EFAULT, errno);
+		/* one read-only page inside a writable range is enough */
+		errno = 0;
+		ASSERT_NULL(ibv_reg_mr(e.pd, ro + 100, 8000, writes[i]));
+		ASSERT_EQ(EFAULT, errno);
+	}
+	/* read-only access to read-only memory is fine */
+	mr = ibv_reg_mr(e.pd, ro + 4096, 4096, 0);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_OK(ibv_dereg_mr(mr));
+	mr = ibv_reg_mr(e.pd, ro, 4096, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_OK(ibv_dereg_mr(mr));
+	/* memory that cannot be read at all is refused for any access */
+	errno = 0;
+	ASSERT_NULL(ibv_reg_mr(e.pd, ro + 8192, 4096, 0));
+	ASSERT_EQ(EFAULT, errno);
+	errno = 0;
+	ASSERT_NULL(ibv_reg_mr(e.pd, ro + 4096, 8192, 0));
+	ASSERT_EQ(EFAULT, errno);
+	ASSERT_OK(munmap(ro, 3 * 4096));
+	sv_end_close(&e);
+}
+
+/* Minor: the kernel refuses an empty registration with EINVAL. */
+SV_TEST(mr_reg_empty)
+{
+	struct sv_end e;
+
+	memset(&e, 0, sizeof(e));
+	sv_end_open_ctx(&e);
+	errno = 0;
+	ASSERT_NULL(ibv_reg_mr(e.pd, NULL, 0, IBV_ACCESS_LOCAL_WRITE));
+	ASSERT_EQ(EINVAL, errno);
+	errno = 0;
+	ASSERT_NULL(ibv_reg_mr(e.pd, &e, 0, 0));
+	ASSERT_EQ(EINVAL, errno);
+	sv_end_close(&e);
+}
+
 /* Item 5b: the receive buffer unmapped under its MR. */
 SV_TEST(mr_munmap_recv_buffer)
 {
