@@ -401,3 +401,74 @@ SV_TEST(mr_fault_handler_chains)
 			     err);
 	ASSERT_EQ(42, WEXITSTATUS(st));
 }
+
+/* Minor: rdma-core on a modern kernel needs no fork protection and does
+ * not madvise registered memory: a child reads it. */
+SV_TEST(mr_fork_child_reads_registered)
+{
+	struct ibv_mr *mr;
+	struct sv_end e;
+	uint8_t *buf;
+	pid_t pid;
+	int st;
+
+	ASSERT_OK(ibv_fork_init());
+	ASSERT_EQ(IBV_FORK_UNNEEDED, ibv_is_fork_initialized());
+	memset(&e, 0, sizeof(e));
+	sv_end_open_ctx(&e);
+	buf = map_anon(8192);
+	sv_fill(buf, 8192, 7);
+	mr = ibv_reg_mr(e.pd, buf, 8192, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(mr);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0)
+		_exit(sv_check(buf, 8192, 7) == -1 ? 0 : 1);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st));
+	ASSERT_EQ(0, WEXITSTATUS(st));
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_OK(munmap(buf, 8192));
+	sv_end_close(&e);
+}
+
+static long rss_kib(void)
+{
+	long size, rss;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	ASSERT_NOT_NULL(f);
+	ASSERT_EQ(2, fscanf(f, "%ld %ld", &size, &rss));
+	fclose(f);
+	return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* Minor: a context's MR key table costs address space, not memory. */
+SV_TEST(mr_key_table_rss)
+{
+	struct ibv_device **list;
+	struct ibv_context *c;
+	long base, peak = 0;
+
+	list = ibv_get_device_list(NULL);
+	ASSERT_NOT_NULL(list);
+	c = ibv_open_device(list[0]);
+	ASSERT_NOT_NULL(c);
+	ASSERT_OK(ibv_close_device(c));
+	base = rss_kib();
+	for (int i = 0; i < 20; i++) {
+		long r;
+
+		c = ibv_open_device(list[0]);
+		ASSERT_NOT_NULL(c);
+		r = rss_kib();
+		if (r > peak)
+			peak = r;
+		ASSERT_OK(ibv_close_device(c));
+	}
+	ibv_free_device_list(list);
+	if (peak - base > 2048 || rss_kib() - base > 2048)
+		sv_test_fail(__FILE__, __LINE__,
+			     "RSS %ld KiB after one cycle, peak %ld, end %ld",
+			     base, peak, rss_kib());
+}
