@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
  * Contexts: ibv_open_device/ibv_close_device, the ops tables the inline
- * verbs dispatch through, and the protection domain (nothing but a tag
- * here).  A context owns its progress thread and async event queue.
+ * verbs dispatch through, and the protection domain (a tag, and a count
+ * of the objects created on it).  A context owns its progress thread and
+ * async event queue.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "sv.h"
+
+#define SV_MR_TABLE_BYTES (SV_MAX_MR * sizeof(struct sv_mr *))
 
 static int no_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			    struct ibv_recv_wr **bad)
@@ -74,12 +78,15 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 	pthread_mutex_init(&ctx->mr_lock, NULL);
 	sv_list_init(&ctx->qps);
 	set_ops(ctx);
-	/* the MR table never moves: lookups need no lock (mr.c) */
-	ctx->mrs = calloc(SV_MAX_MR, sizeof(*ctx->mrs));
+	/* the MR table never moves: lookups need no lock (mr.c).  8 MiB of
+	 * address space, from mmap: untouched pages cost no memory (calloc
+	 * of reused heap would zero them all) */
+	ctx->mrs = mmap(NULL, SV_MR_TABLE_BYTES, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	ctx->nmrs = 1;
-	if (!ctx->mrs) {
+	if (ctx->mrs == MAP_FAILED) {
 		err = -ENOMEM;
-		goto err_free;
+		goto err_free_ctx;
 	}
 
 	err = sv_evq_init(&ctx->async);
@@ -94,7 +101,8 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 err_evq:
 	sv_evq_destroy(&ctx->async);
 err_free:
-	free(ctx->mrs);
+	munmap(ctx->mrs, SV_MR_TABLE_BYTES);
+err_free_ctx:
 	free(ctx);
 	errno = -err;
 	return NULL;
@@ -109,7 +117,7 @@ SV_EXPORT int ibv_close_device(struct ibv_context *c)
 	sv_evq_destroy(&ctx->async);
 	for (uint32_t i = 1; i < ctx->nmrs; i++)
 		free(ctx->mrs[i]);
-	free(ctx->mrs);
+	munmap(ctx->mrs, SV_MR_TABLE_BYTES);
 	pthread_rwlock_destroy(&ctx->qp_lock);
 	pthread_mutex_destroy(&ctx->mr_lock);
 	pthread_mutex_destroy(&c->mutex);
@@ -129,8 +137,13 @@ SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *c)
 	return &pd->ibv;
 }
 
-SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
+SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 {
-	free(container_of(pd, struct sv_pd, ibv));
+	struct sv_pd *pd = to_spd(ibpd);
+
+	/* acquire: the users' last accesses happen before the free */
+	if (atomic_load_explicit(&pd->users, memory_order_acquire))
+		return EBUSY;
+	free(pd);
 	return 0;
 }

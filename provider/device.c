@@ -474,8 +474,10 @@ SV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *c,
 	return n;
 }
 
-/* Fork: registered memory is MADV_DONTFORK'd at registration, as rdma-core
- * does after ibv_fork_init(); nothing else is needed. */
+/* Fork: as rdma-core on a kernel with copy-on-fork of pinned pages (5.13+),
+ * nothing is needed and nothing is done: registered memory is not
+ * MADV_DONTFORK'd (we pin nothing; the engine copies through the
+ * registering process's own mappings), so a child may read it as usual. */
 SV_EXPORT int ibv_fork_init(void)
 {
 	return 0;

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * Memory regions: registration checks the range is mapped and the access
- * flags are coherent, and hands out a key naming a slot of the context's
- * MR table.  MR structures are type-stable (reused, never freed before the
- * context) so the engine may look a key up without a lock while another
- * thread deregisters: a stale key then simply fails the lookup.
+ * Memory regions: registration refuses what the kernel would (the range
+ * must be mapped with the permissions the access needs, the flags
+ * coherent), takes a reference on the PD, and hands out a key naming a
+ * slot of the context's MR table.  Nothing is pinned or madvised: the
+ * engine's copies are guarded instead (fault.c), and fork needs nothing
+ * (IBV_FORK_UNNEEDED, device.c).  MR structures are type-stable (reused, never
+ * freed before the context) so the engine may look a key up without a lock
+ * while another thread deregisters: a stale key then simply fails the lookup.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -23,26 +27,69 @@
 	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | \
 	 IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING)
 
-/* True if every page of [addr, addr+len) is mapped. */
-static bool range_mapped(const void *addr, size_t len)
+/* ib_access_writable(): access that lets anyone write the memory. */
+#define SV_ACCESS_WRITES                                    \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
+
+/*
+ * The kernel pins a range at registration, for writing when the access
+ * lets anyone write (FOLL_WRITE), and fails with EFAULT what it cannot
+ * pin: a hole, PROT_NONE, or a read-only mapping asked to be writable.
+ * We pin nothing, so we ask /proc/self/maps the same question: every
+ * page of [addr, addr+len) mapped readable, and writable if write.
+ */
+static int check_range(const void *addr, size_t len, bool write)
 {
-	long page = sysconf(_SC_PAGESIZE);
-	uintptr_t start = (uintptr_t)addr & ~(uintptr_t)(page - 1);
-	uintptr_t end =
-		((uintptr_t)addr + len + page - 1) & ~(uintptr_t)(page - 1);
-	unsigned char vec[256];
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t cur = (uintptr_t)addr & ~(page - 1);
+	uintptr_t end = ((uintptr_t)addr + len + page - 1) & ~(page - 1);
+	FILE *f = fopen("/proc/self/maps", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	int err = -EFAULT;
 
-	/* mincore fails with ENOMEM on an unmapped page; chunked */
-	for (uintptr_t p = start; p < end;) {
-		size_t n = (end - p) / page;
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		unsigned long lo, hi;
+		char perm[5];
 
-		if (n > sizeof(vec))
-			n = sizeof(vec);
-		if (mincore((void *)p, n * page, vec))
-			return false;
-		p += n * page;
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perm) != 3)
+			break;
+		if (hi <= cur)
+			continue;
+		if (lo > cur || perm[0] != 'r' || (write && perm[1] != 'w'))
+			break; /* a hole, or a page we may not touch */
+		cur = hi;
+		if (cur >= end) {
+			err = 0;
+			break;
+		}
 	}
-	return true;
+	free(line);
+	fclose(f);
+	return err;
+}
+
+/* What the kernel would refuse, as -errno. */
+static int check_reg(const void *addr, size_t length, unsigned int access)
+{
+	if (access & ~(unsigned int)SV_ACCESS_KNOWN)
+		return -EINVAL;
+	if (access &
+	    (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_MW_BIND))
+		return -EOPNOTSUPP;
+	/* IBA 10.6.3.1: remote write or atomic needs local write */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	/* ib_umem_get(): an empty or wrapping range is invalid */
+	if (!length || (uintptr_t)addr + length < (uintptr_t)addr)
+		return -EINVAL;
+	if (length > (1ull << 40))
+		return -EFAULT;
+	return check_range(addr, length, access & SV_ACCESS_WRITES);
 }
 
 static struct sv_mr *mr_alloc(struct sv_context *ctx)
@@ -87,29 +134,17 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
 					  unsigned int access)
 {
 	struct sv_context *ctx = to_sctx(ibpd->context);
+	struct sv_pd *pd = to_spd(ibpd);
 	struct sv_mr *mr;
 	uint32_t gen;
+	int err;
 
 	/* optional access bits may be ignored (verbs.h); others are ours */
 	access &= ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE |
 		  IBV_ACCESS_RELAXED_ORDERING;
-	if (access & ~(unsigned int)SV_ACCESS_KNOWN) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (access & (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_ZERO_BASED |
-		      IBV_ACCESS_MW_BIND)) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
-	/* IBA 10.6.3.1: remote write or atomic needs local write */
-	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-	    !(access & IBV_ACCESS_LOCAL_WRITE)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (length > (1ull << 40) || (length && !range_mapped(addr, length))) {
-		errno = EFAULT;
+	err = check_reg(addr, length, access);
+	if (err) {
+		errno = -err;
 		return NULL;
 	}
 	mr = mr_alloc(ctx);
@@ -117,6 +152,9 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* the engine's copies survive the app unmapping this (fault.c) */
+	sv_fault_init();
+	sv_pd_get(pd);
 	gen = (mr->ibv.lkey + 1) & 0xff;
 	mr->addr = addr;
 	mr->iova = iova;
@@ -130,7 +168,7 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
 	/* release: fields above before the key that makes them findable */
 	atomic_store_explicit((_Atomic uint32_t *)&mr->ibv.rkey,
 			      mr->index << 8 | gen, memory_order_relaxed);
-	mr->pd = container_of(ibpd, struct sv_pd, ibv);
+	mr->pd = pd;
 	atomic_store_explicit((_Atomic uint32_t *)&mr->ibv.lkey,
 			      mr->index << 8 | gen, memory_order_release);
 	return &mr->ibv;
@@ -155,10 +193,18 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	struct sv_mr *mr = container_of(ibmr, struct sv_mr, ibv);
 	struct sv_context *ctx = to_sctx(ibmr->context);
 
+	struct sv_pd *pd;
+
 	pthread_mutex_lock(&ctx->mr_lock);
+	pd = mr->pd;
+	if (!pd) { /* already deregistered */
+		pthread_mutex_unlock(&ctx->mr_lock);
+		return EINVAL;
+	}
 	mr->pd = NULL; /* lookups fail from now on */
 	mr->next_free = ctx->mr_free;
 	ctx->mr_free = mr;
 	pthread_mutex_unlock(&ctx->mr_lock);
+	sv_pd_put(pd);
 	return 0;
 }

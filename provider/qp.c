@@ -496,6 +496,7 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	sv_list_add_tail(&ctx->qps, &qp->ctx_node);
 	pthread_rwlock_unlock(&ctx->qp_lock);
 	sv_progress_add(ctx, &qp->pfd[0], qp->link.listen_fd);
+	sv_pd_get(to_spd(a->pd));
 
 	/* report what we give, as hardware does */
 	a->cap.max_send_sge = qp->max_send_sge;
@@ -568,6 +569,7 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct sv_qp *qp = to_sqp(ibqp);
 	struct sv_context *ctx = qp->ctx;
+	struct sv_pd *pd = to_spd(ibqp->pd); /* qp may be reused after put */
 
 	/* unhook first: no poller or progress thread can reach it after */
 	pthread_rwlock_wrlock(&ctx->qp_lock);
@@ -596,5 +598,6 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	qp_put(ctx, qp);
 	sv_unlock(&qp->lock);
 	pthread_rwlock_unlock(&ctx->qp_lock);
+	sv_pd_put(pd);
 	return 0;
 }

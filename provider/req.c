@@ -3,9 +3,11 @@
  * The requester: turns posted send WQEs into packet trains on the link
  * (wire.h), assigning PSNs, one path MTU per PSN.  It gathers from the
  * application's buffers straight into the peer's ring: one copy.  A WQE
- * whose gather list fails the key checks stops the queue there and is
- * completed with IBV_WC_LOC_PROT_ERR by the completer, in order.
+ * whose gather list fails the key checks, or whose memory faults under
+ * the copy, stops the queue there and is completed with
+ * IBV_WC_LOC_PROT_ERR by the completer, in order.
  */
+#include <errno.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -26,11 +28,15 @@ static struct ibv_sge *wqe_sge(struct sv_qp *qp, const struct sv_swqe *w)
 	return &qp->sq_sge[(size_t)(w - qp->sq) * qp->max_send_sge];
 }
 
-/* IBA 10.6.3.4: every SGE inside an MR of our PD with local access. */
-static bool sges_ok(struct sv_qp *qp, const struct sv_swqe *w)
+/*
+ * IBA 10.6.3.4: every SGE inside an MR of our PD with local access.  An
+ * SGE names an iova of its MR; this turns it, in our copy of the WQE,
+ * into where the bytes are in our memory, for gather.
+ */
+static bool translate_sges(struct sv_qp *qp, struct sv_swqe *w)
 {
 	struct sv_pd *pd = container_of(qp->qpx.qp_base.pd, struct sv_pd, ibv);
-	const struct ibv_sge *sg = wqe_sge(qp, w);
+	struct ibv_sge *sg = wqe_sge(qp, w);
 
 	for (uint32_t i = 0; i < w->num_sge; i++) {
 		struct sv_mr *mr;
@@ -42,13 +48,16 @@ static bool sges_ok(struct sv_qp *qp, const struct sv_swqe *w)
 		    sg[i].addr - mr->iova > mr->length ||
 		    sg[i].length > mr->length - (sg[i].addr - mr->iova))
 			return false;
+		sg[i].addr = (uintptr_t)mr->addr + (sg[i].addr - mr->iova);
 	}
+	w->mapped = true;
 	return true;
 }
 
-/* Copies len bytes of the message at the WQE's gather cursor. */
-static void gather(struct sv_qp *qp, struct sv_swqe *w, uint8_t *dst,
-		   uint32_t len)
+/* Copies len bytes of the message at the WQE's gather cursor; -EFAULT if
+ * the application took the memory away under its registration. */
+static int gather(struct sv_qp *qp, struct sv_swqe *w, uint8_t *dst,
+		  uint32_t len)
 {
 	const struct ibv_sge *sg = wqe_sge(qp, w);
 
@@ -57,7 +66,7 @@ static void gather(struct sv_qp *qp, struct sv_swqe *w, uint8_t *dst,
 		       qp->sq_inline + (size_t)(w - qp->sq) * qp->max_inline +
 			       w->sent,
 		       len);
-		return;
+		return 0;
 	}
 	while (len) {
 		const struct ibv_sge *s = &sg[w->sge_idx];
@@ -65,9 +74,12 @@ static void gather(struct sv_qp *qp, struct sv_swqe *w, uint8_t *dst,
 
 		if (n > len)
 			n = len;
-		/* the keys were checked: the MR maps iova 1:1 to addr */
-		memcpy(dst, (const uint8_t *)(uintptr_t)s->addr + w->sge_off,
-		       n);
+		/* translate_sges made s->addr a pointer */
+		if (sv_copy_guarded(dst,
+				    (const uint8_t *)(uintptr_t)s->addr +
+					    w->sge_off,
+				    n))
+			return -EFAULT;
 		dst += n;
 		len -= n;
 		w->sge_off += n;
@@ -76,6 +88,7 @@ static void gather(struct sv_qp *qp, struct sv_swqe *w, uint8_t *dst,
 			w->sge_off = 0;
 		}
 	}
+	return 0;
 }
 
 /* Puts as much of one WQE on the link as fits; true when all of it. */
@@ -111,7 +124,11 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 		h.rec_len = qp->link.tx.last_rec;
 		if (!w->sent)
 			w->first_psn = qp->next_psn;
-		gather(qp, w, (uint8_t *)(p + 1), chunk);
+		if (gather(qp, w, (uint8_t *)(p + 1), chunk)) {
+			/* never published: the peer sees nothing of it */
+			w->status = IBV_WC_LOC_PROT_ERR;
+			return true;
+		}
 		memcpy(p, &h, offsetof(struct sv_pkt, seq));
 		sv_ring_publish(&qp->link.tx, p);
 		qp->next_psn = sv_psn_add(qp->next_psn, h.npsn);
@@ -135,18 +152,18 @@ void sv_req_run(struct sv_qp *qp)
 		struct sv_swqe *w = &qp->sq[qp->sq_send & (qp->sq_size - 1)];
 		uint64_t head = qp->link.tx.head;
 
-		if (!w->sent && !w->inl && !sges_ok(qp, w)) {
+		if (!w->inl && !w->mapped && !translate_sges(qp, w))
 			w->status = IBV_WC_LOC_PROT_ERR;
-			qp->sq_send++;
-			qp->sq_stopped = true;
-			break; /* nothing after it goes out */
-		}
-		if (!send_wqe(qp, w, tmax, &err)) {
+		else if (!send_wqe(qp, w, tmax, &err)) {
 			wrote |= qp->link.tx.head != head;
 			break;
 		}
 		wrote = true;
 		qp->sq_send++;
+		if (w->status) {
+			qp->sq_stopped = true;
+			break; /* nothing after it goes out */
+		}
 	}
 	if (wrote)
 		sv_link_tx_commit(&qp->link);

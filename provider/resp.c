@@ -34,7 +34,8 @@ static struct ibv_sge *rwqe_sge(struct sv_qp *qp, const struct sv_rwqe *r)
 	return &qp->rq_sge[(size_t)(r - qp->rq) * qp->max_recv_sge];
 }
 
-/* Scatters len bytes at the receive cursor; false on a bad key/range. */
+/* Scatters len bytes at the receive cursor; false on a bad key/range or
+ * on memory the application took away under its registration. */
 static bool scatter(struct sv_qp *qp, struct sv_rwqe *r, const uint8_t *src,
 		    uint32_t len)
 {
@@ -60,7 +61,8 @@ static bool scatter(struct sv_qp *qp, struct sv_rwqe *r, const uint8_t *src,
 			    a < mr->iova || a - mr->iova > mr->length ||
 			    n > mr->length - (a - mr->iova))
 				return false;
-			memcpy(mr->addr + (a - mr->iova), src, n);
+			if (sv_copy_guarded(mr->addr + (a - mr->iova), src, n))
+				return false;
 		}
 		src += n;
 		len -= n;

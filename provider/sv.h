@@ -70,9 +70,27 @@ static inline struct sv_context *to_sctx(struct ibv_context *c)
 	return container_of(c, struct sv_context, vctx.context);
 }
 
+/* A PD cannot go while anything created on it lives (the kernel's
+ * usecnt): MRs and QPs take a reference (MWs, AHs, SRQs must too). */
 struct sv_pd {
 	struct ibv_pd ibv;
+	_Atomic uint32_t users; /* objects created on this PD */
 };
+
+static inline struct sv_pd *to_spd(struct ibv_pd *pd)
+{
+	return container_of(pd, struct sv_pd, ibv);
+}
+
+static inline void sv_pd_get(struct sv_pd *pd)
+{
+	atomic_fetch_add_explicit(&pd->users, 1, memory_order_relaxed);
+}
+
+static inline void sv_pd_put(struct sv_pd *pd)
+{
+	atomic_fetch_sub_explicit(&pd->users, 1, memory_order_release);
+}
 
 struct sv_mr {
 	struct ibv_mr ibv;
@@ -88,6 +106,13 @@ struct sv_mr {
 /* Looks up an lkey/rkey; NULL if it names no live MR of this PD. */
 struct sv_mr *sv_mr_lookup(struct sv_context *ctx, uint32_t key,
 			   struct sv_pd *pd);
+
+/* Guarded copies (fault.c).  sv_fault_init installs the SIGSEGV/SIGBUS
+ * handler (once; at the first registration); sv_copy_guarded copies to or
+ * from registered memory and returns -EFAULT, instead of crashing, if the
+ * application unmapped or truncated it. */
+void sv_fault_init(void);
+int sv_copy_guarded(void *dst, const void *src, size_t n);
 
 /* Completion with the extras the extended CQ API can read. */
 struct sv_cqe {
@@ -163,6 +188,7 @@ struct sv_swqe {
 	uint32_t sge_idx; /* gather cursor */
 	uint32_t sge_off;
 	bool inl;	/* data lives in the inline buffer */
+	bool mapped;	/* SGE addrs turned from iovas into pointers */
 	uint8_t status; /* enum ibv_wc_status found by the requester */
 };
 

@@ -1,0 +1,475 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Memory regions under attack (issue 8): MRs whose iova is not their
+ * address, PDs deallocated while in use, registrations the kernel would
+ * refuse, and memory the program takes away under a registration (munmap,
+ * truncate) — which must end in error completions, never in a signal
+ * inside the library, while faults of the program's own still crash it.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pair.h"
+
+#define FAR_IOVA 0x1000000000ull
+
+/* Receives one completion and checks its status and wr_id. */
+#define EXPECT_WC(cq, st, id)                                                 \
+	do {                                                                  \
+		struct ibv_wc w_;                                             \
+		WAIT_WC(cq, &w_, SV_WC_TIMEOUT_MS);                           \
+		if (w_.status != (st))                                        \
+			sv_test_fail(__FILE__, __LINE__,                      \
+				     "wr_id %" PRIu64 ": status %s (%d), "    \
+				     "expected %s",                           \
+				     (uint64_t)w_.wr_id,                      \
+				     ibv_wc_status_str(w_.status), w_.status, \
+				     ibv_wc_status_str(st));                  \
+		ASSERT_EQ((id), w_.wr_id);                                    \
+	} while (0)
+
+static int post_send_sge(struct sv_end *e, uint64_t wr_id, uint64_t addr,
+			 uint32_t len, uint32_t lkey)
+{
+	struct ibv_sge sg = {addr, len, lkey};
+	struct ibv_send_wr wr = {.wr_id = wr_id,
+				 .sg_list = &sg,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND},
+			   *bad;
+
+	return ibv_post_send(e->qp, &wr, &bad);
+}
+
+static int post_recv_sge(struct sv_end *e, uint64_t wr_id, uint64_t addr,
+			 uint32_t len, uint32_t lkey)
+{
+	struct ibv_sge sg = {addr, len, lkey};
+	struct ibv_recv_wr wr = {.wr_id = wr_id, .sg_list = &sg, .num_sge = 1},
+			   *bad;
+
+	return ibv_post_recv(e->qp, &wr, &bad);
+}
+
+static void *map_anon(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	ASSERT_TRUE(p != MAP_FAILED);
+	return p;
+}
+
+/*
+ * 64 KiB of memory between two guard mappings, so that once the test
+ * unmaps it no larger mapping (a ring, a thread stack) lands there: the
+ * hole stays a hole.  *outer is the whole, for the final munmap.
+ */
+static uint8_t *map_between_guards(void **outer)
+{
+	uint8_t *p = map_anon(3 * 65536);
+
+	ASSERT_OK(mprotect(p, 65536, PROT_NONE));
+	ASSERT_OK(mprotect(p + 2 * 65536, 65536, PROT_NONE));
+	*outer = p;
+	return p + 65536;
+}
+
+/* One message each way, so both ends' rings are mapped before a test
+ * changes the address space. */
+static void warm_up(struct sv_pair *p)
+{
+	ASSERT_OK(sv_end_recv(&p->b, 100, 0, 64));
+	ASSERT_OK(sv_end_recv(&p->a, 101, 0, 64));
+	ASSERT_OK(sv_end_send(&p->a, 102, 0, 64, 0));
+	ASSERT_OK(sv_end_send(&p->b, 103, 0, 64, 0));
+	EXPECT_WC(p->a.scq, IBV_WC_SUCCESS, 102);
+	EXPECT_WC(p->b.scq, IBV_WC_SUCCESS, 103);
+	EXPECT_WC(p->b.rcq, IBV_WC_SUCCESS, 100);
+	EXPECT_WC(p->a.rcq, IBV_WC_SUCCESS, 101);
+}
+
+/* Item 3: SGEs of an MR registered at an iova are iovas, on both sides. */
+SV_TEST(mr_iova_send_recv)
+{
+	struct ibv_mr *ma, *mb;
+	struct sv_pair p;
+
+	sv_pair_open(&p, NULL, NULL);
+	ma = ibv_reg_mr_iova(p.a.pd, p.a.buf, p.a.o.buf_len, FAR_IOVA,
+			     IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(ma);
+	mb = ibv_reg_mr_iova2(p.b.pd, p.b.buf, p.b.o.buf_len, FAR_IOVA * 2,
+			      IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(mb);
+	ASSERT_EQ((uintptr_t)p.a.buf, (uintptr_t)ma->addr);
+
+	sv_fill(p.a.buf + 1000, 3000, 31);
+	ASSERT_OK(post_recv_sge(&p.b, 1, FAR_IOVA * 2 + 5000, 4000, mb->lkey));
+	ASSERT_OK(post_send_sge(&p.a, 2, FAR_IOVA + 1000, 3000, ma->lkey));
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 2);
+	EXPECT_WC(p.b.rcq, IBV_WC_SUCCESS, 1);
+	ASSERT_EQ(-1, sv_check(p.b.buf + 5000, 3000, 31));
+
+	/* the real address is no iova of that MR: outside every MR */
+	ASSERT_OK(post_recv_sge(&p.b, 3, FAR_IOVA * 2, 4000, mb->lkey));
+	ASSERT_OK(post_send_sge(&p.a, 4, (uintptr_t)p.a.buf, 64, ma->lkey));
+	EXPECT_WC(p.a.scq, IBV_WC_LOC_PROT_ERR, 4);
+	NO_WC(p.b.rcq, 50);
+	ASSERT_OK(ibv_dereg_mr(ma));
+	ASSERT_OK(ibv_dereg_mr(mb));
+	sv_pair_close(&p);
+}
+
+/* Item 3: an iova just past the MR's end fails, without a crash. */
+SV_TEST(mr_iova_outside)
+{
+	struct ibv_mr *ma;
+	struct sv_pair p;
+
+	sv_pair_open(&p, NULL, NULL);
+	ma = ibv_reg_mr_iova(p.a.pd, p.a.buf, 8192, FAR_IOVA,
+			     IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(ma);
+	ASSERT_OK(sv_end_recv(&p.b, 1, 0, 4096));
+	ASSERT_OK(post_send_sge(&p.a, 2, FAR_IOVA + 8192 - 8, 64, ma->lkey));
+	EXPECT_WC(p.a.scq, IBV_WC_LOC_PROT_ERR, 2);
+	NO_WC(p.b.rcq, 50);
+	ASSERT_OK(ibv_dereg_mr(ma));
+	sv_pair_close(&p);
+}
+
+/* Item 4: a PD in use by an MR or a QP cannot go (the kernel: EBUSY). */
+SV_TEST(mr_dealloc_pd_busy)
+{
+	struct ibv_pd *pd2, *pd3;
+	struct ibv_qp_init_attr ia;
+	struct ibv_mr *mr;
+	struct ibv_qp *qp;
+	struct sv_pair p;
+
+	sv_pair_open(&p, NULL, NULL);
+	pd2 = ibv_alloc_pd(p.a.ctx);
+	ASSERT_NOT_NULL(pd2);
+	mr = ibv_reg_mr(pd2, p.a.buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_EQ(EBUSY, ibv_dealloc_pd(pd2));
+
+	/* pd2 lives on: its MR is no key for a QP of another PD */
+	pd3 = ibv_alloc_pd(p.a.ctx);
+	ASSERT_NOT_NULL(pd3);
+	ASSERT_OK(sv_end_recv(&p.b, 1, 0, 4096));
+	ASSERT_OK(post_send_sge(&p.a, 2, (uintptr_t)p.a.buf, 64, mr->lkey));
+	EXPECT_WC(p.a.scq, IBV_WC_LOC_PROT_ERR, 2);
+
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = p.a.scq;
+	ia.recv_cq = p.a.rcq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = 1;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	qp = ibv_create_qp(pd3, &ia);
+	ASSERT_NOT_NULL(qp);
+	ASSERT_EQ(EBUSY, ibv_dealloc_pd(pd3));
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_OK(ibv_dealloc_pd(pd2));
+	ASSERT_EQ(EBUSY, ibv_dealloc_pd(pd3));
+	ASSERT_OK(ibv_destroy_qp(qp));
+	ASSERT_OK(ibv_dealloc_pd(pd3));
+	sv_pair_close(&p);
+}
+
+/* Item 5a: what the kernel cannot pin for the access asked is EFAULT. */
+SV_TEST(mr_reg_unwritable)
+{
+	static const int writes[] = {
+		IBV_ACCESS_LOCAL_WRITE,
+		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC,
+	};
+	struct ibv_mr *mr;
+	struct sv_end e;
+	uint8_t *ro;
+
+	memset(&e, 0, sizeof(e));
+	sv_end_open_ctx(&e);
+	ro = map_anon(3 * 4096);
+	ASSERT_OK(mprotect(ro + 4096, 4096, PROT_READ));
+	ASSERT_OK(mprotect(ro + 8192, 4096, PROT_NONE));
+	for (size_t i = 0; i < sizeof(writes) / sizeof(writes[0]); i++) {
+		errno = 0;
+		ASSERT_NULL(ibv_reg_mr(e.pd, ro + 4096, 4096, writes[i]));
+		ASSERT_EQ(EFAULT, errno);
+		/* one read-only page inside a writable range is enough */
+		errno = 0;
+		ASSERT_NULL(ibv_reg_mr(e.pd, ro + 100, 8000, writes[i]));
+		ASSERT_EQ(EFAULT, errno);
+	}
+	/* read-only access to read-only memory is fine */
+	mr = ibv_reg_mr(e.pd, ro + 4096, 4096, 0);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_OK(ibv_dereg_mr(mr));
+	mr = ibv_reg_mr(e.pd, ro, 4096, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_OK(ibv_dereg_mr(mr));
+	/* memory that cannot be read at all is refused for any access */
+	errno = 0;
+	ASSERT_NULL(ibv_reg_mr(e.pd, ro + 8192, 4096, 0));
+	ASSERT_EQ(EFAULT, errno);
+	errno = 0;
+	ASSERT_NULL(ibv_reg_mr(e.pd, ro + 4096, 8192, 0));
+	ASSERT_EQ(EFAULT, errno);
+	ASSERT_OK(munmap(ro, 3 * 4096));
+	sv_end_close(&e);
+}
+
+/* Minor: the kernel refuses an empty registration with EINVAL. */
+SV_TEST(mr_reg_empty)
+{
+	struct sv_end e;
+
+	memset(&e, 0, sizeof(e));
+	sv_end_open_ctx(&e);
+	errno = 0;
+	ASSERT_NULL(ibv_reg_mr(e.pd, NULL, 0, IBV_ACCESS_LOCAL_WRITE));
+	ASSERT_EQ(EINVAL, errno);
+	errno = 0;
+	ASSERT_NULL(ibv_reg_mr(e.pd, &e, 0, 0));
+	ASSERT_EQ(EINVAL, errno);
+	sv_end_close(&e);
+}
+
+/* Item 5b: the receive buffer unmapped under its MR. */
+SV_TEST(mr_munmap_recv_buffer)
+{
+	struct ibv_mr *mr;
+	struct sv_pair p;
+	uint8_t *buf;
+	void *outer;
+
+	sv_pair_open(&p, NULL, NULL);
+	warm_up(&p);
+	buf = map_between_guards(&outer);
+	mr = ibv_reg_mr(p.b.pd, buf, 65536, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_OK(post_recv_sge(&p.b, 1, (uintptr_t)buf, 65536, mr->lkey));
+	ASSERT_OK(munmap(buf, 65536));
+	ASSERT_OK(sv_end_send(&p.a, 2, 0, 5000, 0));
+	EXPECT_WC(p.b.rcq, IBV_WC_LOC_PROT_ERR, 1);
+	EXPECT_WC(p.a.scq, IBV_WC_REM_OP_ERR, 2);
+	ASSERT_EQ(IBV_QPS_ERR, sv_end_state(&p.b));
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_OK(munmap(outer, 3 * 65536));
+	sv_pair_close(&p);
+}
+
+/* Item 5b: the send buffer unmapped under its MR. */
+SV_TEST(mr_munmap_send_buffer)
+{
+	struct ibv_mr *mr;
+	struct sv_pair p;
+	uint8_t *buf;
+	void *outer;
+
+	sv_pair_open(&p, NULL, NULL);
+	buf = map_between_guards(&outer);
+	mr = ibv_reg_mr(p.a.pd, buf, 65536, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_OK(sv_end_recv(&p.b, 1, 0, 65536));
+	/* one message in the peer's ring first: the fault is not at the
+	 * start of the queue */
+	ASSERT_OK(sv_end_send(&p.a, 2, 0, 100, 0));
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 2);
+	EXPECT_WC(p.b.rcq, IBV_WC_SUCCESS, 1);
+	ASSERT_OK(sv_end_recv(&p.b, 3, 0, 65536));
+	ASSERT_OK(munmap(buf, 65536));
+	ASSERT_OK(post_send_sge(&p.a, 4, (uintptr_t)buf, 65536, mr->lkey));
+	ASSERT_OK(sv_end_send(&p.a, 5, 0, 100, 0));
+	EXPECT_WC(p.a.scq, IBV_WC_LOC_PROT_ERR, 4);
+	EXPECT_WC(p.a.scq, IBV_WC_WR_FLUSH_ERR, 5);
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_OK(munmap(outer, 3 * 65536));
+	sv_pair_close(&p);
+}
+
+/* Item 5b: the file behind a shared mapping truncated under its MR. */
+SV_TEST(mr_truncate_file_buffer)
+{
+	struct ibv_mr *mr;
+	struct sv_pair p;
+	uint8_t *buf;
+	int fd;
+
+	sv_pair_open(&p, NULL, NULL);
+	warm_up(&p);
+	fd = memfd_create("sv-mr-test", 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_OK(ftruncate(fd, 65536));
+	buf = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_TRUE(buf != MAP_FAILED);
+	memset(buf, 1, 65536);
+	mr = ibv_reg_mr(p.b.pd, buf, 65536, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_OK(post_recv_sge(&p.b, 1, (uintptr_t)buf, 65536, mr->lkey));
+	ASSERT_OK(ftruncate(fd, 0));
+	ASSERT_OK(sv_end_send(&p.a, 2, 0, 3000, 0));
+	EXPECT_WC(p.b.rcq, IBV_WC_LOC_PROT_ERR, 1);
+	EXPECT_WC(p.a.scq, IBV_WC_REM_OP_ERR, 2);
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_OK(munmap(buf, 65536));
+	close(fd);
+	sv_pair_close(&p);
+}
+
+/* In a child: registers memory (our fault handler is in place), then
+ * dereferences NULL, which is the program's own bug. */
+static void __attribute__((noreturn)) child_faults(void)
+{
+	struct rlimit no_core = {0, 0};
+	struct sv_end e;
+
+	setrlimit(RLIMIT_CORE, &no_core);
+	memset(&e, 0, sizeof(e));
+	sv_end_open_ctx(&e);
+	e.buf = map_anon(4096);
+	if (!ibv_reg_mr(e.pd, e.buf, 4096, IBV_ACCESS_LOCAL_WRITE))
+		_exit(3);
+	/* near NULL, aligned, opaque to the compiler (no trap emitted) */
+	*(volatile int *)((uintptr_t)(e.lid | 1) << 4) = 0;
+	_exit(4);
+}
+
+static void on_segv(int sig, siginfo_t *si, void *uc)
+{
+	_exit((uintptr_t)si->si_addr < (1u << 21) ? 42 : 5);
+}
+
+/* Runs child_faults in a child, stderr to a pipe; its wait status. */
+static int run_faulting_child(bool own_handler, char *err, size_t errlen)
+{
+	int fds[2], st;
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	ASSERT_OK(pipe(fds));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		dup2(fds[1], 2);
+		if (own_handler) {
+			struct sigaction sa = {.sa_sigaction = on_segv,
+					       .sa_flags = SA_SIGINFO};
+
+			sigaction(SIGSEGV, &sa, NULL);
+		}
+		child_faults();
+	}
+	close(fds[1]);
+	while ((n = read(fds[0], err + got, errlen - 1 - got)) > 0)
+		got += n;
+	err[got] = '\0';
+	close(fds[0]);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	return st;
+}
+
+/* Item 5b: a fault outside our copies still reaches the action that was
+ * there before: the default (death by SIGSEGV) or the program's handler. */
+SV_TEST(mr_fault_handler_chains)
+{
+	static char err[65536];
+	int st;
+
+	st = run_faulting_child(false, err, sizeof(err));
+#ifdef __SANITIZE_ADDRESS__
+	/* ASan's handler was there first: it reports and exits */
+	ASSERT_TRUE(WIFEXITED(st));
+	ASSERT_NE(0, WEXITSTATUS(st));
+	ASSERT_CONTAINS(err, "AddressSanitizer: SEGV");
+#else
+	if (!WIFSIGNALED(st))
+		sv_test_fail(__FILE__, __LINE__, "child status %#x:\n%s", st,
+			     err);
+	ASSERT_EQ(SIGSEGV, WTERMSIG(st));
+#endif
+	st = run_faulting_child(true, err, sizeof(err));
+	if (!WIFEXITED(st))
+		sv_test_fail(__FILE__, __LINE__, "child status %#x:\n%s", st,
+			     err);
+	ASSERT_EQ(42, WEXITSTATUS(st));
+}
+
+/* Minor: rdma-core on a modern kernel needs no fork protection and does
+ * not madvise registered memory: a child reads it. */
+SV_TEST(mr_fork_child_reads_registered)
+{
+	struct ibv_mr *mr;
+	struct sv_end e;
+	uint8_t *buf;
+	pid_t pid;
+	int st;
+
+	ASSERT_OK(ibv_fork_init());
+	ASSERT_EQ(IBV_FORK_UNNEEDED, ibv_is_fork_initialized());
+	memset(&e, 0, sizeof(e));
+	sv_end_open_ctx(&e);
+	buf = map_anon(8192);
+	sv_fill(buf, 8192, 7);
+	mr = ibv_reg_mr(e.pd, buf, 8192, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(mr);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0)
+		_exit(sv_check(buf, 8192, 7) == -1 ? 0 : 1);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st));
+	ASSERT_EQ(0, WEXITSTATUS(st));
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_OK(munmap(buf, 8192));
+	sv_end_close(&e);
+}
+
+static long rss_kib(void)
+{
+	long size, rss;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	ASSERT_NOT_NULL(f);
+	ASSERT_EQ(2, fscanf(f, "%ld %ld", &size, &rss));
+	fclose(f);
+	return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* Minor: a context's MR key table costs address space, not memory. */
+SV_TEST(mr_key_table_rss)
+{
+	struct ibv_device **list;
+	struct ibv_context *c;
+	long base, peak = 0;
+
+	list = ibv_get_device_list(NULL);
+	ASSERT_NOT_NULL(list);
+	c = ibv_open_device(list[0]);
+	ASSERT_NOT_NULL(c);
+	ASSERT_OK(ibv_close_device(c));
+	base = rss_kib();
+	for (int i = 0; i < 20; i++) {
+		long r;
+
+		c = ibv_open_device(list[0]);
+		ASSERT_NOT_NULL(c);
+		r = rss_kib();
+		if (r > peak)
+			peak = r;
+		ASSERT_OK(ibv_close_device(c));
+	}
+	ibv_free_device_list(list);
+	if (peak - base > 2048 || rss_kib() - base > 2048)
+		sv_test_fail(__FILE__, __LINE__,
+			     "RSS %ld KiB after one cycle, peak %ld, end %ld",
+			     base, peak, rss_kib());
+}
