@@ -98,29 +98,61 @@ void sv_ring_unmap(struct sv_ring *r)
 	r->hdr = NULL;
 }
 
+/* Sender: the receiver's consumer index, checked; false if corrupt. */
+static bool load_tail(struct sv_ring *r, int *err)
+{
+	/* acquire: the receiver is done with what lies before tail */
+	uint64_t t = atomic_load_explicit(&r->hdr->tail, memory_order_acquire);
+
+	if (t > r->head || r->head - t > r->size) {
+		*err = -EPROTO;
+		return false;
+	}
+	r->tail_cache = t;
+	return true;
+}
+
+/*
+ * Sender: makes the seq word of the line at pos (where a record will
+ * start) hold what no record there can carry (ring.h).  Only for a free
+ * line: pos - size, the byte it last held, must be consumed.
+ */
+static void invalidate(struct sv_ring *r, uint64_t pos)
+{
+	uint8_t *line = r->data + (pos & (r->size - 1));
+
+	/* relaxed: the release of the record before pos publishes it */
+	atomic_store_explicit(
+		(_Atomic uint32_t *)(line + offsetof(struct sv_pkt, seq)),
+		~sv_rec_seq(pos), memory_order_relaxed);
+}
+
 void *sv_ring_reserve(struct sv_ring *r, uint32_t len, int *err)
 {
 	uint64_t rec = (len + SV_REC_ALIGN - 1) & ~(uint64_t)(SV_REC_ALIGN - 1);
 	uint64_t off = r->head & (r->size - 1);
-	uint64_t pad = 0;
+	uint64_t pad = 0, end;
 
 	if (off + rec > r->size)
 		pad = r->size - off; /* records never wrap: pad to the end */
-	if (r->head + pad + rec - r->tail_cache > r->size) {
-		uint64_t t = atomic_load_explicit(&r->hdr->tail,
-						  memory_order_acquire);
-
-		if (t > r->head || r->head - t > r->size) {
-			*err = -EPROTO;
+	end = r->head + pad + rec;
+	if (end - r->tail_cache > r->size) {
+		if (!load_tail(r, err))
 			return NULL;
-		}
-		r->tail_cache = t;
-		if (r->head + pad + rec - t > r->size)
+		if (end - r->tail_cache > r->size)
 			return NULL;
 	}
+	/* the next record starts at end: poison its seq word, unless the
+	 * ring is then exactly full and that line is the oldest record's
+	 * header (a seq of another lap: no match either) */
+	if (end - r->tail_cache == r->size && !load_tail(r, err))
+		return NULL;
+	if (end - r->tail_cache < r->size)
+		invalidate(r, end);
 	if (pad) {
 		struct sv_pkt *p = (struct sv_pkt *)(r->data + off);
 
+		invalidate(r, r->head + pad); /* where the receiver goes next */
 		p->opcode = SV_OP_PAD;
 		p->rec_len = (uint32_t)pad;
 		r->last_pos = r->head;
@@ -130,7 +162,7 @@ void *sv_ring_reserve(struct sv_ring *r, uint32_t len, int *err)
 	}
 	r->last_pos = r->head;
 	r->last_rec = (uint32_t)rec;
-	r->head += rec;
+	r->head = end;
 	return r->data + off;
 }
 

@@ -5,6 +5,31 @@
  * sender can never make a receiver's mapping shrink under it.  Records are
  * 64-byte aligned packets (wire.h); the receiver's consumer index doubles
  * as flow control, and the ack word carries ACK/NAK back to the sender.
+ *
+ * Record boundaries.  The receiver learns that a record is complete by
+ * polling its seq word (wire.h: offset 28 of its first line) at its tail
+ * until it equals sv_rec_seq(tail).  Until the sender stores that seq,
+ * the word holds whatever the previous lap left there, and a previous
+ * lap's payload may hold any value: honest payload bytes must never be
+ * read as a record.  So when the sender reserves a record ending at end
+ * (where the next record, or a pad, will start), it stores ~sv_rec_seq(end)
+ * in the seq word of the line at end, before the record's release
+ * (sv_ring_publish), so the receiver sees it before it can reach end; a
+ * pad does the same for offset 0 of the next lap.  The receiver's tail
+ * only ever moves to the ends of records it consumed, so the word it
+ * polls is always one of:
+ *  - zero, at position 0 of a new ring (its seq is 1);
+ *  - the invalidation ~sv_rec_seq(tail), or one of an older lap,
+ *    ~sv_rec_seq(tail - k * size): never sv_rec_seq(tail), as x == ~y
+ *    needs x + y == 2^32 - 1, odd, while x + y is 2x - k * (size >> 6),
+ *    even (size >> 6 is);
+ *  - when the ring was exactly full after the record ending at tail, the
+ *    line was not free (it held the oldest unconsumed record's header, so
+ *    the sender left it alone): that header's seq, sv_rec_seq(tail -
+ *    size), which differs by size >> 6 (< 2^32);
+ *  - the real record's seq, written last, with release.
+ * Payload is never in that word, whatever the payloads were.  Cost: one
+ * 4-byte store per record, into the line the sender writes next anyway.
  */
 #ifndef SV_RING_H
 #define SV_RING_H
@@ -18,7 +43,7 @@
 #include "wire.h"
 
 #define SV_RING_MAGIC	 0x53567247u /* "SVrG" */
-#define SV_RING_VERSION	 4
+#define SV_RING_VERSION	 5	     /* 5: seq words invalidated ahead */
 #define SV_RING_DATA_OFF 4096u
 #define SV_REC_ALIGN	 64u
 
@@ -89,13 +114,15 @@ void sv_ring_unmap(struct sv_ring *r);
 
 /* Sender: contiguous room for a record of `len` bytes (header+payload),
  * whose length rounded up lands in r->last_rec, or NULL when the ring is
- * full.  The caller fills the record, header last, then publishes it.
+ * full.  The caller fills the record, header last, then publishes it
+ * before the next reserve (the seq word after it is already invalidated).
  * -EPROTO in *err if the peer corrupted the consumer index. */
 void *sv_ring_reserve(struct sv_ring *r, uint32_t len, int *err);
 /* Sender: the record from the last sv_ring_reserve is complete. */
 static inline void sv_ring_publish(struct sv_ring *r, struct sv_pkt *p)
 {
-	/* release: every byte of the record before its seq */
+	/* release: every byte of the record, and the invalidation of the
+	 * seq word after it (sv_ring_reserve), before its seq */
 	atomic_store_explicit((_Atomic uint32_t *)&p->seq,
 			      sv_rec_seq(r->last_pos), memory_order_release);
 }
