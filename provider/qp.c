@@ -387,8 +387,9 @@ static void free_queues(struct sv_qp *qp)
 
 /*
  * QPs are type-stable: a destroyed QP goes on the context's free list, not
- * back to malloc, because a poller may still hold a CQ's old QP set
- * (cq.c).  Such a poller finds it in RESET and does nothing.
+ * back to malloc, because a poller may still be driving it from a CQ's
+ * QP set, which it reads without a lock (cq.c).  Such a poller finds it
+ * in RESET and does nothing.
  */
 static struct sv_qp *qp_get(struct sv_context *ctx)
 {

@@ -5,7 +5,15 @@
  * (ring.h), where the previous lap left bytes behind; payloads chosen so
  * those bytes equal the seq it expects must never be taken for a record
  * (one send must make exactly one receive, with its own bytes).
+ * (b) A CQ's QP set (cq.c): attaching and detaching QPs on a long-lived
+ * CQ must take flat memory, and a poller must survive the churn.
  */
+#include <malloc.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <sys/resource.h>
+
 #include "pair.h"
 #include "wire.h"
 
@@ -265,5 +273,195 @@ SV_TEST(attack_ring_adversarial_stream)
 	NO_WC(p.b.rcq, 50);
 	ASSERT_EQ(IBV_QPS_RTS, sv_end_state(&p.b));
 	ASSERT_GE(msgs, 100);
+	sv_pair_close(&p);
+}
+
+/* ---- (b) QP sets ---- */
+
+static struct ibv_qp *qp_on(struct sv_end *e, struct ibv_cq *scq,
+			    struct ibv_cq *rcq)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = scq,
+		.recv_cq = rcq,
+		.qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = 4,
+			.max_recv_wr = 4,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+	};
+	struct ibv_qp *qp = ibv_create_qp(e->pd, &ia);
+
+	ASSERT_NOT_NULL(qp);
+	return qp;
+}
+
+static size_t heap_used(void)
+{
+	return mallinfo2().uordblks;
+}
+
+/* QPs come and go on long-lived CQs: memory must not grow per cycle. */
+SV_TEST(attack_qpset_flat_cycles)
+{
+	struct ibv_qp *keep[4];
+	struct ibv_cq *scq, *rcq;
+	struct sv_end e;
+	size_t before, after;
+
+	memset(&e, 0, sizeof(e));
+	sv_end_open_ctx(&e);
+	scq = ibv_create_cq(e.ctx, 64, NULL, NULL, 0);
+	rcq = ibv_create_cq(e.ctx, 64, NULL, NULL, 0);
+	ASSERT_NOT_NULL(scq);
+	ASSERT_NOT_NULL(rcq);
+	for (int i = 0; i < 4; i++)
+		keep[i] = qp_on(&e, scq, i & 1 ? scq : rcq);
+	for (int i = 0; i < 64; i++) /* warm caches and free lists */
+		ASSERT_OK(ibv_destroy_qp(qp_on(&e, scq, rcq)));
+	before = heap_used();
+	for (int i = 0; i < 2000; i++)
+		ASSERT_OK(ibv_destroy_qp(qp_on(&e, scq, rcq)));
+	after = heap_used();
+	fprintf(stderr, "heap: %zu -> %zu bytes over 2000 cycles\n", before,
+		after);
+	if (after > before + 8192)
+		sv_test_fail(__FILE__, __LINE__,
+			     "2000 QP cycles grew the heap by %zu bytes",
+			     after - before);
+	for (int i = 0; i < 4; i++)
+		ASSERT_OK(ibv_destroy_qp(keep[i]));
+	ASSERT_OK(ibv_destroy_cq(rcq));
+	ASSERT_OK(ibv_destroy_cq(scq));
+	sv_end_close(&e);
+}
+
+#define MANY 1000
+
+/* Creates then destroys MANY QPs all attached to cq at once. */
+static void many_round(struct sv_end *e, struct ibv_cq *cq, struct ibv_qp **qps)
+{
+	for (int i = 0; i < MANY; i++)
+		qps[i] = qp_on(e, cq, cq);
+	/* not in creation order: detaching must move slots around */
+	for (int i = 0; i < MANY; i += 2)
+		ASSERT_OK(ibv_destroy_qp(qps[i]));
+	for (int i = MANY - 1; i > 0; i -= 2)
+		ASSERT_OK(ibv_destroy_qp(qps[i]));
+}
+
+/*
+ * MANY QPs attached to one CQ at once, twice.  The first round grows
+ * whatever the CQ keeps (and the context's free QPs); the second must
+ * reuse it: an immutable set copied per attach and detach retires
+ * O(MANY^2) bytes (8 MB here) every round.
+ */
+SV_TEST(attack_qpset_many_attached)
+{
+	struct rlimit rl;
+	struct ibv_qp **qps = calloc(MANY, sizeof(*qps));
+	struct ibv_cq *cq;
+	struct sv_end e;
+	size_t mid, after;
+
+	ASSERT_NOT_NULL(qps);
+	ASSERT_OK(getrlimit(RLIMIT_NOFILE, &rl));
+	if (rl.rlim_cur < 4 * MANY && rl.rlim_max > rl.rlim_cur) {
+		rl.rlim_cur = rl.rlim_max; /* one listener socket per QP */
+		ASSERT_OK(setrlimit(RLIMIT_NOFILE, &rl));
+	}
+	if (rl.rlim_cur < 2 * MANY)
+		sv_test_fail(__FILE__, __LINE__, "RLIMIT_NOFILE %lu < %d",
+			     (unsigned long)rl.rlim_cur, 2 * MANY);
+	memset(&e, 0, sizeof(e));
+	sv_end_open_ctx(&e);
+	cq = ibv_create_cq(e.ctx, 64, NULL, NULL, 0);
+	ASSERT_NOT_NULL(cq);
+	many_round(&e, cq, qps);
+	mid = heap_used();
+	many_round(&e, cq, qps);
+	after = heap_used();
+	fprintf(stderr, "heap: %zu after round 1, %zu after round 2\n", mid,
+		after);
+	if (after > mid + 65536)
+		sv_test_fail(__FILE__, __LINE__,
+			     "%d QPs on one CQ grew the heap by %zu bytes",
+			     MANY, after - mid);
+	ASSERT_OK(ibv_destroy_cq(cq));
+	sv_end_close(&e);
+	free(qps);
+}
+
+struct churn {
+	struct ibv_cq *cq;
+	atomic_bool stop;
+	atomic_uint got;
+	const char *err;
+};
+
+static void *poller(void *arg)
+{
+	struct churn *c = arg;
+
+	while (!atomic_load(&c->stop)) {
+		struct ibv_wc wc[8];
+		int n = ibv_poll_cq(c->cq, 8, wc);
+
+		if (n < 0) {
+			c->err = "ibv_poll_cq failed";
+			break;
+		}
+		for (int i = 0; i < n; i++)
+			if (wc[i].status != IBV_WC_SUCCESS)
+				c->err = "a receive completed with an error";
+		atomic_fetch_add(&c->got, (unsigned int)n);
+	}
+	return NULL;
+}
+
+/*
+ * One thread polls a CQ (driving every QP in its set) while another
+ * creates and destroys QPs on that CQ and a connected QP keeps delivering
+ * into it.  Run it under TSan too (build-tsan).
+ */
+SV_TEST(attack_qpset_poll_while_churn)
+{
+	struct churn c = {0};
+	struct ibv_qp *held[8] = {0};
+	uint64_t x = 42;
+	struct sv_pair p;
+	pthread_t t;
+	struct ibv_wc wc;
+	uint64_t end;
+	int sent = 0;
+
+	sv_pair_open(&p, NULL, NULL);
+	c.cq = p.b.rcq;
+	ASSERT_OK(pthread_create(&t, NULL, poller, &c));
+	for (int i = 0; i < 400; i++) {
+		uint32_t k = rnd(&x) % 8;
+
+		if (held[k])
+			ASSERT_OK(ibv_destroy_qp(held[k]));
+		held[k] = qp_on(&p.b, p.b.scq, p.b.rcq);
+		if (i % 4 == 0) {
+			ASSERT_OK(sv_end_recv(&p.b, i, 0, 64));
+			ASSERT_OK(sv_end_send(&p.a, i, 0, 64, 0));
+			WAIT_WC(p.a.scq, &wc, SV_WC_TIMEOUT_MS);
+			ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+			sent++;
+		}
+	}
+	end = sv_now_ms() + SV_WC_TIMEOUT_MS;
+	while (atomic_load(&c.got) < (unsigned int)sent && sv_now_ms() < end)
+		sched_yield();
+	atomic_store(&c.stop, true);
+	ASSERT_OK(pthread_join(t, NULL));
+	if (c.err)
+		sv_test_fail(__FILE__, __LINE__, "%s", c.err);
+	ASSERT_EQ((unsigned int)sent, atomic_load(&c.got));
+	for (int k = 0; k < 8; k++)
+		if (held[k])
+			ASSERT_OK(ibv_destroy_qp(held[k]));
 	sv_pair_close(&p);
 }
