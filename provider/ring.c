@@ -112,21 +112,6 @@ static bool load_tail(struct sv_ring *r, int *err)
 	return true;
 }
 
-/*
- * Sender: makes the seq word of the line at pos (where a record will
- * start) hold what no record there can carry (ring.h).  Only for a free
- * line: pos - size, the byte it last held, must be consumed.
- */
-static void invalidate(struct sv_ring *r, uint64_t pos)
-{
-	uint8_t *line = r->data + (pos & (r->size - 1));
-
-	/* relaxed: the release of the record before pos publishes it */
-	atomic_store_explicit(
-		(_Atomic uint32_t *)(line + offsetof(struct sv_pkt, seq)),
-		~sv_rec_seq(pos), memory_order_relaxed);
-}
-
 void *sv_ring_reserve(struct sv_ring *r, uint32_t len, int *err)
 {
 	uint64_t rec = (len + SV_REC_ALIGN - 1) & ~(uint64_t)(SV_REC_ALIGN - 1);
@@ -142,21 +127,22 @@ void *sv_ring_reserve(struct sv_ring *r, uint32_t len, int *err)
 		if (end - r->tail_cache > r->size)
 			return NULL;
 	}
-	/* the next record starts at end: poison its seq word, unless the
-	 * ring is then exactly full and that line is the oldest record's
-	 * header (a seq of another lap: no match either) */
-	if (end - r->tail_cache == r->size && !load_tail(r, err))
-		return NULL;
-	if (end - r->tail_cache < r->size)
-		invalidate(r, end);
+	/* the next record starts at end: its seq word poisoned, unless the
+	 * last publish did it already or the ring is then exactly full
+	 * (that line is the oldest record's header: no match either) */
+	if (end != r->poisoned) {
+		if (end - r->tail_cache == r->size && !load_tail(r, err))
+			return NULL;
+		if (end - r->tail_cache < r->size)
+			sv_ring_poison(r, end);
+	}
 	if (pad) {
 		struct sv_pkt *p = (struct sv_pkt *)(r->data + off);
 
-		invalidate(r, r->head + pad); /* where the receiver goes next */
+		sv_ring_poison(r, r->head + pad); /* the receiver goes there */
 		p->opcode = SV_OP_PAD;
 		p->rec_len = (uint32_t)pad;
-		r->last_pos = r->head;
-		sv_ring_publish(r, p);
+		sv_ring_release(p, r->head);
 		r->head += pad;
 		off = 0;
 	}

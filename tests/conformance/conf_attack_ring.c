@@ -276,6 +276,107 @@ SV_TEST(attack_ring_adversarial_stream)
 	sv_pair_close(&p);
 }
 
+/*
+ * The ring itself, both ends in this process (ring.c is compiled into
+ * the test: the library does not export it).  Drives the corner a
+ * pair of processes reaches only by timing: the ring exactly full after
+ * a record, where the line the next record starts on is the oldest
+ * unconsumed header and must be left alone.
+ */
+#include "ring.c"
+
+#define URING 4096u
+
+/* Every line of the record's payload looks like a one-line SEND header
+ * carrying the seq the receiver expects on that line one lap later. */
+static void forge_record(uint8_t *rec, uint64_t pos, uint32_t rec_len)
+{
+	for (uint32_t l = 64; l < rec_len; l += 64) {
+		struct sv_pkt f = {.opcode = SV_OP_SEND,
+				   .seg = SV_SEG_ONLY,
+				   .npsn = 1,
+				   .rec_len = 64,
+				   .seq = sv_rec_seq(pos + l + URING)};
+
+		memcpy(rec + l, &f, sizeof(f));
+	}
+}
+
+SV_TEST(attack_ring_exactly_full)
+{
+	struct sv_ring rx, tx;
+	struct sv_pkt pkt;
+	const uint8_t *pl;
+	uint64_t x = 7, fulls = 0, pads = 0;
+	uint32_t sent = 0, got = 0;
+	int fd, r, err = 0;
+
+	ASSERT_OK(sv_ring_create(&rx, URING, 0x123456, &fd));
+	ASSERT_OK(sv_ring_attach(&tx, fd, 0x123456));
+	while (got < 20000) {
+		uint64_t used = tx.head - tx.tail_cache;
+		uint64_t to_end = URING - (tx.head & (URING - 1));
+		uint32_t len;
+
+		if (rnd(&x) % 2) { /* produce */
+			struct sv_pkt *p,
+				h = {.opcode = SV_OP_SEND, .seg = SV_SEG_ONLY};
+			uint64_t head = tx.head;
+
+			/* often exactly what is left: the ring becomes full */
+			if (rnd(&x) % 3 == 0 && used < URING &&
+			    URING - used <= to_end)
+				len = (uint32_t)(URING - used) - 32;
+			else
+				len = rnd(&x) % 1024;
+			p = sv_ring_reserve(&tx, 32 + len, &err);
+			ASSERT_OK(err);
+			if (!p)
+				continue;
+			pads += tx.last_pos != head;
+			h.psn = sent++ & SV_PSN_MASK;
+			h.npsn = 1;
+			h.len = len;
+			h.rec_len = tx.last_rec;
+			forge_record((uint8_t *)p, tx.last_pos, tx.last_rec);
+			memcpy(p, &h, offsetof(struct sv_pkt, seq));
+			sv_ring_publish(&tx, p);
+			if (tx.head - atomic_load(&rx.hdr->tail) == URING) {
+				/* the oldest header is intact, not poisoned */
+				const struct sv_pkt *o =
+					(const void *)(tx.data +
+						       (tx.head & (URING - 1)));
+
+				ASSERT_EQ(sv_rec_seq(tx.head - URING),
+					  atomic_load(
+						  (_Atomic uint32_t *)&o->seq));
+				fulls++;
+			}
+			continue;
+		}
+		r = sv_ring_peek(&rx, &pkt, &pl);
+		ASSERT_GE(r, 0);
+		if (!r) { /* empty: nothing published may be unseen */
+			ASSERT_EQ(tx.head, rx.tail);
+			continue;
+		}
+		ASSERT_EQ(SV_OP_SEND, pkt.opcode);
+		ASSERT_EQ(got & SV_PSN_MASK, pkt.psn);
+		ASSERT_GE(pkt.rec_len, 32 + pkt.len);
+		sv_ring_consume(&rx);
+		got++;
+	}
+	fprintf(stderr,
+		"%u records, %" PRIu64 " with the ring full, %" PRIu64
+		" after a pad\n",
+		got, fulls, pads);
+	ASSERT_GE(fulls, 100);
+	ASSERT_GE(pads, 100);
+	sv_ring_unmap(&tx);
+	sv_ring_unmap(&rx);
+	close(fd);
+}
+
 /* ---- (b) QP sets ---- */
 
 static struct ibv_qp *qp_on(struct sv_end *e, struct ibv_cq *scq,
