@@ -58,17 +58,24 @@ void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 }
 
 /*
- * Runs the engine of every QP feeding this CQ.  No lock: the set is
- * immutable once published and QPs are type-stable, so a QP destroyed
- * meanwhile is merely found dead (sv_qp_drive).
+ * Runs the engine of every QP feeding this CQ.  No lock: the set's slots
+ * change in place under ctx->qp_lock (sv_cq_attach_qp), so a pass may
+ * miss a QP attached meanwhile or drive one twice or one just detached;
+ * QPs are type-stable, so a QP destroyed meanwhile is merely found dead
+ * (sv_qp_drive).
  */
 static void drive(struct sv_cq *cq)
 {
 	struct sv_qp_set *set;
+	uint32_t n;
 
+	/* acquire: a grown set's slots and n, copied before it was
+	 * published; then n's release covers slots [0, n) */
 	set = atomic_load_explicit(&cq->qps, memory_order_acquire);
-	for (uint32_t i = 0; i < set->n; i++)
-		sv_qp_drive(set->qp[i]);
+	n = atomic_load_explicit(&set->n, memory_order_acquire);
+	for (uint32_t i = 0; i < n; i++)
+		sv_qp_drive(atomic_load_explicit(&set->qp[i],
+						 memory_order_acquire));
 }
 
 static bool cq_empty(struct sv_cq *cq)
@@ -110,65 +117,93 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	return 0;
 }
 
-/* Publishes set as the CQ's QP set; the old one is kept until the CQ
- * goes, as a poller may still be reading it.  Caller holds qp_lock. */
-static void publish(struct sv_cq *cq, struct sv_qp_set *set)
+static struct sv_qp_set *set_alloc(uint32_t cap)
 {
-	struct sv_qp_set *old = atomic_load(&cq->qps);
-
-	atomic_store_explicit(&cq->qps, set, memory_order_release);
-	old->next_retired = cq->retired;
-	cq->retired = old;
-}
-
-static struct sv_qp_set *set_alloc(uint32_t n)
-{
-	struct sv_qp_set *s = calloc(1, sizeof(*s) + n * sizeof(s->qp[0]));
+	struct sv_qp_set *s = calloc(1, sizeof(*s) + cap * sizeof(s->qp[0]));
 
 	if (s)
-		s->n = n;
+		s->cap = cap;
 	return s;
 }
 
+/*
+ * A set twice as large, published in place of old; old is kept until the
+ * CQ goes, as a poller may still be reading it.  Only growth allocates,
+ * so what a CQ ever retired is less than its largest set: O(QPs), not a
+ * copy per attach.  Caller holds ctx->qp_lock for writing.
+ */
+static struct sv_qp_set *grow(struct sv_cq *cq, struct sv_qp_set *old)
+{
+	uint32_t n = atomic_load_explicit(&old->n, memory_order_relaxed);
+	struct sv_qp_set *set = set_alloc(old->cap * 2);
+
+	if (!set)
+		return NULL;
+	for (uint32_t i = 0; i < n; i++)
+		atomic_init(&set->qp[i],
+			    atomic_load_explicit(&old->qp[i],
+						 memory_order_relaxed));
+	atomic_init(&set->n, n);
+	/* release: the copied slots and n before pollers switch to set */
+	atomic_store_explicit(&cq->qps, set, memory_order_release);
+	old->next_retired = cq->retired;
+	cq->retired = old;
+	return set;
+}
+
+/* Caller holds ctx->qp_lock for writing (as for detach). */
 int sv_cq_attach_qp(struct sv_cq *cq, struct sv_qp *qp)
 {
-	struct sv_qp_set *old = atomic_load(&cq->qps), *set;
+	struct sv_qp_set *set = atomic_load(&cq->qps);
+	uint32_t n = atomic_load_explicit(&set->n, memory_order_relaxed);
 
-	for (uint32_t i = 0; i < old->n; i++)
-		if (old->qp[i] == qp)
+	for (uint32_t i = 0; i < n; i++)
+		if (atomic_load_explicit(&set->qp[i], memory_order_relaxed) ==
+		    qp)
 			return 0;
-	set = set_alloc(old->n + 1);
-	if (!set)
-		return -ENOMEM;
-	memcpy(set->qp, old->qp, old->n * sizeof(old->qp[0]));
-	set->qp[old->n] = qp;
-	publish(cq, set);
+	if (n == set->cap) {
+		set = grow(cq, set);
+		if (!set)
+			return -ENOMEM;
+	}
+	/* release: the QP is initialized before a poller can reach it */
+	atomic_store_explicit(&set->qp[n], qp, memory_order_release);
+	/* release: slot n is written before pollers count it */
+	atomic_store_explicit(&set->n, n + 1, memory_order_release);
 	return 0;
 }
 
+/* The last slot moves into qp's: a poller that read the old n still finds
+ * a live QP (or qp itself) in every slot it reads.  No allocation. */
 void sv_cq_detach_qp(struct sv_cq *cq, struct sv_qp *qp)
 {
-	struct sv_qp_set *old = atomic_load(&cq->qps), *set;
-	uint32_t j = 0;
+	struct sv_qp_set *set = atomic_load(&cq->qps);
+	uint32_t n = atomic_load_explicit(&set->n, memory_order_relaxed);
 
-	set = set_alloc(old->n);
-	if (!set) { /* cannot shrink: leave it; the QP is found dead */
+	for (uint32_t i = 0; i < n; i++) {
+		if (atomic_load_explicit(&set->qp[i], memory_order_relaxed) !=
+		    qp)
+			continue;
+		/* release: the moved QP was published by its attach */
+		atomic_store_explicit(
+			&set->qp[i],
+			atomic_load_explicit(&set->qp[n - 1],
+					     memory_order_relaxed),
+			memory_order_release);
+		/* release: the moved slot before n shrinks past its old
+		 * place */
+		atomic_store_explicit(&set->n, n - 1, memory_order_release);
 		return;
 	}
-	for (uint32_t i = 0; i < old->n; i++)
-		if (old->qp[i] != qp)
-			set->qp[j++] = old->qp[i];
-	set->n = j;
-	publish(cq, set);
 }
 
 static uint32_t cq_nqps(struct sv_cq *cq)
 {
 	struct sv_qp_set *s = atomic_load(&cq->qps);
-	uint32_t n = 0;
+	uint32_t n = 0, used = atomic_load(&s->n);
 
-	for (uint32_t i = 0; i < s->n; i++)
-		n += !s->qp[i]->dead;
+	for (uint32_t i = 0; i < used; i++)
+		n += !atomic_load(&s->qp[i])->dead;
 	return n;
 }
 
@@ -294,7 +329,7 @@ static struct sv_cq *cq_create(struct ibv_context *c, int cqe,
 		goto err_nomem;
 	cq->size = sv_roundup_pow2((uint32_t)cqe);
 	cq->q = calloc(cq->size, sizeof(*cq->q));
-	cq->qps = set_alloc(0);
+	cq->qps = set_alloc(4);
 	if (!cq->q || !cq->qps)
 		goto err_free;
 	cq->ctx = ctx;

@@ -385,10 +385,16 @@ static void free_queues(struct sv_qp *qp)
 	qp->sq_inline = NULL;
 }
 
+static void zero(void *from, void *to)
+{
+	memset(from, 0, (size_t)((uint8_t *)to - (uint8_t *)from));
+}
+
 /*
  * QPs are type-stable: a destroyed QP goes on the context's free list, not
- * back to malloc, because a poller may still hold a CQ's old QP set
- * (cq.c).  Such a poller finds it in RESET and does nothing.
+ * back to malloc, because a poller may still be driving it from a CQ's
+ * QP set, which it reads without a lock (cq.c).  Such a poller finds it
+ * in RESET and does nothing.
  */
 static struct sv_qp *qp_get(struct sv_context *ctx)
 {
@@ -400,8 +406,17 @@ static struct sv_qp *qp_get(struct sv_context *ctx)
 		ctx->qp_free = qp->next_free;
 	pthread_rwlock_unlock(&ctx->qp_lock);
 	if (!qp)
-		return calloc(1, sizeof(*qp));
-	memset(qp, 0, sizeof(*qp)); /* RESET, unlocked: still inert */
+		return calloc(1, sizeof(*qp)); /* zero: RESET */
+	/* A late poller may still drive it: it touches drives and lock, and
+	 * the state only under the lock.  So those two keep their words
+	 * (no plain store under an atomic one) and the rest is zeroed under
+	 * the lock: RESET, which the poller sees and leaves. */
+	sv_lock(&qp->lock);
+	zero(qp, &qp->lock);
+	zero(&qp->lock + 1, &qp->drives);
+	zero(&qp->drives + 1, qp + 1);
+	qp->qpx.qp_base.state = IBV_QPS_RESET;
+	sv_unlock(&qp->lock);
 	return qp;
 }
 
@@ -480,8 +495,7 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	ibqp->recv_cq = a->recv_cq;
 	ibqp->srq = NULL;
 	ibqp->handle = qpn;
-	ibqp->qp_num = qpn;
-	ibqp->state = IBV_QPS_RESET;
+	ibqp->qp_num = qpn; /* state: RESET since qp_get, under its lock */
 	ibqp->qp_type = a->qp_type;
 	pthread_mutex_init(&ibqp->mutex, NULL);
 	pthread_cond_init(&ibqp->cond, NULL);

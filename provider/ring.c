@@ -98,39 +98,57 @@ void sv_ring_unmap(struct sv_ring *r)
 	r->hdr = NULL;
 }
 
+/* Sender: the receiver's consumer index, checked; false if corrupt. */
+static bool load_tail(struct sv_ring *r, int *err)
+{
+	/* acquire: the receiver is done with what lies before tail */
+	uint64_t t = atomic_load_explicit(&r->hdr->tail, memory_order_acquire);
+
+	if (t > r->head || r->head - t > r->size) {
+		*err = -EPROTO;
+		return false;
+	}
+	r->tail_cache = t;
+	return true;
+}
+
 void *sv_ring_reserve(struct sv_ring *r, uint32_t len, int *err)
 {
 	uint64_t rec = (len + SV_REC_ALIGN - 1) & ~(uint64_t)(SV_REC_ALIGN - 1);
 	uint64_t off = r->head & (r->size - 1);
-	uint64_t pad = 0;
+	uint64_t pad = 0, end;
 
 	if (off + rec > r->size)
 		pad = r->size - off; /* records never wrap: pad to the end */
-	if (r->head + pad + rec - r->tail_cache > r->size) {
-		uint64_t t = atomic_load_explicit(&r->hdr->tail,
-						  memory_order_acquire);
-
-		if (t > r->head || r->head - t > r->size) {
-			*err = -EPROTO;
+	end = r->head + pad + rec;
+	if (end - r->tail_cache > r->size) {
+		if (!load_tail(r, err))
 			return NULL;
-		}
-		r->tail_cache = t;
-		if (r->head + pad + rec - t > r->size)
+		if (end - r->tail_cache > r->size)
 			return NULL;
+	}
+	/* the next record starts at end: its seq word poisoned, unless the
+	 * last publish did it already or the ring is then exactly full
+	 * (that line is the oldest record's header: no match either) */
+	if (end != r->poisoned) {
+		if (end - r->tail_cache == r->size && !load_tail(r, err))
+			return NULL;
+		if (end - r->tail_cache < r->size)
+			sv_ring_poison(r, end);
 	}
 	if (pad) {
 		struct sv_pkt *p = (struct sv_pkt *)(r->data + off);
 
+		sv_ring_poison(r, r->head + pad); /* the receiver goes there */
 		p->opcode = SV_OP_PAD;
 		p->rec_len = (uint32_t)pad;
-		r->last_pos = r->head;
-		sv_ring_publish(r, p);
+		sv_ring_release(p, r->head);
 		r->head += pad;
 		off = 0;
 	}
 	r->last_pos = r->head;
 	r->last_rec = (uint32_t)rec;
-	r->head += rec;
+	r->head = end;
 	return r->data + off;
 }
 

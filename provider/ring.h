@@ -5,6 +5,34 @@
  * sender can never make a receiver's mapping shrink under it.  Records are
  * 64-byte aligned packets (wire.h); the receiver's consumer index doubles
  * as flow control, and the ack word carries ACK/NAK back to the sender.
+ *
+ * Record boundaries.  The receiver learns that a record is complete by
+ * polling its seq word (wire.h: offset 28 of its first line) at its tail
+ * until it equals sv_rec_seq(tail).  Until the sender stores that seq,
+ * the word holds whatever the previous lap left there, and a previous
+ * lap's payload may hold any value: honest payload bytes must never be
+ * read as a record.  So before the sender releases a record ending at end
+ * (where the next record, or a pad, will start), it has stored
+ * ~sv_rec_seq(end) in the seq word of the line at end (sv_ring_poison), so
+ * the receiver sees it before it can reach end; a pad does the same for
+ * offset 0 of the next lap.  Usually the previous publish did it, one
+ * line ahead, while the peer had yet to answer (sv_ring_publish); else
+ * sv_ring_reserve does.  The receiver's tail only ever moves to the ends
+ * of records it consumed, so the word it polls is always one of:
+ *  - zero, at position 0 of a new ring (its seq is 1);
+ *  - the invalidation ~sv_rec_seq(tail), or one of an older lap,
+ *    ~sv_rec_seq(tail - k * size): never sv_rec_seq(tail), as x == ~y
+ *    needs x + y == 2^32 - 1, odd, while x + y is 2x - k * (size >> 6),
+ *    even (size >> 6 is);
+ *  - when the ring was exactly full after the record ending at tail, the
+ *    line was not free (it held the oldest unconsumed record's header, so
+ *    the sender left it alone): that header's seq, sv_rec_seq(tail -
+ *    size), which differs by size >> 6 (< 2^32);
+ *  - the real record's seq, written last, with release.
+ * Payload is never in that word, whatever the payloads were.  Cost: one
+ * 4-byte store per record, into a line the sender writes soon anyway,
+ * and a second one, on the critical path, when the record is longer
+ * than a line (its copy hides that line's cache miss).
  */
 #ifndef SV_RING_H
 #define SV_RING_H
@@ -18,7 +46,7 @@
 #include "wire.h"
 
 #define SV_RING_MAGIC	 0x53567247u /* "SVrG" */
-#define SV_RING_VERSION	 4
+#define SV_RING_VERSION	 5	     /* 5: seq words invalidated ahead */
 #define SV_RING_DATA_OFF 4096u
 #define SV_REC_ALIGN	 64u
 
@@ -76,6 +104,8 @@ struct sv_ring {
 	uint64_t last_pos;   /* sender: position of the last reserved */
 	uint32_t last_rec;   /* sender: its length, for its header */
 	uint64_t tail_cache; /* sender: last tail seen */
+	uint64_t poisoned;   /* sender: the last position whose seq word
+			      * sv_ring_poison wrote (valid if >= head) */
 	uint64_t tail;	     /* receiver: next byte to read */
 	uint32_t cur_rec;    /* receiver: validated length of the peeked */
 	size_t map_len;
@@ -89,15 +119,47 @@ void sv_ring_unmap(struct sv_ring *r);
 
 /* Sender: contiguous room for a record of `len` bytes (header+payload),
  * whose length rounded up lands in r->last_rec, or NULL when the ring is
- * full.  The caller fills the record, header last, then publishes it.
+ * full.  The caller fills the record, header last, then publishes it
+ * before the next reserve (the seq word after it is poisoned by then).
  * -EPROTO in *err if the peer corrupted the consumer index. */
 void *sv_ring_reserve(struct sv_ring *r, uint32_t len, int *err);
+/*
+ * Sender: stores in the seq word of the line at pos a value no record
+ * there can carry (see the top of this file).  Only for a free line: the
+ * receiver must have consumed pos - size.
+ */
+static inline void sv_ring_poison(struct sv_ring *r, uint64_t pos)
+{
+	uint8_t *line = r->data + (pos & (r->size - 1));
+
+	/* relaxed: the release of the record ending at pos publishes it */
+	atomic_store_explicit(
+		(_Atomic uint32_t *)(line + offsetof(struct sv_pkt, seq)),
+		~sv_rec_seq(pos), memory_order_relaxed);
+	r->poisoned = pos;
+}
+
+/* Sender: the record at ring position pos is complete. */
+static inline void sv_ring_release(struct sv_pkt *p, uint64_t pos)
+{
+	/* release: every byte of the record, and the poisoned seq word
+	 * where the next one starts (sv_ring_reserve), before its seq */
+	atomic_store_explicit((_Atomic uint32_t *)&p->seq, sv_rec_seq(pos),
+			      memory_order_release);
+}
+
 /* Sender: the record from the last sv_ring_reserve is complete. */
 static inline void sv_ring_publish(struct sv_ring *r, struct sv_pkt *p)
 {
-	/* release: every byte of the record before its seq */
-	atomic_store_explicit((_Atomic uint32_t *)&p->seq,
-			      sv_rec_seq(r->last_pos), memory_order_release);
+	uint64_t ahead = r->head + SV_REC_ALIGN;
+
+	sv_ring_release(p, r->last_pos);
+	/* Where the record after the next ends if it is one line: poisoned
+	 * now, off the critical path (the peer has yet to see and answer
+	 * this one), the next reserve of one line finds it done instead of
+	 * waiting for that line's cache miss before its release. */
+	if (ahead - r->tail_cache < r->size)
+		sv_ring_poison(r, ahead);
 }
 
 /*

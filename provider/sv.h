@@ -131,10 +131,10 @@ struct sv_cq {
 	_Atomic int armed;     /* 0, or 1 + solicited_only */
 	bool overrun;	       /* IBV_EVENT_CQ_ERR has been raised */
 	uint64_t wc_flags;     /* ibv_cq_init_attr_ex.wc_flags */
-	/* QPs completing here: an immutable set, replaced (under
-	 * ctx->qp_lock) when it changes, read by pollers with no lock */
+	/* QPs completing here: slots changed in place under ctx->qp_lock,
+	 * read by pollers with no lock; replaced only to grow (cq.c) */
 	struct sv_qp_set *_Atomic qps;
-	struct sv_qp_set *retired; /* old sets, freed with the CQ */
+	struct sv_qp_set *retired; /* outgrown sets, freed with the CQ */
 	uint32_t events_queued;	   /* queued on the channel, not yet got */
 	uint32_t events_got;	   /* handed to the app by get_cq_event */
 	struct sv_list ev_node;	   /* on channel->evq.events when queued */
@@ -147,10 +147,12 @@ static inline struct sv_cq *to_scq(struct ibv_cq *cq)
 	return container_of((struct ibv_cq_ex *)cq, struct sv_cq, ex);
 }
 
+/* A CQ's QPs.  Written under ctx->qp_lock; pollers read n, then slots. */
 struct sv_qp_set {
-	struct sv_qp_set *next_retired;
-	uint32_t n;
-	struct sv_qp *qp[];
+	struct sv_qp_set *next_retired; /* on cq->retired once outgrown */
+	uint32_t cap;			/* slots in qp[] */
+	_Atomic uint32_t n;		/* slots in use: qp[0, n) */
+	struct sv_qp *_Atomic qp[];	/* never NULL below n */
 };
 
 struct sv_channel {
