@@ -138,19 +138,33 @@ static void make_argv(struct side *s, const char *const argv[], int port)
 	s->argv[n] = NULL;
 }
 
-/* sv_prog_env() (the ASan runtime) followed by the row's env. */
+/* The row's env, expanded, followed by sv_prog_env() (the ASan runtime);
+ * free_env() frees what this allocated. */
 static char **make_env(const struct mx_row *r, int port)
 {
 	static char *env[MX_ENV + 4];
 	char **base = sv_prog_env();
 	int n = 0;
 
-	for (int i = 0; base && base[i]; i++)
-		env[n++] = base[i];
 	for (int i = 0; i < MX_ENV && r->env[i]; i++)
 		env[n++] = expand(r->env[i], port);
+	for (int i = 0; base && base[i]; i++)
+		env[n++] = base[i];
 	env[n] = NULL;
 	return env;
+}
+
+static void free_env(const struct mx_row *r, char **env)
+{
+	for (int i = 0; i < MX_ENV && r->env[i]; i++)
+		free(env[i]);
+}
+
+static void free_side(struct side *s)
+{
+	for (int i = 0; s->argv[i]; i++)
+		free(s->argv[i]);
+	sv_proc_free(&s->proc);
 }
 
 static void start(struct side *s, char **env)
@@ -330,7 +344,7 @@ static void run_row(const struct mx_row *r)
 	uint64_t t0 = sv_now_ms(), end = t0 + r->deadline_s * 1000ull;
 	enum mx_outcome want = expected_outcome[r->expect], got;
 	char what[512] = "";
-	char **env = make_env(r, port);
+	char **env;
 	bool ok;
 
 	if (r->server[0])
@@ -339,6 +353,7 @@ static void run_row(const struct mx_row *r)
 	for (int i = 0; r->client[i]; i++)
 		if (strstr(r->client[i], "@BUILD@"))
 			skip_unless_installed(r, r->client[i], port);
+	env = make_env(r, port);
 	if (r->server[0]) {
 		make_argv(&srv, r->server, port);
 		start(&srv, env);
@@ -360,8 +375,12 @@ static void run_row(const struct mx_row *r)
 	       r->name, outcome_names[want], outcome_names[got], what,
 	       (sv_now_ms() - t0) / 1000.0, ok ? "ok" : "MISMATCH");
 	printf("  why: %s\n", r->reason);
-	if (ok)
+	if (ok) {
+		free_side(&srv);
+		free_side(&cli);
+		free_env(r, env);
 		return;
+	}
 	show(&srv);
 	show(&cli);
 	if (got != want)
