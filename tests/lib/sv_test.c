@@ -28,7 +28,16 @@ static int ntests;
 
 static pid_t procs[MAX_PROCS];
 static int nprocs;
+static bool own_group; /* helpers lead process groups, killed as groups */
 static const char *current_test;
+
+/* Kills the helper, or its process group when helpers lead one. */
+static void kill_proc(pid_t pid, int sig)
+{
+	if (own_group)
+		kill(-pid, sig);
+	kill(pid, sig);
+}
 
 void sv_test_register(const char *name, sv_test_fn fn)
 {
@@ -45,7 +54,7 @@ static void kill_helpers(void)
 {
 	for (int i = 0; i < nprocs; i++) {
 		if (procs[i] > 0) {
-			kill(procs[i], SIGKILL);
+			kill_proc(procs[i], SIGKILL);
 			waitpid(procs[i], NULL, 0);
 			procs[i] = 0;
 		}
@@ -75,7 +84,7 @@ static void on_deadline(int sig)
 	(void)sig;
 	for (int i = 0; i < nprocs; i++)
 		if (procs[i] > 0)
-			kill(procs[i], SIGKILL);
+			kill_proc(procs[i], SIGKILL);
 	_exit(1);
 }
 
@@ -188,6 +197,8 @@ void sv_proc_start(struct sv_proc *p, char *const argv[], char *const env[])
 			_exit(126);
 		close(o);
 		close(e);
+		if (own_group)
+			setpgid(0, 0);
 		for (int i = 0; env && env[i]; i++)
 			putenv(env[i]);
 		alarm(0);
@@ -195,6 +206,8 @@ void sv_proc_start(struct sv_proc *p, char *const argv[], char *const env[])
 		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
+	if (own_group)
+		setpgid(pid, pid); /* no race with a kill before the exec */
 	p->pid = pid;
 	procs[nprocs++] = pid;
 }
@@ -258,7 +271,7 @@ void sv_proc_wait(struct sv_proc *p, int timeout_ms)
 		if (sv_now_ms() > end) {
 			pid_t pid = p->pid;
 
-			kill(pid, SIGKILL);
+			kill_proc(pid, SIGKILL);
 			waitpid(pid, &st, 0);
 			reaped(p, st);
 			sv_test_fail(__FILE__, __LINE__,
@@ -271,13 +284,30 @@ void sv_proc_wait(struct sv_proc *p, int timeout_ms)
 	reaped(p, st);
 }
 
+bool sv_proc_poll(struct sv_proc *p)
+{
+	int st;
+
+	if (p->pid <= 0)
+		return true;
+	if (waitpid(p->pid, &st, WNOHANG) != p->pid)
+		return false;
+	reaped(p, st);
+	return true;
+}
+
+void sv_proc_own_group(void)
+{
+	own_group = true;
+}
+
 void sv_proc_kill(struct sv_proc *p)
 {
 	int st;
 
 	if (p->pid <= 0)
 		return;
-	kill(p->pid, SIGKILL);
+	kill_proc(p->pid, SIGKILL);
 	waitpid(p->pid, &st, 0);
 	reaped(p, st);
 }
@@ -287,6 +317,11 @@ void sv_proc_free(struct sv_proc *p)
 	free(p->out);
 	free(p->err);
 	p->out = p->err = NULL;
+}
+
+const char *sv_test_name(void)
+{
+	return current_test;
 }
 
 const char *sv_build_dir(void)

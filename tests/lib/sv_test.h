@@ -122,9 +122,20 @@ struct sv_proc {
 void sv_proc_start(struct sv_proc *p, char *const argv[], char *const env[]);
 /* Waits up to timeout_ms; on timeout kills it and fails the test. */
 void sv_proc_wait(struct sv_proc *p, int timeout_ms);
+/* Reaps it if it has exited (fills status, out, err); never blocks. */
+bool sv_proc_poll(struct sv_proc *p);
 /* Kills (SIGKILL) and reaps without failing. */
 void sv_proc_kill(struct sv_proc *p);
+/*
+ * From now on each helper leads its own process group, and every kill
+ * (sv_proc_kill, a failed test, the deadline) kills the whole group: for
+ * helpers that spawn their own children (mpirun, scripts).
+ */
+void sv_proc_own_group(void);
 void sv_proc_free(struct sv_proc *p);
+
+/* Name of the running test. */
+const char *sv_test_name(void);
 
 /* Directory of the build tree (from the SV_BUILD_DIR environment). */
 const char *sv_build_dir(void);

@@ -1,0 +1,542 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The matrix's rows: what each program does on softverbs0 today and why.
+ * When a feature arrives (librdmacm, one-sided RDMA, SRQ/UD/UC/XRC), its
+ * rows flip to MX_WORKS here; a row that does not match fails its test.
+ * tests/matrix/CMakeLists.txt makes a ctest test of every `.name = "..."`.
+ */
+#include "matrix.h"
+
+#include <stddef.h>
+
+#define SV0	 "-d", "softverbs0"
+#define FAST	 10 /* s: a clean failure is quick */
+#define RUN	 30 /* s: a working row, sanitizers included */
+#define WAIT_FOR 3  /* s: a row that waits for ever is killed here */
+
+#define NO_CM                                                               \
+	"the system librdmacm finds no /dev/infiniband/rdma_cm: softverbs " \
+	"has no rdma_cm yet (future issue)"
+#define NO_RSOCKET                                                         \
+	"rsockets need rdma_cm: rdma_create_id fails, softverbs has none " \
+	"yet (future issue)"
+#define NO_ONE_SIDED                                                       \
+	"RDMA write/read/atomics are not implemented yet: the first post " \
+	"fails with EOPNOTSUPP (future issue)"
+#define NO_RAW_ETH                                                        \
+	"softverbs0's link layer is InfiniBand: perftest's raw Ethernet " \
+	"tests need an Ethernet port"
+
+const struct mx_row mx_rows[] = {
+	/* rdmacm-utils: start-up regression test for 402e83c (was SIGSEGV) */
+	{
+		.name = "rping",
+		.pkg = "rdmacm-utils",
+		.expect = MX_FAILS,
+		.reason = NO_CM,
+		.server = {"rping", "-s", "-a", "127.0.0.1", "-p", "@PORT@",
+			   "-C", "10"},
+		.client = {"rping", "-c", "-a", "127.0.0.1", "-p", "@PORT@",
+			   "-C", "10", "-v"},
+		.deadline_s = FAST,
+		.says = "RDMA CM event channel",
+	},
+	{
+		.name = "ucmatose",
+		.pkg = "rdmacm-utils",
+		.expect = MX_FAILS,
+		.reason = NO_CM,
+		.server = {"ucmatose", "-p", "@PORT@", "-C", "10"},
+		.client = {"ucmatose", "-s", "127.0.0.1", "-p", "@PORT@", "-C",
+			   "10"},
+		.deadline_s = FAST,
+		.says = "RDMA CM event channel",
+	},
+	{
+		.name = "udaddy",
+		.pkg = "rdmacm-utils",
+		.expect = MX_FAILS,
+		.reason = NO_CM,
+		.server = {"udaddy", "-p", "@PORT@", "-C", "10"},
+		.client = {"udaddy", "-s", "127.0.0.1", "-p", "@PORT@", "-C",
+			   "10"},
+		.deadline_s = FAST,
+		.says = "RDMA CM event channel",
+	},
+	{
+		.name = "rdma_server_client",
+		.pkg = "rdmacm-utils",
+		.expect = MX_FAILS,
+		.reason = NO_CM,
+		.server = {"rdma_server", "-p", "@PORT@"},
+		.client = {"rdma_client", "-s", "127.0.0.1", "-p", "@PORT@"},
+		.deadline_s = FAST,
+		.says = "rdma_create_ep",
+	},
+	{
+		.name = "rdma_xserver_xclient",
+		.pkg = "rdmacm-utils",
+		.expect = MX_FAILS,
+		.reason = NO_CM,
+		.server = {"rdma_xserver", "-p", "@PORT@"},
+		.client = {"rdma_xclient", "-s", "127.0.0.1", "-p", "@PORT@"},
+		.deadline_s = FAST,
+		.says = "rdma_create_ep",
+	},
+	{
+		.name = "rcopy",
+		.pkg = "rdmacm-utils",
+		.expect = MX_FAILS,
+		.reason = NO_RSOCKET,
+		.server = {"rcopy", "-p", "@PORT@"},
+		.client = {"rcopy", "-p", "@PORT@", "/etc/os-release",
+			   "127.0.0.1:/tmp/sv-matrix-rcopy.@PORT@"},
+		.deadline_s = FAST,
+		.says = "rsocket failed",
+	},
+	{
+		.name = "rstream",
+		.pkg = "rdmacm-utils",
+		.expect = MX_FAILS,
+		.reason = NO_RSOCKET,
+		.server = {"rstream", "-p", "@PORT@", "-S", "4096", "-C", "10"},
+		.client = {"rstream", "-s", "127.0.0.1", "-p", "@PORT@", "-S",
+			   "4096", "-C", "10"},
+		.deadline_s = FAST,
+		.says = "rsocket failed",
+	},
+	{
+		.name = "riostream",
+		.pkg = "rdmacm-utils",
+		.expect = MX_FAILS,
+		.reason = NO_RSOCKET,
+		.server = {"riostream", "-p", "@PORT@", "-S", "4096", "-C",
+			   "10"},
+		.client = {"riostream", "-s", "127.0.0.1", "-p", "@PORT@", "-S",
+			   "4096", "-C", "10"},
+		.deadline_s = FAST,
+		.says = "rsocket failed",
+	},
+	{
+		.name = "cmtime",
+		.pkg = "rdmacm-utils",
+		.expect = MX_FAILS,
+		.reason = NO_CM,
+		.server = {"cmtime", "-p", "@PORT@", "-c", "10"},
+		.client = {"cmtime", "-s", "127.0.0.1", "-p", "@PORT@", "-c",
+			   "10"},
+		.deadline_s = FAST,
+		.says = "RDMA CM event channel",
+	},
+	{
+		.name = "mckey",
+		.pkg = "rdmacm-utils",
+		.expect = MX_FAILS,
+		.reason = NO_CM,
+		.server = {"mckey", "-m", "239.1.1.1", "-b", "127.0.0.1", "-C",
+			   "10"},
+		.client = {"mckey", "-m", "239.1.1.1", "-b", "127.0.0.1", "-s",
+			   "-C", "10"},
+		.deadline_s = FAST,
+		.says = "RDMA CM event channel",
+	},
+	{
+		.name = "udpong",
+		.pkg = "rdmacm-utils",
+		.expect = MX_TIMES_OUT,
+		.reason =
+			"the client's rconnect fails cleanly (no rdma_cm); the "
+			"server's UDP rsocket then waits for a datagram for "
+			"ever",
+		.server = {"udpong", "-p", "@PORT@"},
+		.client = {"udpong", "-s", "127.0.0.1", "-p", "@PORT@"},
+		.deadline_s = WAIT_FOR,
+		.says = "rconnect",
+	},
+
+	/* perftest */
+	{
+		.name = "ib_send_lat",
+		.pkg = "perftest",
+		.expect = MX_WORKS,
+		.reason = "RC send/recv",
+		.server = {"ib_send_lat", SV0, "-n", "100", "-p", "@PORT@"},
+		.client = {"ib_send_lat", SV0, "-n", "100", "-p", "@PORT@",
+			   "127.0.0.1"},
+		.deadline_s = RUN,
+		.says = "t_avg[usec]",
+	},
+	{
+		.name = "ib_send_bw",
+		.pkg = "perftest",
+		.expect = MX_WORKS,
+		.reason = "RC send/recv",
+		.server = {"ib_send_bw", SV0, "-n", "100", "-p", "@PORT@"},
+		.client = {"ib_send_bw", SV0, "-n", "100", "-p", "@PORT@",
+			   "127.0.0.1"},
+		.deadline_s = RUN,
+		.says = "BW average[MB/sec]",
+	},
+	{
+		.name = "ib_send_lat_rdma_cm",
+		.pkg = "perftest",
+		.expect = MX_FAILS,
+		.reason = NO_CM,
+		.server = {"ib_send_lat", "-R", SV0, "-n", "100", "-p",
+			   "@PORT@"},
+		.client = {"ib_send_lat", "-R", SV0, "-n", "100", "-p",
+			   "@PORT@", "127.0.0.1"},
+		.deadline_s = FAST,
+		.says = "rdma_create_event_channel failed",
+	},
+	{
+		.name = "ib_write_lat",
+		.pkg = "perftest",
+		.expect = MX_TIMES_OUT,
+		.reason = "RDMA write not implemented yet (future issue); "
+			  "perftest's write_lat client spins for ever once its "
+			  "first post fails (perftest bug)",
+		.server = {"ib_write_lat", SV0, "-n", "100", "-p", "@PORT@"},
+		.client = {"ib_write_lat", SV0, "-n", "100", "-p", "@PORT@",
+			   "127.0.0.1"},
+		.deadline_s = WAIT_FOR,
+	},
+	{
+		.name = "ib_write_bw",
+		.pkg = "perftest",
+		.expect = MX_FAILS,
+		.reason = NO_ONE_SIDED,
+		.server = {"ib_write_bw", SV0, "-n", "100", "-p", "@PORT@"},
+		.client = {"ib_write_bw", SV0, "-n", "100", "-p", "@PORT@",
+			   "127.0.0.1"},
+		.deadline_s = FAST,
+	},
+	{
+		.name = "ib_read_lat",
+		.pkg = "perftest",
+		.expect = MX_FAILS,
+		.reason = NO_ONE_SIDED,
+		.server = {"ib_read_lat", SV0, "-n", "100", "-p", "@PORT@"},
+		.client = {"ib_read_lat", SV0, "-n", "100", "-p", "@PORT@",
+			   "127.0.0.1"},
+		.deadline_s = FAST,
+	},
+	{
+		.name = "ib_read_bw",
+		.pkg = "perftest",
+		.expect = MX_FAILS,
+		.reason = NO_ONE_SIDED,
+		.server = {"ib_read_bw", SV0, "-n", "100", "-p", "@PORT@"},
+		.client = {"ib_read_bw", SV0, "-n", "100", "-p", "@PORT@",
+			   "127.0.0.1"},
+		.deadline_s = FAST,
+	},
+	{
+		.name = "ib_atomic_lat",
+		.pkg = "perftest",
+		.expect = MX_FAILS,
+		.reason = NO_ONE_SIDED,
+		.server = {"ib_atomic_lat", SV0, "-n", "100", "-p", "@PORT@"},
+		.client = {"ib_atomic_lat", SV0, "-n", "100", "-p", "@PORT@",
+			   "127.0.0.1"},
+		.deadline_s = FAST,
+	},
+	{
+		.name = "ib_atomic_bw",
+		.pkg = "perftest",
+		.expect = MX_FAILS,
+		.reason = NO_ONE_SIDED,
+		.server = {"ib_atomic_bw", SV0, "-n", "100", "-p", "@PORT@"},
+		.client = {"ib_atomic_bw", SV0, "-n", "100", "-p", "@PORT@",
+			   "127.0.0.1"},
+		.deadline_s = FAST,
+	},
+	{
+		.name = "raw_ethernet_bw",
+		.pkg = "perftest",
+		.expect = MX_FAILS,
+		.reason = NO_RAW_ETH,
+		.server = {"raw_ethernet_bw", SV0, "-n", "10", "--server", "-B",
+			   "02:00:00:00:00:01", "-E", "02:00:00:00:00:02"},
+		.client = {"raw_ethernet_bw", SV0, "-n", "10", "--client", "-B",
+			   "02:00:00:00:00:02", "-E", "02:00:00:00:00:01"},
+		.deadline_s = FAST,
+		.says = "can only run on Ethernet link",
+	},
+	{
+		.name = "raw_ethernet_lat",
+		.pkg = "perftest",
+		.expect = MX_FAILS,
+		.reason = NO_RAW_ETH,
+		.server = {"raw_ethernet_lat", SV0, "-n", "10", "--server",
+			   "-B", "02:00:00:00:00:01", "-E",
+			   "02:00:00:00:00:02"},
+		.client = {"raw_ethernet_lat", SV0, "-n", "10", "--client",
+			   "-B", "02:00:00:00:00:02", "-E",
+			   "02:00:00:00:00:01"},
+		.deadline_s = FAST,
+		.says = "can only run on Ethernet link",
+	},
+	{
+		.name = "raw_ethernet_burst_lat",
+		.pkg = "perftest",
+		.expect = MX_FAILS,
+		.reason = NO_RAW_ETH,
+		.server = {"raw_ethernet_burst_lat", SV0, "-n", "10",
+			   "--server", "-B", "02:00:00:00:00:01", "-E",
+			   "02:00:00:00:00:02"},
+		.client = {"raw_ethernet_burst_lat", SV0, "-n", "10",
+			   "--client", "-B", "02:00:00:00:00:02", "-E",
+			   "02:00:00:00:00:01"},
+		.deadline_s = FAST,
+	},
+	{
+		.name = "raw_ethernet_fs_rate",
+		.pkg = "perftest",
+		.expect = MX_FAILS,
+		.reason = NO_RAW_ETH,
+		.server = {"raw_ethernet_fs_rate", SV0, "-n", "10", "--server",
+			   "-B", "02:00:00:00:00:01", "-E",
+			   "02:00:00:00:00:02"},
+		.client = {"raw_ethernet_fs_rate", SV0, "-n", "10", "--client",
+			   "-B", "02:00:00:00:00:02", "-E",
+			   "02:00:00:00:00:01"},
+		.deadline_s = FAST,
+		.says = "can only run on Ethernet link",
+	},
+	{
+		.name = "run_perftest_loopback",
+		.pkg = "perftest",
+		.expect = MX_WORKS,
+		.reason = "perftest's own loopback script (it sleeps 1 s), "
+			  "RC send/recv",
+		.client = {"run_perftest_loopback", "0", "1", "ib_send_bw", SV0,
+			   "-n", "100", "-p", "@PORT@"},
+		.deadline_s = RUN,
+		.says = "BW average[MB/sec]",
+	},
+
+	/* qperf */
+	{
+		.name = "qperf_rc_lat_cm1",
+		.pkg = "qperf",
+		.expect = MX_FAILS,
+		.reason = NO_CM,
+		.server = {"qperf", "-lp", "@PORT@"},
+		.client = {"qperf", "127.0.0.1", "-lp", "@PORT@", "-cm1", "-t",
+			   "1", "rc_lat"},
+		.deadline_s = FAST,
+		.says = "rdma_create_event_channel failed",
+		.flags = MX_DAEMON,
+	},
+	{
+		.name = "qperf_rc_lat",
+		.pkg = "qperf",
+		.expect = MX_WORKS,
+		.reason =
+			"RC send/recv, waiting on completion events; PROVIDER "
+			"BUG: hangs at times (ibv_get_cq_event retries EINTR, "
+			"so qperf's SIGALRM cannot end the wait)",
+		.server = {"qperf", "-lp", "@PORT@"},
+		.client = {"qperf", "127.0.0.1", "-lp", "@PORT@", "-t", "1",
+			   "rc_lat"},
+		.deadline_s = RUN,
+		.says = "latency",
+		.flags = MX_DAEMON,
+	},
+	{
+		.name = "qperf_rc_lat_poll",
+		.pkg = "qperf",
+		.expect = MX_WORKS,
+		.reason = "RC send/recv, polling the CQs (-cp 1)",
+		.server = {"qperf", "-lp", "@PORT@"},
+		.client = {"qperf", "127.0.0.1", "-lp", "@PORT@", "-cp", "1",
+			   "-t", "1", "rc_lat"},
+		.deadline_s = RUN,
+		.says = "latency",
+		.flags = MX_DAEMON,
+	},
+
+	/* UCX */
+	{
+		.name = "ucx_info",
+		.pkg = "ucx-utils",
+		.expect = MX_WORKS,
+		.reason =
+			"lists UCX's devices with softverbs' libibverbs loaded",
+		.client = {"ucx_info", "-d"},
+		.deadline_s = RUN,
+		.says = "Transport: self",
+	},
+	{
+		.name = "ucx_perftest_sm",
+		.pkg = "ucx-utils",
+		.expect = MX_WORKS,
+		.reason =
+			"UCX over shared memory, softverbs' libibverbs loaded",
+		.server = {"ucx_perftest", "-c", "0", "-p", "@PORT@"},
+		.client = {"ucx_perftest", "-c", "1", "-p", "@PORT@", "-t",
+			   "tag_lat", "-n", "1000", "127.0.0.1"},
+		.deadline_s = RUN,
+		.env = {"UCX_TLS=sm,self"},
+		.says = "Final:",
+	},
+
+	/* libfabric */
+	{
+		.name = "fi_info",
+		.pkg = "libfabric-bin",
+		.expect = MX_WORKS,
+		.reason = "all providers, verbs among them",
+		.client = {"fi_info"},
+		.deadline_s = RUN,
+		.says = "provider: verbs",
+	},
+	{
+		.name = "fi_info_verbs",
+		.pkg = "libfabric-bin",
+		.expect = MX_WORKS,
+		.reason = "the verbs provider sees softverbs0 (it used to hang "
+			  "in "
+			  "its exit handler)",
+		.client = {"fi_info", "-p", "verbs"},
+		.deadline_s = RUN,
+		.says = "domain: softverbs0",
+	},
+	{
+		.name = "fi_pingpong_verbs",
+		.pkg = "libfabric-bin",
+		.expect = MX_FAILS,
+		.reason = "libfabric's verbs provider connects with rdma_cm: "
+			  "none yet (future issue)",
+		.server = {"fi_pingpong", "-p", "verbs", "-B", "@PORT@", "-I",
+			   "10", "-S", "64"},
+		.client = {"fi_pingpong", "-p", "verbs", "-P", "@PORT@", "-I",
+			   "10", "-S", "64", "127.0.0.1"},
+		.deadline_s = FAST,
+	},
+
+	/* Open MPI: tests/matrix/mpi_pingpong.c, built when MPI is found */
+	{
+		.name = "mpi_pingpong",
+		.pkg = "openmpi-bin",
+		.expect = MX_WORKS,
+		.reason =
+			"two ranks, Open MPI's defaults, softverbs' libibverbs "
+			"in both",
+		.client = {"mpirun", "--allow-run-as-root", "--oversubscribe",
+			   "-np", "2", "@BUILD@/tests/mpi_pingpong"},
+		.deadline_s = RUN,
+		.says = "round trips",
+	},
+	{
+		.name = "mpi_pingpong_no_openib",
+		.pkg = "openmpi-bin",
+		.expect = MX_WORKS,
+		.reason =
+			"two ranks, btl ^openib, softverbs' libibverbs in both",
+		.client = {"mpirun", "--allow-run-as-root", "--oversubscribe",
+			   "--mca", "btl", "^openib", "-np", "2",
+			   "@BUILD@/tests/mpi_pingpong"},
+		.deadline_s = RUN,
+		.says = "round trips",
+	},
+
+	/* rdma-core's examples (ibverbs-utils) */
+	{
+		.name = "ibv_devices",
+		.pkg = "ibverbs-utils",
+		.expect = MX_WORKS,
+		.reason = "the device list",
+		.client = {"ibv_devices"},
+		.deadline_s = RUN,
+		.says = "softverbs0",
+	},
+	{
+		.name = "ibv_devinfo",
+		.pkg = "ibverbs-utils",
+		.expect = MX_WORKS,
+		.reason = "device and port queries",
+		.client = {"ibv_devinfo"},
+		.deadline_s = RUN,
+		.says = "PORT_ACTIVE",
+	},
+	{
+		.name = "ibv_devinfo_v",
+		.pkg = "ibverbs-utils",
+		.expect = MX_WORKS,
+		.reason = "every attribute, the GID table",
+		.client = {"ibv_devinfo", "-v"},
+		.deadline_s = RUN,
+		.says = "GID[  0]",
+	},
+	{
+		.name = "ibv_rc_pingpong",
+		.pkg = "ibverbs-utils",
+		.expect = MX_WORKS,
+		.reason = "RC send/recv",
+		.server = {"ibv_rc_pingpong", SV0, "-n", "100", "-p", "@PORT@"},
+		.client = {"ibv_rc_pingpong", SV0, "-n", "100", "-p", "@PORT@",
+			   "127.0.0.1"},
+		.deadline_s = RUN,
+		.says = "100 iters in",
+	},
+	{
+		.name = "ibv_uc_pingpong",
+		.pkg = "ibverbs-utils",
+		.expect = MX_FAILS,
+		.reason = "UC QPs are not implemented yet (future issue)",
+		.server = {"ibv_uc_pingpong", SV0, "-n", "100", "-p", "@PORT@"},
+		.client = {"ibv_uc_pingpong", SV0, "-n", "100", "-p", "@PORT@",
+			   "127.0.0.1"},
+		.deadline_s = FAST,
+		.says = "Couldn't create QP",
+	},
+	{
+		.name = "ibv_ud_pingpong",
+		.pkg = "ibverbs-utils",
+		.expect = MX_FAILS,
+		.reason = "UD QPs are not implemented yet (future issue)",
+		.server = {"ibv_ud_pingpong", SV0, "-n", "100", "-p", "@PORT@"},
+		.client = {"ibv_ud_pingpong", SV0, "-n", "100", "-p", "@PORT@",
+			   "127.0.0.1"},
+		.deadline_s = FAST,
+		.says = "Couldn't create QP",
+	},
+	{
+		.name = "ibv_srq_pingpong",
+		.pkg = "ibverbs-utils",
+		.expect = MX_FAILS,
+		.reason = "SRQs are not implemented yet (future issue)",
+		.server = {"ibv_srq_pingpong", SV0, "-n", "100", "-p",
+			   "@PORT@"},
+		.client = {"ibv_srq_pingpong", SV0, "-n", "100", "-p", "@PORT@",
+			   "127.0.0.1"},
+		.deadline_s = FAST,
+		.says = "Couldn't create SRQ",
+	},
+	{
+		.name = "ibv_xsrq_pingpong",
+		.pkg = "ibverbs-utils",
+		.expect = MX_FAILS,
+		.reason = "XRC domains are not implemented yet (future issue)",
+		.server = {"ibv_xsrq_pingpong", SV0, "-n", "100", "-p",
+			   "@PORT@"},
+		.client = {"ibv_xsrq_pingpong", SV0, "-n", "100", "-p",
+			   "@PORT@", "127.0.0.1"},
+		.deadline_s = FAST,
+		.says = "Couldn't Open the XRC Domain",
+	},
+	{
+		.name = "ibv_asyncwatch",
+		.pkg = "ibverbs-utils",
+		.expect = MX_TIMES_OUT,
+		.reason =
+			"waits for async events for ever by design; none come",
+		.client = {"ibv_asyncwatch"},
+		.deadline_s = WAIT_FOR,
+		.says = "softverbs0: async event FD",
+	},
+};
+
+const int mx_nrows = sizeof(mx_rows) / sizeof(mx_rows[0]);
