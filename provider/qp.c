@@ -364,6 +364,9 @@ static int enter_state(struct sv_qp *qp, enum ibv_qp_state next)
 		}
 		if (err)
 			sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
+		else if (qp->link.state == SV_LINK_CONNECTING &&
+			 qp->link.conn_fd < 0)
+			sv_progress_note_work(qp->ctx); /* its retry timer */
 	}
 	return 0;
 
