@@ -4,7 +4,10 @@
  * send WQEs in order, and runs the two requester timers: the local ACK
  * timeout (retry_cnt) and the RNR timer (rnr_retry, 7 = forever).  A
  * failed WQE gets its own status; the QP then goes to ERROR and the rest
- * is flushed (IBA 10.8.3).
+ * is flushed (IBA 10.8.3).  The ACK timeout counts only while the link is
+ * not up: a ring loses nothing, and a peer that dies hangs up (progress.c),
+ * so a late ACK on an up link means a slow peer (stopped, debugged), which
+ * an HCA would have acknowledged for — never an error.
  */
 #include "sv.h"
 
@@ -178,7 +181,9 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 		rnr_expired(qp, now);
 		return;
 	}
-	if (qp->comp_retries++ >= qp->attr.retry_cnt)
+	if (qp->link.state == SV_LINK_UP)
+		qp->comp_deadline = now + ack_timeout_ns(qp); /* slow, alive */
+	else if (qp->comp_retries++ >= qp->attr.retry_cnt)
 		fail_head(qp, IBV_WC_RETRY_EXC_ERR);
 	else
 		qp->comp_deadline = now + ack_timeout_ns(qp);

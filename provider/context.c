@@ -112,6 +112,7 @@ SV_EXPORT int ibv_close_device(struct ibv_context *c)
 {
 	struct sv_context *ctx = to_sctx(c);
 
+	sv_qp_close_all(ctx); /* QPs the app did not destroy */
 	sv_progress_stop(ctx);
 	sv_qp_free_all(ctx);
 	sv_evq_destroy(&ctx->async);

@@ -35,15 +35,21 @@ struct sv_link {
 	struct sv_ring tx; /* the peer's receive ring: we produce */
 	struct sv_ring rx; /* our receive ring: the peer produces */
 	bool tx_ready, rx_ready;
+	bool refused_noted;	      /* told stderr of another user */
 	int listen_fd;		      /* our QP's listener; holds the QPN */
+	int conn_sock;		      /* made at RTR, connected on a try */
 	int conn_fd;		      /* ours to the peer's listener */
 	int acc_fd;		      /* the peer's to our listener */
 	int pend_fd[SV_LINK_PENDING]; /* accepted, hello not yet read */
 	uint64_t pend_ns[SV_LINK_PENDING]; /* when each was accepted */
-	int rx_fd;		  /* memfd of rx, passed in our hello */
-	int peer_db;		  /* the peer context's doorbell (eventfd) */
+	int rx_fd;		  /* memfd of rx, until our hello has it */
+	int db_rx;		  /* our doorbell for this link: we drain */
+	int db_tx;		  /* its other end, until our hello has it */
+	int peer_db;		  /* the peer's doorbell: we ring it */
 	uint32_t peer_qpn;	  /* whose ring tx is */
-	uint64_t next_connect_ns; /* retry time for a refused connect */
+	uint64_t next_connect_ns; /* retry time for a failed connect */
+	uint64_t connect_wait_ns; /* backoff: doubles, capped */
+	uint64_t next_accept_ns;  /* retry time for a failed accept, or 0 */
 };
 
 /* Room for a packet, or NULL when the ring is full.  Who retries: the
@@ -55,6 +61,8 @@ static inline void *sv_link_tx_reserve(struct sv_link *l, uint32_t len,
 	return sv_ring_reserve(&l->tx, len, err);
 }
 
+/* Rings a peer's doorbell: a datagram, sent with MSG_DONTWAIT whatever the
+ * peer did to the socket, so it never blocks (a full queue: rung enough). */
 void sv_link_ring_doorbell(int fd);
 
 /* After a batch of published packets: wakes the peer if it sleeps. */

@@ -3,12 +3,12 @@
  * Who runs the engine.  The application thread does, inside poll and post
  * (sv_qp_drive): no thread hop and no system call while both sides poll.
  * Behind it, one progress thread per context that always blocks in
- * epoll: on our doorbell eventfd, on each QP's listener and connection
- * sockets, and on timers.  While the application polls, the thread only
- * looks every few ms whether it still does; once it stops (or arms a CQ
- * for an event) the thread raises that QP's sleep flags — peers then ring
- * our doorbell — and drives its engine itself.  This is decided per QP: an
- * app may poll one CQ and leave another QP's sends to us.
+ * epoll: on the app's kick eventfd, on each QP's listener, connection
+ * sockets and link doorbell (shm.c), and on timers.  While the application
+ * polls, the thread only looks every few ms whether it still does; once it
+ * stops (or arms a CQ for an event) the thread raises that QP's sleep flags —
+ * peers then ring our doorbell — and drives its engine itself.  This is decided
+ * per QP: an app may poll one CQ and leave another QP's sends to us.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,7 +27,7 @@ uint64_t sv_event_spin_ns = 50000;
 struct sv_progress {
 	pthread_t thread;
 	int epfd;
-	struct sv_pfd db; /* our doorbell: peers and our app ring it */
+	struct sv_pfd db; /* our app's kick (an eventfd only we hold) */
 	atomic_bool stop;
 
 	atomic_bool forever; /* asleep with no timer to wake it */
@@ -100,6 +100,12 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 			*active = true;
 			continue;
 		}
+		if (atomic_load_explicit(&qp->pfd[3].rung,
+					 memory_order_relaxed)) {
+			/* before draining: a ring after it is a new edge */
+			atomic_store(&qp->pfd[3].rung, false);
+			sv_shm_drain_doorbell(&qp->link);
+		}
 		if (!mine) {
 			/* new rings start asleep (ring.c): this clears them */
 			*active = true;
@@ -146,8 +152,15 @@ static void link_event(struct sv_qp *qp, int fd)
 	sv_progress_del(qp->ctx, &qp->pfd[1]);
 	sv_progress_del(qp->ctx, &qp->pfd[2]);
 	if (st == SV_LINK_DEAD) {
-		/* IBA: what was in flight can no longer be acknowledged */
 		qp->link.state = SV_LINK_DEAD;
+		/* its last words are still in the mapped rings: the ACKs of
+		 * sends it took, and what it sent us */
+		sv_comp_run(qp, sv_now_ns());
+		if (qp->qpx.qp_base.state != IBV_QPS_ERR)
+			sv_resp_run(qp);
+		if (qp->qpx.qp_base.state == IBV_QPS_ERR)
+			return;
+		/* IBA: what was in flight can no longer be acknowledged */
 		if (qp->sq_comp != qp->sq_post) {
 			struct ibv_wc wc = {
 				.status = IBV_WC_RETRY_EXC_ERR,
@@ -171,11 +184,17 @@ static bool handle(struct sv_context *ctx, struct sv_pfd *p)
 {
 	struct sv_qp *qp;
 
-	if (p->kind == SV_PFD_DOORBELL) {
+	if (p->kind == SV_PFD_DOORBELL && !p->qp) {
 		uint64_t v;
 
 		if (read(p->fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 			sv_dbg("doorbell read: %s\n", strerror(errno));
+		return true;
+	}
+	if (p->kind == SV_PFD_DOORBELL) {
+		/* edge triggered; look() drains it under the QP's lock (the
+		 * app may close the fd meanwhile) */
+		atomic_store(&p->rung, true);
 		return true;
 	}
 	pthread_rwlock_rdlock(&ctx->qp_lock);
@@ -230,6 +249,11 @@ void sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd)
 {
 	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = p};
 
+	/* hang-ups are level triggered; a listener or link doorbell we may
+	 * not be able to empty at once (out of fds, QP busy) is not, so it
+	 * never makes the thread spin */
+	if (p->kind != SV_PFD_CONN && p->qp)
+		ev.events |= EPOLLET;
 	p->fd = fd;
 	if (epoll_ctl(ctx->prog->epfd, EPOLL_CTL_ADD, fd, &ev))
 		sv_dbg("epoll add %d: %s\n", fd, strerror(errno));
@@ -256,12 +280,11 @@ void sv_progress_note_work(struct sv_context *ctx)
 
 void sv_progress_kick(struct sv_context *ctx)
 {
-	sv_link_ring_doorbell(ctx->prog->db.fd);
-}
+	uint64_t one = 1;
 
-int sv_progress_doorbell_fd(struct sv_context *ctx)
-{
-	return ctx->prog->db.fd;
+	/* non-blocking, and only we hold it */
+	if (write(ctx->prog->db.fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		sv_dbg("kick: %s\n", strerror(errno));
 }
 
 __attribute__((constructor)) static void sv_progress_config(void)

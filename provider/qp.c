@@ -7,6 +7,7 @@
  * in post.c; the engine in req.c, resp.c, comp.c.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,7 @@ static void link_close(struct sv_qp *qp, bool bye)
 {
 	sv_progress_del(qp->ctx, &qp->pfd[1]);
 	sv_progress_del(qp->ctx, &qp->pfd[2]);
+	sv_progress_del(qp->ctx, &qp->pfd[3]);
 	sv_shm_close(&qp->link, qp->qpx.qp_base.qp_num, bye);
 	qp->link.state = SV_LINK_IDLE;
 }
@@ -107,43 +109,111 @@ static void watch_link(struct sv_qp *qp)
 		sv_progress_del(qp->ctx, &qp->pfd[2]);
 		sv_progress_add(qp->ctx, &qp->pfd[2], qp->link.acc_fd);
 	}
+	if (qp->link.db_rx >= 0 && qp->pfd[3].fd != qp->link.db_rx) {
+		sv_progress_del(qp->ctx, &qp->pfd[3]);
+		sv_progress_add(qp->ctx, &qp->pfd[3], qp->link.db_rx);
+	}
+}
+
+/* Says why a link cannot come up, once, on stderr (what failed and what
+ * to do); the caller returns the error or moves the QP to ERROR. */
+static void say_link_error(struct sv_qp *qp, const char *what, int err)
+{
+	if (err == -EACCES)
+		return; /* check_peer (shm.c) said who holds the socket */
+	fprintf(stderr, "softverbs: qp %06x: %s: %s%s\n",
+		qp->qpx.qp_base.qp_num, what, strerror(-err),
+		err == -EMFILE || err == -ENFILE
+			? "; each connected QP holds 5 fds: raise the limit "
+			  "(ulimit -n) or use fewer QPs"
+			: "");
 }
 
 /*
- * Brings the link up: connects to the peer's listener (again, if it was
- * not there yet) and takes the peer's hello.  Caller holds qp->lock.
+ * Brings the link up: connects to the peer's listener (again, with backoff,
+ * if it was not there yet) and takes the peer's hello.  Returns what makes
+ * the link impossible (another user's socket, out of fds), else 0.  Caller
+ * holds qp->lock.
  */
-void sv_qp_link_step(struct sv_qp *qp)
+static int link_step(struct sv_qp *qp)
 {
 	struct sv_link *l = &qp->link;
 	uint32_t qpn = qp->qpx.qp_base.qp_num;
 	enum ibv_qp_state s = qp->qpx.qp_base.state;
 	uint32_t expect = SV_QPN_ANY;
+	int got, err = 0;
 
 	if (s >= IBV_QPS_RTR && s <= IBV_QPS_SQE)
 		expect = qp->attr.dest_qp_num;
-	if (sv_shm_accept(l, qpn, expect) && l->peer_qpn != expect &&
-	    expect != SV_QPN_ANY)
+	got = sv_shm_accept(l, qpn, expect);
+	if (got > 0 && l->peer_qpn != expect && expect != SV_QPN_ANY)
 		sv_shm_drop_tx(l);
+	if (got < 0 && l->state == SV_LINK_CONNECTING && !l->tx_ready) {
+		/* our peer's hello is lost or cannot be taken */
+		say_link_error(qp, "taking the peer's connection", got);
+		return got;
+	}
 	if (expect == SV_QPN_ANY)
-		return;
+		return 0;
 	if (l->tx_ready && l->peer_qpn != expect)
 		sv_shm_drop_tx(l); /* an early hello from someone else */
-	if (l->conn_fd < 0 && l->state == SV_LINK_CONNECTING &&
-	    sv_now_ns() >= l->next_connect_ns) {
-		int err = sv_shm_connect(l, qpn, expect,
-					 sv_progress_doorbell_fd(qp->ctx),
-					 ring_size());
+	if (l->conn_fd < 0 && l->state == SV_LINK_CONNECTING) {
+		uint64_t now = sv_now_ns();
 
-		if (err == -EAGAIN)
-			l->next_connect_ns = sv_now_ns() + 1000000;
-		else if (err)
+		if (now >= l->next_connect_ns)
+			err = sv_shm_connect(l, qpn, expect);
+		if (err == -EACCES)
+			return err;
+		if (err)
+			l->next_connect_ns =
+				sv_shm_backoff(&l->connect_wait_ns, now);
+		if (err && err != -EAGAIN)
 			sv_dbg("qp %06x: connect to %06x: %s\n", qpn, expect,
 			       strerror(-err));
 	}
 	if (l->state == SV_LINK_CONNECTING && l->conn_fd >= 0 && l->tx_ready)
 		l->state = SV_LINK_UP;
 	watch_link(qp);
+	return 0;
+}
+
+/* From the engine and the progress thread: a link that cannot come up
+ * takes the QP to ERROR (IBV_EVENT_QP_FATAL); the reason is on stderr. */
+void sv_qp_link_step(struct sv_qp *qp)
+{
+	if (link_step(qp))
+		sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
+}
+
+/* At RTR: the link's resources now, and a first connect.  -errno, and the
+ * QP stays as it was. */
+static int link_start(struct sv_qp *qp)
+{
+	int err;
+
+	qp->link.state = SV_LINK_CONNECTING;
+	qp->link.next_connect_ns = 0;
+	qp->link.connect_wait_ns = 0;
+	err = sv_shm_prepare(&qp->link, qp->qpx.qp_base.qp_num, ring_size());
+	if (err) {
+		say_link_error(qp, "modify to RTR", err);
+		return err;
+	}
+	return 0;
+}
+
+/* Once-per-process explanation of a refused address: the EINVAL alone
+ * says nothing, but a program retrying must not fill stderr. */
+static void say_bad_av(const char *fmt, ...)
+{
+	static atomic_bool said;
+	va_list ap;
+
+	if (atomic_exchange(&said, true) && !sv_debug)
+		return;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 }
 
 static int check_av(struct sv_qp *qp, const struct ibv_ah_attr *ah)
@@ -158,18 +228,16 @@ static int check_av(struct sv_qp *qp, const struct ibv_ah_attr *ah)
 		if (sv_gid_is_local(&ah->grh.dgid))
 			return 0;
 		inet_ntop(AF_INET6, ah->grh.dgid.raw, buf, sizeof(buf));
-		fprintf(stderr,
-			"softverbs: GID %s is not on this host; the TCP "
-			"transport between hosts is not implemented yet\n",
-			buf);
+		say_bad_av("softverbs: GID %s is not on this host; the TCP "
+			   "transport between hosts is not implemented yet\n",
+			   buf);
 		return EINVAL;
 	}
 	if (ah->dlid == sv_local_lid())
 		return 0;
-	fprintf(stderr,
-		"softverbs: LID 0x%04x is not this host's (0x%04x); "
-		"use a GID (-g) to reach another host\n",
-		ah->dlid, sv_local_lid());
+	say_bad_av("softverbs: LID 0x%04x is not this host's (0x%04x); "
+		   "use a GID (-g) to reach another host\n",
+		   ah->dlid, sv_local_lid());
 	return EINVAL;
 }
 
@@ -260,9 +328,12 @@ static void reset_qp(struct sv_qp *qp)
 	memset(&qp->attr, 0, sizeof(qp->attr));
 }
 
+/* -errno with the QP left in cur (IBA 11.2.1.2: a failed modify changes
+ * nothing); EACCES when the destination's socket is another user's. */
 static int enter_state(struct sv_qp *qp, enum ibv_qp_state next)
 {
 	enum ibv_qp_state cur = qp->qpx.qp_base.state;
+	int err;
 
 	switch (next) {
 	case IBV_QPS_RESET:
@@ -270,8 +341,9 @@ static int enter_state(struct sv_qp *qp, enum ibv_qp_state next)
 		break;
 	case IBV_QPS_RTR:
 		if (cur == IBV_QPS_INIT) {
-			qp->link.state = SV_LINK_CONNECTING;
-			qp->link.next_connect_ns = 0;
+			err = link_start(qp);
+			if (err)
+				goto err_link;
 			qp->comp_ack = SV_ACK_NONE;
 		}
 		break;
@@ -283,9 +355,24 @@ static int enter_state(struct sv_qp *qp, enum ibv_qp_state next)
 	}
 	qp->qpx.qp_base.state = next;
 	qp->attr.qp_state = next;
-	if (next >= IBV_QPS_RTR && next <= IBV_QPS_SQE)
-		sv_qp_link_step(qp);
+	if (next >= IBV_QPS_RTR && next <= IBV_QPS_SQE) {
+		err = link_step(qp);
+		if (err && cur == IBV_QPS_INIT) {
+			qp->qpx.qp_base.state = cur;
+			qp->attr.qp_state = cur;
+			goto err_link;
+		}
+		if (err)
+			sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
+		else if (qp->link.state == SV_LINK_CONNECTING &&
+			 qp->link.conn_fd < 0)
+			sv_progress_note_work(qp->ctx); /* its retry timer */
+	}
 	return 0;
+
+err_link:
+	link_close(qp, false);
+	return err;
 }
 
 SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
@@ -308,7 +395,7 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	if (err)
 		goto out;
 	store_attr(qp, attr, mask);
-	err = enter_state(qp, next);
+	err = -enter_state(qp, next);
 out:
 	sv_unlock(&qp->lock);
 	if (err)
@@ -440,6 +527,27 @@ void sv_qp_free_all(struct sv_context *ctx)
 	}
 }
 
+void sv_qp_close_all(struct sv_context *ctx)
+{
+	pthread_rwlock_wrlock(&ctx->qp_lock);
+	while (!sv_list_empty(&ctx->qps)) {
+		struct sv_qp *qp =
+			container_of(ctx->qps.next, struct sv_qp, ctx_node);
+
+		sv_list_del(&qp->ctx_node);
+		sv_progress_del(ctx, &qp->pfd[0]);
+		sv_lock(&qp->lock);
+		/* its peer hears BYE, or the hang-up if it was dead */
+		if (qp->link.state != SV_LINK_IDLE)
+			link_close(qp, qp->link.state != SV_LINK_DEAD);
+		sv_shm_close(&qp->link, qp->qpx.qp_base.qp_num, false);
+		close(qp->link.listen_fd);
+		qp_put(ctx, qp);
+		sv_unlock(&qp->lock);
+	}
+	pthread_rwlock_unlock(&ctx->qp_lock);
+}
+
 static int check_init_attr(const struct ibv_qp_init_attr_ex *a)
 {
 	const struct ibv_qp_cap *c = &a->cap;
@@ -476,9 +584,14 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	if (err)
 		goto err_free;
 	sv_link_init(&qp->link);
-	for (int i = 0; i < 3; i++)
-		qp->pfd[i] = (struct sv_pfd){i ? SV_PFD_CONN : SV_PFD_LISTEN,
-					     -1, qp};
+	for (int i = 0; i < 4; i++)
+		qp->pfd[i] = (struct sv_pfd){
+			.kind = i == 0	 ? SV_PFD_LISTEN
+				: i == 3 ? SV_PFD_DOORBELL
+					 : SV_PFD_CONN,
+			.fd = -1,
+			.qp = qp,
+		};
 	err = -sv_shm_bind(&qp->link, &qpn);
 	if (err)
 		goto err_free;

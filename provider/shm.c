@@ -5,15 +5,22 @@
  * named after its QPN, so QPNs are unique per host (network namespace)
  * with no daemon and no files, and vanish with the process.  At RTR a QP
  * connects to its peer's socket and passes, with SCM_RIGHTS, the sealed
- * memfd of its receive ring and its context's doorbell eventfd.  The
- * kernel vouches for the peer (SO_PEERCRED): same user only.  The sockets
- * stay open: a hang-up without a goodbye means the peer died.
+ * memfd of its receive ring and one end of the link's doorbell (a
+ * SOCK_DGRAM socketpair whose other end our progress thread watches).
+ * Doorbells are rung with send(MSG_DONTWAIT): a per-call flag, so nothing
+ * a peer does to the shared socket (O_NONBLOCK cleared, queue full) can
+ * block us.  The kernel vouches for the peer (SO_PEERCRED) on both sides,
+ * before anything is sent or mapped: same user only (-EACCES otherwise).
+ * The sockets stay open: a hang-up without a goodbye means the peer died.
+ * Everything a link needs is made at RTR (sv_shm_prepare), so running out
+ * of fds is modify_qp's error, not a later silent failure.
  */
 #include "shm.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -26,7 +33,7 @@
 #define SV_HELLO_VERSION 1
 
 enum sv_msg_type {
-	SV_MSG_HELLO = 1, /* carries [ring memfd, doorbell eventfd] */
+	SV_MSG_HELLO = 1, /* carries [ring memfd, doorbell socket] */
 	SV_MSG_BYE = 2,	  /* orderly close: the peer QP is going */
 };
 
@@ -64,7 +71,7 @@ void sv_link_init(struct sv_link *l)
 	l->listen_fd = l->conn_fd = l->acc_fd = l->peer_db = -1;
 	for (int i = 0; i < SV_LINK_PENDING; i++)
 		l->pend_fd[i] = -1;
-	l->rx_fd = -1;
+	l->conn_sock = l->rx_fd = l->db_rx = l->db_tx = -1;
 }
 
 int sv_shm_bind(struct sv_link *l, uint32_t *qpn)
@@ -137,11 +144,9 @@ static int send_msg(int fd, uint16_t type, uint32_t src, uint32_t dst,
 	return n == sizeof(h) ? 0 : -EPROTO;
 }
 
-int sv_shm_connect(struct sv_link *l, uint32_t my_qpn, uint32_t dest_qpn,
-		   int db_fd, uint64_t ring_size)
+int sv_shm_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size)
 {
-	struct sockaddr_un a;
-	int fds[2], err, fd;
+	int err, sv[2];
 
 	if (!l->rx_ready) {
 		err = sv_ring_create(&l->rx, ring_size, my_qpn, &l->rx_fd);
@@ -149,27 +154,88 @@ int sv_shm_connect(struct sv_link *l, uint32_t my_qpn, uint32_t dest_qpn,
 			return err;
 		l->rx_ready = true;
 	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	if (l->db_rx < 0) {
+		if (socketpair(AF_UNIX,
+			       SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+			       sv))
+			return -errno;
+		l->db_rx = sv[0];
+		l->db_tx = sv[1];
+	}
+	if (l->conn_sock < 0 && l->conn_fd < 0) {
+		l->conn_sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (l->conn_sock < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/* The kernel's word on who holds the other end; -EACCES, said on stderr
+ * once per link, if it is not our user. */
+static int check_peer(struct sv_link *l, int fd, uint32_t my_qpn,
+		      const char *what)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len))
 		return -errno;
+	if (cr.uid == getuid())
+		return 0;
+	if (!l->refused_noted)
+		fprintf(stderr,
+			"softverbs: qp %06x: refused %s pid %d uid %u, and we "
+			"are pid %d uid %u; softverbs links processes of one "
+			"user only: run both as the same user\n",
+			my_qpn, what, (int)cr.pid, (unsigned)cr.uid,
+			(int)getpid(), (unsigned)getuid());
+	l->refused_noted = true;
+	return -EACCES;
+}
+
+int sv_shm_connect(struct sv_link *l, uint32_t my_qpn, uint32_t dest_qpn)
+{
+	struct sockaddr_un a;
+	char what[80];
+	int fds[2], err, fd;
+
+	if (l->conn_sock < 0) { /* the RTR one failed after connecting */
+		l->conn_sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (l->conn_sock < 0)
+			return -errno;
+	}
+	fd = l->conn_sock;
 	if (connect(fd, (struct sockaddr *)&a, qp_addr(&a, dest_qpn))) {
 		err = -errno;
-		close(fd);
-		/* no such QP (yet): the requester's timers decide */
+		/* no such QP (yet): the requester's timers decide; a
+		 * refused AF_UNIX connect leaves the socket reusable */
 		if (err == -ECONNREFUSED || err == -ENOENT)
 			return -EAGAIN;
 		return err;
 	}
+	l->conn_sock = -1;
+	/* nothing leaves us before the kernel says who listens there */
+	snprintf(what, sizeof(what),
+		 "to connect to QP %06x: its socket belongs to", dest_qpn);
+	err = check_peer(l, fd, my_qpn, what);
+	if (err)
+		goto err_close;
 	fds[0] = l->rx_fd;
-	fds[1] = db_fd;
+	fds[1] = l->db_tx;
 	err = send_msg(fd, SV_MSG_HELLO, my_qpn, dest_qpn, fds, 2);
-	if (err) {
-		close(fd);
-		return err;
-	}
+	if (err)
+		goto err_close;
 	fcntl(fd, F_SETFL, O_NONBLOCK);
 	l->conn_fd = fd;
+	/* the peer holds them now; the mapping keeps our ring */
+	close(l->rx_fd);
+	close(l->db_tx);
+	l->rx_fd = l->db_tx = -1;
 	return 0;
+
+err_close:
+	close(fd);
+	return err;
 }
 
 /* Reads one message and up to two fds; -EAGAIN if none is there yet. */
@@ -209,6 +275,15 @@ static int recv_msg(int fd, struct sv_hello *h, int fds[2], int *nfds)
 	}
 	if (n == 0)
 		return -ECONNRESET;
+	if (n == sizeof(*h) && (m.msg_flags & MSG_CTRUNC) &&
+	    !(m.msg_flags & MSG_TRUNC) && h->magic == SV_HELLO_MAGIC) {
+		/* our buffer holds 4 fds: the kernel could not install
+		 * them (RLIMIT_NOFILE) */
+		for (int i = 0; i < *nfds; i++)
+			close(fds[i]);
+		*nfds = 0;
+		return -EMFILE;
+	}
 	if (n != sizeof(*h) || (m.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
 	    h->magic != SV_HELLO_MAGIC || h->version != SV_HELLO_VERSION) {
 		for (int i = 0; i < *nfds; i++)
@@ -219,26 +294,21 @@ static int recv_msg(int fd, struct sv_hello *h, int fds[2], int *nfds)
 	return 0;
 }
 
-static bool is_eventfd(int fd)
+/* A doorbell is a datagram Unix socket: ringing it is send(MSG_DONTWAIT),
+ * which cannot block whatever its file flags (an eventfd write can). */
+static bool is_doorbell(int fd)
 {
-	char path[64], target[64];
-	ssize_t n;
+	struct stat st;
+	int v;
+	socklen_t len = sizeof(v);
 
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, target, sizeof(target) - 1);
-	if (n < 0)
+	if (fstat(fd, &st) || !S_ISSOCK(st.st_mode))
 		return false;
-	target[n] = 0;
-	return strcmp(target, "anon_inode:[eventfd]") == 0;
-}
-
-static bool same_user(int fd)
-{
-	struct ucred cr;
-	socklen_t len = sizeof(cr);
-
-	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 &&
-	       cr.uid == getuid();
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len) || v != AF_UNIX)
+		return false;
+	len = sizeof(v);
+	return !getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len) &&
+	       v == SOCK_DGRAM;
 }
 
 /* Reads the hello on an accepted socket and maps the peer's ring. */
@@ -250,6 +320,8 @@ static int take_hello(struct sv_link *l, int fd, uint32_t my_qpn,
 	struct sv_ring tx;
 
 	err = recv_msg(fd, &h, fds, &nfds);
+	if (err == -EMFILE && h.src_qpn != expect)
+		err = -EPROTO; /* not our peer's hello: just drop it */
 	if (err)
 		return err;
 	err = -EPROTO;
@@ -260,7 +332,7 @@ static int take_hello(struct sv_link *l, int fd, uint32_t my_qpn,
 		err = -ECONNREFUSED; /* someone else's QP: not our peer */
 		goto out;
 	}
-	if (!is_eventfd(fds[1]))
+	if (!is_doorbell(fds[1]))
 		goto out;
 	err = sv_ring_attach(&tx, fds[0], h.src_qpn);
 	if (err)
@@ -291,7 +363,8 @@ void sv_shm_drop_tx(struct sv_link *l)
 	l->peer_db = l->acc_fd = -1;
 }
 
-/* Reads the hello of pending connection i; 1 if a ring was mapped. */
+/* Reads the hello of pending connection i; 1 if a ring was mapped,
+ * -EMFILE if our peer's hello came but its fds could not be taken. */
 static int try_pending(struct sv_link *l, int i, uint32_t my_qpn,
 		       uint32_t expect, uint64_t now)
 {
@@ -305,13 +378,15 @@ static int try_pending(struct sv_link *l, int i, uint32_t my_qpn,
 		sv_dbg("qp %06x: dropped a peer: %s\n", my_qpn,
 		       err == -EAGAIN ? "no hello" : strerror(-err));
 		close(fd);
-		return 0;
+		return err == -EMFILE ? err : 0;
 	}
 	return 1;
 }
 
 bool sv_shm_has_pending(const struct sv_link *l)
 {
+	if (l->next_accept_ns)
+		return true;
 	for (int i = 0; i < SV_LINK_PENDING; i++)
 		if (l->pend_fd[i] >= 0)
 			return true;
@@ -320,11 +395,17 @@ bool sv_shm_has_pending(const struct sv_link *l)
 
 uint64_t sv_shm_next_ns(const struct sv_link *l, uint64_t now)
 {
-	if (sv_shm_has_pending(l))
-		return now + 10000000; /* a hello is late: look again */
-	if (l->state == SV_LINK_CONNECTING && l->conn_fd < 0)
-		return l->next_connect_ns; /* the peer QP was not there */
-	return UINT64_MAX; /* a peer's connect wakes our listener */
+	uint64_t next = UINT64_MAX; /* a peer's connect wakes our listener */
+
+	for (int i = 0; i < SV_LINK_PENDING; i++)
+		if (l->pend_fd[i] >= 0)
+			next = now + 10000000; /* a hello is late: look again */
+	if (l->next_accept_ns && l->next_accept_ns < next)
+		next = l->next_accept_ns;
+	if (l->state == SV_LINK_CONNECTING && l->conn_fd < 0 &&
+	    l->next_connect_ns < next)
+		next = l->next_connect_ns; /* the peer QP was not there */
+	return next;
 }
 
 /* A free pending slot, closing the oldest connection if none is. */
@@ -343,29 +424,55 @@ static int pending_slot(struct sv_link *l)
 	return oldest;
 }
 
+uint64_t sv_shm_backoff(uint64_t *wait_ns, uint64_t now)
+{
+	/* 1 ms, doubling to 100 ms: never a busy loop on a failure */
+	*wait_ns = *wait_ns ? *wait_ns * 2 : 1000000;
+	if (*wait_ns > 100000000)
+		*wait_ns = 100000000;
+	return now + *wait_ns;
+}
+
 int sv_shm_accept(struct sv_link *l, uint32_t my_qpn, uint32_t expect)
 {
-	uint64_t now = sv_now_ns();
-	int got = 0, fd;
+	uint64_t now = sv_now_ns(), wait = 0;
+	int got = 0, fd, r;
 
-	for (int i = 0; i < SV_LINK_PENDING; i++)
-		if (l->pend_fd[i] >= 0)
-			got |= try_pending(l, i, my_qpn, expect, now);
+	if (l->next_accept_ns > now)
+		return 0; /* out of fds a moment ago: the listener is edge
+			   * triggered, so we come back on the timer */
+	for (int i = 0; i < SV_LINK_PENDING; i++) {
+		if (l->pend_fd[i] < 0)
+			continue;
+		r = try_pending(l, i, my_qpn, expect, now);
+		if (r < 0)
+			return r;
+		got |= r;
+	}
 	while ((fd = accept4(l->listen_fd, NULL, NULL,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
 		int i;
 
-		if (!same_user(fd)) {
-			sv_dbg("qp %06x: refused a peer of another user\n",
-			       my_qpn);
+		if (check_peer(l, fd, my_qpn, "a connection from")) {
 			close(fd);
 			continue;
 		}
 		i = pending_slot(l);
 		l->pend_fd[i] = fd;
 		l->pend_ns[i] = now;
-		got |= try_pending(l, i, my_qpn, expect, now);
+		r = try_pending(l, i, my_qpn, expect, now);
+		if (r < 0)
+			return r;
+		got |= r;
 	}
+	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+	    errno == ENOMEM) {
+		/* a connection waits that we cannot take yet */
+		r = -errno;
+		l->next_accept_ns = sv_shm_backoff(&wait, now);
+		return r;
+	}
+	l->next_accept_ns = 0;
 	return got;
 }
 
@@ -406,16 +513,35 @@ void sv_shm_close(struct sv_link *l, uint32_t my_qpn, bool bye)
 		sv_ring_unmap(&l->rx);
 	if (l->rx_fd >= 0)
 		close(l->rx_fd);
-	l->conn_fd = l->rx_fd = -1;
+	if (l->conn_sock >= 0)
+		close(l->conn_sock);
+	if (l->db_rx >= 0)
+		close(l->db_rx);
+	if (l->db_tx >= 0)
+		close(l->db_tx);
+	l->conn_fd = l->rx_fd = l->conn_sock = l->db_rx = l->db_tx = -1;
 	l->rx_ready = false;
+	l->next_accept_ns = l->next_connect_ns = l->connect_wait_ns = 0;
 }
 
 void sv_link_ring_doorbell(int fd)
 {
-	uint64_t one = 1;
+	char b = 0;
 
-	if (fd >= 0 && write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+	/* EAGAIN: its queue is full, so it is rung already */
+	if (fd >= 0 && send(fd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
+	    errno != EAGAIN)
 		sv_dbg("doorbell: %s\n", strerror(errno));
+}
+
+void sv_shm_drain_doorbell(struct sv_link *l)
+{
+	char b[64];
+
+	/* bounded: a peer that rings without end cannot hold us here */
+	for (int i = 0; i < 64 && l->db_rx >= 0; i++)
+		if (recv(l->db_rx, b, sizeof(b), MSG_DONTWAIT) < 0)
+			break;
 }
 
 /* Stores only what changes: these lines are read after every packet. */

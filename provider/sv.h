@@ -31,7 +31,7 @@ struct sv_qp;
 
 /* What an fd in the progress thread's epoll stands for. */
 enum sv_pfd_kind {
-	SV_PFD_DOORBELL, /* our eventfd: peers and our app ring it */
+	SV_PFD_DOORBELL, /* ours (qp NULL: the app's kick), or a link's */
 	SV_PFD_LISTEN,	 /* a QP's listener: hellos arrive */
 	SV_PFD_CONN,	 /* a QP's connection: goodbye or hang-up */
 };
@@ -40,6 +40,7 @@ struct sv_pfd {
 	enum sv_pfd_kind kind;
 	int fd; /* -1 when not registered */
 	struct sv_qp *qp;
+	atomic_bool rung; /* a link doorbell fired: drain under qp->lock */
 };
 
 /* An event queue behind a real fd (eventfd in semaphore mode): one count
@@ -254,7 +255,7 @@ struct sv_qp {
 	uint32_t comp_spins;	   /* idle completer runs (clock reads) */
 
 	struct sv_link link;	 /* the connection, once there is one */
-	struct sv_pfd pfd[3];	 /* listener, conn, acc in the epoll */
+	struct sv_pfd pfd[4];	 /* listener, conn, acc, doorbell */
 	struct sv_qp *next_free; /* on ctx->qp_free once destroyed */
 	uint32_t async_got;	 /* async events handed out */
 	_Atomic uint64_t drives; /* app-thread engine runs (a hint) */
@@ -279,6 +280,8 @@ void sv_qp_init_ex_ops(struct sv_qp *qp, uint64_t send_ops_flags);
 int sv_qp_ex_check_ops(uint64_t send_ops_flags);
 void sv_qp_link_step(struct sv_qp *qp);
 void sv_qp_free_all(struct sv_context *ctx);
+/* ibv_close_device: every QP still open is torn down (BYE to peers). */
+void sv_qp_close_all(struct sv_context *ctx);
 
 /* The engine (req.c, resp.c, comp.c).  Caller holds qp->lock. */
 void sv_req_run(struct sv_qp *qp);
@@ -293,7 +296,6 @@ void sv_progress_del(struct sv_context *ctx, struct sv_pfd *p);
 void sv_progress_kick(struct sv_context *ctx);
 /* New send work while the app may not poll: the thread must see timers. */
 void sv_progress_note_work(struct sv_context *ctx);
-int sv_progress_doorbell_fd(struct sv_context *ctx);
 /* Runs the engine for one QP if it has work; the fast path of poll/post. */
 void sv_qp_drive(struct sv_qp *qp);
 /* now: the time if the caller knows it, else 0 (the engine may skip

@@ -2,7 +2,8 @@
 /*
  * A hostile shared-memory peer.  The test speaks the provider's shm
  * protocol itself (shm.c: abstract socket "\0softverbs/qp/%06x", a
- * 24-byte hello with SCM_RIGHTS [sealed ring memfd, eventfd]; ring.h) and
+ * 24-byte hello with SCM_RIGHTS [sealed ring memfd, doorbell: a datagram
+ * Unix socket]; ring.h) and
  * (a) sends malformed hellos to a victim QP, which must stay usable;
  * (b) after a proper handshake writes garbage records into the victim's
  * receive ring, which must give errors: no crash, no hang, and no byte
@@ -95,6 +96,16 @@ static int make_ring(uint32_t rx_qpn, bool seal, uint32_t magic)
 	return fd;
 }
 
+/* A doorbell as the provider hands it: one end of a datagram socketpair
+ * (the other end stays open for the test's life). */
+static int doorbell(void)
+{
+	int sv[2];
+
+	ASSERT_OK(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv));
+	return sv[0];
+}
+
 /* Waits until the victim hangs up on fd: it rejected what we sent. */
 static void expect_hangup(int fd)
 {
@@ -132,7 +143,7 @@ SV_TEST(hostile_bad_hellos)
 	struct ibv_wc wc;
 	uint32_t victim;
 	struct hello h;
-	int efd = eventfd(0, EFD_CLOEXEC), pfd[2], fd, ring;
+	int efd = doorbell(), pfd[2], fd, ring;
 
 	ASSERT_TRUE(efd >= 0);
 	ASSERT_OK(pipe(pfd));
@@ -162,7 +173,7 @@ SV_TEST(hostile_bad_hellos)
 	fd = connect_qp(victim);
 	send_raw(fd, &h, sizeof(h), &ring, 1);
 	expect_hangup(fd);
-	/* a pipe instead of the eventfd */
+	/* a pipe instead of the doorbell socket */
 	fd = connect_qp(victim);
 	send_raw(fd, &h, sizeof(h), (int[]){ring, pfd[1]}, 2);
 	expect_hangup(fd);
@@ -308,7 +319,7 @@ static void hostile_setup(struct hostile *H)
 	ASSERT_EQ(SV_RING_MAGIC, H->hdr->magic);
 
 	/* our hello: a proper ring so the victim's link comes up */
-	efd = eventfd(0, EFD_CLOEXEC);
+	efd = doorbell();
 	H->my_ring = make_ring(H->qpn, true, SV_RING_MAGIC);
 	H->cfd = connect_qp(H->v.qp->qp_num);
 	h = (struct hello){HELLO_MAGIC, 1, 1, H->qpn, H->v.qp->qp_num, 0};
