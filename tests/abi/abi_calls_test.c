@@ -340,6 +340,6 @@ SV_TEST(system_librdmacm_fails_cleanly)
 	ASSERT_EQ(1, n);
 	ASSERT_STR_EQ("softverbs0", list[0]->device->name);
 	free_devices(list);
-	dlclose(cm);
-	dlclose(h);
+	/* no dlclose: librdmacm keeps softverbs0's context open until exit,
+	 * and with it our progress thread, which runs our code */
 }
