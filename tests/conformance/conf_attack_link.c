@@ -77,28 +77,6 @@ static int listen_qp(uint32_t qpn)
 	return fd;
 }
 
-static void send_fds(int fd, const void *buf, size_t len, const int *fds,
-		     int nfds)
-{
-	union {
-		struct cmsghdr c;
-		char buf[CMSG_SPACE(4 * sizeof(int))];
-	} u;
-	struct iovec iov = {(void *)buf, len};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-
-	memset(&u, 0, sizeof(u));
-	if (nfds) {
-		m.msg_control = u.buf;
-		m.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		u.c.cmsg_level = SOL_SOCKET;
-		u.c.cmsg_type = SCM_RIGHTS;
-		u.c.cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(&u.c), fds, nfds * sizeof(int));
-	}
-	ASSERT_EQ((ssize_t)len, sendmsg(fd, &m, MSG_NOSIGNAL));
-}
-
 /* A hello that may find the socket closed already. */
 static void send_hello(int fd, struct hello *h, const int fds[2])
 {
@@ -482,7 +460,7 @@ static void blocking_doorbell(int db)
 				  qp_addr(&a, v.qp->qp_num)));
 	}
 	h = (struct hello){HELLO_MAGIC, 1, 1, qpn, v.qp->qp_num, 0};
-	send_fds(cfd, &h, sizeof(h), (int[]){ring, db}, 2);
+	sv_send_fds(cfd, &h, sizeof(h), (int[]){ring, db}, 2);
 	/* refused (hang-up) or taken: either way, posting must not block
 	 * (alarm: the harness's deadline would be a minute) */
 	alarm(10);

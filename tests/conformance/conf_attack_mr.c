@@ -17,21 +17,6 @@
 
 #define FAR_IOVA 0x1000000000ull
 
-/* Receives one completion and checks its status and wr_id. */
-#define EXPECT_WC(cq, st, id)                                                 \
-	do {                                                                  \
-		struct ibv_wc w_;                                             \
-		WAIT_WC(cq, &w_, SV_WC_TIMEOUT_MS);                           \
-		if (w_.status != (st))                                        \
-			sv_test_fail(__FILE__, __LINE__,                      \
-				     "wr_id %" PRIu64 ": status %s (%d), "    \
-				     "expected %s",                           \
-				     (uint64_t)w_.wr_id,                      \
-				     ibv_wc_status_str(w_.status), w_.status, \
-				     ibv_wc_status_str(st));                  \
-		ASSERT_EQ((id), w_.wr_id);                                    \
-	} while (0)
-
 static int post_send_sge(struct sv_end *e, uint64_t wr_id, uint64_t addr,
 			 uint32_t len, uint32_t lkey)
 {

@@ -11,21 +11,6 @@
 
 #include "pair.h"
 
-/* Receives one completion and checks its status and wr_id. */
-#define EXPECT_WC(cq, st, id)                                                 \
-	do {                                                                  \
-		struct ibv_wc w_;                                             \
-		WAIT_WC(cq, &w_, SV_WC_TIMEOUT_MS);                           \
-		if (w_.status != (st))                                        \
-			sv_test_fail(__FILE__, __LINE__,                      \
-				     "wr_id %" PRIu64 ": status %s (%d), "    \
-				     "expected %s",                           \
-				     (uint64_t)w_.wr_id,                      \
-				     ibv_wc_status_str(w_.status), w_.status, \
-				     ibv_wc_status_str(st));                  \
-		ASSERT_EQ((id), w_.wr_id);                                    \
-	} while (0)
-
 /* Both QPs end in ERR; new WRs on them flush. */
 static void check_flushes_after_error(struct sv_end *e)
 {

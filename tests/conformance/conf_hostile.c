@@ -54,28 +54,6 @@ static int connect_qp(uint32_t qpn)
 	return fd;
 }
 
-static void send_raw(int fd, const void *buf, size_t len, const int *fds,
-		     int nfds)
-{
-	union {
-		struct cmsghdr c;
-		char buf[CMSG_SPACE(4 * sizeof(int))];
-	} u;
-	struct iovec iov = {(void *)buf, len};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-
-	memset(&u, 0, sizeof(u));
-	if (nfds) {
-		m.msg_control = u.buf;
-		m.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		u.c.cmsg_level = SOL_SOCKET;
-		u.c.cmsg_type = SCM_RIGHTS;
-		u.c.cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(&u.c), fds, nfds * sizeof(int));
-	}
-	ASSERT_EQ((ssize_t)len, sendmsg(fd, &m, MSG_NOSIGNAL));
-}
-
 /* A receive ring as the provider builds it; sealed unless told not to. */
 static int make_ring(uint32_t rx_qpn, bool seal, uint32_t magic)
 {
@@ -155,46 +133,46 @@ SV_TEST(hostile_bad_hellos)
 
 	/* truncated hello */
 	fd = connect_qp(victim);
-	send_raw(fd, &h, 10, NULL, 0);
+	sv_send_fds(fd, &h, 10, NULL, 0);
 	shutdown(fd, SHUT_WR);
 	expect_hangup(fd);
 	/* wrong magic, with proper fds */
 	ring = make_ring(b.qp->qp_num, true, SV_RING_MAGIC);
 	fd = connect_qp(victim);
 	h.magic = 0xbadc0de;
-	send_raw(fd, &h, sizeof(h), (int[]){ring, efd}, 2);
+	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, efd}, 2);
 	expect_hangup(fd);
 	h.magic = HELLO_MAGIC;
 	/* no fds */
 	fd = connect_qp(victim);
-	send_raw(fd, &h, sizeof(h), NULL, 0);
+	sv_send_fds(fd, &h, sizeof(h), NULL, 0);
 	expect_hangup(fd);
 	/* one fd */
 	fd = connect_qp(victim);
-	send_raw(fd, &h, sizeof(h), &ring, 1);
+	sv_send_fds(fd, &h, sizeof(h), &ring, 1);
 	expect_hangup(fd);
 	/* a pipe instead of the doorbell socket */
 	fd = connect_qp(victim);
-	send_raw(fd, &h, sizeof(h), (int[]){ring, pfd[1]}, 2);
+	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, pfd[1]}, 2);
 	expect_hangup(fd);
 	close(ring);
 	/* an unsealed memfd: we could shrink it under the victim */
 	ring = make_ring(b.qp->qp_num, false, SV_RING_MAGIC);
 	fd = connect_qp(victim);
-	send_raw(fd, &h, sizeof(h), (int[]){ring, efd}, 2);
+	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, efd}, 2);
 	expect_hangup(fd);
 	close(ring);
 	/* a sealed ring with a bad header */
 	ring = make_ring(b.qp->qp_num, true, 0x12345678);
 	fd = connect_qp(victim);
-	send_raw(fd, &h, sizeof(h), (int[]){ring, efd}, 2);
+	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, efd}, 2);
 	expect_hangup(fd);
 	close(ring);
 	/* a hello addressed to another QPN */
 	ring = make_ring(b.qp->qp_num, true, SV_RING_MAGIC);
 	fd = connect_qp(victim);
 	h.dst_qpn = victim ^ 1;
-	send_raw(fd, &h, sizeof(h), (int[]){ring, efd}, 2);
+	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, efd}, 2);
 	expect_hangup(fd);
 	close(ring);
 
@@ -323,7 +301,7 @@ static void hostile_setup(struct hostile *H)
 	H->my_ring = make_ring(H->qpn, true, SV_RING_MAGIC);
 	H->cfd = connect_qp(H->v.qp->qp_num);
 	h = (struct hello){HELLO_MAGIC, 1, 1, H->qpn, H->v.qp->qp_num, 0};
-	send_raw(H->cfd, &h, sizeof(h), (int[]){H->my_ring, efd}, 2);
+	sv_send_fds(H->cfd, &h, sizeof(h), (int[]){H->my_ring, efd}, 2);
 	close(efd);
 }
 

@@ -88,6 +88,26 @@ void sv_wc_none_at(const char *file, int line, struct ibv_cq *cq, int ms);
  * bound only keeps a broken provider from hanging the test. */
 #define SV_WC_TIMEOUT_MS 5000
 
+/* Receives one completion and checks its status and wr_id. */
+#define EXPECT_WC(cq, st, id)                                                 \
+	do {                                                                  \
+		struct ibv_wc w_;                                             \
+		WAIT_WC(cq, &w_, SV_WC_TIMEOUT_MS);                           \
+		if (w_.status != (st))                                        \
+			sv_test_fail(__FILE__, __LINE__,                      \
+				     "wr_id %" PRIu64 ": status %s (%d), "    \
+				     "expected %s",                           \
+				     (uint64_t)w_.wr_id,                      \
+				     ibv_wc_status_str(w_.status), w_.status, \
+				     ibv_wc_status_str(st));                  \
+		ASSERT_EQ((id), w_.wr_id);                                    \
+	} while (0)
+
+/* Sends len bytes of buf and nfds fds (SCM_RIGHTS) on a Unix socket, as a
+ * hostile peer speaking our connection protocol would; fails the test if
+ * sendmsg does not take it all. */
+void sv_send_fds(int fd, const void *buf, size_t len, const int *fds, int nfds);
+
 /* Fills buf with a pattern that depends on seed and position. */
 void sv_fill(uint8_t *buf, size_t len, uint32_t seed);
 /* Index of the first byte that differs from the pattern, or -1. */
