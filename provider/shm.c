@@ -30,7 +30,7 @@
 #include "util.h"
 
 #define SV_HELLO_MAGIC	 0x5356686cu /* "SVhl" */
-#define SV_HELLO_VERSION 1
+#define SV_HELLO_VERSION 2	     /* 2: the doorbell is a datagram socket */
 
 enum sv_msg_type {
 	SV_MSG_HELLO = 1, /* carries [ring memfd, doorbell socket] */

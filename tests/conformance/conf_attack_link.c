@@ -31,8 +31,9 @@
 
 #define NOBODY 65534
 
-#define HELLO_MAGIC 0x5356686cu
-struct hello { /* mirrors struct sv_hello in provider/shm.c */
+#define HELLO_MAGIC   0x5356686cu
+#define HELLO_VERSION 2 /* 2: the doorbell is a datagram socket */
+struct hello {		/* mirrors struct sv_hello in provider/shm.c */
 	uint32_t magic;
 	uint16_t version;
 	uint16_t type;
@@ -373,7 +374,11 @@ SV_TEST(attack_other_user_connects)
 	pid = fork();
 	ASSERT_TRUE(pid >= 0);
 	if (pid == 0) {
-		struct hello h = {HELLO_MAGIC, 1, 1, 0x123456, victim, 0};
+		struct hello h = {.magic = HELLO_MAGIC,
+				  .version = HELLO_VERSION,
+				  .type = 1,
+				  .src_qpn = 0x123456,
+				  .dst_qpn = victim};
 		struct sockaddr_un a;
 		struct pollfd pl;
 		int fd, sv[2];
@@ -459,7 +464,7 @@ static void blocking_doorbell(int db)
 		ASSERT_OK(connect(cfd, (struct sockaddr *)&a,
 				  qp_addr(&a, v.qp->qp_num)));
 	}
-	h = (struct hello){HELLO_MAGIC, 1, 1, qpn, v.qp->qp_num, 0};
+	h = (struct hello){HELLO_MAGIC, HELLO_VERSION, 1, qpn, v.qp->qp_num, 0};
 	sv_send_fds(cfd, &h, sizeof(h), (int[]){ring, db}, 2);
 	/* refused (hang-up) or taken: either way, posting must not block
 	 * (alarm: the harness's deadline would be a minute) */

@@ -22,8 +22,9 @@
 #include "pair.h"
 #include "ring.h"
 
-#define HELLO_MAGIC 0x5356686cu
-struct hello { /* mirrors struct sv_hello in provider/shm.c */
+#define HELLO_MAGIC   0x5356686cu
+#define HELLO_VERSION 2 /* 2: the doorbell is a datagram socket */
+struct hello {		/* mirrors struct sv_hello in provider/shm.c */
 	uint32_t magic;
 	uint16_t version;
 	uint16_t type;
@@ -129,7 +130,8 @@ SV_TEST(hostile_bad_hellos)
 	sv_end_open(&b, NULL);
 	b.o.psn = 0x5678;
 	victim = a.qp->qp_num;
-	h = (struct hello){HELLO_MAGIC, 1, 1, b.qp->qp_num, victim, 0};
+	h = (struct hello){HELLO_MAGIC,	 HELLO_VERSION, 1,
+			   b.qp->qp_num, victim,	0};
 
 	/* truncated hello */
 	fd = connect_qp(victim);
@@ -300,7 +302,8 @@ static void hostile_setup(struct hostile *H)
 	efd = doorbell();
 	H->my_ring = make_ring(H->qpn, true, SV_RING_MAGIC);
 	H->cfd = connect_qp(H->v.qp->qp_num);
-	h = (struct hello){HELLO_MAGIC, 1, 1, H->qpn, H->v.qp->qp_num, 0};
+	h = (struct hello){HELLO_MAGIC, HELLO_VERSION,	 1,
+			   H->qpn,	H->v.qp->qp_num, 0};
 	sv_send_fds(H->cfd, &h, sizeof(h), (int[]){H->my_ring, efd}, 2);
 	close(efd);
 }
