@@ -29,41 +29,11 @@
 
 #include "util.h"
 
-#define SV_HELLO_MAGIC	 0x5356686cu /* "SVhl" */
-#define SV_HELLO_VERSION 2	     /* 2: the doorbell is a datagram socket */
-
-enum sv_msg_type {
-	SV_MSG_HELLO = 1, /* carries [ring memfd, doorbell socket] */
-	SV_MSG_BYE = 2,	  /* orderly close: the peer QP is going */
-};
-
-struct sv_hello {
-	uint32_t magic;	  /* SV_HELLO_MAGIC */
-	uint16_t version; /* SV_HELLO_VERSION */
-	uint16_t type;	  /* enum sv_msg_type */
-	uint32_t src_qpn; /* the sender's QPN */
-	uint32_t dst_qpn; /* the QPN it believes it talks to */
-	uint64_t rsvd;
-};
-static_assert(sizeof(struct sv_hello) == 24, "wire ABI");
-
 const char *const sv_link_state_names[] = {
 	[SV_LINK_IDLE] = "IDLE", [SV_LINK_CONNECTING] = "CONNECTING",
 	[SV_LINK_UP] = "UP",	 [SV_LINK_CLOSED] = "CLOSED",
 	[SV_LINK_DEAD] = "DEAD",
 };
-
-static socklen_t qp_addr(struct sockaddr_un *a, uint32_t qpn)
-{
-	int n;
-
-	memset(a, 0, sizeof(*a));
-	a->sun_family = AF_UNIX;
-	/* sun_path[0] = 0: the abstract namespace, per network namespace */
-	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1,
-		     "softverbs/qp/%06x", qpn);
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
-}
 
 void sv_link_init(struct sv_link *l)
 {
@@ -89,7 +59,8 @@ int sv_shm_bind(struct sv_link *l, uint32_t *qpn)
 		n &= SV_PSN_MASK;
 		if (n < 2) /* QPN 0 and 1 are the special QPs */
 			continue;
-		if (bind(fd, (struct sockaddr *)&a, qp_addr(&a, n)) == 0) {
+		if (bind(fd, (struct sockaddr *)&a, sv_shm_qp_addr(&a, n)) ==
+		    0) {
 			if (listen(fd, 16)) {
 				int err = -errno;
 
@@ -205,7 +176,7 @@ int sv_shm_connect(struct sv_link *l, uint32_t my_qpn, uint32_t dest_qpn)
 			return -errno;
 	}
 	fd = l->conn_sock;
-	if (connect(fd, (struct sockaddr *)&a, qp_addr(&a, dest_qpn))) {
+	if (connect(fd, (struct sockaddr *)&a, sv_shm_qp_addr(&a, dest_qpn))) {
 		err = -errno;
 		/* no such QP (yet): the requester's timers decide; a
 		 * refused AF_UNIX connect leaves the socket reusable */

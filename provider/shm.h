@@ -6,9 +6,51 @@
 #ifndef SV_SHM_H
 #define SV_SHM_H
 
+#include <assert.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
 #include "link.h"
 
 #define SV_QPN_ANY 0xffffffffu
+
+/*
+ * The connection protocol (a test's hostile peer speaks it too).  A QP's
+ * socket is an abstract Unix name; a hello carries SCM_RIGHTS fds.
+ */
+#define SV_HELLO_MAGIC	 0x5356686cu /* "SVhl" */
+#define SV_HELLO_VERSION 2	     /* 2: the doorbell is a datagram socket */
+
+enum sv_msg_type {
+	SV_MSG_HELLO = 1, /* carries [ring memfd, doorbell socket] */
+	SV_MSG_BYE = 2,	  /* orderly close: the peer QP is going */
+};
+
+struct sv_hello {
+	uint32_t magic;	  /* SV_HELLO_MAGIC */
+	uint16_t version; /* SV_HELLO_VERSION */
+	uint16_t type;	  /* enum sv_msg_type */
+	uint32_t src_qpn; /* the sender's QPN */
+	uint32_t dst_qpn; /* the QPN it believes it talks to */
+	uint64_t rsvd;
+};
+static_assert(sizeof(struct sv_hello) == 24, "wire ABI");
+
+/* The abstract socket name of QP qpn: per network namespace, no file. */
+static inline socklen_t sv_shm_qp_addr(struct sockaddr_un *a, uint32_t qpn)
+{
+	int n;
+
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	/* sun_path[0] = 0: the abstract namespace, per network namespace */
+	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1,
+		     "softverbs/qp/%06x", qpn);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
 
 void sv_link_init(struct sv_link *l);
 /* Takes a free QPN by binding its listener; *qpn on success. */

@@ -27,32 +27,9 @@
 #include <unistd.h>
 
 #include "pair.h"
-#include "ring.h"
+#include "peer.h"
 
 #define NOBODY 65534
-
-#define HELLO_MAGIC   0x5356686cu
-#define HELLO_VERSION 2 /* 2: the doorbell is a datagram socket */
-struct hello {		/* mirrors struct sv_hello in provider/shm.c */
-	uint32_t magic;
-	uint16_t version;
-	uint16_t type;
-	uint32_t src_qpn;
-	uint32_t dst_qpn;
-	uint64_t rsvd;
-};
-_Static_assert(sizeof(struct hello) == 24, "wire ABI");
-
-static socklen_t qp_addr(struct sockaddr_un *a, uint32_t qpn)
-{
-	int n;
-
-	memset(a, 0, sizeof(*a));
-	a->sun_family = AF_UNIX;
-	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1,
-		     "softverbs/qp/%06x", qpn);
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
-}
 
 static uint32_t random_qpn(void)
 {
@@ -60,88 +37,6 @@ static uint32_t random_qpn(void)
 
 	ASSERT_EQ(sizeof(q), getrandom(&q, sizeof(q), 0));
 	return (q & 0xffffff) | 2;
-}
-
-/* Binds and listens on the QPN's socket; -1 if it is taken. */
-static int listen_qp(uint32_t qpn)
-{
-	struct sockaddr_un a;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -1;
-	if (bind(fd, (struct sockaddr *)&a, qp_addr(&a, qpn)) ||
-	    listen(fd, 4)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* A hello that may find the socket closed already. */
-static void send_hello(int fd, struct hello *h, const int fds[2])
-{
-	union {
-		struct cmsghdr c;
-		char buf[CMSG_SPACE(2 * sizeof(int))];
-	} u;
-	struct iovec iov = {h, sizeof(*h)};
-	struct msghdr m = {.msg_iov = &iov,
-			   .msg_iovlen = 1,
-			   .msg_control = u.buf,
-			   .msg_controllen = sizeof(u.buf)};
-
-	memset(&u, 0, sizeof(u));
-	u.c.cmsg_level = SOL_SOCKET;
-	u.c.cmsg_type = SCM_RIGHTS;
-	u.c.cmsg_len = CMSG_LEN(2 * sizeof(int));
-	memcpy(CMSG_DATA(&u.c), fds, 2 * sizeof(int));
-	(void)!sendmsg(fd, &m, MSG_NOSIGNAL);
-}
-
-/* Receives one message; returns the bytes and puts the fds in fds[]. */
-static ssize_t recv_fds(int fd, struct hello *h, int fds[4], int *nfds)
-{
-	union {
-		struct cmsghdr c;
-		char buf[CMSG_SPACE(4 * sizeof(int))];
-	} u;
-	struct iovec iov = {h, sizeof(*h)};
-	struct msghdr m = {.msg_iov = &iov,
-			   .msg_iovlen = 1,
-			   .msg_control = u.buf,
-			   .msg_controllen = sizeof(u.buf)};
-	struct cmsghdr *c;
-	ssize_t n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
-
-	*nfds = 0;
-	for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-			*nfds = (int)((c->cmsg_len - CMSG_LEN(0)) /
-				      sizeof(int));
-			memcpy(fds, CMSG_DATA(c), *nfds * sizeof(int));
-		}
-	return n;
-}
-
-/* A sealed receive ring as the provider builds it. */
-static int make_ring(uint32_t rx_qpn, bool asleep)
-{
-	uint64_t size = 65536;
-	int fd = memfd_create("attack", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	struct sv_ring_hdr h = {.magic = SV_RING_MAGIC,
-				.version = SV_RING_VERSION,
-				.size = size,
-				.data_off = SV_RING_DATA_OFF,
-				.rx_qpn = rx_qpn};
-
-	ASSERT_TRUE(fd >= 0);
-	h.rx_sleep = asleep; /* the victim must ring us on every batch */
-	ASSERT_OK(ftruncate(fd, SV_RING_DATA_OFF + size));
-	ASSERT_EQ(sizeof(h), pwrite(fd, &h, sizeof(h), 0));
-	ASSERT_OK(fcntl(fd, F_ADD_SEALS,
-			F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL));
-	return fd;
 }
 
 /* stderr into a pipe while the provider speaks; cap_end gives it back. */
@@ -222,7 +117,7 @@ static pid_t spawn_listener(int *up_rd, int *down_wr)
 	ASSERT_TRUE(pid >= 0);
 	if (pid == 0) {
 		struct pollfd pl;
-		struct hello h;
+		struct sv_hello h;
 		uint32_t qpn;
 		int lfd, fd, fds[4], nfds, got = 0;
 		ssize_t n;
@@ -234,7 +129,7 @@ static pid_t spawn_listener(int *up_rd, int *down_wr)
 			_exit(20);
 		if (read(down[0], &qpn, sizeof(qpn)) != sizeof(qpn))
 			_exit(21);
-		while (!qpn || (lfd = listen_qp(qpn)) < 0)
+		while (!qpn || (lfd = sv_peer_listen(qpn)) < 0)
 			qpn = random_qpn();
 		if (write(up[1], &qpn, sizeof(qpn)) != sizeof(qpn))
 			_exit(22);
@@ -246,7 +141,7 @@ static pid_t spawn_listener(int *up_rd, int *down_wr)
 			_exit(24);
 		pl = (struct pollfd){.fd = fd, .events = POLLIN};
 		poll(&pl, 1, 2000);
-		n = recv_fds(fd, &h, fds, &nfds);
+		n = sv_peer_recv(fd, &h, fds, &nfds);
 		if (n > 0)
 			got |= 1;
 		if (nfds > 0)
@@ -374,11 +269,7 @@ SV_TEST(attack_other_user_connects)
 	pid = fork();
 	ASSERT_TRUE(pid >= 0);
 	if (pid == 0) {
-		struct hello h = {.magic = HELLO_MAGIC,
-				  .version = HELLO_VERSION,
-				  .type = 1,
-				  .src_qpn = 0x123456,
-				  .dst_qpn = victim};
+		struct sv_hello h = sv_peer_hello(0x123456, victim);
 		struct sockaddr_un a;
 		struct pollfd pl;
 		int fd, sv[2];
@@ -388,13 +279,17 @@ SV_TEST(attack_other_user_connects)
 		if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
 			_exit(20);
 		fd = socket(AF_UNIX, SOCK_STREAM, 0);
-		if (fd < 0 ||
-		    connect(fd, (struct sockaddr *)&a, qp_addr(&a, victim)))
+		if (fd < 0 || connect(fd, (struct sockaddr *)&a,
+				      sv_shm_qp_addr(&a, victim)))
 			_exit(21);
 		if (socketpair(AF_UNIX, SOCK_DGRAM, 0, sv))
 			_exit(22);
 		/* it may hang up before our hello: fine, refused either way */
-		send_hello(fd, &h, (int[]){make_ring(victim, 0), sv[0]});
+		(void)sv_peer_send(fd, &h, sizeof(h),
+				   (int[]){sv_peer_ring(victim, SV_RING_MAGIC,
+							true, false),
+					   sv[0]},
+				   2);
 		pl = (struct pollfd){.fd = fd, .events = POLLIN};
 		/* hang-up: EOF, or a reset if our hello was unread */
 		if (poll(&pl, 1, 5000) != 1 || read(fd, &x, 1) > 0)
@@ -435,7 +330,7 @@ static void blocking_doorbell(int db)
 {
 	struct sv_end v;
 	struct pollfd pl;
-	struct hello h;
+	struct sv_hello h;
 	struct ibv_wc wc;
 	int lfd, afd, cfd, fds[4], nfds, ring;
 	uint32_t qpn;
@@ -443,7 +338,7 @@ static void blocking_doorbell(int db)
 
 	do
 		qpn = random_qpn();
-	while ((lfd = listen_qp(qpn)) < 0);
+	while ((lfd = sv_peer_listen(qpn)) < 0);
 	sv_end_open(&v, NULL);
 	ASSERT_OK(sv_end_to_init(&v));
 	ASSERT_OK(sv_end_to_rtr(&v, qpn, 0));
@@ -453,18 +348,18 @@ static void blocking_doorbell(int db)
 	ASSERT_EQ(1, poll(&pl, 1, SV_WC_TIMEOUT_MS));
 	afd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	ASSERT_TRUE(afd >= 0);
-	ASSERT_EQ(sizeof(h), recv_fds(afd, &h, fds, &nfds));
+	ASSERT_EQ(sizeof(h), sv_peer_recv(afd, &h, fds, &nfds));
 	ASSERT_EQ(2, nfds);
 	/* ours: a ring that asks to be rung, and the bad doorbell */
-	ring = make_ring(qpn, true);
+	ring = sv_peer_ring(qpn, SV_RING_MAGIC, true, true);
 	cfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	{
 		struct sockaddr_un a;
 
 		ASSERT_OK(connect(cfd, (struct sockaddr *)&a,
-				  qp_addr(&a, v.qp->qp_num)));
+				  sv_shm_qp_addr(&a, v.qp->qp_num)));
 	}
-	h = (struct hello){HELLO_MAGIC, HELLO_VERSION, 1, qpn, v.qp->qp_num, 0};
+	h = sv_peer_hello(qpn, v.qp->qp_num);
 	sv_send_fds(cfd, &h, sizeof(h), (int[]){ring, db}, 2);
 	/* refused (hang-up) or taken: either way, posting must not block
 	 * (alarm: the harness's deadline would be a minute) */

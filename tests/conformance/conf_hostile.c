@@ -20,60 +20,7 @@
 #include <unistd.h>
 
 #include "pair.h"
-#include "ring.h"
-
-#define HELLO_MAGIC   0x5356686cu
-#define HELLO_VERSION 2 /* 2: the doorbell is a datagram socket */
-struct hello {		/* mirrors struct sv_hello in provider/shm.c */
-	uint32_t magic;
-	uint16_t version;
-	uint16_t type;
-	uint32_t src_qpn;
-	uint32_t dst_qpn;
-	uint64_t rsvd;
-};
-_Static_assert(sizeof(struct hello) == 24, "wire ABI");
-
-static socklen_t qp_addr(struct sockaddr_un *a, uint32_t qpn)
-{
-	int n;
-
-	memset(a, 0, sizeof(*a));
-	a->sun_family = AF_UNIX;
-	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1,
-		     "softverbs/qp/%06x", qpn);
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
-}
-
-static int connect_qp(uint32_t qpn)
-{
-	struct sockaddr_un a;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	ASSERT_TRUE(fd >= 0);
-	ASSERT_OK(connect(fd, (struct sockaddr *)&a, qp_addr(&a, qpn)));
-	return fd;
-}
-
-/* A receive ring as the provider builds it; sealed unless told not to. */
-static int make_ring(uint32_t rx_qpn, bool seal, uint32_t magic)
-{
-	uint64_t size = 65536;
-	int fd = memfd_create("hostile", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	struct sv_ring_hdr h = {.magic = magic,
-				.version = SV_RING_VERSION,
-				.size = size,
-				.data_off = SV_RING_DATA_OFF,
-				.rx_qpn = rx_qpn};
-
-	ASSERT_TRUE(fd >= 0);
-	ASSERT_OK(ftruncate(fd, SV_RING_DATA_OFF + size));
-	ASSERT_EQ(sizeof(h), pwrite(fd, &h, sizeof(h), 0));
-	if (seal)
-		ASSERT_OK(fcntl(fd, F_ADD_SEALS,
-				F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL));
-	return fd;
-}
+#include "peer.h"
 
 /* A doorbell as the provider hands it: one end of a datagram socketpair
  * (the other end stays open for the test's life). */
@@ -107,7 +54,8 @@ static int bind_fake_qp(uint32_t *qpn)
 
 		ASSERT_EQ(sizeof(*qpn), getrandom(qpn, sizeof(*qpn), 0));
 		*qpn = (*qpn & 0xffffff) | 2;
-		if (!bind(fd, (struct sockaddr *)&a, qp_addr(&a, *qpn))) {
+		if (!bind(fd, (struct sockaddr *)&a,
+			  sv_shm_qp_addr(&a, *qpn))) {
 			ASSERT_OK(listen(fd, 4));
 			return fd;
 		}
@@ -121,7 +69,7 @@ SV_TEST(hostile_bad_hellos)
 	struct sv_end a, b;
 	struct ibv_wc wc;
 	uint32_t victim;
-	struct hello h;
+	struct sv_hello h;
 	int efd = doorbell(), pfd[2], fd, ring;
 
 	ASSERT_TRUE(efd >= 0);
@@ -130,49 +78,48 @@ SV_TEST(hostile_bad_hellos)
 	sv_end_open(&b, NULL);
 	b.o.psn = 0x5678;
 	victim = a.qp->qp_num;
-	h = (struct hello){HELLO_MAGIC,	 HELLO_VERSION, 1,
-			   b.qp->qp_num, victim,	0};
+	h = sv_peer_hello(b.qp->qp_num, victim);
 
 	/* truncated hello */
-	fd = connect_qp(victim);
+	fd = sv_peer_connect(victim);
 	sv_send_fds(fd, &h, 10, NULL, 0);
 	shutdown(fd, SHUT_WR);
 	expect_hangup(fd);
 	/* wrong magic, with proper fds */
-	ring = make_ring(b.qp->qp_num, true, SV_RING_MAGIC);
-	fd = connect_qp(victim);
+	ring = sv_peer_ring(b.qp->qp_num, SV_RING_MAGIC, true, false);
+	fd = sv_peer_connect(victim);
 	h.magic = 0xbadc0de;
 	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, efd}, 2);
 	expect_hangup(fd);
-	h.magic = HELLO_MAGIC;
+	h.magic = SV_HELLO_MAGIC;
 	/* no fds */
-	fd = connect_qp(victim);
+	fd = sv_peer_connect(victim);
 	sv_send_fds(fd, &h, sizeof(h), NULL, 0);
 	expect_hangup(fd);
 	/* one fd */
-	fd = connect_qp(victim);
+	fd = sv_peer_connect(victim);
 	sv_send_fds(fd, &h, sizeof(h), &ring, 1);
 	expect_hangup(fd);
 	/* a pipe instead of the doorbell socket */
-	fd = connect_qp(victim);
+	fd = sv_peer_connect(victim);
 	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, pfd[1]}, 2);
 	expect_hangup(fd);
 	close(ring);
 	/* an unsealed memfd: we could shrink it under the victim */
-	ring = make_ring(b.qp->qp_num, false, SV_RING_MAGIC);
-	fd = connect_qp(victim);
+	ring = sv_peer_ring(b.qp->qp_num, SV_RING_MAGIC, false, false);
+	fd = sv_peer_connect(victim);
 	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, efd}, 2);
 	expect_hangup(fd);
 	close(ring);
 	/* a sealed ring with a bad header */
-	ring = make_ring(b.qp->qp_num, true, 0x12345678);
-	fd = connect_qp(victim);
+	ring = sv_peer_ring(b.qp->qp_num, 0x12345678, true, false);
+	fd = sv_peer_connect(victim);
 	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, efd}, 2);
 	expect_hangup(fd);
 	close(ring);
 	/* a hello addressed to another QPN */
-	ring = make_ring(b.qp->qp_num, true, SV_RING_MAGIC);
-	fd = connect_qp(victim);
+	ring = sv_peer_ring(b.qp->qp_num, SV_RING_MAGIC, true, false);
+	fd = sv_peer_connect(victim);
 	h.dst_qpn = victim ^ 1;
 	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, efd}, 2);
 	expect_hangup(fd);
@@ -216,7 +163,7 @@ SV_TEST(hostile_stalled_hello)
 	sv_end_open(&p.a, NULL);
 	sv_end_open(&p.b, NULL);
 	p.b.o.psn = 0x5678;
-	stall = connect_qp(p.a.qp->qp_num);
+	stall = sv_peer_connect(p.a.qp->qp_num);
 	sv_end_connect(&p.a, p.b.qp->qp_num, p.b.o.psn);
 	sv_end_connect(&p.b, p.a.qp->qp_num, p.a.o.psn);
 	/* a sends: it needs b's hello (its transmit ring) */
@@ -250,17 +197,8 @@ struct hostile {
 static void hostile_setup(struct hostile *H)
 {
 	struct pollfd pl;
-	union {
-		struct cmsghdr c;
-		char buf[CMSG_SPACE(4 * sizeof(int))];
-	} u;
-	struct hello h;
-	struct iovec iov = {&h, sizeof(h)};
-	struct msghdr m = {.msg_iov = &iov,
-			   .msg_iovlen = 1,
-			   .msg_control = u.buf,
-			   .msg_controllen = sizeof(u.buf)};
-	int fds[2], efd;
+	struct sv_hello h;
+	int fds[4], nfds, efd;
 	void *map;
 
 	memset(H, 0, sizeof(*H));
@@ -277,13 +215,11 @@ static void hostile_setup(struct hostile *H)
 	ASSERT_EQ(1, poll(&pl, 1, SV_WC_TIMEOUT_MS));
 	H->afd = accept4(H->lfd, NULL, NULL, SOCK_CLOEXEC);
 	ASSERT_TRUE(H->afd >= 0);
-	ASSERT_EQ(sizeof(h), recvmsg(H->afd, &m, MSG_CMSG_CLOEXEC));
-	ASSERT_EQ(HELLO_MAGIC, h.magic);
+	ASSERT_EQ(sizeof(h), sv_peer_recv(H->afd, &h, fds, &nfds));
+	ASSERT_EQ(SV_HELLO_MAGIC, h.magic);
 	ASSERT_EQ(H->v.qp->qp_num, h.src_qpn);
 	ASSERT_EQ(H->qpn, h.dst_qpn);
-	ASSERT_NOT_NULL(CMSG_FIRSTHDR(&m));
-	ASSERT_EQ(CMSG_LEN(2 * sizeof(int)), CMSG_FIRSTHDR(&m)->cmsg_len);
-	memcpy(fds, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(fds));
+	ASSERT_EQ(2, nfds); /* ring memfd, doorbell */
 	H->db = fds[1];
 	map = mmap(NULL, SV_RING_DATA_OFF + 4096, PROT_READ, MAP_SHARED, fds[0],
 		   0);
@@ -300,10 +236,9 @@ static void hostile_setup(struct hostile *H)
 
 	/* our hello: a proper ring so the victim's link comes up */
 	efd = doorbell();
-	H->my_ring = make_ring(H->qpn, true, SV_RING_MAGIC);
-	H->cfd = connect_qp(H->v.qp->qp_num);
-	h = (struct hello){HELLO_MAGIC, HELLO_VERSION,	 1,
-			   H->qpn,	H->v.qp->qp_num, 0};
+	H->my_ring = sv_peer_ring(H->qpn, SV_RING_MAGIC, true, false);
+	H->cfd = sv_peer_connect(H->v.qp->qp_num);
+	h = sv_peer_hello(H->qpn, H->v.qp->qp_num);
 	sv_send_fds(H->cfd, &h, sizeof(h), (int[]){H->my_ring, efd}, 2);
 	close(efd);
 }

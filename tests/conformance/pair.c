@@ -8,7 +8,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 
 struct sv_end_opts sv_end_opts_default(void)
@@ -302,25 +301,4 @@ long sv_check(const uint8_t *buf, size_t len, uint32_t seed)
 		if (buf[i] != pattern(i, seed))
 			return (long)i;
 	return -1;
-}
-
-void sv_send_fds(int fd, const void *buf, size_t len, const int *fds, int nfds)
-{
-	union {
-		struct cmsghdr c;
-		char buf[CMSG_SPACE(4 * sizeof(int))];
-	} u;
-	struct iovec iov = {(void *)buf, len};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-
-	memset(&u, 0, sizeof(u));
-	if (nfds) {
-		m.msg_control = u.buf;
-		m.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		u.c.cmsg_level = SOL_SOCKET;
-		u.c.cmsg_type = SCM_RIGHTS;
-		u.c.cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(&u.c), fds, nfds * sizeof(int));
-	}
-	ASSERT_EQ((ssize_t)len, sendmsg(fd, &m, MSG_NOSIGNAL));
 }

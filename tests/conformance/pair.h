@@ -103,11 +103,6 @@ void sv_wc_none_at(const char *file, int line, struct ibv_cq *cq, int ms);
 		ASSERT_EQ((id), w_.wr_id);                                    \
 	} while (0)
 
-/* Sends len bytes of buf and nfds fds (SCM_RIGHTS) on a Unix socket, as a
- * hostile peer speaking our connection protocol would; fails the test if
- * sendmsg does not take it all. */
-void sv_send_fds(int fd, const void *buf, size_t len, const int *fds, int nfds);
-
 /* Fills buf with a pattern that depends on seed and position. */
 void sv_fill(uint8_t *buf, size_t len, uint32_t seed);
 /* Index of the first byte that differs from the pattern, or -1. */
