@@ -114,8 +114,9 @@ int sv_free_port(void)
 	return port;
 }
 
-/* Scans /proc/net/tcp{,6} for a socket in state LISTEN (0A) on `port`. */
-static bool listening_in(const char *path, int port)
+/* Scans a /proc/net/{tcp,udp}{,6} table for a socket on local `port` in
+ * state `state` (TCP LISTEN is 0A), or in any state when state is 0. */
+static bool port_in(const char *path, int port, unsigned int state)
 {
 	char line[512];
 	FILE *f = fopen(path, "r");
@@ -124,12 +125,11 @@ static bool listening_in(const char *path, int port)
 	if (!f)
 		return false;
 	while (!found && fgets(line, sizeof(line), f)) {
-		char local[128];
-		unsigned int lport, state;
+		unsigned int lport, st;
 
-		if (sscanf(line, " %*d: %127[0-9A-Fa-f]:%x %*s %x", local,
-			   &lport, &state) == 3)
-			found = (int)lport == port && state == 0x0A;
+		if (sscanf(line, " %*d: %*[0-9A-Fa-f]:%x %*s %x", &lport,
+			   &st) == 2)
+			found = (int)lport == port && (!state || st == state);
 	}
 	fclose(f);
 	return found;
@@ -137,12 +137,17 @@ static bool listening_in(const char *path, int port)
 
 bool sv_port_listening(int port)
 {
-	return listening_in("/proc/net/tcp", port) ||
-	       listening_in("/proc/net/tcp6", port);
+	return port_in("/proc/net/tcp", port, 0x0A) ||
+	       port_in("/proc/net/tcp6", port, 0x0A);
 }
 
-/* Backs off from 50 µs to 5 ms between checks of a condition. */
-static void backoff(unsigned int *us)
+bool sv_udp_port_bound(int port)
+{
+	return port_in("/proc/net/udp", port, 0) ||
+	       port_in("/proc/net/udp6", port, 0);
+}
+
+void sv_backoff(unsigned int *us)
 {
 	struct timespec ts = {0, (long)*us * 1000};
 
@@ -169,7 +174,7 @@ void sv_wait_listening(int port, pid_t pid, int timeout_ms)
 			sv_test_fail(__FILE__, __LINE__,
 				     "nothing listens on port %d after %d ms",
 				     port, timeout_ms);
-		backoff(&us);
+		sv_backoff(&us);
 	}
 }
 
@@ -279,7 +284,7 @@ void sv_proc_wait(struct sv_proc *p, int timeout_ms)
 				     "stdout:\n%s\nstderr:\n%s",
 				     pid, timeout_ms, p->out, p->err);
 		}
-		backoff(&us);
+		sv_backoff(&us);
 	}
 	reaped(p, st);
 }

@@ -96,6 +96,12 @@ int sv_free_port(void);
 
 /* True once something listens on TCP port `port` (any address family). */
 bool sv_port_listening(int port);
+/* True once a UDP socket is bound to `port` (any address family). */
+bool sv_udp_port_bound(int port);
+
+/* One wait between checks of a condition: from 50 µs (start *us there),
+ * doubling to 5 ms. */
+void sv_backoff(unsigned int *us);
 
 /* Waits, with a deadline, until `port` has a listener; fails the test if
  * `pid` exits first or the deadline passes. */

@@ -180,35 +180,9 @@ static bool done(struct side *s)
 }
 
 /* A socket listening (TCP) or bound (UDP) on `port`: UDP for udpong. */
-static bool udp_bound_in(const char *path, int port)
-{
-	char line[512];
-	FILE *f = fopen(path, "r");
-	bool found = false;
-
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		unsigned int lport;
-
-		if (sscanf(line, " %*d: %*[0-9A-Fa-f]:%x", &lport) == 1)
-			found = (int)lport == port;
-	}
-	fclose(f);
-	return found;
-}
-
 static bool ready(int port)
 {
-	return sv_port_listening(port) || udp_bound_in("/proc/net/udp", port) ||
-	       udp_bound_in("/proc/net/udp6", port);
-}
-
-static void pause_briefly(unsigned int *us)
-{
-	usleep(*us);
-	if (*us < 5000)
-		*us *= 2;
+	return sv_port_listening(port) || sv_udp_port_bound(port);
 }
 
 /* Waits for the server's port (or its exit) until `end`. */
@@ -217,7 +191,7 @@ static void wait_ready(struct side *srv, int port, uint64_t end)
 	unsigned int us = 50;
 
 	while (!ready(port) && !done(srv) && sv_now_ms() < end)
-		pause_briefly(&us);
+		sv_backoff(&us);
 }
 
 /* Kills a side still running at the deadline. */
@@ -244,7 +218,7 @@ static void wait_row(const struct mx_row *r, struct side *srv, struct side *cli,
 		}
 		if (cdone && done(srv))
 			return;
-		pause_briefly(&us);
+		sv_backoff(&us);
 	}
 	kill_late(cli);
 	kill_late(srv);
