@@ -258,7 +258,7 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 	if (w->length) {
 		dst = sv_rpeer_resolve(qp->rpeer, w->rkey, qp->peer_pd,
 				       w->raddr, w->length, o->access);
-		if (!dst)
+		if (!dst || ((o->mask & SV_M_ATOMIC) && ((uintptr_t)dst & 7)))
 			return false;
 	} else {
 		dst = NULL; /* IBA 9.4.4: no key or address to check */

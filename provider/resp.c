@@ -431,6 +431,8 @@ static enum resp_result recv_atomic(struct sv_qp *qp, const struct sv_pkt *p,
 	dst = (uint64_t *)check_rkey(qp, a.rkey, a.va, 8, o->access, &syn);
 	if (syn)
 		return refuse(qp, p, syn);
+	if ((uintptr_t)dst & 7) /* an iova MR at an odd offset in memory */
+		return refuse(qp, p, SV_NAK_INV_REQ);
 	/* room for the answer first: an atomic is executed exactly once */
 	room = sv_link_rsp_reserve(&qp->link, sizeof(h) + sizeof(ack), &err);
 	if (!room)
