@@ -563,10 +563,9 @@ err_close:
 
 /*
  * Private anonymous pages with the arena's bytes over one piece, in
- * place (the reverse of reback).  windowed: other threads may write the
- * piece meanwhile; not in a fork child, whose pieces the parent froze.
+ * place (the reverse of reback), while other threads may write it.
  */
-static int unback(const struct piece *pc, bool windowed)
+static int unback(const struct piece *pc)
 {
 	size_t len = pc->hi - pc->lo;
 	void *lo = (void *)pc->lo;
@@ -576,12 +575,10 @@ static int unback(const struct piece *pc, bool windowed)
 
 	if (tmp == MAP_FAILED)
 		return -errno;
-	if (windowed) {
-		sv_fault_window_open(pc->lo, pc->hi);
-		if ((pc->prot & PROT_WRITE) &&
-		    mprotect(lo, len, pc->prot & ~PROT_WRITE))
-			err = -errno;
-	}
+	sv_fault_window_open(pc->lo, pc->hi);
+	if ((pc->prot & PROT_WRITE) &&
+	    mprotect(lo, len, pc->prot & ~PROT_WRITE))
+		err = -errno;
 	if (!err)
 		err = copy_from_arena(pc->fd, pc->off, tmp, len);
 	if (!err && pc->prot != (PROT_READ | PROT_WRITE) &&
@@ -592,11 +589,9 @@ static int unback(const struct piece *pc, bool windowed)
 		err = -errno;
 	if (err) {
 		munmap(tmp, len);
-		if (windowed)
-			mprotect(lo, len, pc->prot);
+		mprotect(lo, len, pc->prot);
 	}
-	if (windowed)
-		sv_fault_window_close();
+	sv_fault_window_close();
 	return err;
 }
 
@@ -609,7 +604,7 @@ static void seg_release(struct sv_rmem *rm, struct sv_rseg *s)
 	int err = collect_pieces(rm, s, &c);
 
 	for (size_t i = 0; !err && i < c.n; i++)
-		err = unback(&c.pc[i], true);
+		err = unback(&c.pc[i]);
 	free(c.pc);
 	if (!err)
 		arena_free(rm, s->off, s->e - s->b);
@@ -745,13 +740,48 @@ int sv_rmem_fds(struct sv_context *ctx, int *arena_fd, int *table_fd)
 /* ---- fork: the child gets private copies, as with real verbs ---- */
 
 static struct piece *frozen; /* every segment's pieces, during fork */
+static void **snaps;	     /* each one's private snapshot, or NULL */
 static size_t nfrozen;
-static int fork_pipe[2] = {-1, -1}; /* the child closes its end when done */
+
+/* A private anonymous copy of each piece, made with every piece
+ * read-only for the moment (writers wait in fault.c), so it is one
+ * instant's state; NULL where it cannot be made. */
+static void snapshot(void)
+{
+	for (size_t i = 0; i < nfrozen; i++) {
+		size_t len = frozen[i].hi - frozen[i].lo;
+		void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		snaps[i] = m == MAP_FAILED ? NULL : m;
+	}
+	sv_fault_window_open(0, UINTPTR_MAX);
+	for (size_t i = 0; i < nfrozen; i++)
+		if (frozen[i].prot & PROT_WRITE)
+			mprotect((void *)frozen[i].lo,
+				 frozen[i].hi - frozen[i].lo,
+				 frozen[i].prot & ~PROT_WRITE);
+	for (size_t i = 0; i < nfrozen; i++) {
+		if (snaps[i] &&
+		    copy_from_arena(frozen[i].fd, frozen[i].off, snaps[i],
+				    frozen[i].hi - frozen[i].lo)) {
+			munmap(snaps[i], frozen[i].hi - frozen[i].lo);
+			snaps[i] = NULL;
+		}
+	}
+	for (size_t i = 0; i < nfrozen; i++)
+		if (frozen[i].prot & PROT_WRITE)
+			mprotect((void *)frozen[i].lo,
+				 frozen[i].hi - frozen[i].lo, frozen[i].prot);
+	sv_fault_window_close();
+}
 
 /*
- * Before fork: no registration in flight (every lock held), and every
- * re-backed page read-only, so no write of the parent's lands between
- * fork and the child's copy (writers wait in fault.c until it is done).
+ * Before fork: no registration in flight (every lock held), and a
+ * snapshot of every re-backed piece, which the child inherits as private
+ * memory and moves into place.  Nothing waits across the fork itself:
+ * fork takes malloc's locks after us, and a thread holding one may be
+ * writing a re-backed page (small MRs share pages with malloc's data).
  */
 static void fork_prepare(void)
 {
@@ -764,22 +794,22 @@ static void fork_prepare(void)
 		for (struct sv_rseg *s = rm->segs; s && !err; s = s->next)
 			err = collect_pieces(rm, s, &c);
 	}
-	if (err || !c.n || pipe2(fork_pipe, O_CLOEXEC)) {
-		/* nothing to copy, or no way to wait for the copy: the child
-		 * may see the parent's writes made while it copies */
-		fork_pipe[0] = fork_pipe[1] = -1;
-		frozen = c.pc;
-		nfrozen = err ? 0 : c.n;
-		return;
-	}
 	frozen = c.pc;
-	nfrozen = c.n;
-	sv_fault_window_open(0, UINTPTR_MAX);
-	for (size_t i = 0; i < nfrozen; i++)
-		if (frozen[i].prot & PROT_WRITE)
-			mprotect((void *)frozen[i].lo,
-				 frozen[i].hi - frozen[i].lo,
-				 frozen[i].prot & ~PROT_WRITE);
+	nfrozen = err ? 0 : c.n;
+	snaps = nfrozen ? calloc(nfrozen, sizeof(*snaps)) : NULL;
+	if (!snaps)
+		nfrozen = 0;
+	if (nfrozen)
+		snapshot();
+}
+
+static void fork_done(void)
+{
+	free(frozen);
+	free(snaps);
+	frozen = NULL;
+	snaps = NULL;
+	nfrozen = 0;
 }
 
 static void unlock_all(void)
@@ -791,23 +821,10 @@ static void unlock_all(void)
 
 static void fork_parent(void)
 {
-	char c;
-
-	if (fork_pipe[0] >= 0) {
-		close(fork_pipe[1]);
-		/* EOF: the child copied (or died, or fork failed) */
-		while (read(fork_pipe[0], &c, 1) < 0 && errno == EINTR)
-			;
-		close(fork_pipe[0]);
-		for (size_t i = 0; i < nfrozen; i++)
-			if (frozen[i].prot & PROT_WRITE)
-				mprotect((void *)frozen[i].lo,
-					 frozen[i].hi - frozen[i].lo,
-					 frozen[i].prot);
-		sv_fault_window_close();
-	}
-	free(frozen);
-	frozen = NULL;
+	for (size_t i = 0; i < nfrozen; i++)
+		if (snaps[i])
+			munmap(snaps[i], frozen[i].hi - frozen[i].lo);
+	fork_done();
 	unlock_all();
 }
 
@@ -846,27 +863,24 @@ static void forget(struct sv_rmem *rm)
 	rm->arena_fd = rm->table_fd = -1;
 }
 
+/* The snapshots, private to us, move where the arena's pages were. */
 static void fork_child(void)
 {
 	for (size_t i = 0; i < nfrozen; i++) {
-		/* the prot it had before the parent froze it */
-		int err = unback(&frozen[i], false);
+		const struct piece *pc = &frozen[i];
+		size_t len = pc->hi - pc->lo;
 
-		if (err)
+		if (!snaps[i] ||
+		    (pc->prot != (PROT_READ | PROT_WRITE) &&
+		     mprotect(snaps[i], len, pc->prot)) ||
+		    mremap(snaps[i], len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+			   (void *)pc->lo) == MAP_FAILED)
 			fprintf(stderr,
 				"softverbs: fork child: %#lx-%#lx stays "
-				"shared with the parent (%s)\n",
-				(unsigned long)frozen[i].lo,
-				(unsigned long)frozen[i].hi, strerror(-err));
+				"shared with the parent\n",
+				(unsigned long)pc->lo, (unsigned long)pc->hi);
 	}
-	if (fork_pipe[0] >= 0) {
-		close(fork_pipe[0]);
-		close(fork_pipe[1]); /* the parent's read sees EOF */
-		sv_fault_window_close();
-	}
-	free(frozen);
-	frozen = NULL;
-	nfrozen = 0;
+	fork_done();
 	for (struct sv_rmem *rm = all_rmem; rm; rm = rm->next)
 		forget(rm);
 	unlock_all();

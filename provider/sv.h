@@ -127,9 +127,9 @@ int sv_copy_guarded(void *dst, const void *src, size_t n);
 /* A window (rmem.c): the caller is about to make [lo, hi) read-only and
  * replace its pages; until sv_fault_window_close, a thread that writes
  * there waits in the handler, then retries.  One window at a time (a
- * mutex, held from open to close, by the same thread; a fork child's
- * only thread may close the window its parent opened).  [0, UINTPTR_MAX)
- * covers everything (fork).  sv_fault_init must have run. */
+ * mutex, held from open to close by the same thread, which must take no
+ * lock a waiting writer may hold: no malloc).  [0, UINTPTR_MAX) covers
+ * everything (fork's snapshot).  sv_fault_init must have run. */
 void sv_fault_window_open(uintptr_t lo, uintptr_t hi);
 void sv_fault_window_close(void);
 
