@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "pair.h"
+#include "rmem.h"
 
 #define MIB (1u << 20)
 #define REMOTE_RW                                           \
@@ -600,4 +601,134 @@ SV_TEST(rmem_send_recv_on_rebacked)
 	EXPECT_WC(p.b.rcq, IBV_WC_SUCCESS, 1);
 	ASSERT_EQ(-1, sv_check(p.b.buf + 4096, 100000, 21));
 	sv_pair_close(&p);
+}
+
+static void *malloc_churn(void *arg)
+{
+	atomic_bool *stop = arg;
+
+	while (!atomic_load_explicit(stop, memory_order_relaxed)) {
+		void *x = malloc(48), *y = malloc(200);
+
+		memset(x, 1, 48);
+		memset(y, 2, 200);
+		free(x);
+		free(y);
+	}
+	return NULL;
+}
+
+/* fork while another thread mallocs on the pages of a small MR: fork
+ * takes malloc's locks after our prepare handler, so nothing of ours may
+ * make a malloc-lock holder wait across it. */
+SV_TEST(rmem_fork_while_malloc_on_mr_pages)
+{
+	uint8_t *buf = malloc(100);
+	atomic_bool stop = false;
+	struct sv_end e;
+	struct ibv_mr *mr;
+	pthread_t t;
+
+	ASSERT_NOT_NULL(buf);
+	memset(buf, 0x42, 100);
+	open_ctx(&e);
+	mr = ibv_reg_mr(e.pd, buf, 100, REMOTE_RW);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_TRUE(on_arena(buf));
+	ASSERT_OK(pthread_create(&t, NULL, malloc_churn, &stop));
+	for (int i = 0; i < 20; i++) {
+		pid_t pid = fork();
+		int st;
+
+		ASSERT_GE(pid, 0);
+		if (!pid)
+			_exit(all_bytes(buf, 100, 0x42) && private_anon(buf)
+				      ? 0
+				      : 1);
+		ASSERT_EQ(pid, waitpid(pid, &st, 0));
+		ASSERT_TRUE(WIFEXITED(st));
+		ASSERT_EQ(0, WEXITSTATUS(st));
+	}
+	atomic_store(&stop, true);
+	ASSERT_OK(pthread_join(t, NULL));
+	ASSERT_OK(ibv_dereg_mr(mr));
+	free(buf);
+	close_ctx(&e);
+}
+
+/* The fd of ours whose link is "/memfd:<name> (deleted)", or -1. */
+static int memfd_named(const char *name)
+{
+	char want[64], link[128], path[64];
+
+	snprintf(want, sizeof(want), "/memfd:%s (deleted)", name);
+	for (int fd = 0; fd < 1024; fd++) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n < 0)
+			continue;
+		link[n] = '\0';
+		if (!strcmp(link, want))
+			return fd;
+	}
+	return -1;
+}
+
+/* What a peer sees: the key table names the MR (key, iova, length, PD,
+ * access) and where its bytes are in the arena; deregistration clears
+ * the entry first.  Read through the fds, as a peer maps them. */
+SV_TEST(rmem_key_table_describes_mr)
+{
+	uint8_t *p = map_anon(MIB), got[256];
+	struct sv_rkey_entry en;
+	struct sv_rkey_hdr h;
+	int tfd, afd, seals;
+	struct sv_end e;
+	struct ibv_mr *mr;
+	uint64_t arena_off;
+	off_t at;
+
+	open_ctx(&e);
+	sv_fill(p, MIB, 31);
+	mr = ibv_reg_mr_iova(e.pd, p + 1000, 5000, 0x7000, REMOTE_RW);
+	ASSERT_NOT_NULL(mr);
+	tfd = memfd_named("softverbs-keys");
+	afd = memfd_named("softverbs-arena");
+	ASSERT_GE(tfd, 0);
+	ASSERT_GE(afd, 0);
+	seals = fcntl(afd, F_GET_SEALS);
+	ASSERT_TRUE(seals & F_SEAL_SHRINK);
+	ASSERT_TRUE(fcntl(tfd, F_GET_SEALS) & F_SEAL_SHRINK);
+	ASSERT_EQ(sizeof(h), pread(tfd, &h, sizeof(h), 0));
+	ASSERT_EQ(SV_RKEY_MAGIC, h.magic);
+	ASSERT_EQ(SV_RKEY_VERSION, h.version);
+	ASSERT_EQ(sizeof(en), h.entry_size);
+	at = (off_t)(h.entries_off + (mr->rkey >> 8) * sizeof(en));
+	ASSERT_EQ(sizeof(en), pread(tfd, &en, sizeof(en), at));
+	ASSERT_EQ(0, en.gen & 1);
+	ASSERT_EQ(mr->rkey, en.key);
+	ASSERT_EQ(0x7000, en.iova);
+	ASSERT_EQ(5000, en.length);
+	ASSERT_EQ(e.pd->handle, en.pd_id);
+	ASSERT_EQ(REMOTE_RW, en.access);
+	ASSERT_NE(SV_RMEM_NOT_REBACKED, en.arena_off);
+	/* the MR's bytes, at arena_off; and a write through the arena is a
+	 * write to our memory (what a peer's RDMA write does) */
+	ASSERT_EQ(sizeof(got), pread(afd, got, sizeof(got), en.arena_off));
+	ASSERT_EQ(0, memcmp(got, p + 1000, sizeof(got)));
+	ASSERT_EQ(4, pwrite(afd, "peer", 4, en.arena_off + 10));
+	ASSERT_EQ(0, memcmp(p + 1010, "peer", 4));
+	arena_off = en.arena_off;
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_EQ(sizeof(en), pread(tfd, &en, sizeof(en), at));
+	ASSERT_EQ(0, en.gen & 1);
+	ASSERT_EQ(0, en.key);
+	ASSERT_EQ(SV_RMEM_NOT_REBACKED, en.arena_off);
+	/* after deregistration the arena no longer aliases our memory */
+	ASSERT_EQ(4, pwrite(afd, "late", 4, arena_off + 10));
+	ASSERT_EQ(0, memcmp(p + 1010, "peer", 4));
+	ASSERT_OK(munmap(p, MIB));
+	close_ctx(&e);
 }
