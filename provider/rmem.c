@@ -183,6 +183,23 @@ static int private_anon_fn(const struct vma *v, void *arg)
 	return 1;
 }
 
+/* Our own stack: its frames (ours, and the signal frame a fault in the
+ * window needs) would be written while it is read-only. */
+static bool on_own_stack(uintptr_t b, uintptr_t e)
+{
+	pthread_attr_t a;
+	void *lo;
+	size_t len;
+	bool on = true; /* unknown: do not move */
+
+	if (pthread_getattr_np(pthread_self(), &a))
+		return on;
+	if (!pthread_attr_getstack(&a, &lo, &len))
+		on = b < (uintptr_t)lo + len && (uintptr_t)lo < e;
+	pthread_attr_destroy(&a);
+	return on;
+}
+
 static bool private_anon(uintptr_t b, uintptr_t e)
 {
 	struct cover c = {b, e, false};
@@ -644,7 +661,7 @@ static void attach(struct sv_rmem *rm, struct sv_mr *mr)
 		if (b < s->e && s->b < e)
 			return; /* partly on a segment: not re-backed */
 	}
-	if (!private_anon(b, e))
+	if (!private_anon(b, e) || on_own_stack(b, e))
 		return;
 	s = malloc(sizeof(*s));
 	if (!s)

@@ -732,3 +732,31 @@ SV_TEST(rmem_key_table_describes_mr)
 	ASSERT_OK(munmap(p, MIB));
 	close_ctx(&e);
 }
+
+static void *reg_stack_buffer(void *arg)
+{
+	struct sv_end *e = arg;
+	uint8_t buf[3 * 4096];
+	struct ibv_mr *mr;
+
+	sv_fill(buf, sizeof(buf), 17);
+	mr = ibv_reg_mr(e->pd, buf, sizeof(buf), REMOTE_RW);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_FALSE(on_arena(buf));
+	ASSERT_EQ(-1, sv_check(buf, sizeof(buf), 17));
+	ASSERT_OK(ibv_dereg_mr(mr));
+	return NULL;
+}
+
+/* A thread's own stack (anonymous, unnamed for threads) is not moved:
+ * its frames would be written while it is read-only. */
+SV_TEST(rmem_thread_stack_not_rebacked)
+{
+	struct sv_end e;
+	pthread_t t;
+
+	open_ctx(&e);
+	ASSERT_OK(pthread_create(&t, NULL, reg_stack_buffer, &e));
+	ASSERT_OK(pthread_join(t, NULL));
+	close_ctx(&e);
+}
