@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Contexts: ibv_open_device/ibv_close_device, the ops tables the inline
- * verbs dispatch through, and the protection domain (a tag, and a count
- * of the objects created on it).  A context owns its progress thread and
- * async event queue.
+ * verbs dispatch through, and the protection domain (a tag with an id,
+ * and a count of the objects created on it).  A context owns its progress
+ * thread and async event queue.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "rmem.h"
 #include "sv.h"
 
 #define SV_MR_TABLE_BYTES (SV_MAX_MR * sizeof(struct sv_mr *))
@@ -89,9 +90,12 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 		goto err_free_ctx;
 	}
 
-	err = sv_evq_init(&ctx->async);
+	err = sv_rmem_init(ctx);
 	if (err)
 		goto err_free;
+	err = sv_evq_init(&ctx->async);
+	if (err)
+		goto err_rmem;
 	ctx->vctx.context.async_fd = ctx->async.fd;
 	err = sv_progress_start(ctx);
 	if (err)
@@ -100,6 +104,8 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 
 err_evq:
 	sv_evq_destroy(&ctx->async);
+err_rmem:
+	sv_rmem_fini(ctx);
 err_free:
 	munmap(ctx->mrs, SV_MR_TABLE_BYTES);
 err_free_ctx:
@@ -116,6 +122,7 @@ SV_EXPORT int ibv_close_device(struct ibv_context *c)
 	sv_progress_stop(ctx);
 	sv_qp_free_all(ctx);
 	sv_evq_destroy(&ctx->async);
+	sv_rmem_fini(ctx); /* MRs left registered: their memory is private */
 	for (uint32_t i = 1; i < ctx->nmrs; i++)
 		free(ctx->mrs[i]);
 	munmap(ctx->mrs, SV_MR_TABLE_BYTES);
@@ -126,8 +133,11 @@ SV_EXPORT int ibv_close_device(struct ibv_context *c)
 	return 0;
 }
 
+/* A PD's id names it in the key table (rmem.h): non-zero, unique in the
+ * context until 2^32 PDs have been made. */
 SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *c)
 {
+	struct sv_context *ctx = to_sctx(c);
 	struct sv_pd *pd = calloc(1, sizeof(*pd));
 
 	if (!pd) {
@@ -135,6 +145,12 @@ SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *c)
 		return NULL;
 	}
 	pd->ibv.context = c;
+	do
+		pd->id = atomic_fetch_add_explicit(&ctx->pd_ids, 1,
+						   memory_order_relaxed) +
+			 1;
+	while (!pd->id);
+	pd->ibv.handle = pd->id;
 	return &pd->ibv;
 }
 

@@ -12,10 +12,19 @@
  * hot path).  Any other fault goes to the action that was there before
  * us, as if we had never been loaded: its handler is called, or the
  * default action (a core dump) happens.
+ *
+ * Windows: rmem.c replaces the pages behind a range of the application's
+ * memory while other threads may be writing it.  It makes the range
+ * read-only first, so such a write faults instead of landing in pages
+ * about to be replaced; the handler makes the writer wait until the
+ * window closes and returns, so the write retries on the new pages.
+ * This is checked before anything else: a guarded copy that hits a
+ * window waits too, it does not fail.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -28,6 +37,17 @@
 static __thread sigjmp_buf *armed __attribute__((tls_model("initial-exec")));
 
 static struct sigaction old_segv, old_bus; /* what we chain to */
+
+/* The open window: [win_lo, win_hi), written under win_lock while
+ * win_epoch is even; win_epoch odd while it is open.  Read by the
+ * handler with no lock (atomics are async-signal-safe). */
+static pthread_mutex_t win_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uintptr_t win_lo, win_hi;
+static _Atomic uint64_t win_epoch;
+/* The fault this thread retried without a window: its address and the
+ * epoch then, so a genuine fault is retried once, then chained. */
+static __thread uintptr_t retry_addr __attribute__((tls_model("initial-exec")));
+static __thread uint64_t retry_epoch __attribute__((tls_model("initial-exec")));
 static pthread_once_t install_once = PTHREAD_ONCE_INIT;
 
 /* Gives the fault to the action that was installed before ours. */
@@ -64,9 +84,45 @@ static void chain(int sig, siginfo_t *si, void *uc)
 		old->sa_handler(sig);
 }
 
+/*
+ * True if the fault is a write into a window (then we waited for it to
+ * close), or may have been one that closed before we looked: the caller
+ * returns and the instruction runs again.
+ */
+static bool window_retry(int sig, const siginfo_t *si)
+{
+	uintptr_t a = (uintptr_t)si->si_addr;
+	uint64_t e;
+
+	if (sig != SIGSEGV || si->si_code != SEGV_ACCERR)
+		return false;
+	/* acquire: the window's bounds, written before it opened */
+	e = atomic_load_explicit(&win_epoch, memory_order_acquire);
+	if (!e)
+		return false; /* never a window: nothing to wait for */
+	if ((e & 1) &&
+	    a >= atomic_load_explicit(&win_lo, memory_order_relaxed) &&
+	    a < atomic_load_explicit(&win_hi, memory_order_relaxed)) {
+		/* acquire: the new pages are mapped once the epoch moves */
+		while (atomic_load_explicit(&win_epoch, memory_order_acquire) ==
+		       e)
+			sched_yield();
+		return true;
+	}
+	if (retry_addr == a && retry_epoch == e)
+		return false; /* retried already: a fault of the program's */
+	retry_addr = a;
+	retry_epoch = e;
+	return true;
+}
+
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
-	sigjmp_buf *env = armed;
+	sigjmp_buf *env;
+
+	if (window_retry(sig, si))
+		return;
+	env = armed;
 
 	if (env && si->si_code > 0) {
 		armed = NULL;
@@ -89,6 +145,22 @@ static void install(void)
 void sv_fault_init(void)
 {
 	pthread_once(&install_once, install);
+}
+
+void sv_fault_window_open(uintptr_t lo, uintptr_t hi)
+{
+	pthread_mutex_lock(&win_lock);
+	atomic_store_explicit(&win_lo, lo, memory_order_relaxed);
+	atomic_store_explicit(&win_hi, hi, memory_order_relaxed);
+	/* release: the bounds before the epoch that opens them */
+	atomic_fetch_add_explicit(&win_epoch, 1, memory_order_release);
+}
+
+void sv_fault_window_close(void)
+{
+	/* release: the new mapping is in place before waiters retry */
+	atomic_fetch_add_explicit(&win_epoch, 1, memory_order_release);
+	pthread_mutex_unlock(&win_lock);
 }
 
 /* Separate frame: nothing of the caller is live across the sigsetjmp. */

@@ -8,6 +8,9 @@
  * (IBV_FORK_UNNEEDED, device.c).  MR structures are type-stable (reused, never
  * freed before the context) so the engine may look a key up without a lock
  * while another thread deregisters: a stale key then simply fails the lookup.
+ * Memory with remote access is moved onto the context's arena, and every
+ * MR is published in its key table, so a peer on this host reaches it
+ * with no help from us (rmem.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,6 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "rmem.h"
 #include "sv.h"
 
 #undef ibv_reg_mr
@@ -92,6 +96,13 @@ static int check_reg(const void *addr, size_t length, unsigned int access)
 	return check_range(addr, length, access & SV_ACCESS_WRITES);
 }
 
+/* Optional access bits may be ignored (verbs.h); others are ours. */
+static unsigned int mask_optional(unsigned int access)
+{
+	return access & (~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE |
+			 IBV_ACCESS_RELAXED_ORDERING);
+}
+
 static struct sv_mr *mr_alloc(struct sv_context *ctx)
 {
 	struct sv_mr *mr = NULL;
@@ -139,9 +150,7 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
 	uint32_t gen;
 	int err;
 
-	/* optional access bits may be ignored (verbs.h); others are ours */
-	access &= ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE |
-		  IBV_ACCESS_RELAXED_ORDERING;
+	access = mask_optional(access);
 	err = check_reg(addr, length, access);
 	if (err) {
 		errno = -err;
@@ -171,6 +180,8 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
 	mr->pd = pd;
 	atomic_store_explicit((_Atomic uint32_t *)&mr->ibv.lkey,
 			      mr->index << 8 | gen, memory_order_release);
+	/* re-backed and published for peers; never fails */
+	sv_rmem_reg(ctx, mr);
 	return &mr->ibv;
 }
 
@@ -192,9 +203,10 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct sv_mr *mr = container_of(ibmr, struct sv_mr, ibv);
 	struct sv_context *ctx = to_sctx(ibmr->context);
-
 	struct sv_pd *pd;
 
+	/* first: peers that look the key up from now on fail */
+	sv_rmem_dereg(ctx, mr);
 	pthread_mutex_lock(&ctx->mr_lock);
 	pd = mr->pd;
 	if (!pd) { /* already deregistered */
@@ -206,5 +218,84 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	ctx->mr_free = mr;
 	pthread_mutex_unlock(&ctx->mr_lock);
 	sv_pd_put(pd);
+	return 0;
+}
+
+/* What libibverbs' ibv_rereg_mr refuses before the driver sees it. */
+static bool rereg_bad_input(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
+			    void *addr, size_t length, int access)
+{
+	if (!ibmr || !flags || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED))
+		return true;
+	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length))
+		return true;
+	if (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS))
+		return true;
+	return (flags & IBV_REREG_MR_CHANGE_PD) &&
+	       (!pd || pd->context != ibmr->context);
+}
+
+/*
+ * ibv_rereg_mr: a negative ibv_rereg_mr_err_code with errno set, or 0.
+ * The keys stay (as rxe's rereg, and rdma-core's rereg of the same MR);
+ * the key table entry is withdrawn first and published again with a new
+ * gen, and the memory re-backed for the new range and access.  Every
+ * check is made before anything changes, so on any error the old MR is
+ * still whole (stronger than IBV_REREG_MR_ERR_CMD promises).
+ */
+SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
+			   void *addr, size_t length, int access)
+{
+	struct sv_mr *mr = container_of(ibmr, struct sv_mr, ibv);
+	struct sv_context *ctx;
+	struct sv_pd *old, *pd;
+	unsigned int acc;
+	int err;
+
+	if (rereg_bad_input(ibmr, flags, ibpd, addr, length, access)) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	ctx = to_sctx(ibmr->context);
+	pthread_mutex_lock(&ctx->mr_lock);
+	old = mr->pd;
+	if (!old) { /* deregistered */
+		pthread_mutex_unlock(&ctx->mr_lock);
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (!(flags & IBV_REREG_MR_CHANGE_TRANSLATION)) {
+		addr = mr->addr;
+		length = mr->length;
+	}
+	acc = flags & IBV_REREG_MR_CHANGE_ACCESS ? mask_optional(access)
+						 : (unsigned int)mr->access;
+	pd = flags & IBV_REREG_MR_CHANGE_PD ? to_spd(ibpd) : old;
+	err = check_reg(addr, length, acc);
+	if (err) {
+		pthread_mutex_unlock(&ctx->mr_lock);
+		errno = -err;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	sv_rmem_dereg(ctx, mr);
+	mr->pd = NULL; /* local lookups fail while it changes */
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		mr->addr = addr;
+		mr->iova = (uintptr_t)addr;
+		mr->length = length;
+		mr->ibv.addr = addr;
+		mr->ibv.length = length;
+	}
+	mr->access = (int)acc;
+	if (pd != old) {
+		sv_pd_get(pd);
+		sv_pd_put(old);
+		mr->ibv.pd = ibpd;
+	}
+	/* release: the new fields before lookups can succeed again */
+	atomic_store_explicit((_Atomic(struct sv_pd *) *)&mr->pd, pd,
+			      memory_order_release);
+	sv_rmem_reg(ctx, mr);
+	pthread_mutex_unlock(&ctx->mr_lock);
 	return 0;
 }

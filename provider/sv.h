@@ -29,6 +29,8 @@
 struct sv_progress;
 struct sv_rpeer;
 struct sv_qp;
+struct sv_rmem;
+struct sv_rseg;
 
 /* What an fd in the progress thread's epoll stands for. */
 enum sv_pfd_kind {
@@ -65,6 +67,8 @@ struct sv_context {
 				   * poller with an old set is safe */
 	struct sv_evq async;	  /* async events, fd = async_fd */
 	struct sv_progress *prog; /* the progress thread (progress.c) */
+	struct sv_rmem *rmem;	  /* arena, key table, peers (rmem.c) */
+	_Atomic uint32_t pd_ids;  /* last PD id handed out */
 };
 
 static inline struct sv_context *to_sctx(struct ibv_context *c)
@@ -75,8 +79,10 @@ static inline struct sv_context *to_sctx(struct ibv_context *c)
 /* A PD cannot go while anything created on it lives (the kernel's
  * usecnt): MRs and QPs take a reference (MWs, AHs, SRQs must too). */
 struct sv_pd {
-	struct ibv_pd ibv;
+	struct ibv_pd ibv;	/* ibv.handle = id */
 	_Atomic uint32_t users; /* objects created on this PD */
+	uint32_t id;		/* non-zero, unique in the context: the
+				 * key table's pd_id (rmem.c) */
 };
 
 static inline struct sv_pd *to_spd(struct ibv_pd *pd)
@@ -103,6 +109,10 @@ struct sv_mr {
 	int access;	/* enum ibv_access_flags */
 	uint32_t index; /* slot in ctx->mrs */
 	struct sv_mr *next_free;
+	/* rmem.c, under its lock: the re-backed segment holding the MR (NULL
+	 * if not re-backed) and the arena offset of its first byte */
+	struct sv_rseg *rseg;
+	uint64_t arena_off;
 };
 
 /* Looks up an lkey/rkey; NULL if it names no live MR of this PD. */
@@ -115,6 +125,14 @@ struct sv_mr *sv_mr_lookup(struct sv_context *ctx, uint32_t key,
  * application unmapped or truncated it. */
 void sv_fault_init(void);
 int sv_copy_guarded(void *dst, const void *src, size_t n);
+/* A window (rmem.c): the caller is about to make [lo, hi) read-only and
+ * replace its pages; until sv_fault_window_close, a thread that writes
+ * there waits in the handler, then retries.  One window at a time (a
+ * mutex, held from open to close by the same thread, which must take no
+ * lock a waiting writer may hold: no malloc).  [0, UINTPTR_MAX) covers
+ * everything (fork's snapshot).  sv_fault_init must have run. */
+void sv_fault_window_open(uintptr_t lo, uintptr_t hi);
+void sv_fault_window_close(void);
 
 /* Completion with the extras the extended CQ API can read. */
 struct sv_cqe {

@@ -131,18 +131,6 @@ SV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 }
 
 /*
- * ibv_rereg_mr: negative ibv_rereg_mr_err_code, errno set.
- * IBV_REREG_MR_ERR_INPUT is the one code that promises "the old MR is
- * still valid", which is the truth here: we did not touch it.
- */
-SV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
-			   void *addr, size_t length, int access)
-{
-	errno = EOPNOTSUPP;
-	return IBV_REREG_MR_ERR_INPUT;
-}
-
-/*
  * 1 only if data is guaranteed to land in order, else 0 (verbs.h).
  * We make no such promise, so 0: the caller keeps its own ordering
  * (e.g. polls a flag written last), which is always correct.

@@ -1,0 +1,762 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Zero-copy registered memory (rmem): memory registered with remote
+ * access is moved, in place, onto the context's arena memfd, which
+ * /proc/self/maps shows; nothing the application sees changes (contents,
+ * concurrent writes, fork's private copies, deregistration back to
+ * private memory), and what cannot be moved still registers.  Also
+ * ibv_rereg_mr and PD ids.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pair.h"
+#include "rmem.h"
+
+#define MIB (1u << 20)
+#define REMOTE_RW                                           \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+	 IBV_ACCESS_REMOTE_READ)
+
+/* The mapping holding addr: its permissions, inode and path. */
+struct mapping {
+	char perm[5];
+	unsigned long ino;
+	char path[512];
+};
+
+static bool mapping_of(const void *addr, struct mapping *m)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[1024];
+	bool found = false;
+
+	ASSERT_NOT_NULL(f);
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		int pos = 0;
+
+		if (sscanf(line, "%lx-%lx %4s %*x %*x:%*x %lu %n", &lo, &hi,
+			   m->perm, &m->ino, &pos) < 4)
+			continue;
+		if ((uintptr_t)addr < lo || (uintptr_t)addr >= hi)
+			continue;
+		snprintf(m->path, sizeof(m->path), "%s", line + pos);
+		m->path[strcspn(m->path, "\n")] = '\0';
+		found = true;
+	}
+	fclose(f);
+	return found;
+}
+
+/* Backed by a context's arena (re-backed). */
+static bool on_arena(const void *addr)
+{
+	struct mapping m;
+
+	return mapping_of(addr, &m) &&
+	       !strncmp(m.path, "/memfd:softverbs-arena", 22);
+}
+
+/* Private anonymous read-write memory, as malloc and mmap give it. */
+static bool private_anon(const void *addr)
+{
+	struct mapping m;
+
+	return mapping_of(addr, &m) && !strcmp(m.perm, "rw-p") && !m.ino &&
+	       (!m.path[0] || !strcmp(m.path, "[heap]") ||
+		!strncmp(m.path, "[anon:", 6));
+}
+
+static void *map_anon(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	ASSERT_TRUE(p != MAP_FAILED);
+	return p;
+}
+
+static void open_ctx(struct sv_end *e)
+{
+	memset(e, 0, sizeof(*e));
+	sv_end_open_ctx(e);
+}
+
+static void close_ctx(struct sv_end *e)
+{
+	ASSERT_OK(ibv_dealloc_pd(e->pd));
+	ASSERT_OK(ibv_close_device(e->ctx));
+}
+
+/* Registers [buf, buf+len) with access, checks it moved (or not) with
+ * its contents, deregisters, checks it is private again, intact. */
+static void reg_check(struct sv_end *e, uint8_t *buf, size_t len, int access,
+		      bool moves)
+{
+	struct ibv_mr *mr;
+
+	sv_fill(buf, len, 7);
+	mr = ibv_reg_mr(e->pd, buf, len, access);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_EQ(-1, sv_check(buf, len, 7));
+	ASSERT_EQ(moves, on_arena(buf));
+	ASSERT_EQ(moves, on_arena(buf + len - 1));
+	sv_fill(buf, len, 8); /* still our memory, writable */
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_FALSE(on_arena(buf));
+	ASSERT_FALSE(on_arena(buf + len - 1));
+	ASSERT_EQ(-1, sv_check(buf, len, 8));
+}
+
+SV_TEST(rmem_malloc_mmap_backed_rebacked)
+{
+	size_t len = 4 * MIB; /* above malloc's mmap threshold */
+	uint8_t *buf = malloc(len);
+	struct sv_end e;
+
+	ASSERT_NOT_NULL(buf);
+	memset(buf, 0, len);
+	open_ctx(&e);
+	reg_check(&e, buf, len, REMOTE_RW, true);
+	ASSERT_TRUE(private_anon(buf + len / 2));
+	free(buf);
+	close_ctx(&e);
+}
+
+SV_TEST(rmem_malloc_small_heap_rebacked)
+{
+	uint8_t *before = malloc(64), *buf = malloc(200), *after = malloc(64);
+	struct sv_end e;
+	struct ibv_mr *mr;
+
+	ASSERT_TRUE(before && buf && after);
+	memset(before, 0x11, 64);
+	memset(after, 0x22, 64);
+	sv_fill(buf, 200, 3);
+	ASSERT_TRUE(private_anon(buf));
+	open_ctx(&e);
+	mr = ibv_reg_mr(e.pd, buf, 200,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_TRUE(on_arena(buf));
+	ASSERT_EQ(-1, sv_check(buf, 200, 3));
+	/* the neighbours on the same pages are intact and still work */
+	for (int i = 0; i < 64; i++) {
+		ASSERT_EQ(0x11, before[i]);
+		ASSERT_EQ(0x22, after[i]);
+	}
+	free(before);
+	before = malloc(32);
+	ASSERT_NOT_NULL(before);
+	memset(before, 0x33, 32);
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_TRUE(private_anon(buf));
+	ASSERT_EQ(-1, sv_check(buf, 200, 3));
+	ASSERT_EQ(0x33, before[31]);
+	ASSERT_EQ(0x22, after[63]);
+	free(before);
+	free(buf);
+	free(after);
+	close_ctx(&e);
+}
+
+SV_TEST(rmem_mmap_anon_rebacked_pages_of_mr_only)
+{
+	uint8_t *p = map_anon(16 * 4096);
+	struct sv_end e;
+	struct ibv_mr *mr;
+
+	open_ctx(&e);
+	sv_fill(p, 16 * 4096, 5);
+	/* not page aligned: the pages it touches, and only those */
+	mr = ibv_reg_mr(e.pd, p + 4096 + 100, 5000, REMOTE_RW);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_TRUE(on_arena(p + 4096));
+	ASSERT_TRUE(on_arena(p + 3 * 4096 - 1));
+	ASSERT_FALSE(on_arena(p + 4095));
+	ASSERT_FALSE(on_arena(p + 3 * 4096));
+	ASSERT_EQ(-1, sv_check(p, 16 * 4096, 5));
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_TRUE(private_anon(p + 4096));
+	ASSERT_EQ(-1, sv_check(p, 16 * 4096, 5));
+	ASSERT_OK(munmap(p, 16 * 4096));
+	close_ctx(&e);
+}
+
+SV_TEST(rmem_local_access_not_rebacked)
+{
+	uint8_t *p = map_anon(MIB);
+	struct sv_end e;
+
+	open_ctx(&e);
+	reg_check(&e, p, MIB, IBV_ACCESS_LOCAL_WRITE, false);
+	reg_check(&e, p, MIB, 0, false);
+	ASSERT_OK(munmap(p, MIB));
+	close_ctx(&e);
+}
+
+SV_TEST(rmem_shared_file_not_rebacked)
+{
+	char path[] = "/tmp/sv-rmem-XXXXXX";
+	int fd = mkstemp(path);
+	uint8_t *p, c = 0;
+	struct sv_end e;
+
+	ASSERT_GE(fd, 0);
+	ASSERT_OK(unlink(path));
+	ASSERT_OK(ftruncate(fd, MIB));
+	p = mmap(NULL, MIB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_TRUE(p != MAP_FAILED);
+	open_ctx(&e);
+	reg_check(&e, p, MIB, REMOTE_RW, false);
+	/* still the file's pages */
+	p[12345] = 0x5a;
+	ASSERT_EQ(1, pread(fd, &c, 1, 12345));
+	ASSERT_EQ(0x5a, c);
+	ASSERT_OK(munmap(p, MIB));
+	close(fd);
+	close_ctx(&e);
+}
+
+SV_TEST(rmem_shared_anon_not_rebacked)
+{
+	uint8_t *p = mmap(NULL, MIB, PROT_READ | PROT_WRITE,
+			  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct sv_end e;
+	struct ibv_mr *mr;
+	pid_t pid;
+	int st;
+
+	ASSERT_TRUE(p != MAP_FAILED);
+	open_ctx(&e);
+	reg_check(&e, p, MIB, REMOTE_RW, false);
+	mr = ibv_reg_mr(e.pd, p, MIB, REMOTE_RW);
+	ASSERT_NOT_NULL(mr);
+	/* still shared with a child, as the application made it */
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		p[77] = 0x77;
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_EQ(0x77, p[77]);
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_OK(munmap(p, MIB));
+	close_ctx(&e);
+}
+
+struct hammer {
+	uint64_t *ctr;
+	size_t n;
+	atomic_bool stop;
+	uint64_t done; /* increments made, read after join */
+};
+
+static void *hammer_run(void *arg)
+{
+	struct hammer *h = arg;
+	volatile uint64_t *c = h->ctr;
+	uint64_t k = 0;
+
+	while (!atomic_load_explicit(&h->stop, memory_order_relaxed)) {
+		c[(k * 4099) % h->n]++; /* plain, racy-by-design writes */
+		k++;
+	}
+	h->done = k;
+	return NULL;
+}
+
+/* Writes by another thread while the pages are moved (both ways) wait
+ * and retry on the new pages: none is lost. */
+SV_TEST(rmem_writer_thread_loses_nothing)
+{
+	size_t len = 8 * MIB;
+	struct hammer h = {.n = len / sizeof(uint64_t)};
+	uint64_t sum = 0;
+	struct sv_end e;
+	pthread_t t;
+
+	h.ctr = map_anon(len);
+	open_ctx(&e);
+	ASSERT_OK(pthread_create(&t, NULL, hammer_run, &h));
+	for (int i = 0; i < 20; i++) {
+		struct ibv_mr *mr = ibv_reg_mr(e.pd, h.ctr, len, REMOTE_RW);
+
+		ASSERT_NOT_NULL(mr);
+		ASSERT_TRUE(on_arena(h.ctr));
+		ASSERT_OK(ibv_dereg_mr(mr));
+		ASSERT_FALSE(on_arena(h.ctr));
+	}
+	atomic_store(&h.stop, true);
+	ASSERT_OK(pthread_join(t, NULL));
+	for (size_t i = 0; i < h.n; i++)
+		sum += h.ctr[i];
+	ASSERT_GE(h.done, 1);
+	ASSERT_EQ(h.done, sum);
+	ASSERT_OK(munmap(h.ctr, len));
+	close_ctx(&e);
+}
+
+static void xwrite(int fd)
+{
+	ASSERT_EQ(1, write(fd, "x", 1));
+}
+
+static void xread(int fd)
+{
+	char c;
+
+	ASSERT_EQ(1, read(fd, &c, 1));
+}
+
+static bool all_bytes(const uint8_t *p, size_t len, uint8_t v)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != v)
+			return false;
+	return true;
+}
+
+/* As with real verbs (IBV_FORK_UNNEEDED): the child's copy is private. */
+SV_TEST(rmem_fork_child_gets_private_copy)
+{
+	size_t len = MIB;
+	uint8_t *p = map_anon(len);
+	int up[2], down[2], st;
+	struct sv_end e;
+	struct ibv_mr *mr;
+	pid_t pid;
+
+	open_ctx(&e);
+	sv_fill(p, len, 9);
+	mr = ibv_reg_mr(e.pd, p, len, REMOTE_RW);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_TRUE(on_arena(p));
+	ASSERT_OK(pipe(up));
+	ASSERT_OK(pipe(down));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		bool ok = private_anon(p) && sv_check(p, len, 9) == -1;
+
+		memset(p, 0xcc, len);
+		xwrite(up[1]);
+		xread(down[0]);
+		/* the parent's writes since fork are not ours */
+		_exit(ok && all_bytes(p, len, 0xcc) ? 0 : 1);
+	}
+	xread(up[0]);
+	ASSERT_EQ(-1, sv_check(p, len, 9)); /* the child's writes: not seen */
+	memset(p, 0xaa, len);
+	xwrite(down[1]);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st));
+	ASSERT_EQ(0, WEXITSTATUS(st));
+	ASSERT_TRUE(on_arena(p)); /* the parent keeps its registration */
+	ASSERT_TRUE(all_bytes(p, len, 0xaa));
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_TRUE(all_bytes(p, len, 0xaa));
+	ASSERT_OK(munmap(p, len));
+	close_ctx(&e);
+}
+
+/* MRs inside one moved range share it; one across its edge is not moved;
+ * the pages go back when the last MR on them goes. */
+SV_TEST(rmem_two_mrs_same_pages)
+{
+	uint8_t *p = map_anon(2 * MIB);
+	struct ibv_mr *a, *b, *c;
+	struct sv_end e;
+
+	open_ctx(&e);
+	sv_fill(p, 2 * MIB, 4);
+	a = ibv_reg_mr(e.pd, p, MIB, REMOTE_RW);
+	b = ibv_reg_mr(e.pd, p + 4096, 8192, REMOTE_RW);
+	c = ibv_reg_mr(e.pd, p + MIB / 2, MIB, REMOTE_RW);
+	ASSERT_TRUE(a && b && c);
+	ASSERT_TRUE(on_arena(p));
+	ASSERT_FALSE(on_arena(p + MIB)); /* c is partly on a's pages */
+	ASSERT_OK(ibv_dereg_mr(a));
+	ASSERT_TRUE(on_arena(p + 4096)); /* b holds them */
+	ASSERT_TRUE(on_arena(p));
+	ASSERT_OK(ibv_dereg_mr(b));
+	ASSERT_TRUE(private_anon(p));
+	ASSERT_TRUE(private_anon(p + 4096));
+	ASSERT_EQ(-1, sv_check(p, 2 * MIB, 4));
+	ASSERT_OK(ibv_dereg_mr(c));
+	ASSERT_OK(munmap(p, 2 * MIB));
+	close_ctx(&e);
+}
+
+SV_TEST(rmem_rereg_translation)
+{
+	uint8_t *p = map_anon(MIB), *q = map_anon(MIB);
+	struct sv_end e;
+	struct ibv_mr *mr;
+	uint32_t lkey, rkey;
+
+	open_ctx(&e);
+	sv_fill(p, MIB, 1);
+	sv_fill(q, MIB, 2);
+	mr = ibv_reg_mr(e.pd, p, MIB, REMOTE_RW);
+	ASSERT_NOT_NULL(mr);
+	lkey = mr->lkey;
+	rkey = mr->rkey;
+	ASSERT_OK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, q + 8,
+			       MIB - 8, 0));
+	ASSERT_TRUE(mr->addr == q + 8);
+	ASSERT_EQ(MIB - 8, mr->length);
+	ASSERT_EQ(lkey, mr->lkey);
+	ASSERT_EQ(rkey, mr->rkey);
+	ASSERT_TRUE(private_anon(p));
+	ASSERT_TRUE(on_arena(q));
+	ASSERT_EQ(-1, sv_check(p, MIB, 1));
+	ASSERT_EQ(-1, sv_check(q, MIB, 2));
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_TRUE(private_anon(q));
+	close_ctx(&e);
+}
+
+SV_TEST(rmem_rereg_access)
+{
+	uint8_t *p = map_anon(MIB);
+	struct sv_end e;
+	struct ibv_mr *mr;
+
+	open_ctx(&e);
+	sv_fill(p, MIB, 6);
+	mr = ibv_reg_mr(e.pd, p, MIB, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_FALSE(on_arena(p));
+	ASSERT_OK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			       REMOTE_RW));
+	ASSERT_TRUE(on_arena(p));
+	ASSERT_OK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			       IBV_ACCESS_LOCAL_WRITE));
+	ASSERT_TRUE(private_anon(p));
+	ASSERT_EQ(-1, sv_check(p, MIB, 6));
+	ASSERT_OK(ibv_dereg_mr(mr));
+	close_ctx(&e);
+}
+
+SV_TEST(rmem_rereg_pd)
+{
+	uint8_t *p = map_anon(MIB);
+	struct ibv_pd *pd2;
+	struct sv_end e;
+	struct ibv_mr *mr;
+
+	open_ctx(&e);
+	pd2 = ibv_alloc_pd(e.ctx);
+	ASSERT_NOT_NULL(pd2);
+	mr = ibv_reg_mr(e.pd, p, MIB, REMOTE_RW);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_OK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0));
+	ASSERT_TRUE(mr->pd == pd2);
+	ASSERT_TRUE(on_arena(p));
+	ASSERT_EQ(EBUSY, ibv_dealloc_pd(pd2));
+	/* all three at once, back to the first PD */
+	ASSERT_OK(ibv_rereg_mr(mr,
+			       IBV_REREG_MR_CHANGE_PD |
+				       IBV_REREG_MR_CHANGE_ACCESS |
+				       IBV_REREG_MR_CHANGE_TRANSLATION,
+			       e.pd, p + 4096, 4096, IBV_ACCESS_LOCAL_WRITE));
+	ASSERT_TRUE(mr->pd == e.pd);
+	ASSERT_TRUE(private_anon(p));
+	ASSERT_OK(ibv_dealloc_pd(pd2));
+	ASSERT_EQ(EBUSY, ibv_dealloc_pd(e.pd));
+	ASSERT_OK(ibv_dereg_mr(mr));
+	close_ctx(&e);
+}
+
+static void expect_rereg(int code, int err, struct ibv_mr *mr, int flags,
+			 struct ibv_pd *pd, void *addr, size_t len, int access)
+{
+	errno = 0;
+	ASSERT_EQ(code, ibv_rereg_mr(mr, flags, pd, addr, len, access));
+	ASSERT_EQ(err, errno);
+}
+
+/* Refusals leave the MR as it was. */
+SV_TEST(rmem_rereg_errors)
+{
+	uint8_t *p = map_anon(MIB), *none = map_anon(4096);
+	struct ibv_context *other;
+	struct ibv_pd *opd;
+	struct sv_end e;
+	struct ibv_mr *mr;
+
+	open_ctx(&e);
+	ASSERT_OK(mprotect(none, 4096, PROT_NONE));
+	other = ibv_open_device(e.ctx->device);
+	ASSERT_NOT_NULL(other);
+	opd = ibv_alloc_pd(other);
+	ASSERT_NOT_NULL(opd);
+	mr = ibv_reg_mr(e.pd, p, MIB, REMOTE_RW);
+	ASSERT_NOT_NULL(mr);
+	expect_rereg(IBV_REREG_MR_ERR_INPUT, EINVAL, mr, 0, NULL, NULL, 0, 0);
+	expect_rereg(IBV_REREG_MR_ERR_INPUT, EINVAL, mr,
+		     IBV_REREG_MR_FLAGS_SUPPORTED + 1, NULL, NULL, 0, 0);
+	expect_rereg(IBV_REREG_MR_ERR_INPUT, EINVAL, mr, IBV_REREG_MR_CHANGE_PD,
+		     NULL, NULL, 0, 0);
+	expect_rereg(IBV_REREG_MR_ERR_INPUT, EINVAL, mr, IBV_REREG_MR_CHANGE_PD,
+		     opd, NULL, 0, 0);
+	expect_rereg(IBV_REREG_MR_ERR_INPUT, EINVAL, mr,
+		     IBV_REREG_MR_CHANGE_TRANSLATION, NULL, NULL, MIB, 0);
+	expect_rereg(IBV_REREG_MR_ERR_INPUT, EINVAL, mr,
+		     IBV_REREG_MR_CHANGE_TRANSLATION, NULL, p, 0, 0);
+	expect_rereg(IBV_REREG_MR_ERR_INPUT, EINVAL, mr, IBV_REREG_MR_CHANGE_PD,
+		     e.pd, NULL, 0, IBV_ACCESS_LOCAL_WRITE);
+	/* what registration refuses */
+	expect_rereg(IBV_REREG_MR_ERR_CMD, EINVAL, mr,
+		     IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+		     IBV_ACCESS_REMOTE_WRITE);
+	expect_rereg(IBV_REREG_MR_ERR_CMD, EFAULT, mr,
+		     IBV_REREG_MR_CHANGE_TRANSLATION, NULL, none, 4096, 0);
+	ASSERT_TRUE(mr->addr == p);
+	ASSERT_TRUE(on_arena(p));
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_TRUE(private_anon(p));
+	ASSERT_OK(ibv_dealloc_pd(opd));
+	ASSERT_OK(ibv_close_device(other));
+	close_ctx(&e);
+}
+
+/* PDs have distinct non-zero ids (their handle); a PD with an MR on it,
+ * moved or not, is busy. */
+SV_TEST(rmem_pd_ids_and_busy)
+{
+	uint8_t *p = map_anon(MIB);
+	struct ibv_pd *pd2;
+	struct sv_end e;
+	struct ibv_mr *mr;
+
+	open_ctx(&e);
+	pd2 = ibv_alloc_pd(e.ctx);
+	ASSERT_NOT_NULL(pd2);
+	ASSERT_NE(0, e.pd->handle);
+	ASSERT_NE(0, pd2->handle);
+	ASSERT_NE(e.pd->handle, pd2->handle);
+	mr = ibv_reg_mr(pd2, p, MIB, REMOTE_RW);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_TRUE(on_arena(p));
+	ASSERT_EQ(EBUSY, ibv_dealloc_pd(pd2));
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_OK(ibv_dealloc_pd(pd2));
+	close_ctx(&e);
+}
+
+/* Closing the device with MRs still registered gives the memory back.
+ * In a child that leaves by _exit: the PD and MR are leaked on purpose. */
+SV_TEST(rmem_close_device_restores)
+{
+	uint8_t *p = map_anon(MIB);
+	struct sv_end e;
+	pid_t pid;
+	int st;
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		open_ctx(&e);
+		sv_fill(p, MIB, 12);
+		ASSERT_NOT_NULL(ibv_reg_mr(e.pd, p, MIB, REMOTE_RW));
+		ASSERT_TRUE(on_arena(p));
+		ASSERT_OK(ibv_close_device(e.ctx));
+		ASSERT_TRUE(private_anon(p));
+		ASSERT_EQ(-1, sv_check(p, MIB, 12));
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st));
+	ASSERT_EQ(0, WEXITSTATUS(st));
+}
+
+/* The two-sided path works on moved memory (both ends' MRs given remote
+ * access by rereg). */
+SV_TEST(rmem_send_recv_on_rebacked)
+{
+	struct sv_end_opts o = sv_end_opts_default();
+	struct sv_pair p;
+
+	o.buf_len = 256 * 1024;
+	sv_pair_open(&p, &o, &o);
+	ASSERT_OK(ibv_rereg_mr(p.a.mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL,
+			       0, REMOTE_RW));
+	ASSERT_OK(ibv_rereg_mr(p.b.mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL,
+			       0, REMOTE_RW));
+	ASSERT_TRUE(on_arena(p.a.buf));
+	ASSERT_TRUE(on_arena(p.b.buf));
+	sv_fill(p.a.buf, 100000, 21);
+	memset(p.b.buf, 0, o.buf_len);
+	ASSERT_OK(sv_end_recv(&p.b, 1, 4096, 100000));
+	ASSERT_OK(sv_end_send(&p.a, 2, 0, 100000, 0));
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 2);
+	EXPECT_WC(p.b.rcq, IBV_WC_SUCCESS, 1);
+	ASSERT_EQ(-1, sv_check(p.b.buf + 4096, 100000, 21));
+	sv_pair_close(&p);
+}
+
+static void *malloc_churn(void *arg)
+{
+	atomic_bool *stop = arg;
+
+	while (!atomic_load_explicit(stop, memory_order_relaxed)) {
+		void *x = malloc(48), *y = malloc(200);
+
+		memset(x, 1, 48);
+		memset(y, 2, 200);
+		free(x);
+		free(y);
+	}
+	return NULL;
+}
+
+/* fork while another thread mallocs on the pages of a small MR: fork
+ * takes malloc's locks after our prepare handler, so nothing of ours may
+ * make a malloc-lock holder wait across it. */
+SV_TEST(rmem_fork_while_malloc_on_mr_pages)
+{
+	uint8_t *buf = malloc(100);
+	atomic_bool stop = false;
+	struct sv_end e;
+	struct ibv_mr *mr;
+	pthread_t t;
+
+	ASSERT_NOT_NULL(buf);
+	memset(buf, 0x42, 100);
+	open_ctx(&e);
+	mr = ibv_reg_mr(e.pd, buf, 100, REMOTE_RW);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_TRUE(on_arena(buf));
+	ASSERT_OK(pthread_create(&t, NULL, malloc_churn, &stop));
+	for (int i = 0; i < 20; i++) {
+		pid_t pid = fork();
+		int st;
+
+		ASSERT_GE(pid, 0);
+		if (!pid)
+			_exit(all_bytes(buf, 100, 0x42) && private_anon(buf)
+				      ? 0
+				      : 1);
+		ASSERT_EQ(pid, waitpid(pid, &st, 0));
+		ASSERT_TRUE(WIFEXITED(st));
+		ASSERT_EQ(0, WEXITSTATUS(st));
+	}
+	atomic_store(&stop, true);
+	ASSERT_OK(pthread_join(t, NULL));
+	ASSERT_OK(ibv_dereg_mr(mr));
+	free(buf);
+	close_ctx(&e);
+}
+
+/* The fd of ours whose link is "/memfd:<name> (deleted)", or -1. */
+static int memfd_named(const char *name)
+{
+	char want[64], link[128], path[64];
+
+	snprintf(want, sizeof(want), "/memfd:%s (deleted)", name);
+	for (int fd = 0; fd < 1024; fd++) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n < 0)
+			continue;
+		link[n] = '\0';
+		if (!strcmp(link, want))
+			return fd;
+	}
+	return -1;
+}
+
+/* What a peer sees: the key table names the MR (key, iova, length, PD,
+ * access) and where its bytes are in the arena; deregistration clears
+ * the entry first.  Read through the fds, as a peer maps them. */
+SV_TEST(rmem_key_table_describes_mr)
+{
+	uint8_t *p = map_anon(MIB), got[256];
+	struct sv_rkey_entry en;
+	struct sv_rkey_hdr h;
+	int tfd, afd, seals;
+	struct sv_end e;
+	struct ibv_mr *mr;
+	uint64_t arena_off;
+	off_t at;
+
+	open_ctx(&e);
+	sv_fill(p, MIB, 31);
+	mr = ibv_reg_mr_iova(e.pd, p + 1000, 5000, 0x7000, REMOTE_RW);
+	ASSERT_NOT_NULL(mr);
+	tfd = memfd_named("softverbs-keys");
+	afd = memfd_named("softverbs-arena");
+	ASSERT_GE(tfd, 0);
+	ASSERT_GE(afd, 0);
+	seals = fcntl(afd, F_GET_SEALS);
+	ASSERT_TRUE(seals & F_SEAL_SHRINK);
+	ASSERT_TRUE(fcntl(tfd, F_GET_SEALS) & F_SEAL_SHRINK);
+	ASSERT_EQ(sizeof(h), pread(tfd, &h, sizeof(h), 0));
+	ASSERT_EQ(SV_RKEY_MAGIC, h.magic);
+	ASSERT_EQ(SV_RKEY_VERSION, h.version);
+	ASSERT_EQ(sizeof(en), h.entry_size);
+	at = (off_t)(h.entries_off + (mr->rkey >> 8) * sizeof(en));
+	ASSERT_EQ(sizeof(en), pread(tfd, &en, sizeof(en), at));
+	ASSERT_EQ(0, en.gen & 1);
+	ASSERT_EQ(mr->rkey, en.key);
+	ASSERT_EQ(0x7000, en.iova);
+	ASSERT_EQ(5000, en.length);
+	ASSERT_EQ(e.pd->handle, en.pd_id);
+	ASSERT_EQ(REMOTE_RW, en.access);
+	ASSERT_NE(SV_RMEM_NOT_REBACKED, en.arena_off);
+	/* the MR's bytes, at arena_off; and a write through the arena is a
+	 * write to our memory (what a peer's RDMA write does) */
+	ASSERT_EQ(sizeof(got), pread(afd, got, sizeof(got), en.arena_off));
+	ASSERT_EQ(0, memcmp(got, p + 1000, sizeof(got)));
+	ASSERT_EQ(4, pwrite(afd, "peer", 4, en.arena_off + 10));
+	ASSERT_EQ(0, memcmp(p + 1010, "peer", 4));
+	arena_off = en.arena_off;
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_EQ(sizeof(en), pread(tfd, &en, sizeof(en), at));
+	ASSERT_EQ(0, en.gen & 1);
+	ASSERT_EQ(0, en.key);
+	ASSERT_EQ(SV_RMEM_NOT_REBACKED, en.arena_off);
+	/* after deregistration the arena no longer aliases our memory */
+	ASSERT_EQ(4, pwrite(afd, "late", 4, arena_off + 10));
+	ASSERT_EQ(0, memcmp(p + 1010, "peer", 4));
+	ASSERT_OK(munmap(p, MIB));
+	close_ctx(&e);
+}
+
+static void *reg_stack_buffer(void *arg)
+{
+	struct sv_end *e = arg;
+	uint8_t buf[3 * 4096];
+	struct ibv_mr *mr;
+
+	sv_fill(buf, sizeof(buf), 17);
+	mr = ibv_reg_mr(e->pd, buf, sizeof(buf), REMOTE_RW);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_FALSE(on_arena(buf));
+	ASSERT_EQ(-1, sv_check(buf, sizeof(buf), 17));
+	ASSERT_OK(ibv_dereg_mr(mr));
+	return NULL;
+}
+
+/* A thread's own stack (anonymous, unnamed for threads) is not moved:
+ * its frames would be written while it is read-only. */
+SV_TEST(rmem_thread_stack_not_rebacked)
+{
+	struct sv_end e;
+	pthread_t t;
+
+	open_ctx(&e);
+	ASSERT_OK(pthread_create(&t, NULL, reg_stack_buffer, &e));
+	ASSERT_OK(pthread_join(t, NULL));
+	close_ctx(&e);
+}
