@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "rmem.h"
 #include "sv.h"
 
 static bool sq_full(const struct sv_qp *qp)
@@ -184,13 +185,61 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	return err;
 }
 
+/* Where receive i's buffer is in our shared memory, for the peer's
+ * single-copy sends (ring.h: struct sv_rdesc); nsge 0 if a piece is not
+ * shared. */
+static void describe(struct sv_qp *qp, uint32_t i)
+{
+	struct sv_pd *pd = to_spd(qp->qpx.qp_base.pd);
+	struct sv_ring *rx = &qp->link.rx;
+	struct sv_rdesc *d = &rx->desc[i & (rx->ndesc - 1)];
+	const struct sv_rwqe *r = &qp->rq[i & (qp->rq_size - 1)];
+	const struct ibv_sge *sg =
+		&qp->rq_sge[(size_t)(i & (qp->rq_size - 1)) * qp->max_recv_sge];
+	uint32_t n = 0;
+
+	for (uint32_t k = 0; k < r->num_sge; k++) {
+		struct sv_mr *mr;
+
+		if (!sg[k].length)
+			continue;
+		mr = sv_mr_lookup(qp->ctx, sg[k].lkey, pd);
+		if (n == SV_RDESC_SGE || !mr ||
+		    !(mr->access & IBV_ACCESS_LOCAL_WRITE) ||
+		    mr->arena_off == SV_RMEM_NOT_REBACKED ||
+		    sg[k].addr < mr->iova ||
+		    sg[k].addr - mr->iova > mr->length ||
+		    sg[k].length > mr->length - (sg[k].addr - mr->iova)) {
+			n = 0; /* the responder copies, and checks */
+			break;
+		}
+		d->sge[n].off = mr->arena_off + (sg[k].addr - mr->iova);
+		d->sge[n].len = sg[k].length;
+		n++;
+	}
+	d->nsge = n;
+	d->length = r->length;
+	/* release: the pieces before the seq that vouches for them */
+	atomic_store_explicit(&d->seq, i + 1, memory_order_release);
+}
+
+void sv_rq_describe(struct sv_qp *qp, uint32_t from)
+{
+	if (!qp->link.rx_ready || !qp->link.rx.ndesc)
+		return;
+	for (uint32_t i = from; i != qp->rq_post; i++)
+		describe(qp, i);
+}
+
 int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		 struct ibv_recv_wr **bad)
 {
 	struct sv_qp *qp = to_sqp(ibqp);
+	uint32_t first;
 	int err = 0;
 
 	sv_lock(&qp->lock);
+	first = qp->rq_post;
 	if (ibqp->state == IBV_QPS_RESET)
 		err = EINVAL;
 	for (; wr && !err; wr = wr->next) {
@@ -220,6 +269,7 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	}
 	if (err)
 		*bad = wr;
+	sv_rq_describe(qp, first);
 	if (ibqp->state == IBV_QPS_ERR)
 		sv_qp_flush(qp);
 	else if (qp->resp_rnr)

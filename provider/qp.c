@@ -228,11 +228,15 @@ static int link_start(struct sv_qp *qp)
 	qp->link.state = SV_LINK_CONNECTING;
 	qp->link.next_connect_ns = 0;
 	qp->link.connect_wait_ns = 0;
-	err = sv_shm_prepare(&qp->link, qp->qpx.qp_base.qp_num, ring_size());
+	/* receive descriptors for single-copy sends, one per RQ slot */
+	err = sv_shm_prepare(&qp->link, qp->qpx.qp_base.qp_num, ring_size(),
+			     sv_single_copy_min() == UINT32_MAX ? 0
+								: qp->rq_size);
 	if (err) {
 		say_link_error(qp, "modify to RTR", err);
 		return err;
 	}
+	sv_rq_describe(qp, qp->rq_comp); /* those posted in INIT */
 	return 0;
 }
 
@@ -360,7 +364,7 @@ static void reset_qp(struct sv_qp *qp)
 	qp->comp_retries = qp->comp_rnr_retries = 0;
 	qp->comp_rnr_wait = false;
 	qp->comp_acked_valid = false;
-	qp->rd_out = qp->ring_rdma = 0;
+	qp->rd_out = qp->ring_rdma = qp->recv_msgs = 0;
 	qp->resp_wr_ptr = NULL;
 	qp->resp_rd_sent = 0;
 	memset(&qp->attr, 0, sizeof(qp->attr));

@@ -163,8 +163,10 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 		     int *err)
 {
 	const struct sv_opcode_info *o = &sv_opcodes[w->op];
-	/* reads and atomics carry no payload: their data comes back */
-	uint32_t payload = (o->mask & SV_M_PAYLOAD) ? w->length : 0;
+	/* reads and atomics carry no payload: their data comes back; a
+	 * placed send's is in the peer's buffer already */
+	uint32_t payload =
+		(o->mask & SV_M_PAYLOAD) && !w->placed ? w->length : 0;
 
 	do {
 		uint32_t chunk = payload - w->sent, ext;
@@ -182,7 +184,7 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 		/* the receiver polls the header line: write the payload
 		 * first and the header in one go at the end */
 		h.opcode = w->op;
-		h.flags = 0;
+		h.flags = w->placed ? SV_PKT_PLACED : 0;
 		if (h.seg & SV_SEG_LAST) {
 			if (w->imm_valid)
 				h.flags |= SV_PKT_IMM;
@@ -190,9 +192,11 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 				h.flags |= SV_PKT_SOLICITED;
 		}
 		h.psn = qp->next_psn;
-		/* a read takes the PSNs of its response (IBA 9.7.1) */
-		h.npsn = w->op == SV_OP_READ_REQ ? npsn_of(qp, w->length)
-						 : npsn_of(qp, chunk);
+		/* a read takes the PSNs of its response (IBA 9.7.1), a
+		 * placed send those of its payload */
+		h.npsn = w->op == SV_OP_READ_REQ || w->placed
+				 ? npsn_of(qp, w->length)
+				 : npsn_of(qp, chunk);
 		h.len = chunk;
 		h.imm = w->imm;
 		h.msg_len = w->length;
@@ -212,6 +216,8 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 		w->sent += chunk;
 	} while (w->sent < payload);
 	w->last_psn = sv_psn_add(qp->next_psn, SV_PSN_MASK); /* next - 1 */
+	if (o->mask & SV_M_RECV || w->imm_valid)
+		qp->recv_msgs++; /* it takes the peer's next receive */
 	if (o->mask & SV_M_RD_ATOMIC)
 		qp->rd_out++;
 	if (o->access)
@@ -286,6 +292,59 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 	return false;
 }
 
+/*
+ * Single copy: a send of at least sv_single_copy_min() bytes goes
+ * straight into the receive buffer it will take, when the peer shows that
+ * buffer in its shared memory (post.c: describe); then only its header
+ * travels, and the responder completes the receive without a copy.  The
+ * receive a send takes is the peer's next: number recv_msgs.  Anything
+ * amiss (not posted yet, too small, not shared) and the send goes the
+ * ring's way, where the responder decides.
+ */
+static void try_place(struct sv_qp *qp, struct sv_swqe *w)
+{
+	const struct sv_ring *tx = &qp->link.tx;
+	const struct sv_rdesc *d;
+	uint32_t n, left = w->length;
+
+	if (w->op != SV_OP_SEND || !qp->rpeer || !tx->ndesc ||
+	    w->length < sv_single_copy_min())
+		return;
+	d = &tx->desc[qp->recv_msgs & (tx->ndesc - 1)];
+	/* acquire: the pieces the seq vouches for */
+	if (atomic_load_explicit(&d->seq, memory_order_acquire) !=
+	    qp->recv_msgs + 1)
+		return;
+	n = __atomic_load_n(&d->nsge, __ATOMIC_RELAXED);
+	if (!n || n > SV_RDESC_SGE ||
+	    __atomic_load_n(&d->length, __ATOMIC_RELAXED) < w->length)
+		return;
+	for (uint32_t k = 0; k < n && left; k++) {
+		uint64_t len =
+			__atomic_load_n(&d->sge[k].len, __ATOMIC_RELAXED);
+		uint8_t *dst;
+
+		if (len > left)
+			len = left;
+		dst = sv_rpeer_at(
+			qp->rpeer,
+			__atomic_load_n(&d->sge[k].off, __ATOMIC_RELAXED), len);
+		if (!dst)
+			break; /* the ring's way; the bytes placed are not
+				* the receive's until it completes */
+		if (gather(qp, w, dst, (uint32_t)len)) {
+			w->status = IBV_WC_LOC_PROT_ERR;
+			return;
+		}
+		left -= (uint32_t)len;
+	}
+	if (left) { /* start over on the ring */
+		w->sge_idx = w->sge_off = 0;
+		return;
+	}
+	w->placed = true;
+}
+
 /* IBA 10.8.3.3: a fenced WQE waits for the reads and atomics before it;
  * and no more reads/atomics in flight than max_rd_atomic (0 as 1). */
 static bool must_wait(const struct sv_qp *qp, const struct sv_swqe *w)
@@ -317,6 +376,9 @@ void sv_req_run(struct sv_qp *qp)
 			w->status = IBV_WC_LOC_PROT_ERR;
 		} else if (!w->sent && !w->direct && try_direct(qp, w)) {
 			/* done in the peer's memory */
+		} else if (!w->sent && !w->placed &&
+			   (try_place(qp, w), w->status)) {
+			/* its memory faulted under the copy */
 		} else if (!send_wqe(qp, w, tmax, &err)) {
 			wrote |= qp->link.tx.head != head;
 			break;

@@ -150,11 +150,38 @@ static bool take_rwqe(struct sv_qp *qp, const struct sv_pkt *p)
 	return true;
 }
 
+/* A send the requester placed in our receive buffer itself (req.c:
+ * single copy): the receive it took completes, with no copy. */
+static enum resp_result recv_placed(struct sv_qp *qp, const struct sv_pkt *p)
+{
+	if (qp->resp_in_msg || p->seg != SV_SEG_ONLY || p->len)
+		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
+	if (!take_rwqe(qp, p))
+		return RESP_WAIT;
+	qp->resp_psn = sv_psn_add(qp->resp_psn, p->npsn);
+	sv_link_rx_consume(&qp->link);
+	if (qp->resp_drop) {
+		qp->resp_drop = false;
+		return RESP_NEXT;
+	}
+	qp->resp_msg = p->msg_len;
+	if (p->msg_len > qp->rq[qp->rq_comp & (qp->rq_size - 1)].length) {
+		/* IBA 9.7.5.2.2: it does not fit (the sender ignored our
+		 * description) */
+		qp->resp_in_msg = true;
+		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_LOC_LEN_ERR);
+	}
+	complete_recv(qp, IBV_WC_SUCCESS, p);
+	return RESP_NEXT;
+}
+
 static enum resp_result recv_send(struct sv_qp *qp, const struct sv_pkt *p,
 				  const uint8_t *payload)
 {
 	struct sv_rwqe *r;
 
+	if (p->flags & SV_PKT_PLACED)
+		return recv_placed(qp, p);
 	if (p->seg & SV_SEG_FIRST) {
 		if (qp->resp_in_msg)
 			return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
@@ -221,9 +248,10 @@ static uint8_t *check_rkey(struct sv_qp *qp, uint32_t rkey, uint64_t va,
 	struct sv_pd *pd = container_of(qp->qpx.qp_base.pd, struct sv_pd, ibv);
 	struct sv_mr *mr;
 
-	*syn = SV_NAK_REM_ACCESS;
+	*syn = SV_ACK;
 	if (!len)
 		return NULL;
+	*syn = SV_NAK_REM_ACCESS;
 	mr = sv_mr_lookup(qp->ctx, rkey, pd);
 	if (!mr || (mr->access & access) != access || va < mr->iova ||
 	    va - mr->iova > mr->length || len > mr->length - (va - mr->iova))

@@ -18,9 +18,9 @@
 
 #define SV_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
-static int map_ring(struct sv_ring *r, int fd, uint64_t size)
+static int map_ring(struct sv_ring *r, int fd, uint64_t size, uint32_t ndesc)
 {
-	size_t len = SV_RING_DATA_OFF + size;
+	size_t len = SV_RING_DATA_OFF + size + ndesc * sizeof(struct sv_rdesc);
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 
 	if (p == MAP_FAILED)
@@ -30,22 +30,26 @@ static int map_ring(struct sv_ring *r, int fd, uint64_t size)
 	r->data = (uint8_t *)p + SV_RING_DATA_OFF;
 	r->size = size;
 	r->map_len = len;
+	r->ndesc = ndesc;
+	r->desc = ndesc ? (struct sv_rdesc *)(r->data + size) : NULL;
 	return 0;
 }
 
-int sv_ring_create(struct sv_ring *r, uint64_t size, uint32_t rx_qpn, int *fd)
+int sv_ring_create(struct sv_ring *r, uint64_t size, uint32_t ndesc,
+		   uint32_t rx_qpn, int *fd)
 {
 	int mfd, err;
 
 	mfd = memfd_create("softverbs-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (mfd < 0)
 		return -errno;
-	if (ftruncate(mfd, SV_RING_DATA_OFF + size) ||
+	if (ftruncate(mfd, SV_RING_DATA_OFF + size +
+				   ndesc * sizeof(struct sv_rdesc)) ||
 	    fcntl(mfd, F_ADD_SEALS, SV_SEALS)) {
 		err = -errno;
 		goto err_close;
 	}
-	err = map_ring(r, mfd, size);
+	err = map_ring(r, mfd, size, ndesc);
 	if (err)
 		goto err_close;
 	r->hdr->magic = SV_RING_MAGIC;
@@ -53,6 +57,8 @@ int sv_ring_create(struct sv_ring *r, uint64_t size, uint32_t rx_qpn, int *fd)
 	r->hdr->size = size;
 	r->hdr->data_off = SV_RING_DATA_OFF;
 	r->hdr->rx_qpn = rx_qpn;
+	r->hdr->ndesc = ndesc;
+	r->hdr->desc_off = SV_RING_DATA_OFF + size;
 	atomic_store(&r->hdr->ack, SV_ACK_NONE);
 	/* asleep until our progress thread sees the app polling: a ring
 	 * made while it sleeps must still wake it */
@@ -82,10 +88,12 @@ int sv_ring_attach(struct sv_ring *r, int fd, uint32_t rx_qpn)
 	if (hdr.magic != SV_RING_MAGIC || hdr.version != SV_RING_VERSION ||
 	    hdr.data_off != SV_RING_DATA_OFF || hdr.rx_qpn != rx_qpn ||
 	    hdr.size < 4096 || (hdr.size & (hdr.size - 1)) ||
-	    hdr.size > (1ull << 30) ||
-	    (uint64_t)st.st_size != SV_RING_DATA_OFF + hdr.size)
+	    hdr.size > (1ull << 30) || (hdr.ndesc & (hdr.ndesc - 1)) ||
+	    hdr.ndesc > 65536 || hdr.desc_off != SV_RING_DATA_OFF + hdr.size ||
+	    (uint64_t)st.st_size != SV_RING_DATA_OFF + hdr.size +
+					    hdr.ndesc * sizeof(struct sv_rdesc))
 		return -EPROTO;
-	err = map_ring(r, fd, hdr.size);
+	err = map_ring(r, fd, hdr.size, hdr.ndesc);
 	if (!err)
 		atomic_store(&r->hdr->tx_sleep, 1); /* as rx_sleep above */
 	return err;

@@ -46,7 +46,7 @@
 #include "wire.h"
 
 #define SV_RING_MAGIC	 0x53567247u /* "SVrG" */
-#define SV_RING_VERSION	 6	     /* 6: qp_access */
+#define SV_RING_VERSION	 7	     /* 7: receive descriptors */
 #define SV_RING_DATA_OFF 4096u
 #define SV_REC_ALIGN	 64u
 
@@ -76,7 +76,10 @@ struct sv_ring_hdr {
 	 * what one-sided operations the sender may execute itself in the
 	 * receiver's memory (IBV_ACCESS_REMOTE_*; rmem.c). */
 	_Atomic uint32_t qp_access;
-	uint32_t rsvd0[8];
+	uint32_t ndesc;	   /* receive descriptors after the data (a power
+			    * of two, or 0: none), see struct sv_rdesc */
+	uint64_t desc_off; /* their offset: data_off + size */
+	uint32_t rsvd0[4];
 	/* Unused: the receiver polls each record's own seq, so there is no
 	 * producer index to publish (nor for a peer to lie about). */
 	_Alignas(64) uint64_t rsvd1[8];
@@ -99,24 +102,50 @@ static_assert(sizeof(struct sv_ring_hdr) == 256, "shared layout is ABI");
 static_assert(offsetof(struct sv_ring_hdr, tail) == 128, "shared layout");
 static_assert(offsetof(struct sv_ring_hdr, rx_sleep) == 192, "shared layout");
 
+/*
+ * A posted receive WQE as the receiver shows it to the sender, so that a
+ * send can place its payload straight into the receive buffer (req.c:
+ * single copy).  Slot i % ndesc holds the receiver's i-th posted receive;
+ * the receiver writes it at post time, seq last.  Only the sender reads
+ * it, for its own sends: whatever it writes here can only misdirect its
+ * own data, and the receiver never reads a descriptor back.
+ */
+#define SV_RDESC_SGE 7
+struct sv_rdesc {
+	_Atomic uint32_t seq; /* i + 1 once receive i is described */
+	uint32_t nsge;	      /* pieces below; 0: not placeable (a piece
+			       * is not in the receiver's shared memory) */
+	uint32_t length;      /* bytes the receive takes, at most */
+	uint32_t rsvd;
+	struct {
+		uint64_t off; /* offset in the receiver's arena (rmem.c) */
+		uint64_t len; /* bytes */
+	} sge[SV_RDESC_SGE];
+};
+static_assert(sizeof(struct sv_rdesc) == 128, "shared layout is ABI");
+
 /* One process's view of a ring: local copies of what must not change. */
 struct sv_ring {
 	struct sv_ring_hdr *hdr;
 	uint8_t *data;
-	uint64_t size;	     /* copied at attach; never re-read */
-	uint64_t head;	     /* sender: next byte to write */
-	uint64_t last_pos;   /* sender: position of the last reserved */
-	uint32_t last_rec;   /* sender: its length, for its header */
-	uint64_t tail_cache; /* sender: last tail seen */
-	uint64_t poisoned;   /* sender: the last position whose seq word
-			      * sv_ring_poison wrote (valid if >= head) */
-	uint64_t tail;	     /* receiver: next byte to read */
-	uint32_t cur_rec;    /* receiver: validated length of the peeked */
+	uint64_t size;	       /* copied at attach; never re-read */
+	uint64_t head;	       /* sender: next byte to write */
+	uint64_t last_pos;     /* sender: position of the last reserved */
+	uint32_t last_rec;     /* sender: its length, for its header */
+	uint64_t tail_cache;   /* sender: last tail seen */
+	uint64_t poisoned;     /* sender: the last position whose seq word
+				* sv_ring_poison wrote (valid if >= head) */
+	uint64_t tail;	       /* receiver: next byte to read */
+	uint32_t cur_rec;      /* receiver: validated length of the peeked */
+	struct sv_rdesc *desc; /* receive descriptors, ndesc of them */
+	uint32_t ndesc;	       /* copied at attach; never re-read */
 	size_t map_len;
 };
 
-/* Receiver side: a new ring in a sealed memfd; *fd is ours to pass on. */
-int sv_ring_create(struct sv_ring *r, uint64_t size, uint32_t rx_qpn, int *fd);
+/* Receiver side: a new ring in a sealed memfd, with ndesc receive
+ * descriptors (0 or a power of two); *fd is ours to pass on. */
+int sv_ring_create(struct sv_ring *r, uint64_t size, uint32_t ndesc,
+		   uint32_t rx_qpn, int *fd);
 /* Sender side: validate and map a ring received from a peer. */
 int sv_ring_attach(struct sv_ring *r, int fd, uint32_t rx_qpn);
 void sv_ring_unmap(struct sv_ring *r);

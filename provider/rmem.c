@@ -711,7 +711,7 @@ void sv_rmem_reg(struct sv_context *ctx, struct sv_mr *mr)
 	pthread_mutex_lock(&rm->lock);
 	mr->rseg = NULL;
 	mr->arena_off = SV_RMEM_NOT_REBACKED;
-	if ((mr->access & REMOTE_ACCESS) && !rmem_make(rm))
+	if ((mr->access & sv_rmem_shared_access()) && !rmem_make(rm))
 		attach(rm, mr);
 	/* before the table exists no MR has remote access (it is made at
 	 * the first that has), so none is missing from it */
@@ -1129,6 +1129,43 @@ static bool entry_read(const struct sv_rkey_entry *en, struct rkey_copy *c)
 	/* acquire: the fields are read before the gen is read again */
 	atomic_thread_fence(memory_order_acquire);
 	return atomic_load_explicit(gen, memory_order_relaxed) == g;
+}
+
+void *sv_rpeer_at(struct sv_rpeer *p, uint64_t off, uint64_t len)
+{
+	if (off > p->arena_size || len > p->arena_size - off)
+		return NULL;
+	return p->arena + off;
+}
+
+/* SOFTVERBS_SINGLE_COPY=0 keeps memory without remote access private. */
+static uint32_t single_copy_min = UINT32_MAX;
+static unsigned int shared_access = REMOTE_ACCESS;
+static pthread_once_t policy_once = PTHREAD_ONCE_INIT;
+
+static void policy_read(void)
+{
+	const char *on = getenv("SOFTVERBS_SINGLE_COPY");
+	const char *min = getenv("SOFTVERBS_SINGLE_COPY_MIN");
+
+	if (on && !strcmp(on, "0"))
+		return;
+	single_copy_min = SV_SINGLE_COPY_MIN;
+	if (min && *min)
+		single_copy_min = (uint32_t)strtoul(min, NULL, 0);
+	shared_access = REMOTE_ACCESS | IBV_ACCESS_LOCAL_WRITE;
+}
+
+uint32_t sv_single_copy_min(void)
+{
+	pthread_once(&policy_once, policy_read);
+	return single_copy_min;
+}
+
+unsigned int sv_rmem_shared_access(void)
+{
+	pthread_once(&policy_once, policy_read);
+	return shared_access;
 }
 
 void *sv_rpeer_resolve(struct sv_rpeer *p, uint32_t rkey, uint32_t pd_id,

@@ -92,4 +92,21 @@ void sv_rpeer_put(struct sv_context *ctx, struct sv_rpeer *p);
 void *sv_rpeer_resolve(struct sv_rpeer *p, uint32_t rkey, uint32_t pd_id,
 		       uint64_t va, uint64_t len, unsigned int access);
 
+/* Where [off, off + len) of the peer's arena is in our mapping, or NULL
+ * if that is not inside the arena (off and len come from the peer). */
+void *sv_rpeer_at(struct sv_rpeer *p, uint64_t off, uint64_t len);
+
+/*
+ * Single-copy send/receive (req.c, resp.c): receive buffers in shared
+ * memory are described to the sender, which places a send of at least
+ * sv_single_copy_min() bytes into them itself.  The policy, read once
+ * from the environment: SOFTVERBS_SINGLE_COPY=0 turns it off (then only
+ * memory with remote access is shared), SOFTVERBS_SINGLE_COPY_MIN sets
+ * the size from which a send is placed.  UINT32_MAX: off.
+ */
+#define SV_SINGLE_COPY_MIN 1024u
+uint32_t sv_single_copy_min(void);
+/* The MR access that gets an MR's pages shared (re-backed). */
+unsigned int sv_rmem_shared_access(void);
+
 #endif

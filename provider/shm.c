@@ -117,17 +117,19 @@ static int send_msg(int fd, uint16_t type, uint32_t src, uint32_t dst,
 	return n == sizeof(h) ? 0 : -EPROTO;
 }
 
-int sv_shm_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size)
+int sv_shm_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size,
+		   uint32_t ndesc)
 {
 	int err, sv[2];
 
 	if (!l->rx_ready) {
-		err = sv_ring_create(&l->rx, ring_size, my_qpn, &l->rx_fd);
+		err = sv_ring_create(&l->rx, ring_size, ndesc, my_qpn,
+				     &l->rx_fd);
 		if (err)
 			return err;
 		/* answers to our reads: a quarter of the request ring is
 		 * as fast, reads being few and long */
-		err = sv_ring_create(&l->rsp_rx, ring_size / 4, my_qpn,
+		err = sv_ring_create(&l->rsp_rx, ring_size / 4, 0, my_qpn,
 				     &l->rsp_rx_fd);
 		if (err) {
 			sv_ring_unmap(&l->rx);

@@ -67,9 +67,11 @@ struct sv_shm_share {
 void sv_link_init(struct sv_link *l);
 /* Takes a free QPN by binding its listener; *qpn on success. */
 int sv_shm_bind(struct sv_link *l, uint32_t *qpn);
-/* At RTR: everything the link needs (receive ring, doorbell, socket), so
+/* At RTR: everything the link needs (receive ring with ndesc receive
+ * descriptors, doorbell, socket), so
  * running out of fds is an error now, not later.  -errno. */
-int sv_shm_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size);
+int sv_shm_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size,
+		   uint32_t ndesc);
 /* Hands our receive ring and doorbell to dest_qpn.  -EAGAIN: no such QP
  * (yet); -EACCES: its socket belongs to another user (said on stderr),
  * nothing was sent. */

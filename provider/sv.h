@@ -217,6 +217,8 @@ struct sv_swqe {
 			    * read/atomic response has arrived) */
 	bool direct;	   /* executed by us in the target's memory */
 	bool imm_valid;	   /* imm is sent (SEND/WRITE with immediate) */
+	bool placed;	   /* a send already in the peer's receive buffer:
+			    * only its header travels */
 	uint8_t status;	   /* enum ibv_wc_status found by the requester */
 	uint64_t raddr;	   /* write/read/atomic: the target's iova */
 	uint32_t rkey;	   /* write/read/atomic: the target's key */
@@ -263,6 +265,9 @@ struct sv_qp {
 				 * direct one must not pass them */
 	struct sv_rpeer *rpeer; /* the peer context's memory, if shared */
 	uint32_t peer_pd;	/* the peer QP's PD id (its key table) */
+	uint32_t recv_msgs;	/* messages sent that consume a receive:
+				 * the next one takes the peer's receive
+				 * number recv_msgs (single copy) */
 
 	/* receive queue */
 	struct sv_rwqe *rq;
@@ -347,6 +352,10 @@ void sv_qp_drive(struct sv_qp *qp);
 void sv_qp_run(struct sv_qp *qp, uint64_t now);
 /* Spin budget before ibv_get_cq_event sleeps (SOFTVERBS_EVENT_SPIN_US). */
 extern uint64_t sv_event_spin_ns;
+
+/* Shows the peer receives [from, rq_post) for single-copy sends (post.c).
+ * Caller holds qp->lock. */
+void sv_rq_describe(struct sv_qp *qp, uint32_t from);
 
 /* Data path entry points, installed in context ops. */
 int sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,

@@ -140,6 +140,9 @@ static inline uint32_t sv_ext_len(const struct sv_opcode_info *o, uint8_t seg)
 enum sv_pkt_flags {
 	SV_PKT_IMM = 1 << 0,	   /* imm valid (on the LAST train) */
 	SV_PKT_SOLICITED = 1 << 1, /* solicited event (IBA 9.2.3) */
+	SV_PKT_PLACED = 1 << 2,	   /* SEND: the sender put the payload in
+				    * the receive buffer (ring.h: struct
+				    * sv_rdesc); only the header travels */
 };
 
 /* Header of every packet; payload follows at +sizeof(struct sv_pkt). */

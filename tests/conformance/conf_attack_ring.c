@@ -311,7 +311,7 @@ SV_TEST(attack_ring_exactly_full)
 	uint32_t sent = 0, got = 0;
 	int fd, r, err = 0;
 
-	ASSERT_OK(sv_ring_create(&rx, URING, 0x123456, &fd));
+	ASSERT_OK(sv_ring_create(&rx, URING, 0, 0x123456, &fd));
 	ASSERT_OK(sv_ring_attach(&tx, fd, 0x123456));
 	while (got < 20000) {
 		uint64_t used = tx.head - tx.tail_cache;

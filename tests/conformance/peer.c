@@ -29,7 +29,8 @@ int sv_peer_ring(uint32_t rx_qpn, uint32_t magic, bool seal, bool asleep)
 				.version = SV_RING_VERSION,
 				.size = size,
 				.data_off = SV_RING_DATA_OFF,
-				.rx_qpn = rx_qpn};
+				.rx_qpn = rx_qpn,
+				.desc_off = SV_RING_DATA_OFF + size};
 
 	ASSERT_TRUE(fd >= 0);
 	h.rx_sleep = asleep; /* the victim then rings us on every batch */
