@@ -535,6 +535,109 @@ SV_TEST(rdma_mr_remote_write_needs_local_write)
 	free(buf);
 }
 
+/*
+ * An MR registered with ibv_reg_mr_iova is addressed by its iova, both
+ * as a remote address and in a local SGE: bytes land at buf + (address -
+ * iova), and an address outside [iova, iova + len) is out of bounds.
+ */
+SV_TEST(rdma_iova_mr)
+{
+	const uint64_t iova = 0x7e5700000000ull;
+	struct sv_pair p;
+	struct ibv_mr *ra, *la;
+	struct ibv_sge sg;
+	uint8_t *rbuf = aligned_alloc(PAGE, 65536);
+	uint8_t *lbuf = aligned_alloc(PAGE, 65536);
+
+	ASSERT_NOT_NULL(rbuf);
+	ASSERT_NOT_NULL(lbuf);
+	rdma_pair(&p, 4096);
+	memset(rbuf, CANARY, 65536);
+	sv_fill(lbuf, 65536, 81);
+	ra = ibv_reg_mr_iova(p.b.pd, rbuf, 65536, iova, REMOTE_ALL);
+	ASSERT_NOT_NULL(ra);
+	la = ibv_reg_mr_iova(p.a.pd, lbuf, 65536, iova + 0x100000,
+			     IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(la);
+	/* local SGE at iova + 0x100000 + 100 = lbuf + 100 */
+	sg = (struct ibv_sge){.addr = iova + 0x100000 + 100,
+			      .length = 5000,
+			      .lkey = la->lkey};
+	ASSERT_OK(post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, &sg, 1, iova + 7,
+			    ra->rkey, IBV_SEND_SIGNALED));
+	WC_OK(p.a.scq, 1, IBV_WC_RDMA_WRITE);
+	ASSERT_BYTES(rbuf + 7, lbuf + 100, 5000);
+	ASSERT_ALL(rbuf, 7, CANARY);
+	ASSERT_ALL(rbuf + 5007, 65536 - 5007, CANARY);
+	/* read back by iova into the iova-addressed local buffer */
+	sg.addr = iova + 0x100000 + 20000;
+	ASSERT_OK(post_rdma(&p.a, 2, IBV_WR_RDMA_READ, &sg, 1, iova + 7,
+			    ra->rkey, IBV_SEND_SIGNALED));
+	WC_OK(p.a.scq, 2, IBV_WC_RDMA_READ);
+	ASSERT_BYTES(lbuf + 20000, lbuf + 100, 5000);
+	/* the buffer's own address is not an address of this MR */
+	sg.addr = iova + 0x100000;
+	sg.length = 8;
+	ASSERT_OK(post_rdma(&p.a, 3, IBV_WR_RDMA_WRITE, &sg, 1, (uintptr_t)rbuf,
+			    ra->rkey, IBV_SEND_SIGNALED));
+	WC(p.a.scq, IBV_WC_REM_ACCESS_ERR, 3, -1);
+	ASSERT_ALL(rbuf, 7, CANARY);
+	ASSERT_OK(ibv_dereg_mr(la));
+	ASSERT_OK(ibv_dereg_mr(ra));
+	sv_pair_close(&p);
+	free(rbuf);
+	free(lbuf);
+}
+
+/* A send and a receive whose SGEs are iovas of iova MRs (issue 9: the
+ * send path took an SGE's address for a pointer). */
+SV_TEST(rdma_iova_mr_send_recv)
+{
+	const uint64_t iova = 0x3b0000000000ull;
+	uint8_t *sbuf = aligned_alloc(PAGE, 8192);
+	uint8_t *rbuf = aligned_alloc(PAGE, 8192);
+	struct ibv_send_wr sw, *sbad;
+	struct ibv_recv_wr rw, *rbad;
+	struct ibv_sge ss, rs;
+	struct ibv_mr *smr, *rmr;
+	struct sv_pair p;
+	struct ibv_wc wc;
+
+	ASSERT_NOT_NULL(sbuf);
+	ASSERT_NOT_NULL(rbuf);
+	rdma_pair(&p, 4096);
+	sv_fill(sbuf, 8192, 82);
+	memset(rbuf, CANARY, 8192);
+	smr = ibv_reg_mr_iova(p.a.pd, sbuf, 8192, iova, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(smr);
+	rmr = ibv_reg_mr_iova(p.b.pd, rbuf, 8192, iova + 0x10000,
+			      IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(rmr);
+	rs = (struct ibv_sge){
+		.addr = iova + 0x10000 + 3, .length = 5000, .lkey = rmr->lkey};
+	rw = (struct ibv_recv_wr){.wr_id = 7, .sg_list = &rs, .num_sge = 1};
+	ASSERT_OK(ibv_post_recv(p.b.qp, &rw, &rbad));
+	ss = (struct ibv_sge){
+		.addr = iova + 11, .length = 4097, .lkey = smr->lkey};
+	sw = (struct ibv_send_wr){.wr_id = 8,
+				  .sg_list = &ss,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED};
+	ASSERT_OK(ibv_post_send(p.a.qp, &sw, &sbad));
+	WC_OK(p.a.scq, 8, IBV_WC_SEND);
+	wc = WC_OK(p.b.rcq, 7, IBV_WC_RECV);
+	ASSERT_EQ(4097, wc.byte_len);
+	ASSERT_BYTES(rbuf + 3, sbuf + 11, 4097);
+	ASSERT_ALL(rbuf, 3, CANARY);
+	ASSERT_ALL(rbuf + 4100, 8192 - 4100, CANARY);
+	ASSERT_OK(ibv_dereg_mr(smr));
+	ASSERT_OK(ibv_dereg_mr(rmr));
+	sv_pair_close(&p);
+	free(sbuf);
+	free(rbuf);
+}
+
 /* --- ordering ------------------------------------------------------------ */
 
 /* The target sees the written bytes when it polls the next send's
