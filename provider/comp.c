@@ -8,7 +8,15 @@
  * not up: a ring loses nothing, and a peer that dies hangs up (progress.c),
  * so a late ACK on an up link means a slow peer (stopped, debugged), which
  * an HCA would have acknowledged for — never an error.
+ *
+ * Reads and atomics complete when their response has arrived on the
+ * link's response ring (take_responses), one-sided WQEs executed in the
+ * peer's memory (req.c) as soon as every WQE before them has: completions
+ * come in posting order (IBA 10.8.3).  Steps: take_responses -> take_ack
+ * -> advance (complete in order) -> timers.
  */
+#include <string.h>
+
 #include "sv.h"
 
 /*
@@ -35,10 +43,25 @@ static uint64_t ack_timeout_ns(const struct sv_qp *qp)
 	return t < SV_MIN_ACK_TIMEOUT_NS ? SV_MIN_ACK_TIMEOUT_NS : t;
 }
 
+static const enum ibv_wc_opcode wc_opcode[] = {
+	[IBV_WR_RDMA_WRITE] = IBV_WC_RDMA_WRITE,
+	[IBV_WR_RDMA_WRITE_WITH_IMM] = IBV_WC_RDMA_WRITE,
+	[IBV_WR_SEND] = IBV_WC_SEND,
+	[IBV_WR_SEND_WITH_IMM] = IBV_WC_SEND,
+	[IBV_WR_RDMA_READ] = IBV_WC_RDMA_READ,
+	[IBV_WR_ATOMIC_CMP_AND_SWP] = IBV_WC_COMP_SWAP,
+	[IBV_WR_ATOMIC_FETCH_AND_ADD] = IBV_WC_FETCH_ADD,
+};
+
+/* The head WQE is finished: its bookkeeping, and its completion if it
+ * is signalled or failed. */
 static void complete(struct sv_qp *qp, struct sv_swqe *w, enum ibv_wc_status st)
 {
+	const struct sv_opcode_info *o = &sv_opcodes[w->op];
 	struct ibv_wc wc;
 
+	if (!w->direct && !w->done && o->access && qp->ring_rdma)
+		qp->ring_rdma--; /* a write, answered by an ACK or NAK */
 	if (st == IBV_WC_SUCCESS && !qp->sq_sig_all &&
 	    !(w->flags & IBV_SEND_SIGNALED)) {
 		qp->sq_comp++;
@@ -47,12 +70,119 @@ static void complete(struct sv_qp *qp, struct sv_swqe *w, enum ibv_wc_status st)
 	wc = (struct ibv_wc){
 		.wr_id = w->wr_id,
 		.status = st,
-		.opcode = IBV_WC_SEND,
+		.opcode = wc_opcode[w->opcode],
 		.byte_len = w->length,
 		.qp_num = qp->qpx.qp_base.qp_num,
 	};
 	qp->sq_comp++;
 	sv_cq_push(qp->scq, &wc, false);
+}
+
+/* Completes, in order, every WQE at the head that is finished: executed
+ * here, answered, or acknowledged.  Stops at one that failed (the caller
+ * completes it in error) or that still waits. */
+static void advance(struct sv_qp *qp)
+{
+	while (qp->sq_comp != qp->sq_send) {
+		struct sv_swqe *w = &qp->sq[qp->sq_comp & (qp->sq_size - 1)];
+
+		if (w->status)
+			return;
+		if (!w->done) {
+			if (w->sent < w->length || !qp->comp_acked_valid ||
+			    (sv_opcodes[w->op].mask & SV_M_RD_ATOMIC) ||
+			    sv_psn_diff(w->last_psn, qp->comp_acked) > 0)
+				return;
+		}
+		complete(qp, w, IBV_WC_SUCCESS);
+		qp->comp_retries = qp->comp_rnr_retries = 0;
+		qp->comp_deadline = 0;
+	}
+}
+
+/* The oldest read or atomic on the ring still waiting for its answer. */
+static struct sv_swqe *awaiting_response(struct sv_qp *qp)
+{
+	for (uint32_t i = qp->sq_comp; i != qp->sq_send; i++) {
+		struct sv_swqe *w = &qp->sq[i & (qp->sq_size - 1)];
+
+		if (!w->done && !w->direct &&
+		    (sv_opcodes[w->op].mask & SV_M_RD_ATOMIC))
+			return w;
+	}
+	return NULL;
+}
+
+/* One response: its data into the WQE's local SGEs.  false if the peer
+ * answered something we did not ask. */
+static bool take_response(struct sv_qp *qp, const struct sv_pkt *p,
+			  const uint8_t *payload)
+{
+	const struct sv_opcode_info *o = sv_opcode(p->opcode);
+	struct sv_swqe *w = awaiting_response(qp);
+	const uint8_t *data;
+
+	if (!o || !(o->mask & SV_M_RESP) || !w ||
+	    (uint64_t)o->ext_len + p->len > p->rec_len - sizeof(*p) ||
+	    sv_psn_diff(p->psn, w->first_psn) < 0 ||
+	    sv_psn_diff(p->psn, w->last_psn) > 0)
+		return false;
+	data = payload + o->ext_len;
+	if (p->opcode == SV_OP_ATOMIC_RESP) {
+		struct sv_atomack a;
+
+		if (w->op == SV_OP_READ_REQ)
+			return false;
+		memcpy(&a, data - o->ext_len, sizeof(a));
+		if (!w->status &&
+		    sv_swqe_scatter(qp, w, (const uint8_t *)&a.orig, 8))
+			w->status = IBV_WC_LOC_PROT_ERR;
+		w->got = 8;
+	} else {
+		if (w->op != SV_OP_READ_REQ || p->len > w->length - w->got ||
+		    ((p->seg & SV_SEG_FIRST) != 0) != (w->got == 0) ||
+		    ((p->seg & SV_SEG_LAST) && w->got + p->len != w->length))
+			return false;
+		if (!w->status && p->len &&
+		    sv_swqe_scatter(qp, w, data, p->len))
+			w->status = IBV_WC_LOC_PROT_ERR;
+		w->got += p->len;
+		if (!(p->seg & SV_SEG_LAST))
+			return true;
+	}
+	if (qp->rd_out)
+		qp->rd_out--;
+	if (qp->ring_rdma)
+		qp->ring_rdma--;
+	w->done = true;
+	return true;
+}
+
+/* Takes every response that has arrived; false on a protocol error
+ * (the QP has gone to ERROR). */
+static bool take_responses(struct sv_qp *qp)
+{
+	bool took = false;
+
+	for (;;) {
+		const uint8_t *payload;
+		struct sv_pkt p;
+		int r = sv_ring_peek(&qp->link.rsp_rx, &p, &payload);
+
+		if (r == 0)
+			break;
+		if (r < 0 || !take_response(qp, &p, payload)) {
+			sv_dbg("qp %06x: bad response in ring\n",
+			       qp->qpx.qp_base.qp_num);
+			sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
+			return false;
+		}
+		sv_ring_consume(&qp->link.rsp_rx);
+		took = true;
+	}
+	if (took)
+		sv_link_rsp_done(&qp->link);
+	return true;
 }
 
 /* Completes the WQE at the head with an error; the QP goes to ERROR. */
@@ -93,7 +223,6 @@ static void nak_head(struct sv_qp *qp, uint64_t ack, uint64_t now)
 static void take_ack(struct sv_qp *qp, uint64_t ack, uint64_t now)
 {
 	uint32_t syn = SV_ACK_SYN(ack), psn = SV_ACK_PSN(ack);
-	uint32_t acked = syn == SV_ACK ? psn : sv_psn_add(psn, SV_PSN_MASK);
 
 	qp->comp_ack = ack;
 	qp->comp_rnr_wait = false;
@@ -101,16 +230,9 @@ static void take_ack(struct sv_qp *qp, uint64_t ack, uint64_t now)
 		return;
 	sv_dbg("qp %06x: ack psn %06x syndrome %u\n", qp->qpx.qp_base.qp_num,
 	       psn, syn);
-	while (qp->sq_comp != qp->sq_send) {
-		struct sv_swqe *w = &qp->sq[qp->sq_comp & (qp->sq_size - 1)];
-
-		if (w->status || w->sent < w->length ||
-		    sv_psn_diff(w->last_psn, acked) > 0)
-			break;
-		complete(qp, w, IBV_WC_SUCCESS);
-		qp->comp_retries = qp->comp_rnr_retries = 0;
-		qp->comp_deadline = 0;
-	}
+	qp->comp_acked = syn == SV_ACK ? psn : sv_psn_add(psn, SV_PSN_MASK);
+	qp->comp_acked_valid = true;
+	advance(qp);
 	if (syn != SV_ACK && qp->sq_comp != qp->sq_send)
 		nak_head(qp, ack, now);
 }
@@ -142,7 +264,11 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 	if (qp->sq_comp == qp->sq_post)
 		return;
 	if (qp->link.tx_ready) {
+		/* acquire, before the responses: a NAK after a read is
+		 * published after the read's answer */
 		ack = sv_link_ack_get(&qp->link);
+		if (!take_responses(qp))
+			return;
 		if (ack != qp->comp_ack) {
 			if (!now)
 				now = sv_now_ns();
@@ -152,6 +278,9 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 				return;
 		}
 	}
+	advance(qp);
+	if (qp->sq_comp == qp->sq_post)
+		return;
 	if (qp->sq_comp != qp->sq_send) {
 		struct sv_swqe *w = &qp->sq[qp->sq_comp & (qp->sq_size - 1)];
 

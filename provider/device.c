@@ -306,11 +306,16 @@ static void fill_device_attr(struct ibv_device_attr *a)
 	a->max_cqe = SV_MAX_CQE;
 	a->max_mr = SV_MAX_MR;
 	a->max_pd = 1 << 16;
+	/* reads/atomics in flight per QP (req.c limits them to the QP's
+	 * max_rd_atomic, qp.c to 16); a responder answers each at once, so
+	 * the device holds no more than 16 per QP */
 	a->max_qp_rd_atom = 16;
 	a->max_ee_rd_atom = 0;
-	a->max_res_rd_atom = 0;
+	a->max_res_rd_atom = 16 * a->max_qp;
 	a->max_qp_init_rd_atom = 16;
-	a->atomic_cap = IBV_ATOMIC_NONE;
+	/* CPU atomic instructions on the target's memory, whoever executes
+	 * them (req.c, resp.c): atomic with the CPU's accesses too */
+	a->atomic_cap = IBV_ATOMIC_GLOB;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;

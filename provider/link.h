@@ -32,8 +32,11 @@ extern const char *const sv_link_state_names[];
 
 struct sv_link {
 	enum sv_link_state state;
-	struct sv_ring tx; /* the peer's receive ring: we produce */
-	struct sv_ring rx; /* our receive ring: the peer produces */
+	struct sv_ring tx;     /* the peer's receive ring: we produce */
+	struct sv_ring rx;     /* our receive ring: the peer produces */
+	struct sv_ring rsp_tx; /* the peer's response ring: our responder
+				* answers its reads and atomics there */
+	struct sv_ring rsp_rx; /* our response ring: answers to ours */
 	bool tx_ready, rx_ready;
 	bool refused_noted;	      /* told stderr of another user */
 	int listen_fd;		      /* our QP's listener; holds the QPN */
@@ -43,6 +46,10 @@ struct sv_link {
 	int pend_fd[SV_LINK_PENDING]; /* accepted, hello not yet read */
 	uint64_t pend_ns[SV_LINK_PENDING]; /* when each was accepted */
 	int rx_fd;		  /* memfd of rx, until our hello has it */
+	int rsp_rx_fd;		  /* memfd of rsp_rx, likewise */
+	int peer_arena_fd;	  /* the peer's shared memory (rmem.c), */
+	int peer_table_fd;	  /* and its key table, until attached */
+	uint32_t peer_pd;	  /* the peer QP's PD id in that table */
 	int db_rx;		  /* our doorbell for this link: we drain */
 	int db_tx;		  /* its other end, until our hello has it */
 	int peer_db;		  /* the peer's doorbell: we ring it */
@@ -113,6 +120,35 @@ static inline void sv_link_ack_put(struct sv_link *l, uint64_t ack)
 static inline uint64_t sv_link_ack_get(struct sv_link *l)
 {
 	return atomic_load_explicit(&l->tx.hdr->ack, memory_order_acquire);
+}
+
+/* Responder: room for a response (read data, atomic result), or NULL
+ * while the peer has not consumed enough of them. */
+static inline void *sv_link_rsp_reserve(struct sv_link *l, uint32_t len,
+					int *err)
+{
+	return sv_ring_reserve(&l->rsp_tx, len, err);
+}
+
+/* Responder, after publishing responses: wakes the peer if it sleeps. */
+static inline void sv_link_rsp_commit(struct sv_link *l)
+{
+	/* seq_cst: records published before we read the flag (Dekker) */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&l->rsp_tx.hdr->rx_sleep,
+				 memory_order_relaxed))
+		sv_link_ring_doorbell(l->peer_db);
+}
+
+/* Completer, after consuming responses: wakes the peer's responder if it
+ * sleeps waiting for room. */
+static inline void sv_link_rsp_done(struct sv_link *l)
+{
+	/* seq_cst: tail published before we read the flag (Dekker) */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&l->rsp_rx.hdr->tx_sleep,
+				 memory_order_relaxed))
+		sv_link_ring_doorbell(l->peer_db);
 }
 
 /* Sleep flags: set while the progress thread sleeps for this link. */

@@ -40,28 +40,94 @@ static int copy_inline(struct sv_qp *qp, struct sv_swqe *w, uint8_t *dst,
 	return 0;
 }
 
+/*
+ * What each work request opcode is on the wire (wire.h, opcode.c).
+ * Unlisted opcodes (memory windows, LSO, invalidation) are not
+ * supported.
+ */
+static const struct {
+	uint8_t op;  /* enum sv_opcode, 0: not supported */
+	bool imm;    /* carries immediate data */
+	bool remote; /* names (rkey, remote_addr) */
+	bool no_inl; /* inline makes no sense: data comes back */
+} wr_ops[] = {
+	[IBV_WR_SEND] = {SV_OP_SEND, false, false, false},
+	[IBV_WR_SEND_WITH_IMM] = {SV_OP_SEND, true, false, false},
+	[IBV_WR_RDMA_WRITE] = {SV_OP_WRITE, false, true, false},
+	[IBV_WR_RDMA_WRITE_WITH_IMM] = {SV_OP_WRITE, true, true, false},
+	[IBV_WR_RDMA_READ] = {SV_OP_READ_REQ, false, true, true},
+	[IBV_WR_ATOMIC_CMP_AND_SWP] = {SV_OP_CMP_SWAP, false, true, true},
+	[IBV_WR_ATOMIC_FETCH_AND_ADD] = {SV_OP_FETCH_ADD, false, true, true},
+};
+
+/* A new WQE at sq_post for opcode, or NULL with *err. */
+static struct sv_swqe *new_wqe(struct sv_qp *qp, uint32_t opcode, int *err)
+{
+	struct sv_swqe *w;
+
+	if (opcode >= ARRAY_SIZE(wr_ops) || !wr_ops[opcode].op) {
+		/* known to verbs.h but not to us: not supported */
+		*err = opcode <= IBV_WR_DRIVER1 ? EOPNOTSUPP : EINVAL;
+		return NULL;
+	}
+	if (sq_full(qp)) {
+		*err = ENOMEM;
+		return NULL;
+	}
+	w = &qp->sq[qp->sq_post & (qp->sq_size - 1)];
+	memset(w, 0, sizeof(*w));
+	w->opcode = opcode;
+	w->op = wr_ops[opcode].op;
+	w->imm_valid = wr_ops[opcode].imm;
+	return w;
+}
+
+/* The checks that need the whole WQE: atomics are 8 bytes (IBA 9.4.5),
+ * reads and atomics cannot be inline. */
+static int wqe_check(const struct sv_qp *qp, const struct sv_swqe *w)
+{
+	if (w->inl && wr_ops[w->opcode].no_inl)
+		return EINVAL;
+	if ((sv_opcodes[w->op].mask & SV_M_ATOMIC) &&
+	    (w->length != 8 || w->num_sge != 1))
+		return EINVAL;
+	(void)qp;
+	return 0;
+}
+
 static int post_one_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
 {
 	uint32_t slot = qp->sq_post & (qp->sq_size - 1);
-	struct sv_swqe *w = &qp->sq[slot];
 	struct ibv_sge *sg = &qp->sq_sge[(size_t)slot * qp->max_send_sge];
+	struct sv_swqe *w;
 	uint64_t len = 0;
+	int err = 0;
 
-	if (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM)
-		return EOPNOTSUPP; /* RDMA write/read, atomics: not yet */
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge)
 		return EINVAL;
-	if (sq_full(qp))
-		return ENOMEM;
-	memset(w, 0, sizeof(*w));
+	w = new_wqe(qp, wr->opcode, &err);
+	if (!w)
+		return err;
 	w->wr_id = wr->wr_id;
-	w->opcode = wr->opcode;
 	w->flags = wr->send_flags;
-	w->imm = wr->imm_data;
+	w->imm = wr_ops[wr->opcode].imm ? wr->imm_data : 0;
+	if (sv_opcodes[w->op].mask & SV_M_ATOMIC) {
+		w->raddr = wr->wr.atomic.remote_addr;
+		w->rkey = wr->wr.atomic.rkey;
+		w->swap_add = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP
+				      ? wr->wr.atomic.swap
+				      : wr->wr.atomic.compare_add;
+		w->compare = wr->wr.atomic.compare_add;
+	} else if (wr_ops[wr->opcode].remote) {
+		w->raddr = wr->wr.rdma.remote_addr;
+		w->rkey = wr->wr.rdma.rkey;
+	}
 	if (wr->send_flags & IBV_SEND_INLINE) {
-		int err = copy_inline(
-			qp, w, qp->sq_inline + (size_t)slot * qp->max_inline,
-			wr->sg_list, (uint32_t)wr->num_sge);
+		if (wr_ops[wr->opcode].no_inl)
+			return EINVAL;
+		err = copy_inline(qp, w,
+				  qp->sq_inline + (size_t)slot * qp->max_inline,
+				  wr->sg_list, (uint32_t)wr->num_sge);
 		if (err)
 			return err;
 	} else {
@@ -74,6 +140,9 @@ static int post_one_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
 		w->num_sge = (uint32_t)wr->num_sge;
 		w->length = (uint32_t)len;
 	}
+	err = wqe_check(qp, w);
+	if (err)
+		return err;
 	qp->sq_post++;
 	return 0;
 }
@@ -165,7 +234,11 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
  * to the newest WQE.  The first error is kept and reported by complete,
  * which then discards the whole batch, as the man page asks.
  */
-#define SV_EX_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
+#define SV_EX_OPS                                                         \
+	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |             \
+	 IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
+	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |   \
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 
 static inline struct sv_qp *ex_qp(struct ibv_qp_ex *qx)
 {
@@ -188,23 +261,20 @@ static void ex_start(struct ibv_qp_ex *qx)
 	qp->ex_err = sq_state_ok(qp);
 }
 
-static void ex_new(struct sv_qp *qp, uint32_t opcode, uint32_t imm)
+static struct sv_swqe *ex_new(struct sv_qp *qp, uint32_t opcode, uint32_t imm)
 {
 	struct sv_swqe *w;
 
 	if (qp->ex_err)
-		return;
-	if (sq_full(qp)) {
-		qp->ex_err = ENOMEM;
-		return;
-	}
-	w = &qp->sq[qp->sq_post & (qp->sq_size - 1)];
-	memset(w, 0, sizeof(*w));
+		return NULL;
+	w = new_wqe(qp, opcode, &qp->ex_err);
+	if (!w)
+		return NULL;
 	w->wr_id = qp->qpx.wr_id;
 	w->flags = qp->qpx.wr_flags;
-	w->opcode = opcode;
 	w->imm = imm;
 	qp->sq_post++;
+	return w;
 }
 
 static void ex_send(struct ibv_qp_ex *qx)
@@ -215,6 +285,55 @@ static void ex_send(struct ibv_qp_ex *qx)
 static void ex_send_imm(struct ibv_qp_ex *qx, __be32 imm)
 {
 	ex_new(ex_qp(qx), IBV_WR_SEND_WITH_IMM, imm);
+}
+
+static void ex_remote(struct sv_qp *qp, uint32_t opcode, uint32_t imm,
+		      uint32_t rkey, uint64_t raddr)
+{
+	struct sv_swqe *w = ex_new(qp, opcode, imm);
+
+	if (w) {
+		w->rkey = rkey;
+		w->raddr = raddr;
+	}
+}
+
+static void ex_rdma_write(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t raddr)
+{
+	ex_remote(ex_qp(qx), IBV_WR_RDMA_WRITE, 0, rkey, raddr);
+}
+
+static void ex_rdma_write_imm(struct ibv_qp_ex *qx, uint32_t rkey,
+			      uint64_t raddr, __be32 imm)
+{
+	ex_remote(ex_qp(qx), IBV_WR_RDMA_WRITE_WITH_IMM, imm, rkey, raddr);
+}
+
+static void ex_rdma_read(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t raddr)
+{
+	ex_remote(ex_qp(qx), IBV_WR_RDMA_READ, 0, rkey, raddr);
+}
+
+static void ex_cmp_swp(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t raddr,
+		       uint64_t compare, uint64_t swap)
+{
+	struct sv_qp *qp = ex_qp(qx);
+
+	ex_remote(qp, IBV_WR_ATOMIC_CMP_AND_SWP, 0, rkey, raddr);
+	if (!qp->ex_err) {
+		ex_cur(qp)->compare = compare;
+		ex_cur(qp)->swap_add = swap;
+	}
+}
+
+static void ex_fetch_add(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t raddr,
+			 uint64_t add)
+{
+	struct sv_qp *qp = ex_qp(qx);
+
+	ex_remote(qp, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, rkey, raddr);
+	if (!qp->ex_err)
+		ex_cur(qp)->swap_add = add;
 }
 
 static void ex_set_sge_list(struct ibv_qp_ex *qx, size_t n,
@@ -292,6 +411,8 @@ static int ex_complete(struct ibv_qp_ex *qx)
 	struct sv_qp *qp = ex_qp(qx);
 	int err = qp->ex_err;
 
+	for (uint32_t i = qp->ex_start; !err && i != qp->sq_post; i++)
+		err = wqe_check(qp, &qp->sq[i & (qp->sq_size - 1)]);
 	if (err)
 		qp->sq_post = qp->ex_start;
 	else
@@ -330,4 +451,14 @@ void sv_qp_init_ex_ops(struct sv_qp *qp, uint64_t send_ops_flags)
 		qx->wr_send = ex_send;
 	if (send_ops_flags & IBV_QP_EX_WITH_SEND_WITH_IMM)
 		qx->wr_send_imm = ex_send_imm;
+	if (send_ops_flags & IBV_QP_EX_WITH_RDMA_WRITE)
+		qx->wr_rdma_write = ex_rdma_write;
+	if (send_ops_flags & IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
+		qx->wr_rdma_write_imm = ex_rdma_write_imm;
+	if (send_ops_flags & IBV_QP_EX_WITH_RDMA_READ)
+		qx->wr_rdma_read = ex_rdma_read;
+	if (send_ops_flags & IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP)
+		qx->wr_atomic_cmp_swp = ex_cmp_swp;
+	if (send_ops_flags & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+		qx->wr_atomic_fetch_add = ex_fetch_add;
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "qp_state.h"
+#include "rmem.h"
 #include "shm.h"
 #include "sv.h"
 
@@ -75,6 +76,9 @@ static void link_close(struct sv_qp *qp, bool bye)
 	sv_progress_del(qp->ctx, &qp->pfd[3]);
 	sv_shm_close(&qp->link, qp->qpx.qp_base.qp_num, bye);
 	qp->link.state = SV_LINK_IDLE;
+	if (qp->rpeer)
+		sv_rpeer_put(qp->ctx, qp->rpeer);
+	qp->rpeer = NULL;
 }
 
 /* Moves the QP to ERR and flushes; ev, if not 0, is raised async.
@@ -129,6 +133,25 @@ static void say_link_error(struct sv_qp *qp, const char *what, int err)
 			: "");
 }
 
+/* Maps the peer context's shared registered memory (rmem.c), so our
+ * one-sided operations go straight to it; refused, they go to its
+ * responder.  The fds are the link's until here. */
+static void take_peer_memory(struct sv_qp *qp)
+{
+	struct sv_link *l = &qp->link;
+
+	if (qp->rpeer)
+		sv_rpeer_put(qp->ctx, qp->rpeer);
+	qp->rpeer = sv_rpeer_get(qp->ctx, l->peer_arena_fd, l->peer_table_fd);
+	if (!qp->rpeer)
+		sv_dbg("qp %06x: peer memory refused: %s\n",
+		       qp->qpx.qp_base.qp_num, strerror(errno));
+	qp->peer_pd = l->peer_pd;
+	close(l->peer_arena_fd);
+	close(l->peer_table_fd);
+	l->peer_arena_fd = l->peer_table_fd = -1;
+}
+
 /*
  * Brings the link up: connects to the peer's listener (again, with backoff,
  * if it was not there yet) and takes the peer's hello.  Returns what makes
@@ -160,8 +183,17 @@ static int link_step(struct sv_qp *qp)
 	if (l->conn_fd < 0 && l->state == SV_LINK_CONNECTING) {
 		uint64_t now = sv_now_ns();
 
-		if (now >= l->next_connect_ns)
-			err = sv_shm_connect(l, qpn, expect);
+		if (now >= l->next_connect_ns) {
+			struct sv_shm_share sh = {
+				.pd_id =
+					to_spd(qp->qpx.qp_base.pd)->ibv.handle};
+
+			/* our registered memory, for the peer's one-sided
+			 * operations; without it they reach our responder */
+			if (sv_rmem_fds(qp->ctx, &sh.arena_fd, &sh.table_fd))
+				sh.arena_fd = sh.table_fd = -1;
+			err = sv_shm_connect(l, qpn, expect, &sh);
+		}
 		if (err == -EACCES)
 			return err;
 		if (err)
@@ -171,6 +203,8 @@ static int link_step(struct sv_qp *qp)
 			sv_dbg("qp %06x: connect to %06x: %s\n", qpn, expect,
 			       strerror(-err));
 	}
+	if (l->tx_ready && l->peer_arena_fd >= 0)
+		take_peer_memory(qp);
 	if (l->state == SV_LINK_CONNECTING && l->conn_fd >= 0 && l->tx_ready)
 		l->state = SV_LINK_UP;
 	watch_link(qp);
@@ -325,6 +359,10 @@ static void reset_qp(struct sv_qp *qp)
 	qp->comp_deadline = 0;
 	qp->comp_retries = qp->comp_rnr_retries = 0;
 	qp->comp_rnr_wait = false;
+	qp->comp_acked_valid = false;
+	qp->rd_out = qp->ring_rdma = 0;
+	qp->resp_wr_ptr = NULL;
+	qp->resp_rd_sent = 0;
 	memset(&qp->attr, 0, sizeof(qp->attr));
 }
 
@@ -396,6 +434,11 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 		goto out;
 	store_attr(qp, attr, mask);
 	err = -enter_state(qp, next);
+	if (!err && qp->link.rx_ready)
+		/* what the peer may do in our memory by itself (req.c) */
+		atomic_store_explicit(&qp->link.rx.hdr->qp_access,
+				      (uint32_t)qp->attr.qp_access_flags,
+				      memory_order_release);
 out:
 	sv_unlock(&qp->lock);
 	if (err)

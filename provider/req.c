@@ -2,15 +2,24 @@
 /*
  * The requester: turns posted send WQEs into packet trains on the link
  * (wire.h), assigning PSNs, one path MTU per PSN.  It gathers from the
- * application's buffers straight into the peer's ring: one copy.  A WQE
- * whose gather list fails the key checks, or whose memory faults under
- * the copy, stops the queue there and is completed with
+ * application's buffers straight into the peer's ring: one copy.
+ *
+ * One-sided operations whose target memory the peer shares with us
+ * (rmem.c) are executed here, in the peer's memory, with no help from
+ * the peer: a write is one copy, a read one copy back, an atomic one CPU
+ * atomic instruction.  Everything else — memory the peer could not share,
+ * keys that do not check out, a write's immediate — travels as a request
+ * to the peer's responder, which decides (and reports) errors.
+ *
+ * A WQE whose gather list fails the key checks, or whose memory faults
+ * under the copy, stops the queue there and is completed with
  * IBV_WC_LOC_PROT_ERR by the completer, in order.
  */
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
 
+#include "rmem.h"
 #include "sv.h"
 
 /* The largest train: whole MTUs, at most 64 KiB and a quarter ring. */
@@ -23,20 +32,23 @@ static uint32_t train_max(const struct sv_qp *qp)
 	return (uint32_t)(m / qp->mtu * qp->mtu);
 }
 
-static struct ibv_sge *wqe_sge(struct sv_qp *qp, const struct sv_swqe *w)
+struct ibv_sge *sv_swqe_sge(struct sv_qp *qp, const struct sv_swqe *w)
 {
 	return &qp->sq_sge[(size_t)(w - qp->sq) * qp->max_send_sge];
 }
 
 /*
- * IBA 10.6.3.4: every SGE inside an MR of our PD with local access.  An
- * SGE names an iova of its MR; this turns it, in our copy of the WQE,
- * into where the bytes are in our memory, for gather.
+ * IBA 10.6.3.4: every SGE inside an MR of our PD with local access (and
+ * local write where the operation writes it: reads, atomics).  An SGE
+ * names an iova of its MR; this turns it, in our copy of the WQE, into
+ * where the bytes are in our memory.
  */
 static bool translate_sges(struct sv_qp *qp, struct sv_swqe *w)
 {
 	struct sv_pd *pd = container_of(qp->qpx.qp_base.pd, struct sv_pd, ibv);
-	struct ibv_sge *sg = wqe_sge(qp, w);
+	struct ibv_sge *sg = sv_swqe_sge(qp, w);
+	bool writes = w->op == SV_OP_READ_REQ ||
+		      (sv_opcodes[w->op].mask & SV_M_ATOMIC);
 
 	for (uint32_t i = 0; i < w->num_sge; i++) {
 		struct sv_mr *mr;
@@ -46,7 +58,8 @@ static bool translate_sges(struct sv_qp *qp, struct sv_swqe *w)
 		mr = sv_mr_lookup(qp->ctx, sg[i].lkey, pd);
 		if (!mr || sg[i].addr < mr->iova ||
 		    sg[i].addr - mr->iova > mr->length ||
-		    sg[i].length > mr->length - (sg[i].addr - mr->iova))
+		    sg[i].length > mr->length - (sg[i].addr - mr->iova) ||
+		    (writes && !(mr->access & IBV_ACCESS_LOCAL_WRITE)))
 			return false;
 		sg[i].addr = (uintptr_t)mr->addr + (sg[i].addr - mr->iova);
 	}
@@ -59,7 +72,7 @@ static bool translate_sges(struct sv_qp *qp, struct sv_swqe *w)
 static int gather(struct sv_qp *qp, struct sv_swqe *w, uint8_t *dst,
 		  uint32_t len)
 {
-	const struct ibv_sge *sg = wqe_sge(qp, w);
+	const struct ibv_sge *sg = sv_swqe_sge(qp, w);
 
 	if (w->inl) {
 		memcpy(dst,
@@ -91,40 +104,104 @@ static int gather(struct sv_qp *qp, struct sv_swqe *w, uint8_t *dst,
 	return 0;
 }
 
+int sv_swqe_scatter(struct sv_qp *qp, struct sv_swqe *w, const uint8_t *src,
+		    uint32_t len)
+{
+	const struct ibv_sge *sg = sv_swqe_sge(qp, w);
+
+	while (len) {
+		const struct ibv_sge *s;
+		uint32_t n;
+
+		if (w->sge_idx >= w->num_sge)
+			return -EINVAL;
+		s = &sg[w->sge_idx];
+		n = s->length - w->sge_off;
+		if (n > len)
+			n = len;
+		if (n &&
+		    sv_copy_guarded((uint8_t *)(uintptr_t)s->addr + w->sge_off,
+				    src, n))
+			return -EFAULT;
+		src += n;
+		len -= n;
+		w->sge_off += n;
+		if (w->sge_off == s->length) {
+			w->sge_idx++;
+			w->sge_off = 0;
+		}
+	}
+	return 0;
+}
+
+/* The header extension of a one-sided request's first train. */
+static void put_ext(const struct sv_swqe *w, uint8_t *ext)
+{
+	if (sv_opcodes[w->op].mask & SV_M_ATOMETH) {
+		struct sv_atometh a = {.va = w->raddr,
+				       .rkey = w->rkey,
+				       .swap_add = w->swap_add,
+				       .compare = w->compare};
+
+		memcpy(ext, &a, sizeof(a));
+	} else if (sv_opcodes[w->op].mask & SV_M_RETH) {
+		struct sv_reth r = {
+			.va = w->raddr, .rkey = w->rkey, .dma_len = w->length};
+
+		memcpy(ext, &r, sizeof(r));
+	}
+}
+
+/* PSNs a request of `bytes` takes: one per path MTU, at least one. */
+static uint32_t npsn_of(const struct sv_qp *qp, uint32_t bytes)
+{
+	return bytes ? (bytes + qp->mtu - 1) / qp->mtu : 1;
+}
+
 /* Puts as much of one WQE on the link as fits; true when all of it. */
 static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 		     int *err)
 {
+	const struct sv_opcode_info *o = &sv_opcodes[w->op];
+	/* reads and atomics carry no payload: their data comes back */
+	uint32_t payload = (o->mask & SV_M_PAYLOAD) ? w->length : 0;
+
 	do {
-		uint32_t chunk = w->length - w->sent;
+		uint32_t chunk = payload - w->sent, ext;
 		struct sv_pkt *p, h;
 
 		if (chunk > tmax)
 			chunk = tmax;
-		p = sv_link_tx_reserve(&qp->link, sizeof(*p) + chunk, err);
+		h.seg = (w->sent ? 0 : SV_SEG_FIRST) |
+			(w->sent + chunk == payload ? SV_SEG_LAST : 0);
+		ext = sv_ext_len(o, h.seg);
+		p = sv_link_tx_reserve(&qp->link, sizeof(*p) + ext + chunk,
+				       err);
 		if (!p)
 			return false;
 		/* the receiver polls the header line: write the payload
 		 * first and the header in one go at the end */
-		h.opcode = SV_OP_SEND;
-		h.seg = (w->sent ? 0 : SV_SEG_FIRST) |
-			(w->sent + chunk == w->length ? SV_SEG_LAST : 0);
+		h.opcode = w->op;
 		h.flags = 0;
 		if (h.seg & SV_SEG_LAST) {
-			if (w->opcode == IBV_WR_SEND_WITH_IMM)
+			if (w->imm_valid)
 				h.flags |= SV_PKT_IMM;
 			if (w->flags & IBV_SEND_SOLICITED)
 				h.flags |= SV_PKT_SOLICITED;
 		}
 		h.psn = qp->next_psn;
-		h.npsn = chunk ? (chunk + qp->mtu - 1) / qp->mtu : 1;
+		/* a read takes the PSNs of its response (IBA 9.7.1) */
+		h.npsn = w->op == SV_OP_READ_REQ ? npsn_of(qp, w->length)
+						 : npsn_of(qp, chunk);
 		h.len = chunk;
 		h.imm = w->imm;
 		h.msg_len = w->length;
 		h.rec_len = qp->link.tx.last_rec;
 		if (!w->sent)
 			w->first_psn = qp->next_psn;
-		if (gather(qp, w, (uint8_t *)(p + 1), chunk)) {
+		if (ext)
+			put_ext(w, (uint8_t *)(p + 1));
+		if (gather(qp, w, (uint8_t *)(p + 1) + ext, chunk)) {
 			/* never published: the peer sees nothing of it */
 			w->status = IBV_WC_LOC_PROT_ERR;
 			return true;
@@ -133,9 +210,91 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 		sv_ring_publish(&qp->link.tx, p);
 		qp->next_psn = sv_psn_add(qp->next_psn, h.npsn);
 		w->sent += chunk;
-	} while (w->sent < w->length);
+	} while (w->sent < payload);
 	w->last_psn = sv_psn_add(qp->next_psn, SV_PSN_MASK); /* next - 1 */
+	if (o->mask & SV_M_RD_ATOMIC)
+		qp->rd_out++;
+	if (o->access)
+		qp->ring_rdma++; /* the responder touches its memory */
+	w->sent = w->length;
 	return true;
+}
+
+/* An atomic on 8 bytes of the peer's memory; the old value. */
+static uint64_t do_atomic(const struct sv_swqe *w, uint64_t *p)
+{
+	uint64_t old;
+
+	if (w->op == SV_OP_FETCH_ADD)
+		return __atomic_fetch_add(p, w->swap_add, __ATOMIC_SEQ_CST);
+	old = w->compare;
+	__atomic_compare_exchange_n(p, &old, w->swap_add, false,
+				    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	return old;
+}
+
+/*
+ * Executes a one-sided WQE in the peer's memory if the peer shares it and
+ * its key table and QP allow exactly this; false: send it to the peer's
+ * responder.  Never passes a one-sided request still with the responder:
+ * the IBA executes requests in order.  A write with immediate places its
+ * data here and sends only the immediate (it consumes a receive there).
+ */
+static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
+{
+	const struct sv_opcode_info *o = &sv_opcodes[w->op];
+	uint32_t qp_access;
+	uint8_t *dst;
+
+	if (!o->access || !qp->rpeer || qp->ring_rdma)
+		return false;
+	/* acquire: the peer's flags, set before its modify returned */
+	qp_access = atomic_load_explicit(&qp->link.tx.hdr->qp_access,
+					 memory_order_acquire);
+	if (!(qp_access & o->access))
+		return false;
+	if ((o->mask & SV_M_ATOMIC) && (w->raddr & 7))
+		return false; /* the responder refuses it (IBA 9.4.5) */
+	if (w->length) {
+		dst = sv_rpeer_resolve(qp->rpeer, w->rkey, qp->peer_pd,
+				       w->raddr, w->length, o->access);
+		if (!dst)
+			return false;
+	} else {
+		dst = NULL; /* IBA 9.4.4: no key or address to check */
+	}
+	if (o->mask & SV_M_ATOMIC) {
+		uint64_t old = do_atomic(w, (uint64_t *)dst);
+
+		if (sv_swqe_scatter(qp, w, (const uint8_t *)&old, 8))
+			w->status = IBV_WC_LOC_PROT_ERR;
+	} else if (w->op == SV_OP_READ_REQ) {
+		if (w->length && sv_swqe_scatter(qp, w, dst, w->length))
+			w->status = IBV_WC_LOC_PROT_ERR;
+	} else if (w->length && gather(qp, w, dst, w->length)) {
+		w->status = IBV_WC_LOC_PROT_ERR;
+	}
+	if (w->status || !w->imm_valid) {
+		w->sent = w->length;
+		w->done = true;
+		w->direct = true;
+		return true;
+	}
+	/* the data is there: the immediate goes as a request */
+	w->op = SV_OP_WRITE_NOTE;
+	w->direct = true;
+	return false;
+}
+
+/* IBA 10.8.3.3: a fenced WQE waits for the reads and atomics before it;
+ * and no more reads/atomics in flight than max_rd_atomic (0 as 1). */
+static bool must_wait(const struct sv_qp *qp, const struct sv_swqe *w)
+{
+	uint32_t max = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
+
+	if ((w->flags & IBV_SEND_FENCE) && qp->rd_out)
+		return true;
+	return (sv_opcodes[w->op].mask & SV_M_RD_ATOMIC) && qp->rd_out >= max;
 }
 
 void sv_req_run(struct sv_qp *qp)
@@ -152,13 +311,18 @@ void sv_req_run(struct sv_qp *qp)
 		struct sv_swqe *w = &qp->sq[qp->sq_send & (qp->sq_size - 1)];
 		uint64_t head = qp->link.tx.head;
 
-		if (!w->inl && !w->mapped && !translate_sges(qp, w))
+		if (!w->sent && must_wait(qp, w))
+			break;
+		if (!w->inl && !w->mapped && !translate_sges(qp, w)) {
 			w->status = IBV_WC_LOC_PROT_ERR;
-		else if (!send_wqe(qp, w, tmax, &err)) {
+		} else if (!w->sent && !w->direct && try_direct(qp, w)) {
+			/* done in the peer's memory */
+		} else if (!send_wqe(qp, w, tmax, &err)) {
 			wrote |= qp->link.tx.head != head;
 			break;
+		} else {
+			wrote = true;
 		}
-		wrote = true;
 		qp->sq_send++;
 		if (w->status) {
 			qp->sq_stopped = true;

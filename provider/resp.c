@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
- * The responder: takes packets off the link in PSN order, places SEND
- * payloads into the posted receive WQEs (scatter, with key checks),
- * completes them, and acknowledges.  With no receive posted it answers
- * RNR NAK and keeps the packet until a receive arrives or the requester
- * gives up (the rnr word in the ring settles who wins).
+ * The responder: takes requests off the link in PSN order and runs the
+ * handler the opcode table names (opcode.c): SEND payloads into the
+ * posted receive WQEs (scatter, with key checks), RDMA writes into the
+ * MR their rkey names, reads and atomics answered on the link's response
+ * ring; it completes receives and acknowledges.  With no receive posted
+ * it answers RNR NAK and keeps the packet until a receive arrives or the
+ * requester gives up (the rnr word in the ring settles who wins).
+ * Steps: check_packet -> check_psn -> the handler (check_rkey, execute,
+ * respond) -> acknowledge.
  */
 #include <string.h>
+
+#include "rmem.h"
 
 #include "sv.h"
 
@@ -75,14 +81,14 @@ static bool scatter(struct sv_qp *qp, struct sv_rwqe *r, const uint8_t *src,
 	return true;
 }
 
-static void complete_recv(struct sv_qp *qp, enum ibv_wc_status status,
-			  const struct sv_pkt *p)
+static void complete_recv_op(struct sv_qp *qp, enum ibv_wc_status status,
+			     const struct sv_pkt *p, enum ibv_wc_opcode op)
 {
 	struct sv_rwqe *r = &qp->rq[qp->rq_comp & (qp->rq_size - 1)];
 	struct ibv_wc wc = {
 		.wr_id = r->wr_id,
 		.status = status,
-		.opcode = IBV_WC_RECV,
+		.opcode = op,
 		.byte_len = qp->resp_msg,
 		.qp_num = qp->qpx.qp_base.qp_num,
 		.src_qp = qp->attr.dest_qp_num,
@@ -99,11 +105,17 @@ static void complete_recv(struct sv_qp *qp, enum ibv_wc_status status,
 	sv_cq_push(qp->rcq, &wc, p->flags & SV_PKT_SOLICITED);
 }
 
+static void complete_recv(struct sv_qp *qp, enum ibv_wc_status status,
+			  const struct sv_pkt *p)
+{
+	complete_recv_op(qp, status, p, IBV_WC_RECV);
+}
+
 /* The requester broke the protocol: no guessing, the QP is done. */
 static enum resp_result fatal(struct sv_qp *qp, const struct sv_pkt *p,
 			      enum sv_syndrome syn, enum ibv_wc_status st)
 {
-	if (qp->resp_in_msg || st != IBV_WC_SUCCESS)
+	if ((qp->resp_in_msg && !qp->resp_write) || st != IBV_WC_SUCCESS)
 		complete_recv(
 			qp, st == IBV_WC_SUCCESS ? IBV_WC_REM_INV_REQ_ERR : st,
 			p);
@@ -181,14 +193,316 @@ consumed:
 	return RESP_NEXT;
 }
 
+/*
+ * IBA 9.9.3.1.2, class C: a request the responder may not execute (the
+ * QP does not allow the operation, or the key, bounds or access fail).
+ * NAK, and this QP goes to ERROR as the requester's will.
+ */
+static enum resp_result refuse(struct sv_qp *qp, const struct sv_pkt *p,
+			       enum sv_syndrome syn)
+{
+	nak(qp, p->psn, syn);
+	qp->resp_in_msg = qp->resp_write = false;
+	sv_qp_to_error(qp, syn == SV_NAK_REM_ACCESS ? IBV_EVENT_QP_ACCESS_ERR
+						    : IBV_EVENT_QP_REQ_ERR);
+	return RESP_FATAL;
+}
+
+/*
+ * check_rkey: where [va, va+len) of rkey is in our memory, if the key
+ * names a live MR of this QP's PD with every bit of access and the range
+ * is inside it (IBA 10.6.3.2).  A zero-length range checks nothing
+ * (IBA 9.4.4).  NULL with *syn otherwise.
+ */
+static uint8_t *check_rkey(struct sv_qp *qp, uint32_t rkey, uint64_t va,
+			   uint64_t len, unsigned int access,
+			   enum sv_syndrome *syn)
+{
+	struct sv_pd *pd = container_of(qp->qpx.qp_base.pd, struct sv_pd, ibv);
+	struct sv_mr *mr;
+
+	*syn = SV_NAK_REM_ACCESS;
+	if (!len)
+		return NULL;
+	mr = sv_mr_lookup(qp->ctx, rkey, pd);
+	if (!mr || (mr->access & access) != access || va < mr->iova ||
+	    va - mr->iova > mr->length || len > mr->length - (va - mr->iova))
+		return NULL;
+	*syn = SV_ACK;
+	return mr->addr + (va - mr->iova);
+}
+
+/* The QP must allow the operation (IBA 10.2.4: qp_access_flags); an
+ * operation it does not allow is an invalid request. */
+static bool qp_allows(const struct sv_qp *qp, const struct sv_opcode_info *o)
+{
+	return (qp->attr.qp_access_flags & o->access) == o->access;
+}
+
+/* The receive a write with immediate consumes, at its last packet;
+ * false to wait (RNR). */
+static bool take_imm_rwqe(struct sv_qp *qp, const struct sv_pkt *p)
+{
+	if (!(p->flags & SV_PKT_IMM) || !(p->seg & SV_SEG_LAST))
+		return true;
+	return take_rwqe(qp, p);
+}
+
+/* After the last packet of a write: its immediate, if any, completes a
+ * receive as IBV_WC_RECV_RDMA_WITH_IMM (IBA 9.4.3). */
+static void write_done(struct sv_qp *qp, const struct sv_pkt *p)
+{
+	qp->resp_in_msg = qp->resp_write = false;
+	if (!(p->flags & SV_PKT_IMM))
+		return;
+	if (qp->resp_drop) { /* the requester gave up on it (RNR) */
+		qp->resp_drop = false;
+		return;
+	}
+	qp->resp_msg = p->msg_len;
+	complete_recv_op(qp, IBV_WC_SUCCESS, p, IBV_WC_RECV_RDMA_WITH_IMM);
+}
+
+static enum resp_result recv_write(struct sv_qp *qp, const struct sv_pkt *p,
+				   const uint8_t *ext, const uint8_t *data)
+{
+	const struct sv_opcode_info *o = &sv_opcodes[SV_OP_WRITE];
+
+	if (p->seg & SV_SEG_FIRST) {
+		enum sv_syndrome syn;
+		struct sv_reth r;
+		uint8_t *dst;
+
+		if (qp->resp_in_msg)
+			return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
+		memcpy(&r, ext, sizeof(r));
+		if (!qp_allows(qp, o) || r.dma_len != p->msg_len)
+			return refuse(qp, p, SV_NAK_INV_REQ);
+		dst = check_rkey(qp, r.rkey, r.va, r.dma_len, o->access, &syn);
+		if (syn)
+			return refuse(qp, p, syn);
+		if (!take_imm_rwqe(qp, p))
+			return RESP_WAIT; /* nothing changed yet */
+		qp->resp_in_msg = qp->resp_write = true;
+		qp->resp_msg = p->msg_len;
+		qp->resp_off = 0;
+		qp->resp_wr_ptr = dst;
+	} else {
+		if (!qp->resp_in_msg || !qp->resp_write)
+			return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
+		if (!take_imm_rwqe(qp, p))
+			return RESP_WAIT;
+	}
+	if (p->len > qp->resp_msg - qp->resp_off ||
+	    ((p->seg & SV_SEG_LAST) && qp->resp_off + p->len != qp->resp_msg))
+		return refuse(qp, p, SV_NAK_INV_REQ);
+	if (p->len &&
+	    sv_copy_guarded(qp->resp_wr_ptr + qp->resp_off, data, p->len))
+		return refuse(qp, p, SV_NAK_REM_ACCESS); /* memory went */
+	qp->resp_off += p->len;
+	qp->resp_psn = sv_psn_add(qp->resp_psn, p->npsn);
+	sv_link_rx_consume(&qp->link);
+	if (p->seg & SV_SEG_LAST)
+		write_done(qp, p);
+	return RESP_NEXT;
+}
+
+/* The immediate of a write whose data the requester placed itself. */
+static enum resp_result recv_note(struct sv_qp *qp, const struct sv_pkt *p)
+{
+	if (qp->resp_in_msg || p->seg != SV_SEG_ONLY ||
+	    !(p->flags & SV_PKT_IMM))
+		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
+	if (!take_rwqe(qp, p))
+		return RESP_WAIT;
+	qp->resp_psn = sv_psn_add(qp->resp_psn, p->npsn);
+	sv_link_rx_consume(&qp->link);
+	write_done(qp, p);
+	return RESP_NEXT;
+}
+
+/* The largest response train: whole MTUs, a quarter response ring. */
+static uint32_t rsp_train_max(const struct sv_qp *qp)
+{
+	uint64_t m = SV_MAX_TRAIN;
+
+	if (qp->link.rsp_tx.size / 4 < m)
+		m = qp->link.rsp_tx.size / 4;
+	return (uint32_t)(m / qp->mtu * qp->mtu);
+}
+
+/* Puts one response on the response ring; false while it is full. */
+static bool respond(struct sv_qp *qp, struct sv_pkt *h, const void *ext,
+		    uint32_t ext_len, const uint8_t *data, bool *fault)
+{
+	int err = 0;
+	struct sv_pkt *p = sv_link_rsp_reserve(
+		&qp->link, sizeof(*p) + ext_len + h->len, &err);
+
+	if (!p) {
+		if (err) /* the peer corrupted its consumer index */
+			*fault = true;
+		return false;
+	}
+	if (ext_len)
+		memcpy(p + 1, ext, ext_len);
+	if (h->len &&
+	    sv_copy_guarded((uint8_t *)(p + 1) + ext_len, data, h->len)) {
+		*fault = true; /* never published */
+		return false;
+	}
+	h->rec_len = qp->link.rsp_tx.last_rec;
+	memcpy(p, h, offsetof(struct sv_pkt, seq));
+	sv_ring_publish(&qp->link.rsp_tx, p);
+	return true;
+}
+
+/* An RDMA read: answered from our memory in MTU-sized PSNs, resumed where
+ * it stopped when the response ring was full. */
+static enum resp_result recv_read(struct sv_qp *qp, const struct sv_pkt *p,
+				  const uint8_t *ext)
+{
+	const struct sv_opcode_info *o = &sv_opcodes[SV_OP_READ_REQ];
+	uint32_t tmax = rsp_train_max(qp);
+	enum sv_syndrome syn;
+	struct sv_reth r;
+	const uint8_t *src;
+	bool fault = false;
+
+	memcpy(&r, ext, sizeof(r));
+	if (qp->resp_in_msg || p->seg != SV_SEG_ONLY || p->len)
+		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
+	if (!qp_allows(qp, o) || r.dma_len != p->msg_len)
+		return refuse(qp, p, SV_NAK_INV_REQ);
+	src = check_rkey(qp, r.rkey, r.va, r.dma_len, o->access, &syn);
+	if (syn)
+		return refuse(qp, p, syn);
+	do {
+		uint32_t chunk = r.dma_len - qp->resp_rd_sent;
+		uint32_t k = qp->resp_rd_sent / qp->mtu;
+		struct sv_pkt h = {.opcode = SV_OP_READ_RESP};
+
+		if (chunk > tmax)
+			chunk = tmax;
+		h.seg = (qp->resp_rd_sent ? 0 : SV_SEG_FIRST) |
+			(qp->resp_rd_sent + chunk == r.dma_len ? SV_SEG_LAST
+							       : 0);
+		h.psn = sv_psn_add(p->psn, k < p->npsn ? k : p->npsn - 1);
+		h.npsn = chunk ? (chunk + qp->mtu - 1) / qp->mtu : 1;
+		h.len = chunk;
+		h.msg_len = r.dma_len;
+		if (!respond(qp, &h, NULL, 0, src + qp->resp_rd_sent, &fault)) {
+			if (fault)
+				return refuse(qp, p, SV_NAK_REM_ACCESS);
+			return RESP_WAIT; /* the peer frees room, rings us */
+		}
+		qp->resp_rd_sent += chunk;
+	} while (qp->resp_rd_sent < r.dma_len);
+	qp->resp_rd_sent = 0;
+	qp->resp_psn = sv_psn_add(qp->resp_psn, p->npsn);
+	sv_link_rx_consume(&qp->link);
+	return RESP_NEXT;
+}
+
+/* Compare-and-swap and fetch-and-add: one CPU atomic on our memory, so
+ * they are atomic with the peers that execute theirs directly (req.c). */
+static enum resp_result recv_atomic(struct sv_qp *qp, const struct sv_pkt *p,
+				    const uint8_t *ext)
+{
+	const struct sv_opcode_info *o = &sv_opcodes[p->opcode];
+	struct sv_pkt h = {.opcode = SV_OP_ATOMIC_RESP,
+			   .seg = SV_SEG_ONLY,
+			   .psn = p->psn,
+			   .npsn = 1,
+			   .msg_len = 8};
+	struct sv_atomack ack = {0};
+	enum sv_syndrome syn;
+	struct sv_atometh a;
+	uint64_t *dst, probe;
+	bool fault = false;
+	int err = 0;
+	void *room;
+
+	memcpy(&a, ext, sizeof(a));
+	if (qp->resp_in_msg || p->seg != SV_SEG_ONLY || p->len)
+		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
+	if (!qp_allows(qp, o) || (a.va & 7)) /* IBA 9.4.5: aligned */
+		return refuse(qp, p, SV_NAK_INV_REQ);
+	dst = (uint64_t *)check_rkey(qp, a.rkey, a.va, 8, o->access, &syn);
+	if (syn)
+		return refuse(qp, p, syn);
+	/* room for the answer first: an atomic is executed exactly once */
+	room = sv_link_rsp_reserve(&qp->link, sizeof(h) + sizeof(ack), &err);
+	if (!room)
+		return err ? refuse(qp, p, SV_NAK_REM_OP) : RESP_WAIT;
+	/* the memory may have gone under the MR: fault here, not below */
+	if (sv_copy_guarded(&probe, dst, sizeof(probe)))
+		return refuse(qp, p, SV_NAK_REM_ACCESS); /* never published */
+	if (p->opcode == SV_OP_FETCH_ADD) {
+		ack.orig =
+			__atomic_fetch_add(dst, a.swap_add, __ATOMIC_SEQ_CST);
+	} else {
+		ack.orig = a.compare;
+		__atomic_compare_exchange_n(dst, &ack.orig, a.swap_add, false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	}
+	memcpy((struct sv_pkt *)room + 1, &ack, sizeof(ack));
+	h.rec_len = qp->link.rsp_tx.last_rec;
+	memcpy(room, &h, offsetof(struct sv_pkt, seq));
+	sv_ring_publish(&qp->link.rsp_tx, room);
+	(void)fault;
+	qp->resp_psn = sv_psn_add(qp->resp_psn, p->npsn);
+	sv_link_rx_consume(&qp->link);
+	return RESP_NEXT;
+}
+
+/* check_packet: an opcode we know as a request, its extension inside
+ * the record; else NULL (the peer does not speak our protocol). */
+static const struct sv_opcode_info *check_packet(const struct sv_pkt *p)
+{
+	const struct sv_opcode_info *o = sv_opcode(p->opcode);
+
+	if (!o || !(o->mask & SV_M_REQ))
+		return NULL;
+	if ((uint64_t)sv_ext_len(o, p->seg) + p->len > p->rec_len - sizeof(*p))
+		return NULL;
+	if (p->len && !(o->mask & SV_M_PAYLOAD))
+		return NULL;
+	return o;
+}
+
+static enum resp_result execute(struct sv_qp *qp, const struct sv_pkt *p,
+				const struct sv_opcode_info *o,
+				const uint8_t *payload)
+{
+	const uint8_t *data = payload + sv_ext_len(o, p->seg);
+
+	switch ((enum sv_resp_handler)o->handler) {
+	case SV_H_SEND:
+		return recv_send(qp, p, payload);
+	case SV_H_WRITE:
+		return recv_write(qp, p, payload, data);
+	case SV_H_READ:
+		return recv_read(qp, p, payload);
+	case SV_H_ATOMIC:
+		return recv_atomic(qp, p, payload);
+	case SV_H_NOTE:
+		return recv_note(qp, p);
+	case SV_H_NONE:
+		break;
+	}
+	return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
+}
+
 void sv_resp_run(struct sv_qp *qp)
 {
 	enum ibv_qp_state s = qp->qpx.qp_base.state;
-	bool ack = false, consumed = false;
+	bool ack = false, consumed = false, responded = false;
 
 	if (s < IBV_QPS_RTR || s == IBV_QPS_ERR || !qp->link.rx_ready)
 		return;
 	for (;;) {
+		const struct sv_opcode_info *o;
 		const uint8_t *payload;
 		struct sv_pkt p;
 		int32_t d;
@@ -210,13 +524,15 @@ void sv_resp_run(struct sv_qp *qp)
 			nak(qp, qp->resp_psn, SV_NAK_SEQ);
 			continue;
 		}
-		if (p.opcode != SV_OP_SEND) {
+		o = check_packet(&p);
+		if (!o) {
 			fatal(qp, &p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
 			return;
 		}
-		switch (recv_send(qp, &p, payload)) {
+		switch (execute(qp, &p, o, payload)) {
 		case RESP_NEXT:
 			ack |= (p.seg & SV_SEG_LAST) != 0;
+			responded |= (o->mask & SV_M_RD_ATOMIC) != 0;
 			consumed = true;
 			continue;
 		case RESP_WAIT:
@@ -226,6 +542,8 @@ void sv_resp_run(struct sv_qp *qp)
 		}
 		break;
 	}
+	if (responded || qp->resp_rd_sent)
+		sv_link_rsp_commit(&qp->link);
 	if (ack)
 		sv_link_ack_set(&qp->link,
 				ack_word(sv_psn_add(qp->resp_psn, SV_PSN_MASK),

@@ -46,7 +46,7 @@
 #include "wire.h"
 
 #define SV_RING_MAGIC	 0x53567247u /* "SVrG" */
-#define SV_RING_VERSION	 5	     /* 5: seq words invalidated ahead */
+#define SV_RING_VERSION	 6	     /* 6: qp_access */
 #define SV_RING_DATA_OFF 4096u
 #define SV_REC_ALIGN	 64u
 
@@ -72,7 +72,11 @@ struct sv_ring_hdr {
 	uint64_t size;	   /* data bytes, a power of two */
 	uint64_t data_off; /* offset of the data: peers map at will */
 	uint32_t rx_qpn;   /* QPN of the receiving QP */
-	uint32_t rsvd0[9];
+	/* Written by the receiver whenever its QP's access flags change:
+	 * what one-sided operations the sender may execute itself in the
+	 * receiver's memory (IBV_ACCESS_REMOTE_*; rmem.c). */
+	_Atomic uint32_t qp_access;
+	uint32_t rsvd0[8];
 	/* Unused: the receiver polls each record's own seq, so there is no
 	 * producer index to publish (nor for a peer to lie about). */
 	_Alignas(64) uint64_t rsvd1[8];

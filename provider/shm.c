@@ -42,6 +42,7 @@ void sv_link_init(struct sv_link *l)
 	for (int i = 0; i < SV_LINK_PENDING; i++)
 		l->pend_fd[i] = -1;
 	l->conn_sock = l->rx_fd = l->db_rx = l->db_tx = -1;
+	l->rsp_rx_fd = l->peer_arena_fd = l->peer_table_fd = -1;
 }
 
 int sv_shm_bind(struct sv_link *l, uint32_t *qpn)
@@ -83,7 +84,7 @@ int sv_shm_bind(struct sv_link *l, uint32_t *qpn)
 }
 
 static int send_msg(int fd, uint16_t type, uint32_t src, uint32_t dst,
-		    const int *fds, int nfds)
+		    uint32_t pd_id, const int *fds, int nfds)
 {
 	struct sv_hello h = {
 		.magic = SV_HELLO_MAGIC,
@@ -91,10 +92,11 @@ static int send_msg(int fd, uint16_t type, uint32_t src, uint32_t dst,
 		.type = type,
 		.src_qpn = src,
 		.dst_qpn = dst,
+		.pd_id = pd_id,
 	};
 	union {
 		struct cmsghdr c;
-		char buf[CMSG_SPACE(2 * sizeof(int))];
+		char buf[CMSG_SPACE(SV_HELLO_FDS * sizeof(int))];
 	} u;
 	struct iovec iov = {&h, sizeof(h)};
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
@@ -123,6 +125,16 @@ int sv_shm_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size)
 		err = sv_ring_create(&l->rx, ring_size, my_qpn, &l->rx_fd);
 		if (err)
 			return err;
+		/* answers to our reads: a quarter of the request ring is
+		 * as fast, reads being few and long */
+		err = sv_ring_create(&l->rsp_rx, ring_size / 4, my_qpn,
+				     &l->rsp_rx_fd);
+		if (err) {
+			sv_ring_unmap(&l->rx);
+			close(l->rx_fd);
+			l->rx_fd = -1;
+			return err;
+		}
 		l->rx_ready = true;
 	}
 	if (l->db_rx < 0) {
@@ -164,11 +176,12 @@ static int check_peer(struct sv_link *l, int fd, uint32_t my_qpn,
 	return -EACCES;
 }
 
-int sv_shm_connect(struct sv_link *l, uint32_t my_qpn, uint32_t dest_qpn)
+int sv_shm_connect(struct sv_link *l, uint32_t my_qpn, uint32_t dest_qpn,
+		   const struct sv_shm_share *share)
 {
 	struct sockaddr_un a;
 	char what[80];
-	int fds[2], err, fd;
+	int fds[SV_HELLO_FDS], nfds = 3, err, fd;
 
 	if (l->conn_sock < 0) { /* the RTR one failed after connecting */
 		l->conn_sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -193,15 +206,23 @@ int sv_shm_connect(struct sv_link *l, uint32_t my_qpn, uint32_t dest_qpn)
 		goto err_close;
 	fds[0] = l->rx_fd;
 	fds[1] = l->db_tx;
-	err = send_msg(fd, SV_MSG_HELLO, my_qpn, dest_qpn, fds, 2);
+	fds[2] = l->rsp_rx_fd;
+	if (share && share->arena_fd >= 0 && share->table_fd >= 0) {
+		fds[3] = share->arena_fd;
+		fds[4] = share->table_fd;
+		nfds = 5;
+	}
+	err = send_msg(fd, SV_MSG_HELLO, my_qpn, dest_qpn,
+		       share ? share->pd_id : 0, fds, nfds);
 	if (err)
 		goto err_close;
 	fcntl(fd, F_SETFL, O_NONBLOCK);
 	l->conn_fd = fd;
-	/* the peer holds them now; the mapping keeps our ring */
+	/* the peer holds them now; the mappings keep our rings */
 	close(l->rx_fd);
 	close(l->db_tx);
-	l->rx_fd = l->db_tx = -1;
+	close(l->rsp_rx_fd);
+	l->rx_fd = l->db_tx = l->rsp_rx_fd = -1;
 	return 0;
 
 err_close:
@@ -209,12 +230,14 @@ err_close:
 	return err;
 }
 
-/* Reads one message and up to two fds; -EAGAIN if none is there yet. */
-static int recv_msg(int fd, struct sv_hello *h, int fds[2], int *nfds)
+/* Reads one message and up to SV_HELLO_FDS fds; -EAGAIN if none is
+ * there yet. */
+static int recv_msg(int fd, struct sv_hello *h, int fds[SV_HELLO_FDS],
+		    int *nfds)
 {
 	union {
 		struct cmsghdr c;
-		char buf[CMSG_SPACE(4 * sizeof(int))];
+		char buf[CMSG_SPACE((SV_HELLO_FDS + 2) * sizeof(int))];
 	} u;
 	struct iovec iov = {h, sizeof(*h)};
 	struct msghdr m = {.msg_iov = &iov,
@@ -238,7 +261,7 @@ static int recv_msg(int fd, struct sv_hello *h, int fds[2], int *nfds)
 			int f;
 
 			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(f));
-			if (*nfds < 2)
+			if (*nfds < SV_HELLO_FDS)
 				fds[(*nfds)++] = f;
 			else
 				close(f); /* more than we asked for */
@@ -248,8 +271,8 @@ static int recv_msg(int fd, struct sv_hello *h, int fds[2], int *nfds)
 		return -ECONNRESET;
 	if (n == sizeof(*h) && (m.msg_flags & MSG_CTRUNC) &&
 	    !(m.msg_flags & MSG_TRUNC) && h->magic == SV_HELLO_MAGIC) {
-		/* our buffer holds 4 fds: the kernel could not install
-		 * them (RLIMIT_NOFILE) */
+		/* our buffer holds more fds than a hello has: the kernel
+		 * could not install them (RLIMIT_NOFILE) */
 		for (int i = 0; i < *nfds; i++)
 			close(fds[i]);
 		*nfds = 0;
@@ -282,13 +305,13 @@ static bool is_doorbell(int fd)
 	       v == SOCK_DGRAM;
 }
 
-/* Reads the hello on an accepted socket and maps the peer's ring. */
+/* Reads the hello on an accepted socket and maps the peer's rings. */
 static int take_hello(struct sv_link *l, int fd, uint32_t my_qpn,
 		      uint32_t expect)
 {
 	struct sv_hello h;
-	int fds[2], nfds, err;
-	struct sv_ring tx;
+	int fds[SV_HELLO_FDS], nfds, err;
+	struct sv_ring tx, rsp;
 
 	err = recv_msg(fd, &h, fds, &nfds);
 	if (err == -EMFILE && h.src_qpn != expect)
@@ -296,8 +319,8 @@ static int take_hello(struct sv_link *l, int fd, uint32_t my_qpn,
 	if (err)
 		return err;
 	err = -EPROTO;
-	if (h.type != SV_MSG_HELLO || nfds != 2 || h.dst_qpn != my_qpn ||
-	    h.src_qpn > SV_PSN_MASK)
+	if (h.type != SV_MSG_HELLO || (nfds != 3 && nfds != 5) ||
+	    h.dst_qpn != my_qpn || h.src_qpn > SV_PSN_MASK)
 		goto out;
 	if (expect != SV_QPN_ANY && h.src_qpn != expect) {
 		err = -ECONNREFUSED; /* someone else's QP: not our peer */
@@ -308,14 +331,26 @@ static int take_hello(struct sv_link *l, int fd, uint32_t my_qpn,
 	err = sv_ring_attach(&tx, fds[0], h.src_qpn);
 	if (err)
 		goto out;
+	err = sv_ring_attach(&rsp, fds[2], h.src_qpn);
+	if (err) {
+		sv_ring_unmap(&tx);
+		goto out;
+	}
 	if (l->tx_ready) /* a newer hello replaces an older one */
 		sv_shm_drop_tx(l);
 	l->tx = tx;
+	l->rsp_tx = rsp;
 	l->tx_ready = true;
 	l->peer_qpn = h.src_qpn;
 	l->peer_db = fds[1];
 	l->acc_fd = fd;
-	close(fds[0]); /* the mapping keeps the ring */
+	close(fds[0]); /* the mappings keep the rings */
+	close(fds[2]);
+	if (nfds == 5) { /* validated by whoever maps them (rmem.c) */
+		l->peer_arena_fd = fds[3];
+		l->peer_table_fd = fds[4];
+		l->peer_pd = h.pd_id;
+	}
 	return 1;
 out:
 	for (int i = 0; i < nfds; i++)
@@ -326,7 +361,13 @@ out:
 void sv_shm_drop_tx(struct sv_link *l)
 {
 	sv_ring_unmap(&l->tx);
+	sv_ring_unmap(&l->rsp_tx);
 	l->tx_ready = false;
+	if (l->peer_arena_fd >= 0)
+		close(l->peer_arena_fd);
+	if (l->peer_table_fd >= 0)
+		close(l->peer_table_fd);
+	l->peer_arena_fd = l->peer_table_fd = -1;
 	if (l->peer_db >= 0)
 		close(l->peer_db);
 	if (l->acc_fd >= 0)
@@ -450,7 +491,7 @@ int sv_shm_accept(struct sv_link *l, uint32_t my_qpn, uint32_t expect)
 enum sv_link_state sv_shm_check(struct sv_link *l, int fd)
 {
 	struct sv_hello h;
-	int fds[2], nfds, err;
+	int fds[SV_HELLO_FDS], nfds, err;
 
 	for (;;) {
 		err = recv_msg(fd, &h, fds, &nfds);
@@ -469,9 +510,11 @@ enum sv_link_state sv_shm_check(struct sv_link *l, int fd)
 void sv_shm_close(struct sv_link *l, uint32_t my_qpn, bool bye)
 {
 	if (bye && l->conn_fd >= 0)
-		send_msg(l->conn_fd, SV_MSG_BYE, my_qpn, l->peer_qpn, NULL, 0);
+		send_msg(l->conn_fd, SV_MSG_BYE, my_qpn, l->peer_qpn, 0, NULL,
+			 0);
 	if (bye && l->acc_fd >= 0)
-		send_msg(l->acc_fd, SV_MSG_BYE, my_qpn, l->peer_qpn, NULL, 0);
+		send_msg(l->acc_fd, SV_MSG_BYE, my_qpn, l->peer_qpn, 0, NULL,
+			 0);
 	sv_shm_drop_tx(l);
 	if (l->conn_fd >= 0)
 		close(l->conn_fd);
@@ -480,10 +523,15 @@ void sv_shm_close(struct sv_link *l, uint32_t my_qpn, bool bye)
 			close(l->pend_fd[i]);
 		l->pend_fd[i] = -1;
 	}
-	if (l->rx_ready)
+	if (l->rx_ready) {
 		sv_ring_unmap(&l->rx);
+		sv_ring_unmap(&l->rsp_rx);
+	}
 	if (l->rx_fd >= 0)
 		close(l->rx_fd);
+	if (l->rsp_rx_fd >= 0)
+		close(l->rsp_rx_fd);
+	l->rsp_rx_fd = -1;
 	if (l->conn_sock >= 0)
 		close(l->conn_sock);
 	if (l->db_rx >= 0)
@@ -524,8 +572,12 @@ static void set_flag(_Atomic uint32_t *f, uint32_t v)
 
 void sv_link_set_sleep(struct sv_link *l, bool sleep)
 {
-	if (l->rx_ready)
+	if (l->rx_ready) {
 		set_flag(&l->rx.hdr->rx_sleep, sleep);
-	if (l->tx_ready)
+		set_flag(&l->rsp_rx.hdr->rx_sleep, sleep);
+	}
+	if (l->tx_ready) {
 		set_flag(&l->tx.hdr->tx_sleep, sleep);
+		set_flag(&l->rsp_tx.hdr->tx_sleep, sleep);
+	}
 }

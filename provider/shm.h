@@ -22,10 +22,12 @@
  * socket is an abstract Unix name; a hello carries SCM_RIGHTS fds.
  */
 #define SV_HELLO_MAGIC	 0x5356686cu /* "SVhl" */
-#define SV_HELLO_VERSION 2	     /* 2: the doorbell is a datagram socket */
+#define SV_HELLO_VERSION 3	     /* 3: response ring, shared memory */
 
 enum sv_msg_type {
-	SV_MSG_HELLO = 1, /* carries [ring memfd, doorbell socket] */
+	SV_MSG_HELLO = 1, /* carries [ring memfd, doorbell socket, response
+			   * ring memfd] and, when the sender shares its
+			   * registered memory, [arena memfd, key table] */
 	SV_MSG_BYE = 2,	  /* orderly close: the peer QP is going */
 };
 
@@ -35,7 +37,8 @@ struct sv_hello {
 	uint16_t type;	  /* enum sv_msg_type */
 	uint32_t src_qpn; /* the sender's QPN */
 	uint32_t dst_qpn; /* the QPN it believes it talks to */
-	uint64_t rsvd;
+	uint32_t pd_id;	  /* the sender QP's PD in its key table */
+	uint32_t rsvd;
 };
 static_assert(sizeof(struct sv_hello) == 24, "wire ABI");
 
@@ -52,6 +55,15 @@ static inline socklen_t sv_shm_qp_addr(struct sockaddr_un *a, uint32_t qpn)
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
 
+/* What a hello offers of the sender's registered memory (rmem.c): fds
+ * stay the caller's; -1 when it shares none. */
+struct sv_shm_share {
+	int arena_fd, table_fd;
+	uint32_t pd_id;
+};
+
+#define SV_HELLO_FDS 5 /* the most fds a hello carries */
+
 void sv_link_init(struct sv_link *l);
 /* Takes a free QPN by binding its listener; *qpn on success. */
 int sv_shm_bind(struct sv_link *l, uint32_t *qpn);
@@ -61,7 +73,8 @@ int sv_shm_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size);
 /* Hands our receive ring and doorbell to dest_qpn.  -EAGAIN: no such QP
  * (yet); -EACCES: its socket belongs to another user (said on stderr),
  * nothing was sent. */
-int sv_shm_connect(struct sv_link *l, uint32_t my_qpn, uint32_t dest_qpn);
+int sv_shm_connect(struct sv_link *l, uint32_t my_qpn, uint32_t dest_qpn,
+		   const struct sv_shm_share *share);
 /* Accepts hellos; expect is the peer QPN or SV_QPN_ANY.  Returns 1 when a
  * transmit ring was mapped, 0 otherwise, -EMFILE (or -ENFILE...) when a
  * connection or our peer's fds could not be taken (out of fds). */

@@ -27,6 +27,7 @@
 #define SV_GID_TBL_LEN 16
 
 struct sv_progress;
+struct sv_rpeer;
 struct sv_qp;
 
 /* What an fd in the progress thread's epoll stands for. */
@@ -190,9 +191,19 @@ struct sv_swqe {
 	uint32_t sent;	  /* bytes already put on the link */
 	uint32_t sge_idx; /* gather cursor */
 	uint32_t sge_off;
-	bool inl;	/* data lives in the inline buffer */
-	bool mapped;	/* SGE addrs turned from iovas into pointers */
-	uint8_t status; /* enum ibv_wc_status found by the requester */
+	uint32_t got;	   /* read: response bytes placed */
+	uint8_t op;	   /* enum sv_opcode on the wire */
+	bool inl;	   /* data lives in the inline buffer */
+	bool mapped;	   /* SGE addrs turned from iovas into pointers */
+	bool done;	   /* executed: no ACK awaited (direct, or the
+			    * read/atomic response has arrived) */
+	bool direct;	   /* executed by us in the target's memory */
+	bool imm_valid;	   /* imm is sent (SEND/WRITE with immediate) */
+	uint8_t status;	   /* enum ibv_wc_status found by the requester */
+	uint64_t raddr;	   /* write/read/atomic: the target's iova */
+	uint32_t rkey;	   /* write/read/atomic: the target's key */
+	uint64_t swap_add; /* atomic: swap value or addend */
+	uint64_t compare;  /* compare-and-swap: the compare value */
 };
 
 struct sv_rwqe {
@@ -229,6 +240,11 @@ struct sv_qp {
 	uint32_t sq_comp;	/* oldest WQE not completed */
 	uint32_t next_psn;	/* requester's next PSN */
 	bool sq_stopped;	/* a WQE failed: send nothing more */
+	uint32_t rd_out;	/* reads/atomics sent, not yet answered */
+	uint32_t ring_rdma;	/* one-sided WQEs on the ring, not done: a
+				 * direct one must not pass them */
+	struct sv_rpeer *rpeer; /* the peer context's memory, if shared */
+	uint32_t peer_pd;	/* the peer QP's PD id (its key table) */
 
 	/* receive queue */
 	struct sv_rwqe *rq;
@@ -245,6 +261,9 @@ struct sv_qp {
 	bool resp_in_msg;      /* between FIRST and LAST */
 	bool resp_drop;	       /* dropping an aborted message */
 	uint32_t resp_nak_seq; /* NAKs sent (in the ack word) */
+	uint8_t *resp_wr_ptr;  /* write in progress: next byte goes here */
+	uint32_t resp_rd_sent; /* read in progress: bytes answered */
+	bool resp_write;       /* the message in progress is a write */
 
 	/* completer */
 	uint64_t comp_ack;	   /* last ack word processed */
@@ -252,6 +271,8 @@ struct sv_qp {
 	uint32_t comp_retries;	   /* ack timeouts so far */
 	uint32_t comp_rnr_retries; /* RNR NAKs so far */
 	bool comp_rnr_wait;	   /* waiting out an RNR timer */
+	bool comp_acked_valid;	   /* comp_acked holds an ACKed PSN */
+	uint32_t comp_acked;	   /* newest PSN the peer acknowledged */
 	uint32_t comp_spins;	   /* idle completer runs (clock reads) */
 
 	struct sv_link link;	 /* the connection, once there is one */
@@ -284,6 +305,11 @@ void sv_qp_free_all(struct sv_context *ctx);
 void sv_qp_close_all(struct sv_context *ctx);
 
 /* The engine (req.c, resp.c, comp.c).  Caller holds qp->lock. */
+struct ibv_sge *sv_swqe_sge(struct sv_qp *qp, const struct sv_swqe *w);
+/* Scatters into a WQE's local SGEs (read data, atomic results) at its
+ * cursor; -EFAULT if the memory went, -EINVAL past the SGEs. */
+int sv_swqe_scatter(struct sv_qp *qp, struct sv_swqe *w, const uint8_t *src,
+		    uint32_t len);
 void sv_req_run(struct sv_qp *qp);
 void sv_resp_run(struct sv_qp *qp);
 void sv_comp_run(struct sv_qp *qp, uint64_t now_ns);

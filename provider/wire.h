@@ -39,10 +39,103 @@ enum sv_seg {
 #define SV_MAX_TRAIN 65536u
 #define SV_MAX_REC   (SV_MAX_TRAIN + 64u)
 
+/*
+ * Wire opcodes.  What each carries and who handles it is data: the
+ * table in opcode.c (struct sv_opcode_info), tested by property.
+ * Requests travel on a link's request ring; responses (read data,
+ * atomic results) on its response ring, so a request waiting at the
+ * head of one direction (RNR) never holds up the answers to ours.
+ */
 enum sv_opcode {
-	SV_OP_SEND = 1,	  /* payload for the next receive WQE */
+	SV_OP_SEND = 1,	       /* payload for the next receive WQE */
+	SV_OP_WRITE = 2,       /* RETH on FIRST; payload to (rkey, va) */
+	SV_OP_READ_REQ = 3,    /* RETH; answered by READ_RESP trains */
+	SV_OP_CMP_SWAP = 4,    /* AtomicETH; answered by ATOMIC_RESP */
+	SV_OP_FETCH_ADD = 5,   /* AtomicETH; answered by ATOMIC_RESP */
+	SV_OP_READ_RESP = 6,   /* response: read data, psn of the request */
+	SV_OP_ATOMIC_RESP = 7, /* response: AtomicAckETH, the old value */
+	SV_OP_WRITE_NOTE = 8,  /* the initiator placed a write-with-imm's
+				* payload itself (shared memory): only the
+				* immediate and length travel */
+	SV_OP_MAX,
 	SV_OP_PAD = 0x7f, /* ring filler up to the wrap point; no PSN */
 };
+
+/* IBA 9.3.3.1-like RETH: where a write or read goes. */
+struct sv_reth {
+	uint64_t va;	  /* the target's iova */
+	uint32_t rkey;	  /* the target's MR key */
+	uint32_t dma_len; /* the whole message's length */
+};
+static_assert(sizeof(struct sv_reth) == 16, "wire ABI");
+
+/* IBA 9.3.3.2-like AtomicETH. */
+struct sv_atometh {
+	uint64_t va;	   /* 8-byte aligned target iova */
+	uint32_t rkey;	   /* the target's MR key */
+	uint32_t rsvd;	   /* zero */
+	uint64_t swap_add; /* swap value, or the addend */
+	uint64_t compare;  /* compare value (CMP_SWAP only) */
+};
+static_assert(sizeof(struct sv_atometh) == 32, "wire ABI");
+
+/* IBA 9.3.3.3-like AtomicAckETH. */
+struct sv_atomack {
+	uint64_t orig; /* the value before the operation */
+	uint64_t rsvd;
+};
+static_assert(sizeof(struct sv_atomack) == 16, "wire ABI");
+
+/* Header extensions and properties, per opcode (opcode.c). */
+enum sv_opmask {
+	SV_M_RETH = 1 << 0,	  /* struct sv_reth follows the header */
+	SV_M_RETH_FIRST = 1 << 1, /* ... only on the FIRST train */
+	SV_M_ATOMETH = 1 << 2,	  /* struct sv_atometh follows */
+	SV_M_ATOMACK = 1 << 3,	  /* struct sv_atomack follows */
+	SV_M_PAYLOAD = 1 << 4,	  /* carries message bytes */
+	SV_M_IMM_OK = 1 << 5,	  /* may carry immediate data (LAST) */
+	SV_M_RECV = 1 << 6,	  /* consumes a receive WQE (with imm) */
+	SV_M_REQ = 1 << 7,	  /* a request: request ring, PSN checked */
+	SV_M_RESP = 1 << 8,	  /* a response: response ring */
+	SV_M_RD_ATOMIC = 1 << 9,  /* counts against max_(dest_)rd_atomic */
+	SV_M_ATOMIC = 1 << 10,	  /* 8 bytes, 8-aligned, one atomic */
+};
+
+struct sv_qp;
+
+/* What the responder does with a request: its handler (resp.c). */
+enum sv_resp_handler {
+	SV_H_NONE,
+	SV_H_SEND,
+	SV_H_WRITE,
+	SV_H_READ,
+	SV_H_ATOMIC,
+	SV_H_NOTE,
+};
+
+struct sv_opcode_info {
+	const char *name;
+	uint32_t mask;	  /* enum sv_opmask */
+	uint16_t ext_len; /* bytes of header extension (when present) */
+	uint8_t access;	  /* IBV_ACCESS_REMOTE_* the target MR needs */
+	uint8_t handler;  /* enum sv_resp_handler */
+};
+
+extern const struct sv_opcode_info sv_opcodes[SV_OP_MAX];
+
+/* The table's row for a peer-given opcode, or NULL. */
+static inline const struct sv_opcode_info *sv_opcode(uint8_t op)
+{
+	return op < SV_OP_MAX && sv_opcodes[op].name ? &sv_opcodes[op] : 0;
+}
+
+/* Extension bytes a packet of this opcode and position carries. */
+static inline uint32_t sv_ext_len(const struct sv_opcode_info *o, uint8_t seg)
+{
+	if ((o->mask & SV_M_RETH_FIRST) && !(seg & SV_SEG_FIRST))
+		return 0;
+	return o->ext_len;
+}
 
 enum sv_pkt_flags {
 	SV_PKT_IMM = 1 << 0,	   /* imm valid (on the LAST train) */

@@ -89,7 +89,7 @@ SV_TEST(hostile_bad_hellos)
 	ring = sv_peer_ring(b.qp->qp_num, SV_RING_MAGIC, true, false);
 	fd = sv_peer_connect(victim);
 	h.magic = 0xbadc0de;
-	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, efd}, 2);
+	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, efd, ring}, 3);
 	expect_hangup(fd);
 	h.magic = SV_HELLO_MAGIC;
 	/* no fds */
@@ -102,26 +102,26 @@ SV_TEST(hostile_bad_hellos)
 	expect_hangup(fd);
 	/* a pipe instead of the doorbell socket */
 	fd = sv_peer_connect(victim);
-	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, pfd[1]}, 2);
+	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, pfd[1], ring}, 3);
 	expect_hangup(fd);
 	close(ring);
 	/* an unsealed memfd: we could shrink it under the victim */
 	ring = sv_peer_ring(b.qp->qp_num, SV_RING_MAGIC, false, false);
 	fd = sv_peer_connect(victim);
-	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, efd}, 2);
+	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, efd, ring}, 3);
 	expect_hangup(fd);
 	close(ring);
 	/* a sealed ring with a bad header */
 	ring = sv_peer_ring(b.qp->qp_num, 0x12345678, true, false);
 	fd = sv_peer_connect(victim);
-	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, efd}, 2);
+	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, efd, ring}, 3);
 	expect_hangup(fd);
 	close(ring);
 	/* a hello addressed to another QPN */
 	ring = sv_peer_ring(b.qp->qp_num, SV_RING_MAGIC, true, false);
 	fd = sv_peer_connect(victim);
 	h.dst_qpn = victim ^ 1;
-	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, efd}, 2);
+	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, efd, ring}, 3);
 	expect_hangup(fd);
 	close(ring);
 
@@ -191,6 +191,7 @@ struct hostile {
 	uint64_t size, head;
 	int db; /* the victim's doorbell */
 	int my_ring;
+	int my_rsp; /* our response ring, never written by us */
 };
 
 /* Victim in RTS toward our fake QP, a receive posted, handshake done. */
@@ -198,7 +199,7 @@ static void hostile_setup(struct hostile *H)
 {
 	struct pollfd pl;
 	struct sv_hello h;
-	int fds[4], nfds, efd;
+	int fds[SV_HELLO_FDS], nfds, efd;
 	void *map;
 
 	memset(H, 0, sizeof(*H));
@@ -219,7 +220,10 @@ static void hostile_setup(struct hostile *H)
 	ASSERT_EQ(SV_HELLO_MAGIC, h.magic);
 	ASSERT_EQ(H->v.qp->qp_num, h.src_qpn);
 	ASSERT_EQ(H->qpn, h.dst_qpn);
-	ASSERT_EQ(2, nfds); /* ring memfd, doorbell */
+	/* ring memfd, doorbell, response ring, [shared memory] */
+	ASSERT_TRUE(nfds == 3 || nfds == 5);
+	for (int i = 2; i < nfds; i++)
+		close(fds[i]);
 	H->db = fds[1];
 	map = mmap(NULL, SV_RING_DATA_OFF + 4096, PROT_READ, MAP_SHARED, fds[0],
 		   0);
@@ -237,9 +241,11 @@ static void hostile_setup(struct hostile *H)
 	/* our hello: a proper ring so the victim's link comes up */
 	efd = doorbell();
 	H->my_ring = sv_peer_ring(H->qpn, SV_RING_MAGIC, true, false);
+	H->my_rsp = sv_peer_ring(H->qpn, SV_RING_MAGIC, true, false);
 	H->cfd = sv_peer_connect(H->v.qp->qp_num);
 	h = sv_peer_hello(H->qpn, H->v.qp->qp_num);
-	sv_send_fds(H->cfd, &h, sizeof(h), (int[]){H->my_ring, efd}, 2);
+	sv_send_fds(H->cfd, &h, sizeof(h), (int[]){H->my_ring, efd, H->my_rsp},
+		    3);
 	close(efd);
 }
 
@@ -307,6 +313,7 @@ static void hostile_close(struct hostile *H)
 	munmap(H->hdr, SV_RING_DATA_OFF + H->size);
 	close(H->db);
 	close(H->my_ring);
+	close(H->my_rsp);
 	close(H->afd);
 	close(H->cfd);
 	close(H->lfd);

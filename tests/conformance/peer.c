@@ -71,7 +71,7 @@ ssize_t sv_peer_send(int fd, const void *buf, size_t len, const int *fds,
 {
 	union {
 		struct cmsghdr c;
-		char buf[CMSG_SPACE(4 * sizeof(int))];
+		char buf[CMSG_SPACE(SV_HELLO_FDS * sizeof(int))];
 	} u;
 	struct iovec iov = {(void *)buf, len};
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
@@ -93,11 +93,12 @@ void sv_send_fds(int fd, const void *buf, size_t len, const int *fds, int nfds)
 	ASSERT_EQ((ssize_t)len, sv_peer_send(fd, buf, len, fds, nfds));
 }
 
-ssize_t sv_peer_recv(int fd, struct sv_hello *h, int fds[4], int *nfds)
+ssize_t sv_peer_recv(int fd, struct sv_hello *h, int fds[SV_HELLO_FDS],
+		     int *nfds)
 {
 	union {
 		struct cmsghdr c;
-		char buf[CMSG_SPACE(4 * sizeof(int))];
+		char buf[CMSG_SPACE(SV_HELLO_FDS * sizeof(int))];
 	} u;
 	struct iovec iov = {h, sizeof(*h)};
 	struct msghdr m = {.msg_iov = &iov,
@@ -116,8 +117,8 @@ ssize_t sv_peer_recv(int fd, struct sv_hello *h, int fds[4], int *nfds)
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 			continue;
 		k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		if (k > 4 - *nfds)
-			k = 4 - *nfds;
+		if (k > SV_HELLO_FDS - *nfds)
+			k = SV_HELLO_FDS - *nfds;
 		memcpy(fds + *nfds, CMSG_DATA(c), k * sizeof(int));
 		*nfds += k;
 	}

@@ -32,7 +32,9 @@ ssize_t sv_peer_send(int fd, const void *buf, size_t len, const int *fds,
 		     int nfds);
 /* The same, failing the test unless sendmsg takes it all. */
 void sv_send_fds(int fd, const void *buf, size_t len, const int *fds, int nfds);
-/* Receives one hello (blocking) and up to 4 fds; recvmsg's result. */
-ssize_t sv_peer_recv(int fd, struct sv_hello *h, int fds[4], int *nfds);
+/* Receives one hello (blocking) and up to SV_HELLO_FDS fds; recvmsg's
+ * result. */
+ssize_t sv_peer_recv(int fd, struct sv_hello *h, int fds[SV_HELLO_FDS],
+		     int *nfds);
 
 #endif
