@@ -1085,21 +1085,26 @@ SV_TEST(rdma_err_mr_without_remote_atomic)
 				      .want = IBV_WC_REM_ACCESS_ERR});
 }
 
-/* The target QP's own access flags (INIT's qp_access_flags) gate too. */
+/*
+ * The target QP's own access flags (INIT's qp_access_flags) gate too: an
+ * operation the QP does not enable is an invalid request, not an access
+ * violation (rxe: check_op_valid -> RESPST_ERR_UNSUPPORTED_OPCODE, class
+ * C, NAK Invalid Request).
+ */
 SV_TEST(rdma_err_qp_without_remote_access)
 {
 	error_case(&(struct err_case){.op = E_WRITE,
 				      .qp_access = IBV_ACCESS_REMOTE_READ,
 				      .len = 64,
-				      .want = IBV_WC_REM_ACCESS_ERR});
+				      .want = IBV_WC_REM_INV_REQ_ERR});
 	error_case(&(struct err_case){.op = E_READ,
 				      .qp_access = IBV_ACCESS_REMOTE_WRITE,
 				      .len = 64,
-				      .want = IBV_WC_REM_ACCESS_ERR});
+				      .want = IBV_WC_REM_INV_REQ_ERR});
 	error_case(&(struct err_case){.op = E_FETCH_ADD,
 				      .qp_access = -1, /* none */
 				      .len = 8,
-				      .want = IBV_WC_REM_ACCESS_ERR});
+				      .want = IBV_WC_REM_INV_REQ_ERR});
 }
 
 /* IBA: an atomic's address must be 8-byte aligned; the responder NAKs
