@@ -74,7 +74,9 @@ void sv_end_open(struct sv_end *e, const struct sv_end_opts *o)
 	e->buf = aligned_alloc(4096, (o->buf_len + 4095) & ~(size_t)4095);
 	ASSERT_NOT_NULL(e->buf);
 	memset(e->buf, 0, o->buf_len);
-	e->mr = ibv_reg_mr(e->pd, e->buf, o->buf_len, IBV_ACCESS_LOCAL_WRITE);
+	e->mr = ibv_reg_mr(e->pd, e->buf, o->buf_len,
+			   o->mr_access ? o->mr_access
+					: IBV_ACCESS_LOCAL_WRITE);
 	ASSERT_NOT_NULL(e->mr);
 
 	memset(&ia, 0, sizeof(ia));
@@ -120,7 +122,7 @@ int sv_end_to_init(struct sv_end *e)
 		.qp_state = IBV_QPS_INIT,
 		.pkey_index = 0,
 		.port_num = 1,
-		.qp_access_flags = 0,
+		.qp_access_flags = (unsigned int)e->o.qp_access,
 	};
 
 	return ibv_modify_qp(e->qp, &a,
@@ -135,7 +137,7 @@ int sv_end_to_rtr(struct sv_end *e, uint32_t dest_qpn, uint32_t rq_psn)
 		.path_mtu = e->o.mtu,
 		.dest_qp_num = dest_qpn,
 		.rq_psn = rq_psn,
-		.max_dest_rd_atomic = 1,
+		.max_dest_rd_atomic = e->o.rd_atomic ? e->o.rd_atomic : 1,
 		.min_rnr_timer = e->o.min_rnr_timer,
 		.ah_attr = {.dlid = e->lid, .port_num = 1},
 	};
@@ -155,7 +157,7 @@ int sv_end_to_rts(struct sv_end *e)
 		.timeout = e->o.timeout,
 		.retry_cnt = e->o.retry_cnt,
 		.rnr_retry = e->o.rnr_retry,
-		.max_rd_atomic = 1,
+		.max_rd_atomic = e->o.rd_atomic ? e->o.rd_atomic : 1,
 	};
 
 	return ibv_modify_qp(e->qp, &a,

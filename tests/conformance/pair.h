@@ -22,9 +22,12 @@ struct sv_end_opts {
 	uint32_t max_send_sge, max_recv_sge;
 	uint32_t max_inline;
 	bool sq_sig_all;
-	bool channel;	/* CQs on a completion channel */
-	bool shared_cq; /* one CQ for send and receive */
-	size_t buf_len; /* registered buffer, bytes */
+	bool channel;	   /* CQs on a completion channel */
+	bool shared_cq;	   /* one CQ for send and receive */
+	size_t buf_len;	   /* registered buffer, bytes */
+	int mr_access;	   /* the buffer's MR; 0: IBV_ACCESS_LOCAL_WRITE */
+	int qp_access;	   /* qp_access_flags at INIT (remote access) */
+	uint8_t rd_atomic; /* max_rd_atomic = max_dest_rd_atomic; 0: 1 */
 	enum ibv_mtu mtu;
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
 	uint32_t psn; /* our sq_psn = the peer's rq_psn */

@@ -26,6 +26,14 @@ static struct {
 } tests[MAX_TESTS];
 static int ntests;
 
+#define MAX_HELPERS 32
+
+static struct {
+	const char *name;
+	sv_helper_fn fn;
+} helpers[MAX_HELPERS];
+static int nhelpers;
+
 static pid_t procs[MAX_PROCS];
 static int nprocs;
 static bool own_group; /* helpers lead process groups, killed as groups */
@@ -48,6 +56,17 @@ void sv_test_register(const char *name, sv_test_fn fn)
 	tests[ntests].name = name;
 	tests[ntests].fn = fn;
 	ntests++;
+}
+
+void sv_helper_register(const char *name, sv_helper_fn fn)
+{
+	if (nhelpers == MAX_HELPERS) {
+		fprintf(stderr, "harness: more than %d helpers\n", MAX_HELPERS);
+		abort();
+	}
+	helpers[nhelpers].name = name;
+	helpers[nhelpers].fn = fn;
+	nhelpers++;
 }
 
 static void kill_helpers(void)
@@ -217,6 +236,41 @@ void sv_proc_start(struct sv_proc *p, char *const argv[], char *const env[])
 	procs[nprocs++] = pid;
 }
 
+void sv_proc_start_helper(struct sv_proc *p, const char *name,
+			  char *const args[], char *const env[])
+{
+	char *argv[40] = {"/proc/self/exe", "--helper", (char *)name};
+	int n = 3;
+
+	for (int i = 0; args && args[i]; i++) {
+		if (n == 39)
+			sv_test_fail(__FILE__, __LINE__,
+				     "helper %s: too many "
+				     "arguments",
+				     name);
+		argv[n++] = args[i];
+	}
+	argv[n] = NULL;
+	sv_proc_start(p, argv, env);
+}
+
+/* `binary --helper name args...`: the helper's exit code. */
+static int run_helper(int argc, char **argv)
+{
+	for (int i = 0; i < nhelpers; i++) {
+		if (strcmp(helpers[i].name, argv[2]))
+			continue;
+		const char *dl = getenv("SV_TEST_DEADLINE");
+
+		current_test = helpers[i].name;
+		signal(SIGPIPE, SIG_IGN);
+		alarm(dl ? (unsigned int)atoi(dl) : 60); /* never outlive it */
+		return helpers[i].fn(argc - 3, argv + 3);
+	}
+	fprintf(stderr, "no helper named %s\n", argv[2]);
+	return 2;
+}
+
 static char *slurp(const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -345,6 +399,8 @@ int main(int argc, char **argv)
 			printf("%s\n", tests[i].name);
 		return 0;
 	}
+	if (argc >= 3 && !strcmp(argv[1], "--helper"))
+		return run_helper(argc, argv);
 	for (int i = 0; i < ntests; i++) {
 		if (strcmp(tests[i].name, argv[1]))
 			continue;

@@ -140,6 +140,30 @@ void sv_proc_kill(struct sv_proc *p);
 void sv_proc_own_group(void);
 void sv_proc_free(struct sv_proc *p);
 
+/*
+ * A helper process's body, in the test binary itself: SV_HELPER(name)
+ * { ... return exit_code; } runs as `binary --helper name args...`
+ * (not a ctest test: the scan finds SV_TEST only).  argv[0] is the
+ * first of args.  sv_proc_start_helper() starts one as an sv_proc, so it
+ * is killed with the test; fds the test opened without O_CLOEXEC (pipes)
+ * are inherited, pass their numbers in args.
+ */
+typedef int (*sv_helper_fn)(int argc, char **argv);
+void sv_helper_register(const char *name, sv_helper_fn fn);
+
+#define SV_HELPER(name)                                                     \
+	static int sv_helper_##name(int argc, char **argv);                 \
+	__attribute__((constructor)) static void sv_helper_reg_##name(void) \
+	{                                                                   \
+		sv_helper_register(#name, sv_helper_##name);                \
+	}                                                                   \
+	static int sv_helper_##name(int argc, char **argv)
+
+/* Starts helper `name` of this binary with NULL-terminated args (may be
+ * NULL) and extra env entries (may be NULL). */
+void sv_proc_start_helper(struct sv_proc *p, const char *name,
+			  char *const args[], char *const env[]);
+
 /* Name of the running test. */
 const char *sv_test_name(void);
 

@@ -8,6 +8,7 @@
  */
 #include "programs.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -325,6 +326,139 @@ SV_TEST(perftest_send_bw_all_sizes)
 SV_TEST(perftest_send_bw_events)
 {
 	perftest("ib_send_bw", OPTS("-e", "-n", "200"), "BW average");
+}
+
+/*
+ * perftest's one-sided programs (issue 9): the results table under its
+ * "#bytes" header, every row's figures positive and finite.  Returns the
+ * number of rows (-1 without a table); `last` gets the last row's size.
+ */
+static int result_rows(const char *out, long long *last)
+{
+	const char *l = strstr(out, " #bytes");
+	int rows = 0;
+
+	if (!l)
+		return -1;
+	l = strchr(l, '\n');
+	while (l && *++l) {
+		double v[8];
+		int n, k = 0;
+		const char *q = l;
+
+		while (*q == ' ')
+			q++;
+		if (*q < '0' || *q > '9')
+			break; /* the closing rule */
+		while (k < 8 && sscanf(q, "%lf%n", &v[k], &n) == 1) {
+			ASSERT_TRUE(isfinite(v[k]));
+			ASSERT_TRUE(v[k] > 0 || (k >= 4 && v[k] == 0));
+			k++;
+			q += n;
+		}
+		/* #bytes, #iterations and at least two figures */
+		ASSERT_GE(k, 4);
+		*last = (long long)v[0];
+		rows++;
+		l = strchr(l, '\n');
+	}
+	return rows;
+}
+
+/*
+ * Runs a one-sided perftest program with `extra` options on both sides.
+ * The client (the active side) must print at least `rows` rows ending
+ * at size `last`; the server's rows, when it reports (ib_write_lat:
+ * both sides ping-pong; the passive side of the others prints no table
+ * or an empty one), must be as many and as sane.
+ */
+static void perftest_1s(const char *prog, const char *const extra[], int rows,
+			long long last, bool server_reports)
+{
+	const char *argv[20] = {prog, "-d", "softverbs0"};
+	struct sv_pair_run r;
+	long long got = 0, sgot = 0;
+	int n = 3, srows;
+
+	for (int i = 0; extra[i]; i++)
+		argv[n++] = extra[i];
+	argv[n] = NULL;
+	sv_run_pair(&r, argv, argv, DEADLINE_MS);
+	ASSERT_CONTAINS(r.client.out, "softverbs0");
+	ASSERT_GE(result_rows(r.client.out, &got), rows);
+	ASSERT_EQ(last, got);
+	srows = result_rows(r.server.out, &sgot); /* sane if there */
+	if (server_reports) {
+		ASSERT_GE(srows, rows);
+		ASSERT_EQ(last, sgot);
+	}
+	sv_pair_run_free(&r);
+}
+
+SV_TEST(perftest_write_lat)
+{
+	perftest_1s("ib_write_lat", OPTS("-n", "200"), 1, 2, true);
+}
+
+SV_TEST(perftest_write_lat_all_sizes)
+{
+	perftest_1s("ib_write_lat", OPTS("-a", "-n", "100"), 23, 8388608, true);
+}
+
+SV_TEST(perftest_write_bw)
+{
+	perftest_1s("ib_write_bw", OPTS("-n", "200"), 1, 65536, false);
+}
+
+SV_TEST(perftest_write_bw_all_sizes)
+{
+	perftest_1s("ib_write_bw", OPTS("-a", "-n", "100"), 23, 8388608, false);
+}
+
+SV_TEST(perftest_read_lat)
+{
+	perftest_1s("ib_read_lat", OPTS("-n", "200"), 1, 2, false);
+}
+
+SV_TEST(perftest_read_lat_all_sizes)
+{
+	perftest_1s("ib_read_lat", OPTS("-a", "-n", "100"), 23, 8388608, false);
+}
+
+SV_TEST(perftest_read_bw)
+{
+	perftest_1s("ib_read_bw", OPTS("-n", "200"), 1, 65536, false);
+}
+
+SV_TEST(perftest_read_bw_all_sizes)
+{
+	perftest_1s("ib_read_bw", OPTS("-a", "-n", "100"), 23, 8388608, false);
+}
+
+/* Atomics are 8 bytes: perftest refuses -a for them ("Message size
+ * cannot be changed for Atomic tests"). */
+SV_TEST(perftest_atomic_lat_cmp_and_swap)
+{
+	perftest_1s("ib_atomic_lat", OPTS("-A", "CMP_AND_SWAP", "-n", "200"), 1,
+		    8, false);
+}
+
+SV_TEST(perftest_atomic_lat_fetch_and_add)
+{
+	perftest_1s("ib_atomic_lat", OPTS("-A", "FETCH_AND_ADD", "-n", "200"),
+		    1, 8, false);
+}
+
+SV_TEST(perftest_atomic_bw_cmp_and_swap)
+{
+	perftest_1s("ib_atomic_bw", OPTS("-A", "CMP_AND_SWAP", "-n", "200"), 1,
+		    8, false);
+}
+
+SV_TEST(perftest_atomic_bw_fetch_and_add)
+{
+	perftest_1s("ib_atomic_bw", OPTS("-A", "FETCH_AND_ADD", "-n", "200"), 1,
+		    8, false);
 }
 
 /* The device as Debian's tools show it. */
