@@ -243,10 +243,38 @@ SV_TEST(mr_munmap_recv_buffer)
 	ASSERT_NOT_NULL(mr);
 	ASSERT_OK(post_recv_sge(&p.b, 1, (uintptr_t)buf, 65536, mr->lkey));
 	ASSERT_OK(munmap(buf, 65536));
-	ASSERT_OK(sv_end_send(&p.a, 2, 0, 5000, 0));
+	/* below the single-copy size: the responder copies, and faults */
+	ASSERT_OK(sv_end_send(&p.a, 2, 0, 1000, 0));
 	EXPECT_WC(p.b.rcq, IBV_WC_LOC_PROT_ERR, 1);
 	EXPECT_WC(p.a.scq, IBV_WC_REM_OP_ERR, 2);
 	ASSERT_EQ(IBV_QPS_ERR, sv_end_state(&p.b));
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_OK(munmap(outer, 3 * 65536));
+	sv_pair_close(&p);
+}
+
+/* A send placed by the sender (single copy) into a receive buffer the
+ * receiver unmapped: the bytes land in the shared pages the MR still
+ * holds, as an HCA's DMA lands in the pages it pinned; no fault, and
+ * nothing else of the receiver's is touched. */
+SV_TEST(mr_munmap_recv_buffer_placed)
+{
+	struct ibv_mr *mr;
+	struct sv_pair p;
+	uint8_t *buf;
+	void *outer;
+
+	sv_pair_open(&p, NULL, NULL);
+	warm_up(&p);
+	buf = map_between_guards(&outer);
+	mr = ibv_reg_mr(p.b.pd, buf, 65536, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_OK(post_recv_sge(&p.b, 1, (uintptr_t)buf, 65536, mr->lkey));
+	ASSERT_OK(munmap(buf, 65536));
+	ASSERT_OK(sv_end_send(&p.a, 2, 0, 5000, 0));
+	EXPECT_WC(p.b.rcq, IBV_WC_SUCCESS, 1);
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 2);
+	ASSERT_EQ(IBV_QPS_RTS, sv_end_state(&p.b));
 	ASSERT_OK(ibv_dereg_mr(mr));
 	ASSERT_OK(munmap(outer, 3 * 65536));
 	sv_pair_close(&p);

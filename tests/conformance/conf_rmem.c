@@ -188,14 +188,32 @@ SV_TEST(rmem_mmap_anon_rebacked_pages_of_mr_only)
 	close_ctx(&e);
 }
 
-SV_TEST(rmem_local_access_not_rebacked)
+/* Single copy (the default) shares receive buffers: memory a peer may
+ * write into by a send (LOCAL_WRITE) moves too; memory nothing writes
+ * does not. */
+SV_TEST(rmem_local_write_rebacked_for_single_copy)
 {
 	uint8_t *p = map_anon(MIB);
 	struct sv_end e;
 
 	open_ctx(&e);
+	reg_check(&e, p, MIB, IBV_ACCESS_LOCAL_WRITE, true);
+	reg_check(&e, p, MIB, 0, false);
+	ASSERT_OK(munmap(p, MIB));
+	close_ctx(&e);
+}
+
+/* SOFTVERBS_SINGLE_COPY=0: only memory with remote access is shared. */
+SV_TEST(rmem_local_access_not_rebacked)
+{
+	uint8_t *p = map_anon(MIB);
+	struct sv_end e;
+
+	setenv("SOFTVERBS_SINGLE_COPY", "0", 1); /* read at first use */
+	open_ctx(&e);
 	reg_check(&e, p, MIB, IBV_ACCESS_LOCAL_WRITE, false);
 	reg_check(&e, p, MIB, 0, false);
+	reg_check(&e, p, MIB, REMOTE_RW, true);
 	ASSERT_OK(munmap(p, MIB));
 	close_ctx(&e);
 }
@@ -429,6 +447,7 @@ SV_TEST(rmem_rereg_access)
 	struct sv_end e;
 	struct ibv_mr *mr;
 
+	setenv("SOFTVERBS_SINGLE_COPY", "0", 1); /* local stays private */
 	open_ctx(&e);
 	sv_fill(p, MIB, 6);
 	mr = ibv_reg_mr(e.pd, p, MIB, IBV_ACCESS_LOCAL_WRITE);
