@@ -67,33 +67,34 @@ static bool translate_sges(struct sv_qp *qp, struct sv_swqe *w)
 	return true;
 }
 
-/* Copies len bytes of the message at the WQE's gather cursor; -EFAULT if
- * the application took the memory away under its registration. */
-static int gather(struct sv_qp *qp, struct sv_swqe *w, uint8_t *dst,
-		  uint32_t len)
+/*
+ * Copies len bytes between buf and the WQE's local SGEs at its cursor:
+ * out of them (gather: a send's or write's payload) or into them
+ * (scatter: read data, an atomic's old value).  -EFAULT if the
+ * application took the memory away under its registration, -EINVAL past
+ * the SGEs.  translate_sges made each SGE's addr a pointer.
+ */
+static int sge_copy(struct sv_qp *qp, struct sv_swqe *w, uint8_t *buf,
+		    uint32_t len, bool into_sges)
 {
 	const struct ibv_sge *sg = sv_swqe_sge(qp, w);
 
-	if (w->inl) {
-		memcpy(dst,
-		       qp->sq_inline + (size_t)(w - qp->sq) * qp->max_inline +
-			       w->sent,
-		       len);
-		return 0;
-	}
 	while (len) {
-		const struct ibv_sge *s = &sg[w->sge_idx];
-		uint32_t n = s->length - w->sge_off;
+		const struct ibv_sge *s;
+		uint8_t *at;
+		uint32_t n;
 
+		if (w->sge_idx >= w->num_sge)
+			return -EINVAL;
+		s = &sg[w->sge_idx];
+		n = s->length - w->sge_off;
 		if (n > len)
 			n = len;
-		/* translate_sges made s->addr a pointer */
-		if (sv_copy_guarded(dst,
-				    (const uint8_t *)(uintptr_t)s->addr +
-					    w->sge_off,
-				    n))
+		at = (uint8_t *)(uintptr_t)s->addr + w->sge_off;
+		if (n && (into_sges ? sv_copy_guarded(at, buf, n)
+				    : sv_copy_guarded(buf, at, n)))
 			return -EFAULT;
-		dst += n;
+		buf += n;
 		len -= n;
 		w->sge_off += n;
 		if (w->sge_off == s->length) {
@@ -104,34 +105,24 @@ static int gather(struct sv_qp *qp, struct sv_swqe *w, uint8_t *dst,
 	return 0;
 }
 
+/* The message's next len bytes into dst (inline data, or the SGEs). */
+static int gather(struct sv_qp *qp, struct sv_swqe *w, uint8_t *dst,
+		  uint32_t len)
+{
+	if (w->inl) {
+		memcpy(dst,
+		       qp->sq_inline + (size_t)(w - qp->sq) * qp->max_inline +
+			       w->sent,
+		       len);
+		return 0;
+	}
+	return sge_copy(qp, w, dst, len, false);
+}
+
 int sv_swqe_scatter(struct sv_qp *qp, struct sv_swqe *w, const uint8_t *src,
 		    uint32_t len)
 {
-	const struct ibv_sge *sg = sv_swqe_sge(qp, w);
-
-	while (len) {
-		const struct ibv_sge *s;
-		uint32_t n;
-
-		if (w->sge_idx >= w->num_sge)
-			return -EINVAL;
-		s = &sg[w->sge_idx];
-		n = s->length - w->sge_off;
-		if (n > len)
-			n = len;
-		if (n &&
-		    sv_copy_guarded((uint8_t *)(uintptr_t)s->addr + w->sge_off,
-				    src, n))
-			return -EFAULT;
-		src += n;
-		len -= n;
-		w->sge_off += n;
-		if (w->sge_off == s->length) {
-			w->sge_idx++;
-			w->sge_off = 0;
-		}
-	}
-	return 0;
+	return sge_copy(qp, w, (uint8_t *)src, len, true);
 }
 
 /* The header extension of a one-sided request's first train. */
@@ -307,7 +298,8 @@ static void try_place(struct sv_qp *qp, struct sv_swqe *w)
 	const struct sv_rdesc *d;
 	uint32_t n, left = w->length;
 
-	if (w->op != SV_OP_SEND || !qp->rpeer || !tx->ndesc ||
+	/* inline data is at most a KiB: the ring's way is as fast */
+	if (w->op != SV_OP_SEND || w->inl || !qp->rpeer || !tx->ndesc ||
 	    w->length < sv_single_copy_min())
 		return;
 	d = &tx->desc[qp->recv_msgs & (tx->ndesc - 1)];

@@ -232,3 +232,39 @@ SV_TEST(single_copy_off)
 	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 2);
 	sv_pair_close(&p);
 }
+
+/* An inline send at the single-copy size into a receive of several
+ * pieces: every byte where it belongs. */
+SV_TEST(single_copy_inline_into_pieces)
+{
+	struct sv_end_opts o = sv_end_opts_default();
+	struct ibv_sge rs[3], ss;
+	struct ibv_send_wr wr, *bad;
+	struct sv_pair p;
+	uint8_t data[1024];
+
+	o.buf_len = BUF;
+	o.max_recv_sge = 4;
+	o.max_inline = 1024;
+	sv_pair_open(&p, &o, &o);
+	for (int i = 0; i < 3; i++)
+		rs[i] = (struct ibv_sge){.addr = (uintptr_t)p.b.buf + i * 8192,
+					 .length = 400,
+					 .lkey = p.b.mr->lkey};
+	ASSERT_OK(post_recv_list(&p.b, 1, rs, 3));
+	sv_fill(data, sizeof(data), 5);
+	ss = (struct ibv_sge){.addr = (uintptr_t)data, .length = 1024};
+	wr = (struct ibv_send_wr){.wr_id = 2,
+				  .sg_list = &ss,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags =
+					  IBV_SEND_INLINE | IBV_SEND_SIGNALED};
+	ASSERT_OK(ibv_post_send(p.a.qp, &wr, &bad));
+	expect_recv(&p.b, 1, 1024);
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 2);
+	ASSERT_EQ(0, memcmp(p.b.buf, data, 400));
+	ASSERT_EQ(0, memcmp(p.b.buf + 8192, data + 400, 400));
+	ASSERT_EQ(0, memcmp(p.b.buf + 16384, data + 800, 224));
+	sv_pair_close(&p);
+}
