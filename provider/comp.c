@@ -81,7 +81,7 @@ static void complete(struct sv_qp *qp, struct sv_swqe *w, enum ibv_wc_status st)
 /* Completes, in order, every WQE at the head that is finished: executed
  * here, answered, or acknowledged.  Stops at one that failed (the caller
  * completes it in error) or that still waits. */
-static void advance(struct sv_qp *qp)
+void sv_comp_advance(struct sv_qp *qp)
 {
 	while (qp->sq_comp != qp->sq_send) {
 		struct sv_swqe *w = &qp->sq[qp->sq_comp & (qp->sq_size - 1)];
@@ -232,7 +232,7 @@ static void take_ack(struct sv_qp *qp, uint64_t ack, uint64_t now)
 	       psn, syn);
 	qp->comp_acked = syn == SV_ACK ? psn : sv_psn_add(psn, SV_PSN_MASK);
 	qp->comp_acked_valid = true;
-	advance(qp);
+	sv_comp_advance(qp);
 	if (syn != SV_ACK && qp->sq_comp != qp->sq_send)
 		nak_head(qp, ack, now);
 }
@@ -278,7 +278,7 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 				return;
 		}
 	}
-	advance(qp);
+	sv_comp_advance(qp);
 	if (qp->sq_comp == qp->sq_post)
 		return;
 	if (qp->sq_comp != qp->sq_send) {

@@ -351,7 +351,7 @@ static bool must_wait(const struct sv_qp *qp, const struct sv_swqe *w)
 void sv_req_run(struct sv_qp *qp)
 {
 	uint32_t tmax;
-	bool wrote = false;
+	bool wrote = false, done = false;
 	int err = 0;
 
 	if (qp->qpx.qp_base.state != IBV_QPS_RTS ||
@@ -367,7 +367,7 @@ void sv_req_run(struct sv_qp *qp)
 		if (!w->inl && !w->mapped && !translate_sges(qp, w)) {
 			w->status = IBV_WC_LOC_PROT_ERR;
 		} else if (!w->sent && !w->direct && try_direct(qp, w)) {
-			/* done in the peer's memory */
+			done = true; /* in the peer's memory */
 		} else if (!w->sent && !w->placed &&
 			   (try_place(qp, w), w->status)) {
 			/* its memory faulted under the copy */
@@ -387,4 +387,6 @@ void sv_req_run(struct sv_qp *qp)
 		sv_link_tx_commit(&qp->link);
 	if (err) /* the peer corrupted its consumer index */
 		sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
+	else if (done) /* complete them now: the poll finds them ready */
+		sv_comp_advance(qp);
 }

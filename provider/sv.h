@@ -336,6 +336,9 @@ int sv_swqe_scatter(struct sv_qp *qp, struct sv_swqe *w, const uint8_t *src,
 void sv_req_run(struct sv_qp *qp);
 void sv_resp_run(struct sv_qp *qp);
 void sv_comp_run(struct sv_qp *qp, uint64_t now_ns);
+/* Completes the finished WQEs at the head of the send queue, in order
+ * (the requester calls it after executing one-sided WQEs itself). */
+void sv_comp_advance(struct sv_qp *qp);
 
 /* Progress (progress.c). */
 int sv_progress_start(struct sv_context *ctx);
