@@ -331,8 +331,10 @@ static void put_req(struct hr *H, struct sv_pkt p, const void *ext,
 {
 	static uint8_t buf[SV_MAX_REC];
 
-	memcpy(buf, ext, ext_len);
-	memcpy(buf + ext_len, data, len);
+	if (ext_len)
+		memcpy(buf, ext, ext_len);
+	if (len)
+		memcpy(buf + ext_len, data, len);
 	if (!p.rec_len)
 		p.rec_len = sv_peer_rec_len(ext_len + len);
 	sv_fake_put(&H->f, &H->f.rx, &p, buf, p.rec_len - sizeof(p), p.rec_len);
