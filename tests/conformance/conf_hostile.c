@@ -22,16 +22,6 @@
 #include "pair.h"
 #include "peer.h"
 
-/* A doorbell as the provider hands it: one end of a datagram socketpair
- * (the other end stays open for the test's life). */
-static int doorbell(void)
-{
-	int sv[2];
-
-	ASSERT_OK(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv));
-	return sv[0];
-}
-
 /* Waits until the victim hangs up on fd: it rejected what we sent. */
 static void expect_hangup(int fd)
 {
@@ -43,26 +33,6 @@ static void expect_hangup(int fd)
 	close(fd);
 }
 
-/* A QPN nobody holds: we bind its listener. */
-static int bind_fake_qp(uint32_t *qpn)
-{
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	ASSERT_TRUE(fd >= 0);
-	for (int i = 0; i < 100; i++) {
-		struct sockaddr_un a;
-
-		ASSERT_EQ(sizeof(*qpn), getrandom(qpn, sizeof(*qpn), 0));
-		*qpn = (*qpn & 0xffffff) | 2;
-		if (!bind(fd, (struct sockaddr *)&a,
-			  sv_shm_qp_addr(&a, *qpn))) {
-			ASSERT_OK(listen(fd, 4));
-			return fd;
-		}
-	}
-	sv_test_fail(__FILE__, __LINE__, "no free QPN");
-}
-
 SV_TEST(hostile_bad_hellos)
 {
 	struct sv_pair p;
@@ -70,7 +40,7 @@ SV_TEST(hostile_bad_hellos)
 	struct ibv_wc wc;
 	uint32_t victim;
 	struct sv_hello h;
-	int efd = doorbell(), pfd[2], fd, ring;
+	int efd = sv_peer_doorbell(), pfd[2], fd, ring;
 
 	ASSERT_TRUE(efd >= 0);
 	ASSERT_OK(pipe(pfd));
@@ -183,13 +153,8 @@ SV_TEST(hostile_stalled_hello)
 #define RPSN  0x100
 
 struct hostile {
-	struct sv_end v;	 /* the victim */
-	uint32_t qpn;		 /* ours (fake) */
-	int lfd, cfd, afd;	 /* our listener, accepted, our connection */
-	struct sv_ring_hdr *hdr; /* the victim's receive ring, mapped */
-	uint8_t *data;
-	uint64_t size, head;
-	int db; /* the victim's doorbell */
+	struct sv_end v;  /* the victim */
+	struct sv_fake f; /* our fake QP, with the victim's rings */
 	int my_ring;
 	int my_rsp; /* our response ring, never written by us */
 };
@@ -197,80 +162,37 @@ struct hostile {
 /* Victim in RTS toward our fake QP, a receive posted, handshake done. */
 static void hostile_setup(struct hostile *H)
 {
-	struct pollfd pl;
-	struct sv_hello h;
-	int fds[SV_HELLO_FDS], nfds, efd;
-	void *map;
+	int efd;
 
 	memset(H, 0, sizeof(*H));
-	H->lfd = bind_fake_qp(&H->qpn);
+	sv_fake_bind(&H->f);
 	sv_end_open(&H->v, NULL);
 	memset(H->v.buf, 0xa5, 2 * GUARD + RBUF);
 	ASSERT_OK(sv_end_to_init(&H->v));
 	ASSERT_OK(sv_end_recv(&H->v, 77, GUARD, RBUF));
-	ASSERT_OK(sv_end_to_rtr(&H->v, H->qpn, RPSN));
+	ASSERT_OK(sv_end_to_rtr(&H->v, H->f.qpn, RPSN));
 	ASSERT_OK(sv_end_to_rts(&H->v));
-
-	/* the victim's hello: its receive ring and doorbell */
-	pl = (struct pollfd){.fd = H->lfd, .events = POLLIN};
-	ASSERT_EQ(1, poll(&pl, 1, SV_WC_TIMEOUT_MS));
-	H->afd = accept4(H->lfd, NULL, NULL, SOCK_CLOEXEC);
-	ASSERT_TRUE(H->afd >= 0);
-	ASSERT_EQ(sizeof(h), sv_peer_recv(H->afd, &h, fds, &nfds));
-	ASSERT_EQ(SV_HELLO_MAGIC, h.magic);
-	ASSERT_EQ(H->v.qp->qp_num, h.src_qpn);
-	ASSERT_EQ(H->qpn, h.dst_qpn);
-	/* ring memfd, doorbell, response ring, [shared memory] */
-	ASSERT_TRUE(nfds == 3 || nfds == 5);
-	for (int i = 2; i < nfds; i++)
-		close(fds[i]);
-	H->db = fds[1];
-	map = mmap(NULL, SV_RING_DATA_OFF + 4096, PROT_READ, MAP_SHARED, fds[0],
-		   0);
-	ASSERT_TRUE(map != MAP_FAILED);
-	H->size = ((struct sv_ring_hdr *)map)->size;
-	munmap(map, SV_RING_DATA_OFF + 4096);
-	map = mmap(NULL, SV_RING_DATA_OFF + H->size, PROT_READ | PROT_WRITE,
-		   MAP_SHARED, fds[0], 0);
-	ASSERT_TRUE(map != MAP_FAILED);
-	close(fds[0]);
-	H->hdr = map;
-	H->data = (uint8_t *)map + SV_RING_DATA_OFF;
-	ASSERT_EQ(SV_RING_MAGIC, H->hdr->magic);
+	sv_fake_accept(&H->f, H->v.qp->qp_num);
 
 	/* our hello: a proper ring so the victim's link comes up */
-	efd = doorbell();
-	H->my_ring = sv_peer_ring(H->qpn, SV_RING_MAGIC, true, false);
-	H->my_rsp = sv_peer_ring(H->qpn, SV_RING_MAGIC, true, false);
-	H->cfd = sv_peer_connect(H->v.qp->qp_num);
-	h = sv_peer_hello(H->qpn, H->v.qp->qp_num);
-	sv_send_fds(H->cfd, &h, sizeof(h), (int[]){H->my_ring, efd, H->my_rsp},
-		    3);
+	efd = sv_peer_doorbell();
+	H->my_ring = sv_peer_ring(H->f.qpn, SV_RING_MAGIC, true, false);
+	H->my_rsp = sv_peer_ring(H->f.qpn, SV_RING_MAGIC, true, false);
+	sv_fake_hello(&H->f, H->v.qp->qp_num,
+		      (int[]){H->my_ring, efd, H->my_rsp}, 3, 0);
 	close(efd);
 }
 
-/* Writes one record at our write position (rec_len as given), publishes
- * it with the seq of its position, as a real requester does, and moves
- * the position by advance. */
+/* One record into the victim's request ring (sv_fake_put). */
 static void put_rec(struct hostile *H, const struct sv_pkt *pkt,
 		    const void *payload, uint32_t plen, uint64_t advance)
 {
-	uint8_t *at = H->data + (H->head & (H->size - 1));
-	uint64_t one = 1;
-
-	memcpy(at, pkt, offsetof(struct sv_pkt, seq));
-	if (plen)
-		memcpy(at + sizeof(*pkt), payload, plen);
-	atomic_store_explicit((_Atomic uint32_t *)&((struct sv_pkt *)at)->seq,
-			      sv_rec_seq(H->head), memory_order_release);
-	H->head += advance;
-	ASSERT_EQ(8, write(H->db, &one, 8));
+	sv_fake_put(&H->f, &H->f.rx, pkt, payload, plen, advance);
 }
 
 static uint32_t rec_len(uint32_t plen)
 {
-	return (uint32_t)((sizeof(struct sv_pkt) + plen + SV_REC_ALIGN - 1) &
-			  ~(SV_REC_ALIGN - 1));
+	return sv_peer_rec_len(plen);
 }
 
 static struct sv_pkt good_pkt(uint32_t len)
@@ -310,13 +232,9 @@ static void expect_error(struct hostile *H)
 
 static void hostile_close(struct hostile *H)
 {
-	munmap(H->hdr, SV_RING_DATA_OFF + H->size);
-	close(H->db);
 	close(H->my_ring);
 	close(H->my_rsp);
-	close(H->afd);
-	close(H->cfd);
-	close(H->lfd);
+	sv_fake_close(&H->f);
 	sv_end_close(&H->v);
 }
 
@@ -372,10 +290,10 @@ SV_TEST(hostile_record_of_another_lap)
 	uint64_t at;
 
 	hostile_setup(&H);
-	at = H.head;
-	H.head += H.size; /* publish it with next lap's seq */
+	at = H.f.rx.head;
+	H.f.rx.head += H.f.rx.size; /* publish it with next lap's seq */
 	put_rec(&H, &p, junk, 16, 0);
-	H.head = at;
+	H.f.rx.head = at;
 	NO_WC(H.v.rcq, 200);
 	check_guards(&H);
 	put_rec(&H, &p, junk, 16, p.rec_len);
@@ -456,7 +374,7 @@ SV_TEST(hostile_wrong_psn)
 	do {
 		ASSERT_TRUE(sv_now_ms() < end);
 		ASSERT_EQ(0, ibv_poll_cq(H.v.rcq, 1, &wc));
-		ack = atomic_load(&H.hdr->ack);
+		ack = atomic_load(&H.f.rx.hdr->ack);
 	} while (SV_ACK_SYN(ack) != SV_NAK_SEQ);
 	ASSERT_EQ(RPSN, SV_ACK_PSN(ack));
 	check_guards(&H);

@@ -21,6 +21,14 @@ struct sv_hello sv_peer_hello(uint32_t src_qpn, uint32_t dst_qpn);
 /* A receive ring memfd with a header as sv_ring_create writes it (magic
  * as given), sealed unless told not to, its rx_sleep flag as given. */
 int sv_peer_ring(uint32_t rx_qpn, uint32_t magic, bool seal, bool asleep);
+/* A sealed ring of SV_PEER_RING_SIZE data bytes followed by ndesc receive
+ * descriptors (ring.h: struct sv_rdesc), as sv_ring_create makes it. */
+int sv_peer_ring_desc(uint32_t rx_qpn, uint32_t ndesc);
+#define SV_PEER_RING_SIZE 65536u
+
+/* A doorbell as the provider hands it: one end of a datagram socketpair
+ * (the other end stays open for the test's life). */
+int sv_peer_doorbell(void);
 
 /* Connects to QP qpn's socket; fails the test if nobody listens. */
 int sv_peer_connect(uint32_t qpn);
@@ -36,5 +44,47 @@ void sv_send_fds(int fd, const void *buf, size_t len, const int *fds, int nfds);
  * result. */
 ssize_t sv_peer_recv(int fd, struct sv_hello *h, int fds[SV_HELLO_FDS],
 		     int *nfds);
+
+/* A victim's ring the fake peer produces into, mapped read-write. */
+struct sv_peer_tx {
+	struct sv_ring_hdr *hdr;
+	uint8_t *data;
+	uint64_t size; /* data bytes, from the victim's header */
+	uint64_t head; /* our next write position */
+	size_t map_len;
+};
+
+/*
+ * A fake peer QP (the test speaks for it): a QPN whose listener it holds,
+ * and what the victim's hello gave it: the victim's request ring and
+ * response ring, mapped, its doorbell, its shared memory (-1: none).
+ */
+struct sv_fake {
+	uint32_t qpn;
+	int lfd, afd, cfd;     /* our listener, the victim's, ours to it */
+	struct sv_peer_tx rx;  /* the victim's request ring */
+	struct sv_peer_tx rsp; /* the victim's response ring */
+	int db;		       /* the victim's doorbell */
+	int arena_fd, table_fd;
+	uint32_t pd_id; /* the victim QP's PD in its key table */
+};
+
+/* Takes a free QPN by binding its listener. */
+void sv_fake_bind(struct sv_fake *f);
+/* Accepts the victim's connection and reads its hello (after the victim
+ * went to RTR toward f->qpn); fails the test on anything unexpected. */
+void sv_fake_accept(struct sv_fake *f, uint32_t victim_qpn);
+/* Connects to the victim and sends our hello with these fds. */
+void sv_fake_hello(struct sv_fake *f, uint32_t victim_qpn, const int *fds,
+		   int nfds, uint32_t pd_id);
+/* Bytes a record of plen payload bytes occupies (aligned). */
+uint32_t sv_peer_rec_len(uint32_t plen);
+/* Writes one record at t's head (its header but seq, payload), publishes
+ * it with the seq of its position as a real requester does, moves the
+ * head by advance and rings the victim's doorbell. */
+void sv_fake_put(struct sv_fake *f, struct sv_peer_tx *t,
+		 const struct sv_pkt *pkt, const void *payload, uint32_t plen,
+		 uint64_t advance);
+void sv_fake_close(struct sv_fake *f);
 
 #endif
