@@ -71,6 +71,11 @@ static struct sv_swqe *new_wqe(struct sv_qp *qp, uint32_t opcode, int *err)
 		*err = opcode <= IBV_WR_DRIVER1 ? EOPNOTSUPP : EINVAL;
 		return NULL;
 	}
+	if (!(sv_opcodes[wr_ops[opcode].op].qpts &
+	      SV_QPT_BIT(qp->qpx.qp_base.qp_type))) {
+		*err = EINVAL; /* e.g. a read on UC (IBA 9.8.1) */
+		return NULL;
+	}
 	if (sq_full(qp)) {
 		*err = ENOMEM;
 		return NULL;
@@ -480,9 +485,16 @@ static void ex_abort(struct ibv_qp_ex *qx)
 	sv_unlock(&qp->lock);
 }
 
-int sv_qp_ex_check_ops(uint64_t send_ops_flags)
+int sv_qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags)
 {
-	return send_ops_flags & ~(uint64_t)SV_EX_OPS ? EOPNOTSUPP : 0;
+	static const uint64_t rc_only = IBV_QP_EX_WITH_RDMA_READ |
+					IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+					IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+
+	if (send_ops_flags & ~(uint64_t)SV_EX_OPS)
+		return EOPNOTSUPP;
+	return type == IBV_QPT_UC && (send_ops_flags & rc_only) ? EOPNOTSUPP
+								: 0;
 }
 
 void sv_qp_init_ex_ops(struct sv_qp *qp, uint64_t send_ops_flags)

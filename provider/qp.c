@@ -230,8 +230,13 @@ static int link_start(struct sv_qp *qp)
 	qp->link.connect_wait_ns = 0;
 	/* receive descriptors for single-copy sends, one per RQ slot */
 	err = sv_shm_prepare(&qp->link, qp->qpx.qp_base.qp_num, ring_size(),
-			     sv_single_copy_min() == UINT32_MAX ? 0
-								: qp->rq_size);
+			     /* UC drops messages: the sender could not
+			      * know which receive a send takes */
+			     sv_single_copy_min() == UINT32_MAX ||
+					     qp->qpx.qp_base.qp_type !=
+						     IBV_QPT_RC
+				     ? 0
+				     : qp->rq_size);
 	if (err) {
 		say_link_error(qp, "modify to RTR", err);
 		return err;
@@ -429,7 +434,7 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
 	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state <= IBV_QPS_ERR)
 		cur = attr->cur_qp_state == ibqp->state ? cur : IBV_QPS_ERR + 1;
-	if (!sv_qp_mask_ok(cur, next, mask)) {
+	if (!sv_qp_mask_ok(ibqp->qp_type, cur, next, mask)) {
 		err = EINVAL;
 		goto out;
 	}
@@ -599,8 +604,8 @@ static int check_init_attr(const struct ibv_qp_init_attr_ex *a)
 {
 	const struct ibv_qp_cap *c = &a->cap;
 
-	if (a->qp_type != IBV_QPT_RC || a->srq)
-		return EOPNOTSUPP; /* UC, UD, SRQ: not yet */
+	if ((a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC) || a->srq)
+		return EOPNOTSUPP; /* UD, XRC, SRQ: not yet */
 	if (!a->send_cq || !a->recv_cq)
 		return EINVAL;
 	if (c->max_send_wr > SV_MAX_QP_WR || c->max_recv_wr > SV_MAX_QP_WR ||
@@ -722,7 +727,7 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *c,
 		return NULL;
 	}
 	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
-		err = sv_qp_ex_check_ops(a->send_ops_flags);
+		err = sv_qp_ex_check_ops(a->qp_type, a->send_ops_flags);
 		if (err) {
 			errno = err;
 			return NULL;

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * The RC QP state machine's rules: which transitions exist, and for each
+ * The QP state machine's rules: which transitions exist, and for each
  * the attribute mask bits it requires and those it allows (IBA 11.2.4.2,
  * table "QP state transition properties").  Anything else is EINVAL.
+ * The table is RC's; UC's is RC's without the attributes of
+ * acknowledgement, retry and RDMA read/atomic, which UC has none of.
  */
 #include "qp_state.h"
 
@@ -111,17 +113,30 @@ const char *const sv_qp_state_names[] = {
 	[IBV_QPS_ERR] = "ERR",
 };
 
-bool sv_qp_mask_ok(enum ibv_qp_state cur, enum ibv_qp_state next, int mask)
+/* What only a reliable connection has (IBA 11.2.4.2: not for UC). */
+#define RC_ONLY                                                           \
+	(B(TIMEOUT) | B(RETRY_CNT) | B(RNR_RETRY) | B(MAX_QP_RD_ATOMIC) | \
+	 B(MAX_DEST_RD_ATOMIC) | B(MIN_RNR_TIMER))
+
+bool sv_qp_mask_ok(enum ibv_qp_type type, enum ibv_qp_state cur,
+		   enum ibv_qp_state next, int mask)
 {
 	const struct sv_qp_trans *t;
+	int required, optional;
 
 	if (cur > IBV_QPS_ERR || next > IBV_QPS_ERR)
 		return false;
 	t = &rc_trans[cur][next];
 	if (!t->valid)
 		return false;
+	required = t->required;
+	optional = t->optional;
+	if (type == IBV_QPT_UC) {
+		required &= ~RC_ONLY;
+		optional &= ~RC_ONLY;
+	}
 	mask &= ~IBV_QP_STATE;
-	if ((mask & t->required) != t->required)
+	if ((mask & required) != required)
 		return false;
-	return !(mask & ~(t->required | t->optional));
+	return !(mask & ~(required | optional));
 }

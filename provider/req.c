@@ -211,7 +211,7 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 		qp->recv_msgs++; /* it takes the peer's next receive */
 	if (o->mask & SV_M_RD_ATOMIC)
 		qp->rd_out++;
-	if (o->access)
+	if (o->access && qp->qpx.qp_base.qp_type == IBV_QPT_RC)
 		qp->ring_rdma++; /* the responder touches its memory */
 	w->sent = w->length;
 	return true;
@@ -376,6 +376,9 @@ void sv_req_run(struct sv_qp *qp)
 			break;
 		} else {
 			wrote = true;
+			/* IBA 9.8: UC is unacknowledged: sent is done */
+			if (qp->qpx.qp_base.qp_type == IBV_QPT_UC)
+				done = w->done = true;
 		}
 		qp->sq_send++;
 		if (w->status) {

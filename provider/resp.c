@@ -111,10 +111,31 @@ static void complete_recv(struct sv_qp *qp, enum ibv_wc_status status,
 	complete_recv_op(qp, status, p, IBV_WC_RECV);
 }
 
+/*
+ * IBA 9.8.3: UC has no NAK: a message the responder cannot take (no
+ * receive, a bad key, too long, a broken sequence) is dropped whole,
+ * silently, and the QP goes on with the next.
+ */
+static enum resp_result drop_msg(struct sv_qp *qp, const struct sv_pkt *p)
+{
+	qp->resp_in_msg = qp->resp_write = false;
+	qp->resp_drop = !(p->seg & SV_SEG_LAST);
+	qp->resp_psn = sv_psn_add(qp->resp_psn, p->npsn);
+	sv_link_rx_consume(&qp->link);
+	return RESP_NEXT;
+}
+
+static bool is_uc(const struct sv_qp *qp)
+{
+	return qp->qpx.qp_base.qp_type == IBV_QPT_UC;
+}
+
 /* The requester broke the protocol: no guessing, the QP is done. */
 static enum resp_result fatal(struct sv_qp *qp, const struct sv_pkt *p,
 			      enum sv_syndrome syn, enum ibv_wc_status st)
 {
+	if (is_uc(qp))
+		return drop_msg(qp, p);
 	if ((qp->resp_in_msg && !qp->resp_write) || st != IBV_WC_SUCCESS)
 		complete_recv(
 			qp, st == IBV_WC_SUCCESS ? IBV_WC_REM_INV_REQ_ERR : st,
@@ -131,6 +152,10 @@ static bool take_rwqe(struct sv_qp *qp, const struct sv_pkt *p)
 	uint32_t expect = SV_RNR_WAIT;
 
 	if (qp->rq_comp == qp->rq_post) {
+		if (is_uc(qp)) { /* no RNR on UC: the message is lost */
+			qp->resp_drop = true;
+			return true;
+		}
 		if (!qp->resp_rnr) {
 			atomic_store(rnr, SV_RNR_WAIT);
 			qp->resp_rnr = true;
@@ -228,6 +253,8 @@ consumed:
 static enum resp_result refuse(struct sv_qp *qp, const struct sv_pkt *p,
 			       enum sv_syndrome syn)
 {
+	if (is_uc(qp))
+		return drop_msg(qp, p);
 	nak(qp, p->psn, syn);
 	qp->resp_in_msg = qp->resp_write = false;
 	sv_qp_to_error(qp, syn == SV_NAK_REM_ACCESS ? IBV_EVENT_QP_ACCESS_ERR
@@ -316,6 +343,8 @@ static enum resp_result recv_write(struct sv_qp *qp, const struct sv_pkt *p,
 		qp->resp_off = 0;
 		qp->resp_wr_ptr = dst;
 	} else {
+		if (qp->resp_drop && !qp->resp_in_msg) /* UC: dropped */
+			return drop_msg(qp, p);
 		if (!qp->resp_in_msg || !qp->resp_write)
 			return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
 		if (!take_imm_rwqe(qp, p))

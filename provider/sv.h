@@ -321,7 +321,7 @@ int sv_port_mtu_bytes(enum ibv_mtu mtu);
 void sv_qp_to_error(struct sv_qp *qp, enum ibv_event_type ev);
 void sv_qp_flush(struct sv_qp *qp);
 void sv_qp_init_ex_ops(struct sv_qp *qp, uint64_t send_ops_flags);
-int sv_qp_ex_check_ops(uint64_t send_ops_flags);
+int sv_qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags);
 void sv_qp_link_step(struct sv_qp *qp);
 void sv_qp_free_all(struct sv_context *ctx);
 /* ibv_close_device: every QP still open is torn down (BYE to peers). */

@@ -14,6 +14,8 @@
 #include <assert.h>
 #include <stdint.h>
 
+#include <infiniband/verbs.h>
+
 #define SV_PSN_MASK 0xffffffu
 
 /* IBA 9.7.1: PSNs are 24-bit and compared modulo 2^24. */
@@ -113,9 +115,14 @@ enum sv_resp_handler {
 	SV_H_NOTE,
 };
 
+/* QP types an opcode is allowed on (struct sv_opcode_info.qpts). */
+#define SV_QPT_BIT(t) (1u << (t))
+#define SV_QPT(t)     SV_QPT_BIT(IBV_QPT_##t)
+
 struct sv_opcode_info {
 	const char *name;
 	uint32_t mask;	  /* enum sv_opmask */
+	uint32_t qpts;	  /* SV_QPT(RC) | ...: where it is allowed */
 	uint16_t ext_len; /* bytes of header extension (when present) */
 	uint8_t access;	  /* IBV_ACCESS_REMOTE_* the target MR needs */
 	uint8_t handler;  /* enum sv_resp_handler */

@@ -516,3 +516,32 @@ SV_TEST(install_tree_runs)
 	sv_proc_wait(&p, 30000);
 	sv_proc_free(&p);
 }
+
+/* UC (unreliable connected): Debian's ibv_uc_pingpong and perftest's
+ * -c UC, both sides. */
+SV_TEST(debian_uc_pingpong)
+{
+	pingpong("ibv_uc_pingpong", "ibv_uc_pingpong",
+		 (const char *const[]){NULL}, 1000, 4096);
+}
+
+SV_TEST(debian_uc_pingpong_events)
+{
+	pingpong("ibv_uc_pingpong", "ibv_uc_pingpong", OPTS("-e"), 1000, 4096);
+}
+
+SV_TEST(perftest_send_lat_uc)
+{
+	perftest("ib_send_lat", OPTS("-c", "UC", "-n", "200"), "t_typical");
+}
+
+SV_TEST(perftest_send_bw_uc)
+{
+	perftest("ib_send_bw", OPTS("-c", "UC", "-n", "200"), "BW average");
+}
+
+SV_TEST(perftest_write_bw_uc)
+{
+	perftest_1s("ib_write_bw", OPTS("-c", "UC", "-n", "200"), 1, 65536,
+		    false);
+}
