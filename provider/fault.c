@@ -185,3 +185,33 @@ int sv_copy_guarded(void *dst, const void *src, size_t n)
 	copy_armed(&env, dst, src, n);
 	return 0;
 }
+
+/* Separate frame, as copy_armed. */
+static __attribute__((noinline)) uint64_t
+atomic_armed(sigjmp_buf *env, uint64_t *p, uint64_t compare, uint64_t value,
+	     bool fetch_add)
+{
+	uint64_t old = compare;
+
+	armed = env;
+	atomic_signal_fence(memory_order_seq_cst);
+	if (fetch_add)
+		old = __atomic_fetch_add(p, value, __ATOMIC_SEQ_CST);
+	else
+		__atomic_compare_exchange_n(p, &old, value, false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	atomic_signal_fence(memory_order_seq_cst);
+	armed = NULL;
+	return old;
+}
+
+int sv_atomic_guarded(uint64_t *p, uint64_t compare, uint64_t value,
+		      bool fetch_add, uint64_t *old)
+{
+	sigjmp_buf env;
+
+	if (sigsetjmp(env, 0))
+		return -EFAULT; /* the handler disarmed */
+	*old = atomic_armed(&env, p, compare, value, fetch_add);
+	return 0;
+}

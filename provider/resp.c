@@ -475,8 +475,7 @@ static enum resp_result recv_atomic(struct sv_qp *qp, const struct sv_pkt *p,
 	struct sv_atomack ack = {0};
 	enum sv_syndrome syn;
 	struct sv_atometh a;
-	uint64_t *dst, probe;
-	bool fault = false;
+	uint64_t *dst;
 	int err = 0;
 	void *room;
 
@@ -494,22 +493,14 @@ static enum resp_result recv_atomic(struct sv_qp *qp, const struct sv_pkt *p,
 	room = sv_link_rsp_reserve(&qp->link, sizeof(h) + sizeof(ack), &err);
 	if (!room)
 		return err ? refuse(qp, p, SV_NAK_REM_OP) : RESP_WAIT;
-	/* the memory may have gone under the MR: fault here, not below */
-	if (sv_copy_guarded(&probe, dst, sizeof(probe)))
+	/* the memory may go under the MR: a fault is an access error */
+	if (sv_atomic_guarded(dst, a.compare, a.swap_add,
+			      p->opcode == SV_OP_FETCH_ADD, &ack.orig))
 		return refuse(qp, p, SV_NAK_REM_ACCESS); /* never published */
-	if (p->opcode == SV_OP_FETCH_ADD) {
-		ack.orig =
-			__atomic_fetch_add(dst, a.swap_add, __ATOMIC_SEQ_CST);
-	} else {
-		ack.orig = a.compare;
-		__atomic_compare_exchange_n(dst, &ack.orig, a.swap_add, false,
-					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-	}
 	memcpy((struct sv_pkt *)room + 1, &ack, sizeof(ack));
 	h.rec_len = qp->link.rsp_tx.last_rec;
 	memcpy(room, &h, offsetof(struct sv_pkt, seq));
 	sv_ring_publish(&qp->link.rsp_tx, room);
-	(void)fault;
 	qp->resp_psn = sv_psn_add(qp->resp_psn, p->npsn);
 	sv_link_rx_consume(&qp->link);
 	return RESP_NEXT;

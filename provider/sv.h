@@ -125,6 +125,11 @@ struct sv_mr *sv_mr_lookup(struct sv_context *ctx, uint32_t key,
  * application unmapped or truncated it. */
 void sv_fault_init(void);
 int sv_copy_guarded(void *dst, const void *src, size_t n);
+/* One 8-byte atomic on registered memory, guarded the same way: fetch-
+ * and-add of value, or compare-and-swap (compare, value); the old value
+ * in *old, or -EFAULT and nothing done. */
+int sv_atomic_guarded(uint64_t *p, uint64_t compare, uint64_t value,
+		      bool fetch_add, uint64_t *old);
 /* A window (rmem.c): the caller is about to make [lo, hi) read-only and
  * replace its pages; until sv_fault_window_close, a thread that writes
  * there waits in the handler, then retries.  One window at a time (a
