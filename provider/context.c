@@ -51,6 +51,7 @@ static void set_ops(struct sv_context *ctx)
 	/* extended verbs: present ones are found through vctx->sz */
 	ctx->vctx.query_port = sv_query_port;
 	ctx->vctx.query_device_ex = sv_query_device_ex;
+	ctx->vctx.query_rt_values = sv_query_rt_values;
 	ctx->vctx.create_cq_ex = sv_create_cq_ex;
 	ctx->vctx.create_qp_ex = sv_create_qp_ex;
 }

@@ -420,6 +420,7 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *c,
 int sv_query_device_ex(struct ibv_context *c,
 		       const struct ibv_query_device_ex_input *in,
 		       struct ibv_device_attr_ex *attr, size_t attr_size);
+int sv_query_rt_values(struct ibv_context *c, struct ibv_values_ex *values);
 int sv_query_port(struct ibv_context *c, uint8_t port,
 		  struct ibv_port_attr *attr, size_t attr_len);
 

@@ -645,6 +645,42 @@ SV_TEST(resize_cq_ex_keeps_working)
 	sv_end_close(&e);
 }
 
+/* The 1 GHz clock hca_core_clock promises: ibv_query_rt_values_ex reads
+ * it, and completion timestamps are on it. */
+SV_TEST(clock_rt_values_match_timestamps)
+{
+	struct ibv_cq_init_attr_ex ca = {
+		.cqe = 4,
+		.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP,
+	};
+	struct ibv_poll_cq_attr pa = {0};
+	struct ibv_values_ex v0 = {.comp_mask = IBV_VALUES_MASK_RAW_CLOCK};
+	struct ibv_values_ex v1 = v0;
+	struct ibv_cq_ex *cqx;
+	struct ibv_qp *qp;
+	struct sv_end e;
+	uint64_t ts;
+
+	memset(&e, 0, sizeof(e));
+	sv_end_open_ctx(&e);
+	cqx = ibv_create_cq_ex(e.ctx, &ca);
+	ASSERT_NOT_NULL(cqx);
+	qp = flush_qp(&e, ibv_cq_ex_to_cq(cqx));
+	ASSERT_OK(ibv_query_rt_values_ex(e.ctx, &v0));
+	ASSERT_EQ(IBV_VALUES_MASK_RAW_CLOCK, v0.comp_mask);
+	flush_recvs(qp, 1, 1);
+	ASSERT_OK(ibv_query_rt_values_ex(e.ctx, &v1));
+	ASSERT_OK(ibv_start_poll(cqx, &pa));
+	ts = ibv_wc_read_completion_ts(cqx);
+	ibv_end_poll(cqx);
+	ASSERT_EQ(0, v0.raw_clock.tv_sec);
+	ASSERT_LE((uint64_t)v0.raw_clock.tv_nsec, ts);
+	ASSERT_LE(ts, (uint64_t)v1.raw_clock.tv_nsec);
+	ASSERT_OK(ibv_destroy_qp(qp));
+	ASSERT_OK(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)));
+	sv_end_close(&e);
+}
+
 /* A poller thread drains the CQ while this thread makes completions and
  * resizes it up and down: every completion arrives once, in order. */
 struct poller {
