@@ -51,6 +51,7 @@ static void set_ops(struct sv_context *ctx)
 	/* extended verbs: present ones are found through vctx->sz */
 	ctx->vctx.query_port = sv_query_port;
 	ctx->vctx.query_device_ex = sv_query_device_ex;
+	ctx->vctx.query_rt_values = sv_query_rt_values;
 	ctx->vctx.create_cq_ex = sv_create_cq_ex;
 	ctx->vctx.create_qp_ex = sv_create_qp_ex;
 }
@@ -79,7 +80,7 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 	pthread_mutex_init(&ctx->mr_lock, NULL);
 	sv_list_init(&ctx->qps);
 	set_ops(ctx);
-	/* the MR table never moves: lookups need no lock (mr.c).  8 MiB of
+	/* the MR table never moves: lookups need no lock (mr.c).  1 MiB of
 	 * address space, from mmap: untouched pages cost no memory (calloc
 	 * of reused heap would zero them all) */
 	ctx->mrs = mmap(NULL, SV_MR_TABLE_BYTES, PROT_READ | PROT_WRITE,
@@ -138,9 +139,17 @@ SV_EXPORT int ibv_close_device(struct ibv_context *c)
 SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *c)
 {
 	struct sv_context *ctx = to_sctx(c);
-	struct sv_pd *pd = calloc(1, sizeof(*pd));
+	struct sv_pd *pd;
+	int err;
 
+	err = sv_obj_get(ctx, SV_OBJ_PD);
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	pd = calloc(1, sizeof(*pd));
 	if (!pd) {
+		sv_obj_put(ctx, SV_OBJ_PD);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -161,6 +170,7 @@ SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 	/* acquire: the users' last accesses happen before the free */
 	if (atomic_load_explicit(&pd->users, memory_order_acquire))
 		return EBUSY;
+	sv_obj_put(to_sctx(ibpd->context), SV_OBJ_PD);
 	free(pd);
 	return 0;
 }

@@ -320,8 +320,15 @@ static struct sv_cq *cq_create(struct ibv_context *c, int cqe,
 	struct sv_context *ctx = to_sctx(c);
 	struct sv_cq *cq;
 
+	int err;
+
 	if (cqe < 1 || cqe > SV_MAX_CQE) {
 		errno = EINVAL;
+		return NULL;
+	}
+	err = sv_obj_get(ctx, SV_OBJ_CQ);
+	if (err) {
+		errno = -err;
 		return NULL;
 	}
 	cq = calloc(1, sizeof(*cq));
@@ -369,6 +376,7 @@ err_free:
 	free(cq->q);
 	free(cq);
 err_nomem:
+	sv_obj_put(ctx, SV_OBJ_CQ);
 	errno = ENOMEM;
 	return NULL;
 }
@@ -388,16 +396,42 @@ SV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe,
 	return cq ? (struct ibv_cq *)&cq->ex : NULL;
 }
 
+/*
+ * As rdma-core's providers answer ibv_create_cq_ex: an unknown comp_mask
+ * bit, a comp_vector we do not have or a PD of another context is
+ * EINVAL; a completion field, or a creation flag, we cannot provide is
+ * EOPNOTSUPP.  IBV_CREATE_CQ_ATTR_SINGLE_THREADED is only a promise by
+ * the caller, which we may ignore; IGNORE_OVERRUN we do not honour (an
+ * overrun is always IBV_EVENT_CQ_ERR).
+ */
+static int check_init_attr_ex(struct ibv_context *c,
+			      const struct ibv_cq_init_attr_ex *attr)
+{
+	if (attr->comp_mask &
+	    ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD))
+		return -EINVAL;
+	if (attr->comp_vector >= (uint32_t)c->num_comp_vectors)
+		return -EINVAL;
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (!attr->parent_domain || attr->parent_domain->context != c))
+		return -EINVAL;
+	if (attr->wc_flags & ~(uint64_t)SV_CQ_WC_FLAGS)
+		return -EOPNOTSUPP;
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	    (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
 struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *c,
 				  struct ibv_cq_init_attr_ex *attr)
 {
 	struct sv_cq *cq;
 
-	if (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS |
-					  IBV_CQ_INIT_ATTR_MASK_PD) ||
-	    attr->wc_flags & ~(uint64_t)SV_CQ_WC_FLAGS ||
-	    attr->comp_vector >= (uint32_t)c->num_comp_vectors) {
-		errno = EOPNOTSUPP;
+	int err = check_init_attr_ex(c, attr);
+
+	if (err) {
+		errno = -err;
 		return NULL;
 	}
 	cq = cq_create(c, (int)attr->cqe, attr->channel, attr->cq_context,
@@ -445,6 +479,47 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	}
 	free(atomic_load(&cq->qps));
 	free(cq->q);
+	sv_obj_put(cq->ctx, SV_OBJ_CQ);
 	free(cq);
+	return 0;
+}
+
+/*
+ * ibv_resize_cq: at least cqe entries (a power of two, as at creation;
+ * cq->cqe says how many), never fewer than the completions queued
+ * (EINVAL), nor more than max_cqe (EINVAL).  The queued completions move
+ * to the same free-running indexes of the new array, so head and tail do
+ * not change: the lock-free emptiness test of pollers (cq_empty) stays
+ * right, and everything that reads the array holds cq->lock (poll, the
+ * extended poll from start to end, push).  0 or a positive errno.
+ */
+SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct sv_cq *cq;
+	struct sv_cqe *q, *old;
+	uint32_t size, oldsize;
+
+	if (!ibcq || cqe < 1 || cqe > SV_MAX_CQE)
+		return EINVAL;
+	cq = to_scq(ibcq);
+	size = sv_roundup_pow2((uint32_t)cqe);
+	q = calloc(size, sizeof(*q));
+	if (!q)
+		return ENOMEM;
+	sv_lock(&cq->lock);
+	if (cq->head - cq->tail > (uint32_t)cqe) {
+		sv_unlock(&cq->lock);
+		free(q);
+		return EINVAL;
+	}
+	old = cq->q;
+	oldsize = cq->size;
+	for (uint32_t i = cq->tail; i != cq->head; i++)
+		q[i & (size - 1)] = old[i & (oldsize - 1)];
+	cq->q = q;
+	cq->size = size;
+	cq->ex.cqe = (int)size;
+	sv_unlock(&cq->lock);
+	free(old);
 	return 0;
 }

@@ -25,6 +25,20 @@
 
 #undef ibv_get_device_list
 
+/*
+ * The IB vendor id is an IEEE OUI.  0x02xxxx has the U/L bit of its first
+ * octet set with Y=Z=0: the "administratively assigned" quadrant of the
+ * local space, which the IEEE never assigns (vendors get MA-L OUIs with
+ * that bit clear, CIDs are xA-xx-xx), so no vendor owns it and nothing
+ * takes a vendor-specific path; "SV" in the other two octets.  The node
+ * GUID is in the same local space.
+ */
+#define SV_VENDOR_ID	  0x025356
+#define SV_VENDOR_PART_ID 0x5356
+#define SV_HW_VER	  1
+#define SV_HW_REV	  "1" /* sysfs: the same */
+#define SV_FW_VER	  "1.0.0"
+
 int sv_debug;
 
 void sv_lock_slow(struct sv_lock *l)
@@ -234,7 +248,7 @@ SV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 	} ours[] = {
 		{"board_id", "SOFTVERBS"},
 		{"node_desc", "softverbs userspace RDMA device"},
-		{"hw_rev", "0"},
+		{"hw_rev", SV_HW_REV},
 		{"hca_type", "softverbs"},
 	};
 	char path[512];
@@ -283,51 +297,83 @@ SV_EXPORT int ibv_read_ibdev_sysfs_file(char *buf, size_t size,
 	return ibv_read_sysfs_file(dev->ibdev_path, file, buf, size);
 }
 
+const uint32_t sv_obj_max[SV_OBJ_NUM] = {
+	[SV_OBJ_PD] = SV_MAX_PD,
+	[SV_OBJ_CQ] = SV_MAX_CQ,
+	[SV_OBJ_QP] = SV_MAX_QP,
+	[SV_OBJ_SRQ] = SV_MAX_SRQ,
+};
+
+/*
+ * Only what is true: RNR NAKs are generated (resp.c), the system image
+ * GUID is reported, modify_qp takes IBV_QP_CUR_STATE (qp_state.c), the
+ * port's state changes would raise events (it never changes: always
+ * ACTIVE), and ibv_modify_srq resizes (srq.c, issue 10).  No memory
+ * windows, XRC, port shutdown, P_Key/Q_Key violation counters, automatic
+ * path migration, or notification after N completions (no verb asks it).
+ */
+#define SV_DEVICE_CAP_FLAGS                                            \
+	(IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |       \
+	 IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_PORT_ACTIVE_EVENT | \
+	 IBV_DEVICE_SRQ_RESIZE)
+
 static void fill_device_attr(struct ibv_device_attr *a)
 {
 	memset(a, 0, sizeof(*a));
-	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", "0.1.0");
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", SV_FW_VER);
 	a->node_guid = htobe64(node_guid());
 	a->sys_image_guid = a->node_guid;
-	a->max_mr_size = 1ull << 40;
-	a->page_size_cap = 0xfffff000;
-	a->vendor_id = 0; /* unknown: perftest takes the classic path */
-	a->vendor_part_id = 0;
-	a->hw_ver = 0;
-	a->max_qp = 1 << 16;
+	a->max_mr_size = SV_MAX_MR_SIZE;
+	a->page_size_cap = 0xfffff000; /* 4 KiB .. 2 GiB: any page */
+	a->vendor_id = SV_VENDOR_ID;
+	a->vendor_part_id = SV_VENDOR_PART_ID;
+	a->hw_ver = SV_HW_VER;
+	a->max_qp = SV_MAX_QP;
 	a->max_qp_wr = SV_MAX_QP_WR;
-	a->device_cap_flags =
-		IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
-		IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_PORT_ACTIVE_EVENT |
-		IBV_DEVICE_N_NOTIFY_CQ;
+	a->device_cap_flags = SV_DEVICE_CAP_FLAGS;
 	a->max_sge = SV_MAX_SGE;
-	a->max_sge_rd = SV_MAX_SGE;
-	a->max_cq = 1 << 16;
+	a->max_sge_rd = SV_MAX_SGE; /* a read scatters into its send SGEs */
+	a->max_cq = SV_MAX_CQ;
 	a->max_cqe = SV_MAX_CQE;
-	a->max_mr = SV_MAX_MR;
-	a->max_pd = 1 << 16;
+	a->max_mr = SV_MAX_MR - 1;
+	a->max_pd = SV_MAX_PD;
 	/* reads/atomics in flight per QP (req.c limits them to the QP's
 	 * max_rd_atomic, qp.c to 16); a responder answers each at once, so
 	 * the device holds no more than 16 per QP */
-	a->max_qp_rd_atom = 16;
+	a->max_qp_rd_atom = SV_MAX_RD_ATOM;
 	a->max_ee_rd_atom = 0;
-	a->max_res_rd_atom = 16 * a->max_qp;
-	a->max_qp_init_rd_atom = 16;
+	a->max_res_rd_atom = SV_MAX_RD_ATOM * a->max_qp;
+	a->max_qp_init_rd_atom = SV_MAX_RD_ATOM;
 	/* CPU atomic instructions on the target's memory, whoever executes
 	 * them (req.c, resp.c): atomic with the CPU's accesses too */
 	a->atomic_cap = IBV_ATOMIC_GLOB;
+	/* no EE contexts, RDDs, memory windows, raw QPs, multicast, address
+	 * handles (UD) or FMRs: zero, as their verbs fail */
+	a->max_srq = SV_MAX_SRQ;
+	a->max_srq_wr = SV_MAX_SRQ_WR;
+	a->max_srq_sge = SV_MAX_SRQ_SGE;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;
 }
 
+/* ibv_query_device: 0 or a positive errno. */
 SV_EXPORT int ibv_query_device(struct ibv_context *ctx,
 			       struct ibv_device_attr *attr)
 {
+	if (!ctx || !attr)
+		return EINVAL;
 	fill_device_attr(attr);
 	return 0;
 }
 
+/*
+ * The extended attributes: orig_attr is ibv_query_device's, the flags
+ * the same bits, and every extended capability we do not have zero (no
+ * ODP, TSO, RSS, WQs, packet pacing, raw packets, tag matching, CQ
+ * moderation, device memory, PCI atomics).  attr_size is the caller's
+ * structure (older binaries have a shorter one): we fill that much.
+ */
 int sv_query_device_ex(struct ibv_context *c,
 		       const struct ibv_query_device_ex_input *in,
 		       struct ibv_device_attr_ex *attr, size_t attr_size)
@@ -340,11 +386,32 @@ int sv_query_device_ex(struct ibv_context *c,
 		return EINVAL;
 	memset(&a, 0, sizeof(a));
 	fill_device_attr(&a.orig_attr);
-	/* completion timestamps in ns: a 1 GHz "HCA clock" */
+	/* completion timestamps are CLOCK_MONOTONIC ns, all 64 bits: a
+	 * 1 GHz "HCA clock" (cq.c) */
 	a.completion_timestamp_mask = ~0ull;
 	a.hca_core_clock = 1000000; /* kHz */
-	a.max_dm_size = 0;
+	a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
+	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
+	return 0;
+}
+
+/*
+ * ibv_query_rt_values_ex: the "HCA clock" of the completion timestamps
+ * (CLOCK_MONOTONIC ns), as mlx5 gives its counter: tv_sec 0, the raw
+ * 64-bit value in tv_nsec.  comp_mask in: what is asked; out: what was
+ * filled (bits we do not know are left out, not refused).
+ */
+int sv_query_rt_values(struct ibv_context *c, struct ibv_values_ex *values)
+{
+	uint32_t asked = values->comp_mask;
+
+	values->comp_mask = 0;
+	if (asked & IBV_VALUES_MASK_RAW_CLOCK) {
+		values->raw_clock.tv_sec = 0;
+		values->raw_clock.tv_nsec = (long)sv_now_ns();
+		values->comp_mask |= IBV_VALUES_MASK_RAW_CLOCK;
+	}
 	return 0;
 }
 

@@ -91,8 +91,8 @@ static int check_reg(const void *addr, size_t length, unsigned int access)
 	/* ib_umem_get(): an empty or wrapping range is invalid */
 	if (!length || (uintptr_t)addr + length < (uintptr_t)addr)
 		return -EINVAL;
-	if (length > (1ull << 40))
-		return -EFAULT;
+	if (length > SV_MAX_MR_SIZE) /* the device's max_mr_size */
+		return -EINVAL;
 	return check_range(addr, length, access & SV_ACCESS_WRITES);
 }
 
@@ -103,7 +103,9 @@ static unsigned int mask_optional(unsigned int access)
 			 IBV_ACCESS_RELAXED_ORDERING);
 }
 
-static struct sv_mr *mr_alloc(struct sv_context *ctx)
+/* A free MR slot: the free list first, so the table is full (EINVAL:
+ * max_mr live) only when every slot holds a live MR. */
+static struct sv_mr *mr_alloc(struct sv_context *ctx, int *err)
 {
 	struct sv_mr *mr = NULL;
 
@@ -111,8 +113,11 @@ static struct sv_mr *mr_alloc(struct sv_context *ctx)
 	if (ctx->mr_free) {
 		mr = ctx->mr_free;
 		ctx->mr_free = mr->next_free;
-	} else if (ctx->nmrs < SV_MAX_MR) {
+	} else if (ctx->nmrs >= SV_MAX_MR) {
+		*err = -EINVAL;
+	} else {
 		mr = calloc(1, sizeof(*mr));
+		*err = -ENOMEM;
 		if (mr) {
 			mr->index = ctx->nmrs; /* from 1: key 0 is invalid */
 			atomic_store_explicit(
@@ -156,9 +161,9 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
 		errno = -err;
 		return NULL;
 	}
-	mr = mr_alloc(ctx);
+	mr = mr_alloc(ctx, &err);
 	if (!mr) {
-		errno = ENOMEM;
+		errno = -err;
 		return NULL;
 	}
 	/* the engine's copies survive the app unmapping this (fault.c) */

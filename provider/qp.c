@@ -559,9 +559,11 @@ static struct sv_qp *qp_get(struct sv_context *ctx)
 	return qp;
 }
 
-/* Caller holds ctx->qp_lock for writing. */
+/* Caller holds ctx->qp_lock for writing.  The QP no longer counts
+ * against max_qp. */
 static void qp_put(struct sv_context *ctx, struct sv_qp *qp)
 {
+	sv_obj_put(ctx, SV_OBJ_QP);
 	free_queues(qp);
 	qp->qpx.qp_base.state = IBV_QPS_RESET;
 	qp->dead = true;
@@ -627,8 +629,12 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	err = check_init_attr(a);
 	if (err)
 		goto err_out;
+	err = -sv_obj_get(ctx, SV_OBJ_QP); /* max_qp live: EINVAL */
+	if (err)
+		goto err_out;
 	qp = qp_get(ctx);
 	if (!qp) {
+		sv_obj_put(ctx, SV_OBJ_QP);
 		err = ENOMEM;
 		goto err_out;
 	}

@@ -9,6 +9,7 @@
 #ifndef SV_H
 #define SV_H
 
+#include <errno.h>
 #include <infiniband/verbs.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -17,14 +18,37 @@
 #include "link.h"
 #include "util.h"
 
+/*
+ * The device's limits: what ibv_query_device reports and what create and
+ * modify enforce (EINVAL beyond them).  Object counts are per context
+ * (struct sv_context.nobj): each ibv_open_device is a device instance of
+ * its own, as far as resources go.
+ */
 #define SV_DEV_NAME    "softverbs0"
+#define SV_MAX_QP      (1 << 14) /* each QP holds an fd (its listener) */
 #define SV_MAX_QP_WR   16384
 #define SV_MAX_SGE     32
 #define SV_MAX_INLINE  1024
+#define SV_MAX_CQ      (1 << 14)
 #define SV_MAX_CQE     (1 << 22)
+#define SV_MAX_PD      (1 << 15)
 #define SV_MAX_MSG     (1u << 31)
-#define SV_MAX_MR      (1 << 20)
+#define SV_MAX_MR      (1 << 17)    /* MR table slots; slot 0 unused */
+#define SV_MAX_MR_SIZE (1ull << 40) /* bytes in one MR */
+#define SV_MAX_SRQ     (1 << 14)    /* srq.c enforces the SRQ limits */
+#define SV_MAX_SRQ_WR  16384
+#define SV_MAX_SRQ_SGE 32
+#define SV_MAX_RD_ATOM 16 /* reads/atomics in flight per QP */
 #define SV_GID_TBL_LEN 16
+
+/* Objects counted against the device's max_* (sv_obj_get/put). */
+enum sv_obj {
+	SV_OBJ_PD,
+	SV_OBJ_CQ,
+	SV_OBJ_QP,
+	SV_OBJ_SRQ,
+	SV_OBJ_NUM,
+};
 
 struct sv_progress;
 struct sv_rpeer;
@@ -69,11 +93,33 @@ struct sv_context {
 	struct sv_progress *prog; /* the progress thread (progress.c) */
 	struct sv_rmem *rmem;	  /* arena, key table, peers (rmem.c) */
 	_Atomic uint32_t pd_ids;  /* last PD id handed out */
+	_Atomic uint32_t nobj[SV_OBJ_NUM]; /* live objects, by kind */
 };
 
 static inline struct sv_context *to_sctx(struct ibv_context *c)
 {
 	return container_of(c, struct sv_context, vctx.context);
+}
+
+/* What each kind of object may count to (device.c; SV_MAX_*). */
+extern const uint32_t sv_obj_max[SV_OBJ_NUM];
+
+/* Counts one more object of kind k in the context: 0, or -EINVAL when
+ * the device's max_* of that kind are already live (rxe's pool limit). */
+static inline int sv_obj_get(struct sv_context *ctx, enum sv_obj k)
+{
+	if (atomic_fetch_add_explicit(&ctx->nobj[k], 1, memory_order_relaxed) >=
+	    sv_obj_max[k]) {
+		atomic_fetch_sub_explicit(&ctx->nobj[k], 1,
+					  memory_order_relaxed);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static inline void sv_obj_put(struct sv_context *ctx, enum sv_obj k)
+{
+	atomic_fetch_sub_explicit(&ctx->nobj[k], 1, memory_order_relaxed);
 }
 
 /* A PD cannot go while anything created on it lives (the kernel's
@@ -379,6 +425,7 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *c,
 int sv_query_device_ex(struct ibv_context *c,
 		       const struct ibv_query_device_ex_input *in,
 		       struct ibv_device_attr_ex *attr, size_t attr_size);
+int sv_query_rt_values(struct ibv_context *c, struct ibv_values_ex *values);
 int sv_query_port(struct ibv_context *c, uint8_t port,
 		  struct ibv_port_attr *attr, size_t attr_len);
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The public verbs softverbs does not implement (yet): SRQ, address
- * handles, multicast, CQ resize, ECE, object import, dma-buf MRs, MR
+ * handles, multicast, ECE, object import, dma-buf MRs, MR
  * re-registration.  Each fails the way its contract says a missing feature
  * fails -- a positive EOPNOTSUPP, or NULL with errno = EOPNOTSUPP -- and
  * never pretends to succeed.  Also the few historical entry points that
@@ -60,12 +60,6 @@ SV_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 
 SV_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 			       uint16_t lid)
-{
-	return EOPNOTSUPP;
-}
-
-/* A CQ keeps the depth it was created with. */
-SV_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {
 	return EOPNOTSUPP;
 }
