@@ -299,7 +299,7 @@ static void fill_device_attr(struct ibv_device_attr *a)
 	a->device_cap_flags =
 		IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
 		IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_PORT_ACTIVE_EVENT |
-		IBV_DEVICE_N_NOTIFY_CQ;
+		IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_SRQ_RESIZE;
 	a->max_sge = SV_MAX_SGE;
 	a->max_sge_rd = SV_MAX_SGE;
 	a->max_cq = 1 << 16;
@@ -317,6 +317,10 @@ static void fill_device_attr(struct ibv_device_attr *a)
 	 * them (req.c, resp.c): atomic with the CPU's accesses too */
 	a->atomic_cap = IBV_ATOMIC_GLOB;
 	a->max_pkeys = 1;
+	/* srq.c enforces them (EINVAL past them, ENOMEM past max_srq) */
+	a->max_srq = SV_MAX_SRQ;
+	a->max_srq_wr = SV_MAX_SRQ_WR;
+	a->max_srq_sge = SV_MAX_SRQ_SGE;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;
 }
