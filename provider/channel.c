@@ -93,6 +93,11 @@ static bool is_qp_event(enum ibv_event_type t)
 	}
 }
 
+static bool is_srq_event(enum ibv_event_type t)
+{
+	return t == IBV_EVENT_SRQ_LIMIT_REACHED || t == IBV_EVENT_SRQ_ERR;
+}
+
 SV_EXPORT int ibv_get_async_event(struct ibv_context *c,
 				  struct ibv_async_event *event)
 {
@@ -114,6 +119,8 @@ SV_EXPORT int ibv_get_async_event(struct ibv_context *c,
 		to_scq(event->element.cq)->async_got++;
 	else if (is_qp_event(event->event_type))
 		to_sqp(event->element.qp)->async_got++;
+	else if (is_srq_event(event->event_type))
+		to_ssrq(event->element.srq)->async_got++;
 	pthread_mutex_unlock(&ctx->async.lock);
 	free(a);
 	return 0;
@@ -130,7 +137,9 @@ void sv_async_forget(struct sv_context *ctx, void *obj)
 		uint64_t v;
 
 		next = n->next;
-		if (a->ev.element.cq != obj && (void *)a->ev.element.qp != obj)
+		if (a->ev.element.cq != obj &&
+		    (void *)a->ev.element.qp != obj &&
+		    (void *)a->ev.element.srq != obj)
 			continue;
 		/* take its count too, so the fd stays truthful */
 		if (read(ctx->async.fd, &v, sizeof(v)) != sizeof(v))
@@ -159,6 +168,12 @@ SV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 		m = &qp->mutex;
 		cond = &qp->cond;
 		count = &qp->events_completed;
+	} else if (is_srq_event(event->event_type)) {
+		struct ibv_srq *srq = event->element.srq;
+
+		m = &srq->mutex;
+		cond = &srq->cond;
+		count = &srq->events_completed;
 	} else {
 		return;
 	}

@@ -16,13 +16,6 @@
 
 #define SV_MR_TABLE_BYTES (SV_MAX_MR * sizeof(struct sv_mr *))
 
-static int no_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
-			    struct ibv_recv_wr **bad)
-{
-	*bad = wr;
-	return EOPNOTSUPP;
-}
-
 static int no_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
 		      struct ibv_mw_bind *bind)
 {
@@ -43,7 +36,7 @@ static void set_ops(struct sv_context *ctx)
 	ops->req_notify_cq = sv_req_notify_cq;
 	ops->post_send = sv_post_send;
 	ops->post_recv = sv_post_recv;
-	ops->post_srq_recv = no_post_srq_recv;
+	ops->post_srq_recv = sv_post_srq_recv;
 	ops->bind_mw = no_bind_mw;
 	ops->dealloc_mw = no_dealloc_mw;
 	ops->alloc_mw = NULL; /* ibv_alloc_mw checks, and fails cleanly */
@@ -54,6 +47,9 @@ static void set_ops(struct sv_context *ctx)
 	ctx->vctx.query_rt_values = sv_query_rt_values;
 	ctx->vctx.create_cq_ex = sv_create_cq_ex;
 	ctx->vctx.create_qp_ex = sv_create_qp_ex;
+	ctx->vctx.create_srq_ex = sv_create_srq_ex;
+	ctx->vctx.post_srq_ops = sv_post_srq_ops;
+	ctx->vctx.get_srq_num = sv_get_srq_num;
 }
 
 SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)

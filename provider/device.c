@@ -353,6 +353,10 @@ static void fill_device_attr(struct ibv_device_attr *a)
 	a->max_srq_wr = SV_MAX_SRQ_WR;
 	a->max_srq_sge = SV_MAX_SRQ_SGE;
 	a->max_pkeys = 1;
+	/* srq.c enforces them (EINVAL past them, ENOMEM past max_srq) */
+	a->max_srq = SV_MAX_SRQ;
+	a->max_srq_wr = SV_MAX_SRQ_WR;
+	a->max_srq_sge = SV_MAX_SRQ_SGE;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;
 }

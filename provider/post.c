@@ -245,7 +245,8 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 
 	sv_lock(&qp->lock);
 	first = qp->rq_post;
-	if (ibqp->state == IBV_QPS_RESET)
+	/* on an SRQ the QP has no RQ of its own: ibv_post_srq_recv */
+	if (ibqp->state == IBV_QPS_RESET || qp->srq)
 		err = EINVAL;
 	for (; wr && !err; wr = wr->next) {
 		uint32_t slot = qp->rq_post & (qp->rq_size - 1);

@@ -81,6 +81,14 @@ static void link_close(struct sv_qp *qp, bool bye)
 	qp->rpeer = NULL;
 }
 
+static void qp_event(struct sv_qp *qp, enum ibv_event_type ev)
+{
+	struct ibv_async_event e = {.event_type = ev};
+
+	e.element.qp = &qp->qpx.qp_base;
+	sv_async_event(qp->ctx, &e);
+}
+
 /* Moves the QP to ERR and flushes; ev, if not 0, is raised async.
  * Caller holds qp->lock. */
 void sv_qp_to_error(struct sv_qp *qp, enum ibv_event_type ev)
@@ -94,12 +102,12 @@ void sv_qp_to_error(struct sv_qp *qp, enum ibv_event_type ev)
 	if (qp->link.state != SV_LINK_IDLE)
 		link_close(qp, qp->link.state != SV_LINK_DEAD);
 	sv_qp_flush(qp);
-	if (ev) {
-		struct ibv_async_event e = {.event_type = ev};
-
-		e.element.qp = &qp->qpx.qp_base;
-		sv_async_event(qp->ctx, &e);
-	}
+	if (ev)
+		qp_event(qp, ev);
+	/* IBA 10.3.1, 11.6.3: this QP takes no more WQEs from its SRQ (the
+	 * SRQ's stay there, for the other QPs) */
+	if (qp->srq)
+		qp_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
 }
 
 /* Registers the link's connection sockets for hang-up detection. */
@@ -228,11 +236,13 @@ static int link_start(struct sv_qp *qp)
 	qp->link.state = SV_LINK_CONNECTING;
 	qp->link.next_connect_ns = 0;
 	qp->link.connect_wait_ns = 0;
-	/* receive descriptors for single-copy sends, one per RQ slot */
+	/* receive descriptors for single-copy sends, one per RQ slot; none
+	 * on an SRQ (which QP takes which WQE is decided at arrival) */
 	err = sv_shm_prepare(&qp->link, qp->qpx.qp_base.qp_num, ring_size(),
-			     /* UC drops messages: the sender could not
-			      * know which receive a send takes */
-			     sv_single_copy_min() == UINT32_MAX ||
+			     /* UC drops messages, an SRQ's receives are
+			      * anyone's: the sender could not know which
+			      * receive a send takes */
+			     sv_single_copy_min() == UINT32_MAX || qp->srq ||
 					     qp->qpx.qp_base.qp_type !=
 						     IBV_QPT_RC
 				     ? 0
@@ -472,7 +482,7 @@ SV_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	attr->cap.max_send_wr = qp->sq_max;
 	attr->cap.max_recv_wr = qp->rq_max;
 	attr->cap.max_send_sge = qp->max_send_sge;
-	attr->cap.max_recv_sge = qp->max_recv_sge;
+	attr->cap.max_recv_sge = qp->srq ? 0 : qp->max_recv_sge;
 	attr->cap.max_inline_data = qp->max_inline;
 	attr->sq_draining = 0;
 	sv_unlock(&qp->lock);
@@ -487,14 +497,18 @@ SV_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	return 0;
 }
 
+/* On an SRQ the RQ is one slot of the SRQ's SGEs: the WQE the responder
+ * took (srq.c); max_recv_wr and max_recv_sge are ignored. */
 static int alloc_queues(struct sv_qp *qp, const struct ibv_qp_cap *cap)
 {
 	qp->sq_max = cap->max_send_wr;
-	qp->rq_max = cap->max_recv_wr;
+	qp->rq_max = qp->srq ? 0 : cap->max_recv_wr;
 	qp->sq_size = sv_roundup_pow2(cap->max_send_wr ? cap->max_send_wr : 1);
-	qp->rq_size = sv_roundup_pow2(cap->max_recv_wr ? cap->max_recv_wr : 1);
+	qp->rq_size = sv_roundup_pow2(qp->rq_max ? qp->rq_max : 1);
 	qp->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
-	qp->max_recv_sge = cap->max_recv_sge ? cap->max_recv_sge : 1;
+	qp->max_recv_sge = qp->srq	       ? qp->srq->max_sge
+			   : cap->max_recv_sge ? cap->max_recv_sge
+					       : 1;
 	/* what we can always carry inline, rounded up as hardware does */
 	qp->max_inline = cap->max_inline_data ? SV_MAX_INLINE : 0;
 	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
@@ -602,16 +616,25 @@ void sv_qp_close_all(struct sv_context *ctx)
 	pthread_rwlock_unlock(&ctx->qp_lock);
 }
 
-static int check_init_attr(const struct ibv_qp_init_attr_ex *a)
+static int check_init_attr(struct ibv_context *ctx,
+			   const struct ibv_qp_init_attr_ex *a)
 {
 	const struct ibv_qp_cap *c = &a->cap;
+	bool srq = a->srq != NULL;
 
-	if ((a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC) || a->srq)
-		return EOPNOTSUPP; /* UD, XRC, SRQ: not yet */
+	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC)
+		return EOPNOTSUPP; /* UD, XRC: not yet */
+	if (srq && a->qp_type != IBV_QPT_RC)
+		return EOPNOTSUPP; /* an SRQ for UC: not yet */
 	if (!a->send_cq || !a->recv_cq)
 		return EINVAL;
-	if (c->max_send_wr > SV_MAX_QP_WR || c->max_recv_wr > SV_MAX_QP_WR ||
-	    c->max_send_sge > SV_MAX_SGE || c->max_recv_sge > SV_MAX_SGE ||
+	/* an SRQ of this context (one process): its QPs share its memory */
+	if (srq && a->srq->context != ctx)
+		return EINVAL;
+	if (c->max_send_wr > SV_MAX_QP_WR ||
+	    (!srq && c->max_recv_wr > SV_MAX_QP_WR) ||
+	    c->max_send_sge > SV_MAX_SGE ||
+	    (!srq && c->max_recv_sge > SV_MAX_SGE) ||
 	    c->max_inline_data > SV_MAX_INLINE)
 		return EINVAL;
 	return 0;
@@ -626,7 +649,7 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	uint32_t qpn;
 	int err;
 
-	err = check_init_attr(a);
+	err = check_init_attr(c, a);
 	if (err)
 		goto err_out;
 	err = -sv_obj_get(ctx, SV_OBJ_QP); /* max_qp live: EINVAL */
@@ -638,6 +661,7 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 		err = ENOMEM;
 		goto err_out;
 	}
+	qp->srq = a->srq ? to_ssrq(a->srq) : NULL;
 	err = -alloc_queues(qp, &a->cap);
 	if (err)
 		goto err_free;
@@ -664,7 +688,7 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	ibqp->pd = a->pd;
 	ibqp->send_cq = a->send_cq;
 	ibqp->recv_cq = a->recv_cq;
-	ibqp->srq = NULL;
+	ibqp->srq = a->srq;
 	ibqp->handle = qpn;
 	ibqp->qp_num = qpn; /* state: RESET since qp_get, under its lock */
 	ibqp->qp_type = a->qp_type;
@@ -682,10 +706,14 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	pthread_rwlock_unlock(&ctx->qp_lock);
 	sv_progress_add(ctx, &qp->pfd[0], qp->link.listen_fd);
 	sv_pd_get(to_spd(a->pd));
+	if (qp->srq)
+		atomic_fetch_add(&qp->srq->users, 1);
 
 	/* report what we give, as hardware does */
 	a->cap.max_send_sge = qp->max_send_sge;
-	a->cap.max_recv_sge = qp->max_recv_sge;
+	a->cap.max_recv_sge = qp->srq ? 0 : qp->max_recv_sge;
+	if (qp->srq)
+		a->cap.max_recv_wr = 0;
 	a->cap.max_inline_data = qp->max_inline;
 	return ibqp;
 
@@ -755,6 +783,7 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct sv_qp *qp = to_sqp(ibqp);
 	struct sv_context *ctx = qp->ctx;
 	struct sv_pd *pd = to_spd(ibqp->pd); /* qp may be reused after put */
+	struct sv_srq *srq = qp->srq;
 
 	/* unhook first: no poller or progress thread can reach it after */
 	pthread_rwlock_wrlock(&ctx->qp_lock);
@@ -763,6 +792,10 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	sv_cq_detach_qp(qp->rcq, qp);
 	sv_progress_del(ctx, &qp->pfd[0]);
 	sv_lock(&qp->lock);
+	/* what already arrived and has a receive is taken and ACKed first,
+	 * as an HCA has done by then: a peer's send that overshot our last
+	 * poll (ibv_srq_pingpong's many QPs) does not fail for our exit */
+	sv_resp_run(qp);
 	if (ibqp->state != IBV_QPS_RESET)
 		sv_qp_to_error(qp, 0); /* outstanding work is flushed */
 	if (qp->link.state != SV_LINK_IDLE)
@@ -783,6 +816,8 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	qp_put(ctx, qp);
 	sv_unlock(&qp->lock);
 	pthread_rwlock_unlock(&ctx->qp_lock);
+	if (srq) /* release: our responder's last take before a destroy */
+		atomic_fetch_sub_explicit(&srq->users, 1, memory_order_release);
 	sv_pd_put(pd);
 	return 0;
 }

@@ -145,13 +145,16 @@ static enum resp_result fatal(struct sv_qp *qp, const struct sv_pkt *p,
 	return RESP_FATAL;
 }
 
-/* IBA 9.7.5.2.8: no receive WQE.  Returns false to wait. */
+/* IBA 9.7.5.2.8: no receive WQE (in the RQ, or the SRQ: IBA 10.2.9.2).
+ * Returns false to wait. */
 static bool take_rwqe(struct sv_qp *qp, const struct sv_pkt *p)
 {
 	_Atomic uint32_t *rnr = &qp->link.rx.hdr->rnr;
 	uint32_t expect = SV_RNR_WAIT;
 
-	if (qp->rq_comp == qp->rq_post) {
+	/* on an SRQ: the SRQ's oldest WQE, unless it holds one already */
+	if (qp->rq_comp == qp->rq_post &&
+	    !(qp->srq && sv_srq_take(qp->srq, qp))) {
 		if (is_uc(qp)) { /* no RNR on UC: the message is lost */
 			qp->resp_drop = true;
 			return true;

@@ -4,7 +4,9 @@
  * the libibverbs structure the application sees (first member, or the
  * context inside verbs_context) and adds our state.  Locks, from outer to
  * inner: ctx->qp_lock (rwlock: QP list / CQ membership) -> qp->lock ->
- * cq->lock -> channel/event-queue locks.
+ * srq->lock -> cq->lock -> channel/event-queue locks.  A responder holds
+ * its qp->lock when it takes a WQE from the QP's SRQ; post_srq_recv takes
+ * srq->lock alone, and wakes QPs waiting in RNR only after releasing it.
  */
 #ifndef SV_H
 #define SV_H
@@ -283,6 +285,40 @@ struct sv_rwqe {
 	uint32_t length; /* room, bytes */
 };
 
+/*
+ * A shared receive queue (srq.c): receive WQEs any QP of the context
+ * attached to it takes, one whole WQE per message.  The responder copies
+ * the WQE it takes into its QP's one-slot RQ (so the SRQ slot is free at
+ * once and a resize may move the queue); the QPs attached hold a reference
+ * (users), so the SRQ outlives every responder that can reach it.
+ */
+struct sv_srq {
+	struct ibv_srq ibv;
+	struct sv_context *ctx;
+	struct sv_lock lock;	/* the queue, limit; inside qp->lock */
+	struct sv_rwqe *q;	/* size slots */
+	struct ibv_sge *sge;	/* max_sge per slot */
+	uint32_t size;		/* slots, a power of two */
+	uint32_t max;		/* max_wr: at most this many posted */
+	uint32_t max_sge;	/* SGEs per WQE, fixed at creation */
+	uint32_t post;		/* next slot to fill (free-running) */
+	uint32_t comp;		/* next slot a responder takes */
+	uint32_t limit;		/* armed srq_limit, 0: disarmed */
+	_Atomic uint32_t users; /* QPs attached: destroy is EBUSY */
+	_Atomic bool rnr;	/* a responder NAKed RNR for lack of WQEs */
+	uint32_t async_got;	/* async events handed out (ctx->async lock) */
+};
+
+static inline struct sv_srq *to_ssrq(struct ibv_srq *srq)
+{
+	return container_of(srq, struct sv_srq, ibv);
+}
+
+/* Moves the SRQ's oldest WQE into the QP's one-slot RQ; false if the SRQ
+ * is empty.  Raises IBV_EVENT_SRQ_LIMIT_REACHED when it crosses an armed
+ * limit.  Caller holds qp->lock. */
+bool sv_srq_take(struct sv_srq *srq, struct sv_qp *qp);
+
 struct sv_qp {
 	struct ibv_qp_ex qpx; /* starts with struct ibv_qp */
 	struct sv_context *ctx;
@@ -320,7 +356,8 @@ struct sv_qp {
 				 * the next one takes the peer's receive
 				 * number recv_msgs (single copy) */
 
-	/* receive queue */
+	/* receive queue; on an SRQ, one slot: the WQE the responder took */
+	struct sv_srq *srq; /* NULL: the QP has its own RQ */
 	struct sv_rwqe *rq;
 	struct ibv_sge *rq_sge;
 	uint32_t rq_size, rq_max;
@@ -416,6 +453,13 @@ int sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		 struct ibv_send_wr **bad);
 int sv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		 struct ibv_recv_wr **bad);
+int sv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+		     struct ibv_recv_wr **bad);
+int sv_post_srq_ops(struct ibv_srq *srq, struct ibv_ops_wr *op,
+		    struct ibv_ops_wr **bad);
+int sv_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
+struct ibv_srq *sv_create_srq_ex(struct ibv_context *c,
+				 struct ibv_srq_init_attr_ex *attr);
 int sv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int sv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *c,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The public verbs softverbs does not implement (yet): SRQ, address
+ * The public verbs softverbs does not implement (yet): address
  * handles, multicast, ECE, object import, dma-buf MRs, MR
  * re-registration.  Each fails the way its contract says a missing feature
  * fails -- a positive EOPNOTSUPP, or NULL with errno = EOPNOTSUPP -- and
@@ -13,30 +13,6 @@
 #include <infiniband/verbs.h>
 
 #include "export.h"
-
-/* Shared Receive Queues: not implemented. */
-SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
-					 struct ibv_srq_init_attr *attr)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-SV_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
-			     int attr_mask)
-{
-	return EOPNOTSUPP;
-}
-
-SV_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
-{
-	return EOPNOTSUPP;
-}
-
-SV_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
-{
-	return EOPNOTSUPP;
-}
 
 /* Address handles (UD): not implemented. */
 SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,

@@ -280,6 +280,29 @@ SV_TEST(interop_ours_server_debian_client)
 	sv_pair_run_free(&r);
 }
 
+/* Debian's ibv_srq_pingpong: its 16 QPs (and 64) on one SRQ each side. */
+#define SRQ_PP "ibv_srq_pingpong"
+
+SV_TEST(debian_srq_defaults)
+{
+	pingpong(SRQ_PP, SRQ_PP, (const char *const[]){NULL}, 1000, 4096);
+}
+
+SV_TEST(debian_srq_64_qps)
+{
+	pingpong(SRQ_PP, SRQ_PP, OPTS("-q", "64"), 1000, 4096);
+}
+
+SV_TEST(debian_srq_events)
+{
+	pingpong(SRQ_PP, SRQ_PP, OPTS("-e"), 1000, 4096);
+}
+
+SV_TEST(debian_srq_64_qps_events)
+{
+	pingpong(SRQ_PP, SRQ_PP, OPTS("-q", "64", "-e"), 1000, 4096);
+}
+
 /* perftest: ib_send_lat and ib_send_bw, polling and events, -a. */
 static void perftest(const char *prog, const char *const extra[],
 		     const char *expect)
@@ -316,6 +339,22 @@ SV_TEST(perftest_send_lat_events)
 SV_TEST(perftest_send_bw)
 {
 	perftest("ib_send_bw", (const char *const[]){NULL}, "BW average");
+}
+
+/* perftest on a shared receive queue (its spelling: --use-srq). */
+SV_TEST(perftest_send_bw_srq)
+{
+	perftest("ib_send_bw", OPTS("--use-srq", "-n", "2000"), "BW average");
+}
+
+SV_TEST(perftest_send_bw_srq_all_sizes)
+{
+	perftest("ib_send_bw", OPTS("--use-srq", "-a", "-n", "100"), "8388608");
+}
+
+SV_TEST(perftest_send_lat_srq)
+{
+	perftest("ib_send_lat", OPTS("--use-srq", "-n", "2000"), "t_typical");
 }
 
 SV_TEST(perftest_send_bw_all_sizes)

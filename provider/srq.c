@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Shared receive queues: create (classic and extended; basic type only),
+ * modify (resize, arming the limit), query, destroy, post_srq_recv, and
+ * the responder's side: sv_srq_take moves one WQE into the QP that takes
+ * it, and raises IBV_EVENT_SRQ_LIMIT_REACHED once per arming, as rxe's
+ * rxe_srq.c and the IBA (10.2.9.4, 11.5.2.3) say.  QPs of one context
+ * share it; the QPs hold a reference, so it outlives their responders.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sv.h"
+
+static int alloc_queue(struct sv_srq *srq, uint32_t size)
+{
+	srq->q = calloc(size, sizeof(*srq->q));
+	srq->sge = calloc((size_t)size * srq->max_sge, sizeof(*srq->sge));
+	if (!srq->q || !srq->sge) {
+		free(srq->q);
+		free(srq->sge);
+		return -ENOMEM;
+	}
+	srq->size = size;
+	return 0;
+}
+
+/* ibv_create_srq(3): EINVAL past the device's limits (max_srq_wr,
+ * max_srq_sge); srq_limit is ignored.  attr gets what we give: max_wr
+ * rounded up to the queue's size, as hardware providers report. */
+static struct ibv_srq *create_srq(struct ibv_pd *ibpd, void *srq_context,
+				  struct ibv_srq_attr *attr)
+{
+	struct sv_context *ctx = to_sctx(ibpd->context);
+	struct sv_srq *srq;
+	uint32_t want;
+	int err;
+
+	if (attr->max_wr > SV_MAX_SRQ_WR || attr->max_sge > SV_MAX_SRQ_SGE) {
+		err = EINVAL;
+		goto err_out;
+	}
+	err = -sv_obj_get(ctx, SV_OBJ_SRQ); /* max_srq live: EINVAL */
+	if (err)
+		goto err_out;
+	srq = calloc(1, sizeof(*srq));
+	if (!srq) {
+		err = ENOMEM;
+		goto err_count;
+	}
+	want = attr->max_wr ? attr->max_wr : 1;
+	srq->max_sge = attr->max_sge ? attr->max_sge : 1;
+	if (alloc_queue(srq, sv_roundup_pow2(want))) {
+		err = ENOMEM;
+		goto err_free;
+	}
+	srq->max = srq->size;
+	srq->ctx = ctx;
+	srq->ibv.context = ibpd->context;
+	srq->ibv.srq_context = srq_context;
+	srq->ibv.pd = ibpd;
+	srq->ibv.handle = (uint32_t)(uintptr_t)srq;
+	pthread_mutex_init(&srq->ibv.mutex, NULL);
+	pthread_cond_init(&srq->ibv.cond, NULL);
+	sv_pd_get(to_spd(ibpd));
+	attr->max_wr = srq->max;
+	attr->max_sge = srq->max_sge;
+	attr->srq_limit = 0;
+	return &srq->ibv;
+
+err_free:
+	free(srq);
+err_count:
+	sv_obj_put(ctx, SV_OBJ_SRQ);
+err_out:
+	errno = err;
+	return NULL;
+}
+
+SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
+					 struct ibv_srq_init_attr *attr)
+{
+	if (!pd || !attr) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return create_srq(pd, attr->srq_context, &attr->attr);
+}
+
+/* What ibv_create_srq_ex does not pass to ibv_create_srq itself: XRC and
+ * tag-matching SRQs, which we do not have yet (EOPNOTSUPP). */
+struct ibv_srq *sv_create_srq_ex(struct ibv_context *c,
+				 struct ibv_srq_init_attr_ex *a)
+{
+	uint32_t known = IBV_SRQ_INIT_ATTR_RESERVED - 1;
+
+	if ((a->comp_mask & ~known) || !(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) ||
+	    !a->pd || a->pd->context != c) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	    a->srq_type != IBV_SRQT_BASIC) {
+		errno = a->srq_type <= IBV_SRQT_TM ? EOPNOTSUPP : EINVAL;
+		return NULL;
+	}
+	if (a->comp_mask & IBV_SRQ_INIT_ATTR_TM) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	return create_srq(a->pd, a->srq_context, &a->attr);
+}
+
+/* IBV_SRQ_MAX_WR: the queue moves to a new array (the responders copy
+ * out under srq->lock, so nothing points into it); never below what is
+ * posted and not taken.  Caller holds srq->lock. */
+static int resize(struct sv_srq *srq, uint32_t max_wr)
+{
+	struct sv_srq old = *srq;
+	uint32_t n = srq->post - srq->comp;
+
+	if (!max_wr || max_wr > SV_MAX_SRQ_WR || max_wr < n)
+		return -EINVAL;
+	if (alloc_queue(srq, sv_roundup_pow2(max_wr))) {
+		srq->q = old.q;
+		srq->sge = old.sge;
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t from = (old.comp + i) & (old.size - 1);
+
+		srq->q[i] = old.q[from];
+		memcpy(&srq->sge[(size_t)i * srq->max_sge],
+		       &old.sge[(size_t)from * srq->max_sge],
+		       srq->max_sge * sizeof(*srq->sge));
+	}
+	srq->comp = 0;
+	srq->post = n;
+	srq->max = srq->size;
+	free(old.q);
+	free(old.sge);
+	return 0;
+}
+
+/* ibv_modify_srq(3): the limit must be below max_wr (the new one, if it
+ * changes too); a failed modify changes nothing. */
+SV_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
+			     int mask)
+{
+	struct sv_srq *srq = to_ssrq(ibsrq);
+	int err = 0;
+
+	if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT) || !mask)
+		return EINVAL;
+	sv_lock(&srq->lock);
+	if ((mask & IBV_SRQ_LIMIT) &&
+	    attr->srq_limit >
+		    ((mask & IBV_SRQ_MAX_WR) ? attr->max_wr : srq->max)) {
+		err = -EINVAL;
+		goto out;
+	}
+	if (mask & IBV_SRQ_MAX_WR) {
+		err = resize(srq, attr->max_wr);
+		if (err)
+			goto out;
+		attr->max_wr = srq->max;
+	}
+	if (mask & IBV_SRQ_LIMIT)
+		srq->limit = attr->srq_limit;
+out:
+	sv_unlock(&srq->lock);
+	return -err;
+}
+
+SV_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+{
+	struct sv_srq *srq = to_ssrq(ibsrq);
+
+	sv_lock(&srq->lock);
+	attr->max_wr = srq->max;
+	attr->max_sge = srq->max_sge;
+	attr->srq_limit = srq->limit;
+	sv_unlock(&srq->lock);
+	return 0;
+}
+
+/* EBUSY while a QP is attached (its responder may take from it). */
+SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct sv_srq *srq = to_ssrq(ibsrq);
+
+	/* acquire: the detached QPs' last accesses happen before the free */
+	if (atomic_load_explicit(&srq->users, memory_order_acquire))
+		return EBUSY;
+	sv_async_forget(srq->ctx, ibsrq);
+	pthread_mutex_lock(&ibsrq->mutex);
+	while (ibsrq->events_completed != srq->async_got)
+		pthread_cond_wait(&ibsrq->cond, &ibsrq->mutex);
+	pthread_mutex_unlock(&ibsrq->mutex);
+	sv_pd_put(to_spd(ibsrq->pd));
+	sv_obj_put(srq->ctx, SV_OBJ_SRQ);
+	free(srq->q);
+	free(srq->sge);
+	free(srq);
+	return 0;
+}
+
+/* A responder NAKed RNR for want of a WQE: run the attached QPs waiting
+ * so, now that there is one (as post_recv does for its own QP).  A QP
+ * whose lock is taken is being run by its holder. */
+static void wake_rnr(struct sv_srq *srq)
+{
+	struct sv_context *ctx = srq->ctx;
+	struct sv_list *n;
+
+	pthread_rwlock_rdlock(&ctx->qp_lock);
+	sv_list_for_each(n, &ctx->qps)
+	{
+		struct sv_qp *qp = container_of(n, struct sv_qp, ctx_node);
+
+		if (qp->srq != srq || !sv_trylock(&qp->lock))
+			continue;
+		if (qp->resp_rnr)
+			sv_resp_run(qp);
+		sv_unlock(&qp->lock);
+	}
+	pthread_rwlock_unlock(&ctx->qp_lock);
+}
+
+static int post_one(struct sv_srq *srq, const struct ibv_recv_wr *wr)
+{
+	uint32_t slot = srq->post & (srq->size - 1);
+	struct sv_rwqe *r = &srq->q[slot];
+	uint64_t len = 0;
+
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge)
+		return EINVAL;
+	if (srq->post - srq->comp >= srq->max)
+		return ENOMEM;
+	for (int i = 0; i < wr->num_sge; i++)
+		len += wr->sg_list[i].length;
+	r->wr_id = wr->wr_id;
+	r->num_sge = (uint32_t)wr->num_sge;
+	r->length = len > SV_MAX_MSG ? SV_MAX_MSG : (uint32_t)len;
+	if (wr->num_sge)
+		memcpy(&srq->sge[(size_t)slot * srq->max_sge], wr->sg_list,
+		       wr->num_sge * sizeof(struct ibv_sge));
+	srq->post++;
+	return 0;
+}
+
+int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+		     struct ibv_recv_wr **bad)
+{
+	struct sv_srq *srq = to_ssrq(ibsrq);
+	int err = 0;
+
+	sv_lock(&srq->lock);
+	for (; wr; wr = wr->next) {
+		err = post_one(srq, wr);
+		if (err) {
+			*bad = wr;
+			break;
+		}
+	}
+	sv_unlock(&srq->lock);
+	if (atomic_load_explicit(&srq->rnr, memory_order_relaxed) &&
+	    atomic_exchange(&srq->rnr, false))
+		wake_rnr(srq);
+	return err;
+}
+
+/* Tag-matching operations need a tag-matching SRQ, which we cannot
+ * create: EINVAL for ours, as mlx5 answers for a basic SRQ. */
+int sv_post_srq_ops(struct ibv_srq *srq, struct ibv_ops_wr *op,
+		    struct ibv_ops_wr **bad)
+{
+	(void)srq;
+	*bad = op;
+	return EINVAL;
+}
+
+/* The SRQ number is for XRC senders; ours are named by the handle. */
+int sv_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num)
+{
+	*srq_num = srq->handle;
+	return 0;
+}
+
+static void limit_reached(struct sv_srq *srq)
+{
+	struct ibv_async_event e = {.event_type = IBV_EVENT_SRQ_LIMIT_REACHED};
+
+	e.element.srq = &srq->ibv;
+	sv_async_event(srq->ctx, &e);
+}
+
+bool sv_srq_take(struct sv_srq *srq, struct sv_qp *qp)
+{
+	uint32_t slot;
+	bool fire = false;
+
+	sv_lock(&srq->lock);
+	if (srq->comp == srq->post) {
+		sv_unlock(&srq->lock);
+		atomic_store_explicit(&srq->rnr, true, memory_order_relaxed);
+		return false;
+	}
+	slot = srq->comp & (srq->size - 1);
+	qp->rq[qp->rq_post & (qp->rq_size - 1)] = srq->q[slot];
+	memcpy(qp->rq_sge, &srq->sge[(size_t)slot * srq->max_sge],
+	       srq->q[slot].num_sge * sizeof(struct ibv_sge));
+	srq->comp++;
+	qp->rq_post++;
+	/* IBA 11.5.2.3: once below the limit, one event, then disarmed */
+	if (srq->limit && srq->post - srq->comp < srq->limit) {
+		srq->limit = 0;
+		fire = true;
+	}
+	sv_unlock(&srq->lock);
+	if (fire)
+		limit_reached(srq);
+	return true;
+}
