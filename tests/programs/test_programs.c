@@ -584,3 +584,9 @@ SV_TEST(perftest_write_bw_uc)
 	perftest_1s("ib_write_bw", OPTS("-c", "UC", "-n", "200"), 1, 65536,
 		    false);
 }
+
+/* Several QPs in one run (issue 10). */
+SV_TEST(perftest_send_bw_8_qps)
+{
+	perftest("ib_send_bw", OPTS("-q", "8", "-n", "200"), "BW average");
+}
