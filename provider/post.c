@@ -175,6 +175,12 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	struct sv_qp *qp = to_sqp(ibqp);
 	int err;
 
+	/* a post is the application driving this QP, as a poll is (the
+	 * progress thread keeps off; progress.c) */
+	atomic_store_explicit(
+		&qp->drives,
+		atomic_load_explicit(&qp->drives, memory_order_relaxed) + 1,
+		memory_order_relaxed);
 	sv_lock(&qp->lock);
 	err = sq_state_ok(qp);
 	for (; wr && !err; wr = wr->next) {
