@@ -242,6 +242,20 @@ void sv_rq_describe(struct sv_qp *qp, uint32_t from)
 		describe(qp, i);
 }
 
+void sv_rwqe_fill(struct sv_rwqe *r, struct ibv_sge *sge,
+		  const struct ibv_recv_wr *wr)
+{
+	uint64_t len = 0;
+
+	for (int i = 0; i < wr->num_sge; i++)
+		len += wr->sg_list[i].length;
+	r->wr_id = wr->wr_id;
+	r->num_sge = (uint32_t)wr->num_sge;
+	r->length = len > SV_MAX_MSG ? SV_MAX_MSG : (uint32_t)len;
+	if (wr->num_sge)
+		memcpy(sge, wr->sg_list, wr->num_sge * sizeof(*sge));
+}
+
 int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		 struct ibv_recv_wr **bad)
 {
@@ -257,7 +271,6 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	for (; wr && !err; wr = wr->next) {
 		uint32_t slot = qp->rq_post & (qp->rq_size - 1);
 		struct sv_rwqe *r = &qp->rq[slot];
-		uint64_t len = 0;
 
 		if (wr->num_sge < 0 ||
 		    (uint32_t)wr->num_sge > qp->max_recv_sge) {
@@ -268,15 +281,8 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			err = ENOMEM;
 			break;
 		}
-		for (int i = 0; i < wr->num_sge; i++)
-			len += wr->sg_list[i].length;
-		r->wr_id = wr->wr_id;
-		r->num_sge = (uint32_t)wr->num_sge;
-		r->length = len > SV_MAX_MSG ? SV_MAX_MSG : (uint32_t)len;
-		if (wr->num_sge)
-			memcpy(&qp->rq_sge[(size_t)slot * qp->max_recv_sge],
-			       wr->sg_list,
-			       wr->num_sge * sizeof(struct ibv_sge));
+		sv_rwqe_fill(r, &qp->rq_sge[(size_t)slot * qp->max_recv_sge],
+			     wr);
 		qp->rq_post++;
 	}
 	if (err)

@@ -232,20 +232,12 @@ static int post_one(struct sv_srq *srq, const struct ibv_recv_wr *wr)
 {
 	uint32_t slot = srq->post & (srq->size - 1);
 	struct sv_rwqe *r = &srq->q[slot];
-	uint64_t len = 0;
 
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge)
 		return EINVAL;
 	if (srq->post - srq->comp >= srq->max)
 		return ENOMEM;
-	for (int i = 0; i < wr->num_sge; i++)
-		len += wr->sg_list[i].length;
-	r->wr_id = wr->wr_id;
-	r->num_sge = (uint32_t)wr->num_sge;
-	r->length = len > SV_MAX_MSG ? SV_MAX_MSG : (uint32_t)len;
-	if (wr->num_sge)
-		memcpy(&srq->sge[(size_t)slot * srq->max_sge], wr->sg_list,
-		       wr->num_sge * sizeof(struct ibv_sge));
+	sv_rwqe_fill(r, &srq->sge[(size_t)slot * srq->max_sge], wr);
 	srq->post++;
 	return 0;
 }

@@ -444,6 +444,11 @@ void sv_qp_run(struct sv_qp *qp, uint64_t now);
 /* Spin budget before ibv_get_cq_event sleeps (SOFTVERBS_EVENT_SPIN_US). */
 extern uint64_t sv_event_spin_ns;
 
+/* A receive WQE and its SGEs from a work request already checked
+ * (post.c; SRQs too). */
+void sv_rwqe_fill(struct sv_rwqe *r, struct ibv_sge *sge,
+		  const struct ibv_recv_wr *wr);
+
 /* Shows the peer receives [from, rq_post) for single-copy sends (post.c).
  * Caller holds qp->lock. */
 void sv_rq_describe(struct sv_qp *qp, uint32_t from);
