@@ -101,6 +101,27 @@ static int wqe_check(const struct sv_qp *qp, const struct sv_swqe *w)
 	return 0;
 }
 
+/* A UD send names its destination: an AH of this QP's PD, a QPN and a
+ * qkey (IBA 9.8.4). */
+static int ud_address(struct sv_qp *qp, struct sv_swqe *w,
+		      const struct ibv_send_wr *wr)
+{
+	struct sv_ah *ah;
+
+	if (!wr->wr.ud.ah || wr->wr.ud.ah->pd != qp->qpx.qp_base.pd ||
+	    wr->wr.ud.remote_qpn > SV_PSN_MASK)
+		return EINVAL;
+	ah = to_sah(wr->wr.ud.ah);
+	w->ud_qpn = wr->wr.ud.remote_qpn;
+	w->ud_qkey = wr->wr.ud.remote_qkey;
+	w->ud_grh = ah->attr.is_global;
+	if (w->ud_grh) {
+		w->ud_sgid = ah->sgid;
+		w->ud_dgid = ah->attr.grh.dgid;
+	}
+	return 0;
+}
+
 static int post_one_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
 {
 	uint32_t slot = qp->sq_post & (qp->sq_size - 1);
@@ -127,6 +148,10 @@ static int post_one_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
 	} else if (wr_ops[wr->opcode].remote) {
 		w->raddr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
+	} else if (qp->qpx.qp_base.qp_type == IBV_QPT_UD) {
+		err = ud_address(qp, w, wr);
+		if (err)
+			return err;
 	}
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		if (wr_ops[wr->opcode].no_inl)
@@ -161,6 +186,8 @@ static void sq_kick(struct sv_qp *qp)
 		sv_req_run(qp);
 		break;
 	case IBV_QPS_SQE:
+		sv_qp_flush_sq(qp); /* receives go on */
+		break;
 	case IBV_QPS_ERR:
 		sv_qp_flush(qp);
 		break;
@@ -494,6 +521,8 @@ int sv_qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags)
 
 	if (send_ops_flags & ~(uint64_t)SV_EX_OPS)
 		return EOPNOTSUPP;
+	if (type == IBV_QPT_UD)
+		return EOPNOTSUPP; /* no ibv_wr_set_ud_addr yet */
 	return type == IBV_QPT_UC && (send_ops_flags & rc_only) ? EOPNOTSUPP
 								: 0;
 }

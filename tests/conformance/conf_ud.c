@@ -1,0 +1,566 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unreliable datagram QPs (IBA 9.8.4) and address handles: UD's state
+ * machine masks, AH checks, sends addressed by AH + QPN + qkey with the
+ * 40-byte GRH in front of every receive, immediate data, the drops of a
+ * wire (wrong qkey, no receive) that never complete, a message longer
+ * than the MTU failing at the sender, fan-in from 8 QPs with no set-up at
+ * the receiver, and the reply path through ibv_create_ah_from_wc.
+ */
+#include <arpa/inet.h>
+
+#include "pair.h"
+
+#define LEN  (1 << 20)
+#define QKEY 0x11111111u
+#define GRH  40
+
+struct ud_end {
+	struct sv_end e;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+};
+
+static struct ibv_qp *ud_qp(struct ud_end *u, uint32_t depth)
+{
+	struct ibv_qp_init_attr ia = {.qp_type = IBV_QPT_UD,
+				      .send_cq = u->cq,
+				      .recv_cq = u->cq,
+				      .cap = {.max_send_wr = depth,
+					      .max_recv_wr = depth,
+					      .max_send_sge = 2,
+					      .max_recv_sge = 2}};
+	struct ibv_qp *qp = ibv_create_qp(u->e.pd, &ia);
+
+	ASSERT_NOT_NULL(qp);
+	ASSERT_EQ(IBV_QPT_UD, qp->qp_type);
+	return qp;
+}
+
+static void ud_ready(struct ibv_qp *qp, uint32_t qkey)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey};
+
+	ASSERT_OK(ibv_modify_qp(qp, &a,
+				IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					IBV_QP_QKEY));
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR};
+	ASSERT_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE));
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .sq_psn = 7};
+	ASSERT_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN));
+}
+
+static void ud_open(struct ud_end *u, uint32_t depth, bool ready)
+{
+	memset(u, 0, sizeof(*u));
+	sv_end_open_ctx(&u->e);
+	u->cq = ibv_create_cq(u->e.ctx, 4 * depth, NULL, NULL, 0);
+	ASSERT_NOT_NULL(u->cq);
+	u->qp = ud_qp(u, depth);
+	u->buf = calloc(1, LEN);
+	ASSERT_NOT_NULL(u->buf);
+	u->mr = ibv_reg_mr(u->e.pd, u->buf, LEN, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(u->mr);
+	if (ready)
+		ud_ready(u->qp, QKEY);
+}
+
+static void ud_close(struct ud_end *u)
+{
+	ASSERT_OK(ibv_destroy_qp(u->qp));
+	ASSERT_OK(ibv_dereg_mr(u->mr));
+	ASSERT_OK(ibv_destroy_cq(u->cq));
+	free(u->buf);
+	ASSERT_OK(ibv_dealloc_pd(u->e.pd));
+	ASSERT_OK(ibv_close_device(u->e.ctx));
+}
+
+static struct ibv_ah *lid_ah(struct ud_end *u)
+{
+	struct ibv_ah_attr aa = {.dlid = u->e.lid, .port_num = 1};
+	struct ibv_ah *ah = ibv_create_ah(u->e.pd, &aa);
+
+	ASSERT_NOT_NULL(ah);
+	return ah;
+}
+
+static struct ibv_ah *gid_ah(struct ud_end *u, union ibv_gid *gid)
+{
+	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1};
+	struct ibv_ah *ah;
+
+	ASSERT_OK(ibv_query_gid(u->e.ctx, 1, 0, gid));
+	aa.grh.dgid = *gid;
+	aa.grh.sgid_index = 0;
+	aa.grh.hop_limit = 1;
+	ah = ibv_create_ah(u->e.pd, &aa);
+	ASSERT_NOT_NULL(ah);
+	return ah;
+}
+
+static int post_recv_on(struct ud_end *u, struct ibv_qp *qp, uint64_t id,
+			size_t off, uint32_t len)
+{
+	struct ibv_sge sg = {(uintptr_t)u->buf + off, len, u->mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = id, .sg_list = &sg, .num_sge = 1};
+	struct ibv_recv_wr *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+static int post_recv(struct ud_end *u, uint64_t id, size_t off, uint32_t len)
+{
+	return post_recv_on(u, u->qp, id, off, len);
+}
+
+static int send_on(struct ud_end *u, struct ibv_qp *qp, uint64_t id,
+		   enum ibv_wr_opcode op, size_t off, uint32_t len,
+		   struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
+{
+	struct ibv_sge sg = {(uintptr_t)u->buf + off, len, u->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = id,
+				 .sg_list = &sg,
+				 .num_sge = 1,
+				 .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .imm_data = htonl(0xabcd1234)};
+	struct ibv_send_wr *bad;
+
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = qpn;
+	wr.wr.ud.remote_qkey = qkey;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static int send_ud(struct ud_end *u, uint64_t id, enum ibv_wr_opcode op,
+		   size_t off, uint32_t len, struct ibv_ah *ah, uint32_t qpn,
+		   uint32_t qkey)
+{
+	return send_on(u, u->qp, id, op, off, len, ah, qpn, qkey);
+}
+
+static void wc_of(struct ibv_cq *cq, uint64_t id, enum ibv_wc_status st,
+		  struct ibv_wc *wc)
+{
+	WAIT_WC(cq, wc, SV_WC_TIMEOUT_MS);
+	if (wc->status != st)
+		sv_test_fail(__FILE__, __LINE__,
+			     "wr_id %" PRIu64 ": %s, not %s",
+			     (uint64_t)wc->wr_id, ibv_wc_status_str(wc->status),
+			     ibv_wc_status_str(st));
+	ASSERT_EQ(id, wc->wr_id);
+}
+
+static enum ibv_qp_state state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	ASSERT_OK(ibv_query_qp(qp, &a, IBV_QP_STATE, &ia));
+	return a.qp_state;
+}
+
+/* UD's masks: qkey at INIT, nothing at RTR, SQ_PSN at RTS; no path. */
+SV_TEST(ud_state_masks_and_query)
+{
+	struct ud_end u;
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+	struct ibv_qp_init_attr ia;
+	int init = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+
+	ud_open(&u, 16, false);
+	ASSERT_EQ(EINVAL, ibv_modify_qp(u.qp, &a, init)); /* no qkey */
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	ASSERT_EQ(EINVAL,
+		  ibv_modify_qp(u.qp, &a,
+				init | IBV_QP_QKEY | IBV_QP_ACCESS_FLAGS));
+	a.qkey = QKEY;
+	ASSERT_OK(ibv_modify_qp(u.qp, &a, init | IBV_QP_QKEY));
+	ASSERT_EQ(IBV_QPS_INIT, state(u.qp));
+
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR,
+				 .path_mtu = IBV_MTU_1024,
+				 .dest_qp_num = 5,
+				 .ah_attr = {.dlid = u.e.lid, .port_num = 1}};
+	ASSERT_EQ(EINVAL, ibv_modify_qp(u.qp, &a, IBV_QP_STATE | IBV_QP_AV));
+	ASSERT_EQ(EINVAL,
+		  ibv_modify_qp(u.qp, &a, IBV_QP_STATE | IBV_QP_DEST_QPN));
+	ASSERT_EQ(EINVAL,
+		  ibv_modify_qp(u.qp, &a, IBV_QP_STATE | IBV_QP_PATH_MTU));
+	ASSERT_OK(ibv_modify_qp(u.qp, &a, IBV_QP_STATE));
+	ASSERT_EQ(IBV_QPS_RTR, state(u.qp));
+
+	a = (struct ibv_qp_attr){
+		.qp_state = IBV_QPS_RTS, .sq_psn = 9, .timeout = 14};
+	ASSERT_EQ(EINVAL, ibv_modify_qp(u.qp, &a, IBV_QP_STATE));
+	ASSERT_EQ(EINVAL,
+		  ibv_modify_qp(u.qp, &a,
+				IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT));
+	ASSERT_OK(ibv_modify_qp(u.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN));
+	a = (struct ibv_qp_attr){.qkey = 0x1234};
+	ASSERT_OK(ibv_modify_qp(u.qp, &a, IBV_QP_QKEY)); /* RTS -> RTS */
+
+	memset(&a, 0, sizeof(a));
+	ASSERT_OK(ibv_query_qp(u.qp, &a, IBV_QP_STATE | IBV_QP_QKEY, &ia));
+	ASSERT_EQ(IBV_QPS_RTS, a.qp_state);
+	ASSERT_EQ(0x1234, a.qkey);
+	ASSERT_EQ(IBV_QPT_UD, ia.qp_type);
+	ASSERT_NE(0, u.qp->qp_num);
+	ud_close(&u);
+}
+
+/* AHs name this host (port 1, our LID or GID); they hold their PD. */
+SV_TEST(ud_ah_create_destroy)
+{
+	struct ud_end u;
+	struct ibv_ah_attr aa = {.dlid = 0, .port_num = 1};
+	union ibv_gid gid;
+	struct ibv_ah *ah, *gah;
+
+	ud_open(&u, 4, false);
+	ah = lid_ah(&u);
+	gah = gid_ah(&u, &gid);
+	ASSERT_EQ(u.e.pd, ah->pd);
+
+	aa.dlid = (uint16_t)(u.e.lid + 1);
+	errno = 0;
+	ASSERT_NULL(ibv_create_ah(u.e.pd, &aa)); /* another host's LID */
+	ASSERT_EQ(EINVAL, errno);
+	aa.dlid = u.e.lid;
+	aa.port_num = 2;
+	errno = 0;
+	ASSERT_NULL(ibv_create_ah(u.e.pd, &aa)); /* no port 2 */
+	ASSERT_EQ(EINVAL, errno);
+	aa.port_num = 1;
+	aa.is_global = 1;
+	memset(&aa.grh.dgid, 0, sizeof(aa.grh.dgid));
+	aa.grh.dgid.raw[0] = 0x20; /* 2000::1, not ours */
+	aa.grh.dgid.raw[15] = 1;
+	errno = 0;
+	ASSERT_NULL(ibv_create_ah(u.e.pd, &aa));
+	ASSERT_EQ(EINVAL, errno);
+	aa.grh.dgid = gid;
+	aa.grh.sgid_index = 200;
+	errno = 0;
+	ASSERT_NULL(ibv_create_ah(u.e.pd, &aa)); /* no such sgid */
+	ASSERT_EQ(EINVAL, errno);
+
+	ASSERT_OK(ibv_destroy_qp(u.qp));
+	ASSERT_OK(ibv_dereg_mr(u.mr));
+	ASSERT_EQ(EBUSY, ibv_dealloc_pd(u.e.pd)); /* the AHs hold it */
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ASSERT_OK(ibv_destroy_ah(gah));
+	ASSERT_OK(ibv_destroy_cq(u.cq));
+	free(u.buf);
+	ASSERT_OK(ibv_dealloc_pd(u.e.pd));
+	ASSERT_OK(ibv_close_device(u.e.ctx));
+}
+
+/* Without a GRH: payload after 40 bytes left alone, src_qp, slid. */
+SV_TEST(ud_send_recv_no_grh)
+{
+	struct ud_end s, r;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+
+	ud_open(&s, 16, true);
+	ud_open(&r, 16, true);
+	ah = lid_ah(&s);
+	sv_fill(s.buf, 1000, 7);
+	memset(r.buf, 0xee, 4096);
+	ASSERT_OK(post_recv(&r, 1, 0, 4096));
+	ASSERT_OK(send_ud(&s, 2, IBV_WR_SEND, 0, 1000, ah, r.qp->qp_num, QKEY));
+	wc_of(s.cq, 2, IBV_WC_SUCCESS, &wc);
+	ASSERT_EQ(IBV_WC_SEND, wc.opcode);
+	wc_of(r.cq, 1, IBV_WC_SUCCESS, &wc);
+	ASSERT_EQ(IBV_WC_RECV, wc.opcode);
+	ASSERT_EQ(GRH + 1000, wc.byte_len);
+	ASSERT_EQ(s.qp->qp_num, wc.src_qp);
+	ASSERT_EQ(r.qp->qp_num, wc.qp_num);
+	ASSERT_EQ(s.e.lid, wc.slid);
+	ASSERT_EQ(0, wc.pkey_index);
+	ASSERT_EQ(0, wc.wc_flags & (IBV_WC_GRH | IBV_WC_WITH_IMM));
+	ASSERT_EQ(0xee, r.buf[0]); /* no GRH: those bytes are not written */
+	ASSERT_EQ(-1, sv_check(r.buf + GRH, 1000, 7));
+	ASSERT_EQ(0xee, r.buf[GRH + 1000]);
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ud_close(&s);
+	ud_close(&r);
+}
+
+/* With a GRH: IPv6-like, the sender's GID as source, ours as dest; and
+ * the payload scattered over two SGEs, the first shorter than the GRH. */
+SV_TEST(ud_send_recv_grh)
+{
+	struct ud_end s, r;
+	struct ibv_ah *ah;
+	union ibv_gid gid;
+	struct ibv_grh grh;
+	struct ibv_wc wc;
+	struct ibv_sge sg[2];
+	struct ibv_recv_wr wr = {.wr_id = 1, .sg_list = sg, .num_sge = 2};
+	struct ibv_recv_wr *bad;
+
+	ud_open(&s, 16, true);
+	ud_open(&r, 16, true);
+	ah = gid_ah(&s, &gid);
+	sv_fill(s.buf, 3000, 9);
+	sg[0] = (struct ibv_sge){(uintptr_t)r.buf, 24, r.mr->lkey};
+	sg[1] = (struct ibv_sge){(uintptr_t)r.buf + 24, 4096, r.mr->lkey};
+	ASSERT_OK(ibv_post_recv(r.qp, &wr, &bad));
+	ASSERT_OK(send_ud(&s, 2, IBV_WR_SEND, 0, 3000, ah, r.qp->qp_num, QKEY));
+	wc_of(s.cq, 2, IBV_WC_SUCCESS, &wc);
+	wc_of(r.cq, 1, IBV_WC_SUCCESS, &wc);
+	ASSERT_EQ(GRH + 3000, wc.byte_len);
+	ASSERT_TRUE(wc.wc_flags & IBV_WC_GRH);
+	memcpy(&grh, r.buf, sizeof(grh));
+	ASSERT_EQ(6, ntohl(grh.version_tclass_flow) >> 28);
+	ASSERT_EQ(0x1b, grh.next_hdr);
+	ASSERT_OK(memcmp(&gid, &grh.sgid, 16));
+	ASSERT_OK(memcmp(&gid, &grh.dgid, 16));
+	ASSERT_EQ(-1, sv_check(r.buf + GRH, 3000, 9));
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ud_close(&s);
+	ud_close(&r);
+}
+
+SV_TEST(ud_send_with_imm)
+{
+	struct ud_end s, r;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+
+	ud_open(&s, 16, true);
+	ud_open(&r, 16, true);
+	ah = lid_ah(&s);
+	ASSERT_OK(post_recv(&r, 1, 0, 4096));
+	ASSERT_OK(send_ud(&s, 2, IBV_WR_SEND_WITH_IMM, 0, 8, ah, r.qp->qp_num,
+			  QKEY));
+	wc_of(s.cq, 2, IBV_WC_SUCCESS, &wc);
+	wc_of(r.cq, 1, IBV_WC_SUCCESS, &wc);
+	ASSERT_TRUE(wc.wc_flags & IBV_WC_WITH_IMM);
+	ASSERT_EQ(0xabcd1234, ntohl(wc.imm_data));
+	ASSERT_EQ(GRH + 8, wc.byte_len);
+	/* UD has no RDMA: refused at post */
+	ASSERT_EQ(EINVAL, send_ud(&s, 3, IBV_WR_RDMA_WRITE, 0, 8, ah,
+				  r.qp->qp_num, QKEY));
+	ASSERT_EQ(EINVAL,
+		  send_ud(&s, 3, IBV_WR_SEND, 0, 8, NULL, r.qp->qp_num, QKEY));
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ud_close(&s);
+	ud_close(&r);
+}
+
+/* IBA 10.2.5: a wrong qkey is dropped without a trace; a remote_qkey
+ * with the high bit set sends the sender QP's own qkey. */
+SV_TEST(ud_wrong_qkey_dropped)
+{
+	struct ud_end s, r;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+
+	ud_open(&s, 16, true);
+	ud_open(&r, 16, true);
+	ah = lid_ah(&s);
+	sv_fill(s.buf, 64, 1);
+	sv_fill(s.buf + 64, 64, 2);
+	sv_fill(s.buf + 128, 64, 3);
+	ASSERT_OK(post_recv(&r, 1, 0, 4096));
+	ASSERT_OK(post_recv(&r, 2, 4096, 4096));
+	ASSERT_OK(send_ud(&s, 10, IBV_WR_SEND, 0, 64, ah, r.qp->qp_num,
+			  QKEY + 1));
+	wc_of(s.cq, 10, IBV_WC_SUCCESS, &wc); /* UD: sent is done */
+	ASSERT_OK(send_ud(&s, 11, IBV_WR_SEND, 64, 64, ah, r.qp->qp_num, QKEY));
+	wc_of(s.cq, 11, IBV_WC_SUCCESS, &wc);
+	ASSERT_OK(send_ud(&s, 12, IBV_WR_SEND, 128, 64, ah, r.qp->qp_num,
+			  0x80000000u)); /* s's own qkey: QKEY */
+	wc_of(s.cq, 12, IBV_WC_SUCCESS, &wc);
+	wc_of(r.cq, 1, IBV_WC_SUCCESS, &wc);
+	ASSERT_EQ(-1, sv_check(r.buf + GRH, 64, 2));
+	wc_of(r.cq, 2, IBV_WC_SUCCESS, &wc);
+	ASSERT_EQ(-1, sv_check(r.buf + 4096 + GRH, 64, 3));
+	NO_WC(r.cq, 50);
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ud_close(&s);
+	ud_close(&r);
+}
+
+/* No receive posted: the datagram is gone, never completed later. */
+SV_TEST(ud_no_recv_dropped)
+{
+	struct ud_end s, r;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+
+	ud_open(&s, 16, true);
+	ud_open(&r, 16, true);
+	ah = lid_ah(&s);
+	sv_fill(s.buf, 64, 1);
+	sv_fill(s.buf + 64, 64, 2);
+	ASSERT_OK(send_ud(&s, 10, IBV_WR_SEND, 0, 64, ah, r.qp->qp_num, QKEY));
+	wc_of(s.cq, 10, IBV_WC_SUCCESS, &wc);
+	NO_WC(r.cq, 100); /* polling drives r: the datagram arrives */
+	ASSERT_OK(post_recv(&r, 1, 0, 4096));
+	NO_WC(r.cq, 50);
+	ASSERT_OK(send_ud(&s, 11, IBV_WR_SEND, 64, 64, ah, r.qp->qp_num, QKEY));
+	wc_of(s.cq, 11, IBV_WC_SUCCESS, &wc);
+	wc_of(r.cq, 1, IBV_WC_SUCCESS, &wc);
+	ASSERT_EQ(-1, sv_check(r.buf + GRH, 64, 2));
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ud_close(&s);
+	ud_close(&r);
+}
+
+/* Longer than the MTU fails at the sender (LOC_LEN_ERR, SQE; receives go
+ * on; SQE -> RTS recovers); a receive shorter than GRH + payload
+ * completes with LOC_LEN_ERR (rxe's class D for UD). */
+SV_TEST(ud_too_long)
+{
+	struct ud_end s, r;
+	struct ibv_ah *ah, *back;
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTS};
+	struct ibv_wc wc;
+
+	ud_open(&s, 16, true);
+	ud_open(&r, 16, true);
+	ah = lid_ah(&s);
+	back = lid_ah(&r);
+	ASSERT_OK(post_recv(&r, 1, 0, 8192));
+	ASSERT_OK(post_recv(&s, 5, 0, 8192));
+	ASSERT_OK(
+		send_ud(&s, 10, IBV_WR_SEND, 0, 4097, ah, r.qp->qp_num, QKEY));
+	wc_of(s.cq, 10, IBV_WC_LOC_LEN_ERR, &wc);
+	ASSERT_EQ(IBV_QPS_SQE, state(s.qp));
+	NO_WC(r.cq, 50);
+	/* s still receives */
+	ASSERT_OK(
+		send_ud(&r, 20, IBV_WR_SEND, 0, 16, back, s.qp->qp_num, QKEY));
+	wc_of(r.cq, 20, IBV_WC_SUCCESS, &wc);
+	wc_of(s.cq, 5, IBV_WC_SUCCESS, &wc);
+	ASSERT_OK(ibv_modify_qp(s.qp, &a, IBV_QP_STATE));
+	ASSERT_OK(
+		send_ud(&s, 11, IBV_WR_SEND, 0, 4096, ah, r.qp->qp_num, QKEY));
+	wc_of(s.cq, 11, IBV_WC_SUCCESS, &wc);
+	wc_of(r.cq, 1, IBV_WC_SUCCESS, &wc);
+	ASSERT_EQ(GRH + 4096, wc.byte_len);
+	/* a receive of 100 bytes for 64 of payload: 40 + 64 > 100 */
+	ASSERT_OK(post_recv(&r, 2, 0, 100));
+	ASSERT_OK(send_ud(&s, 12, IBV_WR_SEND, 0, 64, ah, r.qp->qp_num, QKEY));
+	wc_of(s.cq, 12, IBV_WC_SUCCESS, &wc);
+	wc_of(r.cq, 2, IBV_WC_LOC_LEN_ERR, &wc);
+	ASSERT_EQ(IBV_QPS_RTS, state(r.qp));
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ASSERT_OK(ibv_destroy_ah(back));
+	ud_close(&s);
+	ud_close(&r);
+}
+
+#define FAN_SENDERS 8
+#define FAN_MSGS    64
+
+/* 8 QPs send to one UD QP that did nothing but post receives: every
+ * message arrives exactly once. */
+SV_TEST(ud_fan_in_8_senders)
+{
+	struct ud_end s, r;
+	struct ibv_qp *qp[FAN_SENDERS];
+	uint8_t seen[FAN_SENDERS][FAN_MSGS] = {{0}};
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	uint32_t slots = FAN_SENDERS * FAN_MSGS;
+
+	ud_open(&s, slots, false); /* CQ: every send completion */
+	ud_open(&r, slots, true);
+	ah = lid_ah(&s);
+	for (int i = 0; i < FAN_SENDERS; i++) {
+		qp[i] = i ? ud_qp(&s, FAN_MSGS) : s.qp;
+		ud_ready(qp[i], QKEY);
+	}
+	for (uint32_t k = 0; k < slots; k++)
+		ASSERT_OK(post_recv(&r, k, (size_t)k * 64, 64));
+	for (int m = 0; m < FAN_MSGS; m++)
+		for (int i = 0; i < FAN_SENDERS; i++) {
+			uint8_t *p = s.buf + (size_t)(i * FAN_MSGS + m) * 8;
+
+			p[0] = (uint8_t)i;
+			p[1] = (uint8_t)m;
+			ASSERT_OK(send_on(&s, qp[i], (uint64_t)i << 32 | m,
+					  IBV_WR_SEND, p - s.buf, 8, ah,
+					  r.qp->qp_num, QKEY));
+		}
+	for (uint32_t k = 0; k < slots; k++) {
+		WAIT_WC(s.cq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	}
+	for (uint32_t k = 0; k < slots; k++) {
+		const uint8_t *p;
+		int i;
+
+		WAIT_WC(r.cq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		ASSERT_EQ(GRH + 8, wc.byte_len);
+		p = r.buf + wc.wr_id * 64 + GRH;
+		ASSERT_TRUE(p[0] < FAN_SENDERS && p[1] < FAN_MSGS);
+		i = p[0];
+		ASSERT_EQ(qp[i]->qp_num, wc.src_qp);
+		ASSERT_EQ(0, seen[i][p[1]]);
+		seen[i][p[1]] = 1;
+	}
+	NO_WC(r.cq, 50);
+	for (int i = 1; i < FAN_SENDERS; i++)
+		ASSERT_OK(ibv_destroy_qp(qp[i]));
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ud_close(&s);
+	ud_close(&r);
+}
+
+/* The server's way back: an AH made from the request's completion (and
+ * its GRH when there is one), to wc.src_qp. */
+SV_TEST(ud_reply_from_wc)
+{
+	struct ud_end s, r;
+	struct ibv_ah *ah[2], *back;
+	union ibv_gid gid;
+	struct ibv_ah_attr aa;
+	struct ibv_wc wc;
+
+	ud_open(&s, 16, true);
+	ud_open(&r, 16, true);
+	ah[0] = lid_ah(&s);
+	ah[1] = gid_ah(&s, &gid);
+	for (int g = 0; g < 2; g++) {
+		ASSERT_OK(post_recv(&r, 1, 0, 4096));
+		ASSERT_OK(post_recv(&s, 2, 0, 4096));
+		sv_fill(s.buf + 8192, 32, 5);
+		ASSERT_OK(send_ud(&s, 3, IBV_WR_SEND, 8192, 32, ah[g],
+				  r.qp->qp_num, QKEY));
+		wc_of(s.cq, 3, IBV_WC_SUCCESS, &wc);
+		wc_of(r.cq, 1, IBV_WC_SUCCESS, &wc);
+		ASSERT_EQ(g, !!(wc.wc_flags & IBV_WC_GRH));
+		ASSERT_OK(ibv_init_ah_from_wc(r.e.ctx, 1, &wc,
+					      (struct ibv_grh *)r.buf, &aa));
+		ASSERT_EQ(s.e.lid, aa.dlid);
+		ASSERT_EQ(g, aa.is_global);
+		if (g)
+			ASSERT_OK(memcmp(&gid, &aa.grh.dgid, 16));
+		back = ibv_create_ah_from_wc(r.e.pd, &wc,
+					     (struct ibv_grh *)r.buf, 1);
+		ASSERT_NOT_NULL(back);
+		sv_fill(r.buf + 8192, 32, 6);
+		ASSERT_OK(send_ud(&r, 4, IBV_WR_SEND, 8192, 32, back, wc.src_qp,
+				  QKEY));
+		wc_of(r.cq, 4, IBV_WC_SUCCESS, &wc);
+		wc_of(s.cq, 2, IBV_WC_SUCCESS, &wc);
+		ASSERT_EQ(r.qp->qp_num, wc.src_qp);
+		ASSERT_EQ(g, !!(wc.wc_flags & IBV_WC_GRH));
+		ASSERT_EQ(-1, sv_check(s.buf + GRH, 32, 6));
+		ASSERT_OK(ibv_destroy_ah(back));
+	}
+	ASSERT_OK(ibv_destroy_ah(ah[0]));
+	ASSERT_OK(ibv_destroy_ah(ah[1]));
+	ud_close(&s);
+	ud_close(&r);
+}
