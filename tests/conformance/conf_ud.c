@@ -8,8 +8,12 @@
  * the receiver, and the reply path through ibv_create_ah_from_wc.
  */
 #include <arpa/inet.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "pair.h"
+#include "shm.h"
+#include "wire.h"
 
 #define LEN  (1 << 20)
 #define QKEY 0x11111111u
@@ -562,5 +566,147 @@ SV_TEST(ud_reply_from_wc)
 	ASSERT_OK(ibv_destroy_ah(ah[0]));
 	ASSERT_OK(ibv_destroy_ah(ah[1]));
 	ud_close(&s);
+	ud_close(&r);
+}
+
+/* What arrives on a UD QP's socket is validated: a bad magic, version,
+ * flag, length, destination QP or qkey is dropped; a well-formed datagram
+ * from a socket that is no QP of ours is taken, as a wire would. */
+SV_TEST(ud_hostile_datagrams_dropped)
+{
+	struct ud_end r;
+	struct sockaddr_un a;
+	socklen_t alen;
+	struct {
+		struct sv_ud_hdr h;
+		uint8_t data[64];
+	} d, bad;
+	struct ibv_wc wc;
+	int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+
+	ASSERT_GE(fd, 0);
+	ud_open(&r, 16, true);
+	ASSERT_OK(post_recv(&r, 1, 0, 4096));
+	alen = sv_shm_qp_addr(&a, r.qp->qp_num);
+	memset(&d, 0, sizeof(d));
+	d.h = (struct sv_ud_hdr){.magic = SV_UD_MAGIC,
+				 .version = SV_UD_VERSION,
+				 .src_qpn = 0x123,
+				 .dst_qpn = r.qp->qp_num,
+				 .qkey = QKEY,
+				 .len = 64};
+	memset(d.data, 0x5a, sizeof(d.data));
+	for (int i = 0; i < 7; i++) {
+		size_t n = sizeof(d);
+
+		bad = d;
+		switch (i) {
+		case 0:
+			bad.h.magic ^= 1;
+			break;
+		case 1:
+			bad.h.version++;
+			break;
+		case 2:
+			bad.h.flags = 0x80;
+			break;
+		case 3:
+			bad.h.len = 65;
+			break;
+		case 4:
+			bad.h.dst_qpn ^= 1;
+			break;
+		case 5:
+			bad.h.qkey ^= 1;
+			break;
+		case 6:
+			n = sizeof(bad.h) - 1;
+			break;
+		}
+		ASSERT_EQ((ssize_t)n,
+			  sendto(fd, &bad, n, 0, (struct sockaddr *)&a, alen));
+	}
+	NO_WC(r.cq, 50);
+	ASSERT_EQ((ssize_t)sizeof(d),
+		  sendto(fd, &d, sizeof(d), 0, (struct sockaddr *)&a, alen));
+	wc_of(r.cq, 1, IBV_WC_SUCCESS, &wc);
+	ASSERT_EQ(0x123, wc.src_qp);
+	ASSERT_EQ(GRH + 64, wc.byte_len);
+	ASSERT_EQ(0x5a, r.buf[GRH + 63]);
+	close(fd);
+	ud_close(&r);
+}
+
+#define PROC_MSGS 32
+
+/* One sender process: PROC_MSGS datagrams {index, seq} to QPN argv[0]. */
+SV_HELPER(ud_sender)
+{
+	struct ud_end s;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	uint32_t qpn = (uint32_t)strtoul(argv[0], NULL, 16);
+	int idx = atoi(argv[1]);
+
+	(void)argc;
+	ud_open(&s, PROC_MSGS, true);
+	ah = lid_ah(&s);
+	for (int m = 0; m < PROC_MSGS; m++) {
+		s.buf[m * 8] = (uint8_t)idx;
+		s.buf[m * 8 + 1] = (uint8_t)m;
+		ASSERT_OK(send_ud(&s, (uint64_t)m, IBV_WR_SEND, (size_t)m * 8,
+				  8, ah, qpn, QKEY));
+	}
+	for (int m = 0; m < PROC_MSGS; m++) {
+		WAIT_WC(s.cq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	}
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ud_close(&s);
+	return 0;
+}
+
+/* 8 processes, none set up by the receiver, reach one UD QP: every
+ * message arrives once, from 8 distinct source QPs. */
+SV_TEST(ud_fan_in_8_processes)
+{
+	struct ud_end r;
+	struct sv_proc p[FAN_SENDERS];
+	uint8_t seen[FAN_SENDERS][PROC_MSGS] = {{0}};
+	uint32_t src[FAN_SENDERS] = {0};
+	uint32_t slots = FAN_SENDERS * PROC_MSGS;
+	char qpn[16], idx[FAN_SENDERS][8];
+	struct ibv_wc wc;
+
+	ud_open(&r, slots, true);
+	for (uint32_t k = 0; k < slots; k++)
+		ASSERT_OK(post_recv(&r, k, (size_t)k * 64, 64));
+	snprintf(qpn, sizeof(qpn), "%x", r.qp->qp_num);
+	for (int i = 0; i < FAN_SENDERS; i++) {
+		snprintf(idx[i], sizeof(idx[i]), "%d", i);
+		sv_proc_start_helper(&p[i], "ud_sender",
+				     (char *const[]){qpn, idx[i], NULL}, NULL);
+	}
+	for (uint32_t k = 0; k < slots; k++) {
+		const uint8_t *b;
+
+		WAIT_WC(r.cq, &wc, 20000);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		b = r.buf + wc.wr_id * 64 + GRH;
+		ASSERT_TRUE(b[0] < FAN_SENDERS && b[1] < PROC_MSGS);
+		ASSERT_EQ(0, seen[b[0]][b[1]]);
+		seen[b[0]][b[1]] = 1;
+		if (!src[b[0]])
+			src[b[0]] = wc.src_qp;
+		ASSERT_EQ(src[b[0]], wc.src_qp);
+	}
+	for (int i = 0; i < FAN_SENDERS; i++) {
+		sv_proc_wait(&p[i], 20000);
+		ASSERT_EQ(0, p[i].status);
+		sv_proc_free(&p[i]);
+		for (int j = 0; j < i; j++)
+			ASSERT_NE(src[i], src[j]);
+	}
+	NO_WC(r.cq, 50);
 	ud_close(&r);
 }

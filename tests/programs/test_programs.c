@@ -616,3 +616,15 @@ SV_TEST(perftest_send_bw_ud)
 {
 	perftest("ib_send_bw", OPTS("-c", "UD", "-n", "200"), "BW average");
 }
+
+SV_TEST(perftest_send_lat_ud_events)
+{
+	perftest("ib_send_lat", OPTS("-c", "UD", "-e", "-n", "200"),
+		 "t_typical");
+}
+
+/* -a on UD: every size up to the port's MTU (4096). */
+SV_TEST(perftest_send_bw_ud_all_sizes)
+{
+	perftest("ib_send_bw", OPTS("-c", "UD", "-a", "-n", "200"), " 4096 ");
+}
