@@ -280,6 +280,7 @@ struct sv_swqe {
 	uint64_t compare;      /* compare-and-swap: the compare value */
 	uint32_t ud_qpn;       /* UD: the destination QP (wr.ud.remote_qpn) */
 	uint32_t ud_qkey;      /* UD: wr.ud.remote_qkey */
+	bool ud_addr;	       /* UD: destination set (AH, QPN, qkey) */
 	bool ud_grh;	       /* UD: the AH is global: a GRH travels */
 	uint64_t ud_first_ns;  /* UD: first try; the kernel's queue was full */
 	union ibv_gid ud_sgid; /* UD, with a GRH: our GID (sgid_index) */

@@ -710,3 +710,67 @@ SV_TEST(ud_fan_in_8_processes)
 	NO_WC(r.cq, 50);
 	ud_close(&r);
 }
+
+/* The extended post API on UD: ibv_wr_send + ibv_wr_set_ud_addr; a WR
+ * with no address fails the batch; RDMA ops are refused at create. */
+SV_TEST(ud_wr_api_set_ud_addr)
+{
+	struct ud_end s, r;
+	struct ibv_qp_init_attr_ex ia = {
+		.qp_type = IBV_QPT_UD,
+		.cap = {.max_send_wr = 16,
+			.max_recv_wr = 16,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+		.comp_mask =
+			IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags =
+			IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM,
+	};
+	struct ibv_qp *qp;
+	struct ibv_qp_ex *qx;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+
+	ud_open(&s, 16, false);
+	ud_open(&r, 16, true);
+	ia.pd = s.e.pd;
+	ia.send_cq = ia.recv_cq = s.cq;
+	ia.send_ops_flags |= IBV_QP_EX_WITH_RDMA_WRITE;
+	errno = 0;
+	ASSERT_NULL(ibv_create_qp_ex(s.e.ctx, &ia));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	ia.send_ops_flags &= ~(uint64_t)IBV_QP_EX_WITH_RDMA_WRITE;
+	qp = ibv_create_qp_ex(s.e.ctx, &ia);
+	ASSERT_NOT_NULL(qp);
+	ud_ready(qp, QKEY);
+	qx = ibv_qp_to_qp_ex(qp);
+	ah = lid_ah(&s);
+	sv_fill(s.buf, 100, 4);
+	ASSERT_OK(post_recv(&r, 1, 0, 4096));
+
+	ibv_wr_start(qx);
+	qx->wr_id = 7;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(qx);
+	ibv_wr_set_sge(qx, s.mr->lkey, (uintptr_t)s.buf, 100);
+	ASSERT_EQ(EINVAL, ibv_wr_complete(qx)); /* no address */
+
+	ibv_wr_start(qx);
+	qx->wr_id = 8;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send_imm(qx, htonl(77));
+	ibv_wr_set_ud_addr(qx, ah, r.qp->qp_num, QKEY);
+	ibv_wr_set_sge(qx, s.mr->lkey, (uintptr_t)s.buf, 100);
+	ASSERT_OK(ibv_wr_complete(qx));
+	wc_of(s.cq, 8, IBV_WC_SUCCESS, &wc);
+	wc_of(r.cq, 1, IBV_WC_SUCCESS, &wc);
+	ASSERT_EQ(GRH + 100, wc.byte_len);
+	ASSERT_EQ(qp->qp_num, wc.src_qp);
+	ASSERT_EQ(77, ntohl(wc.imm_data));
+	ASSERT_EQ(-1, sv_check(r.buf + GRH, 100, 4));
+	ASSERT_OK(ibv_destroy_qp(qp));
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ud_close(&s);
+	ud_close(&r);
+}
