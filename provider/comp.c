@@ -261,7 +261,8 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 {
 	uint64_t ack;
 
-	if (qp->sq_comp == qp->sq_post)
+	/* UD sends complete as they are sent (ud.c) */
+	if (qp->sq_comp == qp->sq_post || qp->qpx.qp_base.qp_type == IBV_QPT_UD)
 		return;
 	if (qp->link.tx_ready) {
 		/* acquire, before the responses: a NAK after a read is

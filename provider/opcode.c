@@ -11,6 +11,7 @@
 
 #define RC SV_QPT(RC)
 #define UC SV_QPT(UC)
+#define UD SV_QPT(UD)
 
 /* clang-format off: one row per opcode */
 const struct sv_opcode_info sv_opcodes[SV_OP_MAX] = {
@@ -19,7 +20,7 @@ const struct sv_opcode_info sv_opcodes[SV_OP_MAX] = {
 			.name = "SEND",
 			.mask = SV_M_PAYLOAD | SV_M_IMM_OK | SV_M_RECV |
 				SV_M_REQ,
-			.qpts = RC | UC,
+			.qpts = RC | UC | UD,
 			.handler = SV_H_SEND,
 		},
 	[SV_OP_WRITE] =

@@ -97,7 +97,29 @@ static int wqe_check(const struct sv_qp *qp, const struct sv_swqe *w)
 	if ((sv_opcodes[w->op].mask & SV_M_ATOMIC) &&
 	    (w->length != 8 || w->num_sge != 1))
 		return EINVAL;
-	(void)qp;
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD && !w->ud_addr)
+		return EINVAL; /* ibv_wr_*: no ibv_wr_set_ud_addr */
+	return 0;
+}
+
+/* A UD send names its destination: an AH of this QP's PD, a QPN and a
+ * qkey (IBA 9.8.4). */
+static int ud_set_addr(struct sv_qp *qp, struct sv_swqe *w, struct ibv_ah *ibah,
+		       uint32_t qpn, uint32_t qkey)
+{
+	struct sv_ah *ah;
+
+	if (!ibah || ibah->pd != qp->qpx.qp_base.pd || qpn > SV_PSN_MASK)
+		return EINVAL;
+	ah = to_sah(ibah);
+	w->ud_qpn = qpn;
+	w->ud_qkey = qkey;
+	w->ud_grh = ah->attr.is_global;
+	if (w->ud_grh) {
+		w->ud_sgid = ah->sgid;
+		w->ud_dgid = ah->attr.grh.dgid;
+	}
+	w->ud_addr = true;
 	return 0;
 }
 
@@ -127,6 +149,11 @@ static int post_one_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
 	} else if (wr_ops[wr->opcode].remote) {
 		w->raddr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
+	} else if (qp->qpx.qp_base.qp_type == IBV_QPT_UD) {
+		err = ud_set_addr(qp, w, wr->wr.ud.ah, wr->wr.ud.remote_qpn,
+				  wr->wr.ud.remote_qkey);
+		if (err)
+			return err;
 	}
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		if (wr_ops[wr->opcode].no_inl)
@@ -161,6 +188,8 @@ static void sq_kick(struct sv_qp *qp)
 		sv_req_run(qp);
 		break;
 	case IBV_QPS_SQE:
+		sv_qp_flush_sq(qp); /* receives go on */
+		break;
 	case IBV_QPS_ERR:
 		sv_qp_flush(qp);
 		break;
@@ -404,6 +433,20 @@ static void ex_fetch_add(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t raddr,
 		ex_cur(qp)->swap_add = add;
 }
 
+static void ex_set_ud_addr(struct ibv_qp_ex *qx, struct ibv_ah *ah,
+			   uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	struct sv_qp *qp = ex_qp(qx);
+	struct sv_swqe *w = ex_cur(qp);
+
+	if (qp->ex_err)
+		return;
+	if (!w)
+		qp->ex_err = EINVAL;
+	else
+		qp->ex_err = ud_set_addr(qp, w, ah, remote_qpn, remote_qkey);
+}
+
 static void ex_set_sge_list(struct ibv_qp_ex *qx, size_t n,
 			    const struct ibv_sge *sg)
 {
@@ -506,6 +549,12 @@ int sv_qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags)
 
 	if (send_ops_flags & ~(uint64_t)SV_EX_OPS)
 		return EOPNOTSUPP;
+	if (type == IBV_QPT_UD)
+		return send_ops_flags &
+				       ~(uint64_t)(IBV_QP_EX_WITH_SEND |
+						   IBV_QP_EX_WITH_SEND_WITH_IMM)
+			       ? EOPNOTSUPP
+			       : 0;
 	return type == IBV_QPT_UC && (send_ops_flags & rc_only) ? EOPNOTSUPP
 								: 0;
 }
@@ -522,6 +571,8 @@ void sv_qp_init_ex_ops(struct sv_qp *qp, uint64_t send_ops_flags)
 	qx->wr_set_sge_list = ex_set_sge_list;
 	qx->wr_set_inline_data = ex_set_inline_data;
 	qx->wr_set_inline_data_list = ex_set_inline_data_list;
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD)
+		qx->wr_set_ud_addr = ex_set_ud_addr;
 	if (send_ops_flags & IBV_QP_EX_WITH_SEND)
 		qx->wr_send = ex_send;
 	if (send_ops_flags & IBV_QP_EX_WITH_SEND_WITH_IMM)

@@ -201,7 +201,9 @@ static bool handle(struct sv_context *ctx, struct sv_pfd *p)
 	qp = find_qp(ctx, p->qp); /* it may be gone since epoll_wait */
 	if (qp) {
 		sv_lock(&qp->lock);
-		if (p->kind == SV_PFD_LISTEN)
+		if (p->kind == SV_PFD_UD)
+			sv_ud_recv_run(qp); /* edge triggered: drains all */
+		else if (p->kind == SV_PFD_LISTEN)
 			sv_qp_link_step(qp);
 		else if (p->fd >= 0)
 			link_event(qp, p->fd);

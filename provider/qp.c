@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "qp_state.h"
@@ -35,7 +36,8 @@ static uint64_t ring_size(void)
 	return size;
 }
 
-static void flush_sq(struct sv_qp *qp)
+/* Flushes the send queue alone (SQE: receives go on). */
+void sv_qp_flush_sq(struct sv_qp *qp)
 {
 	struct ibv_wc wc = {.status = IBV_WC_WR_FLUSH_ERR,
 			    .opcode = IBV_WC_SEND,
@@ -65,7 +67,7 @@ static void flush_rq(struct sv_qp *qp)
  * with a flush error.  Caller holds qp->lock. */
 void sv_qp_flush(struct sv_qp *qp)
 {
-	flush_sq(qp);
+	sv_qp_flush_sq(qp);
 	flush_rq(qp);
 }
 
@@ -355,6 +357,7 @@ static void store_attr(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 	TAKE(ALT_PATH, alt_ah_attr);
 	TAKE(PATH_MIG_STATE, path_mig_state);
 	TAKE(EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
+	TAKE(QKEY, qkey);
 #undef TAKE
 	if (mask & IBV_QP_PATH_MTU)
 		qp->mtu = (uint32_t)sv_port_mtu_bytes(a->path_mtu);
@@ -392,6 +395,18 @@ static int enter_state(struct sv_qp *qp, enum ibv_qp_state next)
 	enum ibv_qp_state cur = qp->qpx.qp_base.state;
 	int err;
 
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD) {
+		/* no link: the socket takes datagrams from create on */
+		if (next == IBV_QPS_ERR) {
+			sv_qp_to_error(qp, 0);
+			return 0;
+		}
+		if (next == IBV_QPS_RESET)
+			reset_qp(qp);
+		qp->qpx.qp_base.state = next;
+		qp->attr.qp_state = next;
+		return 0;
+	}
 	switch (next) {
 	case IBV_QPS_RESET:
 		reset_qp(qp);
@@ -622,8 +637,9 @@ static int check_init_attr(struct ibv_context *ctx,
 	const struct ibv_qp_cap *c = &a->cap;
 	bool srq = a->srq != NULL;
 
-	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC)
-		return EOPNOTSUPP; /* UD, XRC: not yet */
+	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC &&
+	    a->qp_type != IBV_QPT_UD)
+		return EOPNOTSUPP; /* XRC, raw packet: not yet */
 	if (srq && a->qp_type != IBV_QPT_RC)
 		return EOPNOTSUPP; /* an SRQ for UC: not yet */
 	if (!a->send_cq || !a->recv_cq)
@@ -668,13 +684,17 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	sv_link_init(&qp->link);
 	for (int i = 0; i < 4; i++)
 		qp->pfd[i] = (struct sv_pfd){
-			.kind = i == 0	 ? SV_PFD_LISTEN
+			.kind = i == 0 && a->qp_type == IBV_QPT_UD ? SV_PFD_UD
+				: i == 0 ? SV_PFD_LISTEN
 				: i == 3 ? SV_PFD_DOORBELL
 					 : SV_PFD_CONN,
 			.fd = -1,
 			.qp = qp,
 		};
-	err = -sv_shm_bind(&qp->link, &qpn);
+	/* the QPN is a socket's name: a listener, or UD's datagram socket */
+	err = a->qp_type == IBV_QPT_UD
+		      ? -sv_ud_bind(&qp->link, &qpn)
+		      : -sv_shm_bind(&qp->link, SOCK_STREAM, &qpn);
 	if (err)
 		goto err_free;
 	qp->ctx = ctx;

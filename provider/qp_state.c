@@ -5,6 +5,7 @@
  * table "QP state transition properties").  Anything else is EINVAL.
  * The table is RC's; UC's is RC's without the attributes of
  * acknowledgement, retry and RDMA read/atomic, which UC has none of.
+ * UD has a table of its own.
  */
 #include "qp_state.h"
 
@@ -104,6 +105,67 @@ static const struct sv_qp_trans {
 		},
 };
 
+/* UD (IBA 11.2.4.2; the kernel's ib_modify_qp_is_ok): a qkey, no path
+ * attributes, no destination, no PSN but the send queue's. */
+static const struct sv_qp_trans ud_trans[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
+	[IBV_QPS_RESET] =
+		{
+			[IBV_QPS_RESET] = {.valid = true},
+			[IBV_QPS_INIT] = {.valid = true,
+					  .required = B(PKEY_INDEX) | B(PORT) |
+						      B(QKEY)},
+			[IBV_QPS_ERR] = {.valid = true},
+		},
+	[IBV_QPS_INIT] =
+		{
+			[IBV_QPS_RESET] = {.valid = true},
+			[IBV_QPS_INIT] = {.valid = true,
+					  .optional = B(PKEY_INDEX) | B(PORT) |
+						      B(QKEY)},
+			[IBV_QPS_RTR] = {.valid = true,
+					 .optional = B(PKEY_INDEX) | B(QKEY)},
+			[IBV_QPS_ERR] = {.valid = true},
+		},
+	[IBV_QPS_RTR] =
+		{
+			[IBV_QPS_RESET] = {.valid = true},
+			[IBV_QPS_RTS] = {.valid = true,
+					 .required = B(SQ_PSN),
+					 .optional = B(CUR_STATE) | B(QKEY)},
+			[IBV_QPS_ERR] = {.valid = true},
+		},
+	[IBV_QPS_RTS] =
+		{
+			[IBV_QPS_RESET] = {.valid = true},
+			[IBV_QPS_RTS] = {.valid = true,
+					 .optional = B(CUR_STATE) | B(QKEY)},
+			[IBV_QPS_SQD] = {.valid = true,
+					 .optional = B(EN_SQD_ASYNC_NOTIFY)},
+			[IBV_QPS_ERR] = {.valid = true},
+		},
+	[IBV_QPS_SQD] =
+		{
+			[IBV_QPS_RESET] = {.valid = true},
+			[IBV_QPS_RTS] = {.valid = true,
+					 .optional = B(CUR_STATE) | B(QKEY)},
+			[IBV_QPS_SQD] = {.valid = true,
+					 .optional = B(PKEY_INDEX) | B(QKEY)},
+			[IBV_QPS_ERR] = {.valid = true},
+		},
+	[IBV_QPS_SQE] =
+		{
+			[IBV_QPS_RESET] = {.valid = true},
+			[IBV_QPS_RTS] = {.valid = true,
+					 .optional = B(CUR_STATE) | B(QKEY)},
+			[IBV_QPS_ERR] = {.valid = true},
+		},
+	[IBV_QPS_ERR] =
+		{
+			[IBV_QPS_RESET] = {.valid = true},
+			[IBV_QPS_ERR] = {.valid = true},
+		},
+};
+
 /* clang-format on */
 
 const char *const sv_qp_state_names[] = {
@@ -126,7 +188,7 @@ bool sv_qp_mask_ok(enum ibv_qp_type type, enum ibv_qp_state cur,
 
 	if (cur > IBV_QPS_ERR || next > IBV_QPS_ERR)
 		return false;
-	t = &rc_trans[cur][next];
+	t = type == IBV_QPT_UD ? &ud_trans[cur][next] : &rc_trans[cur][next];
 	if (!t->valid)
 		return false;
 	required = t->required;

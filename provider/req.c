@@ -354,6 +354,11 @@ void sv_req_run(struct sv_qp *qp)
 	bool wrote = false, done = false;
 	int err = 0;
 
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD) {
+		sv_ud_send_run(qp); /* datagrams, no link (ud.c) */
+		return;
+	}
+
 	if (qp->qpx.qp_base.state != IBV_QPS_RTS ||
 	    qp->link.state != SV_LINK_UP || qp->sq_stopped)
 		return;

@@ -552,6 +552,10 @@ void sv_resp_run(struct sv_qp *qp)
 	enum ibv_qp_state s = qp->qpx.qp_base.state;
 	bool ack = false, consumed = false, responded = false;
 
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD) {
+		sv_ud_recv_run(qp); /* datagrams, no link (ud.c) */
+		return;
+	}
 	if (s < IBV_QPS_RTR || s == IBV_QPS_ERR || !qp->link.rx_ready)
 		return;
 	for (;;) {

@@ -45,9 +45,9 @@ void sv_link_init(struct sv_link *l)
 	l->rsp_rx_fd = l->peer_arena_fd = l->peer_table_fd = -1;
 }
 
-int sv_shm_bind(struct sv_link *l, uint32_t *qpn)
+int sv_shm_bind(struct sv_link *l, int type, uint32_t *qpn)
 {
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -errno;
@@ -62,7 +62,7 @@ int sv_shm_bind(struct sv_link *l, uint32_t *qpn)
 			continue;
 		if (bind(fd, (struct sockaddr *)&a, sv_shm_qp_addr(&a, n)) ==
 		    0) {
-			if (listen(fd, 16)) {
+			if (type == SOCK_STREAM && listen(fd, 16)) {
 				int err = -errno;
 
 				close(fd);

@@ -65,8 +65,10 @@ struct sv_shm_share {
 #define SV_HELLO_FDS 5 /* the most fds a hello carries */
 
 void sv_link_init(struct sv_link *l);
-/* Takes a free QPN by binding its listener; *qpn on success. */
-int sv_shm_bind(struct sv_link *l, uint32_t *qpn);
+/* Takes a free QPN by binding its listener (type SOCK_STREAM), or a UD
+ * QP's datagram socket (SOCK_DGRAM: the abstract namespace is one for
+ * both, so QPNs stay unique); *qpn on success. */
+int sv_shm_bind(struct sv_link *l, int type, uint32_t *qpn);
 /* At RTR: everything the link needs (receive ring with ndesc receive
  * descriptors, doorbell, socket), so
  * running out of fds is an error now, not later.  -errno. */

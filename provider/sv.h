@@ -63,6 +63,7 @@ enum sv_pfd_kind {
 	SV_PFD_DOORBELL, /* ours (qp NULL: the app's kick), or a link's */
 	SV_PFD_LISTEN,	 /* a QP's listener: hellos arrive */
 	SV_PFD_CONN,	 /* a QP's connection: goodbye or hang-up */
+	SV_PFD_UD,	 /* a UD QP's datagram socket: datagrams arrive */
 };
 
 struct sv_pfd {
@@ -262,22 +263,42 @@ struct sv_swqe {
 	uint32_t sent;	  /* bytes already put on the link */
 	uint32_t sge_idx; /* gather cursor */
 	uint32_t sge_off;
-	uint32_t got;	   /* read: response bytes placed */
-	uint8_t op;	   /* enum sv_opcode on the wire */
-	bool inl;	   /* data lives in the inline buffer */
-	bool mapped;	   /* SGE addrs turned from iovas into pointers */
-	bool done;	   /* executed: no ACK awaited (direct, or the
-			    * read/atomic response has arrived) */
-	bool direct;	   /* executed by us in the target's memory */
-	bool imm_valid;	   /* imm is sent (SEND/WRITE with immediate) */
-	bool placed;	   /* a send already in the peer's receive buffer:
-			    * only its header travels */
-	uint8_t status;	   /* enum ibv_wc_status found by the requester */
-	uint64_t raddr;	   /* write/read/atomic: the target's iova */
-	uint32_t rkey;	   /* write/read/atomic: the target's key */
-	uint64_t swap_add; /* atomic: swap value or addend */
-	uint64_t compare;  /* compare-and-swap: the compare value */
+	uint32_t got;	       /* read: response bytes placed */
+	uint8_t op;	       /* enum sv_opcode on the wire */
+	bool inl;	       /* data lives in the inline buffer */
+	bool mapped;	       /* SGE addrs turned from iovas into pointers */
+	bool done;	       /* executed: no ACK awaited (direct, or the
+				* read/atomic response has arrived) */
+	bool direct;	       /* executed by us in the target's memory */
+	bool imm_valid;	       /* imm is sent (SEND/WRITE with immediate) */
+	bool placed;	       /* a send already in the peer's receive buffer:
+				* only its header travels */
+	uint8_t status;	       /* enum ibv_wc_status found by the requester */
+	uint64_t raddr;	       /* write/read/atomic: the target's iova */
+	uint32_t rkey;	       /* write/read/atomic: the target's key */
+	uint64_t swap_add;     /* atomic: swap value or addend */
+	uint64_t compare;      /* compare-and-swap: the compare value */
+	uint32_t ud_qpn;       /* UD: the destination QP (wr.ud.remote_qpn) */
+	uint32_t ud_qkey;      /* UD: wr.ud.remote_qkey */
+	bool ud_addr;	       /* UD: destination set (AH, QPN, qkey) */
+	bool ud_grh;	       /* UD: the AH is global: a GRH travels */
+	uint64_t ud_first_ns;  /* UD: first try; the kernel's queue was full */
+	union ibv_gid ud_sgid; /* UD, with a GRH: our GID (sgid_index) */
+	union ibv_gid ud_dgid; /* UD, with a GRH: the AH's dgid */
 };
+
+/* An address handle (ah.c): where a UD send goes.  Checked at creation
+ * (port 1, a LID or GID of this host); immutable after. */
+struct sv_ah {
+	struct ibv_ah ibv;
+	struct ibv_ah_attr attr;
+	union ibv_gid sgid; /* is_global: our GID at grh.sgid_index */
+};
+
+static inline struct sv_ah *to_sah(struct ibv_ah *ah)
+{
+	return container_of(ah, struct sv_ah, ibv);
+}
 
 struct sv_rwqe {
 	uint64_t wr_id;
@@ -386,6 +407,9 @@ struct sv_qp {
 	uint32_t comp_acked;	   /* newest PSN the peer acknowledged */
 	uint32_t comp_spins;	   /* idle completer runs (clock reads) */
 
+	/* UD (ud.c): the datagram socket is link.listen_fd */
+	uint64_t ud_drops; /* datagrams dropped on arrival (debugging) */
+
 	struct sv_link link;	 /* the connection, once there is one */
 	struct sv_pfd pfd[4];	 /* listener, conn, acc, doorbell */
 	struct sv_qp *next_free; /* on ctx->qp_free once destroyed */
@@ -408,6 +432,7 @@ int sv_port_mtu_bytes(enum ibv_mtu mtu);
 /* QP (qp.c). */
 void sv_qp_to_error(struct sv_qp *qp, enum ibv_event_type ev);
 void sv_qp_flush(struct sv_qp *qp);
+void sv_qp_flush_sq(struct sv_qp *qp);
 void sv_qp_init_ex_ops(struct sv_qp *qp, uint64_t send_ops_flags);
 int sv_qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags);
 void sv_qp_link_step(struct sv_qp *qp);
@@ -427,6 +452,14 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now_ns);
 /* Completes the finished WQEs at the head of the send queue, in order
  * (the requester calls it after executing one-sided WQEs itself). */
 void sv_comp_advance(struct sv_qp *qp);
+
+/* UD (ud.c).  Caller holds qp->lock. */
+/* Sends the posted WQEs as datagrams and completes them. */
+void sv_ud_send_run(struct sv_qp *qp);
+/* Takes every datagram waiting on the QP's socket. */
+void sv_ud_recv_run(struct sv_qp *qp);
+/* The datagram socket of a new UD QP, bound to its QPN. */
+int sv_ud_bind(struct sv_link *l, uint32_t *qpn);
 
 /* Progress (progress.c). */
 int sv_progress_start(struct sv_context *ctx);

@@ -12,6 +12,8 @@
 #define SV_WIRE_H
 
 #include <assert.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <infiniband/verbs.h>
@@ -189,5 +191,45 @@ enum sv_syndrome {
 	SV_NAK_REM_ACCESS = 4, /* remote access error */
 	SV_NAK_REM_OP = 5,     /* remote operational error */
 };
+
+/*
+ * A UD datagram (ud.c): this header, then the payload, in one SOCK_DGRAM
+ * message to the destination QP's socket.  Every field comes from
+ * another process and is validated before use (sv_ud_hdr_ok).
+ */
+#define SV_UD_MAGIC   0x53565544u /* "SVUD" */
+#define SV_UD_VERSION 1
+#define SV_UD_MTU     4096 /* the port's active MTU: longest payload */
+#define SV_GRH_LEN    40   /* the GRH at the start of a receive buffer */
+
+enum sv_ud_flags {
+	SV_UD_IMM = 1 << 0,	  /* imm is valid */
+	SV_UD_SOLICITED = 1 << 1, /* IBV_SEND_SOLICITED */
+	SV_UD_GRH = 1 << 2,	  /* sgid/dgid valid: a GRH travels */
+};
+
+struct sv_ud_hdr {
+	uint32_t magic;	  /* SV_UD_MAGIC: catches a stray datagram */
+	uint16_t version; /* SV_UD_VERSION: bump on any layout change */
+	uint16_t flags;	  /* enum sv_ud_flags */
+	uint32_t src_qpn; /* the sender's QP: wc.src_qp */
+	uint32_t dst_qpn; /* the QP it is for: must be the receiver's */
+	uint32_t qkey;	  /* must match the receiver's qkey */
+	uint32_t imm;	  /* network order, with SV_UD_IMM */
+	uint32_t len;	  /* payload bytes after this header */
+	uint32_t rsvd;
+	uint8_t sgid[16]; /* SV_UD_GRH: the sender's GID */
+	uint8_t dgid[16]; /* SV_UD_GRH: the GID the sender's AH named */
+};
+static_assert(sizeof(struct sv_ud_hdr) == 64, "wire ABI");
+
+/* True if h, of n bytes received, is a datagram we can take. */
+static inline bool sv_ud_hdr_ok(const struct sv_ud_hdr *h, size_t n)
+{
+	return n >= sizeof(*h) && h->magic == SV_UD_MAGIC &&
+	       h->version == SV_UD_VERSION &&
+	       !(h->flags & ~(SV_UD_IMM | SV_UD_SOLICITED | SV_UD_GRH)) &&
+	       h->len <= SV_UD_MTU && h->len == n - sizeof(*h);
+}
 
 #endif

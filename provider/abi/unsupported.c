@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The public verbs softverbs does not implement (yet): address
- * handles, multicast, ECE, object import, dma-buf MRs, MR
+ * The public verbs softverbs does not implement (yet): multicast, ECE,
+ * object import, dma-buf MRs, MR
  * re-registration.  Each fails the way its contract says a missing feature
  * fails -- a positive EOPNOTSUPP, or NULL with errno = EOPNOTSUPP -- and
  * never pretends to succeed.  Also the few historical entry points that
@@ -13,19 +13,6 @@
 #include <infiniband/verbs.h>
 
 #include "export.h"
-
-/* Address handles (UD): not implemented. */
-SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
-				       struct ibv_ah_attr *attr)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-SV_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
-{
-	return EOPNOTSUPP;
-}
 
 /* Multicast: not implemented. */
 SV_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,

@@ -590,3 +590,47 @@ SV_TEST(perftest_send_bw_8_qps)
 {
 	perftest("ib_send_bw", OPTS("-q", "8", "-n", "200"), "BW average");
 }
+
+/* UD (unreliable datagram): Debian's ibv_ud_pingpong (its 2048-byte
+ * messages, with and without a GRH, polling and events) and perftest's
+ * -c UD, both sides.  ibv_ud_pingpong counts size * iters bytes, not
+ * twice that as the others: check_result is given half its size. */
+#define UD_PP	   "ibv_ud_pingpong"
+#define UD_PP_HALF 1024
+
+SV_TEST(debian_ud_pingpong)
+{
+	pingpong(UD_PP, UD_PP, (const char *const[]){NULL}, 1000, UD_PP_HALF);
+}
+
+SV_TEST(debian_ud_pingpong_events)
+{
+	pingpong(UD_PP, UD_PP, OPTS("-e"), 1000, UD_PP_HALF);
+}
+
+SV_TEST(debian_ud_pingpong_grh)
+{
+	pingpong(UD_PP, UD_PP, OPTS("-g", "0"), 1000, UD_PP_HALF);
+}
+
+SV_TEST(perftest_send_lat_ud)
+{
+	perftest("ib_send_lat", OPTS("-c", "UD", "-n", "200"), "t_typical");
+}
+
+SV_TEST(perftest_send_bw_ud)
+{
+	perftest("ib_send_bw", OPTS("-c", "UD", "-n", "200"), "BW average");
+}
+
+SV_TEST(perftest_send_lat_ud_events)
+{
+	perftest("ib_send_lat", OPTS("-c", "UD", "-e", "-n", "200"),
+		 "t_typical");
+}
+
+/* -a on UD: every size up to the port's MTU (4096). */
+SV_TEST(perftest_send_bw_ud_all_sizes)
+{
+	perftest("ib_send_bw", OPTS("-c", "UD", "-a", "-n", "200"), " 4096 ");
+}

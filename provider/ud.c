@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The UD transport (IBA 9.8.4): one SOCK_DGRAM abstract Unix socket per
+ * UD QP, bound to its QPN's name, so any QP of any process of the user
+ * reaches it with no set-up.  A send is one datagram (wire.h struct
+ * sv_ud_hdr + payload) handed to the kernel with MSG_DONTWAIT and
+ * completed at once; what the kernel will not take is lost, as on a wire.
+ * On arrival, datagrams from another user, malformed, for another QP,
+ * with a wrong qkey, or with no receive posted are dropped silently
+ * (counted in qp->ud_drops); the rest go into the next receive, after
+ * its 40-byte GRH.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "shm.h"
+#include "sv.h"
+#include "wire.h"
+
+int sv_ud_bind(struct sv_link *l, uint32_t *qpn)
+{
+	int one = 1, err;
+
+	err = sv_shm_bind(l, SOCK_DGRAM, qpn);
+	if (err)
+		return err;
+	/* the kernel then attaches every sender's credentials */
+	if (setsockopt(l->listen_fd, SOL_SOCKET, SO_PASSCRED, &one,
+		       sizeof(one))) {
+		err = -errno;
+		close(l->listen_fd);
+		l->listen_fd = -1;
+		return err;
+	}
+	return 0;
+}
+
+/* Gathers a WQE's payload into dst (room SV_UD_MTU); -EFAULT or
+ * -EINVAL on a bad key, bound or vanished memory. */
+static int gather(struct sv_qp *qp, const struct sv_swqe *w, uint8_t *dst)
+{
+	struct sv_pd *pd = to_spd(qp->qpx.qp_base.pd);
+	const struct ibv_sge *sg = sv_swqe_sge(qp, w);
+	uint32_t slot = (uint32_t)(w - qp->sq);
+
+	if (w->inl) {
+		memcpy(dst, qp->sq_inline + (size_t)slot * qp->max_inline,
+		       w->length);
+		return 0;
+	}
+	for (uint32_t i = 0; i < w->num_sge; i++) {
+		struct sv_mr *mr;
+
+		if (!sg[i].length)
+			continue;
+		mr = sv_mr_lookup(qp->ctx, sg[i].lkey, pd);
+		if (!mr || sg[i].addr < mr->iova ||
+		    sg[i].addr - mr->iova > mr->length ||
+		    sg[i].length > mr->length - (sg[i].addr - mr->iova))
+			return -EINVAL;
+		if (sv_copy_guarded(dst, mr->addr + (sg[i].addr - mr->iova),
+				    sg[i].length))
+			return -EFAULT;
+		dst += sg[i].length;
+	}
+	return 0;
+}
+
+/* IBA 10.2.5 (Q_Key): a remote_qkey with the high bit set means the
+ * sending QP's own qkey. */
+static uint32_t send_qkey(const struct sv_qp *qp, const struct sv_swqe *w)
+{
+	return (w->ud_qkey & 0x80000000u) ? qp->attr.qkey : w->ud_qkey;
+}
+
+/* How long a send waits for room in the destination socket's queue
+ * (the kernel's max_dgram_qlen, often 10 datagrams) before it counts as
+ * lost: a receiver that drains keeps up, a stopped one does not hold the
+ * sender's queue forever. */
+#define SV_UD_RETRY_NS	    200000000ull
+#define SV_UD_RETRY_TICK_NS 1000000ull
+
+/* One WQE as one datagram; the status it completes with, or -1 when the
+ * destination's queue is full and it should be tried again later. */
+static int send_one(struct sv_qp *qp, struct sv_swqe *w)
+{
+	struct {
+		struct sv_ud_hdr h;
+		uint8_t data[SV_UD_MTU];
+	} d;
+	struct sockaddr_un a;
+	socklen_t alen;
+
+	if (w->length > SV_UD_MTU)
+		return IBV_WC_LOC_LEN_ERR; /* IBA 9.8.4: one packet */
+	memset(&d.h, 0, sizeof(d.h));
+	d.h.magic = SV_UD_MAGIC;
+	d.h.version = SV_UD_VERSION;
+	d.h.src_qpn = qp->qpx.qp_base.qp_num;
+	d.h.dst_qpn = w->ud_qpn;
+	d.h.qkey = send_qkey(qp, w);
+	d.h.len = w->length;
+	if (w->imm_valid) {
+		d.h.flags |= SV_UD_IMM;
+		d.h.imm = w->imm;
+	}
+	if (w->flags & IBV_SEND_SOLICITED)
+		d.h.flags |= SV_UD_SOLICITED;
+	if (w->ud_grh) {
+		d.h.flags |= SV_UD_GRH;
+		memcpy(d.h.sgid, w->ud_sgid.raw, 16);
+		memcpy(d.h.dgid, w->ud_dgid.raw, 16);
+	}
+	if (gather(qp, w, d.data))
+		return IBV_WC_LOC_PROT_ERR;
+	alen = sv_shm_qp_addr(&a, w->ud_qpn);
+	/* never blocks; a full queue or no such QP: lost, as on a wire */
+	if (sendto(qp->link.listen_fd, &d, sizeof(d.h) + w->length,
+		   MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a,
+		   alen) >= 0)
+		return IBV_WC_SUCCESS; /* a datagram goes whole or not */
+	if (errno == EAGAIN || errno == ENOBUFS) {
+		uint64_t now = sv_now_ns();
+
+		if (!w->ud_first_ns)
+			w->ud_first_ns = now;
+		if (now - w->ud_first_ns < SV_UD_RETRY_NS) {
+			qp->comp_deadline = now + SV_UD_RETRY_TICK_NS;
+			return -1;
+		}
+	}
+	sv_dbg("qp %06x: datagram to %06x lost: %s\n", d.h.src_qpn, w->ud_qpn,
+	       strerror(errno));
+	return IBV_WC_SUCCESS;
+}
+
+void sv_ud_send_run(struct sv_qp *qp)
+{
+	while (qp->qpx.qp_base.state == IBV_QPS_RTS &&
+	       qp->sq_send != qp->sq_post) {
+		struct sv_swqe *w = &qp->sq[qp->sq_send & (qp->sq_size - 1)];
+		int st = send_one(qp, w);
+		struct ibv_wc wc = {
+			.wr_id = w->wr_id,
+			.status = (enum ibv_wc_status)st,
+			.opcode = IBV_WC_SEND,
+			.byte_len = w->length,
+			.qp_num = qp->qpx.qp_base.qp_num,
+		};
+
+		if (st < 0)
+			return; /* the head waits for room (progress timer) */
+		qp->comp_deadline = 0;
+		qp->sq_send++;
+		qp->sq_comp++;
+		if (st == IBV_WC_SUCCESS && !qp->sq_sig_all &&
+		    !(w->flags & IBV_SEND_SIGNALED))
+			continue;
+		sv_cq_push(qp->scq, &wc, false);
+		if (st != IBV_WC_SUCCESS) {
+			/* IBA 10.3.1: a UD send error stops the send queue
+			 * (SQE); receives go on */
+			qp->qpx.qp_base.state = IBV_QPS_SQE;
+			qp->attr.qp_state = IBV_QPS_SQE;
+			sv_qp_flush_sq(qp);
+		}
+	}
+}
+
+/* The 40-byte GRH (IBA 8.3) in front of a datagram that came with one:
+ * IPv6-like, next header 0x1b (IB), the sender's GID as source. */
+static void make_grh(struct ibv_grh *g, const struct sv_ud_hdr *h)
+{
+	memset(g, 0, sizeof(*g));
+	g->version_tclass_flow = htonl(6u << 28);
+	g->paylen = htons((uint16_t)(h->len + 8)); /* BTH+DETH-ish + data */
+	g->next_hdr = 0x1b;
+	g->hop_limit = 64;
+	memcpy(g->sgid.raw, h->sgid, 16);
+	memcpy(g->dgid.raw, h->dgid, 16);
+}
+
+/* Scatters the GRH (or skips its 40 bytes) and the payload into the
+ * receive r; false on a bad key or vanished memory. */
+static bool scatter(struct sv_qp *qp, const struct sv_rwqe *r,
+		    const struct ibv_grh *grh, const uint8_t *data,
+		    uint32_t len)
+{
+	struct sv_pd *pd = to_spd(qp->qpx.qp_base.pd);
+	const struct ibv_sge *sg =
+		&qp->rq_sge[(size_t)(r - qp->rq) * qp->max_recv_sge];
+	uint32_t pos = 0, total = SV_GRH_LEN + len;
+
+	for (uint32_t i = 0; i < r->num_sge && pos < total; i++) {
+		uint32_t n = sg[i].length, off = 0;
+		struct sv_mr *mr;
+		uint8_t *p;
+
+		if (!n)
+			continue;
+		if (n > total - pos)
+			n = total - pos;
+		mr = sv_mr_lookup(qp->ctx, sg[i].lkey, pd);
+		if (!mr || !(mr->access & IBV_ACCESS_LOCAL_WRITE) ||
+		    sg[i].addr < mr->iova ||
+		    sg[i].addr - mr->iova > mr->length ||
+		    n > mr->length - (sg[i].addr - mr->iova))
+			return false;
+		p = mr->addr + (sg[i].addr - mr->iova);
+		if (pos < SV_GRH_LEN) {
+			off = SV_GRH_LEN - pos < n ? SV_GRH_LEN - pos : n;
+			if (grh &&
+			    sv_copy_guarded(p, (const uint8_t *)grh + pos, off))
+				return false;
+		}
+		if (n > off &&
+		    sv_copy_guarded(p + off, data + (pos + off - SV_GRH_LEN),
+				    n - off))
+			return false;
+		pos += n;
+	}
+	return true;
+}
+
+/* The receive the datagram takes, completed; IBA 9.8.4 / rxe class D: a
+ * receive too small for GRH + payload completes with LOC_LEN_ERR (the
+ * QP stays as it is), one that faults with LOC_PROT_ERR. */
+static void deliver(struct sv_qp *qp, const struct sv_ud_hdr *h,
+		    const uint8_t *data)
+{
+	struct sv_rwqe *r = &qp->rq[qp->rq_comp & (qp->rq_size - 1)];
+	struct ibv_grh grh;
+	struct ibv_wc wc = {
+		.wr_id = r->wr_id,
+		.status = IBV_WC_SUCCESS,
+		.opcode = IBV_WC_RECV,
+		.byte_len = SV_GRH_LEN + h->len,
+		.qp_num = qp->qpx.qp_base.qp_num,
+		.src_qp = h->src_qpn,
+		.slid = sv_local_lid(),
+		.pkey_index = 0,
+	};
+
+	if (h->flags & SV_UD_GRH) {
+		make_grh(&grh, h);
+		wc.wc_flags |= IBV_WC_GRH;
+	}
+	if (h->flags & SV_UD_IMM) {
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+		wc.imm_data = h->imm;
+	}
+	if (r->length < SV_GRH_LEN + h->len)
+		wc.status = IBV_WC_LOC_LEN_ERR;
+	else if (!scatter(qp, r, (h->flags & SV_UD_GRH) ? &grh : NULL, data,
+			  h->len))
+		wc.status = IBV_WC_LOC_PROT_ERR;
+	qp->rq_comp++;
+	sv_cq_push(qp->rcq, &wc, h->flags & SV_UD_SOLICITED);
+}
+
+/* The sender's uid, from SCM_CREDENTIALS; false if there were none. */
+static bool sender_ok(struct msghdr *m)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+		struct ucred cr;
+
+		if (c->cmsg_level != SOL_SOCKET ||
+		    c->cmsg_type != SCM_CREDENTIALS ||
+		    c->cmsg_len < CMSG_LEN(sizeof(cr)))
+			continue;
+		memcpy(&cr, CMSG_DATA(c), sizeof(cr));
+		return cr.uid == getuid() || cr.uid == geteuid();
+	}
+	return false;
+}
+
+/* IBA 10.2.5: the datagram's qkey must be the QP's. */
+static bool take(struct sv_qp *qp, const struct sv_ud_hdr *h, size_t n)
+{
+	enum ibv_qp_state s = qp->qpx.qp_base.state;
+
+	/* IBA 10.3.1: RESET and INIT take nothing; in ERR it is flushed */
+	return s >= IBV_QPS_RTR && s != IBV_QPS_ERR && sv_ud_hdr_ok(h, n) &&
+	       h->dst_qpn == qp->qpx.qp_base.qp_num &&
+	       h->qkey == qp->attr.qkey && qp->rq_comp != qp->rq_post;
+}
+
+void sv_ud_recv_run(struct sv_qp *qp)
+{
+	struct {
+		struct sv_ud_hdr h;
+		uint8_t data[SV_UD_MTU];
+	} d;
+	union {
+		struct cmsghdr c;
+		char buf[CMSG_SPACE(sizeof(struct ucred))];
+	} u;
+
+	for (;;) {
+		struct iovec iov = {&d, sizeof(d)};
+		struct msghdr m = {.msg_iov = &iov,
+				   .msg_iovlen = 1,
+				   .msg_control = u.buf,
+				   .msg_controllen = sizeof(u.buf)};
+		ssize_t n =
+			recvmsg(qp->link.listen_fd, &m,
+				MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+
+		if (n < 0)
+			return; /* EAGAIN: all taken */
+		if ((m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+		    !sender_ok(&m) || !take(qp, &d.h, (size_t)n)) {
+			qp->ud_drops++; /* silently, as on a wire */
+			sv_dbg("qp %06x: datagram dropped (%llu)\n",
+			       qp->qpx.qp_base.qp_num,
+			       (unsigned long long)qp->ud_drops);
+			continue;
+		}
+		deliver(qp, &d.h, d.data);
+	}
+}

@@ -1,0 +1,776 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unreliable datagram QPs (IBA 9.8.4) and address handles: UD's state
+ * machine masks, AH checks, sends addressed by AH + QPN + qkey with the
+ * 40-byte GRH in front of every receive, immediate data, the drops of a
+ * wire (wrong qkey, no receive) that never complete, a message longer
+ * than the MTU failing at the sender, fan-in from 8 QPs with no set-up at
+ * the receiver, and the reply path through ibv_create_ah_from_wc.
+ */
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "pair.h"
+#include "shm.h"
+#include "wire.h"
+
+#define LEN  (1 << 20)
+#define QKEY 0x11111111u
+#define GRH  40
+
+struct ud_end {
+	struct sv_end e;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+};
+
+static struct ibv_qp *ud_qp(struct ud_end *u, uint32_t depth)
+{
+	struct ibv_qp_init_attr ia = {.qp_type = IBV_QPT_UD,
+				      .send_cq = u->cq,
+				      .recv_cq = u->cq,
+				      .cap = {.max_send_wr = depth,
+					      .max_recv_wr = depth,
+					      .max_send_sge = 2,
+					      .max_recv_sge = 2}};
+	struct ibv_qp *qp = ibv_create_qp(u->e.pd, &ia);
+
+	ASSERT_NOT_NULL(qp);
+	ASSERT_EQ(IBV_QPT_UD, qp->qp_type);
+	return qp;
+}
+
+static void ud_ready(struct ibv_qp *qp, uint32_t qkey)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey};
+
+	ASSERT_OK(ibv_modify_qp(qp, &a,
+				IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					IBV_QP_QKEY));
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR};
+	ASSERT_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE));
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .sq_psn = 7};
+	ASSERT_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN));
+}
+
+static void ud_open(struct ud_end *u, uint32_t depth, bool ready)
+{
+	memset(u, 0, sizeof(*u));
+	sv_end_open_ctx(&u->e);
+	u->cq = ibv_create_cq(u->e.ctx, 4 * depth, NULL, NULL, 0);
+	ASSERT_NOT_NULL(u->cq);
+	u->qp = ud_qp(u, depth);
+	u->buf = calloc(1, LEN);
+	ASSERT_NOT_NULL(u->buf);
+	u->mr = ibv_reg_mr(u->e.pd, u->buf, LEN, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(u->mr);
+	if (ready)
+		ud_ready(u->qp, QKEY);
+}
+
+static void ud_close(struct ud_end *u)
+{
+	ASSERT_OK(ibv_destroy_qp(u->qp));
+	ASSERT_OK(ibv_dereg_mr(u->mr));
+	ASSERT_OK(ibv_destroy_cq(u->cq));
+	free(u->buf);
+	ASSERT_OK(ibv_dealloc_pd(u->e.pd));
+	ASSERT_OK(ibv_close_device(u->e.ctx));
+}
+
+static struct ibv_ah *lid_ah(struct ud_end *u)
+{
+	struct ibv_ah_attr aa = {.dlid = u->e.lid, .port_num = 1};
+	struct ibv_ah *ah = ibv_create_ah(u->e.pd, &aa);
+
+	ASSERT_NOT_NULL(ah);
+	return ah;
+}
+
+static struct ibv_ah *gid_ah(struct ud_end *u, union ibv_gid *gid)
+{
+	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1};
+	struct ibv_ah *ah;
+
+	ASSERT_OK(ibv_query_gid(u->e.ctx, 1, 0, gid));
+	aa.grh.dgid = *gid;
+	aa.grh.sgid_index = 0;
+	aa.grh.hop_limit = 1;
+	ah = ibv_create_ah(u->e.pd, &aa);
+	ASSERT_NOT_NULL(ah);
+	return ah;
+}
+
+static int post_recv_on(struct ud_end *u, struct ibv_qp *qp, uint64_t id,
+			size_t off, uint32_t len)
+{
+	struct ibv_sge sg = {(uintptr_t)u->buf + off, len, u->mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = id, .sg_list = &sg, .num_sge = 1};
+	struct ibv_recv_wr *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+static int post_recv(struct ud_end *u, uint64_t id, size_t off, uint32_t len)
+{
+	return post_recv_on(u, u->qp, id, off, len);
+}
+
+static int send_on(struct ud_end *u, struct ibv_qp *qp, uint64_t id,
+		   enum ibv_wr_opcode op, size_t off, uint32_t len,
+		   struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
+{
+	struct ibv_sge sg = {(uintptr_t)u->buf + off, len, u->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = id,
+				 .sg_list = &sg,
+				 .num_sge = 1,
+				 .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .imm_data = htonl(0xabcd1234)};
+	struct ibv_send_wr *bad;
+
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = qpn;
+	wr.wr.ud.remote_qkey = qkey;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static int send_ud(struct ud_end *u, uint64_t id, enum ibv_wr_opcode op,
+		   size_t off, uint32_t len, struct ibv_ah *ah, uint32_t qpn,
+		   uint32_t qkey)
+{
+	return send_on(u, u->qp, id, op, off, len, ah, qpn, qkey);
+}
+
+static void wc_of(struct ibv_cq *cq, uint64_t id, enum ibv_wc_status st,
+		  struct ibv_wc *wc)
+{
+	WAIT_WC(cq, wc, SV_WC_TIMEOUT_MS);
+	if (wc->status != st)
+		sv_test_fail(__FILE__, __LINE__,
+			     "wr_id %" PRIu64 ": %s, not %s",
+			     (uint64_t)wc->wr_id, ibv_wc_status_str(wc->status),
+			     ibv_wc_status_str(st));
+	ASSERT_EQ(id, wc->wr_id);
+}
+
+static enum ibv_qp_state state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	ASSERT_OK(ibv_query_qp(qp, &a, IBV_QP_STATE, &ia));
+	return a.qp_state;
+}
+
+/* UD's masks: qkey at INIT, nothing at RTR, SQ_PSN at RTS; no path. */
+SV_TEST(ud_state_masks_and_query)
+{
+	struct ud_end u;
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+	struct ibv_qp_init_attr ia;
+	int init = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+
+	ud_open(&u, 16, false);
+	ASSERT_EQ(EINVAL, ibv_modify_qp(u.qp, &a, init)); /* no qkey */
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	ASSERT_EQ(EINVAL,
+		  ibv_modify_qp(u.qp, &a,
+				init | IBV_QP_QKEY | IBV_QP_ACCESS_FLAGS));
+	a.qkey = QKEY;
+	ASSERT_OK(ibv_modify_qp(u.qp, &a, init | IBV_QP_QKEY));
+	ASSERT_EQ(IBV_QPS_INIT, state(u.qp));
+
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR,
+				 .path_mtu = IBV_MTU_1024,
+				 .dest_qp_num = 5,
+				 .ah_attr = {.dlid = u.e.lid, .port_num = 1}};
+	ASSERT_EQ(EINVAL, ibv_modify_qp(u.qp, &a, IBV_QP_STATE | IBV_QP_AV));
+	ASSERT_EQ(EINVAL,
+		  ibv_modify_qp(u.qp, &a, IBV_QP_STATE | IBV_QP_DEST_QPN));
+	ASSERT_EQ(EINVAL,
+		  ibv_modify_qp(u.qp, &a, IBV_QP_STATE | IBV_QP_PATH_MTU));
+	ASSERT_OK(ibv_modify_qp(u.qp, &a, IBV_QP_STATE));
+	ASSERT_EQ(IBV_QPS_RTR, state(u.qp));
+
+	a = (struct ibv_qp_attr){
+		.qp_state = IBV_QPS_RTS, .sq_psn = 9, .timeout = 14};
+	ASSERT_EQ(EINVAL, ibv_modify_qp(u.qp, &a, IBV_QP_STATE));
+	ASSERT_EQ(EINVAL,
+		  ibv_modify_qp(u.qp, &a,
+				IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT));
+	ASSERT_OK(ibv_modify_qp(u.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN));
+	a = (struct ibv_qp_attr){.qkey = 0x1234};
+	ASSERT_OK(ibv_modify_qp(u.qp, &a, IBV_QP_QKEY)); /* RTS -> RTS */
+
+	memset(&a, 0, sizeof(a));
+	ASSERT_OK(ibv_query_qp(u.qp, &a, IBV_QP_STATE | IBV_QP_QKEY, &ia));
+	ASSERT_EQ(IBV_QPS_RTS, a.qp_state);
+	ASSERT_EQ(0x1234, a.qkey);
+	ASSERT_EQ(IBV_QPT_UD, ia.qp_type);
+	ASSERT_NE(0, u.qp->qp_num);
+	ud_close(&u);
+}
+
+/* AHs name this host (port 1, our LID or GID); they hold their PD. */
+SV_TEST(ud_ah_create_destroy)
+{
+	struct ud_end u;
+	struct ibv_ah_attr aa = {.dlid = 0, .port_num = 1};
+	union ibv_gid gid;
+	struct ibv_ah *ah, *gah;
+
+	ud_open(&u, 4, false);
+	ah = lid_ah(&u);
+	gah = gid_ah(&u, &gid);
+	ASSERT_EQ(u.e.pd, ah->pd);
+
+	aa.dlid = (uint16_t)(u.e.lid + 1);
+	errno = 0;
+	ASSERT_NULL(ibv_create_ah(u.e.pd, &aa)); /* another host's LID */
+	ASSERT_EQ(EINVAL, errno);
+	aa.dlid = u.e.lid;
+	aa.port_num = 2;
+	errno = 0;
+	ASSERT_NULL(ibv_create_ah(u.e.pd, &aa)); /* no port 2 */
+	ASSERT_EQ(EINVAL, errno);
+	aa.port_num = 1;
+	aa.is_global = 1;
+	memset(&aa.grh.dgid, 0, sizeof(aa.grh.dgid));
+	aa.grh.dgid.raw[0] = 0x20; /* 2000::1, not ours */
+	aa.grh.dgid.raw[15] = 1;
+	errno = 0;
+	ASSERT_NULL(ibv_create_ah(u.e.pd, &aa));
+	ASSERT_EQ(EINVAL, errno);
+	aa.grh.dgid = gid;
+	aa.grh.sgid_index = 200;
+	errno = 0;
+	ASSERT_NULL(ibv_create_ah(u.e.pd, &aa)); /* no such sgid */
+	ASSERT_EQ(EINVAL, errno);
+
+	ASSERT_OK(ibv_destroy_qp(u.qp));
+	ASSERT_OK(ibv_dereg_mr(u.mr));
+	ASSERT_EQ(EBUSY, ibv_dealloc_pd(u.e.pd)); /* the AHs hold it */
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ASSERT_OK(ibv_destroy_ah(gah));
+	ASSERT_OK(ibv_destroy_cq(u.cq));
+	free(u.buf);
+	ASSERT_OK(ibv_dealloc_pd(u.e.pd));
+	ASSERT_OK(ibv_close_device(u.e.ctx));
+}
+
+/* Without a GRH: payload after 40 bytes left alone, src_qp, slid. */
+SV_TEST(ud_send_recv_no_grh)
+{
+	struct ud_end s, r;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+
+	ud_open(&s, 16, true);
+	ud_open(&r, 16, true);
+	ah = lid_ah(&s);
+	sv_fill(s.buf, 1000, 7);
+	memset(r.buf, 0xee, 4096);
+	ASSERT_OK(post_recv(&r, 1, 0, 4096));
+	ASSERT_OK(send_ud(&s, 2, IBV_WR_SEND, 0, 1000, ah, r.qp->qp_num, QKEY));
+	wc_of(s.cq, 2, IBV_WC_SUCCESS, &wc);
+	ASSERT_EQ(IBV_WC_SEND, wc.opcode);
+	wc_of(r.cq, 1, IBV_WC_SUCCESS, &wc);
+	ASSERT_EQ(IBV_WC_RECV, wc.opcode);
+	ASSERT_EQ(GRH + 1000, wc.byte_len);
+	ASSERT_EQ(s.qp->qp_num, wc.src_qp);
+	ASSERT_EQ(r.qp->qp_num, wc.qp_num);
+	ASSERT_EQ(s.e.lid, wc.slid);
+	ASSERT_EQ(0, wc.pkey_index);
+	ASSERT_EQ(0, wc.wc_flags & (IBV_WC_GRH | IBV_WC_WITH_IMM));
+	ASSERT_EQ(0xee, r.buf[0]); /* no GRH: those bytes are not written */
+	ASSERT_EQ(-1, sv_check(r.buf + GRH, 1000, 7));
+	ASSERT_EQ(0xee, r.buf[GRH + 1000]);
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ud_close(&s);
+	ud_close(&r);
+}
+
+/* With a GRH: IPv6-like, the sender's GID as source, ours as dest; and
+ * the payload scattered over two SGEs, the first shorter than the GRH. */
+SV_TEST(ud_send_recv_grh)
+{
+	struct ud_end s, r;
+	struct ibv_ah *ah;
+	union ibv_gid gid;
+	struct ibv_grh grh;
+	struct ibv_wc wc;
+	struct ibv_sge sg[2];
+	struct ibv_recv_wr wr = {.wr_id = 1, .sg_list = sg, .num_sge = 2};
+	struct ibv_recv_wr *bad;
+
+	ud_open(&s, 16, true);
+	ud_open(&r, 16, true);
+	ah = gid_ah(&s, &gid);
+	sv_fill(s.buf, 3000, 9);
+	sg[0] = (struct ibv_sge){(uintptr_t)r.buf, 24, r.mr->lkey};
+	sg[1] = (struct ibv_sge){(uintptr_t)r.buf + 24, 4096, r.mr->lkey};
+	ASSERT_OK(ibv_post_recv(r.qp, &wr, &bad));
+	ASSERT_OK(send_ud(&s, 2, IBV_WR_SEND, 0, 3000, ah, r.qp->qp_num, QKEY));
+	wc_of(s.cq, 2, IBV_WC_SUCCESS, &wc);
+	wc_of(r.cq, 1, IBV_WC_SUCCESS, &wc);
+	ASSERT_EQ(GRH + 3000, wc.byte_len);
+	ASSERT_TRUE(wc.wc_flags & IBV_WC_GRH);
+	memcpy(&grh, r.buf, sizeof(grh));
+	ASSERT_EQ(6, ntohl(grh.version_tclass_flow) >> 28);
+	ASSERT_EQ(0x1b, grh.next_hdr);
+	ASSERT_OK(memcmp(&gid, &grh.sgid, 16));
+	ASSERT_OK(memcmp(&gid, &grh.dgid, 16));
+	ASSERT_EQ(-1, sv_check(r.buf + GRH, 3000, 9));
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ud_close(&s);
+	ud_close(&r);
+}
+
+SV_TEST(ud_send_with_imm)
+{
+	struct ud_end s, r;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+
+	ud_open(&s, 16, true);
+	ud_open(&r, 16, true);
+	ah = lid_ah(&s);
+	ASSERT_OK(post_recv(&r, 1, 0, 4096));
+	ASSERT_OK(send_ud(&s, 2, IBV_WR_SEND_WITH_IMM, 0, 8, ah, r.qp->qp_num,
+			  QKEY));
+	wc_of(s.cq, 2, IBV_WC_SUCCESS, &wc);
+	wc_of(r.cq, 1, IBV_WC_SUCCESS, &wc);
+	ASSERT_TRUE(wc.wc_flags & IBV_WC_WITH_IMM);
+	ASSERT_EQ(0xabcd1234, ntohl(wc.imm_data));
+	ASSERT_EQ(GRH + 8, wc.byte_len);
+	/* UD has no RDMA: refused at post */
+	ASSERT_EQ(EINVAL, send_ud(&s, 3, IBV_WR_RDMA_WRITE, 0, 8, ah,
+				  r.qp->qp_num, QKEY));
+	ASSERT_EQ(EINVAL,
+		  send_ud(&s, 3, IBV_WR_SEND, 0, 8, NULL, r.qp->qp_num, QKEY));
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ud_close(&s);
+	ud_close(&r);
+}
+
+/* IBA 10.2.5: a wrong qkey is dropped without a trace; a remote_qkey
+ * with the high bit set sends the sender QP's own qkey. */
+SV_TEST(ud_wrong_qkey_dropped)
+{
+	struct ud_end s, r;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+
+	ud_open(&s, 16, true);
+	ud_open(&r, 16, true);
+	ah = lid_ah(&s);
+	sv_fill(s.buf, 64, 1);
+	sv_fill(s.buf + 64, 64, 2);
+	sv_fill(s.buf + 128, 64, 3);
+	ASSERT_OK(post_recv(&r, 1, 0, 4096));
+	ASSERT_OK(post_recv(&r, 2, 4096, 4096));
+	ASSERT_OK(send_ud(&s, 10, IBV_WR_SEND, 0, 64, ah, r.qp->qp_num,
+			  QKEY + 1));
+	wc_of(s.cq, 10, IBV_WC_SUCCESS, &wc); /* UD: sent is done */
+	ASSERT_OK(send_ud(&s, 11, IBV_WR_SEND, 64, 64, ah, r.qp->qp_num, QKEY));
+	wc_of(s.cq, 11, IBV_WC_SUCCESS, &wc);
+	ASSERT_OK(send_ud(&s, 12, IBV_WR_SEND, 128, 64, ah, r.qp->qp_num,
+			  0x80000000u)); /* s's own qkey: QKEY */
+	wc_of(s.cq, 12, IBV_WC_SUCCESS, &wc);
+	wc_of(r.cq, 1, IBV_WC_SUCCESS, &wc);
+	ASSERT_EQ(-1, sv_check(r.buf + GRH, 64, 2));
+	wc_of(r.cq, 2, IBV_WC_SUCCESS, &wc);
+	ASSERT_EQ(-1, sv_check(r.buf + 4096 + GRH, 64, 3));
+	NO_WC(r.cq, 50);
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ud_close(&s);
+	ud_close(&r);
+}
+
+/* No receive posted: the datagram is gone, never completed later. */
+SV_TEST(ud_no_recv_dropped)
+{
+	struct ud_end s, r;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+
+	ud_open(&s, 16, true);
+	ud_open(&r, 16, true);
+	ah = lid_ah(&s);
+	sv_fill(s.buf, 64, 1);
+	sv_fill(s.buf + 64, 64, 2);
+	ASSERT_OK(send_ud(&s, 10, IBV_WR_SEND, 0, 64, ah, r.qp->qp_num, QKEY));
+	wc_of(s.cq, 10, IBV_WC_SUCCESS, &wc);
+	NO_WC(r.cq, 100); /* polling drives r: the datagram arrives */
+	ASSERT_OK(post_recv(&r, 1, 0, 4096));
+	NO_WC(r.cq, 50);
+	ASSERT_OK(send_ud(&s, 11, IBV_WR_SEND, 64, 64, ah, r.qp->qp_num, QKEY));
+	wc_of(s.cq, 11, IBV_WC_SUCCESS, &wc);
+	wc_of(r.cq, 1, IBV_WC_SUCCESS, &wc);
+	ASSERT_EQ(-1, sv_check(r.buf + GRH, 64, 2));
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ud_close(&s);
+	ud_close(&r);
+}
+
+/* Longer than the MTU fails at the sender (LOC_LEN_ERR, SQE; receives go
+ * on; SQE -> RTS recovers); a receive shorter than GRH + payload
+ * completes with LOC_LEN_ERR (rxe's class D for UD). */
+SV_TEST(ud_too_long)
+{
+	struct ud_end s, r;
+	struct ibv_ah *ah, *back;
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTS};
+	struct ibv_wc wc;
+
+	ud_open(&s, 16, true);
+	ud_open(&r, 16, true);
+	ah = lid_ah(&s);
+	back = lid_ah(&r);
+	ASSERT_OK(post_recv(&r, 1, 0, 8192));
+	ASSERT_OK(post_recv(&s, 5, 0, 8192));
+	ASSERT_OK(
+		send_ud(&s, 10, IBV_WR_SEND, 0, 4097, ah, r.qp->qp_num, QKEY));
+	wc_of(s.cq, 10, IBV_WC_LOC_LEN_ERR, &wc);
+	ASSERT_EQ(IBV_QPS_SQE, state(s.qp));
+	NO_WC(r.cq, 50);
+	/* s still receives */
+	ASSERT_OK(
+		send_ud(&r, 20, IBV_WR_SEND, 0, 16, back, s.qp->qp_num, QKEY));
+	wc_of(r.cq, 20, IBV_WC_SUCCESS, &wc);
+	wc_of(s.cq, 5, IBV_WC_SUCCESS, &wc);
+	ASSERT_OK(ibv_modify_qp(s.qp, &a, IBV_QP_STATE));
+	ASSERT_OK(
+		send_ud(&s, 11, IBV_WR_SEND, 0, 4096, ah, r.qp->qp_num, QKEY));
+	wc_of(s.cq, 11, IBV_WC_SUCCESS, &wc);
+	wc_of(r.cq, 1, IBV_WC_SUCCESS, &wc);
+	ASSERT_EQ(GRH + 4096, wc.byte_len);
+	/* a receive of 100 bytes for 64 of payload: 40 + 64 > 100 */
+	ASSERT_OK(post_recv(&r, 2, 0, 100));
+	ASSERT_OK(send_ud(&s, 12, IBV_WR_SEND, 0, 64, ah, r.qp->qp_num, QKEY));
+	wc_of(s.cq, 12, IBV_WC_SUCCESS, &wc);
+	wc_of(r.cq, 2, IBV_WC_LOC_LEN_ERR, &wc);
+	ASSERT_EQ(IBV_QPS_RTS, state(r.qp));
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ASSERT_OK(ibv_destroy_ah(back));
+	ud_close(&s);
+	ud_close(&r);
+}
+
+#define FAN_SENDERS 8
+#define FAN_MSGS    64
+
+/* 8 QPs send to one UD QP that did nothing but post receives: every
+ * message arrives exactly once. */
+SV_TEST(ud_fan_in_8_senders)
+{
+	struct ud_end s, r;
+	struct ibv_qp *qp[FAN_SENDERS];
+	uint8_t seen[FAN_SENDERS][FAN_MSGS] = {{0}};
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	uint32_t slots = FAN_SENDERS * FAN_MSGS;
+
+	ud_open(&s, slots, false); /* CQ: every send completion */
+	ud_open(&r, slots, true);
+	ah = lid_ah(&s);
+	for (int i = 0; i < FAN_SENDERS; i++) {
+		qp[i] = i ? ud_qp(&s, FAN_MSGS) : s.qp;
+		ud_ready(qp[i], QKEY);
+	}
+	for (uint32_t k = 0; k < slots; k++)
+		ASSERT_OK(post_recv(&r, k, (size_t)k * 64, 64));
+	for (int m = 0; m < FAN_MSGS; m++)
+		for (int i = 0; i < FAN_SENDERS; i++) {
+			uint8_t *p = s.buf + (size_t)(i * FAN_MSGS + m) * 8;
+
+			p[0] = (uint8_t)i;
+			p[1] = (uint8_t)m;
+			ASSERT_OK(send_on(&s, qp[i], (uint64_t)i << 32 | m,
+					  IBV_WR_SEND, p - s.buf, 8, ah,
+					  r.qp->qp_num, QKEY));
+		}
+	for (uint32_t k = 0; k < slots; k++) {
+		WAIT_WC(s.cq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	}
+	for (uint32_t k = 0; k < slots; k++) {
+		const uint8_t *p;
+		int i;
+
+		WAIT_WC(r.cq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		ASSERT_EQ(GRH + 8, wc.byte_len);
+		p = r.buf + wc.wr_id * 64 + GRH;
+		ASSERT_TRUE(p[0] < FAN_SENDERS && p[1] < FAN_MSGS);
+		i = p[0];
+		ASSERT_EQ(qp[i]->qp_num, wc.src_qp);
+		ASSERT_EQ(0, seen[i][p[1]]);
+		seen[i][p[1]] = 1;
+	}
+	NO_WC(r.cq, 50);
+	for (int i = 1; i < FAN_SENDERS; i++)
+		ASSERT_OK(ibv_destroy_qp(qp[i]));
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ud_close(&s);
+	ud_close(&r);
+}
+
+/* The server's way back: an AH made from the request's completion (and
+ * its GRH when there is one), to wc.src_qp. */
+SV_TEST(ud_reply_from_wc)
+{
+	struct ud_end s, r;
+	struct ibv_ah *ah[2], *back;
+	union ibv_gid gid;
+	struct ibv_ah_attr aa;
+	struct ibv_wc wc;
+
+	ud_open(&s, 16, true);
+	ud_open(&r, 16, true);
+	ah[0] = lid_ah(&s);
+	ah[1] = gid_ah(&s, &gid);
+	for (int g = 0; g < 2; g++) {
+		ASSERT_OK(post_recv(&r, 1, 0, 4096));
+		ASSERT_OK(post_recv(&s, 2, 0, 4096));
+		sv_fill(s.buf + 8192, 32, 5);
+		ASSERT_OK(send_ud(&s, 3, IBV_WR_SEND, 8192, 32, ah[g],
+				  r.qp->qp_num, QKEY));
+		wc_of(s.cq, 3, IBV_WC_SUCCESS, &wc);
+		wc_of(r.cq, 1, IBV_WC_SUCCESS, &wc);
+		ASSERT_EQ(g, !!(wc.wc_flags & IBV_WC_GRH));
+		ASSERT_OK(ibv_init_ah_from_wc(r.e.ctx, 1, &wc,
+					      (struct ibv_grh *)r.buf, &aa));
+		ASSERT_EQ(s.e.lid, aa.dlid);
+		ASSERT_EQ(g, aa.is_global);
+		if (g)
+			ASSERT_OK(memcmp(&gid, &aa.grh.dgid, 16));
+		back = ibv_create_ah_from_wc(r.e.pd, &wc,
+					     (struct ibv_grh *)r.buf, 1);
+		ASSERT_NOT_NULL(back);
+		sv_fill(r.buf + 8192, 32, 6);
+		ASSERT_OK(send_ud(&r, 4, IBV_WR_SEND, 8192, 32, back, wc.src_qp,
+				  QKEY));
+		wc_of(r.cq, 4, IBV_WC_SUCCESS, &wc);
+		wc_of(s.cq, 2, IBV_WC_SUCCESS, &wc);
+		ASSERT_EQ(r.qp->qp_num, wc.src_qp);
+		ASSERT_EQ(g, !!(wc.wc_flags & IBV_WC_GRH));
+		ASSERT_EQ(-1, sv_check(s.buf + GRH, 32, 6));
+		ASSERT_OK(ibv_destroy_ah(back));
+	}
+	ASSERT_OK(ibv_destroy_ah(ah[0]));
+	ASSERT_OK(ibv_destroy_ah(ah[1]));
+	ud_close(&s);
+	ud_close(&r);
+}
+
+/* What arrives on a UD QP's socket is validated: a bad magic, version,
+ * flag, length, destination QP or qkey is dropped; a well-formed datagram
+ * from a socket that is no QP of ours is taken, as a wire would. */
+SV_TEST(ud_hostile_datagrams_dropped)
+{
+	struct ud_end r;
+	struct sockaddr_un a;
+	socklen_t alen;
+	struct {
+		struct sv_ud_hdr h;
+		uint8_t data[64];
+	} d, bad;
+	struct ibv_wc wc;
+	int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+
+	ASSERT_GE(fd, 0);
+	ud_open(&r, 16, true);
+	ASSERT_OK(post_recv(&r, 1, 0, 4096));
+	alen = sv_shm_qp_addr(&a, r.qp->qp_num);
+	memset(&d, 0, sizeof(d));
+	d.h = (struct sv_ud_hdr){.magic = SV_UD_MAGIC,
+				 .version = SV_UD_VERSION,
+				 .src_qpn = 0x123,
+				 .dst_qpn = r.qp->qp_num,
+				 .qkey = QKEY,
+				 .len = 64};
+	memset(d.data, 0x5a, sizeof(d.data));
+	for (int i = 0; i < 7; i++) {
+		size_t n = sizeof(d);
+
+		bad = d;
+		switch (i) {
+		case 0:
+			bad.h.magic ^= 1;
+			break;
+		case 1:
+			bad.h.version++;
+			break;
+		case 2:
+			bad.h.flags = 0x80;
+			break;
+		case 3:
+			bad.h.len = 65;
+			break;
+		case 4:
+			bad.h.dst_qpn ^= 1;
+			break;
+		case 5:
+			bad.h.qkey ^= 1;
+			break;
+		case 6:
+			n = sizeof(bad.h) - 1;
+			break;
+		}
+		ASSERT_EQ((ssize_t)n,
+			  sendto(fd, &bad, n, 0, (struct sockaddr *)&a, alen));
+	}
+	NO_WC(r.cq, 50);
+	ASSERT_EQ((ssize_t)sizeof(d),
+		  sendto(fd, &d, sizeof(d), 0, (struct sockaddr *)&a, alen));
+	wc_of(r.cq, 1, IBV_WC_SUCCESS, &wc);
+	ASSERT_EQ(0x123, wc.src_qp);
+	ASSERT_EQ(GRH + 64, wc.byte_len);
+	ASSERT_EQ(0x5a, r.buf[GRH + 63]);
+	close(fd);
+	ud_close(&r);
+}
+
+#define PROC_MSGS 32
+
+/* One sender process: PROC_MSGS datagrams {index, seq} to QPN argv[0]. */
+SV_HELPER(ud_sender)
+{
+	struct ud_end s;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	uint32_t qpn = (uint32_t)strtoul(argv[0], NULL, 16);
+	int idx = atoi(argv[1]);
+
+	(void)argc;
+	ud_open(&s, PROC_MSGS, true);
+	ah = lid_ah(&s);
+	for (int m = 0; m < PROC_MSGS; m++) {
+		s.buf[m * 8] = (uint8_t)idx;
+		s.buf[m * 8 + 1] = (uint8_t)m;
+		ASSERT_OK(send_ud(&s, (uint64_t)m, IBV_WR_SEND, (size_t)m * 8,
+				  8, ah, qpn, QKEY));
+	}
+	for (int m = 0; m < PROC_MSGS; m++) {
+		WAIT_WC(s.cq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	}
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ud_close(&s);
+	return 0;
+}
+
+/* 8 processes, none set up by the receiver, reach one UD QP: every
+ * message arrives once, from 8 distinct source QPs. */
+SV_TEST(ud_fan_in_8_processes)
+{
+	struct ud_end r;
+	struct sv_proc p[FAN_SENDERS];
+	uint8_t seen[FAN_SENDERS][PROC_MSGS] = {{0}};
+	uint32_t src[FAN_SENDERS] = {0};
+	uint32_t slots = FAN_SENDERS * PROC_MSGS;
+	char qpn[16], idx[FAN_SENDERS][8];
+	struct ibv_wc wc;
+
+	ud_open(&r, slots, true);
+	for (uint32_t k = 0; k < slots; k++)
+		ASSERT_OK(post_recv(&r, k, (size_t)k * 64, 64));
+	snprintf(qpn, sizeof(qpn), "%x", r.qp->qp_num);
+	for (int i = 0; i < FAN_SENDERS; i++) {
+		snprintf(idx[i], sizeof(idx[i]), "%d", i);
+		sv_proc_start_helper(&p[i], "ud_sender",
+				     (char *const[]){qpn, idx[i], NULL}, NULL);
+	}
+	for (uint32_t k = 0; k < slots; k++) {
+		const uint8_t *b;
+
+		WAIT_WC(r.cq, &wc, 20000);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		b = r.buf + wc.wr_id * 64 + GRH;
+		ASSERT_TRUE(b[0] < FAN_SENDERS && b[1] < PROC_MSGS);
+		ASSERT_EQ(0, seen[b[0]][b[1]]);
+		seen[b[0]][b[1]] = 1;
+		if (!src[b[0]])
+			src[b[0]] = wc.src_qp;
+		ASSERT_EQ(src[b[0]], wc.src_qp);
+	}
+	for (int i = 0; i < FAN_SENDERS; i++) {
+		sv_proc_wait(&p[i], 20000);
+		ASSERT_EQ(0, p[i].status);
+		sv_proc_free(&p[i]);
+		for (int j = 0; j < i; j++)
+			ASSERT_NE(src[i], src[j]);
+	}
+	NO_WC(r.cq, 50);
+	ud_close(&r);
+}
+
+/* The extended post API on UD: ibv_wr_send + ibv_wr_set_ud_addr; a WR
+ * with no address fails the batch; RDMA ops are refused at create. */
+SV_TEST(ud_wr_api_set_ud_addr)
+{
+	struct ud_end s, r;
+	struct ibv_qp_init_attr_ex ia = {
+		.qp_type = IBV_QPT_UD,
+		.cap = {.max_send_wr = 16,
+			.max_recv_wr = 16,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+		.comp_mask =
+			IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags =
+			IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM,
+	};
+	struct ibv_qp *qp;
+	struct ibv_qp_ex *qx;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+
+	ud_open(&s, 16, false);
+	ud_open(&r, 16, true);
+	ia.pd = s.e.pd;
+	ia.send_cq = ia.recv_cq = s.cq;
+	ia.send_ops_flags |= IBV_QP_EX_WITH_RDMA_WRITE;
+	errno = 0;
+	ASSERT_NULL(ibv_create_qp_ex(s.e.ctx, &ia));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	ia.send_ops_flags &= ~(uint64_t)IBV_QP_EX_WITH_RDMA_WRITE;
+	qp = ibv_create_qp_ex(s.e.ctx, &ia);
+	ASSERT_NOT_NULL(qp);
+	ud_ready(qp, QKEY);
+	qx = ibv_qp_to_qp_ex(qp);
+	ah = lid_ah(&s);
+	sv_fill(s.buf, 100, 4);
+	ASSERT_OK(post_recv(&r, 1, 0, 4096));
+
+	ibv_wr_start(qx);
+	qx->wr_id = 7;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(qx);
+	ibv_wr_set_sge(qx, s.mr->lkey, (uintptr_t)s.buf, 100);
+	ASSERT_EQ(EINVAL, ibv_wr_complete(qx)); /* no address */
+
+	ibv_wr_start(qx);
+	qx->wr_id = 8;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send_imm(qx, htonl(77));
+	ibv_wr_set_ud_addr(qx, ah, r.qp->qp_num, QKEY);
+	ibv_wr_set_sge(qx, s.mr->lkey, (uintptr_t)s.buf, 100);
+	ASSERT_OK(ibv_wr_complete(qx));
+	wc_of(s.cq, 8, IBV_WC_SUCCESS, &wc);
+	wc_of(r.cq, 1, IBV_WC_SUCCESS, &wc);
+	ASSERT_EQ(GRH + 100, wc.byte_len);
+	ASSERT_EQ(qp->qp_num, wc.src_qp);
+	ASSERT_EQ(77, ntohl(wc.imm_data));
+	ASSERT_EQ(-1, sv_check(r.buf + GRH, 100, 4));
+	ASSERT_OK(ibv_destroy_qp(qp));
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ud_close(&s);
+	ud_close(&r);
+}
