@@ -157,6 +157,46 @@ static int gid_table(union ibv_gid *gids)
 	return n;
 }
 
+/* Once-per-process explanation of a refused address: the EINVAL alone
+ * says nothing, but a program retrying must not fill stderr. */
+static void say_bad_address(const char *fmt, ...)
+{
+	static atomic_bool said;
+	va_list ap;
+
+	if (atomic_exchange(&said, true) && !sv_debug)
+		return;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
+int sv_av_check(const struct ibv_ah_attr *a, const char *who)
+{
+	char buf[INET6_ADDRSTRLEN];
+
+	if (a->port_num && a->port_num != 1)
+		return EINVAL;
+	if (a->is_global) {
+		if (a->grh.sgid_index >= SV_GID_TBL_LEN)
+			return EINVAL;
+		if (sv_gid_is_local(&a->grh.dgid))
+			return 0;
+		inet_ntop(AF_INET6, a->grh.dgid.raw, buf, sizeof(buf));
+		say_bad_address("softverbs: %s: GID %s is not on this host; "
+				"the TCP transport between hosts is not "
+				"implemented yet\n",
+				who, buf);
+		return EINVAL;
+	}
+	if (a->dlid == sv_local_lid())
+		return 0;
+	say_bad_address("softverbs: %s: LID 0x%04x is not this host's "
+			"(0x%04x); use a GID (-g) to reach another host\n",
+			who, a->dlid, sv_local_lid());
+	return EINVAL;
+}
+
 bool sv_gid_is_local(const union ibv_gid *gid)
 {
 	union ibv_gid gids[SV_GID_TBL_LEN];

@@ -7,11 +7,9 @@
  * in post.c; the engine in req.c, resp.c, comp.c.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -257,45 +255,6 @@ static int link_start(struct sv_qp *qp)
 	return 0;
 }
 
-/* Once-per-process explanation of a refused address: the EINVAL alone
- * says nothing, but a program retrying must not fill stderr. */
-static void say_bad_av(const char *fmt, ...)
-{
-	static atomic_bool said;
-	va_list ap;
-
-	if (atomic_exchange(&said, true) && !sv_debug)
-		return;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-}
-
-static int check_av(struct sv_qp *qp, const struct ibv_ah_attr *ah)
-{
-	if (ah->port_num && ah->port_num != 1)
-		return EINVAL;
-	if (ah->is_global) {
-		char buf[INET6_ADDRSTRLEN];
-
-		if (ah->grh.sgid_index >= SV_GID_TBL_LEN)
-			return EINVAL;
-		if (sv_gid_is_local(&ah->grh.dgid))
-			return 0;
-		inet_ntop(AF_INET6, ah->grh.dgid.raw, buf, sizeof(buf));
-		say_bad_av("softverbs: GID %s is not on this host; the TCP "
-			   "transport between hosts is not implemented yet\n",
-			   buf);
-		return EINVAL;
-	}
-	if (ah->dlid == sv_local_lid())
-		return 0;
-	say_bad_av("softverbs: LID 0x%04x is not this host's (0x%04x); "
-		   "use a GID (-g) to reach another host\n",
-		   ah->dlid, sv_local_lid());
-	return EINVAL;
-}
-
 /* Value checks for the attributes present in mask. */
 static int check_attr(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 {
@@ -327,7 +286,7 @@ static int check_attr(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 	    a->cur_qp_state != qp->qpx.qp_base.state)
 		return EINVAL;
 	if (mask & IBV_QP_AV)
-		return check_av(qp, &a->ah_attr);
+		return sv_av_check(&a->ah_attr, "ibv_modify_qp");
 	return 0;
 }
 

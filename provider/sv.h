@@ -427,6 +427,9 @@ static inline struct sv_qp *to_sqp(struct ibv_qp *qp)
 /* Device (device.c). */
 uint16_t sv_local_lid(void);
 bool sv_gid_is_local(const union ibv_gid *gid);
+/* An address vector this host can reach (port 1 or unset; our LID, or a
+ * GID of our table): 0, or EINVAL said once on stderr, as who. */
+int sv_av_check(const struct ibv_ah_attr *a, const char *who);
 int sv_port_mtu_bytes(enum ibv_mtu mtu);
 
 /* QP (qp.c). */
