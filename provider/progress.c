@@ -3,12 +3,12 @@
  * Who runs the engine.  The application thread does, inside poll and post
  * (sv_qp_drive): no thread hop and no system call while both sides poll.
  * Behind it, one progress thread per context that always blocks in
- * epoll: on the app's kick eventfd, on each QP's listener, connection
- * sockets and link doorbell (shm.c), and on timers.  While the application
- * polls, the thread only looks every few ms whether it still does; once it
- * stops (or arms a CQ for an event) the thread raises that QP's sleep flags —
- * peers then ring our doorbell — and drives its engine itself.  This is decided
- * per QP: an app may poll one CQ and leave another QP's sends to us.
+ * epoll: on the app's kick eventfd, on each QP's listener and connection
+ * sockets (the peer's rings our doorbell: shm.c), and on timers.  While the
+ * application polls, the thread only looks every few ms whether it still does;
+ * once it stops (or arms a CQ for an event) the thread raises that QP's sleep
+ * flags — peers then ring our doorbell — and drives its engine itself.  This is
+ * decided per QP: an app may poll one CQ and leave another QP's sends to us.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -71,6 +71,8 @@ void sv_qp_drive(struct sv_qp *qp)
  * Returns the earliest timer of the QPs we own; *active tells whether the
  * app drives any (then we look again every SV_ACTIVE_CHECK_MS).
  */
+static void link_event(struct sv_qp *qp, enum sv_link_state st);
+
 static uint64_t look(struct sv_context *ctx, bool *active)
 {
 	uint64_t next = UINT64_MAX, now = sv_now_ns();
@@ -100,11 +102,13 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 			*active = true;
 			continue;
 		}
-		if (atomic_load_explicit(&qp->pfd[3].rung,
+		if (atomic_load_explicit(&qp->pfd[2].rung,
 					 memory_order_relaxed)) {
 			/* before draining: a ring after it is a new edge */
-			atomic_store(&qp->pfd[3].rung, false);
-			sv_shm_drain_doorbell(&qp->link);
+			atomic_store(&qp->pfd[2].rung, false);
+			if (qp->link.acc_fd >= 0)
+				link_event(qp, sv_shm_check(&qp->link,
+							    qp->link.acc_fd));
 		}
 		if (!mine) {
 			/* new rings start asleep (ring.c): this clears them */
@@ -140,11 +144,10 @@ static struct sv_qp *find_qp(struct sv_context *ctx, struct sv_qp *want)
 	return NULL;
 }
 
-/* The peer said goodbye or vanished. */
-static void link_event(struct sv_qp *qp, int fd)
+/* The peer said goodbye (st CLOSED) or vanished (DEAD).  Caller holds
+ * qp->lock. */
+static void link_event(struct sv_qp *qp, enum sv_link_state st)
 {
-	enum sv_link_state st = sv_shm_check(&qp->link, fd);
-
 	if (st == qp->link.state)
 		return;
 	sv_dbg("qp %06x: link %s -> %s\n", qp->qpx.qp_base.qp_num,
@@ -206,7 +209,7 @@ static bool handle(struct sv_context *ctx, struct sv_pfd *p)
 		else if (p->kind == SV_PFD_LISTEN)
 			sv_qp_link_step(qp);
 		else if (p->fd >= 0)
-			link_event(qp, p->fd);
+			link_event(qp, sv_shm_check(&qp->link, p->fd));
 		sv_unlock(&qp->lock);
 	}
 	pthread_rwlock_unlock(&ctx->qp_lock);

@@ -73,7 +73,6 @@ static void link_close(struct sv_qp *qp, bool bye)
 {
 	sv_progress_del(qp->ctx, &qp->pfd[1]);
 	sv_progress_del(qp->ctx, &qp->pfd[2]);
-	sv_progress_del(qp->ctx, &qp->pfd[3]);
 	sv_shm_close(&qp->link, qp->qpx.qp_base.qp_num, bye);
 	qp->link.state = SV_LINK_IDLE;
 	if (qp->rpeer)
@@ -110,7 +109,8 @@ void sv_qp_to_error(struct sv_qp *qp, enum ibv_event_type ev)
 		qp_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
 }
 
-/* Registers the link's connection sockets for hang-up detection. */
+/* Registers the link's connection sockets: for hang-up detection, and the
+ * peer's connection for its doorbell. */
 static void watch_link(struct sv_qp *qp)
 {
 	if (qp->link.conn_fd >= 0 && qp->pfd[1].fd != qp->link.conn_fd) {
@@ -120,10 +120,6 @@ static void watch_link(struct sv_qp *qp)
 	if (qp->link.acc_fd >= 0 && qp->pfd[2].fd != qp->link.acc_fd) {
 		sv_progress_del(qp->ctx, &qp->pfd[2]);
 		sv_progress_add(qp->ctx, &qp->pfd[2], qp->link.acc_fd);
-	}
-	if (qp->link.db_rx >= 0 && qp->pfd[3].fd != qp->link.db_rx) {
-		sv_progress_del(qp->ctx, &qp->pfd[3]);
-		sv_progress_add(qp->ctx, &qp->pfd[3], qp->link.db_rx);
 	}
 }
 
@@ -136,7 +132,7 @@ static void say_link_error(struct sv_qp *qp, const char *what, int err)
 	fprintf(stderr, "softverbs: qp %06x: %s: %s%s\n",
 		qp->qpx.qp_base.qp_num, what, strerror(-err),
 		err == -EMFILE || err == -ENFILE
-			? "; each connected QP holds 5 fds: raise the limit "
+			? "; each connected QP holds 3 fds: raise the limit "
 			  "(ulimit -n) or use fewer QPs"
 			: "");
 }
@@ -641,11 +637,11 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	if (err)
 		goto err_free;
 	sv_link_init(&qp->link);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 3; i++)
 		qp->pfd[i] = (struct sv_pfd){
 			.kind = i == 0 && a->qp_type == IBV_QPT_UD ? SV_PFD_UD
 				: i == 0 ? SV_PFD_LISTEN
-				: i == 3 ? SV_PFD_DOORBELL
+				: i == 2 ? SV_PFD_DOORBELL
 					 : SV_PFD_CONN,
 			.fd = -1,
 			.qp = qp,
@@ -653,7 +649,7 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	/* the QPN is a socket's name: a listener, or UD's datagram socket */
 	err = a->qp_type == IBV_QPT_UD
 		      ? -sv_ud_bind(&qp->link, &qpn)
-		      : -sv_shm_bind(&qp->link, SOCK_STREAM, &qpn);
+		      : -sv_shm_bind(&qp->link, SV_SHM_SOCK, &qpn);
 	if (err)
 		goto err_free;
 	qp->ctx = ctx;

@@ -5,15 +5,18 @@
  * named after its QPN, so QPNs are unique per host (network namespace)
  * with no daemon and no files, and vanish with the process.  At RTR a QP
  * connects to its peer's socket and passes, with SCM_RIGHTS, the sealed
- * memfd of its receive ring and one end of the link's doorbell (a
- * SOCK_DGRAM socketpair whose other end our progress thread watches).
- * Doorbells are rung with send(MSG_DONTWAIT): a per-call flag, so nothing
- * a peer does to the shared socket (O_NONBLOCK cleared, queue full) can
- * block us.  The kernel vouches for the peer (SO_PEERCRED) on both sides,
- * before anything is sent or mapped: same user only (-EACCES otherwise).
- * The sockets stay open: a hang-up without a goodbye means the peer died.
- * Everything a link needs is made at RTR (sv_shm_prepare), so running out
- * of fds is modify_qp's error, not a later silent failure.
+ * memfds of its receive rings.  The two connections of a link (ours to the
+ * peer's listener, the peer's to ours) are SOCK_SEQPACKET, and they are the
+ * doorbells too: a peer rings us with a 1-byte message on its connection,
+ * which our progress thread watches; we ring it on ours.  So a connected
+ * QP holds 3 fds (listener, two connections).  Doorbells are rung with
+ * send(MSG_DONTWAIT): a per-call flag on our own socket, so nothing a peer
+ * does (not reading, a full queue) can block us.  The kernel vouches for the
+ * peer (SO_PEERCRED) on both sides, before anything is sent or mapped: same
+ * user only (-EACCES otherwise). The sockets stay open: a hang-up without a
+ * goodbye means the peer died. Everything a link needs is made at RTR
+ * (sv_shm_prepare), so running out of fds is modify_qp's error, not a later
+ * silent failure.
  */
 #include "shm.h"
 
@@ -38,10 +41,10 @@ const char *const sv_link_state_names[] = {
 void sv_link_init(struct sv_link *l)
 {
 	memset(l, 0, sizeof(*l));
-	l->listen_fd = l->conn_fd = l->acc_fd = l->peer_db = -1;
+	l->listen_fd = l->conn_fd = l->acc_fd = -1;
 	for (int i = 0; i < SV_LINK_PENDING; i++)
 		l->pend_fd[i] = -1;
-	l->conn_sock = l->rx_fd = l->db_rx = l->db_tx = -1;
+	l->conn_sock = l->rx_fd = -1;
 	l->rsp_rx_fd = l->peer_arena_fd = l->peer_table_fd = -1;
 }
 
@@ -62,7 +65,7 @@ int sv_shm_bind(struct sv_link *l, int type, uint32_t *qpn)
 			continue;
 		if (bind(fd, (struct sockaddr *)&a, sv_shm_qp_addr(&a, n)) ==
 		    0) {
-			if (type == SOCK_STREAM && listen(fd, 16)) {
+			if (type != SOCK_DGRAM && listen(fd, 16)) {
 				int err = -errno;
 
 				close(fd);
@@ -120,7 +123,7 @@ static int send_msg(int fd, uint16_t type, uint32_t src, uint32_t dst,
 int sv_shm_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size,
 		   uint32_t ndesc)
 {
-	int err, sv[2];
+	int err;
 
 	if (!l->rx_ready) {
 		err = sv_ring_create(&l->rx, ring_size, ndesc, my_qpn,
@@ -139,16 +142,8 @@ int sv_shm_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size,
 		}
 		l->rx_ready = true;
 	}
-	if (l->db_rx < 0) {
-		if (socketpair(AF_UNIX,
-			       SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
-			       sv))
-			return -errno;
-		l->db_rx = sv[0];
-		l->db_tx = sv[1];
-	}
 	if (l->conn_sock < 0 && l->conn_fd < 0) {
-		l->conn_sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		l->conn_sock = socket(AF_UNIX, SV_SHM_SOCK | SOCK_CLOEXEC, 0);
 		if (l->conn_sock < 0)
 			return -errno;
 	}
@@ -183,10 +178,10 @@ int sv_shm_connect(struct sv_link *l, uint32_t my_qpn, uint32_t dest_qpn,
 {
 	struct sockaddr_un a;
 	char what[80];
-	int fds[SV_HELLO_FDS], nfds = 3, err, fd;
+	int fds[SV_HELLO_FDS], nfds = 2, err, fd;
 
 	if (l->conn_sock < 0) { /* the RTR one failed after connecting */
-		l->conn_sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		l->conn_sock = socket(AF_UNIX, SV_SHM_SOCK | SOCK_CLOEXEC, 0);
 		if (l->conn_sock < 0)
 			return -errno;
 	}
@@ -207,12 +202,11 @@ int sv_shm_connect(struct sv_link *l, uint32_t my_qpn, uint32_t dest_qpn,
 	if (err)
 		goto err_close;
 	fds[0] = l->rx_fd;
-	fds[1] = l->db_tx;
-	fds[2] = l->rsp_rx_fd;
+	fds[1] = l->rsp_rx_fd;
 	if (share && share->arena_fd >= 0 && share->table_fd >= 0) {
-		fds[3] = share->arena_fd;
-		fds[4] = share->table_fd;
-		nfds = 5;
+		fds[2] = share->arena_fd;
+		fds[3] = share->table_fd;
+		nfds = 4;
 	}
 	err = send_msg(fd, SV_MSG_HELLO, my_qpn, dest_qpn,
 		       share ? share->pd_id : 0, fds, nfds);
@@ -222,9 +216,8 @@ int sv_shm_connect(struct sv_link *l, uint32_t my_qpn, uint32_t dest_qpn,
 	l->conn_fd = fd;
 	/* the peer holds them now; the mappings keep our rings */
 	close(l->rx_fd);
-	close(l->db_tx);
 	close(l->rsp_rx_fd);
-	l->rx_fd = l->db_tx = l->rsp_rx_fd = -1;
+	l->rx_fd = l->rsp_rx_fd = -1;
 	return 0;
 
 err_close:
@@ -290,23 +283,6 @@ static int recv_msg(int fd, struct sv_hello *h, int fds[SV_HELLO_FDS],
 	return 0;
 }
 
-/* A doorbell is a datagram Unix socket: ringing it is send(MSG_DONTWAIT),
- * which cannot block whatever its file flags (an eventfd write can). */
-static bool is_doorbell(int fd)
-{
-	struct stat st;
-	int v;
-	socklen_t len = sizeof(v);
-
-	if (fstat(fd, &st) || !S_ISSOCK(st.st_mode))
-		return false;
-	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len) || v != AF_UNIX)
-		return false;
-	len = sizeof(v);
-	return !getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len) &&
-	       v == SOCK_DGRAM;
-}
-
 /* Reads the hello on an accepted socket and maps the peer's rings. */
 static int take_hello(struct sv_link *l, int fd, uint32_t my_qpn,
 		      uint32_t expect)
@@ -321,19 +297,17 @@ static int take_hello(struct sv_link *l, int fd, uint32_t my_qpn,
 	if (err)
 		return err;
 	err = -EPROTO;
-	if (h.type != SV_MSG_HELLO || (nfds != 3 && nfds != 5) ||
+	if (h.type != SV_MSG_HELLO || (nfds != 2 && nfds != 4) ||
 	    h.dst_qpn != my_qpn || h.src_qpn > SV_PSN_MASK)
 		goto out;
 	if (expect != SV_QPN_ANY && h.src_qpn != expect) {
 		err = -ECONNREFUSED; /* someone else's QP: not our peer */
 		goto out;
 	}
-	if (!is_doorbell(fds[1]))
-		goto out;
 	err = sv_ring_attach(&tx, fds[0], h.src_qpn);
 	if (err)
 		goto out;
-	err = sv_ring_attach(&rsp, fds[2], h.src_qpn);
+	err = sv_ring_attach(&rsp, fds[1], h.src_qpn);
 	if (err) {
 		sv_ring_unmap(&tx);
 		goto out;
@@ -344,13 +318,12 @@ static int take_hello(struct sv_link *l, int fd, uint32_t my_qpn,
 	l->rsp_tx = rsp;
 	l->tx_ready = true;
 	l->peer_qpn = h.src_qpn;
-	l->peer_db = fds[1];
 	l->acc_fd = fd;
 	close(fds[0]); /* the mappings keep the rings */
-	close(fds[2]);
-	if (nfds == 5) { /* validated by whoever maps them (rmem.c) */
-		l->peer_arena_fd = fds[3];
-		l->peer_table_fd = fds[4];
+	close(fds[1]);
+	if (nfds == 4) { /* validated by whoever maps them (rmem.c) */
+		l->peer_arena_fd = fds[2];
+		l->peer_table_fd = fds[3];
 		l->peer_pd = h.pd_id;
 	}
 	return 1;
@@ -370,11 +343,9 @@ void sv_shm_drop_tx(struct sv_link *l)
 	if (l->peer_table_fd >= 0)
 		close(l->peer_table_fd);
 	l->peer_arena_fd = l->peer_table_fd = -1;
-	if (l->peer_db >= 0)
-		close(l->peer_db);
 	if (l->acc_fd >= 0)
 		close(l->acc_fd);
-	l->peer_db = l->acc_fd = -1;
+	l->acc_fd = -1;
 }
 
 /* Reads the hello of pending connection i; 1 if a ring was mapped,
@@ -492,21 +463,24 @@ int sv_shm_accept(struct sv_link *l, uint32_t my_qpn, uint32_t expect)
 
 enum sv_link_state sv_shm_check(struct sv_link *l, int fd)
 {
-	struct sv_hello h;
-	int fds[SV_HELLO_FDS], nfds, err;
+	/* bounded: a peer that rings without end cannot hold us here (its
+	 * queue holds a few messages: net.unix.max_dgram_qlen) */
+	for (int i = 0; i < 64; i++) {
+		struct sv_hello h;
+		/* fds a peer attached to anything here are not taken: the
+		 * kernel closes them with the message */
+		ssize_t n = recv(fd, &h, sizeof(h), MSG_DONTWAIT);
 
-	for (;;) {
-		err = recv_msg(fd, &h, fds, &nfds);
-		for (int i = 0; i < nfds; i++)
-			close(fds[i]);
-		if (err == -EAGAIN)
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return l->state;
-		if (err == 0 && h.type == SV_MSG_BYE)
+		if (n <= 0)
+			return SV_LINK_DEAD; /* hang-up without goodbye */
+		if (n == sizeof(h) && h.magic == SV_HELLO_MAGIC &&
+		    h.version == SV_HELLO_VERSION && h.type == SV_MSG_BYE)
 			return SV_LINK_CLOSED;
-		if (err == 0)
-			continue;    /* nothing else is expected; ignore it */
-		return SV_LINK_DEAD; /* hang-up without goodbye */
+		/* a doorbell, or nothing we expect: ignore it */
 	}
+	return l->state;
 }
 
 void sv_shm_close(struct sv_link *l, uint32_t my_qpn, bool bye)
@@ -536,11 +510,7 @@ void sv_shm_close(struct sv_link *l, uint32_t my_qpn, bool bye)
 	l->rsp_rx_fd = -1;
 	if (l->conn_sock >= 0)
 		close(l->conn_sock);
-	if (l->db_rx >= 0)
-		close(l->db_rx);
-	if (l->db_tx >= 0)
-		close(l->db_tx);
-	l->conn_fd = l->rx_fd = l->conn_sock = l->db_rx = l->db_tx = -1;
+	l->conn_fd = l->rx_fd = l->conn_sock = -1;
 	l->rx_ready = false;
 	l->next_accept_ns = l->next_connect_ns = l->connect_wait_ns = 0;
 }
@@ -553,16 +523,6 @@ void sv_link_ring_doorbell(int fd)
 	if (fd >= 0 && send(fd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
 	    errno != EAGAIN)
 		sv_dbg("doorbell: %s\n", strerror(errno));
-}
-
-void sv_shm_drain_doorbell(struct sv_link *l)
-{
-	char b[64];
-
-	/* bounded: a peer that rings without end cannot hold us here */
-	for (int i = 0; i < 64 && l->db_rx >= 0; i++)
-		if (recv(l->db_rx, b, sizeof(b), MSG_DONTWAIT) < 0)
-			break;
 }
 
 /* Stores only what changes: these lines are read after every packet. */

@@ -22,14 +22,22 @@
  * socket is an abstract Unix name; a hello carries SCM_RIGHTS fds.
  */
 #define SV_HELLO_MAGIC	 0x5356686cu /* "SVhl" */
-#define SV_HELLO_VERSION 3	     /* 3: response ring, shared memory */
+#define SV_HELLO_VERSION 4	     /* 4: doorbells on the connection */
+
+/* A QP's socket type: connections (hang-up = death) that keep message
+ * boundaries, so a doorbell is one 1-byte message and never a stream. */
+#define SV_SHM_SOCK SOCK_SEQPACKET
 
 enum sv_msg_type {
-	SV_MSG_HELLO = 1, /* carries [ring memfd, doorbell socket, response
-			   * ring memfd] and, when the sender shares its
-			   * registered memory, [arena memfd, key table] */
+	SV_MSG_HELLO = 1, /* carries [ring memfd, response ring memfd] and,
+			   * when the sender shares its registered memory,
+			   * [arena memfd, key table] */
 	SV_MSG_BYE = 2,	  /* orderly close: the peer QP is going */
 };
+
+/* Any 1-byte message on a connection is a doorbell: the sender published
+ * something in a ring we share with it (or freed room in one). */
+#define SV_DOORBELL_LEN 1
 
 struct sv_hello {
 	uint32_t magic;	  /* SV_HELLO_MAGIC */
@@ -62,19 +70,19 @@ struct sv_shm_share {
 	uint32_t pd_id;
 };
 
-#define SV_HELLO_FDS 5 /* the most fds a hello carries */
+#define SV_HELLO_FDS 4 /* the most fds a hello carries */
 
 void sv_link_init(struct sv_link *l);
-/* Takes a free QPN by binding its listener (type SOCK_STREAM), or a UD
+/* Takes a free QPN by binding its listener (type SV_SHM_SOCK), or a UD
  * QP's datagram socket (SOCK_DGRAM: the abstract namespace is one for
  * both, so QPNs stay unique); *qpn on success. */
 int sv_shm_bind(struct sv_link *l, int type, uint32_t *qpn);
 /* At RTR: everything the link needs (receive ring with ndesc receive
- * descriptors, doorbell, socket), so
+ * descriptors, response ring, socket), so
  * running out of fds is an error now, not later.  -errno. */
 int sv_shm_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size,
 		   uint32_t ndesc);
-/* Hands our receive ring and doorbell to dest_qpn.  -EAGAIN: no such QP
+/* Hands our receive rings to dest_qpn.  -EAGAIN: no such QP
  * (yet); -EACCES: its socket belongs to another user (said on stderr),
  * nothing was sent. */
 int sv_shm_connect(struct sv_link *l, uint32_t my_qpn, uint32_t dest_qpn,
@@ -88,12 +96,11 @@ void sv_shm_drop_tx(struct sv_link *l);
 bool sv_shm_has_pending(const struct sv_link *l);
 /* When a connecting link next needs a look (UINT64_MAX: on events). */
 uint64_t sv_shm_next_ns(const struct sv_link *l, uint64_t now);
-/* Reads what arrived on a connection socket: the new link state. */
+/* Reads what arrived on a connection socket (doorbells, a goodbye, a
+ * hang-up), a bounded number of messages: the new link state. */
 enum sv_link_state sv_shm_check(struct sv_link *l, int fd);
 void sv_shm_close(struct sv_link *l, uint32_t my_qpn, bool bye);
 /* The next retry time after a failure; *wait_ns doubles (1..100 ms). */
 uint64_t sv_shm_backoff(uint64_t *wait_ns, uint64_t now);
-/* Empties our doorbell for this link (caller holds the QP's lock). */
-void sv_shm_drain_doorbell(struct sv_link *l);
 
 #endif

@@ -2,8 +2,8 @@
 /*
  * A hostile shared-memory peer.  The test speaks the provider's shm
  * protocol itself (shm.c: abstract socket "\0softverbs/qp/%06x", a
- * 24-byte hello with SCM_RIGHTS [sealed ring memfd, doorbell: a datagram
- * Unix socket]; ring.h) and
+ * 24-byte SOCK_SEQPACKET hello with SCM_RIGHTS [sealed request ring memfd,
+ * response ring memfd]; ring.h) and
  * (a) sends malformed hellos to a victim QP, which must stay usable;
  * (b) after a proper handshake writes garbage records into the victim's
  * receive ring, which must give errors: no crash, no hang, and no byte
@@ -40,9 +40,8 @@ SV_TEST(hostile_bad_hellos)
 	struct ibv_wc wc;
 	uint32_t victim;
 	struct sv_hello h;
-	int efd = sv_peer_doorbell(), pfd[2], fd, ring;
+	int pfd[2], fd, ring;
 
-	ASSERT_TRUE(efd >= 0);
 	ASSERT_OK(pipe(pfd));
 	sv_end_open(&a, NULL);
 	sv_end_open(&b, NULL);
@@ -59,7 +58,7 @@ SV_TEST(hostile_bad_hellos)
 	ring = sv_peer_ring(b.qp->qp_num, SV_RING_MAGIC, true, false);
 	fd = sv_peer_connect(victim);
 	h.magic = 0xbadc0de;
-	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, efd, ring}, 3);
+	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, ring}, 2);
 	expect_hangup(fd);
 	h.magic = SV_HELLO_MAGIC;
 	/* no fds */
@@ -70,28 +69,32 @@ SV_TEST(hostile_bad_hellos)
 	fd = sv_peer_connect(victim);
 	sv_send_fds(fd, &h, sizeof(h), &ring, 1);
 	expect_hangup(fd);
-	/* a pipe instead of the doorbell socket */
+	/* a pipe instead of the response ring */
 	fd = sv_peer_connect(victim);
-	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, pfd[1], ring}, 3);
+	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, pfd[1]}, 2);
+	expect_hangup(fd);
+	/* three fds: neither a hello without shared memory nor one with */
+	fd = sv_peer_connect(victim);
+	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, ring, ring}, 3);
 	expect_hangup(fd);
 	close(ring);
 	/* an unsealed memfd: we could shrink it under the victim */
 	ring = sv_peer_ring(b.qp->qp_num, SV_RING_MAGIC, false, false);
 	fd = sv_peer_connect(victim);
-	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, efd, ring}, 3);
+	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, ring}, 2);
 	expect_hangup(fd);
 	close(ring);
 	/* a sealed ring with a bad header */
 	ring = sv_peer_ring(b.qp->qp_num, 0x12345678, true, false);
 	fd = sv_peer_connect(victim);
-	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, efd, ring}, 3);
+	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, ring}, 2);
 	expect_hangup(fd);
 	close(ring);
 	/* a hello addressed to another QPN */
 	ring = sv_peer_ring(b.qp->qp_num, SV_RING_MAGIC, true, false);
 	fd = sv_peer_connect(victim);
 	h.dst_qpn = victim ^ 1;
-	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, efd, ring}, 3);
+	sv_send_fds(fd, &h, sizeof(h), (int[]){ring, ring}, 2);
 	expect_hangup(fd);
 	close(ring);
 
@@ -116,7 +119,6 @@ SV_TEST(hostile_bad_hellos)
 	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 	WAIT_WC(p.b.scq, &wc, SV_WC_TIMEOUT_MS);
 	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
-	close(efd);
 	close(pfd[0]);
 	close(pfd[1]);
 	sv_pair_close(&p);
@@ -162,8 +164,6 @@ struct hostile {
 /* Victim in RTS toward our fake QP, a receive posted, handshake done. */
 static void hostile_setup(struct hostile *H)
 {
-	int efd;
-
 	memset(H, 0, sizeof(*H));
 	sv_fake_bind(&H->f);
 	sv_end_open(&H->v, NULL);
@@ -175,12 +175,10 @@ static void hostile_setup(struct hostile *H)
 	sv_fake_accept(&H->f, H->v.qp->qp_num);
 
 	/* our hello: a proper ring so the victim's link comes up */
-	efd = sv_peer_doorbell();
 	H->my_ring = sv_peer_ring(H->f.qpn, SV_RING_MAGIC, true, false);
 	H->my_rsp = sv_peer_ring(H->f.qpn, SV_RING_MAGIC, true, false);
-	sv_fake_hello(&H->f, H->v.qp->qp_num,
-		      (int[]){H->my_ring, efd, H->my_rsp}, 3, 0);
-	close(efd);
+	sv_fake_hello(&H->f, H->v.qp->qp_num, (int[]){H->my_ring, H->my_rsp}, 2,
+		      0);
 }
 
 /* One record into the victim's request ring (sv_fake_put). */

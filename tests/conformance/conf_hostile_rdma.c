@@ -154,7 +154,7 @@ static void make_shared(struct hr *H)
 static void hr_setup(struct hr *H, int zone_access, uint32_t ndesc, bool share)
 {
 	struct sv_end_opts o = sv_end_opts_default();
-	int fds[5], efd;
+	int fds[4];
 
 	memset(H, 0, sizeof(*H));
 	H->arena_fd = H->table_fd = -1;
@@ -173,17 +173,14 @@ static void hr_setup(struct hr *H, int zone_access, uint32_t ndesc, bool share)
 	H->my_rsp = sv_peer_ring(H->f.qpn, SV_RING_MAGIC, true, false);
 	view_map(&H->req, H->my_ring, ndesc);
 	view_map(&H->rsp, H->my_rsp, 0);
-	efd = sv_peer_doorbell();
 	fds[0] = H->my_ring;
-	fds[1] = efd;
-	fds[2] = H->my_rsp;
+	fds[1] = H->my_rsp;
 	if (share) {
 		make_shared(H);
-		fds[3] = H->arena_fd;
-		fds[4] = H->table_fd;
+		fds[2] = H->arena_fd;
+		fds[3] = H->table_fd;
 	}
-	sv_fake_hello(&H->f, H->v.qp->qp_num, fds, share ? 5 : 3, 1);
-	close(efd);
+	sv_fake_hello(&H->f, H->v.qp->qp_num, fds, share ? 4 : 2, 1);
 	memcpy(H->z.snap, H->z.data, H->z.datalen);
 	H->vsnap = malloc(o.buf_len);
 	ASSERT_NOT_NULL(H->vsnap);

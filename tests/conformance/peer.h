@@ -26,10 +26,6 @@ int sv_peer_ring(uint32_t rx_qpn, uint32_t magic, bool seal, bool asleep);
 int sv_peer_ring_desc(uint32_t rx_qpn, uint32_t ndesc);
 #define SV_PEER_RING_SIZE 65536u
 
-/* A doorbell as the provider hands it: one end of a datagram socketpair
- * (the other end stays open for the test's life). */
-int sv_peer_doorbell(void);
-
 /* Connects to QP qpn's socket; fails the test if nobody listens. */
 int sv_peer_connect(uint32_t qpn);
 /* Binds and listens on QP qpn's socket; -1 if it is taken. */
@@ -57,14 +53,14 @@ struct sv_peer_tx {
 /*
  * A fake peer QP (the test speaks for it): a QPN whose listener it holds,
  * and what the victim's hello gave it: the victim's request ring and
- * response ring, mapped, its doorbell, its shared memory (-1: none).
+ * response ring, mapped, and its shared memory (-1: none).  We ring the
+ * victim's doorbell on cfd, our connection to it, as a real peer does.
  */
 struct sv_fake {
 	uint32_t qpn;
 	int lfd, afd, cfd;     /* our listener, the victim's, ours to it */
 	struct sv_peer_tx rx;  /* the victim's request ring */
 	struct sv_peer_tx rsp; /* the victim's response ring */
-	int db;		       /* the victim's doorbell */
 	int arena_fd, table_fd;
 	uint32_t pd_id; /* the victim QP's PD in its key table */
 };
