@@ -9,7 +9,7 @@ JOBS       ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure -j$(JOBS)
 
 .PHONY: all deps deps-bench test test-asan test-tsan test-plain demo bench \
-	bench-smoke install clean format
+	bench-smoke scale install clean format
 
 all:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -53,6 +53,12 @@ bench: deps-bench all
 
 bench-smoke: all
 	@bench/run --build $(BUILD) --smoke $(BENCH_ARGS)
+
+# Connection scale (tests/scale): RC QP pairs between two processes, 1 to
+# SCALE_MAX; set-up rate, fds and resident memory per connected QP.
+SCALE_MAX ?= 4096
+scale: all
+	@scripts/scale $(BUILD) $(SCALE_MAX)
 
 install: all
 	cmake --install $(BUILD) --prefix $(PREFIX)
