@@ -41,10 +41,10 @@ struct sv_link {
 	bool refused_noted;	      /* told stderr of another user */
 	int listen_fd;		      /* our QP's listener; holds the QPN */
 	int conn_sock;		      /* made at RTR, connected on a try */
-	int conn_fd;		      /* ours to the peer's listener: we
+	int conn_fd;		      /* ours to the peer's listener: the
+				       * peer rings our doorbell on it */
+	int acc_fd;		      /* the peer's to our listener: we
 				       * ring the peer's doorbell on it */
-	int acc_fd;		      /* the peer's to our listener: it
-				       * rings ours on it */
 	int pend_fd[SV_LINK_PENDING]; /* accepted, hello not yet read */
 	uint64_t pend_ns[SV_LINK_PENDING]; /* when each was accepted */
 	int rx_fd;		  /* memfd of rx, until our hello has it */
@@ -67,8 +67,10 @@ static inline void *sv_link_tx_reserve(struct sv_link *l, uint32_t len,
 	return sv_ring_reserve(&l->tx, len, err);
 }
 
-/* Rings a peer's doorbell: a 1-byte message on our connection to it, sent
- * with MSG_DONTWAIT, so it never blocks (a full queue: rung enough). */
+/* Rings a peer's doorbell: a 1-byte message on the peer's connection to
+ * us (it watches that socket from the moment it connects, before its hello
+ * is taken), sent with MSG_DONTWAIT, so it never blocks (a full queue:
+ * rung enough). */
 void sv_link_ring_doorbell(int fd);
 
 /* After a batch of published packets: wakes the peer if it sleeps. */
@@ -77,7 +79,7 @@ static inline void sv_link_tx_commit(struct sv_link *l)
 	/* seq_cst: records published before we read the flag (Dekker) */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&l->tx.hdr->rx_sleep, memory_order_relaxed))
-		sv_link_ring_doorbell(l->conn_fd);
+		sv_link_ring_doorbell(l->acc_fd);
 }
 
 static inline int sv_link_rx_peek(struct sv_link *l, struct sv_pkt *pkt,
@@ -105,7 +107,7 @@ static inline void sv_link_rx_done(struct sv_link *l)
 	/* seq_cst: tail/ack published before we read the flag (Dekker) */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&l->rx.hdr->tx_sleep, memory_order_relaxed))
-		sv_link_ring_doorbell(l->conn_fd);
+		sv_link_ring_doorbell(l->acc_fd);
 }
 
 /* Responder: an ACK/NAK right now, with its wake-up. */
@@ -136,7 +138,7 @@ static inline void sv_link_rsp_commit(struct sv_link *l)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&l->rsp_tx.hdr->rx_sleep,
 				 memory_order_relaxed))
-		sv_link_ring_doorbell(l->conn_fd);
+		sv_link_ring_doorbell(l->acc_fd);
 }
 
 /* Completer, after consuming responses: wakes the peer's responder if it
@@ -147,7 +149,7 @@ static inline void sv_link_rsp_done(struct sv_link *l)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&l->rsp_rx.hdr->tx_sleep,
 				 memory_order_relaxed))
-		sv_link_ring_doorbell(l->conn_fd);
+		sv_link_ring_doorbell(l->acc_fd);
 }
 
 /* Sleep flags: set while the progress thread sleeps for this link. */

@@ -102,13 +102,13 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 			*active = true;
 			continue;
 		}
-		if (atomic_load_explicit(&qp->pfd[2].rung,
+		if (atomic_load_explicit(&qp->pfd[1].rung,
 					 memory_order_relaxed)) {
 			/* before draining: a ring after it is a new edge */
-			atomic_store(&qp->pfd[2].rung, false);
-			if (qp->link.acc_fd >= 0)
+			atomic_store(&qp->pfd[1].rung, false);
+			if (qp->link.conn_fd >= 0)
 				link_event(qp, sv_shm_check(&qp->link,
-							    qp->link.acc_fd));
+							    qp->link.conn_fd));
 		}
 		if (!mine) {
 			/* new rings start asleep (ring.c): this clears them */

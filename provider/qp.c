@@ -109,8 +109,8 @@ void sv_qp_to_error(struct sv_qp *qp, enum ibv_event_type ev)
 		qp_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
 }
 
-/* Registers the link's connection sockets: for hang-up detection, and the
- * peer's connection for its doorbell. */
+/* Registers the link's connection sockets: for hang-up detection, and
+ * ours to the peer for its doorbell (from the moment we connect). */
 static void watch_link(struct sv_qp *qp)
 {
 	if (qp->link.conn_fd >= 0 && qp->pfd[1].fd != qp->link.conn_fd) {
@@ -209,8 +209,11 @@ static int link_step(struct sv_qp *qp)
 	}
 	if (l->tx_ready && l->peer_arena_fd >= 0)
 		take_peer_memory(qp);
-	if (l->state == SV_LINK_CONNECTING && l->conn_fd >= 0 && l->tx_ready)
+	if (l->state == SV_LINK_CONNECTING && l->conn_fd >= 0 && l->tx_ready) {
 		l->state = SV_LINK_UP;
+		/* what we acked before we could ring: the peer may sleep */
+		sv_link_ring_doorbell(l->acc_fd);
+	}
 	watch_link(qp);
 	return 0;
 }
@@ -641,7 +644,7 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 		qp->pfd[i] = (struct sv_pfd){
 			.kind = i == 0 && a->qp_type == IBV_QPT_UD ? SV_PFD_UD
 				: i == 0 ? SV_PFD_LISTEN
-				: i == 2 ? SV_PFD_DOORBELL
+				: i == 1 ? SV_PFD_DOORBELL
 					 : SV_PFD_CONN,
 			.fd = -1,
 			.qp = qp,

@@ -7,8 +7,11 @@
  * connects to its peer's socket and passes, with SCM_RIGHTS, the sealed
  * memfds of its receive rings.  The two connections of a link (ours to the
  * peer's listener, the peer's to ours) are SOCK_SEQPACKET, and they are the
- * doorbells too: a peer rings us with a 1-byte message on its connection,
- * which our progress thread watches; we ring it on ours.  So a connected
+ * doorbells too: a peer rings us with a 1-byte message on the connection
+ * we made to it, which our progress thread watches from the moment we
+ * connect; we ring it on the one it made to us.  (Not the other way: the
+ * connection a peer made sits unwatched in our pending list until we read
+ * its hello, and a doorbell there would wake nobody.)  So a connected
  * QP holds 3 fds (listener, two connections).  Doorbells are rung with
  * send(MSG_DONTWAIT): a per-call flag on our own socket, so nothing a peer
  * does (not reading, a full queue) can block us.  The kernel vouches for the

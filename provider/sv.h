@@ -60,10 +60,11 @@ struct sv_rseg;
 
 /* What an fd in the progress thread's epoll stands for. */
 enum sv_pfd_kind {
-	SV_PFD_DOORBELL, /* ours (qp NULL: the app's kick), or a peer's
-			  * connection to us: doorbells, goodbye, hang-up */
+	SV_PFD_DOORBELL, /* ours (qp NULL: the app's kick), or our
+			  * connection to a peer: doorbells, goodbye,
+			  * hang-up */
 	SV_PFD_LISTEN,	 /* a QP's listener: hellos arrive */
-	SV_PFD_CONN,	 /* our connection to a peer: goodbye or hang-up */
+	SV_PFD_CONN,	 /* a peer's connection to us: goodbye or hang-up */
 	SV_PFD_UD,	 /* a UD QP's datagram socket: datagrams arrive */
 };
 
@@ -412,7 +413,7 @@ struct sv_qp {
 	uint64_t ud_drops; /* datagrams dropped on arrival (debugging) */
 
 	struct sv_link link;	 /* the connection, once there is one */
-	struct sv_pfd pfd[3];	 /* listener, conn, acc (our doorbell) */
+	struct sv_pfd pfd[3];	 /* listener, conn (our doorbell), acc */
 	struct sv_qp *next_free; /* on ctx->qp_free once destroyed */
 	uint32_t async_got;	 /* async events handed out */
 	_Atomic uint64_t drives; /* app-thread engine runs (a hint) */

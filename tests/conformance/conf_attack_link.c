@@ -353,7 +353,7 @@ SV_TEST(attack_doorbell_peer_never_reads)
 	ASSERT_EQ(sizeof(h), sv_peer_recv(afd, &h, fds, &nfds));
 	ASSERT_TRUE(nfds == 2 || nfds == 4);
 	/* ours: a ring that asks to be rung on every batch; and we never
-	 * read afd, where the victim rings us */
+	 * read cfd, our connection to the victim, where it rings us */
 	ring = sv_peer_ring(qpn, SV_RING_MAGIC, true, true);
 	rsp = sv_peer_ring(qpn, SV_RING_MAGIC, true, false);
 	cfd = sv_peer_connect(v.qp->qp_num);
@@ -375,7 +375,7 @@ SV_TEST(attack_doorbell_peer_never_reads)
 		int queued = 0;
 		char b[32];
 
-		while (recv(afd, b, sizeof(b), MSG_DONTWAIT) > 0)
+		while (recv(cfd, b, sizeof(b), MSG_DONTWAIT) > 0)
 			queued++;
 		ASSERT_GE(queued, 2);
 	}

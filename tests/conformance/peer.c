@@ -231,7 +231,7 @@ void sv_fake_put(struct sv_fake *f, struct sv_peer_tx *t,
 			      sv_rec_seq(t->head), memory_order_release);
 	t->head += advance;
 	/* the doorbell; a full queue means rung already */
-	ASSERT_TRUE(send(f->cfd, &bell, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1 ||
+	ASSERT_TRUE(send(f->afd, &bell, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1 ||
 		    errno == EAGAIN);
 }
 

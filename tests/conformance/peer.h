@@ -54,7 +54,7 @@ struct sv_peer_tx {
  * A fake peer QP (the test speaks for it): a QPN whose listener it holds,
  * and what the victim's hello gave it: the victim's request ring and
  * response ring, mapped, and its shared memory (-1: none).  We ring the
- * victim's doorbell on cfd, our connection to it, as a real peer does.
+ * victim's doorbell on afd, its connection to us, as a real peer does.
  */
 struct sv_fake {
 	uint32_t qpn;
