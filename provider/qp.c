@@ -578,6 +578,7 @@ void sv_qp_close_all(struct sv_context *ctx)
 
 		sv_list_del(&qp->ctx_node);
 		sv_progress_del(ctx, &qp->pfd[0]);
+		sv_mcast_detach_all(qp);
 		sv_lock(&qp->lock);
 		/* its peer hears BYE, or the hang-up if it was dead */
 		if (qp->link.state != SV_LINK_IDLE)
@@ -788,6 +789,7 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
 	pthread_mutex_unlock(&ibqp->mutex);
 
+	sv_mcast_detach_all(qp); /* its QPN leaves the groups' registry */
 	sv_shm_close(&qp->link, ibqp->qp_num, false);
 	close(qp->link.listen_fd);
 	pthread_rwlock_wrlock(&ctx->qp_lock);
