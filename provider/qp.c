@@ -600,8 +600,8 @@ static int check_init_attr(struct ibv_context *ctx,
 	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC &&
 	    a->qp_type != IBV_QPT_UD)
 		return EOPNOTSUPP; /* XRC, raw packet: not yet */
-	if (srq && a->qp_type != IBV_QPT_RC)
-		return EOPNOTSUPP; /* an SRQ for UC: not yet */
+	if (srq && a->qp_type == IBV_QPT_UD)
+		return EOPNOTSUPP; /* UD on an SRQ: not yet (ud.c) */
 	if (!a->send_cq || !a->recv_cq)
 		return EINVAL;
 	/* an SRQ of this context (one process): its QPs share its memory */
