@@ -661,6 +661,9 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	qp->scq = to_scq(a->send_cq);
 	qp->rcq = to_scq(a->recv_cq);
 	qp->sq_sig_all = a->sq_sig_all;
+	qp->mcast_block_self =
+		(a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+		(a->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB);
 
 	ibqp = &qp->qpx.qp_base;
 	ibqp->context = c;
@@ -731,8 +734,15 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *c,
 	struct ibv_qp *ibqp;
 	int err;
 
-	if (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD |
-				       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+	if (a->comp_mask &
+	    ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+			IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/* the one create flag we have: no multicast loopback (mcast.c) */
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	    (a->create_flags & ~(uint32_t)IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}

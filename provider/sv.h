@@ -425,6 +425,7 @@ struct sv_qp {
 	/* multicast groups attached (mcast.c): changed under
 	 * ctx->mcast_lock and qp->lock, read under either */
 	struct sv_mcast *mcast;
+	bool mcast_block_self; /* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
 
 	struct sv_link link;	 /* the connection, once there is one */
 	struct sv_pfd pfd[4];	 /* listener, conn, acc, doorbell */

@@ -331,7 +331,10 @@ static bool sender_ok(struct msghdr *m)
 static bool for_us(const struct sv_qp *qp, const struct sv_ud_hdr *h)
 {
 	if (h->dst_qpn == SV_MCAST_QPN)
-		return (h->flags & SV_UD_GRH) && sv_mcast_attached(qp, h->dgid);
+		return (h->flags & SV_UD_GRH) &&
+		       sv_mcast_attached(qp, h->dgid) &&
+		       !(qp->mcast_block_self &&
+			 h->src_qpn == qp->qpx.qp_base.qp_num);
 	return h->dst_qpn == qp->qpx.qp_base.qp_num;
 }
 

@@ -639,3 +639,52 @@ SV_TEST(mcast_registry_not_ours_refused)
 	mc_close(&u);
 	rm_rf(dir);
 }
+
+/* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB: an attached sender created with it
+ * does not receive its own multicast; the other member does.  Other
+ * create flags are not supported. */
+SV_TEST(mcast_block_self_loopback_flag)
+{
+	char *dir = mc_dir();
+	union ibv_gid g = mc_gid(6);
+	struct ibv_qp_init_attr_ex ia = {
+		.qp_type = IBV_QPT_UD,
+		.comp_mask =
+			IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS,
+		.create_flags = IBV_QP_CREATE_SCATTER_FCS,
+		.cap = {.max_send_wr = 8,
+			.max_recv_wr = 8,
+			.max_send_sge = 1,
+			.max_recv_sge = 1}};
+	struct ibv_qp *s, *b;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	struct mc_end u;
+
+	mc_open(&u);
+	ia.pd = u.e.pd;
+	ia.send_cq = u.scq;
+	ia.recv_cq = u.cq;
+	errno = 0;
+	ASSERT_NULL(ibv_create_qp_ex(u.e.ctx, &ia));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	ia.create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
+	s = ibv_create_qp_ex(u.e.ctx, &ia);
+	ASSERT_NOT_NULL(s);
+	mc_ready(s);
+	b = u.qp;
+	post_recv(&u, s, 0);
+	post_recv(&u, b, 1);
+	ASSERT_OK(ibv_attach_mcast(s, &g, MLID));
+	ASSERT_OK(ibv_attach_mcast(b, &g, MLID));
+	ah = group_ah(&u, &g);
+	send_group(&u, s, ah, 11);
+	WAIT_WC(u.cq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(b->qp_num, wc.qp_num);
+	check_recv(&u, &wc, &g, s->qp_num, 11);
+	NO_WC(u.cq, 50);
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ASSERT_OK(ibv_destroy_qp(s));
+	mc_close(&u);
+	rm_rf(dir);
+}
