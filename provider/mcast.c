@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * UD multicast among the processes of one host (ibv_attach_mcast(3),
- * IBA 10.5): the group membership registry and the verbs.  No daemon: a
- * group is a directory, a member one empty file in it named after its
- * QPN and pid, under a per-user directory in /dev/shm
+ * rxe's semantics): the group membership registry and the verbs.  No
+ * daemon: a group is a directory, a member one empty file in it named
+ * after its QPN and pid, under a per-user directory in /dev/shm
  * ($SOFTVERBS_MCAST_DIR overrides it); a sender lists the directory and
  * sends one datagram to each member's socket (ud.c).  The registry is
  * only a hint: a receiver takes a multicast datagram only for a group its
