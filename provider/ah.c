@@ -2,7 +2,8 @@
 /*
  * Address handles (IBA 10.2.2; ibv_create_ah(3)): where a UD send goes.
  * softverbs has one host, so an AH must name it: port 1 and our LID, or
- * a GID of this host's table.  The AH holds a reference on its PD.
+ * a GID of this host's table, or a multicast GID (a group of this host's
+ * QPs, mcast.c).  The AH holds a reference on its PD.
  * ibv_init_ah_from_wc and ibv_create_ah_from_wc are in abi/derived.c.
  */
 #include <stdio.h>
@@ -16,6 +17,10 @@ static int check_ah(const struct ibv_ah_attr *a)
 {
 	if (a->port_num != 1)
 		return EINVAL;
+	/* a multicast group (mcast.c): its members are on this host; the
+	 * GID names the group, whatever the LID */
+	if (a->is_global && a->grh.dgid.raw[0] == 0xff)
+		return a->grh.sgid_index < SV_GID_TBL_LEN ? 0 : EINVAL;
 	return sv_av_check(a, "ibv_create_ah");
 }
 

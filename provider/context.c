@@ -74,6 +74,7 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
 	pthread_rwlock_init(&ctx->qp_lock, NULL);
 	pthread_mutex_init(&ctx->mr_lock, NULL);
+	pthread_mutex_init(&ctx->mcast_lock, NULL);
 	sv_list_init(&ctx->qps);
 	set_ops(ctx);
 	/* the MR table never moves: lookups need no lock (mr.c).  1 MiB of
@@ -125,6 +126,7 @@ SV_EXPORT int ibv_close_device(struct ibv_context *c)
 	munmap(ctx->mrs, SV_MR_TABLE_BYTES);
 	pthread_rwlock_destroy(&ctx->qp_lock);
 	pthread_mutex_destroy(&ctx->mr_lock);
+	pthread_mutex_destroy(&ctx->mcast_lock);
 	pthread_mutex_destroy(&c->mutex);
 	free(ctx);
 	return 0;

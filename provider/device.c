@@ -387,8 +387,13 @@ static void fill_device_attr(struct ibv_device_attr *a)
 	/* CPU atomic instructions on the target's memory, whoever executes
 	 * them (req.c, resp.c): atomic with the CPU's accesses too */
 	a->atomic_cap = IBV_ATOMIC_GLOB;
-	/* no EE contexts, RDDs, memory windows, raw QPs, multicast, address
-	 * handles (UD) or FMRs: zero, as their verbs fail */
+	/* multicast among this host's processes (mcast.c enforces them:
+	 * ENOMEM past them, as rxe) */
+	a->max_mcast_grp = SV_MAX_MCAST_GRP;
+	a->max_mcast_qp_attach = SV_MAX_MCAST_QP_ATTACH;
+	a->max_total_mcast_qp_attach = SV_MAX_TOTAL_MCAST_QP_ATTACH;
+	/* no EE contexts, RDDs, memory windows, raw QPs or FMRs: zero, as
+	 * their verbs fail */
 	a->max_srq = SV_MAX_SRQ;
 	a->max_srq_wr = SV_MAX_SRQ_WR;
 	a->max_srq_sge = SV_MAX_SRQ_SGE;

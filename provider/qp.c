@@ -577,6 +577,7 @@ void sv_qp_close_all(struct sv_context *ctx)
 
 		sv_list_del(&qp->ctx_node);
 		sv_progress_del(ctx, &qp->pfd[0]);
+		sv_mcast_detach_all(qp);
 		sv_lock(&qp->lock);
 		/* its peer hears BYE, or the hang-up if it was dead */
 		if (qp->link.state != SV_LINK_IDLE)
@@ -598,8 +599,8 @@ static int check_init_attr(struct ibv_context *ctx,
 	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC &&
 	    a->qp_type != IBV_QPT_UD)
 		return EOPNOTSUPP; /* XRC, raw packet: not yet */
-	if (srq && a->qp_type != IBV_QPT_RC)
-		return EOPNOTSUPP; /* an SRQ for UC: not yet */
+	if (srq && a->qp_type == IBV_QPT_UD)
+		return EOPNOTSUPP; /* UD on an SRQ: not yet (ud.c) */
 	if (!a->send_cq || !a->recv_cq)
 		return EINVAL;
 	/* an SRQ of this context (one process): its QPs share its memory */
@@ -659,6 +660,9 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	qp->scq = to_scq(a->send_cq);
 	qp->rcq = to_scq(a->recv_cq);
 	qp->sq_sig_all = a->sq_sig_all;
+	qp->mcast_block_self =
+		(a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+		(a->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB);
 
 	ibqp = &qp->qpx.qp_base;
 	ibqp->context = c;
@@ -729,8 +733,15 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *c,
 	struct ibv_qp *ibqp;
 	int err;
 
-	if (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD |
-				       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+	if (a->comp_mask &
+	    ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+			IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/* the one create flag we have: no multicast loopback (mcast.c) */
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	    (a->create_flags & ~(uint32_t)IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -787,6 +798,7 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
 	pthread_mutex_unlock(&ibqp->mutex);
 
+	sv_mcast_detach_all(qp); /* its QPN leaves the groups' registry */
 	sv_shm_close(&qp->link, ibqp->qp_num, false);
 	close(qp->link.listen_fd);
 	pthread_rwlock_wrlock(&ctx->qp_lock);

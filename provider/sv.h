@@ -42,6 +42,12 @@
 #define SV_MAX_SRQ_SGE 32
 #define SV_MAX_RD_ATOM 16 /* reads/atomics in flight per QP */
 #define SV_GID_TBL_LEN 16
+/* Multicast (mcast.c): groups and attachments per context, members of a
+ * group on the host (its registry directory) */
+#define SV_MAX_MCAST_GRP	     256
+#define SV_MAX_MCAST_QP_ATTACH	     56 /* rxe's */
+#define SV_MAX_TOTAL_MCAST_QP_ATTACH 1024
+#define SV_MCAST_QPN		     0xffffffu /* the DQPN of multicast (IB_MULTICAST_QPN) */
 
 /* Objects counted against the device's max_* (sv_obj_get/put). */
 enum sv_obj {
@@ -57,6 +63,8 @@ struct sv_rpeer;
 struct sv_qp;
 struct sv_rmem;
 struct sv_rseg;
+struct sv_mcast;
+struct sv_mcast_grp;
 
 /* What an fd in the progress thread's epoll stands for. */
 enum sv_pfd_kind {
@@ -99,6 +107,10 @@ struct sv_context {
 	struct sv_rmem *rmem;	  /* arena, key table, peers (rmem.c) */
 	_Atomic uint32_t pd_ids;  /* last PD id handed out */
 	_Atomic uint32_t nobj[SV_OBJ_NUM]; /* live objects, by kind */
+	pthread_mutex_t mcast_lock;	 /* the three below, qp->mcast lists */
+	struct sv_mcast_grp *mcast_grps; /* groups our QPs are attached to */
+	uint32_t mcast_ngrp;		 /* against SV_MAX_MCAST_GRP */
+	uint32_t mcast_nattach; /* against SV_MAX_TOTAL_MCAST_QP_ATTACH */
 };
 
 static inline struct sv_context *to_sctx(struct ibv_context *c)
@@ -285,6 +297,7 @@ struct sv_swqe {
 	bool ud_addr;	       /* UD: destination set (AH, QPN, qkey) */
 	bool ud_grh;	       /* UD: the AH is global: a GRH travels */
 	uint64_t ud_first_ns;  /* UD: first try; the kernel's queue was full */
+	uint32_t ud_mc_next;   /* UD multicast: members below this QPN done */
 	union ibv_gid ud_sgid; /* UD, with a GRH: our GID (sgid_index) */
 	union ibv_gid ud_dgid; /* UD, with a GRH: the AH's dgid */
 };
@@ -411,6 +424,10 @@ struct sv_qp {
 
 	/* UD (ud.c): the datagram socket is link.listen_fd */
 	uint64_t ud_drops; /* datagrams dropped on arrival (debugging) */
+	/* multicast groups attached (mcast.c): changed under
+	 * ctx->mcast_lock and qp->lock, read under either */
+	struct sv_mcast *mcast;
+	bool mcast_block_self; /* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
 
 	struct sv_link link;	 /* the connection, once there is one */
 	struct sv_pfd pfd[3];	 /* listener, conn (our doorbell), acc */
@@ -465,6 +482,17 @@ void sv_ud_send_run(struct sv_qp *qp);
 void sv_ud_recv_run(struct sv_qp *qp);
 /* The datagram socket of a new UD QP, bound to its QPN. */
 int sv_ud_bind(struct sv_link *l, uint32_t *qpn);
+
+/* Multicast (mcast.c). */
+/* The members of group gid on this host: up to max QPNs, sorted, each
+ * once; entries of dead members included (a datagram to them is lost). */
+int sv_mcast_members(const union ibv_gid *gid, uint32_t *qpn, int max);
+/* True if the QP is attached to group gid.  Caller holds qp->lock or
+ * ctx->mcast_lock. */
+bool sv_mcast_attached(const struct sv_qp *qp, const uint8_t gid[16]);
+/* ibv_destroy_qp, ibv_close_device: the QP leaves every group (uverbs
+ * detaches a destroyed QP).  Caller holds no QP lock. */
+void sv_mcast_detach_all(struct sv_qp *qp);
 
 /* Progress (progress.c). */
 int sv_progress_start(struct sv_context *ctx);

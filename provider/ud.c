@@ -8,7 +8,8 @@
  * On arrival, datagrams from another user, malformed, for another QP,
  * with a wrong qkey, or with no receive posted are dropped silently
  * (counted in qp->ud_drops); the rest go into the next receive, after
- * its 40-byte GRH.
+ * its 40-byte GRH.  A multicast goes to each member of the group the
+ * registry lists (mcast.c), and is taken by a QP attached to the group.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -83,16 +84,77 @@ static uint32_t send_qkey(const struct sv_qp *qp, const struct sv_swqe *w)
 #define SV_UD_RETRY_NS	    200000000ull
 #define SV_UD_RETRY_TICK_NS 1000000ull
 
-/* One WQE as one datagram; the status it completes with, or -1 when the
- * destination's queue is full and it should be tried again later. */
+/* The datagram d of n bytes to QP qpn: 0 sent or lost (no such QP, its
+ * queue full for SV_UD_RETRY_NS), -EAGAIN to be tried again later. */
+static int send_to(struct sv_qp *qp, struct sv_swqe *w, const void *d, size_t n,
+		   uint32_t qpn)
+{
+	struct sockaddr_un a;
+	socklen_t alen = sv_shm_qp_addr(&a, qpn);
+
+	/* never blocks; a full queue or no such QP: lost, as on a wire */
+	if (sendto(qp->link.listen_fd, d, n, MSG_DONTWAIT | MSG_NOSIGNAL,
+		   (struct sockaddr *)&a, alen) >= 0) {
+		w->ud_first_ns = 0;
+		return 0; /* a datagram goes whole or not */
+	}
+	if (errno == EAGAIN || errno == ENOBUFS) {
+		uint64_t now = sv_now_ns();
+
+		if (!w->ud_first_ns)
+			w->ud_first_ns = now;
+		if (now - w->ud_first_ns < SV_UD_RETRY_NS) {
+			qp->comp_deadline = now + SV_UD_RETRY_TICK_NS;
+			return -EAGAIN;
+		}
+	}
+	sv_dbg("qp %06x: datagram to %06x lost: %s\n", qp->qpx.qp_base.qp_num,
+	       qpn, strerror(errno));
+	w->ud_first_ns = 0;
+	return 0;
+}
+
+/* Most members a multicast send reaches: the group's limit, and room for
+ * dead members' entries. */
+#define SV_MCAST_SCAN (4 * SV_MAX_MCAST_QP_ATTACH)
+
+/*
+ * A multicast (DQPN 0xffffff, rxe: the group is the GRH's dgid, no GRH
+ * no group): one datagram to each member of the group on this host,
+ * the sender's own QP included when it is attached, as an IB switch
+ * replicates to every member port (IPoIB drops its own copies itself).
+ * Members are visited in QPN order and ud_mc_next remembers how far the
+ * send got, so a member whose queue is full is retried without sending
+ * twice to those before it.
+ */
+static int send_mcast(struct sv_qp *qp, struct sv_swqe *w, const void *d,
+		      size_t n)
+{
+	uint32_t m[SV_MCAST_SCAN];
+	int k;
+
+	if (!w->ud_grh)
+		return IBV_WC_SUCCESS; /* rxe drops it: no group named */
+	k = sv_mcast_members(&w->ud_dgid, m, SV_MCAST_SCAN);
+	for (int i = 0; i < k; i++) {
+		if (m[i] < w->ud_mc_next)
+			continue;
+		if (send_to(qp, w, d, n, m[i]))
+			return -1;
+		w->ud_mc_next = m[i] + 1;
+	}
+	return IBV_WC_SUCCESS;
+}
+
+/* One WQE as one datagram, or one per member of a multicast group; the
+ * status it completes with, or -1 when a destination's queue is full
+ * and it should be tried again later. */
 static int send_one(struct sv_qp *qp, struct sv_swqe *w)
 {
 	struct {
 		struct sv_ud_hdr h;
 		uint8_t data[SV_UD_MTU];
 	} d;
-	struct sockaddr_un a;
-	socklen_t alen;
 
 	if (w->length > SV_UD_MTU)
 		return IBV_WC_LOC_LEN_ERR; /* IBA 9.8.4: one packet */
@@ -116,25 +178,11 @@ static int send_one(struct sv_qp *qp, struct sv_swqe *w)
 	}
 	if (gather(qp, w, d.data))
 		return IBV_WC_LOC_PROT_ERR;
-	alen = sv_shm_qp_addr(&a, w->ud_qpn);
-	/* never blocks; a full queue or no such QP: lost, as on a wire */
-	if (sendto(qp->link.listen_fd, &d, sizeof(d.h) + w->length,
-		   MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a,
-		   alen) >= 0)
-		return IBV_WC_SUCCESS; /* a datagram goes whole or not */
-	if (errno == EAGAIN || errno == ENOBUFS) {
-		uint64_t now = sv_now_ns();
-
-		if (!w->ud_first_ns)
-			w->ud_first_ns = now;
-		if (now - w->ud_first_ns < SV_UD_RETRY_NS) {
-			qp->comp_deadline = now + SV_UD_RETRY_TICK_NS;
-			return -1;
-		}
-	}
-	sv_dbg("qp %06x: datagram to %06x lost: %s\n", d.h.src_qpn, w->ud_qpn,
-	       strerror(errno));
-	return IBV_WC_SUCCESS;
+	if (w->ud_qpn == SV_MCAST_QPN)
+		return send_mcast(qp, w, &d, sizeof(d.h) + w->length);
+	return send_to(qp, w, &d, sizeof(d.h) + w->length, w->ud_qpn) < 0
+		       ? -1
+		       : IBV_WC_SUCCESS;
 }
 
 void sv_ud_send_run(struct sv_qp *qp)
@@ -277,6 +325,19 @@ static bool sender_ok(struct msghdr *m)
 	return false;
 }
 
+/* A datagram for this QP: addressed to its QPN, or a multicast with a
+ * GRH naming a group the QP is attached to (the registry is only a hint:
+ * a stale or forged entry must not make us take another group's). */
+static bool for_us(const struct sv_qp *qp, const struct sv_ud_hdr *h)
+{
+	if (h->dst_qpn == SV_MCAST_QPN)
+		return (h->flags & SV_UD_GRH) &&
+		       sv_mcast_attached(qp, h->dgid) &&
+		       !(qp->mcast_block_self &&
+			 h->src_qpn == qp->qpx.qp_base.qp_num);
+	return h->dst_qpn == qp->qpx.qp_base.qp_num;
+}
+
 /* IBA 10.2.5: the datagram's qkey must be the QP's. */
 static bool take(struct sv_qp *qp, const struct sv_ud_hdr *h, size_t n)
 {
@@ -284,8 +345,8 @@ static bool take(struct sv_qp *qp, const struct sv_ud_hdr *h, size_t n)
 
 	/* IBA 10.3.1: RESET and INIT take nothing; in ERR it is flushed */
 	return s >= IBV_QPS_RTR && s != IBV_QPS_ERR && sv_ud_hdr_ok(h, n) &&
-	       h->dst_qpn == qp->qpx.qp_base.qp_num &&
-	       h->qkey == qp->attr.qkey && qp->rq_comp != qp->rq_post;
+	       for_us(qp, h) && h->qkey == qp->attr.qkey &&
+	       qp->rq_comp != qp->rq_post;
 }
 
 void sv_ud_recv_run(struct sv_qp *qp)

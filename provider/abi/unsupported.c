@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The public verbs softverbs does not implement (yet): multicast, ECE,
+ * The public verbs softverbs does not implement (yet): ECE,
  * object import, dma-buf MRs, MR
  * re-registration.  Each fails the way its contract says a missing feature
  * fails -- a positive EOPNOTSUPP, or NULL with errno = EOPNOTSUPP -- and
@@ -13,19 +13,6 @@
 #include <infiniband/verbs.h>
 
 #include "export.h"
-
-/* Multicast: not implemented. */
-SV_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
-			       uint16_t lid)
-{
-	return EOPNOTSUPP;
-}
-
-SV_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
-			       uint16_t lid)
-{
-	return EOPNOTSUPP;
-}
 
 /* Enhanced Connection Establishment: no options to negotiate. */
 SV_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)

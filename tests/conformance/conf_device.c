@@ -74,9 +74,10 @@ SV_TEST(device_attrs_sane)
 	ASSERT_EQ(0, da.max_mw);
 	ASSERT_EQ(0, da.max_raw_ipv6_qp);
 	ASSERT_EQ(0, da.max_raw_ethy_qp);
-	ASSERT_EQ(0, da.max_mcast_grp);
-	ASSERT_EQ(0, da.max_mcast_qp_attach);
-	ASSERT_EQ(0, da.max_total_mcast_qp_attach);
+	/* multicast: conf_mcast.c enforces them */
+	ASSERT_EQ(256, da.max_mcast_grp);
+	ASSERT_EQ(56, da.max_mcast_qp_attach);
+	ASSERT_EQ(1024, da.max_total_mcast_qp_attach);
 	ASSERT_EQ(0, da.max_ah);
 	ASSERT_EQ(0, da.max_fmr);
 	ASSERT_EQ(0, da.max_map_per_fmr);

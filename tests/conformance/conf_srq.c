@@ -4,13 +4,15 @@
  * ibv_post_srq_recv(3); IBA 10.2.9, 11.5.2): the verbs with valid and
  * invalid arguments, an RC QP on an SRQ (no RQ of its own, receives from
  * the SRQ, RNR while it is empty), the limit event once per arming, the
- * last-WQE event, and 32 QPs sending into one SRQ under load.
+ * last-WQE event, and 32 QPs sending into one SRQ under load, from one
+ * process and from 4.
  */
 #include "pair.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -545,5 +547,170 @@ SV_TEST(srq_32_qps_under_load_exactly_once)
 	ASSERT_OK(ibv_destroy_srq(srq));
 	sv_end_close(&a);
 	sv_end_close(&b);
+	free(seen);
+}
+
+#define NPROC	 4
+#define PER_PROC (NQP / NPROC)
+
+/* What a sender process tells the test: its index and its QPNs. */
+struct peer_hello {
+	uint32_t idx;
+	uint32_t qpn[PER_PROC];
+};
+
+/*
+ * One of the 4 sender processes: PER_PROC RC QPs, connected to the
+ * test's QPs on its SRQ, each sending NMSG numbered messages (global
+ * sender index idx * PER_PROC + j) with SQ_DEPTH in flight.
+ * args: idx, ready fd (its struct peer_hello), go fd (the test's QPNs).
+ */
+SV_HELPER(srq_peer)
+{
+	struct sv_end_opts o = sv_end_opts_default();
+	uint32_t idx = (uint32_t)atoi(argv[0]), base = idx * PER_PROC;
+	int ready = atoi(argv[1]), go = atoi(argv[2]);
+	uint32_t dest[PER_PROC], next[PER_PROC] = {0}, out[PER_PROC] = {0};
+	uint32_t done = 0;
+	uint64_t end = sv_now_ms() + 90000;
+	struct ibv_qp *tx[PER_PROC];
+	struct peer_hello h = {idx, {0}};
+	struct sv_end a;
+
+	(void)argc;
+	o.cqe = 4096;
+	o.rnr_retry = 7; /* RNR forever: the SRQ is refilled */
+	o.min_rnr_timer = 1;
+	o.buf_len = (size_t)NQP * SQ_DEPTH * SLOT;
+	sv_end_open(&a, &o);
+	for (uint32_t j = 0; j < PER_PROC; j++) {
+		tx[j] = make_qp(&a, NULL);
+		h.qpn[j] = tx[j]->qp_num;
+	}
+	/* one write below PIPE_BUF: the 4 senders' hellos never interleave */
+	ASSERT_EQ((ssize_t)sizeof(h), write(ready, &h, sizeof(h)));
+	ASSERT_EQ((ssize_t)sizeof(dest), read(go, dest, sizeof(dest)));
+	for (uint32_t j = 0; j < PER_PROC; j++)
+		connect_qp(&a, tx[j], 0x1000 + base + j, dest[j],
+			   0x2000 + base + j);
+	while (done < PER_PROC * NMSG) {
+		struct ibv_wc wc[32];
+		int n;
+
+		if (sv_now_ms() > end)
+			sv_test_fail(__FILE__, __LINE__, "sender %u: %u sent",
+				     idx, done);
+		for (uint32_t j = 0; j < PER_PROC; j++)
+			while (next[j] < NMSG && out[j] < SQ_DEPTH) {
+				post_next(&a, tx[j], base + j, next[j]++);
+				out[j]++;
+			}
+		n = ibv_poll_cq(a.scq, 32, wc);
+		ASSERT_GE(n, 0);
+		for (int k = 0; k < n; k++) {
+			ASSERT_EQ(IBV_WC_SUCCESS, wc[k].status);
+			ASSERT_TRUE(wc[k].wr_id >= base &&
+				    wc[k].wr_id < base + PER_PROC);
+			out[wc[k].wr_id - base]--;
+			done++;
+		}
+	}
+	for (uint32_t j = 0; j < PER_PROC; j++)
+		ASSERT_OK(ibv_destroy_qp(tx[j]));
+	sv_end_close(&a);
+	return 0;
+}
+
+/* Issue 10: many QPs, of several processes' peers, drawing receives from
+ * one SRQ.  32 RC QPs on one SRQ here, connected to 8 QPs in each of 4
+ * sender processes that all send at once, with fewer receives posted
+ * than messages in flight; every message arrives exactly once, on the
+ * QP its sender is connected to, intact (sequence numbers checked). */
+SV_TEST(srq_32_qps_4_processes_exactly_once)
+{
+	struct sv_end_opts o = sv_end_opts_default();
+	struct ibv_qp *rx[NQP];
+	struct sv_proc p[NPROC];
+	uint32_t txqpn[NQP], got = 0;
+	uint8_t *seen = calloc(NQP * NMSG, 1);
+	uint64_t end = sv_now_ms() + 90000;
+	int ready[2], go[NPROC][2];
+	char arg[3][NPROC][12];
+	struct ibv_srq *srq;
+	struct sv_end b;
+
+	ASSERT_NOT_NULL(seen);
+	o.cqe = 4096;
+	o.buf_len = (size_t)NSLOT * SLOT;
+	sv_end_open(&b, &o);
+	srq = make_srq(&b, NSLOT, 1);
+	for (int i = 0; i < NQP; i++)
+		rx[i] = make_qp(&b, srq);
+	ASSERT_OK(pipe(ready));
+	for (int k = 0; k < NPROC; k++) {
+		ASSERT_OK(pipe(go[k]));
+		snprintf(arg[0][k], 12, "%d", k);
+		snprintf(arg[1][k], 12, "%d", ready[1]);
+		snprintf(arg[2][k], 12, "%d", go[k][0]);
+		sv_proc_start_helper(
+			&p[k], "srq_peer",
+			(char *const[]){arg[0][k], arg[1][k], arg[2][k], NULL},
+			NULL);
+	}
+	for (int k = 0; k < NPROC; k++) {
+		struct pollfd pf = {.fd = ready[0], .events = POLLIN};
+		struct peer_hello h;
+
+		ASSERT_EQ(1, poll(&pf, 1, 20000));
+		ASSERT_EQ((ssize_t)sizeof(h), read(ready[0], &h, sizeof(h)));
+		ASSERT_TRUE(h.idx < NPROC);
+		memcpy(&txqpn[h.idx * PER_PROC], h.qpn, sizeof(h.qpn));
+	}
+	for (uint32_t i = 0; i < NQP; i++)
+		connect_qp(&b, rx[i], 0x2000 + i, txqpn[i], 0x1000 + i);
+	for (uint32_t k = 0; k < NSLOT; k++)
+		ASSERT_OK(post_srq(&b, srq, k, (size_t)k * SLOT, SLOT));
+	for (int k = 0; k < NPROC; k++) {
+		uint32_t dest[PER_PROC];
+
+		for (int j = 0; j < PER_PROC; j++)
+			dest[j] = rx[k * PER_PROC + j]->qp_num;
+		ASSERT_EQ((ssize_t)sizeof(dest),
+			  write(go[k][1], dest, sizeof(dest)));
+	}
+	while (got < NQP * NMSG) {
+		struct ibv_wc wc[32];
+		int n;
+
+		if (sv_now_ms() > end)
+			sv_test_fail(__FILE__, __LINE__, "%u received of %u",
+				     got, NQP * NMSG);
+		for (int k = 0; k < NPROC; k++)
+			if (p[k].pid && sv_proc_poll(&p[k]) && p[k].status)
+				sv_test_fail(__FILE__, __LINE__,
+					     "sender %d failed:\n%s", k,
+					     p[k].err);
+		n = ibv_poll_cq(b.rcq, 32, wc);
+		ASSERT_GE(n, 0);
+		for (int k = 0; k < n; k++, got++)
+			take_recv(&b, srq, rx, &wc[k], seen);
+	}
+	for (uint32_t i = 0; i < NQP * NMSG; i++)
+		ASSERT_EQ(1, seen[i]);
+	for (int k = 0; k < NPROC; k++) {
+		if (p[k].pid) /* else reaped by sv_proc_poll already */
+			sv_proc_wait(&p[k], 20000);
+		ASSERT_EQ(0, p[k].status);
+		sv_proc_free(&p[k]);
+		close(go[k][0]);
+		close(go[k][1]);
+	}
+	NO_WC(b.rcq, 20);
+	for (int i = 0; i < NQP; i++)
+		ASSERT_OK(ibv_destroy_qp(rx[i]));
+	ASSERT_OK(ibv_destroy_srq(srq));
+	sv_end_close(&b);
+	close(ready[0]);
+	close(ready[1]);
 	free(seen);
 }

@@ -270,3 +270,131 @@ SV_TEST(uc_drops_silently)
 	uc_close(&b);
 	free(m);
 }
+
+/* A UC QP of b on srq, in place of b's own, connected to a. */
+static void uc_on_srq(struct uc_end *b, struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_UC,
+		.srq = srq,
+		.cap = {.max_send_wr = 16, .max_send_sge = 1}};
+
+	ASSERT_OK(ibv_destroy_qp(b->qp));
+	ia.send_cq = ia.recv_cq = b->cq;
+	b->qp = ibv_create_qp(b->e.pd, &ia);
+	ASSERT_NOT_NULL(b->qp);
+	ASSERT_EQ(srq, b->qp->srq);
+	ASSERT_EQ(0, ia.cap.max_recv_wr);
+}
+
+static int post_srq(struct uc_end *u, struct ibv_srq *srq, uint64_t id,
+		    size_t off, uint32_t len)
+{
+	struct ibv_sge sg = {(uintptr_t)u->buf + off, len, u->mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = id, .sg_list = &sg, .num_sge = 1};
+	struct ibv_recv_wr *bad;
+
+	return ibv_post_srq_recv(srq, &wr, &bad);
+}
+
+/* UC QPs on a shared receive queue: two senders' sends and a write with
+ * immediate take the SRQ's WQEs in order, on the QP they arrived on; a
+ * send while the SRQ is empty is lost (no RNR on UC) and the SRQ's next
+ * WQE goes to the next message; ibv_post_recv on the QP is refused. */
+SV_TEST(uc_on_srq)
+{
+	struct uc_end a, a2, b, b2;
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
+	struct ibv_srq *srq;
+	struct ibv_wc wc;
+
+	uc_open(&a);
+	uc_open(&a2);
+	uc_open(&b);
+	b2 = b; /* a second QP of b's context, on the same SRQ */
+	srq = ibv_create_srq(b.e.pd, &sa);
+	ASSERT_NOT_NULL(srq);
+	uc_on_srq(&b, srq);
+	b2.qp = NULL;
+	{
+		struct ibv_qp_init_attr ia = {
+			.qp_type = IBV_QPT_UC,
+			.srq = srq,
+			.send_cq = b.cq,
+			.recv_cq = b.cq,
+			.cap = {.max_send_wr = 4, .max_send_sge = 1}};
+
+		b2.qp = ibv_create_qp(b.e.pd, &ia);
+		ASSERT_NOT_NULL(b2.qp);
+	}
+	uc_connect(&a, &b);
+	uc_connect(&b, &a);
+	uc_connect(&a2, &b2);
+	uc_connect(&b2, &a2);
+	ASSERT_EQ(EINVAL, post_recv(&b, 99, 0, 64));
+
+	for (int i = 0; i < 3; i++)
+		ASSERT_OK(post_srq(&b, srq, 10 + i, (size_t)i * 8192, 8192));
+	sv_fill(a.buf, 3000, 1);
+	ASSERT_OK(post(&a, 1, IBV_WR_SEND, 0, 3000, 0, 0));
+	ASSERT_EQ(IBV_WC_SEND, expect(a.cq, 1, IBV_WC_SUCCESS));
+	WAIT_WC(b.cq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(10, wc.wr_id);
+	ASSERT_EQ(b.qp->qp_num, wc.qp_num);
+	ASSERT_EQ(3000, wc.byte_len);
+	ASSERT_EQ(-1, sv_check(b.buf, 3000, 1));
+
+	sv_fill(a2.buf, 2000, 2);
+	ASSERT_OK(post(&a2, 2, IBV_WR_SEND, 0, 2000, 0, 0));
+	ASSERT_EQ(IBV_WC_SEND, expect(a2.cq, 2, IBV_WC_SUCCESS));
+	WAIT_WC(b.cq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(11, wc.wr_id);
+	ASSERT_EQ(b2.qp->qp_num, wc.qp_num);
+	ASSERT_EQ(-1, sv_check(b.buf + 8192, 2000, 2));
+
+	/* write with immediate: the data, and the SRQ's next WQE */
+	ASSERT_OK(post(&a, 3, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 100,
+		       (uintptr_t)b.buf + 500000, b.mr->rkey));
+	ASSERT_EQ(IBV_WC_RDMA_WRITE, expect(a.cq, 3, IBV_WC_SUCCESS));
+	WAIT_WC(b.cq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(IBV_WC_RECV_RDMA_WITH_IMM, wc.opcode);
+	ASSERT_EQ(12, wc.wr_id);
+	ASSERT_EQ(-1, sv_check(b.buf + 500000, 100, 1));
+
+	/* the SRQ is empty: lost, silently; the next one arrives */
+	ASSERT_OK(post(&a, 4, IBV_WR_SEND, 0, 3000, 0, 0));
+	ASSERT_EQ(IBV_WC_SEND, expect(a.cq, 4, IBV_WC_SUCCESS));
+	NO_WC(b.cq, 50);
+	ASSERT_OK(post_srq(&b, srq, 13, 0, 8192));
+	sv_fill(a.buf + 8192, 500, 3);
+	ASSERT_OK(post(&a, 5, IBV_WR_SEND, 8192, 500, 0, 0));
+	ASSERT_EQ(IBV_WC_SEND, expect(a.cq, 5, IBV_WC_SUCCESS));
+	WAIT_WC(b.cq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(13, wc.wr_id);
+	ASSERT_EQ(500, wc.byte_len);
+	ASSERT_EQ(-1, sv_check(b.buf, 500, 3));
+	NO_WC(b.cq, 20);
+	ASSERT_EQ(IBV_QPS_RTS, state(b.qp));
+
+	ASSERT_EQ(EBUSY, ibv_destroy_srq(srq));
+	ASSERT_OK(ibv_destroy_qp(b2.qp));
+	ASSERT_OK(ibv_destroy_qp(b.qp));
+	b.qp = NULL;
+	ASSERT_OK(ibv_destroy_srq(srq));
+	b.qp = ibv_create_qp(
+		b.e.pd, &(struct ibv_qp_init_attr){.qp_type = IBV_QPT_UC,
+						   .send_cq = b.cq,
+						   .recv_cq = b.cq,
+						   .cap = {.max_send_wr = 1,
+							   .max_recv_wr = 1,
+							   .max_send_sge = 1,
+							   .max_recv_sge = 1}});
+	ASSERT_NOT_NULL(b.qp);
+	uc_close(&a);
+	uc_close(&a2);
+	uc_close(&b);
+}
