@@ -558,6 +558,17 @@ const struct mx_row mx_rows[] = {
 		.also_says = "character special file",
 	},
 	{
+		.name = "devfiles_check",
+		.pkg = "softverbs",
+		.expect = MX_WORKS,
+		.reason = "devfiles: every file of softverbs0 read with fopen, "
+			  "stat, access, open, opendir, realpath says what the "
+			  "verbs answer (tests/matrix/devfiles_check.c)",
+		.client = {"@BUILD@/tests/devfiles_check"},
+		.deadline_s = RUN,
+		.says = "checks passed",
+	},
+	{
 		.name = "ucx_info_softverbs0",
 		.pkg = "ucx-utils",
 		.expect = MX_WORKS,
