@@ -21,11 +21,11 @@
 #include <infiniband/verbs.h>
 #include <limits.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -48,6 +48,7 @@ static const char *const prefixes[] = {
 static pthread_mutex_t tree_lock = PTHREAD_MUTEX_INITIALIZER;
 static char root[PATH_MAX / 2]; /* the tree, "" until made */
 static pid_t root_owner;	/* the process that removes it */
+static int root_fd = -1;	/* its shared flock says it is in use */
 static int tree_state;		/* 0 none, 1 made, -1 failed (all ENOENT) */
 
 /* ---- the tree ---- */
@@ -263,7 +264,12 @@ static void remove_tree(void)
 		nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* A tree left by a process that died without its atexit (a signal). */
+/*
+ * A tree left by a process that died without its atexit (a signal): its
+ * owner holds a shared flock on it for its life (O_CLOEXEC: a program it
+ * execs does not), so one we can lock exclusively is nobody's.  A pid
+ * would not do: /tmp may be shared with another pid namespace.
+ */
 static void sweep_stale(const char *tmp)
 {
 	DIR *d = opendir(tmp);
@@ -271,13 +277,18 @@ static void sweep_stale(const char *tmp)
 
 	while (d && (e = readdir(d))) {
 		char path[PATH_MAX];
-		int pid;
+		int fd;
 
-		if (sscanf(e->d_name, "softverbs-devfiles.%d.", &pid) != 1 ||
-		    kill(pid, 0) == 0 || errno != ESRCH)
+		if (strncmp(e->d_name, "softverbs-devfiles.", 19))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", tmp, e->d_name);
-		nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		fd = open(path,
+			  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (!flock(fd, LOCK_EX | LOCK_NB))
+			nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		close(fd);
 	}
 	if (d)
 		closedir(d);
@@ -301,6 +312,10 @@ static int make_tree(void)
 	}
 	root_owner = getpid();
 	atexit(remove_tree);
+	/* held until exit: the tree is alive (sweep_stale) */
+	root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root_fd < 0 || flock(root_fd, LOCK_SH))
+		return -errno;
 	err = mkdirf(dir, sizeof(dir), "%s/sys", root);
 	err = err ?: mkdirf(dir, sizeof(dir), "%s/sys/class", root);
 	err = err ?: mkdirf(dir, sizeof(dir), "%s/sys/class/infiniband", root);
@@ -329,6 +344,9 @@ static int make_tree(void)
 static void atfork_child(void)
 {
 	pthread_mutex_init(&tree_lock, NULL);
+	if (root_fd >= 0)
+		close(root_fd); /* the parent's lock stays the parent's */
+	root_fd = -1;
 	if (tree_state == 1)
 		tree_state = 0;
 }
