@@ -396,14 +396,15 @@ static const char *xlate(const char *path, char *buf, size_t size)
 	return buf;
 }
 
-/* The next definition of `name` (libc's), looked up once. */
-#define REAL(name)                                                   \
+/* The next definition of `name` (libc's), looked up once; `fail` if
+ * there is none. */
+#define REAL(name, fail)                                             \
 	static __typeof__(name) *real_;                              \
 	if (!real_)                                                  \
 		real_ = (__typeof__(name) *)dlsym(RTLD_NEXT, #name); \
 	if (!real_) {                                                \
 		errno = ENOSYS;                                      \
-		return 0;                                            \
+		return fail;                                         \
 	}
 
 #define XLATE_OR(path, fail)                                \
@@ -426,7 +427,7 @@ static mode_t open_mode(int flags, va_list ap)
 	{                                                 \
 		va_list ap;                               \
 		mode_t mode;                              \
-		REAL(name);                               \
+		REAL(name, -1);                           \
 		va_start(ap, flags);                      \
 		mode = open_mode(flags, ap);              \
 		va_end(ap);                               \
@@ -441,7 +442,7 @@ DEF_OPEN(open64)
 	{                                                            \
 		va_list ap;                                          \
 		mode_t mode;                                         \
-		REAL(name);                                          \
+		REAL(name, -1);                                      \
 		va_start(ap, flags);                                 \
 		mode = open_mode(flags, ap);                         \
 		va_end(ap);                                          \
@@ -456,14 +457,14 @@ int __open_2(const char *path, int flags);
 int __open64_2(const char *path, int flags);
 EXPORT int __open_2(const char *path, int flags)
 {
-	REAL(__open_2);
+	REAL(__open_2, -1);
 	XLATE_OR(path, -1);
 	return real_(p_, flags);
 }
 
 EXPORT int __open64_2(const char *path, int flags)
 {
-	REAL(__open64_2);
+	REAL(__open64_2, -1);
 	XLATE_OR(path, -1);
 	return real_(p_, flags);
 }
@@ -471,7 +472,7 @@ EXPORT int __open64_2(const char *path, int flags)
 #define DEF_FOPEN(name)                                       \
 	EXPORT FILE *name(const char *path, const char *mode) \
 	{                                                     \
-		REAL(name);                                   \
+		REAL(name, NULL);                             \
 		XLATE_OR(path, NULL);                         \
 		return real_(p_, mode);                       \
 	}
@@ -481,7 +482,7 @@ DEF_FOPEN(fopen64)
 #define DEF_STAT(name, st_type)                        \
 	EXPORT int name(const char *path, st_type *st) \
 	{                                              \
-		REAL(name);                            \
+		REAL(name, -1);                        \
 		XLATE_OR(path, -1);                    \
 		return real_(p_, st);                  \
 	}
@@ -493,7 +494,7 @@ DEF_STAT(lstat64, struct stat64)
 #define DEF_FSTATAT(name, st_type)                                           \
 	EXPORT int name(int dirfd, const char *path, st_type *st, int flags) \
 	{                                                                    \
-		REAL(name);                                                  \
+		REAL(name, -1);                                              \
 		XLATE_OR(path, -1);                                          \
 		return real_(dirfd, p_, st, flags);                          \
 	}
@@ -503,7 +504,7 @@ DEF_FSTATAT(fstatat64, struct stat64)
 EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask,
 		 struct statx *st)
 {
-	REAL(statx);
+	REAL(statx, -1);
 	XLATE_OR(path, -1);
 	return real_(dirfd, p_, flags, mask, st);
 }
@@ -516,7 +517,7 @@ int __lxstat64(int ver, const char *path, struct stat64 *st);
 #define DEF_XSTAT(name, st_type)                                \
 	EXPORT int name(int ver, const char *path, st_type *st) \
 	{                                                       \
-		REAL(name);                                     \
+		REAL(name, -1);                                 \
 		XLATE_OR(path, -1);                             \
 		return real_(ver, p_, st);                      \
 	}
@@ -527,35 +528,35 @@ DEF_XSTAT(__lxstat64, struct stat64)
 
 EXPORT int access(const char *path, int mode)
 {
-	REAL(access);
+	REAL(access, -1);
 	XLATE_OR(path, -1);
 	return real_(p_, mode);
 }
 
 EXPORT int euidaccess(const char *path, int mode)
 {
-	REAL(euidaccess);
+	REAL(euidaccess, -1);
 	XLATE_OR(path, -1);
 	return real_(p_, mode);
 }
 
 EXPORT int eaccess(const char *path, int mode)
 {
-	REAL(eaccess);
+	REAL(eaccess, -1);
 	XLATE_OR(path, -1);
 	return real_(p_, mode);
 }
 
 EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 {
-	REAL(faccessat);
+	REAL(faccessat, -1);
 	XLATE_OR(path, -1);
 	return real_(dirfd, p_, mode, flags);
 }
 
 EXPORT DIR *opendir(const char *path)
 {
-	REAL(opendir);
+	REAL(opendir, NULL);
 	XLATE_OR(path, NULL);
 	return real_(p_);
 }
@@ -564,21 +565,21 @@ EXPORT int scandir(const char *path, struct dirent ***list,
 		   int (*filter)(const struct dirent *),
 		   int (*cmp)(const struct dirent **, const struct dirent **))
 {
-	REAL(scandir);
+	REAL(scandir, -1);
 	XLATE_OR(path, -1);
 	return real_(p_, list, filter, cmp);
 }
 
 EXPORT ssize_t readlink(const char *path, char *buf, size_t size)
 {
-	REAL(readlink);
+	REAL(readlink, -1);
 	XLATE_OR(path, -1);
 	return real_(p_, buf, size);
 }
 
 EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t size)
 {
-	REAL(readlinkat);
+	REAL(readlinkat, -1);
 	XLATE_OR(path, -1);
 	return real_(dirfd, p_, buf, size);
 }
@@ -592,7 +593,7 @@ EXPORT char *realpath(const char *path, char *resolved)
 {
 	char *r;
 	size_t n;
-	REAL(realpath);
+	REAL(realpath, NULL);
 	XLATE_OR(path, NULL);
 	r = real_(p_, resolved);
 	n = strlen(root);
@@ -611,7 +612,7 @@ EXPORT char *canonicalize_file_name(const char *path)
 	EXPORT ssize_t name(const char *path, const char *attr, void *value, \
 			    size_t size)                                     \
 	{                                                                    \
-		REAL(name);                                                  \
+		REAL(name, -1);                                              \
 		XLATE_OR(path, -1);                                          \
 		return real_(p_, attr, value, size);                         \
 	}
@@ -621,7 +622,7 @@ DEF_GETXATTR(lgetxattr)
 #define DEF_LISTXATTR(name)                                            \
 	EXPORT ssize_t name(const char *path, char *list, size_t size) \
 	{                                                              \
-		REAL(name);                                            \
+		REAL(name, -1);                                        \
 		XLATE_OR(path, -1);                                    \
 		return real_(p_, list, size);                          \
 	}
