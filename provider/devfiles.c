@@ -294,6 +294,17 @@ static void sweep_stale(const char *tmp)
 		closedir(d);
 }
 
+static int report(int err, const char *where)
+{
+	if (err)
+		fprintf(stderr,
+			"softverbs-devfiles: cannot write the device files "
+			"under %s: %s; /sys/class/infiniband and "
+			"/dev/infiniband stay empty for this program\n",
+			where, strerror(-err));
+	return err;
+}
+
 static int make_tree(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -304,18 +315,29 @@ static int make_tree(void)
 	if (!tmp || !*tmp || strlen(tmp) > sizeof(root) - 64)
 		tmp = "/tmp";
 	sweep_stale(tmp);
-	snprintf(root, sizeof(root), "%s/softverbs-devfiles.%d.XXXXXX", tmp,
+	/* made and locked under a name sweep_stale passes by, then renamed:
+	 * a sweeper never sees it unlocked */
+	snprintf(dir, sizeof(dir), "%s/softverbs-devfiles-new.%d.XXXXXX", tmp,
 		 (int)getpid());
-	if (!mkdtemp(root)) {
+	if (!mkdtemp(dir))
+		return report(-errno, dir);
+	root_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* held until exit: the tree is alive (sweep_stale) */
+	if (root_fd < 0 || flock(root_fd, LOCK_SH)) {
+		err = -errno;
+		rmdir(dir);
+		return report(err, dir);
+	}
+	snprintf(root, sizeof(root), "%s/softverbs-devfiles.%s", tmp,
+		 dir + strlen(tmp) + strlen("/softverbs-devfiles-new."));
+	if (rename(dir, root)) {
+		err = -errno;
+		rmdir(dir);
 		root[0] = '\0';
-		return -errno;
+		return report(err, dir);
 	}
 	root_owner = getpid();
 	atexit(remove_tree);
-	/* held until exit: the tree is alive (sweep_stale) */
-	root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (root_fd < 0 || flock(root_fd, LOCK_SH))
-		return -errno;
 	err = mkdirf(dir, sizeof(dir), "%s/sys", root);
 	err = err ?: mkdirf(dir, sizeof(dir), "%s/sys/class", root);
 	err = err ?: mkdirf(dir, sizeof(dir), "%s/sys/class/infiniband", root);
@@ -331,13 +353,7 @@ static int make_tree(void)
 		err = put_device(list[i]);
 	if (list)
 		ibv_free_device_list(list);
-	if (err)
-		fprintf(stderr,
-			"softverbs-devfiles: cannot write the device files "
-			"under %s: %s; /sys/class/infiniband and "
-			"/dev/infiniband stay empty for this program\n",
-			root, strerror(-err));
-	return err;
+	return report(err, root);
 }
 
 /* A fork child makes its own tree: the parent removes its own at exit. */
