@@ -533,6 +533,22 @@ static void arena_free(struct sv_rmem *rm, uint64_t off, uint64_t len)
 /* ---- re-backing ---- */
 
 /*
+ * mremap(2) straight to the kernel: [from, from+len) replaces [to,
+ * to+len).  Programs interpose mremap over every library's PLT entry:
+ * UCX 1.13's memory hooks (libucm) do, with a four-argument wrapper that
+ * drops MREMAP_FIXED's new address (so our pages would land anywhere and
+ * the range stay read-only), and report the move as the program's own
+ * unmap.  Ours keeps the address and the bytes: nobody is to hear of it.
+ */
+static int remap_over(void *from, size_t len, void *to)
+{
+	if (syscall(SYS_mremap, from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+		    to) == -1)
+		return -errno;
+	return 0;
+}
+
+/*
  * Moves [b, e) onto the arena at a new offset, in place: the range is
  * made read-only (writers wait in fault.c), its bytes copied to the
  * arena, and the arena's pages mapped over it in one mremap.
@@ -560,9 +576,8 @@ static int reback(struct sv_rmem *rm, uintptr_t b, uintptr_t e, uint64_t *off)
 		err = -errno;
 		goto err_unprotect;
 	}
-	if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)b) ==
-	    MAP_FAILED) {
-		err = -errno;
+	err = remap_over(tmp, len, (void *)b);
+	if (err) {
 		munmap(tmp, len);
 		goto err_unprotect;
 	}
@@ -601,9 +616,8 @@ static int unback(const struct piece *pc)
 	if (!err && pc->prot != (PROT_READ | PROT_WRITE) &&
 	    mprotect(tmp, len, pc->prot))
 		err = -errno;
-	if (!err && mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, lo) ==
-			    MAP_FAILED)
-		err = -errno;
+	if (!err)
+		err = remap_over(tmp, len, lo);
 	if (err) {
 		munmap(tmp, len);
 		mprotect(lo, len, pc->prot);
@@ -890,8 +904,7 @@ static void fork_child(void)
 		if (!snaps[i] ||
 		    (pc->prot != (PROT_READ | PROT_WRITE) &&
 		     mprotect(snaps[i], len, pc->prot)) ||
-		    mremap(snaps[i], len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
-			   (void *)pc->lo) == MAP_FAILED)
+		    remap_over(snaps[i], len, (void *)pc->lo))
 			fprintf(stderr,
 				"softverbs: fork child: %#lx-%#lx stays "
 				"shared with the parent\n",

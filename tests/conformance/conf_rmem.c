@@ -9,8 +9,10 @@
  */
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -111,6 +113,63 @@ static void reg_check(struct sv_end *e, uint8_t *buf, size_t len, int access,
 	ASSERT_FALSE(on_arena(buf));
 	ASSERT_FALSE(on_arena(buf + len - 1));
 	ASSERT_EQ(-1, sv_check(buf, len, 8));
+}
+
+/*
+ * This executable's mremap comes before libc's for our library too, as
+ * UCX 1.13's memory hooks (libucm) patch it into every library: armed,
+ * it is their four-argument wrapper, which never passes MREMAP_FIXED's
+ * new address on (here: NULL, where libucm passes whatever a register
+ * held).  Disarmed, it is mremap.
+ */
+static atomic_bool mremap_drops_new_address;
+
+void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
+{
+	void *new_addr = NULL;
+	va_list ap;
+
+	if (!atomic_load(&mremap_drops_new_address) && (flags & MREMAP_FIXED)) {
+		va_start(ap, flags);
+		new_addr = va_arg(ap, void *);
+		va_end(ap);
+	}
+	return (void *)syscall(SYS_mremap, old, old_len, new_len, flags,
+			       new_addr);
+}
+
+/* A program whose mremap is not the kernel's (UCX's hooks) still gets its
+ * memory moved in place and back, and a fork child its copy. */
+SV_TEST(rmem_program_mremap_hook_bypassed)
+{
+	size_t len = 4 * MIB;
+	uint8_t *buf = map_anon(len);
+	struct sv_end e;
+	pid_t pid;
+	int st;
+
+	open_ctx(&e);
+	atomic_store(&mremap_drops_new_address, true);
+	reg_check(&e, buf, len, REMOTE_RW, true);
+	ASSERT_TRUE(private_anon(buf + len / 2));
+
+	struct ibv_mr *mr = ibv_reg_mr(e.pd, buf, len, REMOTE_RW);
+
+	ASSERT_NOT_NULL(mr);
+	ASSERT_TRUE(on_arena(buf));
+	sv_fill(buf, len, 9);
+	pid = fork();
+	ASSERT_TRUE(pid >= 0);
+	if (!pid) {
+		/* the child's pages are its own, with the parent's bytes */
+		_exit(private_anon(buf) && sv_check(buf, len, 9) == -1 ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ASSERT_OK(ibv_dereg_mr(mr));
+	atomic_store(&mremap_drops_new_address, false);
+	munmap(buf, len);
+	close_ctx(&e);
 }
 
 SV_TEST(rmem_malloc_mmap_backed_rebacked)

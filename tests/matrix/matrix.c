@@ -290,18 +290,24 @@ static void show(const struct side *s)
 		s->proc.err);
 }
 
-static bool said(const struct mx_row *r, const struct side *srv,
-		 const struct side *cli)
+static bool said_one(const char *says, const struct side *srv,
+		     const struct side *cli)
 {
 	const struct side *sides[] = {srv, cli};
 
-	if (!r->says)
+	if (!says)
 		return true;
 	for (int i = 0; i < 2; i++)
-		if (sides[i]->started && (strstr(sides[i]->proc.out, r->says) ||
-					  strstr(sides[i]->proc.err, r->says)))
+		if (sides[i]->started && (strstr(sides[i]->proc.out, says) ||
+					  strstr(sides[i]->proc.err, says)))
 			return true;
 	return false;
+}
+
+static bool said(const struct mx_row *r, const struct side *srv,
+		 const struct side *cli)
+{
+	return said_one(r->says, srv, cli) && said_one(r->also_says, srv, cli);
 }
 
 /* Kills whatever the row's processes left behind (mpirun's ranks). */
@@ -360,8 +366,10 @@ static void run_row(const struct mx_row *r)
 	if (got != want)
 		sv_test_fail(__FILE__, __LINE__, "%s: expected %s, observed %s",
 			     r->name, outcome_names[want], outcome_names[got]);
-	sv_test_fail(__FILE__, __LINE__, "%s: no output says \"%s\"", r->name,
-		     r->says);
+	sv_test_fail(__FILE__, __LINE__, "%s: no output says \"%s\"%s%s%s",
+		     r->name, r->says, r->also_says ? " and \"" : "",
+		     r->also_says ? r->also_says : "",
+		     r->also_says ? "\"" : "");
 }
 
 static void run_current(void)

@@ -39,7 +39,8 @@ struct mx_row {
 	const char *client[MX_ARGS]; /* the client, or the lone program */
 	int deadline_s;		     /* from the row's start, for everything */
 	const char *env[MX_ENV];     /* extra NAME=value for both sides */
-	const char *says; /* some output (either side) must contain this */
+	const char *says;      /* some output (either side) must contain this */
+	const char *also_says; /* and this (which device, which transport) */
 	unsigned int flags;
 };
 

@@ -24,6 +24,64 @@
 	"softverbs0's link layer is InfiniBand: perftest's raw Ethernet " \
 	"tests need an Ethernet port"
 
+/* clang-format off: argument vectors read best as command lines */
+/* ucx_perftest's uct test TEST over transport TL of softverbs0:1 (the
+ * fields after .name, which stays literal: CMake makes tests of names). */
+#define UCT_ROW(tl, test)                                                   \
+	.pkg = "ucx-utils", .expect = MX_WORKS,                             \
+	.reason = "uct " #test " over " #tl " on softverbs0",               \
+	.server = {"ucx_perftest", "-d",    "softverbs0:1", "-x", #tl,      \
+		   "-p",	   "@PORT@"},                               \
+	.client = {"ucx_perftest", "-d",       "softverbs0:1", "-x",  #tl,  \
+		   "-p",	   "@PORT@",   "-t",	       #test, "-n", \
+		   "2000",	   "127.0.0.1"},                            \
+	.deadline_s = RUN, .says = "Final:"
+
+/* UCX_TLS for the ucp rows and Open MPI: rc_verbs with ud_verbs for
+ * wire-up only, or ud_verbs alone. */
+#define UCX_TLS_rc "UCX_TLS=rc_verbs,ud_verbs:aux"
+#define UCX_TLS_ud "UCX_TLS=ud_verbs"
+
+/* ucx_perftest's ucp test TEST with UCX restricted to TL on softverbs0,
+ * whose endpoint configuration shows LANE(TL_verbs/softverbs0:1). */
+#define UCP_ROW(tl, test, lane)                                        \
+	.pkg = "ucx-utils", .expect = MX_WORKS,                        \
+	.reason = "ucp " #test ", UCX restricted to " #tl "_verbs on " \
+		  "softverbs0",                                        \
+	.server = {"ucx_perftest", "-p", "@PORT@"},                    \
+	.client = {"ucx_perftest", "-p", "@PORT@", "-t",               \
+		   #test,	   "-n", "2000",   "127.0.0.1"},       \
+	.deadline_s = RUN,                                             \
+	.env = {UCX_TLS_##tl, "UCX_NET_DEVICES=softverbs0:1",          \
+		"UCX_LOG_LEVEL=info"},                                 \
+	.says = "Final:", .also_says = lane "(" #tl "_verbs/softverbs0:1)"
+
+/* Two MPI ranks over Open MPI's UCX PML, UCX restricted to TL. */
+#define MPI_UCX_ROW(tl)                                              \
+	.pkg = "openmpi-bin", .expect = MX_WORKS,                    \
+	.reason = "two ranks, --mca pml ucx, UCX restricted to " #tl \
+		  "_verbs on softverbs0",                            \
+	.client = {"mpirun",                                         \
+		   "--allow-run-as-root",                            \
+		   "--oversubscribe",                                \
+		   "--mca",                                          \
+		   "pml",                                            \
+		   "ucx",                                            \
+		   "-x",                                             \
+		   "UCX_TLS",                                        \
+		   "-x",                                             \
+		   "UCX_NET_DEVICES",                                \
+		   "-x",                                             \
+		   "UCX_LOG_LEVEL",                                  \
+		   "-np",                                            \
+		   "2",                                              \
+		   "@BUILD@/tests/mpi_pingpong"},                    \
+	.deadline_s = RUN,                                           \
+	.env = {UCX_TLS_##tl, "UCX_NET_DEVICES=softverbs0:1",        \
+		"UCX_LOG_LEVEL=info"},                               \
+	.says = "round trips", .also_says = "tag(" #tl "_verbs/softverbs0:1)"
+/* clang-format on */
+
 const struct mx_row mx_rows[] = {
 	/* rdmacm-utils: start-up regression test for 402e83c (was SIGSEGV) */
 	{
@@ -479,6 +537,114 @@ const struct mx_row mx_rows[] = {
 		.says = "Final:",
 	},
 
+	/* UCX on softverbs0 (issue 10): softverbs-run's devfiles give UCX the
+	 * device files it looks for; uct tests name device and transport
+	 * (-d, -x: no such resource fails), ucp tests and Open MPI say
+	 * theirs at UCX_LOG_LEVEL=info ("tag(rc_verbs/softverbs0:1)").
+	 * rc_verbs needs ud_verbs for wire-up (UCX's "rc" alias does the
+	 * same): ud_verbs:aux only carries the connection set-up. */
+	{
+		.name = "devfiles_sysfs",
+		.pkg = "coreutils",
+		.expect = MX_WORKS,
+		.reason = "devfiles: softverbs0's port in sysfs, its uverbs "
+			  "node a character device",
+		.client = {"sh", "-c",
+			   "cat /sys/class/infiniband/softverbs0/ports/1/state "
+			   "/sys/class/infiniband_verbs/uverbs0/ibdev && "
+			   "stat -L -c '%F' /dev/infiniband/uverbs0"},
+		.deadline_s = RUN,
+		.says = "4: ACTIVE\nsoftverbs0\n",
+		.also_says = "character special file",
+	},
+	{
+		.name = "devfiles_check",
+		.pkg = "softverbs",
+		.expect = MX_WORKS,
+		.reason = "devfiles: every file of softverbs0 read with fopen, "
+			  "stat, access, open, opendir, realpath says what the "
+			  "verbs answer (tests/matrix/devfiles_check.c)",
+		.client = {"@BUILD@/tests/devfiles_check"},
+		.deadline_s = RUN,
+		.says = "checks passed",
+	},
+	{
+		.name = "ucx_info_softverbs0",
+		.pkg = "ucx-utils",
+		.expect = MX_WORKS,
+		.reason = "softverbs0 listed with rc_verbs and ud_verbs "
+			  "(devfiles: /dev/infiniband/uverbs0 and sysfs)",
+		.client = {"ucx_info", "-d"},
+		.deadline_s = RUN,
+		.says = "Transport: rc_verbs\n#         Device: softverbs0:1",
+		.also_says =
+			"Transport: ud_verbs\n#         Device: softverbs0:1",
+	},
+	{
+		.name = "ucx_perftest_rc_verbs_put_lat",
+		UCT_ROW(rc_verbs, put_lat),
+	},
+	{
+		.name = "ucx_perftest_rc_verbs_put_bw",
+		UCT_ROW(rc_verbs, put_bw),
+	},
+	{
+		.name = "ucx_perftest_rc_verbs_am_lat",
+		UCT_ROW(rc_verbs, am_lat),
+	},
+	{
+		.name = "ucx_perftest_rc_verbs_am_bw",
+		UCT_ROW(rc_verbs, am_bw),
+	},
+	{
+		.name = "ucx_perftest_ud_verbs_am_lat",
+		UCT_ROW(ud_verbs, am_lat),
+	},
+	{
+		.name = "ucx_perftest_ud_verbs_am_bw",
+		UCT_ROW(ud_verbs, am_bw),
+	},
+	{
+		.name = "ucx_perftest_rc_verbs_tag_lat",
+		UCP_ROW(rc, tag_lat, "tag"),
+	},
+	{
+		.name = "ucx_perftest_rc_verbs_tag_bw",
+		UCP_ROW(rc, tag_bw, "tag"),
+	},
+	{
+		.name = "ucx_perftest_rc_verbs_ucp_put_lat",
+		UCP_ROW(rc, ucp_put_lat, "rma"),
+	},
+	{
+		.name = "ucx_perftest_rc_verbs_ucp_am_lat",
+		UCP_ROW(rc, ucp_am_lat, "am"),
+	},
+	{
+		.name = "ucx_perftest_rc_verbs_ucp_am_bw",
+		UCP_ROW(rc, ucp_am_bw, "am"),
+	},
+	{
+		.name = "ucx_perftest_ud_verbs_tag_lat",
+		UCP_ROW(ud, tag_lat, "tag"),
+	},
+	{
+		.name = "ucx_perftest_ud_verbs_tag_bw",
+		UCP_ROW(ud, tag_bw, "tag"),
+	},
+	{
+		.name = "ucx_perftest_ud_verbs_ucp_put_lat",
+		UCP_ROW(ud, ucp_put_lat, "rma_am"),
+	},
+	{
+		.name = "ucx_perftest_ud_verbs_ucp_am_lat",
+		UCP_ROW(ud, ucp_am_lat, "am"),
+	},
+	{
+		.name = "ucx_perftest_ud_verbs_ucp_am_bw",
+		UCP_ROW(ud, ucp_am_bw, "am"),
+	},
+
 	/* libfabric */
 	{
 		.name = "fi_info",
@@ -537,6 +703,15 @@ const struct mx_row mx_rows[] = {
 			   "@BUILD@/tests/mpi_pingpong"},
 		.deadline_s = RUN,
 		.says = "round trips",
+	},
+
+	{
+		.name = "mpi_pingpong_ucx_rc_verbs",
+		MPI_UCX_ROW(rc),
+	},
+	{
+		.name = "mpi_pingpong_ucx_ud_verbs",
+		MPI_UCX_ROW(ud),
 	},
 
 	/* rdma-core's examples (ibverbs-utils) */

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The matrix's devfiles row: run under softverbs-run, reads softverbs0's
+ * kernel files the way programs do (fopen, open, stat, access, opendir,
+ * realpath, readlink) and checks each against what the verbs answer, so
+ * the files can never say something ibv_query_port does not.  Prints
+ * "devfiles: N checks passed" and exits 0, else names the first mismatch
+ * and exits 1.
+ */
+#include <dirent.h>
+#include <endian.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SYS "/sys/class/infiniband/"
+
+static int checks;
+
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "devfiles_check: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	exit(1);
+}
+
+/* The file's first line, without its newline (fopen's path). */
+static void read_line(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		fail("fopen %s: %m", path);
+	if (!fgets(buf, (int)size, f))
+		fail("%s is empty", path);
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+static void expect(const char *path, const char *want)
+{
+	char got[256];
+
+	read_line(path, got, sizeof(got));
+	if (strcmp(got, want))
+		fail("%s says \"%s\", the verbs \"%s\"", path, got, want);
+	checks++;
+}
+
+static void expectf(const char *path, const char *fmt, ...)
+{
+	char want[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(want, sizeof(want), fmt, ap);
+	va_end(ap);
+	expect(path, want);
+}
+
+static void check_port(struct ibv_context *ctx, const char *dev, uint8_t port)
+{
+	struct ibv_port_attr pa;
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	union ibv_gid gid;
+	__be16 pkey;
+
+	if (ibv_query_port(ctx, port, &pa))
+		fail("ibv_query_port: %m");
+	snprintf(dir, sizeof(dir), SYS "%s/ports/%u", dev, port);
+	snprintf(path, sizeof(path), "%s/lid", dir);
+	expectf(path, "0x%x", pa.lid);
+	snprintf(path, sizeof(path), "%s/sm_lid", dir);
+	expectf(path, "0x%x", pa.sm_lid);
+	snprintf(path, sizeof(path), "%s/lid_mask_count", dir);
+	expectf(path, "%u", pa.lmc);
+	snprintf(path, sizeof(path), "%s/cap_mask", dir);
+	expectf(path, "0x%08x", pa.port_cap_flags);
+	snprintf(path, sizeof(path), "%s/link_layer", dir);
+	expect(path, pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet"
+							      : "InfiniBand");
+	snprintf(path, sizeof(path), "%s/state", dir);
+	if (pa.state != IBV_PORT_ACTIVE)
+		fail("port %u is not active", port);
+	expect(path, "4: ACTIVE");
+	for (int i = 0; i < pa.gid_tbl_len; i++) {
+		char want[64];
+		const uint8_t *r = gid.raw;
+
+		if (ibv_query_gid(ctx, port, i, &gid))
+			fail("ibv_query_gid %d: %m", i);
+		snprintf(want, sizeof(want),
+			 "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:"
+			 "%02x%02x:%02x%02x:%02x%02x",
+			 r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8],
+			 r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
+		snprintf(path, sizeof(path), "%s/gids/%d", dir, i);
+		expect(path, want);
+	}
+	for (int i = 0; i < pa.pkey_tbl_len; i++) {
+		if (ibv_query_pkey(ctx, port, i, &pkey))
+			fail("ibv_query_pkey %d: %m", i);
+		snprintf(path, sizeof(path), "%s/pkeys/%d", dir, i);
+		expectf(path, "0x%04x", be16toh(pkey));
+	}
+}
+
+/* What UCX does before it opens a device, and what a scanner does. */
+static void check_nodes(struct ibv_device *dev)
+{
+	char path[PATH_MAX], buf[PATH_MAX];
+	struct stat st;
+	bool listed = false;
+	struct dirent *e;
+	DIR *d;
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/infiniband/%s", dev->dev_name);
+	if (stat(path, &st) || !S_ISCHR(st.st_mode))
+		fail("%s is not a character device", path);
+	if (access(path, R_OK | W_OK))
+		fail("access %s: %m", path);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		fail("open %s: %m", path);
+	close(fd);
+	checks += 3;
+
+	d = opendir(SYS);
+	if (!d)
+		fail("opendir " SYS ": %m");
+	while ((e = readdir(d)))
+		listed |= !strcmp(e->d_name, ibv_get_device_name(dev));
+	closedir(d);
+	if (!listed)
+		fail(SYS " does not list %s", ibv_get_device_name(dev));
+	checks++;
+
+	/* the /sys name, never where the files really are */
+	if (!realpath(dev->ibdev_path, buf) || strcmp(buf, dev->ibdev_path))
+		fail("realpath %s: %s", dev->ibdev_path, buf);
+	snprintf(path, sizeof(path), "/sys/class/infiniband_verbs/%s/ibdev",
+		 dev->dev_name);
+	expect(path, ibv_get_device_name(dev));
+	checks++;
+}
+
+int main(void)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_device_attr da;
+	struct ibv_context *ctx;
+	char path[PATH_MAX];
+	const char *name;
+	uint64_t g;
+
+	if (!list || !list[0])
+		fail("no device");
+	name = ibv_get_device_name(list[0]);
+	ctx = ibv_open_device(list[0]);
+	if (!ctx || ibv_query_device(ctx, &da))
+		fail("%s: %m", name);
+	check_nodes(list[0]);
+	snprintf(path, sizeof(path), SYS "%s/fw_ver", name);
+	expect(path, da.fw_ver);
+	g = be64toh(da.node_guid);
+	snprintf(path, sizeof(path), SYS "%s/node_guid", name);
+	expectf(path, "%04x:%04x:%04x:%04x", (unsigned int)(g >> 48),
+		(unsigned int)(g >> 32) & 0xffff,
+		(unsigned int)(g >> 16) & 0xffff, (unsigned int)g & 0xffff);
+	snprintf(path, sizeof(path), SYS "%s/node_type", name);
+	expect(path, "1: CA");
+	for (uint8_t p = 1; p <= da.phys_port_cnt; p++)
+		check_port(ctx, name, p);
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+	printf("devfiles: %d checks passed\n", checks);
+	return 0;
+}
