@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Shared receive queues: create (classic and extended; basic type only),
+ * Shared receive queues: create (classic and extended; basic and XRC,
+ * whose domain side is xrc.c),
  * modify (resize, arming the limit), query, destroy, post_srq_recv, and
  * the responder's side: sv_srq_take moves one WQE into the QP that takes
  * it, and raises IBV_EVENT_SRQ_LIMIT_REACHED once per arming, as rxe's
@@ -57,6 +58,7 @@ static struct ibv_srq *create_srq(struct ibv_pd *ibpd, void *srq_context,
 	}
 	srq->max = srq->size;
 	srq->ctx = ctx;
+	srq->sock = -1;
 	srq->ibv.context = ibpd->context;
 	srq->ibv.srq_context = srq_context;
 	srq->ibv.pd = ibpd;
@@ -88,8 +90,47 @@ SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 	return create_srq(pd, attr->srq_context, &attr->attr);
 }
 
-/* What ibv_create_srq_ex does not pass to ibv_create_srq itself: XRC and
- * tag-matching SRQs, which we do not have yet (EOPNOTSUPP). */
+/* An XRC SRQ (xrc.c): of a domain, completing on its own CQ, named by a
+ * number senders put in their work requests, reachable from the other
+ * processes of the domain through a socket of that name. */
+static struct ibv_srq *create_xsrq(struct ibv_context *c,
+				   struct ibv_srq_init_attr_ex *a)
+{
+	const uint32_t need = IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+	struct sv_context *ctx = to_sctx(c);
+	struct ibv_srq *ibsrq;
+	struct sv_srq *srq;
+	int err;
+
+	if ((a->comp_mask & need) != need || !a->xrcd || !a->cq ||
+	    a->xrcd->context != c || a->cq->context != c) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ibsrq = create_srq(a->pd, a->srq_context, &a->attr);
+	if (!ibsrq)
+		return NULL;
+	srq = to_ssrq(ibsrq);
+	srq->xrcd = to_sxrcd(a->xrcd);
+	srq->cq = to_scq(a->cq);
+	err = -sv_xsrq_bind(srq);
+	if (err) {
+		srq->xrcd = NULL;
+		ibv_destroy_srq(ibsrq);
+		errno = err;
+		return NULL;
+	}
+	atomic_fetch_add(&srq->xrcd->users, 1);
+	srq->pfd = (struct sv_pfd){.kind = SV_PFD_XSRQ, .fd = -1, .srq = srq};
+	pthread_mutex_lock(&ctx->xsrq_lock);
+	sv_list_add_tail(&ctx->xsrqs, &srq->ctx_node);
+	pthread_mutex_unlock(&ctx->xsrq_lock);
+	sv_progress_add(ctx, &srq->pfd, srq->sock);
+	return ibsrq;
+}
+
+/* What ibv_create_srq_ex does not pass to ibv_create_srq itself: XRC
+ * SRQs; tag-matching ones we do not have (EOPNOTSUPP). */
 struct ibv_srq *sv_create_srq_ex(struct ibv_context *c,
 				 struct ibv_srq_init_attr_ex *a)
 {
@@ -101,7 +142,7 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *c,
 		return NULL;
 	}
 	if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
-	    a->srq_type != IBV_SRQT_BASIC) {
+	    a->srq_type != IBV_SRQT_BASIC && a->srq_type != IBV_SRQT_XRC) {
 		errno = a->srq_type <= IBV_SRQT_TM ? EOPNOTSUPP : EINVAL;
 		return NULL;
 	}
@@ -109,6 +150,9 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *c,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	    a->srq_type == IBV_SRQT_XRC)
+		return create_xsrq(c, a);
 	return create_srq(a->pd, a->srq_context, &a->attr);
 }
 
@@ -193,6 +237,24 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	/* acquire: the detached QPs' last accesses happen before the free */
 	if (atomic_load_explicit(&srq->users, memory_order_acquire))
 		return EBUSY;
+	if (srq->xrcd) {
+		/* off the lists first: no responder or progress thread
+		 * finds it after this */
+		pthread_mutex_lock(&srq->ctx->xsrq_lock);
+		sv_list_del(&srq->ctx_node);
+		sv_progress_del(srq->ctx, &srq->pfd);
+		pthread_mutex_unlock(&srq->ctx->xsrq_lock);
+		if (atomic_load_explicit(&srq->users, memory_order_acquire)) {
+			/* a responder bound it meanwhile */
+			pthread_mutex_lock(&srq->ctx->xsrq_lock);
+			sv_list_add_tail(&srq->ctx->xsrqs, &srq->ctx_node);
+			sv_progress_add(srq->ctx, &srq->pfd, srq->sock);
+			pthread_mutex_unlock(&srq->ctx->xsrq_lock);
+			return EBUSY;
+		}
+		sv_xsrq_unbind(srq);
+		atomic_fetch_sub(&srq->xrcd->users, 1);
+	}
 	sv_async_forget(srq->ctx, ibsrq);
 	pthread_mutex_lock(&ibsrq->mutex);
 	while (ibsrq->events_completed != srq->async_got)
@@ -260,6 +322,8 @@ int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	if (atomic_load_explicit(&srq->rnr, memory_order_relaxed) &&
 	    atomic_exchange(&srq->rnr, false))
 		wake_rnr(srq);
+	if (srq->xrcd) /* sends forwarded to us wait for WQEs */
+		sv_xsrq_recv_run(srq);
 	return err;
 }
 
@@ -273,10 +337,13 @@ int sv_post_srq_ops(struct ibv_srq *srq, struct ibv_ops_wr *op,
 	return EINVAL;
 }
 
-/* The SRQ number is for XRC senders; ours are named by the handle. */
-int sv_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num)
+/* The SRQ number XRC senders name (xrc.c); a basic SRQ has none, and
+ * answers with its handle. */
+int sv_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
 {
-	*srq_num = srq->handle;
+	struct sv_srq *srq = to_ssrq(ibsrq);
+
+	*srq_num = srq->xrcd ? srq->srqn : ibsrq->handle;
 	return 0;
 }
 
