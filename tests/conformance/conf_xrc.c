@@ -670,30 +670,38 @@ SV_TEST(xrc_open_qp)
  * O_CREAT (so the domain must exist: the test's), makes an XRC SRQ,
  * writes its number on fd argv[1], and expects argv[2] sends into it from
  * the test's XRC_RECV QP (forwarded: the SRQ is ours, the QP the test's),
- * each 1000 bytes of value index.
+ * message i 1000 bytes of value i + 1, in order.  With argv[3] an fd, it
+ * posts its receives only once a byte arrives there.
  */
 SV_HELPER(xrc_srq_owner)
 {
 	int out = atoi(argv[1]), msgs = atoi(argv[2]), fd;
+	int go = argc > 3 ? atoi(argv[3]) : -1;
 	struct ibv_xrcd *xrcd;
 	struct ibv_srq *srq;
 	char line[32];
 	struct xend x;
 	uint32_t n;
 
-	(void)argc;
 	xopen(&x);
 	fd = open(argv[0], O_RDONLY);
 	ASSERT_TRUE(fd >= 0);
 	xrcd = open_xrcd(x.ctx, fd, 0);
 	ASSERT_NOT_NULL(xrcd);
-	srq = make_xsrq(&x, xrcd, 16);
-	for (int i = 0; i < msgs; i++)
-		ASSERT_OK(post_xsrq(&x, srq, (uint64_t)i, (size_t)i * 1024,
-				    1024));
+	srq = make_xsrq(&x, xrcd, (uint32_t)msgs);
+	if (go < 0)
+		for (int i = 0; i < msgs; i++)
+			ASSERT_OK(post_xsrq(&x, srq, (uint64_t)i,
+					    (size_t)i * 1024, 1024));
 	n = srq_num(srq);
 	snprintf(line, sizeof(line), "%06x\n", n);
 	ASSERT_EQ((ssize_t)strlen(line), write(out, line, strlen(line)));
+	if (go >= 0) {
+		ASSERT_EQ(1, read(go, line, 1));
+		for (int i = 0; i < msgs; i++)
+			ASSERT_OK(post_xsrq(&x, srq, (uint64_t)i,
+					    (size_t)i * 1024, 1024));
+	}
 	for (int i = 0; i < msgs; i++) {
 		struct ibv_wc wc;
 
@@ -701,6 +709,7 @@ SV_HELPER(xrc_srq_owner)
 		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 		ASSERT_EQ(IBV_WC_RECV, wc.opcode);
 		ASSERT_EQ(1000, wc.byte_len);
+		ASSERT_EQ((uint64_t)i, wc.wr_id); /* FIFO */
 		for (int k = 0; k < 1000; k++)
 			ASSERT_EQ((uint8_t)(wc.wr_id + 1),
 				  x.buf[wc.wr_id * 1024 + k]);
@@ -713,18 +722,38 @@ SV_HELPER(xrc_srq_owner)
 	return 0;
 }
 
-/* A domain shared through a file by two processes: the SRQ in the
- * helper, the XRC_RECV QP here.  More sends than the SRQ's socket queues
- * before the helper posts again are never needed: it posts them all. */
-SV_TEST(xrc_domain_shared_by_two_processes)
+/* The kernel's queue of an unread datagram socket (forwarded sends
+ * wait there while the SRQ's owner has no WQE). */
+static int dgram_qlen(void)
 {
-	char path[64], wfd[16], nmsg[8] = "12", line[32] = {0};
+	FILE *f = fopen("/proc/sys/net/unix/max_dgram_qlen", "r");
+	int n = 10;
+
+	if (f) {
+		if (fscanf(f, "%d", &n) != 1)
+			n = 10;
+		fclose(f);
+	}
+	return n;
+}
+
+/*
+ * A domain shared through a file by two processes: the SRQ in the
+ * helper, the XRC_RECV QP here.  With `late`, the helper posts no WQE
+ * until told: the first sends wait in its SRQ's socket (and complete
+ * here, forwarded), the rest wait at our XRC_RECV QP, retried, none lost
+ * and none reordered, until the WQEs come.
+ */
+static void shared_domain(int msgs, bool late)
+{
+	char path[64], wfd[16], gfd[16], nmsg[8], line[32] = {0};
 	struct ibv_qp *tgt, *ini;
 	struct ibv_xrcd *xrcd;
 	struct sv_proc helper;
-	int pfd[2], fd, msgs = 12;
+	int pfd[2], gpipe[2], fd, done = 0;
 	uint32_t srqn;
 	size_t got = 0;
+	struct ibv_wc wc;
 	struct xend x;
 
 	xopen(&x);
@@ -737,10 +766,16 @@ SV_TEST(xrc_domain_shared_by_two_processes)
 	to_init(ini, 0);
 	connect_xrc(tgt, ini, x.lid);
 	ASSERT_OK(pipe(pfd));
+	ASSERT_OK(pipe(gpipe));
 	snprintf(wfd, sizeof(wfd), "%d", pfd[1]);
-	sv_proc_start_helper(&helper, "xrc_srq_owner",
-			     (char *const[]){path, wfd, nmsg, NULL}, NULL);
+	snprintf(gfd, sizeof(gfd), "%d", gpipe[0]);
+	snprintf(nmsg, sizeof(nmsg), "%d", msgs);
+	sv_proc_start_helper(
+		&helper, "xrc_srq_owner",
+		(char *const[]){path, wfd, nmsg, late ? gfd : NULL, NULL},
+		NULL);
 	close(pfd[1]);
+	close(gpipe[0]);
 	while (!strchr(line, '\n')) {
 		ssize_t r = read(pfd[0], line + got, sizeof(line) - 1 - got);
 
@@ -753,11 +788,27 @@ SV_TEST(xrc_domain_shared_by_two_processes)
 		ASSERT_OK(xsend(&x, ini, IBV_WR_SEND, srqn, (uint64_t)i,
 				(size_t)i * 1024, 1000));
 	}
-	for (int i = 0; i < msgs; i++) {
-		struct ibv_wc wc;
-
+	if (late) {
+		/* the socket's queue fills; then nothing more completes */
+		for (; done < dgram_qlen() && done < msgs; done++) {
+			WAIT_WC(x.cq, &wc, 20000);
+			ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		}
+		/* a look of 30 ms: a few more may fit, never all */
+		for (uint64_t end = sv_now_ms() + 30; sv_now_ms() < end;) {
+			if (ibv_poll_cq(x.cq, 1, &wc) != 1)
+				continue;
+			ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+			ASSERT_EQ((uint64_t)done, wc.wr_id);
+			done++;
+		}
+		ASSERT_TRUE(done < msgs);
+		ASSERT_EQ(1, write(gpipe[1], "g", 1));
+	}
+	for (; done < msgs; done++) {
 		WAIT_WC(x.cq, &wc, 20000);
 		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		ASSERT_EQ((uint64_t)done, wc.wr_id);
 	}
 	memset(line, 0, sizeof(line));
 	ASSERT_EQ(2, read(pfd[0], line, 2));
@@ -766,10 +817,21 @@ SV_TEST(xrc_domain_shared_by_two_processes)
 	ASSERT_EQ(0, helper.code);
 	sv_proc_free(&helper);
 	close(pfd[0]);
+	close(gpipe[1]);
 	ASSERT_OK(ibv_destroy_qp(ini));
 	ASSERT_OK(ibv_destroy_qp(tgt));
 	ASSERT_OK(ibv_close_xrcd(xrcd));
 	close(fd);
 	unlink(path);
 	xclose(&x);
+}
+
+SV_TEST(xrc_domain_shared_by_two_processes)
+{
+	shared_domain(12, false);
+}
+
+SV_TEST(xrc_forward_waits_for_srq_wqes)
+{
+	shared_domain(40, true);
 }
