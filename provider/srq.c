@@ -121,6 +121,7 @@ static struct ibv_srq *create_xsrq(struct ibv_context *c,
 		return NULL;
 	}
 	atomic_fetch_add(&srq->xrcd->users, 1);
+	atomic_fetch_add(&srq->cq->srqs, 1);
 	srq->pfd = (struct sv_pfd){.kind = SV_PFD_XSRQ, .fd = -1, .srq = srq};
 	pthread_mutex_lock(&ctx->xsrq_lock);
 	sv_list_add_tail(&ctx->xsrqs, &srq->ctx_node);
@@ -254,6 +255,7 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 		}
 		sv_xsrq_unbind(srq);
 		atomic_fetch_sub(&srq->xrcd->users, 1);
+		atomic_fetch_sub(&srq->cq->srqs, 1);
 	}
 	sv_async_forget(srq->ctx, ibsrq);
 	pthread_mutex_lock(&ibsrq->mutex);

@@ -219,6 +219,7 @@ struct sv_cq {
 	struct sv_list ev_node;	   /* on channel->evq.events when queued */
 	struct sv_cqe cur;	   /* the extended API's current completion */
 	uint32_t async_got;	   /* async events handed out for this CQ */
+	_Atomic uint32_t srqs;	   /* XRC SRQs completing here: EBUSY */
 };
 
 static inline struct sv_cq *to_scq(struct ibv_cq *cq)

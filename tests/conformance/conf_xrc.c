@@ -328,8 +328,9 @@ SV_TEST(xsrq_create_query_number)
 	ASSERT_EQ(1, q.max_sge);
 	ASSERT_TRUE(srq_num(s1) != 0 && srq_num(s1) <= 0xffffff);
 	ASSERT_TRUE(srq_num(s1) != srq_num(s2));
-	/* the CQ it completes on cannot go first? the domain cannot */
+	/* neither its domain nor the CQ it completes on can go first */
 	ASSERT_EQ(EBUSY, ibv_close_xrcd(xrcd));
+	ASSERT_EQ(EBUSY, ibv_destroy_cq(x.cq));
 	ASSERT_OK(ibv_destroy_srq(s1));
 	ASSERT_OK(ibv_destroy_srq(s2));
 	ASSERT_OK(ibv_close_xrcd(xrcd));
