@@ -246,15 +246,19 @@ static inline bool sv_ud_hdr_ok(const struct sv_ud_hdr *h, size_t n)
  * A send forwarded by an XRC_RECV QP to the process that owns the XRC SRQ
  * it names (xrc.c): this header, then the payload, in one SOCK_DGRAM
  * message to the SRQ's socket (its name holds the domain and the SRQ
- * number).  Every field comes from another process and is validated.
+ * number); a payload longer than SV_XRC_FWD_MAX travels instead in a
+ * sealed memfd passed with the header (SCM_RIGHTS).  Every field comes
+ * from another process and is validated.
  */
 #define SV_XRC_MAGIC   0x53565852u /* "SVXR" */
 #define SV_XRC_VERSION 1
-#define SV_XRC_FWD_MAX (64u * 1024) /* the longest forwarded send */
+#define SV_XRC_FWD_MAX (64u * 1024) /* the longest payload in the datagram */
+#define SV_XRC_MSG_MAX (1u << 31)   /* the longest message (max_msg_sz) */
 
 enum sv_xrc_flags {
 	SV_XRC_IMM = 1 << 0,	   /* imm is valid */
 	SV_XRC_SOLICITED = 1 << 1, /* the sender asked for an event */
+	SV_XRC_MEMFD = 1 << 2,	   /* the payload is in the memfd passed */
 };
 
 struct sv_xrc_hdr {
@@ -274,11 +278,15 @@ static_assert(sizeof(struct sv_xrc_hdr) == 72, "wire ABI");
 /* True if h, of n bytes received, is a forwarded send we can take. */
 static inline bool sv_xrc_hdr_ok(const struct sv_xrc_hdr *h, size_t n)
 {
-	return n >= sizeof(*h) && h->magic == SV_XRC_MAGIC &&
-	       h->version == SV_XRC_VERSION &&
-	       !(h->flags & ~(SV_XRC_IMM | SV_XRC_SOLICITED)) &&
-	       h->len <= SV_XRC_FWD_MAX && h->len == n - sizeof(*h) &&
-	       h->domain[sizeof(h->domain) - 1] == 0;
+	if (n < sizeof(*h) || h->magic != SV_XRC_MAGIC ||
+	    h->version != SV_XRC_VERSION ||
+	    (h->flags & ~(SV_XRC_IMM | SV_XRC_SOLICITED | SV_XRC_MEMFD)) ||
+	    h->domain[sizeof(h->domain) - 1] != 0)
+		return false;
+	if (h->flags & SV_XRC_MEMFD)
+		return n == sizeof(*h) && h->len > SV_XRC_FWD_MAX &&
+		       h->len <= SV_XRC_MSG_MAX;
+	return h->len <= SV_XRC_FWD_MAX && h->len == n - sizeof(*h);
 }
 
 #endif

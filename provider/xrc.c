@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -301,17 +302,57 @@ static void deliver(struct sv_srq *srq, const struct sv_xrc_hdr *h,
 	sv_cq_push(srq->cq, &wc, h->flags & SV_XRC_SOLICITED);
 }
 
+/* The first fd a datagram brought (SCM_RIGHTS), or -1; any other is
+ * closed at once. */
+static int take_fd(struct msghdr *m)
+{
+	int fd = -1;
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+		size_t n;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int f;
+
+			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(f));
+			if (fd < 0)
+				fd = f;
+			else
+				close(f);
+		}
+	}
+	return fd;
+}
+
+/* A long payload's memfd, mapped: exactly len bytes and sealed against
+ * shrinking (so reading it cannot fault); NULL otherwise. */
+static const uint8_t *map_payload(int fd, uint32_t len)
+{
+	struct stat st;
+	void *p;
+
+	if (fstat(fd, &st) || st.st_size != (off_t)len ||
+	    !(fcntl(fd, F_GET_SEALS) & F_SEAL_SHRINK))
+		return NULL;
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
 void sv_xsrq_recv_run(struct sv_srq *srq)
 {
 	union {
 		struct cmsghdr c;
-		char buf[CMSG_SPACE(sizeof(struct ucred))];
+		char buf[CMSG_SPACE(sizeof(struct ucred)) +
+			 CMSG_SPACE(4 * sizeof(int))];
 	} u;
 	bool fire = false;
 
 	sv_lock(&srq->lock);
 	/* what waits in the socket while we have no WQE stays there: the
-	 * forwarder then finds the queue full and NAKs RNR */
+	 * forwarder then finds the queue full and retries */
 	while (srq->comp != srq->post) {
 		struct sv_xrc_hdr *h = (struct sv_xrc_hdr *)srq->fwd_buf;
 		struct iovec iov = {srq->fwd_buf, sizeof(*h) + SV_XRC_FWD_MAX};
@@ -323,16 +364,28 @@ void sv_xsrq_recv_run(struct sv_srq *srq)
 			recvmsg(srq->sock, &m,
 				MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
 
+		const uint8_t *data = srq->fwd_buf + sizeof(*h);
+		int fd;
+
 		if (n < 0)
 			break; /* EAGAIN: all taken */
+		fd = take_fd(&m);
 		if ((m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
 		    !sender_ok(&m) || !sv_xrc_hdr_ok(h, (size_t)n) ||
-		    h->srqn != srq->srqn || strcmp(h->domain, srq->xrcd->id)) {
+		    h->srqn != srq->srqn || strcmp(h->domain, srq->xrcd->id) ||
+		    !(h->flags & SV_XRC_MEMFD) != (fd < 0) ||
+		    (fd >= 0 && !(data = map_payload(fd, h->len)))) {
 			sv_dbg("xsrq %06x: forwarded send dropped\n",
 			       srq->srqn);
+			if (fd >= 0)
+				close(fd);
 			continue;
 		}
-		deliver(srq, h, srq->fwd_buf + sizeof(*h), &fire);
+		deliver(srq, h, data, &fire);
+		if (fd >= 0) {
+			munmap((void *)data, h->len);
+			close(fd);
+		}
 	}
 	sv_unlock(&srq->lock);
 	if (fire) {
@@ -457,7 +510,7 @@ int sv_xrc_fwd_data(struct sv_qp *qp, const struct sv_pkt *p,
 	if (p->seg & SV_SEG_FIRST) {
 		size_t need = sizeof(*h) + p->msg_len;
 
-		if (p->msg_len > SV_XRC_FWD_MAX)
+		if (p->msg_len > SV_XRC_MSG_MAX)
 			return -EMSGSIZE;
 		if (qp->xrc_cap < need) {
 			uint8_t *b = realloc(qp->xrc_buf, need);
@@ -480,39 +533,115 @@ int sv_xrc_fwd_data(struct sv_qp *qp, const struct sv_pkt *p,
 	return 0;
 }
 
-int sv_xrc_fwd_send(struct sv_qp *qp, const struct sv_pkt *p)
+/* The forwarding socket of an XRC_RECV QP, made at its first use. */
+static int fwd_socket(struct sv_qp *qp)
+{
+	int sz = 4 * (int)(sizeof(struct sv_xrc_hdr) + SV_XRC_FWD_MAX);
+
+	if (qp->xrc_sock >= 0)
+		return 0;
+	qp->xrc_sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (qp->xrc_sock < 0)
+		return -errno;
+	setsockopt(qp->xrc_sock, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	return 0;
+}
+
+/* The header of the message assembled in xrc_buf, for packet p (its
+ * last). */
+static void fill_hdr(struct sv_qp *qp, const struct sv_pkt *p)
 {
 	struct sv_xrc_hdr *h = (struct sv_xrc_hdr *)qp->xrc_buf;
-	struct sockaddr_un a;
-	socklen_t alen;
 
-	if (qp->resp_off != h->len)
-		return -EINVAL;
-	if (qp->xrc_sock < 0) {
-		int sz = 4 * (int)(sizeof(*h) + SV_XRC_FWD_MAX);
-
-		qp->xrc_sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		if (qp->xrc_sock < 0)
-			return -errno;
-		setsockopt(qp->xrc_sock, SOL_SOCKET, SO_SNDBUF, &sz,
-			   sizeof(sz));
-	}
 	h->magic = SV_XRC_MAGIC;
 	h->version = SV_XRC_VERSION;
 	h->flags = ((p->flags & SV_PKT_IMM) ? SV_XRC_IMM : 0) |
-		   ((p->flags & SV_PKT_SOLICITED) ? SV_XRC_SOLICITED : 0);
+		   ((p->flags & SV_PKT_SOLICITED) ? SV_XRC_SOLICITED : 0) |
+		   (h->len > SV_XRC_FWD_MAX ? SV_XRC_MEMFD : 0);
 	h->srqn = qp->xrc_srqn;
 	h->tgt_qpn = qp->qpx.qp_base.qp_num;
 	h->src_qpn = qp->attr.dest_qp_num;
 	h->imm = p->imm;
 	snprintf(h->domain, sizeof(h->domain), "%s", qp->xrcd->id);
+}
+
+static int fwd_errno(void)
+{
+	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
+		return -EAGAIN;
+	return -ENOENT; /* ECONNREFUSED: no such SRQ in the domain */
+}
+
+/* A long message: its payload in a sealed memfd, passed with the
+ * header (the datagram would not hold it). */
+static int fwd_send_memfd(struct sv_qp *qp, const struct sv_pkt *p)
+{
+	struct sv_xrc_hdr *h = (struct sv_xrc_hdr *)qp->xrc_buf;
+	union {
+		struct cmsghdr c;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec iov = {h, sizeof(*h)};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.buf,
+			   .msg_controllen = sizeof(u.buf)};
+	struct sockaddr_un a;
+	const uint8_t *src = qp->xrc_buf + sizeof(*h);
+	int fd, err = fwd_socket(qp);
+
+	if (err)
+		return err;
+	fill_hdr(qp, p);
+	fd = memfd_create("softverbs-xrc", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -EAGAIN; /* out of fds or memory: try again later */
+	for (uint32_t off = 0; off < h->len;) {
+		ssize_t w = pwrite(fd, src + off, h->len - off, off);
+
+		if (w <= 0) {
+			close(fd);
+			return -EAGAIN;
+		}
+		off += (uint32_t)w;
+	}
+	if (fcntl(fd, F_ADD_SEALS,
+		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)) {
+		close(fd);
+		return -EAGAIN;
+	}
+	m.msg_name = &a;
+	m.msg_namelen = xsrq_addr(&a, qp->xrcd->id, qp->xrc_srqn);
+	u.c.cmsg_level = SOL_SOCKET;
+	u.c.cmsg_type = SCM_RIGHTS;
+	u.c.cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(&u.c), &fd, sizeof(fd));
+	err = sendmsg(qp->xrc_sock, &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0
+		      ? fwd_errno()
+		      : 0;
+	close(fd);
+	return err;
+}
+
+int sv_xrc_fwd_send(struct sv_qp *qp, const struct sv_pkt *p)
+{
+	struct sv_xrc_hdr *h = (struct sv_xrc_hdr *)qp->xrc_buf;
+	struct sockaddr_un a;
+	socklen_t alen;
+	int err;
+
+	if (qp->resp_off != h->len)
+		return -EINVAL;
+	if (h->len > SV_XRC_FWD_MAX)
+		return fwd_send_memfd(qp, p);
+	err = fwd_socket(qp);
+	if (err)
+		return err;
+	fill_hdr(qp, p);
 	alen = xsrq_addr(&a, qp->xrcd->id, qp->xrc_srqn);
 	if (sendto(qp->xrc_sock, qp->xrc_buf, sizeof(*h) + h->len,
 		   MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a,
-		   alen) < 0) {
-		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
-			return -EAGAIN;
-		return -ENOENT; /* ECONNREFUSED: no such SRQ in the domain */
-	}
+		   alen) < 0)
+		return fwd_errno();
 	return 0;
 }

@@ -354,6 +354,13 @@ SV_TEST(debian_xsrq_4_clients_events)
 	xsrq(OPTS("-e", "-n", "200"), 4);
 }
 
+/* 1 MiB messages: a forwarded send longer than a datagram travels in a
+ * sealed memfd (xrc.c). */
+SV_TEST(debian_xsrq_3_clients_1mib)
+{
+	xsrq(OPTS("-s", "1048576", "-n", "20"), 3);
+}
+
 /* perftest: ib_send_lat and ib_send_bw, polling and events, -a. */
 static void perftest(const char *prog, const char *const extra[],
 		     const char *expect)
