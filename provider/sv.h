@@ -4,7 +4,8 @@
  * the libibverbs structure the application sees (first member, or the
  * context inside verbs_context) and adds our state.  Locks, from outer to
  * inner: ctx->qp_lock (rwlock: QP list / CQ membership) -> qp->lock ->
- * srq->lock -> cq->lock -> channel/event-queue locks.  A responder holds
+ * ctx->xsrq_lock (XRC SRQ list) -> srq->lock -> cq->lock ->
+ * channel/event-queue locks.  A responder holds
  * its qp->lock when it takes a WQE from the QP's SRQ; post_srq_recv takes
  * srq->lock alone, and wakes QPs waiting in RNR only after releasing it.
  */
