@@ -93,7 +93,9 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 		qp->seen_drives = drives;
 		mine = now - qp->active_ns >= SV_ACTIVE_CHECK_MS * 1000000ull ||
 		       (qp->scq && atomic_load(&qp->scq->armed)) ||
-		       (qp->rcq && atomic_load(&qp->rcq->armed));
+		       (qp->rcq &&
+			qp->qpx.qp_base.qp_type != IBV_QPT_XRC_RECV &&
+			atomic_load(&qp->rcq->armed));
 		/* never spin on a QP lock here: we may have preempted its
 		 * holder on this CPU.  Busy means driven: look again soon. */
 		if (!sv_trylock(&qp->lock)) {

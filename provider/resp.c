@@ -626,6 +626,9 @@ static int take_xrceth(struct sv_qp *qp, struct sv_pkt *p,
 {
 	struct sv_xrceth x;
 
+	/* an XRC initiator has no responder: requests are for targets */
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_SEND)
+		return -EINVAL;
 	if (qp->qpx.qp_base.qp_type != IBV_QPT_XRC_RECV)
 		return (p->flags & SV_PKT_XRC) ? -EINVAL : 0;
 	if (!(p->flags & SV_PKT_XRC) || p->rec_len < sizeof(*p) + sizeof(x))

@@ -493,12 +493,25 @@ int sv_xrc_bind(struct sv_qp *qp, uint32_t srqn)
 	return 0;
 }
 
+/* A WQE still held is the SRQ's, which the next message may not name:
+ * it completes flushed (only a message the requester gave up on after
+ * RNR leaves one), as on an RC QP on an SRQ that goes to ERROR. */
 void sv_xrc_unbind(struct sv_qp *qp)
 {
+	if (qp->srq && qp->rq_comp != qp->rq_post) {
+		struct ibv_wc wc = {.wr_id = qp->rq[0].wr_id,
+				    .status = IBV_WC_WR_FLUSH_ERR,
+				    .opcode = IBV_WC_RECV,
+				    .qp_num = qp->qpx.qp_base.qp_num};
+
+		qp->rq_comp = qp->rq_post;
+		sv_cq_push(qp->rcq, &wc, false);
+	}
 	if (qp->srq) /* release: our last take before a destroy */
 		atomic_fetch_sub_explicit(&qp->srq->users, 1,
 					  memory_order_release);
 	qp->srq = NULL;
+	qp->rcq = NULL; /* the CQ may go with its SRQ */
 	qp->xrc_fwd = false;
 }
 
