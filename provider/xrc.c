@@ -18,6 +18,7 @@
  * takes it into its next WQE when it has one (post_srq_recv and the
  * progress thread drain the socket).
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -412,11 +413,62 @@ void sv_xrc_qp_del(struct sv_qp *qp)
 	pthread_mutex_unlock(&xrc_lock);
 }
 
+/* Whether one of our fds is socket inode ino. */
+static bool socket_is_ours(unsigned long ino)
+{
+	char want[48], path[300], link[64];
+	bool ours = false;
+	struct dirent *d;
+	DIR *dir;
+
+	snprintf(want, sizeof(want), "socket:[%lu]", ino);
+	dir = opendir("/proc/self/fd");
+	if (!dir)
+		return false;
+	while (!ours && (d = readdir(dir))) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", d->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = 0;
+		ours = !strcmp(link, want);
+	}
+	closedir(dir);
+	return ours;
+}
+
+/* Whether another process of this network namespace holds QP number
+ * qpn (its socket's abstract name is in /proc/net/unix, not ours). */
+static bool qpn_held_elsewhere(uint32_t qpn)
+{
+	char want[32], line[256];
+	unsigned long ino = 0;
+	bool found = false;
+	FILE *f;
+
+	snprintf(want, sizeof(want), " @softverbs/qp/%06x\n", qpn);
+	f = fopen("/proc/net/unix", "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		size_t n = strlen(line), w = strlen(want);
+
+		/* Num RefCount Protocol Flags Type St Inode Path */
+		found = n >= w && !strcmp(line + n - w, want) &&
+			sscanf(line, "%*s %*s %*s %*s %*s %*s %lu", &ino) == 1;
+	}
+	fclose(f);
+	return found && !socket_is_ours(ino);
+}
+
 /*
  * ibv_open_qp(3): an XRC_RECV QP of the domain, by number.  Ours live in
  * the process that created them: we find those of this process (any
- * context) and return the same QP, with one more handle to destroy; a QP
- * of another process is not found (EINVAL, as the kernel's unknown QPN).
+ * context) and return the same QP, with one more handle to destroy.  A
+ * number no QP has is EINVAL (the kernel's unknown QPN); one another
+ * process holds is EOPNOTSUPP, said on stderr: we cannot open it.
  */
 struct ibv_qp *sv_open_qp(struct ibv_context *c, struct ibv_qp_open_attr *a)
 {
@@ -447,9 +499,19 @@ struct ibv_qp *sv_open_qp(struct ibv_context *c, struct ibv_qp_open_attr *a)
 		break;
 	}
 	pthread_mutex_unlock(&xrc_lock);
-	if (!found)
+	if (found)
+		return found;
+	if (qpn_held_elsewhere(a->qp_num)) {
+		fprintf(stderr,
+			"softverbs: ibv_open_qp: QP %06x belongs to another "
+			"process; softverbs opens only XRC_RECV QPs created "
+			"in this process (open the QP where it was created)\n",
+			a->qp_num);
+		errno = EOPNOTSUPP;
+	} else {
 		errno = EINVAL;
-	return found;
+	}
+	return NULL;
 }
 
 /* An SRQ of our context in our domain, by number, with a reference

@@ -836,3 +836,87 @@ SV_TEST(xrc_forward_waits_for_srq_wqes)
 {
 	shared_domain(40, true);
 }
+
+/* An XRC_RECV QP in a helper of the domain argv[0]: its number on fd
+ * argv[1]; it lives until a byte arrives on fd argv[2]. */
+SV_HELPER(xrc_tgt_owner)
+{
+	int out = atoi(argv[1]), go = atoi(argv[2]), fd;
+	struct ibv_xrcd *xrcd;
+	struct ibv_qp *tgt;
+	char line[32];
+	struct xend x;
+
+	(void)argc;
+	xopen(&x);
+	fd = open(argv[0], O_RDONLY);
+	ASSERT_TRUE(fd >= 0);
+	xrcd = open_xrcd(x.ctx, fd, 0);
+	ASSERT_NOT_NULL(xrcd);
+	tgt = make_tgt(&x, xrcd);
+	snprintf(line, sizeof(line), "%06x\n", tgt->qp_num);
+	ASSERT_EQ((ssize_t)strlen(line), write(out, line, strlen(line)));
+	ASSERT_EQ(1, read(go, line, 1));
+	ASSERT_OK(ibv_destroy_qp(tgt));
+	ASSERT_OK(ibv_close_xrcd(xrcd));
+	close(fd);
+	xclose(&x);
+	return 0;
+}
+
+/* ibv_open_qp of another process's XRC_RECV QP: softverbs cannot (the
+ * QP lives in that process), and says so with EOPNOTSUPP, not a hang or
+ * a handle that does nothing; a number nobody holds is EINVAL. */
+SV_TEST(xrc_open_qp_of_other_process_fails_cleanly)
+{
+	struct ibv_qp_open_attr oa = {
+		.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
+			     IBV_QP_OPEN_ATTR_TYPE,
+		.qp_type = IBV_QPT_XRC_RECV,
+	};
+	char path[64], wfd[16], gfd[16], line[32] = {0};
+	int pfd[2], gpipe[2], fd;
+	struct ibv_xrcd *xrcd;
+	struct sv_proc helper;
+	struct ibv_qp *gone;
+	size_t got = 0;
+	struct xend x;
+
+	xopen(&x);
+	fd = domain_file(path, sizeof(path));
+	xrcd = open_xrcd(x.ctx, fd, O_CREAT);
+	ASSERT_NOT_NULL(xrcd);
+	oa.xrcd = xrcd;
+	gone = make_tgt(&x, xrcd);
+	oa.qp_num = gone->qp_num;
+	ASSERT_OK(ibv_destroy_qp(gone));
+	ASSERT_NULL(ibv_open_qp(x.ctx, &oa));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_OK(pipe(pfd));
+	ASSERT_OK(pipe(gpipe));
+	snprintf(wfd, sizeof(wfd), "%d", pfd[1]);
+	snprintf(gfd, sizeof(gfd), "%d", gpipe[0]);
+	sv_proc_start_helper(&helper, "xrc_tgt_owner",
+			     (char *const[]){path, wfd, gfd, NULL}, NULL);
+	close(pfd[1]);
+	close(gpipe[0]);
+	while (!strchr(line, '\n')) {
+		ssize_t r = read(pfd[0], line + got, sizeof(line) - 1 - got);
+
+		ASSERT_TRUE(r > 0);
+		got += (size_t)r;
+	}
+	oa.qp_num = (uint32_t)strtoul(line, NULL, 16);
+	ASSERT_NULL(ibv_open_qp(x.ctx, &oa));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	ASSERT_EQ(1, write(gpipe[1], "g", 1));
+	sv_proc_wait(&helper, 20000);
+	ASSERT_EQ(0, helper.code);
+	sv_proc_free(&helper);
+	close(pfd[0]);
+	close(gpipe[1]);
+	ASSERT_OK(ibv_close_xrcd(xrcd));
+	close(fd);
+	unlink(path);
+	xclose(&x);
+}
