@@ -91,7 +91,11 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 		if (drives != qp->seen_drives)
 			qp->active_ns = now;
 		qp->seen_drives = drives;
+		/* an XRC_RECV QP is always ours: it has no CQ, so no poll
+		 * runs it (a spin in ibv_get_cq_event drives it, then sleeps
+		 * with its flags down: the peer would not ring us) */
 		mine = now - qp->active_ns >= SV_ACTIVE_CHECK_MS * 1000000ull ||
+		       qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV ||
 		       (qp->scq && atomic_load(&qp->scq->armed)) ||
 		       (qp->rcq &&
 			qp->qpx.qp_base.qp_type != IBV_QPT_XRC_RECV &&

@@ -272,10 +272,13 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 
 /* A responder NAKed RNR for want of a WQE: run the attached QPs waiting
  * so, now that there is one (as post_recv does for its own QP).  A QP
- * whose lock is taken is being run by its holder. */
+ * whose lock is taken may be past its look at the SRQ: the progress
+ * thread is kicked to run it again (else an XRC_RECV QP, which no poll
+ * drives, would wait for the thread's next look, 5 ms). */
 static void wake_rnr(struct sv_srq *srq)
 {
 	struct sv_context *ctx = srq->ctx;
+	bool kick = false;
 	struct sv_list *n;
 
 	pthread_rwlock_rdlock(&ctx->qp_lock);
@@ -283,13 +286,19 @@ static void wake_rnr(struct sv_srq *srq)
 	{
 		struct sv_qp *qp = container_of(n, struct sv_qp, ctx_node);
 
-		if (qp->srq != srq || !sv_trylock(&qp->lock))
+		if (qp->srq != srq)
 			continue;
+		if (!sv_trylock(&qp->lock)) {
+			kick = true;
+			continue;
+		}
 		if (qp->resp_rnr)
 			sv_resp_run(qp);
 		sv_unlock(&qp->lock);
 	}
 	pthread_rwlock_unlock(&ctx->qp_lock);
+	if (kick)
+		sv_progress_kick(ctx);
 }
 
 static int post_one(struct sv_srq *srq, const struct ibv_recv_wr *wr)
@@ -364,8 +373,9 @@ bool sv_srq_take(struct sv_srq *srq, struct sv_qp *qp)
 
 	sv_lock(&srq->lock);
 	if (srq->comp == srq->post) {
-		sv_unlock(&srq->lock);
+		/* inside the lock: a post after ours sees it and wakes us */
 		atomic_store_explicit(&srq->rnr, true, memory_order_relaxed);
+		sv_unlock(&srq->lock);
 		return false;
 	}
 	slot = srq->comp & (srq->size - 1);
