@@ -50,6 +50,9 @@ static void set_ops(struct sv_context *ctx)
 	ctx->vctx.create_srq_ex = sv_create_srq_ex;
 	ctx->vctx.post_srq_ops = sv_post_srq_ops;
 	ctx->vctx.get_srq_num = sv_get_srq_num;
+	ctx->vctx.open_xrcd = sv_open_xrcd;
+	ctx->vctx.close_xrcd = sv_close_xrcd;
+	ctx->vctx.open_qp = sv_open_qp;
 }
 
 SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
@@ -76,6 +79,8 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 	pthread_mutex_init(&ctx->mr_lock, NULL);
 	pthread_mutex_init(&ctx->mcast_lock, NULL);
 	sv_list_init(&ctx->qps);
+	pthread_mutex_init(&ctx->xsrq_lock, NULL);
+	sv_list_init(&ctx->xsrqs);
 	set_ops(ctx);
 	/* the MR table never moves: lookups need no lock (mr.c).  1 MiB of
 	 * address space, from mmap: untouched pages cost no memory (calloc
@@ -127,6 +132,7 @@ SV_EXPORT int ibv_close_device(struct ibv_context *c)
 	pthread_rwlock_destroy(&ctx->qp_lock);
 	pthread_mutex_destroy(&ctx->mr_lock);
 	pthread_mutex_destroy(&ctx->mcast_lock);
+	pthread_mutex_destroy(&ctx->xsrq_lock);
 	pthread_mutex_destroy(&c->mutex);
 	free(ctx);
 	return 0;

@@ -450,7 +450,7 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	struct ibv_comp_channel *ch = ibcq->channel;
 
 	pthread_rwlock_rdlock(&cq->ctx->qp_lock);
-	if (cq_nqps(cq)) {
+	if (cq_nqps(cq) || atomic_load(&cq->srqs)) {
 		pthread_rwlock_unlock(&cq->ctx->qp_lock);
 		return EBUSY;
 	}

@@ -348,14 +348,15 @@ const uint32_t sv_obj_max[SV_OBJ_NUM] = {
  * Only what is true: RNR NAKs are generated (resp.c), the system image
  * GUID is reported, modify_qp takes IBV_QP_CUR_STATE (qp_state.c), the
  * port's state changes would raise events (it never changes: always
- * ACTIVE), and ibv_modify_srq resizes (srq.c, issue 10).  No memory
- * windows, XRC, port shutdown, P_Key/Q_Key violation counters, automatic
- * path migration, or notification after N completions (no verb asks it).
+ * ACTIVE), ibv_modify_srq resizes (srq.c, issue 10), and XRC domains,
+ * SRQs and QPs work (xrc.c).  No memory windows, port shutdown, P_Key/Q_Key
+ * violation counters, automatic path migration, or notification after N
+ * completions (no verb asks it).
  */
 #define SV_DEVICE_CAP_FLAGS                                            \
 	(IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |       \
 	 IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_PORT_ACTIVE_EVENT | \
-	 IBV_DEVICE_SRQ_RESIZE)
+	 IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_XRC)
 
 static void fill_device_attr(struct ibv_device_attr *a)
 {

@@ -9,9 +9,10 @@
 
 #include "wire.h"
 
-#define RC SV_QPT(RC)
-#define UC SV_QPT(UC)
-#define UD SV_QPT(UD)
+#define RC  SV_QPT(RC)
+#define UC  SV_QPT(UC)
+#define UD  SV_QPT(UD)
+#define XRC SV_QPT(XRC_SEND) /* IBA 9.8.5: XRC has RC's operations */
 
 /* clang-format off: one row per opcode */
 const struct sv_opcode_info sv_opcodes[SV_OP_MAX] = {
@@ -20,7 +21,7 @@ const struct sv_opcode_info sv_opcodes[SV_OP_MAX] = {
 			.name = "SEND",
 			.mask = SV_M_PAYLOAD | SV_M_IMM_OK | SV_M_RECV |
 				SV_M_REQ,
-			.qpts = RC | UC | UD,
+			.qpts = RC | UC | UD | XRC,
 			.handler = SV_H_SEND,
 		},
 	[SV_OP_WRITE] =
@@ -28,7 +29,7 @@ const struct sv_opcode_info sv_opcodes[SV_OP_MAX] = {
 			.name = "RDMA_WRITE",
 			.mask = SV_M_RETH | SV_M_RETH_FIRST | SV_M_PAYLOAD |
 				SV_M_IMM_OK | SV_M_REQ,
-			.qpts = RC | UC,
+			.qpts = RC | UC | XRC,
 			.ext_len = sizeof(struct sv_reth),
 			.access = IBV_ACCESS_REMOTE_WRITE,
 			.handler = SV_H_WRITE,
@@ -37,7 +38,7 @@ const struct sv_opcode_info sv_opcodes[SV_OP_MAX] = {
 		{
 			.name = "RDMA_READ_REQUEST",
 			.mask = SV_M_RETH | SV_M_REQ | SV_M_RD_ATOMIC,
-			.qpts = RC,
+			.qpts = RC | XRC,
 			.ext_len = sizeof(struct sv_reth),
 			.access = IBV_ACCESS_REMOTE_READ,
 			.handler = SV_H_READ,
@@ -47,7 +48,7 @@ const struct sv_opcode_info sv_opcodes[SV_OP_MAX] = {
 			.name = "COMPARE_SWAP",
 			.mask = SV_M_ATOMETH | SV_M_REQ | SV_M_RD_ATOMIC |
 				SV_M_ATOMIC,
-			.qpts = RC,
+			.qpts = RC | XRC,
 			.ext_len = sizeof(struct sv_atometh),
 			.access = IBV_ACCESS_REMOTE_ATOMIC,
 			.handler = SV_H_ATOMIC,
@@ -57,7 +58,7 @@ const struct sv_opcode_info sv_opcodes[SV_OP_MAX] = {
 			.name = "FETCH_ADD",
 			.mask = SV_M_ATOMETH | SV_M_REQ | SV_M_RD_ATOMIC |
 				SV_M_ATOMIC,
-			.qpts = RC,
+			.qpts = RC | XRC,
 			.ext_len = sizeof(struct sv_atometh),
 			.access = IBV_ACCESS_REMOTE_ATOMIC,
 			.handler = SV_H_ATOMIC,
@@ -79,7 +80,7 @@ const struct sv_opcode_info sv_opcodes[SV_OP_MAX] = {
 		{
 			.name = "RDMA_WRITE_IMM_NOTE",
 			.mask = SV_M_IMM_OK | SV_M_RECV | SV_M_REQ,
-			.qpts = RC | UC,
+			.qpts = RC | UC | XRC,
 			.handler = SV_H_NOTE,
 		},
 };

@@ -155,6 +155,9 @@ static int post_one_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
 		if (err)
 			return err;
 	}
+	/* IBA 9.3.6: every XRC request names the target's XRC SRQ */
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_SEND)
+		w->xrc_srqn = wr->qp_type.xrc.remote_srqn & SV_PSN_MASK;
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		if (wr_ops[wr->opcode].no_inl)
 			return EINVAL;
@@ -294,8 +297,11 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 
 	sv_lock(&qp->lock);
 	first = qp->rq_post;
-	/* on an SRQ the QP has no RQ of its own: ibv_post_srq_recv */
-	if (ibqp->state == IBV_QPS_RESET || qp->srq)
+	/* on an SRQ the QP has no RQ of its own: ibv_post_srq_recv; nor
+	 * has an XRC QP (its receives are its XRC SRQs') */
+	if (ibqp->state == IBV_QPS_RESET || qp->srq ||
+	    ibqp->qp_type == IBV_QPT_XRC_SEND ||
+	    ibqp->qp_type == IBV_QPT_XRC_RECV)
 		err = EINVAL;
 	for (; wr && !err; wr = wr->next) {
 		uint32_t slot = qp->rq_post & (qp->rq_size - 1);
@@ -447,6 +453,19 @@ static void ex_set_ud_addr(struct ibv_qp_ex *qx, struct ibv_ah *ah,
 		qp->ex_err = ud_set_addr(qp, w, ah, remote_qpn, remote_qkey);
 }
 
+static void ex_set_xrc_srqn(struct ibv_qp_ex *qx, uint32_t remote_srqn)
+{
+	struct sv_qp *qp = ex_qp(qx);
+	struct sv_swqe *w = ex_cur(qp);
+
+	if (qp->ex_err)
+		return;
+	if (!w)
+		qp->ex_err = EINVAL;
+	else
+		w->xrc_srqn = remote_srqn & SV_PSN_MASK;
+}
+
 static void ex_set_sge_list(struct ibv_qp_ex *qx, size_t n,
 			    const struct ibv_sge *sg)
 {
@@ -573,6 +592,8 @@ void sv_qp_init_ex_ops(struct sv_qp *qp, uint64_t send_ops_flags)
 	qx->wr_set_inline_data_list = ex_set_inline_data_list;
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD)
 		qx->wr_set_ud_addr = ex_set_ud_addr;
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_SEND)
+		qx->wr_set_xrc_srqn = ex_set_xrc_srqn;
 	if (send_ops_flags & IBV_QP_EX_WITH_SEND)
 		qx->wr_send = ex_send;
 	if (send_ops_flags & IBV_QP_EX_WITH_SEND_WITH_IMM)

@@ -93,9 +93,15 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 		if (drives != qp->seen_drives)
 			qp->active_ns = now;
 		qp->seen_drives = drives;
+		/* an XRC_RECV QP is always ours: it has no CQ, so no poll
+		 * runs it (a spin in ibv_get_cq_event drives it, then sleeps
+		 * with its flags down: the peer would not ring us) */
 		mine = now - qp->active_ns >= SV_ACTIVE_CHECK_MS * 1000000ull ||
-		       atomic_load(&qp->scq->armed) ||
-		       atomic_load(&qp->rcq->armed);
+		       qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV ||
+		       (qp->scq && atomic_load(&qp->scq->armed)) ||
+		       (qp->rcq &&
+			qp->qpx.qp_base.qp_type != IBV_QPT_XRC_RECV &&
+			atomic_load(&qp->rcq->armed));
 		/* never spin on a QP lock here: we may have preempted its
 		 * holder on this CPU.  Busy means driven: look again soon. */
 		if (!sv_trylock(&qp->lock)) {
@@ -128,6 +134,8 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 			next = qp->comp_deadline;
 		if (sv_shm_next_ns(&qp->link, now) < next)
 			next = sv_shm_next_ns(&qp->link, now);
+		if (qp->xrc_retry_ns && qp->xrc_retry_ns < next)
+			next = qp->xrc_retry_ns; /* a forward to retry */
 		sv_unlock(&qp->lock);
 	}
 	pthread_rwlock_unlock(&ctx->qp_lock);
@@ -182,6 +190,23 @@ static void link_event(struct sv_qp *qp, enum sv_link_state st)
 	}
 }
 
+/* Sends forwarded to an XRC SRQ arrived; it may be gone since
+ * epoll_wait: only one still on the context's list is run. */
+static void handle_xsrq(struct sv_context *ctx, struct sv_srq *srq)
+{
+	struct sv_list *n;
+
+	pthread_mutex_lock(&ctx->xsrq_lock);
+	sv_list_for_each(n, &ctx->xsrqs)
+	{
+		if (container_of(n, struct sv_srq, ctx_node) == srq) {
+			sv_xsrq_recv_run(srq);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx->xsrq_lock);
+}
+
 /* Handles one epoll event; true if it was a doorbell. */
 static bool handle(struct sv_context *ctx, struct sv_pfd *p)
 {
@@ -193,6 +218,10 @@ static bool handle(struct sv_context *ctx, struct sv_pfd *p)
 		if (read(p->fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 			sv_dbg("doorbell read: %s\n", strerror(errno));
 		return true;
+	}
+	if (p->kind == SV_PFD_XSRQ) {
+		handle_xsrq(ctx, p->srq);
+		return false;
 	}
 	if (p->kind == SV_PFD_DOORBELL) {
 		/* edge triggered; look() drains it under the QP's lock (the
@@ -257,7 +286,7 @@ void sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd)
 	/* hang-ups are level triggered; a listener or link doorbell we may
 	 * not be able to empty at once (out of fds, QP busy) is not, so it
 	 * never makes the thread spin */
-	if (p->kind != SV_PFD_CONN && p->qp)
+	if ((p->kind != SV_PFD_CONN && p->qp) || p->kind == SV_PFD_XSRQ)
 		ev.events |= EPOLLET;
 	p->fd = fd;
 	if (epoll_ctl(ctx->prog->epfd, EPOLL_CTL_ADD, fd, &ev))

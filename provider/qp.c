@@ -103,6 +103,10 @@ void sv_qp_to_error(struct sv_qp *qp, enum ibv_event_type ev)
 	sv_qp_flush(qp);
 	if (ev)
 		qp_event(qp, ev);
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV) {
+		sv_xrc_unbind(qp); /* the SRQ was the message's, not ours */
+		return;
+	}
 	/* IBA 10.3.1, 11.6.3: this QP takes no more WQEs from its SRQ (the
 	 * SRQ's stay there, for the other QPs) */
 	if (qp->srq)
@@ -188,13 +192,14 @@ static int link_step(struct sv_qp *qp)
 		uint64_t now = sv_now_ns();
 
 		if (now >= l->next_connect_ns) {
-			struct sv_shm_share sh = {
-				.pd_id =
-					to_spd(qp->qpx.qp_base.pd)->ibv.handle};
+			struct ibv_pd *pd = qp->qpx.qp_base.pd;
+			struct sv_shm_share sh = {.pd_id = pd ? pd->handle : 0};
 
 			/* our registered memory, for the peer's one-sided
-			 * operations; without it they reach our responder */
-			if (sv_rmem_fds(qp->ctx, &sh.arena_fd, &sh.table_fd))
+			 * operations; without it they reach our responder
+			 * (always, for XRC_RECV: the PD is each SRQ's) */
+			if (!pd ||
+			    sv_rmem_fds(qp->ctx, &sh.arena_fd, &sh.table_fd))
 				sh.arena_fd = sh.table_fd = -1;
 			err = sv_shm_connect(l, qpn, expect, &sh);
 		}
@@ -343,6 +348,9 @@ static void reset_qp(struct sv_qp *qp)
 	qp->rd_out = qp->ring_rdma = qp->recv_msgs = 0;
 	qp->resp_wr_ptr = NULL;
 	qp->resp_rd_sent = 0;
+	qp->xrc_retry_ns = 0;
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV)
+		sv_xrc_unbind(qp);
 	memset(&qp->attr, 0, sizeof(qp->attr));
 }
 
@@ -471,11 +479,20 @@ SV_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 }
 
 /* On an SRQ the RQ is one slot of the SRQ's SGEs: the WQE the responder
- * took (srq.c); max_recv_wr and max_recv_sge are ignored. */
-static int alloc_queues(struct sv_qp *qp, const struct ibv_qp_cap *cap)
+ * took (srq.c); max_recv_wr and max_recv_sge are ignored.  XRC_RECV has
+ * no SQ and that one slot, for any SRQ's WQE; XRC_SEND has no RQ. */
+static int alloc_queues(struct sv_qp *qp, enum ibv_qp_type type,
+			const struct ibv_qp_cap *cap)
 {
+	static const struct ibv_qp_cap xrc_recv = {.max_recv_sge =
+							   SV_MAX_SRQ_SGE};
+	bool no_rq =
+		qp->srq || type == IBV_QPT_XRC_SEND || type == IBV_QPT_XRC_RECV;
+
+	if (type == IBV_QPT_XRC_RECV)
+		cap = &xrc_recv;
 	qp->sq_max = cap->max_send_wr;
-	qp->rq_max = qp->srq ? 0 : cap->max_recv_wr;
+	qp->rq_max = no_rq ? 0 : cap->max_recv_wr;
 	qp->sq_size = sv_roundup_pow2(cap->max_send_wr ? cap->max_send_wr : 1);
 	qp->rq_size = sv_roundup_pow2(qp->rq_max ? qp->rq_max : 1);
 	qp->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
@@ -584,10 +601,37 @@ void sv_qp_close_all(struct sv_context *ctx)
 			link_close(qp, qp->link.state != SV_LINK_DEAD);
 		sv_shm_close(&qp->link, qp->qpx.qp_base.qp_num, false);
 		close(qp->link.listen_fd);
+		if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV) {
+			sv_xrc_unbind(qp);
+			sv_xrc_qp_del(qp);
+			atomic_fetch_sub(&qp->xrcd->users, 1);
+		}
+		if (qp->xrc_sock >= 0)
+			close(qp->xrc_sock);
+		free(qp->xrc_buf);
+		qp->xrc_buf = NULL;
 		qp_put(ctx, qp);
 		sv_unlock(&qp->lock);
 	}
 	pthread_rwlock_unlock(&ctx->qp_lock);
+}
+
+/* XRC_RECV (IBA 11.8): a domain of this context, and nothing else — no
+ * PD, CQs, SRQ or queues (the kernel ignores them; we say EINVAL for an
+ * SRQ, which could only mislead).  XRC_SEND: a PD and a send CQ, no
+ * receive side. */
+static int check_xrc_attr(struct ibv_context *ctx,
+			  const struct ibv_qp_init_attr_ex *a)
+{
+	if (a->qp_type == IBV_QPT_XRC_RECV)
+		return (a->comp_mask & IBV_QP_INIT_ATTR_XRCD) && a->xrcd &&
+				       a->xrcd->context == ctx && !a->srq
+			       ? 0
+			       : EINVAL;
+	if (!a->pd || !a->send_cq || a->srq || a->cap.max_recv_wr ||
+	    a->cap.max_recv_sge)
+		return EINVAL;
+	return 0;
 }
 
 static int check_init_attr(struct ibv_context *ctx,
@@ -595,14 +639,20 @@ static int check_init_attr(struct ibv_context *ctx,
 {
 	const struct ibv_qp_cap *c = &a->cap;
 	bool srq = a->srq != NULL;
+	int err;
 
-	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC &&
-	    a->qp_type != IBV_QPT_UD)
-		return EOPNOTSUPP; /* XRC, raw packet: not yet */
+	if (a->qp_type == IBV_QPT_XRC_SEND || a->qp_type == IBV_QPT_XRC_RECV) {
+		err = check_xrc_attr(ctx, a);
+		if (err || a->qp_type == IBV_QPT_XRC_RECV)
+			return err;
+	} else if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC &&
+		   a->qp_type != IBV_QPT_UD) {
+		return EOPNOTSUPP; /* raw packet: not yet */
+	} else if (!a->send_cq || !a->recv_cq) {
+		return EINVAL;
+	}
 	if (srq && a->qp_type == IBV_QPT_UD)
 		return EOPNOTSUPP; /* UD on an SRQ: not yet (ud.c) */
-	if (!a->send_cq || !a->recv_cq)
-		return EINVAL;
 	/* an SRQ of this context (one process): its QPs share its memory */
 	if (srq && a->srq->context != ctx)
 		return EINVAL;
@@ -637,7 +687,8 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 		goto err_out;
 	}
 	qp->srq = a->srq ? to_ssrq(a->srq) : NULL;
-	err = -alloc_queues(qp, &a->cap);
+	qp->xrc_sock = -1;
+	err = -alloc_queues(qp, a->qp_type, &a->cap);
 	if (err)
 		goto err_free;
 	sv_link_init(&qp->link);
@@ -657,8 +708,16 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	if (err)
 		goto err_free;
 	qp->ctx = ctx;
-	qp->scq = to_scq(a->send_cq);
-	qp->rcq = to_scq(a->recv_cq);
+	if (a->qp_type == IBV_QPT_XRC_RECV) {
+		/* its receives complete on each message's SRQ's CQ */
+		a->pd = NULL;
+		a->send_cq = a->recv_cq = NULL;
+		qp->xrcd = to_sxrcd(a->xrcd);
+	} else if (a->qp_type == IBV_QPT_XRC_SEND) {
+		a->recv_cq = NULL;
+	}
+	qp->scq = a->send_cq ? to_scq(a->send_cq) : NULL;
+	qp->rcq = a->recv_cq ? to_scq(a->recv_cq) : NULL;
 	qp->sq_sig_all = a->sq_sig_all;
 	qp->mcast_block_self =
 		(a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
@@ -678,8 +737,10 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	pthread_cond_init(&ibqp->cond, NULL);
 
 	pthread_rwlock_wrlock(&ctx->qp_lock);
-	if (sv_cq_attach_qp(qp->scq, qp) || sv_cq_attach_qp(qp->rcq, qp)) {
-		sv_cq_detach_qp(qp->scq, qp);
+	if ((qp->scq && sv_cq_attach_qp(qp->scq, qp)) ||
+	    (qp->rcq && sv_cq_attach_qp(qp->rcq, qp))) {
+		if (qp->scq)
+			sv_cq_detach_qp(qp->scq, qp);
 		pthread_rwlock_unlock(&ctx->qp_lock);
 		err = ENOMEM;
 		goto err_close;
@@ -687,9 +748,14 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	sv_list_add_tail(&ctx->qps, &qp->ctx_node);
 	pthread_rwlock_unlock(&ctx->qp_lock);
 	sv_progress_add(ctx, &qp->pfd[0], qp->link.listen_fd);
-	sv_pd_get(to_spd(a->pd));
+	if (a->pd)
+		sv_pd_get(to_spd(a->pd));
 	if (qp->srq)
 		atomic_fetch_add(&qp->srq->users, 1);
+	if (qp->xrcd) {
+		atomic_fetch_add(&qp->xrcd->users, 1);
+		sv_xrc_qp_add(qp);
+	}
 
 	/* report what we give, as hardware does */
 	a->cap.max_send_sge = qp->max_send_sge;
@@ -734,7 +800,8 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *c,
 	int err;
 
 	if (a->comp_mask &
-	    ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+	    ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
+			IBV_QP_INIT_ATTR_CREATE_FLAGS |
 			IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
 		errno = EOPNOTSUPP;
 		return NULL;
@@ -745,7 +812,9 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *c,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd) {
+	/* XRC_RECV has no PD (its SRQs have); every other type needs one */
+	if (a->qp_type != IBV_QPT_XRC_RECV &&
+	    (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -767,18 +836,40 @@ SV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 	return &to_sqp(qp)->qpx;
 }
 
+/* An XRC_RECV QP opened more than once (ibv_open_qp) loses one handle;
+ * true if that was not the last. */
+static bool xrc_close_handle(struct sv_qp *qp)
+{
+	bool more;
+
+	if (qp->qpx.qp_base.qp_type != IBV_QPT_XRC_RECV)
+		return false;
+	sv_lock(&qp->lock);
+	more = --qp->xrc_opens > 0;
+	sv_unlock(&qp->lock);
+	if (!more)
+		sv_xrc_qp_del(qp);
+	return more;
+}
+
 SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct sv_qp *qp = to_sqp(ibqp);
 	struct sv_context *ctx = qp->ctx;
-	struct sv_pd *pd = to_spd(ibqp->pd); /* qp may be reused after put */
-	struct sv_srq *srq = qp->srq;
+	/* qp may be reused after put */
+	struct sv_pd *pd = ibqp->pd ? to_spd(ibqp->pd) : NULL;
+	struct sv_srq *srq;
+	struct sv_xrcd *xrcd = qp->xrcd;
 
+	if (xrc_close_handle(qp))
+		return 0;
 	/* unhook first: no poller or progress thread can reach it after */
 	pthread_rwlock_wrlock(&ctx->qp_lock);
 	sv_list_del(&qp->ctx_node);
-	sv_cq_detach_qp(qp->scq, qp);
-	sv_cq_detach_qp(qp->rcq, qp);
+	if (qp->scq)
+		sv_cq_detach_qp(qp->scq, qp);
+	if (qp->rcq && ibqp->qp_type != IBV_QPT_XRC_RECV)
+		sv_cq_detach_qp(qp->rcq, qp);
 	sv_progress_del(ctx, &qp->pfd[0]);
 	sv_lock(&qp->lock);
 	/* what already arrived and has a receive is taken and ACKed first,
@@ -789,6 +880,16 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		sv_qp_to_error(qp, 0); /* outstanding work is flushed */
 	if (qp->link.state != SV_LINK_IDLE)
 		link_close(qp, true);
+	/* an SRQ of its own (an XRC_RECV QP's bound one went in to_error) */
+	srq = ibqp->qp_type == IBV_QPT_XRC_RECV ? NULL : qp->srq;
+	if (ibqp->qp_type == IBV_QPT_XRC_RECV)
+		sv_xrc_unbind(qp);
+	if (qp->xrc_sock >= 0)
+		close(qp->xrc_sock);
+	qp->xrc_sock = -1;
+	free(qp->xrc_buf);
+	qp->xrc_buf = NULL;
+	qp->xrc_cap = 0;
 	sv_unlock(&qp->lock);
 	pthread_rwlock_unlock(&ctx->qp_lock);
 
@@ -808,6 +909,10 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_rwlock_unlock(&ctx->qp_lock);
 	if (srq) /* release: our responder's last take before a destroy */
 		atomic_fetch_sub_explicit(&srq->users, 1, memory_order_release);
-	sv_pd_put(pd);
+	if (xrcd)
+		atomic_fetch_sub_explicit(&xrcd->users, 1,
+					  memory_order_release);
+	if (pd)
+		sv_pd_put(pd);
 	return 0;
 }

@@ -5,7 +5,7 @@
  * table "QP state transition properties").  Anything else is EINVAL.
  * The table is RC's; UC's is RC's without the attributes of
  * acknowledgement, retry and RDMA read/atomic, which UC has none of.
- * UD has a table of its own.
+ * UD has a table of its own; XRC's two QP types are RC's halves.
  */
 #include "qp_state.h"
 
@@ -180,6 +180,13 @@ const char *const sv_qp_state_names[] = {
 	(B(TIMEOUT) | B(RETRY_CNT) | B(RNR_RETRY) | B(MAX_QP_RD_ATOMIC) | \
 	 B(MAX_DEST_RD_ATOMIC) | B(MIN_RNR_TIMER))
 
+/* XRC (the kernel's qp_state_table, IB_QPT_XRC_INI / IB_QPT_XRC_TGT): the
+ * initiator is RC without the responder's attributes, the target RC
+ * without the requester's retry and read/atomic ones (it keeps TIMEOUT
+ * and SQ_PSN at RTS, as the table has them). */
+#define RESPONDER_ONLY (B(MAX_DEST_RD_ATOMIC) | B(MIN_RNR_TIMER))
+#define REQUESTER_ONLY (B(RETRY_CNT) | B(RNR_RETRY) | B(MAX_QP_RD_ATOMIC))
+
 bool sv_qp_mask_ok(enum ibv_qp_type type, enum ibv_qp_state cur,
 		   enum ibv_qp_state next, int mask)
 {
@@ -196,6 +203,12 @@ bool sv_qp_mask_ok(enum ibv_qp_type type, enum ibv_qp_state cur,
 	if (type == IBV_QPT_UC) {
 		required &= ~RC_ONLY;
 		optional &= ~RC_ONLY;
+	} else if (type == IBV_QPT_XRC_SEND) {
+		required &= ~RESPONDER_ONLY;
+		optional &= ~RESPONDER_ONLY;
+	} else if (type == IBV_QPT_XRC_RECV) {
+		required &= ~REQUESTER_ONLY;
+		optional &= ~REQUESTER_ONLY;
 	}
 	mask &= ~IBV_QP_STATE;
 	if ((mask & required) != required)

@@ -158,24 +158,30 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 	 * placed send's is in the peer's buffer already */
 	uint32_t payload =
 		(o->mask & SV_M_PAYLOAD) && !w->placed ? w->length : 0;
+	/* XRC: every request names the target's SRQ first (IBA 9.3.6) */
+	uint32_t xext = qp->qpx.qp_base.qp_type == IBV_QPT_XRC_SEND
+				? sizeof(struct sv_xrceth)
+				: 0;
 
 	do {
 		uint32_t chunk = payload - w->sent, ext;
 		struct sv_pkt *p, h;
+		uint8_t *at;
 
 		if (chunk > tmax)
 			chunk = tmax;
 		h.seg = (w->sent ? 0 : SV_SEG_FIRST) |
 			(w->sent + chunk == payload ? SV_SEG_LAST : 0);
 		ext = sv_ext_len(o, h.seg);
-		p = sv_link_tx_reserve(&qp->link, sizeof(*p) + ext + chunk,
-				       err);
+		p = sv_link_tx_reserve(&qp->link,
+				       sizeof(*p) + xext + ext + chunk, err);
 		if (!p)
 			return false;
 		/* the receiver polls the header line: write the payload
 		 * first and the header in one go at the end */
 		h.opcode = w->op;
-		h.flags = w->placed ? SV_PKT_PLACED : 0;
+		h.flags = (w->placed ? SV_PKT_PLACED : 0) |
+			  (xext ? SV_PKT_XRC : 0);
 		if (h.seg & SV_SEG_LAST) {
 			if (w->imm_valid)
 				h.flags |= SV_PKT_IMM;
@@ -194,9 +200,16 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 		h.rec_len = qp->link.tx.last_rec;
 		if (!w->sent)
 			w->first_psn = qp->next_psn;
+		at = (uint8_t *)(p + 1);
+		if (xext) {
+			struct sv_xrceth x = {.srqn = w->xrc_srqn};
+
+			memcpy(at, &x, sizeof(x));
+			at += xext;
+		}
 		if (ext)
-			put_ext(w, (uint8_t *)(p + 1));
-		if (gather(qp, w, (uint8_t *)(p + 1) + ext, chunk)) {
+			put_ext(w, at);
+		if (gather(qp, w, at + ext, chunk)) {
 			/* never published: the peer sees nothing of it */
 			w->status = IBV_WC_LOC_PROT_ERR;
 			return true;
@@ -211,7 +224,7 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 		qp->recv_msgs++; /* it takes the peer's next receive */
 	if (o->mask & SV_M_RD_ATOMIC)
 		qp->rd_out++;
-	if (o->access && qp->qpx.qp_base.qp_type == IBV_QPT_RC)
+	if (o->access && qp->qpx.qp_base.qp_type != IBV_QPT_UC)
 		qp->ring_rdma++; /* the responder touches its memory */
 	w->sent = w->length;
 	return true;

@@ -35,6 +35,15 @@ static void nak(struct sv_qp *qp, uint32_t psn, enum sv_syndrome syn)
 					    ++qp->resp_nak_seq));
 }
 
+/* The PD that checks keys: the QP's, or on an XRC_RECV QP the PD of the
+ * XRC SRQ the message names (IBA 11.8: the target QP has none). */
+static struct sv_pd *resp_pd(const struct sv_qp *qp)
+{
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV)
+		return qp->srq ? to_spd(qp->srq->ibv.pd) : NULL;
+	return to_spd(qp->qpx.qp_base.pd);
+}
+
 static struct ibv_sge *rwqe_sge(struct sv_qp *qp, const struct sv_rwqe *r)
 {
 	return &qp->rq_sge[(size_t)(r - qp->rq) * qp->max_recv_sge];
@@ -45,7 +54,7 @@ static struct ibv_sge *rwqe_sge(struct sv_qp *qp, const struct sv_rwqe *r)
 static bool scatter(struct sv_qp *qp, struct sv_rwqe *r, const uint8_t *src,
 		    uint32_t len)
 {
-	struct sv_pd *pd = container_of(qp->qpx.qp_base.pd, struct sv_pd, ibv);
+	struct sv_pd *pd = resp_pd(qp);
 	const struct ibv_sge *sg = rwqe_sge(qp, r);
 
 	while (len) {
@@ -136,6 +145,8 @@ static enum resp_result fatal(struct sv_qp *qp, const struct sv_pkt *p,
 {
 	if (is_uc(qp))
 		return drop_msg(qp, p);
+	if (qp->xrc_fwd) /* no receive of ours holds it */
+		qp->resp_in_msg = false;
 	if ((qp->resp_in_msg && !qp->resp_write) || st != IBV_WC_SUCCESS)
 		complete_recv(
 			qp, st == IBV_WC_SUCCESS ? IBV_WC_REM_INV_REQ_ERR : st,
@@ -203,11 +214,65 @@ static enum resp_result recv_placed(struct sv_qp *qp, const struct sv_pkt *p)
 	return RESP_NEXT;
 }
 
+static enum resp_result refuse(struct sv_qp *qp, const struct sv_pkt *p,
+			       enum sv_syndrome syn);
+
+/* An XRC send whose SRQ is another context's (xrc.c): refused with
+ * NAK-invalid request, and this QP goes to ERROR, as an RC responder's
+ * invalid request does; nothing was taken from any receive queue. */
+static enum resp_result fwd_refuse(struct sv_qp *qp, const struct sv_pkt *p)
+{
+	qp->resp_in_msg = false;
+	qp->xrc_retry_ns = 0;
+	return refuse(qp, p, SV_NAK_INV_REQ);
+}
+
+/* An XRC send for an SRQ of another context or process: assembled here
+ * and forwarded at its last packet, which is ACKed once the SRQ's socket
+ * took it.  A full socket (its owner has no WQE) leaves the packet at
+ * the head, retried from the progress thread's timer. */
+static enum resp_result recv_fwd(struct sv_qp *qp, const struct sv_pkt *p,
+				 const uint8_t *payload)
+{
+	int err;
+
+	if (p->flags & SV_PKT_PLACED)
+		return fwd_refuse(qp, p);
+	if (!qp->xrc_retry_ns) { /* its bytes are not in yet */
+		if ((p->seg & SV_SEG_FIRST) ? qp->resp_in_msg
+					    : !qp->resp_in_msg)
+			return fwd_refuse(qp, p);
+		if (sv_xrc_fwd_data(qp, p, payload))
+			return fwd_refuse(qp, p); /* too long, or malformed */
+		qp->resp_in_msg = true;
+	}
+	if (p->seg & SV_SEG_LAST) {
+		err = sv_xrc_fwd_send(qp, p);
+		if (err == -EAGAIN) {
+			qp->xrc_retry_ns = sv_now_ns() + 1000000;
+			return RESP_WAIT;
+		}
+		if (err) {
+			sv_dbg("qp %06x: XRC SRQ %06x: %s\n",
+			       qp->qpx.qp_base.qp_num, qp->xrc_srqn,
+			       strerror(-err));
+			return fwd_refuse(qp, p);
+		}
+		qp->xrc_retry_ns = 0;
+		qp->resp_in_msg = false;
+	}
+	qp->resp_psn = sv_psn_add(qp->resp_psn, p->npsn);
+	sv_link_rx_consume(&qp->link);
+	return RESP_NEXT;
+}
+
 static enum resp_result recv_send(struct sv_qp *qp, const struct sv_pkt *p,
 				  const uint8_t *payload)
 {
 	struct sv_rwqe *r;
 
+	if (qp->xrc_fwd)
+		return recv_fwd(qp, p, payload);
 	if (p->flags & SV_PKT_PLACED)
 		return recv_placed(qp, p);
 	if (p->seg & SV_SEG_FIRST) {
@@ -275,14 +340,14 @@ static uint8_t *check_rkey(struct sv_qp *qp, uint32_t rkey, uint64_t va,
 			   uint64_t len, unsigned int access,
 			   enum sv_syndrome *syn)
 {
-	struct sv_pd *pd = container_of(qp->qpx.qp_base.pd, struct sv_pd, ibv);
+	struct sv_pd *pd = resp_pd(qp);
 	struct sv_mr *mr;
 
 	*syn = SV_ACK;
 	if (!len)
 		return NULL;
 	*syn = SV_NAK_REM_ACCESS;
-	mr = sv_mr_lookup(qp->ctx, rkey, pd);
+	mr = pd ? sv_mr_lookup(qp->ctx, rkey, pd) : NULL;
 	if (!mr || (mr->access & access) != access || va < mr->iova ||
 	    va - mr->iova > mr->length || len > mr->length - (va - mr->iova))
 		return NULL;
@@ -530,6 +595,9 @@ static enum resp_result execute(struct sv_qp *qp, const struct sv_pkt *p,
 {
 	const uint8_t *data = payload + sv_ext_len(o, p->seg);
 
+	/* one-sided XRC needs the SRQ's PD and memory: its own context's */
+	if (qp->xrc_fwd && o->handler != SV_H_SEND)
+		return fwd_refuse(qp, p);
 	switch ((enum sv_resp_handler)o->handler) {
 	case SV_H_SEND:
 		return recv_send(qp, p, payload);
@@ -545,6 +613,32 @@ static enum resp_result execute(struct sv_qp *qp, const struct sv_pkt *p,
 		break;
 	}
 	return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
+}
+
+/*
+ * IBA 9.3.6: on an XRC_RECV QP every request starts with an XRCETH, which
+ * names the SRQ of its message; it is taken off the packet (p, payload)
+ * and the SRQ bound.  Anywhere else a packet must not carry one.  -EINVAL:
+ * the peer broke the protocol.
+ */
+static int take_xrceth(struct sv_qp *qp, struct sv_pkt *p,
+		       const uint8_t **payload)
+{
+	struct sv_xrceth x;
+
+	/* an XRC initiator has no responder: requests are for targets */
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_SEND)
+		return -EINVAL;
+	if (qp->qpx.qp_base.qp_type != IBV_QPT_XRC_RECV)
+		return (p->flags & SV_PKT_XRC) ? -EINVAL : 0;
+	if (!(p->flags & SV_PKT_XRC) || p->rec_len < sizeof(*p) + sizeof(x))
+		return -EINVAL;
+	memcpy(&x, *payload, sizeof(x));
+	*payload += sizeof(x);
+	p->rec_len -= sizeof(x);
+	if (x.srqn > SV_PSN_MASK)
+		return -EINVAL;
+	return sv_xrc_bind(qp, x.srqn);
 }
 
 void sv_resp_run(struct sv_qp *qp)
@@ -581,6 +675,10 @@ void sv_resp_run(struct sv_qp *qp)
 			nak(qp, qp->resp_psn, SV_NAK_SEQ);
 			continue;
 		}
+		if (take_xrceth(qp, &p, &payload)) {
+			fatal(qp, &p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
+			return;
+		}
 		o = check_packet(&p);
 		if (!o) {
 			fatal(qp, &p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
@@ -588,6 +686,9 @@ void sv_resp_run(struct sv_qp *qp)
 		}
 		switch (execute(qp, &p, o, payload)) {
 		case RESP_NEXT:
+			if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV &&
+			    !qp->resp_in_msg)
+				sv_xrc_unbind(qp); /* the message is done */
 			ack |= (p.seg & SV_SEG_LAST) != 0;
 			responded |= (o->mask & SV_M_RD_ATOMIC) != 0;
 			consumed = true;

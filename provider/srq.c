@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Shared receive queues: create (classic and extended; basic type only),
+ * Shared receive queues: create (classic and extended; basic and XRC,
+ * whose domain side is xrc.c),
  * modify (resize, arming the limit), query, destroy, post_srq_recv, and
  * the responder's side: sv_srq_take moves one WQE into the QP that takes
  * it, and raises IBV_EVENT_SRQ_LIMIT_REACHED once per arming, as rxe's
@@ -57,6 +58,7 @@ static struct ibv_srq *create_srq(struct ibv_pd *ibpd, void *srq_context,
 	}
 	srq->max = srq->size;
 	srq->ctx = ctx;
+	srq->sock = -1;
 	srq->ibv.context = ibpd->context;
 	srq->ibv.srq_context = srq_context;
 	srq->ibv.pd = ibpd;
@@ -88,8 +90,48 @@ SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 	return create_srq(pd, attr->srq_context, &attr->attr);
 }
 
-/* What ibv_create_srq_ex does not pass to ibv_create_srq itself: XRC and
- * tag-matching SRQs, which we do not have yet (EOPNOTSUPP). */
+/* An XRC SRQ (xrc.c): of a domain, completing on its own CQ, named by a
+ * number senders put in their work requests, reachable from the other
+ * processes of the domain through a socket of that name. */
+static struct ibv_srq *create_xsrq(struct ibv_context *c,
+				   struct ibv_srq_init_attr_ex *a)
+{
+	const uint32_t need = IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+	struct sv_context *ctx = to_sctx(c);
+	struct ibv_srq *ibsrq;
+	struct sv_srq *srq;
+	int err;
+
+	if ((a->comp_mask & need) != need || !a->xrcd || !a->cq ||
+	    a->xrcd->context != c || a->cq->context != c) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ibsrq = create_srq(a->pd, a->srq_context, &a->attr);
+	if (!ibsrq)
+		return NULL;
+	srq = to_ssrq(ibsrq);
+	srq->xrcd = to_sxrcd(a->xrcd);
+	srq->cq = to_scq(a->cq);
+	err = -sv_xsrq_bind(srq);
+	if (err) {
+		srq->xrcd = NULL;
+		ibv_destroy_srq(ibsrq);
+		errno = err;
+		return NULL;
+	}
+	atomic_fetch_add(&srq->xrcd->users, 1);
+	atomic_fetch_add(&srq->cq->srqs, 1);
+	srq->pfd = (struct sv_pfd){.kind = SV_PFD_XSRQ, .fd = -1, .srq = srq};
+	pthread_mutex_lock(&ctx->xsrq_lock);
+	sv_list_add_tail(&ctx->xsrqs, &srq->ctx_node);
+	pthread_mutex_unlock(&ctx->xsrq_lock);
+	sv_progress_add(ctx, &srq->pfd, srq->sock);
+	return ibsrq;
+}
+
+/* What ibv_create_srq_ex does not pass to ibv_create_srq itself: XRC
+ * SRQs; tag-matching ones we do not have (EOPNOTSUPP). */
 struct ibv_srq *sv_create_srq_ex(struct ibv_context *c,
 				 struct ibv_srq_init_attr_ex *a)
 {
@@ -101,7 +143,7 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *c,
 		return NULL;
 	}
 	if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
-	    a->srq_type != IBV_SRQT_BASIC) {
+	    a->srq_type != IBV_SRQT_BASIC && a->srq_type != IBV_SRQT_XRC) {
 		errno = a->srq_type <= IBV_SRQT_TM ? EOPNOTSUPP : EINVAL;
 		return NULL;
 	}
@@ -109,6 +151,9 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *c,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	    a->srq_type == IBV_SRQT_XRC)
+		return create_xsrq(c, a);
 	return create_srq(a->pd, a->srq_context, &a->attr);
 }
 
@@ -193,6 +238,25 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	/* acquire: the detached QPs' last accesses happen before the free */
 	if (atomic_load_explicit(&srq->users, memory_order_acquire))
 		return EBUSY;
+	if (srq->xrcd) {
+		/* off the lists first: no responder or progress thread
+		 * finds it after this */
+		pthread_mutex_lock(&srq->ctx->xsrq_lock);
+		sv_list_del(&srq->ctx_node);
+		sv_progress_del(srq->ctx, &srq->pfd);
+		pthread_mutex_unlock(&srq->ctx->xsrq_lock);
+		if (atomic_load_explicit(&srq->users, memory_order_acquire)) {
+			/* a responder bound it meanwhile */
+			pthread_mutex_lock(&srq->ctx->xsrq_lock);
+			sv_list_add_tail(&srq->ctx->xsrqs, &srq->ctx_node);
+			sv_progress_add(srq->ctx, &srq->pfd, srq->sock);
+			pthread_mutex_unlock(&srq->ctx->xsrq_lock);
+			return EBUSY;
+		}
+		sv_xsrq_unbind(srq);
+		atomic_fetch_sub(&srq->xrcd->users, 1);
+		atomic_fetch_sub(&srq->cq->srqs, 1);
+	}
 	sv_async_forget(srq->ctx, ibsrq);
 	pthread_mutex_lock(&ibsrq->mutex);
 	while (ibsrq->events_completed != srq->async_got)
@@ -208,10 +272,13 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 
 /* A responder NAKed RNR for want of a WQE: run the attached QPs waiting
  * so, now that there is one (as post_recv does for its own QP).  A QP
- * whose lock is taken is being run by its holder. */
+ * whose lock is taken may be past its look at the SRQ: the progress
+ * thread is kicked to run it again (else an XRC_RECV QP, which no poll
+ * drives, would wait for the thread's next look, 5 ms). */
 static void wake_rnr(struct sv_srq *srq)
 {
 	struct sv_context *ctx = srq->ctx;
+	bool kick = false;
 	struct sv_list *n;
 
 	pthread_rwlock_rdlock(&ctx->qp_lock);
@@ -219,13 +286,19 @@ static void wake_rnr(struct sv_srq *srq)
 	{
 		struct sv_qp *qp = container_of(n, struct sv_qp, ctx_node);
 
-		if (qp->srq != srq || !sv_trylock(&qp->lock))
+		if (qp->srq != srq)
 			continue;
+		if (!sv_trylock(&qp->lock)) {
+			kick = true;
+			continue;
+		}
 		if (qp->resp_rnr)
 			sv_resp_run(qp);
 		sv_unlock(&qp->lock);
 	}
 	pthread_rwlock_unlock(&ctx->qp_lock);
+	if (kick)
+		sv_progress_kick(ctx);
 }
 
 static int post_one(struct sv_srq *srq, const struct ibv_recv_wr *wr)
@@ -260,6 +333,8 @@ int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	if (atomic_load_explicit(&srq->rnr, memory_order_relaxed) &&
 	    atomic_exchange(&srq->rnr, false))
 		wake_rnr(srq);
+	if (srq->xrcd) /* sends forwarded to us wait for WQEs */
+		sv_xsrq_recv_run(srq);
 	return err;
 }
 
@@ -273,10 +348,13 @@ int sv_post_srq_ops(struct ibv_srq *srq, struct ibv_ops_wr *op,
 	return EINVAL;
 }
 
-/* The SRQ number is for XRC senders; ours are named by the handle. */
-int sv_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num)
+/* The SRQ number XRC senders name (xrc.c); a basic SRQ has none, and
+ * answers with its handle. */
+int sv_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
 {
-	*srq_num = srq->handle;
+	struct sv_srq *srq = to_ssrq(ibsrq);
+
+	*srq_num = srq->xrcd ? srq->srqn : ibsrq->handle;
 	return 0;
 }
 
@@ -295,8 +373,9 @@ bool sv_srq_take(struct sv_srq *srq, struct sv_qp *qp)
 
 	sv_lock(&srq->lock);
 	if (srq->comp == srq->post) {
-		sv_unlock(&srq->lock);
+		/* inside the lock: a post after ours sees it and wakes us */
 		atomic_store_explicit(&srq->rnr, true, memory_order_relaxed);
+		sv_unlock(&srq->lock);
 		return false;
 	}
 	slot = srq->comp & (srq->size - 1);

@@ -4,7 +4,8 @@
  * the libibverbs structure the application sees (first member, or the
  * context inside verbs_context) and adds our state.  Locks, from outer to
  * inner: ctx->qp_lock (rwlock: QP list / CQ membership) -> qp->lock ->
- * srq->lock -> cq->lock -> channel/event-queue locks.  A responder holds
+ * ctx->xsrq_lock (XRC SRQ list) -> srq->lock -> cq->lock ->
+ * channel/event-queue locks.  A responder holds
  * its qp->lock when it takes a WQE from the QP's SRQ; post_srq_recv takes
  * srq->lock alone, and wakes QPs waiting in RNR only after releasing it.
  */
@@ -74,13 +75,15 @@ enum sv_pfd_kind {
 	SV_PFD_LISTEN,	 /* a QP's listener: hellos arrive */
 	SV_PFD_CONN,	 /* a peer's connection to us: goodbye or hang-up */
 	SV_PFD_UD,	 /* a UD QP's datagram socket: datagrams arrive */
+	SV_PFD_XSRQ,	 /* an XRC SRQ's socket: forwarded sends arrive */
 };
 
 struct sv_pfd {
 	enum sv_pfd_kind kind;
 	int fd; /* -1 when not registered */
 	struct sv_qp *qp;
-	atomic_bool rung; /* a link doorbell fired: drain under qp->lock */
+	struct sv_srq *srq; /* SV_PFD_XSRQ: whose socket (qp NULL) */
+	atomic_bool rung;   /* a link doorbell fired: drain under qp->lock */
 };
 
 /* An event queue behind a real fd (eventfd in semaphore mode): one count
@@ -95,6 +98,9 @@ struct sv_context {
 	struct verbs_context vctx; /* ->context is what apps hold */
 	pthread_rwlock_t qp_lock;  /* qps list and cq->qps membership */
 	struct sv_list qps;	   /* struct sv_qp.ctx_node */
+	pthread_mutex_t xsrq_lock; /* xsrqs; inside qp->lock, outside
+				    * srq->lock */
+	struct sv_list xsrqs;	   /* XRC SRQs (struct sv_srq.ctx_node) */
 	pthread_mutex_t mr_lock;   /* MR table allocation */
 	struct sv_mr **mrs;	   /* index = key >> 8; never shrinks */
 	uint32_t nmrs;		   /* slots in use or free-listed */
@@ -228,6 +234,7 @@ struct sv_cq {
 	struct sv_list ev_node;	   /* on channel->evq.events when queued */
 	struct sv_cqe cur;	   /* the extended API's current completion */
 	uint32_t async_got;	   /* async events handed out for this CQ */
+	_Atomic uint32_t srqs;	   /* XRC SRQs completing here: EBUSY */
 };
 
 static inline struct sv_cq *to_scq(struct ibv_cq *cq)
@@ -298,6 +305,7 @@ struct sv_swqe {
 	bool ud_grh;	       /* UD: the AH is global: a GRH travels */
 	uint64_t ud_first_ns;  /* UD: first try; the kernel's queue was full */
 	uint32_t ud_mc_next;   /* UD multicast: members below this QPN done */
+	uint32_t xrc_srqn;     /* XRC_SEND: the remote SRQ (XRCETH) */
 	union ibv_gid ud_sgid; /* UD, with a GRH: our GID (sgid_index) */
 	union ibv_gid ud_dgid; /* UD, with a GRH: the AH's dgid */
 };
@@ -343,7 +351,34 @@ struct sv_srq {
 	_Atomic uint32_t users; /* QPs attached: destroy is EBUSY */
 	_Atomic bool rnr;	/* a responder NAKed RNR for lack of WQEs */
 	uint32_t async_got;	/* async events handed out (ctx->async lock) */
+	/* XRC SRQs (xrc.c) only */
+	struct sv_xrcd *xrcd;	 /* its XRC domain; NULL: a basic SRQ */
+	struct sv_cq *cq;	 /* where its receives complete */
+	uint32_t srqn;		 /* ibv_get_srq_num: its socket's name */
+	int sock;		 /* forwarded sends arrive here, or -1 */
+	struct sv_pfd pfd;	 /* sock in the progress thread */
+	struct sv_list ctx_node; /* on ctx->xsrqs */
+	uint8_t *fwd_buf;	 /* one forwarded message, as received */
 };
+
+/*
+ * An XRC domain (xrc.c): a name shared by the processes that open the same
+ * file (its device and inode), or private to the context (fd -1).  XRC
+ * SRQs and XRC_RECV QPs belong to one; while any does, it cannot close.
+ */
+struct sv_xrcd {
+	struct ibv_xrcd ibv;
+	char id[40];		/* the domain's name: "f<dev>-<ino>" or
+				 * "p<pid>-<n>" (private) */
+	int lock_fd;		/* our own open of the file: holds the OFD
+				 * lock that says the domain exists; -1 */
+	_Atomic uint32_t users; /* SRQs and QPs in it: close is EBUSY */
+};
+
+static inline struct sv_xrcd *to_sxrcd(struct ibv_xrcd *x)
+{
+	return container_of(x, struct sv_xrcd, ibv);
+}
 
 static inline struct sv_srq *to_ssrq(struct ibv_srq *srq)
 {
@@ -429,6 +464,18 @@ struct sv_qp {
 	struct sv_mcast *mcast;
 	bool mcast_block_self; /* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
 
+	/* XRC (xrc.c).  XRC_RECV: srq/rcq above are the SRQ of the message
+	 * in progress and its CQ, while it is in progress (bound) */
+	struct sv_xrcd *xrcd;	 /* XRC_RECV: its domain */
+	uint32_t xrc_srqn;	 /* the message in progress names this SRQ */
+	bool xrc_fwd;		 /* ... of another context: forwarded */
+	uint8_t *xrc_buf;	 /* a forwarded message being assembled */
+	uint32_t xrc_cap;	 /* bytes xrc_buf holds */
+	uint64_t xrc_retry_ns;	 /* a full SRQ socket: retry then */
+	int xrc_sock;		 /* our socket for forwarding, or -1 */
+	uint32_t xrc_opens;	 /* handles: creator + ibv_open_qp's */
+	struct sv_list xrc_node; /* on the process's XRC_RECV list */
+
 	struct sv_link link;	 /* the connection, once there is one */
 	struct sv_pfd pfd[3];	 /* listener, conn (our doorbell), acc */
 	struct sv_qp *next_free; /* on ctx->qp_free once destroyed */
@@ -493,6 +540,32 @@ bool sv_mcast_attached(const struct sv_qp *qp, const uint8_t gid[16]);
 /* ibv_destroy_qp, ibv_close_device: the QP leaves every group (uverbs
  * detaches a destroyed QP).  Caller holds no QP lock. */
 void sv_mcast_detach_all(struct sv_qp *qp);
+
+/* XRC (xrc.c). */
+struct ibv_xrcd *sv_open_xrcd(struct ibv_context *c,
+			      struct ibv_xrcd_init_attr *attr);
+int sv_close_xrcd(struct ibv_xrcd *xrcd);
+struct ibv_qp *sv_open_qp(struct ibv_context *c, struct ibv_qp_open_attr *attr);
+/* An XRC SRQ's number and socket; 0 or -errno. */
+int sv_xsrq_bind(struct sv_srq *srq);
+void sv_xsrq_unbind(struct sv_srq *srq);
+/* Takes the forwarded sends waiting on the SRQ's socket while it has
+ * WQEs.  Caller holds no SRQ lock. */
+void sv_xsrq_recv_run(struct sv_srq *srq);
+/* XRC_RECV QPs: joining and leaving the process's list (ibv_open_qp). */
+void sv_xrc_qp_add(struct sv_qp *qp);
+void sv_xrc_qp_del(struct sv_qp *qp);
+/* The responder of an XRC_RECV QP, for the message whose packet names
+ * srqn: binds the SRQ if it is of our context (qp->srq, qp->rcq), else
+ * marks the message to be forwarded.  Caller holds qp->lock. */
+int sv_xrc_bind(struct sv_qp *qp, uint32_t srqn);
+void sv_xrc_unbind(struct sv_qp *qp);
+/* A forwarded send: its bytes in order; at the last, handed to the SRQ's
+ * process.  0, -EAGAIN (its queue is full: retry), -ENOENT (no SRQ of
+ * that number in our domain), -EMSGSIZE. */
+int sv_xrc_fwd_data(struct sv_qp *qp, const struct sv_pkt *p,
+		    const uint8_t *data);
+int sv_xrc_fwd_send(struct sv_qp *qp, const struct sv_pkt *p);
 
 /* Progress (progress.c). */
 int sv_progress_start(struct sv_context *ctx);

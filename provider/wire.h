@@ -152,7 +152,17 @@ enum sv_pkt_flags {
 	SV_PKT_PLACED = 1 << 2,	   /* SEND: the sender put the payload in
 				    * the receive buffer (ring.h: struct
 				    * sv_rdesc); only the header travels */
+	SV_PKT_XRC = 1 << 3,	   /* struct sv_xrceth follows the header,
+				    * before the opcode's extension */
 };
+
+/* IBA 9.3.6-like XRCETH: the XRC SRQ a request on an XRC QP is for.
+ * Every request of an XRC_SEND QP carries it (flag SV_PKT_XRC). */
+struct sv_xrceth {
+	uint32_t srqn; /* 24 bits: the target's XRC SRQ number */
+	uint32_t rsvd; /* zero */
+};
+static_assert(sizeof(struct sv_xrceth) == 8, "wire ABI");
 
 /* Header of every packet; payload follows at +sizeof(struct sv_pkt). */
 struct sv_pkt {
@@ -230,6 +240,53 @@ static inline bool sv_ud_hdr_ok(const struct sv_ud_hdr *h, size_t n)
 	       h->version == SV_UD_VERSION &&
 	       !(h->flags & ~(SV_UD_IMM | SV_UD_SOLICITED | SV_UD_GRH)) &&
 	       h->len <= SV_UD_MTU && h->len == n - sizeof(*h);
+}
+
+/*
+ * A send forwarded by an XRC_RECV QP to the process that owns the XRC SRQ
+ * it names (xrc.c): this header, then the payload, in one SOCK_DGRAM
+ * message to the SRQ's socket (its name holds the domain and the SRQ
+ * number); a payload longer than SV_XRC_FWD_MAX travels instead in a
+ * sealed memfd passed with the header (SCM_RIGHTS).  Every field comes
+ * from another process and is validated.
+ */
+#define SV_XRC_MAGIC   0x53565852u /* "SVXR" */
+#define SV_XRC_VERSION 1
+#define SV_XRC_FWD_MAX (64u * 1024) /* the longest payload in the datagram */
+#define SV_XRC_MSG_MAX (1u << 31)   /* the longest message (max_msg_sz) */
+
+enum sv_xrc_flags {
+	SV_XRC_IMM = 1 << 0,	   /* imm is valid */
+	SV_XRC_SOLICITED = 1 << 1, /* the sender asked for an event */
+	SV_XRC_MEMFD = 1 << 2,	   /* the payload is in the memfd passed */
+};
+
+struct sv_xrc_hdr {
+	uint32_t magic;	  /* SV_XRC_MAGIC */
+	uint16_t version; /* SV_XRC_VERSION: bump on any layout change */
+	uint16_t flags;	  /* enum sv_xrc_flags */
+	uint32_t srqn;	  /* the SRQ it is for: must be the receiver's */
+	uint32_t tgt_qpn; /* the XRC_RECV QP it came in on: wc.qp_num */
+	uint32_t src_qpn; /* the XRC_SEND QP that sent it: wc.src_qp */
+	uint32_t imm;	  /* network order, with SV_XRC_IMM */
+	uint32_t len;	  /* payload bytes after this header */
+	uint32_t rsvd;
+	char domain[40]; /* the XRC domain's name, NUL-terminated */
+};
+static_assert(sizeof(struct sv_xrc_hdr) == 72, "wire ABI");
+
+/* True if h, of n bytes received, is a forwarded send we can take. */
+static inline bool sv_xrc_hdr_ok(const struct sv_xrc_hdr *h, size_t n)
+{
+	if (n < sizeof(*h) || h->magic != SV_XRC_MAGIC ||
+	    h->version != SV_XRC_VERSION ||
+	    (h->flags & ~(SV_XRC_IMM | SV_XRC_SOLICITED | SV_XRC_MEMFD)) ||
+	    h->domain[sizeof(h->domain) - 1] != 0)
+		return false;
+	if (h->flags & SV_XRC_MEMFD)
+		return n == sizeof(*h) && h->len > SV_XRC_FWD_MAX &&
+		       h->len <= SV_XRC_MSG_MAX;
+	return h->len <= SV_XRC_FWD_MAX && h->len == n - sizeof(*h);
 }
 
 #endif

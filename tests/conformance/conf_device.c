@@ -92,7 +92,7 @@ SV_TEST(device_attrs_sane)
 	ASSERT_FALSE(da.device_cap_flags & IBV_DEVICE_MEM_WINDOW);
 	ASSERT_FALSE(da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2A);
 	ASSERT_FALSE(da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B);
-	ASSERT_FALSE(da.device_cap_flags & IBV_DEVICE_XRC);
+	ASSERT_TRUE(da.device_cap_flags & IBV_DEVICE_XRC); /* conf_xrc */
 	ASSERT_FALSE(da.device_cap_flags & IBV_DEVICE_SHUTDOWN_PORT);
 	ASSERT_FALSE(da.device_cap_flags & IBV_DEVICE_MEM_MGT_EXTENSIONS);
 	ASSERT_FALSE(da.device_cap_flags & IBV_DEVICE_UD_IP_CSUM);

@@ -198,7 +198,8 @@ SV_TEST(srq_create_modify_query_destroy)
 		ASSERT_EQ(EINVAL, errno);
 	}
 
-	/* the extended verb: basic works, XRC is not supported yet */
+	/* the extended verb: basic works; XRC needs its domain and CQ
+	 * (conf_xrc) */
 	memset(&ax, 0, sizeof(ax));
 	ax.attr.max_wr = 8;
 	ax.attr.max_sge = 1;
@@ -210,6 +211,10 @@ SV_TEST(srq_create_modify_query_destroy)
 	ASSERT_OK(ibv_destroy_srq(srq));
 	ax.srq_type = IBV_SRQT_XRC;
 	ax.comp_mask |= IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+	errno = 0;
+	ASSERT_NULL(ibv_create_srq_ex(e.ctx, &ax));
+	ASSERT_EQ(EINVAL, errno);
+	ax.srq_type = IBV_SRQT_TM;
 	errno = 0;
 	ASSERT_NULL(ibv_create_srq_ex(e.ctx, &ax));
 	ASSERT_EQ(EOPNOTSUPP, errno);

@@ -86,3 +86,42 @@ void sv_pair_run_free(struct sv_pair_run *r)
 	sv_proc_free(&r->server);
 	sv_proc_free(&r->client);
 }
+
+void sv_run_clients(struct sv_multi_run *r, const char *const server_argv[],
+		    const char *const client_argv[], int n, int timeout_ms)
+{
+	char *sargv[MAX_ARGS], *cargv[MAX_ARGS], port[16];
+	int p = sv_free_port();
+	bool ok;
+
+	ASSERT_TRUE(n > 0 && n <= SV_MAX_CLIENTS);
+	r->n = n;
+	snprintf(port, sizeof(port), "%d", p);
+	build_argv(sargv, server_argv, port, false);
+	build_argv(cargv, client_argv, port, true);
+	sv_proc_start(&r->server, sargv, sv_prog_env());
+	sv_wait_listening(p, r->server.pid, timeout_ms);
+	for (int i = 0; i < n; i++)
+		sv_proc_start(&r->client[i], cargv, sv_prog_env());
+	for (int i = 0; i < n; i++)
+		sv_proc_wait(&r->client[i], timeout_ms);
+	sv_proc_wait(&r->server, timeout_ms);
+	ok = r->server.code == 0;
+	for (int i = 0; i < n; i++)
+		ok &= r->client[i].code == 0;
+	if (!ok) {
+		show("server", &r->server);
+		for (int i = 0; i < n; i++)
+			show("client", &r->client[i]);
+	}
+	ASSERT_EQ(0, r->server.code);
+	for (int i = 0; i < n; i++)
+		ASSERT_EQ(0, r->client[i].code);
+}
+
+void sv_multi_run_free(struct sv_multi_run *r)
+{
+	sv_proc_free(&r->server);
+	for (int i = 0; i < r->n; i++)
+		sv_proc_free(&r->client[i]);
+}

@@ -24,6 +24,19 @@ void sv_run_pair(struct sv_pair_run *r, const char *const server_argv[],
 		 const char *const client_argv[], int timeout_ms);
 void sv_pair_run_free(struct sv_pair_run *r);
 
+/* One server and n clients (at most SV_MAX_CLIENTS), all started once the
+ * server listens, as sv_run_pair; every one must exit 0. */
+#define SV_MAX_CLIENTS 8
+struct sv_multi_run {
+	struct sv_proc server;
+	struct sv_proc client[SV_MAX_CLIENTS];
+	int n;
+};
+
+void sv_run_clients(struct sv_multi_run *r, const char *const server_argv[],
+		    const char *const client_argv[], int n, int timeout_ms);
+void sv_multi_run_free(struct sv_multi_run *r);
+
 /* Extra environment for programs on softverbs (the ASan runtime in
  * sanitizer builds), or NULL. */
 char **sv_prog_env(void);

@@ -303,6 +303,64 @@ SV_TEST(debian_srq_64_qps_events)
 	pingpong(SRQ_PP, SRQ_PP, OPTS("-q", "64", "-e"), 1000, 4096);
 }
 
+/*
+ * XRC: Debian's ibv_xsrq_pingpong, one server and N clients, all on one
+ * XRC domain (/tmp/xrc_domain).  The server sends to client i through
+ * the XRC_SEND QP of each client's connection in turn, naming client i's
+ * SRQ, so with several clients most messages reach an XRC_RECV QP of one
+ * client process for the SRQ of another (forwarded, xrc.c).  It prints
+ * "success" at the end of a run where every completion was good.
+ */
+#define XSRQ_PP "ibv_xsrq_pingpong"
+
+static void xsrq(const char *const extra[], int clients)
+{
+	const char *sargv[16] = {XSRQ_PP, "-d", "softverbs0"};
+	const char *cargv[16] = {XSRQ_PP, "-d", "softverbs0"};
+	char nc[8];
+	struct sv_multi_run r;
+	int n = 3, m = 3;
+
+	snprintf(nc, sizeof(nc), "%d", clients);
+	sargv[n++] = "-c";
+	sargv[n++] = nc;
+	for (int i = 0; extra[i]; i++)
+		sargv[n++] = cargv[m++] = extra[i];
+	sargv[n] = cargv[m] = NULL;
+	sv_run_clients(&r, sargv, cargv, clients, DEADLINE_MS);
+	ASSERT_CONTAINS(r.server.out, "success");
+	for (int i = 0; i < clients; i++)
+		ASSERT_CONTAINS(r.client[i].out, "success");
+	sv_multi_run_free(&r);
+}
+
+SV_TEST(debian_xsrq_one_client)
+{
+	xsrq(OPTS("-n", "100"), 1);
+}
+
+SV_TEST(debian_xsrq_defaults_3_clients)
+{
+	xsrq((const char *const[]){NULL}, 3);
+}
+
+SV_TEST(debian_xsrq_4_clients)
+{
+	xsrq(OPTS("-n", "200"), 4);
+}
+
+SV_TEST(debian_xsrq_4_clients_events)
+{
+	xsrq(OPTS("-e", "-n", "200"), 4);
+}
+
+/* 1 MiB messages: a forwarded send longer than a datagram travels in a
+ * sealed memfd (xrc.c). */
+SV_TEST(debian_xsrq_3_clients_1mib)
+{
+	xsrq(OPTS("-s", "1048576", "-n", "20"), 3);
+}
+
 /* perftest: ib_send_lat and ib_send_bw, polling and events, -a. */
 static void perftest(const char *prog, const char *const extra[],
 		     const char *expect)
