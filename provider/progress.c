@@ -156,7 +156,9 @@ static struct sv_qp *find_qp(struct sv_context *ctx, struct sv_qp *want)
  * qp->lock. */
 static void link_event(struct sv_qp *qp, enum sv_link_state st)
 {
-	if (st == qp->link.state)
+	/* after a goodbye the hang-up is expected: the peer said it all
+	 * (a doorbell edge seen before the goodbye may bring us here) */
+	if (st == qp->link.state || qp->link.state == SV_LINK_CLOSED)
 		return;
 	sv_dbg("qp %06x: link %s -> %s\n", qp->qpx.qp_base.qp_num,
 	       sv_link_state_names[qp->link.state], sv_link_state_names[st]);

@@ -464,18 +464,23 @@ int sv_shm_accept(struct sv_link *l, uint32_t my_qpn, uint32_t expect)
 	return got;
 }
 
-enum sv_link_state sv_shm_check(struct sv_link *l, int fd)
+/*
+ * Reads what waits on one connection socket, to its end: doorbells (the
+ * wake-up was the point), a goodbye, or the end of the stream.  Bounded
+ * (a peer that rings without end cannot hold us here) well above what a
+ * queue can hold: the sender's socket buffer takes a few hundred of them,
+ * so the queue is always emptied and the peer's next ring is an edge.
+ */
+static enum sv_link_state read_conn(int fd, enum sv_link_state st)
 {
-	/* bounded: a peer that rings without end cannot hold us here (its
-	 * queue holds a few messages: net.unix.max_dgram_qlen) */
-	for (int i = 0; i < 64; i++) {
+	for (int i = 0; i < 4096; i++) {
 		struct sv_hello h;
 		/* fds a peer attached to anything here are not taken: the
 		 * kernel closes them with the message */
 		ssize_t n = recv(fd, &h, sizeof(h), MSG_DONTWAIT);
 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return l->state;
+			return st;
 		if (n <= 0)
 			return SV_LINK_DEAD; /* hang-up without goodbye */
 		if (n == sizeof(h) && h.magic == SV_HELLO_MAGIC &&
@@ -483,7 +488,20 @@ enum sv_link_state sv_shm_check(struct sv_link *l, int fd)
 			return SV_LINK_CLOSED;
 		/* a doorbell, or nothing we expect: ignore it */
 	}
-	return l->state;
+	return st;
+}
+
+enum sv_link_state sv_shm_check(struct sv_link *l, int fd)
+{
+	enum sv_link_state st = read_conn(fd, l->state);
+	int other = fd == l->conn_fd ? l->acc_fd : l->conn_fd;
+
+	/* the peer says goodbye on both sockets before it closes either, so
+	 * a hang-up here with a goodbye waiting on the other is a close */
+	if (st == SV_LINK_DEAD && other >= 0 &&
+	    read_conn(other, l->state) == SV_LINK_CLOSED)
+		return SV_LINK_CLOSED;
+	return st;
 }
 
 void sv_shm_close(struct sv_link *l, uint32_t my_qpn, bool bye)

@@ -97,7 +97,8 @@ bool sv_shm_has_pending(const struct sv_link *l);
 /* When a connecting link next needs a look (UINT64_MAX: on events). */
 uint64_t sv_shm_next_ns(const struct sv_link *l, uint64_t now);
 /* Reads what arrived on a connection socket (doorbells, a goodbye, a
- * hang-up), a bounded number of messages: the new link state. */
+ * hang-up): the new link state.  A hang-up with a goodbye waiting on the
+ * link's other socket is CLOSED: the peer says goodbye on both first. */
 enum sv_link_state sv_shm_check(struct sv_link *l, int fd);
 void sv_shm_close(struct sv_link *l, uint32_t my_qpn, bool bye);
 /* The next retry time after a failure; *wait_ns doubles (1..100 ms). */
