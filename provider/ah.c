@@ -39,8 +39,14 @@ SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 		errno = err;
 		return NULL;
 	}
+	/* max_ah live per context: ENOMEM past it (rxe's pool) */
+	if (sv_obj_get(to_sctx(pd->context), SV_OBJ_AH)) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	ah = calloc(1, sizeof(*ah));
 	if (!ah) {
+		sv_obj_put(to_sctx(pd->context), SV_OBJ_AH);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -48,6 +54,7 @@ SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 	if (attr->is_global &&
 	    ibv_query_gid(pd->context, 1, attr->grh.sgid_index, &ah->sgid)) {
 		free(ah);
+		sv_obj_put(to_sctx(pd->context), SV_OBJ_AH);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -64,6 +71,7 @@ SV_EXPORT int ibv_destroy_ah(struct ibv_ah *ibah)
 	if (!ibah)
 		return EINVAL;
 	ah = to_sah(ibah);
+	sv_obj_put(to_sctx(ibah->context), SV_OBJ_AH);
 	sv_pd_put(to_spd(ibah->pd));
 	free(ah);
 	return 0;

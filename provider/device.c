@@ -338,10 +338,9 @@ SV_EXPORT int ibv_read_ibdev_sysfs_file(char *buf, size_t size,
 }
 
 const uint32_t sv_obj_max[SV_OBJ_NUM] = {
-	[SV_OBJ_PD] = SV_MAX_PD,
-	[SV_OBJ_CQ] = SV_MAX_CQ,
-	[SV_OBJ_QP] = SV_MAX_QP,
-	[SV_OBJ_SRQ] = SV_MAX_SRQ,
+	[SV_OBJ_PD] = SV_MAX_PD, [SV_OBJ_CQ] = SV_MAX_CQ,
+	[SV_OBJ_QP] = SV_MAX_QP, [SV_OBJ_SRQ] = SV_MAX_SRQ,
+	[SV_OBJ_AH] = SV_MAX_AH,
 };
 
 /*
@@ -395,10 +394,8 @@ static void fill_device_attr(struct ibv_device_attr *a)
 	a->max_total_mcast_qp_attach = SV_MAX_TOTAL_MCAST_QP_ATTACH;
 	/* no EE contexts, RDDs, memory windows, raw QPs or FMRs: zero, as
 	 * their verbs fail */
-	a->max_srq = SV_MAX_SRQ;
-	a->max_srq_wr = SV_MAX_SRQ_WR;
-	a->max_srq_sge = SV_MAX_SRQ_SGE;
 	a->max_pkeys = 1;
+	a->max_ah = SV_MAX_AH; /* ah.c: ENOMEM past it */
 	/* srq.c enforces them (EINVAL past them, ENOMEM past max_srq) */
 	a->max_srq = SV_MAX_SRQ;
 	a->max_srq_wr = SV_MAX_SRQ_WR;

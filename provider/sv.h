@@ -40,6 +40,7 @@
 #define SV_MAX_MR_SIZE (1ull << 40) /* bytes in one MR */
 #define SV_MAX_SRQ     (1 << 14)    /* srq.c enforces the SRQ limits */
 #define SV_MAX_SRQ_WR  16384
+#define SV_MAX_AH      (1 << 16) /* ah.c enforces it (ENOMEM) */
 #define SV_MAX_SRQ_SGE 32
 #define SV_MAX_RD_ATOM 16 /* reads/atomics in flight per QP */
 #define SV_GID_TBL_LEN 16
@@ -56,6 +57,7 @@ enum sv_obj {
 	SV_OBJ_CQ,
 	SV_OBJ_QP,
 	SV_OBJ_SRQ,
+	SV_OBJ_AH,
 	SV_OBJ_NUM,
 };
 

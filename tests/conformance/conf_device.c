@@ -78,7 +78,7 @@ SV_TEST(device_attrs_sane)
 	ASSERT_EQ(256, da.max_mcast_grp);
 	ASSERT_EQ(56, da.max_mcast_qp_attach);
 	ASSERT_EQ(1024, da.max_total_mcast_qp_attach);
-	ASSERT_EQ(0, da.max_ah);
+	ASSERT_EQ(65536, da.max_ah); /* limit_ah_count enforces it */
 	ASSERT_EQ(0, da.max_fmr);
 	ASSERT_EQ(0, da.max_map_per_fmr);
 	ASSERT_EQ(1, da.max_pkeys);
@@ -367,6 +367,41 @@ SV_TEST(limit_pd_count)
 	for (n++; n > 0; n--)
 		ASSERT_OK(ibv_dealloc_pd(pds[n - 1]));
 	free(pds);
+	sv_end_close(&e);
+}
+
+/* max_ah address handles per context, then ENOMEM (it was reported 0,
+ * and nothing was counted). */
+SV_TEST(limit_ah_count)
+{
+	struct ibv_device_attr da;
+	struct ibv_port_attr pa;
+	struct ibv_ah_attr aa;
+	struct ibv_ah **ahs;
+	struct sv_end e;
+	int n;
+
+	memset(&e, 0, sizeof(e));
+	sv_end_open_ctx(&e);
+	query(&e, &da);
+	ASSERT_OK(ibv_query_port(e.ctx, 1, &pa));
+	ASSERT_GE(da.max_ah, 1024);
+	aa = (struct ibv_ah_attr){.dlid = pa.lid, .port_num = 1};
+	ahs = calloc((size_t)da.max_ah, sizeof(*ahs));
+	ASSERT_NOT_NULL(ahs);
+	for (n = 0; n < da.max_ah; n++) {
+		ahs[n] = ibv_create_ah(e.pd, &aa);
+		ASSERT_NOT_NULL(ahs[n]);
+	}
+	errno = 0;
+	ASSERT_NULL(ibv_create_ah(e.pd, &aa));
+	ASSERT_EQ(ENOMEM, errno);
+	ASSERT_OK(ibv_destroy_ah(ahs[--n]));
+	ahs[n] = ibv_create_ah(e.pd, &aa);
+	ASSERT_NOT_NULL(ahs[n]);
+	for (n++; n > 0; n--)
+		ASSERT_OK(ibv_destroy_ah(ahs[n - 1]));
+	free(ahs);
 	sv_end_close(&e);
 }
 
