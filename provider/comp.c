@@ -7,7 +7,12 @@
  * is flushed (IBA 10.8.3).  The ACK timeout counts only while the link is
  * not up: a ring loses nothing, and a peer that dies hangs up (progress.c),
  * so a late ACK on an up link means a slow peer (stopped, debugged), which
- * an HCA would have acknowledged for — never an error.
+ * an HCA would have acknowledged for — never an error.  A peer QP that
+ * said goodbye (destroyed, reset) answers nothing more: what it did not
+ * acknowledge fails when the timer has run out retry_cnt times, as
+ * toward a QP that is gone on a wire — not at once, which would fail a
+ * program whose last, unneeded sends race its peer's exit (ibv_srq_pingpong
+ * posts up to one send per QP more than it waits for).
  *
  * Reads and atomics complete when their response has arrived on the
  * link's response ring (take_responses), one-sided WQEs executed in the
@@ -289,11 +294,6 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 			fail_head(qp, w->status);
 			return;
 		}
-	}
-	if (qp->link.state == SV_LINK_CLOSED) {
-		/* the peer QP is gone: nothing will ever answer */
-		fail_head(qp, IBV_WC_RETRY_EXC_ERR);
-		return;
 	}
 	if (!now) {
 		/* a clock read costs ~65 ns here: look every 32nd spin */
