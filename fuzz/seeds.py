@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+# Writes the seed corpora that need structure (fuzz/corpus/<target>/):
+# inputs in the decoders' formats (fuzz_*.c) that reach the interesting
+# paths at once.  Run from anywhere; the files are committed.
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def u8(v): return struct.pack('<B', v & 0xff)
+def u16(v): return struct.pack('<H', v & 0xffff)
+def u32(v): return struct.pack('<I', v & 0xffffffff)
+def u64(v): return struct.pack('<Q', v & 0xffffffffffffffff)
+
+
+def write(target, name, data):
+    d = os.path.join(HERE, 'corpus', target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), 'wb') as f:
+        f.write(data)
+
+
+# fuzz_ring.c: cfg, psns, pre-posted receives, then commands.
+REQ, RSP, RAW, ACK, RNR, TAIL, CONSUME, RECV, SEND, DRIVE = range(10)
+OP = {'SEND': 0, 'WRITE': 2, 'READ': 4, 'CAS': 5, 'FAA': 6, 'NOTE': 7}
+SEG = {'MIDDLE': 0, 'FIRST': 1, 'LAST': 2, 'ONLY': 3}
+MODE = 2 | 2 << 3  # npsn automatic, the PSN the victim expects
+
+
+def ring_head(nrecv=2, uc=False, wrap_psn=False):
+    cfg = (nrecv << 3) | (4 if uc else 0) | (3 if wrap_psn else 0)
+    b = u8(cfg)
+    b += u8(1) if wrap_psn else u32(0x100)
+    b += b'' if wrap_psn else u32(0x200)
+    for i in range(nrecv):
+        b += u8(0) + u16(i * 2048) + u16(2048)
+    return b
+
+
+def req(op, seg='ONLY', length=0, flags=0, ext=b'', payload=None,
+        msg_len=None):
+    b = u8(REQ) + u8(OP[op]) + u8(SEG[seg]) + u8(flags)
+    if op in ('SEND', 'WRITE'):
+        b += u8(2) + u16(length)        # length(): u16 % 3000
+    else:
+        b += u8(1)                      # no payload
+    if msg_len is None:
+        b += u8(1)                      # msg_len = len
+    else:
+        b += u8(0) + u8(2) + u16(msg_len)  # length(): u16 % 8192
+    b += u32(0x12345678)                # imm
+    b += ext if ext else u8(1)          # no extension
+    b += u8(MODE)
+    b += payload if payload is not None else bytes(range(256)) * (length // 256) + bytes(length % 256)
+    return b
+
+
+def reth(off, dma_pick=1):
+    return u8(2) + u16(off) + u8(2) + u8(dma_pick)
+
+
+def atometh(off):
+    return u8(2) + u16(off) + u8(2) + u8(1) + u64(5) + u64(0)
+
+
+def drive(n=3): return u8(DRIVE) + u8(n)
+
+
+base = ring_head()
+write('ring', 'send_only', base + req('SEND', length=100) + drive() + u8(CONSUME))
+write('ring', 'send_first_middle_last',
+      base + req('SEND', 'FIRST', 1024, msg_len=1636) +
+      req('SEND', 'MIDDLE', 512, msg_len=1636) +
+      req('SEND', 'LAST', 100, msg_len=1636) + drive())
+write('ring', 'write_only', base + req('WRITE', length=64, ext=reth(128)) + drive())
+write('ring', 'write_imm', base + req('WRITE', length=64, flags=1, ext=reth(256)) + drive())
+write('ring', 'write_note', base + req('NOTE', flags=1) + drive())
+write('ring', 'read_req', ring_head() + u8(REQ) + u8(OP['READ']) + u8(3) + u8(0) +
+      u8(1) + u8(0) + u8(2) + u16(300) + u32(0) + u8(2) + u16(0) + u8(2) + u8(1) +
+      u8(MODE) + drive() + u8(CONSUME) + drive())
+write('ring', 'atomics', base + req('CAS', ext=atometh(8)) + req('FAA', ext=atometh(16)) +
+      drive() + u8(CONSUME))
+# the victim reads 100 bytes; the peer answers, then ACKs a send
+write('ring', 'victim_read_answered',
+      base + u8(SEND) + u16(0) + u16(100) + u8(4) + u64(0x1000) + u32(7) + drive() +
+      u8(CONSUME) + u8(RSP) + u8(0) + u8(3) + u8(0) + u8(2) + u16(100) + u8(1) +
+      u32(0) + u8(1) + u8(MODE) + u8(0) + bytes(100) + drive())
+write('ring', 'victim_send_acked',
+      base + u8(SEND) + u16(0) + u16(100) + u8(0) + u64(0) + u32(0) + drive() +
+      u8(CONSUME) + u8(ACK) + u8(1) + u8(0) + u8(1) + u8(0) + u16(1) + drive())
+write('ring', 'victim_atomic_answered',
+      base + u8(SEND) + u16(0) + u16(8) + u8(6) + u64(0x1000) + u32(7) + drive() +
+      u8(CONSUME) + u8(RSP) + u8(1) + u8(3) + u8(0) + u8(1) + u8(1) + u32(0) +
+      u64(41) + u8(MODE) + u8(0) + drive())
+# RNR: a send with no receive, then one posted
+write('ring', 'rnr_then_recv',
+      ring_head(0) + req('SEND', length=64) + drive() + u8(RECV) + u8(0) + u16(0) +
+      u16(128) + drive())
+# many 1500-byte sends: the 16 KiB ring wraps (pads)
+wrap = ring_head(0)
+for i in range(14):
+    wrap += u8(RECV) + u8(0) + u16(0) + u16(2048)
+    wrap += req('SEND', length=1500) + drive(1)
+write('ring', 'wrap', wrap)
+write('ring', 'uc_send', ring_head(uc=True) + req('SEND', length=100) + drive())
+write('ring', 'psn_wrap', ring_head(wrap_psn=True) + req('SEND', length=10) +
+      req('SEND', length=10) + req('SEND', length=10) + drive())
