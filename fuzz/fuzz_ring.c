@@ -135,7 +135,7 @@ static void put_record(struct run *r, struct sv_ring *t, bool response)
 	struct fz *f = r->f;
 	struct sv_pkt h = {0};
 	uint8_t ext[64];
-	uint32_t ext_len, total, npsn_auto;
+	uint32_t ext_len, total, npsn_auto, plen;
 	struct sv_pkt *rec;
 	int err = 0;
 	uint8_t mode;
@@ -178,15 +178,15 @@ static void put_record(struct run *r, struct sv_ring *t, bool response)
 		h.psn = response ? sv_psn_add(r->sq_psn, fz_u8(f) % 8)
 				 : r->req_psn;
 	}
-	total = (uint32_t)sizeof(h) + ext_len + h.len;
-	if (total > 8192) /* the ring is 16 KiB: keep most records possible */
-		total = (uint32_t)sizeof(h) + ext_len + (h.len %= 4096);
+	/* the bytes that follow: h.len, unless it lies beyond what a 16 KiB
+	 * ring takes (then the header still says h.len) */
+	plen = h.len <= 4096 ? h.len : fz_u16(f) % 4096;
+	total = (uint32_t)sizeof(h) + ext_len + plen;
 	rec = sv_ring_reserve(t, total, &err);
 	if (!rec)
-		return; /* full (or the victim broke its tail: it is hostile
-			 * to nobody, that is a harness question) */
+		return; /* full: the victim has not consumed enough */
 	memcpy(rec + 1, ext, ext_len);
-	fz_take(f, (uint8_t *)(rec + 1) + ext_len, h.len);
+	fz_take(f, (uint8_t *)(rec + 1) + ext_len, plen);
 	h.rec_len = t->last_rec;
 	if ((mode >> 6) == 3)
 		h.rec_len = fz_pick(f, 2) ? fz_u32(f) : h.rec_len + 64;

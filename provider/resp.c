@@ -451,7 +451,9 @@ static enum resp_result recv_read(struct sv_qp *qp, const struct sv_pkt *p,
 		h.npsn = chunk ? (chunk + qp->mtu - 1) / qp->mtu : 1;
 		h.len = chunk;
 		h.msg_len = r.dma_len;
-		if (!respond(qp, &h, NULL, 0, src + qp->resp_rd_sent, &fault)) {
+		/* a zero-length read has no source (check_rkey: NULL) */
+		if (!respond(qp, &h, NULL, 0,
+			     chunk ? src + qp->resp_rd_sent : NULL, &fault)) {
 			if (fault)
 				return refuse(qp, p, SV_NAK_REM_ACCESS);
 			return RESP_WAIT; /* the peer frees room, rings us */
