@@ -102,6 +102,29 @@ int fz_count_fds(void)
 	return n;
 }
 
+ssize_t fz_send_fds(int s, const void *buf, size_t len, const int *fds,
+		    int nfds)
+{
+	union {
+		struct cmsghdr c;
+		char buf[CMSG_SPACE(8 * sizeof(int))];
+	} u;
+	struct iovec iov = {(void *)buf, len};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+
+	FZ_CHECK(nfds <= 8);
+	memset(&u, 0, sizeof(u));
+	if (nfds) {
+		m.msg_control = u.buf;
+		m.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		u.c.cmsg_level = SOL_SOCKET;
+		u.c.cmsg_type = SCM_RIGHTS;
+		u.c.cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(&u.c), fds, nfds * sizeof(int));
+	}
+	return sendmsg(s, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 struct ibv_qp *fz_victim_create(struct fz_env *e, enum ibv_qp_type type)
 {
 	struct ibv_qp_init_attr ia = {
@@ -218,8 +241,7 @@ int fz_peer_handshake(struct fz_peer *p, struct fz_env *e, struct ibv_qp *qp)
 	if (r)
 		return r;
 	while (v->link.state != SV_LINK_UP) {
-		if (now_ns() > deadline ||
-		    v->qpx.qp_base.state == IBV_QPS_ERR)
+		if (now_ns() > deadline || v->qpx.qp_base.state == IBV_QPS_ERR)
 			return -ETIMEDOUT;
 		sv_qp_drive(v);
 	}

@@ -40,6 +40,10 @@ int fz_env_drain(struct fz_env *e, uint64_t *ids, int n_ids);
 /* Open file descriptors (a leak is a bug too). */
 int fz_count_fds(void);
 
+/* sendmsg of buf with fds (SCM_RIGHTS), never blocking; its result. */
+ssize_t fz_send_fds(int s, const void *buf, size_t len, const int *fds,
+		    int nfds);
+
 /* A victim RC or UC QP in INIT (all access flags), or NULL. */
 struct ibv_qp *fz_victim_create(struct fz_env *e, enum ibv_qp_type type);
 /* Victim to RTR toward dest_qpn, expecting rq_psn; then to RTS with

@@ -78,13 +78,14 @@ static inline uint32_t fz_pick(struct fz *f, uint32_t n)
 }
 
 /* A broken invariant: a crash for the fuzzer, with what broke. */
-#define FZ_CHECK(c)                                                       \
-	do {                                                              \
-		if (!(c)) {                                               \
-			fprintf(stderr, "fuzz invariant broken at %s:%d: %s\n", \
-				__FILE__, __LINE__, #c);                  \
-			abort();                                          \
-		}                                                         \
+#define FZ_CHECK(c)                                                     \
+	do {                                                            \
+		if (!(c)) {                                             \
+			fprintf(stderr,                                 \
+				"fuzz invariant broken at %s:%d: %s\n", \
+				__FILE__, __LINE__, #c);                \
+			abort();                                        \
+		}                                                       \
 	} while (0)
 
 #endif

@@ -193,7 +193,8 @@ static void put_record(struct run *r, struct sv_ring *t, bool response)
 	memcpy(rec, &h, offsetof(struct sv_pkt, seq));
 	sv_ring_publish(t, rec);
 	if (getenv("FZ_TRACE"))
-		fprintf(stderr, "%s op %u seg %u flags %x psn %06x npsn %u "
+		fprintf(stderr,
+			"%s op %u seg %u flags %x psn %06x npsn %u "
 			"len %u msg_len %u rec_len %u\n",
 			response ? "rsp" : "req", h.opcode, h.seg, h.flags,
 			h.psn, h.npsn, h.len, h.msg_len, h.rec_len);
@@ -225,9 +226,10 @@ static void put_ack(struct run *r)
 	if (syn < 0xf0)
 		syn %= 6;
 	atomic_store(&r->p->l.rx.hdr->ack,
-		     fz_pick(f, 8) ? psn | syn << 24 | (uint64_t)fz_u8(f) << 32 |
-					     (uint64_t)fz_u16(f) << 40
-				   : fz_u64(f));
+		     fz_pick(f, 8)
+			     ? psn | syn << 24 | (uint64_t)fz_u8(f) << 32 |
+				       (uint64_t)fz_u16(f) << 40
+			     : fz_u64(f));
 }
 
 static void put_tail(struct run *r)
@@ -290,9 +292,12 @@ static void post_recv(struct run *r)
 static void post_send(struct run *r)
 {
 	static const enum ibv_wr_opcode ops[] = {
-		IBV_WR_SEND,	  IBV_WR_SEND_WITH_IMM,
-		IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM,
-		IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP,
+		IBV_WR_SEND,
+		IBV_WR_SEND_WITH_IMM,
+		IBV_WR_RDMA_WRITE,
+		IBV_WR_RDMA_WRITE_WITH_IMM,
+		IBV_WR_RDMA_READ,
+		IBV_WR_ATOMIC_CMP_AND_SWP,
 		IBV_WR_ATOMIC_FETCH_AND_ADD,
 	};
 	struct fz *f = r->f;
@@ -388,8 +393,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_env_check_guards(e);
 	if (getenv("FZ_TRACE"))
 		fprintf(stderr, "victim %s resp_psn %06x (peer at %06x)\n",
-			sv_qp_state_names[r.qp->state],
-			to_sqp(r.qp)->resp_psn, r.req_psn);
+			sv_qp_state_names[r.qp->state], to_sqp(r.qp)->resp_psn,
+			r.req_psn);
 	FZ_CHECK(ibv_destroy_qp(r.qp) == 0);
 	fz_env_drain(e, r.ids, r.nids);
 	fz_peer_close(&p);
