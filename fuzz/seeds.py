@@ -131,3 +131,24 @@ write('link', 'hello_then_bye', u8(0) + u8(CONNECT) + u8(1) + hello() +
 write('link', 'silent_connections', u8(0) + (u8(CONNECT) + u8(0)) * 6 + u8(ACCEPT) + u8(0))
 write('link', 'five_fds', u8(0) + u8(CONNECT) + u8(1) +
       hello(fds=(0xf0, 0xf1, 0xf0, 0x80, 0x81)) + u8(ACCEPT) + u8(1) + u8(0) + u16(0))
+
+
+# fuzz_ud.c: cfg (receives, RTS), then commands.
+U_RECV, U_DGRAM, U_RAW, U_DRAIN, U_ERR = 0, 1, 3, 4, 5
+
+
+def dgram(plen, flags=0, field=15):
+    b = u8(U_DGRAM) + u8(1) + u16(plen) + u8(flags) + u32(0x123) + u32(7)
+    b += u8(field) + bytes(range(16)) + bytes(range(16, 32))
+    return b + bytes((i * 7) & 0xff for i in range(plen))
+
+
+recv1 = u8(1) + u16(0) + u8(1) + u8(1)  # one SGE at 0, to the MR's end
+write('ud', 'one_datagram', u8(0x11) + recv1 + dgram(100) + u8(U_DRAIN))
+write('ud', 'grh_imm', u8(0x12) + recv1 + recv1 + dgram(64, flags=7) + dgram(10))
+write('ud', 'small_receive', u8(0x11) + u8(1) + u16(0) + u8(0) + u16(120) + u8(1) +
+      dgram(100))
+write('ud', 'two_sges', u8(0x11) + u8(0) + u16(0) + u8(0) + u16(30) + u8(1) + u16(100) +
+      u8(1) + u8(1) + dgram(200))
+write('ud', 'init_takes_nothing', u8(0x01) + recv1 + dgram(10))
+write('ud', 'raw', u8(0x11) + recv1 + u8(U_RAW) + u8(64) + bytes(64))
