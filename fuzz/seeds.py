@@ -152,3 +152,22 @@ write('ud', 'two_sges', u8(0x11) + u8(0) + u16(0) + u8(0) + u16(30) + u8(1) + u1
       u8(1) + u8(1) + dgram(200))
 write('ud', 'init_takes_nothing', u8(0x01) + recv1 + dgram(10))
 write('ud', 'raw', u8(0x11) + recv1 + u8(U_RAW) + u8(64) + bytes(64))
+
+
+# fuzz_rkey.c: sizes, seals, header choice, 16 entries, then queries.
+def entries(valid=True):
+    b = b''
+    for i in range(16):
+        b += u8(1) + u8(1) + u8(1) + u8(1) + u16(4096) + u8(1) + u16(i * 4096 % 16384)
+        b += u8(1) + u8(1)
+    return b
+
+
+def query(i, off, length, access=0xf):
+    return u8(i) + u8(1) + u8(1) + u8(1) + u16(off) + u8(1) + u16(length) + u8(access)
+
+
+head = u8(2) + u8(1) + u8(1) + u8(1) + u8(11)   # 16 KiB arena, 1 page table
+write('rkey', 'valid_table', head + entries() + u8(1) +
+      query(0, 0, 64) + query(3, 4000, 96) + query(5, 100, 0) + query(7, 0, 4096))
+write('rkey', 'bad_magic', u8(2) + u8(1) + u8(1) + u8(1) + u8(0) + u32(0) + entries() + u8(1))
