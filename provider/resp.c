@@ -22,17 +22,10 @@ enum resp_result {
 	RESP_FATAL, /* the QP went to ERROR */
 };
 
-static uint64_t ack_word(uint32_t psn, enum sv_syndrome syn, uint32_t timer,
-			 uint32_t seq)
-{
-	return (psn & SV_PSN_MASK) | (uint64_t)syn << 24 |
-	       (uint64_t)(timer & 0xff) << 32 | (uint64_t)seq << 40;
-}
-
 static void nak(struct sv_qp *qp, uint32_t psn, enum sv_syndrome syn)
 {
-	sv_link_ack_put(&qp->link, ack_word(psn, syn, qp->attr.min_rnr_timer,
-					    ++qp->resp_nak_seq));
+	sv_link_ack_put(&qp->link, sv_ack_word(psn, syn, qp->attr.min_rnr_timer,
+					       ++qp->resp_nak_seq));
 }
 
 static struct ibv_sge *rwqe_sge(struct sv_qp *qp, const struct sv_rwqe *r)
@@ -604,9 +597,10 @@ void sv_resp_run(struct sv_qp *qp)
 	if (responded || qp->resp_rd_sent)
 		sv_link_rsp_commit(&qp->link);
 	if (ack)
-		sv_link_ack_set(&qp->link,
-				ack_word(sv_psn_add(qp->resp_psn, SV_PSN_MASK),
-					 SV_ACK, 0, qp->resp_nak_seq));
+		sv_link_ack_set(
+			&qp->link,
+			sv_ack_word(sv_psn_add(qp->resp_psn, SV_PSN_MASK),
+				    SV_ACK, 0, qp->resp_nak_seq));
 	if (consumed)
 		sv_link_rx_done(&qp->link);
 }
