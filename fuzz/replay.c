@@ -141,30 +141,12 @@ static size_t mutate(uint8_t *b, size_t n)
 	return n;
 }
 
-int main(int argc, char **argv)
+/* Mutations of the corpus for `seconds`; how many ran. */
+static uint64_t mutate_for(double seconds, uint64_t seed, uint8_t *buf)
 {
-	double seconds = 0;
-	uint64_t seed = (uint64_t)time(NULL), runs = 0;
-	uint8_t *buf = malloc(FZ_MAX_INPUT);
+	uint64_t runs = 0;
 	struct timespec t0, t;
 
-	if (LLVMFuzzerInitialize)
-		LLVMFuzzerInitialize(&argc, &argv);
-	for (int i = 1; i < argc; i++) {
-		if (!strncmp(argv[i], "-seconds=", 9))
-			seconds = atof(argv[i] + 9);
-		else if (!strncmp(argv[i], "-seed=", 6))
-			seed = strtoull(argv[i] + 6, NULL, 0);
-		else
-			add_path(argv[i]);
-	}
-	for (size_t i = 0; i < ncorpus; i++) {
-		memcpy(buf, corpus[i].p, corpus[i].n);
-		LLVMFuzzerTestOneInput(buf, corpus[i].n);
-	}
-	printf("replayed %zu corpus inputs\n", ncorpus);
-	if (seconds <= 0 || !ncorpus)
-		return 0;
 	rng = seed | 1;
 	printf("mutating for %.1f s, -seed=%llu\n", seconds,
 	       (unsigned long long)seed);
@@ -183,5 +165,35 @@ int main(int argc, char **argv)
 			 (double)(t.tv_nsec - t0.tv_nsec) / 1e9 <
 		 seconds);
 	printf("%llu mutated inputs, no crash\n", (unsigned long long)runs);
+	return runs;
+}
+
+int main(int argc, char **argv)
+{
+	double seconds = 0;
+	uint64_t seed = (uint64_t)time(NULL);
+	uint8_t *buf = malloc(FZ_MAX_INPUT);
+
+	if (LLVMFuzzerInitialize)
+		LLVMFuzzerInitialize(&argc, &argv);
+	for (int i = 1; i < argc; i++) {
+		if (!strncmp(argv[i], "-seconds=", 9))
+			seconds = atof(argv[i] + 9);
+		else if (!strncmp(argv[i], "-seed=", 6))
+			seed = strtoull(argv[i] + 6, NULL, 0);
+		else
+			add_path(argv[i]);
+	}
+	for (size_t i = 0; i < ncorpus; i++) {
+		memcpy(buf, corpus[i].p, corpus[i].n);
+		LLVMFuzzerTestOneInput(buf, corpus[i].n);
+	}
+	printf("replayed %zu corpus inputs\n", ncorpus);
+	if (seconds > 0 && ncorpus)
+		mutate_for(seconds, seed, buf);
+	free(buf);
+	for (size_t i = 0; i < ncorpus; i++)
+		free(corpus[i].p);
+	free(corpus);
 	return 0;
 }
