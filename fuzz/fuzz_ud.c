@@ -11,7 +11,6 @@
  * payload of a datagram lands intact in a one-SGE receive.
  */
 #include <errno.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -104,6 +103,7 @@ static void send_dgram(struct run *r, const void *buf, size_t len)
 {
 	struct sockaddr_un a;
 	socklen_t al = sv_shm_qp_addr(&a, r->qp->qp_num);
+	struct sv_qp *v = to_sqp(r->qp);
 
 	for (int tries = 0; tries < 4; tries++) {
 		if (sendto(r->sock, buf, len, MSG_DONTWAIT,
@@ -113,16 +113,12 @@ static void send_dgram(struct run *r, const void *buf, size_t len)
 		drain(r); /* its queue is full: let it take some */
 	}
 	/* one datagram at a time, taken or dropped before the next is
-	 * sent (the progress thread may be the one that takes it): the
-	 * content check knows which it was */
-	for (int i = 0; i < 10000; i++) {
-		int queued = 0;
-
-		drain(r);
-		if (ioctl(to_sqp(r->qp)->link.listen_fd, FIONREAD, &queued) ||
-		    !queued)
-			break;
-	}
+	 * sent: the receive path run here, under the QP's lock, so a
+	 * progress thread that took it first has finished when we get the
+	 * lock, and the content check knows which datagram it was */
+	sv_lock(&v->lock);
+	sv_ud_recv_run(v);
+	sv_unlock(&v->lock);
 	drain(r);
 }
 
