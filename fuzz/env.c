@@ -198,7 +198,7 @@ int fz_victim_connect(struct ibv_qp *qp, uint32_t dest_qpn, uint32_t rq_psn,
 	return ibv_modify_qp(qp, &a, mask) ? errno : 0;
 }
 
-int fz_peer_open(struct fz_peer *p)
+int fz_peer_open(struct fz_peer *p, uint32_t ndesc)
 {
 	int err;
 
@@ -207,7 +207,7 @@ int fz_peer_open(struct fz_peer *p)
 	err = sv_shm_bind(&p->l, SOCK_STREAM, &p->qpn);
 	if (err)
 		return err;
-	err = sv_shm_prepare(&p->l, p->qpn, 16384, 0);
+	err = sv_shm_prepare(&p->l, p->qpn, 16384, ndesc);
 	if (err)
 		sv_shm_close(&p->l, p->qpn, false);
 	if (!err) /* awake: the victim never rings our doorbell */
@@ -223,7 +223,8 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-int fz_peer_handshake(struct fz_peer *p, struct fz_env *e, struct ibv_qp *qp)
+int fz_peer_handshake(struct fz_peer *p, struct fz_env *e, struct ibv_qp *qp,
+		      const struct sv_shm_share *share)
 {
 	struct sv_qp *v = to_sqp(qp);
 	uint64_t deadline = now_ns() + FZ_WAIT_NS;
@@ -237,7 +238,7 @@ int fz_peer_handshake(struct fz_peer *p, struct fz_env *e, struct ibv_qp *qp)
 	}
 	if (r < 0)
 		return r;
-	r = sv_shm_connect(&p->l, p->qpn, qp->qp_num, NULL);
+	r = sv_shm_connect(&p->l, p->qpn, qp->qp_num, share);
 	if (r)
 		return r;
 	while (v->link.state != SV_LINK_UP) {

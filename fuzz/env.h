@@ -61,11 +61,14 @@ struct fz_peer {
 };
 
 /* Binds the fake peer's listener and makes its rings (ring_size as the
- * victim's).  0 or -errno. */
-int fz_peer_open(struct fz_peer *p);
-/* Takes the victim's hello and sends ours: both directions up when it
- * returns 0 (the victim driven by polling e->cq meanwhile).  -errno. */
-int fz_peer_handshake(struct fz_peer *p, struct fz_env *e, struct ibv_qp *qp);
+ * victim's; ndesc receive descriptors on its request ring).  0 or
+ * -errno. */
+int fz_peer_open(struct fz_peer *p, uint32_t ndesc);
+/* Takes the victim's hello and sends ours (offering share's memory, if
+ * not NULL): both directions up when it returns 0 (the victim driven by
+ * polling e->cq meanwhile).  -errno. */
+int fz_peer_handshake(struct fz_peer *p, struct fz_env *e, struct ibv_qp *qp,
+		      const struct sv_shm_share *share);
 void fz_peer_close(struct fz_peer *p);
 
 /* Polls the victim's CQ a few times (each poll drives its engine) and

@@ -12,11 +12,25 @@
  * the sanitizers: no byte outside the MR changes, every completion is
  * of a posted WR and comes once, no fd leaks.
  */
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "env.h"
 #include "qp_state.h"
+#include "rmem.h"
 
 #define MAX_CMDS 96
 #define MAX_IDS	 64
+/* The peer's shared memory (when the input asks for it): an arena, a
+ * key table of NKEYS entries, NDESC receive descriptors on its ring. */
+#define ARENA_LEN 65536u
+#define TABLE_LEN 8192u
+#define NKEYS	  16
+#define NDESC	  8
+#define PEER_PD	  1
+#define KEY(i)	  ((uint32_t)(i) << 8 | 0x5a)
+#define IOVA(i)	  (0x100000ull * ((i) + 1))
 
 enum cmd {
 	CMD_REQ,     /* a request record on the victim's request ring */
@@ -29,6 +43,8 @@ enum cmd {
 	CMD_RECV,    /* the victim posts a receive */
 	CMD_SEND,    /* the victim posts a send, write, read or atomic */
 	CMD_DRIVE,   /* the victim polls */
+	CMD_DESC,    /* a receive descriptor the victim's sends read */
+	CMD_KEY,     /* a key table entry the victim's one-sided ops read */
 	CMD_NCMD,
 };
 
@@ -42,6 +58,11 @@ struct run {
 	uint64_t ids[MAX_IDS];
 	int nids;
 	uint64_t next_id;
+	bool shared;	/* the peer shares memory: the fields below */
+	int afd, tfd;	/* arena and key table memfds */
+	uint8_t *arena; /* our mapping of the arena */
+	struct sv_rkey_entry *keys; /* the table's entries, mapped */
+	uint8_t *table;
 };
 
 static uint64_t mr_va(struct run *r)
@@ -253,8 +274,15 @@ static void consume(struct run *r)
 		const uint8_t *pl;
 		int k = 0;
 
-		while (k++ < 64 && sv_ring_peek(rings[i], &pkt, &pl) == 1)
+		while (k++ < 64 && sv_ring_peek(rings[i], &pkt, &pl) == 1) {
+			if (getenv("FZ_TRACE"))
+				fprintf(stderr,
+					"victim sent op %u flags %x psn %06x "
+					"npsn %u len %u\n",
+					pkt.opcode, pkt.flags, pkt.psn,
+					pkt.npsn, pkt.len);
 			sv_ring_consume(rings[i]);
+		}
 	}
 }
 
@@ -311,19 +339,116 @@ static void post_send(struct run *r)
 			   *bad;
 
 	wr.opcode = ops[fz_pick(f, sizeof(ops) / sizeof(ops[0]))];
-	wr.wr.rdma.remote_addr = fz_u64(f);
-	wr.wr.rdma.rkey = fz_u32(f);
+	if (r->shared && fz_pick(f, 4)) { /* a key of the peer's table */
+		uint32_t i = fz_pick(f, NKEYS);
+
+		wr.wr.rdma.remote_addr = IOVA(i) + fz_u16(f) % 8192;
+		wr.wr.rdma.rkey = KEY(i);
+	} else {
+		wr.wr.rdma.remote_addr = fz_u64(f);
+		wr.wr.rdma.rkey = fz_u32(f);
+	}
 	if (wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 	    wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		uint32_t rkey = wr.wr.rdma.rkey;
+
 		sg.addr &= ~7ull;
 		sg.length = 8;
 		wr.wr.atomic.remote_addr &= ~7ull;
+		wr.wr.atomic.rkey = rkey;
 	}
 	if (r->nids >= MAX_IDS)
 		return;
 	wr.wr_id = new_id(r);
 	if (ibv_post_send(r->qp, &wr, &bad))
 		r->nids--;
+}
+
+/* Key table entry i from the input: mostly a live MR inside the arena,
+ * any field free to lie; gen left odd (being written) now and then. */
+static void put_key(struct run *r, uint32_t i)
+{
+	struct fz *f = r->f;
+	struct sv_rkey_entry *e = &r->keys[i % NKEYS];
+	uint32_t gen = atomic_load(&e->gen);
+
+	atomic_store(&e->gen, gen | 1);
+	e->key = fz_pick(f, 8) ? KEY(i % NKEYS) : fz_u32(f);
+	e->iova = fz_pick(f, 8) ? IOVA(i % NKEYS) : fz_u64(f);
+	e->length = fz_pick(f, 4) ? fz_u16(f) : fz_u64(f);
+	e->arena_off = fz_pick(f, 4) ? fz_u16(f) % ARENA_LEN : fz_u64(f);
+	e->access = fz_pick(f, 8) ? 0xf : fz_u8(f);
+	e->pd_id = fz_pick(f, 8) ? PEER_PD : fz_u32(f);
+	atomic_store(&e->gen, fz_pick(f, 16) ? gen + 2 : gen | 1);
+}
+
+/* Receive descriptor from the input, mostly the one the victim's next
+ * send reads (ring.h struct sv_rdesc), pieces mostly in the arena. */
+static void put_desc(struct run *r)
+{
+	struct fz *f = r->f;
+	uint32_t next = to_sqp(r->qp)->recv_msgs;
+	uint32_t i = fz_pick(f, 4) ? next : next + fz_u8(f);
+	struct sv_rdesc *d = &r->p->l.rx.desc[i % NDESC];
+
+	d->nsge = fz_pick(f, 8) ? 1 + fz_pick(f, 3) : fz_u32(f);
+	d->length = fz_pick(f, 4) ? FZ_MR_LEN : fz_u32(f);
+	for (int k = 0; k < SV_RDESC_SGE; k++) {
+		d->sge[k].off =
+			fz_pick(f, 8) ? fz_u16(f) % ARENA_LEN : fz_u64(f);
+		d->sge[k].len = fz_pick(f, 8) ? fz_u16(f) % 8192 : fz_u64(f);
+	}
+	atomic_store(&d->seq, fz_pick(f, 8) ? i + 1 : fz_u32(f));
+}
+
+static int sealed_memfd(size_t len)
+{
+	int fd = memfd_create("fz-peer", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	FZ_CHECK(fd >= 0 && !ftruncate(fd, (off_t)len) &&
+		 !fcntl(fd, F_ADD_SEALS,
+			F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL));
+	return fd;
+}
+
+/* The peer's arena and key table, as rmem.c lays them out. */
+static void share_open(struct run *r)
+{
+	struct sv_rkey_hdr h = {
+		.magic = SV_RKEY_MAGIC,
+		.version = SV_RKEY_VERSION,
+		.entry_size = sizeof(struct sv_rkey_entry),
+		.nentries = NKEYS,
+		.entries_off = SV_RKEY_HDR_BYTES,
+		.arena_size = ARENA_LEN,
+	};
+
+	r->afd = sealed_memfd(ARENA_LEN);
+	r->tfd = sealed_memfd(TABLE_LEN);
+	r->arena = mmap(NULL, ARENA_LEN, PROT_READ | PROT_WRITE, MAP_SHARED,
+			r->afd, 0);
+	r->table = mmap(NULL, TABLE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED,
+			r->tfd, 0);
+	FZ_CHECK(r->arena != MAP_FAILED && r->table != MAP_FAILED);
+	memcpy(r->table, &h, sizeof(h));
+	r->keys = (struct sv_rkey_entry *)(r->table + SV_RKEY_HDR_BYTES);
+	for (uint32_t i = 0; i < NKEYS; i++)
+		put_key(r, i);
+	/* what one-sided operations the victim may do itself */
+	atomic_store(&r->p->l.rx.hdr->qp_access,
+		     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			     IBV_ACCESS_REMOTE_ATOMIC);
+	r->shared = true;
+}
+
+static void share_close(struct run *r)
+{
+	if (!r->shared)
+		return;
+	munmap(r->arena, ARENA_LEN);
+	munmap(r->table, TABLE_LEN);
+	close(r->afd);
+	close(r->tfd);
 }
 
 static void run_cmds(struct run *r)
@@ -359,6 +484,14 @@ static void run_cmds(struct run *r)
 		case CMD_SEND:
 			post_send(r);
 			break;
+		case CMD_DESC:
+			if (r->shared)
+				put_desc(r);
+			break;
+		case CMD_KEY:
+			if (r->shared)
+				put_key(r, fz_u8(f));
+			break;
 		case CMD_DRIVE:
 		case CMD_NCMD:
 			fz_drive(r->e, 1 + fz_pick(f, 4), r->ids, r->nids);
@@ -381,13 +514,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r.sq_psn = (cfg & 2) ? SV_PSN_MASK : fz_u32(&f) & SV_PSN_MASK;
 	r.qp = fz_victim_create(e, (cfg & 4) ? IBV_QPT_UC : IBV_QPT_RC);
 	FZ_CHECK(r.qp);
-	FZ_CHECK(fz_peer_open(&p) == 0);
+	FZ_CHECK(fz_peer_open(&p, (cfg & 0x20) ? NDESC : 0) == 0);
+	if (cfg & 0x20)
+		share_open(&r);
 	/* receives posted before RTR are described at RTR (single copy) */
 	for (int i = (cfg >> 3) & 3; i > 0; i--)
 		post_recv(&r);
 	FZ_CHECK(fz_victim_connect(r.qp, p.qpn, r.req_psn, r.sq_psn, true) ==
 		 0);
-	FZ_CHECK(fz_peer_handshake(&p, e, r.qp) == 0);
+	FZ_CHECK(fz_peer_handshake(
+			 &p, e, r.qp,
+			 r.shared
+				 ? &(struct sv_shm_share){r.afd, r.tfd, PEER_PD}
+				 : NULL) == 0);
 	run_cmds(&r);
 	fz_drive(e, 2, r.ids, r.nids);
 	fz_env_check_guards(e);
@@ -398,6 +537,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FZ_CHECK(ibv_destroy_qp(r.qp) == 0);
 	fz_env_drain(e, r.ids, r.nids);
 	fz_peer_close(&p);
+	share_close(&r);
 	FZ_CHECK(fz_count_fds() == fds);
 	return 0;
 }

@@ -171,3 +171,29 @@ head = u8(2) + u8(1) + u8(1) + u8(1) + u8(11)   # 16 KiB arena, 1 page table
 write('rkey', 'valid_table', head + entries() + u8(1) +
       query(0, 0, 64) + query(3, 4000, 96) + query(5, 100, 0) + query(7, 0, 4096))
 write('rkey', 'bad_magic', u8(2) + u8(1) + u8(1) + u8(1) + u8(0) + u32(0) + entries() + u8(1))
+
+# fuzz_ring.c with the peer's shared memory (cfg 0x20): key table entries
+# at setup, then one-sided operations the victim executes itself and a
+# send it places into a described receive (single copy).
+DESC, KEY = 10, 11
+
+
+def shared_head(nrecv=0):
+    b = u8(0x20 | nrecv << 3) + u32(0x100) + u32(0x200)
+    for i in range(16):
+        b += u8(1) + u8(1) + u8(1) + u16(8192) + u8(1) + u16(i * 4096) + u8(1) + u8(1) + u8(1)
+    return b
+
+
+def victim_op(op, length, key=0, off=64):
+    return u8(SEND) + u16(0) + u16(length) + u8(op) + u8(1) + u8(key) + u16(off)
+
+
+write('ring', 'shared_direct_write', shared_head() + victim_op(2, 64) + drive())
+write('ring', 'shared_direct_read', shared_head() + victim_op(4, 256, key=3) + drive())
+write('ring', 'shared_direct_atomics', shared_head() + victim_op(6, 8, key=1, off=8) +
+      victim_op(5, 8, key=2, off=16) + drive())
+desc = u8(DESC) + u8(1) + u8(1) + u8(0) + u8(1) + (u8(1) + u16(0) + u8(1) + u16(4096)) * 7 + u8(1)
+write('ring', 'shared_single_copy_send', shared_head() + desc +
+      u8(SEND) + u16(0) + u16(2000) + u8(0) + u8(0) + u64(0) + u32(0) + drive() +
+      u8(CONSUME) + u8(ACK) + u8(2) + u8(0) + u8(1) + u8(0) + u16(1) + drive())
