@@ -162,12 +162,12 @@ struct ibv_qp *fz_victim_create(struct fz_env *e, enum ibv_qp_type type)
 }
 
 int fz_victim_connect(struct ibv_qp *qp, uint32_t dest_qpn, uint32_t rq_psn,
-		      uint32_t sq_psn, bool rts)
+		      uint32_t sq_psn, bool rts, enum ibv_mtu mtu)
 {
 	bool rc = qp->qp_type == IBV_QPT_RC;
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTR,
-		.path_mtu = IBV_MTU_1024,
+		.path_mtu = mtu,
 		.dest_qp_num = dest_qpn,
 		.rq_psn = rq_psn,
 		.max_dest_rd_atomic = 4,

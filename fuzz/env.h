@@ -46,10 +46,10 @@ ssize_t fz_send_fds(int s, const void *buf, size_t len, const int *fds,
 
 /* A victim RC or UC QP in INIT (all access flags), or NULL. */
 struct ibv_qp *fz_victim_create(struct fz_env *e, enum ibv_qp_type type);
-/* Victim to RTR toward dest_qpn, expecting rq_psn; then to RTS with
- * sq_psn if rts.  0 or errno. */
+/* Victim to RTR toward dest_qpn, expecting rq_psn, with path MTU mtu;
+ * then to RTS with sq_psn if rts.  0 or errno. */
 int fz_victim_connect(struct ibv_qp *qp, uint32_t dest_qpn, uint32_t rq_psn,
-		      uint32_t sq_psn, bool rts);
+		      uint32_t sq_psn, bool rts, enum ibv_mtu mtu);
 
 /* The fake peer: a link with a listener (its QPN in qpn). */
 struct fz_peer {

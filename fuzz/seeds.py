@@ -197,3 +197,10 @@ desc = u8(DESC) + u8(1) + u8(1) + u8(0) + u8(1) + (u8(1) + u16(0) + u8(1) + u16(
 write('ring', 'shared_single_copy_send', shared_head() + desc +
       u8(SEND) + u16(0) + u16(2000) + u8(0) + u8(0) + u64(0) + u32(0) + drive() +
       u8(CONSUME) + u8(ACK) + u8(2) + u8(0) + u8(1) + u8(0) + u16(1) + drive())
+
+# path MTU 4096 (cfg 0x40): a read answered in MTU-sized trains on the
+# victim's response ring (a quarter of its 16 KiB request ring)
+rd = (u8(REQ) + u8(OP['READ']) + u8(3) + u8(0) + u8(1) + u8(0) + u8(2) + u16(300) +
+      u32(0) + u8(2) + u16(0) + u8(2) + u8(1) + u8(MODE))
+write('ring', 'regress-read-mtu4096-empty-trains', u8(0x40) + u32(0x100) + u32(0x200) + rd + drive() +
+      u8(CONSUME) + drive() + u8(CONSUME) + drive())

@@ -374,13 +374,19 @@ static enum resp_result recv_note(struct sv_qp *qp, const struct sv_pkt *p)
 	return RESP_NEXT;
 }
 
-/* The largest response train: whole MTUs, a quarter response ring. */
+/* The largest response train: whole MTUs, a quarter response ring, and
+ * one MTU at least: with less, each call answered an empty train and the
+ * read never ended (a 4 KiB response ring and a 4096-byte path MTU).
+ * Our response rings hold two (SV_RSP_RING_MIN); a peer's that cannot
+ * hold one keeps its read waiting, which harms only that peer. */
 static uint32_t rsp_train_max(const struct sv_qp *qp)
 {
 	uint64_t m = SV_MAX_TRAIN;
 
 	if (qp->link.rsp_tx.size / 4 < m)
 		m = qp->link.rsp_tx.size / 4;
+	if (m < qp->mtu)
+		m = qp->mtu;
 	return (uint32_t)(m / qp->mtu * qp->mtu);
 }
 

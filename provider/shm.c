@@ -131,9 +131,13 @@ int sv_shm_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size,
 		if (err)
 			return err;
 		/* answers to our reads: a quarter of the request ring is
-		 * as fast, reads being few and long */
-		err = sv_ring_create(&l->rsp_rx, ring_size / 4, 0, my_qpn,
-				     &l->rsp_rx_fd);
+		 * as fast, reads being few and long; but room for trains
+		 * of the largest MTU */
+		err = sv_ring_create(&l->rsp_rx,
+				     ring_size / 4 < SV_RSP_RING_MIN
+					     ? SV_RSP_RING_MIN
+					     : ring_size / 4,
+				     0, my_qpn, &l->rsp_rx_fd);
 		if (err) {
 			sv_ring_unmap(&l->rx);
 			close(l->rx_fd);
