@@ -204,13 +204,13 @@ int fz_peer_open(struct fz_peer *p, uint32_t ndesc)
 
 	memset(p, 0, sizeof(*p));
 	sv_link_init(&p->l);
-	err = sv_shm_bind(&p->l, SOCK_STREAM, &p->qpn);
+	err = sv_shm_bind(&p->l, SV_SHM_SOCK, &p->qpn);
 	if (err)
 		return err;
 	err = sv_shm_prepare(&p->l, p->qpn, 16384, ndesc);
 	if (err)
 		sv_shm_close(&p->l, p->qpn, false);
-	if (!err) /* awake: the victim never rings our doorbell */
+	if (!err) /* awake: nobody reads our doorbells */
 		sv_link_set_sleep(&p->l, false);
 	return err;
 }

@@ -3,10 +3,10 @@
  * The link set-up's socket messages (shm.c), as a hostile process of the
  * same user sends them: connections to a QP's listener carrying hellos
  * (every field, any length, 0..7 fds of any kind: rings whose header and
- * size lie, unsealed or short memfds, doorbells that are not datagram
- * sockets, pipes, eventfds), then sv_shm_accept as the engine calls it;
- * and the messages that follow on an established connection (goodbye,
- * stray hellos with fds, garbage, hang-ups) read by sv_shm_check.  A ring
+ * size lie, unsealed or short memfds, sockets, pipes, eventfds), then
+ * sv_shm_accept as the engine calls it; and the messages that follow on
+ * an established connection (doorbells, goodbye, stray hellos with fds,
+ * garbage, hang-ups) read by sv_shm_check.  A ring
  * the victim accepts is then written to as a sender does, so a header
  * that passed validation must be one we can use.  Checked besides the
  * sanitizers: no fd is leaked, whatever was sent.
@@ -145,13 +145,13 @@ static void send_message(struct run *r, int s)
 	h.pd_id = fz_u32(f);
 	memcpy(buf, &h, sizeof(h));
 	fz_take(f, buf + sizeof(h), sizeof(buf) - sizeof(h));
-	want = fz_pick(f, 4) ? 3 : fz_pick(f, 8); /* mostly a hello's 3 */
+	want = fz_pick(f, 4) ? 2 : fz_pick(f, 8); /* mostly a hello's 2 */
 	for (int i = 0; i < want; i++) {
 		uint8_t k = fz_u8(f);
 		int fd;
 
 		if (k < 0x80) /* the right kind for the slot, mostly */
-			k = (i == 1) ? 0xf1 : 0xf0;
+			k = 0xf0;
 		fd = k == 0xf0	 ? ring_fd(f, h.src_qpn)
 		     : k == 0xf1 ? other_fd(f, 1)
 				 : other_fd(f, k % 6);
@@ -170,7 +170,7 @@ static void cmd_connect(struct run *r)
 
 	if (r->nconns == MAX_CONNS)
 		return;
-	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	s = socket(AF_UNIX, SV_SHM_SOCK | SOCK_CLOEXEC, 0);
 	FZ_CHECK(s >= 0);
 	if (connect(s, (struct sockaddr *)&a, sv_shm_qp_addr(&a, r->vqpn))) {
 		close(s); /* the backlog is full: a peer sees that too */
@@ -196,7 +196,7 @@ static void cmd_accept(struct run *r)
 		return;
 	FZ_CHECK(r->vl.tx.size >= 4096 &&
 		 !(r->vl.tx.size & (r->vl.tx.size - 1)));
-	FZ_CHECK(r->vl.peer_db >= 0 && r->vl.acc_fd >= 0);
+	FZ_CHECK(r->vl.acc_fd >= 0);
 	for (int i = 0, n = 1 + fz_pick(f, 4); i < n; i++) {
 		struct sv_ring *t = i & 1 ? &r->vl.rsp_tx : &r->vl.tx;
 		uint32_t len = 32 + fz_u16(f) % 4096;
@@ -212,7 +212,7 @@ static void cmd_accept(struct run *r)
 	}
 	for (uint32_t i = 0; i < r->vl.tx.ndesc; i++) /* single copy reads */
 		(void)atomic_load(&r->vl.tx.desc[i].seq);
-	sv_link_ring_doorbell(r->vl.peer_db);
+	sv_link_ring_doorbell(r->vl.acc_fd);
 }
 
 /* Messages on an established connection, then sv_shm_check. */
@@ -224,9 +224,15 @@ static void cmd_check(struct run *r)
 	enum sv_link_state st;
 
 	FZ_CHECK(!socketpair(
-		AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv));
-	for (int i = 0, n = fz_pick(f, 4); i < n; i++)
-		send_message(r, sv[1]);
+		AF_UNIX, SV_SHM_SOCK | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv));
+	for (int i = 0, n = fz_pick(f, 4); i < n; i++) {
+		if (fz_pick(f, 2))
+			send_message(r, sv[1]);
+		else /* doorbells: 1-byte messages, and runs of them */
+			for (int k = 0, m = 1 + fz_u8(f) % 80; k < m; k++)
+				if (send(sv[1], "", 1, MSG_DONTWAIT) < 0)
+					break;
+	}
 	hangup = fz_pick(f, 2);
 	if (hangup)
 		close(sv[1]);
@@ -246,12 +252,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int fds = fz_count_fds();
 
 	sv_link_init(&r.vl);
-	FZ_CHECK(sv_shm_bind(&r.vl, SOCK_STREAM, &r.vqpn) == 0);
+	FZ_CHECK(sv_shm_bind(&r.vl, SV_SHM_SOCK, &r.vqpn) == 0);
 	FZ_CHECK(sv_shm_prepare(&r.vl, r.vqpn, RING_SIZE, 0) == 0);
 	r.vl.state = SV_LINK_CONNECTING;
 	r.pqpn = (r.vqpn + 1 + fz_u8(&f)) & SV_PSN_MASK;
 	for (int i = 0; i < MAX_CMDS && !fz_empty(&f); i++) {
-		switch (fz_pick(&f, 5)) {
+		uint32_t c = fz_pick(&f, 5);
+
+		if (getenv("FZ_TRACE"))
+			fprintf(stderr, "cmd %u, %d fds, %d conns\n", c,
+				fz_count_fds(), r.nconns);
+		switch (c) {
 		case 0:
 		case 1:
 			cmd_connect(&r);

@@ -113,9 +113,9 @@ write('ring', 'psn_wrap', ring_head(wrap_psn=True) + req('SEND', length=10) +
 CONNECT, ACCEPT, MESSAGE, CHECK = 0, 2, 3, 4
 
 
-def hello(kind=6, fds=(0xf0, 0xf1, 0xf0), extra=b''):
+def hello(kind=6, fds=(0xf0, 0xf0), extra=b''):
     b = u8(kind) + u32(0) + bytes(24)   # field choice, pd_id, tail bytes
-    b += u8(1) if len(fds) == 3 else u8(0) + u8(len(fds))
+    b += u8(1) if len(fds) == 2 else u8(0) + u8(len(fds))
     for k in fds:
         b += u8(k)
         if k == 0xf0:
@@ -127,10 +127,12 @@ write('link', 'hello_accepted', u8(0) + u8(CONNECT) + u8(1) + hello() +
       u8(ACCEPT) + u8(1) + u8(3) + u16(100) + u16(200) + u16(300) + u16(400))
 write('link', 'hello_then_bye', u8(0) + u8(CONNECT) + u8(1) + hello() +
       u8(ACCEPT) + u8(1) + u8(0) + u16(64) +
-      u8(CHECK) + u8(1) + u8(2) + u8(1) + u32(0) + bytes(24) + u8(1) + u8(0))
+      u8(CHECK) + u8(1) + u8(1) + u8(2) + u8(1) + u32(0) + bytes(24) + u8(1) + u8(0))
+write('link', 'doorbells_then_hangup', u8(0) + u8(CONNECT) + u8(1) + hello() +
+      u8(ACCEPT) + u8(1) + u8(0) + u16(64) + u8(CHECK) + u8(1) + u8(0) + u8(79) + u8(1))
 write('link', 'silent_connections', u8(0) + (u8(CONNECT) + u8(0)) * 6 + u8(ACCEPT) + u8(0))
-write('link', 'five_fds', u8(0) + u8(CONNECT) + u8(1) +
-      hello(fds=(0xf0, 0xf1, 0xf0, 0x80, 0x81)) + u8(ACCEPT) + u8(1) + u8(0) + u16(0))
+write('link', 'four_fds', u8(0) + u8(CONNECT) + u8(1) +
+      hello(fds=(0xf0, 0xf0, 0x80, 0x81)) + u8(ACCEPT) + u8(1) + u8(0) + u16(0))
 
 
 # fuzz_ud.c: cfg (receives, RTS), then commands.
