@@ -266,8 +266,14 @@ static int recv_msg(int fd, struct sv_hello *h, int fds[SV_HELLO_FDS],
 				close(f); /* more than we asked for */
 		}
 	}
-	if (n == 0)
+	if (n == 0) {
+		/* a hang-up, or an empty SOCK_SEQPACKET message, which can
+		 * carry fds all the same: ours to close */
+		for (int i = 0; i < *nfds; i++)
+			close(fds[i]);
+		*nfds = 0;
 		return -ECONNRESET;
+	}
 	if (n == sizeof(*h) && (m.msg_flags & MSG_CTRUNC) &&
 	    !(m.msg_flags & MSG_TRUNC) && h->magic == SV_HELLO_MAGIC) {
 		/* our buffer holds more fds than a hello has: the kernel
