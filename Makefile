@@ -4,12 +4,14 @@ MAKEFLAGS += --no-print-directory
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 120
 PREFIX     ?= /usr/local
 JOBS       ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure -j$(JOBS)
 
 .PHONY: all deps deps-bench test test-asan test-tsan test-plain demo bench \
-	bench-smoke scale install clean format
+	bench-smoke scale install clean format fuzz
 
 all:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -44,6 +46,14 @@ test-tsan:
 	@cmake --build $(TSAN_BUILD) -j$(JOBS)
 	cd $(TSAN_BUILD) && ctest $(CTEST_ARGS) -L tsan
 
+# Every fuzz target (fuzz/) under libFuzzer+ASan+UBSan for FUZZ_SECONDS
+# each (clang); fails on a crash.  FUZZ_TARGETS: e.g. "ring ud".
+fuzz:
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang \
+		-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSV_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_targets
+	@scripts/fuzz $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 demo: deps all
 	@scripts/demo $(BUILD)
 
@@ -67,4 +77,4 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

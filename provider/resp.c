@@ -22,17 +22,10 @@ enum resp_result {
 	RESP_FATAL, /* the QP went to ERROR */
 };
 
-static uint64_t ack_word(uint32_t psn, enum sv_syndrome syn, uint32_t timer,
-			 uint32_t seq)
-{
-	return (psn & SV_PSN_MASK) | (uint64_t)syn << 24 |
-	       (uint64_t)(timer & 0xff) << 32 | (uint64_t)seq << 40;
-}
-
 static void nak(struct sv_qp *qp, uint32_t psn, enum sv_syndrome syn)
 {
-	sv_link_ack_put(&qp->link, ack_word(psn, syn, qp->attr.min_rnr_timer,
-					    ++qp->resp_nak_seq));
+	sv_link_ack_put(&qp->link, sv_ack_word(psn, syn, qp->attr.min_rnr_timer,
+					       ++qp->resp_nak_seq));
 }
 
 /* The PD that checks keys: the QP's, or on an XRC_RECV QP the PD of the
@@ -446,13 +439,19 @@ static enum resp_result recv_note(struct sv_qp *qp, const struct sv_pkt *p)
 	return RESP_NEXT;
 }
 
-/* The largest response train: whole MTUs, a quarter response ring. */
+/* The largest response train: whole MTUs, a quarter response ring, and
+ * one MTU at least: with less, each call answered an empty train and the
+ * read never ended (a 4 KiB response ring and a 4096-byte path MTU).
+ * Our response rings hold two (SV_RSP_RING_MIN); a peer's that cannot
+ * hold one keeps its read waiting, which harms only that peer. */
 static uint32_t rsp_train_max(const struct sv_qp *qp)
 {
 	uint64_t m = SV_MAX_TRAIN;
 
 	if (qp->link.rsp_tx.size / 4 < m)
 		m = qp->link.rsp_tx.size / 4;
+	if (m < qp->mtu)
+		m = qp->mtu;
 	return (uint32_t)(m / qp->mtu * qp->mtu);
 }
 
@@ -516,7 +515,9 @@ static enum resp_result recv_read(struct sv_qp *qp, const struct sv_pkt *p,
 		h.npsn = chunk ? (chunk + qp->mtu - 1) / qp->mtu : 1;
 		h.len = chunk;
 		h.msg_len = r.dma_len;
-		if (!respond(qp, &h, NULL, 0, src + qp->resp_rd_sent, &fault)) {
+		/* a zero-length read has no source (check_rkey: NULL) */
+		if (!respond(qp, &h, NULL, 0,
+			     chunk ? src + qp->resp_rd_sent : NULL, &fault)) {
 			if (fault)
 				return refuse(qp, p, SV_NAK_REM_ACCESS);
 			return RESP_WAIT; /* the peer frees room, rings us */
@@ -703,9 +704,10 @@ void sv_resp_run(struct sv_qp *qp)
 	if (responded || qp->resp_rd_sent)
 		sv_link_rsp_commit(&qp->link);
 	if (ack)
-		sv_link_ack_set(&qp->link,
-				ack_word(sv_psn_add(qp->resp_psn, SV_PSN_MASK),
-					 SV_ACK, 0, qp->resp_nak_seq));
+		sv_link_ack_set(
+			&qp->link,
+			sv_ack_word(sv_psn_add(qp->resp_psn, SV_PSN_MASK),
+				    SV_ACK, 0, qp->resp_nak_seq));
 	if (consumed)
 		sv_link_rx_done(&qp->link);
 }

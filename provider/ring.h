@@ -58,6 +58,15 @@
 /* The ack word before the first ACK: a syndrome no responder sends. */
 #define SV_ACK_NONE (0xffull << 24)
 
+/* The responder's ack word (decoded by SV_ACK_* above). */
+static inline uint64_t sv_ack_word(uint32_t psn, uint32_t syn, uint32_t timer,
+				   uint32_t seq)
+{
+	return (psn & SV_PSN_MASK) | (uint64_t)(syn & 0xff) << 24 |
+	       (uint64_t)(timer & 0xff) << 32 |
+	       (uint64_t)(seq & 0xffffff) << 40;
+}
+
 /* rnr word: the RNR handshake for the packet at the ring's tail. */
 enum sv_rnr_state {
 	SV_RNR_NONE = 0,  /* no RNR NAK outstanding */

@@ -134,9 +134,13 @@ int sv_shm_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size,
 		if (err)
 			return err;
 		/* answers to our reads: a quarter of the request ring is
-		 * as fast, reads being few and long */
-		err = sv_ring_create(&l->rsp_rx, ring_size / 4, 0, my_qpn,
-				     &l->rsp_rx_fd);
+		 * as fast, reads being few and long; but room for trains
+		 * of the largest MTU */
+		err = sv_ring_create(&l->rsp_rx,
+				     ring_size / 4 < SV_RSP_RING_MIN
+					     ? SV_RSP_RING_MIN
+					     : ring_size / 4,
+				     0, my_qpn, &l->rsp_rx_fd);
 		if (err) {
 			sv_ring_unmap(&l->rx);
 			close(l->rx_fd);
@@ -265,8 +269,14 @@ static int recv_msg(int fd, struct sv_hello *h, int fds[SV_HELLO_FDS],
 				close(f); /* more than we asked for */
 		}
 	}
-	if (n == 0)
+	if (n == 0) {
+		/* a hang-up, or an empty SOCK_SEQPACKET message, which can
+		 * carry fds all the same: ours to close */
+		for (int i = 0; i < *nfds; i++)
+			close(fds[i]);
+		*nfds = 0;
 		return -ECONNRESET;
+	}
 	if (n == sizeof(*h) && (m.msg_flags & MSG_CTRUNC) &&
 	    !(m.msg_flags & MSG_TRUNC) && h->magic == SV_HELLO_MAGIC) {
 		/* our buffer holds more fds than a hello has: the kernel

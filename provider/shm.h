@@ -72,6 +72,10 @@ struct sv_shm_share {
 
 #define SV_HELLO_FDS 4 /* the most fds a hello carries */
 
+/* The smallest response ring we make: a quarter of it (the responder's
+ * train, resp.c) holds one MTU of the largest path MTU, 4096. */
+#define SV_RSP_RING_MIN 16384u
+
 void sv_link_init(struct sv_link *l);
 /* Takes a free QPN by binding its listener (type SV_SHM_SOCK), or a UD
  * QP's datagram socket (SOCK_DGRAM: the abstract namespace is one for
