@@ -484,12 +484,13 @@ SV_TEST(opcode_table_properties)
 			ASSERT_TRUE(m & SV_M_ATOMETH);
 			ASSERT_EQ(IBV_ACCESS_REMOTE_ATOMIC, o->access);
 		}
-		/* reads and atomics: answered, counted, RC only */
+		/* reads and atomics: answered, counted, RC and XRC only
+		 * (IBA 9.8.5: XRC has RC's operations) */
 		if (m & SV_M_RD_ATOMIC) {
 			ASSERT_TRUE(m & SV_M_REQ);
 			ASSERT_TRUE(o->handler == SV_H_READ ||
 				    o->handler == SV_H_ATOMIC);
-			ASSERT_EQ(SV_QPT(RC), o->qpts);
+			ASSERT_EQ(SV_QPT(RC) | SV_QPT(XRC_SEND), o->qpts);
 			ASSERT_FALSE(m & SV_M_PAYLOAD);
 		}
 		/* requests have a handler, responses none (the completer) */
