@@ -546,6 +546,21 @@ void sv_shm_close(struct sv_link *l, uint32_t my_qpn, bool bye)
 	l->next_accept_ns = l->next_connect_ns = l->connect_wait_ns = 0;
 }
 
+bool sv_shm_sender_ok(struct msghdr *m)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+		struct ucred cr;
+
+		if (c->cmsg_level != SOL_SOCKET ||
+		    c->cmsg_type != SCM_CREDENTIALS ||
+		    c->cmsg_len < CMSG_LEN(sizeof(cr)))
+			continue;
+		memcpy(&cr, CMSG_DATA(c), sizeof(cr));
+		return cr.uid == getuid() || cr.uid == geteuid();
+	}
+	return false;
+}
+
 void sv_link_ring_doorbell(int fd)
 {
 	char b = 0;

@@ -105,6 +105,10 @@ uint64_t sv_shm_next_ns(const struct sv_link *l, uint64_t now);
  * link's other socket is CLOSED: the peer says goodbye on both first. */
 enum sv_link_state sv_shm_check(struct sv_link *l, int fd);
 void sv_shm_close(struct sv_link *l, uint32_t my_qpn, bool bye);
+/* A datagram's sender is our user: its SCM_CREDENTIALS (the socket has
+ * SO_PASSCRED); false if there were none.  UD (ud.c) and XRC forwarding
+ * (xrc.c) take nothing from anyone else. */
+bool sv_shm_sender_ok(struct msghdr *m);
 /* The next retry time after a failure; *wait_ns doubles (1..100 ms). */
 uint64_t sv_shm_backoff(uint64_t *wait_ns, uint64_t now);
 

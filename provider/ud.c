@@ -309,22 +309,6 @@ static void deliver(struct sv_qp *qp, const struct sv_ud_hdr *h,
 	sv_cq_push(qp->rcq, &wc, h->flags & SV_UD_SOLICITED);
 }
 
-/* The sender's uid, from SCM_CREDENTIALS; false if there were none. */
-static bool sender_ok(struct msghdr *m)
-{
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
-		struct ucred cr;
-
-		if (c->cmsg_level != SOL_SOCKET ||
-		    c->cmsg_type != SCM_CREDENTIALS ||
-		    c->cmsg_len < CMSG_LEN(sizeof(cr)))
-			continue;
-		memcpy(&cr, CMSG_DATA(c), sizeof(cr));
-		return cr.uid == getuid() || cr.uid == geteuid();
-	}
-	return false;
-}
-
 /* A datagram for this QP: addressed to its QPN, or a multicast with a
  * GRH naming a group the QP is attached to (the registry is only a hint:
  * a stale or forged entry must not make us take another group's). */
@@ -373,7 +357,7 @@ void sv_ud_recv_run(struct sv_qp *qp)
 		if (n < 0)
 			return; /* EAGAIN: all taken */
 		if ((m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-		    !sender_ok(&m) || !take(qp, &d.h, (size_t)n)) {
+		    !sv_shm_sender_ok(&m) || !take(qp, &d.h, (size_t)n)) {
 			qp->ud_drops++; /* silently, as on a wire */
 			sv_dbg("qp %06x: datagram dropped (%llu)\n",
 			       qp->qpx.qp_base.qp_num,

@@ -30,6 +30,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "shm.h"
 #include "sv.h"
 #include "wire.h"
 
@@ -224,22 +225,6 @@ void sv_xsrq_unbind(struct sv_srq *srq)
 	srq->fwd_buf = NULL;
 }
 
-/* The sender's uid, from SCM_CREDENTIALS; false if there were none. */
-static bool sender_ok(struct msghdr *m)
-{
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
-		struct ucred cr;
-
-		if (c->cmsg_level != SOL_SOCKET ||
-		    c->cmsg_type != SCM_CREDENTIALS ||
-		    c->cmsg_len < CMSG_LEN(sizeof(cr)))
-			continue;
-		memcpy(&cr, CMSG_DATA(c), sizeof(cr));
-		return cr.uid == getuid() || cr.uid == geteuid();
-	}
-	return false;
-}
-
 /* Scatters len bytes into the WQE's SGEs (the SRQ's PD); false on a bad
  * key or bound, or memory that went. */
 static bool scatter(struct sv_srq *srq, const struct sv_rwqe *r,
@@ -372,7 +357,7 @@ void sv_xsrq_recv_run(struct sv_srq *srq)
 			break; /* EAGAIN: all taken */
 		fd = take_fd(&m);
 		if ((m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-		    !sender_ok(&m) || !sv_xrc_hdr_ok(h, (size_t)n) ||
+		    !sv_shm_sender_ok(&m) || !sv_xrc_hdr_ok(h, (size_t)n) ||
 		    h->srqn != srq->srqn || strcmp(h->domain, srq->xrcd->id) ||
 		    !(h->flags & SV_XRC_MEMFD) != (fd < 0) ||
 		    (fd >= 0 && !(data = map_payload(fd, h->len)))) {
