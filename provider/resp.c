@@ -284,7 +284,9 @@ static enum resp_result recv_send(struct sv_qp *qp, const struct sv_pkt *p,
 			return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_LOC_LEN_ERR);
 	} else if (qp->resp_drop) {
 		goto consumed;
-	} else if (!qp->resp_in_msg) {
+	} else if (!qp->resp_in_msg || qp->resp_write) {
+		/* a middle or last send packet continues a send only: in a
+		 * write, it would scatter into a receive nobody took */
 		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
 	}
 	r = &qp->rq[qp->rq_comp & (qp->rq_size - 1)];
