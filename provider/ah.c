@@ -21,7 +21,7 @@ static int check_ah(const struct ibv_ah_attr *a)
 	 * GID names the group, whatever the LID */
 	if (a->is_global && a->grh.dgid.raw[0] == 0xff)
 		return a->grh.sgid_index < SV_GID_TBL_LEN ? 0 : EINVAL;
-	return sv_av_check(a, "ibv_create_ah");
+	return sv_av_check(a, "ibv_create_ah", false);
 }
 
 SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,

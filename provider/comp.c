@@ -246,9 +246,6 @@ static void take_ack(struct sv_qp *qp, uint64_t ack, uint64_t now)
  * not taken the message meanwhile. */
 static void rnr_expired(struct sv_qp *qp, uint64_t now)
 {
-	_Atomic uint32_t *rnr = &qp->link.tx.hdr->rnr;
-	uint32_t expect = SV_RNR_WAIT;
-
 	if (qp->attr.rnr_retry == 7 ||
 	    qp->comp_rnr_retries++ < qp->attr.rnr_retry) {
 		qp->comp_deadline =
@@ -256,7 +253,7 @@ static void rnr_expired(struct sv_qp *qp, uint64_t now)
 			rnr_10us[SV_ACK_TIMER(qp->comp_ack) & 31] * 10000ull;
 		return;
 	}
-	if (atomic_compare_exchange_strong(rnr, &expect, SV_RNR_ABORT))
+	if (sv_link_rnr_abort(&qp->link))
 		fail_head(qp, IBV_WC_RNR_RETRY_EXC_ERR);
 	else
 		qp->comp_rnr_wait = false; /* taken: its ACK is coming */

@@ -13,6 +13,7 @@
 
 #include "rmem.h"
 #include "sv.h"
+#include "tcp.h"
 
 #define SV_MR_TABLE_BYTES (SV_MAX_MR * sizeof(struct sv_mr *))
 
@@ -78,6 +79,7 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 	pthread_rwlock_init(&ctx->qp_lock, NULL);
 	pthread_mutex_init(&ctx->mr_lock, NULL);
 	pthread_mutex_init(&ctx->mcast_lock, NULL);
+	pthread_mutex_init(&ctx->door_lock, NULL);
 	sv_list_init(&ctx->qps);
 	pthread_mutex_init(&ctx->xsrq_lock, NULL);
 	sv_list_init(&ctx->xsrqs);
@@ -123,6 +125,7 @@ SV_EXPORT int ibv_close_device(struct ibv_context *c)
 
 	sv_qp_close_all(ctx); /* QPs the app did not destroy */
 	sv_progress_stop(ctx);
+	sv_tcp_door_close(ctx);
 	sv_qp_free_all(ctx);
 	sv_evq_destroy(&ctx->async);
 	sv_rmem_fini(ctx); /* MRs left registered: their memory is private */
@@ -132,6 +135,7 @@ SV_EXPORT int ibv_close_device(struct ibv_context *c)
 	pthread_rwlock_destroy(&ctx->qp_lock);
 	pthread_mutex_destroy(&ctx->mr_lock);
 	pthread_mutex_destroy(&ctx->mcast_lock);
+	pthread_mutex_destroy(&ctx->door_lock);
 	pthread_mutex_destroy(&ctx->xsrq_lock);
 	pthread_mutex_destroy(&c->mutex);
 	free(ctx);

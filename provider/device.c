@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "sv.h"
+#include "tcp.h"
 #include "private_verbs.h"
 
 #undef ibv_get_device_list
@@ -171,9 +172,18 @@ static void say_bad_address(const char *fmt, ...)
 	va_end(ap);
 }
 
-int sv_av_check(const struct ibv_ah_attr *a, const char *who)
+bool sv_gid_ipv4(const union ibv_gid *gid, struct in_addr *a)
+{
+	if (memcmp(gid->raw, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12))
+		return false;
+	memcpy(&a->s_addr, &gid->raw[12], 4);
+	return true;
+}
+
+int sv_av_check(const struct ibv_ah_attr *a, const char *who, bool tcp_ok)
 {
 	char buf[INET6_ADDRSTRLEN];
+	struct in_addr in;
 
 	if (a->port_num && a->port_num != 1)
 		return EINVAL;
@@ -182,11 +192,18 @@ int sv_av_check(const struct ibv_ah_attr *a, const char *who)
 			return EINVAL;
 		if (sv_gid_is_local(&a->grh.dgid))
 			return 0;
+		if (tcp_ok && sv_gid_ipv4(&a->grh.dgid, &in) &&
+		    sv_tcp_mode() != 1)
+			return 0; /* another host: over TCP (tcp.c) */
 		inet_ntop(AF_INET6, a->grh.dgid.raw, buf, sizeof(buf));
-		say_bad_address("softverbs: %s: GID %s is not on this host; "
-				"the TCP transport between hosts is not "
-				"implemented yet\n",
-				who, buf);
+		say_bad_address(
+			"softverbs: %s: GID %s is not on this host%s\n", who,
+			buf,
+			!tcp_ok ? "; datagrams reach this host's QPs only"
+			: sv_tcp_mode() == 1
+				? " and SOFTVERBS_TRANSPORT=shm"
+				: "; only an IPv4-mapped GID (::ffff:a.b.c.d) "
+				  "names another host");
 		return EINVAL;
 	}
 	if (a->dlid == sv_local_lid())

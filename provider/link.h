@@ -3,8 +3,9 @@
  * A link: one RC connection as the engine sees it — a transmit direction
  * (packets out, ACK/NAK in) and a receive direction (packets in, ACK/NAK
  * out).  The shared-memory transport (shm.c) provides it with two rings
- * between processes of one host; a TCP transport will provide the same
- * calls between hosts.  Hot calls are inline for the ring case.
+ * between processes of one host; the TCP transport (tcp.h) provides the
+ * same rings, mirrored, between hosts.  Hot calls are inline for the
+ * shared-memory case and branch to tcp.c for the other.
  */
 #ifndef SV_LINK_H
 #define SV_LINK_H
@@ -14,6 +15,12 @@
 #include <stdint.h>
 
 #include "ring.h"
+
+struct sv_tcp;
+struct sv_link;
+/* The TCP transport's (tcp.c); the hot calls below branch to it. */
+void sv_tcp_flush(struct sv_link *l);
+bool sv_tcp_rnr_abort(struct sv_link *l);
 
 enum sv_link_state {
 	SV_LINK_IDLE,	    /* not connected (QP before RTR) */
@@ -56,6 +63,9 @@ struct sv_link {
 	uint64_t next_connect_ns; /* retry time for a failed connect */
 	uint64_t connect_wait_ns; /* backoff: doubles, capped */
 	uint64_t next_accept_ns;  /* retry time for a failed accept, or 0 */
+	struct sv_tcp *tcp;	  /* the TCP transport's state, or NULL: the
+				   * rings are then private memory that it
+				   * mirrors with the peer's (tcp.h) */
 };
 
 /* Room for a packet, or NULL when the ring is full.  Who retries: the
@@ -76,6 +86,8 @@ void sv_link_ring_doorbell(int fd);
 /* After a batch of published packets: wakes the peer if it sleeps. */
 static inline void sv_link_tx_commit(struct sv_link *l)
 {
+	if (__builtin_expect(l->tcp != NULL, 0))
+		return sv_tcp_flush(l);
 	/* seq_cst: records published before we read the flag (Dekker) */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&l->tx.hdr->rx_sleep, memory_order_relaxed))
@@ -104,6 +116,8 @@ static inline void sv_link_ack_set(struct sv_link *l, uint64_t ack)
  * (it may wait for the ack or for ring space). */
 static inline void sv_link_rx_done(struct sv_link *l)
 {
+	if (__builtin_expect(l->tcp != NULL, 0))
+		return sv_tcp_flush(l);
 	/* seq_cst: tail/ack published before we read the flag (Dekker) */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&l->rx.hdr->tx_sleep, memory_order_relaxed))
@@ -134,6 +148,8 @@ static inline void *sv_link_rsp_reserve(struct sv_link *l, uint32_t len,
 /* Responder, after publishing responses: wakes the peer if it sleeps. */
 static inline void sv_link_rsp_commit(struct sv_link *l)
 {
+	if (__builtin_expect(l->tcp != NULL, 0))
+		return sv_tcp_flush(l);
 	/* seq_cst: records published before we read the flag (Dekker) */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&l->rsp_tx.hdr->rx_sleep,
@@ -145,11 +161,25 @@ static inline void sv_link_rsp_commit(struct sv_link *l)
  * sleeps waiting for room. */
 static inline void sv_link_rsp_done(struct sv_link *l)
 {
+	if (__builtin_expect(l->tcp != NULL, 0))
+		return sv_tcp_flush(l);
 	/* seq_cst: tail published before we read the flag (Dekker) */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&l->rsp_rx.hdr->tx_sleep,
 				 memory_order_relaxed))
 		sv_link_ring_doorbell(l->acc_fd);
+}
+
+/* Requester: gives up on the packet the responder RNR-NAKed; false if
+ * the responder took it meanwhile (its ACK is coming). */
+static inline bool sv_link_rnr_abort(struct sv_link *l)
+{
+	uint32_t expect = SV_RNR_WAIT;
+
+	if (__builtin_expect(l->tcp != NULL, 0))
+		return sv_tcp_rnr_abort(l);
+	return atomic_compare_exchange_strong(&l->tx.hdr->rnr, &expect,
+					      SV_RNR_ABORT);
 }
 
 /* Sleep flags: set while the progress thread sleeps for this link. */

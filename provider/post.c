@@ -325,6 +325,8 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	sv_rq_describe(qp, first);
 	if (ibqp->state == IBV_QPS_ERR)
 		sv_qp_flush(qp);
+	else if (qp->resp_rnr && qp->link.tcp)
+		sv_qp_run(qp, 0); /* what came meanwhile first (an abort) */
 	else if (qp->resp_rnr)
 		sv_resp_run(qp); /* a sender waits for this receive */
 	sv_unlock(&qp->lock);

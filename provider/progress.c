@@ -19,6 +19,7 @@
 
 #include "shm.h"
 #include "sv.h"
+#include "tcp.h"
 
 #define SV_ACTIVE_CHECK_MS 5
 
@@ -39,13 +40,21 @@ void sv_qp_run(struct sv_qp *qp, uint64_t now)
 
 	if (s < IBV_QPS_RTR || s == IBV_QPS_ERR)
 		return;
-	if (qp->link.state == SV_LINK_CONNECTING)
+	if (__builtin_expect(qp->link.tcp != NULL, 0)) {
+		sv_qp_tcp_run(qp, now); /* what arrived, into the rings */
+		if (qp->qpx.qp_base.state == IBV_QPS_ERR)
+			return;
+		sv_tcp_run_begin(&qp->link);
+	} else if (qp->link.state == SV_LINK_CONNECTING) {
 		sv_qp_link_step(qp);
+	}
 	/* acks first: the peer acked our send before it answered it, and
 	 * programs waiting on events expect completions in that order */
 	sv_comp_run(qp, now);
 	sv_resp_run(qp);
 	sv_req_run(qp);
+	if (__builtin_expect(qp->link.tcp != NULL, 0))
+		sv_tcp_run_end(&qp->link);
 }
 
 void sv_qp_drive(struct sv_qp *qp)
@@ -71,8 +80,6 @@ void sv_qp_drive(struct sv_qp *qp)
  * Returns the earliest timer of the QPs we own; *active tells whether the
  * app drives any (then we look again every SV_ACTIVE_CHECK_MS).
  */
-static void link_event(struct sv_qp *qp, enum sv_link_state st);
-
 static uint64_t look(struct sv_context *ctx, bool *active)
 {
 	uint64_t next = UINT64_MAX, now = sv_now_ns();
@@ -113,8 +120,9 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 			/* before draining: a ring after it is a new edge */
 			atomic_store(&qp->pfd[1].rung, false);
 			if (qp->link.conn_fd >= 0)
-				link_event(qp, sv_shm_check(&qp->link,
-							    qp->link.conn_fd));
+				sv_qp_link_event(
+					qp, sv_shm_check(&qp->link,
+							 qp->link.conn_fd));
 		}
 		if (!mine) {
 			/* new rings start asleep (ring.c): this clears them */
@@ -134,11 +142,15 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 			next = qp->comp_deadline;
 		if (sv_shm_next_ns(&qp->link, now) < next)
 			next = sv_shm_next_ns(&qp->link, now);
+		if (sv_tcp_next_ns(&qp->link) < next)
+			next = sv_tcp_next_ns(&qp->link);
 		if (qp->xrc_retry_ns && qp->xrc_retry_ns < next)
 			next = qp->xrc_retry_ns; /* a forward to retry */
 		sv_unlock(&qp->lock);
 	}
 	pthread_rwlock_unlock(&ctx->qp_lock);
+	if (ctx->door && sv_tcp_door_next_ns(ctx, now) < next)
+		next = sv_tcp_door_next_ns(ctx, now);
 	return next;
 }
 
@@ -152,9 +164,7 @@ static struct sv_qp *find_qp(struct sv_context *ctx, struct sv_qp *want)
 	return NULL;
 }
 
-/* The peer said goodbye (st CLOSED) or vanished (DEAD).  Caller holds
- * qp->lock. */
-static void link_event(struct sv_qp *qp, enum sv_link_state st)
+void sv_qp_link_event(struct sv_qp *qp, enum sv_link_state st)
 {
 	/* after a goodbye the hang-up is expected: the peer said it all
 	 * (a doorbell edge seen before the goodbye may bring us here) */
@@ -225,6 +235,17 @@ static bool handle(struct sv_context *ctx, struct sv_pfd *p)
 		handle_xsrq(ctx, p->srq);
 		return false;
 	}
+	if (p->kind == SV_PFD_DOOR || p->kind == SV_PFD_DOOR_PEND) {
+		sv_tcp_door_event(ctx, p);
+		return false;
+	}
+	if (p->kind == SV_PFD_TCP) {
+		/* like a doorbell: look() runs the QP if it is ours; if the
+		 * app drives it, its next poll reads the socket (and sends
+		 * what waits) */
+		atomic_store(&p->rung, true);
+		return true;
+	}
 	if (p->kind == SV_PFD_DOORBELL) {
 		/* edge triggered; look() drains it under the QP's lock (the
 		 * app may close the fd meanwhile) */
@@ -240,7 +261,7 @@ static bool handle(struct sv_context *ctx, struct sv_pfd *p)
 		else if (p->kind == SV_PFD_LISTEN)
 			sv_qp_link_step(qp);
 		else if (p->fd >= 0)
-			link_event(qp, sv_shm_check(&qp->link, p->fd));
+			sv_qp_link_event(qp, sv_shm_check(&qp->link, p->fd));
 		sv_unlock(&qp->lock);
 	}
 	pthread_rwlock_unlock(&ctx->qp_lock);
@@ -288,11 +309,25 @@ void sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd)
 	/* hang-ups are level triggered; a listener or link doorbell we may
 	 * not be able to empty at once (out of fds, QP busy) is not, so it
 	 * never makes the thread spin */
-	if ((p->kind != SV_PFD_CONN && p->qp) || p->kind == SV_PFD_XSRQ)
+	if ((p->kind != SV_PFD_CONN && p->qp) || p->kind == SV_PFD_XSRQ ||
+	    p->kind == SV_PFD_DOOR || p->kind == SV_PFD_DOOR_PEND)
 		ev.events |= EPOLLET;
 	p->fd = fd;
 	if (epoll_ctl(ctx->prog->epfd, EPOLL_CTL_ADD, fd, &ev))
 		sv_dbg("epoll add %d: %s\n", fd, strerror(errno));
+}
+
+void sv_progress_want_out(struct sv_context *ctx, struct sv_pfd *p, bool out)
+{
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET,
+				 .data.ptr = p};
+
+	if (p->fd < 0)
+		return;
+	if (out)
+		ev.events |= EPOLLOUT;
+	if (epoll_ctl(ctx->prog->epfd, EPOLL_CTL_MOD, p->fd, &ev))
+		sv_dbg("epoll mod %d: %s\n", p->fd, strerror(errno));
 }
 
 void sv_progress_del(struct sv_context *ctx, struct sv_pfd *p)

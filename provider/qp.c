@@ -17,6 +17,7 @@
 #include "rmem.h"
 #include "shm.h"
 #include "sv.h"
+#include "tcp.h"
 
 #define SV_RING_DEFAULT (1u << 20)
 
@@ -73,6 +74,9 @@ static void link_close(struct sv_qp *qp, bool bye)
 {
 	sv_progress_del(qp->ctx, &qp->pfd[1]);
 	sv_progress_del(qp->ctx, &qp->pfd[2]);
+	sv_tcp_close(&qp->link, bye);
+	qp->pfd[1].kind = SV_PFD_DOORBELL;
+	qp->pfd[2].kind = SV_PFD_CONN;
 	sv_shm_close(&qp->link, qp->qpx.qp_base.qp_num, bye);
 	qp->link.state = SV_LINK_IDLE;
 	if (qp->rpeer)
@@ -160,6 +164,27 @@ static void take_peer_memory(struct sv_qp *qp)
 	l->peer_arena_fd = l->peer_table_fd = -1;
 }
 
+/* A TCP link, from the engine and the progress thread: moves it on
+ * (tcp.c) and follows its state. */
+void sv_qp_tcp_run(struct sv_qp *qp, uint64_t now)
+{
+	enum sv_link_state st;
+
+	if (qp->qpx.qp_base.state < IBV_QPS_RTR)
+		return; /* the peer QPN is not known yet */
+	st = sv_tcp_run(&qp->link, qp->attr.dest_qp_num, now);
+	if (st == qp->link.state || qp->link.state == SV_LINK_CLOSED)
+		return;
+	if (st == SV_LINK_UP || st == SV_LINK_CONNECTING) {
+		sv_dbg("qp %06x: tcp link %s -> %s\n", qp->qpx.qp_base.qp_num,
+		       sv_link_state_names[qp->link.state],
+		       sv_link_state_names[st]);
+		qp->link.state = st;
+	} else {
+		sv_qp_link_event(qp, st);
+	}
+}
+
 /*
  * Brings the link up: connects to the peer's listener (again, with backoff,
  * if it was not there yet) and takes the peer's hello.  Returns what makes
@@ -176,7 +201,18 @@ static int link_step(struct sv_qp *qp)
 
 	if (s >= IBV_QPS_RTR && s <= IBV_QPS_SQE)
 		expect = qp->attr.dest_qp_num;
+	sv_tcp_spare(l, false); /* room for a TCP caller's socket */
 	got = sv_shm_accept(l, qpn, expect);
+	sv_tcp_spare(l, true);
+	if (l->tcp) { /* our listener passes TCP callers too (tcp.c) */
+		if (got < 0 && !l->tx_ready) {
+			say_link_error(qp, "taking the peer's connection", got);
+			return got;
+		}
+		if (expect != SV_QPN_ANY)
+			sv_qp_tcp_run(qp, 0);
+		return 0;
+	}
 	if (got > 0 && l->peer_qpn != expect && expect != SV_QPN_ANY)
 		sv_shm_drop_tx(l);
 	if (got < 0 && l->state == SV_LINK_CONNECTING && !l->tx_ready) {
@@ -231,15 +267,51 @@ void sv_qp_link_step(struct sv_qp *qp)
 		sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
 }
 
+/*
+ * Where a link goes: shared memory (0), or TCP to *dst (1).  The address
+ * decides — a GID of another host is reached over TCP, anything of this
+ * host (LID, or a GID in our table) over shared memory — unless
+ * SOFTVERBS_TRANSPORT says (tcp: this host too, at the GID's address or
+ * 127.0.0.1).  sv_av_check refused what neither can reach.
+ */
+static int link_route(const struct sv_qp *qp, struct sockaddr_in *dst)
+{
+	const struct ibv_ah_attr *a = &qp->attr.ah_attr;
+	struct in_addr in = {.s_addr = htonl(INADDR_LOOPBACK)};
+	bool local = !a->is_global || sv_gid_is_local(&a->grh.dgid);
+	int mode = sv_tcp_mode();
+
+	if (mode == 1 || (local && mode != 2))
+		return 0;
+	if (a->is_global && !sv_gid_ipv4(&a->grh.dgid, &in))
+		in.s_addr = htonl(INADDR_LOOPBACK); /* our link-local GID */
+	memset(dst, 0, sizeof(*dst));
+	dst->sin_family = AF_INET;
+	dst->sin_port = htons(sv_tcp_port());
+	dst->sin_addr = in;
+	return 1;
+}
+
 /* At RTR: the link's resources now, and a first connect.  -errno, and the
  * QP stays as it was. */
 static int link_start(struct sv_qp *qp)
 {
+	struct sockaddr_in dst;
 	int err;
 
 	qp->link.state = SV_LINK_CONNECTING;
 	qp->link.next_connect_ns = 0;
 	qp->link.connect_wait_ns = 0;
+	if (link_route(qp, &dst)) {
+		sv_tcp_door_open(qp->ctx); /* the peer calls us there */
+		qp->pfd[1].kind = qp->pfd[2].kind = SV_PFD_TCP;
+		err = sv_tcp_prepare(&qp->link, qp->qpx.qp_base.qp_num,
+				     ring_size(), &dst, qp->ctx, &qp->pfd[1],
+				     &qp->pfd[2]);
+		if (err)
+			say_link_error(qp, "modify to RTR (TCP)", err);
+		return err;
+	}
 	/* receive descriptors for single-copy sends, one per RQ slot; none
 	 * on an SRQ (which QP takes which WQE is decided at arrival) */
 	err = sv_shm_prepare(&qp->link, qp->qpx.qp_base.qp_num, ring_size(),
@@ -290,7 +362,8 @@ static int check_attr(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 	    a->cur_qp_state != qp->qpx.qp_base.state)
 		return EINVAL;
 	if (mask & IBV_QP_AV)
-		return sv_av_check(&a->ah_attr, "ibv_modify_qp");
+		return sv_av_check(&a->ah_attr, "ibv_modify_qp",
+				   qp->qpx.qp_base.qp_type != IBV_QPT_UD);
 	return 0;
 }
 

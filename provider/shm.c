@@ -22,6 +22,7 @@
  * silent failure.
  */
 #include "shm.h"
+#include "tcp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -235,15 +236,15 @@ err_close:
 /* Reads one message and up to SV_HELLO_FDS fds; -EAGAIN if none is
  * there yet. */
 static int recv_msg(int fd, struct sv_hello *h, int fds[SV_HELLO_FDS],
-		    int *nfds)
+		    int *nfds, struct sv_tcp_hello *th)
 {
 	union {
 		struct cmsghdr c;
 		char buf[CMSG_SPACE((SV_HELLO_FDS + 2) * sizeof(int))];
 	} u;
-	struct iovec iov = {h, sizeof(*h)};
-	struct msghdr m = {.msg_iov = &iov,
-			   .msg_iovlen = 1,
+	struct iovec iov[2] = {{h, sizeof(*h)}, {th, sizeof(*th)}};
+	struct msghdr m = {.msg_iov = iov,
+			   .msg_iovlen = 2,
 			   .msg_control = u.buf,
 			   .msg_controllen = sizeof(u.buf)};
 	struct cmsghdr *c;
@@ -277,8 +278,10 @@ static int recv_msg(int fd, struct sv_hello *h, int fds[SV_HELLO_FDS],
 		*nfds = 0;
 		return -ECONNRESET;
 	}
-	if (n == sizeof(*h) && (m.msg_flags & MSG_CTRUNC) &&
-	    !(m.msg_flags & MSG_TRUNC) && h->magic == SV_HELLO_MAGIC) {
+	if ((n == sizeof(*h) ||
+	     (n == sizeof(*h) + sizeof(*th) && h->type == SV_MSG_TCP)) &&
+	    (m.msg_flags & MSG_CTRUNC) && !(m.msg_flags & MSG_TRUNC) &&
+	    h->magic == SV_HELLO_MAGIC) {
 		/* our buffer holds more fds than a hello has: the kernel
 		 * could not install them (RLIMIT_NOFILE) */
 		for (int i = 0; i < *nfds; i++)
@@ -286,8 +289,11 @@ static int recv_msg(int fd, struct sv_hello *h, int fds[SV_HELLO_FDS],
 		*nfds = 0;
 		return -EMFILE;
 	}
-	if (n != sizeof(*h) || (m.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
-	    h->magic != SV_HELLO_MAGIC || h->version != SV_HELLO_VERSION) {
+	if (n < (ssize_t)sizeof(*h) ||
+	    (m.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
+	    h->magic != SV_HELLO_MAGIC || h->version != SV_HELLO_VERSION ||
+	    n != (ssize_t)(h->type == SV_MSG_TCP ? sizeof(*h) + sizeof(*th)
+						 : sizeof(*h))) {
 		for (int i = 0; i < *nfds; i++)
 			close(fds[i]);
 		*nfds = 0;
@@ -300,17 +306,28 @@ static int recv_msg(int fd, struct sv_hello *h, int fds[SV_HELLO_FDS],
 static int take_hello(struct sv_link *l, int fd, uint32_t my_qpn,
 		      uint32_t expect)
 {
+	struct sv_tcp_hello th;
 	struct sv_hello h;
 	int fds[SV_HELLO_FDS], nfds, err;
 	struct sv_ring tx, rsp;
 
-	err = recv_msg(fd, &h, fds, &nfds);
+	err = recv_msg(fd, &h, fds, &nfds, &th);
 	if (err == -EMFILE && h.src_qpn != expect)
 		err = -EPROTO; /* not our peer's hello: just drop it */
 	if (err)
 		return err;
+	if (h.type == SV_MSG_TCP && nfds == 1 && h.dst_qpn == my_qpn) {
+		/* a caller from the network, passed on by a door of our
+		 * user (tcp.c); the Unix connection has done its part */
+		if (sv_tcp_take(l, fds[0], &th, my_qpn, expect) < 0)
+			return -EPROTO; /* answered; ours closes fd */
+		close(fd);
+		return 1;
+	}
 	err = -EPROTO;
-	if (h.type != SV_MSG_HELLO || (nfds != 2 && nfds != 4) ||
+	/* a link on TCP takes no shared-memory peer (tcp.c: nor the other
+	 * way round): SOFTVERBS_TRANSPORT must agree on both sides */
+	if (h.type != SV_MSG_HELLO || l->tcp || (nfds != 2 && nfds != 4) ||
 	    h.dst_qpn != my_qpn || h.src_qpn > SV_PSN_MASK)
 		goto out;
 	if (expect != SV_QPN_ANY && h.src_qpn != expect) {
@@ -400,7 +417,7 @@ uint64_t sv_shm_next_ns(const struct sv_link *l, uint64_t now)
 			next = now + 10000000; /* a hello is late: look again */
 	if (l->next_accept_ns && l->next_accept_ns < next)
 		next = l->next_accept_ns;
-	if (l->state == SV_LINK_CONNECTING && l->conn_fd < 0 &&
+	if (l->state == SV_LINK_CONNECTING && l->conn_fd < 0 && !l->tcp &&
 	    l->next_connect_ns < next)
 		next = l->next_connect_ns; /* the peer QP was not there */
 	return next;

@@ -33,6 +33,10 @@ enum sv_msg_type {
 			   * when the sender shares its registered memory,
 			   * [arena memfd, key table] */
 	SV_MSG_BYE = 2,	  /* orderly close: the peer QP is going */
+	SV_MSG_TCP = 3,	  /* from our user's TCP door (tcp.c): a caller
+			   * from the network for this QP; carries its
+			   * socket and, after the hello, its struct
+			   * sv_tcp_hello */
 };
 
 /* Any 1-byte message on a connection is a doorbell: the sender published

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -71,13 +72,17 @@ struct sv_mcast_grp;
 
 /* What an fd in the progress thread's epoll stands for. */
 enum sv_pfd_kind {
-	SV_PFD_DOORBELL, /* ours (qp NULL: the app's kick), or our
-			  * connection to a peer: doorbells, goodbye,
-			  * hang-up */
-	SV_PFD_LISTEN,	 /* a QP's listener: hellos arrive */
-	SV_PFD_CONN,	 /* a peer's connection to us: goodbye or hang-up */
-	SV_PFD_UD,	 /* a UD QP's datagram socket: datagrams arrive */
-	SV_PFD_XSRQ,	 /* an XRC SRQ's socket: forwarded sends arrive */
+	SV_PFD_DOORBELL,  /* ours (qp NULL: the app's kick), or our
+			   * connection to a peer: doorbells, goodbye,
+			   * hang-up */
+	SV_PFD_LISTEN,	  /* a QP's listener: hellos arrive */
+	SV_PFD_CONN,	  /* a peer's connection to us: goodbye or hang-up */
+	SV_PFD_UD,	  /* a UD QP's datagram socket: datagrams arrive */
+	SV_PFD_XSRQ,	  /* an XRC SRQ's socket: forwarded sends arrive */
+	SV_PFD_TCP,	  /* a TCP link's socket (tcp.c): frames arrive, or
+			   * room to send them */
+	SV_PFD_DOOR,	  /* the context's TCP listener (tcp.c) */
+	SV_PFD_DOOR_PEND, /* a caller at the door, hello not read yet */
 };
 
 struct sv_pfd {
@@ -118,7 +123,11 @@ struct sv_context {
 	pthread_mutex_t mcast_lock;	 /* the three below, qp->mcast lists */
 	struct sv_mcast_grp *mcast_grps; /* groups our QPs are attached to */
 	uint32_t mcast_ngrp;		 /* against SV_MAX_MCAST_GRP */
-	uint32_t mcast_nattach; /* against SV_MAX_TOTAL_MCAST_QP_ATTACH */
+	uint32_t mcast_nattach;	   /* against SV_MAX_TOTAL_MCAST_QP_ATTACH */
+	pthread_mutex_t door_lock; /* opening the door */
+	struct sv_tcp_door *door;  /* TCP listener (tcp.c), at the first
+				    * TCP link */
+	bool door_failed;	   /* and it could not be opened */
 };
 
 static inline struct sv_context *to_sctx(struct ibv_context *c)
@@ -495,9 +504,14 @@ static inline struct sv_qp *to_sqp(struct ibv_qp *qp)
 /* Device (device.c). */
 uint16_t sv_local_lid(void);
 bool sv_gid_is_local(const union ibv_gid *gid);
+/* The IPv4 address of an IPv4-mapped GID (::ffff:a.b.c.d); false if it
+ * is not one. */
+bool sv_gid_ipv4(const union ibv_gid *gid, struct in_addr *a);
 /* An address vector this host can reach (port 1 or unset; our LID, or a
  * GID of our table): 0, or EINVAL said once on stderr, as who. */
-int sv_av_check(const struct ibv_ah_attr *a, const char *who);
+/* An address vector's check (EINVAL, said on stderr); tcp_ok: another
+ * host's IPv4-mapped GID is fine (a connected QP's, over TCP). */
+int sv_av_check(const struct ibv_ah_attr *a, const char *who, bool tcp_ok);
 int sv_port_mtu_bytes(enum ibv_mtu mtu);
 
 /* QP (qp.c). */
@@ -507,6 +521,11 @@ void sv_qp_flush_sq(struct sv_qp *qp);
 void sv_qp_init_ex_ops(struct sv_qp *qp, uint64_t send_ops_flags);
 int sv_qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags);
 void sv_qp_link_step(struct sv_qp *qp);
+/* The link's peer said goodbye (st CLOSED) or vanished (DEAD)
+ * (progress.c).  Caller holds qp->lock. */
+void sv_qp_link_event(struct sv_qp *qp, enum sv_link_state st);
+/* A TCP link's turn (qp.c).  Caller holds qp->lock. */
+void sv_qp_tcp_run(struct sv_qp *qp, uint64_t now);
 void sv_qp_free_all(struct sv_context *ctx);
 /* ibv_close_device: every QP still open is torn down (BYE to peers). */
 void sv_qp_close_all(struct sv_context *ctx);
@@ -574,6 +593,9 @@ int sv_progress_start(struct sv_context *ctx);
 void sv_progress_stop(struct sv_context *ctx);
 void sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd);
 void sv_progress_del(struct sv_context *ctx, struct sv_pfd *p);
+/* An edge-triggered socket of ours (SV_PFD_TCP): out, whether room to
+ * send wakes the thread too. */
+void sv_progress_want_out(struct sv_context *ctx, struct sv_pfd *p, bool out);
 void sv_progress_kick(struct sv_context *ctx);
 /* New send work while the app may not poll: the thread must see timers. */
 void sv_progress_note_work(struct sv_context *ctx);

@@ -270,6 +270,7 @@ SV_TEST(mr_munmap_recv_buffer)
  * nothing else of the receiver's is touched. */
 SV_TEST(mr_munmap_recv_buffer_placed)
 {
+	sv_test_needs_shm("single-copy sends");
 	munmap_recv_case(5000, IBV_WC_SUCCESS, IBV_WC_SUCCESS, IBV_QPS_RTS);
 }
 

@@ -1618,6 +1618,7 @@ static void target_verify(struct remote_target *r)
  */
 SV_TEST(rdma_target_stopped_completes)
 {
+	sv_test_needs_shm("one-sided operations the initiator does itself");
 	struct sv_end_opts o = rdma_opts(65536);
 	struct remote_target r;
 	struct sv_end a;

@@ -56,6 +56,7 @@ static void expect_recv(struct sv_end *e, uint64_t wr_id, uint32_t len)
  * verb since posting the receive, so no one but the sender copied. */
 SV_TEST(single_copy_is_placed_by_the_sender)
 {
+	sv_test_needs_shm("single-copy sends");
 	struct sv_pair p;
 
 	sc_pair(&p);

@@ -144,6 +144,7 @@ ssize_t sv_peer_recv(int fd, struct sv_hello *h, int fds[SV_HELLO_FDS],
 
 void sv_fake_bind(struct sv_fake *f)
 {
+	sv_test_needs_shm("a fake peer on the shared-memory rings");
 	memset(f, 0, sizeof(*f));
 	f->afd = f->cfd = f->arena_fd = f->table_fd = -1;
 	for (int i = 0; i < 100; i++) {

@@ -383,6 +383,22 @@ const char *sv_test_name(void)
 	return current_test;
 }
 
+bool sv_test_tcp(void)
+{
+	const char *t = getenv("SOFTVERBS_TRANSPORT");
+
+	return t && !strcmp(t, "tcp");
+}
+
+void sv_test_needs_shm(const char *why)
+{
+	if (!sv_test_tcp())
+		return;
+	printf("SKIP %s over TCP: %s\n", current_test, why);
+	fflush(stdout);
+	exit(77);
+}
+
 const char *sv_build_dir(void)
 {
 	const char *d = getenv("SV_BUILD_DIR");

@@ -28,6 +28,14 @@ void sv_test_register(const char *name, sv_test_fn fn);
 	}                                                                 \
 	static void sv_test_##name(void)
 
+/* The suite runs over TCP (SOFTVERBS_TRANSPORT=tcp: ctest's `.tcp.`
+ * tests, label tcp). */
+bool sv_test_tcp(void);
+/* A test of the shared-memory transport itself (its rings and sockets,
+ * single-copy sends, one-sided operations done by the initiator): over
+ * TCP it skips (exit 77, ctest's SKIP_RETURN_CODE), saying why. */
+void sv_test_needs_shm(const char *why);
+
 /* Fails the running test: prints where and why, kills helpers, exits 1. */
 __attribute__((noreturn, format(printf, 3, 4))) void
 sv_test_fail(const char *file, int line, const char *fmt, ...);

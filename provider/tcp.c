@@ -1,0 +1,1111 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The TCP transport (tcp.h says how it works).  Everything that arrives
+ * is checked before it touches a ring: frame types, lengths, positions
+ * (exactly the next one expected, inside the window our consumer index
+ * gives), consumer indexes (never back, never past what we sent), ring
+ * sizes.  A peer that breaks the protocol takes the link down, as a
+ * malformed ring record does; a peer that does not read or does not
+ * write can hold nothing of ours but its own link: sockets are
+ * non-blocking, and records wait in our ring for it.
+ */
+#include "tcp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "shm.h"
+#include "sv.h"
+
+enum out_state {
+	OUT_NONE,	/* no connection: one is made at next_ns */
+	OUT_CONNECTING, /* connect(2) in progress */
+	OUT_HELLO,	/* hello sent, its answer not read yet */
+	OUT_READY,	/* frames flow */
+};
+
+/* The most a frame takes: header and the longest record. */
+#define FRAME_MAX (sizeof(struct sv_tcp_frame) + SV_MAX_REC)
+#define OBUF_LEN  (2 * FRAME_MAX)
+#define IBUF_LEN  (4 * FRAME_MAX)
+/* A connection that does not complete in this long is tried again. */
+#define CONNECT_WAIT_NS 1000000000ull
+
+struct sv_tcp {
+	struct sockaddr_in dst;
+	struct sv_context *ctx;
+	struct sv_pfd *in_pfd, *out_pfd; /* the sockets in ctx's epoll */
+	int out_fd, in_fd;
+	enum out_state out;
+	bool was_up;	    /* the peer QP answered once */
+	bool alive;	    /* it exists: it answered, or the door passed
+			     * it our call (it may be stopped) */
+	bool proto_err;	    /* the peer broke the protocol */
+	bool closed;	    /* it said goodbye */
+	bool gone;	    /* it is not there any more */
+	bool abort_pending; /* an RNR abort to send */
+	bool want_out;	    /* EPOLLOUT asked for: we wait for room */
+	bool defer;	    /* the engine runs: flush at its end */
+	int spare;	    /* held for the peer's socket (sv_tcp_spare) */
+	uint32_t my_qpn;
+	uint64_t tx_sent, rsp_sent; /* next positions to send */
+	uint64_t rx_recv, rsp_recv; /* next positions we expect */
+	uint64_t peer_rx_size, peer_rsp_size;
+	struct sv_tcp_state sent; /* last state sent */
+	bool sent_valid;
+	struct sv_tcp_hello_ack ack; /* being read on out_fd */
+	uint32_t ack_got;
+	uint8_t *obuf;
+	uint32_t olen, ooff;
+	uint8_t *ibuf;
+	uint32_t ilen;
+	uint64_t next_ns;     /* OUT_NONE: when to connect */
+	uint64_t wait_ns;     /* backoff */
+	uint64_t deadline_ns; /* OUT_CONNECTING, OUT_HELLO: give up then */
+};
+
+int sv_tcp_mode(void)
+{
+	static int mode = -1;
+	const char *e;
+
+	if (mode >= 0)
+		return mode;
+	e = getenv("SOFTVERBS_TRANSPORT");
+	if (e && !strcmp(e, "tcp"))
+		mode = 2;
+	else if (e && !strcmp(e, "shm"))
+		mode = 1;
+	else
+		mode = 0;
+	return mode;
+}
+
+uint16_t sv_tcp_port(void)
+{
+	const char *e = getenv("SOFTVERBS_TCP_PORT");
+	long v = e ? strtol(e, NULL, 10) : 0;
+
+	return v > 0 && v < 65536 ? (uint16_t)v : SV_TCP_PORT_DEFAULT;
+}
+
+static int local_ring(struct sv_ring *r, uint64_t size, uint32_t qpn)
+{
+	int fd, err = sv_ring_create(r, size, 0, qpn, &fd);
+
+	if (!err)
+		close(fd); /* private: the mapping keeps it */
+	return err;
+}
+
+int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size,
+		   const struct sockaddr_in *dst, struct sv_context *ctx,
+		   struct sv_pfd *in_pfd, struct sv_pfd *out_pfd)
+{
+	struct sv_tcp *t = calloc(1, sizeof(*t));
+	int err = -ENOMEM;
+
+	if (!t)
+		return -ENOMEM;
+	t->obuf = malloc(OBUF_LEN);
+	t->ibuf = malloc(IBUF_LEN);
+	if (!t->obuf || !t->ibuf)
+		goto err_free;
+	t->dst = *dst;
+	t->ctx = ctx;
+	t->in_pfd = in_pfd;
+	t->out_pfd = out_pfd;
+	t->out_fd = t->in_fd = -1;
+	t->my_qpn = my_qpn;
+	/* the fds the link will hold, now: out of fds is modify_qp's
+	 * error, not a send that never completes (our socket, and a
+	 * place for the peer's, which the kernel installs at its hello) */
+	t->out_fd =
+		socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	t->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (t->out_fd < 0 || t->spare < 0) {
+		err = -errno;
+		goto err_free;
+	}
+	err = local_ring(&l->rx, ring_size, my_qpn);
+	if (err)
+		goto err_free;
+	err = local_ring(&l->rsp_rx,
+			 ring_size / 4 < SV_RSP_RING_MIN ? SV_RSP_RING_MIN
+							 : ring_size / 4,
+			 my_qpn);
+	if (err) {
+		sv_ring_unmap(&l->rx);
+		goto err_free;
+	}
+	l->rx_ready = true;
+	l->tcp = t;
+	return 0;
+
+err_free:
+	if (t->out_fd >= 0)
+		close(t->out_fd);
+	if (t->spare >= 0)
+		close(t->spare);
+	free(t->obuf);
+	free(t->ibuf);
+	free(t);
+	return err;
+}
+
+void sv_tcp_spare(struct sv_link *l, bool hold)
+{
+	struct sv_tcp *t = l->tcp;
+
+	if (!t)
+		return;
+	if (!hold && t->spare >= 0) {
+		close(t->spare);
+		t->spare = -1;
+	} else if (hold && t->spare < 0 && t->in_fd < 0) {
+		t->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+}
+
+static void close_out(struct sv_tcp *t, uint64_t now)
+{
+	/* out of epoll before the number can be anyone's again */
+	sv_progress_del(t->ctx, t->out_pfd);
+	if (t->out_fd >= 0)
+		close(t->out_fd);
+	t->out_fd = -1;
+	t->out = OUT_NONE;
+	t->olen = t->ooff = 0;
+	t->ack_got = 0;
+	t->sent_valid = false;
+	t->want_out = false;
+	t->alive = false;
+	t->next_ns = sv_shm_backoff(&t->wait_ns, now);
+}
+
+static void close_in(struct sv_tcp *t)
+{
+	sv_progress_del(t->ctx, t->in_pfd);
+	if (t->in_fd >= 0)
+		close(t->in_fd);
+	t->in_fd = -1;
+	t->ilen = 0; /* a partial frame: the peer resends it whole */
+}
+
+/* Starts a connection to the peer's door and, once it is made, says
+ * hello; the answer is read by read_ack. */
+static void connect_step(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
+{
+	struct sv_tcp *t = l->tcp;
+
+	if (t->out == OUT_NONE) {
+		int one = 1, fd = t->out_fd; /* made at RTR, the first time */
+
+		if (now < t->next_ns)
+			return;
+		t->out_fd = -1;
+		if (fd < 0)
+			fd = socket(AF_INET,
+				    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+				    0);
+		if (fd < 0) {
+			sv_dbg("qp %06x: tcp socket: %s\n", t->my_qpn,
+			       strerror(errno));
+			t->next_ns = sv_shm_backoff(&t->wait_ns, now);
+			return;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (connect(fd, (struct sockaddr *)&t->dst, sizeof(t->dst)) &&
+		    errno != EINPROGRESS) {
+			sv_dbg("qp %06x: tcp connect: %s\n", t->my_qpn,
+			       strerror(errno));
+			close(fd);
+			t->next_ns = sv_shm_backoff(&t->wait_ns, now);
+			return;
+		}
+		t->out_fd = fd;
+		sv_progress_add(t->ctx, t->out_pfd, fd);
+		/* the thread hears when the connection is made */
+		sv_progress_want_out(t->ctx, t->out_pfd, true);
+		t->want_out = true;
+		t->out = OUT_CONNECTING;
+		t->deadline_ns = now + CONNECT_WAIT_NS;
+	}
+	if (t->out == OUT_CONNECTING) {
+		struct pollfd p = {.fd = t->out_fd, .events = POLLOUT};
+		struct sv_tcp_hello h = {
+			.magic = SV_TCP_MAGIC,
+			.version = SV_TCP_VERSION,
+			.src_qpn = t->my_qpn,
+			.dst_qpn = peer_qpn,
+			.rx_size = l->rx.size,
+			.rsp_size = l->rsp_rx.size,
+		};
+		socklen_t len = sizeof(int);
+		int err = 0;
+
+		if (poll(&p, 1, 0) <= 0) {
+			if (now >= t->deadline_ns)
+				close_out(t, now);
+			return;
+		}
+		if (getsockopt(t->out_fd, SOL_SOCKET, SO_ERROR, &err, &len) ||
+		    err ||
+		    send(t->out_fd, &h, sizeof(h),
+			 MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(h)) {
+			sv_dbg("qp %06x: tcp connect to %06x: %s\n", t->my_qpn,
+			       peer_qpn, strerror(err ? err : errno));
+			close_out(t, now);
+			return;
+		}
+		t->out = OUT_HELLO;
+		t->ack_got = 0;
+		sv_progress_want_out(t->ctx, t->out_pfd, false);
+		t->want_out = false;
+	}
+}
+
+/* The callee's answer to our hello; then the link resumes where it
+ * says. */
+static void read_ack(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
+{
+	struct sv_tcp *t = l->tcp;
+	struct sv_tcp_hello_ack *a = &t->ack;
+	ssize_t n;
+
+	n = recv(t->out_fd, (uint8_t *)a + t->ack_got, sizeof(*a) - t->ack_got,
+		 MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+		if (now >= t->deadline_ns)
+			close_out(t, now);
+		return;
+	}
+	if (n <= 0) {
+		close_out(t, now);
+		return;
+	}
+	t->ack_got += (uint32_t)n;
+	if (t->ack_got < sizeof(*a))
+		return;
+	if (a->magic != SV_TCP_MAGIC || a->version != SV_TCP_VERSION) {
+		close_out(t, now);
+		return;
+	}
+	if (a->status == SV_TCP_PASSED) { /* the QP's own answer next */
+		t->alive = true;
+		t->ack_got = 0;
+		read_ack(l, peer_qpn, now);
+		return;
+	}
+	if (a->status != SV_TCP_OK) {
+		sv_dbg("qp %06x: tcp: QP %06x answers %u\n", t->my_qpn,
+		       peer_qpn, a->status);
+		/* no such QP: not yet, or not any more once it answered
+		 * (dead); refused by a QP that answered before: it left
+		 * the connection (to ERROR, RESET), as a goodbye says */
+		if (t->was_up && a->status == SV_TCP_NO_QP)
+			t->gone = true;
+		else if (t->was_up && a->status == SV_TCP_REFUSED)
+			t->closed = true;
+		close_out(t, now);
+		return;
+	}
+	/* resume at what it got: between what it consumed and what we
+	 * published (a record once published stays until consumed) */
+	if (a->src_qpn != peer_qpn ||
+	    (l->tx_ready && (a->rx_recv < atomic_load(&l->tx.hdr->tail) ||
+			     a->rx_recv > l->tx.head ||
+			     a->rsp_recv < atomic_load(&l->rsp_tx.hdr->tail) ||
+			     a->rsp_recv > l->rsp_tx.head))) {
+		t->proto_err = true;
+		close_out(t, now);
+		return;
+	}
+	t->tx_sent = a->rx_recv;
+	t->rsp_sent = a->rsp_recv;
+	t->out = OUT_READY;
+	t->was_up = t->alive = true;
+	t->wait_ns = 0;
+	t->olen = t->ooff = 0;
+	t->sent_valid = false;
+}
+
+int sv_tcp_take(struct sv_link *l, int fd, const struct sv_tcp_hello *h,
+		uint32_t my_qpn, uint32_t expect)
+{
+	struct sv_tcp *t = l->tcp;
+	struct sv_tcp_hello_ack a = {
+		.magic = SV_TCP_MAGIC,
+		.version = SV_TCP_VERSION,
+		.status = SV_TCP_REFUSED,
+		.src_qpn = my_qpn,
+	};
+	int one = 1, err = -ECONNREFUSED;
+
+	if (h->magic != SV_TCP_MAGIC || h->version != SV_TCP_VERSION ||
+	    h->dst_qpn != my_qpn || h->src_qpn > SV_PSN_MASK ||
+	    h->rx_size < 4096 || h->rx_size > (1ull << 30) ||
+	    (h->rx_size & (h->rx_size - 1)) || h->rsp_size < SV_RSP_RING_MIN ||
+	    h->rsp_size > (1ull << 30) || (h->rsp_size & (h->rsp_size - 1))) {
+		err = -EPROTO;
+		goto refuse;
+	}
+	/* a link on shared memory takes no TCP caller (and the other way
+	 * round, shm.c): both sides must agree (SOFTVERBS_TRANSPORT) */
+	if (!t || (expect != SV_QPN_ANY && h->src_qpn != expect))
+		goto refuse;
+	if (l->tx_ready &&
+	    (h->src_qpn != l->peer_qpn || h->rx_size != t->peer_rx_size ||
+	     h->rsp_size != t->peer_rsp_size))
+		goto refuse; /* a link has one peer, one geometry */
+	if (!l->tx_ready) {
+		err = local_ring(&l->tx, h->rx_size, h->src_qpn);
+		if (err)
+			goto refuse;
+		err = local_ring(&l->rsp_tx, h->rsp_size, h->src_qpn);
+		if (err) {
+			sv_ring_unmap(&l->tx);
+			goto refuse;
+		}
+		/* our copies of its headers: nobody sleeps there */
+		atomic_store(&l->tx.hdr->rx_sleep, 0);
+		atomic_store(&l->rsp_tx.hdr->rx_sleep, 0);
+		t->peer_rx_size = h->rx_size;
+		t->peer_rsp_size = h->rsp_size;
+		l->peer_qpn = h->src_qpn;
+		l->tx_ready = true;
+	}
+	a.status = SV_TCP_OK;
+	a.rx_recv = t->rx_recv;
+	a.rsp_recv = t->rsp_recv;
+	if (send(fd, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(a)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	fcntl(fd, F_SETFL, O_RDWR | O_NONBLOCK);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	close_in(t); /* a newer connection replaces the older */
+	t->in_fd = fd;
+	sv_progress_add(t->ctx, t->in_pfd, fd);
+	return 1;
+
+refuse:
+	send(fd, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL);
+	close(fd);
+	return err;
+}
+
+/* Writes a record (or a pad) the peer sent at position pos of our ring
+ * r, as a sender on shared memory would (ring.h): the line after it
+ * poisoned first if free, the seq word last. */
+static int mirror(struct sv_ring *r, uint64_t recv, uint64_t pos,
+		  const uint8_t *rec, uint32_t len, bool pad)
+{
+	uint64_t off = pos & (r->size - 1), end = pos + len;
+	struct sv_pkt *dst = (struct sv_pkt *)(r->data + off);
+
+	if (pos != recv || len < SV_REC_ALIGN || len % SV_REC_ALIGN ||
+	    off + len > r->size || end - r->tail > r->size ||
+	    (!pad && len > SV_MAX_REC) || (pad && off + len != r->size))
+		return -EPROTO;
+	if (end - r->tail < r->size)
+		sv_ring_poison(r, end);
+	if (pad) {
+		memset(dst, 0, offsetof(struct sv_pkt, seq));
+		dst->opcode = SV_OP_PAD;
+	} else {
+		memcpy(dst, rec, offsetof(struct sv_pkt, seq));
+		memcpy((uint8_t *)dst + sizeof(*dst), rec + sizeof(*dst),
+		       len - sizeof(*dst));
+	}
+	dst->rec_len = len;
+	sv_ring_release(dst, pos);
+	return 0;
+}
+
+/* A consumer index from the peer: it never goes back, nor past what we
+ * sent. */
+static int take_tail(struct sv_ring *r, uint64_t v, uint64_t sent)
+{
+	uint64_t old =
+		atomic_load_explicit(&r->hdr->tail, memory_order_relaxed);
+
+	if (v < old || v > sent)
+		return -EPROTO;
+	atomic_store_explicit(&r->hdr->tail, v, memory_order_release);
+	return 0;
+}
+
+static int take_state(struct sv_link *l, const struct sv_tcp_state *s)
+{
+	struct sv_tcp *t = l->tcp;
+
+	if (s->rnr > SV_RNR_ABORT ||
+	    take_tail(&l->tx, s->rx_tail, t->tx_sent) ||
+	    take_tail(&l->rsp_tx, s->rsp_tail, t->rsp_sent))
+		return -EPROTO;
+	/* the completer judges the word itself (comp.c) */
+	atomic_store_explicit(&l->tx.hdr->ack, s->ack, memory_order_release);
+	/* its handshake word, unless we gave up on that packet already */
+	if (atomic_load(&l->tx.hdr->rnr) != SV_RNR_ABORT ||
+	    s->rnr != SV_RNR_WAIT)
+		atomic_store(&l->tx.hdr->rnr, s->rnr);
+	return 0;
+}
+
+/* One frame from the peer; -EPROTO if it is not one. */
+static int take_frame(struct sv_link *l, const struct sv_tcp_frame *f,
+		      const uint8_t *body)
+{
+	struct sv_tcp *t = l->tcp;
+	struct sv_tcp_state s;
+	uint32_t expect = SV_RNR_WAIT;
+	bool pad = f->type == SV_TF_PAD;
+	struct sv_ring *r;
+	uint64_t *recv;
+	int err;
+
+	switch (f->type) {
+	case SV_TF_REC:
+	case SV_TF_PAD:
+		if (f->ring > SV_TR_RSP)
+			return -EPROTO;
+		r = f->ring == SV_TR_REQ ? &l->rx : &l->rsp_rx;
+		recv = f->ring == SV_TR_REQ ? &t->rx_recv : &t->rsp_recv;
+		err = mirror(r, *recv, f->pos, body, f->len, pad);
+		if (err)
+			return err;
+		*recv += f->len;
+		return 0;
+	case SV_TF_STATE:
+		if (!l->tx_ready)
+			return -EPROTO;
+		memcpy(&s, body, sizeof(s));
+		return take_state(l, &s);
+	case SV_TF_RNR_ABORT:
+		atomic_compare_exchange_strong(&l->rx.hdr->rnr, &expect,
+					       SV_RNR_ABORT);
+		return 0;
+	case SV_TF_BYE:
+		t->closed = true;
+		return 0;
+	}
+	return -EPROTO;
+}
+
+/* Body bytes a frame header announces, or -1 if it is not a frame. */
+static int64_t body_len(const struct sv_tcp_frame *f)
+{
+	switch (f->type) {
+	case SV_TF_REC:
+		return f->len <= SV_MAX_REC ? (int64_t)f->len : -1;
+	case SV_TF_STATE:
+		return f->len == sizeof(struct sv_tcp_state) ? (int64_t)f->len
+							     : -1;
+	case SV_TF_PAD:
+	case SV_TF_RNR_ABORT:
+	case SV_TF_BYE:
+		return f->len == 0 || f->type == SV_TF_PAD ? 0 : -1;
+	}
+	return -1;
+}
+
+/* Reads and applies everything the peer sent so far. */
+static void read_in(struct sv_link *l)
+{
+	struct sv_tcp *t = l->tcp;
+
+	while (t->in_fd >= 0 && !t->closed) {
+		uint32_t off = 0;
+		ssize_t n = recv(t->in_fd, t->ibuf + t->ilen,
+				 IBUF_LEN - t->ilen, MSG_DONTWAIT);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) { /* hang-up: it calls again, or it is gone */
+			sv_dbg("qp %06x: tcp: peer's connection %s\n",
+			       t->my_qpn, n ? strerror(errno) : "closed");
+			close_in(t);
+			return;
+		}
+		t->ilen += (uint32_t)n;
+		for (;;) {
+			struct sv_tcp_frame f;
+			int64_t b;
+
+			if (t->ilen - off < sizeof(f))
+				break;
+			memcpy(&f, t->ibuf + off, sizeof(f));
+			b = body_len(&f);
+			if (b < 0) {
+				t->proto_err = true;
+				return;
+			}
+			if (t->ilen - off < sizeof(f) + b)
+				break;
+			if (take_frame(l, &f, t->ibuf + off + sizeof(f))) {
+				sv_dbg("qp %06x: tcp: bad frame type %u len %u "
+				       "pos %llu\n",
+				       t->my_qpn, f.type, f.len,
+				       (unsigned long long)f.pos);
+				t->proto_err = true;
+				return;
+			}
+			off += sizeof(f) + (uint32_t)b;
+		}
+		memmove(t->ibuf, t->ibuf + off, t->ilen - off);
+		t->ilen -= off;
+	}
+}
+
+static void put_frame(struct sv_tcp *t, uint16_t type, uint16_t ring,
+		      uint32_t len, uint64_t pos, const void *body,
+		      uint32_t body_len)
+{
+	struct sv_tcp_frame f = {
+		.type = type, .ring = ring, .len = len, .pos = pos};
+
+	memcpy(t->obuf + t->olen, &f, sizeof(f));
+	if (body_len)
+		memcpy(t->obuf + t->olen + sizeof(f), body, body_len);
+	t->olen += sizeof(f) + body_len;
+}
+
+/* Appends the records published at *sent onwards while they fit. */
+static void put_records(struct sv_tcp *t, struct sv_ring *r, uint16_t ring,
+			uint64_t *sent)
+{
+	for (;;) {
+		uint64_t off = *sent & (r->size - 1);
+		struct sv_pkt *p = (struct sv_pkt *)(r->data + off);
+		uint32_t len;
+
+		/* acquire: as a receiver would (our own thread wrote it) */
+		if (atomic_load_explicit((_Atomic uint32_t *)&p->seq,
+					 memory_order_acquire) !=
+		    sv_rec_seq(*sent))
+			return;
+		len = p->rec_len;
+		if (p->opcode == SV_OP_PAD) {
+			if (OBUF_LEN - t->olen < sizeof(struct sv_tcp_frame))
+				return;
+			put_frame(t, SV_TF_PAD, ring, len, *sent, NULL, 0);
+		} else {
+			if (OBUF_LEN - t->olen <
+			    sizeof(struct sv_tcp_frame) + len)
+				return;
+			put_frame(t, SV_TF_REC, ring, len, *sent, p, len);
+		}
+		*sent += len;
+	}
+}
+
+static void put_state(struct sv_link *l)
+{
+	struct sv_tcp *t = l->tcp;
+	struct sv_tcp_state s = {
+		.rx_tail = atomic_load(&l->rx.hdr->tail),
+		.ack = atomic_load(&l->rx.hdr->ack),
+		.rsp_tail = atomic_load(&l->rsp_rx.hdr->tail),
+		.rnr = atomic_load(&l->rx.hdr->rnr),
+	};
+
+	if (t->sent_valid && !memcmp(&s, &t->sent, sizeof(s)))
+		return;
+	if (OBUF_LEN - t->olen < sizeof(struct sv_tcp_frame) + sizeof(s))
+		return;
+	put_frame(t, SV_TF_STATE, 0, sizeof(s), 0, &s, sizeof(s));
+	t->sent = s;
+	t->sent_valid = true;
+}
+
+void sv_tcp_flush(struct sv_link *l)
+{
+	struct sv_tcp *t = l->tcp;
+
+	if (!t || t->out != OUT_READY || !l->tx_ready || t->defer)
+		return;
+	for (;;) {
+		if (t->ooff < t->olen) {
+			ssize_t n = send(t->out_fd, t->obuf + t->ooff,
+					 t->olen - t->ooff,
+					 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+			if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				close_out(t, sv_now_ns());
+				return;
+			}
+			if (n > 0)
+				t->ooff += (uint32_t)n;
+			if (t->ooff < t->olen) {
+				/* the thread comes back with room (or the
+				 * app's next poll does) */
+				if (!t->want_out)
+					sv_progress_want_out(t->ctx, t->out_pfd,
+							     true);
+				t->want_out = true;
+				return;
+			}
+		}
+		if (t->want_out) {
+			sv_progress_want_out(t->ctx, t->out_pfd, false);
+			t->want_out = false;
+		}
+		t->olen = t->ooff = 0;
+		put_state(l);
+		if (t->abort_pending) {
+			put_frame(t, SV_TF_RNR_ABORT, 0, 0, 0, NULL, 0);
+			t->abort_pending = false;
+		}
+		put_records(t, &l->tx, SV_TR_REQ, &t->tx_sent);
+		put_records(t, &l->rsp_tx, SV_TR_RSP, &t->rsp_sent);
+		if (!t->olen)
+			return;
+	}
+}
+
+bool sv_tcp_rnr_abort(struct sv_link *l)
+{
+	uint32_t expect = SV_RNR_WAIT;
+	bool defer;
+
+	if (!atomic_compare_exchange_strong(&l->tx.hdr->rnr, &expect,
+					    SV_RNR_ABORT))
+		return false;
+	/* out now, before the completion says it failed: a receive the
+	 * responder gets after that must not take the message */
+	l->tcp->abort_pending = true;
+	defer = l->tcp->defer;
+	l->tcp->defer = false;
+	sv_tcp_flush(l);
+	l->tcp->defer = defer;
+	return true;
+}
+
+/* The sending side after the hello: anything but silence is the end. */
+static void check_out(struct sv_link *l, uint64_t now)
+{
+	struct sv_tcp *t = l->tcp;
+	struct {
+		struct sv_tcp_frame f;
+		struct sv_tcp_state s;
+	} last;
+	ssize_t n;
+
+	/* a callee that goes before its own connection to us was up says
+	 * its last words here (sv_tcp_close): its state, then goodbye; all
+	 * else is the end of this connection */
+	for (;;) {
+		n = recv(t->out_fd, &last.f, sizeof(last.f), MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n != sizeof(last.f))
+			break;
+		if (last.f.type == SV_TF_BYE && !last.f.len) {
+			t->closed = true;
+			return;
+		}
+		if (last.f.type != SV_TF_STATE ||
+		    last.f.len != sizeof(last.s) ||
+		    recv(t->out_fd, &last.s, sizeof(last.s), MSG_DONTWAIT) !=
+			    sizeof(last.s) ||
+		    !l->tx_ready || take_state(l, &last.s))
+			break;
+	}
+	sv_dbg("qp %06x: tcp: our connection %s\n", t->my_qpn,
+	       n < 0 ? strerror(errno)
+	       : n   ? "got bytes"
+		     : "closed");
+	close_out(t, now);
+}
+
+enum sv_link_state sv_tcp_run(struct sv_link *l, uint32_t peer_qpn,
+			      uint64_t now)
+{
+	struct sv_tcp *t = l->tcp;
+
+	if (!now)
+		now = sv_now_ns();
+	/* our connection only ever brings its end: looked at on an event */
+	if (t->out == OUT_READY &&
+	    atomic_load_explicit(&t->out_pfd->rung, memory_order_relaxed) &&
+	    atomic_exchange(&t->out_pfd->rung, false))
+		check_out(l, now);
+	if (t->out < OUT_HELLO && !t->closed && !t->gone)
+		connect_step(l, peer_qpn, now); /* (again: not after a bye) */
+	if (t->out == OUT_HELLO)
+		read_ack(l, peer_qpn, now);
+	read_in(l);
+	sv_tcp_flush(l);
+	if (t->proto_err || t->gone)
+		return SV_LINK_DEAD;
+	if (t->closed)
+		return SV_LINK_CLOSED;
+	if (t->out == OUT_READY && t->in_fd >= 0 && l->tx_ready)
+		return SV_LINK_UP;
+	/* a peer QP that exists but does not answer (stopped, or its half
+	 * of the set-up waits at a stopped door) is slow, not gone: its
+	 * requests' timers wait for it, as for a stopped peer on shared
+	 * memory (comp.c) */
+	return t->alive ? SV_LINK_UP : SV_LINK_CONNECTING;
+}
+
+void sv_tcp_run_begin(struct sv_link *l)
+{
+	if (l->tcp)
+		l->tcp->defer = true;
+}
+
+void sv_tcp_run_end(struct sv_link *l)
+{
+	if (!l->tcp)
+		return;
+	l->tcp->defer = false;
+	sv_tcp_flush(l);
+}
+
+int sv_tcp_in_fd(const struct sv_link *l)
+{
+	return l->tcp ? l->tcp->in_fd : -1;
+}
+
+int sv_tcp_out_fd(const struct sv_link *l)
+{
+	return l->tcp ? l->tcp->out_fd : -1;
+}
+
+uint64_t sv_tcp_next_ns(const struct sv_link *l)
+{
+	const struct sv_tcp *t = l->tcp;
+
+	if (!t || t->closed || t->gone)
+		return UINT64_MAX; /* no more calls: nothing to time */
+	switch (t->out) {
+	case OUT_NONE:
+		return t->next_ns;
+	case OUT_CONNECTING: /* or EPOLLOUT when it is made */
+	case OUT_HELLO:
+		return t->deadline_ns;
+	case OUT_READY:
+		break;
+	}
+	return UINT64_MAX;
+}
+
+void sv_tcp_close(struct sv_link *l, bool bye)
+{
+	struct sv_tcp *t = l->tcp;
+
+	if (!t)
+		return;
+	t->defer = false; /* an engine's run ends here (QP to ERROR) */
+	if (bye && t->out == OUT_READY) {
+		sv_tcp_flush(l); /* what we acked, then goodbye */
+		if (t->olen == 0) {
+			put_frame(t, SV_TF_BYE, 0, 0, 0, NULL, 0);
+			sv_tcp_flush(l);
+		}
+	} else if (bye && t->in_fd >= 0 && l->rx_ready) {
+		/* our connection is not up: the last words (a NAK, what we
+		 * took) go back on the peer's, which it reads (check_out) */
+		struct sv_tcp_state st = {
+			.rx_tail = atomic_load(&l->rx.hdr->tail),
+			.ack = atomic_load(&l->rx.hdr->ack),
+			.rsp_tail = atomic_load(&l->rsp_rx.hdr->tail),
+			.rnr = atomic_load(&l->rx.hdr->rnr),
+		};
+
+		t->olen = t->ooff = 0;
+		put_frame(t, SV_TF_STATE, 0, sizeof(st), 0, &st, sizeof(st));
+		put_frame(t, SV_TF_BYE, 0, 0, 0, NULL, 0);
+		send(t->in_fd, t->obuf, t->olen, MSG_DONTWAIT | MSG_NOSIGNAL);
+	}
+	sv_progress_del(t->ctx, t->out_pfd);
+	if (t->out_fd >= 0)
+		close(t->out_fd);
+	if (t->spare >= 0)
+		close(t->spare);
+	close_in(t);
+	free(t->obuf);
+	free(t->ibuf);
+	free(t);
+	l->tcp = NULL;
+}
+
+/*
+ * The door: the context's listener on the well-known port.  A caller
+ * must say hello within SV_HELLO_WAIT_NS; a full table of silent callers
+ * loses its oldest, so a flood costs a few fds, never our progress.
+ */
+#define DOOR_PENDING 16
+
+struct door_pend {
+	struct sv_pfd pfd;
+	uint64_t since;
+	uint32_t got;
+	struct sv_tcp_hello h;
+};
+
+struct sv_tcp_door {
+	struct sv_pfd lfd;
+	struct door_pend pend[DOOR_PENDING];
+	int spare[2]; /* given up for an accept and a forward when the
+		       * process is out of fds, so that callers are
+		       * answered, not left waiting */
+};
+
+static void door_spares(struct sv_tcp_door *d)
+{
+	for (int i = 0; i < 2; i++)
+		if (d->spare[i] < 0)
+			d->spare[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+/* A spare fd given up, for a call that failed for want of one. */
+static bool give_spare(struct sv_tcp_door *d, int i)
+{
+	if (errno != EMFILE || d->spare[i] < 0)
+		return false;
+	close(d->spare[i]);
+	d->spare[i] = -1;
+	return true;
+}
+
+void sv_tcp_door_open(struct sv_context *ctx)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons(sv_tcp_port()),
+				.sin_addr.s_addr = htonl(INADDR_ANY)};
+	static atomic_bool said;
+	struct sv_tcp_door *d;
+	int one = 1, fd;
+
+	pthread_mutex_lock(&ctx->door_lock);
+	if (ctx->door || ctx->door_failed)
+		goto out;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto fail;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 64)) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+		goto fail;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		close(fd);
+		goto fail;
+	}
+	d->lfd.kind = SV_PFD_DOOR;
+	d->spare[0] = d->spare[1] = -1;
+	door_spares(d);
+	for (int i = 0; i < DOOR_PENDING; i++) {
+		d->pend[i].pfd.kind = SV_PFD_DOOR_PEND;
+		d->pend[i].pfd.fd = -1;
+	}
+	ctx->door = d;
+	sv_progress_add(ctx, &d->lfd, fd);
+	goto out;
+fail:
+	ctx->door_failed = true;
+	if (!atomic_exchange(&said, true))
+		fprintf(stderr,
+			"softverbs: cannot listen on TCP port %u (%s): QPs of "
+			"this process cannot be reached from other hosts; "
+			"another user's programs may hold it: set "
+			"SOFTVERBS_TCP_PORT on both hosts\n",
+			sv_tcp_port(), strerror(errno));
+out:
+	pthread_mutex_unlock(&ctx->door_lock);
+}
+
+static void pend_drop(struct sv_context *ctx, struct door_pend *p)
+{
+	int fd = p->pfd.fd;
+
+	sv_progress_del(ctx, &p->pfd);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* After the progress thread stopped (its epoll set is gone). */
+void sv_tcp_door_close(struct sv_context *ctx)
+{
+	struct sv_tcp_door *d = ctx->door;
+
+	if (!d)
+		return;
+	for (int i = 0; i < DOOR_PENDING; i++)
+		if (d->pend[i].pfd.fd >= 0)
+			close(d->pend[i].pfd.fd);
+	for (int i = 0; i < 2; i++)
+		if (d->spare[i] >= 0)
+			close(d->spare[i]);
+	if (d->lfd.fd >= 0)
+		close(d->lfd.fd);
+	free(d);
+	ctx->door = NULL;
+}
+
+static void answer(int fd, uint16_t status)
+{
+	struct sv_tcp_hello_ack a = {.magic = SV_TCP_MAGIC,
+				     .version = SV_TCP_VERSION,
+				     .status = status};
+
+	send(fd, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/* Passes a caller to the QP it asked for, through that QP's socket
+ * (taken by shm.c's accept, SV_MSG_TCP); else answers why not. */
+static void forward(struct sv_tcp_door *d, int fd, const struct sv_tcp_hello *h)
+{
+	struct sv_hello m = {.magic = SV_HELLO_MAGIC,
+			     .version = SV_HELLO_VERSION,
+			     .type = SV_MSG_TCP,
+			     .src_qpn = h->src_qpn,
+			     .dst_qpn = h->dst_qpn};
+	union {
+		struct cmsghdr c;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec iov[2] = {{&m, sizeof(m)}, {(void *)h, sizeof(*h)}};
+	struct msghdr msg = {.msg_iov = iov,
+			     .msg_iovlen = 2,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf)};
+	struct sockaddr_un a;
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	int s;
+
+	s = socket(AF_UNIX, SV_SHM_SOCK | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s < 0 && give_spare(d, 1))
+		s = socket(AF_UNIX, SV_SHM_SOCK | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			   0);
+	if (s < 0) {
+		answer(fd, SV_TCP_BUSY);
+		return;
+	}
+	if (connect(s, (struct sockaddr *)&a, sv_shm_qp_addr(&a, h->dst_qpn))) {
+		answer(fd, errno == EAGAIN ? SV_TCP_BUSY : SV_TCP_NO_QP);
+		goto out;
+	}
+	/* the name is anyone's: only a QP of our user gets our callers */
+	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &len) ||
+	    cr.uid != getuid()) {
+		answer(fd, SV_TCP_NO_QP);
+		goto out;
+	}
+	answer(fd, SV_TCP_PASSED); /* before the QP can answer */
+	memset(&u, 0, sizeof(u));
+	u.c.cmsg_level = SOL_SOCKET;
+	u.c.cmsg_type = SCM_RIGHTS;
+	u.c.cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(&u.c), &fd, sizeof(int));
+	if (sendmsg(s, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		answer(fd, SV_TCP_BUSY);
+out:
+	close(s);
+}
+
+static void pend_read(struct sv_context *ctx, struct sv_tcp_door *d,
+		      struct door_pend *p)
+{
+	ssize_t n = recv(p->pfd.fd, (uint8_t *)&p->h + p->got,
+			 sizeof(p->h) - p->got, MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		pend_drop(ctx, p);
+		return;
+	}
+	p->got += (uint32_t)n;
+	if (p->got < sizeof(p->h))
+		return;
+	if (p->h.magic == SV_TCP_MAGIC && p->h.version == SV_TCP_VERSION &&
+	    p->h.dst_qpn <= SV_PSN_MASK && p->h.src_qpn <= SV_PSN_MASK)
+		forward(d, p->pfd.fd, &p->h);
+	pend_drop(ctx, p); /* the QP holds its own copy now */
+}
+
+static void door_accept(struct sv_context *ctx, struct sv_tcp_door *d)
+{
+	uint64_t now = sv_now_ns();
+	int fd;
+
+	for (;;) {
+		struct door_pend *p = NULL;
+
+		fd = accept4(d->lfd.fd, NULL, NULL,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0 && give_spare(d, 0))
+			fd = accept4(d->lfd.fd, NULL, NULL,
+				     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			break;
+
+		for (int i = 0; i < DOOR_PENDING; i++) {
+			if (d->pend[i].pfd.fd < 0) {
+				p = &d->pend[i];
+				break;
+			}
+			if (!p || d->pend[i].since < p->since)
+				p = &d->pend[i];
+		}
+		pend_drop(ctx, p); /* the oldest, if all are taken */
+		p->since = now;
+		p->got = 0;
+		sv_progress_add(ctx, &p->pfd, fd);
+		pend_read(ctx, d, p);
+	}
+	if (errno != EAGAIN && errno != EINTR)
+		sv_dbg("tcp door: accept: %s\n", strerror(errno));
+}
+
+void sv_tcp_door_event(struct sv_context *ctx, struct sv_pfd *p)
+{
+	struct sv_tcp_door *d = ctx->door;
+
+	if (!d)
+		return;
+	if (p == &d->lfd)
+		door_accept(ctx, d);
+	else if (p->fd >= 0)
+		pend_read(ctx, d, container_of(p, struct door_pend, pfd));
+	door_spares(d); /* what was given up, back */
+}
+
+uint64_t sv_tcp_door_next_ns(struct sv_context *ctx, uint64_t now)
+{
+	struct sv_tcp_door *d = ctx->door;
+	uint64_t next = UINT64_MAX;
+
+	if (!d)
+		return next;
+	for (int i = 0; i < DOOR_PENDING; i++) {
+		struct door_pend *p = &d->pend[i];
+
+		if (p->pfd.fd < 0)
+			continue;
+		if (now - p->since >= SV_HELLO_WAIT_NS)
+			pend_drop(ctx, p); /* silent too long */
+		else if (p->since + SV_HELLO_WAIT_NS < next)
+			next = p->since + SV_HELLO_WAIT_NS;
+	}
+	return next;
+}

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The TCP transport (tcp.c): a link (link.h) between QPs of different
+ * hosts, or of one host when SOFTVERBS_TRANSPORT=tcp.  The engine keeps
+ * working on rings; here they are private memory on each side and the
+ * transport mirrors them over the network:
+ *  - what our requester and responder publish in the tx and rsp_tx rings
+ *    is sent, record by record, at its ring position, and the peer's
+ *    transport writes each record at the same position of its own rx or
+ *    rsp_rx ring, with the ring's seq and poison rules (ring.h), so its
+ *    engine reads it as from shared memory;
+ *  - the words a shared ring would share (the responder's ACK word, the
+ *    consumer indexes, the RNR handshake) travel as STATE frames and land
+ *    in our copies of the peer's ring headers;
+ *  - a record stays in the sender's ring until the peer consumed it (its
+ *    consumer index is the flow control), so after a broken connection
+ *    the sender resends from the position the receiver says it got to:
+ *    nothing is lost and nothing is delivered twice.
+ * Each side connects to the other and sends on its own connection only
+ * (two sockets per link, like the shared-memory transport's two).
+ *
+ * Finding a QP by (address, QPN) with no daemon: every context that has a
+ * TCP link listens on one well-known port (SOFTVERBS_TCP_PORT, default
+ * 4791) with SO_REUSEPORT, so every process of the user on a host shares
+ * it; the one the kernel picks reads the hello and passes the socket, with
+ * SCM_RIGHTS, to the QP named in it through that QP's Unix socket (shm.h),
+ * or answers that there is no such QP.
+ */
+#ifndef SV_TCP_H
+#define SV_TCP_H
+
+#include <assert.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "link.h"
+
+#define SV_TCP_MAGIC	    0x53567463u /* "SVtc" */
+#define SV_TCP_VERSION	    1
+#define SV_TCP_PORT_DEFAULT 4791 /* RoCEv2's (UDP) port number */
+
+/* First bytes on a new connection: who calls whom, and the sizes of the
+ * caller's receive rings (the callee's copies must have the same). */
+struct sv_tcp_hello {
+	uint32_t magic;	     /* SV_TCP_MAGIC */
+	uint32_t version;    /* SV_TCP_VERSION */
+	uint32_t src_qpn;    /* the caller's QP */
+	uint32_t dst_qpn;    /* the QP it calls */
+	uint64_t rx_size;    /* the caller's request ring */
+	uint64_t rsp_size;   /* the caller's response ring */
+	uint8_t src_gid[16]; /* informational */
+};
+static_assert(sizeof(struct sv_tcp_hello) == 48, "wire ABI");
+
+enum sv_tcp_status {
+	SV_TCP_OK = 0,
+	SV_TCP_NO_QP = 1,   /* no such QP here (any more) */
+	SV_TCP_BUSY = 2,    /* try again */
+	SV_TCP_REFUSED = 3, /* that QP does not take this caller */
+	SV_TCP_PASSED = 4,  /* from the door: the QP exists and has the
+			     * call in its queue; its own answer follows */
+};
+
+/* The callee's answer: where to resume sending (what it has received). */
+struct sv_tcp_hello_ack {
+	uint32_t magic;	  /* SV_TCP_MAGIC */
+	uint16_t version; /* SV_TCP_VERSION */
+	uint16_t status;  /* enum sv_tcp_status */
+	uint32_t src_qpn; /* the callee */
+	uint32_t rsvd;
+	uint64_t rx_recv;  /* request ring bytes received */
+	uint64_t rsp_recv; /* response ring bytes received */
+};
+static_assert(sizeof(struct sv_tcp_hello_ack) == 32, "wire ABI");
+
+enum sv_tcp_frame_type {
+	SV_TF_REC = 1,	     /* a record (len bytes follow) at pos */
+	SV_TF_PAD = 2,	     /* a pad of len bytes at pos, nothing follows */
+	SV_TF_STATE = 3,     /* struct sv_tcp_state follows */
+	SV_TF_RNR_ABORT = 4, /* the requester gave up on the RNR'd packet */
+	SV_TF_BYE = 5,	     /* orderly close: the QP is going */
+};
+
+enum sv_tcp_ring {
+	SV_TR_REQ = 0, /* the peer's request ring (its rx) */
+	SV_TR_RSP = 1, /* the peer's response ring (its rsp_rx) */
+};
+
+struct sv_tcp_frame {
+	uint16_t type; /* enum sv_tcp_frame_type */
+	uint16_t ring; /* enum sv_tcp_ring, for REC and PAD */
+	uint32_t len;
+	uint64_t pos; /* ring position, for REC and PAD */
+};
+static_assert(sizeof(struct sv_tcp_frame) == 16, "wire ABI");
+
+/* What a shared ring header would show the peer. */
+struct sv_tcp_state {
+	uint64_t rx_tail;  /* our request ring's consumer index */
+	uint64_t ack;	   /* our responder's ACK word (ring.h) */
+	uint64_t rsp_tail; /* our response ring's consumer index */
+	uint32_t rnr;	   /* enum sv_rnr_state of our request ring */
+	uint32_t rsvd;
+};
+static_assert(sizeof(struct sv_tcp_state) == 32, "wire ABI");
+
+struct sv_context;
+struct sv_pfd;
+
+/* At RTR: a TCP link to dst (port included).  The rings now, so running
+ * out of memory is modify_qp's error.  The link's sockets are watched by
+ * ctx's progress thread through in_pfd and out_pfd (kind SV_PFD_TCP), which
+ * this file registers and unregisters as it opens and closes them.
+ * -errno. */
+int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size,
+		   const struct sockaddr_in *dst, struct sv_context *ctx,
+		   struct sv_pfd *in_pfd, struct sv_pfd *out_pfd);
+/* Moves the link on: connects (again, with backoff), reads what arrived,
+ * sends what is due.  Returns the link state it is in now: CONNECTING,
+ * UP, CLOSED (goodbye) or DEAD (the peer QP is gone, or broke the
+ * protocol). */
+enum sv_link_state sv_tcp_run(struct sv_link *l, uint32_t peer_qpn,
+			      uint64_t now);
+/* Around one run of the engine: what it publishes goes out at the end,
+ * its ACKs and requests together. */
+void sv_tcp_run_begin(struct sv_link *l);
+void sv_tcp_run_end(struct sv_link *l);
+/* Sends what the engine published (records, state); never blocks. */
+void sv_tcp_flush(struct sv_link *l);
+/* The requester gives up on an RNR'd packet: false if the responder has
+ * taken it meanwhile (as far as we know). */
+bool sv_tcp_rnr_abort(struct sv_link *l);
+/* A connection the door passed us (shm.c, SV_MSG_TCP): 1 if it is our
+ * peer's and is now our receiving side, else -errno (the socket is
+ * answered and closed).  expect: the peer QPN or SV_QPN_ANY. */
+int sv_tcp_take(struct sv_link *l, int fd, const struct sv_tcp_hello *h,
+		uint32_t my_qpn, uint32_t expect);
+/* The place held for the peer's socket: given up (hold false) right
+ * before our listener takes hellos, held again after if none came. */
+void sv_tcp_spare(struct sv_link *l, bool hold);
+/* The link's sockets, -1 if none: receiving (the peer's) and sending. */
+int sv_tcp_in_fd(const struct sv_link *l);
+int sv_tcp_out_fd(const struct sv_link *l);
+/* When the link next needs a look (UINT64_MAX: on events). */
+uint64_t sv_tcp_next_ns(const struct sv_link *l);
+/* Says goodbye if bye and it can without blocking; closes the sockets
+ * (the rings are the link's: sv_shm_close unmaps them). */
+void sv_tcp_close(struct sv_link *l, bool bye);
+
+/* The context's listener on the well-known port, opened at its first TCP
+ * link (a failure is said once, and only a peer calling us notices). */
+void sv_tcp_door_open(struct sv_context *ctx);
+void sv_tcp_door_close(struct sv_context *ctx);
+/* The progress thread: an event on the door or one of its callers. */
+void sv_tcp_door_event(struct sv_context *ctx, struct sv_pfd *p);
+/* When a caller that has not said hello is dropped. */
+uint64_t sv_tcp_door_next_ns(struct sv_context *ctx, uint64_t now);
+/* SOFTVERBS_TRANSPORT: 0 auto, 1 shm only, 2 tcp (forced). */
+int sv_tcp_mode(void);
+uint16_t sv_tcp_port(void);
+
+#endif
