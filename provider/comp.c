@@ -37,7 +37,7 @@ static const uint32_t rnr_10us[32] = {
 /* Software links are not wires: never time out faster than this. */
 #define SV_MIN_ACK_TIMEOUT_NS 500000000ull
 
-static uint64_t ack_timeout_ns(const struct sv_qp *qp)
+uint64_t sv_qp_ack_timeout_ns(const struct sv_qp *qp)
 {
 	/* IBA 9.7.6.1.3: 4.096 µs * 2^timeout; 0 means infinite */
 	uint64_t t;
@@ -299,7 +299,7 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 		now = sv_now_ns();
 	}
 	if (!qp->comp_deadline) {
-		qp->comp_deadline = now + ack_timeout_ns(qp);
+		qp->comp_deadline = now + sv_qp_ack_timeout_ns(qp);
 		return;
 	}
 	if (now < qp->comp_deadline)
@@ -309,9 +309,10 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 		return;
 	}
 	if (qp->link.state == SV_LINK_UP)
-		qp->comp_deadline = now + ack_timeout_ns(qp); /* slow, alive */
+		qp->comp_deadline =
+			now + sv_qp_ack_timeout_ns(qp); /* slow, alive */
 	else if (qp->comp_retries++ >= qp->attr.retry_cnt)
 		fail_head(qp, IBV_WC_RETRY_EXC_ERR);
 	else
-		qp->comp_deadline = now + ack_timeout_ns(qp);
+		qp->comp_deadline = now + sv_qp_ack_timeout_ns(qp);
 }

@@ -172,7 +172,8 @@ void sv_qp_tcp_run(struct sv_qp *qp, uint64_t now)
 
 	if (qp->qpx.qp_base.state < IBV_QPS_RTR)
 		return; /* the peer QPN is not known yet */
-	st = sv_tcp_run(&qp->link, qp->attr.dest_qp_num, now);
+	st = sv_tcp_run(&qp->link, qp->attr.dest_qp_num,
+			sv_qp_ack_timeout_ns(qp), now);
 	if (st == qp->link.state || qp->link.state == SV_LINK_CLOSED)
 		return;
 	if (st == SV_LINK_UP || st == SV_LINK_CONNECTING) {

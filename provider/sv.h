@@ -524,6 +524,9 @@ void sv_qp_link_step(struct sv_qp *qp);
 /* The link's peer said goodbye (st CLOSED) or vanished (DEAD)
  * (progress.c).  Caller holds qp->lock. */
 void sv_qp_link_event(struct sv_qp *qp, enum sv_link_state st);
+/* The local ACK timeout (IBA 9.7.6.1.3; at least SV_MIN_ACK_TIMEOUT_NS,
+ * UINT64_MAX / 2 for 0: infinite) (comp.c). */
+uint64_t sv_qp_ack_timeout_ns(const struct sv_qp *qp);
 /* A TCP link's turn (qp.c).  Caller holds qp->lock. */
 void sv_qp_tcp_run(struct sv_qp *qp, uint64_t now);
 void sv_qp_free_all(struct sv_context *ctx);

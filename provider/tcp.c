@@ -55,6 +55,7 @@ struct sv_tcp {
 	bool want_out;	    /* EPOLLOUT asked for: we wait for room */
 	bool defer;	    /* the engine runs: flush at its end */
 	int spare;	    /* held for the peer's socket (sv_tcp_spare) */
+	unsigned int user_timeout_ms; /* TCP_USER_TIMEOUT set on out_fd */
 	uint32_t my_qpn;
 	uint64_t tx_sent, rsp_sent; /* next positions to send */
 	uint64_t rx_recv, rsp_recv; /* next positions we expect */
@@ -188,6 +189,7 @@ static void close_out(struct sv_tcp *t, uint64_t now)
 	t->sent_valid = false;
 	t->want_out = false;
 	t->alive = false;
+	t->user_timeout_ms = 0;
 	t->next_ns = sv_shm_backoff(&t->wait_ns, now);
 }
 
@@ -728,8 +730,27 @@ static void check_out(struct sv_link *l, uint64_t now)
 	close_out(t, now);
 }
 
+/* A path that is down looks like a slow peer to TCP, which retransmits
+ * for minutes: our data unacknowledged by the peer's host for twice the
+ * QP's ACK timeout breaks the connection instead.  A stopped peer process
+ * is not that: its kernel still acknowledges. */
+static void user_timeout(struct sv_tcp *t, uint64_t ack_timeout_ns)
+{
+	unsigned int ms = 0;
+
+	if (ack_timeout_ns < UINT64_MAX / 4) {
+		uint64_t v = 2 * ack_timeout_ns / 1000000;
+
+		ms = v < 1000 ? 1000 : v > 600000 ? 600000 : (unsigned int)v;
+	}
+	if (ms == t->user_timeout_ms || t->out_fd < 0)
+		return;
+	setsockopt(t->out_fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
+	t->user_timeout_ms = ms;
+}
+
 enum sv_link_state sv_tcp_run(struct sv_link *l, uint32_t peer_qpn,
-			      uint64_t now)
+			      uint64_t ack_timeout_ns, uint64_t now)
 {
 	struct sv_tcp *t = l->tcp;
 
@@ -744,6 +765,8 @@ enum sv_link_state sv_tcp_run(struct sv_link *l, uint32_t peer_qpn,
 		connect_step(l, peer_qpn, now); /* (again: not after a bye) */
 	if (t->out == OUT_HELLO)
 		read_ack(l, peer_qpn, now);
+	if (t->out == OUT_READY)
+		user_timeout(t, ack_timeout_ns);
 	read_in(l);
 	sv_tcp_flush(l);
 	if (t->proto_err || t->gone)

@@ -117,11 +117,14 @@ int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size,
 		   const struct sockaddr_in *dst, struct sv_context *ctx,
 		   struct sv_pfd *in_pfd, struct sv_pfd *out_pfd);
 /* Moves the link on: connects (again, with backoff), reads what arrived,
- * sends what is due.  Returns the link state it is in now: CONNECTING,
- * UP, CLOSED (goodbye) or DEAD (the peer QP is gone, or broke the
+ * sends what is due.  ack_timeout_ns: the QP's local ACK timeout; data
+ * of ours the peer's host has not acknowledged for twice that (1 s at
+ * least: TCP_USER_TIMEOUT) breaks the connection, so a path that is down
+ * is not taken for a slow peer.  Returns the link state it is in now:
+ * CONNECTING, UP, CLOSED (goodbye) or DEAD (the peer QP is gone, or broke the
  * protocol). */
 enum sv_link_state sv_tcp_run(struct sv_link *l, uint32_t peer_qpn,
-			      uint64_t now);
+			      uint64_t ack_timeout_ns, uint64_t now);
 /* Around one run of the engine: what it publishes goes out at the end,
  * its ACKs and requests together. */
 void sv_tcp_run_begin(struct sv_link *l);

@@ -1,0 +1,203 @@
+#!/bin/sh
+# Between hosts (issue 11): three network namespaces on a bridge of veth
+# pairs (the bridge in a fourth, so the host's own network is untouched),
+# and Debian's unmodified RDMA programs run across them on softverbs0, over
+# the TCP transport the destination GID chooses.  Then the faults a wire
+# has: a namespace's link set down mid-run, and a peer process killed, must
+# end in errors within the retry budget, never a hang.
+#
+# usage: netns.sh BUILD_DIR
+# Needs root and ip(8): otherwise it says why and exits 77 (ctest: skipped).
+set -u
+build=$1
+run="$build/bin/softverbs-run"
+rcpp="$build/bin/rc_pingpong"
+tag="svt$$"
+failed=0
+log=$(mktemp -d)
+
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+[ "$(id -u)" = 0 ] || skip "needs root to make network namespaces"
+command -v ip >/dev/null || skip "needs ip(8) (iproute2)"
+command -v ibv_rc_pingpong >/dev/null || skip "needs ibv_rc_pingpong (ibverbs-utils)"
+
+cleanup() {
+	for n in a b c hub; do
+		ip netns pids "$tag-$n" 2>/dev/null | xargs -r kill -9 2>/dev/null
+		ip netns del "$tag-$n" 2>/dev/null
+	done
+	rm -rf "$log"
+}
+trap cleanup EXIT INT TERM
+
+# hub holds the bridge; a, b, c each a veth into it, 10.77.0.1-3/24
+ip netns add "$tag-hub" || skip "cannot make a network namespace here"
+ip -n "$tag-hub" link add br0 type bridge
+ip -n "$tag-hub" link set br0 up
+i=1
+for n in a b c; do
+	ip netns add "$tag-$n"
+	ip link add "$tag$n" type veth peer name "$tag$n-h"
+	ip link set "$tag$n" netns "$tag-$n"
+	ip link set "$tag$n-h" netns "$tag-hub"
+	ip -n "$tag-hub" link set "$tag$n-h" master br0 up
+	ip -n "$tag-$n" addr add "10.77.0.$i/24" dev "$tag$n"
+	ip -n "$tag-$n" link set "$tag$n" up
+	ip -n "$tag-$n" link set lo up
+	i=$((i + 1))
+done
+
+in_ns() { # ns command...: a command of namespace ns, on softverbs
+	n=$1
+	shift
+	ip netns exec "$tag-$n" "$run" "$@"
+}
+
+# The GID index whose GID is the namespace's veth address (::ffff:10.77.0.x)
+gid_of() {
+	in_ns "$1" ibv_devinfo -v | sed -n \
+		's/.*GID\[ *\([0-9]*\)\]:.*ffff:0a4d:000'"$2"'$/\1/p' | head -1
+}
+ga=$(gid_of a 1)
+gb=$(gid_of b 2)
+gc=$(gid_of c 3)
+[ -n "$ga" ] && [ -n "$gb" ] && [ -n "$gc" ] || {
+	echo "FAIL: no GID for the veth addresses ($ga/$gb/$gc)"
+	in_ns a ibv_devinfo -v
+	exit 1
+}
+
+port=$((20000 + $$ % 20000))
+# listening NS PORT: waits (10 s at most) until a TCP port listens in NS
+listening() {
+	t=0
+	until ip netns exec "$tag-$1" ss -Hltn "sport = :$2" | grep -q .; do
+		[ $t -ge 200 ] && return 1
+		t=$((t + 1))
+		sleep 0.05 # no event says a port in another namespace listens
+	done
+}
+
+# pair NAME DEADLINE WANT SERVER_NS CLIENT_NS server argv -- client argv
+# Runs a server in one namespace and its client in another (@P in the
+# arguments: a fresh port); both must exit 0 within DEADLINE s and the
+# client's output must contain WANT.
+pair() {
+	name=$1 dl=$2 want=$3 sns=$4 cns=$5
+	shift 5
+	port=$((port + 1))
+	sargs=""
+	while [ "$1" != "--" ]; do
+		sargs="$sargs $1"
+		shift
+	done
+	shift
+	sargs=$(echo "$sargs" | sed "s/@P/$port/g")
+	cargs=$(echo "$*" | sed "s/@P/$port/g")
+	# shellcheck disable=SC2086
+	timeout "$dl" ip netns exec "$tag-$sns" "$run" $sargs \
+		>"$log/$name.s" 2>&1 &
+	spid=$!
+	listening "$sns" "$port"
+	# shellcheck disable=SC2086
+	timeout "$dl" ip netns exec "$tag-$cns" "$run" $cargs \
+		>"$log/$name.c" 2>&1
+	rc=$?
+	wait $spid
+	src=$?
+	if [ $rc -ne 0 ] || [ $src -ne 0 ] || ! grep -q "$want" "$log/$name.c"; then
+		echo "FAIL $name: client rc $rc, server rc $src"
+		sed 's/^/  client: /' "$log/$name.c" | tail -15
+		sed 's/^/  server: /' "$log/$name.s" | tail -15
+		failed=1
+	else
+		echo "ok   $name: $(grep "$want" "$log/$name.c" | tail -1)"
+	fi
+}
+
+A=10.77.0.1
+SV="-d softverbs0"
+pair rc_pingpong_defaults 60 "iters in" a b \
+	ibv_rc_pingpong $SV -g "$ga" -p @P -- \
+	ibv_rc_pingpong $SV -g "$gb" -p @P $A
+pair rc_pingpong_events 60 "iters in" a c \
+	ibv_rc_pingpong $SV -g "$ga" -p @P -e -- \
+	ibv_rc_pingpong $SV -g "$gc" -p @P -e $A
+pair rc_pingpong_1MiB 120 "iters in" b c \
+	ibv_rc_pingpong $SV -g "$gb" -p @P -s 1048576 -n 100 -- \
+	ibv_rc_pingpong $SV -g "$gc" -p @P -s 1048576 -n 100 10.77.0.2
+pair our_rc_pingpong 60 "iters in" a b \
+	"$rcpp" $SV -g "$ga" -p @P -- \
+	"$rcpp" $SV -g "$gb" -p @P $A
+if command -v ib_send_bw >/dev/null; then
+	pair ib_send_bw 90 "65536 " a b \
+		ib_send_bw $SV -x "$ga" -p @P -n 1000 -- \
+		ib_send_bw $SV -x "$gb" -p @P -n 1000 $A
+	pair ib_write_lat 90 "^ 2 " a c \
+		ib_write_lat $SV -x "$ga" -p @P -n 1000 -- \
+		ib_write_lat $SV -x "$gc" -p @P -n 1000 $A
+	pair ib_read_bw 90 "65536 " b c \
+		ib_read_bw $SV -x "$gb" -p @P -n 1000 -- \
+		ib_read_bw $SV -x "$gc" -p @P -n 1000 10.77.0.2
+	pair ib_atomic_lat 90 "^ 8 " a b \
+		ib_atomic_lat $SV -x "$ga" -p @P -n 1000 -- \
+		ib_atomic_lat $SV -x "$gb" -p @P -n 1000 $A
+else
+	echo "skip perftest rows: no perftest"
+fi
+
+# fault NAME: a long ping-pong between a and b; ACTION breaks it; the side
+# with a send in flight must fail within the retry budget (ibv_rc_pingpong:
+# timeout 14, retry_cnt 7, each try at least 500 ms here: ~4 s; 20 s
+# allowed), and nothing hangs: the other side, waiting for a message that
+# cannot come (as on any fabric), is then killed.
+fault() {
+	name=$1 action=$2
+	port=$((port + 1))
+	ip netns exec "$tag-a" "$run" ibv_rc_pingpong $SV -g "$ga" -p $port \
+		-n 100000000 >"$log/$name.s" 2>&1 &
+	spid=$!
+	listening a $port
+	ip netns exec "$tag-b" "$run" ibv_rc_pingpong $SV -g "$gb" -p $port \
+		-n 100000000 $A >"$log/$name.c" 2>&1 &
+	cpid=$!
+	# running: both have connected (the server's "remote address")
+	t=0
+	until grep -q "remote address" "$log/$name.s" &&
+		grep -q "remote address" "$log/$name.c"; do
+		[ $t -ge 200 ] && break
+		t=$((t + 1))
+		sleep 0.05
+	done
+	t0=$(date +%s)
+	case $action in
+	linkdown) ip -n "$tag-b" link set "${tag}b" down ;;
+	kill) kill -9 $spid ;;
+	esac
+	# first error within 20 s
+	t=0
+	until grep -q "Failed status\|failed\|Failed" "$log/$name.c" "$log/$name.s" 2>/dev/null; do
+		[ $t -ge 400 ] && break
+		t=$((t + 1))
+		sleep 0.05
+	done
+	el=$(($(date +%s) - t0))
+	kill -9 $spid $cpid 2>/dev/null
+	wait $spid $cpid 2>/dev/null
+	if grep -q "retry counter exceeded\|Failed status" "$log/$name.c" "$log/$name.s"; then
+		echo "ok   $name: error after ${el}s: $(grep -h "Failed status" "$log/$name.c" "$log/$name.s" | head -1)"
+	else
+		echo "FAIL $name: no error completion within 20 s"
+		sed 's/^/  client: /' "$log/$name.c" | tail -8
+		sed 's/^/  server: /' "$log/$name.s" | tail -8
+		failed=1
+	fi
+	[ "$action" = linkdown ] && ip -n "$tag-b" link set "${tag}b" up
+}
+fault link_down_mid_run linkdown
+fault peer_killed_mid_run kill
+
+exit $failed
