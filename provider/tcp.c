@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "crc32c.h"
 #include "shm.h"
 #include "sv.h"
 
@@ -72,6 +74,46 @@ struct sv_tcp {
 	uint64_t wait_ns;     /* backoff */
 	uint64_t deadline_ns; /* OUT_CONNECTING, OUT_HELLO: give up then */
 };
+
+/* The CRC of a frame: its header with crc 0, then its body. */
+static uint32_t frame_crc(const struct sv_tcp_frame *f, const void *body,
+			  uint32_t body_len)
+{
+	struct sv_tcp_frame h = *f;
+
+	h.crc = 0;
+	return sv_crc32c(sv_crc32c(0, &h, sizeof(h)), body, body_len);
+}
+
+static void hello_seal(struct sv_tcp_hello *h)
+{
+	h->crc = 0;
+	h->crc = sv_crc32c(0, h, sizeof(*h));
+}
+
+static bool hello_ok(const struct sv_tcp_hello *h)
+{
+	struct sv_tcp_hello c = *h;
+
+	c.crc = 0;
+	return h->magic == SV_TCP_MAGIC && h->version == SV_TCP_VERSION &&
+	       h->crc == sv_crc32c(0, &c, sizeof(c));
+}
+
+static void ack_seal(struct sv_tcp_hello_ack *a)
+{
+	a->crc = 0;
+	a->crc = sv_crc32c(0, a, sizeof(*a));
+}
+
+static bool ack_ok(const struct sv_tcp_hello_ack *a)
+{
+	struct sv_tcp_hello_ack c = *a;
+
+	c.crc = 0;
+	return a->magic == SV_TCP_MAGIC && a->version == SV_TCP_VERSION &&
+	       a->crc == sv_crc32c(0, &c, sizeof(c));
+}
 
 int sv_tcp_mode(void)
 {
@@ -259,6 +301,7 @@ static void connect_step(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
 				close_out(t, now);
 			return;
 		}
+		hello_seal(&h);
 		if (getsockopt(t->out_fd, SOL_SOCKET, SO_ERROR, &err, &len) ||
 		    err ||
 		    send(t->out_fd, &h, sizeof(h),
@@ -297,7 +340,7 @@ static void read_ack(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
 	t->ack_got += (uint32_t)n;
 	if (t->ack_got < sizeof(*a))
 		return;
-	if (a->magic != SV_TCP_MAGIC || a->version != SV_TCP_VERSION) {
+	if (!ack_ok(a)) {
 		close_out(t, now);
 		return;
 	}
@@ -352,8 +395,7 @@ int sv_tcp_take(struct sv_link *l, int fd, const struct sv_tcp_hello *h,
 	};
 	int one = 1, err = -ECONNREFUSED;
 
-	if (h->magic != SV_TCP_MAGIC || h->version != SV_TCP_VERSION ||
-	    h->dst_qpn != my_qpn || h->src_qpn > SV_PSN_MASK ||
+	if (!hello_ok(h) || h->dst_qpn != my_qpn || h->src_qpn > SV_PSN_MASK ||
 	    h->rx_size < 4096 || h->rx_size > (1ull << 30) ||
 	    (h->rx_size & (h->rx_size - 1)) || h->rsp_size < SV_RSP_RING_MIN ||
 	    h->rsp_size > (1ull << 30) || (h->rsp_size & (h->rsp_size - 1))) {
@@ -388,6 +430,7 @@ int sv_tcp_take(struct sv_link *l, int fd, const struct sv_tcp_hello *h,
 	a.status = SV_TCP_OK;
 	a.rx_recv = t->rx_recv;
 	a.rsp_recv = t->rsp_recv;
+	ack_seal(&a);
 	if (send(fd, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(a)) {
 		err = -errno;
 		close(fd);
@@ -401,6 +444,7 @@ int sv_tcp_take(struct sv_link *l, int fd, const struct sv_tcp_hello *h,
 	return 1;
 
 refuse:
+	ack_seal(&a);
 	send(fd, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL);
 	close(fd);
 	return err;
@@ -554,6 +598,16 @@ static void read_in(struct sv_link *l)
 			}
 			if (t->ilen - off < sizeof(f) + b)
 				break;
+			if (f.crc != frame_crc(&f, t->ibuf + off + sizeof(f),
+					       (uint32_t)b)) {
+				/* damaged on the way: as a lost packet, the
+				 * sender resends from where we got (its next
+				 * connection's hello answer) */
+				sv_dbg("qp %06x: tcp: frame fails its CRC\n",
+				       t->my_qpn);
+				close_in(t);
+				return;
+			}
 			if (take_frame(l, &f, t->ibuf + off + sizeof(f))) {
 				sv_dbg("qp %06x: tcp: bad frame type %u len %u "
 				       "pos %llu\n",
@@ -576,6 +630,7 @@ static void put_frame(struct sv_tcp *t, uint16_t type, uint16_t ring,
 	struct sv_tcp_frame f = {
 		.type = type, .ring = ring, .len = len, .pos = pos};
 
+	f.crc = frame_crc(&f, body, body_len);
 	memcpy(t->obuf + t->olen, &f, sizeof(f));
 	if (body_len)
 		memcpy(t->obuf + t->olen + sizeof(f), body, body_len);
@@ -712,7 +767,8 @@ static void check_out(struct sv_link *l, uint64_t now)
 			return;
 		if (n != sizeof(last.f))
 			break;
-		if (last.f.type == SV_TF_BYE && !last.f.len) {
+		if (last.f.type == SV_TF_BYE && !last.f.len &&
+		    last.f.crc == frame_crc(&last.f, NULL, 0)) {
 			t->closed = true;
 			return;
 		}
@@ -720,6 +776,7 @@ static void check_out(struct sv_link *l, uint64_t now)
 		    last.f.len != sizeof(last.s) ||
 		    recv(t->out_fd, &last.s, sizeof(last.s), MSG_DONTWAIT) !=
 			    sizeof(last.s) ||
+		    last.f.crc != frame_crc(&last.f, &last.s, sizeof(last.s)) ||
 		    !l->tx_ready || take_state(l, &last.s))
 			break;
 	}
@@ -989,6 +1046,7 @@ static void answer(int fd, uint16_t status)
 				     .version = SV_TCP_VERSION,
 				     .status = status};
 
+	ack_seal(&a);
 	send(fd, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
@@ -1060,8 +1118,8 @@ static void pend_read(struct sv_context *ctx, struct sv_tcp_door *d,
 	p->got += (uint32_t)n;
 	if (p->got < sizeof(p->h))
 		return;
-	if (p->h.magic == SV_TCP_MAGIC && p->h.version == SV_TCP_VERSION &&
-	    p->h.dst_qpn <= SV_PSN_MASK && p->h.src_qpn <= SV_PSN_MASK)
+	if (hello_ok(&p->h) && p->h.dst_qpn <= SV_PSN_MASK &&
+	    p->h.src_qpn <= SV_PSN_MASK)
 		forward(d, p->pfd.fd, &p->h);
 	pend_drop(ctx, p); /* the QP holds its own copy now */
 }

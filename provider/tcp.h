@@ -32,6 +32,7 @@
 #include <assert.h>
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "link.h"
@@ -49,7 +50,8 @@ struct sv_tcp_hello {
 	uint32_t dst_qpn;    /* the QP it calls */
 	uint64_t rx_size;    /* the caller's request ring */
 	uint64_t rsp_size;   /* the caller's response ring */
-	uint8_t src_gid[16]; /* informational */
+	uint8_t src_gid[12]; /* informational */
+	uint32_t crc;	     /* CRC-32C of the hello with crc 0 */
 };
 static_assert(sizeof(struct sv_tcp_hello) == 48, "wire ABI");
 
@@ -64,11 +66,11 @@ enum sv_tcp_status {
 
 /* The callee's answer: where to resume sending (what it has received). */
 struct sv_tcp_hello_ack {
-	uint32_t magic;	  /* SV_TCP_MAGIC */
-	uint16_t version; /* SV_TCP_VERSION */
-	uint16_t status;  /* enum sv_tcp_status */
-	uint32_t src_qpn; /* the callee */
-	uint32_t rsvd;
+	uint32_t magic;	   /* SV_TCP_MAGIC */
+	uint16_t version;  /* SV_TCP_VERSION */
+	uint16_t status;   /* enum sv_tcp_status */
+	uint32_t src_qpn;  /* the callee */
+	uint32_t crc;	   /* CRC-32C of the answer with crc 0 */
 	uint64_t rx_recv;  /* request ring bytes received */
 	uint64_t rsp_recv; /* response ring bytes received */
 };
@@ -87,13 +89,19 @@ enum sv_tcp_ring {
 	SV_TR_RSP = 1, /* the peer's response ring (its rsp_rx) */
 };
 
+/* TCP's checksum is weak and middleboxes rewrite: every frame carries a
+ * CRC-32C of its header (crc 0) and body, as RoCE's ICRC; a frame that
+ * fails it ends the connection, and the sender resends from where we
+ * got (tcp.c), as a lost packet is resent. */
 struct sv_tcp_frame {
 	uint16_t type; /* enum sv_tcp_frame_type */
 	uint16_t ring; /* enum sv_tcp_ring, for REC and PAD */
 	uint32_t len;
 	uint64_t pos; /* ring position, for REC and PAD */
+	uint32_t crc;
+	uint32_t rsvd;
 };
-static_assert(sizeof(struct sv_tcp_frame) == 16, "wire ABI");
+static_assert(sizeof(struct sv_tcp_frame) == 24, "wire ABI");
 
 /* What a shared ring header would show the peer. */
 struct sv_tcp_state {

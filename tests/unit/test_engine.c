@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "crc32c.h"
 #include "qp_state.h"
 #include "ring.h"
 #include "sv_test.h"
@@ -506,4 +507,21 @@ SV_TEST(opcode_table_properties)
 		ASSERT_TRUE(o->qpts & SV_QPT(RC)); /* RC has everything */
 	}
 	ASSERT_EQ(8, named);
+}
+
+/* CRC-32C's check value (RFC 3720 B.4), in one piece and in pieces that
+ * split the 8-byte steps of the SSE4.2 path anywhere. */
+SV_TEST(crc32c_check_values)
+{
+	static const char nine[] = "123456789";
+	uint8_t zeros[32] = {0}, ones[32];
+
+	ASSERT_EQ(0xe3069283u, sv_crc32c(0, nine, 9));
+	for (size_t k = 0; k <= 9; k++)
+		ASSERT_EQ(0xe3069283u,
+			  sv_crc32c(sv_crc32c(0, nine, k), nine + k, 9 - k));
+	ASSERT_EQ(0x8a9136aau, sv_crc32c(0, zeros, 32));
+	memset(ones, 0xff, sizeof(ones));
+	ASSERT_EQ(0x62a8ab43u, sv_crc32c(0, ones, 32));
+	ASSERT_EQ(0u, sv_crc32c(0, NULL, 0));
 }
