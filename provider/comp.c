@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "sv.h"
+#include "tcp.h"
 
 /*
  * IBA 9.7.5.2.8 table 45: RNR NAK timer codes, in 10 µs units
@@ -308,10 +309,11 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 		rnr_expired(qp, now);
 		return;
 	}
-	if (qp->link.state == SV_LINK_UP)
-		qp->comp_deadline =
-			now + sv_qp_ack_timeout_ns(qp); /* slow, alive */
-	else if (qp->comp_retries++ >= qp->attr.retry_cnt)
+	if (qp->link.state == SV_LINK_UP) {
+		/* slow, alive; over TCP, resent (sv_tcp_retransmit) */
+		sv_tcp_retransmit(&qp->link);
+		qp->comp_deadline = now + sv_qp_ack_timeout_ns(qp);
+	} else if (qp->comp_retries++ >= qp->attr.retry_cnt)
 		fail_head(qp, IBV_WC_RETRY_EXC_ERR);
 	else
 		qp->comp_deadline = now + sv_qp_ack_timeout_ns(qp);

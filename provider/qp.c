@@ -288,7 +288,7 @@ static int link_route(const struct sv_qp *qp, struct sockaddr_in *dst)
 		in.s_addr = htonl(INADDR_LOOPBACK); /* our link-local GID */
 	memset(dst, 0, sizeof(*dst));
 	dst->sin_family = AF_INET;
-	dst->sin_port = htons(sv_tcp_port());
+	dst->sin_port = htons(sv_tcp_connect_port());
 	dst->sin_addr = in;
 	return 1;
 }

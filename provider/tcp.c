@@ -132,6 +132,14 @@ int sv_tcp_mode(void)
 	return mode;
 }
 
+uint16_t sv_tcp_connect_port(void)
+{
+	const char *e = getenv("SOFTVERBS_TCP_CONNECT_PORT");
+	long v = e ? strtol(e, NULL, 10) : 0;
+
+	return v > 0 && v < 65536 ? (uint16_t)v : sv_tcp_port();
+}
+
 uint16_t sv_tcp_port(void)
 {
 	const char *e = getenv("SOFTVERBS_TCP_PORT");
@@ -592,8 +600,10 @@ static void read_in(struct sv_link *l)
 				break;
 			memcpy(&f, t->ibuf + off, sizeof(f));
 			b = body_len(&f);
-			if (b < 0) {
-				t->proto_err = true;
+			if (b < 0) { /* damaged (or junk): as a bad CRC */
+				sv_dbg("qp %06x: tcp: no frame header\n",
+				       t->my_qpn);
+				close_in(t);
 				return;
 			}
 			if (t->ilen - off < sizeof(f) + b)
@@ -837,6 +847,19 @@ enum sv_link_state sv_tcp_run(struct sv_link *l, uint32_t peer_qpn,
 	 * requests' timers wait for it, as for a stopped peer on shared
 	 * memory (comp.c) */
 	return t->alive ? SV_LINK_UP : SV_LINK_CONNECTING;
+}
+
+void sv_tcp_retransmit(struct sv_link *l)
+{
+	struct sv_tcp *t = l->tcp;
+
+	if (!t || t->closed || t->gone || t->out != OUT_READY)
+		return;
+	sv_dbg("qp %06x: tcp: ACK timeout: calling again to resend\n",
+	       t->my_qpn);
+	close_out(t, sv_now_ns());
+	t->wait_ns = 0;
+	t->next_ns = 0; /* at once */
 }
 
 void sv_tcp_run_begin(struct sv_link *l)

@@ -133,6 +133,12 @@ int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size,
  * protocol). */
 enum sv_link_state sv_tcp_run(struct sv_link *l, uint32_t peer_qpn,
 			      uint64_t ack_timeout_ns, uint64_t now);
+/* The ACK timer ran out with the link up: as a requester retransmits,
+ * the connection is made again and resumes where the receiver got (what
+ * TCP could not deliver — a stalled path, a damaged frame's length — is
+ * sent again).  The completer counts the try if the peer does not answer
+ * (comp.c). */
+void sv_tcp_retransmit(struct sv_link *l);
 /* Around one run of the engine: what it publishes goes out at the end,
  * its ACKs and requests together. */
 void sv_tcp_run_begin(struct sv_link *l);
@@ -170,5 +176,8 @@ uint64_t sv_tcp_door_next_ns(struct sv_context *ctx, uint64_t now);
 /* SOFTVERBS_TRANSPORT: 0 auto, 1 shm only, 2 tcp (forced). */
 int sv_tcp_mode(void);
 uint16_t sv_tcp_port(void);
+/* The port we call peers on: SOFTVERBS_TCP_CONNECT_PORT (a proxy's, for
+ * fault injection), else sv_tcp_port(). */
+uint16_t sv_tcp_connect_port(void);
 
 #endif

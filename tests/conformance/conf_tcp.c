@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The TCP transport on a damaged network (issue 11; this kernel has no
+ * netem, so the damage is done in userspace): a proxy process sits
+ * between the two QPs of a pair (SOFTVERBS_TCP_CONNECT_PORT points their
+ * calls at it; it relays to the door, SOFTVERBS_TCP_PORT) and cuts the
+ * connections, stalls them, delays them or flips bytes in them.  Every
+ * message must arrive intact, once and in order — or, when the network
+ * takes everything, the sender fail with IBV_WC_RETRY_EXC_ERR within its
+ * retry budget.  Never damaged data delivered, never a hang.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pair.h"
+#include "tcp.h"
+
+enum fault {
+	F_CUT,	     /* both connections closed every so often */
+	F_CORRUPT,   /* one byte flipped every so often */
+	F_STALL,     /* nothing relayed for 100 ms, every so often */
+	F_DELAY,     /* every piece held 1 ms */
+	F_BLACKHOLE, /* after a while, nothing relayed, ever */
+};
+
+/* Bytes between two faults, caller to callee: EVERY to 2 * EVERY, more
+ * than a record (64 KiB), so each connection moves something. */
+#define EVERY (256u * 1024)
+#define NCONN 32
+
+struct relay {
+	int c, s;	    /* caller's side, the door's side */
+	uint64_t bytes;	    /* caller to callee */
+	uint64_t next;	    /* the next fault at this many bytes */
+	uint64_t resume_ms; /* F_STALL: relays again then */
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void relay_close(struct relay *r)
+{
+	close(r->c);
+	close(r->s);
+	r->c = r->s = -1;
+}
+
+/* Moves what one side has to the other; false when the relay is over. */
+static bool pump(struct relay *r, enum fault f, bool from_caller, bool *dark)
+{
+	uint8_t buf[16384];
+	int in = from_caller ? r->c : r->s, out = from_caller ? r->s : r->c;
+	ssize_t n = recv(in, buf, sizeof(buf), 0);
+
+	if (n <= 0)
+		return false;
+	if (from_caller) {
+		if (*dark)
+			return true; /* swallowed */
+		r->bytes += (uint64_t)n;
+		if (r->bytes >= r->next) {
+			r->next += EVERY + (r->bytes * 2654435761u) % EVERY;
+			switch (f) {
+			case F_CUT:
+				return false;
+			case F_CORRUPT:
+				buf[(size_t)(r->bytes % (uint64_t)n)] ^= 0x40;
+				break;
+			case F_STALL:
+				r->resume_ms = now_ms() + 100;
+				break;
+			case F_BLACKHOLE:
+				*dark = true;
+				return true;
+			case F_DELAY:
+				break;
+			}
+		}
+		if (f == F_DELAY) {
+			struct timespec d = {0, 1000000};
+
+			nanosleep(&d, NULL); /* the fault itself: a slow wire */
+		}
+	}
+	for (ssize_t off = 0; off < n;) {
+		ssize_t w =
+			send(out, buf + off, (size_t)(n - off), MSG_NOSIGNAL);
+
+		if (w <= 0)
+			return false;
+		off += w;
+	}
+	return true;
+}
+
+static void proxy_main(int lfd, enum fault f, uint16_t door)
+{
+	struct relay r[NCONN];
+	bool dark = false;
+
+	for (int i = 0; i < NCONN; i++)
+		r[i].c = r[i].s = -1;
+	for (;;) {
+		struct pollfd p[1 + 2 * NCONN];
+		uint64_t now = now_ms();
+		int np = 1, tmo = -1;
+
+		p[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
+		for (int i = 0; i < NCONN; i++) {
+			bool stalled = r[i].resume_ms > now;
+
+			if (stalled &&
+			    (tmo < 0 || (int)(r[i].resume_ms - now) < tmo))
+				tmo = (int)(r[i].resume_ms - now);
+			p[np++] = (struct pollfd){
+				.fd = r[i].c < 0 || stalled ? -1 : r[i].c,
+				.events = POLLIN};
+			p[np++] =
+				(struct pollfd){.fd = r[i].s, .events = POLLIN};
+		}
+		if (poll(p, (nfds_t)np, tmo) < 0)
+			_exit(3);
+		if (p[0].revents) {
+			struct sockaddr_in a = {.sin_family = AF_INET,
+						.sin_port = htons(door),
+						.sin_addr.s_addr =
+							htonl(INADDR_LOOPBACK)};
+			int c = accept(lfd, NULL, NULL), s, i;
+
+			for (i = 0; i < NCONN && r[i].c >= 0; i++)
+				;
+			s = socket(AF_INET, SOCK_STREAM, 0);
+			if (c < 0 || s < 0 || i == NCONN ||
+			    connect(s, (struct sockaddr *)&a, sizeof(a))) {
+				close(c);
+				close(s);
+			} else {
+				r[i] = (struct relay){
+					.c = c,
+					.s = s,
+					.next = EVERY / 2 + (uint64_t)i * 977};
+			}
+		}
+		for (int i = 0; i < NCONN; i++) {
+			struct pollfd *pc = &p[1 + 2 * i], *ps = &p[2 + 2 * i];
+
+			if (r[i].c >= 0 && pc->fd >= 0 && pc->revents &&
+			    !pump(&r[i], f, true, &dark))
+				relay_close(&r[i]);
+			if (r[i].s >= 0 && ps->revents &&
+			    !pump(&r[i], f, false, &dark))
+				relay_close(&r[i]);
+		}
+	}
+}
+
+/* A proxy process on a free port of 127.0.0.1 in front of the door. */
+static pid_t proxy_start(enum fault f, uint16_t *port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int lfd = socket(AF_INET, SOCK_STREAM, 0);
+	pid_t pid;
+
+	ASSERT_TRUE(lfd >= 0);
+	ASSERT_OK(bind(lfd, (struct sockaddr *)&a, sizeof(a)));
+	ASSERT_OK(listen(lfd, 64));
+	ASSERT_OK(getsockname(lfd, (struct sockaddr *)&a, &len));
+	*port = ntohs(a.sin_port);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_TRUE(pid >= 0);
+	if (pid == 0) {
+		alarm(120);
+		const char *e = getenv("SOFTVERBS_TCP_PORT");
+
+		proxy_main(lfd, f, e ? (uint16_t)atoi(e) : SV_TCP_PORT_DEFAULT);
+	}
+	close(lfd);
+	return pid;
+}
+
+/* Both ends of the pair over TCP, through a proxy doing f. */
+static pid_t through(enum fault f, struct sv_pair *p, uint8_t retry_cnt)
+{
+	struct sv_end_opts o = sv_end_opts_default();
+	uint16_t port;
+	char v[16];
+	pid_t pid;
+
+	/* before the first verbs call: the provider reads them once */
+	setenv("SOFTVERBS_TRANSPORT", "tcp", 1);
+	pid = proxy_start(f, &port);
+	snprintf(v, sizeof(v), "%u", port);
+	setenv("SOFTVERBS_TCP_CONNECT_PORT", v, 1);
+	o.buf_len = 8u << 20;
+	o.max_send_wr = o.max_recv_wr = 32;
+	o.retry_cnt = retry_cnt;
+	sv_pair_open(p, &o, &o);
+	return pid;
+}
+
+static void proxy_stop(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+#define NMSG  400
+#define SLOTS 16
+#define SLOT  (512u * 1024)
+
+static uint32_t msg_len(int i)
+{
+	static const uint32_t len[] = {1, 64, 4096, 65536, 200000, 333};
+
+	return len[i % 6];
+}
+
+/* nmsg messages of varied sizes, SLOTS in flight: each must arrive
+ * whole, in order, once, with its own bytes. */
+static void messages_intact(struct sv_pair *p, int nmsg)
+{
+	int sent = 0, got = 0, done = 0;
+	struct ibv_wc wc;
+
+	for (int i = 0; i < SLOTS; i++)
+		ASSERT_OK(sv_end_recv(&p->b, (uint64_t)i, (size_t)i * SLOT,
+				      SLOT));
+	while (got < nmsg || done < nmsg) {
+		while (sent < nmsg && sent - got < SLOTS) {
+			size_t off = (size_t)(sent % SLOTS) * SLOT;
+
+			sv_fill(p->a.buf + off, msg_len(sent), (uint32_t)sent);
+			ASSERT_OK(sv_end_send(&p->a, (uint64_t)sent, off,
+					      msg_len(sent), 0));
+			sent++;
+		}
+		if (sv_wc_poll(p->b.rcq, &wc, 0)) {
+			size_t off = (size_t)(got % SLOTS) * SLOT;
+
+			if (wc.status != IBV_WC_SUCCESS ||
+			    wc.wr_id != (uint64_t)(got % SLOTS) ||
+			    wc.byte_len != msg_len(got))
+				sv_test_fail(__FILE__, __LINE__,
+					     "message %d: wr_id %llu status %s "
+					     "len %u (want slot %d len %u)",
+					     got, (unsigned long long)wc.wr_id,
+					     ibv_wc_status_str(wc.status),
+					     wc.byte_len, got % SLOTS,
+					     msg_len(got));
+			if (sv_check(p->b.buf + off, msg_len(got),
+				     (uint32_t)got) != -1)
+				sv_test_fail(__FILE__, __LINE__,
+					     "message %d: bytes damaged", got);
+			ASSERT_OK(sv_end_recv(&p->b, (uint64_t)(got % SLOTS),
+					      off, SLOT));
+			got++;
+		}
+		if (sv_wc_poll(p->a.scq, &wc, 0)) {
+			if (wc.status != IBV_WC_SUCCESS ||
+			    wc.wr_id != (uint64_t)done)
+				sv_test_fail(__FILE__, __LINE__,
+					     "send %d: wr_id %llu status %s",
+					     done, (unsigned long long)wc.wr_id,
+					     ibv_wc_status_str(wc.status));
+			done++;
+		}
+	}
+	NO_WC(p->b.rcq, 20); /* and nothing twice */
+}
+
+static void intact_through(enum fault f, int nmsg)
+{
+	struct sv_pair p;
+	pid_t pid = through(f, &p, 7);
+
+	messages_intact(&p, nmsg);
+	sv_pair_close(&p);
+	proxy_stop(pid);
+}
+
+SV_TEST(tcp_fault_cut_connections)
+{
+	intact_through(F_CUT, NMSG);
+}
+
+SV_TEST(tcp_fault_corrupt_bytes)
+{
+	intact_through(F_CORRUPT, NMSG);
+}
+
+SV_TEST(tcp_fault_stalls)
+{
+	/* a stall the ACK timer outlasts is resent (sv_tcp_retransmit): fewer
+	 * messages, the test is about time */
+	intact_through(F_STALL, NMSG / 4);
+}
+
+SV_TEST(tcp_fault_delay)
+{
+	intact_through(F_DELAY, NMSG);
+}
+
+/* A path that takes everything: the sender fails with RETRY_EXC_ERR
+ * within its budget (retry_cnt 1: two ACK timeouts of 500 ms, plus TCP's
+ * timeout and a connection attempt), the QP in ERROR; nothing hangs. */
+SV_TEST(tcp_fault_blackhole_fails_in_budget)
+{
+	struct sv_pair p;
+	pid_t pid = through(F_BLACKHOLE, &p, 1);
+	struct ibv_wc wc;
+	uint64_t t0 = now_ms();
+	int sent = 0;
+
+	for (int i = 0; i < SLOTS; i++)
+		ASSERT_OK(
+			sv_end_recv(&p.b, (uint64_t)i, (size_t)i * SLOT, SLOT));
+	for (;;) {
+		if (sent < SLOTS)
+			ASSERT_OK(sv_end_send(&p.a, (uint64_t)sent++, 0, 65536,
+					      0));
+		if (sv_wc_poll(p.a.scq, &wc, 10) && wc.status != IBV_WC_SUCCESS)
+			break;
+		if (now_ms() - t0 > 15000)
+			sv_test_fail(__FILE__, __LINE__,
+				     "no error 15 s into a black hole");
+	}
+	ASSERT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
+	ASSERT_EQ(IBV_QPS_ERR, sv_end_state(&p.a));
+	printf("black hole: RETRY_EXC_ERR after %llu ms\n",
+	       (unsigned long long)(now_ms() - t0));
+	sv_pair_close(&p);
+	proxy_stop(pid);
+}
