@@ -63,10 +63,12 @@ int cm_addr_is_local(const struct sockaddr *sa)
 		if (sa->sa_family == AF_INET)
 			found = ((struct sockaddr_in *)i->ifa_addr)
 					->sin_addr.s_addr ==
-				((const struct sockaddr_in *)sa)->sin_addr.s_addr;
+				((const struct sockaddr_in *)sa)
+					->sin_addr.s_addr;
 		else
 			found = !memcmp(
-				&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr,
+				&((struct sockaddr_in6 *)i->ifa_addr)
+					 ->sin6_addr,
 				&((const struct sockaddr_in6 *)sa)->sin6_addr,
 				16);
 	}

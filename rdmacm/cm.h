@@ -28,11 +28,11 @@ enum cm_state {
 	CM_ADDR_RESOLVED, /* rdma_resolve_addr done */
 	CM_ROUTE_RESOLVED,
 	CM_LISTEN,
-	CM_REQ_WAIT,   /* passive: socket accepted, its REQ not yet read */
-	CM_REQ_RCVD,   /* passive: CONNECT_REQUEST reported */
-	CM_REQ_SENT,   /* active: REQ sent, waiting for REP/REJ */
-	CM_REP_RCVD,   /* active: REP read, RTU not yet sent */
-	CM_REP_SENT,   /* passive: accepted, waiting for RTU */
+	CM_REQ_WAIT, /* passive: socket accepted, its REQ not yet read */
+	CM_REQ_RCVD, /* passive: CONNECT_REQUEST reported */
+	CM_REQ_SENT, /* active: REQ sent, waiting for REP/REJ */
+	CM_REP_RCVD, /* active: REP read, RTU not yet sent */
+	CM_REP_SENT, /* passive: accepted, waiting for RTU */
 	CM_ESTABLISHED,
 	CM_DREQ_SENT,
 	CM_DISCONNECTED,
@@ -71,17 +71,17 @@ struct cm_id {
 	uint64_t serial;      /* the CM thread's epoll handle (never reused) */
 	struct cm_id *next, *prev; /* every live id (cm_core.ids) */
 	enum cm_state state;
-	int sock;     /* the CM link (SEQPACKET) or listener, or -1 */
-	int port_fd;  /* holds the IP port in the kernel's space, or -1 */
+	int sock;    /* the CM link (SEQPACKET) or listener, or -1 */
+	int port_fd; /* holds the IP port in the kernel's space, or -1 */
 	unsigned int unacked; /* events got and not acked */
 	unsigned int queued;  /* events queued and not got */
 	pthread_cond_t acked; /* rdma_destroy_id / migrate wait here */
 	bool destroying;
-	bool peer_gone;	    /* its link saw EOF before it could report it */
+	bool peer_gone;	      /* its link saw EOF before it could report it */
 	struct cm_id *listen; /* passive: the listener it came from */
 	int backlog, pending; /* listener: CONNECT_REQUESTs not answered */
 	uint8_t resp_res, init_depth, retry, rnr_retry;
-	uint32_t psn;	     /* our starting PSN (send) */
+	uint32_t psn;	      /* our starting PSN (send) */
 	struct cm_msg remote; /* the peer's REQ or REP */
 	bool have_remote;
 	struct ibv_qp_init_attr *ep_qp_attr; /* rdma_create_ep listener */
@@ -96,7 +96,7 @@ struct cm_core {
 	pthread_mutex_t lock;
 	struct cm_id *ids; /* list head */
 	uint64_t next_serial;
-	int epfd;	 /* the CM thread's sockets */
+	int epfd; /* the CM thread's sockets */
 	bool thread_started;
 	pthread_t thread;
 	struct ibv_context *ctx; /* softverbs0, opened once */
@@ -129,7 +129,7 @@ int cm_core_init(void); /* 0 or -errno; opens the device once */
 int cm_id_create(struct rdma_event_channel *channel, struct rdma_cm_id **id,
 		 void *context, enum rdma_port_space ps, enum ibv_qp_type qpt);
 struct cm_id *cm_id_new_child(struct cm_id *listener); /* lock held */
-struct cm_id *cm_id_find(uint64_t serial); /* lock held */
+struct cm_id *cm_id_find(uint64_t serial);	       /* lock held */
 bool cm_is_ud(const struct cm_id *c);
 
 /* channel.c (lock held for every one) */
@@ -140,7 +140,7 @@ void cm_channel_drop_events(struct cm_id *c); /* queued ones of c */
 struct cm_channel *cm_channel_create(bool sync);
 void cm_channel_destroy(struct cm_channel *ch);
 int cm_wait_acked(struct cm_id *c); /* waits for c->unacked == 0 */
-int cm_complete(struct cm_id *c);    /* sync ids: waits for their event */
+int cm_complete(struct cm_id *c);   /* sync ids: waits for their event */
 
 /* addr.c */
 int cm_addr_is_local(const struct sockaddr *sa);

@@ -334,8 +334,7 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	if (!id)
 		return cm_err(EINVAL);
 	ud = cm_is_ud(c);
-	ret = check_param(c, conn_param,
-			  ud ? CM_PDATA_SIDR_REQ : CM_PDATA_REQ);
+	ret = check_param(c, conn_param, ud ? CM_PDATA_SIDR_REQ : CM_PDATA_REQ);
 	if (ret)
 		return cm_err(ret);
 	pthread_mutex_lock(&cm_core.lock);
@@ -343,12 +342,12 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id,
 		pthread_mutex_unlock(&cm_core.lock);
 		return cm_err(EINVAL);
 	}
-	c->init_depth = conn_param && conn_param->initiator_depth !=
-						      RDMA_MAX_INIT_DEPTH
-				? conn_param->initiator_depth
-				: cm_core.dev_attr.max_qp_init_rd_atom;
+	c->init_depth =
+		conn_param && conn_param->initiator_depth != RDMA_MAX_INIT_DEPTH
+			? conn_param->initiator_depth
+			: cm_core.dev_attr.max_qp_init_rd_atom;
 	c->resp_res = conn_param && conn_param->responder_resources !=
-					    RDMA_MAX_RESP_RES
+					      RDMA_MAX_RESP_RES
 			      ? conn_param->responder_resources
 			      : cm_core.dev_attr.max_qp_rd_atom;
 	c->retry = conn_param ? conn_param->retry_count : 7;
@@ -451,8 +450,7 @@ CM_EXPORT int rdma_accept(struct rdma_cm_id *id,
 	if (!id)
 		return cm_err(EINVAL);
 	ud = cm_is_ud(c);
-	ret = check_param(c, conn_param,
-			  ud ? CM_PDATA_SIDR_REP : CM_PDATA_REP);
+	ret = check_param(c, conn_param, ud ? CM_PDATA_SIDR_REP : CM_PDATA_REP);
 	if (ret)
 		return cm_err(ret);
 	pthread_mutex_lock(&cm_core.lock);
@@ -461,14 +459,13 @@ CM_EXPORT int rdma_accept(struct rdma_cm_id *id,
 		return cm_err(EINVAL);
 	}
 	if (!conn_param || conn_param->initiator_depth == RDMA_MAX_INIT_DEPTH)
-		c->init_depth = c->init_depth <
-						cm_core.dev_attr.max_qp_init_rd_atom
-					? c->init_depth
-					: cm_core.dev_attr.max_qp_init_rd_atom;
+		c->init_depth =
+			c->init_depth < cm_core.dev_attr.max_qp_init_rd_atom
+				? c->init_depth
+				: cm_core.dev_attr.max_qp_init_rd_atom;
 	else
 		c->init_depth = conn_param->initiator_depth;
-	if (!conn_param ||
-	    conn_param->responder_resources == RDMA_MAX_RESP_RES)
+	if (!conn_param || conn_param->responder_resources == RDMA_MAX_RESP_RES)
 		c->resp_res = c->resp_res < cm_core.dev_attr.max_qp_rd_atom
 				      ? c->resp_res
 				      : cm_core.dev_attr.max_qp_rd_atom;
@@ -565,8 +562,7 @@ CM_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 CM_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
 			      uint8_t private_data_len)
 {
-	return reject(id, private_data, private_data_len,
-		      CM_REJ_VENDOR_OPTION);
+	return reject(id, private_data, private_data_len, CM_REJ_VENDOR_OPTION);
 }
 
 CM_EXPORT int rdma_disconnect(struct rdma_cm_id *id)

@@ -173,7 +173,7 @@ void cm_id_free(struct cm_id *c)
 static enum ibv_qp_type ps_qp_type(enum rdma_port_space ps)
 {
 	return ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB ? IBV_QPT_UD
-						      : IBV_QPT_RC;
+							: IBV_QPT_RC;
 }
 
 int cm_id_create(struct rdma_event_channel *channel, struct rdma_cm_id **id,
@@ -306,8 +306,8 @@ CM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 	struct cm_event *e;
 	int ret = 0, status;
 
-	if (!id || !dst_addr || (dst_addr->sa_family != AF_INET &&
-				 dst_addr->sa_family != AF_INET6))
+	if (!id || !dst_addr ||
+	    (dst_addr->sa_family != AF_INET && dst_addr->sa_family != AF_INET6))
 		return cm_err(EINVAL);
 	if (c->state == CM_IDLE) {
 		if (!src_addr) {
@@ -326,8 +326,9 @@ CM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 	/* one host (network namespace) is what we reach today: an address
 	 * of none of its interfaces has no route */
 	status = cm_addr_is_local(dst_addr) ? 0 : -EHOSTUNREACH;
-	e = cm_event_new(c, status ? RDMA_CM_EVENT_ADDR_ERROR
-				   : RDMA_CM_EVENT_ADDR_RESOLVED,
+	e = cm_event_new(c,
+			 status ? RDMA_CM_EVENT_ADDR_ERROR
+				: RDMA_CM_EVENT_ADDR_RESOLVED,
 			 status);
 	if (!e) {
 		ret = ENOMEM;
@@ -450,10 +451,8 @@ CM_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
 		[RDMA_CM_EVENT_REJECTED] = "RDMA_CM_EVENT_REJECTED",
 		[RDMA_CM_EVENT_ESTABLISHED] = "RDMA_CM_EVENT_ESTABLISHED",
 		[RDMA_CM_EVENT_DISCONNECTED] = "RDMA_CM_EVENT_DISCONNECTED",
-		[RDMA_CM_EVENT_DEVICE_REMOVAL] =
-			"RDMA_CM_EVENT_DEVICE_REMOVAL",
-		[RDMA_CM_EVENT_MULTICAST_JOIN] =
-			"RDMA_CM_EVENT_MULTICAST_JOIN",
+		[RDMA_CM_EVENT_DEVICE_REMOVAL] = "RDMA_CM_EVENT_DEVICE_REMOVAL",
+		[RDMA_CM_EVENT_MULTICAST_JOIN] = "RDMA_CM_EVENT_MULTICAST_JOIN",
 		[RDMA_CM_EVENT_MULTICAST_ERROR] =
 			"RDMA_CM_EVENT_MULTICAST_ERROR",
 		[RDMA_CM_EVENT_ADDR_CHANGE] = "RDMA_CM_EVENT_ADDR_CHANGE",
@@ -495,7 +494,7 @@ CM_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname,
 	} else if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH) {
 		/* a path given by the program: our route is the host's */
 		return optlen >= sizeof(struct ibv_path_data) ? 0
-							       : cm_err(EINVAL);
+							      : cm_err(EINVAL);
 	}
 	return cm_err(ENOSYS);
 }

@@ -157,7 +157,7 @@ CM_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 	}
 	*id = cm_id;
 	return 0;
-err: {
+err : {
 	int e = errno;
 
 	rdma_destroy_ep(cm_id);

@@ -80,14 +80,14 @@ static int watch(struct cm_id *c)
 				 .data.u64 = c->serial};
 
 	return epoll_ctl(cm_core.epfd, EPOLL_CTL_ADD, c->sock, &ev) ? -errno
-								      : 0;
+								    : 0;
 }
 
 int cm_link_listen(struct cm_id *c, int backlog)
 {
 	struct sockaddr_un un;
-	socklen_t len = link_name(&un, c->id.ps, &c->id.route.addr.src_addr,
-				  false);
+	socklen_t len =
+		link_name(&un, c->id.ps, &c->id.route.addr.src_addr, false);
 	int fd, ret;
 
 	/* the IP port listens too, as a TCP listener would (tools that
@@ -187,8 +187,8 @@ static void accept_all(struct cm_id *l)
 
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EINTR)
-				cm_log("accept on listener %p: %d\n",
-				       (void *)l, errno);
+				cm_log("accept on listener %p: %d\n", (void *)l,
+				       errno);
 			if (errno == EINTR)
 				continue;
 			return;
@@ -207,8 +207,8 @@ static void read_all(struct cm_id *c)
 	struct cm_msg m;
 
 	while (c->sock >= 0) {
-		ssize_t n = recv(c->sock, &m, sizeof(m),
-				 MSG_DONTWAIT | MSG_TRUNC);
+		ssize_t n =
+			recv(c->sock, &m, sizeof(m), MSG_DONTWAIT | MSG_TRUNC);
 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;

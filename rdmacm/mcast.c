@@ -120,8 +120,7 @@ static void leave(struct cm_id *c, struct cm_mcast *m)
 	free(m);
 }
 
-CM_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id,
-				   struct sockaddr *addr)
+CM_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
 {
 	struct cm_id *c = cm_id_of(id);
 	struct cm_mcast **pp, *m = NULL;

@@ -325,8 +325,8 @@ CM_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
 				return -1;
 			attr->cq = id->recv_cq;
 		}
-		attr->comp_mask |= IBV_SRQ_INIT_ATTR_XRCD |
-				   IBV_SRQ_INIT_ATTR_CQ;
+		attr->comp_mask |=
+			IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
 	}
 	srq = ibv_create_srq_ex(id->verbs, attr);
 	if (!srq) {
@@ -350,8 +350,8 @@ CM_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 	memset(&ax, 0, sizeof(ax));
 	memcpy(&ax, attr, sizeof(*attr));
 	ax.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
-	ax.srq_type = id->qp_type == IBV_QPT_XRC_RECV ? IBV_SRQT_XRC
-						      : IBV_SRQT_BASIC;
+	ax.srq_type =
+		id->qp_type == IBV_QPT_XRC_RECV ? IBV_SRQT_XRC : IBV_SRQT_BASIC;
 	ax.pd = pd;
 	ret = rdma_create_srq_ex(id, &ax);
 	memcpy(attr, &ax, sizeof(*attr));

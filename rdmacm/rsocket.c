@@ -32,8 +32,7 @@ CM_EXPORT int rsocket(int domain, int type, int protocol)
 	return unsupported(__func__);
 }
 
-CM_EXPORT int rbind(int socket, const struct sockaddr *addr,
-		    socklen_t addrlen)
+CM_EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t addrlen)
 {
 	return unsupported(__func__);
 }

@@ -52,9 +52,9 @@ struct cm_wire_addr {
 static_assert(sizeof(struct cm_wire_addr) == 24, "wire layout");
 
 struct cm_msg {
-	uint32_t magic;	  /* CM_MAGIC: catches a stranger */
-	uint16_t version; /* CM_VERSION */
-	uint8_t type;	  /* enum cm_msg_type */
+	uint32_t magic;	   /* CM_MAGIC: catches a stranger */
+	uint16_t version;  /* CM_VERSION */
+	uint8_t type;	   /* enum cm_msg_type */
 	uint8_t pdata_len; /* bytes of pdata used, <= the type's limit */
 	uint32_t qpn;	   /* the sender's QP (REQ, REP, SIDR REP) */
 	uint32_t psn;	   /* its starting PSN */
@@ -69,7 +69,7 @@ struct cm_msg {
 	uint8_t status; /* REJ: reason; SIDR REP: 0 ok, else rejected */
 	uint16_t lid;	/* the sender's port LID */
 	uint16_t pad;
-	uint8_t gid[16]; /* the sender's GID for this connection */
+	uint8_t gid[16];	      /* the sender's GID for this connection */
 	struct cm_wire_addr src, dst; /* REQ: the active side's view */
 	uint32_t ece_vendor, ece_options;
 	uint8_t pdata[CM_PDATA_MAX];
