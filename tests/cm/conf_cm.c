@@ -757,6 +757,21 @@ SV_TEST(cm_hostile_bytes_dropped)
 	p = (struct pollfd){.fd = ch->fd, .events = POLLIN};
 	ASSERT_EQ(0, poll(&p, 1, 0)); /* nothing was reported */
 
+	/* the same bytes with no lie are a REQ: the lies were refused */
+	msg[6] = 1;
+	memset(msg + 7, 0, 300 - 7);
+	msg[20] = 2;
+	*(uint16_t *)(msg + 48) = AF_INET;
+	*(uint16_t *)(msg + 72) = AF_INET;
+	fd = raw_connect(port);
+	ASSERT_EQ((ssize_t)sizeof(msg), send(fd, msg, sizeof(msg), 0));
+	ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	s = ev->id;
+	rdma_ack_cm_event(ev);
+	ASSERT_OK(rdma_reject(s, NULL, 0));
+	rdma_destroy_id(s);
+	close(fd);
+
 	c = resolved(ch, RDMA_PS_TCP, port);
 	cp.qp_num = 5;
 	ASSERT_OK(rdma_connect(c, &cp));
