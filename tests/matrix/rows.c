@@ -718,14 +718,16 @@ const struct mx_row mx_rows[] = {
 	{
 		.name = "fi_pingpong_verbs",
 		.pkg = "libfabric-bin",
-		.expect = MX_FAILS,
-		.reason = "libfabric's verbs provider connects with rdma_cm: "
-			  "none yet (future issue)",
+		.expect = MX_WORKS,
+		.reason = CM_OK "; libfabric's verbs provider (FI_EP_MSG) "
+				"connects with rdma_cm",
 		.server = {"fi_pingpong", "-p", "verbs", "-B", "@PORT@", "-I",
 			   "10", "-S", "64"},
 		.client = {"fi_pingpong", "-p", "verbs", "-P", "@PORT@", "-I",
 			   "10", "-S", "64", "127.0.0.1"},
-		.deadline_s = FAST,
+		.deadline_s = RUN,
+		.says = "64      10      =10",
+		.also_says = "usec/xfer",
 	},
 
 	/* Open MPI: tests/matrix/mpi_pingpong.c, built when MPI is found */
