@@ -76,29 +76,31 @@ int cm_addr_is_local(const struct sockaddr *sa)
 	return found;
 }
 
-/* The GID softverbs0 answers for `sa` and its index: the IPv4-mapped
- * entry of an IPv4 address if the table has it, else entry 0. */
+/* The GID softverbs0 answered at start-up for `sa` and its index: the
+ * IPv4-mapped entry of an IPv4 address if the table has it, else entry
+ * 0 (an address added later maps to entry 0 too). */
 int cm_addr_gid(const struct sockaddr *sa, union ibv_gid *gid, int *index)
 {
-	union ibv_gid want = {0}, g;
+	union ibv_gid want = {0};
 
+	if (!cm_core.ngids)
+		return -EIO;
 	if (sa && sa->sa_family == AF_INET) {
 		want.raw[10] = 0xff;
 		want.raw[11] = 0xff;
 		memcpy(&want.raw[12],
 		       &((const struct sockaddr_in *)sa)->sin_addr, 4);
-		for (int i = 1; i < cm_core.gid_tbl_len; i++) {
-			if (ibv_query_gid(cm_core.ctx, 1, i, &g))
-				break;
-			if (!memcmp(&g, &want, sizeof(g))) {
-				*gid = g;
+		for (int i = 1; i < cm_core.ngids; i++) {
+			if (!memcmp(&cm_core.gids[i], &want, sizeof(want))) {
+				*gid = cm_core.gids[i];
 				*index = i;
 				return 0;
 			}
 		}
 	}
 	*index = 0;
-	return ibv_query_gid(cm_core.ctx, 1, 0, gid) ? -EIO : 0;
+	*gid = cm_core.gids[0];
+	return 0;
 }
 
 /*

@@ -28,11 +28,12 @@ enum cm_state {
 	CM_ADDR_RESOLVED, /* rdma_resolve_addr done */
 	CM_ROUTE_RESOLVED,
 	CM_LISTEN,
-	CM_REQ_WAIT, /* passive: socket accepted, its REQ not yet read */
-	CM_REQ_RCVD, /* passive: CONNECT_REQUEST reported */
-	CM_REQ_SENT, /* active: REQ sent, waiting for REP/REJ */
-	CM_REP_RCVD, /* active: REP read, RTU not yet sent */
-	CM_REP_SENT, /* passive: accepted, waiting for RTU */
+	CM_REQ_WAIT,  /* passive: socket accepted, its REQ not yet read */
+	CM_REQ_RCVD,  /* passive: CONNECT_REQUEST reported */
+	CM_REQ_RETRY, /* active: the port is bound but not listening yet */
+	CM_REQ_SENT,  /* active: REQ sent, waiting for REP/REJ */
+	CM_REP_RCVD,  /* active: REP read, RTU not yet sent */
+	CM_REP_SENT,  /* passive: accepted, waiting for RTU */
 	CM_ESTABLISHED,
 	CM_DREQ_SENT,
 	CM_DISCONNECTED,
@@ -71,11 +72,14 @@ struct cm_id {
 	uint64_t serial;      /* the CM thread's epoll handle (never reused) */
 	struct cm_id *next, *prev; /* every live id (cm_core.ids) */
 	enum cm_state state;
-	int sock;    /* the CM link (SEQPACKET) or listener, or -1 */
-	int port_fd; /* holds the IP port in the kernel's space, or -1 */
-	unsigned int unacked; /* events got and not acked */
-	unsigned int queued;  /* events queued and not got */
-	pthread_cond_t acked; /* rdma_destroy_id / migrate wait here */
+	int sock;     /* the CM link (SEQPACKET) or listener, or -1 */
+	int port_fd;  /* holds the IP port in the kernel's space, or -1 */
+	int bound_fd; /* says "bound here" to connecting ids (link.c), or -1 */
+	struct cm_msg req;	 /* active: the REQ, kept for a retry */
+	uint64_t retry_until_ms; /* active: REQ_RETRY gives up then */
+	unsigned int unacked;	 /* events got and not acked */
+	unsigned int queued;	 /* events queued and not got */
+	pthread_cond_t acked;	 /* rdma_destroy_id / migrate wait here */
 	bool destroying;
 	bool peer_gone;	      /* its link saw EOF before it could report it */
 	struct cm_id *listen; /* passive: the listener it came from */
@@ -92,17 +96,23 @@ struct cm_id {
 	uint8_t tos;
 };
 
+#define CM_GID_CACHE 16
+
 struct cm_core {
 	pthread_mutex_t lock;
 	struct cm_id *ids; /* list head */
 	uint64_t next_serial;
-	int epfd; /* the CM thread's sockets */
+	int epfd;    /* the CM thread's sockets */
+	int wake_fd; /* eventfd in epfd (serial 0): retries to run */
 	bool thread_started;
 	pthread_t thread;
 	struct ibv_context *ctx; /* softverbs0, opened once */
 	struct ibv_pd *pd;	 /* the default PD */
 	struct ibv_device_attr dev_attr;
 	int gid_tbl_len;
+	union ibv_gid gids[CM_GID_CACHE]; /* the table at start-up: asked
+					   * per connection, it is costly */
+	int ngids;
 	uint16_t lid;
 };
 extern struct cm_core cm_core;
@@ -157,6 +167,10 @@ int cm_link_listen(struct cm_id *c, int backlog);
 int cm_link_connect(struct cm_id *c); /* 0, or -errno to report */
 int cm_link_send(struct cm_id *c, const struct cm_msg *m);
 int cm_link_adopt(struct cm_id *c, int fd);
+int cm_link_mark_bound(struct cm_id *c);
+bool cm_link_dst_bound(struct cm_id *c);
+void cm_link_kick(void); /* the CM thread re-reads what to retry */
+uint64_t cm_now_ms(void);
 void cm_link_close(struct cm_id *c);
 int cm_thread_start(void);
 
@@ -164,6 +178,7 @@ int cm_thread_start(void);
 bool cm_conn_recv(struct cm_id *c, const struct cm_msg *m); /* true: c freed */
 void cm_conn_lost(struct cm_id *c); /* may free c (never reported) */
 void cm_conn_incoming(struct cm_id *listener, int sock);
+bool cm_conn_retry_all(void); /* lock held; true while some still wait */
 int cm_conn_process_rep(struct cm_id *c, struct cm_event *e);
 void cm_id_free(struct cm_id *c); /* lock held; unlinks and frees */
 

@@ -15,6 +15,9 @@
 
 #include "cm.h"
 
+/* How long a connect waits for an explicitly bound port to listen. */
+#define CM_LISTEN_WAIT_MS 2000
+
 /* Lock held: a message from c with its address and QP filled in. */
 static void msg_init(struct cm_id *c, struct cm_msg *m, uint8_t type)
 {
@@ -323,12 +326,57 @@ static int check_param(struct cm_id *c, const struct rdma_conn_param *p,
 	return 0;
 }
 
+/*
+ * Lock held: c's REQ to its destination's listener.  Nobody listening
+ * is REJECTED with status 8, as IB's CM answers (rdma-core reports "invalid
+ * service ID"); but a port an id has bound explicitly is waited for, up
+ * to CM_LISTEN_WAIT_MS (REQ_RETRY, driven by the CM thread): programs
+ * send the port to their peer between rdma_bind_addr and rdma_listen,
+ * and on hardware the route lookup gives them the time to listen.
+ */
+static void try_connect(struct cm_id *c)
+{
+	int ret = cm_link_connect(c);
+
+	if (ret == -ECONNREFUSED && cm_now_ms() < c->retry_until_ms &&
+	    cm_link_dst_bound(c)) {
+		if (c->state != CM_REQ_RETRY) {
+			c->state = CM_REQ_RETRY;
+			cm_link_kick();
+		}
+		return;
+	}
+	if (ret == -ECONNREFUSED) {
+		fail(c, RDMA_CM_EVENT_REJECTED, CM_REJ_INVALID_SERVICE_ID,
+		     NULL);
+		return;
+	}
+	if (!ret)
+		ret = cm_link_send(c, &c->req);
+	if (ret)
+		fail(c, RDMA_CM_EVENT_UNREACHABLE, ret, NULL);
+	else
+		c->state = CM_REQ_SENT;
+}
+
+bool cm_conn_retry_all(void)
+{
+	bool waiting = false;
+
+	for (struct cm_id *c = cm_core.ids; c; c = c->next) {
+		if (c->state != CM_REQ_RETRY)
+			continue;
+		try_connect(c);
+		waiting |= c->state == CM_REQ_RETRY;
+	}
+	return waiting;
+}
+
 CM_EXPORT int rdma_connect(struct rdma_cm_id *id,
 			   struct rdma_conn_param *conn_param)
 {
 	struct cm_id *c = cm_id_of(id);
 	bool ud;
-	struct cm_msg m;
 	int ret;
 
 	if (!id)
@@ -353,35 +401,21 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	c->retry = conn_param ? conn_param->retry_count : 7;
 	c->rnr_retry = conn_param ? conn_param->rnr_retry_count : 7;
 	c->psn = new_psn();
-	ret = cm_link_connect(c);
-	if (ret) {
-		/* IB: nobody listens → the remote CM rejects with "invalid
-		 * service ID" (rdma-core reports REJECTED, status 8) */
-		if (ret == -ECONNREFUSED)
-			fail(c, RDMA_CM_EVENT_REJECTED,
-			     CM_REJ_INVALID_SERVICE_ID, NULL);
-		else
-			fail(c, RDMA_CM_EVENT_UNREACHABLE, ret, NULL);
-	} else {
-		msg_init(c, &m, ud ? CM_MSG_SIDR_REQ : CM_MSG_REQ);
-		if (conn_param) {
-			msg_pdata(&m, conn_param->private_data,
-				  conn_param->private_data_len);
-			m.flow_control = conn_param->flow_control;
-			m.srq = conn_param->srq;
-			if (!c->id.qp)
-				m.qpn = conn_param->qp_num & 0xffffff;
-		}
-		if (c->id.qp)
-			m.srq = !!c->id.qp->srq;
-		cm_addr_to_wire(&id->route.addr.src_addr, &m.src);
-		cm_addr_to_wire(&id->route.addr.dst_addr, &m.dst);
-		ret = cm_link_send(c, &m);
-		if (ret)
-			fail(c, RDMA_CM_EVENT_UNREACHABLE, ret, NULL);
-		else
-			c->state = CM_REQ_SENT;
+	msg_init(c, &c->req, ud ? CM_MSG_SIDR_REQ : CM_MSG_REQ);
+	if (conn_param) {
+		msg_pdata(&c->req, conn_param->private_data,
+			  conn_param->private_data_len);
+		c->req.flow_control = conn_param->flow_control;
+		c->req.srq = conn_param->srq;
+		if (!c->id.qp)
+			c->req.qpn = conn_param->qp_num & 0xffffff;
 	}
+	if (c->id.qp)
+		c->req.srq = !!c->id.qp->srq;
+	cm_addr_to_wire(&id->route.addr.src_addr, &c->req.src);
+	cm_addr_to_wire(&id->route.addr.dst_addr, &c->req.dst);
+	c->retry_until_ms = cm_now_ms() + CM_LISTEN_WAIT_MS;
+	try_connect(c);
 	pthread_mutex_unlock(&cm_core.lock);
 	return cm_complete(c);
 }

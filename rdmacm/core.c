@@ -17,6 +17,7 @@
 struct cm_core cm_core = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.epfd = -1,
+	.wake_fd = -1,
 	.next_serial = 1,
 };
 bool cm_debug;
@@ -29,6 +30,7 @@ const char *const cm_state_names[CM_NSTATES] = {
 	[CM_LISTEN] = "listen",
 	[CM_REQ_WAIT] = "req-wait",
 	[CM_REQ_RCVD] = "req-rcvd",
+	[CM_REQ_RETRY] = "req-retry",
 	[CM_REQ_SENT] = "req-sent",
 	[CM_REP_RCVD] = "rep-rcvd",
 	[CM_REP_SENT] = "rep-sent",
@@ -74,6 +76,11 @@ static int open_device(void)
 	    ibv_query_port(cm_core.ctx, 1, &pa))
 		return -ENODEV;
 	cm_core.gid_tbl_len = pa.gid_tbl_len;
+	for (int i = 0; i < pa.gid_tbl_len && i < CM_GID_CACHE; i++) {
+		if (ibv_query_gid(cm_core.ctx, 1, i, &cm_core.gids[i]))
+			break;
+		cm_core.ngids = i + 1;
+	}
 	cm_core.lid = pa.lid;
 	cm_core.pd = ibv_alloc_pd(cm_core.ctx);
 	return cm_core.pd ? 0 : -ENOMEM;
@@ -127,6 +134,7 @@ static struct cm_id *id_new(struct rdma_event_channel *channel, void *context,
 	c->id.qp_type = qpt;
 	c->sock = -1;
 	c->port_fd = -1;
+	c->bound_fd = -1;
 	c->serial = cm_core.next_serial++;
 	c->resp_res = RDMA_MAX_RESP_RES;
 	c->init_depth = RDMA_MAX_INIT_DEPTH;
@@ -164,6 +172,8 @@ void cm_id_free(struct cm_id *c)
 	cm_link_close(c);
 	if (c->port_fd >= 0)
 		close(c->port_fd);
+	if (c->bound_fd >= 0)
+		close(c->bound_fd);
 	free(c->id.route.path_rec);
 	free(c->ep_qp_attr);
 	pthread_cond_destroy(&c->acked);
@@ -263,7 +273,9 @@ CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	return 0;
 }
 
-CM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
+/* `mark`: an explicit bind, which connecting ids may wait for (a
+ * program that binds, tells its peer the port, then listens). */
+static int bind_addr(struct rdma_cm_id *id, struct sockaddr *addr, bool mark)
 {
 	struct cm_id *c = cm_id_of(id);
 	int ret;
@@ -278,6 +290,13 @@ CM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 		return cm_err(EINVAL);
 	}
 	ret = cm_addr_reserve(c, addr);
+	if (!ret && mark) {
+		ret = cm_link_mark_bound(c);
+		if (ret) {
+			close(c->port_fd);
+			c->port_fd = -1;
+		}
+	}
 	if (!ret)
 		c->state = CM_BOUND;
 	pthread_mutex_unlock(&cm_core.lock);
@@ -288,6 +307,11 @@ CM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	id->verbs = cm_core.ctx;
 	id->port_num = 1;
 	return 0;
+}
+
+CM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	return bind_addr(id, addr, true);
 }
 
 /* The wildcard source for `dst`'s family. */
@@ -314,7 +338,7 @@ CM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 			any_for(dst_addr, &any);
 			src_addr = (struct sockaddr *)&any;
 		}
-		if (rdma_bind_addr(id, src_addr))
+		if (bind_addr(id, src_addr, false))
 			return -1;
 	}
 	pthread_mutex_lock(&cm_core.lock);

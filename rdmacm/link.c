@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -23,9 +25,11 @@
 
 #define CM_LINK_BACKLOG 4096
 
-/* "\0softverbs-cm/<ps>/<address or any>/<port>"; returns its length. */
-static socklen_t link_name(struct sockaddr_un *un, enum rdma_port_space ps,
-			   const struct sockaddr *sa, bool any)
+/* "\0softverbs-cm<kind>/<ps>/<address or any>/<port>"; returns its
+ * length.  kind "" is a listener, "-bound" an id's explicit bind. */
+static socklen_t name_of(struct sockaddr_un *un, const char *kind,
+			 enum rdma_port_space ps, const struct sockaddr *sa,
+			 bool any)
 {
 	char host[INET6_ADDRSTRLEN] = "any";
 	struct in6_addr a6;
@@ -54,8 +58,74 @@ static socklen_t link_name(struct sockaddr_un *un, enum rdma_port_space ps,
 	memset(un, 0, sizeof(*un));
 	un->sun_family = AF_UNIX;
 	n = snprintf(un->sun_path + 1, sizeof(un->sun_path) - 1,
-		     "softverbs-cm/%d/%s/%u", (int)ps, host, port);
+		     "softverbs-cm%s/%d/%s/%u", kind, (int)ps, host, port);
 	return offsetof(struct sockaddr_un, sun_path) + 1 + n;
+}
+
+static socklen_t link_name(struct sockaddr_un *un, enum rdma_port_space ps,
+			   const struct sockaddr *sa, bool any)
+{
+	return name_of(un, "", ps, sa, any);
+}
+
+uint64_t cm_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Lock held.  An explicitly bound id holds a datagram socket named after
+ * its address: a connect that finds no listener but this name knows the
+ * port is taken by an id that may listen in a moment (rdma_bind_addr,
+ * port sent to the peer, then rdma_listen: qperf -cm1), and retries.
+ */
+int cm_link_mark_bound(struct cm_id *c)
+{
+	struct sockaddr_un un;
+	socklen_t len = name_of(&un, "-bound", c->id.ps,
+				&c->id.route.addr.src_addr, false);
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&un, len)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	c->bound_fd = fd;
+	return 0;
+}
+
+/* Lock held: is c's destination (or its port's wildcard) bound by an id? */
+bool cm_link_dst_bound(struct cm_id *c)
+{
+	struct sockaddr_un un;
+	bool bound = false;
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return false;
+	for (int any = 0; any < 2 && !bound; any++) {
+		socklen_t len = name_of(&un, "-bound", c->id.ps,
+					&c->id.route.addr.dst_addr, any);
+
+		bound = !connect(fd, (struct sockaddr *)&un, len);
+	}
+	close(fd);
+	return bound;
+}
+
+void cm_link_kick(void)
+{
+	uint64_t one = 1;
+
+	if (write(cm_core.wake_fd, &one, sizeof(one)) != sizeof(one))
+		cm_log("CM thread wake-up failed (%d)\n", errno);
 }
 
 /* The peer must be us (the same uid): SO_PEERCRED, not a claim. */
@@ -232,13 +302,24 @@ static void *cm_thread(void *arg)
 {
 	struct epoll_event evs[32];
 
+	bool retrying = false;
+	uint64_t v;
+
 	(void)arg;
 	for (;;) {
-		int n = epoll_wait(cm_core.epfd, evs, 32, -1);
+		/* ids waiting for a listener retry every millisecond */
+		int n = epoll_wait(cm_core.epfd, evs, 32, retrying ? 1 : -1);
 
 		pthread_mutex_lock(&cm_core.lock);
 		for (int i = 0; i < n; i++) {
-			struct cm_id *c = cm_id_find(evs[i].data.u64);
+			struct cm_id *c;
+
+			if (!evs[i].data.u64) { /* cm_link_kick */
+				if (read(cm_core.wake_fd, &v, sizeof(v)) < 0)
+					cm_log("wake-up read: %d\n", errno);
+				continue;
+			}
+			c = cm_id_find(evs[i].data.u64);
 
 			if (!c || c->sock < 0)
 				continue; /* closed since epoll_wait */
@@ -247,6 +328,7 @@ static void *cm_thread(void *arg)
 			else
 				read_all(c);
 		}
+		retrying = cm_conn_retry_all();
 		pthread_mutex_unlock(&cm_core.lock);
 	}
 	return NULL;
@@ -261,9 +343,19 @@ int cm_thread_start(void)
 
 	if (cm_core.thread_started)
 		return 0;
+	struct epoll_event wake = {.events = EPOLLIN, .data.u64 = 0};
+
 	cm_core.epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (cm_core.epfd < 0)
 		return -errno;
+	cm_core.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (cm_core.wake_fd < 0 ||
+	    epoll_ctl(cm_core.epfd, EPOLL_CTL_ADD, cm_core.wake_fd, &wake)) {
+		ret = -errno;
+		close(cm_core.epfd);
+		cm_core.epfd = -1;
+		return ret;
+	}
 	/* the program's signals are for its own threads */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -336,6 +336,65 @@ SV_TEST(cm_connect_nobody_listens_rejected)
 	rdma_destroy_event_channel(ch);
 }
 
+/* A port bound but not listening yet (a program that sends its port to
+ * the peer before rdma_listen, as qperf does): the connect waits for the
+ * listen instead of failing at once. */
+SV_TEST(cm_connect_waits_for_bound_port_to_listen)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in a = lo(0);
+	struct rdma_conn_param cp = {.qp_num = 1};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c;
+	struct pollfd p;
+	uint16_t port;
+
+	ASSERT_OK(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_bind_addr(l, (struct sockaddr *)&a));
+	port = ntohs(rdma_get_src_port(l));
+	c = resolved(ch, RDMA_PS_TCP, port);
+	ASSERT_OK(rdma_connect(c, &cp));
+	p = (struct pollfd){.fd = ch->fd, .events = POLLIN};
+	ASSERT_EQ(0, poll(&p, 1, 0)); /* not rejected */
+	ASSERT_OK(rdma_listen(l, 1));
+	ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ASSERT_OK(rdma_reject(ev->id, NULL, 0));
+	ASSERT_TRUE(ev->listen_id == l);
+	{
+		struct rdma_cm_id *s = ev->id;
+
+		ASSERT_OK(rdma_ack_cm_event(ev));
+		rdma_destroy_id(s);
+	}
+	ev = expect_ev(ch, RDMA_CM_EVENT_REJECTED);
+	ASSERT_EQ(28, ev->status);
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
+/* ... but a bound port that never listens is REJECTED (8) in the end. */
+SV_TEST(cm_bound_port_never_listening_rejected)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in a = lo(0);
+	struct rdma_conn_param cp = {.qp_num = 1};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c;
+
+	ASSERT_OK(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_bind_addr(l, (struct sockaddr *)&a));
+	c = resolved(ch, RDMA_PS_TCP, ntohs(rdma_get_src_port(l)));
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(ch, RDMA_CM_EVENT_REJECTED);
+	ASSERT_EQ(8, ev->status);
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
 /* 192.0.2.1 (TEST-NET-1) is nobody's here: ADDR_ERROR, not a hang. */
 SV_TEST(cm_address_nobody_has_addr_error)
 {
