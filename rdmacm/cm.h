@@ -55,7 +55,6 @@ struct cm_event {
 	struct rdma_cm_event ev; /* what the program sees: first */
 	struct cm_id *owner;	 /* ev.id's private side */
 	struct cm_event *next;
-	struct cm_msg msg; /* REP: processed when the program gets it */
 	uint8_t pdata[CM_PDATA_MAX];
 };
 
@@ -77,6 +76,7 @@ struct cm_id {
 	int bound_fd; /* says "bound here" to connecting ids (link.c), or -1 */
 	struct cm_msg req;	 /* active: the REQ, kept for a retry */
 	uint64_t retry_until_ms; /* active: REQ_RETRY gives up then */
+	uint64_t grace_until_ms; /* active: retried without a bound port */
 	unsigned int unacked;	 /* events got and not acked */
 	unsigned int queued;	 /* events queued and not got */
 	pthread_cond_t acked;	 /* rdma_destroy_id / migrate wait here */

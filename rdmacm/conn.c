@@ -15,8 +15,11 @@
 
 #include "cm.h"
 
-/* How long a connect waits for an explicitly bound port to listen. */
-#define CM_LISTEN_WAIT_MS 2000
+/* How long a connect waits for an explicitly bound port to listen, and
+ * for any port (the time hardware's route lookup and REQ take: perftest
+ * -R re-creates its listener between two connections). */
+#define CM_LISTEN_WAIT_MS  2000
+#define CM_LISTEN_GRACE_MS 250
 
 /* Lock held: a message from c with its address and QP filled in. */
 static void msg_init(struct cm_id *c, struct cm_msg *m, uint8_t type)
@@ -332,14 +335,15 @@ static int check_param(struct cm_id *c, const struct rdma_conn_param *p,
  * service ID"); but a port an id has bound explicitly is waited for, up
  * to CM_LISTEN_WAIT_MS (REQ_RETRY, driven by the CM thread): programs
  * send the port to their peer between rdma_bind_addr and rdma_listen,
- * and on hardware the route lookup gives them the time to listen.
+ * and on hardware the route lookup gives them the time to listen.  Any
+ * other port is retried for CM_LISTEN_GRACE_MS before the REJECTED.
  */
 static void try_connect(struct cm_id *c)
 {
 	int ret = cm_link_connect(c);
 
 	if (ret == -ECONNREFUSED && cm_now_ms() < c->retry_until_ms &&
-	    cm_link_dst_bound(c)) {
+	    (cm_now_ms() < c->grace_until_ms || cm_link_dst_bound(c))) {
 		if (c->state != CM_REQ_RETRY) {
 			c->state = CM_REQ_RETRY;
 			cm_link_kick();
@@ -415,6 +419,7 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	cm_addr_to_wire(&id->route.addr.src_addr, &c->req.src);
 	cm_addr_to_wire(&id->route.addr.dst_addr, &c->req.dst);
 	c->retry_until_ms = cm_now_ms() + CM_LISTEN_WAIT_MS;
+	c->grace_until_ms = cm_now_ms() + CM_LISTEN_GRACE_MS;
 	try_connect(c);
 	pthread_mutex_unlock(&cm_core.lock);
 	return cm_complete(c);

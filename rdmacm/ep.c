@@ -95,8 +95,12 @@ CM_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 	}
 	h.ai_socktype = SOCK_STREAM;
 	ret = getaddrinfo(node, service, &h, &ai);
-	if (ret)
-		return ret == EAI_SYSTEM ? -1 : cm_err(EADDRNOTAVAIL), ret;
+	if (ret) {
+		/* rdma-core returns getaddrinfo's code itself */
+		if (ret != EAI_SYSTEM)
+			errno = EADDRNOTAVAIL;
+		return ret;
+	}
 	for (i = ai; i; i = i->ai_next) {
 		if (i->ai_family != AF_INET && i->ai_family != AF_INET6)
 			continue;
@@ -110,8 +114,10 @@ CM_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 		tail = &r->ai_next;
 	}
 	freeaddrinfo(ai);
-	if (!head)
-		return cm_err(EADDRNOTAVAIL), EAI_FAMILY;
+	if (!head) {
+		errno = EADDRNOTAVAIL;
+		return EAI_FAMILY;
+	}
 	*res = head;
 	return 0;
 }

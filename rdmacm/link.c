@@ -160,10 +160,6 @@ int cm_link_listen(struct cm_id *c, int backlog)
 		link_name(&un, c->id.ps, &c->id.route.addr.src_addr, false);
 	int fd, ret;
 
-	/* the IP port listens too, as a TCP listener would (tools that
-	 * wait for a port to listen see ours); nobody is accepted there */
-	if (c->id.ps != RDMA_PS_UDP && listen(c->port_fd, 1))
-		return -errno;
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
@@ -176,6 +172,11 @@ int cm_link_listen(struct cm_id *c, int backlog)
 	(void)backlog; /* conn.c counts the program's backlog */
 	c->sock = fd;
 	ret = watch(c);
+	/* last, once connects can succeed: the IP port listens too, as a
+	 * TCP listener would (tools that wait for the port see ours);
+	 * nobody is accepted there */
+	if (!ret && c->id.ps != RDMA_PS_UDP && listen(c->port_fd, 1))
+		ret = -errno;
 	if (ret)
 		cm_link_close(c);
 	return ret;
