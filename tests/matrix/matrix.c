@@ -194,6 +194,31 @@ static void wait_ready(struct side *srv, int port, uint64_t end)
 		sv_backoff(&us);
 }
 
+/* True once the file at `path` contains `says`. */
+static bool file_says(const char *path, const char *says)
+{
+	char buf[8192];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strstr(buf, says) != NULL;
+}
+
+/* Waits for the server's output to say `says` (or its exit) until `end`. */
+static void wait_says(struct side *srv, const char *says, uint64_t end)
+{
+	unsigned int us = 50;
+
+	while (!file_says(srv->proc.out_path, says) && !done(srv) &&
+	       sv_now_ms() < end)
+		sv_backoff(&us);
+}
+
 /* Kills a side still running at the deadline. */
 static void kill_late(struct side *s)
 {
@@ -339,6 +364,10 @@ static void run_row(const struct mx_row *r)
 		start(&srv, env);
 		if (uses_port(r->server))
 			wait_ready(&srv, port, end);
+		else if (r->ready_port)
+			wait_ready(&srv, r->ready_port, end);
+		else if (r->ready_says)
+			wait_says(&srv, r->ready_says, end);
 	}
 	make_argv(&cli, r->client, port);
 	start(&cli, env);

@@ -42,6 +42,10 @@ struct mx_row {
 	const char *says;      /* some output (either side) must contain this */
 	const char *also_says; /* and this (which device, which transport) */
 	unsigned int flags;
+	int ready_port;		/* a server with a fixed port (udaddy's 7174):
+				 * the client starts once it is bound */
+	const char *ready_says; /* the client starts once the server's
+				 * stdout says this (line-buffered: stdbuf) */
 };
 
 extern const struct mx_row mx_rows[];

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+/*
+ * IP addresses to softverbs0: which addresses are this host's (the
+ * interfaces of this network namespace, and loopback), the GID the
+ * device's table holds for one (::ffff:a.b.c.d for an IPv4 address, the
+ * link-local GID otherwise), and ports: an id's (address, port) is held
+ * by a real socket of the kernel's TCP (or, for RDMA_PS_UDP, UDP) space,
+ * so port 0 picks a free port and two ids never share one.
+ */
+#include <errno.h>
+#include <ifaddrs.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cm.h"
+
+socklen_t cm_addr_len(const struct sockaddr *sa)
+{
+	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+					 : sizeof(struct sockaddr_in);
+}
+
+static bool is_any(const struct sockaddr *sa)
+{
+	static const struct in6_addr any6 = IN6ADDR_ANY_INIT;
+
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr ==
+		       htonl(INADDR_ANY);
+	return !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr, &any6,
+		       sizeof(any6));
+}
+
+/* 1 if `sa` names an interface of this host (or loopback), else 0. */
+int cm_addr_is_local(const struct sockaddr *sa)
+{
+	struct ifaddrs *ifa, *i;
+	int found = 0;
+
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+
+		if ((ntohl(in->sin_addr.s_addr) >> 24) == 127)
+			return 1;
+	} else if (IN6_IS_ADDR_LOOPBACK(
+			   &((const struct sockaddr_in6 *)sa)->sin6_addr)) {
+		return 1;
+	}
+	if (is_any(sa))
+		return 1; /* connecting to 0.0.0.0 is connecting to us */
+	if (sa->sa_family == AF_INET
+		    ? IN_MULTICAST(ntohl(((const struct sockaddr_in *)sa)
+						 ->sin_addr.s_addr))
+		    : IN6_IS_ADDR_MULTICAST(
+			      &((const struct sockaddr_in6 *)sa)->sin6_addr))
+		return 1; /* a group: its members are softverbs0's */
+	if (getifaddrs(&ifa))
+		return 0;
+	for (i = ifa; i && !found; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != sa->sa_family)
+			continue;
+		if (sa->sa_family == AF_INET)
+			found = ((struct sockaddr_in *)i->ifa_addr)
+					->sin_addr.s_addr ==
+				((const struct sockaddr_in *)sa)
+					->sin_addr.s_addr;
+		else
+			found = !memcmp(
+				&((struct sockaddr_in6 *)i->ifa_addr)
+					 ->sin6_addr,
+				&((const struct sockaddr_in6 *)sa)->sin6_addr,
+				16);
+	}
+	freeifaddrs(ifa);
+	return found;
+}
+
+/* The GID softverbs0 answered at start-up for `sa` and its index: the
+ * IPv4-mapped entry of an IPv4 address if the table has it, else entry
+ * 0 (an address added later maps to entry 0 too). */
+int cm_addr_gid(const struct sockaddr *sa, union ibv_gid *gid, int *index)
+{
+	union ibv_gid want = {0};
+
+	if (!cm_core.ngids)
+		return -EIO;
+	if (sa && sa->sa_family == AF_INET) {
+		want.raw[10] = 0xff;
+		want.raw[11] = 0xff;
+		memcpy(&want.raw[12],
+		       &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		for (int i = 1; i < cm_core.ngids; i++) {
+			if (!memcmp(&cm_core.gids[i], &want, sizeof(want))) {
+				*gid = cm_core.gids[i];
+				*index = i;
+				return 0;
+			}
+		}
+	}
+	*index = 0;
+	*gid = cm_core.gids[0];
+	return 0;
+}
+
+/*
+ * Lock held.  Holds (address, port) of `sa` for c in the kernel's port
+ * space and records the result (the port picked for 0) as c's source.
+ */
+int cm_addr_reserve(struct cm_id *c, const struct sockaddr *sa)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int type = c->id.ps == RDMA_PS_UDP ? SOCK_DGRAM : SOCK_STREAM;
+	int fd, one = 1;
+
+	fd = socket(sa->sa_family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (c->reuseaddr)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (sa->sa_family == AF_INET6) /* rdma_cm's default: both families */
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &c->afonly_int,
+			   sizeof(int));
+	if (bind(fd, sa, cm_addr_len(sa)) ||
+	    getsockname(fd, (struct sockaddr *)&ss, &len)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	c->port_fd = fd;
+	memset(&c->id.route.addr.src_storage, 0, sizeof(ss));
+	memcpy(&c->id.route.addr.src_storage, &ss, len);
+	return 0;
+}
+
+void cm_addr_to_wire(const struct sockaddr *sa, struct cm_wire_addr *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->family = sa->sa_family;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+
+		w->port = in->sin_port;
+		memcpy(w->addr, &in->sin_addr, 4);
+	} else {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+
+		w->port = in6->sin6_port;
+		w->scope_id = in6->sin6_scope_id;
+		memcpy(w->addr, &in6->sin6_addr, 16);
+	}
+}
+
+void cm_addr_from_wire(const struct cm_wire_addr *w,
+		       struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (w->family == AF_INET) {
+		struct sockaddr_in *in = (void *)ss;
+
+		in->sin_family = AF_INET;
+		in->sin_port = w->port;
+		memcpy(&in->sin_addr, w->addr, 4);
+	} else {
+		struct sockaddr_in6 *in6 = (void *)ss;
+
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = w->port;
+		in6->sin6_scope_id = w->scope_id;
+		memcpy(&in6->sin6_addr, w->addr, 16);
+	}
+}
+
+/* Lock held: one path record, this host's port to itself. */
+void cm_route_fill(struct cm_id *c)
+{
+	struct ibv_sa_path_rec *p = c->id.route.path_rec;
+	int idx;
+
+	if (!p)
+		p = calloc(1, sizeof(*p));
+	if (!p)
+		return;
+	cm_addr_gid(&c->id.route.addr.src_addr, &p->sgid, &idx);
+	cm_addr_gid(&c->id.route.addr.dst_addr, &p->dgid, &idx);
+	p->slid = p->dlid = htobe16(cm_core.lid);
+	p->pkey = htobe16(0xffff);
+	p->mtu = IBV_MTU_4096;
+	p->mtu_selector = 2;
+	p->reversible = 1;
+	p->numb_path = 1;
+	p->hop_limit = 64;
+	p->rate = 3;
+	p->packet_life_time = 14;
+	c->id.route.path_rec = p;
+	c->id.route.num_paths = 1;
+	memcpy(&c->id.route.addr.addr.ibaddr.sgid, &p->sgid, 16);
+	memcpy(&c->id.route.addr.addr.ibaddr.dgid, &p->dgid, 16);
+	c->id.route.addr.addr.ibaddr.pkey = htobe16(0xffff);
+}

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Event channels: a queue of events per channel and an eventfd as its
+ * fd, readable exactly while an event is pending (librdmacm's contract) and the
+ * program's O_NONBLOCK on it makes rdma_get_cm_event fail with EAGAIN.
+ * Also the acknowledgement rule: rdma_destroy_id waits for the acks of
+ * the events it got.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "cm.h"
+
+struct cm_channel *cm_channel_create(bool sync)
+{
+	struct cm_channel *ch = calloc(1, sizeof(*ch));
+
+	if (!ch)
+		return NULL;
+	ch->ch.fd = eventfd(0, EFD_CLOEXEC);
+	if (ch->ch.fd < 0) {
+		free(ch);
+		return NULL;
+	}
+	ch->sync = sync;
+	return ch;
+}
+
+void cm_channel_destroy(struct cm_channel *ch)
+{
+	struct cm_event *e, *n;
+
+	for (e = ch->head; e; e = n) {
+		n = e->next;
+		free(e);
+	}
+	close(ch->ch.fd);
+	free(ch);
+}
+
+struct cm_event *cm_event_new(struct cm_id *c, enum rdma_cm_event_type type,
+			      int status)
+{
+	struct cm_event *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	e->ev.id = &c->id;
+	e->ev.event = type;
+	e->ev.status = status;
+	e->owner = c;
+	return e;
+}
+
+/* Lock held: the fd is readable exactly while the queue is not empty.
+ * Only lock holders read or write it, and only when `armed` says the
+ * read cannot block; waiters poll it without the lock. */
+static void set_readable(struct cm_channel *ch, bool on)
+{
+	uint64_t v = 1;
+
+	if (on == ch->armed)
+		return;
+	if (on ? write(ch->ch.fd, &v, sizeof(v)) != sizeof(v)
+	       : read(ch->ch.fd, &v, sizeof(v)) != sizeof(v))
+		cm_log("event channel fd %d: %s failed (%d)\n", ch->ch.fd,
+		       on ? "write" : "read", errno);
+	ch->armed = on;
+}
+
+/* Lock held.  The id's channel gets it. */
+void cm_event_queue(struct cm_id *c, struct cm_event *e)
+{
+	struct cm_channel *ch = cm_channel_of(c->id.channel);
+
+	e->next = NULL;
+	if (ch->tail)
+		ch->tail->next = e;
+	else
+		ch->head = e;
+	ch->tail = e;
+	c->queued++;
+	set_readable(ch, true);
+	cm_log("queued %s status %d for id %p (%s)\n",
+	       rdma_event_str(e->ev.event), e->ev.status, (void *)c,
+	       cm_state_names[c->state]);
+}
+
+/* Lock held: the queued (not yet got) events of c leave its channel. */
+void cm_channel_drop_events(struct cm_id *c)
+{
+	struct cm_channel *ch = cm_channel_of(c->id.channel);
+	struct cm_event **pp = &ch->head, *e;
+
+	ch->tail = NULL;
+	while ((e = *pp)) {
+		if (e->owner == c || e->ev.listen_id == &c->id) {
+			*pp = e->next;
+			e->owner->queued--;
+			free(e);
+			continue;
+		}
+		ch->tail = e;
+		pp = &e->next;
+	}
+	set_readable(ch, ch->head != NULL);
+}
+
+CM_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
+{
+	struct cm_channel *ch;
+	int ret = cm_core_init();
+
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	ch = cm_channel_create(false);
+	if (!ch) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return &ch->ch;
+}
+
+CM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+	if (channel)
+		cm_channel_destroy(cm_channel_of(channel));
+}
+
+/* Takes the head event, or NULL; lock held. */
+static struct cm_event *pop(struct cm_channel *ch)
+{
+	struct cm_event *e = ch->head;
+
+	if (!e)
+		return NULL;
+	ch->head = e->next;
+	if (!ch->head)
+		ch->tail = NULL;
+	e->owner->queued--;
+	e->owner->unacked++;
+	set_readable(ch, ch->head != NULL);
+	return e;
+}
+
+CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
+				struct rdma_cm_event **event)
+{
+	struct cm_channel *ch;
+	struct cm_event *e;
+	if (!channel || !event)
+		return cm_err(EINVAL);
+	ch = cm_channel_of(channel);
+	for (;;) {
+		struct pollfd pfd = {.fd = ch->ch.fd, .events = POLLIN};
+		int fl;
+
+		pthread_mutex_lock(&cm_core.lock);
+		e = pop(ch);
+		pthread_mutex_unlock(&cm_core.lock);
+		if (e)
+			break;
+		/* none: EAGAIN if the program set O_NONBLOCK on the fd, as
+		 * the kernel's read would; else wait for one */
+		fl = fcntl(ch->ch.fd, F_GETFL);
+		if (fl < 0)
+			return -1;
+		if (fl & O_NONBLOCK)
+			return cm_err(EAGAIN);
+		if (poll(&pfd, 1, -1) < 0)
+			return -1;
+	}
+	if (e->ev.event == RDMA_CM_EVENT_CONNECT_RESPONSE)
+		cm_conn_process_rep(e->owner, e);
+	*event = &e->ev;
+	return 0;
+}
+
+CM_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+	struct cm_event *e = (struct cm_event *)event;
+	struct cm_id *c;
+
+	if (!event)
+		return cm_err(EINVAL);
+	c = e->owner;
+	pthread_mutex_lock(&cm_core.lock);
+	if (c->unacked)
+		c->unacked--;
+	pthread_cond_broadcast(&c->acked);
+	pthread_mutex_unlock(&cm_core.lock);
+	free(e);
+	return 0;
+}
+
+/* Lock held: the man page's rule for rdma_destroy_id. */
+int cm_wait_acked(struct cm_id *c)
+{
+	while (c->unacked)
+		pthread_cond_wait(&c->acked, &cm_core.lock);
+	return 0;
+}
+
+/*
+ * A synchronous id (no channel given) waits for the event of what it
+ * just started and turns a failure into errno, as rdma-core's
+ * ucma_complete; the event stays in id->event until the next call.
+ */
+int cm_complete(struct cm_id *c)
+{
+	struct rdma_cm_event *ev;
+	int ret;
+
+	if (!cm_channel_of(c->id.channel)->sync)
+		return 0;
+	if (c->id.event) {
+		rdma_ack_cm_event(c->id.event);
+		c->id.event = NULL;
+	}
+	ret = rdma_get_cm_event(c->id.channel, &ev);
+	if (ret)
+		return ret;
+	c->id.event = ev;
+	if (!ev->status)
+		return 0;
+	if (ev->event == RDMA_CM_EVENT_REJECTED)
+		return cm_err(ECONNREFUSED);
+	return cm_err(ev->status < 0 ? -ev->status : ev->status);
+}

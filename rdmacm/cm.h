@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * softverbs' librdmacm: the private side of rdma_cm_id and
+ * rdma_event_channel, and what crosses the files of rdmacm/.  One lock
+ * (cm_core.lock) guards every id, channel and queue: the connection
+ * manager moves a few messages per connection, never data.
+ */
+#ifndef SV_CM_H
+#define SV_CM_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+
+#include "wire.h"
+
+#define CM_EXPORT __attribute__((visibility("default")))
+
+/* What an id is doing; names in cm_state_names for logs. */
+enum cm_state {
+	CM_IDLE,
+	CM_BOUND,	  /* rdma_bind_addr done */
+	CM_ADDR_RESOLVED, /* rdma_resolve_addr done */
+	CM_ROUTE_RESOLVED,
+	CM_LISTEN,
+	CM_REQ_WAIT,  /* passive: socket accepted, its REQ not yet read */
+	CM_REQ_RCVD,  /* passive: CONNECT_REQUEST reported */
+	CM_REQ_RETRY, /* active: the port is bound but not listening yet */
+	CM_REQ_SENT,  /* active: REQ sent, waiting for REP/REJ */
+	CM_REP_RCVD,  /* active: REP read, RTU not yet sent */
+	CM_REP_SENT,  /* passive: accepted, waiting for RTU */
+	CM_ESTABLISHED,
+	CM_DREQ_SENT,
+	CM_DISCONNECTED,
+	CM_UD_DONE, /* UD: SIDR finished (either side) */
+	CM_FAILED,  /* rejected, unreachable: only destroy is left */
+	CM_NSTATES
+};
+extern const char *const cm_state_names[CM_NSTATES];
+
+struct cm_channel {
+	struct rdma_event_channel ch; /* ch.fd: an eventfd, readable while
+				       * head is not NULL */
+	struct cm_event *head, *tail; /* queued, not yet got */
+	bool armed;		      /* the eventfd's count is 1 */
+	bool sync;		      /* made for one id (no channel given) */
+};
+
+struct cm_event {
+	struct rdma_cm_event ev; /* what the program sees: first */
+	struct cm_id *owner;	 /* ev.id's private side */
+	struct cm_event *next;
+	uint8_t pdata[CM_PDATA_MAX];
+};
+
+struct cm_mcast {
+	struct cm_mcast *next;
+	struct sockaddr_storage addr;
+	union ibv_gid mgid;
+	void *context;
+	bool attached;
+};
+
+struct cm_id {
+	struct rdma_cm_id id; /* what the program sees: first */
+	uint64_t serial;      /* the CM thread's epoll handle (never reused) */
+	struct cm_id *next, *prev; /* every live id (cm_core.ids) */
+	enum cm_state state;
+	int sock;     /* the CM link (SEQPACKET) or listener, or -1 */
+	int port_fd;  /* holds the IP port in the kernel's space, or -1 */
+	int bound_fd; /* says "bound here" to connecting ids (link.c), or -1 */
+	struct cm_msg req;	 /* active: the REQ, kept for a retry */
+	uint64_t retry_until_ms; /* active: REQ_RETRY gives up then */
+	uint64_t grace_until_ms; /* active: retried without a bound port */
+	unsigned int unacked;	 /* events got and not acked */
+	unsigned int queued;	 /* events queued and not got */
+	pthread_cond_t acked;	 /* rdma_destroy_id / migrate wait here */
+	bool destroying;
+	bool peer_gone;	      /* its link saw EOF before it could report it */
+	struct cm_id *listen; /* passive: the listener it came from */
+	int backlog, pending; /* listener: CONNECT_REQUESTs not answered */
+	uint8_t resp_res, init_depth, retry, rnr_retry;
+	uint32_t psn;	      /* our starting PSN (send) */
+	struct cm_msg remote; /* the peer's REQ or REP */
+	bool have_remote;
+	struct ibv_qp_init_attr *ep_qp_attr; /* rdma_create_ep listener */
+	struct cm_mcast *mcasts;
+	struct ibv_ece local_ece;
+	bool reuseaddr;
+	int afonly_int; /* RDMA_OPTION_ID_AFONLY, as IPV6_V6ONLY */
+	uint8_t tos;
+};
+
+#define CM_GID_CACHE 16
+
+struct cm_core {
+	pthread_mutex_t lock;
+	struct cm_id *ids; /* list head */
+	uint64_t next_serial;
+	int epfd;    /* the CM thread's sockets */
+	int wake_fd; /* eventfd in epfd (serial 0): retries to run */
+	bool thread_started;
+	pthread_t thread;
+	struct ibv_context *ctx; /* softverbs0, opened once */
+	struct ibv_pd *pd;	 /* the default PD */
+	struct ibv_device_attr dev_attr;
+	int gid_tbl_len;
+	union ibv_gid gids[CM_GID_CACHE]; /* the table at start-up: asked
+					   * per connection, it is costly */
+	int ngids;
+	uint16_t lid;
+};
+extern struct cm_core cm_core;
+
+static inline struct cm_id *cm_id_of(struct rdma_cm_id *id)
+{
+	return (struct cm_id *)id;
+}
+
+static inline struct cm_channel *cm_channel_of(struct rdma_event_channel *c)
+{
+	return (struct cm_channel *)c;
+}
+
+/* errno and -1, as librdmacm returns errors */
+static inline int cm_err(int e)
+{
+	errno = e;
+	return -1;
+}
+
+/* core.c */
+int cm_core_init(void); /* 0 or -errno; opens the device once */
+int cm_id_create(struct rdma_event_channel *channel, struct rdma_cm_id **id,
+		 void *context, enum rdma_port_space ps, enum ibv_qp_type qpt);
+struct cm_id *cm_id_new_child(struct cm_id *listener); /* lock held */
+struct cm_id *cm_id_find(uint64_t serial);	       /* lock held */
+bool cm_is_ud(const struct cm_id *c);
+
+/* channel.c (lock held for every one) */
+struct cm_event *cm_event_new(struct cm_id *c, enum rdma_cm_event_type type,
+			      int status);
+void cm_event_queue(struct cm_id *c, struct cm_event *e);
+void cm_channel_drop_events(struct cm_id *c); /* queued ones of c */
+struct cm_channel *cm_channel_create(bool sync);
+void cm_channel_destroy(struct cm_channel *ch);
+int cm_wait_acked(struct cm_id *c); /* waits for c->unacked == 0 */
+int cm_complete(struct cm_id *c);   /* sync ids: waits for their event */
+
+/* addr.c */
+int cm_addr_is_local(const struct sockaddr *sa);
+int cm_addr_gid(const struct sockaddr *sa, union ibv_gid *gid, int *index);
+int cm_addr_reserve(struct cm_id *c, const struct sockaddr *sa);
+socklen_t cm_addr_len(const struct sockaddr *sa);
+void cm_addr_to_wire(const struct sockaddr *sa, struct cm_wire_addr *w);
+void cm_addr_from_wire(const struct cm_wire_addr *w,
+		       struct sockaddr_storage *ss);
+void cm_route_fill(struct cm_id *c);
+
+/* link.c: the CM's messages between processes (the transport seam) */
+int cm_link_listen(struct cm_id *c, int backlog);
+int cm_link_connect(struct cm_id *c); /* 0, or -errno to report */
+int cm_link_send(struct cm_id *c, const struct cm_msg *m);
+int cm_link_adopt(struct cm_id *c, int fd);
+int cm_link_mark_bound(struct cm_id *c);
+bool cm_link_dst_bound(struct cm_id *c);
+void cm_link_kick(void); /* the CM thread re-reads what to retry */
+uint64_t cm_now_ms(void);
+void cm_link_close(struct cm_id *c);
+int cm_thread_start(void);
+
+/* conn.c: the state machine, called by link.c with the lock held */
+bool cm_conn_recv(struct cm_id *c, const struct cm_msg *m); /* true: c freed */
+void cm_conn_lost(struct cm_id *c); /* may free c (never reported) */
+void cm_conn_incoming(struct cm_id *listener, int sock);
+bool cm_conn_retry_all(void); /* lock held; true while some still wait */
+int cm_conn_process_rep(struct cm_id *c, struct cm_event *e);
+void cm_id_free(struct cm_id *c); /* lock held; unlinks and frees */
+
+/* qp.c */
+int cm_qp_to_rtr_rts(struct cm_id *c);
+void cm_qp_to_err(struct cm_id *c);
+void cm_ud_ah_attr(struct cm_id *c, struct ibv_ah_attr *ah);
+
+/* mcast.c */
+void cm_mcast_leave_all(struct cm_id *c);
+
+extern bool cm_debug;
+void cm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

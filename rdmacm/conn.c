@@ -1,0 +1,652 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Connection set-up and tear-down, the IB CM's exchange between the two
+ * processes: REQ → REP → RTU, REJ, DREQ → DREP, and UD's SIDR REQ → REP.
+ * The program's calls (rdma_connect/accept/reject/establish/disconnect/
+ * notify) and the messages link.c reads (cm_conn_recv, cm_conn_lost,
+ * cm_conn_incoming) meet here under cm_core.lock; each turns into the
+ * events librdmacm's man pages describe.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "cm.h"
+
+/* How long a connect waits for an explicitly bound port to listen, and
+ * for any port (the time hardware's route lookup and REQ take: perftest
+ * -R re-creates its listener between two connections). */
+#define CM_LISTEN_WAIT_MS  2000
+#define CM_LISTEN_GRACE_MS 250
+
+/* Lock held: a message from c with its address and QP filled in. */
+static void msg_init(struct cm_id *c, struct cm_msg *m, uint8_t type)
+{
+	union ibv_gid gid;
+	int idx;
+
+	memset(m, 0, sizeof(*m));
+	m->magic = CM_MAGIC;
+	m->version = CM_VERSION;
+	m->type = type;
+	m->qp_type = c->id.qp_type;
+	m->qpn = c->id.qp ? c->id.qp->qp_num : 0;
+	m->psn = c->psn;
+	m->lid = cm_core.lid;
+	if (!cm_addr_gid(&c->id.route.addr.src_addr, &gid, &idx))
+		memcpy(m->gid, gid.raw, 16);
+	m->resp_res = c->resp_res;
+	m->init_depth = c->init_depth;
+	m->retry = c->retry;
+	m->rnr_retry = c->rnr_retry;
+	m->ece_vendor = c->local_ece.vendor_id;
+	m->ece_options = c->local_ece.options;
+}
+
+static void msg_pdata(struct cm_msg *m, const void *p, uint8_t len)
+{
+	if (p && len) {
+		memcpy(m->pdata, p, len);
+		m->pdata_len = len;
+	}
+}
+
+static uint32_t new_psn(void)
+{
+	uint32_t v = 0;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
+		v = (uint32_t)random();
+	return v & 0xffffff;
+}
+
+/* Lock held: an event for c whose private data is m's, padded to the
+ * size IB reports for its message type (the kernel's rdma_cm does). */
+static struct cm_event *event_with(struct cm_id *c,
+				   enum rdma_cm_event_type type, int status,
+				   const struct cm_msg *m)
+{
+	struct cm_event *e = cm_event_new(c, type, status);
+	uint8_t len;
+
+	if (!e || !m)
+		return e;
+	len = (uint8_t)cm_pdata_limit(m->type);
+	memcpy(e->pdata, m->pdata, m->pdata_len);
+	if (cm_is_ud(c)) {
+		e->ev.param.ud.private_data = e->pdata;
+		e->ev.param.ud.private_data_len = len;
+	} else {
+		struct rdma_conn_param *p = &e->ev.param.conn;
+
+		p->private_data = e->pdata;
+		p->private_data_len = len;
+		p->responder_resources = m->init_depth;
+		p->initiator_depth = m->resp_res;
+		p->flow_control = m->flow_control;
+		p->retry_count = m->retry;
+		p->rnr_retry_count = m->rnr_retry;
+		p->srq = m->srq;
+		p->qp_num = m->qpn;
+	}
+	return e;
+}
+
+static void queue(struct cm_id *c, enum rdma_cm_event_type type, int status,
+		  const struct cm_msg *m)
+{
+	struct cm_event *e = event_with(c, type, status, m);
+
+	if (e)
+		cm_event_queue(c, e);
+	else
+		cm_log("id %p: no memory for %s: lost\n", (void *)c,
+		       rdma_event_str(type));
+}
+
+/* Lock held: the end of c's attempt, with the event that says why. */
+static void fail(struct cm_id *c, enum rdma_cm_event_type type, int status,
+		 const struct cm_msg *m)
+{
+	cm_link_close(c);
+	c->state = CM_FAILED;
+	queue(c, type, status, m);
+}
+
+void cm_conn_incoming(struct cm_id *l, int fd)
+{
+	struct cm_id *c = cm_id_new_child(l);
+
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->state = CM_REQ_WAIT;
+	if (cm_link_adopt(c, fd))
+		cm_id_free(c);
+}
+
+/* Lock held: a REQ (or SIDR REQ) on a passive id; true if c was freed. */
+static bool on_req(struct cm_id *c, const struct cm_msg *m)
+{
+	struct cm_id *l = c->listen;
+	bool ud = m->type == CM_MSG_SIDR_REQ;
+	struct sockaddr_storage peer, local;
+	struct cm_msg rej;
+	struct cm_event *e;
+
+	if (!l || l->destroying || ud != cm_is_ud(c)) {
+		cm_id_free(c);
+		return true;
+	}
+	if (l->pending >= l->backlog) {
+		/* the kernel's ucma refuses a request over the backlog: the
+		 * active side sees a consumer reject */
+		msg_init(c, &rej, ud ? CM_MSG_SIDR_REP : CM_MSG_REJ);
+		rej.status = ud ? 2 : CM_REJ_CONSUMER_DEFINED;
+		cm_link_send(c, &rej);
+		cm_id_free(c);
+		return true;
+	}
+	c->remote = *m;
+	c->have_remote = true;
+	cm_addr_from_wire(&m->src, &peer);
+	memcpy(&c->id.route.addr.dst_storage, &peer, sizeof(peer));
+	cm_addr_from_wire(&m->dst, &local);
+	/* a wildcard listener: this connection's local address is the one
+	 * the active side reached */
+	memcpy(&c->id.route.addr.src_storage, &local, sizeof(local));
+	cm_route_fill(c);
+	c->resp_res = m->init_depth;
+	c->init_depth = m->resp_res;
+	c->psn = new_psn();
+	c->state = CM_REQ_RCVD;
+	l->pending++;
+	e = event_with(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0, m);
+	if (!e) {
+		l->pending--;
+		cm_id_free(c);
+		return true;
+	}
+	e->ev.listen_id = &l->id;
+	if (ud) {
+		e->ev.param.ud.qp_num = m->qpn;
+		e->ev.param.ud.qkey = RDMA_UDP_QKEY;
+		cm_ud_ah_attr(c, &e->ev.param.ud.ah_attr);
+	}
+	cm_event_queue(c, e);
+	return false;
+}
+
+/* Lock held: SIDR REP on an active UD id. */
+static void on_sidr_rep(struct cm_id *c, const struct cm_msg *m)
+{
+	struct cm_event *e;
+
+	cm_link_close(c);
+	if (m->status) {
+		/* kernel cma: UNREACHABLE with the SIDR status */
+		c->state = CM_FAILED;
+		queue(c, RDMA_CM_EVENT_UNREACHABLE, m->status, m);
+		return;
+	}
+	c->remote = *m;
+	c->have_remote = true;
+	c->state = CM_UD_DONE;
+	e = event_with(c, RDMA_CM_EVENT_ESTABLISHED, 0, m);
+	if (!e)
+		return;
+	e->ev.param.ud.qp_num = m->qpn;
+	e->ev.param.ud.qkey = m->qkey;
+	cm_ud_ah_attr(c, &e->ev.param.ud.ah_attr);
+	cm_event_queue(c, e);
+}
+
+/* Lock held: the peer ended the connection (DREQ, DREP or its end). */
+static void disconnected(struct cm_id *c)
+{
+	cm_link_close(c);
+	c->state = CM_DISCONNECTED;
+	queue(c, RDMA_CM_EVENT_DISCONNECTED, 0, NULL);
+}
+
+bool cm_conn_recv(struct cm_id *c, const struct cm_msg *m)
+{
+	bool unreported = c->state == CM_REQ_WAIT;
+	struct cm_msg drep;
+
+	cm_log("id %p (%s): message %u\n", (void *)c, cm_state_names[c->state],
+	       m->type);
+	switch (c->state) {
+	case CM_REQ_WAIT:
+		if (m->type == CM_MSG_REQ || m->type == CM_MSG_SIDR_REQ)
+			return on_req(c, m);
+		break;
+	case CM_REQ_SENT:
+		if (m->type == CM_MSG_REP && !cm_is_ud(c)) {
+			c->remote = *m;
+			c->have_remote = true;
+			c->resp_res = m->init_depth;
+			c->init_depth = m->resp_res;
+			c->state = CM_REP_RCVD;
+			queue(c, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, m);
+			return false;
+		}
+		if (m->type == CM_MSG_SIDR_REP && cm_is_ud(c)) {
+			on_sidr_rep(c, m);
+			return false;
+		}
+		if (m->type == CM_MSG_REJ) {
+			cm_qp_to_err(c);
+			fail(c, RDMA_CM_EVENT_REJECTED, m->status, m);
+			return false;
+		}
+		break;
+	case CM_REP_SENT:
+		if (m->type == CM_MSG_RTU) {
+			c->state = CM_ESTABLISHED;
+			queue(c, RDMA_CM_EVENT_ESTABLISHED, 0, NULL);
+			return false;
+		}
+		if (m->type == CM_MSG_REJ) { /* the active side's QP failed */
+			fail(c, RDMA_CM_EVENT_REJECTED, m->status, m);
+			return false;
+		}
+		break;
+	case CM_ESTABLISHED:
+	case CM_DREQ_SENT:
+	case CM_REP_RCVD:
+		if (m->type == CM_MSG_DREQ) {
+			/* the kernel answers a DREQ itself */
+			msg_init(c, &drep, CM_MSG_DREP);
+			cm_link_send(c, &drep);
+		}
+		if (m->type == CM_MSG_DREQ || m->type == CM_MSG_DREP) {
+			if (c->state == CM_REP_RCVD)
+				c->peer_gone = true;
+			else
+				disconnected(c);
+			return false;
+		}
+		break;
+	default:
+		break;
+	}
+	cm_log("id %p (%s): unexpected message %u: dropping the link\n",
+	       (void *)c, cm_state_names[c->state], m->type);
+	cm_conn_lost(c);
+	return unreported; /* cm_conn_lost freed it */
+}
+
+void cm_conn_lost(struct cm_id *c)
+{
+	cm_link_close(c);
+	switch (c->state) {
+	case CM_REQ_WAIT:
+		cm_id_free(c); /* never reported: nobody holds it */
+		return;
+	case CM_REQ_RCVD:
+	case CM_REP_RCVD:
+		c->peer_gone = true; /* said when the program answers */
+		return;
+	case CM_REQ_SENT:
+	case CM_REP_SENT:
+		/* IB: the REQ's or REP's retries run out */
+		c->state = CM_FAILED;
+		queue(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL);
+		return;
+	case CM_ESTABLISHED:
+	case CM_DREQ_SENT:
+		disconnected(c);
+		return;
+	default:
+		return;
+	}
+}
+
+/* The program's connection parameters against the device's limits
+ * (rdma-core's ucma_valid_param) and the message's private data. */
+static int check_param(struct cm_id *c, const struct rdma_conn_param *p,
+		       unsigned int pdata_max)
+{
+	if (c->id.ps == RDMA_PS_TCP && !c->id.qp && !p)
+		return EINVAL;
+	if (!p)
+		return 0;
+	if (p->private_data_len > pdata_max ||
+	    (p->private_data_len && !p->private_data))
+		return EINVAL;
+	if (c->id.ps != RDMA_PS_TCP)
+		return 0;
+	if (p->responder_resources != RDMA_MAX_RESP_RES &&
+	    p->responder_resources > cm_core.dev_attr.max_qp_rd_atom)
+		return EINVAL;
+	if (p->initiator_depth != RDMA_MAX_INIT_DEPTH &&
+	    p->initiator_depth > cm_core.dev_attr.max_qp_init_rd_atom)
+		return EINVAL;
+	return 0;
+}
+
+/*
+ * Lock held: c's REQ to its destination's listener.  Nobody listening
+ * is REJECTED with status 8, as IB's CM answers (rdma-core reports "invalid
+ * service ID"); but a port an id has bound explicitly is waited for, up
+ * to CM_LISTEN_WAIT_MS (REQ_RETRY, driven by the CM thread): programs
+ * send the port to their peer between rdma_bind_addr and rdma_listen,
+ * and on hardware the route lookup gives them the time to listen.  Any
+ * other port is retried for CM_LISTEN_GRACE_MS before the REJECTED.
+ */
+static void try_connect(struct cm_id *c)
+{
+	int ret = cm_link_connect(c);
+
+	if (ret == -ECONNREFUSED && cm_now_ms() < c->retry_until_ms &&
+	    (cm_now_ms() < c->grace_until_ms || cm_link_dst_bound(c))) {
+		if (c->state != CM_REQ_RETRY) {
+			c->state = CM_REQ_RETRY;
+			cm_link_kick();
+		}
+		return;
+	}
+	if (ret == -ECONNREFUSED) {
+		fail(c, RDMA_CM_EVENT_REJECTED, CM_REJ_INVALID_SERVICE_ID,
+		     NULL);
+		return;
+	}
+	if (!ret)
+		ret = cm_link_send(c, &c->req);
+	if (ret)
+		fail(c, RDMA_CM_EVENT_UNREACHABLE, ret, NULL);
+	else
+		c->state = CM_REQ_SENT;
+}
+
+bool cm_conn_retry_all(void)
+{
+	bool waiting = false;
+
+	for (struct cm_id *c = cm_core.ids; c; c = c->next) {
+		if (c->state != CM_REQ_RETRY)
+			continue;
+		try_connect(c);
+		waiting |= c->state == CM_REQ_RETRY;
+	}
+	return waiting;
+}
+
+CM_EXPORT int rdma_connect(struct rdma_cm_id *id,
+			   struct rdma_conn_param *conn_param)
+{
+	struct cm_id *c = cm_id_of(id);
+	bool ud;
+	int ret;
+
+	if (!id)
+		return cm_err(EINVAL);
+	ud = cm_is_ud(c);
+	ret = check_param(c, conn_param, ud ? CM_PDATA_SIDR_REQ : CM_PDATA_REQ);
+	if (ret)
+		return cm_err(ret);
+	pthread_mutex_lock(&cm_core.lock);
+	if (c->state != CM_ROUTE_RESOLVED) {
+		pthread_mutex_unlock(&cm_core.lock);
+		return cm_err(EINVAL);
+	}
+	c->init_depth =
+		conn_param && conn_param->initiator_depth != RDMA_MAX_INIT_DEPTH
+			? conn_param->initiator_depth
+			: cm_core.dev_attr.max_qp_init_rd_atom;
+	c->resp_res = conn_param && conn_param->responder_resources !=
+					      RDMA_MAX_RESP_RES
+			      ? conn_param->responder_resources
+			      : cm_core.dev_attr.max_qp_rd_atom;
+	c->retry = conn_param ? conn_param->retry_count : 7;
+	c->rnr_retry = conn_param ? conn_param->rnr_retry_count : 7;
+	c->psn = new_psn();
+	msg_init(c, &c->req, ud ? CM_MSG_SIDR_REQ : CM_MSG_REQ);
+	if (conn_param) {
+		msg_pdata(&c->req, conn_param->private_data,
+			  conn_param->private_data_len);
+		c->req.flow_control = conn_param->flow_control;
+		c->req.srq = conn_param->srq;
+		if (!c->id.qp)
+			c->req.qpn = conn_param->qp_num & 0xffffff;
+	}
+	if (c->id.qp)
+		c->req.srq = !!c->id.qp->srq;
+	cm_addr_to_wire(&id->route.addr.src_addr, &c->req.src);
+	cm_addr_to_wire(&id->route.addr.dst_addr, &c->req.dst);
+	c->retry_until_ms = cm_now_ms() + CM_LISTEN_WAIT_MS;
+	c->grace_until_ms = cm_now_ms() + CM_LISTEN_GRACE_MS;
+	try_connect(c);
+	pthread_mutex_unlock(&cm_core.lock);
+	return cm_complete(c);
+}
+
+/* From rdma_get_cm_event, no lock: an active id with a QP moves it to
+ * RTR and RTS and sends the RTU; the program sees ESTABLISHED (or
+ * CONNECT_ERROR), as with rdma-core. */
+int cm_conn_process_rep(struct cm_id *c, struct cm_event *e)
+{
+	struct cm_msg m;
+	int ret;
+
+	if (!c->id.qp)
+		return 0; /* the program calls rdma_establish */
+	ret = cm_qp_to_rtr_rts(c);
+	pthread_mutex_lock(&cm_core.lock);
+	if (!ret && c->state == CM_REP_RCVD) {
+		msg_init(c, &m, CM_MSG_RTU);
+		cm_link_send(c, &m);
+		c->state = CM_ESTABLISHED;
+		e->ev.event = RDMA_CM_EVENT_ESTABLISHED;
+		if (c->peer_gone)
+			disconnected(c);
+	} else {
+		msg_init(c, &m, CM_MSG_REJ);
+		m.status = CM_REJ_CONSUMER_DEFINED;
+		cm_link_send(c, &m);
+		cm_link_close(c);
+		c->state = CM_FAILED;
+		e->ev.event = RDMA_CM_EVENT_CONNECT_ERROR;
+		e->ev.status = ret ? ret : -ECONNABORTED;
+	}
+	pthread_mutex_unlock(&cm_core.lock);
+	return 0;
+}
+
+CM_EXPORT int rdma_establish(struct rdma_cm_id *id)
+{
+	struct cm_id *c = cm_id_of(id);
+	struct cm_msg m;
+
+	if (!id || id->qp)
+		return cm_err(EINVAL);
+	pthread_mutex_lock(&cm_core.lock);
+	if (c->state != CM_REP_RCVD) {
+		pthread_mutex_unlock(&cm_core.lock);
+		return cm_err(EINVAL);
+	}
+	msg_init(c, &m, CM_MSG_RTU);
+	cm_link_send(c, &m);
+	c->state = CM_ESTABLISHED;
+	if (c->peer_gone)
+		disconnected(c);
+	pthread_mutex_unlock(&cm_core.lock);
+	return 0;
+}
+
+CM_EXPORT int rdma_accept(struct rdma_cm_id *id,
+			  struct rdma_conn_param *conn_param)
+{
+	struct cm_id *c = cm_id_of(id);
+	bool ud;
+	struct cm_msg m;
+	int ret;
+
+	if (!id)
+		return cm_err(EINVAL);
+	ud = cm_is_ud(c);
+	ret = check_param(c, conn_param, ud ? CM_PDATA_SIDR_REP : CM_PDATA_REP);
+	if (ret)
+		return cm_err(ret);
+	pthread_mutex_lock(&cm_core.lock);
+	if (c->state != CM_REQ_RCVD) {
+		pthread_mutex_unlock(&cm_core.lock);
+		return cm_err(EINVAL);
+	}
+	if (!conn_param || conn_param->initiator_depth == RDMA_MAX_INIT_DEPTH)
+		c->init_depth =
+			c->init_depth < cm_core.dev_attr.max_qp_init_rd_atom
+				? c->init_depth
+				: cm_core.dev_attr.max_qp_init_rd_atom;
+	else
+		c->init_depth = conn_param->initiator_depth;
+	if (!conn_param || conn_param->responder_resources == RDMA_MAX_RESP_RES)
+		c->resp_res = c->resp_res < cm_core.dev_attr.max_qp_rd_atom
+				      ? c->resp_res
+				      : cm_core.dev_attr.max_qp_rd_atom;
+	else
+		c->resp_res = conn_param->responder_resources;
+	c->retry = c->remote.retry;
+	c->rnr_retry = conn_param ? conn_param->rnr_retry_count : 7;
+	pthread_mutex_unlock(&cm_core.lock);
+
+	if (!ud) {
+		ret = cm_qp_to_rtr_rts(c);
+		if (ret)
+			return cm_err(-ret);
+	}
+
+	pthread_mutex_lock(&cm_core.lock);
+	if (c->state != CM_REQ_RCVD) { /* destroyed meanwhile is the
+					* program's race; anything else */
+		pthread_mutex_unlock(&cm_core.lock);
+		return cm_err(EINVAL);
+	}
+	if (c->listen)
+		c->listen->pending--;
+	msg_init(c, &m, ud ? CM_MSG_SIDR_REP : CM_MSG_REP);
+	if (conn_param) {
+		msg_pdata(&m, conn_param->private_data,
+			  conn_param->private_data_len);
+		m.flow_control = conn_param->flow_control;
+		if (!id->qp) {
+			m.qpn = conn_param->qp_num & 0xffffff;
+			m.srq = conn_param->srq;
+		}
+	}
+	if (id->qp)
+		m.srq = !!id->qp->srq;
+	m.qkey = RDMA_UDP_QKEY;
+	ret = c->peer_gone ? -EPIPE : cm_link_send(c, &m);
+	if (ret) {
+		cm_qp_to_err(c);
+		fail(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL);
+	} else if (ud) {
+		cm_link_close(c);
+		c->state = CM_UD_DONE;
+	} else {
+		c->state = CM_REP_SENT;
+	}
+	pthread_mutex_unlock(&cm_core.lock);
+	if (ud) {
+		if (cm_channel_of(id->channel)->sync && id->event) {
+			rdma_ack_cm_event(id->event);
+			id->event = NULL;
+		}
+		return 0;
+	}
+	return cm_complete(c);
+}
+
+static int reject(struct rdma_cm_id *id, const void *pdata, uint8_t len,
+		  uint8_t reason)
+{
+	struct cm_id *c = cm_id_of(id);
+	bool ud;
+	struct cm_msg m;
+
+	if (!id)
+		return cm_err(EINVAL);
+	ud = cm_is_ud(c);
+	if (len > (ud ? CM_PDATA_SIDR_REP : CM_PDATA_REJ) || (len && !pdata))
+		return cm_err(EINVAL);
+	pthread_mutex_lock(&cm_core.lock);
+	if (c->state != CM_REQ_RCVD) {
+		pthread_mutex_unlock(&cm_core.lock);
+		return cm_err(EINVAL);
+	}
+	if (c->listen)
+		c->listen->pending--;
+	msg_init(c, &m, ud ? CM_MSG_SIDR_REP : CM_MSG_REJ);
+	m.status = ud ? 2 /* IB_SIDR_REJECT */ : reason;
+	msg_pdata(&m, pdata, len);
+	cm_link_send(c, &m);
+	cm_link_close(c);
+	c->state = CM_FAILED;
+	pthread_mutex_unlock(&cm_core.lock);
+	return 0;
+}
+
+CM_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
+			  uint8_t private_data_len)
+{
+	return reject(id, private_data, private_data_len,
+		      CM_REJ_CONSUMER_DEFINED);
+}
+
+CM_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
+			      uint8_t private_data_len)
+{
+	return reject(id, private_data, private_data_len, CM_REJ_VENDOR_OPTION);
+}
+
+CM_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
+{
+	struct cm_id *c = cm_id_of(id);
+	struct cm_msg m;
+	int ret = 0;
+
+	if (!id)
+		return cm_err(EINVAL);
+	cm_qp_to_err(c);
+	pthread_mutex_lock(&cm_core.lock);
+	switch (c->state) {
+	case CM_ESTABLISHED:
+	case CM_REP_SENT:
+	case CM_REP_RCVD:
+	case CM_REQ_SENT:
+		msg_init(c, &m, CM_MSG_DREQ);
+		if (cm_link_send(c, &m))
+			disconnected(c); /* the peer is gone already */
+		else
+			c->state = CM_DREQ_SENT;
+		break;
+	case CM_DREQ_SENT:
+	case CM_DISCONNECTED:
+		break; /* the kernel's rdma_disconnect says 0 here too */
+	default:
+		ret = EINVAL;
+	}
+	pthread_mutex_unlock(&cm_core.lock);
+	return ret ? cm_err(ret) : 0;
+}
+
+CM_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
+{
+	struct cm_id *c = cm_id_of(id);
+
+	if (!id || event != IBV_EVENT_COMM_EST)
+		return cm_err(EINVAL);
+	pthread_mutex_lock(&cm_core.lock);
+	/* data arrived before the RTU: the connection is up (IBA 12.6.9) */
+	if (c->state == CM_REP_SENT) {
+		c->state = CM_ESTABLISHED;
+		queue(c, RDMA_CM_EVENT_ESTABLISHED, 0, NULL);
+	}
+	pthread_mutex_unlock(&cm_core.lock);
+	return 0;
+}

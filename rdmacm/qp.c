@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: MIT
+/*
+ * QPs and SRQs on an id, through the public verbs only: rdma_create_qp
+ * and _ex (CQs and completion channels made when the program gives
+ * none, as rdma-core does), the attributes of each state
+ * (rdma_init_qp_attr) from what the CM exchanged, and the moves
+ * INIT → RTR → RTS the library makes for the program.  The ECE calls.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm.h"
+
+#define CM_MIN_RNR_TIMER 12 /* 0.64 ms */
+#define CM_ACK_TIMEOUT	 14 /* 67 ms */
+
+/* Lock held or not: c's peer as an address vector (GRH with its GID). */
+void cm_ud_ah_attr(struct cm_id *c, struct ibv_ah_attr *ah)
+{
+	union ibv_gid g;
+	int idx = 0;
+
+	memset(ah, 0, sizeof(*ah));
+	cm_addr_gid(&c->id.route.addr.src_addr, &g, &idx);
+	ah->is_global = 1;
+	memcpy(ah->grh.dgid.raw, c->remote.gid, 16);
+	ah->grh.sgid_index = (uint8_t)idx;
+	ah->grh.hop_limit = 64;
+	ah->dlid = c->remote.lid;
+	ah->port_num = 1;
+}
+
+static enum ibv_mtu port_mtu(void)
+{
+	struct ibv_port_attr pa;
+
+	if (ibv_query_port(cm_core.ctx, 1, &pa))
+		return IBV_MTU_1024;
+	return pa.active_mtu;
+}
+
+CM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
+				struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
+{
+	struct cm_id *c = cm_id_of(id);
+	enum ibv_qp_state want;
+	bool ud;
+	int mask, ret = 0;
+
+	if (!id || !qp_attr || !qp_attr_mask)
+		return cm_err(EINVAL);
+	ud = cm_is_ud(c) || id->ps == RDMA_PS_UDP;
+	want = qp_attr->qp_state;
+	memset(qp_attr, 0, sizeof(*qp_attr));
+	qp_attr->qp_state = want;
+	mask = IBV_QP_STATE;
+	pthread_mutex_lock(&cm_core.lock);
+	switch (want) {
+	case IBV_QPS_INIT:
+		qp_attr->pkey_index = 0;
+		qp_attr->port_num = 1;
+		mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+		if (ud) {
+			qp_attr->qkey = RDMA_UDP_QKEY;
+			mask |= IBV_QP_QKEY;
+		} else {
+			qp_attr->qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+						   IBV_ACCESS_REMOTE_READ |
+						   IBV_ACCESS_REMOTE_ATOMIC;
+			mask |= IBV_QP_ACCESS_FLAGS;
+		}
+		break;
+	case IBV_QPS_RTR:
+		if (ud)
+			break;
+		if (!c->have_remote) {
+			ret = EINVAL;
+			break;
+		}
+		qp_attr->path_mtu = port_mtu();
+		qp_attr->dest_qp_num = c->remote.qpn;
+		qp_attr->rq_psn = c->remote.psn;
+		qp_attr->max_dest_rd_atomic = c->resp_res;
+		qp_attr->min_rnr_timer = CM_MIN_RNR_TIMER;
+		cm_ud_ah_attr(c, &qp_attr->ah_attr);
+		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			IBV_QP_MIN_RNR_TIMER;
+		break;
+	case IBV_QPS_RTS:
+		qp_attr->sq_psn = c->psn;
+		mask |= IBV_QP_SQ_PSN;
+		if (ud)
+			break;
+		if (!c->have_remote) {
+			ret = EINVAL;
+			break;
+		}
+		qp_attr->timeout = CM_ACK_TIMEOUT;
+		qp_attr->retry_cnt = c->retry > 7 ? 7 : c->retry;
+		qp_attr->rnr_retry = c->rnr_retry > 7 ? 7 : c->rnr_retry;
+		qp_attr->max_rd_atomic = c->init_depth;
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
+		break;
+	case IBV_QPS_ERR:
+	case IBV_QPS_RESET:
+		break;
+	default:
+		ret = EINVAL;
+	}
+	pthread_mutex_unlock(&cm_core.lock);
+	if (ret)
+		return cm_err(ret);
+	*qp_attr_mask = mask;
+	return 0;
+}
+
+static int move(struct cm_id *c, enum ibv_qp_state s)
+{
+	struct ibv_qp_attr a = {.qp_state = s};
+	int mask, ret;
+
+	if (rdma_init_qp_attr(&c->id, &a, &mask))
+		return -errno;
+	ret = ibv_modify_qp(c->id.qp, &a, mask);
+	return ret ? -ret : 0;
+}
+
+/* No lock: RTR then RTS from what the CM exchanged (0 or -errno). */
+int cm_qp_to_rtr_rts(struct cm_id *c)
+{
+	int ret;
+
+	if (!c->id.qp)
+		return 0;
+	ret = move(c, IBV_QPS_RTR);
+	return ret ? ret : move(c, IBV_QPS_RTS);
+}
+
+void cm_qp_to_err(struct cm_id *c)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+
+	if (c->id.qp)
+		ibv_modify_qp(c->id.qp, &a, IBV_QP_STATE);
+}
+
+static void destroy_cqs(struct rdma_cm_id *id)
+{
+	if (id->recv_cq) {
+		ibv_destroy_cq(id->recv_cq);
+		if (id->send_cq == id->recv_cq)
+			id->send_cq = NULL;
+		id->recv_cq = NULL;
+	}
+	if (id->send_cq) {
+		ibv_destroy_cq(id->send_cq);
+		id->send_cq = NULL;
+	}
+	if (id->recv_cq_channel) {
+		ibv_destroy_comp_channel(id->recv_cq_channel);
+		if (id->send_cq_channel == id->recv_cq_channel)
+			id->send_cq_channel = NULL;
+		id->recv_cq_channel = NULL;
+	}
+	if (id->send_cq_channel) {
+		ibv_destroy_comp_channel(id->send_cq_channel);
+		id->send_cq_channel = NULL;
+	}
+}
+
+/* CQs (each with its completion channel) for the sizes not zero. */
+static int create_cqs(struct rdma_cm_id *id, uint32_t send, uint32_t recv)
+{
+	if (recv) {
+		id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
+		if (!id->recv_cq_channel)
+			goto err;
+		id->recv_cq = ibv_create_cq(id->verbs, (int)recv, id,
+					    id->recv_cq_channel, 0);
+		if (!id->recv_cq)
+			goto err;
+	}
+	if (send) {
+		id->send_cq_channel = ibv_create_comp_channel(id->verbs);
+		if (!id->send_cq_channel)
+			goto err;
+		id->send_cq = ibv_create_cq(id->verbs, (int)send, id,
+					    id->send_cq_channel, 0);
+		if (!id->send_cq)
+			goto err;
+	}
+	return 0;
+err:
+	destroy_cqs(id);
+	return -1;
+}
+
+static int init_qp(struct cm_id *c, struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT};
+	int mask, ret;
+
+	if (rdma_init_qp_attr(&c->id, &a, &mask))
+		return errno;
+	ret = ibv_modify_qp(qp, &a, mask);
+	if (ret || !cm_is_ud(c))
+		return ret;
+	a.qp_state = IBV_QPS_RTR;
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	if (ret)
+		return ret;
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = c->psn;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
+CM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
+				struct ibv_qp_init_attr_ex *attr)
+{
+	struct cm_id *c = cm_id_of(id);
+	struct ibv_qp *qp;
+	int ret;
+
+	if (!id || !attr || id->qp || !id->verbs)
+		return cm_err(EINVAL);
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
+		attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
+		attr->pd = id->pd ? id->pd : cm_core.pd;
+	} else if (attr->pd->context != id->verbs) {
+		return cm_err(EINVAL);
+	}
+	if ((id->recv_cq && attr->recv_cq && id->recv_cq != attr->recv_cq) ||
+	    (id->send_cq && attr->send_cq && id->send_cq != attr->send_cq))
+		return cm_err(EINVAL);
+	if (create_cqs(id,
+		       attr->send_cq || id->send_cq ? 0 : attr->cap.max_send_wr,
+		       attr->recv_cq || id->recv_cq ? 0
+						    : attr->cap.max_recv_wr))
+		return -1;
+	if (!attr->send_cq)
+		attr->send_cq = id->send_cq;
+	if (!attr->recv_cq)
+		attr->recv_cq = id->recv_cq;
+	if (id->srq && !attr->srq)
+		attr->srq = id->srq;
+	qp = ibv_create_qp_ex(id->verbs, attr);
+	if (!qp) {
+		ret = errno;
+		goto err_cqs;
+	}
+	if (!c->psn)
+		c->psn = qp->qp_num & 0xffffff; /* rdma_connect picks anew */
+	ret = init_qp(c, qp);
+	if (ret)
+		goto err_qp;
+	id->pd = qp->pd;
+	id->qp = qp;
+	return 0;
+
+err_qp:
+	ibv_destroy_qp(qp);
+err_cqs:
+	destroy_cqs(id);
+	return cm_err(ret ? ret : EINVAL);
+}
+
+CM_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
+			     struct ibv_qp_init_attr *qp_init_attr)
+{
+	struct ibv_qp_init_attr_ex a;
+	int ret;
+
+	if (!id || !qp_init_attr)
+		return cm_err(EINVAL);
+	memset(&a, 0, sizeof(a));
+	memcpy(&a, qp_init_attr, sizeof(*qp_init_attr));
+	a.comp_mask = IBV_QP_INIT_ATTR_PD;
+	a.pd = pd;
+	if (!pd && !id->verbs)
+		return cm_err(EINVAL);
+	ret = rdma_create_qp_ex(id, &a);
+	if (!ret)
+		memcpy(qp_init_attr, &a, sizeof(*qp_init_attr));
+	return ret;
+}
+
+CM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
+{
+	ibv_destroy_qp(id->qp);
+	id->qp = NULL;
+	destroy_cqs(id);
+}
+
+CM_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
+				 struct ibv_srq_init_attr_ex *attr)
+{
+	struct ibv_srq *srq;
+
+	if (!id || !attr || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
+		return cm_err(EINVAL);
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+		attr->pd = id->pd ? id->pd : cm_core.pd;
+		attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+	}
+	if (attr->srq_type == IBV_SRQT_XRC) {
+		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) ||
+		    !attr->xrcd) {
+			struct ibv_xrcd_init_attr xa = {
+				.comp_mask = IBV_XRCD_INIT_ATTR_FD |
+					     IBV_XRCD_INIT_ATTR_OFLAGS,
+				.fd = -1,
+				.oflags = O_CREAT,
+			};
+
+			attr->xrcd = ibv_open_xrcd(id->verbs, &xa);
+			if (!attr->xrcd)
+				return -1;
+		}
+		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq) {
+			if (create_cqs(id, 0, attr->attr.max_wr))
+				return -1;
+			attr->cq = id->recv_cq;
+		}
+		attr->comp_mask |=
+			IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+	}
+	srq = ibv_create_srq_ex(id->verbs, attr);
+	if (!srq) {
+		destroy_cqs(id);
+		return -1;
+	}
+	if (!id->pd)
+		id->pd = attr->pd;
+	id->srq = srq;
+	return 0;
+}
+
+CM_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
+			      struct ibv_srq_init_attr *attr)
+{
+	struct ibv_srq_init_attr_ex ax;
+	int ret;
+
+	if (!id || !attr)
+		return cm_err(EINVAL);
+	memset(&ax, 0, sizeof(ax));
+	memcpy(&ax, attr, sizeof(*attr));
+	ax.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
+	ax.srq_type =
+		id->qp_type == IBV_QPT_XRC_RECV ? IBV_SRQT_XRC : IBV_SRQT_BASIC;
+	ax.pd = pd;
+	ret = rdma_create_srq_ex(id, &ax);
+	memcpy(attr, &ax, sizeof(*attr));
+	return ret;
+}
+
+CM_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
+{
+	ibv_destroy_srq(id->srq);
+	id->srq = NULL;
+	destroy_cqs(id);
+}
+
+CM_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	if (!id || !ece || ece->comp_mask)
+		return cm_err(EINVAL);
+	cm_id_of(id)->local_ece = *ece;
+	return 0;
+}
+
+CM_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	struct cm_id *c = cm_id_of(id);
+
+	if (!id || !ece)
+		return cm_err(EINVAL);
+	pthread_mutex_lock(&cm_core.lock);
+	memset(ece, 0, sizeof(*ece));
+	if (c->have_remote) {
+		ece->vendor_id = c->remote.ece_vendor;
+		ece->options = c->remote.ece_options;
+	}
+	pthread_mutex_unlock(&cm_core.lock);
+	return 0;
+}

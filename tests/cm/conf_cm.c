@@ -1,0 +1,900 @@
+// SPDX-License-Identifier: MIT
+/*
+ * softverbs' librdmacm (rdmacm/) through its public API, between ids of
+ * one process and with helper processes: every event kind the man pages
+ * describe with its status and private data (the IBA limits enforced
+ * with EINVAL), reject with private data, nobody listening, an address
+ * nobody has, a listener or a peer killed, the acknowledgement rule of
+ * rdma_destroy_id, many ids on one channel, UD's SIDR, the channel fd's
+ * readiness and O_NONBLOCK, and hostile bytes or another uid on the
+ * CM's own sockets (errors, never a crash or a hang).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+
+#include "sv_test.h"
+
+#define EV_MS 10000 /* an event that must come: generous on a loaded box */
+
+/* Waits (poll on the channel's fd, with a deadline) for the next event
+ * and checks its kind. */
+static struct rdma_cm_event *expect_ev(struct rdma_event_channel *ch,
+				       enum rdma_cm_event_type want)
+{
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+
+	if (poll(&p, 1, EV_MS) != 1)
+		sv_test_fail(__FILE__, __LINE__,
+			     "no event in %d ms (wanted %s)", EV_MS,
+			     rdma_event_str(want));
+	ASSERT_OK(rdma_get_cm_event(ch, &ev));
+	if (ev->event != want)
+		sv_test_fail(__FILE__, __LINE__, "got %s status %d, wanted %s",
+			     rdma_event_str(ev->event), ev->status,
+			     rdma_event_str(want));
+	return ev;
+}
+
+static void expect_ack(struct rdma_event_channel *ch,
+		       enum rdma_cm_event_type want)
+{
+	struct rdma_cm_event *ev = expect_ev(ch, want);
+
+	ASSERT_EQ(0, ev->status);
+	ASSERT_OK(rdma_ack_cm_event(ev));
+}
+
+static struct sockaddr_in lo(uint16_t port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return a;
+}
+
+/* A listener on 127.0.0.1, port picked by rdma_bind_addr (port 0). */
+static struct rdma_cm_id *listener(struct rdma_event_channel *ch,
+				   enum rdma_port_space ps, uint16_t *port)
+{
+	struct sockaddr_in a = lo(0);
+	struct rdma_cm_id *l;
+
+	ASSERT_OK(rdma_create_id(ch, &l, NULL, ps));
+	ASSERT_OK(rdma_bind_addr(l, (struct sockaddr *)&a));
+	*port = ntohs(rdma_get_src_port(l));
+	ASSERT_NE(0, *port);
+	ASSERT_OK(rdma_listen(l, 64));
+	return l;
+}
+
+/* An active id on ch resolved to 127.0.0.1:port (both events checked). */
+static struct rdma_cm_id *resolved(struct rdma_event_channel *ch,
+				   enum rdma_port_space ps, uint16_t port)
+{
+	struct sockaddr_in a = lo(port);
+	struct rdma_cm_id *id;
+
+	ASSERT_OK(rdma_create_id(ch, &id, NULL, ps));
+	ASSERT_OK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000));
+	expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	ASSERT_NOT_NULL(id->verbs);
+	ASSERT_EQ(1, id->port_num);
+	ASSERT_OK(rdma_resolve_route(id, 2000));
+	expect_ack(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	return id;
+}
+
+static void make_qp(struct rdma_cm_id *id, enum ibv_qp_type t)
+{
+	struct ibv_qp_init_attr a = {
+		.cap = {.max_send_wr = 8,
+			.max_recv_wr = 8,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+		.qp_type = t,
+		.sq_sig_all = 1,
+	};
+
+	ASSERT_OK(rdma_create_qp(id, NULL, &a));
+	ASSERT_NOT_NULL(id->qp);
+}
+
+static void fill(uint8_t *p, size_t n, uint8_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed + i * 7);
+}
+
+static struct ibv_wc poll_one(struct ibv_cq *cq)
+{
+	uint64_t end = sv_now_ms() + EV_MS;
+	unsigned int us = 10;
+	struct ibv_wc wc;
+	int n;
+
+	while ((n = ibv_poll_cq(cq, 1, &wc)) == 0 && sv_now_ms() < end)
+		sv_backoff(&us);
+	ASSERT_EQ(1, n);
+	return wc;
+}
+
+/* The QPs the CM moved to RTS carry a message both ways' worth. */
+static void send_one(struct rdma_cm_id *from, struct rdma_cm_id *to)
+{
+	uint8_t out[64], in[64] = {0};
+	struct ibv_mr *mo, *mi;
+	struct ibv_wc wc;
+
+	fill(out, sizeof(out), 3);
+	mi = rdma_reg_msgs(to, in, sizeof(in));
+	mo = rdma_reg_msgs(from, out, sizeof(out));
+	ASSERT_NOT_NULL(mi);
+	ASSERT_NOT_NULL(mo);
+	ASSERT_OK(rdma_post_recv(to, NULL, in, sizeof(in), mi));
+	ASSERT_OK(rdma_post_send(from, NULL, out, sizeof(out), mo, 0));
+	wc = poll_one(from->send_cq);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	wc = poll_one(to->recv_cq);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(sizeof(in), wc.byte_len);
+	ASSERT_OK(memcmp(in, out, sizeof(in)));
+	rdma_dereg_mr(mo);
+	rdma_dereg_mr(mi);
+}
+
+/* The whole life of a connection, every event checked with its data. */
+SV_TEST(cm_connect_accept_data_disconnect)
+{
+	struct rdma_event_channel *sch = rdma_create_event_channel();
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	struct pollfd p;
+	uint8_t req[56], rep[196];
+	struct rdma_conn_param cp = {0};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c, *s;
+	uint16_t port;
+
+	ASSERT_NOT_NULL(sch);
+	ASSERT_NOT_NULL(cch);
+	l = listener(sch, RDMA_PS_TCP, &port);
+	c = resolved(cch, RDMA_PS_TCP, port);
+	ASSERT_EQ(htons(port), rdma_get_dst_port(c));
+	make_qp(c, IBV_QPT_RC);
+
+	/* nothing pending: the fd is not readable */
+	p = (struct pollfd){.fd = sch->fd, .events = POLLIN};
+	ASSERT_EQ(0, poll(&p, 1, 0));
+
+	fill(req, sizeof(req), 1);
+	cp.private_data = req;
+	cp.private_data_len = sizeof(req);
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	cp.retry_count = 7;
+	cp.rnr_retry_count = 7;
+	ASSERT_OK(rdma_connect(c, &cp));
+
+	ev = expect_ev(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ASSERT_EQ(0, ev->status);
+	ASSERT_TRUE(ev->listen_id == l);
+	s = ev->id;
+	ASSERT_TRUE(s != l);
+	ASSERT_EQ(56, ev->param.conn.private_data_len);
+	ASSERT_OK(memcmp(ev->param.conn.private_data, req, sizeof(req)));
+	ASSERT_EQ(c->qp->qp_num, ev->param.conn.qp_num);
+	ASSERT_EQ(1, ev->param.conn.responder_resources);
+	ASSERT_EQ(1, ev->param.conn.initiator_depth);
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	ASSERT_EQ(htons(port), rdma_get_src_port(s));
+	ASSERT_EQ(rdma_get_src_port(c), rdma_get_dst_port(s));
+
+	make_qp(s, IBV_QPT_RC);
+	fill(rep, sizeof(rep), 9);
+	cp.private_data = rep;
+	cp.private_data_len = sizeof(rep);
+	ASSERT_OK(rdma_accept(s, &cp));
+
+	ev = expect_ev(cch, RDMA_CM_EVENT_ESTABLISHED);
+	ASSERT_EQ(0, ev->status);
+	ASSERT_EQ(196, ev->param.conn.private_data_len);
+	ASSERT_OK(memcmp(ev->param.conn.private_data, rep, sizeof(rep)));
+	ASSERT_EQ(s->qp->qp_num, ev->param.conn.qp_num);
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	expect_ack(sch, RDMA_CM_EVENT_ESTABLISHED);
+
+	send_one(c, s);
+	send_one(s, c);
+
+	ASSERT_OK(rdma_disconnect(c));
+	expect_ack(cch, RDMA_CM_EVENT_DISCONNECTED);
+	expect_ack(sch, RDMA_CM_EVENT_DISCONNECTED);
+	ASSERT_OK(rdma_disconnect(s)); /* after DISCONNECTED: still 0 */
+
+	rdma_destroy_qp(s);
+	rdma_destroy_qp(c);
+	ASSERT_OK(rdma_destroy_id(s));
+	ASSERT_OK(rdma_destroy_id(c));
+	ASSERT_OK(rdma_destroy_id(l));
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(sch);
+}
+
+/* IBA private data limits as rdma_cm gives them for IP: 56 / 196 / 148,
+ * one byte more is EINVAL and nothing is sent. */
+SV_TEST(cm_private_data_limits_einval)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	uint8_t big[255] = {0};
+	struct rdma_conn_param cp = {.private_data = big,
+				     .responder_resources = 1,
+				     .initiator_depth = 1};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c, *s;
+	uint16_t port;
+
+	l = listener(ch, RDMA_PS_TCP, &port);
+	c = resolved(ch, RDMA_PS_TCP, port);
+	make_qp(c, IBV_QPT_RC);
+	cp.private_data_len = 57;
+	errno = 0;
+	ASSERT_EQ(-1, rdma_connect(c, &cp));
+	ASSERT_EQ(EINVAL, errno);
+	cp.private_data_len = 56;
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	s = ev->id;
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	make_qp(s, IBV_QPT_RC);
+	cp.private_data_len = 197;
+	errno = 0;
+	ASSERT_EQ(-1, rdma_accept(s, &cp));
+	ASSERT_EQ(EINVAL, errno);
+	errno = 0;
+	ASSERT_EQ(-1, rdma_reject(s, big, 149));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_OK(rdma_reject(s, big, 148));
+	ev = expect_ev(ch, RDMA_CM_EVENT_REJECTED);
+	ASSERT_EQ(28, ev->status); /* IB_CM_REJ_CONSUMER_DEFINED */
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	rdma_destroy_qp(s);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(s);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
+SV_TEST(cm_reject_carries_private_data)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	uint8_t req[20], rej[148];
+	struct rdma_conn_param cp = {.private_data = req,
+				     .private_data_len = sizeof(req)};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c, *s;
+	uint16_t port;
+
+	l = listener(ch, RDMA_PS_TCP, &port);
+	c = resolved(ch, RDMA_PS_TCP, port);
+	make_qp(c, IBV_QPT_RC);
+	fill(req, sizeof(req), 5);
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	s = ev->id;
+	ASSERT_OK(memcmp(ev->param.conn.private_data, req, sizeof(req)));
+	/* the rest of IB's 56 bytes is zero */
+	ASSERT_EQ(0, ((const uint8_t *)ev->param.conn.private_data)[55]);
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	fill(rej, sizeof(rej), 77);
+	ASSERT_OK(rdma_reject(s, rej, sizeof(rej)));
+	errno = 0;
+	ASSERT_EQ(-1, rdma_accept(s, NULL)); /* answered already */
+	ev = expect_ev(ch, RDMA_CM_EVENT_REJECTED);
+	ASSERT_EQ(28, ev->status);
+	ASSERT_EQ(148, ev->param.conn.private_data_len);
+	ASSERT_OK(memcmp(ev->param.conn.private_data, rej, sizeof(rej)));
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	rdma_destroy_qp(c);
+	rdma_destroy_id(s);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
+/* A port with no listener: REJECTED, status 8 (IB's invalid service ID,
+ * what rdma-core reports), at once, never a hang. */
+SV_TEST(cm_connect_nobody_listens_rejected)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_conn_param cp = {0};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c;
+	uint16_t port;
+
+	l = listener(ch, RDMA_PS_TCP, &port);
+	ASSERT_OK(rdma_destroy_id(l)); /* the port is free again */
+	c = resolved(ch, RDMA_PS_TCP, port);
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(ch, RDMA_CM_EVENT_REJECTED);
+	ASSERT_EQ(8, ev->status);
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	rdma_destroy_id(c);
+	rdma_destroy_event_channel(ch);
+}
+
+/* A port bound but not listening yet (a program that sends its port to
+ * the peer before rdma_listen, as qperf does): the connect waits for the
+ * listen instead of failing at once. */
+SV_TEST(cm_connect_waits_for_bound_port_to_listen)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in a = lo(0);
+	struct rdma_conn_param cp = {.qp_num = 1};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c;
+	struct pollfd p;
+	uint16_t port;
+
+	ASSERT_OK(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_bind_addr(l, (struct sockaddr *)&a));
+	port = ntohs(rdma_get_src_port(l));
+	c = resolved(ch, RDMA_PS_TCP, port);
+	ASSERT_OK(rdma_connect(c, &cp));
+	p = (struct pollfd){.fd = ch->fd, .events = POLLIN};
+	ASSERT_EQ(0, poll(&p, 1, 0)); /* not rejected */
+	ASSERT_OK(rdma_listen(l, 1));
+	ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ASSERT_OK(rdma_reject(ev->id, NULL, 0));
+	ASSERT_TRUE(ev->listen_id == l);
+	{
+		struct rdma_cm_id *s = ev->id;
+
+		ASSERT_OK(rdma_ack_cm_event(ev));
+		rdma_destroy_id(s);
+	}
+	ev = expect_ev(ch, RDMA_CM_EVENT_REJECTED);
+	ASSERT_EQ(28, ev->status);
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
+/* ... but a bound port that never listens is REJECTED (8) in the end. */
+SV_TEST(cm_bound_port_never_listening_rejected)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in a = lo(0);
+	struct rdma_conn_param cp = {.qp_num = 1};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c;
+
+	ASSERT_OK(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_bind_addr(l, (struct sockaddr *)&a));
+	c = resolved(ch, RDMA_PS_TCP, ntohs(rdma_get_src_port(l)));
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(ch, RDMA_CM_EVENT_REJECTED);
+	ASSERT_EQ(8, ev->status);
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
+/* 192.0.2.1 (TEST-NET-1) is nobody's here: ADDR_ERROR, not a hang. */
+SV_TEST(cm_address_nobody_has_addr_error)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in a = lo(7);
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *c;
+
+	inet_pton(AF_INET, "192.0.2.1", &a.sin_addr);
+	ASSERT_OK(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 500));
+	ev = expect_ev(ch, RDMA_CM_EVENT_ADDR_ERROR);
+	ASSERT_TRUE(ev->status < 0);
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	errno = 0;
+	ASSERT_EQ(-1, rdma_resolve_route(c, 500)); /* no address: EINVAL */
+	ASSERT_EQ(EINVAL, errno);
+	rdma_destroy_id(c);
+	rdma_destroy_event_channel(ch);
+}
+
+/* IPv6 loopback works as 127.0.0.1 does (the link-local GID). */
+SV_TEST(cm_ipv6_loopback_connects)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in6 a = {.sin6_family = AF_INET6,
+				 .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	struct rdma_conn_param cp = {.responder_resources = 1,
+				     .initiator_depth = 1};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c, *s;
+
+	ASSERT_OK(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_bind_addr(l, (struct sockaddr *)&a));
+	ASSERT_OK(rdma_listen(l, 4));
+	a.sin6_port = rdma_get_src_port(l);
+	ASSERT_OK(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000));
+	expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	ASSERT_OK(rdma_resolve_route(c, 2000));
+	expect_ack(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	make_qp(c, IBV_QPT_RC);
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	s = ev->id;
+	ASSERT_EQ(AF_INET6, rdma_get_peer_addr(s)->sa_family);
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	make_qp(s, IBV_QPT_RC);
+	ASSERT_OK(rdma_accept(s, &cp));
+	/* the two establish in either order on one channel */
+	expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED);
+	expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED);
+	send_one(c, s);
+	rdma_destroy_qp(s);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(s); /* the peer sees its end */
+	expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
+/* An empty channel whose fd the program made non-blocking: EAGAIN. */
+SV_TEST(cm_channel_nonblocking_eagain)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_event *ev;
+
+	ASSERT_OK(fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK));
+	errno = 0;
+	ASSERT_EQ(-1, rdma_get_cm_event(ch, &ev));
+	ASSERT_EQ(EAGAIN, errno);
+	rdma_destroy_event_channel(ch);
+}
+
+struct destroyer {
+	struct rdma_cm_id *id;
+	volatile int done;
+};
+
+static void *destroy_thread(void *arg)
+{
+	struct destroyer *d = arg;
+
+	rdma_destroy_id(d->id);
+	__atomic_store_n(&d->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* rdma_destroy_id(3): "blocks until related events have been
+ * acknowledged". */
+SV_TEST(cm_destroy_waits_for_ack)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in a = lo(9);
+	struct destroyer d = {0};
+	struct rdma_cm_event *ev;
+	unsigned int us = 100;
+	uint64_t end;
+	pthread_t t;
+
+	ASSERT_OK(rdma_create_id(ch, &d.id, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_resolve_addr(d.id, NULL, (struct sockaddr *)&a, 500));
+	ev = expect_ev(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	ASSERT_OK(pthread_create(&t, NULL, destroy_thread, &d));
+	/* still blocked 300 ms later (a deadline on a condition) */
+	end = sv_now_ms() + 300;
+	while (sv_now_ms() < end && !__atomic_load_n(&d.done, __ATOMIC_ACQUIRE))
+		sv_backoff(&us);
+	ASSERT_EQ(0, __atomic_load_n(&d.done, __ATOMIC_ACQUIRE));
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	ASSERT_OK(pthread_join(t, NULL));
+	ASSERT_EQ(1, d.done);
+	rdma_destroy_event_channel(ch);
+}
+
+/* 24 connections on one channel (no QPs: rdma_establish's path). */
+SV_TEST(cm_many_ids_one_channel)
+{
+	enum { N = 24 };
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_conn_param cp = {.qp_num = 0x123, .private_data_len = 0};
+	struct rdma_cm_id *l, *c[N], *s[N];
+	struct rdma_cm_event *ev;
+	int reqs = 0, resps = 0, est = 0, i;
+
+	uint16_t port;
+
+	l = listener(ch, RDMA_PS_TCP, &port);
+	for (i = 0; i < N; i++)
+		c[i] = resolved(ch, RDMA_PS_TCP, port);
+	for (i = 0; i < N; i++) {
+		cp.qp_num = 0x100 + i;
+		ASSERT_OK(rdma_connect(c[i], &cp));
+	}
+	for (int seen = 0; seen < 3 * N;) {
+		struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+
+		if (reqs + resps + est == 3 * N)
+			break;
+		ASSERT_EQ(1, poll(&p, 1, EV_MS));
+		ASSERT_OK(rdma_get_cm_event(ch, &ev));
+		ASSERT_EQ(0, ev->status);
+		switch (ev->event) {
+		case RDMA_CM_EVENT_CONNECT_REQUEST:
+			s[reqs++] = ev->id;
+			ASSERT_OK(rdma_accept(ev->id, &cp));
+			break;
+		case RDMA_CM_EVENT_CONNECT_RESPONSE:
+			ASSERT_OK(rdma_establish(ev->id));
+			resps++;
+			break;
+		case RDMA_CM_EVENT_ESTABLISHED:
+			est++;
+			break;
+		default:
+			sv_test_fail(__FILE__, __LINE__, "unexpected %s",
+				     rdma_event_str(ev->event));
+		}
+		ASSERT_OK(rdma_ack_cm_event(ev));
+		seen++;
+	}
+	ASSERT_EQ(N, reqs);
+	ASSERT_EQ(N, resps);
+	ASSERT_EQ(N, est);
+	for (i = 0; i < N; i++)
+		ASSERT_OK(rdma_disconnect(c[i]));
+	for (i = 0; i < 2 * N; i++)
+		expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED);
+	for (i = 0; i < N; i++) {
+		rdma_destroy_id(c[i]);
+		rdma_destroy_id(s[i]);
+	}
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
+/* UD: SIDR gives the active side the passive QP's number and qkey. */
+SV_TEST(cm_ud_sidr_qpn_and_qkey)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	uint8_t req[180];
+	struct rdma_conn_param cp = {.private_data = req,
+				     .private_data_len = sizeof(req)};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c, *s;
+	uint16_t port;
+
+	l = listener(ch, RDMA_PS_UDP, &port);
+	c = resolved(ch, RDMA_PS_UDP, port);
+	make_qp(c, IBV_QPT_UD);
+	fill(req, sizeof(req), 4);
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	s = ev->id;
+	ASSERT_EQ(180, ev->param.ud.private_data_len);
+	ASSERT_OK(memcmp(ev->param.ud.private_data, req, sizeof(req)));
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	make_qp(s, IBV_QPT_UD);
+	ASSERT_OK(rdma_accept(s, NULL));
+	ev = expect_ev(ch, RDMA_CM_EVENT_ESTABLISHED);
+	ASSERT_EQ(s->qp->qp_num, ev->param.ud.qp_num);
+	ASSERT_EQ(RDMA_UDP_QKEY, ev->param.ud.qkey);
+	ASSERT_EQ(1, ev->param.ud.ah_attr.port_num);
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	rdma_destroy_qp(s);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(s);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
+/* ---- helper processes ---- */
+
+static void write_line(int fd, const char *fmt, unsigned int v)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), fmt, v);
+
+	if (write(fd, buf, (size_t)n) != n)
+		_exit(90);
+}
+
+static unsigned int read_uint(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char buf[32] = {0};
+
+	ASSERT_EQ(1, poll(&p, 1, EV_MS));
+	ASSERT_TRUE(read(fd, buf, sizeof(buf) - 1) > 0);
+	return (unsigned int)strtoul(buf, NULL, 10);
+}
+
+/* Listens, writes its port to fd argv[0]; with argv[1] "accept" accepts
+ * one connection and writes "1" once ESTABLISHED; then waits for ever
+ * (the test kills it). */
+SV_HELPER(cm_server)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	int fd = atoi(argv[0]);
+	struct rdma_conn_param cp = {.responder_resources = 1,
+				     .initiator_depth = 1};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l;
+	uint16_t port;
+
+	l = listener(ch, RDMA_PS_TCP, &port);
+	write_line(fd, "%u\n", port);
+	if (argc > 1 && !strcmp(argv[1], "accept")) {
+		ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+		make_qp(ev->id, IBV_QPT_RC);
+		ASSERT_OK(rdma_accept(ev->id, &cp));
+		rdma_ack_cm_event(ev);
+		expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED);
+		write_line(fd, "%u\n", 1);
+	}
+	for (;;)
+		pause();
+	rdma_destroy_id(l); /* never reached: the test kills us */
+	return 0;
+}
+
+static void start_server(struct sv_proc *p, int fds[2], const char *mode)
+{
+	char fdarg[16];
+	char *args[] = {fdarg, (char *)mode, NULL};
+
+	ASSERT_OK(pipe(fds));
+	snprintf(fdarg, sizeof(fdarg), "%d", fds[1]);
+	sv_proc_start_helper(p, "cm_server", args, NULL);
+	close(fds[1]);
+}
+
+/* A listener that died: the next connect is REJECTED (nobody there). */
+SV_TEST(cm_listener_killed_rejected)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_conn_param cp = {0};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *c;
+	struct sv_proc p;
+	int fds[2];
+	uint16_t port;
+
+	start_server(&p, fds, "listen");
+	port = (uint16_t)read_uint(fds[0]);
+	sv_proc_kill(&p);
+	c = resolved(ch, RDMA_PS_TCP, port);
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(ch, RDMA_CM_EVENT_REJECTED);
+	ASSERT_EQ(8, ev->status);
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	rdma_destroy_id(c);
+	rdma_destroy_event_channel(ch);
+	close(fds[0]);
+	sv_proc_free(&p);
+}
+
+/* A peer killed after ESTABLISHED: DISCONNECTED here, soon. */
+SV_TEST(cm_peer_killed_after_established_disconnected)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_conn_param cp = {.responder_resources = 1,
+				     .initiator_depth = 1};
+	struct rdma_cm_id *c;
+	struct sv_proc p;
+	int fds[2];
+	uint16_t port;
+
+	start_server(&p, fds, "accept");
+	port = (uint16_t)read_uint(fds[0]);
+	c = resolved(ch, RDMA_PS_TCP, port);
+	make_qp(c, IBV_QPT_RC);
+	ASSERT_OK(rdma_connect(c, &cp));
+	expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED);
+	ASSERT_EQ(1, read_uint(fds[0]));
+	sv_proc_kill(&p);
+	expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(c);
+	rdma_destroy_event_channel(ch);
+	close(fds[0]);
+	sv_proc_free(&p);
+}
+
+/* ---- the CM's own sockets, attacked ---- */
+
+/* The listener's abstract name (rdmacm/link.c's link_name). */
+static socklen_t cm_name(struct sockaddr_un *un, int ps, uint16_t port)
+{
+	int n;
+
+	memset(un, 0, sizeof(*un));
+	un->sun_family = AF_UNIX;
+	n = snprintf(un->sun_path + 1, sizeof(un->sun_path) - 1,
+		     "softverbs-cm/%d/127.0.0.1/%u", ps, port);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+static int raw_connect(uint16_t port)
+{
+	struct sockaddr_un un;
+	socklen_t len = cm_name(&un, RDMA_PS_TCP, port);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	ASSERT_TRUE(fd >= 0);
+	ASSERT_OK(connect(fd, (struct sockaddr *)&un, len));
+	return fd;
+}
+
+/* Waits for the CM to close a hostile connection (EOF), with a deadline. */
+static void expect_closed(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char b[512];
+
+	ASSERT_EQ(1, poll(&p, 1, EV_MS));
+	ASSERT_TRUE(recv(fd, b, sizeof(b), MSG_DONTWAIT) <= 0);
+}
+
+/* Garbage, short, oversized and lying messages: each connection is
+ * dropped, no CONNECT_REQUEST is reported, and the listener still
+ * serves a real client afterwards. */
+SV_TEST(cm_hostile_bytes_dropped)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_conn_param cp = {0};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c, *s;
+	struct pollfd p;
+	uint8_t msg[300], big[4096];
+	uint16_t port;
+	int fd;
+
+	l = listener(ch, RDMA_PS_TCP, &port);
+	/* a well-formed header with each field made wrong in turn */
+	struct {
+		size_t off, len;
+		uint32_t val;
+	} lies[] = {
+		{0, 4, 0xdeadbeef}, /* magic */
+		{4, 2, 99},	    /* version */
+		{6, 1, 0},	    /* type */
+		{6, 1, 200},	    /* type */
+		{7, 1, 57},	    /* pdata_len over REQ's 56 */
+		{8, 4, 0x1000000},  /* qpn over 24 bits */
+		{20, 1, 9},	    /* qp type */
+		{48, 2, 77},	    /* src family */
+	};
+
+	for (size_t i = 0; i < sizeof(lies) / sizeof(lies[0]); i++) {
+		memset(msg, 0, sizeof(msg));
+		*(uint32_t *)msg = 0x53564d43u;
+		*(uint16_t *)(msg + 4) = 1;
+		msg[6] = 1;  /* REQ */
+		msg[20] = 2; /* RC */
+		*(uint16_t *)(msg + 48) = AF_INET;
+		*(uint16_t *)(msg + 72) = AF_INET;
+		memcpy(msg + lies[i].off, &lies[i].val, lies[i].len);
+		fd = raw_connect(port);
+		ASSERT_EQ((ssize_t)sizeof(msg), send(fd, msg, sizeof(msg), 0));
+		expect_closed(fd);
+		close(fd);
+	}
+	/* short, long, empty-then-gone */
+	fd = raw_connect(port);
+	ASSERT_EQ(10, send(fd, msg, 10, 0));
+	expect_closed(fd);
+	close(fd);
+	memset(big, 0xa5, sizeof(big));
+	fd = raw_connect(port);
+	ASSERT_EQ((ssize_t)sizeof(big), send(fd, big, sizeof(big), 0));
+	expect_closed(fd);
+	close(fd);
+	fd = raw_connect(port);
+	close(fd);
+
+	p = (struct pollfd){.fd = ch->fd, .events = POLLIN};
+	ASSERT_EQ(0, poll(&p, 1, 0)); /* nothing was reported */
+
+	/* the same bytes with no lie are a REQ: the lies were refused */
+	msg[6] = 1;
+	memset(msg + 7, 0, 300 - 7);
+	msg[20] = 2;
+	*(uint16_t *)(msg + 48) = AF_INET;
+	*(uint16_t *)(msg + 72) = AF_INET;
+	fd = raw_connect(port);
+	ASSERT_EQ((ssize_t)sizeof(msg), send(fd, msg, sizeof(msg), 0));
+	ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	s = ev->id;
+	rdma_ack_cm_event(ev);
+	ASSERT_OK(rdma_reject(s, NULL, 0));
+	rdma_destroy_id(s);
+	close(fd);
+
+	c = resolved(ch, RDMA_PS_TCP, port);
+	cp.qp_num = 5;
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ASSERT_OK(rdma_reject(ev->id, NULL, 0));
+	s = ev->id;
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(s); /* after the ack: it waits for it */
+	ev = expect_ev(ch, RDMA_CM_EVENT_REJECTED);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
+/* Another uid: connects as nobody and sends a valid-looking REQ; exits
+ * 0 if the CM closed the connection without answering. */
+SV_HELPER(cm_other_uid)
+{
+	uint16_t port = (uint16_t)atoi(argv[0]);
+	uint8_t msg[300] = {0};
+	struct pollfd p;
+	int fd;
+
+	if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+		return 80;
+	fd = raw_connect(port);
+	*(uint32_t *)msg = 0x53564d43u;
+	*(uint16_t *)(msg + 4) = 1;
+	msg[6] = 1;
+	msg[20] = 2;
+	*(uint16_t *)(msg + 48) = AF_INET;
+	*(uint16_t *)(msg + 72) = AF_INET;
+	send(fd, msg, sizeof(msg), MSG_NOSIGNAL);
+	p = (struct pollfd){.fd = fd, .events = POLLIN};
+	if (poll(&p, 1, EV_MS) != 1)
+		return 81;
+	return recv(fd, msg, sizeof(msg), MSG_DONTWAIT) <= 0 ? 0 : 82;
+}
+
+/* SO_PEERCRED on the passive side: another uid gets nothing. */
+SV_TEST(cm_other_uid_refused)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *l;
+	struct pollfd p;
+	struct sv_proc h;
+	char parg[16];
+	char *args[] = {parg, NULL};
+	uint16_t port;
+
+	if (geteuid() != 0) {
+		printf("SKIPPED: needs root to run a helper as another uid\n");
+		exit(77);
+	}
+	l = listener(ch, RDMA_PS_TCP, &port);
+	snprintf(parg, sizeof(parg), "%u", port);
+	sv_proc_start_helper(&h, "cm_other_uid", args, NULL);
+	sv_proc_wait(&h, EV_MS);
+	ASSERT_TRUE(h.exited);
+	ASSERT_EQ(0, h.code);
+	p = (struct pollfd){.fd = ch->fd, .events = POLLIN};
+	ASSERT_EQ(0, poll(&p, 1, 0));
+	sv_proc_free(&h);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
