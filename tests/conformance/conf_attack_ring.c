@@ -536,7 +536,13 @@ SV_TEST(attack_qpset_poll_while_churn)
 	uint64_t end;
 	int sent = 0;
 
-	sv_pair_open(&p, NULL, NULL);
+	struct sv_end_opts ob = sv_end_opts_default();
+
+	/* every receive fits: a poller descheduled on a loaded machine must
+	 * not turn into an overrun */
+	ob.cqe = 256;
+	ob.psn = 0x5678;
+	sv_pair_open(&p, NULL, &ob);
 	c.cq = p.b.rcq;
 	ASSERT_OK(pthread_create(&t, NULL, poller, &c));
 	for (int i = 0; i < 400; i++) {

@@ -448,6 +448,14 @@ static int result_rows(const char *out, long long *last)
 		if (*q < '0' || *q > '9')
 			break; /* the closing rule */
 		while (k < 8 && sscanf(q, "%lf%n", &v[k], &n) == 1) {
+			/* perftest's t_stdev (latency tables' 7th column) is
+			 * the root of a difference of large sums: a few long
+			 * preemptions on a loaded machine make it -nan */
+			if (k == 6 && isnan(v[k])) {
+				k++;
+				q += n;
+				continue;
+			}
 			ASSERT_TRUE(isfinite(v[k]));
 			ASSERT_TRUE(v[k] > 0 || (k >= 4 && v[k] == 0));
 			k++;
