@@ -50,10 +50,17 @@ for n in a b c; do
 	i=$((i + 1))
 done
 
+# Under the ASan build, Debian's programs need the runtime loaded first
+# (SV_ASAN_RUNTIME, from CMake); softverbs-run adds our library after it.
+if [ -n "${SV_ASAN_RUNTIME:-}" ]; then
+	run="env LD_PRELOAD=$SV_ASAN_RUNTIME ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 $run"
+fi
+
 in_ns() { # ns command...: a command of namespace ns, on softverbs
 	n=$1
 	shift
-	ip netns exec "$tag-$n" "$run" "$@"
+	# shellcheck disable=SC2086
+	ip netns exec "$tag-$n" $run "$@"
 }
 
 # The GID index whose GID is the namespace's veth address (::ffff:10.77.0.x)
@@ -98,12 +105,12 @@ pair() {
 	sargs=$(echo "$sargs" | sed "s/@P/$port/g")
 	cargs=$(echo "$*" | sed "s/@P/$port/g")
 	# shellcheck disable=SC2086
-	timeout "$dl" ip netns exec "$tag-$sns" "$run" $sargs \
+	timeout "$dl" ip netns exec "$tag-$sns" $run $sargs \
 		>"$log/$name.s" 2>&1 &
 	spid=$!
 	listening "$sns" "$port"
 	# shellcheck disable=SC2086
-	timeout "$dl" ip netns exec "$tag-$cns" "$run" $cargs \
+	timeout "$dl" ip netns exec "$tag-$cns" $run $cargs \
 		>"$log/$name.c" 2>&1
 	rc=$?
 	wait $spid
@@ -157,11 +164,13 @@ fi
 fault() {
 	name=$1 action=$2
 	port=$((port + 1))
-	ip netns exec "$tag-a" "$run" ibv_rc_pingpong $SV -g "$ga" -p $port \
+	# shellcheck disable=SC2086
+	ip netns exec "$tag-a" $run ibv_rc_pingpong $SV -g "$ga" -p $port \
 		-n 100000000 >"$log/$name.s" 2>&1 &
 	spid=$!
 	listening a $port
-	ip netns exec "$tag-b" "$run" ibv_rc_pingpong $SV -g "$gb" -p $port \
+	# shellcheck disable=SC2086
+	ip netns exec "$tag-b" $run ibv_rc_pingpong $SV -g "$gb" -p $port \
 		-n 100000000 $A >"$log/$name.c" 2>&1 &
 	cpid=$!
 	# running: both have connected (the server's "remote address")
