@@ -206,3 +206,25 @@ rd = (u8(REQ) + u8(OP['READ']) + u8(3) + u8(0) + u8(1) + u8(0) + u8(2) + u16(300
       u32(0) + u8(2) + u16(0) + u8(2) + u8(1) + u8(MODE))
 write('ring', 'regress-read-mtu4096-empty-trains', u8(0x40) + u32(0x100) + u32(0x200) + rd + drive() +
       u8(CONSUME) + drive() + u8(CONSUME) + drive())
+
+
+# fuzz_tcp.c: the hello's ring sizes, then commands (0-1 record, 2 pad,
+# 3 state, 4 abort/bye, 5 raw, 6-7 run the transport and the engine).
+def tcp_record(ring, k, hdr_op=0, seg=3, payload=b''):
+    # ring, len choice (64 * (1 + k)), length as is (pick 8 != 0), at the
+    # expected position (pick 8 != 0), the packet header (32 bytes), its
+    # len fitting (pick 4 != 0), then 0..63 payload bytes, CRC kept
+    pkt = u8(hdr_op) + u8(seg) + u8(0) + u8(0) + u32(0) + u32(1) + \
+        u32(0) + u32(0) + u32(64 * (1 + k)) + u32(0) + u32(0)
+    return u8(0) + u8(ring) + u8(k) + u8(1) + u8(1) + pkt + u8(1) + \
+        u8(len(payload)) + payload + u8(1)
+
+
+RUN = u8(6)
+write('tcp', 'records_then_run',
+      u8(0) + u8(0) + tcp_record(0, 0, payload=b'hello') +
+      tcp_record(1, 1) + RUN + tcp_record(0, 3) + RUN)
+write('tcp', 'state_and_bye',
+      u8(1) + u8(1) + u8(3) + bytes(32) + u8(1) + u8(4) + u8(1) + RUN)
+write('tcp', 'pad_then_record',
+      u8(0) + u8(0) + u8(2) + u8(0) + u8(1) + RUN + tcp_record(0, 2) + RUN)
