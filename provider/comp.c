@@ -278,7 +278,7 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 				now = sv_now_ns();
 			take_ack(qp, ack, now);
 			if (qp->sq_comp == qp->sq_post ||
-			    qp->qpx.qp_base.state == IBV_QPS_ERR)
+			    qp->attr.qp_state == IBV_QPS_ERR)
 				return;
 		}
 	}

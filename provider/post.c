@@ -20,7 +20,7 @@ static bool sq_full(const struct sv_qp *qp)
  * waits; in SQE and ERR it is flushed. */
 static int sq_state_ok(const struct sv_qp *qp)
 {
-	return qp->qpx.qp_base.state >= IBV_QPS_RTS ? 0 : EINVAL;
+	return qp->attr.qp_state >= IBV_QPS_RTS ? 0 : EINVAL;
 }
 
 /* Copies inline data now: the application may reuse the buffer as soon
@@ -186,7 +186,7 @@ static int post_one_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
 /* After posting: send now, or flush if the QP is in error. */
 static void sq_kick(struct sv_qp *qp)
 {
-	switch (qp->qpx.qp_base.state) {
+	switch (qp->attr.qp_state) {
 	case IBV_QPS_RTS:
 		sv_req_run(qp);
 		break;
@@ -299,7 +299,7 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	first = qp->rq_post;
 	/* on an SRQ the QP has no RQ of its own: ibv_post_srq_recv; nor
 	 * has an XRC QP (its receives are its XRC SRQs') */
-	if (ibqp->state == IBV_QPS_RESET || qp->srq ||
+	if (qp->attr.qp_state == IBV_QPS_RESET || qp->srq ||
 	    ibqp->qp_type == IBV_QPT_XRC_SEND ||
 	    ibqp->qp_type == IBV_QPT_XRC_RECV)
 		err = EINVAL;
@@ -323,7 +323,7 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	if (err)
 		*bad = wr;
 	sv_rq_describe(qp, first);
-	if (ibqp->state == IBV_QPS_ERR)
+	if (qp->attr.qp_state == IBV_QPS_ERR)
 		sv_qp_flush(qp);
 	else if (qp->resp_rnr && qp->link.tcp)
 		sv_qp_run(qp, 0); /* what came meanwhile first (an abort) */

@@ -36,13 +36,13 @@ struct sv_progress {
 
 void sv_qp_run(struct sv_qp *qp, uint64_t now)
 {
-	enum ibv_qp_state s = qp->qpx.qp_base.state;
+	enum ibv_qp_state s = qp->attr.qp_state;
 
 	if (s < IBV_QPS_RTR || s == IBV_QPS_ERR)
 		return;
 	if (__builtin_expect(qp->link.tcp != NULL, 0)) {
 		sv_qp_tcp_run(qp, now); /* what arrived, into the rings */
-		if (qp->qpx.qp_base.state == IBV_QPS_ERR)
+		if (qp->attr.qp_state == IBV_QPS_ERR)
 			return;
 		sv_tcp_run_begin(&qp->link);
 	} else if (qp->link.state == SV_LINK_CONNECTING) {
@@ -149,7 +149,7 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 		sv_unlock(&qp->lock);
 	}
 	pthread_rwlock_unlock(&ctx->qp_lock);
-	if (ctx->door && sv_tcp_door_next_ns(ctx, now) < next)
+	if (sv_tcp_door_next_ns(ctx, now) < next)
 		next = sv_tcp_door_next_ns(ctx, now);
 	return next;
 }
@@ -179,9 +179,9 @@ void sv_qp_link_event(struct sv_qp *qp, enum sv_link_state st)
 		/* its last words are still in the mapped rings: the ACKs of
 		 * sends it took, and what it sent us */
 		sv_comp_run(qp, sv_now_ns());
-		if (qp->qpx.qp_base.state != IBV_QPS_ERR)
+		if (qp->attr.qp_state != IBV_QPS_ERR)
 			sv_resp_run(qp);
-		if (qp->qpx.qp_base.state == IBV_QPS_ERR)
+		if (qp->attr.qp_state == IBV_QPS_ERR)
 			return;
 		/* IBA: what was in flight can no longer be acknowledged */
 		if (qp->sq_comp != qp->sq_post) {

@@ -96,11 +96,13 @@ static void qp_event(struct sv_qp *qp, enum ibv_event_type ev)
  * Caller holds qp->lock. */
 void sv_qp_to_error(struct sv_qp *qp, enum ibv_event_type ev)
 {
-	if (qp->qpx.qp_base.state == IBV_QPS_ERR)
+	if (qp->attr.qp_state == IBV_QPS_ERR)
 		return;
 	sv_dbg("qp %06x: %s -> ERR\n", qp->qpx.qp_base.qp_num,
-	       sv_qp_state_names[qp->qpx.qp_base.state]);
-	qp->qpx.qp_base.state = IBV_QPS_ERR;
+	       sv_qp_state_names[qp->attr.qp_state]);
+	/* the engine's state only: ibv_qp.state is the program's, which
+	 * modify and query write, as rdma-core's libibverbs does (UCX
+	 * asserts on it) */
 	qp->attr.qp_state = IBV_QPS_ERR;
 	if (qp->link.state != SV_LINK_IDLE)
 		link_close(qp, qp->link.state != SV_LINK_DEAD);
@@ -170,7 +172,7 @@ void sv_qp_tcp_run(struct sv_qp *qp, uint64_t now)
 {
 	enum sv_link_state st;
 
-	if (qp->qpx.qp_base.state < IBV_QPS_RTR)
+	if (qp->attr.qp_state < IBV_QPS_RTR)
 		return; /* the peer QPN is not known yet */
 	st = sv_tcp_run(&qp->link, qp->attr.dest_qp_num,
 			sv_qp_ack_timeout_ns(qp), now);
@@ -196,7 +198,7 @@ static int link_step(struct sv_qp *qp)
 {
 	struct sv_link *l = &qp->link;
 	uint32_t qpn = qp->qpx.qp_base.qp_num;
-	enum ibv_qp_state s = qp->qpx.qp_base.state;
+	enum ibv_qp_state s = qp->attr.qp_state;
 	uint32_t expect = SV_QPN_ANY;
 	int got, err = 0;
 
@@ -359,8 +361,7 @@ static int check_attr(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 		return EINVAL;
 	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
 		return EINVAL;
-	if ((mask & IBV_QP_CUR_STATE) &&
-	    a->cur_qp_state != qp->qpx.qp_base.state)
+	if ((mask & IBV_QP_CUR_STATE) && a->cur_qp_state != qp->attr.qp_state)
 		return EINVAL;
 	if (mask & IBV_QP_AV)
 		return sv_av_check(&a->ah_attr, "ibv_modify_qp",
@@ -432,7 +433,7 @@ static void reset_qp(struct sv_qp *qp)
  * nothing); EACCES when the destination's socket is another user's. */
 static int enter_state(struct sv_qp *qp, enum ibv_qp_state next)
 {
-	enum ibv_qp_state cur = qp->qpx.qp_base.state;
+	enum ibv_qp_state cur = qp->attr.qp_state;
 	int err;
 
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD) {
@@ -495,10 +496,10 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	int err;
 
 	sv_lock(&qp->lock);
-	cur = ibqp->state;
+	cur = qp->attr.qp_state; /* the engine's: ERROR may have come */
 	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
 	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state <= IBV_QPS_ERR)
-		cur = attr->cur_qp_state == ibqp->state ? cur : IBV_QPS_ERR + 1;
+		cur = attr->cur_qp_state == cur ? cur : IBV_QPS_ERR + 1;
 	if (!sv_qp_mask_ok(ibqp->qp_type, cur, next, mask)) {
 		err = EINVAL;
 		goto out;
@@ -508,6 +509,10 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 		goto out;
 	store_attr(qp, attr, mask);
 	err = -enter_state(qp, next);
+	/* the program's copy is what it asked for (libibverbs does so);
+	 * the engine's may have gone on to ERROR meanwhile */
+	if (!err && (mask & IBV_QP_STATE))
+		ibqp->state = next;
 	if (!err && qp->link.rx_ready)
 		/* what the peer may do in our memory by itself (req.c) */
 		atomic_store_explicit(&qp->link.rx.hdr->qp_access,
@@ -517,7 +522,7 @@ out:
 	sv_unlock(&qp->lock);
 	if (err)
 		sv_dbg("modify_qp %06x: %s -> %s mask 0x%x: %s\n", ibqp->qp_num,
-		       sv_qp_state_names[ibqp->state],
+		       sv_qp_state_names[qp->attr.qp_state],
 		       (mask & IBV_QP_STATE) && attr->qp_state <= IBV_QPS_ERR
 			       ? sv_qp_state_names[attr->qp_state]
 			       : "?",
@@ -532,8 +537,10 @@ SV_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 
 	sv_lock(&qp->lock);
 	*attr = qp->attr;
-	attr->qp_state = ibqp->state;
-	attr->cur_qp_state = ibqp->state;
+	attr->cur_qp_state = qp->attr.qp_state;
+	/* as rdma-core's ibv_query_qp: the program's copy catches up */
+	if (mask & IBV_QP_STATE)
+		ibqp->state = qp->attr.qp_state;
 	attr->cap.max_send_wr = qp->sq_max;
 	attr->cap.max_recv_wr = qp->rq_max;
 	attr->cap.max_send_sge = qp->max_send_sge;
@@ -644,6 +651,7 @@ static void qp_put(struct sv_context *ctx, struct sv_qp *qp)
 	sv_obj_put(ctx, SV_OBJ_QP);
 	free_queues(qp);
 	qp->qpx.qp_base.state = IBV_QPS_RESET;
+	qp->attr.qp_state = IBV_QPS_RESET;
 	qp->dead = true;
 	qp->next_free = ctx->qp_free;
 	ctx->qp_free = qp;
@@ -950,7 +958,7 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	 * as an HCA has done by then: a peer's send that overshot our last
 	 * poll (ibv_srq_pingpong's many QPs) does not fail for our exit */
 	sv_resp_run(qp);
-	if (ibqp->state != IBV_QPS_RESET)
+	if (qp->attr.qp_state != IBV_QPS_RESET)
 		sv_qp_to_error(qp, 0); /* outstanding work is flushed */
 	if (qp->link.state != SV_LINK_IDLE)
 		link_close(qp, true);

@@ -378,9 +378,8 @@ void sv_req_run(struct sv_qp *qp)
 
 	/* a TCP link may be UP (its peer alive) before our copy of the
 	 * peer's ring exists (tcp.c) */
-	if (qp->qpx.qp_base.state != IBV_QPS_RTS ||
-	    qp->link.state != SV_LINK_UP || !qp->link.tx_ready ||
-	    qp->sq_stopped)
+	if (qp->attr.qp_state != IBV_QPS_RTS || qp->link.state != SV_LINK_UP ||
+	    !qp->link.tx_ready || qp->sq_stopped)
 		return;
 	tmax = train_max(qp);
 	while (qp->sq_send != qp->sq_post) {

@@ -646,7 +646,7 @@ static int take_xrceth(struct sv_qp *qp, struct sv_pkt *p,
 
 void sv_resp_run(struct sv_qp *qp)
 {
-	enum ibv_qp_state s = qp->qpx.qp_base.state;
+	enum ibv_qp_state s = qp->attr.qp_state;
 	bool ack = false, consumed = false, responded = false;
 
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD) {

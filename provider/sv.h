@@ -125,9 +125,10 @@ struct sv_context {
 	uint32_t mcast_ngrp;		 /* against SV_MAX_MCAST_GRP */
 	uint32_t mcast_nattach;	   /* against SV_MAX_TOTAL_MCAST_QP_ATTACH */
 	pthread_mutex_t door_lock; /* opening the door */
-	struct sv_tcp_door *door;  /* TCP listener (tcp.c), at the first
-				    * TCP link */
-	bool door_failed;	   /* and it could not be opened */
+	/* TCP listener (tcp.c), at the first TCP link: published (release)
+	 * before its fd is in the progress thread's epoll */
+	struct sv_tcp_door *_Atomic door;
+	bool door_failed; /* and it could not be opened */
 };
 
 static inline struct sv_context *to_sctx(struct ibv_context *c)

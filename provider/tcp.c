@@ -993,7 +993,7 @@ void sv_tcp_door_open(struct sv_context *ctx)
 	int one = 1, fd;
 
 	pthread_mutex_lock(&ctx->door_lock);
-	if (ctx->door || ctx->door_failed)
+	if (atomic_load(&ctx->door) || ctx->door_failed)
 		goto out;
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -1019,7 +1019,7 @@ void sv_tcp_door_open(struct sv_context *ctx)
 		d->pend[i].pfd.kind = SV_PFD_DOOR_PEND;
 		d->pend[i].pfd.fd = -1;
 	}
-	ctx->door = d;
+	atomic_store_explicit(&ctx->door, d, memory_order_release);
 	sv_progress_add(ctx, &d->lfd, fd);
 	goto out;
 fail:
@@ -1047,7 +1047,7 @@ static void pend_drop(struct sv_context *ctx, struct door_pend *p)
 /* After the progress thread stopped (its epoll set is gone). */
 void sv_tcp_door_close(struct sv_context *ctx)
 {
-	struct sv_tcp_door *d = ctx->door;
+	struct sv_tcp_door *d = atomic_load(&ctx->door);
 
 	if (!d)
 		return;
@@ -1060,7 +1060,7 @@ void sv_tcp_door_close(struct sv_context *ctx)
 	if (d->lfd.fd >= 0)
 		close(d->lfd.fd);
 	free(d);
-	ctx->door = NULL;
+	atomic_store(&ctx->door, NULL);
 }
 
 static void answer(int fd, uint16_t status)
@@ -1183,7 +1183,8 @@ static void door_accept(struct sv_context *ctx, struct sv_tcp_door *d)
 
 void sv_tcp_door_event(struct sv_context *ctx, struct sv_pfd *p)
 {
-	struct sv_tcp_door *d = ctx->door;
+	struct sv_tcp_door *d =
+		atomic_load_explicit(&ctx->door, memory_order_acquire);
 
 	if (!d)
 		return;
@@ -1196,7 +1197,8 @@ void sv_tcp_door_event(struct sv_context *ctx, struct sv_pfd *p)
 
 uint64_t sv_tcp_door_next_ns(struct sv_context *ctx, uint64_t now)
 {
-	struct sv_tcp_door *d = ctx->door;
+	struct sv_tcp_door *d =
+		atomic_load_explicit(&ctx->door, memory_order_acquire);
 	uint64_t next = UINT64_MAX;
 
 	if (!d)

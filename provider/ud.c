@@ -187,8 +187,7 @@ static int send_one(struct sv_qp *qp, struct sv_swqe *w)
 
 void sv_ud_send_run(struct sv_qp *qp)
 {
-	while (qp->qpx.qp_base.state == IBV_QPS_RTS &&
-	       qp->sq_send != qp->sq_post) {
+	while (qp->attr.qp_state == IBV_QPS_RTS && qp->sq_send != qp->sq_post) {
 		struct sv_swqe *w = &qp->sq[qp->sq_send & (qp->sq_size - 1)];
 		int st = send_one(qp, w);
 		struct ibv_wc wc = {
@@ -211,7 +210,6 @@ void sv_ud_send_run(struct sv_qp *qp)
 		if (st != IBV_WC_SUCCESS) {
 			/* IBA 10.3.1: a UD send error stops the send queue
 			 * (SQE); receives go on */
-			qp->qpx.qp_base.state = IBV_QPS_SQE;
 			qp->attr.qp_state = IBV_QPS_SQE;
 			sv_qp_flush_sq(qp);
 		}
@@ -325,7 +323,7 @@ static bool for_us(const struct sv_qp *qp, const struct sv_ud_hdr *h)
 /* IBA 10.2.5: the datagram's qkey must be the QP's. */
 static bool take(struct sv_qp *qp, const struct sv_ud_hdr *h, size_t n)
 {
-	enum ibv_qp_state s = qp->qpx.qp_base.state;
+	enum ibv_qp_state s = qp->attr.qp_state;
 
 	/* IBA 10.3.1: RESET and INIT take nothing; in ERR it is flushed */
 	return s >= IBV_QPS_RTR && s != IBV_QPS_ERR && sv_ud_hdr_ok(h, n) &&

@@ -337,3 +337,36 @@ SV_TEST(peer_death)
 	close(up[0]);
 	sv_end_close(&e);
 }
+
+/*
+ * ibv_qp.state is the program's copy: rdma-core's libibverbs writes it in
+ * ibv_modify_qp and ibv_query_qp only, and programs read it (UCX asserts
+ * it is RTS before each post).  A QP that the engine moves to ERROR (its
+ * peer gone) keeps RTS there until the program queries.
+ */
+SV_TEST(qp_state_field_is_the_programs)
+{
+	struct sv_end_opts o = sv_end_opts_default();
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr a;
+	struct sv_pair p;
+	struct ibv_wc wc;
+
+	o.retry_cnt = 0; /* one ACK timeout: half a second */
+	sv_pair_open(&p, &o, NULL);
+	ASSERT_EQ(IBV_QPS_RTS, p.a.qp->state);
+	ASSERT_OK(ibv_destroy_qp(p.b.qp));
+	p.b.qp = NULL;
+	ASSERT_OK(sv_end_send(&p.a, 7, 0, 64, 0));
+	WAIT_WC(p.a.scq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
+	ASSERT_EQ(IBV_QPS_RTS, p.a.qp->state); /* not the program's doing */
+	ASSERT_OK(ibv_query_qp(p.a.qp, &a, IBV_QP_STATE, &ia));
+	ASSERT_EQ(IBV_QPS_ERR, a.qp_state);
+	ASSERT_EQ(IBV_QPS_ERR, p.a.qp->state); /* the query caught it up */
+	/* and a modify from the real state works */
+	a.qp_state = IBV_QPS_RESET;
+	ASSERT_OK(ibv_modify_qp(p.a.qp, &a, IBV_QP_STATE));
+	ASSERT_EQ(IBV_QPS_RESET, p.a.qp->state);
+	sv_pair_close(&p);
+}
