@@ -55,7 +55,10 @@ static char phase[160];
 static const char *status_path;
 static int slot = -1;
 static volatile sig_atomic_t g_stop;
-static double last_status;
+static double last_status, started;
+/* SOAK_SELFTEST=hang|crash|corrupt: slot 1 misbehaves 3 s after its start,
+ * so that the driver's checks are seen to fail (ctest soak.selftest_*). */
+static const char *selftest;
 
 static double now_s(void)
 {
@@ -150,8 +153,23 @@ static void write_status(void)
 	last_status = now_s();
 }
 
+static void misbehave(void)
+{
+	if (!selftest || slot != 1 || now_s() - started < 3)
+		return;
+	if (!strcmp(selftest, "crash"))
+		abort();
+	if (!strcmp(selftest, "hang")) {
+		snprintf(phase, sizeof(phase), "selftest: frozen");
+		write_status();
+		for (;;)
+			pause();
+	}
+}
+
 static void check_stop(void)
 {
+	misbehave();
 	if (g_stop) {
 		write_status();
 		_exit(0);
@@ -899,6 +917,9 @@ static int post_op(struct sess *s, int i)
 			soak_fill(p, o->key, lo, o->llen[k]);
 		lo += o->llen[k];
 	}
+	if (selftest && !strcmp(selftest, "corrupt") && slot == 1 &&
+	    o->op == OP_SEND_IMM && o->len && now_s() - started > 3)
+		area[o->loff[o->nsge - 1] + o->llen[o->nsge - 1] - 1] ^= 1;
 	if (o->op == OP_SEND) {
 		uint64_t seq = o->seq;
 
@@ -1384,6 +1405,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	rng = soak_mix(rng ^ (uint64_t)getpid() << 32);
+	started = now_s();
+	selftest = getenv("SOAK_SELFTEST");
 	signal(SIGTERM, on_term);
 	signal(SIGINT, on_term);
 	signal(SIGPIPE, SIG_IGN);
