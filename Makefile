@@ -11,7 +11,7 @@ JOBS       ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure -j$(JOBS)
 
 .PHONY: all deps deps-bench test test-asan test-tsan test-plain demo bench \
-	bench-smoke scale install clean format fuzz
+	bench-smoke scale soak install clean format fuzz
 
 all:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -69,6 +69,13 @@ bench-smoke: all
 SCALE_MAX ?= 4096
 scale: all
 	@scripts/scale $(BUILD) $(SCALE_MAX)
+
+# Soak (tests/soak, scripts/soak): SOAK_SECONDS (600) of worker pairs and
+# Debian's programs on softverbs with random kill -9s and SIGSTOPs, every
+# byte checked; report in $(BUILD)/soak/report.json.  Not a performance
+# test: it runs at nice 19.  SOAK_PROCS, SOAK_SEED: README "Soak".
+soak: all
+	@nice -n 19 scripts/soak --build $(BUILD)
 
 install: all
 	cmake --install $(BUILD) --prefix $(PREFIX)
