@@ -41,7 +41,14 @@ void sv_qp_run(struct sv_qp *qp, uint64_t now)
 	if (s < IBV_QPS_RTR || s == IBV_QPS_ERR)
 		return;
 	if (__builtin_expect(qp->link.tcp != NULL, 0)) {
-		sv_qp_tcp_run(qp, now); /* what arrived, into the rings */
+		/* a call whose hello was not in our listener's queue yet
+		 * waits in a pending slot: the app's run takes it too (the
+		 * listener's edge is gone) */
+		if (sv_shm_has_pending(&qp->link))
+			sv_qp_link_step(qp);
+		else
+			sv_qp_tcp_run(qp,
+				      now); /* what arrived, into the rings */
 		if (qp->attr.qp_state == IBV_QPS_ERR)
 			return;
 		sv_tcp_run_begin(&qp->link);

@@ -391,6 +391,8 @@ static void read_ack(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
 	t->sent_valid = false;
 }
 
+static void read_in(struct sv_link *l);
+
 int sv_tcp_take(struct sv_link *l, int fd, const struct sv_tcp_hello *h,
 		uint32_t my_qpn, uint32_t expect)
 {
@@ -435,6 +437,11 @@ int sv_tcp_take(struct sv_link *l, int fd, const struct sv_tcp_hello *h,
 		l->peer_qpn = h->src_qpn;
 		l->tx_ready = true;
 	}
+	/* what the old connection delivered is ours first: else the
+	 * answer sends the caller back to resend it, and a path that
+	 * breaks often would move nothing */
+	if (t->in_fd >= 0)
+		read_in(l);
 	a.status = SV_TCP_OK;
 	a.rx_recv = t->rx_recv;
 	a.rsp_recv = t->rsp_recv;
