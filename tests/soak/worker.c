@@ -1407,8 +1407,9 @@ int main(int argc, char **argv)
 	rng = soak_mix(rng ^ (uint64_t)getpid() << 32);
 	started = now_s();
 	selftest = getenv("SOAK_SELFTEST");
-	signal(SIGTERM, on_term);
-	signal(SIGINT, on_term);
+	/* no SA_RESTART: a blocking call returns EINTR on SIGTERM */
+	sigaction(SIGTERM, &(struct sigaction){.sa_handler = on_term}, NULL);
+	sigaction(SIGINT, &(struct sigaction){.sa_handler = on_term}, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	set_phase("starting");
 	write_status();
@@ -1416,7 +1417,10 @@ int main(int argc, char **argv)
 		struct sockaddr_un a;
 		socklen_t al = pair_addr(&a, name);
 
-		lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		/* non-blocking: a connection that is gone between poll and
+		 * accept must not hold us past a SIGTERM */
+		lfd = socket(AF_UNIX,
+			     SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, al) ||
 		    listen(lfd, 8)) {
 			say("listen on sv-soak-%s: %s", name, strerror(errno));
