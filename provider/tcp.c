@@ -279,11 +279,6 @@ static void connect_step(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
 		    errno != EINPROGRESS) {
 			sv_dbg("qp %06x: tcp connect: %s\n", t->my_qpn,
 			       strerror(errno));
-			/* nobody listens where the peer answered: a QP's
-			 * process keeps a door open while it has a TCP
-			 * link, so its process is gone */
-			if (errno == ECONNREFUSED && t->was_up)
-				t->gone = true;
 			close(fd);
 			t->next_ns = sv_shm_backoff(&t->wait_ns, now);
 			return;
@@ -321,8 +316,6 @@ static void connect_step(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
 			 MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(h)) {
 			sv_dbg("qp %06x: tcp connect to %06x: %s\n", t->my_qpn,
 			       peer_qpn, strerror(err ? err : errno));
-			if (err == ECONNREFUSED && t->was_up)
-				t->gone = true; /* as above */
 			close_out(t, now);
 			return;
 		}
