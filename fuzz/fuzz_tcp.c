@@ -194,12 +194,12 @@ static void run_one(struct run *r, struct fz_env *e)
 			put(r, raw, n);
 			break;
 		default:
-			sv_tcp_run(&r->l, PQPN, 1000000000ull, 0);
+			sv_tcp_run(&r->l, PQPN, 1000000000ull, UINT64_MAX, 0);
 			consume(r);
 			break;
 		}
 	}
-	sv_tcp_run(&r->l, PQPN, 1000000000ull, 0);
+	sv_tcp_run(&r->l, PQPN, 1000000000ull, UINT64_MAX, 0);
 	consume(r);
 	close(r->peer);
 out:

@@ -166,6 +166,17 @@ static void take_peer_memory(struct sv_qp *qp)
 	l->peer_arena_fd = l->peer_table_fd = -1;
 }
 
+/* How long a TCP link that was up may stay broken: the requester's
+ * budget (IBA: timeout x retry_cnt) and one ACK timeout more, so that a
+ * request in flight fails by its own timer first (comp.c); for ever with
+ * the infinite timeout (0), and for UC, which has none. */
+static uint64_t link_down_max_ns(const struct sv_qp *qp)
+{
+	if (!qp->attr.timeout || qp->qpx.qp_base.qp_type == IBV_QPT_UC)
+		return UINT64_MAX;
+	return sv_qp_ack_timeout_ns(qp) * (qp->attr.retry_cnt + 2u);
+}
+
 /* A TCP link, from the engine and the progress thread: moves it on
  * (tcp.c) and follows its state. */
 void sv_qp_tcp_run(struct sv_qp *qp, uint64_t now)
@@ -175,7 +186,7 @@ void sv_qp_tcp_run(struct sv_qp *qp, uint64_t now)
 	if (qp->attr.qp_state < IBV_QPS_RTR)
 		return; /* the peer QPN is not known yet */
 	st = sv_tcp_run(&qp->link, qp->attr.dest_qp_num,
-			sv_qp_ack_timeout_ns(qp), now);
+			sv_qp_ack_timeout_ns(qp), link_down_max_ns(qp), now);
 	if (st == qp->link.state || qp->link.state == SV_LINK_CLOSED)
 		return;
 	if (st == SV_LINK_UP || st == SV_LINK_CONNECTING) {

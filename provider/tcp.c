@@ -40,6 +40,19 @@ enum out_state {
 #define IBUF_LEN  (4 * FRAME_MAX)
 /* A connection that does not complete in this long is tried again. */
 #define CONNECT_WAIT_NS 1000000000ull
+/* How long the door the kernel picked may take to pass our hello on, at
+ * first: every process of the user on the host shares the port, and a
+ * stopped one's listener still completes connections that it will not
+ * read.  A new connection hashes to another listener, so a silent door
+ * is left for a new call soon; the wait doubles while doors keep silent
+ * (a loaded host), up to CONNECT_WAIT_NS. */
+#define DOOR_WAIT_NS 25000000ull
+/* Calls refused in a row, after the peer answered once, that mean no
+ * process of the peer's host has a door any more: its QP is gone (a QP's
+ * process keeps its door open while it has a TCP link).  One refusal is
+ * not that: a listener that closes as our call reaches it refuses it,
+ * and the next call reaches another. */
+#define REFUSED_GONE 3
 
 struct sv_tcp {
 	struct sockaddr_in dst;
@@ -70,9 +83,13 @@ struct sv_tcp {
 	uint32_t olen, ooff;
 	uint8_t *ibuf;
 	uint32_t ilen;
-	uint64_t next_ns;     /* OUT_NONE: when to connect */
-	uint64_t wait_ns;     /* backoff */
-	uint64_t deadline_ns; /* OUT_CONNECTING, OUT_HELLO: give up then */
+	uint64_t next_ns;      /* OUT_NONE: when to connect */
+	uint64_t wait_ns;      /* backoff */
+	uint64_t deadline_ns;  /* OUT_CONNECTING, OUT_HELLO: give up then */
+	uint64_t door_wait_ns; /* the door's time to pass us (DOOR_WAIT_NS) */
+	uint64_t down_since;   /* when our connection broke after the peer
+				* answered; 0 while it is up */
+	uint32_t refused;      /* calls refused in a row */
 };
 
 /* The CRC of a frame: its header with crc 0, then its body. */
@@ -228,6 +245,8 @@ void sv_tcp_spare(struct sv_link *l, bool hold)
 
 static void close_out(struct sv_tcp *t, uint64_t now)
 {
+	if (t->was_up && !t->down_since)
+		t->down_since = now; /* till a door or the peer answers */
 	/* out of epoll before the number can be anyone's again */
 	sv_progress_del(t->ctx, t->out_pfd);
 	if (t->out_fd >= 0)
@@ -250,6 +269,21 @@ static void close_in(struct sv_tcp *t)
 		close(t->in_fd);
 	t->in_fd = -1;
 	t->ilen = 0; /* a partial frame: the peer resends it whole */
+}
+
+/* A call that did not reach a door.  Refused again and again after the
+ * peer answered once: nobody listens on its host any more (REFUSED_GONE). */
+static void call_failed(struct sv_tcp *t, int err)
+{
+	if (err != ECONNREFUSED) {
+		t->refused = 0;
+		return;
+	}
+	if (++t->refused >= REFUSED_GONE && t->was_up && !t->gone) {
+		sv_dbg("qp %06x: tcp: %u calls refused: the peer is gone\n",
+		       t->my_qpn, t->refused);
+		t->gone = true;
+	}
 }
 
 /* Starts a connection to the peer's door and, once it is made, says
@@ -279,6 +313,7 @@ static void connect_step(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
 		    errno != EINPROGRESS) {
 			sv_dbg("qp %06x: tcp connect: %s\n", t->my_qpn,
 			       strerror(errno));
+			call_failed(t, errno);
 			close(fd);
 			t->next_ns = sv_shm_backoff(&t->wait_ns, now);
 			return;
@@ -316,9 +351,14 @@ static void connect_step(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
 			 MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(h)) {
 			sv_dbg("qp %06x: tcp connect to %06x: %s\n", t->my_qpn,
 			       peer_qpn, strerror(err ? err : errno));
+			call_failed(t, err ? err : errno);
 			close_out(t, now);
 			return;
 		}
+		t->refused = 0;
+		if (!t->door_wait_ns)
+			t->door_wait_ns = DOOR_WAIT_NS;
+		t->deadline_ns = now + t->door_wait_ns;
 		t->out = OUT_HELLO;
 		t->ack_got = 0;
 		sv_progress_want_out(t->ctx, t->out_pfd, false);
@@ -337,8 +377,18 @@ static void read_ack(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
 	n = recv(t->out_fd, (uint8_t *)a + t->ack_got, sizeof(*a) - t->ack_got,
 		 MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-		if (now >= t->deadline_ns)
-			close_out(t, now);
+		if (now < t->deadline_ns)
+			return;
+		if (!t->alive) { /* a silent door: call again, at once */
+			sv_dbg("qp %06x: tcp: no door answered in %llu ms\n",
+			       t->my_qpn,
+			       (unsigned long long)t->door_wait_ns / 1000000);
+			t->door_wait_ns = t->door_wait_ns * 2 > CONNECT_WAIT_NS
+						  ? CONNECT_WAIT_NS
+						  : t->door_wait_ns * 2;
+			t->wait_ns = 0;
+		}
+		close_out(t, now);
 		return;
 	}
 	if (n <= 0) {
@@ -355,6 +405,9 @@ static void read_ack(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
 	if (a->status == SV_TCP_PASSED) { /* the QP's own answer next */
 		t->alive = true;
 		t->ack_got = 0;
+		t->door_wait_ns = 0;
+		t->down_since = 0; /* it exists: slow (stopped), not gone */
+		t->deadline_ns = now + CONNECT_WAIT_NS;
 		read_ack(l, peer_qpn, now);
 		return;
 	}
@@ -386,6 +439,7 @@ static void read_ack(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
 	t->rsp_sent = a->rsp_recv;
 	t->out = OUT_READY;
 	t->was_up = t->alive = true;
+	t->down_since = 0;
 	t->wait_ns = 0;
 	t->olen = t->ooff = 0;
 	t->sent_valid = false;
@@ -420,6 +474,19 @@ int sv_tcp_take(struct sv_link *l, int fd, const struct sv_tcp_hello *h,
 	    (h->src_qpn != l->peer_qpn || h->rx_size != t->peer_rx_size ||
 	     h->rsp_size != t->peer_rsp_size))
 		goto refuse; /* a link has one peer, one geometry */
+	/* a call that waited at a silent door may reach us after its
+	 * caller gave up on it and called again: it must not replace the
+	 * newer connection (the caller sends nothing before our answer, so
+	 * anything to read is its end) */
+	{
+		char c;
+		ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+
+		if (n >= 0 || (errno != EAGAIN && errno != EINTR)) {
+			close(fd);
+			return -ECONNABORTED;
+		}
+	}
 	if (!l->tx_ready) {
 		err = local_ring(&l->tx, h->rx_size, h->src_qpn);
 		if (err)
@@ -824,12 +891,20 @@ static void user_timeout(struct sv_tcp *t, uint64_t ack_timeout_ns)
 }
 
 enum sv_link_state sv_tcp_run(struct sv_link *l, uint32_t peer_qpn,
-			      uint64_t ack_timeout_ns, uint64_t now)
+			      uint64_t ack_timeout_ns, uint64_t down_max_ns,
+			      uint64_t now)
 {
 	struct sv_tcp *t = l->tcp;
 
 	if (!now)
 		now = sv_now_ns();
+	if (t->down_since && now - t->down_since > down_max_ns && !t->gone) {
+		sv_dbg("qp %06x: tcp: no connection for %llu ms: the peer is "
+		       "gone\n",
+		       t->my_qpn,
+		       (unsigned long long)(now - t->down_since) / 1000000);
+		t->gone = true;
+	}
 	/* our connection only ever brings its end: looked at on an event */
 	if (t->out == OUT_READY &&
 	    atomic_load_explicit(&t->out_pfd->rung, memory_order_relaxed) &&

@@ -128,11 +128,16 @@ int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size,
  * sends what is due.  ack_timeout_ns: the QP's local ACK timeout; data
  * of ours the peer's host has not acknowledged for twice that (1 s at
  * least: TCP_USER_TIMEOUT) breaks the connection, so a path that is down
- * is not taken for a slow peer.  Returns the link state it is in now:
- * CONNECTING, UP, CLOSED (goodbye) or DEAD (the peer QP is gone, or broke the
+ * is not taken for a slow peer.  down_max_ns: how long a connection that
+ * broke after the peer answered may stay broken (the QP's retry budget)
+ * before the peer is taken for gone, whether or not anything is in
+ * flight.  Returns the link state it is in now: CONNECTING, UP, CLOSED
+ * (goodbye) or DEAD (the peer QP is gone: its host's doors say so, or
+ * refuse every call, or none answers within down_max_ns; or it broke the
  * protocol). */
 enum sv_link_state sv_tcp_run(struct sv_link *l, uint32_t peer_qpn,
-			      uint64_t ack_timeout_ns, uint64_t now);
+			      uint64_t ack_timeout_ns, uint64_t down_max_ns,
+			      uint64_t now);
 /* The ACK timer ran out with the link up: as a requester retransmits,
  * the connection is made again and resumes where the receiver got (what
  * TCP could not deliver — a stalled path, a damaged frame's length — is

@@ -629,6 +629,44 @@ SV_TEST(attack_peer_acks_then_dies)
 	}
 }
 
+/* A QP with nothing in flight, only receives posted, learns that its
+ * peer's process died: ERROR, IBV_EVENT_QP_FATAL, the receives flushed;
+ * never a wait for ever (over TCP: its calls again are answered "no such
+ * QP" by a door of the host). */
+SV_TEST(peer_killed_idle_qp_fails)
+{
+	struct ibv_async_event ev;
+	struct pollfd pfd;
+	struct sv_end e;
+	struct ibv_wc wc;
+	uint64_t t0;
+	pid_t pid = spawn_peer(1, 'p', &e);
+
+	ASSERT_OK(sv_end_send(&e, 1, 0, 64, 0));
+	WAIT_WC(e.scq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	for (int i = 0; i < 4; i++)
+		ASSERT_OK(sv_end_recv(&e, 10 + (uint64_t)i, 0, 64));
+	ASSERT_OK(kill(pid, SIGKILL));
+	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+	t0 = sv_now_ms();
+	pfd = (struct pollfd){.fd = e.ctx->async_fd, .events = POLLIN};
+	ASSERT_EQ(1, poll(&pfd, 1, 10000));
+	ASSERT_OK(ibv_get_async_event(e.ctx, &ev));
+	ASSERT_EQ(IBV_EVENT_QP_FATAL, ev.event_type);
+	ASSERT_TRUE(ev.element.qp == e.qp);
+	ibv_ack_async_event(&ev);
+	for (int i = 0; i < 4; i++) {
+		WAIT_WC(e.rcq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
+		ASSERT_EQ(10 + i, wc.wr_id);
+	}
+	ASSERT_LE(sv_now_ms() - t0, 3000);
+	ASSERT_EQ(IBV_QPS_ERR, sv_end_state(&e));
+	close(e.o.cqe);
+	sv_end_close(&e);
+}
+
 /* Item 10: a peer stopped for 5 s (SIGSTOP) is slow, not dead: our sends
  * wait and then succeed.  A killed one still fails them within ~1 s. */
 SV_TEST(attack_peer_stopped)

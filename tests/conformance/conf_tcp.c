@@ -10,6 +10,7 @@
  * retry budget.  Never damaged data delivered, never a hang.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -28,7 +29,18 @@ enum fault {
 	F_STALL,     /* nothing relayed for 100 ms, every so often */
 	F_DELAY,     /* every piece held 1 ms */
 	F_BLACKHOLE, /* after a while, nothing relayed, ever */
+	F_SEVER,     /* on SIGUSR1: every connection closed, and new ones
+		      * taken but never relayed (a host whose doors are
+		      * silent: its processes stopped, say) */
 };
+
+static volatile sig_atomic_t severed;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	severed = 1;
+}
 
 /* Bytes between two faults, caller to callee: EVERY to 2 * EVERY, more
  * than a record (64 KiB), so each connection moves something. */
@@ -85,6 +97,7 @@ static bool pump(struct relay *r, enum fault f, bool from_caller, bool *dark)
 				*dark = true;
 				return true;
 			case F_DELAY:
+			case F_SEVER:
 				break;
 			}
 		}
@@ -112,7 +125,18 @@ static void proxy_main(int lfd, enum fault f, uint16_t door)
 
 	for (int i = 0; i < NCONN; i++)
 		r[i].c = r[i].s = -1;
+	if (f == F_SEVER) {
+		struct sigaction sa = {.sa_handler = on_usr1}; /* no restart */
+
+		sigaction(SIGUSR1, &sa, NULL);
+	}
 	for (;;) {
+		if (severed == 1) {
+			for (int i = 0; i < NCONN; i++)
+				if (r[i].c >= 0)
+					relay_close(&r[i]);
+			severed = 2;
+		}
 		struct pollfd p[1 + 2 * NCONN];
 		uint64_t now = now_ms();
 		int np = 1, tmo = -1;
@@ -130,8 +154,17 @@ static void proxy_main(int lfd, enum fault f, uint16_t door)
 			p[np++] =
 				(struct pollfd){.fd = r[i].s, .events = POLLIN};
 		}
-		if (poll(p, (nfds_t)np, tmo) < 0)
+		if (poll(p, (nfds_t)np, tmo) < 0) {
+			if (errno == EINTR)
+				continue;
 			_exit(3);
+		}
+		if (p[0].revents && severed) {
+			/* taken and held: the caller's hello is never read */
+			if (accept(lfd, NULL, NULL) < 0)
+				_exit(3);
+			continue;
+		}
 		if (p[0].revents) {
 			struct sockaddr_in a = {.sin_family = AF_INET,
 						.sin_port = htons(door),
@@ -352,4 +385,149 @@ SV_TEST(tcp_fault_blackhole_fails_in_budget)
 	       (unsigned long long)(now_ms() - t0));
 	sv_pair_close(&p);
 	proxy_stop(pid);
+}
+
+/* Both QPs of a pair that was up wait, with receives posted and nothing
+ * in flight, when the path between them breaks.  Each must go to ERROR
+ * with IBV_EVENT_QP_FATAL and every receive flushed (as on shared memory
+ * when the peer's process dies), never wait for ever.  Returns the
+ * milliseconds from the break (t0) to the later of the two errors. */
+static uint64_t idle_pair_fails(struct sv_pair *p, uint64_t t0)
+{
+	struct sv_end *e[2] = {&p->a, &p->b};
+	const int posted[2] = {4, SLOTS};
+	uint64_t last = 0;
+
+	for (int k = 0; k < 2; k++) {
+		struct ibv_async_event ev;
+		struct pollfd pfd = {.fd = e[k]->ctx->async_fd,
+				     .events = POLLIN};
+		struct ibv_wc wc;
+
+		ASSERT_EQ(1, poll(&pfd, 1, 15000));
+		ASSERT_OK(ibv_get_async_event(e[k]->ctx, &ev));
+		ASSERT_EQ(IBV_EVENT_QP_FATAL, ev.event_type);
+		ASSERT_TRUE(ev.element.qp == e[k]->qp);
+		ibv_ack_async_event(&ev);
+		if (now_ms() - t0 > last)
+			last = now_ms() - t0;
+		for (int i = 0; i < posted[k]; i++) {
+			WAIT_WC(e[k]->rcq, &wc, SV_WC_TIMEOUT_MS);
+			ASSERT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
+		}
+		NO_WC(e[k]->rcq, 20);
+		ASSERT_EQ(IBV_QPS_ERR, sv_end_state(e[k]));
+	}
+	return last;
+}
+
+/* The pair up (messages went both ways' ACKs), then idle: b keeps the
+ * SLOTS receives messages_intact posts, a gets 4. */
+static void idle_pair_up(struct sv_pair *p)
+{
+	messages_intact(p, 8);
+	for (int i = 0; i < 4; i++)
+		ASSERT_OK(sv_end_recv(&p->a, 100 + (uint64_t)i, 0, 64));
+}
+
+/* The peer's host refuses every call (no process there has a door any
+ * more: its processes are gone): the idle QPs find out within a few
+ * refused calls, long before their retry budget. */
+SV_TEST(tcp_idle_peer_host_refuses)
+{
+	struct sv_pair p;
+	pid_t pid = through(F_SEVER, &p, 7);
+	uint64_t t0, ms;
+
+	idle_pair_up(&p);
+	proxy_stop(pid); /* its connections close; its port refuses */
+	t0 = now_ms();
+	ms = idle_pair_fails(&p, t0);
+	printf("refused: both QPs in ERROR %llu ms after\n",
+	       (unsigned long long)ms);
+	ASSERT_LE(ms, 2000);
+	sv_pair_close(&p);
+}
+
+/* The peer's host takes calls and never answers them: the idle QPs call
+ * again and again, and fail when their retry budget (two tries of a
+ * 537 ms ACK timeout, and one more: 1.6 s) has passed, not before. */
+SV_TEST(tcp_idle_peer_host_silent)
+{
+	struct sv_pair p;
+	pid_t pid = through(F_SEVER, &p, 1);
+	uint64_t t0, ms;
+
+	idle_pair_up(&p);
+	ASSERT_OK(kill(pid, SIGUSR1));
+	t0 = now_ms();
+	ms = idle_pair_fails(&p, t0);
+	printf("silent: both QPs in ERROR %llu ms after\n",
+	       (unsigned long long)ms);
+	ASSERT_TRUE(ms >= 1500);
+	ASSERT_LE(ms, 10000);
+	sv_pair_close(&p);
+	proxy_stop(pid);
+}
+
+/* Every process of the user shares the door's port, and a stopped one's
+ * listener still completes connections that it never reads: a call the
+ * kernel hands it must be made again elsewhere soon, not after the
+ * connect timeout (1 s).  Here a stopped process holds one of the two
+ * doors on a port of the test's own, and 20 pairs (40 calls, about half
+ * of them first handed to the stopped door) set up and move a message. */
+SV_TEST(tcp_stopped_door_is_passed_by)
+{
+	struct sv_end_opts o = sv_end_opts_default();
+	int up[2], st;
+	uint64_t t0, ms;
+	char v[16], c;
+	pid_t pid;
+
+	snprintf(v, sizeof(v), "%d", sv_free_port());
+	setenv("SOFTVERBS_TCP_PORT", v, 1);
+	setenv("SOFTVERBS_TRANSPORT", "tcp", 1);
+	ASSERT_OK(pipe(up));
+	fflush(NULL);
+	pid = fork(); /* before any verbs object exists here */
+	ASSERT_TRUE(pid >= 0);
+	if (pid == 0) {
+		struct sv_end e;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		alarm(120);
+		sv_end_open(&e, NULL);
+		/* at RTR toward a QP that is nowhere: the door opens */
+		sv_end_connect(&e, 0xfffff0, 0);
+		if (write(up[1], "r", 1) != 1)
+			_exit(2);
+		for (;;)
+			pause();
+	}
+	close(up[1]);
+	ASSERT_EQ(1, read(up[0], &c, 1));
+	close(up[0]);
+	ASSERT_OK(kill(pid, SIGSTOP));
+	ASSERT_EQ(pid, waitpid(pid, &st, WUNTRACED));
+	o.max_send_wr = o.max_recv_wr = 4;
+	t0 = now_ms();
+	for (int i = 0; i < 20; i++) {
+		struct sv_pair p;
+		struct ibv_wc wc;
+
+		sv_pair_open(&p, &o, &o);
+		ASSERT_OK(sv_end_recv(&p.b, 1, 0, 64));
+		ASSERT_OK(sv_end_send(&p.a, 2, 0, 64, 0));
+		WAIT_WC(p.a.scq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		sv_pair_close(&p);
+	}
+	ms = now_ms() - t0;
+	printf("20 pairs beside a stopped door: %llu ms\n",
+	       (unsigned long long)ms);
+	ASSERT_LE(ms, 6000);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
 }
