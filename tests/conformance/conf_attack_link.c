@@ -251,7 +251,6 @@ SV_TEST(attack_other_user_listens_late)
 SV_TEST(attack_other_user_connects)
 {
 	struct sv_pair p;
-	struct ibv_wc wc;
 	struct cap c;
 	char want[128];
 	uint32_t victim;
@@ -312,12 +311,7 @@ SV_TEST(attack_other_user_connects)
 	close(up[0]);
 	sv_end_connect(&p.a, p.b.qp->qp_num, p.b.o.psn);
 	sv_end_connect(&p.b, p.a.qp->qp_num, p.a.o.psn);
-	ASSERT_OK(sv_end_recv(&p.b, 1, 0, 64));
-	ASSERT_OK(sv_end_send(&p.a, 2, 0, 64, 0));
-	WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
-	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
-	WAIT_WC(p.a.scq, &wc, SV_WC_TIMEOUT_MS);
-	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	sv_pair_ping(&p);
 	sv_pair_close(&p);
 }
 
@@ -818,7 +812,6 @@ SV_TEST(link_fds_per_connected_qp)
 {
 	sv_test_needs_shm("the shared-memory link's fds");
 	struct sv_pair p;
-	struct ibv_wc wc;
 	int before, after;
 
 	sv_end_open(&p.a, NULL);
@@ -826,12 +819,7 @@ SV_TEST(link_fds_per_connected_qp)
 	before = count_fds();
 	sv_end_connect(&p.a, p.b.qp->qp_num, p.b.o.psn);
 	sv_end_connect(&p.b, p.a.qp->qp_num, p.a.o.psn);
-	ASSERT_OK(sv_end_recv(&p.b, 1, 0, 64));
-	ASSERT_OK(sv_end_send(&p.a, 2, 0, 64, 0));
-	WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
-	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
-	WAIT_WC(p.a.scq, &wc, SV_WC_TIMEOUT_MS);
-	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	sv_pair_ping(&p);
 	after = count_fds();
 	/* both links up: two connections per QP, nothing else kept */
 	ASSERT_EQ(before + 4, after);

@@ -200,6 +200,18 @@ void sv_pair_close(struct sv_pair *p)
 	sv_end_close(&p->b);
 }
 
+void sv_pair_ping(struct sv_pair *p)
+{
+	struct ibv_wc wc;
+
+	ASSERT_OK(sv_end_recv(&p->b, 1, 0, 64));
+	ASSERT_OK(sv_end_send(&p->a, 2, 0, 64, 0));
+	WAIT_WC(p->b.rcq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	WAIT_WC(p->a.scq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+}
+
 int sv_end_send(struct sv_end *e, uint64_t wr_id, size_t off, uint32_t len,
 		unsigned int flags)
 {

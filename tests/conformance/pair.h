@@ -70,6 +70,9 @@ enum ibv_qp_state sv_end_state(struct sv_end *e);
 void sv_pair_open(struct sv_pair *p, const struct sv_end_opts *oa,
 		  const struct sv_end_opts *ob);
 void sv_pair_close(struct sv_pair *p);
+/* One 64-byte message from a to b (buffers' start, wr_ids 1 and 2): both
+ * completions must be successes. */
+void sv_pair_ping(struct sv_pair *p);
 
 /* Posts one WR over buf[off, off+len) of the end's MR; the verbs' rc. */
 int sv_end_send(struct sv_end *e, uint64_t wr_id, size_t off, uint32_t len,
