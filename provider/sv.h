@@ -132,6 +132,9 @@ struct sv_context {
 	 * before its fd is in the progress thread's epoll */
 	struct sv_tcp_door *_Atomic door;
 	bool door_failed; /* and it could not be opened */
+	/* how long doors took to pass our calls lately (tcp.c: a moving
+	 * average, so that a loaded host's slow doors are waited for) */
+	_Atomic uint64_t door_pass_ns;
 	/* UD between hosts (ud.c), under door_lock: the UDP socket sends
 	 * go out on (at the first AH of another host), the UDP listener on
 	 * the well-known port (at the first UD QP) and the Unix socket its

@@ -41,11 +41,13 @@ enum out_state {
 /* A connection that does not complete in this long is tried again. */
 #define CONNECT_WAIT_NS 1000000000ull
 /* How long the door the kernel picked may take to pass our hello on, at
- * first: every process of the user on the host shares the port, and a
+ * least: every process of the user on the host shares the port, and a
  * stopped one's listener still completes connections that it will not
  * read.  A new connection hashes to another listener, so a silent door
- * is left for a new call soon; the wait doubles while doors keep silent
- * (a loaded host), up to CONNECT_WAIT_NS. */
+ * is left for a new call soon.  The wait is also 4 times what doors took
+ * lately (ctx->door_pass_ns: 8,192 QPs calling at once keep doors busy
+ * for longer, and calls given up too soon only add to their work), and
+ * doubles while doors keep silent, up to CONNECT_WAIT_NS. */
 #define DOOR_WAIT_NS 25000000ull
 /* Calls refused in a row, after the peer answered once, that mean no
  * process of the peer's host has a door any more: its QP is gone (a QP's
@@ -87,6 +89,7 @@ struct sv_tcp {
 	uint64_t wait_ns;      /* backoff */
 	uint64_t deadline_ns;  /* OUT_CONNECTING, OUT_HELLO: give up then */
 	uint64_t door_wait_ns; /* the door's time to pass us (DOOR_WAIT_NS) */
+	uint64_t hello_ns;     /* when our hello went */
 	uint64_t down_since;   /* when our connection broke after the peer
 				* answered; 0 while it is up */
 	uint32_t refused;      /* calls refused in a row */
@@ -356,8 +359,17 @@ static void connect_step(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
 			return;
 		}
 		t->refused = 0;
-		if (!t->door_wait_ns)
-			t->door_wait_ns = DOOR_WAIT_NS;
+		if (!t->door_wait_ns) {
+			uint64_t lately =
+				4 * atomic_load_explicit(&t->ctx->door_pass_ns,
+							 memory_order_relaxed);
+
+			t->door_wait_ns = lately < DOOR_WAIT_NS ? DOOR_WAIT_NS
+					  : lately > CONNECT_WAIT_NS
+						  ? CONNECT_WAIT_NS
+						  : lately;
+		}
+		t->hello_ns = now;
 		t->deadline_ns = now + t->door_wait_ns;
 		t->out = OUT_HELLO;
 		t->ack_got = 0;
@@ -407,6 +419,15 @@ static void read_ack(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
 		t->ack_got = 0;
 		t->door_wait_ns = 0;
 		t->down_since = 0; /* it exists: slow (stopped), not gone */
+		if (now > t->hello_ns) { /* 7/8 old, 1/8 new; races: fine */
+			_Atomic uint64_t *avg = &t->ctx->door_pass_ns;
+			uint64_t v =
+				atomic_load_explicit(avg, memory_order_relaxed);
+
+			atomic_store_explicit(
+				avg, v - v / 8 + (now - t->hello_ns) / 8,
+				memory_order_relaxed);
+		}
 		t->deadline_ns = now + CONNECT_WAIT_NS;
 		read_ack(l, peer_qpn, now);
 		return;
@@ -1031,7 +1052,7 @@ void sv_tcp_close(struct sv_link *l, bool bye)
  * must say hello within SV_HELLO_WAIT_NS; a full table of silent callers
  * loses its oldest, so a flood costs a few fds, never our progress.
  */
-#define DOOR_PENDING 16
+#define DOOR_PENDING 128
 
 struct door_pend {
 	struct sv_pfd pfd;
@@ -1082,7 +1103,8 @@ void sv_tcp_door_open(struct sv_context *ctx)
 		goto fail;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 64)) {
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) ||
+	    listen(fd, SOMAXCONN)) {
 		int err = errno;
 
 		close(fd);

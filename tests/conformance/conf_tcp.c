@@ -521,7 +521,8 @@ SV_TEST(tcp_stopped_door_is_passed_by)
 	ms = now_ms() - t0;
 	printf("20 pairs beside a stopped door: %llu ms\n",
 	       (unsigned long long)ms);
-	ASSERT_LE(ms, 6000);
+	/* each call the stopped door took cost 1 s before: about 20 s */
+	ASSERT_LE(ms, 9000);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 }
