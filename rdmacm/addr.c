@@ -149,6 +149,44 @@ int cm_addr_route_src(const struct sockaddr *dst, struct sockaddr *src)
 	return 0;
 }
 
+static uint16_t port_of(const struct sockaddr *sa)
+{
+	return ntohs(sa->sa_family == AF_INET
+			     ? ((const struct sockaddr_in *)sa)->sin_port
+			     : ((const struct sockaddr_in6 *)sa)->sin6_port);
+}
+
+/*
+ * Lock held: bind(2) said EADDRINUSE for `sa`.  The TCP connections a
+ * listener accepted (link.c's rendezvous) hold its port while they live
+ * and in TIME_WAIT, where the kernel's rdma_cm port space has nothing:
+ * the port is free again for an id once nobody listens on it.  They
+ * carry SO_REUSEADDR (the listener's), so a bind with it passes them
+ * and still fails against a listener or a plain bind; another id of
+ * ours that holds the port is EADDRINUSE too.  true: `fd` is bound.
+ */
+static bool rebind_ok(struct cm_id *c, const struct sockaddr *sa, int fd)
+{
+	int one = 1;
+
+	if (c->id.ps == RDMA_PS_UDP || !port_of(sa))
+		goto in_use;
+	for (struct cm_id *o = cm_core.ids; o; o = o->next) {
+		const struct sockaddr *os = &o->id.route.addr.src_addr;
+
+		if (o != c && o->port_fd >= 0 && o->id.ps != RDMA_PS_UDP &&
+		    !o->listen && port_of(os) == port_of(sa))
+			goto in_use;
+	}
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, sa, cm_addr_len(sa)))
+		goto in_use;
+	return true;
+in_use:
+	errno = EADDRINUSE;
+	return false;
+}
+
 /*
  * Lock held.  Holds (address, port) of `sa` for c in the kernel's port
  * space and records the result (the port picked for 0) as c's source.
@@ -168,8 +206,14 @@ int cm_addr_reserve(struct cm_id *c, const struct sockaddr *sa)
 	if (sa->sa_family == AF_INET6) /* rdma_cm's default: both families */
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &c->afonly_int,
 			   sizeof(int));
-	if (bind(fd, sa, cm_addr_len(sa)) ||
-	    getsockname(fd, (struct sockaddr *)&ss, &len)) {
+	if (bind(fd, sa, cm_addr_len(sa)) &&
+	    (errno != EADDRINUSE || !rebind_ok(c, sa, fd))) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	if (getsockname(fd, (struct sockaddr *)&ss, &len)) {
 		int err = -errno;
 
 		close(fd);

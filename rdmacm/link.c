@@ -191,7 +191,14 @@ static int tcp_listen(struct cm_id *c)
 	struct epoll_event ev = {.events = EPOLLIN,
 				 .data.u64 = c->serial | CM_TAG_TCP_LISTEN};
 
-	if (listen(c->port_fd, CM_LINK_BACKLOG) ||
+	int one = 1;
+
+	/* the connections it accepts hold its port (local side) while they
+	 * live and in TIME_WAIT: with SO_REUSEADDR they inherit, they do not
+	 * keep the port from the program's next listener (addr.c) */
+	if (setsockopt(c->port_fd, SOL_SOCKET, SO_REUSEADDR, &one,
+		       sizeof(one)) ||
+	    listen(c->port_fd, CM_LINK_BACKLOG) ||
 	    epoll_ctl(cm_core.epfd, EPOLL_CTL_ADD, c->port_fd, &ev))
 		return -errno;
 	c->port_watched = true;

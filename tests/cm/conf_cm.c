@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -873,6 +874,169 @@ SV_TEST(cm_hostile_bytes_dropped)
 	s = ev->id;
 	rdma_ack_cm_event(ev);
 	rdma_destroy_id(s); /* after the ack: it waits for it */
+	ev = expect_ev(ch, RDMA_CM_EVENT_REJECTED);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
+/* ---- the TCP rendezvous (another host's ids), attacked ---- */
+
+static int tcp_connect_to(const struct sockaddr_in *a)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ASSERT_TRUE(fd >= 0);
+	ASSERT_OK(connect(fd, (const struct sockaddr *)a, sizeof(*a)));
+	return fd;
+}
+
+/* A well-formed REQ (RC, IPv4) with `gid` as its sender's GID. */
+static void good_req(uint8_t msg[300], const uint8_t *gid)
+{
+	memset(msg, 0, 300);
+	*(uint32_t *)msg = 0x53564d43u;
+	*(uint16_t *)(msg + 4) = 1;
+	msg[6] = 1;  /* REQ */
+	msg[20] = 2; /* RC */
+	*(uint16_t *)(msg + 48) = AF_INET;
+	*(uint16_t *)(msg + 72) = AF_INET;
+	if (gid)
+		memcpy(msg + 32, gid, 16);
+}
+
+/* A non-loopback IPv4 address of this host, or 0 (none). */
+static in_addr_t host_addr(void)
+{
+	struct ifaddrs *ifa, *i;
+	in_addr_t found = 0;
+
+	if (getifaddrs(&ifa))
+		return 0;
+	for (i = ifa; i && !found; i = i->ifa_next) {
+		struct sockaddr_in *in = (void *)i->ifa_addr;
+
+		if (in && in->sin_family == AF_INET &&
+		    (ntohl(in->sin_addr.s_addr) >> 24) != 127)
+			found = in->sin_addr.s_addr;
+	}
+	freeifaddrs(ifa);
+	return found;
+}
+
+/*
+ * Every listener's TCP port takes the rendezvous of other hosts' ids (no
+ * SO_PEERCRED there): a record with each field made wrong in turn,
+ * garbage, a short record then silence, silence alone, a record whose
+ * GID is not the sender's address: each connection is dropped (the
+ * silent ones after the CM's 3 s), nothing is reported, and the listener
+ * then serves a plain REQ and a real client.
+ */
+SV_TEST(cm_hostile_tcp_bytes_dropped)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in any = lo(0), to;
+	struct rdma_conn_param cp = {0};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c, *s;
+	uint8_t msg[300], big[4096], gid[16] = {0};
+	int fd, quiet[2];
+	in_addr_t host = host_addr();
+	struct pollfd p;
+	uint16_t port;
+	struct {
+		size_t off, len;
+		uint32_t val;
+	} lies[] = {
+		{0, 4, 0xdeadbeef}, {4, 2, 99},	 {6, 1, 0},
+		{6, 1, 200},	    {7, 1, 57},	 {8, 4, 0x1000000},
+		{20, 1, 9},	    {48, 2, 77}, {72, 2, 0},
+	};
+
+	/* a wildcard listener: reached on 127.0.0.1 and the host's address */
+	any.sin_addr.s_addr = htonl(INADDR_ANY);
+	ASSERT_OK(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_bind_addr(l, (struct sockaddr *)&any));
+	port = ntohs(rdma_get_src_port(l));
+	ASSERT_OK(rdma_listen(l, 64));
+	to = lo(port);
+
+	quiet[0] = tcp_connect_to(&to); /* silence */
+	quiet[1] = tcp_connect_to(&to); /* a short record, then silence */
+	good_req(msg, NULL);
+	ASSERT_EQ(10, send(quiet[1], msg, 10, 0));
+	for (size_t i = 0; i < sizeof(lies) / sizeof(lies[0]); i++) {
+		good_req(msg, NULL);
+		memcpy(msg + lies[i].off, &lies[i].val, lies[i].len);
+		fd = tcp_connect_to(&to);
+		ASSERT_EQ((ssize_t)sizeof(msg), send(fd, msg, sizeof(msg), 0));
+		expect_closed(fd);
+		close(fd);
+	}
+	memset(big, 0xa5, sizeof(big));
+	fd = tcp_connect_to(&to);
+	ASSERT_EQ((ssize_t)sizeof(big),
+		  send(fd, big, sizeof(big), MSG_NOSIGNAL));
+	expect_closed(fd);
+	close(fd);
+	if (host) {
+		/* from a non-loopback address the GID must be its own */
+		to.sin_addr.s_addr = host;
+		good_req(msg, gid);
+		fd = tcp_connect_to(&to);
+		ASSERT_EQ((ssize_t)sizeof(msg), send(fd, msg, sizeof(msg), 0));
+		expect_closed(fd);
+		close(fd);
+		gid[10] = gid[11] = 0xff;
+		gid[12] = 192; /* another host's */
+		good_req(msg, gid);
+		fd = tcp_connect_to(&to);
+		ASSERT_EQ((ssize_t)sizeof(msg), send(fd, msg, sizeof(msg), 0));
+		expect_closed(fd);
+		close(fd);
+	} else {
+		printf("no non-loopback IPv4 address: GID lies not tried\n");
+	}
+	expect_closed(quiet[0]);
+	expect_closed(quiet[1]);
+	close(quiet[0]);
+	close(quiet[1]);
+	p = (struct pollfd){.fd = ch->fd, .events = POLLIN};
+	ASSERT_EQ(0, poll(&p, 1, 0)); /* nothing was reported */
+
+	/* a plain REQ is one: the lies were refused for their lies */
+	if (host) {
+		memcpy(&gid[12], &host, 4);
+		good_req(msg, gid);
+	} else {
+		good_req(msg, NULL);
+	}
+	fd = tcp_connect_to(&to);
+	ASSERT_EQ((ssize_t)sizeof(msg), send(fd, msg, sizeof(msg), 0));
+	ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	s = ev->id;
+	/* its addresses are the socket's, not the (zero) claims */
+	ASSERT_EQ(port, ntohs(rdma_get_src_port(s)));
+	ASSERT_EQ(
+		host ? host : htonl(INADDR_LOOPBACK),
+		((struct sockaddr_in *)rdma_get_peer_addr(s))->sin_addr.s_addr);
+	rdma_ack_cm_event(ev);
+	ASSERT_OK(rdma_reject(s, NULL, 0));
+	rdma_destroy_id(s);
+	ASSERT_EQ((ssize_t)sizeof(msg),
+		  recv(fd, msg, sizeof(msg), MSG_WAITALL)); /* the REJ */
+	ASSERT_EQ(4, msg[6]);
+	close(fd);
+
+	c = resolved(ch, RDMA_PS_TCP, port);
+	cp.qp_num = 5;
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ASSERT_OK(rdma_reject(ev->id, NULL, 0));
+	s = ev->id;
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(s);
 	ev = expect_ev(ch, RDMA_CM_EVENT_REJECTED);
 	rdma_ack_cm_event(ev);
 	rdma_destroy_id(c);
