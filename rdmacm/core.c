@@ -346,8 +346,17 @@ static int resolve_dst(struct cm_id *c, const struct sockaddr *dst)
 		c->tcp = cm_core.force_tcp && !ud;
 		return 0;
 	}
-	if (dst->sa_family != AF_INET)
+	if (dst->sa_family != AF_INET) {
+		inet_ntop(AF_INET6,
+			  &((const struct sockaddr_in6 *)dst)->sin6_addr, host,
+			  sizeof(host));
+		fprintf(stderr,
+			"softverbs rdmacm: %s is not this host's; another "
+			"host is reached at its IPv4 address only: "
+			"ADDR_ERROR\n",
+			host);
 		return -EHOSTUNREACH; /* the data path routes IPv4 GIDs */
+	}
 	ret = cm_addr_route_src(dst, (struct sockaddr *)&route);
 	if (ret)
 		return ret;

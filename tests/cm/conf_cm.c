@@ -451,6 +451,28 @@ SV_TEST(cm_address_nobody_has_addr_error)
 	rdma_destroy_event_channel(ch);
 }
 
+/* A UD id toward another host's address (TEST-NET-3): ADDR_ERROR at
+ * once, routed or not: SIDR and UD datagrams stay on one host, and the
+ * TCP rendezvous is RC's only. */
+SV_TEST(cm_ud_other_host_addr_error)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in a = lo(7174);
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *c;
+	uint64_t t0 = sv_now_ms();
+
+	inet_pton(AF_INET, "203.0.113.1", &a.sin_addr);
+	ASSERT_OK(rdma_create_id(ch, &c, NULL, RDMA_PS_UDP));
+	ASSERT_OK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000));
+	ev = expect_ev(ch, RDMA_CM_EVENT_ADDR_ERROR);
+	ASSERT_TRUE(ev->status < 0);
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	ASSERT_TRUE(sv_now_ms() - t0 < 1000);
+	rdma_destroy_id(c);
+	rdma_destroy_event_channel(ch);
+}
+
 /* IPv6 loopback works as 127.0.0.1 does (the link-local GID). */
 SV_TEST(cm_ipv6_loopback_connects)
 {
