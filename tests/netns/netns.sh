@@ -16,6 +16,7 @@ tag="svt$$"
 failed=0
 log=$(mktemp -d)
 
+# shellcheck source=tests/netns/setup.sh disable=SC2154
 . "$(dirname "$0")/setup.sh"
 command -v ibv_rc_pingpong >/dev/null ||
 	skip "needs ibv_rc_pingpong (ibverbs-utils)"

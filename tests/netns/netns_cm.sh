@@ -16,6 +16,7 @@ tag="svc$$"
 failed=0
 log=$(mktemp -d)
 
+# shellcheck source=tests/netns/setup.sh disable=SC2154
 . "$(dirname "$0")/setup.sh"
 command -v rping >/dev/null || skip "needs rping (rdmacm-utils)"
 

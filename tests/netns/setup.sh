@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2154,SC2034 # the sourcing script sets and reads these
 # Sourced by netns.sh and netns_cm.sh: three network namespaces a, b, c
 # (10.77.0.1-3/24) on a bridge of veth pairs (the bridge in a fourth,
 # "hub", so the host's own network is untouched), removed on exit; and
