@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * Address handles (IBA 10.2.2; ibv_create_ah(3)): where a UD send goes.
- * softverbs has one host, so an AH must name it: port 1 and our LID, or
- * a GID of this host's table, or a multicast GID (a group of this host's
- * QPs, mcast.c).  The AH holds a reference on its PD.
+ * An AH names port 1 and our LID, or a GID of this host's table, or a
+ * multicast GID (a group of this host's QPs, mcast.c), or another host's
+ * IPv4-mapped GID (its datagrams go over UDP: ud.c, sv_ud_route).  The AH
+ * holds a reference on its PD.
  * ibv_init_ah_from_wc and ibv_create_ah_from_wc are in abi/derived.c.
  */
 #include <stdio.h>
@@ -21,7 +22,7 @@ static int check_ah(const struct ibv_ah_attr *a)
 	 * GID names the group, whatever the LID */
 	if (a->is_global && a->grh.dgid.raw[0] == 0xff)
 		return a->grh.sgid_index < SV_GID_TBL_LEN ? 0 : EINVAL;
-	return sv_av_check(a, "ibv_create_ah", false);
+	return sv_av_check(a, "ibv_create_ah", true);
 }
 
 SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
@@ -51,6 +52,13 @@ SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 		return NULL;
 	}
 	ah->attr = *attr;
+	err = sv_ud_route(to_sctx(pd->context), attr, &ah->ud_ip);
+	if (err) {
+		free(ah);
+		sv_obj_put(to_sctx(pd->context), SV_OBJ_AH);
+		errno = -err;
+		return NULL;
+	}
 	if (attr->is_global &&
 	    ibv_query_gid(pd->context, 1, attr->grh.sgid_index, &ah->sgid)) {
 		free(ah);

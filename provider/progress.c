@@ -158,6 +158,8 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 	pthread_rwlock_unlock(&ctx->qp_lock);
 	if (sv_tcp_door_next_ns(ctx, now) < next)
 		next = sv_tcp_door_next_ns(ctx, now);
+	if (sv_ud_door_next_ns(ctx, now) < next)
+		next = sv_ud_door_next_ns(ctx, now);
 	return next;
 }
 
@@ -242,6 +244,10 @@ static bool handle(struct sv_context *ctx, struct sv_pfd *p)
 		handle_xsrq(ctx, p->srq);
 		return false;
 	}
+	if (p->kind == SV_PFD_UDOOR) {
+		sv_ud_door_event(ctx);
+		return false;
+	}
 	if (p->kind == SV_PFD_DOOR || p->kind == SV_PFD_DOOR_PEND) {
 		sv_tcp_door_event(ctx, p);
 		return false;
@@ -261,11 +267,19 @@ static bool handle(struct sv_context *ctx, struct sv_pfd *p)
 	}
 	pthread_rwlock_rdlock(&ctx->qp_lock);
 	qp = find_qp(ctx, p->qp); /* it may be gone since epoll_wait */
-	if (qp) {
+	if (qp && p->kind == SV_PFD_UD) {
+		/* edge triggered: drains all.  A QP the app holds is being
+		 * driven (its poll drains the socket) or is looked at again
+		 * by look() at once: never wait for it here, the thread also
+		 * passes on the datagrams that reach the UDP listener (ud.c),
+		 * maybe the very ones that app is polling for */
+		if (sv_trylock(&qp->lock)) {
+			sv_ud_recv_run(qp);
+			sv_unlock(&qp->lock);
+		}
+	} else if (qp) {
 		sv_lock(&qp->lock);
-		if (p->kind == SV_PFD_UD)
-			sv_ud_recv_run(qp); /* edge triggered: drains all */
-		else if (p->kind == SV_PFD_LISTEN)
+		if (p->kind == SV_PFD_LISTEN)
 			sv_qp_link_step(qp);
 		else if (p->fd >= 0)
 			sv_qp_link_event(qp, sv_shm_check(&qp->link, p->fd));

@@ -801,6 +801,8 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	if (err)
 		goto err_free;
 	qp->ctx = ctx;
+	if (a->qp_type == IBV_QPT_UD)
+		sv_ud_door_open(ctx); /* datagrams from other hosts */
 	if (a->qp_type == IBV_QPT_XRC_RECV) {
 		/* its receives complete on each message's SRQ's CQ */
 		a->pd = NULL;

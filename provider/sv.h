@@ -69,6 +69,7 @@ struct sv_rmem;
 struct sv_rseg;
 struct sv_mcast;
 struct sv_mcast_grp;
+struct sv_ud_door;
 
 /* What an fd in the progress thread's epoll stands for. */
 enum sv_pfd_kind {
@@ -83,6 +84,8 @@ enum sv_pfd_kind {
 			   * room to send them */
 	SV_PFD_DOOR,	  /* the context's TCP listener (tcp.c) */
 	SV_PFD_DOOR_PEND, /* a caller at the door, hello not read yet */
+	SV_PFD_UDOOR,	  /* the context's UDP socket: datagrams from other
+			   * hosts for this host's UD QPs (ud.c) */
 };
 
 struct sv_pfd {
@@ -129,6 +132,14 @@ struct sv_context {
 	 * before its fd is in the progress thread's epoll */
 	struct sv_tcp_door *_Atomic door;
 	bool door_failed; /* and it could not be opened */
+	/* UD between hosts (ud.c), under door_lock: the UDP socket sends
+	 * go out on (at the first AH of another host), the UDP listener on
+	 * the well-known port (at the first UD QP) and the Unix socket its
+	 * datagrams are passed on with */
+	int ud_tx_fd, ud_fwd_fd;
+	struct sv_pfd udoor;
+	bool udoor_failed;
+	struct sv_ud_door *udoor_st; /* the listener's state (ud.c) */
 };
 
 static inline struct sv_context *to_sctx(struct ibv_context *c)
@@ -317,6 +328,8 @@ struct sv_swqe {
 	bool ud_grh;	       /* UD: the AH is global: a GRH travels */
 	uint64_t ud_first_ns;  /* UD: first try; the kernel's queue was full */
 	uint32_t ud_mc_next;   /* UD multicast: members below this QPN done */
+	uint32_t ud_ip;	       /* UD: the AH's host over UDP (network order),
+				* 0: this host's QPs directly */
 	uint32_t xrc_srqn;     /* XRC_SEND: the remote SRQ (XRCETH) */
 	union ibv_gid ud_sgid; /* UD, with a GRH: our GID (sgid_index) */
 	union ibv_gid ud_dgid; /* UD, with a GRH: the AH's dgid */
@@ -328,6 +341,8 @@ struct sv_ah {
 	struct ibv_ah ibv;
 	struct ibv_ah_attr attr;
 	union ibv_gid sgid; /* is_global: our GID at grh.sgid_index */
+	uint32_t ud_ip;	    /* another host's address (network order): UD
+			     * sends go there over UDP (ud.c); 0: this host */
 };
 
 static inline struct sv_ah *to_sah(struct ibv_ah *ah)
@@ -554,6 +569,20 @@ void sv_ud_send_run(struct sv_qp *qp);
 void sv_ud_recv_run(struct sv_qp *qp);
 /* The datagram socket of a new UD QP, bound to its QPN. */
 int sv_ud_bind(struct sv_link *l, uint32_t *qpn);
+/* Where an AH's UD sends go: *ip another host's address (network order)
+ * when they go over UDP, else 0; -errno if the socket for it cannot be
+ * made. */
+int sv_ud_route(struct sv_context *ctx, const struct ibv_ah_attr *a,
+		uint32_t *ip);
+/* The context's UDP listener, at its first UD QP (a failure is said
+ * once: datagrams from other hosts then do not reach it); closed with the
+ * context.  sv_ud_door_event: datagrams arrived on it. */
+void sv_ud_door_open(struct sv_context *ctx);
+void sv_ud_door_close(struct sv_context *ctx);
+void sv_ud_door_event(struct sv_context *ctx);
+/* When a datagram held for a full QP socket is tried again (UINT64_MAX:
+ * none held); tries it when due.  Progress thread only. */
+uint64_t sv_ud_door_next_ns(struct sv_context *ctx, uint64_t now);
 
 /* Multicast (mcast.c). */
 /* The members of group gid on this host: up to max QPNs, sorted, each

@@ -10,15 +10,36 @@
  * (counted in qp->ud_drops); the rest go into the next receive, after
  * its 40-byte GRH.  A multicast goes to each member of the group the
  * registry lists (mcast.c), and is taken by a QP attached to the group.
+ *
+ * Between hosts (an AH naming another host's IPv4-mapped GID, or every AH
+ * with SOFTVERBS_TRANSPORT=tcp) the same datagram goes over UDP to the
+ * well-known port (SOFTVERBS_TCP_PORT, 4791, as RoCEv2), with a CRC-32C
+ * of it in the header's rsvd word (UDP's own checksum is weak, as for
+ * the TCP transport's frames).  Every context with a UD QP listens there
+ * with SO_REUSEPORT, as the TCP door (tcp.h); the one the kernel picks
+ * checks the datagram, puts the source address in the GRH's sgid (what a
+ * RoCE receiver sees: the IP header's) and passes it on, unchanged
+ * otherwise, to the QP's socket by its QPN, where it is checked again
+ * like any other.  Lost on the way (a stopped process's listener takes
+ * its share and holds it) is lost, as on a wire.  Multicast stays on
+ * this host.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "crc32c.h"
 #include "shm.h"
 #include "sv.h"
+#include "tcp.h"
 #include "wire.h"
 
 int sv_ud_bind(struct sv_link *l, uint32_t *qpn)
@@ -86,15 +107,26 @@ static uint32_t send_qkey(const struct sv_qp *qp, const struct sv_swqe *w)
 
 /* The datagram d of n bytes to QP qpn: 0 sent or lost (no such QP, its
  * queue full for SV_UD_RETRY_NS), -EAGAIN to be tried again later. */
-static int send_to(struct sv_qp *qp, struct sv_swqe *w, const void *d, size_t n,
+static int send_to(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n,
 		   uint32_t qpn)
 {
+	struct sockaddr_in in = {.sin_family = AF_INET,
+				 .sin_port = htons(sv_tcp_connect_port()),
+				 .sin_addr.s_addr = w->ud_ip};
 	struct sockaddr_un a;
 	socklen_t alen = sv_shm_qp_addr(&a, qpn);
+	struct sv_ud_hdr *h = d;
+	int fd = qp->link.listen_fd;
 
+	if (w->ud_ip) { /* another host's: over UDP, sealed */
+		h->rsvd = 0;
+		h->rsvd = sv_crc32c(0, d, n);
+		fd = qp->ctx->ud_tx_fd;
+	}
 	/* never blocks; a full queue or no such QP: lost, as on a wire */
-	if (sendto(qp->link.listen_fd, d, n, MSG_DONTWAIT | MSG_NOSIGNAL,
-		   (struct sockaddr *)&a, alen) >= 0) {
+	if (sendto(fd, d, n, MSG_DONTWAIT | MSG_NOSIGNAL,
+		   w->ud_ip ? (struct sockaddr *)&in : (struct sockaddr *)&a,
+		   w->ud_ip ? sizeof(in) : alen) >= 0) {
 		w->ud_first_ns = 0;
 		return 0; /* a datagram goes whole or not */
 	}
@@ -127,8 +159,7 @@ static int send_to(struct sv_qp *qp, struct sv_swqe *w, const void *d, size_t n,
  * send got, so a member whose queue is full is retried without sending
  * twice to those before it.
  */
-static int send_mcast(struct sv_qp *qp, struct sv_swqe *w, const void *d,
-		      size_t n)
+static int send_mcast(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n)
 {
 	uint32_t m[SV_MCAST_SCAN];
 	int k;
@@ -364,4 +395,234 @@ void sv_ud_recv_run(struct sv_qp *qp)
 		}
 		deliver(qp, &d.h, d.data);
 	}
+}
+
+int sv_ud_route(struct sv_context *ctx, const struct ibv_ah_attr *a,
+		uint32_t *ip)
+{
+	struct in_addr in = {.s_addr = htonl(INADDR_LOOPBACK)};
+	int mode = sv_tcp_mode(), err = 0;
+	bool local;
+
+	*ip = 0;
+	if (mode == 1 || (a->is_global && a->grh.dgid.raw[0] == 0xff))
+		return 0; /* shared memory only; a group is this host's */
+	local = !a->is_global || sv_gid_is_local(&a->grh.dgid);
+	if (local && mode != 2)
+		return 0;
+	if (a->is_global && !sv_gid_ipv4(&a->grh.dgid, &in))
+		in.s_addr = htonl(INADDR_LOOPBACK); /* our link-local GID */
+	pthread_mutex_lock(&ctx->door_lock);
+	if (ctx->ud_tx_fd < 0) {
+		ctx->ud_tx_fd = socket(
+			AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (ctx->ud_tx_fd < 0)
+			err = -errno;
+	}
+	pthread_mutex_unlock(&ctx->door_lock);
+	*ip = in.s_addr;
+	return err;
+}
+
+/* A datagram that arrived while its QP's socket was full waits here
+ * (and the listener is out of epoll: the UDP socket's buffer holds the
+ * rest) for up to SV_UD_RETRY_NS, as a local sender waits: a receiver
+ * that drains keeps up, a stopped one loses them. */
+struct sv_ud_door {
+	int fd;
+	uint32_t held; /* bytes in d, 0: none */
+	uint64_t since, next_ns;
+	struct {
+		struct sv_ud_hdr h;
+		uint8_t data[SV_UD_MTU];
+	} d;
+};
+
+void sv_ud_door_open(struct sv_context *ctx)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons(sv_tcp_port()),
+				.sin_addr.s_addr = htonl(INADDR_ANY)};
+	static atomic_bool said;
+	int one = 1, buf = 4 << 20, err;
+	struct sv_ud_door *d;
+
+	if (sv_tcp_mode() == 1)
+		return; /* SOFTVERBS_TRANSPORT=shm: this host only */
+	pthread_mutex_lock(&ctx->door_lock);
+	if (ctx->udoor_st || ctx->udoor_failed)
+		goto out;
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		errno = ENOMEM;
+		goto fail;
+	}
+	d->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	ctx->ud_fwd_fd =
+		socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (d->fd < 0 || ctx->ud_fwd_fd < 0)
+		goto fail;
+	setsockopt(d->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(d->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	setsockopt(d->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	if (bind(d->fd, (struct sockaddr *)&a, sizeof(a)))
+		goto fail;
+	ctx->udoor_st = d;
+	sv_progress_add(ctx, &ctx->udoor, d->fd);
+	goto out;
+fail:
+	err = errno;
+	if (d && d->fd >= 0)
+		close(d->fd);
+	free(d);
+	if (ctx->ud_fwd_fd >= 0)
+		close(ctx->ud_fwd_fd);
+	ctx->ud_fwd_fd = -1;
+	ctx->udoor_failed = true;
+	if (!atomic_exchange(&said, true))
+		fprintf(stderr,
+			"softverbs: UDP port %u: %s: datagrams from other "
+			"hosts will not reach this process's UD QPs\n",
+			sv_tcp_port(), strerror(err));
+out:
+	pthread_mutex_unlock(&ctx->door_lock);
+}
+
+static bool door_pump(struct sv_context *ctx, struct sv_ud_door *d,
+		      uint64_t now, bool live);
+
+void sv_ud_door_close(struct sv_context *ctx)
+{
+	struct sv_ud_door *d = ctx->udoor_st;
+
+	/* the progress thread has stopped (its epoll is gone).  What the
+	 * kernel gave our listener is other processes' QPs' too: passed on
+	 * before it closes, waiting for a full QP socket as a sender does
+	 * (SV_UD_RETRY_NS at most); only a process that is killed loses
+	 * its listener's share, as a wire would */
+	if (d) {
+		uint64_t end = sv_now_ns() + SV_UD_RETRY_NS;
+		struct timespec tick = {0, SV_UD_RETRY_TICK_NS};
+
+		while (door_pump(ctx, d, sv_now_ns(), false) &&
+		       sv_now_ns() < end)
+			if (d->held)
+				nanosleep(&tick, NULL);
+		close(d->fd);
+		free(d);
+		ctx->udoor_st = NULL;
+	}
+	if (ctx->ud_fwd_fd >= 0)
+		close(ctx->ud_fwd_fd);
+	if (ctx->ud_tx_fd >= 0)
+		close(ctx->ud_tx_fd);
+	ctx->ud_fwd_fd = ctx->ud_tx_fd = -1;
+}
+
+/* A datagram that arrived at the listener, n bytes in d: 0 passed on,
+ * or dropped (malformed, bad CRC, no such QP: lost, as on a wire), -1
+ * when the QP's socket is full. */
+static int door_pass(struct sv_context *ctx, struct sv_ud_door *d, size_t n)
+{
+	struct sockaddr_un a;
+	socklen_t alen = sv_shm_qp_addr(&a, d->d.h.dst_qpn);
+
+	if (sendto(ctx->ud_fwd_fd, &d->d, n, MSG_DONTWAIT | MSG_NOSIGNAL,
+		   (struct sockaddr *)&a, alen) >= 0)
+		return 0;
+	if (errno == EAGAIN || errno == ENOBUFS)
+		return -1;
+	sv_dbg("udp: datagram for %06x lost: %s\n", d->d.h.dst_qpn,
+	       strerror(errno));
+	return 0;
+}
+
+/* Checks a datagram from the network and makes it what the QP's socket
+ * takes: false to drop it. */
+static bool door_check(struct sv_ud_door *d, size_t n,
+		       const struct sockaddr_in *src, socklen_t slen)
+{
+	uint32_t crc;
+
+	if (n > sizeof(d->d) || slen != sizeof(*src) ||
+	    src->sin_family != AF_INET || !sv_ud_hdr_ok(&d->d.h, n) ||
+	    d->d.h.dst_qpn == SV_MCAST_QPN || d->d.h.dst_qpn > SV_PSN_MASK) {
+		sv_dbg("udp: datagram dropped: malformed\n");
+		return false;
+	}
+	crc = d->d.h.rsvd;
+	d->d.h.rsvd = 0;
+	if (sv_crc32c(0, &d->d, n) != crc) {
+		sv_dbg("udp: datagram for %06x dropped: bad CRC\n",
+		       d->d.h.dst_qpn);
+		return false;
+	}
+	/* the sender's address is the IP header's, not its word (from
+	 * this host, the GID it names: any of ours is the same host) */
+	if ((d->d.h.flags & SV_UD_GRH) &&
+	    (ntohl(src->sin_addr.s_addr) >> 24) != 127) {
+		memset(d->d.h.sgid, 0, 10);
+		d->d.h.sgid[10] = d->d.h.sgid[11] = 0xff;
+		memcpy(&d->d.h.sgid[12], &src->sin_addr.s_addr, 4);
+	}
+	return true;
+}
+
+/* Passes on what arrived: the held datagram first, then a bounded batch
+ * (the rest wakes us again: the fd is level-triggered); never waits.
+ * live: the progress thread runs (the listener goes out of its epoll
+ * while a datagram is held).  false when all was taken. */
+static bool door_pump(struct sv_context *ctx, struct sv_ud_door *d,
+		      uint64_t now, bool live)
+{
+	if (d->held) {
+		if (door_pass(ctx, d, d->held) &&
+		    now - d->since < SV_UD_RETRY_NS) {
+			d->next_ns = now + SV_UD_RETRY_TICK_NS;
+			return true;
+		}
+		d->held = 0;
+		if (live)
+			sv_progress_add(ctx, &ctx->udoor, d->fd);
+	}
+	for (int i = 0; i < 64; i++) {
+		struct sockaddr_in src;
+		socklen_t slen = sizeof(src);
+		ssize_t n = recvfrom(d->fd, &d->d, sizeof(d->d),
+				     MSG_DONTWAIT | MSG_TRUNC,
+				     (struct sockaddr *)&src, &slen);
+
+		if (n < 0)
+			return false; /* EAGAIN: all taken */
+		if (!door_check(d, (size_t)n, &src, slen))
+			continue;
+		if (door_pass(ctx, d, (size_t)n)) {
+			/* the QP's socket is full: hold it, and the rest
+			 * in the UDP socket's buffer */
+			d->held = (uint32_t)n;
+			d->since = now;
+			d->next_ns = now + SV_UD_RETRY_TICK_NS;
+			if (live)
+				sv_progress_del(ctx, &ctx->udoor);
+			return true;
+		}
+	}
+	return true;
+}
+
+void sv_ud_door_event(struct sv_context *ctx)
+{
+	if (ctx->udoor_st)
+		door_pump(ctx, ctx->udoor_st, sv_now_ns(), true);
+}
+
+uint64_t sv_ud_door_next_ns(struct sv_context *ctx, uint64_t now)
+{
+	struct sv_ud_door *d = ctx->udoor_st;
+
+	if (!d || !d->held)
+		return UINT64_MAX;
+	if (now >= d->next_ns)
+		door_pump(ctx, d, now, true);
+	return d->held ? d->next_ns : UINT64_MAX;
 }

@@ -331,7 +331,8 @@ static void any_for(const struct sockaddr *dst, struct sockaddr_storage *ss)
  * so); another host's IPv4 address the kernel routes to over the TCP
  * rendezvous, from the route's source address (the GID of the interface
  * the route uses, as RoCE's rdma_resolve_addr); else -errno.  UD ids
- * (SIDR) stay on one host: softverbs' UD datagrams do not cross hosts.
+ * (SIDR) stay on one host: a UD listener holds a UDP port, with no TCP
+ * socket for the rendezvous to reach.
  */
 static int resolve_dst(struct cm_id *c, const struct sockaddr *dst)
 {

@@ -452,8 +452,8 @@ SV_TEST(cm_address_nobody_has_addr_error)
 }
 
 /* A UD id toward another host's address (TEST-NET-3): ADDR_ERROR at
- * once, routed or not: SIDR and UD datagrams stay on one host, and the
- * TCP rendezvous is RC's only. */
+ * once, routed or not: SIDR does not go over the TCP rendezvous (a UD
+ * listener holds a UDP port, no TCP one). */
 SV_TEST(cm_ud_other_host_addr_error)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();

@@ -774,3 +774,135 @@ SV_TEST(ud_wr_api_set_ud_addr)
 	ud_close(&s);
 	ud_close(&r);
 }
+
+/* CRC-32C (Castagnoli, reflected 0x82f63b78), bit by bit: the test's own,
+ * to seal datagrams as the provider's table-driven one must. */
+static uint32_t test_crc32c(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	uint32_t c = 0xffffffffu;
+
+	while (n--) {
+		c ^= *b++;
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1)));
+	}
+	return ~c;
+}
+
+/* Between hosts a datagram goes over UDP to the well-known port, where any
+ * process's listener checks it and passes it on by QPN.  Bytes that are
+ * not a sealed datagram for a QP are dropped there, and the QP gets only
+ * what a sender could have sent: here garbage, a short header, a bad
+ * magic, a payload length that lies, a multicast QPN, a bad CRC, an
+ * oversized datagram, then a well-made one with a wrong qkey (the QP
+ * drops it), a well-made one (taken, with its immediate), and a real send
+ * over UDP (SOFTVERBS_TRANSPORT=tcp): exactly two receives complete. */
+SV_TEST(ud_udp_listener_checks_every_datagram)
+{
+	struct sockaddr_in to = {.sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct {
+		struct sv_ud_hdr h;
+		uint8_t data[SV_UD_MTU + 64];
+	} d;
+	struct ud_end s, r;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	int port = sv_free_port(), fd, got[2] = {0, 0};
+	char v[16];
+
+	/* a port of our own (no other test's listener takes a share), and
+	 * every send over UDP: before the first verbs call */
+	snprintf(v, sizeof(v), "%d", port);
+	setenv("SOFTVERBS_TCP_PORT", v, 1);
+	setenv("SOFTVERBS_TRANSPORT", "tcp", 1);
+	to.sin_port = htons((uint16_t)port);
+	ud_open(&s, 16, true);
+	ud_open(&r, 16, true);
+	for (uint32_t k = 0; k < 8; k++)
+		ASSERT_OK(post_recv(&r, k, (size_t)k * 8192, 8192));
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	ASSERT_TRUE(fd >= 0);
+
+#define SEND_RAW(len)                                      \
+	ASSERT_EQ((ssize_t)(len), sendto(fd, &d, (len), 0, \
+					 (struct sockaddr *)&to, sizeof(to)))
+#define SEAL(len)                                  \
+	do {                                       \
+		d.h.rsvd = 0;                      \
+		d.h.rsvd = test_crc32c(&d, (len)); \
+	} while (0)
+	memset(&d, 0, sizeof(d));
+	memcpy(&d, "garbage", 7);
+	SEND_RAW(7);
+	/* a well-made datagram, then each thing wrong with it */
+	d.h = (struct sv_ud_hdr){.magic = SV_UD_MAGIC,
+				 .version = SV_UD_VERSION,
+				 .flags = SV_UD_IMM,
+				 .src_qpn = 0x123,
+				 .dst_qpn = r.qp->qp_num,
+				 .qkey = QKEY,
+				 .imm = htonl(0x5eed),
+				 .len = 100};
+	memset(d.data, 0xab, 100);
+	SEAL(sizeof(d.h) + 100);
+	SEND_RAW(sizeof(d.h) - 1); /* short */
+	d.h.magic ^= 1;
+	SEAL(sizeof(d.h) + 100);
+	SEND_RAW(sizeof(d.h) + 100); /* bad magic, sealed */
+	d.h.magic ^= 1;
+	d.h.len = 99;
+	SEAL(sizeof(d.h) + 100);
+	SEND_RAW(sizeof(d.h) + 100); /* its length lies */
+	d.h.len = 100;
+	d.h.dst_qpn = 0xffffff;
+	SEAL(sizeof(d.h) + 100);
+	SEND_RAW(sizeof(d.h) + 100); /* multicast from the network */
+	d.h.dst_qpn = r.qp->qp_num;
+	SEAL(sizeof(d.h) + 100);
+	d.h.rsvd ^= 0x10000;
+	SEND_RAW(sizeof(d.h) + 100); /* bad CRC */
+	d.h.len = SV_UD_MTU + 64;
+	SEAL(sizeof(d));
+	SEND_RAW(sizeof(d)); /* longer than the MTU, sealed */
+	d.h.len = 100;
+	d.h.qkey = QKEY + 1;
+	SEAL(sizeof(d.h) + 100);
+	SEND_RAW(sizeof(d.h) + 100); /* wrong qkey: the QP drops it */
+	d.h.qkey = QKEY;
+	SEAL(sizeof(d.h) + 100);
+	SEND_RAW(sizeof(d.h) + 100); /* good */
+#undef SEND_RAW
+#undef SEAL
+	close(fd);
+	/* and a send of softverbs' own, over UDP */
+	ah = lid_ah(&s);
+	memset(s.buf, 0xcd, 200);
+	ASSERT_OK(send_on(&s, s.qp, 9, IBV_WR_SEND, 0, 200, ah, r.qp->qp_num,
+			  QKEY));
+	WAIT_WC(s.cq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	for (int i = 0; i < 2; i++) {
+		WAIT_WC(r.cq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		if (wc.src_qp == 0x123) {
+			ASSERT_EQ(GRH + 100, wc.byte_len);
+			ASSERT_TRUE(wc.wc_flags & IBV_WC_WITH_IMM);
+			ASSERT_EQ(htonl(0x5eed), wc.imm_data);
+			ASSERT_EQ(0xab, r.buf[wc.wr_id * 8192 + GRH + 99]);
+			got[0]++;
+		} else {
+			ASSERT_EQ(s.qp->qp_num, wc.src_qp);
+			ASSERT_EQ(GRH + 200, wc.byte_len);
+			ASSERT_EQ(0xcd, r.buf[wc.wr_id * 8192 + GRH + 199]);
+			got[1]++;
+		}
+	}
+	ASSERT_EQ(1, got[0]);
+	ASSERT_EQ(1, got[1]);
+	NO_WC(r.cq, 100);
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ud_close(&s);
+	ud_close(&r);
+}

@@ -26,6 +26,14 @@ SV="-d softverbs0"
 pair rc_pingpong_defaults 60 "iters in" a b \
 	ibv_rc_pingpong $SV -g "$ga" -p @P -- \
 	ibv_rc_pingpong $SV -g "$gb" -p @P $A
+# UD between hosts: datagrams over UDP (ud.c), the receiver's GRH source
+# the sender's address; 2048-byte messages within the 4096 MTU
+pair ud_pingpong 60 "iters in" b c \
+	ibv_ud_pingpong $SV -g "$gb" -p @P -s 2048 -- \
+	ibv_ud_pingpong $SV -g "$gc" -p @P -s 2048 10.77.0.2
+pair ud_pingpong_events 60 "iters in" a b \
+	ibv_ud_pingpong $SV -g "$ga" -p @P -e -- \
+	ibv_ud_pingpong $SV -g "$gb" -p @P -e $A
 pair rc_pingpong_events 60 "iters in" a c \
 	ibv_rc_pingpong $SV -g "$ga" -p @P -e -- \
 	ibv_rc_pingpong $SV -g "$gc" -p @P -e $A

@@ -79,7 +79,7 @@ grep -h "^step\|^connect " "$log/cmtime_100" | sed 's/^/       /'
 kill $spid 2>/dev/null
 wait $spid 2>/dev/null
 
-# UD ids do not cross hosts (softverbs' UD datagrams stay on one host):
+# UD ids do not cross hosts (SIDR is not on the CM's TCP rendezvous yet):
 # udaddy's resolve fails at once with ADDR_ERROR and our line on stderr
 ends udaddy_across_hosts_fails_fast 10 "reach this host's processes only" \
 	b udaddy -s $A -C 10
