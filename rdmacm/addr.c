@@ -5,7 +5,9 @@
  * device's table holds for one (::ffff:a.b.c.d for an IPv4 address, the
  * link-local GID otherwise), and ports: an id's (address, port) is held
  * by a real socket of the kernel's TCP (or, for RDMA_PS_UDP, UDP) space,
- * so port 0 picks a free port and two ids never share one.
+ * so port 0 picks a free port and two ids never share one.  Another
+ * host's IPv4 address is reached if the kernel has a route to it (the
+ * TCP rendezvous of link.c); its source is the route's, as on RoCE.
  */
 #include <errno.h>
 #include <ifaddrs.h>
@@ -21,7 +23,7 @@ socklen_t cm_addr_len(const struct sockaddr *sa)
 					 : sizeof(struct sockaddr_in);
 }
 
-static bool is_any(const struct sockaddr *sa)
+bool cm_addr_is_any(const struct sockaddr *sa)
 {
 	static const struct in6_addr any6 = IN6ADDR_ANY_INIT;
 
@@ -47,7 +49,7 @@ int cm_addr_is_local(const struct sockaddr *sa)
 			   &((const struct sockaddr_in6 *)sa)->sin6_addr)) {
 		return 1;
 	}
-	if (is_any(sa))
+	if (cm_addr_is_any(sa))
 		return 1; /* connecting to 0.0.0.0 is connecting to us */
 	if (sa->sa_family == AF_INET
 		    ? IN_MULTICAST(ntohl(((const struct sockaddr_in *)sa)
@@ -103,6 +105,88 @@ int cm_addr_gid(const struct sockaddr *sa, union ibv_gid *gid, int *index)
 	return 0;
 }
 
+/* ::ffff:a.b.c.d for an IPv4 address (or v4-mapped IPv6), else zeros. */
+void cm_addr_mapped_gid(const struct sockaddr *sa, union ibv_gid *gid)
+{
+	memset(gid, 0, sizeof(*gid));
+	if (sa->sa_family == AF_INET) {
+		gid->raw[10] = 0xff;
+		gid->raw[11] = 0xff;
+		memcpy(&gid->raw[12],
+		       &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	} else if (IN6_IS_ADDR_V4MAPPED(
+			   &((const struct sockaddr_in6 *)sa)->sin6_addr)) {
+		memcpy(gid->raw, &((const struct sockaddr_in6 *)sa)->sin6_addr,
+		       16);
+	}
+}
+
+/*
+ * The source address the kernel's routing picks toward IPv4 `dst` (a
+ * UDP socket's connect sends nothing): 0 and `src` (port 0), or -errno
+ * (-ENETUNREACH: no route).  Another host is reached over IPv4 only: the
+ * verbs' TCP transport routes QPs by IPv4-mapped GIDs.
+ */
+int cm_addr_route_src(const struct sockaddr *dst, struct sockaddr *src)
+{
+	struct sockaddr_in in;
+	socklen_t len = sizeof(in);
+	int fd, ret = 0;
+
+	if (dst->sa_family != AF_INET)
+		return -EAFNOSUPPORT;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, dst, sizeof(struct sockaddr_in)) ||
+	    getsockname(fd, (struct sockaddr *)&in, &len))
+		ret = -errno;
+	close(fd);
+	if (ret)
+		return ret;
+	in.sin_port = 0;
+	memcpy(src, &in, sizeof(in));
+	return 0;
+}
+
+static uint16_t port_of(const struct sockaddr *sa)
+{
+	return ntohs(sa->sa_family == AF_INET
+			     ? ((const struct sockaddr_in *)sa)->sin_port
+			     : ((const struct sockaddr_in6 *)sa)->sin6_port);
+}
+
+/*
+ * Lock held: bind(2) said EADDRINUSE for `sa`.  The TCP connections a
+ * listener accepted (link.c's rendezvous) hold its port while they live
+ * and in TIME_WAIT, where the kernel's rdma_cm port space has nothing:
+ * the port is free again for an id once nobody listens on it.  They
+ * carry SO_REUSEADDR (the listener's), so a bind with it passes them
+ * and still fails against a listener or a plain bind; another id of
+ * ours that holds the port is EADDRINUSE too.  true: `fd` is bound.
+ */
+static bool rebind_ok(struct cm_id *c, const struct sockaddr *sa, int fd)
+{
+	int one = 1;
+
+	if (c->id.ps == RDMA_PS_UDP || !port_of(sa))
+		goto in_use;
+	for (struct cm_id *o = cm_core.ids; o; o = o->next) {
+		const struct sockaddr *os = &o->id.route.addr.src_addr;
+
+		if (o != c && o->port_fd >= 0 && o->id.ps != RDMA_PS_UDP &&
+		    !o->listen && port_of(os) == port_of(sa))
+			goto in_use;
+	}
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, sa, cm_addr_len(sa)))
+		goto in_use;
+	return true;
+in_use:
+	errno = EADDRINUSE;
+	return false;
+}
+
 /*
  * Lock held.  Holds (address, port) of `sa` for c in the kernel's port
  * space and records the result (the port picked for 0) as c's source.
@@ -122,8 +206,14 @@ int cm_addr_reserve(struct cm_id *c, const struct sockaddr *sa)
 	if (sa->sa_family == AF_INET6) /* rdma_cm's default: both families */
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &c->afonly_int,
 			   sizeof(int));
-	if (bind(fd, sa, cm_addr_len(sa)) ||
-	    getsockname(fd, (struct sockaddr *)&ss, &len)) {
+	if (bind(fd, sa, cm_addr_len(sa)) &&
+	    (errno != EADDRINUSE || !rebind_ok(c, sa, fd))) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	if (getsockname(fd, (struct sockaddr *)&ss, &len)) {
 		int err = -errno;
 
 		close(fd);
@@ -185,6 +275,8 @@ void cm_route_fill(struct cm_id *c)
 		return;
 	cm_addr_gid(&c->id.route.addr.src_addr, &p->sgid, &idx);
 	cm_addr_gid(&c->id.route.addr.dst_addr, &p->dgid, &idx);
+	if (c->tcp && c->id.route.addr.dst_addr.sa_family == AF_INET)
+		cm_addr_mapped_gid(&c->id.route.addr.dst_addr, &p->dgid);
 	p->slid = p->dlid = htobe16(cm_core.lid);
 	p->pkey = htobe16(0xffff);
 	p->mtu = IBV_MTU_4096;

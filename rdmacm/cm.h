@@ -71,8 +71,17 @@ struct cm_id {
 	uint64_t serial;      /* the CM thread's epoll handle (never reused) */
 	struct cm_id *next, *prev; /* every live id (cm_core.ids) */
 	enum cm_state state;
-	int sock;     /* the CM link (SEQPACKET) or listener, or -1 */
-	int port_fd;  /* holds the IP port in the kernel's space, or -1 */
+	int sock;	 /* the CM link (SEQPACKET or TCP) or listener, or -1 */
+	int port_fd;	 /* holds the IP port in the kernel's space, or -1; a
+			  * listener's accepts the TCP rendezvous */
+	bool tcp;	 /* the link is a TCP stream (another host, or
+			  * SOFTVERBS_TRANSPORT=tcp) */
+	bool connecting; /* active TCP: connect() not finished yet */
+	bool port_watched;    /* listener: port_fd is in the CM's epoll */
+	uint64_t deadline_ms; /* TCP: connect or the REQ due by then */
+	int timeout_ms;	      /* rdma_resolve_addr's, for the TCP connect */
+	unsigned int rlen;    /* TCP: bytes of rbuf read so far */
+	struct cm_msg rbuf;   /* TCP: the record being read */
 	int bound_fd; /* says "bound here" to connecting ids (link.c), or -1 */
 	struct cm_msg req;	 /* active: the REQ, kept for a retry */
 	uint64_t retry_until_ms; /* active: REQ_RETRY gives up then */
@@ -114,6 +123,8 @@ struct cm_core {
 					   * per connection, it is costly */
 	int ngids;
 	uint16_t lid;
+	bool force_tcp; /* SOFTVERBS_TRANSPORT=tcp: rendezvous over TCP on
+			 * one host too */
 };
 extern struct cm_core cm_core;
 
@@ -154,7 +165,10 @@ int cm_complete(struct cm_id *c);   /* sync ids: waits for their event */
 
 /* addr.c */
 int cm_addr_is_local(const struct sockaddr *sa);
+bool cm_addr_is_any(const struct sockaddr *sa);
 int cm_addr_gid(const struct sockaddr *sa, union ibv_gid *gid, int *index);
+int cm_addr_route_src(const struct sockaddr *dst, struct sockaddr *src);
+void cm_addr_mapped_gid(const struct sockaddr *sa, union ibv_gid *gid);
 int cm_addr_reserve(struct cm_id *c, const struct sockaddr *sa);
 socklen_t cm_addr_len(const struct sockaddr *sa);
 void cm_addr_to_wire(const struct sockaddr *sa, struct cm_wire_addr *w);
@@ -177,8 +191,9 @@ int cm_thread_start(void);
 /* conn.c: the state machine, called by link.c with the lock held */
 bool cm_conn_recv(struct cm_id *c, const struct cm_msg *m); /* true: c freed */
 void cm_conn_lost(struct cm_id *c); /* may free c (never reported) */
-void cm_conn_incoming(struct cm_id *listener, int sock);
-bool cm_conn_retry_all(void); /* lock held; true while some still wait */
+struct cm_id *cm_conn_incoming(struct cm_id *listener, int sock);
+void cm_conn_link_up(struct cm_id *c, int err); /* TCP connect's end */
+int cm_conn_retry_all(void); /* lock held; epoll's timeout: -1 none */
 int cm_conn_process_rep(struct cm_id *c, struct cm_event *e);
 void cm_id_free(struct cm_id *c); /* lock held; unlinks and frees */
 

@@ -115,17 +115,20 @@ static void fail(struct cm_id *c, enum rdma_cm_event_type type, int status,
 	queue(c, type, status, m);
 }
 
-void cm_conn_incoming(struct cm_id *l, int fd)
+struct cm_id *cm_conn_incoming(struct cm_id *l, int fd)
 {
 	struct cm_id *c = cm_id_new_child(l);
 
 	if (!c) {
 		close(fd);
-		return;
+		return NULL;
 	}
 	c->state = CM_REQ_WAIT;
-	if (cm_link_adopt(c, fd))
+	if (cm_link_adopt(c, fd)) {
 		cm_id_free(c);
+		return NULL;
+	}
+	return c;
 }
 
 /* Lock held: a REQ (or SIDR REQ) on a passive id; true if c was freed. */
@@ -338,10 +341,8 @@ static int check_param(struct cm_id *c, const struct rdma_conn_param *p,
  * and on hardware the route lookup gives them the time to listen.  Any
  * other port is retried for CM_LISTEN_GRACE_MS before the REJECTED.
  */
-static void try_connect(struct cm_id *c)
+static void connect_result(struct cm_id *c, int ret)
 {
-	int ret = cm_link_connect(c);
-
 	if (ret == -ECONNREFUSED && cm_now_ms() < c->retry_until_ms &&
 	    (cm_now_ms() < c->grace_until_ms || cm_link_dst_bound(c))) {
 		if (c->state != CM_REQ_RETRY) {
@@ -355,7 +356,7 @@ static void try_connect(struct cm_id *c)
 		     NULL);
 		return;
 	}
-	if (!ret)
+	if (!ret && !c->connecting) /* else when its TCP connect ends */
 		ret = cm_link_send(c, &c->req);
 	if (ret)
 		fail(c, RDMA_CM_EVENT_UNREACHABLE, ret, NULL);
@@ -363,17 +364,60 @@ static void try_connect(struct cm_id *c)
 		c->state = CM_REQ_SENT;
 }
 
-bool cm_conn_retry_all(void)
+static void try_connect(struct cm_id *c)
 {
-	bool waiting = false;
+	connect_result(c, cm_link_connect(c));
+}
 
-	for (struct cm_id *c = cm_core.ids; c; c = c->next) {
-		if (c->state != CM_REQ_RETRY)
+/* Lock held: c's TCP connect ended (0 or -errno): the REQ goes now, or
+ * nobody listening is retried or REJECTED as on one host. */
+void cm_conn_link_up(struct cm_id *c, int err)
+{
+	if (c->state == CM_REQ_SENT)
+		connect_result(c, err);
+	else if (err)
+		cm_link_close(c);
+}
+
+/*
+ * Lock held: retries ids waiting for a listener (each millisecond) and
+ * ends TCP links past their deadline: a connect with no answer is
+ * UNREACHABLE (-ETIMEDOUT), an accepted stream whose REQ did not come is
+ * dropped unreported.  Returns the CM thread's epoll timeout.
+ */
+int cm_conn_retry_all(void)
+{
+	uint64_t now = cm_now_ms(), next = UINT64_MAX;
+	struct cm_id *c, *n;
+
+	for (c = cm_core.ids; c; c = n) {
+		n = c->next;
+		if (c->state == CM_REQ_RETRY) {
+			try_connect(c);
+			if (c->state == CM_REQ_RETRY)
+				next = now + 1;
+		}
+		if (!c->deadline_ms || c->sock < 0 ||
+		    !(c->connecting || c->state == CM_REQ_WAIT))
 			continue;
-		try_connect(c);
-		waiting |= c->state == CM_REQ_RETRY;
+		if (now < c->deadline_ms) {
+			next = next < c->deadline_ms ? next : c->deadline_ms;
+			continue;
+		}
+		cm_log("id %p (%s): TCP link past its deadline\n", (void *)c,
+		       cm_state_names[c->state]);
+		if (c->state == CM_REQ_WAIT) {
+			cm_id_free(c);
+		} else {
+			cm_link_close(c);
+			if (c->state == CM_REQ_SENT)
+				fail(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT,
+				     NULL);
+		}
 	}
-	return waiting;
+	if (next == UINT64_MAX)
+		return -1;
+	return next > now ? (int)(next - now) : 0;
 }
 
 CM_EXPORT int rdma_connect(struct rdma_cm_id *id,

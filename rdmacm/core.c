@@ -5,6 +5,7 @@
  * small getters.  Connection set-up is conn.c's, the CM's messages are
  * link.c's, addresses addr.c's.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -94,7 +95,10 @@ int cm_core_init(void)
 	if (!cm_core.ctx) {
 		const char *d = getenv("SOFTVERBS_DEBUG");
 
+		const char *t = getenv("SOFTVERBS_TRANSPORT");
+
 		cm_debug = d && *d && strcmp(d, "0");
+		cm_core.force_tcp = t && !strcmp(t, "tcp");
 		ret = open_device();
 		if (ret && cm_core.ctx) {
 			ibv_close_device(cm_core.ctx);
@@ -321,6 +325,64 @@ static void any_for(const struct sockaddr *dst, struct sockaddr_storage *ss)
 	ss->ss_family = dst->sa_family;
 }
 
+/*
+ * Lock held: where c's destination is.  An address of this host is
+ * reached over the Unix link (or TCP when SOFTVERBS_TRANSPORT=tcp says
+ * so); another host's IPv4 address the kernel routes to over the TCP
+ * rendezvous, from the route's source address (the GID of the interface
+ * the route uses, as RoCE's rdma_resolve_addr); else -errno.  UD ids
+ * (SIDR) stay on one host: a UD listener holds a UDP port, with no TCP
+ * socket for the rendezvous to reach.
+ */
+static int resolve_dst(struct cm_id *c, const struct sockaddr *dst)
+{
+	struct sockaddr_storage *src = &c->id.route.addr.src_storage;
+	bool ud = cm_is_ud(c) || c->id.ps == RDMA_PS_UDP;
+	char host[INET6_ADDRSTRLEN] = "?";
+	struct sockaddr_in route;
+	uint16_t port;
+	int ret;
+
+	if (cm_addr_is_local(dst)) {
+		c->tcp = cm_core.force_tcp && !ud;
+		return 0;
+	}
+	if (dst->sa_family != AF_INET) {
+		inet_ntop(AF_INET6,
+			  &((const struct sockaddr_in6 *)dst)->sin6_addr, host,
+			  sizeof(host));
+		fprintf(stderr,
+			"softverbs rdmacm: %s is not this host's; another "
+			"host is reached at its IPv4 address only: "
+			"ADDR_ERROR\n",
+			host);
+		return -EHOSTUNREACH; /* the data path routes IPv4 GIDs */
+	}
+	ret = cm_addr_route_src(dst, (struct sockaddr *)&route);
+	if (ret)
+		return ret;
+	if (ud) {
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)dst)->sin_addr,
+			  host, sizeof(host));
+		fprintf(stderr,
+			"softverbs rdmacm: %s is another host's; UD ids "
+			"(RDMA_PS_UDP) reach this host's processes only: "
+			"ADDR_ERROR\n",
+			host);
+		return -EHOSTUNREACH;
+	}
+	if (cm_addr_is_any((struct sockaddr *)src)) {
+		port = src->ss_family == AF_INET
+			       ? ((struct sockaddr_in *)src)->sin_port
+			       : ((struct sockaddr_in6 *)src)->sin6_port;
+		route.sin_port = port;
+		memset(src, 0, sizeof(*src));
+		memcpy(src, &route, sizeof(route));
+	}
+	c->tcp = true;
+	return 0;
+}
+
 CM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 				struct sockaddr *src_addr,
 				struct sockaddr *dst_addr, int timeout_ms)
@@ -347,9 +409,8 @@ CM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 		return cm_err(EINVAL);
 	}
 	memcpy(&id->route.addr.dst_storage, dst_addr, cm_addr_len(dst_addr));
-	/* one host (network namespace) is what we reach today: an address
-	 * of none of its interfaces has no route */
-	status = cm_addr_is_local(dst_addr) ? 0 : -EHOSTUNREACH;
+	c->timeout_ms = timeout_ms;
+	status = resolve_dst(c, dst_addr);
 	e = cm_event_new(c,
 			 status ? RDMA_CM_EVENT_ADDR_ERROR
 				: RDMA_CM_EVENT_ADDR_RESOLVED,
@@ -364,7 +425,6 @@ CM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 	pthread_mutex_unlock(&cm_core.lock);
 	if (ret)
 		return cm_err(ret);
-	(void)timeout_ms;
 	return cm_complete(c);
 }
 

@@ -1,16 +1,26 @@
 // SPDX-License-Identifier: MIT
 /*
- * The CM's link between processes of one host: SOCK_SEQPACKET Unix
+ * The CM's link between processes.  On one host: SOCK_SEQPACKET Unix
  * sockets in the abstract namespace (one per network namespace, nothing
  * on disk), a listener named after (port space, address, port), one
- * connection per connecting id.  SO_PEERCRED is checked on both sides
- * (the same uid, or nothing is read); every socket is non-blocking and
- * one thread per process (epoll) reads them and drives conn.c.  A TCP
- * rendezvous between hosts would be a second implementation of the four
- * cm_link_* calls.
+ * connection per connecting id; SO_PEERCRED is checked on both sides
+ * (the same uid, or nothing is read).  To another host (c->tcp, chosen
+ * by rdma_resolve_addr; or forced by SOFTVERBS_TRANSPORT=tcp): a TCP
+ * connection to (address, port), which the listener id's own TCP socket
+ * (addr.c's port reservation, in LISTEN) accepts; the same 300-byte
+ * records framed on the stream (exactly 300 bytes per message, partial
+ * reads kept in the id).  TCP has no peer identity: whoever reaches the
+ * port may connect (as with the kernel's rdma_cm over RoCE); every
+ * record is checked as on one host, the addresses a REQ claims are
+ * replaced by the socket's own, and a REQ's or REP's GID must be the
+ * IPv4-mapped address the bytes came from (else the link is dropped),
+ * so a peer cannot point our QP at a third host.  Every socket is
+ * non-blocking and one thread per process (epoll) reads them, finishes
+ * TCP connects and drives conn.c.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +34,13 @@
 #include "cm.h"
 
 #define CM_LINK_BACKLOG 4096
+/* an accepted TCP stream's REQ must come within this, or it is dropped;
+ * a TCP connect waits at least CM_TCP_CONNECT_MS (rdma_resolve_addr's
+ * timeout if longer) before UNREACHABLE */
+#define CM_TCP_REQ_WAIT_MS 3000
+#define CM_TCP_CONNECT_MS  2000
+/* epoll data: an id's serial; with this bit, a listener's TCP socket */
+#define CM_TAG_TCP_LISTEN (1ULL << 63)
 
 /* "\0softverbs-cm<kind>/<ps>/<address or any>/<port>"; returns its
  * length.  kind "" is a listener, "-bound" an id's explicit bind. */
@@ -153,6 +170,89 @@ static int watch(struct cm_id *c)
 								    : 0;
 }
 
+/* TCP options of every CM stream: no Nagle (one record each way at a
+ * time), and keep-alives, so a peer host that vanishes after
+ * ESTABLISHED is DISCONNECTED within ~11 s. */
+static void tcp_opts(int fd)
+{
+	int one = 1, idle = 5, intvl = 2, cnt = 3;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+}
+
+/* The listener's TCP socket (its reserved port) accepts the rendezvous
+ * of ids on other hosts. */
+static int tcp_listen(struct cm_id *c)
+{
+	struct epoll_event ev = {.events = EPOLLIN,
+				 .data.u64 = c->serial | CM_TAG_TCP_LISTEN};
+
+	int one = 1;
+
+	/* the connections it accepts hold its port (local side) while they
+	 * live and in TIME_WAIT: with SO_REUSEADDR they inherit, they do not
+	 * keep the port from the program's next listener (addr.c) */
+	if (setsockopt(c->port_fd, SOL_SOCKET, SO_REUSEADDR, &one,
+		       sizeof(one)) ||
+	    listen(c->port_fd, CM_LINK_BACKLOG) ||
+	    epoll_ctl(cm_core.epfd, EPOLL_CTL_ADD, c->port_fd, &ev))
+		return -errno;
+	c->port_watched = true;
+	return 0;
+}
+
+/* Lock held: c's TCP connection to its destination, maybe still in
+ * progress (c->connecting: the CM thread finishes it). */
+static int tcp_connect(struct cm_id *c)
+{
+	const struct sockaddr *dst = &c->id.route.addr.dst_addr;
+	struct sockaddr_storage src = c->id.route.addr.src_storage;
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP,
+				 .data.u64 = c->serial};
+	uint64_t wait = c->timeout_ms > CM_TCP_CONNECT_MS ? c->timeout_ms
+							  : CM_TCP_CONNECT_MS;
+	int fd, ret;
+
+	fd = socket(dst->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0);
+	if (fd < 0)
+		return -errno;
+	tcp_opts(fd);
+	/* from the id's address, so the peer sees the address of our GID
+	 * (port 0: the id's own socket holds its port) */
+	if (src.ss_family == dst->sa_family &&
+	    !cm_addr_is_any((struct sockaddr *)&src)) {
+		if (src.ss_family == AF_INET)
+			((struct sockaddr_in *)&src)->sin_port = 0;
+		else
+			((struct sockaddr_in6 *)&src)->sin6_port = 0;
+		if (bind(fd, (struct sockaddr *)&src,
+			 cm_addr_len((struct sockaddr *)&src)))
+			cm_log("id %p: TCP link's bind: %d\n", (void *)c,
+			       errno);
+	}
+	if (connect(fd, dst, cm_addr_len(dst)) && errno != EINPROGRESS) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	c->sock = fd;
+	c->connecting = true; /* even if done: the first EPOLLOUT says so */
+	c->rlen = 0;
+	c->deadline_ms = cm_now_ms() + wait;
+	if (epoll_ctl(cm_core.epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		ret = -errno;
+		cm_link_close(c);
+		return ret;
+	}
+	cm_link_kick(); /* the CM thread's timeout sees the deadline */
+	return 0;
+}
+
 int cm_link_listen(struct cm_id *c, int backlog)
 {
 	struct sockaddr_un un;
@@ -172,11 +272,10 @@ int cm_link_listen(struct cm_id *c, int backlog)
 	(void)backlog; /* conn.c counts the program's backlog */
 	c->sock = fd;
 	ret = watch(c);
-	/* last, once connects can succeed: the IP port listens too, as a
-	 * TCP listener would (tools that wait for the port see ours);
-	 * nobody is accepted there */
-	if (!ret && c->id.ps != RDMA_PS_UDP && listen(c->port_fd, 1))
-		ret = -errno;
+	/* last, once connects can succeed: the IP port listens too, and
+	 * accepts the TCP rendezvous of other hosts' ids */
+	if (!ret && c->id.ps != RDMA_PS_UDP && c->port_fd >= 0)
+		ret = tcp_listen(c);
 	if (ret)
 		cm_link_close(c);
 	return ret;
@@ -190,6 +289,8 @@ int cm_link_connect(struct cm_id *c)
 	struct sockaddr_un un;
 	int fd, ret = -ECONNREFUSED;
 
+	if (c->tcp)
+		return tcp_connect(c);
 	for (int any = 0; any < 2 && ret == -ECONNREFUSED; any++) {
 		socklen_t len = link_name(&un, c->id.ps,
 					  &c->id.route.addr.dst_addr, any);
@@ -228,9 +329,11 @@ int cm_link_send(struct cm_id *c, const struct cm_msg *m)
 	/* never block on a peer: a peer that does not read its few CM
 	 * messages is a dead one */
 	n = send(c->sock, m, sizeof(*m), MSG_DONTWAIT | MSG_NOSIGNAL);
-	if (n != (ssize_t)sizeof(*m))
-		return n < 0 ? -errno : -EPIPE;
-	return 0;
+	if (n == (ssize_t)sizeof(*m))
+		return 0;
+	if (n > 0) /* TCP: half a record breaks the framing: end it */
+		shutdown(c->sock, SHUT_RDWR);
+	return n < 0 ? -errno : -EPIPE;
 }
 
 /* Lock held: c's link is the accepted socket `fd`. */
@@ -242,6 +345,12 @@ int cm_link_adopt(struct cm_id *c, int fd)
 
 void cm_link_close(struct cm_id *c)
 {
+	if (c->port_watched) {
+		epoll_ctl(cm_core.epfd, EPOLL_CTL_DEL, c->port_fd, NULL);
+		c->port_watched = false;
+	}
+	c->connecting = false;
+	c->rlen = 0;
 	if (c->sock < 0)
 		return;
 	epoll_ctl(cm_core.epfd, EPOLL_CTL_DEL, c->sock, NULL);
@@ -272,11 +381,173 @@ static void accept_all(struct cm_id *l)
 	}
 }
 
+/* Lock held: takes every waiting TCP connection of listener l; each
+ * is an unreported child until its REQ comes (or its deadline). */
+static void accept_tcp(struct cm_id *l)
+{
+	for (;;) {
+		int fd = accept4(l->port_fd, NULL, NULL,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct cm_id *c;
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN)
+				cm_log("TCP accept on listener %p: %d\n",
+				       (void *)l, errno);
+			return;
+		}
+		tcp_opts(fd);
+		c = cm_conn_incoming(l, fd);
+		if (c) {
+			c->tcp = true;
+			c->deadline_ms = cm_now_ms() + CM_TCP_REQ_WAIT_MS;
+		}
+	}
+}
+
+/* The socket's address as one of ours: a v4-mapped IPv6 address (a
+ * dual-stack listener's) as the IPv4 address it is. */
+static int sock_addr(int fd, bool peer, struct sockaddr_storage *ss)
+{
+	socklen_t len = sizeof(*ss);
+	struct sockaddr_in6 in6;
+	struct sockaddr_in *in = (void *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (peer ? getpeername(fd, (struct sockaddr *)ss, &len)
+		 : getsockname(fd, (struct sockaddr *)ss, &len))
+		return -errno;
+	memcpy(&in6, ss, sizeof(in6));
+	if (ss->ss_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&in6.sin6_addr)) {
+		memset(ss, 0, sizeof(*ss));
+		in->sin_family = AF_INET;
+		in->sin_port = in6.sin6_port;
+		memcpy(&in->sin_addr, &in6.sin6_addr.s6_addr[12], 4);
+	}
+	return 0;
+}
+
+/* A GID a TCP peer at `sa` may claim: its IPv4-mapped address; on
+ * loopback (SOFTVERBS_TRANSPORT=tcp on one host) any GID of this host's
+ * table, as over the Unix link. */
+static bool gid_ok(const struct sockaddr *sa, const uint8_t *gid)
+{
+	union ibv_gid want;
+
+	if (sa->sa_family == AF_INET &&
+	    (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) ==
+		    127)
+		return true;
+	if (sa->sa_family == AF_INET6 &&
+	    IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr))
+		return true;
+	cm_addr_mapped_gid(sa, &want);
+	return sa->sa_family == AF_INET && !memcmp(want.raw, gid, 16);
+}
+
+/* Lock held: what a TCP peer's checked record claims against what its
+ * socket says: a REQ's addresses are the socket's (the port the active
+ * side's id holds is its claim), a REQ's or REP's GID the peer's own
+ * address.  0 or -EPROTO. */
+static int tcp_check(struct cm_id *c, struct cm_msg *m)
+{
+	struct sockaddr_storage peer, local;
+	uint16_t port = m->src.port;
+
+	if (m->type != CM_MSG_REQ && m->type != CM_MSG_REP)
+		return 0;
+	if (sock_addr(c->sock, true, &peer) ||
+	    sock_addr(c->sock, false, &local))
+		return -EPROTO;
+	if (!gid_ok((struct sockaddr *)&peer, m->gid)) {
+		cm_log("id %p: TCP peer's GID is not its address's\n",
+		       (void *)c);
+		return -EPROTO;
+	}
+	if (m->type == CM_MSG_REQ) {
+		cm_addr_to_wire((struct sockaddr *)&peer, &m->src);
+		m->src.port = port;
+		cm_addr_to_wire((struct sockaddr *)&local, &m->dst);
+	}
+	return 0;
+}
+
+/* Lock held: the bytes of c's TCP stream, 300 at a time. */
+static void read_stream(struct cm_id *c)
+{
+	struct cm_msg m;
+
+	while (c->sock >= 0) {
+		ssize_t n = recv(c->sock, (char *)&c->rbuf + c->rlen,
+				 sizeof(c->rbuf) - c->rlen, MSG_DONTWAIT);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			cm_conn_lost(c);
+			return;
+		}
+		c->rlen += (unsigned int)n;
+		if (c->rlen < sizeof(c->rbuf))
+			continue;
+		c->rlen = 0;
+		m = c->rbuf;
+		if (cm_msg_check(&m, sizeof(m)) || tcp_check(c, &m)) {
+			cm_log("id %p: malformed CM record on TCP: "
+			       "dropping the connection\n",
+			       (void *)c);
+			cm_conn_lost(c);
+			return;
+		}
+		if (cm_conn_recv(c, &m))
+			return; /* c is gone */
+	}
+}
+
+/* Lock held: c's TCP connect has an answer (EPOLLOUT or an error). */
+static void connect_done(struct cm_id *c)
+{
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP,
+				 .data.u64 = c->serial};
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (getsockopt(c->sock, SOL_SOCKET, SO_ERROR, &err, &len))
+		err = errno;
+	if (!err) {
+		struct sockaddr_storage peer, local;
+
+		/* EPOLLOUT without an error can still be "not yet" */
+		if (sock_addr(c->sock, true, &peer))
+			return;
+		/* TCP's simultaneous open: a port nobody listens on that the
+		 * kernel also picked as our source connects to itself */
+		if (!sock_addr(c->sock, false, &local) &&
+		    !memcmp(&local, &peer, sizeof(local)))
+			err = ECONNREFUSED;
+		else if (epoll_ctl(cm_core.epfd, EPOLL_CTL_MOD, c->sock, &ev))
+			err = errno;
+	}
+	if (err) {
+		cm_link_close(c);
+	} else {
+		c->connecting = false;
+		c->deadline_ms = 0;
+	}
+	cm_conn_link_up(c, -err);
+}
+
 /* Lock held: every message c's peer has sent, then its end. */
 static void read_all(struct cm_id *c)
 {
 	struct cm_msg m;
 
+	if (c->tcp) {
+		read_stream(c);
+		return;
+	}
 	while (c->sock >= 0) {
 		ssize_t n =
 			recv(c->sock, &m, sizeof(m), MSG_DONTWAIT | MSG_TRUNC);
@@ -302,14 +573,14 @@ static void read_all(struct cm_id *c)
 static void *cm_thread(void *arg)
 {
 	struct epoll_event evs[32];
-
-	bool retrying = false;
+	int timeout = -1;
 	uint64_t v;
 
 	(void)arg;
 	for (;;) {
-		/* ids waiting for a listener retry every millisecond */
-		int n = epoll_wait(cm_core.epfd, evs, 32, retrying ? 1 : -1);
+		/* ids waiting for a listener retry every millisecond; TCP
+		 * links have deadlines */
+		int n = epoll_wait(cm_core.epfd, evs, 32, timeout);
 
 		pthread_mutex_lock(&cm_core.lock);
 		for (int i = 0; i < n; i++) {
@@ -320,16 +591,22 @@ static void *cm_thread(void *arg)
 					cm_log("wake-up read: %d\n", errno);
 				continue;
 			}
-			c = cm_id_find(evs[i].data.u64);
-
+			c = cm_id_find(evs[i].data.u64 & ~CM_TAG_TCP_LISTEN);
+			if (c && (evs[i].data.u64 & CM_TAG_TCP_LISTEN)) {
+				if (c->port_watched)
+					accept_tcp(c);
+				continue;
+			}
 			if (!c || c->sock < 0)
 				continue; /* closed since epoll_wait */
-			if (c->state == CM_LISTEN)
+			if (c->connecting)
+				connect_done(c);
+			else if (c->state == CM_LISTEN)
 				accept_all(c);
 			else
 				read_all(c);
 		}
-		retrying = cm_conn_retry_all();
+		timeout = cm_conn_retry_all();
 		pthread_mutex_unlock(&cm_core.lock);
 	}
 	return NULL;

@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -46,6 +47,18 @@ static struct rdma_cm_event *expect_ev(struct rdma_event_channel *ch,
 		sv_test_fail(__FILE__, __LINE__, "got %s status %d, wanted %s",
 			     rdma_event_str(ev->event), ev->status,
 			     rdma_event_str(want));
+	return ev;
+}
+
+/* The next event, whatever it is (within EV_MS). */
+static struct rdma_cm_event *expect_any(struct rdma_event_channel *ch)
+{
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+
+	if (poll(&p, 1, EV_MS) != 1)
+		sv_test_fail(__FILE__, __LINE__, "no event in %d ms", EV_MS);
+	ASSERT_OK(rdma_get_cm_event(ch, &ev));
 	return ev;
 }
 
@@ -399,19 +412,63 @@ SV_TEST(cm_bound_port_never_listening_rejected)
 SV_TEST(cm_address_nobody_has_addr_error)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_conn_param cp = {0};
 	struct sockaddr_in a = lo(7);
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *c;
+	uint64_t t0 = sv_now_ms();
 
+	/* TEST-NET-1: another host's address.  With no route to it,
+	 * ADDR_ERROR at once; with one (a default route), the TCP
+	 * rendezvous's connect ends in UNREACHABLE or REJECTED within its
+	 * deadline (2 s here), as RoCE's CM retries end.  Never a hang. */
 	inet_pton(AF_INET, "192.0.2.1", &a.sin_addr);
 	ASSERT_OK(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP));
 	ASSERT_OK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 500));
+	ev = expect_any(ch);
+	if (ev->event == RDMA_CM_EVENT_ADDR_ERROR) {
+		ASSERT_TRUE(ev->status < 0);
+		ASSERT_OK(rdma_ack_cm_event(ev));
+		errno = 0;
+		ASSERT_EQ(-1, rdma_resolve_route(c, 500)); /* no address */
+		ASSERT_EQ(EINVAL, errno);
+	} else {
+		ASSERT_EQ(RDMA_CM_EVENT_ADDR_RESOLVED, ev->event);
+		ASSERT_OK(rdma_ack_cm_event(ev));
+		ASSERT_OK(rdma_resolve_route(c, 500));
+		expect_ack(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+		ASSERT_OK(rdma_connect(c, &cp));
+		ev = expect_any(ch);
+		if (ev->event != RDMA_CM_EVENT_UNREACHABLE &&
+		    ev->event != RDMA_CM_EVENT_REJECTED)
+			sv_test_fail(__FILE__, __LINE__, "got %s",
+				     rdma_event_str(ev->event));
+		ASSERT_TRUE(ev->status != 0);
+		ASSERT_OK(rdma_ack_cm_event(ev));
+	}
+	ASSERT_TRUE(sv_now_ms() - t0 < 5000);
+	rdma_destroy_id(c);
+	rdma_destroy_event_channel(ch);
+}
+
+/* A UD id toward another host's address (TEST-NET-3): ADDR_ERROR at
+ * once, routed or not: SIDR does not go over the TCP rendezvous (a UD
+ * listener holds a UDP port, no TCP one). */
+SV_TEST(cm_ud_other_host_addr_error)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in a = lo(7174);
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *c;
+	uint64_t t0 = sv_now_ms();
+
+	inet_pton(AF_INET, "203.0.113.1", &a.sin_addr);
+	ASSERT_OK(rdma_create_id(ch, &c, NULL, RDMA_PS_UDP));
+	ASSERT_OK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000));
 	ev = expect_ev(ch, RDMA_CM_EVENT_ADDR_ERROR);
 	ASSERT_TRUE(ev->status < 0);
 	ASSERT_OK(rdma_ack_cm_event(ev));
-	errno = 0;
-	ASSERT_EQ(-1, rdma_resolve_route(c, 500)); /* no address: EINVAL */
-	ASSERT_EQ(EINVAL, errno);
+	ASSERT_TRUE(sv_now_ms() - t0 < 1000);
 	rdma_destroy_id(c);
 	rdma_destroy_event_channel(ch);
 }
@@ -839,6 +896,233 @@ SV_TEST(cm_hostile_bytes_dropped)
 	s = ev->id;
 	rdma_ack_cm_event(ev);
 	rdma_destroy_id(s); /* after the ack: it waits for it */
+	ev = expect_ev(ch, RDMA_CM_EVENT_REJECTED);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
+/*
+ * rdma_cm ports are the kernel's own space, where a connection does not
+ * hold its listener's port: a program may listen again on the port while
+ * the first connection lives (perftest -R does).  The TCP rendezvous's
+ * accepted connections hold it in the kernel's TCP space; they must not
+ * keep it from the next rdma_bind_addr, while another id that holds the
+ * port still does.
+ */
+SV_TEST(cm_listen_again_while_connected)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_conn_param cp = {.responder_resources = 1,
+				     .initiator_depth = 1};
+	struct rdma_cm_id *l, *c, *s, *l2, *other;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in a;
+	uint16_t port;
+
+	l = listener(ch, RDMA_PS_TCP, &port);
+	c = resolved(ch, RDMA_PS_TCP, port);
+	make_qp(c, IBV_QPT_RC);
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	s = ev->id;
+	make_qp(s, IBV_QPT_RC);
+	ASSERT_OK(rdma_accept(s, &cp));
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	for (int n = 0; n < 2; n++) { /* both sides' ESTABLISHED */
+		ev = expect_any(ch);
+		ASSERT_EQ(RDMA_CM_EVENT_ESTABLISHED, ev->event);
+		ASSERT_OK(rdma_ack_cm_event(ev));
+	}
+	ASSERT_OK(rdma_destroy_id(l));
+
+	a = lo(port);
+	ASSERT_OK(rdma_create_id(ch, &l2, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_bind_addr(l2, (struct sockaddr *)&a));
+	ASSERT_OK(rdma_create_id(ch, &other, NULL, RDMA_PS_TCP));
+	errno = 0;
+	ASSERT_EQ(-1, rdma_bind_addr(other, (struct sockaddr *)&a));
+	ASSERT_EQ(EADDRINUSE, errno);
+	ASSERT_OK(rdma_listen(l2, 8));
+	send_one(c, s); /* the first connection still carries data */
+
+	ASSERT_OK(rdma_disconnect(c));
+	for (int n = 0; n < 2; n++) {
+		ev = expect_any(ch);
+		ASSERT_EQ(RDMA_CM_EVENT_DISCONNECTED, ev->event);
+		ASSERT_OK(rdma_ack_cm_event(ev));
+	}
+	rdma_destroy_qp(c);
+	rdma_destroy_qp(s);
+	ASSERT_OK(rdma_destroy_id(s));
+	ASSERT_OK(rdma_destroy_id(c));
+	ASSERT_OK(rdma_destroy_id(other));
+	ASSERT_OK(rdma_destroy_id(l2));
+	rdma_destroy_event_channel(ch);
+}
+
+/* ---- the TCP rendezvous (another host's ids), attacked ---- */
+
+static int tcp_connect_to(const struct sockaddr_in *a)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ASSERT_TRUE(fd >= 0);
+	ASSERT_OK(connect(fd, (const struct sockaddr *)a, sizeof(*a)));
+	return fd;
+}
+
+/* A well-formed REQ (RC, IPv4) with `gid` as its sender's GID. */
+static void good_req(uint8_t msg[300], const uint8_t *gid)
+{
+	memset(msg, 0, 300);
+	*(uint32_t *)msg = 0x53564d43u;
+	*(uint16_t *)(msg + 4) = 1;
+	msg[6] = 1;  /* REQ */
+	msg[20] = 2; /* RC */
+	*(uint16_t *)(msg + 48) = AF_INET;
+	*(uint16_t *)(msg + 72) = AF_INET;
+	if (gid)
+		memcpy(msg + 32, gid, 16);
+}
+
+/* A non-loopback IPv4 address of this host, or 0 (none). */
+static in_addr_t host_addr(void)
+{
+	struct ifaddrs *ifa, *i;
+	in_addr_t found = 0;
+
+	if (getifaddrs(&ifa))
+		return 0;
+	for (i = ifa; i && !found; i = i->ifa_next) {
+		struct sockaddr_in *in = (void *)i->ifa_addr;
+
+		if (in && in->sin_family == AF_INET &&
+		    (ntohl(in->sin_addr.s_addr) >> 24) != 127)
+			found = in->sin_addr.s_addr;
+	}
+	freeifaddrs(ifa);
+	return found;
+}
+
+/*
+ * Every listener's TCP port takes the rendezvous of other hosts' ids (no
+ * SO_PEERCRED there): a record with each field made wrong in turn,
+ * garbage, a short record then silence, silence alone, a record whose
+ * GID is not the sender's address: each connection is dropped (the
+ * silent ones after the CM's 3 s), nothing is reported, and the listener
+ * then serves a plain REQ and a real client.
+ */
+SV_TEST(cm_hostile_tcp_bytes_dropped)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in any = lo(0), to;
+	struct rdma_conn_param cp = {0};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c, *s;
+	uint8_t msg[300], big[4096], gid[16] = {0};
+	int fd, quiet[2];
+	in_addr_t host = host_addr();
+	struct pollfd p;
+	uint16_t port;
+	struct {
+		size_t off, len;
+		uint32_t val;
+	} lies[] = {
+		{0, 4, 0xdeadbeef}, {4, 2, 99},	 {6, 1, 0},
+		{6, 1, 200},	    {7, 1, 57},	 {8, 4, 0x1000000},
+		{20, 1, 9},	    {48, 2, 77}, {72, 2, 0},
+	};
+
+	/* a wildcard listener: reached on 127.0.0.1 and the host's address */
+	any.sin_addr.s_addr = htonl(INADDR_ANY);
+	ASSERT_OK(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_bind_addr(l, (struct sockaddr *)&any));
+	port = ntohs(rdma_get_src_port(l));
+	ASSERT_OK(rdma_listen(l, 64));
+	to = lo(port);
+
+	quiet[0] = tcp_connect_to(&to); /* silence */
+	quiet[1] = tcp_connect_to(&to); /* a short record, then silence */
+	good_req(msg, NULL);
+	ASSERT_EQ(10, send(quiet[1], msg, 10, 0));
+	for (size_t i = 0; i < sizeof(lies) / sizeof(lies[0]); i++) {
+		good_req(msg, NULL);
+		memcpy(msg + lies[i].off, &lies[i].val, lies[i].len);
+		fd = tcp_connect_to(&to);
+		ASSERT_EQ((ssize_t)sizeof(msg), send(fd, msg, sizeof(msg), 0));
+		expect_closed(fd);
+		close(fd);
+	}
+	memset(big, 0xa5, sizeof(big));
+	fd = tcp_connect_to(&to);
+	ASSERT_EQ((ssize_t)sizeof(big),
+		  send(fd, big, sizeof(big), MSG_NOSIGNAL));
+	expect_closed(fd);
+	close(fd);
+	if (host) {
+		/* from a non-loopback address the GID must be its own */
+		to.sin_addr.s_addr = host;
+		good_req(msg, gid);
+		fd = tcp_connect_to(&to);
+		ASSERT_EQ((ssize_t)sizeof(msg), send(fd, msg, sizeof(msg), 0));
+		expect_closed(fd);
+		close(fd);
+		gid[10] = gid[11] = 0xff;
+		gid[12] = 192; /* another host's */
+		good_req(msg, gid);
+		fd = tcp_connect_to(&to);
+		ASSERT_EQ((ssize_t)sizeof(msg), send(fd, msg, sizeof(msg), 0));
+		expect_closed(fd);
+		close(fd);
+	} else {
+		printf("no non-loopback IPv4 address: GID lies not tried\n");
+	}
+	expect_closed(quiet[0]);
+	expect_closed(quiet[1]);
+	close(quiet[0]);
+	close(quiet[1]);
+	p = (struct pollfd){.fd = ch->fd, .events = POLLIN};
+	ASSERT_EQ(0, poll(&p, 1, 0)); /* nothing was reported */
+
+	/* a plain REQ is one: the lies were refused for their lies */
+	if (host) {
+		memcpy(&gid[12], &host, 4);
+		good_req(msg, gid);
+	} else {
+		good_req(msg, NULL);
+	}
+	/* in two pieces: half a record is kept, not a request yet */
+	fd = tcp_connect_to(&to);
+	ASSERT_EQ(123, send(fd, msg, 123, 0));
+	p = (struct pollfd){.fd = ch->fd, .events = POLLIN};
+	ASSERT_EQ(0, poll(&p, 1, 100));
+	ASSERT_EQ((ssize_t)sizeof(msg) - 123,
+		  send(fd, msg + 123, sizeof(msg) - 123, 0));
+	ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	s = ev->id;
+	/* its addresses are the socket's, not the (zero) claims */
+	ASSERT_EQ(port, ntohs(rdma_get_src_port(s)));
+	ASSERT_EQ(
+		host ? host : htonl(INADDR_LOOPBACK),
+		((struct sockaddr_in *)rdma_get_peer_addr(s))->sin_addr.s_addr);
+	rdma_ack_cm_event(ev);
+	ASSERT_OK(rdma_reject(s, NULL, 0));
+	rdma_destroy_id(s);
+	ASSERT_EQ((ssize_t)sizeof(msg),
+		  recv(fd, msg, sizeof(msg), MSG_WAITALL)); /* the REJ */
+	ASSERT_EQ(4, msg[6]);
+	close(fd);
+
+	c = resolved(ch, RDMA_PS_TCP, port);
+	cp.qp_num = 5;
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ASSERT_OK(rdma_reject(ev->id, NULL, 0));
+	s = ev->id;
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(s);
 	ev = expect_ev(ch, RDMA_CM_EVENT_REJECTED);
 	rdma_ack_cm_event(ev);
 	rdma_destroy_id(c);
