@@ -11,7 +11,7 @@ JOBS       ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure -j$(JOBS)
 
 .PHONY: all deps deps-bench test test-asan test-tsan test-plain demo bench \
-	bench-smoke scale soak install clean format fuzz
+	bench-smoke bench-netns scale soak install clean format fuzz
 
 all:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -63,6 +63,13 @@ bench: deps-bench all
 
 bench-smoke: all
 	@bench/run --build $(BUILD) --smoke $(BENCH_ARGS)
+
+# Across two network namespaces over the TCP transport (issue 11; root):
+# softverbs, qperf, UCX and libfabric over TCP, and QP set-up time.  Writes
+# $(BUILD)/bench-netns/latest.* (bench/results is make bench's).
+bench-netns: deps-bench all
+	@bench/run --build $(BUILD) --netns --only '^netns-' \
+		--out $(BUILD)/bench-netns $(BENCH_ARGS)
 
 # Connection scale (tests/scale): RC QP pairs between two processes, 1 to
 # SCALE_MAX; set-up rate, fds and resident memory per connected QP.

@@ -8,8 +8,14 @@
  * (QPs to RTS per second, and to the first message through), fds and
  * resident memory per connected QP, and tear-down time.  Only the public
  * verbs API.  Exit status 0 only if every message arrived intact.
+ * --netns A,B (root): the parent joins network namespace A and the child B
+ * (setns before opening the device) and they address each other by GID
+ * (the IPv4-mapped GID of each namespace's address), so the QPs connect
+ * over softverbs' TCP transport (bench/run --netns).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <getopt.h>
 #include <infiniband/verbs.h>
 #include <dirent.h>
@@ -32,6 +38,7 @@ struct opts {
 	int per_cq;    /* QPs on one CQ */
 	int timeout_s; /* the whole run */
 	bool csv;      /* one line of figures */
+	char *ns[2];   /* --netns: parent's and child's namespace, or NULL */
 };
 
 struct side {
@@ -45,6 +52,8 @@ struct side {
 	int ncq;
 	uint32_t *peer_qpn;
 	int port_lid;
+	int gid_index; /* --netns: our address's GID, else -1 */
+	union ibv_gid gid, peer_gid;
 };
 
 struct figures {
@@ -110,6 +119,42 @@ static void xfer(int fd, void *buf, size_t len, bool out)
 	}
 }
 
+/* --netns: the IPv4-mapped GID of this namespace's one address (not
+ * 127/8): the peer, in another namespace, reaches it over TCP. */
+static void find_gid(struct side *s, int len)
+{
+	static const uint8_t v4[12] = {0, 0, 0, 0, 0,	 0,
+				       0, 0, 0, 0, 0xff, 0xff};
+
+	for (int i = 0; i < len; i++) {
+		union ibv_gid g;
+
+		if (ibv_query_gid(s->ctx, 1, i, &g))
+			break;
+		if (!memcmp(g.raw, v4, sizeof(v4)) && g.raw[12] != 127) {
+			s->gid_index = i;
+			s->gid = g;
+			return;
+		}
+	}
+	die(s, "no IPv4-mapped GID in this namespace", 0);
+}
+
+/* --netns: this side's process joins network namespace name. */
+static void join_netns(struct side *s, const char *name)
+{
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "/run/netns/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		die(s, path, errno);
+	if (setns(fd, CLONE_NEWNET))
+		die(s, "setns", errno);
+	close(fd);
+}
+
 static void open_side(struct side *s, const struct opts *o)
 {
 	struct ibv_device **l = ibv_get_device_list(NULL);
@@ -135,6 +180,9 @@ static void open_side(struct side *s, const struct opts *o)
 	if (ibv_query_port(s->ctx, 1, &pa))
 		die(s, "ibv_query_port", errno);
 	s->port_lid = pa.lid;
+	s->gid_index = -1;
+	if (o->ns[0])
+		find_gid(s, pa.gid_tbl_len);
 	s->ncq = (o->n + o->per_cq - 1) / o->per_cq;
 	s->cq = calloc(s->ncq, sizeof(*s->cq));
 	s->qp = calloc(o->n, sizeof(*s->qp));
@@ -203,12 +251,20 @@ static void connect_qps(struct side *s, const struct opts *o)
 			.ah_attr = {.dlid = (uint16_t)s->port_lid,
 				    .port_num = 1},
 		};
-		int err = ibv_modify_qp(
-			s->qp[i], &a,
-			IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				IBV_QP_MAX_DEST_RD_ATOMIC |
-				IBV_QP_MIN_RNR_TIMER);
+		int err;
+
+		if (s->gid_index >= 0) {
+			a.ah_attr.dlid = 0;
+			a.ah_attr.is_global = 1;
+			a.ah_attr.grh.dgid = s->peer_gid;
+			a.ah_attr.grh.sgid_index = (uint8_t)s->gid_index;
+			a.ah_attr.grh.hop_limit = 1;
+		}
+		err = ibv_modify_qp(s->qp[i], &a,
+				    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+					    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					    IBV_QP_MAX_DEST_RD_ATOMIC |
+					    IBV_QP_MIN_RNR_TIMER);
 
 		if (err) {
 			char what[64];
@@ -341,6 +397,8 @@ static struct figures run(const char *name, int sock, const struct opts *o)
 	long rss0;
 	char go = 1;
 
+	if (o->ns[0])
+		join_netns(&s, o->ns[name[0] == 'p' ? 0 : 1]);
 	open_side(&s, o);
 	fd0 = count_fds();
 	rss0 = rss_kib();
@@ -354,6 +412,8 @@ static struct figures run(const char *name, int sock, const struct opts *o)
 		mine[i] = s.qp[i]->qp_num;
 	xfer(sock, mine, o->n * sizeof(*mine), true);
 	xfer(sock, s.peer_qpn, o->n * sizeof(*mine), false);
+	xfer(sock, &s.gid, sizeof(s.gid), true);
+	xfer(sock, &s.peer_gid, sizeof(s.peer_gid), false);
 	free(mine);
 	t0 = now_s();
 	connect_qps(&s, o);
@@ -376,6 +436,7 @@ static struct figures run(const char *name, int sock, const struct opts *o)
 static void usage(const char *argv0)
 {
 	printf("Usage: %s [-n PAIRS] [-q QPS_PER_CQ] [-t SECONDS] [--csv]\n"
+	       "       [--netns PARENT_NS,CHILD_NS]\n"
 	       "  Connects PAIRS RC QP pairs between two processes (this one\n"
 	       "  and a child), QPS_PER_CQ of them on each CQ, sends one\n"
 	       "  message on each QP both ways and checks every one.\n"
@@ -383,15 +444,20 @@ static void usage(const char *argv0)
 	       "  -q QPS_PER_CQ   QPs sharing one CQ (default 1024)\n"
 	       "  -t SECONDS      deadline for the whole run (default 120)\n"
 	       "  --csv           one line: pairs,create_s,rts_s,first_msg_s,"
-	       "qps_per_s,fds_per_qp,rss_kib_per_qp,destroy_s\n",
+	       "qps_per_s,fds_per_qp,rss_kib_per_qp,destroy_s\n"
+	       "  --netns A,B     parent in network namespace A, child in B\n"
+	       "                  (ip netns names; root): QPs by GID, over "
+	       "TCP\n",
 	       argv0);
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {{"csv", no_argument, NULL, 'c'},
-					   {"help", no_argument, NULL, 'h'},
-					   {NULL, 0, NULL, 0}};
+	static const struct option lo[] = {
+		{"csv", no_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{"netns", required_argument, NULL, 'N'},
+		{NULL, 0, NULL, 0}};
 	struct opts o = {.n = 4096, .per_cq = 1024, .timeout_s = 120};
 	struct rlimit rl;
 	struct figures f;
@@ -411,6 +477,15 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			o.csv = true;
+			break;
+		case 'N':
+			o.ns[0] = strdup(optarg);
+			o.ns[1] = o.ns[0] ? strchr(o.ns[0], ',') : NULL;
+			if (!o.ns[1]) {
+				fprintf(stderr, "sv_scale: --netns A,B\n");
+				return 2;
+			}
+			*o.ns[1]++ = 0;
 			break;
 		case 'h':
 			usage(argv[0]);
@@ -453,7 +528,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (o.csv)
-		printf("%d,%.3f,%.3f,%.3f,%.0f,%.2f,%.1f,%.3f\n", o.n,
+		printf("%d,%.6f,%.6f,%.6f,%.0f,%.2f,%.1f,%.6f\n", o.n,
 		       f.create_s, f.rts_s, f.first_msg_s, o.n / f.first_msg_s,
 		       f.fds_per_qp, f.rss_kib_per_qp, f.destroy_s);
 	else
