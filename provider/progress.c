@@ -98,7 +98,7 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 	{
 		struct sv_qp *qp = container_of(n, struct sv_qp, ctx_node);
 		uint64_t drives;
-		bool mine;
+		bool mine, rung;
 
 		/* the app's, unless undriven for a whole check period (a
 		 * look right after another proves nothing) or armed */
@@ -122,8 +122,9 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 			*active = true;
 			continue;
 		}
-		if (atomic_load_explicit(&qp->pfd[1].rung,
-					 memory_order_relaxed)) {
+		rung = atomic_load_explicit(&qp->pfd[1].rung,
+					    memory_order_relaxed);
+		if (rung) {
 			/* before draining: a ring after it is a new edge */
 			atomic_store(&qp->pfd[1].rung, false);
 			if (qp->link.conn_fd >= 0)
@@ -135,6 +136,14 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 			/* new rings start asleep (ring.c): this clears them */
 			*active = true;
 			sv_link_set_sleep(&qp->link, false);
+			/* over TCP the peer's requests need our responder
+			 * (its one-sided ones too: on shared memory it does
+			 * them itself): what arrived runs now, not at the
+			 * app's next poll — the app may be polling its
+			 * memory for that very RDMA write (ib_write_lat took
+			 * 2.6-5.4 ms a round trip across namespaces) */
+			if (rung && qp->link.tcp)
+				sv_qp_run(qp, now);
 			sv_unlock(&qp->lock);
 			continue;
 		}
