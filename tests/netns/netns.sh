@@ -60,13 +60,16 @@ else
 	echo "skip perftest rows: no perftest"
 fi
 
-# fault NAME: a long ping-pong between a and b; ACTION breaks it.  Every
-# side left must fail within the retry budget (ibv_rc_pingpong: timeout
-# 14, retry_cnt 7, each try at least 500 ms here: ~4 s; the link's own
-# budget is one try more; 20 s allowed): the one with a send in flight by
-# its ACK timer, the one waiting for a message that cannot come by its
-# link (a killed peer's host refuses its calls; a host behind a link that
-# is down does not answer them), with its receive flushed.  Nothing hangs.
+# fault NAME: a long ping-pong between a and b; ACTION breaks it, and
+# sides fail within the retry budget (ibv_rc_pingpong: timeout 14,
+# retry_cnt 7, each try at least 500 ms here: ~4 s; the link's own budget
+# is one try more; 20 s allowed).  A killed peer's survivor must fail,
+# whatever it was doing: its peer's host refuses its calls (its receive is
+# flushed if it had nothing in flight).  A link set down must fail a side
+# with something in flight (its ACK timer); a side whose last ACK got
+# through before the link went down has nothing that TCP or the IBA would
+# notice, and waits as on a fabric (it is reported, not required; seen
+# 2 times in ~6 runs).  Nothing hangs: both are killed after.
 fault() {
 	name=$1 action=$2
 	port=$((port + 1))
@@ -92,20 +95,26 @@ fault() {
 	linkdown)
 		ip -n "$tag-b" link set "${tag}b" down
 		left="$log/$name.c $log/$name.s"
+		need=1
 		;;
 	kill)
 		kill -9 $spid
 		left="$log/$name.c"
+		need=1
 		;;
 	esac
-	# every side left reports an error completion within 20 s
-	t=0
+	# need sides (of those left) report an error completion within 20 s;
+	# the others get 8 s more to, and are reported
+	t=0 first=""
+	total=$(echo $left | wc -w)
 	while :; do
-		n=0
+		k=0
 		for f in $left; do
-			grep -q "Failed status" "$f" 2>/dev/null || n=$((n + 1))
+			grep -q "Failed status" "$f" 2>/dev/null && k=$((k + 1))
 		done
-		[ $n -eq 0 ] && break
+		[ $k -ge "$need" ] && [ -z "$first" ] && first=$t
+		[ $k -eq "$total" ] && break
+		[ -n "$first" ] && [ $((t - first)) -ge 160 ] && break
 		[ $t -ge 400 ] && break
 		t=$((t + 1))
 		sleep 0.05
@@ -113,13 +122,13 @@ fault() {
 	el=$(($(date +%s) - t0))
 	kill -9 $spid $cpid 2>/dev/null
 	wait $spid $cpid 2>/dev/null
-	if [ $n -eq 0 ]; then
-		echo "ok   $name: every side left failed, the last after ${el}s:"
+	if [ $k -ge "$need" ]; then
+		echo "ok   $name: $k of $total side(s) left failed within ${el}s:"
 		for f in $left; do
 			echo "       $(grep -h "Failed status" "$f" | head -1)"
 		done
 	else
-		echo "FAIL $name: $n side(s) with no error completion in 20 s"
+		echo "FAIL $name: $k side(s) with an error completion in 20 s, $need needed"
 		sed 's/^/  client: /' "$log/$name.c" | tail -8
 		sed 's/^/  server: /' "$log/$name.s" | tail -8
 		failed=1
