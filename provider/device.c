@@ -22,9 +22,6 @@
 
 #include "sv.h"
 #include "tcp.h"
-#include "private_verbs.h"
-
-#undef ibv_get_device_list
 
 /*
  * The IB vendor id is an IEEE OUI.  0x02xxxx has the U/L bit of its first
@@ -231,7 +228,7 @@ int sv_port_mtu_bytes(enum ibv_mtu mtu)
 	return mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096 ? 128 << mtu : 0;
 }
 
-SV_EXPORT struct ibv_device **ibv_get_device_list(int *num)
+struct ibv_device **sv_get_device_list(int *num)
 {
 	struct ibv_device **list = calloc(2, sizeof(*list));
 
@@ -245,22 +242,22 @@ SV_EXPORT struct ibv_device **ibv_get_device_list(int *num)
 	return list;
 }
 
-SV_EXPORT void ibv_free_device_list(struct ibv_device **list)
+void sv_free_device_list(struct ibv_device **list)
 {
 	free(list);
 }
 
-SV_EXPORT const char *ibv_get_device_name(struct ibv_device *dev)
+const char *sv_get_device_name(struct ibv_device *dev)
 {
 	return dev->name;
 }
 
-SV_EXPORT __be64 ibv_get_device_guid(struct ibv_device *dev)
+__be64 sv_get_device_guid(struct ibv_device *dev)
 {
 	return htobe64(node_guid());
 }
 
-SV_EXPORT int ibv_get_device_index(struct ibv_device *dev)
+int sv_get_device_index(struct ibv_device *dev)
 {
 	return dev == &sv_dev.dev ? 0 : -1;
 }
@@ -287,7 +284,7 @@ static void sysfs_path_init(void)
 	sysfs_path[n] = '\0';
 }
 
-SV_EXPORT const char *ibv_get_sysfs_path(void)
+const char *sv_get_sysfs_path(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -297,8 +294,8 @@ SV_EXPORT const char *ibv_get_sysfs_path(void)
 
 /* ibv_devinfo reads a few sysfs files of the device; we have no sysfs
  * entry, so answer those here and pass every other path to the kernel. */
-SV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
-				  size_t size)
+int sv_read_sysfs_file(const char *dir, const char *file, char *buf,
+		       size_t size)
 {
 	static const struct {
 		const char *file, *value;
@@ -339,19 +336,6 @@ SV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 	else if ((size_t)n < size)
 		buf[n] = '\0';
 	return (int)n;
-}
-
-SV_EXPORT int ibv_read_ibdev_sysfs_file(char *buf, size_t size,
-					struct ibv_device *dev,
-					const char *fnfmt, ...)
-{
-	char file[256];
-	va_list ap;
-
-	va_start(ap, fnfmt);
-	vsnprintf(file, sizeof(file), fnfmt, ap);
-	va_end(ap);
-	return ibv_read_sysfs_file(dev->ibdev_path, file, buf, size);
 }
 
 const uint32_t sv_obj_max[SV_OBJ_NUM] = {
@@ -422,8 +406,7 @@ static void fill_device_attr(struct ibv_device_attr *a)
 }
 
 /* ibv_query_device: 0 or a positive errno. */
-SV_EXPORT int ibv_query_device(struct ibv_context *ctx,
-			       struct ibv_device_attr *attr)
+int sv_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr)
 {
 	if (!ctx || !attr)
 		return EINVAL;
@@ -516,17 +499,8 @@ int sv_query_port(struct ibv_context *c, uint8_t port,
 	return 0;
 }
 
-/* The compat entry: callers built before port_cap_flags2 own 48 bytes. */
-#undef ibv_query_port
-SV_EXPORT int ibv_query_port(struct ibv_context *c, uint8_t port,
-			     struct _compat_ibv_port_attr *attr)
-{
-	return sv_query_port(c, port, (struct ibv_port_attr *)attr,
-			     offsetof(struct ibv_port_attr, port_cap_flags2));
-}
-
-SV_EXPORT int ibv_query_gid(struct ibv_context *c, uint8_t port, int index,
-			    union ibv_gid *gid)
+int sv_query_gid(struct ibv_context *c, uint8_t port, int index,
+		 union ibv_gid *gid)
 {
 	union ibv_gid gids[SV_GID_TBL_LEN];
 
@@ -539,8 +513,7 @@ SV_EXPORT int ibv_query_gid(struct ibv_context *c, uint8_t port, int index,
 	return 0;
 }
 
-SV_EXPORT int ibv_query_pkey(struct ibv_context *c, uint8_t port, int index,
-			     __be16 *pkey)
+int sv_query_pkey(struct ibv_context *c, uint8_t port, int index, __be16 *pkey)
 {
 	if (port != 1 || index != 0) {
 		errno = EINVAL;
@@ -550,9 +523,8 @@ SV_EXPORT int ibv_query_pkey(struct ibv_context *c, uint8_t port, int index,
 	return 0;
 }
 
-SV_EXPORT int ibv_query_gid_type(struct ibv_context *c, uint8_t port,
-				 unsigned int index,
-				 enum ibv_gid_type_sysfs *type)
+int sv_query_gid_type(struct ibv_context *c, uint8_t port, unsigned int index,
+		      enum ibv_gid_type_sysfs *type)
 {
 	if (port != 1 || index >= SV_GID_TBL_LEN) {
 		errno = EINVAL;
@@ -562,9 +534,9 @@ SV_EXPORT int ibv_query_gid_type(struct ibv_context *c, uint8_t port,
 	return 0;
 }
 
-SV_EXPORT int _ibv_query_gid_ex(struct ibv_context *c, uint32_t port,
-				uint32_t index, struct ibv_gid_entry *entry,
-				uint32_t flags, size_t entry_size)
+int sv_query_gid_ex(struct ibv_context *c, uint32_t port, uint32_t index,
+		    struct ibv_gid_entry *entry, uint32_t flags,
+		    size_t entry_size)
 {
 	union ibv_gid gids[SV_GID_TBL_LEN];
 	int n;
@@ -584,10 +556,8 @@ SV_EXPORT int _ibv_query_gid_ex(struct ibv_context *c, uint32_t port,
 	return 0;
 }
 
-SV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *c,
-				       struct ibv_gid_entry *entries,
-				       size_t max, uint32_t flags,
-				       size_t entry_size)
+ssize_t sv_query_gid_table(struct ibv_context *c, struct ibv_gid_entry *entries,
+			   size_t max, uint32_t flags, size_t entry_size)
 {
 	union ibv_gid gids[SV_GID_TBL_LEN];
 	int n;
@@ -614,22 +584,22 @@ SV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *c,
  * nothing is needed and nothing is done: registered memory is not
  * MADV_DONTFORK'd (we pin nothing; the engine copies through the
  * registering process's own mappings), so a child may read it as usual. */
-SV_EXPORT int ibv_fork_init(void)
+int sv_fork_init(void)
 {
 	return 0;
 }
 
-SV_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void)
+enum ibv_fork_status sv_is_fork_initialized(void)
 {
 	return IBV_FORK_UNNEEDED;
 }
 
-SV_EXPORT int ibv_dontfork_range(void *base, size_t size)
+int sv_dontfork_range(void *base, size_t size)
 {
 	return 0;
 }
 
-SV_EXPORT int ibv_dofork_range(void *base, size_t size)
+int sv_dofork_range(void *base, size_t size)
 {
 	return 0;
 }

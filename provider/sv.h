@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 
 #include "abi/export.h"
+#include "entry.h"
 #include "link.h"
 #include "util.h"
 
@@ -674,7 +675,5 @@ int sv_query_device_ex(struct ibv_context *c,
 		       const struct ibv_query_device_ex_input *in,
 		       struct ibv_device_attr_ex *attr, size_t attr_size);
 int sv_query_rt_values(struct ibv_context *c, struct ibv_values_ex *values);
-int sv_query_port(struct ibv_context *c, uint8_t port,
-		  struct ibv_port_attr *attr, size_t attr_len);
 
 #endif
