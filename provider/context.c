@@ -56,7 +56,7 @@ static void set_ops(struct sv_context *ctx)
 	ctx->vctx.open_qp = sv_open_qp;
 }
 
-SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
+struct ibv_context *sv_open_device(struct ibv_device *dev)
 {
 	struct sv_context *ctx;
 	int err;
@@ -121,7 +121,7 @@ err_free_ctx:
 	return NULL;
 }
 
-SV_EXPORT int ibv_close_device(struct ibv_context *c)
+int sv_close_device(struct ibv_context *c)
 {
 	struct sv_context *ctx = to_sctx(c);
 
@@ -147,7 +147,7 @@ SV_EXPORT int ibv_close_device(struct ibv_context *c)
 
 /* A PD's id names it in the key table (rmem.h): non-zero, unique in the
  * context until 2^32 PDs have been made. */
-SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *c)
+struct ibv_pd *sv_alloc_pd(struct ibv_context *c)
 {
 	struct sv_context *ctx = to_sctx(c);
 	struct sv_pd *pd;
@@ -174,7 +174,7 @@ SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *c)
 	return &pd->ibv;
 }
 
-SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
+int sv_dealloc_pd(struct ibv_pd *ibpd)
 {
 	struct sv_pd *pd = to_spd(ibpd);
 
