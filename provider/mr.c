@@ -22,9 +22,6 @@
 #include "rmem.h"
 #include "sv.h"
 
-#undef ibv_reg_mr
-#undef ibv_reg_mr_iova
-
 #define SV_ACCESS_KNOWN                                                      \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                  \
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                 \
@@ -145,9 +142,8 @@ struct sv_mr *sv_mr_lookup(struct sv_context *ctx, uint32_t key,
 	return mr;
 }
 
-SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
-					  size_t length, uint64_t iova,
-					  unsigned int access)
+struct ibv_mr *sv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length,
+			       uint64_t iova, unsigned int access)
 {
 	struct sv_context *ctx = to_sctx(ibpd->context);
 	struct sv_pd *pd = to_spd(ibpd);
@@ -190,21 +186,7 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
 	return &mr->ibv;
 }
 
-SV_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr,
-				    size_t length, int access)
-{
-	return ibv_reg_mr_iova2(pd, addr, length, (uintptr_t)addr,
-				(unsigned int)access);
-}
-
-SV_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr,
-					 size_t length, uint64_t iova,
-					 int access)
-{
-	return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned int)access);
-}
-
-SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
+int sv_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct sv_mr *mr = container_of(ibmr, struct sv_mr, ibv);
 	struct sv_context *ctx = to_sctx(ibmr->context);
@@ -248,8 +230,8 @@ static bool rereg_bad_input(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
  * check is made before anything changes, so on any error the old MR is
  * still whole (stronger than IBV_REREG_MR_ERR_CMD promises).
  */
-SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
-			   void *addr, size_t length, int access)
+int sv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr,
+		size_t length, int access)
 {
 	struct sv_mr *mr = container_of(ibmr, struct sv_mr, ibv);
 	struct sv_context *ctx;

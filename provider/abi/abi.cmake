@@ -11,7 +11,8 @@ set(SV_ABI_SOURCES
 	${SV_ABI_DIR}/strings.c
 	${SV_ABI_DIR}/unsupported.c
 	${SV_ABI_DIR}/verbs_context.c
-	${SV_ABI_DIR}/verbs_device.c)
+	${SV_ABI_DIR}/verbs_device.c
+	${SV_ABI_DIR}/verbs_mr.c)
 
 # Soname, version nodes, hidden-by-default symbols, no undefined symbols.
 function(sv_abi_link target)
