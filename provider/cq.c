@@ -386,10 +386,8 @@ err_nomem:
 	return NULL;
 }
 
-SV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe,
-				       void *cq_context,
-				       struct ibv_comp_channel *channel,
-				       int comp_vector)
+struct ibv_cq *sv_create_cq(struct ibv_context *c, int cqe, void *cq_context,
+			    struct ibv_comp_channel *channel, int comp_vector)
 {
 	struct sv_cq *cq;
 
@@ -444,7 +442,7 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *c,
 	return cq ? &cq->ex : NULL;
 }
 
-SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
+int sv_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct sv_cq *cq = to_scq(ibcq);
 	struct ibv_comp_channel *ch = ibcq->channel;
@@ -498,7 +496,7 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
  * right, and everything that reads the array holds cq->lock (poll, the
  * extended poll from start to end, push).  0 or a positive errno.
  */
-SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
+int sv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
 	struct sv_cq *cq;
 	struct sv_cqe *q, *old;
