@@ -98,8 +98,7 @@ static bool is_srq_event(enum ibv_event_type t)
 	return t == IBV_EVENT_SRQ_LIMIT_REACHED || t == IBV_EVENT_SRQ_ERR;
 }
 
-SV_EXPORT int ibv_get_async_event(struct ibv_context *c,
-				  struct ibv_async_event *event)
+int sv_get_async_event(struct ibv_context *c, struct ibv_async_event *event)
 {
 	struct sv_context *ctx = to_sctx(c);
 	struct sv_async_ev *a;
@@ -150,7 +149,7 @@ void sv_async_forget(struct sv_context *ctx, void *obj)
 	pthread_mutex_unlock(&ctx->async.lock);
 }
 
-SV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
+void sv_ack_async_event(struct ibv_async_event *event)
 {
 	pthread_mutex_t *m;
 	pthread_cond_t *cond;
@@ -183,8 +182,7 @@ SV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 	pthread_mutex_unlock(m);
 }
 
-SV_EXPORT struct ibv_comp_channel *
-ibv_create_comp_channel(struct ibv_context *c)
+struct ibv_comp_channel *sv_create_comp_channel(struct ibv_context *c)
 {
 	struct sv_channel *ch = calloc(1, sizeof(*ch));
 	int err;
@@ -205,7 +203,7 @@ ibv_create_comp_channel(struct ibv_context *c)
 	return &ch->ibv;
 }
 
-SV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+int sv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
 	struct sv_channel *ch = container_of(channel, struct sv_channel, ibv);
 	int busy;
@@ -253,8 +251,8 @@ static bool spin_for_event(struct sv_channel *ch)
 	return poll(&p, 1, 0) == 1;
 }
 
-SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
-			       struct ibv_cq **cq_out, void **cq_context)
+int sv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out,
+		    void **cq_context)
 {
 	struct sv_channel *ch = container_of(channel, struct sv_channel, ibv);
 	struct sv_cq *cq;
@@ -279,7 +277,7 @@ SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 	return 0;
 }
 
-SV_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+void sv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 {
 	pthread_mutex_lock(&cq->mutex);
 	cq->comp_events_completed += nevents;
