@@ -499,8 +499,7 @@ err_link:
 	return err;
 }
 
-SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
-			    int mask)
+int sv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
 	struct sv_qp *qp = to_sqp(ibqp);
 	enum ibv_qp_state cur, next;
@@ -541,8 +540,8 @@ out:
 	return err;
 }
 
-SV_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
-			   int mask, struct ibv_qp_init_attr *init)
+int sv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
+		struct ibv_qp_init_attr *init)
 {
 	struct sv_qp *qp = to_sqp(ibqp);
 
@@ -872,8 +871,7 @@ err_out:
 	return NULL;
 }
 
-SV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
-				       struct ibv_qp_init_attr *attr)
+struct ibv_qp *sv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
 	struct ibv_qp_init_attr_ex ex;
 	struct ibv_qp *qp;
@@ -926,7 +924,7 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *c,
 	return ibqp;
 }
 
-SV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+struct ibv_qp_ex *sv_qp_to_qp_ex(struct ibv_qp *qp)
 {
 	return &to_sqp(qp)->qpx;
 }
@@ -947,7 +945,7 @@ static bool xrc_close_handle(struct sv_qp *qp)
 	return more;
 }
 
-SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
+int sv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct sv_qp *qp = to_sqp(ibqp);
 	struct sv_context *ctx = qp->ctx;
