@@ -80,8 +80,7 @@ err_out:
 	return NULL;
 }
 
-SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
-					 struct ibv_srq_init_attr *attr)
+struct ibv_srq *sv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
 	if (!pd || !attr) {
 		errno = EINVAL;
@@ -116,7 +115,7 @@ static struct ibv_srq *create_xsrq(struct ibv_context *c,
 	err = -sv_xsrq_bind(srq);
 	if (err) {
 		srq->xrcd = NULL;
-		ibv_destroy_srq(ibsrq);
+		sv_destroy_srq(ibsrq);
 		errno = err;
 		return NULL;
 	}
@@ -190,8 +189,7 @@ static int resize(struct sv_srq *srq, uint32_t max_wr)
 
 /* ibv_modify_srq(3): the limit must be below max_wr (the new one, if it
  * changes too); a failed modify changes nothing. */
-SV_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
-			     int mask)
+int sv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 {
 	struct sv_srq *srq = to_ssrq(ibsrq);
 	int err = 0;
@@ -218,7 +216,7 @@ out:
 	return -err;
 }
 
-SV_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+int sv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 {
 	struct sv_srq *srq = to_ssrq(ibsrq);
 
@@ -231,7 +229,7 @@ SV_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 }
 
 /* EBUSY while a QP is attached (its responder may take from it). */
-SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
+int sv_destroy_srq(struct ibv_srq *ibsrq)
 {
 	struct sv_srq *srq = to_ssrq(ibsrq);
 

@@ -15,7 +15,8 @@ set(SV_ABI_SOURCES
 	${SV_ABI_DIR}/verbs_cq.c
 	${SV_ABI_DIR}/verbs_device.c
 	${SV_ABI_DIR}/verbs_mr.c
-	${SV_ABI_DIR}/verbs_qp.c)
+	${SV_ABI_DIR}/verbs_qp.c
+	${SV_ABI_DIR}/verbs_srq.c)
 
 # Soname, version nodes, hidden-by-default symbols, no undefined symbols.
 function(sv_abi_link target)
