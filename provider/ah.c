@@ -25,8 +25,7 @@ static int check_ah(const struct ibv_ah_attr *a)
 	return sv_av_check(a, "ibv_create_ah", true);
 }
 
-SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
-				       struct ibv_ah_attr *attr)
+struct ibv_ah *sv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	struct sv_ah *ah;
 	int err;
@@ -60,7 +59,7 @@ SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 		return NULL;
 	}
 	if (attr->is_global &&
-	    ibv_query_gid(pd->context, 1, attr->grh.sgid_index, &ah->sgid)) {
+	    sv_query_gid(pd->context, 1, attr->grh.sgid_index, &ah->sgid)) {
 		free(ah);
 		sv_obj_put(to_sctx(pd->context), SV_OBJ_AH);
 		errno = EINVAL;
@@ -72,7 +71,7 @@ SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 	return &ah->ibv;
 }
 
-SV_EXPORT int ibv_destroy_ah(struct ibv_ah *ibah)
+int sv_destroy_ah(struct ibv_ah *ibah)
 {
 	struct sv_ah *ah;
 

@@ -10,6 +10,7 @@ set(SV_ABI_SOURCES
 	${SV_ABI_DIR}/private34.c
 	${SV_ABI_DIR}/strings.c
 	${SV_ABI_DIR}/unsupported.c
+	${SV_ABI_DIR}/verbs_ah.c
 	${SV_ABI_DIR}/verbs_channel.c
 	${SV_ABI_DIR}/verbs_context.c
 	${SV_ABI_DIR}/verbs_cq.c
