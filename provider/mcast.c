@@ -440,8 +440,7 @@ void sv_mcast_detach_all(struct sv_qp *qp)
 	pthread_mutex_unlock(&qp->ctx->mcast_lock);
 }
 
-SV_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
-			       uint16_t lid)
+int sv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
 	int err = check_args(qp, gid, lid);
 
@@ -449,8 +448,7 @@ SV_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 }
 
 /* uverbs: detaching what is not attached is EINVAL. */
-SV_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
-			       uint16_t lid)
+int sv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
 	struct sv_context *ctx;
 	struct sv_mcast *m;
