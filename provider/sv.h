@@ -18,10 +18,15 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "abi/export.h"
 #include "entry.h"
 #include "link.h"
 #include "util.h"
+
+/*
+ * Exports live in abi/ alone (DESIGN.md, "provider/"): abi/export.h is not
+ * for the layers below it, and SV_EXPORT in an object file stops the build.
+ */
+#pragma GCC poison SV_EXPORT SV_SYMVER
 
 /*
  * The device's limits: what ibv_query_device reports and what create and
