@@ -17,7 +17,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include "sv.h"
@@ -36,40 +35,6 @@
 #define SV_HW_VER	  1
 #define SV_HW_REV	  "1" /* sysfs: the same */
 #define SV_FW_VER	  "1.0.0"
-
-int sv_debug;
-
-void sv_lock_slow(struct sv_lock *l)
-{
-	for (unsigned int spins = 0;; spins++) {
-		if (sv_trylock(l))
-			return;
-		if (spins < 64) {
-#if defined(__x86_64__) || defined(__i386__)
-			__builtin_ia32_pause();
-#endif
-		} else {
-			sched_yield(); /* let a preempted holder run */
-		}
-	}
-}
-
-void sv_log(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "softverbs[%d]: ", getpid());
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-}
-
-__attribute__((constructor)) static void sv_init_debug(void)
-{
-	const char *d = getenv("SOFTVERBS_DEBUG");
-
-	sv_debug = d && *d && strcmp(d, "0");
-}
 
 /*
  * The device outlives ibv_free_device_list().  The NULL after it is where

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+/*
+ * util.h's out-of-line parts: the lock's contended path and the debug log
+ * (SOFTVERBS_DEBUG).  Every layer uses them, so they live beside none.
+ */
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+int sv_debug;
+
+void sv_lock_slow(struct sv_lock *l)
+{
+	for (unsigned int spins = 0;; spins++) {
+		if (sv_trylock(l))
+			return;
+		if (spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+			__builtin_ia32_pause();
+#endif
+		} else {
+			sched_yield(); /* let a preempted holder run */
+		}
+	}
+}
+
+void sv_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "softverbs[%d]: ", getpid());
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
+__attribute__((constructor)) static void sv_init_debug(void)
+{
+	const char *d = getenv("SOFTVERBS_DEBUG");
+
+	sv_debug = d && *d && strcmp(d, "0");
+}
