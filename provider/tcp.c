@@ -1054,22 +1054,34 @@ bool sv_tcp_owed(const struct sv_link *l, uint64_t now)
 	return t && t->owed_ns && now - t->owed_ns >= SV_TCP_ACK_DELAY_NS;
 }
 
+/* Bytes of the peer's wait unread in our socket. */
+static bool unread(const struct sv_tcp *t)
+{
+	int n = 0;
+
+	return t->in_fd >= 0 && !ioctl(t->in_fd, SIOCINQ, &n) && n > 0;
+}
+
+static void go_loud(struct sv_tcp *t, const char *why)
+{
+	sv_dbg("qp %06x: tcp: arrivals waited unread %s: the thread takes "
+	       "each from now on\n",
+	       t->my_qpn, why);
+	t->loud = true;
+}
+
 bool sv_tcp_stalled(struct sv_link *l)
 {
 	struct sv_tcp *t = l->tcp;
 	bool moved;
-	int n = 0;
 
 	if (!t || t->loud)
 		return false;
 	moved = t->in_bytes != t->seen_in_bytes;
 	t->seen_in_bytes = t->in_bytes;
-	if (moved || t->in_fd < 0 || ioctl(t->in_fd, SIOCINQ, &n) || n <= 0)
+	if (moved || !unread(t))
 		return false;
-	sv_dbg("qp %06x: tcp: arrivals wait unread while the app drives: "
-	       "the thread takes each from now on\n",
-	       t->my_qpn);
-	t->loud = true;
+	go_loud(t, "while the app drives");
 	return true;
 }
 
@@ -1077,8 +1089,13 @@ void sv_tcp_quiet(struct sv_link *l, bool quiet)
 {
 	struct sv_tcp *t = l->tcp;
 
-	if (t)
-		sv_progress_quiet(t->ctx, t->in_pfd, quiet && !t->loud);
+	if (!t)
+		return;
+	/* the app stopped driving it with something waiting: it drives it
+	 * between waits of its own (on its memory, say) */
+	if (!quiet && t->in_pfd->quiet && !t->loud && unread(t))
+		go_loud(t, "till the app stopped driving");
+	sv_progress_quiet(t->ctx, t->in_pfd, quiet && !t->loud);
 }
 
 int sv_tcp_in_fd(const struct sv_link *l)

@@ -161,7 +161,8 @@ bool sv_tcp_owed(const struct sv_link *l, uint64_t now);
  * (once) when bytes waited unread since its last look with none read,
  * i.e. the app drives the QP but does not wait on it (it polls its memory
  * for an RDMA write our responder must do, ib_write_lat): from then on
- * the link is never quiet. */
+ * the link is never quiet.  So does a link found with bytes unread when
+ * the thread takes it back from the app (undriven for a check period). */
 bool sv_tcp_stalled(struct sv_link *l);
 void sv_tcp_quiet(struct sv_link *l, bool quiet);
 /* Sends what the engine published (records, state); never blocks. */
