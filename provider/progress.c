@@ -75,7 +75,21 @@ void sv_qp_drive(struct sv_qp *qp)
 	/* someone else in the engine for this QP: it makes the progress */
 	if (!sv_trylock(&qp->lock))
 		return;
-	sv_qp_run(qp, 0);
+	if (__builtin_expect(qp->link.tcp != NULL, 0)) {
+		/* our ACKs may wait for the app's reply, if a late one
+		 * cannot make the peer time out: its timeout is unknown
+		 * here, ours is the best guess (the thread looks every
+		 * SV_ACTIVE_CHECK_MS) */
+		uint64_t t = sv_qp_ack_timeout_ns(qp);
+
+		sv_tcp_set_lazy(&qp->link, !qp->attr.timeout ||
+						   t >= 4 * SV_ACTIVE_CHECK_MS *
+								   1000000ull);
+		sv_qp_run(qp, 0);
+		sv_tcp_set_lazy(&qp->link, false);
+	} else {
+		sv_qp_run(qp, 0);
+	}
 	sv_unlock(&qp->lock);
 }
 
@@ -136,18 +150,28 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 			/* new rings start asleep (ring.c): this clears them */
 			*active = true;
 			sv_link_set_sleep(&qp->link, false);
-			/* over TCP the peer's requests need our responder
-			 * (its one-sided ones too: on shared memory it does
-			 * them itself): what arrived runs now, not at the
-			 * app's next poll — the app may be polling its
-			 * memory for that very RDMA write (ib_write_lat took
-			 * 2.6-5.4 ms a round trip across namespaces) */
-			if (rung && qp->link.tcp)
-				sv_qp_run(qp, now);
+			/* over TCP its polls read what arrives: we stop
+			 * watching (a wake-up per message took half the
+			 * time of a small one across hosts), unless what
+			 * arrives waits unread — the app drives the QP but
+			 * polls its memory for an RDMA write our responder
+			 * must do (ib_write_lat): then we run it on each
+			 * arrival, not at the app's next poll (2.6-5.4 ms a
+			 * round trip); and we send an ACK the app's polls
+			 * let wait (sv_tcp_set_lazy) */
+			if (qp->link.tcp) {
+				bool stalled = sv_tcp_stalled(&qp->link);
+
+				sv_tcp_quiet(&qp->link, true);
+				if (rung || stalled ||
+				    sv_tcp_owed(&qp->link, now))
+					sv_qp_run(qp, now);
+			}
 			sv_unlock(&qp->lock);
 			continue;
 		}
 		sv_link_set_sleep(&qp->link, true);
+		sv_tcp_quiet(&qp->link, false);
 		/* seq_cst: flags up before we look at the rings (Dekker) */
 		atomic_thread_fence(memory_order_seq_cst);
 		sv_qp_run(qp, now);
@@ -343,8 +367,23 @@ void sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd)
 	    p->kind == SV_PFD_DOOR || p->kind == SV_PFD_DOOR_PEND)
 		ev.events |= EPOLLET;
 	p->fd = fd;
+	p->quiet = false;
 	if (epoll_ctl(ctx->prog->epfd, EPOLL_CTL_ADD, fd, &ev))
 		sv_dbg("epoll add %d: %s\n", fd, strerror(errno));
+}
+
+void sv_progress_quiet(struct sv_context *ctx, struct sv_pfd *p, bool quiet)
+{
+	struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLET, .data.ptr = p};
+
+	if (p->fd < 0 || p->quiet == quiet)
+		return;
+	/* back on: data already there is an event at once (MOD re-arms) */
+	if (!quiet)
+		ev.events |= EPOLLIN;
+	p->quiet = quiet;
+	if (epoll_ctl(ctx->prog->epfd, EPOLL_CTL_MOD, p->fd, &ev))
+		sv_dbg("epoll mod %d: %s\n", p->fd, strerror(errno));
 }
 
 void sv_progress_want_out(struct sv_context *ctx, struct sv_pfd *p, bool out)

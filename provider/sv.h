@@ -100,6 +100,7 @@ struct sv_pfd {
 	struct sv_qp *qp;
 	struct sv_srq *srq; /* SV_PFD_XSRQ: whose socket (qp NULL) */
 	atomic_bool rung;   /* a link doorbell fired: drain under qp->lock */
+	bool quiet;	    /* EPOLLIN off (sv_progress_quiet) */
 };
 
 /* An event queue behind a real fd (eventfd in semaphore mode): one count
@@ -638,6 +639,8 @@ void sv_progress_del(struct sv_context *ctx, struct sv_pfd *p);
 /* An edge-triggered socket of ours (SV_PFD_TCP): out, whether room to
  * send wakes the thread too. */
 void sv_progress_want_out(struct sv_context *ctx, struct sv_pfd *p, bool out);
+/* Stops (or resumes) watching p for input; hang-ups still wake us. */
+void sv_progress_quiet(struct sv_context *ctx, struct sv_pfd *p, bool quiet);
 void sv_progress_kick(struct sv_context *ctx);
 /* New send work while the app may not poll: the thread must see timers. */
 void sv_progress_note_work(struct sv_context *ctx);

@@ -14,11 +14,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
+#include <linux/sockios.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -71,6 +73,10 @@ struct sv_tcp {
 	bool abort_pending; /* an RNR abort to send */
 	bool want_out;	    /* EPOLLOUT asked for: we wait for room */
 	bool defer;	    /* the engine runs: flush at its end */
+	bool lazy;	    /* the app's poll runs it: our state may wait
+			     * for the next frame (sv_tcp_set_lazy) */
+	bool loud;	    /* the thread runs it on every arrival, driven
+			     * or not (sv_tcp_stalled) */
 	int spare;	    /* held for the peer's socket (sv_tcp_spare) */
 	unsigned int user_timeout_ms; /* TCP_USER_TIMEOUT set on out_fd */
 	uint32_t my_qpn;
@@ -78,21 +84,26 @@ struct sv_tcp {
 	uint64_t rx_recv, rsp_recv; /* next positions we expect */
 	uint64_t peer_rx_size, peer_rsp_size;
 	struct sv_tcp_state sent; /* last state sent */
-	bool sent_valid;
+	struct sv_tcp_state prev; /* the one before it */
+	bool sent_valid, prev_valid;
+	bool omore; /* obuf goes with MSG_MORE (state_may_wait) */
 	struct sv_tcp_hello_ack ack; /* being read on out_fd */
 	uint32_t ack_got;
 	uint8_t *obuf;
 	uint32_t olen, ooff;
 	uint8_t *ibuf;
 	uint32_t ilen;
-	uint64_t next_ns;      /* OUT_NONE: when to connect */
-	uint64_t wait_ns;      /* backoff */
-	uint64_t deadline_ns;  /* OUT_CONNECTING, OUT_HELLO: give up then */
-	uint64_t door_wait_ns; /* the door's time to pass us (DOOR_WAIT_NS) */
-	uint64_t hello_ns;     /* when our hello went */
-	uint64_t down_since;   /* when our connection broke after the peer
-				* answered; 0 while it is up */
-	uint32_t refused;      /* calls refused in a row */
+	uint64_t next_ns;	/* OUT_NONE: when to connect */
+	uint64_t wait_ns;	/* backoff */
+	uint64_t deadline_ns;	/* OUT_CONNECTING, OUT_HELLO: give up then */
+	uint64_t door_wait_ns;	/* the door's time to pass us (DOOR_WAIT_NS) */
+	uint64_t hello_ns;	/* when our hello went */
+	uint64_t down_since;	/* when our connection broke after the peer
+				 * answered; 0 while it is up */
+	uint32_t refused;	/* calls refused in a row */
+	uint64_t owed_ns;	/* since when a state of ours waits */
+	uint64_t in_bytes;	/* read from the peer's connection */
+	uint64_t seen_in_bytes; /* in_bytes at the thread's last look */
 };
 
 /* The CRC of a frame: its header with crc 0, then its body. */
@@ -257,6 +268,8 @@ static void close_out(struct sv_tcp *t, uint64_t now)
 	t->out_fd = -1;
 	t->out = OUT_NONE;
 	t->olen = t->ooff = 0;
+	t->omore = false;
+	t->owed_ns = 0;
 	t->ack_got = 0;
 	t->sent_valid = false;
 	t->want_out = false;
@@ -687,6 +700,7 @@ static void read_in(struct sv_link *l)
 			return;
 		}
 		t->ilen += (uint32_t)n;
+		t->in_bytes += (uint64_t)n;
 		for (;;) {
 			struct sv_tcp_frame f;
 			int64_t b;
@@ -771,6 +785,7 @@ static void put_records(struct sv_tcp *t, struct sv_ring *r, uint16_t ring,
 	}
 }
 
+/* Our state (ACK word, consumer indexes, RNR) when it changed. */
 static void put_state(struct sv_link *l)
 {
 	struct sv_tcp *t = l->tcp;
@@ -786,8 +801,44 @@ static void put_state(struct sv_link *l)
 	if (OBUF_LEN - t->olen < sizeof(struct sv_tcp_frame) + sizeof(s))
 		return;
 	put_frame(t, SV_TF_STATE, 0, sizeof(s), 0, &s, sizeof(s));
+	t->prev = t->sent;
 	t->sent = s;
 	t->sent_valid = true;
+}
+
+/*
+ * Whether a state of ours, alone in the buffer, may wait in the kernel
+ * (MSG_MORE) for the next frame to ride with: while the app's poll runs
+ * the engine (lazy), a state that only moves on (an ACK, room in our
+ * rings) waits for the reply a ping-pong posts at once, or
+ * SV_TCP_ACK_DELAY_NS, after which the app's next poll or the progress
+ * thread's look pushes it (sv_tcp_owed).  Each state alone costs a TCP
+ * segment, and across hosts that was half of a small message's way (IBA
+ * 9.7.5.1.1: a responder may coalesce ACKs).  Held by the kernel, not
+ * by us, it still goes if the process ends right after its poll (the
+ * socket's close sends what is queued): the peer's send completes as on
+ * hardware.  An RNR change never waits, nor room the peer may wait for.
+ */
+static bool state_may_wait(const struct sv_link *l)
+{
+	const struct sv_tcp *t = l->tcp;
+
+	return t->lazy && t->prev_valid && t->sent.rnr == t->prev.rnr &&
+	       t->olen == sizeof(struct sv_tcp_frame) +
+				  sizeof(struct sv_tcp_state) &&
+	       t->rx_recv - t->sent.rx_tail < l->rx.size / 4 &&
+	       t->rsp_recv - t->sent.rsp_tail < l->rsp_rx.size / 4;
+}
+
+/* Sends what the kernel holds of ours (TCP_NODELAY pushes it). */
+static void push_held(struct sv_tcp *t)
+{
+	int one = 1;
+
+	t->owed_ns = 0;
+	if (t->out_fd >= 0)
+		setsockopt(t->out_fd, IPPROTO_TCP, TCP_NODELAY, &one,
+			   sizeof(one));
 }
 
 void sv_tcp_flush(struct sv_link *l)
@@ -800,7 +851,8 @@ void sv_tcp_flush(struct sv_link *l)
 		if (t->ooff < t->olen) {
 			ssize_t n = send(t->out_fd, t->obuf + t->ooff,
 					 t->olen - t->ooff,
-					 MSG_DONTWAIT | MSG_NOSIGNAL);
+					 MSG_DONTWAIT | MSG_NOSIGNAL |
+						 (t->omore ? MSG_MORE : 0));
 
 			if (n < 0 && errno != EAGAIN && errno != EINTR) {
 				close_out(t, sv_now_ns());
@@ -817,12 +869,17 @@ void sv_tcp_flush(struct sv_link *l)
 				t->want_out = true;
 				return;
 			}
+			if (!t->omore)
+				t->owed_ns = 0; /* it went with this */
+			else if (!t->owed_ns)
+				t->owed_ns = sv_now_ns();
 		}
 		if (t->want_out) {
 			sv_progress_want_out(t->ctx, t->out_pfd, false);
 			t->want_out = false;
 		}
 		t->olen = t->ooff = 0;
+		t->prev_valid = t->sent_valid;
 		put_state(l);
 		if (t->abort_pending) {
 			put_frame(t, SV_TF_RNR_ABORT, 0, 0, 0, NULL, 0);
@@ -831,8 +888,13 @@ void sv_tcp_flush(struct sv_link *l)
 		put_records(t, &l->tx, SV_TR_REQ, &t->tx_sent);
 		put_records(t, &l->rsp_tx, SV_TR_RSP, &t->rsp_sent);
 		if (!t->olen)
-			return;
+			break;
+		t->omore = state_may_wait(l);
 	}
+	t->omore = false;
+	if (t->owed_ns &&
+	    (!t->lazy || sv_now_ns() - t->owed_ns >= SV_TCP_ACK_DELAY_NS))
+		push_held(t);
 }
 
 bool sv_tcp_rnr_abort(struct sv_link *l)
@@ -979,6 +1041,63 @@ void sv_tcp_run_end(struct sv_link *l)
 	sv_tcp_flush(l);
 }
 
+void sv_tcp_set_lazy(struct sv_link *l, bool lazy)
+{
+	if (l->tcp)
+		l->tcp->lazy = lazy;
+}
+
+bool sv_tcp_owed(const struct sv_link *l, uint64_t now)
+{
+	const struct sv_tcp *t = l->tcp;
+
+	return t && t->owed_ns && now - t->owed_ns >= SV_TCP_ACK_DELAY_NS;
+}
+
+/* Bytes of the peer's wait unread in our socket. */
+static bool unread(const struct sv_tcp *t)
+{
+	int n = 0;
+
+	return t->in_fd >= 0 && !ioctl(t->in_fd, SIOCINQ, &n) && n > 0;
+}
+
+static void go_loud(struct sv_tcp *t, const char *why)
+{
+	sv_dbg("qp %06x: tcp: arrivals waited unread %s: the thread takes "
+	       "each from now on\n",
+	       t->my_qpn, why);
+	t->loud = true;
+}
+
+bool sv_tcp_stalled(struct sv_link *l)
+{
+	struct sv_tcp *t = l->tcp;
+	bool moved;
+
+	if (!t || t->loud)
+		return false;
+	moved = t->in_bytes != t->seen_in_bytes;
+	t->seen_in_bytes = t->in_bytes;
+	if (moved || !unread(t))
+		return false;
+	go_loud(t, "while the app drives");
+	return true;
+}
+
+void sv_tcp_quiet(struct sv_link *l, bool quiet)
+{
+	struct sv_tcp *t = l->tcp;
+
+	if (!t)
+		return;
+	/* the app stopped driving it with something waiting: it drives it
+	 * between waits of its own (on its memory, say) */
+	if (!quiet && t->in_pfd->quiet && !t->loud && unread(t))
+		go_loud(t, "till the app stopped driving");
+	sv_progress_quiet(t->ctx, t->in_pfd, quiet && !t->loud);
+}
+
 int sv_tcp_in_fd(const struct sv_link *l)
 {
 	return l->tcp ? l->tcp->in_fd : -1;
@@ -1014,6 +1133,7 @@ void sv_tcp_close(struct sv_link *l, bool bye)
 	if (!t)
 		return;
 	t->defer = false; /* an engine's run ends here (QP to ERROR) */
+	t->lazy = false;
 	if (bye && t->out == OUT_READY) {
 		sv_tcp_flush(l); /* what we acked, then goodbye */
 		if (t->olen == 0) {

@@ -148,6 +148,23 @@ void sv_tcp_retransmit(struct sv_link *l);
  * its ACKs and requests together. */
 void sv_tcp_run_begin(struct sv_link *l);
 void sv_tcp_run_end(struct sv_link *l);
+/* While the app's poll runs the engine (sv_qp_drive), a state of ours
+ * that only moves on may wait in the kernel for the next frame, up to this
+ * long (tcp.c, state_may_wait). */
+#define SV_TCP_ACK_DELAY_NS 20000ull
+void sv_tcp_set_lazy(struct sv_link *l, bool lazy);
+/* A state of ours has waited SV_TCP_ACK_DELAY_NS: the thread pushes it. */
+bool sv_tcp_owed(const struct sv_link *l, uint64_t now);
+/* For a QP the app drives, the thread stops watching what arrives on the
+ * peer's connection (quiet): the app's polls read it, with no thread
+ * woken per message.  The thread calls sv_tcp_stalled at each look: true
+ * (once) when bytes waited unread since its last look with none read,
+ * i.e. the app drives the QP but does not wait on it (it polls its memory
+ * for an RDMA write our responder must do, ib_write_lat): from then on
+ * the link is never quiet.  So does a link found with bytes unread when
+ * the thread takes it back from the app (undriven for a check period). */
+bool sv_tcp_stalled(struct sv_link *l);
+void sv_tcp_quiet(struct sv_link *l, bool quiet);
 /* Sends what the engine published (records, state); never blocks. */
 void sv_tcp_flush(struct sv_link *l);
 /* The requester gives up on an RNR'd packet: false if the responder has
