@@ -79,6 +79,45 @@ grep -h "^step\|^connect " "$log/cmtime_100" | sed 's/^/       /'
 kill $spid 2>/dev/null
 wait $spid 2>/dev/null
 
+# mckey across namespaces: receivers in b and c join 239.78.x.1 (RoCE's
+# MGID ::ffff:239.78.x.1, an IPv4 group the verbs carry between hosts),
+# then a sends 10; each receiver must take its 10 (mckey waits for them)
+mgrp=239.78.$(($$ % 250)).1
+for n in b c; do
+	case $n in b) ma=10.77.0.2 ;; c) ma=10.77.0.3 ;; esac
+	timeout 60 ip netns exec "$tag-$n" $run stdbuf -oL mckey -m $mgrp \
+		-b "$ma" -C 10 >"$log/mckey.$n" 2>&1 &
+	eval "mk_$n=\$!"
+done
+t=0
+until grep -q "joined dgid" "$log/mckey.b" && grep -q "joined dgid" "$log/mckey.c"; do
+	[ $t -ge 200 ] && break
+	t=$((t + 1))
+	sleep 0.05 # no event says another namespace's program joined
+done
+timeout 60 ip netns exec "$tag-a" $run mckey -m $mgrp -b $A -s -C 10 \
+	>"$log/mckey.a" 2>&1
+ms=$?
+# shellcheck disable=SC2154
+wait "$mk_b"
+mb=$?
+# shellcheck disable=SC2154
+wait "$mk_c"
+mc=$?
+if [ $ms -ne 0 ] || [ $mb -ne 0 ] || [ $mc -ne 0 ] ||
+	! grep -q "joined dgid: ::ffff:$mgrp" "$log/mckey.a" ||
+	! grep -q "receiving data transfers" "$log/mckey.b" ||
+	! grep -q "data transfers complete" "$log/mckey.b" ||
+	! grep -q "data transfers complete" "$log/mckey.c"; then
+	echo "FAIL mckey_a_to_b_c: sender rc $ms, receivers rc $mb/$mc"
+	for n in a b c; do
+		sed "s/^/  $n: /" "$log/mckey.$n" | tail -6
+	done
+	failed=1
+else
+	echo "ok   mckey_a_to_b_c: $(grep "joined dgid" "$log/mckey.a"); b and c received 10 each"
+fi
+
 # UD ids do not cross hosts (SIDR is not on the CM's TCP rendezvous yet):
 # udaddy's resolve fails at once with ADDR_ERROR and our line on stderr
 ends udaddy_across_hosts_fails_fast 10 "reach this host's processes only" \
