@@ -4,8 +4,9 @@
  * interfaces of this network namespace, and loopback), the GID the
  * device's table holds for one (::ffff:a.b.c.d for an IPv4 address, the
  * link-local GID otherwise), and ports: an id's (address, port) is held
- * by a real socket of the kernel's TCP (or, for RDMA_PS_UDP, UDP) space,
- * so port 0 picks a free port and two ids never share one.  Another
+ * by a real socket of the kernel's TCP (or, for RDMA_PS_UDP, UDP, and a
+ * TCP socket at the same number for SIDR's rendezvous) space, so port 0
+ * picks a free port and two ids never share one.  Another
  * host's IPv4 address is reached if the kernel has a route to it (the
  * TCP rendezvous of link.c); its source is the route's, as on RoCE.
  */
