@@ -496,9 +496,16 @@ SV_TEST(mcastnet_detach_destroy_close_leave)
 
 /* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB over UDP: the attached sender does
  * not get its own copy back through its listener; another member QP of
- * the process gets it once. */
+ * the process gets it once.  Another host's QP may have the same number
+ * (QPNs are unique per host): a datagram with the blocked QP's number
+ * and a source GID that is not this host's reaches it; with one of this
+ * host's GIDs it is its own, and does not. */
 SV_TEST(mcastnet_block_self_loopback)
 {
+	struct in_addr lo = {htonl(INADDR_LOOPBACK)};
+	struct mu_dgram d;
+	uint32_t got[2];
+	int fd;
 	union ibv_gid g;
 	struct ibv_qp *s;
 	struct ibv_ah *ah;
@@ -521,6 +528,29 @@ SV_TEST(mcastnet_block_self_loopback)
 	ASSERT_EQ(u.qp->qp_num, wc.qp_num);
 	mu_check(&u, &wc, &g, s->qp_num, 5);
 	NO_WC(u.cq, 100);
+
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_OK(setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &lo, sizeof(lo)));
+	mu_dgram(&d, &g, 6);
+	d.h.src_qpn = s->qp_num;
+	d.h.sgid[12] = 192; /* ::ffff:192.0.0.1: another host's */
+	mu_inject(fd, &d, &g, false);
+	for (int i = 0; i < 2; i++) {
+		WAIT_WC(u.cq, &wc, SV_WC_TIMEOUT_MS);
+		got[i] = wc.qp_num;
+		mu_check(&u, &wc, &g, s->qp_num, 6);
+	}
+	ASSERT_TRUE((got[0] == s->qp_num && got[1] == u.qp->qp_num) ||
+		    (got[1] == s->qp_num && got[0] == u.qp->qp_num));
+	mu_dgram(&d, &g, 7);
+	d.h.src_qpn = s->qp_num; /* ::ffff:127.0.0.1: this host's */
+	mu_inject(fd, &d, &g, false);
+	WAIT_WC(u.cq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(u.qp->qp_num, wc.qp_num);
+	mu_check(&u, &wc, &g, s->qp_num, 7);
+	NO_WC(u.cq, 100);
+	close(fd);
 	ASSERT_OK(ibv_destroy_ah(ah));
 	ASSERT_OK(ibv_destroy_qp(s));
 	mu_close(&u);
