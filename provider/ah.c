@@ -2,7 +2,8 @@
 /*
  * Address handles (IBA 10.2.2; ibv_create_ah(3)): where a UD send goes.
  * An AH names port 1 and our LID, or a GID of this host's table, or a
- * multicast GID (a group of this host's QPs, mcast.c), or another host's
+ * multicast GID (a group, mcast.c: an IPv4-mapped one reaches other
+ * hosts' members too), or another host's
  * IPv4-mapped GID (its datagrams go over UDP: ud.c, sv_ud_route).  The AH
  * holds a reference on its PD.
  * ibv_init_ah_from_wc and ibv_create_ah_from_wc are in abi/derived.c.
@@ -18,9 +19,12 @@ static int check_ah(const struct ibv_ah_attr *a)
 {
 	if (a->port_num != 1)
 		return EINVAL;
-	/* a multicast group (mcast.c): its members are on this host; the
-	 * GID names the group, whatever the LID */
-	if (a->is_global && a->grh.dgid.raw[0] == 0xff)
+	uint32_t grp;
+
+	/* a multicast group (mcast.c): the GID names the group, whatever
+	 * the LID; an IPv4 one (::ffff:224.0.0.0/4) reaches other hosts */
+	if (a->is_global && (a->grh.dgid.raw[0] == 0xff ||
+			     sv_mcast_ipv4(a->grh.dgid.raw, &grp)))
 		return a->grh.sgid_index < SV_GID_TBL_LEN ? 0 : EINVAL;
 	return sv_av_check(a, "ibv_create_ah", true);
 }

@@ -10,6 +10,14 @@
  * QP is attached to (the per-QP list here), so a dead member's stale
  * entry, or one planted by a hostile process, costs a lost datagram and
  * never a wrong delivery.
+ *
+ * Between hosts: a group whose MGID is an IPv4-mapped multicast address
+ * (::ffff:224.0.0.0/4, what rdma_cm joins give for an IPv4 group, as
+ * RoCEv2) is also that IPv4 group: the context's UDP listener (ud.c)
+ * joins it while one of its QPs is attached (counted per context here),
+ * a send to it also goes out as one UDP datagram to (group, 4791), and
+ * the listener passes what arrives to the context's QPs attached here
+ * (grp->qpn).  Other MGIDs stay this host's.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -38,6 +46,11 @@ struct sv_mcast_grp {
 	struct sv_mcast_grp *next;
 	union ibv_gid gid;
 	uint32_t users; /* attachments of this context's QPs */
+	uint32_t nqpn;	/* QPs in qpn[] */
+	/* the context's QPs attached, sorted: who the UDP listener passes
+	 * the group's datagrams to (at most a group's members on the host) */
+	uint32_t qpn[SV_MAX_MCAST_QP_ATTACH];
+	bool ip; /* the listener joined the IPv4 group */
 };
 
 /* The user's registry directory: "" on error.  0700 and ours, checked
@@ -293,6 +306,15 @@ int sv_mcast_members(const union ibv_gid *gid, uint32_t *qpn, int max)
 	return k;
 }
 
+bool sv_mcast_ipv4(const uint8_t gid[16], uint32_t *grp)
+{
+	if (memcmp(gid, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12) ||
+	    (gid[12] & 0xf0) != 0xe0)
+		return false;
+	memcpy(grp, &gid[12], 4);
+	return true;
+}
+
 bool sv_mcast_attached(const struct sv_qp *qp, const uint8_t gid[16])
 {
 	for (const struct sv_mcast *m = qp->mcast; m; m = m->next)
@@ -305,9 +327,13 @@ bool sv_mcast_attached(const struct sv_qp *qp, const uint8_t gid[16])
  * QP, a multicast LID on an InfiniBand port (IBA 4.1.3: 0xc000-0xfffe). */
 static int check_args(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
+	uint32_t grp;
+
 	if (!qp || !gid)
 		return EINVAL;
-	if (gid->raw[0] != 0xff || qp->qp_type != IBV_QPT_UD)
+	/* the kernel's rdma_is_multicast_addr: IPv4-mapped ones too */
+	if ((gid->raw[0] != 0xff && !sv_mcast_ipv4(gid->raw, &grp)) ||
+	    qp->qp_type != IBV_QPT_UD)
 		return EINVAL;
 	if (lid < 0xc000 || lid == 0xffff)
 		return EINVAL;
@@ -327,6 +353,7 @@ static struct sv_mcast_grp *grp_find(struct sv_context *ctx,
 static void grp_put(struct sv_context *ctx, const union ibv_gid *gid)
 {
 	struct sv_mcast_grp **pp = &ctx->mcast_grps;
+	uint32_t ip;
 
 	ctx->mcast_nattach--;
 	for (; *pp; pp = &(*pp)->next) {
@@ -336,6 +363,8 @@ static void grp_put(struct sv_context *ctx, const union ibv_gid *gid)
 			continue;
 		if (!--g->users) {
 			*pp = g->next;
+			if (g->ip && sv_mcast_ipv4(g->gid.raw, &ip))
+				sv_ud_mcast_join(ctx, ip, false);
 			free(g);
 			ctx->mcast_ngrp--;
 		}
@@ -349,15 +378,28 @@ static void grp_put(struct sv_context *ctx, const union ibv_gid *gid)
 static int grp_get(struct sv_context *ctx, const union ibv_gid *gid)
 {
 	struct sv_mcast_grp *g = grp_find(ctx, gid);
+	uint32_t ip;
 
 	if (ctx->mcast_nattach >= SV_MAX_TOTAL_MCAST_QP_ATTACH)
 		return -ENOMEM;
 	if (!g) {
+		int err;
+
 		if (ctx->mcast_ngrp >= SV_MAX_MCAST_GRP)
 			return -ENOMEM;
 		g = calloc(1, sizeof(*g));
 		if (!g)
 			return -ENOMEM;
+		/* an IPv4 group: the listener joins it (between hosts) */
+		if (sv_mcast_ipv4(gid->raw, &ip)) {
+			err = sv_ud_mcast_join(ctx, ip, true);
+			if (err) {
+				free(g);
+				/* igmp_max_memberships: the limit is ours */
+				return err == -ENOBUFS ? -ENOMEM : err;
+			}
+			g->ip = true;
+		}
 		g->gid = *gid;
 		g->next = ctx->mcast_grps;
 		ctx->mcast_grps = g;
@@ -366,6 +408,53 @@ static int grp_get(struct sv_context *ctx, const union ibv_gid *gid)
 	g->users++;
 	ctx->mcast_nattach++;
 	return 0;
+}
+
+/* Adds (add) or removes QPN qpn in the group's sorted list of this
+ * context's members: 0, or -ENOMEM when full.  ctx->mcast_lock. */
+static int grp_member(struct sv_context *ctx, const union ibv_gid *gid,
+		      uint32_t qpn, bool add)
+{
+	struct sv_mcast_grp *g = grp_find(ctx, gid);
+	uint32_t i = 0;
+
+	if (!g)
+		return 0;
+	while (i < g->nqpn && g->qpn[i] < qpn)
+		i++;
+	if (!add) {
+		if (i < g->nqpn && g->qpn[i] == qpn) {
+			memmove(&g->qpn[i], &g->qpn[i + 1],
+				(g->nqpn - i - 1) * sizeof(g->qpn[0]));
+			g->nqpn--;
+		}
+		return 0;
+	}
+	if (g->nqpn >= SV_MAX_MCAST_QP_ATTACH)
+		return -ENOMEM;
+	memmove(&g->qpn[i + 1], &g->qpn[i], (g->nqpn - i) * sizeof(g->qpn[0]));
+	g->qpn[i] = qpn;
+	g->nqpn++;
+	return 0;
+}
+
+int sv_mcast_ctx_members(struct sv_context *ctx, const uint8_t gid[16],
+			 uint32_t *qpn, int max)
+{
+	struct sv_mcast_grp *g;
+	int n = 0;
+
+	/* attach may hold the lock across the registry's flock: the
+	 * listener (progress thread) never waits for it */
+	if (pthread_mutex_trylock(&ctx->mcast_lock))
+		return -EAGAIN;
+	for (g = ctx->mcast_grps; g; g = g->next)
+		if (!memcmp(g->gid.raw, gid, 16))
+			break;
+	for (uint32_t i = 0; g && i < g->nqpn && n < max; i++)
+		qpn[n++] = g->qpn[i];
+	pthread_mutex_unlock(&ctx->mcast_lock);
+	return n;
 }
 
 /* 0, or a positive errno (the verb's contract). */
@@ -394,9 +483,14 @@ static int attach(struct sv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 	if (err)
 		goto err_free;
 	if (!sv_mcast_attached(qp, gid->raw)) {
-		err = -registry_add(gid, qp->qpx.qp_base.qp_num);
+		err = -grp_member(ctx, gid, qp->qpx.qp_base.qp_num, true);
 		if (err)
 			goto err_put;
+		err = -registry_add(gid, qp->qpx.qp_base.qp_num);
+		if (err) {
+			grp_member(ctx, gid, qp->qpx.qp_base.qp_num, false);
+			goto err_put;
+		}
 	}
 	sv_lock(&qp->lock);
 	m->next = qp->mcast;
@@ -424,8 +518,10 @@ static void detach(struct sv_qp *qp, struct sv_mcast *m)
 		pp = &(*pp)->next;
 	*pp = m->next;
 	sv_unlock(&qp->lock);
-	if (!sv_mcast_attached(qp, m->gid.raw))
+	if (!sv_mcast_attached(qp, m->gid.raw)) {
 		registry_del(&m->gid, qp->qpx.qp_base.qp_num);
+		grp_member(qp->ctx, &m->gid, qp->qpx.qp_base.qp_num, false);
+	}
 	grp_put(qp->ctx, &m->gid);
 	free(m);
 }

@@ -593,6 +593,10 @@ void sv_ud_door_event(struct sv_context *ctx);
 /* When a datagram held for a full QP socket is tried again (UINT64_MAX:
  * none held); tries it when due.  Progress thread only. */
 uint64_t sv_ud_door_next_ns(struct sv_context *ctx, uint64_t now);
+/* The listener joins (join) or leaves IPv4 group grp (network order)
+ * between hosts: 0, or -errno when no interface took the join.  No
+ * listener: 0 (the group stays this host's).  ctx->mcast_lock held. */
+int sv_ud_mcast_join(struct sv_context *ctx, uint32_t grp, bool join);
 
 /* Multicast (mcast.c). */
 /* The members of group gid on this host: up to max QPNs, sorted, each
@@ -604,6 +608,13 @@ bool sv_mcast_attached(const struct sv_qp *qp, const uint8_t gid[16]);
 /* ibv_destroy_qp, ibv_close_device: the QP leaves every group (uverbs
  * detaches a destroyed QP).  Caller holds no QP lock. */
 void sv_mcast_detach_all(struct sv_qp *qp);
+/* True if gid is an IPv4-mapped multicast address (::ffff:224.0.0.0/4,
+ * RoCEv2's MGID for an IPv4 group): *grp its address (network order). */
+bool sv_mcast_ipv4(const uint8_t gid[16], uint32_t *grp);
+/* This context's QPs attached to gid, sorted (up to max): 0 when none,
+ * -EAGAIN when the registry lock is busy (try again).  Never blocks. */
+int sv_mcast_ctx_members(struct sv_context *ctx, const uint8_t gid[16],
+			 uint32_t *qpn, int max);
 
 /* XRC (xrc.c). */
 struct ibv_xrcd *sv_open_xrcd(struct ibv_context *c,

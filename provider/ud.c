@@ -21,11 +21,24 @@
  * RoCE receiver sees: the IP header's) and passes it on, unchanged
  * otherwise, to the QP's socket by its QPN, where it is checked again
  * like any other.  Lost on the way (a stopped process's listener takes
- * its share and holds it) is lost, as on a wire.  Multicast stays on
- * this host.
+ * its share and holds it) is lost, as on a wire.
+ *
+ * Multicast between hosts: a group whose MGID is IPv4-mapped multicast
+ * (mcast.c) is that IPv4 group too.  The listener joins it while a QP of
+ * the context is attached (IP_MULTICAST_ALL off: it hears only its own
+ * groups); a send to it goes to this host's members as before and as one
+ * UDP datagram to (group, port) from the AH's source GID's address, with
+ * IP_MULTICAST_LOOP off (this host's members have theirs already).  The
+ * listener takes a datagram sent to a group (IP_PKTINFO: the IP header's
+ * destination) only with DQPN 0xffffff and a GRH naming that group, and
+ * passes it to each QP of its context attached to it.  With
+ * SOFTVERBS_TRANSPORT=tcp a group is on lo only, and only over UDP
+ * (loop on: the sender's own copy comes back through its listener).
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -105,28 +118,65 @@ static uint32_t send_qkey(const struct sv_qp *qp, const struct sv_swqe *w)
 #define SV_UD_RETRY_NS	    200000000ull
 #define SV_UD_RETRY_TICK_NS 1000000ull
 
-/* The datagram d of n bytes to QP qpn: 0 sent or lost (no such QP, its
- * queue full for SV_UD_RETRY_NS), -EAGAIN to be tried again later. */
+/* The address a multicast to group ip leaves from (network order; 0:
+ * the kernel's route): the AH's source GID's, so the interface that has
+ * it; SOFTVERBS_TRANSPORT=tcp: lo's. */
+static uint32_t mcast_src(const struct sv_swqe *w)
+{
+	struct in_addr a;
+
+	if (sv_tcp_mode() == 2)
+		return htonl(INADDR_LOOPBACK);
+	if (w->ud_grh && sv_gid_ipv4(&w->ud_sgid, &a))
+		return a.s_addr;
+	return 0;
+}
+
+/* The datagram d of n bytes to QP qpn, on this host (ip 0) or over UDP
+ * to ip: 0 sent or lost (no such QP, its queue full for SV_UD_RETRY_NS),
+ * -EAGAIN to be tried again later. */
 static int send_to(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n,
-		   uint32_t qpn)
+		   uint32_t qpn, uint32_t ip)
 {
 	struct sockaddr_in in = {.sin_family = AF_INET,
 				 .sin_port = htons(sv_tcp_connect_port()),
-				 .sin_addr.s_addr = w->ud_ip};
+				 .sin_addr.s_addr = ip};
 	struct sockaddr_un a;
-	socklen_t alen = sv_shm_qp_addr(&a, qpn);
+	struct iovec iov = {d, n};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+	union {
+		struct cmsghdr c;
+		char buf[CMSG_SPACE(sizeof(struct in_pktinfo))];
+	} u;
 	struct sv_ud_hdr *h = d;
 	int fd = qp->link.listen_fd;
 
-	if (w->ud_ip) { /* another host's: over UDP, sealed */
+	m.msg_name = &a;
+	m.msg_namelen = sv_shm_qp_addr(&a, qpn);
+	if (ip) { /* another host's: over UDP, sealed */
 		h->rsvd = 0;
 		h->rsvd = sv_crc32c(0, d, n);
 		fd = qp->ctx->ud_tx_fd;
+		m.msg_name = &in;
+		m.msg_namelen = sizeof(in);
+	}
+	if (ip && IN_MULTICAST(ntohl(ip)) && mcast_src(w)) {
+		struct in_pktinfo pi = {.ipi_spec_dst.s_addr = mcast_src(w)};
+		struct cmsghdr *c;
+
+		/* the kernel sends a multicast out of the interface that
+		 * has this source address (no route needed) */
+		memset(&u, 0, sizeof(u));
+		m.msg_control = u.buf;
+		m.msg_controllen = sizeof(u.buf);
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = IPPROTO_IP;
+		c->cmsg_type = IP_PKTINFO;
+		c->cmsg_len = CMSG_LEN(sizeof(pi));
+		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
 	}
 	/* never blocks; a full queue or no such QP: lost, as on a wire */
-	if (sendto(fd, d, n, MSG_DONTWAIT | MSG_NOSIGNAL,
-		   w->ud_ip ? (struct sockaddr *)&in : (struct sockaddr *)&a,
-		   w->ud_ip ? sizeof(in) : alen) >= 0) {
+	if (sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
 		w->ud_first_ns = 0;
 		return 0; /* a datagram goes whole or not */
 	}
@@ -157,23 +207,29 @@ static int send_to(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n,
  * replicates to every member port (IPoIB drops its own copies itself).
  * Members are visited in QPN order and ud_mc_next remembers how far the
  * send got, so a member whose queue is full is retried without sending
- * twice to those before it.
+ * twice to those before it.  An IPv4 group's (w->ud_ip) goes to other
+ * hosts last, as one UDP datagram (with SOFTVERBS_TRANSPORT=tcp: only
+ * that, its members here hear it through their listeners).
  */
 static int send_mcast(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n)
 {
 	uint32_t m[SV_MCAST_SCAN];
-	int k;
+	int k = 0;
 
 	if (!w->ud_grh)
 		return IBV_WC_SUCCESS; /* rxe drops it: no group named */
-	k = sv_mcast_members(&w->ud_dgid, m, SV_MCAST_SCAN);
+	if (!w->ud_ip || sv_tcp_mode() != 2)
+		k = sv_mcast_members(&w->ud_dgid, m, SV_MCAST_SCAN);
 	for (int i = 0; i < k; i++) {
 		if (m[i] < w->ud_mc_next)
 			continue;
-		if (send_to(qp, w, d, n, m[i]))
+		if (send_to(qp, w, d, n, m[i], 0))
 			return -1;
 		w->ud_mc_next = m[i] + 1;
 	}
+	w->ud_mc_next = SV_MCAST_QPN; /* this host's done */
+	if (w->ud_ip && send_to(qp, w, d, n, SV_MCAST_QPN, w->ud_ip))
+		return -1;
 	return IBV_WC_SUCCESS;
 }
 
@@ -211,7 +267,8 @@ static int send_one(struct sv_qp *qp, struct sv_swqe *w)
 		return IBV_WC_LOC_PROT_ERR;
 	if (w->ud_qpn == SV_MCAST_QPN)
 		return send_mcast(qp, w, &d, sizeof(d.h) + w->length);
-	return send_to(qp, w, &d, sizeof(d.h) + w->length, w->ud_qpn) < 0
+	return send_to(qp, w, &d, sizeof(d.h) + w->length, w->ud_qpn,
+		       w->ud_ip) < 0
 		       ? -1
 		       : IBV_WC_SUCCESS;
 }
@@ -338,16 +395,28 @@ static void deliver(struct sv_qp *qp, const struct sv_ud_hdr *h,
 	sv_cq_push(qp->rcq, &wc, h->flags & SV_UD_SOLICITED);
 }
 
+/* True if the GID (of a datagram's header) is this host's. */
+static bool from_here(const uint8_t sgid[16])
+{
+	union ibv_gid g;
+
+	memcpy(g.raw, sgid, 16);
+	return sv_gid_is_local(&g);
+}
+
 /* A datagram for this QP: addressed to its QPN, or a multicast with a
  * GRH naming a group the QP is attached to (the registry is only a hint:
  * a stale or forged entry must not make us take another group's). */
 static bool for_us(const struct sv_qp *qp, const struct sv_ud_hdr *h)
 {
+	/* our own copy: our QPN from this host (QPNs are unique per host;
+	 * the listener writes another host's address into the sgid) */
 	if (h->dst_qpn == SV_MCAST_QPN)
 		return (h->flags & SV_UD_GRH) &&
 		       sv_mcast_attached(qp, h->dgid) &&
 		       !(qp->mcast_block_self &&
-			 h->src_qpn == qp->qpx.qp_base.qp_num);
+			 h->src_qpn == qp->qpx.qp_base.qp_num &&
+			 from_here(h->sgid));
 	return h->dst_qpn == qp->qpx.qp_base.qp_num;
 }
 
@@ -402,22 +471,40 @@ int sv_ud_route(struct sv_context *ctx, const struct ibv_ah_attr *a,
 {
 	struct in_addr in = {.s_addr = htonl(INADDR_LOOPBACK)};
 	int mode = sv_tcp_mode(), err = 0;
+	uint32_t grp;
 	bool local;
 
 	*ip = 0;
-	if (mode == 1 || (a->is_global && a->grh.dgid.raw[0] == 0xff))
-		return 0; /* shared memory only; a group is this host's */
-	local = !a->is_global || sv_gid_is_local(&a->grh.dgid);
-	if (local && mode != 2)
-		return 0;
-	if (a->is_global && !sv_gid_ipv4(&a->grh.dgid, &in))
-		in.s_addr = htonl(INADDR_LOOPBACK); /* our link-local GID */
+	if (mode == 1)
+		return 0; /* shared memory only */
+	if (a->is_global && sv_mcast_ipv4(a->grh.dgid.raw, &grp))
+		in.s_addr = grp; /* an IPv4 group: other hosts too */
+	else if (a->is_global && a->grh.dgid.raw[0] == 0xff)
+		return 0; /* another group is this host's */
+	else {
+		local = !a->is_global || sv_gid_is_local(&a->grh.dgid);
+		if (local && mode != 2)
+			return 0;
+		if (a->is_global && !sv_gid_ipv4(&a->grh.dgid, &in))
+			in.s_addr = htonl(INADDR_LOOPBACK); /* link-local GID */
+	}
 	pthread_mutex_lock(&ctx->door_lock);
 	if (ctx->ud_tx_fd < 0) {
+		/* our multicast loops back only where this host's members
+		 * hear it through their listeners (tcp mode) */
+		int loop = mode == 2;
+
 		ctx->ud_tx_fd = socket(
 			AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (ctx->ud_tx_fd < 0)
 			err = -errno;
+		else if (setsockopt(ctx->ud_tx_fd, IPPROTO_IP,
+				    IP_MULTICAST_LOOP, &loop, sizeof(loop)))
+			err = -errno;
+		if (err && ctx->ud_tx_fd >= 0) {
+			close(ctx->ud_tx_fd);
+			ctx->ud_tx_fd = -1;
+		}
 	}
 	pthread_mutex_unlock(&ctx->door_lock);
 	*ip = in.s_addr;
@@ -430,7 +517,10 @@ int sv_ud_route(struct sv_context *ctx, const struct ibv_ah_attr *a,
  * that drains keeps up, a stopped one loses them. */
 struct sv_ud_door {
 	int fd;
-	uint32_t held; /* bytes in d, 0: none */
+	uint32_t held;	  /* bytes in d, 0: none */
+	uint32_t dst;	  /* d's IP destination (network order): a group? */
+	uint32_t mc_next; /* a group's: members below this QPN have it */
+	socklen_t slen;	  /* d's source address length */
 	uint64_t since, next_ns;
 	struct {
 		struct sv_ud_hdr h;
@@ -465,6 +555,13 @@ void sv_ud_door_open(struct sv_context *ctx)
 	setsockopt(d->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	setsockopt(d->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 	setsockopt(d->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	/* a datagram's destination says if it went to a group; and only
+	 * the groups this listener joined reach it, not every group a
+	 * socket of the host joined */
+	if (setsockopt(d->fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one)) ||
+	    setsockopt(d->fd, IPPROTO_IP, IP_MULTICAST_ALL, &(int){0},
+		       sizeof(int)))
+		goto fail;
 	if (bind(d->fd, (struct sockaddr *)&a, sizeof(a)))
 		goto fail;
 	ctx->udoor_st = d;
@@ -519,34 +616,64 @@ void sv_ud_door_close(struct sv_context *ctx)
 	ctx->ud_fwd_fd = ctx->ud_tx_fd = -1;
 }
 
-/* A datagram that arrived at the listener, n bytes in d: 0 passed on,
- * or dropped (malformed, bad CRC, no such QP: lost, as on a wire), -1
- * when the QP's socket is full. */
-static int door_pass(struct sv_context *ctx, struct sv_ud_door *d, size_t n)
+/* Passes d's datagram (n bytes) to QP qpn's socket: 0 passed or lost
+ * (no such QP), -1 when its socket is full. */
+static int pass_to(struct sv_context *ctx, struct sv_ud_door *d, size_t n,
+		   uint32_t qpn)
 {
 	struct sockaddr_un a;
-	socklen_t alen = sv_shm_qp_addr(&a, d->d.h.dst_qpn);
+	socklen_t alen = sv_shm_qp_addr(&a, qpn);
 
 	if (sendto(ctx->ud_fwd_fd, &d->d, n, MSG_DONTWAIT | MSG_NOSIGNAL,
 		   (struct sockaddr *)&a, alen) >= 0)
 		return 0;
 	if (errno == EAGAIN || errno == ENOBUFS)
 		return -1;
-	sv_dbg("udp: datagram for %06x lost: %s\n", d->d.h.dst_qpn,
-	       strerror(errno));
+	sv_dbg("udp: datagram for %06x lost: %s\n", qpn, strerror(errno));
 	return 0;
 }
 
-/* Checks a datagram from the network and makes it what the QP's socket
- * takes: false to drop it. */
+/* A datagram that arrived at the listener, n bytes in d: 0 passed on,
+ * or dropped (malformed, bad CRC, no such QP: lost, as on a wire), -1
+ * when the QP's socket is full.  One sent to a group goes to each QP of
+ * this context attached to it (none: dropped), in QPN order, mc_next
+ * remembering who has it. */
+static int door_pass(struct sv_context *ctx, struct sv_ud_door *d, size_t n)
+{
+	uint32_t m[SV_MAX_MCAST_QP_ATTACH];
+	int k;
+
+	if (!IN_MULTICAST(ntohl(d->dst)))
+		return pass_to(ctx, d, n, d->d.h.dst_qpn);
+	k = sv_mcast_ctx_members(ctx, d->d.h.dgid, m, SV_MAX_MCAST_QP_ATTACH);
+	if (k < 0)
+		return -1; /* attach holds the list: a moment */
+	for (int i = 0; i < k; i++) {
+		if (m[i] < d->mc_next)
+			continue;
+		if (pass_to(ctx, d, n, m[i]))
+			return -1;
+		d->mc_next = m[i] + 1;
+	}
+	return 0;
+}
+
+/* Checks a datagram from the network (d->dst: where it was sent) and
+ * makes it what the QP's socket takes: false to drop it.  Sent to a group
+ * it must be a multicast (DQPN 0xffffff) with a GRH naming that group;
+ * sent to us, not a multicast. */
 static bool door_check(struct sv_ud_door *d, size_t n,
 		       const struct sockaddr_in *src, socklen_t slen)
 {
-	uint32_t crc;
+	bool mc = IN_MULTICAST(ntohl(d->dst));
+	uint32_t crc, grp;
 
 	if (n > sizeof(d->d) || slen != sizeof(*src) ||
 	    src->sin_family != AF_INET || !sv_ud_hdr_ok(&d->d.h, n) ||
-	    d->d.h.dst_qpn == SV_MCAST_QPN || d->d.h.dst_qpn > SV_PSN_MASK) {
+	    (d->d.h.dst_qpn == SV_MCAST_QPN) != mc ||
+	    d->d.h.dst_qpn > SV_PSN_MASK ||
+	    (mc && (!(d->d.h.flags & SV_UD_GRH) ||
+		    !sv_mcast_ipv4(d->d.h.dgid, &grp) || grp != d->dst))) {
 		sv_dbg("udp: datagram dropped: malformed\n");
 		return false;
 	}
@@ -568,6 +695,39 @@ static bool door_check(struct sv_ud_door *d, size_t n,
 	return true;
 }
 
+/* One datagram from the listener into d (its source in *src, d->dst
+ * where it was sent): its length, or -1 when none is waiting. */
+static ssize_t door_recv(struct sv_ud_door *d, struct sockaddr_in *src)
+{
+	union {
+		struct cmsghdr c;
+		char buf[CMSG_SPACE(sizeof(struct in_pktinfo))];
+	} u;
+	struct iovec iov = {&d->d, sizeof(d->d)};
+	struct msghdr m = {.msg_name = src,
+			   .msg_namelen = sizeof(*src),
+			   .msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.buf,
+			   .msg_controllen = sizeof(u.buf)};
+	ssize_t n = recvmsg(d->fd, &m, MSG_DONTWAIT | MSG_TRUNC);
+
+	d->dst = 0;
+	d->mc_next = 0;
+	d->slen = m.msg_namelen;
+	if (n < 0)
+		return -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(struct in_pktinfo))) {
+			struct in_pktinfo pi;
+
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			d->dst = pi.ipi_addr.s_addr;
+		}
+	return n;
+}
+
 /* Passes on what arrived: the held datagram first, then a bounded batch
  * (the rest wakes us again: the fd is level-triggered); never waits.
  * live: the progress thread runs (the listener goes out of its epoll
@@ -587,14 +747,11 @@ static bool door_pump(struct sv_context *ctx, struct sv_ud_door *d,
 	}
 	for (int i = 0; i < 64; i++) {
 		struct sockaddr_in src;
-		socklen_t slen = sizeof(src);
-		ssize_t n = recvfrom(d->fd, &d->d, sizeof(d->d),
-				     MSG_DONTWAIT | MSG_TRUNC,
-				     (struct sockaddr *)&src, &slen);
+		ssize_t n = door_recv(d, &src);
 
 		if (n < 0)
 			return false; /* EAGAIN: all taken */
-		if (!door_check(d, (size_t)n, &src, slen))
+		if (!door_check(d, (size_t)n, &src, d->slen))
 			continue;
 		if (door_pass(ctx, d, (size_t)n)) {
 			/* the QP's socket is full: hold it, and the rest
@@ -625,4 +782,65 @@ uint64_t sv_ud_door_next_ns(struct sv_context *ctx, uint64_t now)
 	if (now >= d->next_ns)
 		door_pump(ctx, d, now, true);
 	return d->held ? d->next_ns : UINT64_MAX;
+}
+
+/* The interfaces an IPv4 group is joined on: every IPv4 one that is up
+ * and does multicast, not lo; with SOFTVERBS_TRANSPORT=tcp (one host) lo
+ * only.  Up to max ifindexes, each once. */
+static int mcast_ifs(int *idx, int max)
+{
+	bool lo = sv_tcp_mode() == 2;
+	struct ifaddrs *ifs;
+	int n = 0;
+
+	if (getifaddrs(&ifs))
+		return -errno;
+	for (struct ifaddrs *i = ifs; i && n < max; i = i->ifa_next) {
+		unsigned int k;
+		int j;
+
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
+		    !(i->ifa_flags & IFF_UP) ||
+		    !!(i->ifa_flags & IFF_LOOPBACK) != lo ||
+		    (!lo && !(i->ifa_flags & IFF_MULTICAST)))
+			continue;
+		k = if_nametoindex(i->ifa_name);
+		for (j = 0; j < n && idx[j] != (int)k; j++)
+			;
+		if (k && j == n)
+			idx[n++] = (int)k;
+	}
+	freeifaddrs(ifs);
+	return n;
+}
+
+int sv_ud_mcast_join(struct sv_context *ctx, uint32_t grp, bool join)
+{
+	int idx[32], n, ok = 0, err = 0;
+
+	pthread_mutex_lock(&ctx->door_lock);
+	if (!ctx->udoor_st)
+		goto out; /* no listener (shm only, or it failed: said) */
+	n = mcast_ifs(idx, 32);
+	if (n < 0)
+		err = n;
+	for (int i = 0; i < n; i++) {
+		struct ip_mreqn m = {.imr_multiaddr.s_addr = grp,
+				     .imr_ifindex = idx[i]};
+
+		if (!setsockopt(ctx->udoor_st->fd, IPPROTO_IP,
+				join ? IP_ADD_MEMBERSHIP : IP_DROP_MEMBERSHIP,
+				&m, sizeof(m)))
+			ok++;
+		else
+			err = -errno; /* ENOBUFS: igmp_max_memberships */
+	}
+	if (ok || !join || n == 0)
+		err = 0; /* no interface: the group is this host's */
+out:
+	pthread_mutex_unlock(&ctx->door_lock);
+	if (err)
+		sv_dbg("udp: joining group %08x: %s\n", ntohl(grp),
+		       strerror(-err));
+	return err;
 }

@@ -4,8 +4,9 @@
  * interfaces of this network namespace, and loopback), the GID the
  * device's table holds for one (::ffff:a.b.c.d for an IPv4 address, the
  * link-local GID otherwise), and ports: an id's (address, port) is held
- * by a real socket of the kernel's TCP (or, for RDMA_PS_UDP, UDP) space,
- * so port 0 picks a free port and two ids never share one.  Another
+ * by a real socket of the kernel's TCP (or, for RDMA_PS_UDP, UDP, and a
+ * TCP socket at the same number for SIDR's rendezvous) space, so port 0
+ * picks a free port and two ids never share one.  Another
  * host's IPv4 address is reached if the kernel has a route to it (the
  * TCP rendezvous of link.c); its source is the route's, as on RoCE.
  */
@@ -187,11 +188,65 @@ in_use:
 	return false;
 }
 
+/* Lock held.  A UD id holds a UDP port: other hosts' ids send their SIDR
+ * REQ to its TCP socket at the same address and port number (link.c
+ * listens on it), taken at bind (a port picked for 0 is one free in both
+ * spaces) or at listen; a TCP user of an explicit number keeps SIDR from
+ * crossing hosts (rdma_listen says so; this host is served). */
+int cm_addr_sidr_socket(struct cm_id *c)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss), ilen = sizeof(int);
+	int fd, one = 1, v6only = 0;
+
+	if (c->sidr_fd >= 0)
+		return 0;
+	if (getsockname(c->port_fd, (struct sockaddr *)&ss, &len))
+		return -errno;
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss.ss_family == AF_INET6 &&
+	    !getsockopt(c->port_fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &ilen))
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only,
+			   sizeof(v6only));
+	if (bind(fd, (struct sockaddr *)&ss, len)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	c->sidr_fd = fd;
+	return 0;
+}
+
+static int reserve(struct cm_id *c, const struct sockaddr *sa);
+
 /*
  * Lock held.  Holds (address, port) of `sa` for c in the kernel's port
  * space and records the result (the port picked for 0) as c's source.
+ * A UD id's port 0 is one whose number TCP has free too (SIDR's
+ * rendezvous), tried a few times.
  */
 int cm_addr_reserve(struct cm_id *c, const struct sockaddr *sa)
+{
+	int ret;
+
+	for (int i = 0; i < 16; i++) {
+		ret = reserve(c, sa);
+		if (ret || c->id.ps != RDMA_PS_UDP)
+			return ret;
+		if (!cm_addr_sidr_socket(c) || port_of(sa))
+			return 0; /* explicit: rdma_listen says it */
+		close(c->port_fd);
+		c->port_fd = -1;
+	}
+	return reserve(c, sa); /* the UDP port alone: this host's */
+}
+
+static int reserve(struct cm_id *c, const struct sockaddr *sa)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);

@@ -77,7 +77,9 @@ struct cm_id {
 	bool tcp;	 /* the link is a TCP stream (another host, or
 			  * SOFTVERBS_TRANSPORT=tcp) */
 	bool connecting; /* active TCP: connect() not finished yet */
-	bool port_watched;    /* listener: port_fd is in the CM's epoll */
+	bool port_watched; /* listener: its TCP socket is in the CM's epoll */
+	int sidr_fd;	   /* UD listener: a TCP socket at its (UDP) port, which
+			    * takes other hosts' SIDR REQs (link.c), or -1 */
 	uint64_t deadline_ms; /* TCP: connect or the REQ due by then */
 	int timeout_ms;	      /* rdma_resolve_addr's, for the TCP connect */
 	unsigned int rlen;    /* TCP: bytes of rbuf read so far */
@@ -170,6 +172,9 @@ int cm_addr_gid(const struct sockaddr *sa, union ibv_gid *gid, int *index);
 int cm_addr_route_src(const struct sockaddr *dst, struct sockaddr *src);
 void cm_addr_mapped_gid(const struct sockaddr *sa, union ibv_gid *gid);
 int cm_addr_reserve(struct cm_id *c, const struct sockaddr *sa);
+/* A UD id's TCP socket at its UDP port's number (c->sidr_fd), for SIDR
+ * from other hosts: 0 or -errno (the number is a TCP user's). */
+int cm_addr_sidr_socket(struct cm_id *c);
 socklen_t cm_addr_len(const struct sockaddr *sa);
 void cm_addr_to_wire(const struct sockaddr *sa, struct cm_wire_addr *w);
 void cm_addr_from_wire(const struct cm_wire_addr *w,

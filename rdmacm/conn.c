@@ -195,6 +195,15 @@ static void on_sidr_rep(struct cm_id *c, const struct cm_msg *m)
 		queue(c, RDMA_CM_EVENT_UNREACHABLE, m->status, m);
 		return;
 	}
+	/* what the data path will use: a QP that can be one (not QP0/1)
+	 * and a qkey a sender may use (IBA 10.2.5: not a controlled one) */
+	if (m->qpn < 2 || (m->qkey & 0x80000000u)) {
+		cm_log("id %p: SIDR REP with QPN %u qkey 0x%x: refused\n",
+		       (void *)c, m->qpn, m->qkey);
+		c->state = CM_FAILED;
+		queue(c, RDMA_CM_EVENT_UNREACHABLE, -EPROTO, NULL);
+		return;
+	}
 	c->remote = *m;
 	c->have_remote = true;
 	c->state = CM_UD_DONE;

@@ -138,6 +138,7 @@ static struct cm_id *id_new(struct rdma_event_channel *channel, void *context,
 	c->id.qp_type = qpt;
 	c->sock = -1;
 	c->port_fd = -1;
+	c->sidr_fd = -1;
 	c->bound_fd = -1;
 	c->serial = cm_core.next_serial++;
 	c->resp_res = RDMA_MAX_RESP_RES;
@@ -176,6 +177,8 @@ void cm_id_free(struct cm_id *c)
 	cm_link_close(c);
 	if (c->port_fd >= 0)
 		close(c->port_fd);
+	if (c->sidr_fd >= 0)
+		close(c->sidr_fd);
 	if (c->bound_fd >= 0)
 		close(c->bound_fd);
 	free(c->id.route.path_rec);
@@ -299,6 +302,9 @@ static int bind_addr(struct rdma_cm_id *id, struct sockaddr *addr, bool mark)
 		if (ret) {
 			close(c->port_fd);
 			c->port_fd = -1;
+			if (c->sidr_fd >= 0)
+				close(c->sidr_fd);
+			c->sidr_fd = -1;
 		}
 	}
 	if (!ret)
@@ -331,20 +337,19 @@ static void any_for(const struct sockaddr *dst, struct sockaddr_storage *ss)
  * so); another host's IPv4 address the kernel routes to over the TCP
  * rendezvous, from the route's source address (the GID of the interface
  * the route uses, as RoCE's rdma_resolve_addr); else -errno.  UD ids
- * (SIDR) stay on one host: a UD listener holds a UDP port, with no TCP
- * socket for the rendezvous to reach.
+ * too: a UD listener also listens on TCP at its port number for the
+ * SIDR REQ (link.c), and the data goes over the verbs' UDP path.
  */
 static int resolve_dst(struct cm_id *c, const struct sockaddr *dst)
 {
 	struct sockaddr_storage *src = &c->id.route.addr.src_storage;
-	bool ud = cm_is_ud(c) || c->id.ps == RDMA_PS_UDP;
 	char host[INET6_ADDRSTRLEN] = "?";
 	struct sockaddr_in route;
 	uint16_t port;
 	int ret;
 
 	if (cm_addr_is_local(dst)) {
-		c->tcp = cm_core.force_tcp && !ud;
+		c->tcp = cm_core.force_tcp;
 		return 0;
 	}
 	if (dst->sa_family != AF_INET) {
@@ -361,16 +366,6 @@ static int resolve_dst(struct cm_id *c, const struct sockaddr *dst)
 	ret = cm_addr_route_src(dst, (struct sockaddr *)&route);
 	if (ret)
 		return ret;
-	if (ud) {
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)dst)->sin_addr,
-			  host, sizeof(host));
-		fprintf(stderr,
-			"softverbs rdmacm: %s is another host's; UD ids "
-			"(RDMA_PS_UDP) reach this host's processes only: "
-			"ADDR_ERROR\n",
-			host);
-		return -EHOSTUNREACH;
-	}
 	if (cm_addr_is_any((struct sockaddr *)src)) {
 		port = src->ss_family == AF_INET
 			       ? ((struct sockaddr_in *)src)->sin_port

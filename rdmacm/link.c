@@ -184,6 +184,13 @@ static void tcp_opts(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
+/* The TCP socket a listener takes the rendezvous on: its reserved port's,
+ * or a UD listener's TCP socket at its UDP port's number. */
+static int rdv_fd(const struct cm_id *c)
+{
+	return c->sidr_fd >= 0 ? c->sidr_fd : c->port_fd;
+}
+
 /* The listener's TCP socket (its reserved port) accepts the rendezvous
  * of ids on other hosts. */
 static int tcp_listen(struct cm_id *c)
@@ -196,10 +203,10 @@ static int tcp_listen(struct cm_id *c)
 	/* the connections it accepts hold its port (local side) while they
 	 * live and in TIME_WAIT: with SO_REUSEADDR they inherit, they do not
 	 * keep the port from the program's next listener (addr.c) */
-	if (setsockopt(c->port_fd, SOL_SOCKET, SO_REUSEADDR, &one,
+	if (setsockopt(rdv_fd(c), SOL_SOCKET, SO_REUSEADDR, &one,
 		       sizeof(one)) ||
-	    listen(c->port_fd, CM_LINK_BACKLOG) ||
-	    epoll_ctl(cm_core.epfd, EPOLL_CTL_ADD, c->port_fd, &ev))
+	    listen(rdv_fd(c), CM_LINK_BACKLOG) ||
+	    epoll_ctl(cm_core.epfd, EPOLL_CTL_ADD, rdv_fd(c), &ev))
 		return -errno;
 	c->port_watched = true;
 	return 0;
@@ -274,8 +281,18 @@ int cm_link_listen(struct cm_id *c, int backlog)
 	ret = watch(c);
 	/* last, once connects can succeed: the IP port listens too, and
 	 * accepts the TCP rendezvous of other hosts' ids */
-	if (!ret && c->id.ps != RDMA_PS_UDP && c->port_fd >= 0)
-		ret = tcp_listen(c);
+	if (!ret && c->port_fd >= 0) {
+		int err = c->id.ps == RDMA_PS_UDP ? cm_addr_sidr_socket(c) : 0;
+
+		if (err)
+			fprintf(stderr,
+				"softverbs rdmacm: UD listener: TCP port %u: "
+				"%s: SIDR from other hosts cannot reach it\n",
+				ntohs(rdma_get_src_port(&c->id)),
+				strerror(-err));
+		else
+			ret = tcp_listen(c);
+	}
 	if (ret)
 		cm_link_close(c);
 	return ret;
@@ -346,7 +363,7 @@ int cm_link_adopt(struct cm_id *c, int fd)
 void cm_link_close(struct cm_id *c)
 {
 	if (c->port_watched) {
-		epoll_ctl(cm_core.epfd, EPOLL_CTL_DEL, c->port_fd, NULL);
+		epoll_ctl(cm_core.epfd, EPOLL_CTL_DEL, rdv_fd(c), NULL);
 		c->port_watched = false;
 	}
 	c->connecting = false;
@@ -386,7 +403,7 @@ static void accept_all(struct cm_id *l)
 static void accept_tcp(struct cm_id *l)
 {
 	for (;;) {
-		int fd = accept4(l->port_fd, NULL, NULL,
+		int fd = accept4(rdv_fd(l), NULL, NULL,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct cm_id *c;
 
@@ -448,15 +465,16 @@ static bool gid_ok(const struct sockaddr *sa, const uint8_t *gid)
 }
 
 /* Lock held: what a TCP peer's checked record claims against what its
- * socket says: a REQ's addresses are the socket's (the port the active
- * side's id holds is its claim), a REQ's or REP's GID the peer's own
- * address.  0 or -EPROTO. */
+ * socket says: a REQ's (or SIDR REQ's) addresses are the socket's (the
+ * port the active side's id holds is its claim), a REQ's or REP's (SIDR
+ * too) GID the peer's own address.  0 or -EPROTO. */
 static int tcp_check(struct cm_id *c, struct cm_msg *m)
 {
 	struct sockaddr_storage peer, local;
 	uint16_t port = m->src.port;
+	bool req = m->type == CM_MSG_REQ || m->type == CM_MSG_SIDR_REQ;
 
-	if (m->type != CM_MSG_REQ && m->type != CM_MSG_REP)
+	if (!req && m->type != CM_MSG_REP && m->type != CM_MSG_SIDR_REP)
 		return 0;
 	if (sock_addr(c->sock, true, &peer) ||
 	    sock_addr(c->sock, false, &local))
@@ -466,7 +484,7 @@ static int tcp_check(struct cm_id *c, struct cm_msg *m)
 		       (void *)c);
 		return -EPROTO;
 	}
-	if (m->type == CM_MSG_REQ) {
+	if (req) {
 		cm_addr_to_wire((struct sockaddr *)&peer, &m->src);
 		m->src.port = port;
 		cm_addr_to_wire((struct sockaddr *)&local, &m->dst);

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * Multicast joins among softverbs processes of this host: the group's
- * GID is made from the IP multicast address as IPoIB does (IPv4:
- * ff12:401b:ffff::a.b.c.d; IPv6: the address itself), the id's QP is
- * attached with ibv_attach_mcast, and MULTICAST_JOIN carries the group's
- * address vector, QPN 0xffffff and the qkey.
+ * Multicast joins: the group's GID is made from the IP multicast address
+ * as RoCE does (IPv4: ::ffff:a.b.c.d, which softverbs' verbs also carry
+ * to other hosts' members as that IPv4 group; IPv6: the address itself,
+ * this host's processes only), the id's QP is attached with
+ * ibv_attach_mcast, and MULTICAST_JOIN carries the group's address
+ * vector (from the id's source GID), QPN 0xffffff and the qkey.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,12 +21,11 @@ static int mgid_of(const struct sockaddr *sa, union ibv_gid *mgid)
 
 		if (!IN_MULTICAST(ntohl(in->sin_addr.s_addr)))
 			return -EINVAL;
-		mgid->raw[0] = 0xff;
-		mgid->raw[1] = 0x12;
-		mgid->raw[2] = 0x40;
-		mgid->raw[3] = 0x1b;
-		mgid->raw[4] = 0xff;
-		mgid->raw[5] = 0xff;
+		/* RoCE's (the kernel's cma_iboe_set_mgid): the group's
+		 * IPv4-mapped address, which the verbs carry to other hosts
+		 * as that IPv4 group */
+		mgid->raw[10] = 0xff;
+		mgid->raw[11] = 0xff;
 		memcpy(&mgid->raw[12], &in->sin_addr, 4);
 		return 0;
 	}

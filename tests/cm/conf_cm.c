@@ -451,25 +451,40 @@ SV_TEST(cm_address_nobody_has_addr_error)
 	rdma_destroy_event_channel(ch);
 }
 
-/* A UD id toward another host's address (TEST-NET-3): ADDR_ERROR at
- * once, routed or not: SIDR does not go over the TCP rendezvous (a UD
- * listener holds a UDP port, no TCP one). */
-SV_TEST(cm_ud_other_host_addr_error)
+/* A UD id toward another host's address (TEST-NET-3) resolves as an RC
+ * id does (SIDR goes over the TCP rendezvous): both ADDR_RESOLVED from
+ * the same source address where the host has a route, both ADDR_ERROR
+ * where it has none; nothing is sent. */
+SV_TEST(cm_ud_other_host_resolves_as_rc)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct sockaddr_in a = lo(7174);
+	struct sockaddr_in a = lo(7174), src[2];
+	enum rdma_cm_event_type got[2];
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *c;
 	uint64_t t0 = sv_now_ms();
 
 	inet_pton(AF_INET, "203.0.113.1", &a.sin_addr);
-	ASSERT_OK(rdma_create_id(ch, &c, NULL, RDMA_PS_UDP));
-	ASSERT_OK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000));
-	ev = expect_ev(ch, RDMA_CM_EVENT_ADDR_ERROR);
-	ASSERT_TRUE(ev->status < 0);
-	ASSERT_OK(rdma_ack_cm_event(ev));
+	for (int i = 0; i < 2; i++) {
+		ASSERT_OK(rdma_create_id(ch, &c, NULL,
+					 i ? RDMA_PS_UDP : RDMA_PS_TCP));
+		ASSERT_OK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a,
+					    2000));
+		ASSERT_OK(rdma_get_cm_event(ch, &ev));
+		got[i] = ev->event;
+		ASSERT_TRUE(got[i] == RDMA_CM_EVENT_ADDR_RESOLVED ||
+			    got[i] == RDMA_CM_EVENT_ADDR_ERROR);
+		memcpy(&src[i], rdma_get_local_addr(c), sizeof(src[i]));
+		src[i].sin_port = 0;
+		ASSERT_OK(rdma_ack_cm_event(ev));
+		rdma_destroy_id(c);
+	}
+	ASSERT_EQ(got[0], got[1]);
+	if (got[0] == RDMA_CM_EVENT_ADDR_RESOLVED)
+		ASSERT_OK(memcmp(&src[0].sin_addr, &src[1].sin_addr, 4));
+	else
+		printf("no route to 203.0.113.1: both ADDR_ERROR\n");
 	ASSERT_TRUE(sv_now_ms() - t0 < 1000);
-	rdma_destroy_id(c);
 	rdma_destroy_event_channel(ch);
 }
 
@@ -1180,5 +1195,126 @@ SV_TEST(cm_other_uid_refused)
 	ASSERT_EQ(0, poll(&p, 1, 0));
 	sv_proc_free(&h);
 	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
+/* Reads one 300-byte CM record from a TCP stream, with a deadline. */
+static void read_record(int fd, uint8_t msg[300])
+{
+	size_t got = 0;
+
+	while (got < 300) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+
+		ASSERT_EQ(1, poll(&p, 1, EV_MS));
+		n = recv(fd, msg + got, 300 - got, 0);
+		ASSERT_TRUE(n > 0);
+		got += (size_t)n;
+	}
+}
+
+/* A SIDR REP (type 8, UD) with QPN qpn and qkey qkey. */
+static void sidr_rep(uint8_t msg[300], uint32_t qpn, uint32_t qkey)
+{
+	good_req(msg, NULL);
+	msg[6] = 8;  /* SIDR REP */
+	msg[20] = 4; /* UD */
+	memcpy(msg + 8, &qpn, 4);
+	memcpy(msg + 16, &qkey, 4);
+}
+
+/*
+ * SIDR between hosts goes over the TCP rendezvous: a UD listener also
+ * listens on TCP at its (UDP) port's number.  As another host would: a
+ * SIDR REQ sent there is a CONNECT_REQUEST with the REQ's QPN and the
+ * socket's address, and rdma_accept answers a SIDR REP on that stream
+ * with the QP's number and the qkey.  As the active side toward a
+ * stranger (the .tcp. run, whose ids take the rendezvous on 127.0.0.1):
+ * a SIDR REP naming QPN 0 or a controlled qkey is UNREACHABLE, a sound
+ * one ESTABLISHED with what it says.
+ */
+SV_TEST(cm_ud_sidr_over_tcp_rendezvous)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	const char *t = getenv("SOFTVERBS_TRANSPORT");
+	struct sockaddr_in to, peer;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *s, *c;
+	uint32_t qpn = 0x1234, v;
+	uint8_t msg[300];
+	uint16_t port;
+	int fd;
+
+	l = listener(ch, RDMA_PS_UDP, &port);
+	to = lo(port);
+	fd = tcp_connect_to(&to);
+	good_req(msg, NULL);
+	msg[6] = 7;  /* SIDR REQ */
+	msg[20] = 4; /* UD */
+	memcpy(msg + 8, &qpn, 4);
+	ASSERT_EQ(300, send(fd, msg, 300, 0));
+	ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	s = ev->id;
+	ASSERT_EQ(qpn, ev->param.ud.qp_num);
+	memcpy(&peer, rdma_get_peer_addr(s), sizeof(peer));
+	ASSERT_EQ(htonl(INADDR_LOOPBACK), peer.sin_addr.s_addr);
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	make_qp(s, IBV_QPT_UD);
+	ASSERT_OK(rdma_accept(s, NULL));
+	read_record(fd, msg);
+	ASSERT_EQ(8, msg[6]);
+	memcpy(&v, msg + 8, 4);
+	ASSERT_EQ(s->qp->qp_num, v);
+	memcpy(&v, msg + 16, 4);
+	ASSERT_EQ(RDMA_UDP_QKEY, v);
+	ASSERT_EQ(0, msg[27]); /* status */
+	close(fd);
+	rdma_destroy_qp(s);
+	rdma_destroy_id(s);
+	rdma_destroy_id(l);
+
+	if (!t || strcmp(t, "tcp")) {
+		printf("the Unix link here: the active side is the .tcp. "
+		       "run's\n");
+		rdma_destroy_event_channel(ch);
+		return;
+	}
+	for (int i = 0; i < 3; i++) {
+		static const uint32_t qpns[] = {0, 0x4242, 0x4242};
+		static const uint32_t qkeys[] = {RDMA_UDP_QKEY, 0x80000001u,
+						 RDMA_UDP_QKEY};
+		struct sockaddr_in any = lo(0);
+		socklen_t len = sizeof(any);
+		int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), afd;
+		struct pollfd p = {.fd = lfd, .events = POLLIN};
+
+		ASSERT_TRUE(lfd >= 0);
+		ASSERT_OK(bind(lfd, (struct sockaddr *)&any, sizeof(any)));
+		ASSERT_OK(listen(lfd, 1));
+		ASSERT_OK(getsockname(lfd, (struct sockaddr *)&any, &len));
+		c = resolved(ch, RDMA_PS_UDP, ntohs(any.sin_port));
+		make_qp(c, IBV_QPT_UD);
+		ASSERT_OK(rdma_connect(c, NULL));
+		ASSERT_EQ(1, poll(&p, 1, EV_MS));
+		afd = accept(lfd, NULL, NULL);
+		ASSERT_TRUE(afd >= 0);
+		read_record(afd, msg);
+		ASSERT_EQ(7, msg[6]); /* the SIDR REQ */
+		sidr_rep(msg, qpns[i], qkeys[i]);
+		ASSERT_EQ(300, send(afd, msg, 300, MSG_NOSIGNAL));
+		if (i < 2) {
+			ev = expect_ev(ch, RDMA_CM_EVENT_UNREACHABLE);
+		} else {
+			ev = expect_ev(ch, RDMA_CM_EVENT_ESTABLISHED);
+			ASSERT_EQ(0x4242, ev->param.ud.qp_num);
+			ASSERT_EQ(RDMA_UDP_QKEY, ev->param.ud.qkey);
+		}
+		ASSERT_OK(rdma_ack_cm_event(ev));
+		close(afd);
+		close(lfd);
+		rdma_destroy_qp(c);
+		rdma_destroy_id(c);
+	}
 	rdma_destroy_event_channel(ch);
 }

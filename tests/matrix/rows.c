@@ -206,7 +206,7 @@ const struct mx_row mx_rows[] = {
 		.client = {"mckey", "-m", "239.1.1.1", "-b", "127.0.0.1", "-s",
 			   "-C", "10"},
 		.deadline_s = RUN,
-		.ready_says = "joined dgid: ff12:401b:ffff::ef01:101",
+		.ready_says = "joined dgid: ::ffff:239.1.1.1",
 		.says = "receiving data transfers\ndata transfers complete",
 		.also_says = "initiating data transfers\ndata transfers "
 			     "complete",

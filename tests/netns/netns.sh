@@ -60,6 +60,50 @@ else
 	echo "skip perftest rows: no perftest"
 fi
 
+# Verbs multicast between hosts: an IPv4-mapped MGID is that IPv4 group
+# (mcast.c, ud.c); receivers in b and c attach (their listeners join
+# 239.77.x.y), then a, not attached, sends 20 datagrams to the group from
+# its veth address's GID.  Each receiver must take all 20, in order, with
+# the group as dgid and a's address as sgid.
+mcast_row() {
+	grp=239.77.$(($$ % 250)).7
+	peer="$build/tests/sv_mcast_peer"
+	for n in b c; do
+		eval gi=\$g$n
+		# shellcheck disable=SC2086
+		timeout 60 ip netns exec "$tag-$n" $run "$peer" recv $grp "$gi" 20 \
+			>"$log/mcast.$n" 2>&1 &
+		eval "mpid_$n=\$!"
+	done
+	t=0
+	until grep -q "^joined" "$log/mcast.b" && grep -q "^joined" "$log/mcast.c"; do
+		[ $t -ge 200 ] && break
+		t=$((t + 1))
+		sleep 0.05 # no event says another namespace's program joined
+	done
+	# shellcheck disable=SC2086
+	timeout 60 ip netns exec "$tag-a" $run "$peer" send $grp "$ga" 20 \
+		>"$log/mcast.a" 2>&1
+	src=$?
+	# shellcheck disable=SC2154
+	wait "$mpid_b"
+	rb=$?
+	wait "$mpid_c"
+	rc=$?
+	if [ $src -ne 0 ] || [ $rb -ne 0 ] || [ $rc -ne 0 ] ||
+		! grep -q "^received 20 from 10.77.0.1 " "$log/mcast.b" ||
+		! grep -q "^received 20 from 10.77.0.1 " "$log/mcast.c"; then
+		echo "FAIL verbs_multicast_a_to_b_c: sender rc $src, receivers rc $rb/$rc"
+		for n in a b c; do
+			sed "s/^/  $n: /" "$log/mcast.$n" | tail -5
+		done
+		failed=1
+	else
+		echo "ok   verbs_multicast_a_to_b_c: b $(tail -1 "$log/mcast.b"); c $(tail -1 "$log/mcast.c")"
+	fi
+}
+mcast_row
+
 # fault NAME: a long ping-pong between a and b; ACTION breaks it, and
 # sides fail within the retry budget (ibv_rc_pingpong: timeout 14,
 # retry_cnt 7, each try at least 500 ms here: ~4 s; the link's own budget

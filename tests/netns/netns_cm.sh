@@ -2,10 +2,10 @@
 # rdma_cm between hosts (issue 12, acceptance 3): Debian's unmodified
 # rdmacm-utils and perftest -R across network namespaces, connected by IP
 # address through softverbs' librdmacm (its TCP rendezvous, rdmacm/link.c)
-# and carrying data over the verbs' TCP transport.  Then what must fail
-# fails cleanly and fast: UD (udaddy) across hosts, a port nobody listens
-# on, an address nobody has; and a peer killed after ESTABLISHED gives the
-# survivor DISCONNECTED.
+# and carrying data over the verbs' TCP transport; UD (udaddy: SIDR) and
+# multicast (mckey) too, their data over UDP.  Then what must fail fails
+# cleanly and fast: a port nobody listens on, an address nobody has; and a
+# peer killed after ESTABLISHED gives the survivor DISCONNECTED.
 #
 # usage: netns_cm.sh BUILD_DIR
 # Needs root and ip(8): otherwise it says why and exits 77 (ctest: skipped).
@@ -79,14 +79,74 @@ grep -h "^step\|^connect " "$log/cmtime_100" | sed 's/^/       /'
 kill $spid 2>/dev/null
 wait $spid 2>/dev/null
 
-# UD ids do not cross hosts (SIDR is not on the CM's TCP rendezvous yet):
-# udaddy's resolve fails at once with ADDR_ERROR and our line on stderr
-ends udaddy_across_hosts_fails_fast 10 "reach this host's processes only" \
-	b udaddy -s $A -C 10
-grep -q "RDMA_CM_EVENT_ADDR_ERROR" "$log/udaddy_across_hosts_fails_fast" || {
-	echo "FAIL udaddy_across_hosts_fails_fast: no ADDR_ERROR"
+# mckey across namespaces: receivers in b and c join 239.78.x.1 (RoCE's
+# MGID ::ffff:239.78.x.1, an IPv4 group the verbs carry between hosts),
+# then a sends 10; each receiver must take its 10 (mckey waits for them)
+mgrp=239.78.$(($$ % 250)).1
+for n in b c; do
+	case $n in b) ma=10.77.0.2 ;; c) ma=10.77.0.3 ;; esac
+	timeout 60 ip netns exec "$tag-$n" $run stdbuf -oL mckey -m $mgrp \
+		-b "$ma" -C 10 >"$log/mckey.$n" 2>&1 &
+	eval "mk_$n=\$!"
+done
+t=0
+until grep -q "joined dgid" "$log/mckey.b" && grep -q "joined dgid" "$log/mckey.c"; do
+	[ $t -ge 200 ] && break
+	t=$((t + 1))
+	sleep 0.05 # no event says another namespace's program joined
+done
+timeout 60 ip netns exec "$tag-a" $run mckey -m $mgrp -b $A -s -C 10 \
+	>"$log/mckey.a" 2>&1
+ms=$?
+# shellcheck disable=SC2154
+wait "$mk_b"
+mb=$?
+# shellcheck disable=SC2154
+wait "$mk_c"
+mc=$?
+if [ $ms -ne 0 ] || [ $mb -ne 0 ] || [ $mc -ne 0 ] ||
+	! grep -q "joined dgid: ::ffff:$mgrp" "$log/mckey.a" ||
+	! grep -q "receiving data transfers" "$log/mckey.b" ||
+	! grep -q "data transfers complete" "$log/mckey.b" ||
+	! grep -q "data transfers complete" "$log/mckey.c"; then
+	echo "FAIL mckey_a_to_b_c: sender rc $ms, receivers rc $mb/$mc"
+	for n in a b c; do
+		sed "s/^/  $n: /" "$log/mckey.$n" | tail -6
+	done
 	failed=1
-}
+else
+	echo "ok   mckey_a_to_b_c: $(grep "joined dgid" "$log/mckey.a"); b and c received 10 each"
+fi
+
+# udaddy across namespaces (its fixed port 7174): SIDR over the CM's TCP
+# rendezvous (the UD listener's TCP socket at its UDP port's number),
+# then the datagrams over the verbs' UDP path; both sides must finish
+# their 10 messages each way.
+timeout 60 ip netns exec "$tag-a" $run udaddy -C 10 >"$log/udaddy.s" 2>&1 &
+spid=$!
+listening a 7174 # the UD listener's TCP socket: it takes SIDR REQs
+timeout 60 ip netns exec "$tag-b" $run udaddy -s $A -C 10 \
+	>"$log/udaddy.c" 2>&1
+rc=$?
+wait $spid
+src=$?
+if [ $rc -ne 0 ] || [ $src -ne 0 ] ||
+	! grep -q "data transfers complete" "$log/udaddy.c" ||
+	! grep -q "sending replies" "$log/udaddy.s" ||
+	! grep -q "data transfers complete" "$log/udaddy.s"; then
+	echo "FAIL udaddy: client rc $rc, server rc $src"
+	sed 's/^/  client: /' "$log/udaddy.c" | tail -8
+	sed 's/^/  server: /' "$log/udaddy.s" | tail -8
+	failed=1
+else
+	echo "ok   udaddy: 10 each way after SIDR across namespaces"
+fi
+# SIDR toward an address nobody has: UNREACHABLE by the CM's connect
+# deadline (2 s); toward a host where nobody listens on 7174: REJECTED 8
+ends udaddy_nobody_has_address 15 "RDMA_CM_EVENT_UNREACHABLE" b \
+	udaddy -s 10.77.0.9 -C 1
+ends udaddy_nobody_listens 15 "RDMA_CM_EVENT_REJECTED, error: 8" b \
+	udaddy -s $A -C 1
 
 # nobody listens on the port: REJECTED (status 8), at once
 port=$((port + 1))
