@@ -347,9 +347,13 @@ CM_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 
 CM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 {
+	/* an XRC_RECV QP made on an id of another type: same rule */
+	bool xrc = id->qp && id->qp->qp_type == IBV_QPT_XRC_RECV;
+
 	ibv_destroy_qp(id->qp);
 	id->qp = NULL;
-	destroy_cqs(id);
+	if (!xrc || !id->srq)
+		destroy_cqs(id);
 }
 
 CM_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
