@@ -139,9 +139,10 @@ const struct mx_row mx_rows[] = {
 		.name = "rdma_xserver_xclient",
 		.pkg = "rdmacm-utils",
 		.expect = MX_WORKS,
-		.reason = CM_OK "; their default, RC: rdma_xclient's "
-			  "IBV_SEND_INLINE on a QP that asked for no inline "
-			  "data (the room of its SGE, as rxe's)",
+		.reason = CM_OK
+		"; their default, RC: rdma_xclient's "
+		"IBV_SEND_INLINE on a QP that asked for no inline "
+		"data (the room of its SGE, as rxe's)",
 		.server = {"rdma_xserver", "-p", "@PORT@"},
 		.client = {"rdma_xclient", "-s", "127.0.0.1", "-p", "@PORT@"},
 		.deadline_s = RUN,
@@ -152,9 +153,10 @@ const struct mx_row mx_rows[] = {
 		.name = "rdma_xserver_xclient_xrc",
 		.pkg = "rdmacm-utils",
 		.expect = MX_WORKS,
-		.reason = CM_OK "; -c x: RDMA_PS_IB, an XRC_RECV id with an "
-			  "XRC SRQ whose number goes in the REP's private "
-			  "data, an XRC_SEND id sending to it",
+		.reason =
+			CM_OK "; -c x: RDMA_PS_IB, an XRC_RECV id with an "
+			      "XRC SRQ whose number goes in the REP's private "
+			      "data, an XRC_SEND id sending to it",
 		.server = {"rdma_xserver", "-p", "@PORT@", "-c", "x"},
 		.client = {"rdma_xclient", "-s", "127.0.0.1", "-p", "@PORT@",
 			   "-c", "x"},
