@@ -76,8 +76,9 @@ CM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
 	if (!id || !qp_attr || !qp_attr_mask)
 		return cm_err(EINVAL);
 	ud = cm_is_ud(c) || id->ps == RDMA_PS_UDP;
-	/* the kernel CM's masks: an XRC initiator has no responder
-	 * attributes, a target no requester ones but TIMEOUT */
+	/* the kernel CM's masks: UC has none of RC's acknowledgement,
+	 * retry and read/atomic attributes, an XRC initiator no responder
+	 * ones, a target no requester ones but TIMEOUT */
 	qpt = id->qp ? id->qp->qp_type : id->qp_type;
 	want = qp_attr->qp_state;
 	memset(qp_attr, 0, sizeof(*qp_attr));
@@ -112,7 +113,7 @@ CM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
 		cm_ud_ah_attr(c, &qp_attr->ah_attr);
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			IBV_QP_RQ_PSN;
-		if (qpt == IBV_QPT_XRC_SEND)
+		if (qpt == IBV_QPT_XRC_SEND || qpt == IBV_QPT_UC)
 			break;
 		qp_attr->max_dest_rd_atomic = c->resp_res;
 		qp_attr->min_rnr_timer = CM_MIN_RNR_TIMER;
@@ -121,7 +122,7 @@ CM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
 	case IBV_QPS_RTS:
 		qp_attr->sq_psn = c->psn;
 		mask |= IBV_QP_SQ_PSN;
-		if (ud)
+		if (ud || qpt == IBV_QPT_UC)
 			break;
 		if (!c->have_remote) {
 			ret = EINVAL;

@@ -666,6 +666,50 @@ SV_TEST(cm_ud_sidr_qpn_and_qkey)
 	rdma_destroy_event_channel(ch);
 }
 
+/* A UC QP on an rdma_cm id: the CM moves it with UC's attributes (the
+ * kernel CM's: no RC-only ones, which the verbs refuse for UC), and a
+ * send arrives. */
+SV_TEST(cm_uc_connect_send)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_conn_param cp = {0};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c, *s;
+	struct ibv_qp_attr qa;
+	int mask;
+	uint16_t port;
+
+	l = listener(ch, RDMA_PS_TCP, &port);
+	c = resolved(ch, RDMA_PS_TCP, port);
+	make_qp(c, IBV_QPT_UC);
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	s = ev->id;
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	make_qp(s, IBV_QPT_UC);
+	qa.qp_state = IBV_QPS_RTR;
+	ASSERT_OK(rdma_init_qp_attr(s, &qa, &mask));
+	ASSERT_EQ(0, mask & (IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER));
+	ASSERT_OK(rdma_accept(s, &cp));
+	expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED);
+	expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED);
+	qa.qp_state = IBV_QPS_RTS;
+	ASSERT_OK(rdma_init_qp_attr(c, &qa, &mask));
+	ASSERT_EQ(0, mask & (IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC));
+	send_one(c, s);
+	send_one(s, c);
+	ASSERT_OK(rdma_disconnect(c));
+	expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED);
+	expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED);
+	rdma_destroy_qp(s);
+	rdma_destroy_qp(c);
+	ASSERT_OK(rdma_destroy_id(s));
+	ASSERT_OK(rdma_destroy_id(c));
+	ASSERT_OK(rdma_destroy_id(l));
+	rdma_destroy_event_channel(ch);
+}
+
 /* An XRC send from c's XRC_SEND QP to SRQ number srqn; its completion. */
 static struct ibv_wc xrc_send(struct rdma_cm_id *c, const uint8_t *out,
 			      uint32_t len, struct ibv_mr *mr, uint32_t srqn)
