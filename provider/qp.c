@@ -590,8 +590,17 @@ static int alloc_queues(struct sv_qp *qp, enum ibv_qp_type type,
 	qp->max_recv_sge = qp->srq	       ? qp->srq->max_sge
 			   : cap->max_recv_sge ? cap->max_recv_sge
 					       : 1;
-	/* what we can always carry inline, rounded up as hardware does */
-	qp->max_inline = cap->max_inline_data ? SV_MAX_INLINE : 0;
+	/* What we can always carry inline, rounded up as hardware does: a
+	 * request of 0 still gets the room of its SGEs (16 bytes each, as
+	 * rxe's WQE; mlx5 gives more), which programs that post
+	 * IBV_SEND_INLINE without asking (rdma_xclient) rely on.  No SQ
+	 * (XRC_RECV), none. */
+	if (cap->max_inline_data)
+		qp->max_inline = SV_MAX_INLINE;
+	else if (type == IBV_QPT_XRC_RECV)
+		qp->max_inline = 0;
+	else
+		qp->max_inline = qp->max_send_sge * sizeof(struct ibv_sge);
 	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
 	qp->sq_sge = calloc((size_t)qp->sq_size * qp->max_send_sge,
 			    sizeof(*qp->sq_sge));

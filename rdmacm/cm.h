@@ -119,6 +119,7 @@ struct cm_core {
 	pthread_t thread;
 	struct ibv_context *ctx; /* softverbs0, opened once */
 	struct ibv_pd *pd;	 /* the default PD */
+	struct ibv_xrcd *xrcd;	 /* XRC ids' domain (cm_xrcd), opened once */
 	struct ibv_device_attr dev_attr;
 	int gid_tbl_len;
 	union ibv_gid gids[CM_GID_CACHE]; /* the table at start-up: asked
@@ -203,6 +204,7 @@ int cm_conn_process_rep(struct cm_id *c, struct cm_event *e);
 void cm_id_free(struct cm_id *c); /* lock held; unlinks and frees */
 
 /* qp.c */
+struct ibv_xrcd *cm_xrcd(void); /* NULL and errno on failure */
 int cm_qp_to_rtr_rts(struct cm_id *c);
 void cm_qp_to_err(struct cm_id *c);
 void cm_ud_ah_attr(struct cm_id *c, struct ibv_ah_attr *ah);

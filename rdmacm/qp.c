@@ -5,6 +5,10 @@
  * none, as rdma-core does), the attributes of each state
  * (rdma_init_qp_attr) from what the CM exchanged, and the moves
  * INIT → RTR → RTS the library makes for the program.  The ECE calls.
+ * XRC as rdma-core's cma.c: one domain for the process's XRC ids
+ * (cm_xrcd), in which rdma_create_qp makes XRC_RECV QPs and
+ * rdma_create_srq XRC SRQs, so that a passive id's QP and SRQ meet; the
+ * attributes of each state are the kernel IB CM's for XRC_INI/XRC_TGT.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,17 +45,41 @@ static enum ibv_mtu port_mtu(void)
 	return pa.active_mtu;
 }
 
+/* The XRC domain of the process's XRC ids (rdma-core's ucma_get_xrcd: a
+ * private one, opened at the first use and kept with the device). */
+struct ibv_xrcd *cm_xrcd(void)
+{
+	struct ibv_xrcd_init_attr xa = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = -1,
+		.oflags = O_CREAT,
+	};
+	struct ibv_xrcd *x;
+
+	pthread_mutex_lock(&cm_core.lock);
+	if (!cm_core.xrcd)
+		cm_core.xrcd = ibv_open_xrcd(cm_core.ctx, &xa);
+	x = cm_core.xrcd;
+	pthread_mutex_unlock(&cm_core.lock);
+	return x;
+}
+
 CM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
 				struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
 {
 	struct cm_id *c = cm_id_of(id);
 	enum ibv_qp_state want;
+	enum ibv_qp_type qpt;
 	bool ud;
 	int mask, ret = 0;
 
 	if (!id || !qp_attr || !qp_attr_mask)
 		return cm_err(EINVAL);
 	ud = cm_is_ud(c) || id->ps == RDMA_PS_UDP;
+	/* the kernel CM's masks: UC has none of RC's acknowledgement,
+	 * retry and read/atomic attributes, an XRC initiator no responder
+	 * ones, a target no requester ones but TIMEOUT */
+	qpt = id->qp ? id->qp->qp_type : id->qp_type;
 	want = qp_attr->qp_state;
 	memset(qp_attr, 0, sizeof(*qp_attr));
 	qp_attr->qp_state = want;
@@ -82,27 +110,32 @@ CM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
 		qp_attr->path_mtu = port_mtu();
 		qp_attr->dest_qp_num = c->remote.qpn;
 		qp_attr->rq_psn = c->remote.psn;
-		qp_attr->max_dest_rd_atomic = c->resp_res;
-		qp_attr->min_rnr_timer = CM_MIN_RNR_TIMER;
 		cm_ud_ah_attr(c, &qp_attr->ah_attr);
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			IBV_QP_MIN_RNR_TIMER;
+			IBV_QP_RQ_PSN;
+		if (qpt == IBV_QPT_XRC_SEND || qpt == IBV_QPT_UC)
+			break;
+		qp_attr->max_dest_rd_atomic = c->resp_res;
+		qp_attr->min_rnr_timer = CM_MIN_RNR_TIMER;
+		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 		break;
 	case IBV_QPS_RTS:
 		qp_attr->sq_psn = c->psn;
 		mask |= IBV_QP_SQ_PSN;
-		if (ud)
+		if (ud || qpt == IBV_QPT_UC)
 			break;
 		if (!c->have_remote) {
 			ret = EINVAL;
 			break;
 		}
 		qp_attr->timeout = CM_ACK_TIMEOUT;
+		mask |= IBV_QP_TIMEOUT;
+		if (qpt == IBV_QPT_XRC_RECV)
+			break;
 		qp_attr->retry_cnt = c->retry > 7 ? 7 : c->retry;
 		qp_attr->rnr_retry = c->rnr_retry > 7 ? 7 : c->rnr_retry;
 		qp_attr->max_rd_atomic = c->init_depth;
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+		mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			IBV_QP_MAX_QP_RD_ATOMIC;
 		break;
 	case IBV_QPS_ERR:
@@ -150,6 +183,9 @@ void cm_qp_to_err(struct cm_id *c)
 
 static void destroy_cqs(struct rdma_cm_id *id)
 {
+	/* an XRC_RECV id's receive CQ is its XRC SRQ's: it goes with it */
+	if (id->qp_type == IBV_QPT_XRC_RECV && id->srq)
+		return;
 	if (id->recv_cq) {
 		ibv_destroy_cq(id->recv_cq);
 		if (id->send_cq == id->recv_cq)
@@ -236,6 +272,28 @@ CM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 	if ((id->recv_cq && attr->recv_cq && id->recv_cq != attr->recv_cq) ||
 	    (id->send_cq && attr->send_cq && id->send_cq != attr->send_cq))
 		return cm_err(EINVAL);
+	if (attr->qp_type == IBV_QPT_XRC_RECV) {
+		/* no PD, CQs or SRQ of its own (the verbs refuse an SRQ):
+		 * the domain, where the id's XRC SRQ is */
+		if (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd) {
+			attr->xrcd = cm_xrcd();
+			if (!attr->xrcd)
+				return -1;
+			attr->comp_mask |= IBV_QP_INIT_ATTR_XRCD;
+		}
+		qp = ibv_create_qp_ex(id->verbs, attr);
+		if (!qp)
+			return -1;
+		ret = init_qp(c, qp);
+		if (ret) {
+			ibv_destroy_qp(qp);
+			return cm_err(ret);
+		}
+		if (!id->pd)
+			id->pd = attr->pd;
+		id->qp = qp;
+		return 0;
+	}
 	if (create_cqs(id,
 		       attr->send_cq || id->send_cq ? 0 : attr->cap.max_send_wr,
 		       attr->recv_cq || id->recv_cq ? 0
@@ -290,14 +348,19 @@ CM_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 
 CM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 {
+	/* an XRC_RECV QP made on an id of another type: same rule */
+	bool xrc = id->qp && id->qp->qp_type == IBV_QPT_XRC_RECV;
+
 	ibv_destroy_qp(id->qp);
 	id->qp = NULL;
-	destroy_cqs(id);
+	if (!xrc || !id->srq)
+		destroy_cqs(id);
 }
 
 CM_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
 				 struct ibv_srq_init_attr_ex *attr)
 {
+	bool made_cq = false;
 	struct ibv_srq *srq;
 
 	if (!id || !attr || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
@@ -309,20 +372,17 @@ CM_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
 	if (attr->srq_type == IBV_SRQT_XRC) {
 		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) ||
 		    !attr->xrcd) {
-			struct ibv_xrcd_init_attr xa = {
-				.comp_mask = IBV_XRCD_INIT_ATTR_FD |
-					     IBV_XRCD_INIT_ATTR_OFLAGS,
-				.fd = -1,
-				.oflags = O_CREAT,
-			};
-
-			attr->xrcd = ibv_open_xrcd(id->verbs, &xa);
+			attr->xrcd = cm_xrcd(); /* the XRC_RECV QPs' */
 			if (!attr->xrcd)
 				return -1;
 		}
 		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq) {
-			if (create_cqs(id, 0, attr->attr.max_wr))
-				return -1;
+			/* rdma_get_recv_comp polls id->recv_cq */
+			if (!id->recv_cq) {
+				if (create_cqs(id, 0, attr->attr.max_wr))
+					return -1;
+				made_cq = true;
+			}
 			attr->cq = id->recv_cq;
 		}
 		attr->comp_mask |=
@@ -330,8 +390,12 @@ CM_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
 	}
 	srq = ibv_create_srq_ex(id->verbs, attr);
 	if (!srq) {
-		destroy_cqs(id);
-		return -1;
+		int e = errno;
+
+		/* only what this call made: the id's QP may use the others */
+		if (made_cq)
+			destroy_cqs(id);
+		return cm_err(e);
 	}
 	if (!id->pd)
 		id->pd = attr->pd;

@@ -59,7 +59,7 @@ struct cm_msg {
 	uint32_t qpn;	   /* the sender's QP (REQ, REP, SIDR REP) */
 	uint32_t psn;	   /* its starting PSN */
 	uint32_t qkey;	   /* SIDR REP */
-	uint8_t qp_type;   /* IBV_QPT_RC / UC / UD (REQ) */
+	uint8_t qp_type;   /* IBV_QPT_RC / UC / UD / XRC_SEND (REQ) */
 	uint8_t resp_res;  /* REQ/REP: responder resources offered */
 	uint8_t init_depth;
 	uint8_t flow_control;
@@ -98,7 +98,8 @@ static inline unsigned int cm_pdata_limit(uint8_t type)
 /* Every byte a peer sent, before anything believes it: 0 or -EPROTO. */
 static inline int cm_msg_check(const struct cm_msg *m, long len)
 {
-	static const uint8_t qpts[] = {2 /* RC */, 3 /* UC */, 4 /* UD */};
+	static const uint8_t qpts[] = {2 /* RC */, 3 /* UC */, 4 /* UD */,
+				       9 /* XRC_SEND: to an XRC_RECV id */};
 	bool qpt_ok = false;
 
 	if (len != (long)sizeof(*m) || m->magic != CM_MAGIC ||

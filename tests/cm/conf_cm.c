@@ -5,7 +5,8 @@
  * describe with its status and private data (the IBA limits enforced
  * with EINVAL), reject with private data, nobody listening, an address
  * nobody has, a listener or a peer killed, the acknowledgement rule of
- * rdma_destroy_id, many ids on one channel, UD's SIDR, the channel fd's
+ * rdma_destroy_id, many ids on one channel, UD's SIDR, XRC (an XRC_SEND
+ * id sending to the passive id's XRC SRQ), the channel fd's
  * readiness and O_NONBLOCK, and hostile bytes or another uid on the
  * CM's own sockets (errors, never a crash or a hang).
  */
@@ -680,6 +681,274 @@ SV_TEST(cm_ud_sidr_qpn_and_qkey)
 	rdma_destroy_event_channel(ch);
 }
 
+/* A UC QP on an rdma_cm id: the CM moves it with UC's attributes (the
+ * kernel CM's: no RC-only ones, which the verbs refuse for UC), and a
+ * send arrives. */
+SV_TEST(cm_uc_connect_send)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_conn_param cp = {0};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c, *s;
+	struct ibv_qp_attr qa;
+	int mask;
+	uint16_t port;
+
+	l = listener(ch, RDMA_PS_TCP, &port);
+	c = resolved(ch, RDMA_PS_TCP, port);
+	make_qp(c, IBV_QPT_UC);
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	s = ev->id;
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	make_qp(s, IBV_QPT_UC);
+	qa.qp_state = IBV_QPS_RTR;
+	ASSERT_OK(rdma_init_qp_attr(s, &qa, &mask));
+	ASSERT_EQ(0, mask & (IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER));
+	ASSERT_OK(rdma_accept(s, &cp));
+	expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED);
+	expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED);
+	qa.qp_state = IBV_QPS_RTS;
+	ASSERT_OK(rdma_init_qp_attr(c, &qa, &mask));
+	ASSERT_EQ(0, mask & (IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC));
+	send_one(c, s);
+	send_one(s, c);
+	ASSERT_OK(rdma_disconnect(c));
+	expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED);
+	expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED);
+	rdma_destroy_qp(s);
+	rdma_destroy_qp(c);
+	ASSERT_OK(rdma_destroy_id(s));
+	ASSERT_OK(rdma_destroy_id(c));
+	ASSERT_OK(rdma_destroy_id(l));
+	rdma_destroy_event_channel(ch);
+}
+
+/* An XRC send from c's XRC_SEND QP to SRQ number srqn; its completion. */
+static struct ibv_wc xrc_send(struct rdma_cm_id *c, const uint8_t *out,
+			      uint32_t len, struct ibv_mr *mr, uint32_t srqn)
+{
+	struct ibv_sge sg = {(uintptr_t)out, len, mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 5,
+				 .sg_list = &sg,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND},
+			   *bad;
+
+	wr.qp_type.xrc.remote_srqn = srqn;
+	ASSERT_OK(ibv_post_send(c->qp, &wr, &bad));
+	return poll_one(c->send_cq);
+}
+
+/*
+ * XRC through rdma_cm (rdma_xserver/rdma_xclient -c x with event
+ * channels): an XRC_SEND id connects to an RDMA_PS_IB listener; the
+ * passive id makes an XRC SRQ (rdma_create_srq_ex: rdma_cm's domain and
+ * a CQ for the id) and an XRC_RECV QP (rdma_create_qp: the same domain),
+ * accepts with the SRQ's number as private data; the send naming it
+ * completes on the SRQ's CQ with qp_num the XRC_RECV QP.  A number
+ * nobody has is a remote invalid request.
+ */
+SV_TEST(cm_xrc_send_to_remote_srq)
+{
+	struct rdma_event_channel *sch = rdma_create_event_channel();
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	struct ibv_qp_init_attr ca = {
+		.cap = {.max_send_wr = 4, .max_send_sge = 1},
+		.qp_type = IBV_QPT_XRC_SEND,
+		.sq_sig_all = 1};
+	struct ibv_qp_init_attr ra = {.qp_type = IBV_QPT_XRC_RECV};
+	struct ibv_srq_init_attr_ex sa = {.attr = {.max_wr = 4, .max_sge = 1},
+					  .comp_mask = IBV_SRQ_INIT_ATTR_TYPE,
+					  .srq_type = IBV_SRQT_XRC};
+	struct rdma_conn_param cp = {0};
+	uint8_t out[64], in[64] = {0};
+	struct ibv_mr *mo, *mi;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c, *s;
+	uint32_t srqn, be;
+	struct ibv_wc wc;
+	uint16_t port;
+
+	ASSERT_NOT_NULL(sch);
+	ASSERT_NOT_NULL(cch);
+	l = listener(sch, RDMA_PS_IB, &port);
+	c = resolved(cch, RDMA_PS_IB, port);
+	ASSERT_OK(rdma_create_qp(c, NULL, &ca));
+	ASSERT_EQ(IBV_QPT_XRC_SEND, c->qp->qp_type);
+	ASSERT_NOT_NULL(c->send_cq);
+	ASSERT_NULL(c->recv_cq); /* no receive side */
+	ASSERT_OK(rdma_connect(c, &cp));
+
+	ev = expect_ev(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	s = ev->id;
+	ASSERT_EQ(c->qp->qp_num, ev->param.conn.qp_num);
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	ASSERT_OK(rdma_create_srq_ex(s, &sa));
+	ASSERT_NOT_NULL(s->srq);
+	ASSERT_NOT_NULL(s->recv_cq);
+	ASSERT_TRUE(sa.cq == s->recv_cq);
+	ASSERT_OK(ibv_get_srq_num(s->srq, &srqn));
+	ASSERT_OK(rdma_create_qp(s, NULL, &ra));
+	ASSERT_EQ(IBV_QPT_XRC_RECV, s->qp->qp_type);
+	mi = rdma_reg_msgs(s, in, sizeof(in));
+	ASSERT_NOT_NULL(mi);
+	ASSERT_OK(rdma_post_recv(s, NULL, in, sizeof(in), mi)); /* the SRQ */
+	be = htonl(srqn);
+	cp.private_data = &be;
+	cp.private_data_len = sizeof(be);
+	ASSERT_OK(rdma_accept(s, &cp));
+
+	ev = expect_ev(cch, RDMA_CM_EVENT_ESTABLISHED);
+	ASSERT_EQ(0, ev->status);
+	ASSERT_EQ(s->qp->qp_num, ev->param.conn.qp_num);
+	ASSERT_OK(memcmp(ev->param.conn.private_data, &be, sizeof(be)));
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	expect_ack(sch, RDMA_CM_EVENT_ESTABLISHED);
+
+	fill(out, sizeof(out), 21);
+	mo = rdma_reg_msgs(c, out, sizeof(out));
+	ASSERT_NOT_NULL(mo);
+	wc = xrc_send(c, out, sizeof(out), mo, srqn);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	wc = poll_one(s->recv_cq);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(IBV_WC_RECV, wc.opcode);
+	ASSERT_EQ(sizeof(in), wc.byte_len);
+	ASSERT_EQ(s->qp->qp_num, wc.qp_num);
+	ASSERT_OK(memcmp(in, out, sizeof(in)));
+	/* the number is what routes it: another one is nobody's */
+	wc = xrc_send(c, out, sizeof(out), mo, srqn ^ 0x800000);
+	ASSERT_EQ(IBV_WC_REM_INV_REQ_ERR, wc.status);
+
+	ASSERT_OK(rdma_disconnect(c));
+	expect_ack(cch, RDMA_CM_EVENT_DISCONNECTED);
+	expect_ack(sch, RDMA_CM_EVENT_DISCONNECTED);
+	rdma_dereg_mr(mo);
+	rdma_dereg_mr(mi);
+	rdma_destroy_qp(s);
+	ASSERT_NOT_NULL(s->recv_cq); /* the SRQ's: it goes with the SRQ */
+	rdma_destroy_srq(s);
+	ASSERT_NULL(s->recv_cq);
+	rdma_destroy_qp(c);
+	ASSERT_OK(rdma_destroy_id(s));
+	ASSERT_OK(rdma_destroy_id(c));
+	ASSERT_OK(rdma_destroy_id(l));
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(sch);
+}
+
+/* rdma_xserver -c x's side with synchronous ids: rdma_create_ep (XRC_RECV,
+ * RAI_PASSIVE), rdma_get_request making the XRC_RECV QP, rdma_create_srq
+ * (an XRC SRQ: the id's type), the SRQ's number in rdma_accept's private
+ * data, rdma_get_recv_comp. */
+struct xrc_ep_server {
+	int port_fd; /* pipe: the listener's port */
+	int status;  /* the receive's, or -1 */
+	uint32_t byte_len;
+	uint8_t in[16];
+};
+
+static void *xrc_ep_server_thread(void *arg)
+{
+	struct xrc_ep_server *x = arg;
+	struct rdma_addrinfo hints = {.ai_flags = RAI_PASSIVE,
+				      .ai_port_space = RDMA_PS_IB,
+				      .ai_qp_type = IBV_QPT_XRC_RECV},
+			     *res;
+	struct ibv_qp_init_attr qa = {
+		.cap = {.max_recv_wr = 1, .max_recv_sge = 1}};
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 1, .max_sge = 1}};
+	struct rdma_conn_param cp = {0};
+	struct rdma_cm_id *l, *id;
+	uint32_t srqn, be;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	uint16_t port;
+
+	x->status = -1;
+	ASSERT_OK(rdma_getaddrinfo("127.0.0.1", "0", &hints, &res));
+	ASSERT_OK(rdma_create_ep(&l, res, NULL, &qa));
+	rdma_freeaddrinfo(res);
+	ASSERT_OK(rdma_listen(l, 1));
+	port = ntohs(rdma_get_src_port(l));
+	ASSERT_EQ((ssize_t)sizeof(port),
+		  write(x->port_fd, &port, sizeof(port)));
+	ASSERT_OK(rdma_get_request(l, &id));
+	ASSERT_NOT_NULL(id->qp);
+	ASSERT_EQ(IBV_QPT_XRC_RECV, id->qp->qp_type);
+	ASSERT_OK(rdma_create_srq(id, NULL, &sa));
+	ASSERT_OK(ibv_get_srq_num(id->srq, &srqn));
+	mr = rdma_reg_msgs(id, x->in, sizeof(x->in));
+	ASSERT_NOT_NULL(mr);
+	ASSERT_OK(rdma_post_recv(id, NULL, x->in, sizeof(x->in), mr));
+	be = htonl(srqn);
+	cp.private_data = &be;
+	cp.private_data_len = sizeof(be);
+	ASSERT_OK(rdma_accept(id, &cp));
+	ASSERT_EQ(1, rdma_get_recv_comp(id, &wc));
+	x->status = wc.status;
+	x->byte_len = wc.byte_len;
+	rdma_disconnect(id);
+	rdma_dereg_mr(mr);
+	rdma_destroy_ep(id);
+	rdma_destroy_ep(l);
+	return NULL;
+}
+
+SV_TEST(cm_xrc_ep_sync_ids)
+{
+	struct rdma_addrinfo hints = {.ai_port_space = RDMA_PS_IB,
+				      .ai_qp_type = IBV_QPT_XRC_SEND},
+			     *res;
+	struct ibv_qp_init_attr qa = {
+		.cap = {.max_send_wr = 1, .max_send_sge = 1}, .sq_sig_all = 1};
+	struct xrc_ep_server x = {0};
+	struct rdma_cm_id *id;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	uint8_t out[16];
+	char service[8];
+	uint16_t port;
+	pthread_t t;
+	int fds[2];
+	uint32_t srqn;
+
+	ASSERT_OK(pipe(fds));
+	x.port_fd = fds[1];
+	ASSERT_OK(pthread_create(&t, NULL, xrc_ep_server_thread, &x));
+	{
+		struct pollfd p = {.fd = fds[0], .events = POLLIN};
+
+		ASSERT_EQ(1, poll(&p, 1, EV_MS));
+		ASSERT_EQ((ssize_t)sizeof(port),
+			  read(fds[0], &port, sizeof(port)));
+	}
+	snprintf(service, sizeof(service), "%u", port);
+	ASSERT_OK(rdma_getaddrinfo("127.0.0.1", service, &hints, &res));
+	ASSERT_OK(rdma_create_ep(&id, res, NULL, &qa));
+	rdma_freeaddrinfo(res);
+	ASSERT_EQ(IBV_QPT_XRC_SEND, id->qp->qp_type);
+	fill(out, sizeof(out), 60);
+	mr = rdma_reg_msgs(id, out, sizeof(out));
+	ASSERT_NOT_NULL(mr);
+	ASSERT_OK(rdma_connect(id, NULL));
+	ASSERT_NOT_NULL(id->event);
+	memcpy(&srqn, id->event->param.conn.private_data, sizeof(srqn));
+	wc = xrc_send(id, out, sizeof(out), mr, ntohl(srqn));
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_OK(pthread_join(t, NULL));
+	ASSERT_EQ(IBV_WC_SUCCESS, x.status);
+	ASSERT_EQ(sizeof(out), x.byte_len);
+	ASSERT_OK(memcmp(x.in, out, sizeof(out)));
+	rdma_disconnect(id);
+	rdma_dereg_mr(mr);
+	rdma_destroy_ep(id);
+	close(fds[0]);
+	close(fds[1]);
+}
+
 /* ---- helper processes ---- */
 
 static void write_line(int fd, const char *fmt, unsigned int v)
@@ -854,7 +1123,7 @@ SV_TEST(cm_hostile_bytes_dropped)
 		{6, 1, 200},	    /* type */
 		{7, 1, 57},	    /* pdata_len over REQ's 56 */
 		{8, 4, 0x1000000},  /* qpn over 24 bits */
-		{20, 1, 9},	    /* qp type */
+		{20, 1, 10},	    /* qp type (XRC_RECV never asks) */
 		{48, 2, 77},	    /* src family */
 	};
 
@@ -1047,7 +1316,7 @@ SV_TEST(cm_hostile_tcp_bytes_dropped)
 	} lies[] = {
 		{0, 4, 0xdeadbeef}, {4, 2, 99},	 {6, 1, 0},
 		{6, 1, 200},	    {7, 1, 57},	 {8, 4, 0x1000000},
-		{20, 1, 9},	    {48, 2, 77}, {72, 2, 0},
+		{20, 1, 10},	    {48, 2, 77}, {72, 2, 0},
 	};
 
 	/* a wildcard listener: reached on 127.0.0.1 and the host's address */

@@ -150,6 +150,48 @@ SV_TEST(send_inline_buffer_reused)
 	sv_pair_close(&p);
 }
 
+/* A QP that asked for no inline data still takes inline sends up to the
+ * room of its SGEs (16 bytes each, as rxe; mlx5 gives more), reported by
+ * create and query: rdma_xclient posts IBV_SEND_INLINE that way.  Past
+ * what was reported is EINVAL. */
+SV_TEST(send_inline_unasked_room_of_sges)
+{
+	struct sv_end_opts o = sv_end_opts_default();
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr qa;
+	struct sv_pair p;
+	struct ibv_wc wc;
+	uint8_t local[64];
+	struct ibv_sge sg = {(uintptr_t)local, 16, 0};
+	struct ibv_send_wr wr = {.wr_id = 7,
+				 .sg_list = &sg,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_INLINE};
+	struct ibv_send_wr *bad;
+
+	o.max_inline = 0;
+	o.max_send_sge = 1;
+	sv_pair_open(&p, &o, NULL);
+	ASSERT_OK(ibv_query_qp(p.a.qp, &qa, IBV_QP_CAP, &init));
+	ASSERT_EQ(16, init.cap.max_inline_data);
+	ASSERT_OK(sv_end_recv(&p.b, 1, 0, 64));
+	sv_fill(local, 16, 31);
+	ASSERT_OK(ibv_post_send(p.a.qp, &wr, &bad));
+	memset(local, 0, sizeof(local));
+	WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
+	check_recv_wc(&p, &wc, 1, 16);
+	ASSERT_EQ(-1, sv_check(p.b.buf, 16, 31));
+	WAIT_WC(p.a.scq, &wc, SV_WC_TIMEOUT_MS);
+	check_send_wc(&p, &wc, 7);
+	sg.length = 17;
+	bad = NULL;
+	ASSERT_EQ(EINVAL, ibv_post_send(p.a.qp, &wr, &bad));
+	ASSERT_TRUE(bad == &wr);
+	NO_WC(p.a.scq, 20);
+	sv_pair_close(&p);
+}
+
 SV_TEST(send_unsignaled)
 {
 	struct sv_end_opts o = sv_end_opts_default();

@@ -138,13 +138,31 @@ const struct mx_row mx_rows[] = {
 	{
 		.name = "rdma_xserver_xclient",
 		.pkg = "rdmacm-utils",
-		.expect = MX_FAILS,
-		.reason = "XRC through rdma_cm: connected, but rdma_xclient's "
-			  "XRC send fails (EAGAIN, then EINVAL): not done yet",
+		.expect = MX_WORKS,
+		.reason = CM_OK
+		"; their default, RC: rdma_xclient's "
+		"IBV_SEND_INLINE on a QP that asked for no inline "
+		"data (the room of its SGE, as rxe's)",
 		.server = {"rdma_xserver", "-p", "@PORT@"},
 		.client = {"rdma_xclient", "-s", "127.0.0.1", "-p", "@PORT@"},
-		.deadline_s = FAST,
-		.says = "rdma_xclient: end 22",
+		.deadline_s = RUN,
+		.says = "rdma_xserver: end 0",
+		.also_says = "rdma_xclient: end 0",
+	},
+	{
+		.name = "rdma_xserver_xclient_xrc",
+		.pkg = "rdmacm-utils",
+		.expect = MX_WORKS,
+		.reason =
+			CM_OK "; -c x: RDMA_PS_IB, an XRC_RECV id with an "
+			      "XRC SRQ whose number goes in the REP's private "
+			      "data, an XRC_SEND id sending to it",
+		.server = {"rdma_xserver", "-p", "@PORT@", "-c", "x"},
+		.client = {"rdma_xclient", "-s", "127.0.0.1", "-p", "@PORT@",
+			   "-c", "x"},
+		.deadline_s = RUN,
+		.says = "rdma_xserver: end 0",
+		.also_says = "rdma_xclient: end 0",
 	},
 	{
 		.name = "rcopy",

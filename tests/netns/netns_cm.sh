@@ -1,6 +1,7 @@
 #!/bin/sh
 # rdma_cm between hosts (issue 12, acceptance 3): Debian's unmodified
-# rdmacm-utils and perftest -R across network namespaces, connected by IP
+# rdmacm-utils (XRC's rdma_xserver/rdma_xclient too) and perftest -R
+# across network namespaces, connected by IP
 # address through softverbs' librdmacm (its TCP rendezvous, rdmacm/link.c)
 # and carrying data over the verbs' TCP transport; UD (udaddy: SIDR) and
 # multicast (mckey) too, their data over UDP.  Then what must fail fails
@@ -32,6 +33,15 @@ pair ucmatose_16 60 "data transfers complete" a b \
 pair rdma_server_client 60 "rdma_client: end 0" b a \
 	rdma_server -p @P -- \
 	rdma_client -s $B -p @P
+# XRC through rdma_cm (-c x): the XRC_SEND id's QP reaches the server's
+# XRC_RECV QP over TCP; the SRQ it names is of the same process and
+# context (rdma_cm's one device), so nothing is forwarded between hosts
+pair rdma_xserver_xclient 60 "rdma_xclient: end 0" a b \
+	rdma_xserver -p @P -- \
+	rdma_xclient -s $A -p @P
+pair rdma_xserver_xclient_xrc 60 "rdma_xclient: end 0" a b \
+	rdma_xserver -p @P -c x -- \
+	rdma_xclient -s $A -p @P -c x
 if command -v ib_send_lat >/dev/null; then
 	SV="-d softverbs0"
 	pair ib_send_lat_R 90 "^ 2 " a b \
