@@ -46,6 +46,11 @@ progress.c sv_tcp_door_next_ns
 progress.c sv_tcp_next_ns
 progress.c sv_tcp_run_begin
 progress.c sv_tcp_run_end
+progress.c sv_tcp_set_lazy
+progress.c sv_tcp_quiet
+progress.c sv_tcp_stalled
+progress.c sv_tcp_owed
+progress.c sv_qp_ack_timeout_ns
 progress.c sv_shm_check
 progress.c sv_shm_has_pending
 progress.c sv_shm_next_ns
@@ -59,6 +64,8 @@ resp.c sv_xrc_fwd_data
 resp.c sv_xrc_fwd_send
 ud.c sv_mcast_attached
 ud.c sv_mcast_members
+ud.c sv_mcast_ctx_members
+ud.c sv_mcast_ipv4
 ud.c sv_gid_ipv4
 ud.c sv_gid_is_local
 ud.c sv_local_lid
