@@ -278,6 +278,18 @@ void sv_lane_gone(struct sv_context *ctx, uint32_t qpn)
 	pthread_mutex_unlock(&ctx->lane_lock);
 }
 
+void sv_lane_unoffered(struct sv_context *ctx, uint32_t qpn)
+{
+	pthread_mutex_lock(&ctx->lane_lock);
+	if (ctx->lanes) {
+		struct lane_tx *t = tx_find(ctx->lanes, qpn);
+
+		if (t->st == TX_OFFERED)
+			t->when_ns = 0; /* with the next datagram */
+	}
+	pthread_mutex_unlock(&ctx->lane_lock);
+}
+
 void sv_lanes_tx_close(struct sv_context *ctx)
 {
 	if (!ctx->lanes)
@@ -300,15 +312,19 @@ static void rx_drop(struct sv_qp *qp, uint32_t i, uint32_t state)
 	atomic_store_explicit(&qp->ud_nlanes, qp->nlanes, memory_order_relaxed);
 }
 
-/* Lanes whose sender closed its context or died: unmapped (what they
- * still held is lost, as in a dead sender's queue). */
+/* Lanes whose sender closed its context or died, once empty: unmapped
+ * (what they hold is taken first, as a dead sender's datagrams queued in
+ * a socket are). */
 static void rx_reap(struct sv_qp *qp)
 {
 	for (uint32_t i = 0; i < qp->nlanes;) {
 		struct sv_lane_rx *l = &qp->lanes[i];
+		struct sv_ud_hdr h;
+		const uint8_t *p;
 
-		if (atomic_load(&l->hdr->tx_closed) ||
-		    (kill(l->pid, 0) && errno == ESRCH))
+		if (!sv_lane_peek(l, &h, &p) &&
+		    (atomic_load(&l->hdr->tx_closed) ||
+		     (kill(l->pid, 0) && errno == ESRCH)))
 			rx_drop(qp, i, SV_LANE_CLOSED);
 		else
 			i++;
@@ -372,9 +388,10 @@ void sv_lane_offer(struct sv_qp *qp, int fd, pid_t pid)
 	atomic_store_explicit(&qp->ud_nlanes, qp->nlanes, memory_order_relaxed);
 	*l = (struct sv_lane_rx){
 		.hdr = hdr, .pid = pid, .dev = st.st_dev, .ino = st.st_ino};
-	/* asleep until the progress thread sees the app polling (as a new
-	 * ring): one doorbell too many at worst, never one too few */
-	atomic_store(&hdr->rx_sleep, 1);
+	/* as the QP's other lanes: a QP the progress thread has not looked
+	 * at yet is polled by the app, or taken over (flags up, then a look
+	 * at the lanes) within SV_ACTIVE_CHECK_MS */
+	atomic_store(&hdr->rx_sleep, qp->lane_sleep);
 	/* whatever the sender wrote before: we start at record 0, its
 	 * records are checked one by one */
 	atomic_store(&hdr->state, SV_LANE_ACCEPTED);

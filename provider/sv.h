@@ -509,6 +509,8 @@ struct sv_qp {
 	 * datagrams taken from lanes / sent into lanes */
 	_Atomic uint32_t ud_nlanes;
 	_Atomic uint64_t ud_lane_rx, ud_lane_tx;
+	_Atomic uint64_t ud_lost; /* sends lost: no room at the destination
+				   * (socket queue or lane) in time */
 
 	/* XRC (xrc.c).  XRC_RECV: srq/rcq above are the SRQ of the message
 	 * in progress and its CQ, while it is in progress (bound) */
@@ -597,6 +599,9 @@ extern bool sv_ud_lanes_on;
 int sv_lane_send(struct sv_qp *qp, const void *d, size_t n, uint32_t qpn,
 		 int *offer_fd);
 void sv_lane_gone(struct sv_context *ctx, uint32_t qpn);
+/* The datagram that offered the lane to qpn did not go (a full queue):
+ * the offer goes with the next one. */
+void sv_lane_unoffered(struct sv_context *ctx, uint32_t qpn);
 void sv_lanes_tx_close(struct sv_context *ctx);
 void sv_lane_offer(struct sv_qp *qp, int fd, pid_t pid);
 int sv_lane_peek(struct sv_lane_rx *l, struct sv_ud_hdr *h,

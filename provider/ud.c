@@ -120,6 +120,10 @@ static int wait_room(struct sv_qp *qp, struct sv_swqe *w, uint32_t qpn)
 	}
 	sv_dbg("qp %06x: datagram to %06x lost: no room\n",
 	       qp->qpx.qp_base.qp_num, qpn);
+	atomic_store_explicit(
+		&qp->ud_lost,
+		atomic_load_explicit(&qp->ud_lost, memory_order_relaxed) + 1,
+		memory_order_relaxed);
 	w->ud_first_ns = 0;
 	return 0;
 }
@@ -168,8 +172,11 @@ static int send_to(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n,
 		w->ud_first_ns = 0;
 		return 0; /* a datagram goes whole or not */
 	}
-	if (errno == EAGAIN || errno == ENOBUFS)
+	if (errno == EAGAIN || errno == ENOBUFS) {
+		if (offer >= 0)
+			sv_lane_unoffered(qp->ctx, qpn);
 		return wait_room(qp, w, qpn);
+	}
 	if (offer >= 0 && (errno == ECONNREFUSED || errno == ENOENT))
 		sv_lane_gone(qp->ctx, qpn); /* no lane to a QP that is not */
 	sv_dbg("qp %06x: datagram to %06x lost: %s\n", qp->qpx.qp_base.qp_num,
