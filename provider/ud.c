@@ -519,8 +519,6 @@ static void recv_socket(struct sv_qp *qp)
  * writing cannot keep us here. */
 static void recv_lanes(struct sv_qp *qp)
 {
-	uint64_t got = 0;
-
 	for (uint32_t i = 0; i < qp->nlanes; i++) {
 		struct sv_lane_rx *l = &qp->lanes[i];
 
@@ -534,19 +532,19 @@ static void recv_lanes(struct sv_qp *qp)
 			    !take(qp, &h, sizeof(h) + h.len)) {
 				drop(qp);
 			} else {
+				/* counted before its completion is seen */
+				atomic_store_explicit(
+					&qp->ud_lane_rx,
+					atomic_load_explicit(
+						&qp->ud_lane_rx,
+						memory_order_relaxed) +
+						1,
+					memory_order_release);
 				deliver(qp, &h, p);
-				got++;
 			}
 			sv_lane_consume(l);
 		}
 	}
-	if (got)
-		atomic_store_explicit(
-			&qp->ud_lane_rx,
-			atomic_load_explicit(&qp->ud_lane_rx,
-					     memory_order_relaxed) +
-				got,
-			memory_order_relaxed);
 }
 
 void sv_ud_recv_run(struct sv_qp *qp)
