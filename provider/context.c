@@ -80,6 +80,7 @@ struct ibv_context *sv_open_device(struct ibv_device *dev)
 	pthread_mutex_init(&ctx->mr_lock, NULL);
 	pthread_mutex_init(&ctx->mcast_lock, NULL);
 	pthread_mutex_init(&ctx->door_lock, NULL);
+	pthread_mutex_init(&ctx->lane_lock, NULL);
 	ctx->ud_tx_fd = ctx->ud_fwd_fd = ctx->udoor.fd = -1;
 	ctx->udoor.kind = SV_PFD_UDOOR;
 	sv_list_init(&ctx->qps);
@@ -129,6 +130,7 @@ int sv_close_device(struct ibv_context *c)
 	sv_progress_stop(ctx);
 	sv_tcp_door_close(ctx);
 	sv_ud_door_close(ctx);
+	sv_lanes_tx_close(ctx);
 	sv_qp_free_all(ctx);
 	sv_evq_destroy(&ctx->async);
 	sv_rmem_fini(ctx); /* MRs left registered: their memory is private */
@@ -139,6 +141,7 @@ int sv_close_device(struct ibv_context *c)
 	pthread_mutex_destroy(&ctx->mr_lock);
 	pthread_mutex_destroy(&ctx->mcast_lock);
 	pthread_mutex_destroy(&ctx->door_lock);
+	pthread_mutex_destroy(&ctx->lane_lock);
 	pthread_mutex_destroy(&ctx->xsrq_lock);
 	pthread_mutex_destroy(&c->mutex);
 	free(ctx);

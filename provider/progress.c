@@ -150,6 +150,7 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 			/* new rings start asleep (ring.c): this clears them */
 			*active = true;
 			sv_link_set_sleep(&qp->link, false);
+			sv_lanes_rx_sleep(qp, false); /* UD lanes (lane.c) */
 			/* over TCP its polls read what arrives: we stop
 			 * watching (a wake-up per message took half the
 			 * time of a small one across hosts), unless what
@@ -172,6 +173,7 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 		}
 		sv_link_set_sleep(&qp->link, true);
 		sv_tcp_quiet(&qp->link, false);
+		sv_lanes_rx_sleep(qp, true);
 		/* seq_cst: flags up before we look at the rings (Dekker) */
 		atomic_thread_fence(memory_order_seq_cst);
 		sv_qp_run(qp, now);
@@ -301,6 +303,8 @@ static bool handle(struct sv_context *ctx, struct sv_pfd *p)
 	pthread_rwlock_rdlock(&ctx->qp_lock);
 	qp = find_qp(ctx, p->qp); /* it may be gone since epoll_wait */
 	if (qp && p->kind == SV_PFD_UD) {
+		/* with UD lanes, polls read the socket only once rung */
+		atomic_store(&p->rung, true);
 		/* edge triggered: drains all.  A QP the app holds is being
 		 * driven (its poll drains the socket) or is looked at again
 		 * by look() at once: never wait for it here, the thread also

@@ -669,6 +669,7 @@ static void qp_put(struct sv_context *ctx, struct sv_qp *qp)
 {
 	sv_obj_put(ctx, SV_OBJ_QP);
 	free_queues(qp);
+	sv_lanes_rx_close(qp); /* UD: its senders see CLOSED (lane.c) */
 	qp->qpx.qp_base.state = IBV_QPS_RESET;
 	qp->attr.qp_state = IBV_QPS_RESET;
 	qp->dead = true;

@@ -76,6 +76,9 @@ struct sv_rseg;
 struct sv_mcast;
 struct sv_mcast_grp;
 struct sv_ud_door;
+struct sv_lanes_tx;
+struct sv_lane_rx;
+struct sv_ud_hdr;
 
 /* What an fd in the progress thread's epoll stands for. */
 enum sv_pfd_kind {
@@ -150,6 +153,10 @@ struct sv_context {
 	struct sv_pfd udoor;
 	bool udoor_failed;
 	struct sv_ud_door *udoor_st; /* the listener's state (ud.c) */
+	/* UD lanes this context sends on (lane.c), one per destination QP;
+	 * its QPs' sends serialise on lane_lock (inside qp->lock) */
+	pthread_mutex_t lane_lock;
+	struct sv_lanes_tx *lanes;
 };
 
 static inline struct sv_context *to_sctx(struct ibv_context *c)
@@ -500,6 +507,17 @@ struct sv_qp {
 	 * ctx->mcast_lock and qp->lock, read under either */
 	struct sv_mcast *mcast;
 	bool mcast_block_self; /* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
+	/* UD lanes (lane.c) this QP takes datagrams from, under qp->lock */
+	struct sv_lane_rx *lanes; /* SV_LANES_PER_QP of them, or NULL */
+	uint32_t nlanes;
+	bool lane_sleep; /* the progress thread sleeps for the QP: the
+			  * lanes' rx_sleep flags are up */
+	/* counters, read by tests without the lock: lanes accepted, and
+	 * datagrams taken from lanes / sent into lanes */
+	_Atomic uint32_t ud_nlanes;
+	_Atomic uint64_t ud_lane_rx, ud_lane_tx;
+	_Atomic uint64_t ud_lost; /* sends lost: no room at the destination
+				   * (socket queue or lane) in time */
 
 	/* XRC (xrc.c).  XRC_RECV: srq/rcq above are the SRQ of the message
 	 * in progress and its CQ, while it is in progress (bound) */
@@ -577,6 +595,28 @@ void sv_comp_advance(struct sv_qp *qp);
 void sv_ud_send_run(struct sv_qp *qp);
 /* Takes every datagram waiting on the QP's socket. */
 void sv_ud_recv_run(struct sv_qp *qp);
+/* UD lanes (lane.c; off with SOFTVERBS_UD_LANES=0).  Sender, under
+ * qp->lock: the datagram d of n bytes to QP qpn through its lane: 0 sent,
+ * -EAGAIN the lane is full, 1 send it on the socket, with the lane's memfd
+ * (SCM_RIGHTS) when *offer_fd >= 0.  sv_lane_gone: the socket says there
+ * is no such QP.  Receiver, under qp->lock: sv_lane_offer maps the lane
+ * pid offered with a checked datagram (fd is consumed); peek/consume take
+ * its records in order (peek: 1 and our copy of the header, or 0). */
+extern bool sv_ud_lanes_on;
+int sv_lane_send(struct sv_qp *qp, const void *d, size_t n, uint32_t qpn,
+		 int *offer_fd);
+void sv_lane_gone(struct sv_context *ctx, uint32_t qpn);
+/* The datagram that offered the lane to qpn did not go (a full queue):
+ * the offer goes with the next one. */
+void sv_lane_unoffered(struct sv_context *ctx, uint32_t qpn);
+void sv_lanes_tx_close(struct sv_context *ctx);
+void sv_lane_offer(struct sv_qp *qp, int fd, pid_t pid);
+int sv_lane_peek(struct sv_lane_rx *l, struct sv_ud_hdr *h,
+		 const uint8_t **payload);
+void sv_lane_consume(struct sv_lane_rx *l);
+void sv_lanes_rx_sleep(struct sv_qp *qp, bool sleep);
+void sv_lanes_rx_reap(struct sv_qp *qp);
+void sv_lanes_rx_close(struct sv_qp *qp);
 /* The datagram socket of a new UD QP, bound to its QPN. */
 int sv_ud_bind(struct sv_link *l, uint32_t *qpn);
 /* Where an AH's UD sends go: *ip another host's address (network order)

@@ -50,6 +50,7 @@
 #include <stdlib.h>
 
 #include "crc32c.h"
+#include "lane.h"
 #include "shm.h"
 #include "sv.h"
 #include "tcp.h"
@@ -132,11 +133,34 @@ static uint32_t mcast_src(const struct sv_swqe *w)
 	return 0;
 }
 
-/* The datagram d of n bytes to QP qpn, on this host (ip 0) or over UDP
- * to ip: 0 sent or lost (no such QP, its queue full for SV_UD_RETRY_NS),
- * -EAGAIN to be tried again later. */
+/* No room for the datagram at its destination (the socket's queue, or
+ * its lane): -EAGAIN while it may wait, then 0: lost. */
+static int wait_room(struct sv_qp *qp, struct sv_swqe *w, uint32_t qpn)
+{
+	uint64_t now = sv_now_ns();
+
+	if (!w->ud_first_ns)
+		w->ud_first_ns = now;
+	if (now - w->ud_first_ns < SV_UD_RETRY_NS) {
+		qp->comp_deadline = now + SV_UD_RETRY_TICK_NS;
+		return -EAGAIN;
+	}
+	sv_dbg("qp %06x: datagram to %06x lost: no room\n",
+	       qp->qpx.qp_base.qp_num, qpn);
+	atomic_store_explicit(
+		&qp->ud_lost,
+		atomic_load_explicit(&qp->ud_lost, memory_order_relaxed) + 1,
+		memory_order_relaxed);
+	w->ud_first_ns = 0;
+	return 0;
+}
+
+/* The datagram d of n bytes to QP qpn, on this host (ip 0: with a lane's
+ * memfd when offer is not -1) or over UDP to ip: 0 sent or lost (no such
+ * QP, its queue full for SV_UD_RETRY_NS), -EAGAIN to be tried again
+ * later. */
 static int send_to(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n,
-		   uint32_t qpn, uint32_t ip)
+		   uint32_t qpn, uint32_t ip, int offer)
 {
 	struct sockaddr_in in = {.sin_family = AF_INET,
 				 .sin_port = htons(sv_tcp_connect_port()),
@@ -174,6 +198,14 @@ static int send_to(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n,
 		c->cmsg_type = IP_PKTINFO;
 		c->cmsg_len = CMSG_LEN(sizeof(pi));
 		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
+	} else if (offer >= 0) { /* a lane, offered with this datagram */
+		memset(&u, 0, sizeof(u));
+		m.msg_control = u.buf;
+		m.msg_controllen = CMSG_SPACE(sizeof(int));
+		u.c.cmsg_level = SOL_SOCKET;
+		u.c.cmsg_type = SCM_RIGHTS;
+		u.c.cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(&u.c), &offer, sizeof(int));
 	}
 	/* never blocks; a full queue or no such QP: lost, as on a wire */
 	if (sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
@@ -181,19 +213,35 @@ static int send_to(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n,
 		return 0; /* a datagram goes whole or not */
 	}
 	if (errno == EAGAIN || errno == ENOBUFS) {
-		uint64_t now = sv_now_ns();
-
-		if (!w->ud_first_ns)
-			w->ud_first_ns = now;
-		if (now - w->ud_first_ns < SV_UD_RETRY_NS) {
-			qp->comp_deadline = now + SV_UD_RETRY_TICK_NS;
-			return -EAGAIN;
-		}
+		if (offer >= 0)
+			sv_lane_unoffered(qp->ctx, qpn);
+		return wait_room(qp, w, qpn);
 	}
+	if (offer >= 0 && (errno == ECONNREFUSED || errno == ENOENT))
+		sv_lane_gone(qp->ctx, qpn); /* no lane to a QP that is not */
 	sv_dbg("qp %06x: datagram to %06x lost: %s\n", qp->qpx.qp_base.qp_num,
 	       qpn, strerror(errno));
 	w->ud_first_ns = 0;
 	return 0;
+}
+
+/* A unicast datagram: into its lane when there is one (this host, lanes
+ * on), else on the socket (offering a lane). */
+static int send_uni(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n)
+{
+	int offer = -1;
+
+	if (sv_ud_lanes_on && !w->ud_ip) {
+		int r = sv_lane_send(qp, d, n, w->ud_qpn, &offer);
+
+		if (!r) {
+			w->ud_first_ns = 0;
+			return 0;
+		}
+		if (r == -EAGAIN) /* a full lane waits as a full queue */
+			return wait_room(qp, w, w->ud_qpn);
+	}
+	return send_to(qp, w, d, n, w->ud_qpn, w->ud_ip, offer);
 }
 
 /* Most members a multicast send reaches: the group's limit, and room for
@@ -223,12 +271,12 @@ static int send_mcast(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n)
 	for (int i = 0; i < k; i++) {
 		if (m[i] < w->ud_mc_next)
 			continue;
-		if (send_to(qp, w, d, n, m[i], 0))
+		if (send_to(qp, w, d, n, m[i], 0, -1))
 			return -1;
 		w->ud_mc_next = m[i] + 1;
 	}
 	w->ud_mc_next = SV_MCAST_QPN; /* this host's done */
-	if (w->ud_ip && send_to(qp, w, d, n, SV_MCAST_QPN, w->ud_ip))
+	if (w->ud_ip && send_to(qp, w, d, n, SV_MCAST_QPN, w->ud_ip, -1))
 		return -1;
 	return IBV_WC_SUCCESS;
 }
@@ -267,8 +315,7 @@ static int send_one(struct sv_qp *qp, struct sv_swqe *w)
 		return IBV_WC_LOC_PROT_ERR;
 	if (w->ud_qpn == SV_MCAST_QPN)
 		return send_mcast(qp, w, &d, sizeof(d.h) + w->length);
-	return send_to(qp, w, &d, sizeof(d.h) + w->length, w->ud_qpn,
-		       w->ud_ip) < 0
+	return send_uni(qp, w, &d, sizeof(d.h) + w->length) < 0
 		       ? -1
 		       : IBV_WC_SUCCESS;
 }
@@ -431,7 +478,54 @@ static bool take(struct sv_qp *qp, const struct sv_ud_hdr *h, size_t n)
 	       qp->rq_comp != qp->rq_post;
 }
 
-void sv_ud_recv_run(struct sv_qp *qp)
+/* What came with a datagram: true if its sender is our user (and *pid
+ * who it is); *fd the first fd passed (a lane offered), or -1; any other
+ * fd is closed. */
+static bool sender_of(struct msghdr *m, pid_t *pid, int *fd)
+{
+	bool ok = false;
+
+	*fd = -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+		if (c->cmsg_level != SOL_SOCKET)
+			continue;
+		if (c->cmsg_type == SCM_CREDENTIALS &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
+			struct ucred cr;
+
+			memcpy(&cr, CMSG_DATA(c), sizeof(cr));
+			ok = cr.uid == getuid() || cr.uid == geteuid();
+			*pid = cr.pid;
+		} else if (c->cmsg_type == SCM_RIGHTS) {
+			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+			for (size_t i = 0; i < k; i++) {
+				int f;
+
+				memcpy(&f, CMSG_DATA(c) + i * sizeof(int),
+				       sizeof(f));
+				if (*fd < 0)
+					*fd = f;
+				else
+					close(f);
+			}
+		}
+	}
+	return ok;
+}
+
+static void drop(struct sv_qp *qp)
+{
+	/* silently, as on a wire; tests read the count without the lock */
+	__atomic_store_n(&qp->ud_drops, qp->ud_drops + 1, __ATOMIC_RELAXED);
+	sv_dbg("qp %06x: datagram dropped (%llu)\n", qp->qpx.qp_base.qp_num,
+	       (unsigned long long)qp->ud_drops);
+}
+
+/* The socket's datagrams: those of senders without a lane (multicast,
+ * other hosts', lanes off or full, a lane's first), lane offers and
+ * doorbells (empty). */
+static void recv_socket(struct sv_qp *qp)
 {
 	struct {
 		struct sv_ud_hdr h;
@@ -439,7 +533,8 @@ void sv_ud_recv_run(struct sv_qp *qp)
 	} d;
 	union {
 		struct cmsghdr c;
-		char buf[CMSG_SPACE(sizeof(struct ucred))];
+		char buf[CMSG_SPACE(sizeof(struct ucred)) +
+			 CMSG_SPACE(sizeof(int))];
 	} u;
 
 	for (;;) {
@@ -451,19 +546,77 @@ void sv_ud_recv_run(struct sv_qp *qp)
 		ssize_t n =
 			recvmsg(qp->link.listen_fd, &m,
 				MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+		bool ok, whole;
+		pid_t pid = 0;
+		int fd;
 
 		if (n < 0)
 			return; /* EAGAIN: all taken */
-		if ((m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-		    !sv_shm_sender_ok(&m) || !take(qp, &d.h, (size_t)n)) {
-			qp->ud_drops++; /* silently, as on a wire */
-			sv_dbg("qp %06x: datagram dropped (%llu)\n",
-			       qp->qpx.qp_base.qp_num,
-			       (unsigned long long)qp->ud_drops);
+		ok = sender_of(&m, &pid, &fd);
+		whole = !(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
+		if (fd >= 0) {
+			/* a lane for us, with a datagram we could take */
+			if (ok && whole && sv_ud_hdr_ok(&d.h, (size_t)n) &&
+			    d.h.dst_qpn == qp->qpx.qp_base.qp_num)
+				sv_lane_offer(qp, fd, pid);
+			else
+				close(fd);
+		}
+		if (n == 0 && ok && whole)
+			continue; /* a lane's doorbell */
+		if (!whole || !ok || !take(qp, &d.h, (size_t)n)) {
+			drop(qp);
 			continue;
 		}
 		deliver(qp, &d.h, d.data);
 	}
+}
+
+/* The lanes' records, checked as datagrams are (a lane is unicast); at
+ * most a lane's worth from each per run, so a producer that keeps
+ * writing cannot keep us here. */
+static void recv_lanes(struct sv_qp *qp)
+{
+	for (uint32_t i = 0; i < qp->nlanes; i++) {
+		struct sv_lane_rx *l = &qp->lanes[i];
+
+		for (uint32_t k = 0; k < SV_LANE_SLOTS; k++) {
+			struct sv_ud_hdr h;
+			const uint8_t *p;
+
+			if (!sv_lane_peek(l, &h, &p))
+				break;
+			if (h.dst_qpn == SV_MCAST_QPN || h.len > SV_UD_MTU ||
+			    !take(qp, &h, sizeof(h) + h.len)) {
+				drop(qp);
+			} else {
+				/* counted before its completion is seen */
+				atomic_store_explicit(
+					&qp->ud_lane_rx,
+					atomic_load_explicit(
+						&qp->ud_lane_rx,
+						memory_order_relaxed) +
+						1,
+					memory_order_release);
+				deliver(qp, &h, p);
+			}
+			sv_lane_consume(l);
+		}
+	}
+}
+
+void sv_ud_recv_run(struct sv_qp *qp)
+{
+	atomic_bool *rung = &qp->pfd[0].rung;
+
+	/* with lanes, the socket is read only once its edge was seen (the
+	 * progress thread raises rung): no system call per poll */
+	if (!sv_ud_lanes_on ||
+	    (atomic_load_explicit(rung, memory_order_relaxed) &&
+	     atomic_exchange(rung, false)))
+		recv_socket(qp);
+	if (qp->nlanes)
+		recv_lanes(qp);
 }
 
 int sv_ud_route(struct sv_context *ctx, const struct ibv_ah_attr *a,

@@ -17,7 +17,7 @@ layer() {
 	device.c | context.c | mr.c | cq.c | channel.c | qp.c | srq.c | \
 		xrc.c | ah.c | mcast.c) echo 1 ;;
 	post.c | req.c | resp.c | comp.c | opcode.c | qp_state.c) echo 2 ;;
-	shm.c | tcp.c | ud.c | ring.c | rmem.c) echo 3 ;;
+	shm.c | tcp.c | ud.c | lane.c | ring.c | rmem.c) echo 3 ;;
 	progress.c) echo 4 ;;
 	util.c | fault.c | crc32c.c) echo 9 ;;
 	*) echo "layers.sh: $1 is in no layer: place it here and in DESIGN.md" >&2
@@ -50,6 +50,7 @@ progress.c sv_tcp_set_lazy
 progress.c sv_tcp_quiet
 progress.c sv_tcp_stalled
 progress.c sv_tcp_owed
+progress.c sv_lanes_rx_sleep
 progress.c sv_qp_ack_timeout_ns
 progress.c sv_shm_check
 progress.c sv_shm_has_pending
