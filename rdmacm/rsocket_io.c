@@ -39,13 +39,22 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/*
+ * Whole pages: registering our buffers moves their pages onto the
+ * provider's shared arena (DESIGN.md, rmem.c), and a program buffer that
+ * shared a page with one of them would be "partly on moved pages" when
+ * the program registers it (riomap), so a peer's RDMA write to it would
+ * take the target's responder instead of landing at once (riostream
+ * spins on such a buffer's last byte).
+ */
 static void *ring_alloc(size_t len)
 {
+	size_t whole = (len + 4095) & ~(size_t)4095;
 	void *p = NULL;
 
-	if (posix_memalign(&p, 4096, len))
+	if (posix_memalign(&p, 4096, whole))
 		return NULL;
-	memset(p, 0, len);
+	memset(p, 0, whole);
 	return p;
 }
 
