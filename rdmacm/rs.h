@@ -98,7 +98,7 @@ struct rs {
 	struct ibv_mr *ctlmr;
 	uint64_t ctrl_posted, ctrl_done;
 
-	/* send side: a bounce ring the size of the peer's ring */
+	/* send side: a bounce ring twice the size of the peer's ring */
 	uint8_t *sbuf;
 	uint32_t ssize;
 	struct ibv_mr *smr;

@@ -248,11 +248,14 @@ int rs_hello_take(struct rs *rs, const void *pdata, uint8_t len)
 	rs->peer_rkey = le32toh(h.ring_rkey);
 	rs->peer_rsize = size;
 	rs->peer_rq = rq;
-	rs->ssize = size;
-	rs->sbuf = ring_alloc(size);
+	/* twice the peer's ring: completions that lag never cut the chunks
+	 * small (each chunk costs the peer a receive) */
+	rs->ssize = 2 * size;
+	rs->sbuf = ring_alloc(rs->ssize);
 	if (!rs->sbuf)
 		return -ENOMEM;
-	rs->smr = ibv_reg_mr(rs->pd, rs->sbuf, size, IBV_ACCESS_LOCAL_WRITE);
+	rs->smr =
+		ibv_reg_mr(rs->pd, rs->sbuf, rs->ssize, IBV_ACCESS_LOCAL_WRITE);
 	if (!rs->smr) {
 		free(rs->sbuf);
 		rs->sbuf = NULL;
@@ -467,6 +470,10 @@ static void handle_wc(struct rs *rs, const struct ibv_wc *wc)
 		return;
 	if (val >= RS_RQ_DEPTH)
 		return; /* not ours */
+	/* the peer talks, so it is connected: as IB's "communication
+	 * established", do not wait for the CM's ESTABLISHED to answer */
+	if (rs->state == RS_ACCEPTING)
+		rs->state = RS_CONNECTED;
 	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)
 		take_data(rs, ntohl(wc->imm_data));
 	else if (wc->opcode == IBV_WC_RECV)
@@ -581,7 +588,9 @@ static uint64_t send_room(const struct rs *rs)
 		return 0;
 	peer_free = rs->peer_rsize - (rs->sent - rs->peer_consumed);
 	sb_free = rs->ssize - (rs->sent - rs->acked);
-	contig = rs->ssize - rs->sent % rs->ssize;
+	contig = rs->peer_rsize - rs->sent % rs->peer_rsize;
+	if (rs->ssize - rs->sent % rs->ssize < contig)
+		contig = rs->ssize - rs->sent % rs->ssize;
 	if (sb_free < peer_free)
 		peer_free = sb_free;
 	return peer_free < contig ? peer_free : contig;
@@ -668,7 +677,7 @@ ssize_t rs_do_send(struct rs *rs, const struct iovec *iov, int iovcnt,
 			continue;
 		}
 		chunk = want - total < room ? want - total : room;
-		pos = rs->sent % rs->ssize;
+		pos = rs->sent % rs->ssize; /* in sbuf; the peer's ring below */
 		for (done = 0; done < chunk;) {
 			size_t n = iov[i].iov_len - io_off;
 
@@ -691,7 +700,8 @@ ssize_t rs_do_send(struct rs *rs, const struct iovec *iov, int iovcnt,
 		wr.num_sge = 1;
 		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
 		wr.imm_data = htonl((uint32_t)chunk);
-		wr.wr.rdma.remote_addr = rs->peer_addr + pos;
+		wr.wr.rdma.remote_addr =
+			rs->peer_addr + rs->sent % rs->peer_rsize;
 		wr.wr.rdma.rkey = rs->peer_rkey;
 		ret = ibv_post_send(rs->qp, &wr, &bad);
 		if (ret) {

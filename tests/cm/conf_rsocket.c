@@ -48,8 +48,9 @@ static uint64_t fnv(uint64_t h, const uint8_t *p, size_t n)
 
 #define FNV0 0xcbf29ce484222325ull
 
-/* rpoll until fd has `ev`, with a deadline */
-static void wait_for(int fd, short ev)
+/* rpoll until fd has `ev`, with a deadline (line: the caller's) */
+#define wait_for(fd, ev) wait_for_at(fd, ev, __LINE__)
+static void wait_for_at(int fd, short ev, int line)
 {
 	uint64_t end = sv_now_ms() + WAIT_MS;
 	struct pollfd p = {.fd = fd, .events = ev};
@@ -60,7 +61,9 @@ static void wait_for(int fd, short ev)
 		ASSERT_GE(n, 0);
 		if (n && (p.revents & (ev | POLLERR | POLLHUP)))
 			return;
-		ASSERT_TRUE(sv_now_ms() < end);
+		if (sv_now_ms() >= end)
+			sv_test_fail(__FILE__, line, "rsocket %d: no event %#x",
+				     fd, ev);
 	}
 }
 
