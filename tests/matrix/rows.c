@@ -14,10 +14,11 @@
 #define RUN	 30 /* s: a working row, sanitizers included */
 #define WAIT_FOR 3  /* s: a row that waits for ever is killed here */
 
-#define CM_OK "softverbs' librdmacm.so.1 (rdmacm/), one host"
-#define NO_RSOCKET                                                       \
-	"softverbs' librdmacm has no rsockets yet: every r* call fails " \
-	"with ENOSYS and says so once on stderr"
+#define CM_OK	 "softverbs' librdmacm.so.1 (rdmacm/), one host"
+#define RSOCKETS "softverbs' rsockets (rdmacm/rsocket*.c), one host"
+#define NO_RSOCKET_DGRAM                                                  \
+	"softverbs' rsockets are SOCK_STREAM only: a SOCK_DGRAM rsocket " \
+	"fails with EOPNOTSUPP and says so once on stderr"
 #define NO_RAW_ETH                                                        \
 	"softverbs0's link layer is InfiniBand: perftest's raw Ethernet " \
 	"tests need an Ethernet port"
@@ -167,37 +168,119 @@ const struct mx_row mx_rows[] = {
 	{
 		.name = "rcopy",
 		.pkg = "rdmacm-utils",
-		.expect = MX_FAILS,
-		.reason = NO_RSOCKET,
+		.expect = MX_WORKS,
+		.reason = RSOCKETS "; the copy is compared with its source",
 		.server = {"rcopy", "-p", "@PORT@"},
-		.client = {"rcopy", "-p", "@PORT@", "/etc/os-release",
-			   "127.0.0.1:/tmp/sv-matrix-rcopy.@PORT@"},
-		.deadline_s = FAST,
-		.says = "rsocket failed: Function not implemented",
-		.also_says = "rsockets are not implemented on softverbs",
+		.client = {"sh", "-c",
+			   "rcopy /usr/bin/rcopy "
+			   "127.0.0.1:/tmp/sv-matrix-rcopy.@PORT@ -p @PORT@ && "
+			   "cmp /usr/bin/rcopy "
+			   "/tmp/sv-matrix-rcopy.@PORT@ && echo rcopy: copy "
+			   "identical; rm -f /tmp/sv-matrix-rcopy.@PORT@"},
+		.deadline_s = RUN,
+		.says = "rcopy: copy identical",
+		.also_says = "closing...done",
+		.flags = MX_DAEMON,
 	},
 	{
 		.name = "rstream",
 		.pkg = "rdmacm-utils",
-		.expect = MX_FAILS,
-		.reason = NO_RSOCKET,
+		.expect = MX_WORKS,
+		.reason = RSOCKETS "; non-blocking calls (rstream's default)",
 		.server = {"rstream", "-p", "@PORT@", "-S", "4096", "-C", "10"},
 		.client = {"rstream", "-s", "127.0.0.1", "-p", "@PORT@", "-S",
 			   "4096", "-C", "10"},
-		.deadline_s = FAST,
-		.says = "rsocket failed: Function not implemented",
+		.deadline_s = RUN,
+		.says = "custom    4k      10      1       80k",
+	},
+	{
+		.name = "rstream_1m",
+		.pkg = "rdmacm-utils",
+		.expect = MX_WORKS,
+		.reason = RSOCKETS "; 1 MiB transfers, 200 MB in all, data "
+				   "verified (-T v)",
+		.server = {"rstream", "-p", "@PORT@", "-S", "1048576", "-C",
+			   "100", "-T", "v"},
+		.client = {"rstream", "-s", "127.0.0.1", "-p", "@PORT@", "-S",
+			   "1048576", "-C", "100", "-T", "v"},
+		.deadline_s = RUN,
+		.says = "custom    1m      100     1       200m",
+	},
+	{
+		.name = "rstream_blocking",
+		.pkg = "rdmacm-utils",
+		.expect = MX_WORKS,
+		.reason = RSOCKETS "; blocking calls with MSG_WAITALL (-T b)",
+		.server = {"rstream", "-p", "@PORT@", "-S", "65536", "-C",
+			   "100", "-T", "b"},
+		.client = {"rstream", "-s", "127.0.0.1", "-p", "@PORT@", "-S",
+			   "65536", "-C", "100", "-T", "b"},
+		.deadline_s = RUN,
+		.says = "custom    64k     100     1       12m",
+	},
+	{
+		.name = "rstream_async",
+		.pkg = "rdmacm-utils",
+		.expect = MX_WORKS,
+		.reason = RSOCKETS "; rpoll before each call (-T a)",
+		.server = {"rstream", "-p", "@PORT@", "-S", "65536", "-C",
+			   "100", "-T", "a"},
+		.client = {"rstream", "-s", "127.0.0.1", "-p", "@PORT@", "-S",
+			   "65536", "-C", "100", "-T", "a"},
+		.deadline_s = RUN,
+		.says = "custom    64k     100     1       12m",
+	},
+	{
+		.name = "rstream_keepalive",
+		.pkg = "rdmacm-utils",
+		.expect = MX_WORKS,
+		.reason = RSOCKETS "; SO_KEEPALIVE and TCP_KEEPIDLE are "
+				   "accepted and read back (-k)",
+		.server = {"rstream", "-p", "@PORT@", "-S", "4096", "-C", "10",
+			   "-k", "10"},
+		.client = {"rstream", "-s", "127.0.0.1", "-p", "@PORT@", "-S",
+			   "4096", "-C", "10", "-k", "10"},
+		.deadline_s = RUN,
+		.says = "custom    4k      10      1       80k",
+		.also_says = "Keepalive: ON",
+	},
+	{
+		.name = "rstream_sockets",
+		.pkg = "rdmacm-utils",
+		.expect = MX_WORKS,
+		.reason = "rstream -T s uses plain TCP sockets, not rsockets: "
+			  "the rows' baseline (softverbs-run changes nothing)",
+		.server = {"rstream", "-p", "@PORT@", "-S", "65536", "-C",
+			   "100", "-T", "s"},
+		.client = {"rstream", "-s", "127.0.0.1", "-p", "@PORT@", "-S",
+			   "65536", "-C", "100", "-T", "s"},
+		.deadline_s = RUN,
+		.says = "custom    64k     100     1       12m",
 	},
 	{
 		.name = "riostream",
 		.pkg = "rdmacm-utils",
-		.expect = MX_FAILS,
-		.reason = NO_RSOCKET,
+		.expect = MX_WORKS,
+		.reason = RSOCKETS "; riomap/riowrite, the receiver polls its "
+				   "memory for the last byte",
 		.server = {"riostream", "-p", "@PORT@", "-S", "4096", "-C",
 			   "10"},
 		.client = {"riostream", "-s", "127.0.0.1", "-p", "@PORT@", "-S",
 			   "4096", "-C", "10"},
-		.deadline_s = FAST,
-		.says = "rsocket failed: Function not implemented",
+		.deadline_s = RUN,
+		.says = "custom    4k      10      1       80k",
+	},
+	{
+		.name = "riostream_64k",
+		.pkg = "rdmacm-utils",
+		.expect = MX_WORKS,
+		.reason = RSOCKETS "; 64 KiB riowrites, verified (-T v)",
+		.server = {"riostream", "-p", "@PORT@", "-S", "65536", "-C",
+			   "100", "-T", "v"},
+		.client = {"riostream", "-s", "127.0.0.1", "-p", "@PORT@", "-S",
+			   "65536", "-C", "100", "-T", "v"},
+		.deadline_s = RUN,
+		.says = "custom    64k     100     1       12m",
 	},
 	{
 		.name = "cmtime",
@@ -233,11 +316,12 @@ const struct mx_row mx_rows[] = {
 		.name = "udpong",
 		.pkg = "rdmacm-utils",
 		.expect = MX_FAILS,
-		.reason = NO_RSOCKET,
+		.reason = NO_RSOCKET_DGRAM,
 		.server = {"udpong", "-p", "@PORT@"},
 		.client = {"udpong", "-s", "127.0.0.1", "-p", "@PORT@"},
 		.deadline_s = FAST,
-		.says = "rsocket failed: Function not implemented",
+		.says = "rsocket failed: Operation not supported",
+		.also_says = "only SOCK_STREAM rsockets are implemented",
 	},
 
 	/* perftest */

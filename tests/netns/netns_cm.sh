@@ -1,6 +1,7 @@
 #!/bin/sh
 # rdma_cm between hosts (issue 12, acceptance 3): Debian's unmodified
-# rdmacm-utils (XRC's rdma_xserver/rdma_xclient too) and perftest -R
+# rdmacm-utils (XRC's rdma_xserver/rdma_xclient and rsockets' rstream and
+# riostream too) and perftest -R
 # across network namespaces, connected by IP
 # address through softverbs' librdmacm (its TCP rendezvous, rdmacm/link.c)
 # and carrying data over the verbs' TCP transport; UD (udaddy: SIDR) and
@@ -42,6 +43,14 @@ pair rdma_xserver_xclient 60 "rdma_xclient: end 0" a b \
 pair rdma_xserver_xclient_xrc 60 "rdma_xclient: end 0" a b \
 	rdma_xserver -p @P -c x -- \
 	rdma_xclient -s $A -p @P -c x
+# rsockets (rdmacm/rsocket*.c) across hosts: a verified stream and
+# riowrite into the peer's riomap window, over the verbs' TCP transport
+pair rstream_1m 60 "custom    1m      100     1       200m" a b \
+	rstream -p @P -S 1048576 -C 100 -T v -- \
+	rstream -s $A -p @P -S 1048576 -C 100 -T v
+pair riostream_64k 60 "custom    64k     100     1       12m" b a \
+	riostream -p @P -S 65536 -C 100 -T v -- \
+	riostream -s $B -p @P -S 65536 -C 100 -T v
 if command -v ib_send_lat >/dev/null; then
 	SV="-d softverbs0"
 	pair ib_send_lat_R 90 "^ 2 " a b \

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rsockets' private side: struct rs and what crosses rsocket.c (the
+ * socket calls: table, connect/accept, options, rpoll) and rsocket_io.c
+ * (the data path: CQ, credits, stream, iomap).  The wire is rs_wire.h.
+ *
+ * An rsocket's number is the fd of its rdma_cm event channel (an eventfd
+ * of channel.c): a real kernel object, so it never collides with a file
+ * the program opens.  One thread at a time per rsocket (rs->lock).
+ */
+#ifndef SV_RS_H
+#define SV_RS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "rs_wire.h"
+
+enum rs_state {
+	RS_NEW,
+	RS_BOUND,
+	RS_LISTENING,
+	RS_RESOLVING_ADDR,
+	RS_RESOLVING_ROUTE,
+	RS_CONNECTING, /* active: REQ sent */
+	RS_ACCEPTING,  /* passive: REP sent, ESTABLISHED not yet seen */
+	RS_CONNECTED,
+	RS_FAILED, /* connect failed or connection reset: rs->err */
+	RS_CLOSED, /* disconnected after both FINs */
+	RS_NSTATES
+};
+extern const char *const rs_state_names[RS_NSTATES];
+
+#define RS_RQ_DEPTH   64  /* receives we post (data + control) */
+#define RS_RESERVE    8	  /* peer receives kept for control messages */
+#define RS_SQ_DEPTH   128 /* send queue */
+#define RS_CTRL_SLOTS 16  /* control messages in flight */
+#define RS_IOMAPS     16  /* windows each way */
+#define RS_RING_DEF   (128u << 10)
+#define RS_WBUF_SIZE  (256u << 10) /* riowrite's bounce ring */
+
+/* wr_id: kind in the top byte, a length or slot below */
+enum rs_wr { RS_WR_DATA = 1, RS_WR_CTRL, RS_WR_IOW, RS_WR_RECV };
+#define RS_WR(kind, v) (((uint64_t)(kind) << 56) | (uint64_t)(v))
+#define RS_WR_KIND(id) ((unsigned int)((id) >> 56))
+#define RS_WR_VAL(id)  ((id) & ((1ull << 56) - 1))
+
+struct rs_iomap {
+	bool used;
+	uint64_t offset, len; /* the riomap window */
+	uint64_t addr;	      /* where it is (local: buf; remote: peer VA) */
+	uint32_t rkey;
+	struct ibv_mr *mr; /* local only */
+};
+
+struct rs {
+	int fd; /* the rsocket number: ech->fd */
+	pthread_mutex_t lock;
+	enum rs_state state;
+	int err; /* RS_FAILED's errno; SO_ERROR reports it once */
+	bool err_reported;
+	int domain;
+	bool nonblock;
+	struct rdma_event_channel *ech;
+	struct rdma_cm_id *id;
+
+	/* options (SOL_SOCKET, IPPROTO_TCP, SOL_RDMA) */
+	int rcvbuf, sndbuf, keepalive, keepidle, nodelay, inline_size;
+	int sqsize, rqsize, iomapsize, reuseaddr;
+	struct linger linger;
+
+	/* verbs */
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *cch;
+	struct ibv_cq *cq;
+	bool cq_armed;
+	struct ibv_qp *qp;
+
+	/* receive side: our ring, the peer writes into it */
+	uint8_t *rbuf;
+	uint32_t rsize;
+	struct ibv_mr *rmr;
+	uint64_t rcvd;	   /* stream bytes landed */
+	uint64_t consumed; /* stream bytes read by the program */
+	uint64_t consumed_told;
+	uint64_t recvs_done; /* receives completed and re-posted */
+	uint64_t recvs_told;
+	bool fin_rcvd;	   /* the peer's FIN: EOF once the ring is empty */
+	bool disconnected; /* the CM said DISCONNECTED */
+
+	/* control buffers: RS_RQ_DEPTH receive slots, then the send slots */
+	struct rs_ctrl *ctl;
+	struct ibv_mr *ctlmr;
+	uint64_t ctrl_posted, ctrl_done;
+
+	/* send side: a bounce ring twice the size of the peer's ring */
+	uint8_t *sbuf;
+	uint32_t ssize;
+	struct ibv_mr *smr;
+	uint64_t sent, acked; /* stream bytes posted, their sends done */
+	uint64_t peer_addr;
+	uint32_t peer_rkey, peer_rsize, peer_rq;
+	uint64_t peer_consumed, peer_recvs; /* its last counters */
+	uint64_t msgs_sent;		    /* messages that cost a receive */
+	unsigned int sq_used;
+	bool fin_sent, shut_wr, shut_rd;
+
+	/* riowrite */
+	uint8_t *wbuf;
+	struct ibv_mr *wmr;
+	uint64_t wposted, wdone;
+	struct rs_iomap lmaps[RS_IOMAPS], rmaps[RS_IOMAPS];
+};
+
+/* rsocket.c */
+struct rs *rs_get(int fd); /* locked, or NULL with errno EBADF/ENOTSOCK */
+void rs_put(struct rs *rs);
+void rs_fail(struct rs *rs, int err); /* connection reset */
+int rs_cm_progress(struct rs *rs);    /* reads the CM events there are */
+
+/* rsocket_io.c: 0 or -errno */
+int rs_io_setup(struct rs *rs); /* verbs, ring, receives posted */
+void rs_io_teardown(struct rs *rs);
+void rs_hello_fill(struct rs *rs, struct rs_hello *h);
+int rs_hello_take(struct rs *rs, const void *pdata, uint8_t len);
+int rs_progress(struct rs *rs);		    /* CQ and CM, no wait */
+int rs_wait(struct rs *rs, int timeout_ms); /* comp channel or CM fd */
+bool rs_readable(struct rs *rs);
+bool rs_writable(struct rs *rs);
+int rs_send_ctrl(struct rs *rs, enum rs_ctrl_type t, const struct rs_iomap *m);
+ssize_t rs_do_send(struct rs *rs, const struct iovec *iov, int iovcnt,
+		   int flags);
+ssize_t rs_do_recv(struct rs *rs, const struct iovec *iov, int iovcnt,
+		   int flags);
+int rs_drain(struct rs *rs, int timeout_ms); /* our sends completed */
+off_t rs_iomap_add(struct rs *rs, void *buf, size_t len, off_t offset);
+int rs_iomap_del(struct rs *rs, void *buf, size_t len);
+size_t rs_iowrite(struct rs *rs, const void *buf, size_t count, off_t offset,
+		  int flags);
+
+#endif
