@@ -170,7 +170,7 @@ static __attribute__((noinline)) void copy_armed(sigjmp_buf *env, void *dst,
 	armed = env;
 	/* the copy stays between arming and disarming */
 	atomic_signal_fence(memory_order_seq_cst);
-	memcpy(dst, src, n);
+	sv_place(dst, src, n);
 	atomic_signal_fence(memory_order_seq_cst);
 	armed = NULL;
 }

@@ -114,10 +114,10 @@ static int gather(struct sv_qp *qp, struct sv_swqe *w, uint8_t *dst,
 		  uint32_t len)
 {
 	if (w->inl) {
-		memcpy(dst,
-		       qp->sq_inline + (size_t)(w - qp->sq) * qp->max_inline +
-			       w->sent,
-		       len);
+		sv_place(dst,
+			 qp->sq_inline + (size_t)(w - qp->sq) * qp->max_inline +
+				 w->sent,
+			 len);
 		return 0;
 	}
 	return sge_copy(qp, w, dst, len, false);

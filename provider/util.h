@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <string.h>
 #include <time.h>
 
 #define container_of(ptr, type, member) \
@@ -51,6 +52,24 @@ static inline void sv_list_del(struct sv_list *n)
 
 #define sv_list_for_each(pos, head) \
 	for ((pos) = (head)->next; (pos) != (head); (pos) = (pos)->next)
+
+/*
+ * Places n bytes of the peer's into registered memory as an HCA does:
+ * the last byte once, after all the others.  Programs spin on the last
+ * byte of an RDMA write's target (riostream, perftest) and then write
+ * there themselves; a plain memcpy may store a byte twice (glibc copies
+ * 33..64 bytes as two overlapping vector stores, and 64 as the same
+ * store twice), and the second, stale store can land after the program
+ * saw the first and moved on, undoing the program's own write.
+ */
+static inline void sv_place(void *dst, const void *src, size_t n)
+{
+	if (!n)
+		return;
+	memcpy(dst, src, n - 1);
+	__atomic_store_n((uint8_t *)dst + n - 1, ((const uint8_t *)src)[n - 1],
+			 __ATOMIC_RELEASE);
+}
 
 static inline uint64_t sv_now_ns(void)
 {

@@ -219,6 +219,22 @@ const struct mx_row mx_rows[] = {
 		.says = "custom    64k     100     1       12m",
 	},
 	{
+		.name = "riostream_pingpong_64b",
+		.pkg = "rdmacm-utils",
+		.expect = MX_WORKS,
+		.reason = RSOCKETS "; 2,000 round trips of 64 B: each side "
+				   "spins on its buffer's last byte, then "
+				   "writes its own marker there (a stale "
+				   "second store of a peer's byte undid it: "
+				   "sv_place)",
+		.server = {"riostream", "-p", "@PORT@", "-S", "64", "-C", "1",
+			   "-I", "2000"},
+		.client = {"riostream", "-s", "127.0.0.1", "-p", "@PORT@", "-S",
+			   "64", "-C", "1", "-I", "2000"},
+		.deadline_s = RUN,
+		.says = "custom    64      1       2k",
+	},
+	{
 		.name = "rstream_async",
 		.pkg = "rdmacm-utils",
 		.expect = MX_WORKS,
