@@ -634,14 +634,17 @@ CM_EXPORT int rclose(int socket)
 	return 0;
 }
 
-static ssize_t do_recv(int socket, const struct iovec *iov, int n, int flags)
+/* One call of the data path, errno-style. */
+static ssize_t do_io(int socket, const struct iovec *iov, int n, int flags,
+		     bool send)
 {
 	struct rs *rs = rs_get(socket);
 	ssize_t ret;
 
 	if (!rs)
 		return -1;
-	ret = rs_do_recv(rs, iov, n, flags);
+	ret = send ? rs_do_send(rs, iov, n, flags)
+		   : rs_do_recv(rs, iov, n, flags);
 	rs_put(rs);
 	if (ret < 0) {
 		errno = (int)-ret;
@@ -650,20 +653,14 @@ static ssize_t do_recv(int socket, const struct iovec *iov, int n, int flags)
 	return ret;
 }
 
+static ssize_t do_recv(int socket, const struct iovec *iov, int n, int flags)
+{
+	return do_io(socket, iov, n, flags, false);
+}
+
 static ssize_t do_send(int socket, const struct iovec *iov, int n, int flags)
 {
-	struct rs *rs = rs_get(socket);
-	ssize_t ret;
-
-	if (!rs)
-		return -1;
-	ret = rs_do_send(rs, iov, n, flags);
-	rs_put(rs);
-	if (ret < 0) {
-		errno = (int)-ret;
-		return -1;
-	}
-	return ret;
+	return do_io(socket, iov, n, flags, true);
 }
 
 CM_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
@@ -775,8 +772,12 @@ static short rs_revents(struct rs *rs, short events)
 			r |= POLLIN;
 		if (rs->state == RS_CONNECTED && rs_writable(rs))
 			r |= POLLOUT;
-		if (rs->disconnected || rs->state == RS_CLOSED ||
-		    (rs->fin_rcvd && rs->fin_sent))
+		/* hung up once nothing is left to read: the peer's last
+		 * bytes are POLLIN first, as a TCP socket's after its
+		 * peer's close (rstream -T a takes POLLHUP for an error) */
+		if ((rs->disconnected || rs->state == RS_CLOSED ||
+		     (rs->fin_rcvd && rs->fin_sent)) &&
+		    rs->rcvd == rs->consumed)
 			r |= POLLHUP;
 		break;
 	}

@@ -365,6 +365,34 @@ SV_TEST(rs_shutdown_wr_peer_reads_zero)
 	ASSERT_OK(rclose(a));
 }
 
+/* The peer writes and closes: what it wrote is POLLIN first, and only
+ * then, nothing left, POLLHUP (a TCP socket's order: rstream -T a takes
+ * POLLHUP for an error, and failed 1 run in ~15 when it came early). */
+SV_TEST(rs_poll_peer_closed_data_before_hangup)
+{
+	struct pollfd p;
+	uint64_t end;
+	char buf[64];
+	int a, b;
+
+	pair(AF_INET, &a, &b);
+	send_all(a, "last words", 10);
+	ASSERT_OK(rclose(a));	  /* its FIN, then the CM's disconnect */
+	end = sv_now_ms() + 1000; /* the disconnect reaches b meanwhile */
+	while (sv_now_ms() < end) {
+		p = (struct pollfd){.fd = b, .events = POLLIN};
+		ASSERT_EQ(1, rpoll(&p, 1, 50));
+		ASSERT_EQ(POLLIN, p.revents);
+	}
+	recv_all(b, buf, 10);
+	ASSERT_OK(memcmp(buf, "last words", 10));
+	ASSERT_EQ(0, rrecv(b, buf, sizeof(buf), 0));
+	p = (struct pollfd){.fd = b, .events = POLLIN};
+	ASSERT_EQ(1, rpoll(&p, 1, 2000));
+	ASSERT_TRUE(p.revents & POLLHUP);
+	ASSERT_OK(rclose(b));
+}
+
 /* riomap a window on b; a riowrites into it, then sends a byte: the
  * byte's arrival means the write landed (one RC QP keeps the order). */
 SV_TEST(rs_riomap_riowrite_delivered)
