@@ -66,6 +66,8 @@ void sv_qp_run(struct sv_qp *qp, uint64_t now)
 
 void sv_qp_drive(struct sv_qp *qp)
 {
+	enum ibv_qp_state s;
+
 	/* the app drives it, even if it finds the lock taken: the progress
 	 * thread keeps off (a hint: no locked instruction) */
 	atomic_store_explicit(
@@ -75,7 +77,11 @@ void sv_qp_drive(struct sv_qp *qp)
 	/* someone else in the engine for this QP: it makes the progress */
 	if (!sv_trylock(&qp->lock))
 		return;
-	if (__builtin_expect(qp->link.tcp != NULL, 0)) {
+	s = qp->attr.qp_state;
+	/* as sv_qp_run: the link is only looked at from RTR on (a QP made
+	 * again in the slot a poller still holds is being set up) */
+	if (s >= IBV_QPS_RTR && s != IBV_QPS_ERR &&
+	    __builtin_expect(qp->link.tcp != NULL, 0)) {
 		/* our ACKs may wait for the app's reply, if a late one
 		 * cannot make the peer time out: its timeout is unknown
 		 * here, ours is the best guess (the thread looks every
