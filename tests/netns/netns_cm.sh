@@ -87,6 +87,25 @@ ends() {
 	fi
 }
 
+# rcopy (rsockets): b copies a file to a's server, which serves until
+# stopped; the copy must be identical to its source
+port=$((port + 1))
+ip netns exec "$tag-a" $run rcopy -p $port >"$log/rcopy.s" 2>&1 &
+spid=$!
+listening a $port
+if timeout 60 ip netns exec "$tag-b" $run rcopy /usr/bin/rcopy \
+	"$A:$log/rcopy.out" -p $port >"$log/rcopy.c" 2>&1 &&
+	cmp -s /usr/bin/rcopy "$log/rcopy.out"; then
+	echo "ok   rcopy_b_to_a: $(wc -c <"$log/rcopy.out") bytes, identical"
+else
+	echo "FAIL rcopy_b_to_a"
+	sed 's/^/  client: /' "$log/rcopy.c" | tail -15
+	sed 's/^/  server: /' "$log/rcopy.s" | tail -15
+	failed=1
+fi
+kill $spid 2>/dev/null
+wait $spid 2>/dev/null
+
 # cmtime: the server serves until stopped; the client's connection set-up
 # rate across namespaces (its "connect" line: total ms for 100, us / conn)
 port=$((port + 1))
