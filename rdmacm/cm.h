@@ -88,6 +88,8 @@ struct cm_id {
 	struct cm_msg req;	 /* active: the REQ, kept for a retry */
 	uint64_t retry_until_ms; /* active: REQ_RETRY gives up then */
 	uint64_t grace_until_ms; /* active: retried without a bound port */
+	uint64_t rep_until_ms;	 /* active: the REQ sent, no REP (or SIDR
+				  * REP, or REJ) by then is UNREACHABLE */
 	unsigned int unacked;	 /* events got and not acked */
 	unsigned int queued;	 /* events queued and not got */
 	pthread_cond_t acked;	 /* rdma_destroy_id / migrate wait here */
@@ -128,6 +130,8 @@ struct cm_core {
 	uint16_t lid;
 	bool force_tcp; /* SOFTVERBS_TRANSPORT=tcp: rendezvous over TCP on
 			 * one host too */
+	unsigned int rep_wait_ms; /* how long a REQ waits for its answer
+				   * (SOFTVERBS_CM_TIMEOUT_MS) */
 };
 extern struct cm_core cm_core;
 
@@ -213,6 +217,8 @@ void cm_ud_ah_attr(struct cm_id *c, struct ibv_ah_attr *ah);
 void cm_mcast_leave_all(struct cm_id *c);
 
 extern bool cm_debug;
+/* SOFTVERBS_CM_TIMEOUT_MS's value (NULL: unset) as the REQ's wait (conn.c) */
+unsigned int cm_rep_wait_ms(const char *env);
 void cm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -8,6 +8,7 @@
  * events librdmacm's man pages describe.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -20,6 +21,36 @@
  * -R re-creates its listener between two connections). */
 #define CM_LISTEN_WAIT_MS  2000
 #define CM_LISTEN_GRACE_MS 250
+/*
+ * How long a REQ (or SIDR REQ) that reached its listener waits for the
+ * answer before the active side sees UNREACHABLE with -ETIMEDOUT, as the
+ * kernel's IB CM reports IB_CM_REQ_ERROR / SIDR_REQ_ERROR once its
+ * retries are spent (rdma_cm's response timeout 20, ~4.3 s per try, and
+ * 15 retries: about a minute).  A listener's program that never answers
+ * its CONNECT_REQUEST, or a peer that took our connection and says
+ * nothing, must not hold the active side for ever.  The stream under us
+ * is reliable, so the time is one wait rather than retries.
+ */
+#define CM_REP_WAIT_MS 64000u
+
+unsigned int cm_rep_wait_ms(const char *env)
+{
+	unsigned long v;
+	char *end;
+
+	if (!env || !*env)
+		return CM_REP_WAIT_MS;
+	errno = 0;
+	v = strtoul(env, &end, 10);
+	if (errno || *end || !v || v > 3600000ul || *env == '-') {
+		fprintf(stderr,
+			"librdmacm (softverbs): SOFTVERBS_CM_TIMEOUT_MS=%s is "
+			"not 1..3600000 ms: using %u\n",
+			env, CM_REP_WAIT_MS);
+		return CM_REP_WAIT_MS;
+	}
+	return (unsigned int)v;
+}
 
 /* Lock held: a message from c with its address and QP filled in. */
 static void msg_init(struct cm_id *c, struct cm_msg *m, uint8_t type)
@@ -365,8 +396,13 @@ static void connect_result(struct cm_id *c, int ret)
 		     NULL);
 		return;
 	}
-	if (!ret && !c->connecting) /* else when its TCP connect ends */
+	if (!ret && !c->connecting) { /* else when its TCP connect ends */
 		ret = cm_link_send(c, &c->req);
+		if (!ret) {
+			c->rep_until_ms = cm_now_ms() + cm_core.rep_wait_ms;
+			cm_link_kick(); /* the CM thread's timeout sees it */
+		}
+	}
 	if (ret)
 		fail(c, RDMA_CM_EVENT_UNREACHABLE, ret, NULL);
 	else
@@ -405,6 +441,19 @@ int cm_conn_retry_all(void)
 			try_connect(c);
 			if (c->state == CM_REQ_RETRY)
 				next = now + 1;
+		}
+		if (c->state == CM_REQ_SENT && !c->connecting &&
+		    c->rep_until_ms) {
+			if (now < c->rep_until_ms) {
+				next = next < c->rep_until_ms ? next
+							      : c->rep_until_ms;
+			} else {
+				cm_log("id %p: no answer to the REQ in %u ms\n",
+				       (void *)c, cm_core.rep_wait_ms);
+				fail(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT,
+				     NULL);
+			}
+			continue;
 		}
 		if (!c->deadline_ms || c->sock < 0 ||
 		    !(c->connecting || c->state == CM_REQ_WAIT))

@@ -96,9 +96,11 @@ int cm_core_init(void)
 		const char *d = getenv("SOFTVERBS_DEBUG");
 
 		const char *t = getenv("SOFTVERBS_TRANSPORT");
+		const char *w = getenv("SOFTVERBS_CM_TIMEOUT_MS");
 
 		cm_debug = d && *d && strcmp(d, "0");
 		cm_core.force_tcp = t && !strcmp(t, "tcp");
+		cm_core.rep_wait_ms = cm_rep_wait_ms(w);
 		ret = open_device();
 		if (ret && cm_core.ctx) {
 			ibv_close_device(cm_core.ctx);

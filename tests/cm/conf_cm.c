@@ -681,6 +681,69 @@ SV_TEST(cm_ud_sidr_qpn_and_qkey)
 	rdma_destroy_event_channel(ch);
 }
 
+/*
+ * A REQ (RC) or SIDR REQ (UD) that reaches a listener whose program never
+ * answers: the active side gets UNREACHABLE with -ETIMEDOUT once the CM's
+ * response time (SOFTVERBS_CM_TIMEOUT_MS, here 300 ms) is spent, as the
+ * kernel's IB CM does when its REQ retries run out, and not a moment
+ * before; it used to wait for ever.  A late answer then finds the active
+ * side gone and fails, and nothing hangs.
+ */
+static void req_unanswered(enum rdma_port_space ps, enum ibv_qp_type qpt)
+{
+	struct rdma_event_channel *lch, *ch;
+	struct rdma_conn_param cp = {0};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c, *s;
+	uint64_t t0, dt;
+	uint16_t port;
+
+	ASSERT_OK(setenv("SOFTVERBS_CM_TIMEOUT_MS", "300", 1));
+	lch = rdma_create_event_channel();
+	ch = rdma_create_event_channel();
+	ASSERT_NOT_NULL(lch);
+	ASSERT_NOT_NULL(ch);
+	l = listener(lch, ps, &port);
+	c = resolved(ch, ps, port);
+	make_qp(c, qpt);
+	t0 = sv_now_ms();
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(lch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	s = ev->id;
+	ASSERT_OK(rdma_ack_cm_event(ev)); /* and never answered in time */
+	ev = expect_ev(ch, RDMA_CM_EVENT_UNREACHABLE);
+	dt = sv_now_ms() - t0;
+	ASSERT_EQ(-ETIMEDOUT, ev->status);
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	if (dt < 300)
+		sv_test_fail(__FILE__, __LINE__, "UNREACHABLE after %llu ms",
+			     (unsigned long long)dt);
+	/* the late answer: the active side is gone */
+	make_qp(s, qpt);
+	if (rdma_accept(s, NULL) == 0 && qpt != IBV_QPT_UD) {
+		ev = expect_any(lch);
+		ASSERT_NE(RDMA_CM_EVENT_ESTABLISHED, ev->event);
+		ASSERT_OK(rdma_ack_cm_event(ev));
+	}
+	rdma_destroy_qp(s);
+	rdma_destroy_id(s);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+	rdma_destroy_event_channel(lch);
+}
+
+SV_TEST(cm_req_unanswered_unreachable)
+{
+	req_unanswered(RDMA_PS_TCP, IBV_QPT_RC);
+}
+
+SV_TEST(cm_sidr_req_unanswered_unreachable)
+{
+	req_unanswered(RDMA_PS_UDP, IBV_QPT_UD);
+}
+
 /* A UC QP on an rdma_cm id: the CM moves it with UC's attributes (the
  * kernel CM's: no RC-only ones, which the verbs refuse for UC), and a
  * send arrives. */
