@@ -352,6 +352,20 @@ static int resolve_dst(struct cm_id *c, const struct sockaddr *dst)
 
 	if (cm_addr_is_local(dst)) {
 		c->tcp = cm_core.force_tcp;
+		/* an unbound id's address is the route's source, as the
+		 * kernel's: to an address of this host, that address */
+		if (cm_addr_is_any((struct sockaddr *)src)) {
+			port = src->ss_family == AF_INET
+				       ? ((struct sockaddr_in *)src)->sin_port
+				       : ((struct sockaddr_in6 *)src)
+						 ->sin6_port;
+			memset(src, 0, sizeof(*src));
+			memcpy(src, dst, cm_addr_len(dst));
+			if (dst->sa_family == AF_INET)
+				((struct sockaddr_in *)src)->sin_port = port;
+			else
+				((struct sockaddr_in6 *)src)->sin6_port = port;
+		}
 		return 0;
 	}
 	if (dst->sa_family != AF_INET) {

@@ -215,6 +215,20 @@ SV_TEST(cm_connect_accept_data_disconnect)
 	ASSERT_OK(rdma_ack_cm_event(ev));
 	ASSERT_EQ(htons(port), rdma_get_src_port(s));
 	ASSERT_EQ(rdma_get_src_port(c), rdma_get_dst_port(s));
+	/* addresses read back: each side's is the other's peer address */
+	{
+		struct sockaddr_in *cs = (void *)rdma_get_local_addr(c);
+		struct sockaddr_in *cd = (void *)rdma_get_peer_addr(c);
+		struct sockaddr_in *ss = (void *)rdma_get_local_addr(s);
+		struct sockaddr_in *sd = (void *)rdma_get_peer_addr(s);
+
+		ASSERT_EQ(AF_INET, cs->sin_family);
+		ASSERT_EQ(AF_INET, sd->sin_family);
+		ASSERT_EQ(htonl(INADDR_LOOPBACK), cs->sin_addr.s_addr);
+		ASSERT_EQ(htonl(INADDR_LOOPBACK), cd->sin_addr.s_addr);
+		ASSERT_EQ(htonl(INADDR_LOOPBACK), ss->sin_addr.s_addr);
+		ASSERT_EQ(htonl(INADDR_LOOPBACK), sd->sin_addr.s_addr);
+	}
 
 	make_qp(s, IBV_QPT_RC);
 	fill(rep, sizeof(rep), 9);
