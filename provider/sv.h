@@ -551,10 +551,23 @@ bool sv_gid_is_local(const union ibv_gid *gid);
 /* The IPv4 address of an IPv4-mapped GID (::ffff:a.b.c.d); false if it
  * is not one. */
 bool sv_gid_ipv4(const union ibv_gid *gid, struct in_addr *a);
+/* A host's IP address for the TCP and UDP transports: IPv4 or IPv6. */
+union sv_sockaddr {
+	struct sockaddr sa;
+	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
+};
+/* The address (and port) a GID names another host by: an IPv4-mapped
+ * GID's IPv4 address, or a global (or ULA, or ::1) IPv6 address itself;
+ * false for any other GID (link-local, multicast, zero). */
+bool sv_gid_sockaddr(const union ibv_gid *gid, uint16_t port,
+		     union sv_sockaddr *a);
+socklen_t sv_sockaddr_len(const union sv_sockaddr *a);
 /* An address vector this host can reach (port 1 or unset; our LID, or a
  * GID of our table): 0, or EINVAL said once on stderr, as who. */
 /* An address vector's check (EINVAL, said on stderr); tcp_ok: another
- * host's IPv4-mapped GID is fine (a connected QP's, over TCP). */
+ * host's IP address GID (sv_gid_sockaddr) is fine (a connected QP's, over TCP).
+ */
 int sv_av_check(const struct ibv_ah_attr *a, const char *who, bool tcp_ok);
 int sv_port_mtu_bytes(enum ibv_mtu mtu);
 
