@@ -150,6 +150,7 @@ struct sv_context {
 	 * the well-known port (at the first UD QP) and the Unix socket its
 	 * datagrams are passed on with */
 	int ud_tx_fd, ud_fwd_fd;
+	int ud_tx6_fd; /* UD to another host's IPv6 address (ud.c) */
 	struct sv_pfd udoor;
 	bool udoor_failed;
 	struct sv_ud_door *udoor_st; /* the listener's state (ud.c) */
@@ -347,6 +348,8 @@ struct sv_swqe {
 	uint32_t ud_mc_next;   /* UD multicast: members below this QPN done */
 	uint32_t ud_ip;	       /* UD: the AH's host over UDP (network order),
 				* 0: this host's QPs directly */
+	bool ud_ip6;	       /* UD: that host is the IPv6 address ud_dgid
+				* (ud_ip INADDR_NONE: not this host) */
 	uint32_t xrc_srqn;     /* XRC_SEND: the remote SRQ (XRCETH) */
 	union ibv_gid ud_sgid; /* UD, with a GRH: our GID (sgid_index) */
 	union ibv_gid ud_dgid; /* UD, with a GRH: the AH's dgid */
@@ -360,6 +363,8 @@ struct sv_ah {
 	union ibv_gid sgid; /* is_global: our GID at grh.sgid_index */
 	uint32_t ud_ip;	    /* another host's address (network order): UD
 			     * sends go there over UDP (ud.c); 0: this host */
+	bool ud_ip6;	    /* that host is the IPv6 address attr's dgid
+			     * (ud_ip INADDR_NONE) */
 };
 
 static inline struct sv_ah *to_sah(struct ibv_ah *ah)
@@ -633,10 +638,11 @@ void sv_lanes_rx_close(struct sv_qp *qp);
 /* The datagram socket of a new UD QP, bound to its QPN. */
 int sv_ud_bind(struct sv_link *l, uint32_t *qpn);
 /* Where an AH's UD sends go: *ip another host's address (network order)
- * when they go over UDP, else 0; -errno if the socket for it cannot be
- * made. */
+ * when they go over UDP, else 0; an IPv6 host's: *ip6 true, *ip
+ * INADDR_NONE (the address is the dgid); -errno if the socket for it
+ * cannot be made. */
 int sv_ud_route(struct sv_context *ctx, const struct ibv_ah_attr *a,
-		uint32_t *ip);
+		uint32_t *ip, bool *ip6);
 /* The context's UDP listener, at its first UD QP (a failure is said
  * once: datagrams from other hosts then do not reach it); closed with the
  * context.  sv_ud_door_event: datagrams arrived on it. */

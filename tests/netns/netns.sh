@@ -34,6 +34,9 @@ pair ud_pingpong 60 "iters in" b c \
 pair ud_pingpong_events 60 "iters in" a b \
 	ibv_ud_pingpong $SV -g "$ga" -p @P -e -- \
 	ibv_ud_pingpong $SV -g "$gb" -p @P -e $A
+pair ud_pingpong_ipv6 60 "iters in" b c \
+	ibv_ud_pingpong $SV -g "$gb6" -p @P -s 2048 -- \
+	ibv_ud_pingpong $SV -g "$gc6" -p @P -s 2048 10.77.0.2
 pair rc_pingpong_events 60 "iters in" a c \
 	ibv_rc_pingpong $SV -g "$ga" -p @P -e -- \
 	ibv_rc_pingpong $SV -g "$gc" -p @P -e $A
