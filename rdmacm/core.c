@@ -334,9 +334,11 @@ static void any_for(const struct sockaddr *dst, struct sockaddr_storage *ss)
 /*
  * Lock held: where c's destination is.  An address of this host is
  * reached over the Unix link (or TCP when SOFTVERBS_TRANSPORT=tcp says
- * so); another host's IPv4 address the kernel routes to over the TCP
- * rendezvous, from the route's source address (the GID of the interface
- * the route uses, as RoCE's rdma_resolve_addr); else -errno.  UD ids
+ * so); another host's IPv4 or IPv6 address the kernel routes to over the
+ * TCP rendezvous, from the route's source address (the GID of the
+ * interface the route uses, as RoCE's rdma_resolve_addr); else -errno.
+ * Another host's link-local IPv6 address is refused: a GID carries no
+ * scope, so the verbs cannot reach it (-EHOSTUNREACH: ADDR_ERROR).  UD ids
  * too: a UD listener also listens on TCP at its port number for the
  * SIDR REQ (link.c), and the data goes over the verbs' UDP path.
  */
@@ -344,7 +346,7 @@ static int resolve_dst(struct cm_id *c, const struct sockaddr *dst)
 {
 	struct sockaddr_storage *src = &c->id.route.addr.src_storage;
 	char host[INET6_ADDRSTRLEN] = "?";
-	struct sockaddr_in route;
+	struct sockaddr_storage route;
 	uint16_t port;
 	int ret;
 
@@ -352,16 +354,18 @@ static int resolve_dst(struct cm_id *c, const struct sockaddr *dst)
 		c->tcp = cm_core.force_tcp;
 		return 0;
 	}
-	if (dst->sa_family != AF_INET) {
+	if (dst->sa_family == AF_INET6 &&
+	    IN6_IS_ADDR_LINKLOCAL(
+		    &((const struct sockaddr_in6 *)dst)->sin6_addr)) {
 		inet_ntop(AF_INET6,
 			  &((const struct sockaddr_in6 *)dst)->sin6_addr, host,
 			  sizeof(host));
 		fprintf(stderr,
-			"softverbs rdmacm: %s is not this host's; another "
-			"host is reached at its IPv4 address only: "
-			"ADDR_ERROR\n",
+			"softverbs rdmacm: %s is another host's link-local "
+			"address, which a GID cannot name: use its global "
+			"IPv6 or IPv4 address: ADDR_ERROR\n",
 			host);
-		return -EHOSTUNREACH; /* the data path routes IPv4 GIDs */
+		return -EHOSTUNREACH;
 	}
 	ret = cm_addr_route_src(dst, (struct sockaddr *)&route);
 	if (ret)
@@ -370,9 +374,12 @@ static int resolve_dst(struct cm_id *c, const struct sockaddr *dst)
 		port = src->ss_family == AF_INET
 			       ? ((struct sockaddr_in *)src)->sin_port
 			       : ((struct sockaddr_in6 *)src)->sin6_port;
-		route.sin_port = port;
+		if (route.ss_family == AF_INET)
+			((struct sockaddr_in *)&route)->sin_port = port;
+		else
+			((struct sockaddr_in6 *)&route)->sin6_port = port;
 		memset(src, 0, sizeof(*src));
-		memcpy(src, &route, sizeof(route));
+		memcpy(src, &route, cm_addr_len((struct sockaddr *)&route));
 	}
 	c->tcp = true;
 	return 0;
