@@ -90,7 +90,10 @@ int cm_addr_gid(const struct sockaddr *sa, union ibv_gid *gid, int *index)
 
 	if (!cm_core.ngids)
 		return -EIO;
-	if (sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6)) {
+	/* a wildcard names no entry (and must not match the table's unused,
+	 * zero, entries) */
+	if (sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) &&
+	    !cm_addr_is_any(sa)) {
 		cm_addr_mapped_gid(sa, &want);
 		for (int i = 1; i < cm_core.ngids; i++) {
 			if (!memcmp(&cm_core.gids[i], &want, sizeof(want))) {
