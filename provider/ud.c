@@ -666,7 +666,7 @@ int sv_ud_route(struct sv_context *ctx, const struct ibv_ah_attr *a,
 		local = !a->is_global || sv_gid_is_local(&a->grh.dgid);
 		if (local && mode != 2)
 			return 0;
-		if (!local && sv_gid_sockaddr(&a->grh.dgid, 0, &sa) &&
+		if (a->is_global && sv_gid_sockaddr(&a->grh.dgid, 0, &sa) &&
 		    sa.sa.sa_family == AF_INET6) {
 			err = ud_tx6(ctx);
 			if (!err) {
