@@ -36,6 +36,16 @@ bool cm_addr_is_any(const struct sockaddr *sa)
 		       sizeof(any6));
 }
 
+bool cm_addr_is_multicast(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return IN_MULTICAST(ntohl(
+			((const struct sockaddr_in *)sa)->sin_addr.s_addr));
+	return sa->sa_family == AF_INET6 &&
+	       IN6_IS_ADDR_MULTICAST(
+		       &((const struct sockaddr_in6 *)sa)->sin6_addr);
+}
+
 /* 1 if `sa` names an interface of this host (or loopback), else 0. */
 int cm_addr_is_local(const struct sockaddr *sa)
 {

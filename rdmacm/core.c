@@ -331,6 +331,21 @@ static void any_for(const struct sockaddr *dst, struct sockaddr_storage *ss)
 	ss->ss_family = dst->sa_family;
 }
 
+/* The wildcard source *src becomes address `a` (its port kept). */
+static void set_src(struct sockaddr_storage *src, const struct sockaddr *a)
+{
+	uint16_t port = src->ss_family == AF_INET
+				? ((struct sockaddr_in *)src)->sin_port
+				: ((struct sockaddr_in6 *)src)->sin6_port;
+
+	memset(src, 0, sizeof(*src));
+	memcpy(src, a, cm_addr_len(a));
+	if (src->ss_family == AF_INET)
+		((struct sockaddr_in *)src)->sin_port = port;
+	else
+		((struct sockaddr_in6 *)src)->sin6_port = port;
+}
+
 /*
  * Lock held: where c's destination is.  An address of this host is
  * reached over the Unix link (or TCP when SOFTVERBS_TRANSPORT=tcp says
@@ -347,11 +362,16 @@ static int resolve_dst(struct cm_id *c, const struct sockaddr *dst)
 	struct sockaddr_storage *src = &c->id.route.addr.src_storage;
 	char host[INET6_ADDRSTRLEN] = "?";
 	struct sockaddr_storage route;
-	uint16_t port;
 	int ret;
 
 	if (cm_addr_is_local(dst)) {
 		c->tcp = cm_core.force_tcp;
+		/* the kernel's route to an address of ours leaves from that
+		 * address: it is the source (and its GID the id's) */
+		if (cm_addr_is_any((struct sockaddr *)src) &&
+		    src->ss_family == dst->sa_family && !cm_addr_is_any(dst) &&
+		    !cm_addr_is_multicast(dst))
+			set_src(src, dst);
 		return 0;
 	}
 	if (dst->sa_family == AF_INET6 &&
@@ -370,17 +390,8 @@ static int resolve_dst(struct cm_id *c, const struct sockaddr *dst)
 	ret = cm_addr_route_src(dst, (struct sockaddr *)&route);
 	if (ret)
 		return ret;
-	if (cm_addr_is_any((struct sockaddr *)src)) {
-		port = src->ss_family == AF_INET
-			       ? ((struct sockaddr_in *)src)->sin_port
-			       : ((struct sockaddr_in6 *)src)->sin6_port;
-		if (route.ss_family == AF_INET)
-			((struct sockaddr_in *)&route)->sin_port = port;
-		else
-			((struct sockaddr_in6 *)&route)->sin6_port = port;
-		memset(src, 0, sizeof(*src));
-		memcpy(src, &route, cm_addr_len((struct sockaddr *)&route));
-	}
+	if (cm_addr_is_any((struct sockaddr *)src))
+		set_src(src, (struct sockaddr *)&route);
 	c->tcp = true;
 	return 0;
 }
