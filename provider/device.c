@@ -190,11 +190,6 @@ bool sv_gid_sockaddr(const union ibv_gid *gid, uint16_t port,
 	return true;
 }
 
-socklen_t sv_sockaddr_len(const union sv_sockaddr *a)
-{
-	return a->sa.sa_family == AF_INET6 ? sizeof(a->in6) : sizeof(a->in);
-}
-
 int sv_av_check(const struct ibv_ah_attr *a, const char *who, bool tcp_ok)
 {
 	char buf[INET6_ADDRSTRLEN];

@@ -567,7 +567,10 @@ union sv_sockaddr {
  * false for any other GID (link-local, multicast, zero). */
 bool sv_gid_sockaddr(const union ibv_gid *gid, uint16_t port,
 		     union sv_sockaddr *a);
-socklen_t sv_sockaddr_len(const union sv_sockaddr *a);
+static inline socklen_t sv_sockaddr_len(const union sv_sockaddr *a)
+{
+	return a->sa.sa_family == AF_INET6 ? sizeof(a->in6) : sizeof(a->in);
+}
 /* An address vector this host can reach (port 1 or unset; our LID, or a
  * GID of our table): 0, or EINVAL said once on stderr, as who. */
 /* An address vector's check (EINVAL, said on stderr); tcp_ok: another
