@@ -144,7 +144,7 @@ static int to_rtr_gid(struct sv_end *e, uint32_t dest_qpn, uint32_t rq_psn,
  * IPv6 one: a v4-mapped ::ffff:127.0.0.1 does not count). */
 static bool tcp6_loopback_to(int port)
 {
-	char line[512], rem[64];
+	char line[512], rem[33];
 	unsigned int rport, st;
 	bool found = false;
 	FILE *f = fopen("/proc/net/tcp6", "r");
@@ -152,7 +152,7 @@ static bool tcp6_loopback_to(int port)
 	if (!f)
 		return false;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%*d: %*64[0-9A-F]:%*x %64[0-9A-F]:%x %x", rem,
+		if (sscanf(line, "%*d: %*32[0-9A-F]:%*x %32[0-9A-F]:%x %x", rem,
 			   &rport, &st) == 3 &&
 		    st == 1 && (int)rport == port &&
 		    !strcmp(rem, "00000000000000000000000001000000"))
