@@ -153,7 +153,8 @@ struct sv_context {
 	int ud_tx6_fd; /* UD to another host's IPv6 address (ud.c) */
 	struct sv_pfd udoor;
 	bool udoor_failed;
-	struct sv_ud_door *udoor_st; /* the listener's state (ud.c) */
+	struct sv_ud_door *_Atomic udoor_st; /* the listener's state (ud.c);
+					      * the progress thread reads it */
 	/* UD lanes this context sends on (lane.c), one per destination QP;
 	 * its QPs' sends serialise on lane_lock (inside qp->lock) */
 	pthread_mutex_t lane_lock;
