@@ -1173,6 +1173,113 @@ SV_TEST(cm_xrc_ep_sync_ids)
 	close(fds[1]);
 }
 
+/* rdma_server/rdma_client's calls over IPv6 (::1), synchronous ids:
+ * rdma_getaddrinfo gives AF_INET6 addresses, rdma_create_ep binds and
+ * resolves them, and both ids read their addresses back as ::1. */
+struct ep6_server {
+	int port_fd; /* pipe: the listener's port */
+	int status;  /* the receive's, or -1 */
+	int peer_family, local_family;
+	uint8_t in[16];
+};
+
+static void *ep6_server_thread(void *arg)
+{
+	struct ep6_server *x = arg;
+	struct rdma_addrinfo hints = {.ai_flags = RAI_PASSIVE,
+				      .ai_port_space = RDMA_PS_TCP},
+			     *res;
+	struct ibv_qp_init_attr qa = {.cap = {.max_send_wr = 1,
+					      .max_recv_wr = 1,
+					      .max_send_sge = 1,
+					      .max_recv_sge = 1}};
+	struct rdma_cm_id *l, *id;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	uint16_t port;
+
+	x->status = -1;
+	ASSERT_OK(rdma_getaddrinfo("::1", "0", &hints, &res));
+	ASSERT_EQ(AF_INET6, res->ai_family);
+	ASSERT_EQ(AF_INET6, res->ai_src_addr->sa_family);
+	ASSERT_OK(rdma_create_ep(&l, res, NULL, &qa));
+	rdma_freeaddrinfo(res);
+	ASSERT_OK(rdma_listen(l, 1));
+	port = ntohs(rdma_get_src_port(l));
+	ASSERT_EQ((ssize_t)sizeof(port),
+		  write(x->port_fd, &port, sizeof(port)));
+	ASSERT_OK(rdma_get_request(l, &id));
+	ASSERT_NOT_NULL(id->qp);
+	x->peer_family = rdma_get_peer_addr(id)->sa_family;
+	x->local_family = rdma_get_local_addr(id)->sa_family;
+	mr = rdma_reg_msgs(id, x->in, sizeof(x->in));
+	ASSERT_NOT_NULL(mr);
+	ASSERT_OK(rdma_post_recv(id, NULL, x->in, sizeof(x->in), mr));
+	ASSERT_OK(rdma_accept(id, NULL));
+	ASSERT_EQ(1, rdma_get_recv_comp(id, &wc));
+	x->status = wc.status;
+	rdma_disconnect(id);
+	rdma_dereg_mr(mr);
+	rdma_destroy_ep(id);
+	rdma_destroy_ep(l);
+	return NULL;
+}
+
+SV_TEST(cm_getaddrinfo_ep_ipv6)
+{
+	struct rdma_addrinfo hints = {.ai_port_space = RDMA_PS_TCP}, *res;
+	struct ibv_qp_init_attr qa = {.cap = {.max_send_wr = 1,
+					      .max_recv_wr = 1,
+					      .max_send_sge = 1,
+					      .max_recv_sge = 1},
+				      .sq_sig_all = 1};
+	struct ep6_server x = {0};
+	struct rdma_cm_id *id;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	uint8_t out[16];
+	char service[8];
+	uint16_t port;
+	pthread_t t;
+	int fds[2];
+
+	ASSERT_OK(pipe(fds));
+	x.port_fd = fds[1];
+	ASSERT_OK(pthread_create(&t, NULL, ep6_server_thread, &x));
+	{
+		struct pollfd p = {.fd = fds[0], .events = POLLIN};
+
+		ASSERT_EQ(1, poll(&p, 1, EV_MS));
+		ASSERT_EQ((ssize_t)sizeof(port),
+			  read(fds[0], &port, sizeof(port)));
+	}
+	snprintf(service, sizeof(service), "%u", port);
+	ASSERT_OK(rdma_getaddrinfo("::1", service, &hints, &res));
+	ASSERT_EQ(AF_INET6, res->ai_family);
+	expect_in6(res->ai_dst_addr, &in6addr_loopback, htons(port));
+	ASSERT_OK(rdma_create_ep(&id, res, NULL, &qa));
+	rdma_freeaddrinfo(res);
+	expect_in6(rdma_get_peer_addr(id), &in6addr_loopback, htons(port));
+	expect_in6(rdma_get_local_addr(id), &in6addr_loopback, 0);
+	fill(out, sizeof(out), 61);
+	mr = rdma_reg_msgs(id, out, sizeof(out));
+	ASSERT_NOT_NULL(mr);
+	ASSERT_OK(rdma_connect(id, NULL));
+	ASSERT_OK(rdma_post_send(id, NULL, out, sizeof(out), mr, 0));
+	ASSERT_EQ(1, rdma_get_send_comp(id, &wc));
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_OK(pthread_join(t, NULL));
+	ASSERT_EQ(IBV_WC_SUCCESS, x.status);
+	ASSERT_EQ(AF_INET6, x.peer_family);
+	ASSERT_EQ(AF_INET6, x.local_family);
+	ASSERT_OK(memcmp(x.in, out, sizeof(out)));
+	rdma_disconnect(id);
+	rdma_dereg_mr(mr);
+	rdma_destroy_ep(id);
+	close(fds[0]);
+	close(fds[1]);
+}
+
 /* ---- helper processes ---- */
 
 static void write_line(int fd, const char *fmt, unsigned int v)

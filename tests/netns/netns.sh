@@ -2,7 +2,8 @@
 # Between hosts (issue 11): three network namespaces on a bridge of veth
 # pairs (the bridge in a fourth, so the host's own network is untouched),
 # and Debian's unmodified RDMA programs run across them on softverbs0, over
-# the TCP transport the destination GID chooses.  Then the faults a wire
+# the TCP transport the destination GID chooses (IPv4-mapped GIDs, and the
+# IPv6 GIDs of fd00:5e::x: TCP and UDP over IPv6).  Then the faults a wire
 # has: a namespace's link set down mid-run, and a peer process killed, must
 # end in errors within the retry budget, never a hang.
 #
