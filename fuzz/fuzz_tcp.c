@@ -138,9 +138,10 @@ static void run_one(struct run *r, struct fz_env *e)
 	 * type-stable) */
 	static struct sv_pfd in = {.kind = SV_PFD_TCP, .fd = -1};
 	static struct sv_pfd out = {.kind = SV_PFD_TCP, .fd = -1};
-	struct sockaddr_in dst = {.sin_family = AF_INET,
-				  .sin_port = htons(1), /* nobody: refused */
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	union sv_sockaddr dst = {
+		.in = {.sin_family = AF_INET,
+		       .sin_port = htons(1), /* nobody: refused */
+		       .sin_addr.s_addr = htonl(INADDR_LOOPBACK)}};
 	struct sv_tcp_hello h = {
 		.magic = SV_TCP_MAGIC,
 		.version = SV_TCP_VERSION,

@@ -4,7 +4,8 @@
  * An AH names port 1 and our LID, or a GID of this host's table, or a
  * multicast GID (a group, mcast.c: an IPv4-mapped one reaches other
  * hosts' members too), or another host's
- * IPv4-mapped GID (its datagrams go over UDP: ud.c, sv_ud_route).  The AH
+ * IP address GID, IPv4-mapped or IPv6 (its datagrams go over UDP: ud.c,
+ * sv_ud_route).  The AH
  * holds a reference on its PD.
  * ibv_init_ah_from_wc and ibv_create_ah_from_wc are in abi/derived.c.
  */
@@ -55,7 +56,7 @@ struct ibv_ah *sv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 		return NULL;
 	}
 	ah->attr = *attr;
-	err = sv_ud_route(to_sctx(pd->context), attr, &ah->ud_ip);
+	err = sv_ud_route(to_sctx(pd->context), attr, &ah->ud_ip, &ah->ud_ip6);
 	if (err) {
 		free(ah);
 		sv_obj_put(to_sctx(pd->context), SV_OBJ_AH);

@@ -3,8 +3,10 @@
  * The device softverbs0: the device list, contexts, and what they report —
  * device and port attributes, the LID every process of the host agrees
  * on, and the GID table (link-local, then ::ffff:a.b.c.d per local IPv4
- * address).  A host here is a network namespace: that is what QPNs and
- * the shared-memory transport are scoped to.
+ * address, then each IPv6 address of the host that is not link-local:
+ * the address itself, as the kernel's RoCE GID table).  A host here is a
+ * network namespace: that is what QPNs and the shared-memory transport are
+ * scoped to.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -92,7 +94,20 @@ static uint64_t node_guid(void)
 	return (host_hash() & ~(0xffull << 56)) | (0x02ull << 56);
 }
 
-/* Fills the GID table; returns its length (at most SV_GID_TBL_LEN). */
+/* An IPv6 address that names this host to others as a GID: not
+ * link-local (fe80::/10 needs a scope a GID cannot carry: our entry 0 is
+ * the host's link-local GID), not v4-mapped (the IPv4 entries), not
+ * multicast or unspecified. */
+static bool ipv6_gid_ok(const struct in6_addr *a)
+{
+	return !IN6_IS_ADDR_LINKLOCAL(a) && !IN6_IS_ADDR_V4MAPPED(a) &&
+	       !IN6_IS_ADDR_MULTICAST(a) && !IN6_IS_ADDR_UNSPECIFIED(a);
+}
+
+/* Fills the GID table; returns its length (at most SV_GID_TBL_LEN).  The
+ * IPv4 entries come before the IPv6 ones, whatever order getifaddrs
+ * gives, so an IPv4 entry's index does not move when IPv6 addresses
+ * come and go (programs and tests pass -g N). */
 static int gid_table(union ibv_gid *gids)
 {
 	struct ifaddrs *ifa, *i;
@@ -114,6 +129,17 @@ static int gid_table(union ibv_gid *gids)
 		gids[n].raw[10] = 0xff;
 		gids[n].raw[11] = 0xff;
 		memcpy(&gids[n].raw[12], &sin->sin_addr, 4);
+		n++;
+	}
+	for (i = ifa; i && n < SV_GID_TBL_LEN; i = i->ifa_next) {
+		const struct sockaddr_in6 *sin6;
+
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET6)
+			continue;
+		sin6 = (const struct sockaddr_in6 *)i->ifa_addr;
+		if (!ipv6_gid_ok(&sin6->sin6_addr))
+			continue;
+		memcpy(gids[n].raw, &sin6->sin6_addr, 16);
 		n++;
 	}
 	freeifaddrs(ifa);
@@ -142,10 +168,32 @@ bool sv_gid_ipv4(const union ibv_gid *gid, struct in_addr *a)
 	return true;
 }
 
+bool sv_gid_sockaddr(const union ibv_gid *gid, uint16_t port,
+		     union sv_sockaddr *a)
+{
+	struct in6_addr a6;
+	struct in_addr in;
+
+	memset(a, 0, sizeof(*a));
+	if (sv_gid_ipv4(gid, &in)) {
+		a->in.sin_family = AF_INET;
+		a->in.sin_port = htons(port);
+		a->in.sin_addr = in;
+		return true;
+	}
+	memcpy(&a6, gid->raw, 16);
+	if (!ipv6_gid_ok(&a6))
+		return false;
+	a->in6.sin6_family = AF_INET6;
+	a->in6.sin6_port = htons(port);
+	a->in6.sin6_addr = a6;
+	return true;
+}
+
 int sv_av_check(const struct ibv_ah_attr *a, const char *who, bool tcp_ok)
 {
 	char buf[INET6_ADDRSTRLEN];
-	struct in_addr in;
+	union sv_sockaddr sa;
 
 	if (a->port_num && a->port_num != 1)
 		return EINVAL;
@@ -154,7 +202,7 @@ int sv_av_check(const struct ibv_ah_attr *a, const char *who, bool tcp_ok)
 			return EINVAL;
 		if (sv_gid_is_local(&a->grh.dgid))
 			return 0;
-		if (tcp_ok && sv_gid_ipv4(&a->grh.dgid, &in) &&
+		if (tcp_ok && sv_gid_sockaddr(&a->grh.dgid, 0, &sa) &&
 		    sv_tcp_mode() != 1)
 			return 0; /* another host: over TCP (tcp.c) */
 		inet_ntop(AF_INET6, a->grh.dgid.raw, buf, sizeof(buf));
@@ -164,8 +212,9 @@ int sv_av_check(const struct ibv_ah_attr *a, const char *who, bool tcp_ok)
 			!tcp_ok ? "; datagrams reach this host's QPs only"
 			: sv_tcp_mode() == 1
 				? " and SOFTVERBS_TRANSPORT=shm"
-				: "; only an IPv4-mapped GID (::ffff:a.b.c.d) "
-				  "names another host");
+				: "; only an IP address's GID (::ffff:a.b.c.d "
+				  "or a global IPv6 address) names another "
+				  "host");
 		return EINVAL;
 	}
 	if (a->dlid == sv_local_lid())
@@ -184,8 +233,9 @@ bool sv_gid_is_local(const union ibv_gid *gid)
 	for (int i = 0; i < n; i++)
 		if (!memcmp(&gids[i], gid, sizeof(*gid)))
 			return true;
-	/* ::ffff:127.x.y.z is this host whatever the table says */
-	return !memcmp(gid->raw, "\0\0\0\0\0\0\0\0\0\0\xff\xff\x7f", 13);
+	/* ::ffff:127.x.y.z and ::1 are this host whatever the table says */
+	return !memcmp(gid->raw, "\0\0\0\0\0\0\0\0\0\0\xff\xff\x7f", 13) ||
+	       !memcmp(gid->raw, &in6addr_loopback, 16);
 }
 
 int sv_port_mtu_bytes(enum ibv_mtu mtu)

@@ -116,6 +116,7 @@ static int ud_set_addr(struct sv_qp *qp, struct sv_swqe *w, struct ibv_ah *ibah,
 	w->ud_qkey = qkey;
 	w->ud_grh = ah->attr.is_global;
 	w->ud_ip = ah->ud_ip;
+	w->ud_ip6 = ah->ud_ip6;
 	if (w->ud_grh) {
 		w->ud_sgid = ah->sgid;
 		w->ud_dgid = ah->attr.grh.dgid;

@@ -288,21 +288,21 @@ void sv_qp_link_step(struct sv_qp *qp)
  * SOFTVERBS_TRANSPORT says (tcp: this host too, at the GID's address or
  * 127.0.0.1).  sv_av_check refused what neither can reach.
  */
-static int link_route(const struct sv_qp *qp, struct sockaddr_in *dst)
+static int link_route(const struct sv_qp *qp, union sv_sockaddr *dst)
 {
 	const struct ibv_ah_attr *a = &qp->attr.ah_attr;
-	struct in_addr in = {.s_addr = htonl(INADDR_LOOPBACK)};
 	bool local = !a->is_global || sv_gid_is_local(&a->grh.dgid);
+	uint16_t port = sv_tcp_connect_port();
 	int mode = sv_tcp_mode();
 
 	if (mode == 1 || (local && mode != 2))
 		return 0;
-	if (a->is_global && !sv_gid_ipv4(&a->grh.dgid, &in))
-		in.s_addr = htonl(INADDR_LOOPBACK); /* our link-local GID */
-	memset(dst, 0, sizeof(*dst));
-	dst->sin_family = AF_INET;
-	dst->sin_port = htons(sv_tcp_connect_port());
-	dst->sin_addr = in;
+	if (a->is_global && sv_gid_sockaddr(&a->grh.dgid, port, dst))
+		return 1;	      /* IPv4 or IPv6 */
+	memset(dst, 0, sizeof(*dst)); /* LID or our link-local GID */
+	dst->in.sin_family = AF_INET;
+	dst->in.sin_port = htons(port);
+	dst->in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	return 1;
 }
 
@@ -310,7 +310,7 @@ static int link_route(const struct sv_qp *qp, struct sockaddr_in *dst)
  * QP stays as it was. */
 static int link_start(struct sv_qp *qp)
 {
-	struct sockaddr_in dst;
+	union sv_sockaddr dst;
 	int err;
 
 	qp->link.state = SV_LINK_CONNECTING;

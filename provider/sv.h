@@ -150,9 +150,11 @@ struct sv_context {
 	 * the well-known port (at the first UD QP) and the Unix socket its
 	 * datagrams are passed on with */
 	int ud_tx_fd, ud_fwd_fd;
+	int ud_tx6_fd; /* UD to another host's IPv6 address (ud.c) */
 	struct sv_pfd udoor;
 	bool udoor_failed;
-	struct sv_ud_door *udoor_st; /* the listener's state (ud.c) */
+	struct sv_ud_door *_Atomic udoor_st; /* the listener's state (ud.c);
+					      * the progress thread reads it */
 	/* UD lanes this context sends on (lane.c), one per destination QP;
 	 * its QPs' sends serialise on lane_lock (inside qp->lock) */
 	pthread_mutex_t lane_lock;
@@ -347,6 +349,8 @@ struct sv_swqe {
 	uint32_t ud_mc_next;   /* UD multicast: members below this QPN done */
 	uint32_t ud_ip;	       /* UD: the AH's host over UDP (network order),
 				* 0: this host's QPs directly */
+	bool ud_ip6;	       /* UD: that host is the IPv6 address ud_dgid
+				* (ud_ip INADDR_NONE: not this host) */
 	uint32_t xrc_srqn;     /* XRC_SEND: the remote SRQ (XRCETH) */
 	union ibv_gid ud_sgid; /* UD, with a GRH: our GID (sgid_index) */
 	union ibv_gid ud_dgid; /* UD, with a GRH: the AH's dgid */
@@ -360,6 +364,8 @@ struct sv_ah {
 	union ibv_gid sgid; /* is_global: our GID at grh.sgid_index */
 	uint32_t ud_ip;	    /* another host's address (network order): UD
 			     * sends go there over UDP (ud.c); 0: this host */
+	bool ud_ip6;	    /* that host is the IPv6 address attr's dgid
+			     * (ud_ip INADDR_NONE) */
 };
 
 static inline struct sv_ah *to_sah(struct ibv_ah *ah)
@@ -551,10 +557,26 @@ bool sv_gid_is_local(const union ibv_gid *gid);
 /* The IPv4 address of an IPv4-mapped GID (::ffff:a.b.c.d); false if it
  * is not one. */
 bool sv_gid_ipv4(const union ibv_gid *gid, struct in_addr *a);
+/* A host's IP address for the TCP and UDP transports: IPv4 or IPv6. */
+union sv_sockaddr {
+	struct sockaddr sa;
+	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
+};
+/* The address (and port) a GID names another host by: an IPv4-mapped
+ * GID's IPv4 address, or a global (or ULA, or ::1) IPv6 address itself;
+ * false for any other GID (link-local, multicast, zero). */
+bool sv_gid_sockaddr(const union ibv_gid *gid, uint16_t port,
+		     union sv_sockaddr *a);
+static inline socklen_t sv_sockaddr_len(const union sv_sockaddr *a)
+{
+	return a->sa.sa_family == AF_INET6 ? sizeof(a->in6) : sizeof(a->in);
+}
 /* An address vector this host can reach (port 1 or unset; our LID, or a
  * GID of our table): 0, or EINVAL said once on stderr, as who. */
 /* An address vector's check (EINVAL, said on stderr); tcp_ok: another
- * host's IPv4-mapped GID is fine (a connected QP's, over TCP). */
+ * host's IP address GID (sv_gid_sockaddr) is fine (a connected QP's, over TCP).
+ */
 int sv_av_check(const struct ibv_ah_attr *a, const char *who, bool tcp_ok);
 int sv_port_mtu_bytes(enum ibv_mtu mtu);
 
@@ -620,10 +642,11 @@ void sv_lanes_rx_close(struct sv_qp *qp);
 /* The datagram socket of a new UD QP, bound to its QPN. */
 int sv_ud_bind(struct sv_link *l, uint32_t *qpn);
 /* Where an AH's UD sends go: *ip another host's address (network order)
- * when they go over UDP, else 0; -errno if the socket for it cannot be
- * made. */
+ * when they go over UDP, else 0; an IPv6 host's: *ip6 true, *ip
+ * INADDR_NONE (the address is the dgid); -errno if the socket for it
+ * cannot be made. */
 int sv_ud_route(struct sv_context *ctx, const struct ibv_ah_attr *a,
-		uint32_t *ip);
+		uint32_t *ip, bool *ip6);
 /* The context's UDP listener, at its first UD QP (a failure is said
  * once: datagrams from other hosts then do not reach it); closed with the
  * context.  sv_ud_door_event: datagrams arrived on it. */

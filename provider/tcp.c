@@ -59,7 +59,7 @@ enum out_state {
 #define REFUSED_GONE 3
 
 struct sv_tcp {
-	struct sockaddr_in dst;
+	union sv_sockaddr dst; /* the peer host's door: IPv4 or IPv6 */
 	struct sv_context *ctx;
 	struct sv_pfd *in_pfd, *out_pfd; /* the sockets in ctx's epoll */
 	int out_fd, in_fd;
@@ -189,7 +189,7 @@ static int local_ring(struct sv_ring *r, uint64_t size, uint32_t qpn)
 }
 
 int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size,
-		   const struct sockaddr_in *dst, struct sv_context *ctx,
+		   const union sv_sockaddr *dst, struct sv_context *ctx,
 		   struct sv_pfd *in_pfd, struct sv_pfd *out_pfd)
 {
 	struct sv_tcp *t = calloc(1, sizeof(*t));
@@ -210,8 +210,8 @@ int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size,
 	/* the fds the link will hold, now: out of fds is modify_qp's
 	 * error, not a send that never completes (our socket, and a
 	 * place for the peer's, which the kernel installs at its hello) */
-	t->out_fd =
-		socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	t->out_fd = socket(dst->sa.sa_family,
+			   SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	t->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (t->out_fd < 0 || t->spare < 0) {
 		err = -errno;
@@ -315,7 +315,7 @@ static void connect_step(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
 			return;
 		t->out_fd = -1;
 		if (fd < 0)
-			fd = socket(AF_INET,
+			fd = socket(t->dst.sa.sa_family,
 				    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 				    0);
 		if (fd < 0) {
@@ -325,7 +325,7 @@ static void connect_step(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
 			return;
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		if (connect(fd, (struct sockaddr *)&t->dst, sizeof(t->dst)) &&
+		if (connect(fd, &t->dst.sa, sv_sockaddr_len(&t->dst)) &&
 		    errno != EINPROGRESS) {
 			sv_dbg("qp %06x: tcp connect: %s\n", t->my_qpn,
 			       strerror(errno));
@@ -1206,31 +1206,57 @@ static bool give_spare(struct sv_tcp_door *d, int i)
 	return true;
 }
 
-void sv_tcp_door_open(struct sv_context *ctx)
+/* The door's socket: IPv6 and IPv4 on one (dual-stack, IPV6_V6ONLY off:
+ * an IPv4 caller arrives v4-mapped), or IPv4 only where the kernel has
+ * no IPv6.  SO_REUSEPORT: every process of the user shares the port.
+ * The fd, or -1 and errno. */
+static int door_socket(void)
 {
+	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6,
+				  .sin6_port = htons(sv_tcp_port()),
+				  .sin6_addr = IN6ADDR_ANY_INIT};
 	struct sockaddr_in a = {.sin_family = AF_INET,
 				.sin_port = htons(sv_tcp_port()),
 				.sin_addr.s_addr = htonl(INADDR_ANY)};
+	int one = 1, off = 0, fd, err;
+	bool v6 = true;
+
+	fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 ||
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off))) {
+		if (fd >= 0)
+			close(fd);
+		v6 = false;
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			    0);
+	}
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	if ((v6 ? bind(fd, (struct sockaddr *)&a6, sizeof(a6))
+		: bind(fd, (struct sockaddr *)&a, sizeof(a))) ||
+	    listen(fd, SOMAXCONN)) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
+void sv_tcp_door_open(struct sv_context *ctx)
+{
 	static atomic_bool said;
 	struct sv_tcp_door *d;
-	int one = 1, fd;
+	int fd;
 
 	pthread_mutex_lock(&ctx->door_lock);
 	if (atomic_load(&ctx->door) || ctx->door_failed)
 		goto out;
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = door_socket();
 	if (fd < 0)
 		goto fail;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) ||
-	    listen(fd, SOMAXCONN)) {
-		int err = errno;
-
-		close(fd);
-		errno = err;
-		goto fail;
-	}
 	d = calloc(1, sizeof(*d));
 	if (!d) {
 		close(fd);

@@ -115,6 +115,7 @@ static_assert(sizeof(struct sv_tcp_state) == 32, "wire ABI");
 
 struct sv_context;
 struct sv_pfd;
+union sv_sockaddr;
 
 /* At RTR: a TCP link to dst (port included).  The rings now, so running
  * out of memory is modify_qp's error.  The link's sockets are watched by
@@ -122,7 +123,7 @@ struct sv_pfd;
  * this file registers and unregisters as it opens and closes them.
  * -errno. */
 int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size,
-		   const struct sockaddr_in *dst, struct sv_context *ctx,
+		   const union sv_sockaddr *dst, struct sv_context *ctx,
 		   struct sv_pfd *in_pfd, struct sv_pfd *out_pfd);
 /* Moves the link on: connects (again, with backoff), reads what arrived,
  * sends what is due.  ack_timeout_ns: the QP's local ACK timeout; data

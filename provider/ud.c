@@ -11,12 +11,13 @@
  * its 40-byte GRH.  A multicast goes to each member of the group the
  * registry lists (mcast.c), and is taken by a QP attached to the group.
  *
- * Between hosts (an AH naming another host's IPv4-mapped GID, or every AH
- * with SOFTVERBS_TRANSPORT=tcp) the same datagram goes over UDP to the
- * well-known port (SOFTVERBS_TCP_PORT, 4791, as RoCEv2), with a CRC-32C
- * of it in the header's rsvd word (UDP's own checksum is weak, as for
- * the TCP transport's frames).  Every context with a UD QP listens there
- * with SO_REUSEPORT, as the TCP door (tcp.h); the one the kernel picks
+ * Between hosts (an AH naming another host's IPv4-mapped or IPv6 GID, or
+ * every AH with SOFTVERBS_TRANSPORT=tcp) the same datagram goes over UDP
+ * to the well-known port (SOFTVERBS_TCP_PORT, 4791, as RoCEv2), with a
+ * CRC-32C of it in the header's rsvd word (UDP's own checksum is weak, as
+ * for the TCP transport's frames).  Every context with a UD QP listens
+ * there with SO_REUSEPORT (one dual-stack socket: IPv6 and IPv4), as the
+ * TCP door (tcp.h); the one the kernel picks
  * checks the datagram, puts the source address in the GRH's sgid (what a
  * RoCE receiver sees: the IP header's) and passes it on, unchanged
  * otherwise, to the QP's socket by its QPN, where it is checked again
@@ -165,6 +166,8 @@ static int send_to(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n,
 	struct sockaddr_in in = {.sin_family = AF_INET,
 				 .sin_port = htons(sv_tcp_connect_port()),
 				 .sin_addr.s_addr = ip};
+	struct sockaddr_in6 in6 = {.sin6_family = AF_INET6,
+				   .sin6_port = htons(sv_tcp_connect_port())};
 	struct sockaddr_un a;
 	struct iovec iov = {d, n};
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
@@ -183,8 +186,14 @@ static int send_to(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n,
 		fd = qp->ctx->ud_tx_fd;
 		m.msg_name = &in;
 		m.msg_namelen = sizeof(in);
+		if (w->ud_ip6) { /* the host is the AH's IPv6 dgid */
+			memcpy(&in6.sin6_addr, w->ud_dgid.raw, 16);
+			fd = qp->ctx->ud_tx6_fd;
+			m.msg_name = &in6;
+			m.msg_namelen = sizeof(in6);
+		}
 	}
-	if (ip && IN_MULTICAST(ntohl(ip)) && mcast_src(w)) {
+	if (ip && !w->ud_ip6 && IN_MULTICAST(ntohl(ip)) && mcast_src(w)) {
 		struct in_pktinfo pi = {.ipi_spec_dst.s_addr = mcast_src(w)};
 		struct cmsghdr *c;
 
@@ -619,15 +628,34 @@ void sv_ud_recv_run(struct sv_qp *qp)
 		recv_lanes(qp);
 }
 
+/* The context's socket for datagrams to other hosts' IPv6 addresses,
+ * made at the first AH that needs it.  0 or -errno. */
+static int ud_tx6(struct sv_context *ctx)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&ctx->door_lock);
+	if (ctx->ud_tx6_fd < 0) {
+		ctx->ud_tx6_fd = socket(
+			AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (ctx->ud_tx6_fd < 0)
+			err = -errno;
+	}
+	pthread_mutex_unlock(&ctx->door_lock);
+	return err;
+}
+
 int sv_ud_route(struct sv_context *ctx, const struct ibv_ah_attr *a,
-		uint32_t *ip)
+		uint32_t *ip, bool *ip6)
 {
 	struct in_addr in = {.s_addr = htonl(INADDR_LOOPBACK)};
 	int mode = sv_tcp_mode(), err = 0;
+	union sv_sockaddr sa;
 	uint32_t grp;
 	bool local;
 
 	*ip = 0;
+	*ip6 = false;
 	if (mode == 1)
 		return 0; /* shared memory only */
 	if (a->is_global && sv_mcast_ipv4(a->grh.dgid.raw, &grp))
@@ -638,6 +666,15 @@ int sv_ud_route(struct sv_context *ctx, const struct ibv_ah_attr *a,
 		local = !a->is_global || sv_gid_is_local(&a->grh.dgid);
 		if (local && mode != 2)
 			return 0;
+		if (a->is_global && sv_gid_sockaddr(&a->grh.dgid, 0, &sa) &&
+		    sa.sa.sa_family == AF_INET6) {
+			err = ud_tx6(ctx);
+			if (!err) {
+				*ip = htonl(INADDR_NONE);
+				*ip6 = true;
+			}
+			return err;
+		}
 		if (a->is_global && !sv_gid_ipv4(&a->grh.dgid, &in))
 			in.s_addr = htonl(INADDR_LOOPBACK); /* link-local GID */
 	}
@@ -686,9 +723,13 @@ void sv_ud_door_open(struct sv_context *ctx)
 	struct sockaddr_in a = {.sin_family = AF_INET,
 				.sin_port = htons(sv_tcp_port()),
 				.sin_addr.s_addr = htonl(INADDR_ANY)};
+	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6,
+				  .sin6_port = htons(sv_tcp_port()),
+				  .sin6_addr = IN6ADDR_ANY_INIT};
 	static atomic_bool said;
-	int one = 1, buf = 4 << 20, err;
+	int one = 1, off = 0, buf = 4 << 20, err;
 	struct sv_ud_door *d;
+	bool v6 = true;
 
 	if (sv_tcp_mode() == 1)
 		return; /* SOFTVERBS_TRANSPORT=shm: this host only */
@@ -700,7 +741,18 @@ void sv_ud_door_open(struct sv_context *ctx)
 		errno = ENOMEM;
 		goto fail;
 	}
-	d->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* IPv6 and IPv4 on one socket (IPv4 senders arrive v4-mapped; the
+	 * IPv4 options below apply to them), or IPv4 only where the kernel
+	 * has no IPv6 */
+	d->fd = socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (d->fd < 0 ||
+	    setsockopt(d->fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off))) {
+		if (d->fd >= 0)
+			close(d->fd);
+		v6 = false;
+		d->fd = socket(AF_INET,
+			       SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	}
 	ctx->ud_fwd_fd =
 		socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (d->fd < 0 || ctx->ud_fwd_fd < 0)
@@ -715,7 +767,8 @@ void sv_ud_door_open(struct sv_context *ctx)
 	    setsockopt(d->fd, IPPROTO_IP, IP_MULTICAST_ALL, &(int){0},
 		       sizeof(int)))
 		goto fail;
-	if (bind(d->fd, (struct sockaddr *)&a, sizeof(a)))
+	if (v6 ? bind(d->fd, (struct sockaddr *)&a6, sizeof(a6))
+	       : bind(d->fd, (struct sockaddr *)&a, sizeof(a)))
 		goto fail;
 	ctx->udoor_st = d;
 	sv_progress_add(ctx, &ctx->udoor, d->fd);
@@ -766,7 +819,9 @@ void sv_ud_door_close(struct sv_context *ctx)
 		close(ctx->ud_fwd_fd);
 	if (ctx->ud_tx_fd >= 0)
 		close(ctx->ud_tx_fd);
-	ctx->ud_fwd_fd = ctx->ud_tx_fd = -1;
+	if (ctx->ud_tx6_fd >= 0)
+		close(ctx->ud_tx6_fd);
+	ctx->ud_fwd_fd = ctx->ud_tx_fd = ctx->ud_tx6_fd = -1;
 }
 
 /* Passes d's datagram (n bytes) to QP qpn's socket: 0 passed or lost
@@ -816,13 +871,14 @@ static int door_pass(struct sv_context *ctx, struct sv_ud_door *d, size_t n)
  * it must be a multicast (DQPN 0xffffff) with a GRH naming that group;
  * sent to us, not a multicast. */
 static bool door_check(struct sv_ud_door *d, size_t n,
-		       const struct sockaddr_in *src, socklen_t slen)
+		       const union sv_sockaddr *src, socklen_t slen)
 {
 	bool mc = IN_MULTICAST(ntohl(d->dst));
 	uint32_t crc, grp;
 
-	if (n > sizeof(d->d) || slen != sizeof(*src) ||
-	    src->sin_family != AF_INET || !sv_ud_hdr_ok(&d->d.h, n) ||
+	if (n > sizeof(d->d) ||
+	    (src->sa.sa_family != AF_INET && src->sa.sa_family != AF_INET6) ||
+	    slen != sv_sockaddr_len(src) || !sv_ud_hdr_ok(&d->d.h, n) ||
 	    (d->d.h.dst_qpn == SV_MCAST_QPN) != mc ||
 	    d->d.h.dst_qpn > SV_PSN_MASK ||
 	    (mc && (!(d->d.h.flags & SV_UD_GRH) ||
@@ -839,18 +895,23 @@ static bool door_check(struct sv_ud_door *d, size_t n,
 	}
 	/* the sender's address is the IP header's, not its word (from
 	 * this host, the GID it names: any of ours is the same host) */
-	if ((d->d.h.flags & SV_UD_GRH) &&
-	    (ntohl(src->sin_addr.s_addr) >> 24) != 127) {
+	if (!(d->d.h.flags & SV_UD_GRH))
+		return true;
+	if (src->sa.sa_family == AF_INET6) {
+		if (!IN6_IS_ADDR_LOOPBACK(&src->in6.sin6_addr))
+			memcpy(d->d.h.sgid, &src->in6.sin6_addr, 16);
+	} else if ((ntohl(src->in.sin_addr.s_addr) >> 24) != 127) {
 		memset(d->d.h.sgid, 0, 10);
 		d->d.h.sgid[10] = d->d.h.sgid[11] = 0xff;
-		memcpy(&d->d.h.sgid[12], &src->sin_addr.s_addr, 4);
+		memcpy(&d->d.h.sgid[12], &src->in.sin_addr.s_addr, 4);
 	}
 	return true;
 }
 
-/* One datagram from the listener into d (its source in *src, d->dst
- * where it was sent): its length, or -1 when none is waiting. */
-static ssize_t door_recv(struct sv_ud_door *d, struct sockaddr_in *src)
+/* One datagram from the listener into d (its source in *src, an IPv4
+ * one as AF_INET even on the dual-stack socket; d->dst where it was
+ * sent): its length, or -1 when none is waiting. */
+static ssize_t door_recv(struct sv_ud_door *d, union sv_sockaddr *src)
 {
 	union {
 		struct cmsghdr c;
@@ -870,6 +931,16 @@ static ssize_t door_recv(struct sv_ud_door *d, struct sockaddr_in *src)
 	d->slen = m.msg_namelen;
 	if (n < 0)
 		return -1;
+	if (d->slen == sizeof(src->in6) && src->sa.sa_family == AF_INET6 &&
+	    IN6_IS_ADDR_V4MAPPED(&src->in6.sin6_addr)) {
+		struct sockaddr_in in = {.sin_family = AF_INET,
+					 .sin_port = src->in6.sin6_port};
+
+		memcpy(&in.sin_addr, &src->in6.sin6_addr.s6_addr[12], 4);
+		memset(src, 0, sizeof(*src));
+		src->in = in;
+		d->slen = sizeof(in);
+	}
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
 		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO &&
 		    c->cmsg_len >= CMSG_LEN(sizeof(struct in_pktinfo))) {
@@ -899,7 +970,7 @@ static bool door_pump(struct sv_context *ctx, struct sv_ud_door *d,
 			sv_progress_add(ctx, &ctx->udoor, d->fd);
 	}
 	for (int i = 0; i < 64; i++) {
-		struct sockaddr_in src;
+		union sv_sockaddr src;
 		ssize_t n = door_recv(d, &src);
 
 		if (n < 0)

@@ -3,12 +3,13 @@
  * IP addresses to softverbs0: which addresses are this host's (the
  * interfaces of this network namespace, and loopback), the GID the
  * device's table holds for one (::ffff:a.b.c.d for an IPv4 address, the
- * link-local GID otherwise), and ports: an id's (address, port) is held
+ * address itself for an IPv6 one, the link-local GID for an address the
+ * table does not have), and ports: an id's (address, port) is held
  * by a real socket of the kernel's TCP (or, for RDMA_PS_UDP, UDP, and a
  * TCP socket at the same number for SIDR's rendezvous) space, so port 0
  * picks a free port and two ids never share one.  Another
- * host's IPv4 address is reached if the kernel has a route to it (the
- * TCP rendezvous of link.c); its source is the route's, as on RoCE.
+ * host's IPv4 or IPv6 address is reached if the kernel has a route to it
+ * (the TCP rendezvous of link.c); its source is the route's, as on RoCE.
  */
 #include <errno.h>
 #include <ifaddrs.h>
@@ -33,6 +34,16 @@ bool cm_addr_is_any(const struct sockaddr *sa)
 		       htonl(INADDR_ANY);
 	return !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr, &any6,
 		       sizeof(any6));
+}
+
+bool cm_addr_is_multicast(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return IN_MULTICAST(ntohl(
+			((const struct sockaddr_in *)sa)->sin_addr.s_addr));
+	return sa->sa_family == AF_INET6 &&
+	       IN6_IS_ADDR_MULTICAST(
+		       &((const struct sockaddr_in6 *)sa)->sin6_addr);
 }
 
 /* 1 if `sa` names an interface of this host (or loopback), else 0. */
@@ -80,19 +91,20 @@ int cm_addr_is_local(const struct sockaddr *sa)
 }
 
 /* The GID softverbs0 answered at start-up for `sa` and its index: the
- * IPv4-mapped entry of an IPv4 address if the table has it, else entry
- * 0 (an address added later maps to entry 0 too). */
+ * entry of the address (IPv4-mapped for an IPv4 address, the address
+ * itself for an IPv6 one) if the table has it, else entry 0 (an address
+ * added later, or a link-local IPv6 address, maps to entry 0 too). */
 int cm_addr_gid(const struct sockaddr *sa, union ibv_gid *gid, int *index)
 {
-	union ibv_gid want = {0};
+	union ibv_gid want;
 
 	if (!cm_core.ngids)
 		return -EIO;
-	if (sa && sa->sa_family == AF_INET) {
-		want.raw[10] = 0xff;
-		want.raw[11] = 0xff;
-		memcpy(&want.raw[12],
-		       &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	/* a wildcard names no entry (and must not match the table's unused,
+	 * zero, entries) */
+	if (sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) &&
+	    !cm_addr_is_any(sa)) {
+		cm_addr_mapped_gid(sa, &want);
 		for (int i = 1; i < cm_core.ngids; i++) {
 			if (!memcmp(&cm_core.gids[i], &want, sizeof(want))) {
 				*gid = cm_core.gids[i];
@@ -106,7 +118,9 @@ int cm_addr_gid(const struct sockaddr *sa, union ibv_gid *gid, int *index)
 	return 0;
 }
 
-/* ::ffff:a.b.c.d for an IPv4 address (or v4-mapped IPv6), else zeros. */
+/* The GID of an IP address, as RoCE's: ::ffff:a.b.c.d for an IPv4
+ * address, the address itself for an IPv6 one (v4-mapped included);
+ * zeros for another family. */
 void cm_addr_mapped_gid(const struct sockaddr *sa, union ibv_gid *gid)
 {
 	memset(gid, 0, sizeof(*gid));
@@ -115,38 +129,39 @@ void cm_addr_mapped_gid(const struct sockaddr *sa, union ibv_gid *gid)
 		gid->raw[11] = 0xff;
 		memcpy(&gid->raw[12],
 		       &((const struct sockaddr_in *)sa)->sin_addr, 4);
-	} else if (IN6_IS_ADDR_V4MAPPED(
-			   &((const struct sockaddr_in6 *)sa)->sin6_addr)) {
+	} else if (sa->sa_family == AF_INET6) {
 		memcpy(gid->raw, &((const struct sockaddr_in6 *)sa)->sin6_addr,
 		       16);
 	}
 }
 
 /*
- * The source address the kernel's routing picks toward IPv4 `dst` (a
- * UDP socket's connect sends nothing): 0 and `src` (port 0), or -errno
- * (-ENETUNREACH: no route).  Another host is reached over IPv4 only: the
- * verbs' TCP transport routes QPs by IPv4-mapped GIDs.
+ * The source address the kernel's routing picks toward IPv4 or IPv6
+ * `dst` (a UDP socket's connect sends nothing): 0 and `src` (port 0, as
+ * long as dst's family's sockaddr), or -errno (-ENETUNREACH: no route).
  */
 int cm_addr_route_src(const struct sockaddr *dst, struct sockaddr *src)
 {
-	struct sockaddr_in in;
-	socklen_t len = sizeof(in);
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
 	int fd, ret = 0;
 
-	if (dst->sa_family != AF_INET)
+	if (dst->sa_family != AF_INET && dst->sa_family != AF_INET6)
 		return -EAFNOSUPPORT;
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (connect(fd, dst, sizeof(struct sockaddr_in)) ||
-	    getsockname(fd, (struct sockaddr *)&in, &len))
+	if (connect(fd, dst, cm_addr_len(dst)) ||
+	    getsockname(fd, (struct sockaddr *)&ss, &len))
 		ret = -errno;
 	close(fd);
 	if (ret)
 		return ret;
-	in.sin_port = 0;
-	memcpy(src, &in, sizeof(in));
+	if (ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&ss)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)&ss)->sin6_port = 0;
+	memcpy(src, &ss, cm_addr_len((struct sockaddr *)&ss));
 	return 0;
 }
 
@@ -246,19 +261,52 @@ int cm_addr_reserve(struct cm_id *c, const struct sockaddr *sa)
 	return reserve(c, sa); /* the UDP port alone: this host's */
 }
 
+/* The address c's socket binds for `sa`: an IPv4 wildcard without
+ * RDMA_OPTION_ID_AFONLY as the IPv6 wildcard of a dual-stack socket, so
+ * IPv6 peers reach it too (the kernel's rdma_cm: a wildcard listener
+ * that is not AFONLY takes requests of both families); `sa` otherwise.
+ * true when it is the dual-stack one. */
+static bool bind_as(struct cm_id *c, const struct sockaddr *sa,
+		    struct sockaddr_in6 *any6)
+{
+	if (sa->sa_family != AF_INET || !cm_addr_is_any(sa) || c->afonly_int)
+		return false;
+	memset(any6, 0, sizeof(*any6));
+	any6->sin6_family = AF_INET6;
+	any6->sin6_port = ((const struct sockaddr_in *)sa)->sin_port;
+	any6->sin6_addr = in6addr_any;
+	return true;
+}
+
 static int reserve(struct cm_id *c, const struct sockaddr *sa)
 {
 	struct sockaddr_storage ss;
+	struct sockaddr_in6 any6;
 	socklen_t len = sizeof(ss);
 	int type = c->id.ps == RDMA_PS_UDP ? SOCK_DGRAM : SOCK_STREAM;
-	int fd, one = 1;
+	bool dual = bind_as(c, sa, &any6);
+	int fd = -1, one = 1, off = 0;
 
-	fd = socket(sa->sa_family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (dual) {
+		fd = socket(AF_INET6, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd >= 0 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off,
+					  sizeof(off))) {
+			close(fd);
+			fd = -1;
+		}
+		if (fd >= 0)
+			sa = (const struct sockaddr *)&any6;
+		else
+			dual = false; /* no IPv6 here: IPv4 alone */
+	}
+	if (fd < 0)
+		fd = socket(sa->sa_family, type | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			    0);
 	if (fd < 0)
 		return -errno;
 	if (c->reuseaddr)
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (sa->sa_family == AF_INET6) /* rdma_cm's default: both families */
+	if (sa->sa_family == AF_INET6 && !dual) /* rdma_cm's default: both */
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &c->afonly_int,
 			   sizeof(int));
 	if (bind(fd, sa, cm_addr_len(sa)) &&
@@ -273,6 +321,16 @@ static int reserve(struct cm_id *c, const struct sockaddr *sa)
 
 		close(fd);
 		return err;
+	}
+	if (dual) { /* the id's address stays the IPv4 wildcard it asked */
+		struct sockaddr_in in = {
+			.sin_family = AF_INET,
+			.sin_port = ((struct sockaddr_in6 *)&ss)->sin6_port,
+			.sin_addr.s_addr = htonl(INADDR_ANY)};
+
+		memset(&ss, 0, sizeof(ss));
+		memcpy(&ss, &in, sizeof(in));
+		len = sizeof(in);
 	}
 	c->port_fd = fd;
 	memset(&c->id.route.addr.src_storage, 0, sizeof(ss));
@@ -330,7 +388,7 @@ void cm_route_fill(struct cm_id *c)
 		return;
 	cm_addr_gid(&c->id.route.addr.src_addr, &p->sgid, &idx);
 	cm_addr_gid(&c->id.route.addr.dst_addr, &p->dgid, &idx);
-	if (c->tcp && c->id.route.addr.dst_addr.sa_family == AF_INET)
+	if (c->tcp) /* another host: its address's GID */
 		cm_addr_mapped_gid(&c->id.route.addr.dst_addr, &p->dgid);
 	p->slid = p->dlid = htobe16(cm_core.lid);
 	p->pkey = htobe16(0xffff);

@@ -176,6 +176,7 @@ bool cm_addr_is_any(const struct sockaddr *sa);
 int cm_addr_gid(const struct sockaddr *sa, union ibv_gid *gid, int *index);
 int cm_addr_route_src(const struct sockaddr *dst, struct sockaddr *src);
 void cm_addr_mapped_gid(const struct sockaddr *sa, union ibv_gid *gid);
+bool cm_addr_is_multicast(const struct sockaddr *sa);
 int cm_addr_reserve(struct cm_id *c, const struct sockaddr *sa);
 /* A UD id's TCP socket at its UDP port's number (c->sidr_fd), for SIDR
  * from other hosts: 0 or -errno (the number is a TCP user's). */

@@ -333,12 +333,29 @@ static void any_for(const struct sockaddr *dst, struct sockaddr_storage *ss)
 	ss->ss_family = dst->sa_family;
 }
 
+/* The wildcard source *src becomes address `a` (its port kept). */
+static void set_src(struct sockaddr_storage *src, const struct sockaddr *a)
+{
+	uint16_t port = src->ss_family == AF_INET
+				? ((struct sockaddr_in *)src)->sin_port
+				: ((struct sockaddr_in6 *)src)->sin6_port;
+
+	memset(src, 0, sizeof(*src));
+	memcpy(src, a, cm_addr_len(a));
+	if (src->ss_family == AF_INET)
+		((struct sockaddr_in *)src)->sin_port = port;
+	else
+		((struct sockaddr_in6 *)src)->sin6_port = port;
+}
+
 /*
  * Lock held: where c's destination is.  An address of this host is
  * reached over the Unix link (or TCP when SOFTVERBS_TRANSPORT=tcp says
- * so); another host's IPv4 address the kernel routes to over the TCP
- * rendezvous, from the route's source address (the GID of the interface
- * the route uses, as RoCE's rdma_resolve_addr); else -errno.  UD ids
+ * so); another host's IPv4 or IPv6 address the kernel routes to over the
+ * TCP rendezvous, from the route's source address (the GID of the
+ * interface the route uses, as RoCE's rdma_resolve_addr); else -errno.
+ * Another host's link-local IPv6 address is refused: a GID carries no
+ * scope, so the verbs cannot reach it (-EHOSTUNREACH: ADDR_ERROR).  UD ids
  * too: a UD listener also listens on TCP at its port number for the
  * SIDR REQ (link.c), and the data goes over the verbs' UDP path.
  */
@@ -346,50 +363,37 @@ static int resolve_dst(struct cm_id *c, const struct sockaddr *dst)
 {
 	struct sockaddr_storage *src = &c->id.route.addr.src_storage;
 	char host[INET6_ADDRSTRLEN] = "?";
-	struct sockaddr_in route;
-	uint16_t port;
+	struct sockaddr_storage route;
 	int ret;
 
 	if (cm_addr_is_local(dst)) {
 		c->tcp = cm_core.force_tcp;
-		/* an unbound id's address is the route's source, as the
-		 * kernel's: to an address of this host, that address */
-		if (cm_addr_is_any((struct sockaddr *)src)) {
-			port = src->ss_family == AF_INET
-				       ? ((struct sockaddr_in *)src)->sin_port
-				       : ((struct sockaddr_in6 *)src)
-						 ->sin6_port;
-			memset(src, 0, sizeof(*src));
-			memcpy(src, dst, cm_addr_len(dst));
-			if (dst->sa_family == AF_INET)
-				((struct sockaddr_in *)src)->sin_port = port;
-			else
-				((struct sockaddr_in6 *)src)->sin6_port = port;
-		}
+		/* the kernel's route to an address of ours leaves from that
+		 * address: it is the source (and its GID the id's) */
+		if (cm_addr_is_any((struct sockaddr *)src) &&
+		    src->ss_family == dst->sa_family && !cm_addr_is_any(dst) &&
+		    !cm_addr_is_multicast(dst))
+			set_src(src, dst);
 		return 0;
 	}
-	if (dst->sa_family != AF_INET) {
+	if (dst->sa_family == AF_INET6 &&
+	    IN6_IS_ADDR_LINKLOCAL(
+		    &((const struct sockaddr_in6 *)dst)->sin6_addr)) {
 		inet_ntop(AF_INET6,
 			  &((const struct sockaddr_in6 *)dst)->sin6_addr, host,
 			  sizeof(host));
 		fprintf(stderr,
-			"softverbs rdmacm: %s is not this host's; another "
-			"host is reached at its IPv4 address only: "
-			"ADDR_ERROR\n",
+			"softverbs rdmacm: %s is another host's link-local "
+			"address, which a GID cannot name: use its global "
+			"IPv6 or IPv4 address: ADDR_ERROR\n",
 			host);
-		return -EHOSTUNREACH; /* the data path routes IPv4 GIDs */
+		return -EHOSTUNREACH;
 	}
 	ret = cm_addr_route_src(dst, (struct sockaddr *)&route);
 	if (ret)
 		return ret;
-	if (cm_addr_is_any((struct sockaddr *)src)) {
-		port = src->ss_family == AF_INET
-			       ? ((struct sockaddr_in *)src)->sin_port
-			       : ((struct sockaddr_in6 *)src)->sin6_port;
-		route.sin_port = port;
-		memset(src, 0, sizeof(*src));
-		memcpy(src, &route, sizeof(route));
-	}
+	if (cm_addr_is_any((struct sockaddr *)src))
+		set_src(src, (struct sockaddr *)&route);
 	c->tcp = true;
 	return 0;
 }

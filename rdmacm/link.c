@@ -13,7 +13,8 @@
  * port may connect (as with the kernel's rdma_cm over RoCE); every
  * record is checked as on one host, the addresses a REQ claims are
  * replaced by the socket's own, and a REQ's or REP's GID must be the
- * IPv4-mapped address the bytes came from (else the link is dropped),
+ * GID of the address the bytes came from (IPv4-mapped, or the IPv6
+ * address itself; else the link is dropped),
  * so a peer cannot point our QP at a third host.  Every socket is
  * non-blocking and one thread per process (epoll) reads them, finishes
  * TCP connects and drives conn.c.
@@ -446,9 +447,9 @@ static int sock_addr(int fd, bool peer, struct sockaddr_storage *ss)
 	return 0;
 }
 
-/* A GID a TCP peer at `sa` may claim: its IPv4-mapped address; on
- * loopback (SOFTVERBS_TRANSPORT=tcp on one host) any GID of this host's
- * table, as over the Unix link. */
+/* A GID a TCP peer at `sa` may claim: its address's (IPv4-mapped, or
+ * the IPv6 address itself); on loopback (SOFTVERBS_TRANSPORT=tcp on one
+ * host) any GID of this host's table, as over the Unix link. */
 static bool gid_ok(const struct sockaddr *sa, const uint8_t *gid)
 {
 	union ibv_gid want;
@@ -460,8 +461,10 @@ static bool gid_ok(const struct sockaddr *sa, const uint8_t *gid)
 	if (sa->sa_family == AF_INET6 &&
 	    IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr))
 		return true;
+	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
+		return false;
 	cm_addr_mapped_gid(sa, &want);
-	return sa->sa_family == AF_INET && !memcmp(want.raw, gid, 16);
+	return !memcmp(want.raw, gid, 16);
 }
 
 /* Lock held: what a TCP peer's checked record claims against what its

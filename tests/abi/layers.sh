@@ -68,6 +68,7 @@ ud.c sv_mcast_members
 ud.c sv_mcast_ctx_members
 ud.c sv_mcast_ipv4
 ud.c sv_gid_ipv4
+ud.c sv_gid_sockaddr
 ud.c sv_gid_is_local
 ud.c sv_local_lid
 ud.c sv_swqe_sge

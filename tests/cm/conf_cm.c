@@ -503,7 +503,7 @@ SV_TEST(cm_ud_other_host_resolves_as_rc)
 	rdma_destroy_event_channel(ch);
 }
 
-/* IPv6 loopback works as 127.0.0.1 does (the link-local GID). */
+/* IPv6 loopback works as 127.0.0.1 does (the GID of ::1). */
 SV_TEST(cm_ipv6_loopback_connects)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -538,6 +538,230 @@ SV_TEST(cm_ipv6_loopback_connects)
 	rdma_destroy_qp(s);
 	rdma_destroy_qp(c);
 	rdma_destroy_id(s); /* the peer sees its end */
+	expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
+/* The index of raw in port 1's GID table, or -1. */
+static int gid_index(struct ibv_context *ctx, const void *raw)
+{
+	struct ibv_port_attr pa;
+	union ibv_gid g;
+
+	ASSERT_OK(ibv_query_port(ctx, 1, &pa));
+	for (int i = 0; i < pa.gid_tbl_len; i++) {
+		ASSERT_OK(ibv_query_gid(ctx, 1, i, &g));
+		if (!memcmp(g.raw, raw, 16))
+			return i;
+	}
+	return -1;
+}
+
+/* sa is AF_INET6 with address a (and port, unless 0). */
+static void expect_in6(const struct sockaddr *sa, const struct in6_addr *a,
+		       uint16_t port)
+{
+	const struct sockaddr_in6 *s6 = (const void *)sa;
+
+	ASSERT_EQ(AF_INET6, sa->sa_family);
+	ASSERT_OK(memcmp(&s6->sin6_addr, a, 16));
+	if (port)
+		ASSERT_EQ(port, s6->sin6_port);
+}
+
+/* One IPv6 address of this host: resolve_addr/route give softverbs0
+ * port 1 and the address's own GID (its index in the table is the QP's
+ * sgid_index); a connection's local and peer addresses read back as it,
+ * AF_INET6, on both sides; data flows. */
+static void ipv6_address_connects(const struct in6_addr *addr)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_addr = *addr};
+	struct rdma_conn_param cp = {.responder_resources = 1,
+				     .initiator_depth = 1};
+	char host[INET6_ADDRSTRLEN];
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c, *s;
+	int gi;
+
+	inet_ntop(AF_INET6, addr, host, sizeof(host));
+	printf("IPv6 address %s\n", host);
+	ASSERT_OK(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_bind_addr(l, (struct sockaddr *)&a));
+	ASSERT_OK(rdma_listen(l, 4));
+	a.sin6_port = rdma_get_src_port(l);
+	expect_in6(rdma_get_local_addr(l), addr, a.sin6_port);
+	ASSERT_OK(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000));
+	expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	ASSERT_NOT_NULL(c->verbs);
+	ASSERT_EQ(0,
+		  strcmp("softverbs0", ibv_get_device_name(c->verbs->device)));
+	ASSERT_EQ(1, c->port_num);
+	expect_in6(rdma_get_local_addr(c), addr, 0);
+	expect_in6(rdma_get_peer_addr(c), addr, a.sin6_port);
+	gi = gid_index(c->verbs, addr);
+	if (gi < 0)
+		sv_test_fail(__FILE__, __LINE__, "%s not in the GID table",
+			     host);
+	ASSERT_OK(rdma_resolve_route(c, 2000));
+	expect_ack(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	ASSERT_EQ(1, c->route.num_paths);
+	ASSERT_OK(memcmp(c->route.path_rec->sgid.raw, addr, 16));
+	ASSERT_OK(memcmp(c->route.path_rec->dgid.raw, addr, 16));
+	make_qp(c, IBV_QPT_RC);
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	s = ev->id;
+	expect_in6(rdma_get_local_addr(s), addr, a.sin6_port);
+	expect_in6(rdma_get_peer_addr(s), addr, rdma_get_src_port(c));
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	make_qp(s, IBV_QPT_RC);
+	ASSERT_OK(rdma_accept(s, &cp));
+	expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED);
+	expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED);
+	/* both QPs address each other by the address's GID */
+	ASSERT_OK(ibv_query_qp(c->qp, &qa, IBV_QP_AV, &ia));
+	ASSERT_EQ(gi, qa.ah_attr.grh.sgid_index);
+	ASSERT_OK(memcmp(qa.ah_attr.grh.dgid.raw, addr, 16));
+	ASSERT_OK(ibv_query_qp(s->qp, &qa, IBV_QP_AV, &ia));
+	ASSERT_EQ(gi, qa.ah_attr.grh.sgid_index);
+	ASSERT_OK(memcmp(qa.ah_attr.grh.dgid.raw, addr, 16));
+	send_one(c, s);
+	send_one(s, c);
+	rdma_destroy_qp(s);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(s);
+	expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
+/* ::1, and every global (or ULA) IPv6 address this host has. */
+SV_TEST(cm_ipv6_addresses_resolve_to_their_gid)
+{
+	struct ifaddrs *ifa;
+	int n = 0;
+
+	ASSERT_OK(getifaddrs(&ifa));
+	for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+		const struct in6_addr *a;
+
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET6)
+			continue;
+		a = &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+		if (IN6_IS_ADDR_LINKLOCAL(a))
+			continue;
+		ipv6_address_connects(a);
+		n++;
+	}
+	freeifaddrs(ifa);
+	if (!n) {
+		printf("SKIP: no IPv6 address on this host\n");
+		exit(77);
+	}
+}
+
+/* An IPv6 address nobody has (2001:db8::1, the documentation prefix):
+ * ADDR_ERROR where there is no route, else UNREACHABLE or REJECTED by
+ * the CM's connect deadline; and another host's link-local address
+ * (a GID cannot name its scope): ADDR_ERROR at once.  Never a hang. */
+SV_TEST(cm_ipv6_address_nobody_has_fails_in_time)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in6 a = {.sin6_family = AF_INET6,
+				 .sin6_port = htons(7)};
+	struct rdma_conn_param cp = {0};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *c;
+	uint64_t t0 = sv_now_ms();
+
+	inet_pton(AF_INET6, "2001:db8::1", &a.sin6_addr);
+	ASSERT_OK(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 500));
+	ev = expect_any(ch);
+	if (ev->event == RDMA_CM_EVENT_ADDR_ERROR) {
+		ASSERT_TRUE(ev->status < 0);
+		ASSERT_OK(rdma_ack_cm_event(ev));
+		printf("no route to 2001:db8::1: ADDR_ERROR\n");
+	} else {
+		ASSERT_EQ(RDMA_CM_EVENT_ADDR_RESOLVED, ev->event);
+		ASSERT_OK(rdma_ack_cm_event(ev));
+		ASSERT_EQ(AF_INET6, rdma_get_local_addr(c)->sa_family);
+		ASSERT_OK(rdma_resolve_route(c, 500));
+		expect_ack(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+		ASSERT_OK(rdma_connect(c, &cp));
+		ev = expect_any(ch);
+		if (ev->event != RDMA_CM_EVENT_UNREACHABLE &&
+		    ev->event != RDMA_CM_EVENT_REJECTED)
+			sv_test_fail(__FILE__, __LINE__, "got %s",
+				     rdma_event_str(ev->event));
+		ASSERT_TRUE(ev->status != 0);
+		ASSERT_OK(rdma_ack_cm_event(ev));
+	}
+	ASSERT_TRUE(sv_now_ms() - t0 < 5000);
+	rdma_destroy_id(c);
+
+	t0 = sv_now_ms();
+	inet_pton(AF_INET6, "fe80::5e:1", &a.sin6_addr);
+	a.sin6_scope_id = 1; /* lo: any interface, the scope is refused */
+	ASSERT_OK(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 500));
+	ev = expect_ev(ch, RDMA_CM_EVENT_ADDR_ERROR);
+	ASSERT_TRUE(ev->status < 0);
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	ASSERT_TRUE(sv_now_ms() - t0 < 1000);
+	rdma_destroy_id(c);
+	rdma_destroy_event_channel(ch);
+}
+
+/* A listener on the IPv4 wildcard, not AFONLY (rdma_cm's default), takes
+ * an IPv6 request too, as the kernel's rdma_cm does; its own address
+ * reads back as the IPv4 wildcard it asked for. */
+SV_TEST(cm_ipv4_wildcard_listener_takes_ipv6)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in any = {.sin_family = AF_INET};
+	struct sockaddr_in6 a = {.sin6_family = AF_INET6,
+				 .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	struct rdma_conn_param cp = {.responder_resources = 1,
+				     .initiator_depth = 1};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c, *s;
+
+	ASSERT_OK(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_bind_addr(l, (struct sockaddr *)&any));
+	ASSERT_OK(rdma_listen(l, 4));
+	ASSERT_EQ(AF_INET, rdma_get_local_addr(l)->sa_family);
+	ASSERT_EQ(htonl(INADDR_ANY),
+		  ((struct sockaddr_in *)rdma_get_local_addr(l))
+			  ->sin_addr.s_addr);
+	a.sin6_port = rdma_get_src_port(l);
+	ASSERT_NE(0, a.sin6_port);
+	ASSERT_OK(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000));
+	expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	ASSERT_OK(rdma_resolve_route(c, 2000));
+	expect_ack(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	make_qp(c, IBV_QPT_RC);
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	s = ev->id;
+	expect_in6(rdma_get_peer_addr(s), &in6addr_loopback, 0);
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	make_qp(s, IBV_QPT_RC);
+	ASSERT_OK(rdma_accept(s, &cp));
+	expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED);
+	expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED);
+	send_one(c, s);
+	rdma_destroy_qp(s);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(s);
 	expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED);
 	rdma_destroy_id(c);
 	rdma_destroy_id(l);
@@ -1018,6 +1242,113 @@ SV_TEST(cm_xrc_ep_sync_ids)
 	ASSERT_OK(pthread_join(t, NULL));
 	ASSERT_EQ(IBV_WC_SUCCESS, x.status);
 	ASSERT_EQ(sizeof(out), x.byte_len);
+	ASSERT_OK(memcmp(x.in, out, sizeof(out)));
+	rdma_disconnect(id);
+	rdma_dereg_mr(mr);
+	rdma_destroy_ep(id);
+	close(fds[0]);
+	close(fds[1]);
+}
+
+/* rdma_server/rdma_client's calls over IPv6 (::1), synchronous ids:
+ * rdma_getaddrinfo gives AF_INET6 addresses, rdma_create_ep binds and
+ * resolves them, and both ids read their addresses back as ::1. */
+struct ep6_server {
+	int port_fd; /* pipe: the listener's port */
+	int status;  /* the receive's, or -1 */
+	int peer_family, local_family;
+	uint8_t in[16];
+};
+
+static void *ep6_server_thread(void *arg)
+{
+	struct ep6_server *x = arg;
+	struct rdma_addrinfo hints = {.ai_flags = RAI_PASSIVE,
+				      .ai_port_space = RDMA_PS_TCP},
+			     *res;
+	struct ibv_qp_init_attr qa = {.cap = {.max_send_wr = 1,
+					      .max_recv_wr = 1,
+					      .max_send_sge = 1,
+					      .max_recv_sge = 1}};
+	struct rdma_cm_id *l, *id;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	uint16_t port;
+
+	x->status = -1;
+	ASSERT_OK(rdma_getaddrinfo("::1", "0", &hints, &res));
+	ASSERT_EQ(AF_INET6, res->ai_family);
+	ASSERT_EQ(AF_INET6, res->ai_src_addr->sa_family);
+	ASSERT_OK(rdma_create_ep(&l, res, NULL, &qa));
+	rdma_freeaddrinfo(res);
+	ASSERT_OK(rdma_listen(l, 1));
+	port = ntohs(rdma_get_src_port(l));
+	ASSERT_EQ((ssize_t)sizeof(port),
+		  write(x->port_fd, &port, sizeof(port)));
+	ASSERT_OK(rdma_get_request(l, &id));
+	ASSERT_NOT_NULL(id->qp);
+	x->peer_family = rdma_get_peer_addr(id)->sa_family;
+	x->local_family = rdma_get_local_addr(id)->sa_family;
+	mr = rdma_reg_msgs(id, x->in, sizeof(x->in));
+	ASSERT_NOT_NULL(mr);
+	ASSERT_OK(rdma_post_recv(id, NULL, x->in, sizeof(x->in), mr));
+	ASSERT_OK(rdma_accept(id, NULL));
+	ASSERT_EQ(1, rdma_get_recv_comp(id, &wc));
+	x->status = wc.status;
+	rdma_disconnect(id);
+	rdma_dereg_mr(mr);
+	rdma_destroy_ep(id);
+	rdma_destroy_ep(l);
+	return NULL;
+}
+
+SV_TEST(cm_getaddrinfo_ep_ipv6)
+{
+	struct rdma_addrinfo hints = {.ai_port_space = RDMA_PS_TCP}, *res;
+	struct ibv_qp_init_attr qa = {.cap = {.max_send_wr = 1,
+					      .max_recv_wr = 1,
+					      .max_send_sge = 1,
+					      .max_recv_sge = 1},
+				      .sq_sig_all = 1};
+	struct ep6_server x = {0};
+	struct rdma_cm_id *id;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	uint8_t out[16];
+	char service[8];
+	uint16_t port;
+	pthread_t t;
+	int fds[2];
+
+	ASSERT_OK(pipe(fds));
+	x.port_fd = fds[1];
+	ASSERT_OK(pthread_create(&t, NULL, ep6_server_thread, &x));
+	{
+		struct pollfd p = {.fd = fds[0], .events = POLLIN};
+
+		ASSERT_EQ(1, poll(&p, 1, EV_MS));
+		ASSERT_EQ((ssize_t)sizeof(port),
+			  read(fds[0], &port, sizeof(port)));
+	}
+	snprintf(service, sizeof(service), "%u", port);
+	ASSERT_OK(rdma_getaddrinfo("::1", service, &hints, &res));
+	ASSERT_EQ(AF_INET6, res->ai_family);
+	expect_in6(res->ai_dst_addr, &in6addr_loopback, htons(port));
+	ASSERT_OK(rdma_create_ep(&id, res, NULL, &qa));
+	rdma_freeaddrinfo(res);
+	expect_in6(rdma_get_peer_addr(id), &in6addr_loopback, htons(port));
+	expect_in6(rdma_get_local_addr(id), &in6addr_loopback, 0);
+	fill(out, sizeof(out), 61);
+	mr = rdma_reg_msgs(id, out, sizeof(out));
+	ASSERT_NOT_NULL(mr);
+	ASSERT_OK(rdma_connect(id, NULL));
+	ASSERT_OK(rdma_post_send(id, NULL, out, sizeof(out), mr, 0));
+	ASSERT_EQ(1, rdma_get_send_comp(id, &wc));
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_OK(pthread_join(t, NULL));
+	ASSERT_EQ(IBV_WC_SUCCESS, x.status);
+	ASSERT_EQ(AF_INET6, x.peer_family);
+	ASSERT_EQ(AF_INET6, x.local_family);
 	ASSERT_OK(memcmp(x.in, out, sizeof(out)));
 	rdma_disconnect(id);
 	rdma_dereg_mr(mr);

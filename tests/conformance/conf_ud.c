@@ -241,7 +241,10 @@ SV_TEST(ud_ah_create_destroy)
 	aa.port_num = 1;
 	aa.is_global = 1;
 	memset(&aa.grh.dgid, 0, sizeof(aa.grh.dgid));
-	aa.grh.dgid.raw[0] = 0x20; /* 2000::1, not ours */
+	/* fe80::1, not ours: another host's link-local GID has no scope
+	 * (2000::1 would be another host's IPv6 address: conf_ipv6.c) */
+	aa.grh.dgid.raw[0] = 0xfe;
+	aa.grh.dgid.raw[1] = 0x80;
 	aa.grh.dgid.raw[15] = 1;
 	errno = 0;
 	ASSERT_NULL(ibv_create_ah(u.e.pd, &aa));

@@ -110,6 +110,33 @@ const struct mx_row mx_rows[] = {
 		.also_says = "sending replies\ndata transfers complete",
 	},
 	{
+		.name = "rping_ipv6_loopback",
+		.pkg = "rdmacm-utils",
+		.expect = MX_WORKS,
+		.reason = CM_OK ", over IPv6 (::1): the GID of ::1 is in "
+				"softverbs0's table",
+		.server = {"rping", "-s", "-a", "::1", "-p", "@PORT@", "-C",
+			   "100", "-v"},
+		.client = {"rping", "-c", "-a", "::1", "-p", "@PORT@", "-C",
+			   "100", "-v"},
+		.deadline_s = RUN,
+		.says = "server ping data: rdma-ping-99: ",
+		.also_says = "\nping data: rdma-ping-99: ",
+	},
+	{
+		.name = "ucmatose_ipv6_loopback",
+		.pkg = "rdmacm-utils",
+		.expect = MX_WORKS,
+		.reason = CM_OK ", over IPv6 (::1) to a listener on the IPv4 "
+				"wildcard (not AFONLY: both families)",
+		.server = {"ucmatose", "-p", "@PORT@", "-c", "4", "-C", "10"},
+		.client = {"ucmatose", "-s", "::1", "-p", "@PORT@", "-c", "4",
+			   "-C", "10"},
+		.deadline_s = RUN,
+		.says = "cmatose: disconnecting\ndisconnected",
+		.also_says = "sending replies\ndata transfers complete",
+	},
+	{
 		.name = "udaddy",
 		.pkg = "rdmacm-utils",
 		.expect = MX_WORKS,

@@ -2,7 +2,8 @@
 # Between hosts (issue 11): three network namespaces on a bridge of veth
 # pairs (the bridge in a fourth, so the host's own network is untouched),
 # and Debian's unmodified RDMA programs run across them on softverbs0, over
-# the TCP transport the destination GID chooses.  Then the faults a wire
+# the TCP transport the destination GID chooses (IPv4-mapped GIDs, and the
+# IPv6 GIDs of fd00:5e::x: TCP and UDP over IPv6).  Then the faults a wire
 # has: a namespace's link set down mid-run, and a peer process killed, must
 # end in errors within the retry budget, never a hang.
 #
@@ -34,12 +35,24 @@ pair ud_pingpong 60 "iters in" b c \
 pair ud_pingpong_events 60 "iters in" a b \
 	ibv_ud_pingpong $SV -g "$ga" -p @P -e -- \
 	ibv_ud_pingpong $SV -g "$gb" -p @P -e $A
+pair ud_pingpong_ipv6 60 "iters in" b c \
+	ibv_ud_pingpong $SV -g "$gb6" -p @P -s 2048 -- \
+	ibv_ud_pingpong $SV -g "$gc6" -p @P -s 2048 10.77.0.2
 pair rc_pingpong_events 60 "iters in" a c \
 	ibv_rc_pingpong $SV -g "$ga" -p @P -e -- \
 	ibv_rc_pingpong $SV -g "$gc" -p @P -e $A
 pair rc_pingpong_1MiB 120 "iters in" b c \
 	ibv_rc_pingpong $SV -g "$gb" -p @P -s 1048576 -n 100 -- \
 	ibv_rc_pingpong $SV -g "$gc" -p @P -s 1048576 -n 100 10.77.0.2
+# IPv6 between hosts: the GID of the veth's IPv6 address (fd00:5e::x)
+# picks TCP over IPv6 (the pingpong's own exchange stays on IPv4: its
+# server listens on the first address getaddrinfo gives, 0.0.0.0)
+pair rc_pingpong_ipv6 60 "iters in" a b \
+	ibv_rc_pingpong $SV -g "$ga6" -p @P -- \
+	ibv_rc_pingpong $SV -g "$gb6" -p @P $A
+pair rc_pingpong_ipv6_events 60 "iters in" a c \
+	ibv_rc_pingpong $SV -g "$ga6" -p @P -e -s 65536 -- \
+	ibv_rc_pingpong $SV -g "$gc6" -p @P -e -s 65536 $A
 pair our_rc_pingpong 60 "iters in" a b \
 	"$rcpp" $SV -g "$ga" -p @P -- \
 	"$rcpp" $SV -g "$gb" -p @P $A
@@ -53,6 +66,9 @@ if command -v ib_send_bw >/dev/null; then
 	pair ib_read_bw 90 "65536 " b c \
 		ib_read_bw $SV -x "$gb" -p @P -n 1000 -- \
 		ib_read_bw $SV -x "$gc" -p @P -n 1000 10.77.0.2
+	pair ib_send_bw_ipv6 90 "65536 " a b \
+		ib_send_bw $SV -x "$ga6" -p @P -n 1000 -- \
+		ib_send_bw $SV -x "$gb6" -p @P -n 1000 $A
 	pair ib_atomic_lat 90 "^ 8 " a b \
 		ib_atomic_lat $SV -x "$ga" -p @P -n 1000 -- \
 		ib_atomic_lat $SV -x "$gb" -p @P -n 1000 $A

@@ -1,5 +1,5 @@
 #!/bin/sh
-# rdma_cm between hosts (issue 12, acceptance 3): Debian's unmodified
+# rdma_cm between hosts (issue 12, acceptance 3; IPv4 and IPv6): Debian's unmodified
 # rdmacm-utils (XRC's rdma_xserver/rdma_xclient and rsockets' rstream and
 # riostream too) and perftest -R
 # across network namespaces, connected by IP
@@ -24,6 +24,7 @@ command -v rping >/dev/null || skip "needs rping (rdmacm-utils)"
 
 A=10.77.0.1
 B=10.77.0.2
+A6=fd00:5e::1
 
 pair rping 60 "ping data: rdma-ping-999: " a b \
 	rping -s -a $A -p @P -C 1000 -v -- \
@@ -31,6 +32,16 @@ pair rping 60 "ping data: rdma-ping-999: " a b \
 pair ucmatose_16 60 "data transfers complete" a b \
 	ucmatose -p @P -c 16 -C 10 -- \
 	ucmatose -s $A -p @P -c 16 -C 10
+# IPv6 (fd00:5e::x): the CM's TCP rendezvous over IPv6, the QPs' GIDs the
+# IPv6 addresses (their data over TCP/IPv6).  ucmatose's server binds the
+# IPv4 wildcard, which (not AFONLY, as the kernel's rdma_cm) takes IPv6
+# requests too.
+pair rping_ipv6 60 "ping data: rdma-ping-99: " a b \
+	rping -s -a $A6 -p @P -C 100 -v -- \
+	rping -c -a $A6 -p @P -C 100 -v
+pair ucmatose_ipv6 60 "data transfers complete" a b \
+	ucmatose -p @P -c 4 -C 10 -- \
+	ucmatose -s $A6 -p @P -c 4 -C 10
 pair rdma_server_client 60 "rdma_client: end 0" b a \
 	rdma_server -p @P -- \
 	rdma_client -s $B -p @P
@@ -48,6 +59,9 @@ pair rdma_xserver_xclient_xrc 60 "rdma_xclient: end 0" a b \
 pair rstream_1m 60 "custom    1m      100     1       200m" a b \
 	rstream -p @P -S 1048576 -C 100 -T v -- \
 	rstream -s $A -p @P -S 1048576 -C 100 -T v
+pair rstream_ipv6 60 "custom    64k     100     1       12m" a c \
+	rstream -f ipv6 -p @P -S 65536 -C 100 -T v -- \
+	rstream -f ipv6 -s $A6 -p @P -S 65536 -C 100 -T v
 pair riostream_64k 60 "custom    64k     100     1       12m" b a \
 	riostream -p @P -S 65536 -C 100 -T v -- \
 	riostream -s $B -p @P -S 65536 -C 100 -T v
@@ -179,6 +193,26 @@ if [ $rc -ne 0 ] || [ $src -ne 0 ] ||
 else
 	echo "ok   udaddy: 10 each way after SIDR across namespaces"
 fi
+# the same over IPv6: SIDR over the rendezvous's IPv6 TCP, datagrams
+# over UDP/IPv6 (the server's wildcard takes both families)
+timeout 60 ip netns exec "$tag-a" $run udaddy -C 10 >"$log/udaddy6.s" 2>&1 &
+spid=$!
+listening a 7174
+timeout 60 ip netns exec "$tag-b" $run udaddy -s $A6 -C 10 \
+	>"$log/udaddy6.c" 2>&1
+rc=$?
+wait $spid
+src=$?
+if [ $rc -ne 0 ] || [ $src -ne 0 ] ||
+	! grep -q "data transfers complete" "$log/udaddy6.c" ||
+	! grep -q "data transfers complete" "$log/udaddy6.s"; then
+	echo "FAIL udaddy_ipv6: client rc $rc, server rc $src"
+	sed 's/^/  client: /' "$log/udaddy6.c" | tail -8
+	sed 's/^/  server: /' "$log/udaddy6.s" | tail -8
+	failed=1
+else
+	echo "ok   udaddy_ipv6: 10 each way after SIDR over IPv6"
+fi
 # SIDR toward an address nobody has: UNREACHABLE by the CM's connect
 # deadline (2 s); toward a host where nobody listens on 7174: REJECTED 8
 ends udaddy_nobody_has_address 15 "RDMA_CM_EVENT_UNREACHABLE" b \
@@ -194,6 +228,11 @@ ends rping_nobody_listens 15 "RDMA_CM_EVENT_REJECTED, error 8" b \
 # ADDR_ERROR) within the CM's 2 s, never a hang
 ends rping_nobody_has_address 15 "RDMA_CM_EVENT_UNREACHABLE\|RDMA_CM_EVENT_ADDR_ERROR" b \
 	rping -c -a 10.77.0.9 -p $port -C 1 -v
+# the same over IPv6 (no neighbour answers fd00:5e::9)
+ends rping_nobody_has_address_ipv6 15 "RDMA_CM_EVENT_UNREACHABLE\|RDMA_CM_EVENT_ADDR_ERROR" b \
+	rping -c -a fd00:5e::9 -p $port -C 1 -v
+ends rping_nobody_listens_ipv6 15 "RDMA_CM_EVENT_REJECTED, error 8" b \
+	rping -c -a $A6 -p $port -C 1 -v
 
 # a peer killed after ESTABLISHED: the survivor's CM says DISCONNECTED
 # (its TCP rendezvous connection closed) and rping ends

@@ -1,9 +1,9 @@
 # shellcheck shell=sh disable=SC2154,SC2034 # the sourcing script sets and reads these
 # Sourced by netns.sh and netns_cm.sh: three network namespaces a, b, c
-# (10.77.0.1-3/24) on a bridge of veth pairs (the bridge in a fourth,
+# (10.77.0.1-3/24 and fd00:5e::1-3/64) on a bridge of veth pairs (the bridge in a fourth,
 # "hub", so the host's own network is untouched), removed on exit; and
-# the helpers their rows use: in_ns, gid_of (ga/gb/gc set), listening,
-# pair.  Expects build, run, tag, failed and log set; needs root and ip(8),
+# the helpers their rows use: in_ns, gid_of (ga/gb/gc set), gid6_of
+# (ga6/gb6/gc6 set), listening, pair.  Expects build, run, tag, failed and log set; needs root and ip(8),
 # else it says why and exits 77 (ctest: skipped).
 skip() {
 	echo "SKIP: $*"
@@ -33,6 +33,8 @@ for n in a b c; do
 	ip link set "$tag$n-h" netns "$tag-hub"
 	ip -n "$tag-hub" link set "$tag$n-h" master br0 up
 	ip -n "$tag-$n" addr add "10.77.0.$i/24" dev "$tag$n"
+	# nodad: usable at once, not after duplicate address detection
+	ip -n "$tag-$n" addr add "fd00:5e::$i/64" dev "$tag$n" nodad
 	ip -n "$tag-$n" link set "$tag$n" up
 	ip -n "$tag-$n" link set lo up
 	i=$((i + 1))
@@ -61,6 +63,21 @@ gb=$(gid_of b 2)
 gc=$(gid_of c 3)
 [ -n "$ga" ] && [ -n "$gb" ] && [ -n "$gc" ] || {
 	echo "FAIL: no GID for the veth addresses ($ga/$gb/$gc)"
+	in_ns a ibv_devinfo -v
+	exit 1
+}
+
+# The GID index whose GID is the namespace's IPv6 veth address (fd00:5e::x)
+gid6_of() {
+	in_ns "$1" ibv_devinfo -v | sed -n \
+		's/.*GID\[ *\([0-9]*\)\]:.*fd00:005e:0000:0000:0000:0000:0000:000'"$2"'$/\1/p' |
+		head -1
+}
+ga6=$(gid6_of a 1)
+gb6=$(gid6_of b 2)
+gc6=$(gid6_of c 3)
+[ -n "$ga6" ] && [ -n "$gb6" ] && [ -n "$gc6" ] || {
+	echo "FAIL: no GID for the IPv6 veth addresses ($ga6/$gb6/$gc6)"
 	in_ns a ibv_devinfo -v
 	exit 1
 }
