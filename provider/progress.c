@@ -272,35 +272,36 @@ static void handle_xsrq(struct sv_context *ctx, struct sv_srq *srq)
 /* Handles one epoll event; true if it was a doorbell. */
 static bool handle(struct sv_context *ctx, struct sv_pfd *p)
 {
+	enum sv_pfd_kind kind = sv_pfd_kind(p);
 	struct sv_qp *qp;
 
-	if (p->kind == SV_PFD_DOORBELL && !p->qp) {
+	if (kind == SV_PFD_DOORBELL && !p->qp) {
 		uint64_t v;
 
 		if (read(p->fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 			sv_dbg("doorbell read: %s\n", strerror(errno));
 		return true;
 	}
-	if (p->kind == SV_PFD_XSRQ) {
+	if (kind == SV_PFD_XSRQ) {
 		handle_xsrq(ctx, p->srq);
 		return false;
 	}
-	if (p->kind == SV_PFD_UDOOR) {
+	if (kind == SV_PFD_UDOOR) {
 		sv_ud_door_event(ctx);
 		return false;
 	}
-	if (p->kind == SV_PFD_DOOR || p->kind == SV_PFD_DOOR_PEND) {
+	if (kind == SV_PFD_DOOR || kind == SV_PFD_DOOR_PEND) {
 		sv_tcp_door_event(ctx, p);
 		return false;
 	}
-	if (p->kind == SV_PFD_TCP) {
+	if (kind == SV_PFD_TCP) {
 		/* like a doorbell: look() runs the QP if it is ours; if the
 		 * app drives it, its next poll reads the socket (and sends
 		 * what waits) */
 		atomic_store(&p->rung, true);
 		return true;
 	}
-	if (p->kind == SV_PFD_DOORBELL) {
+	if (kind == SV_PFD_DOORBELL) {
 		/* edge triggered; look() drains it under the QP's lock (the
 		 * app may close the fd meanwhile) */
 		atomic_store(&p->rung, true);
@@ -308,7 +309,7 @@ static bool handle(struct sv_context *ctx, struct sv_pfd *p)
 	}
 	pthread_rwlock_rdlock(&ctx->qp_lock);
 	qp = find_qp(ctx, p->qp); /* it may be gone since epoll_wait */
-	if (qp && p->kind == SV_PFD_UD) {
+	if (qp && kind == SV_PFD_UD) {
 		/* with UD lanes, polls read the socket only once rung */
 		atomic_store(&p->rung, true);
 		/* edge triggered: drains all.  A QP the app holds is being
@@ -322,7 +323,7 @@ static bool handle(struct sv_context *ctx, struct sv_pfd *p)
 		}
 	} else if (qp) {
 		sv_lock(&qp->lock);
-		if (p->kind == SV_PFD_LISTEN)
+		if (kind == SV_PFD_LISTEN)
 			sv_qp_link_step(qp);
 		else if (p->fd >= 0)
 			sv_qp_link_event(qp, sv_shm_check(&qp->link, p->fd));

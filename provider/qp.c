@@ -75,8 +75,8 @@ static void link_close(struct sv_qp *qp, bool bye)
 	sv_progress_del(qp->ctx, &qp->pfd[1]);
 	sv_progress_del(qp->ctx, &qp->pfd[2]);
 	sv_tcp_close(&qp->link, bye);
-	qp->pfd[1].kind = SV_PFD_DOORBELL;
-	qp->pfd[2].kind = SV_PFD_CONN;
+	sv_pfd_set_kind(&qp->pfd[1], SV_PFD_DOORBELL);
+	sv_pfd_set_kind(&qp->pfd[2], SV_PFD_CONN);
 	sv_shm_close(&qp->link, qp->qpx.qp_base.qp_num, bye);
 	qp->link.state = SV_LINK_IDLE;
 	if (qp->rpeer)
@@ -318,7 +318,8 @@ static int link_start(struct sv_qp *qp)
 	qp->link.connect_wait_ns = 0;
 	if (link_route(qp, &dst)) {
 		sv_tcp_door_open(qp->ctx); /* the peer calls us there */
-		qp->pfd[1].kind = qp->pfd[2].kind = SV_PFD_TCP;
+		sv_pfd_set_kind(&qp->pfd[1], SV_PFD_TCP);
+		sv_pfd_set_kind(&qp->pfd[2], SV_PFD_TCP);
 		err = sv_tcp_prepare(&qp->link, qp->qpx.qp_base.qp_num,
 				     ring_size(), &dst, qp->ctx, &qp->pfd[1],
 				     &qp->pfd[2]);
@@ -794,15 +795,19 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	if (err)
 		goto err_free;
 	sv_link_init(&qp->link);
-	for (int i = 0; i < 3; i++)
-		qp->pfd[i] = (struct sv_pfd){
-			.kind = i == 0 && a->qp_type == IBV_QPT_UD ? SV_PFD_UD
-				: i == 0 ? SV_PFD_LISTEN
-				: i == 1 ? SV_PFD_DOORBELL
-					 : SV_PFD_CONN,
-			.fd = -1,
-			.qp = qp,
-		};
+	for (int i = 0; i < 3; i++) {
+		/* field by field: a stale event may be read for this slot */
+		sv_pfd_set_kind(&qp->pfd[i], i == 0 && a->qp_type == IBV_QPT_UD
+						     ? SV_PFD_UD
+					     : i == 0 ? SV_PFD_LISTEN
+					     : i == 1 ? SV_PFD_DOORBELL
+						      : SV_PFD_CONN);
+		qp->pfd[i].fd = -1;
+		qp->pfd[i].qp = qp;
+		qp->pfd[i].srq = NULL;
+		atomic_store(&qp->pfd[i].rung, false);
+		qp->pfd[i].quiet = false;
+	}
 	/* the QPN is a socket's name: a listener, or UD's datagram socket */
 	err = a->qp_type == IBV_QPT_UD
 		      ? -sv_ud_bind(&qp->link, &qpn)

@@ -106,6 +106,19 @@ struct sv_pfd {
 	bool quiet;	    /* EPOLLIN off (sv_progress_quiet) */
 };
 
+/* A QP's pfd changes kind under qp->lock (its link opens or closes) while
+ * the progress thread may be handling an event epoll returned for it
+ * just before: the kind is read and written as a relaxed atomic. */
+static inline enum sv_pfd_kind sv_pfd_kind(const struct sv_pfd *p)
+{
+	return __atomic_load_n(&p->kind, __ATOMIC_RELAXED);
+}
+
+static inline void sv_pfd_set_kind(struct sv_pfd *p, enum sv_pfd_kind k)
+{
+	__atomic_store_n(&p->kind, k, __ATOMIC_RELAXED);
+}
+
 /* An event queue behind a real fd (eventfd in semaphore mode): one count
  * per queued event, so poll()/epoll on the fd works as on hardware. */
 struct sv_evq {
