@@ -318,10 +318,11 @@ static int link_start(struct sv_qp *qp)
 	qp->link.connect_wait_ns = 0;
 	if (link_route(qp, &dst)) {
 		sv_tcp_door_open(qp->ctx); /* the peer calls us there */
-		qp->pfd[1].kind = qp->pfd[2].kind = SV_PFD_TCP;
+		/* one connection: pfd[1], which look() drains (progress.c) */
+		qp->pfd[1].kind = SV_PFD_TCP;
 		err = sv_tcp_prepare(&qp->link, qp->qpx.qp_base.qp_num,
-				     ring_size(), &dst, qp->ctx, &qp->pfd[1],
-				     &qp->pfd[2]);
+				     qp->attr.dest_qp_num, ring_size(), &dst,
+				     qp->ctx, &qp->pfd[1]);
 		if (err)
 			say_link_error(qp, "modify to RTR (TCP)", err);
 		return err;

@@ -43,14 +43,14 @@ static void on_usr1(int sig)
 	severed = 1;
 }
 
-/* Bytes between two faults, caller to callee: EVERY to 2 * EVERY, more
+/* Bytes between two faults, both ways: EVERY to 2 * EVERY, more
  * than a record (64 KiB), so each connection moves something. */
 #define EVERY (256u * 1024)
 #define NCONN 32
 
 struct relay {
 	int c, s;	    /* caller's side, the door's side */
-	uint64_t bytes;	    /* caller to callee */
+	uint64_t bytes;	    /* relayed, both ways */
 	uint64_t next;	    /* the next fault at this many bytes */
 	uint64_t resume_ms; /* F_STALL: relays again then */
 };
@@ -70,7 +70,10 @@ static void relay_close(struct relay *r)
 	r->c = r->s = -1;
 }
 
-/* Moves what one side has to the other; false when the relay is over. */
+/* Moves what one side has to the other; false when the relay is over.
+ * The faults hit both directions: one connection carries a link's
+ * records and acknowledgements both ways, and which QP calls (the
+ * caller's side of the relay) depends on their QPNs (tcp.h). */
 static bool pump(struct relay *r, enum fault f, bool from_caller, bool *dark)
 {
 	uint8_t buf[16384];
@@ -79,34 +82,32 @@ static bool pump(struct relay *r, enum fault f, bool from_caller, bool *dark)
 
 	if (n <= 0)
 		return false;
-	if (from_caller) {
-		if (*dark)
-			return true; /* swallowed */
-		r->bytes += (uint64_t)n;
-		if (r->bytes >= r->next) {
-			r->next += EVERY + (r->bytes * 2654435761u) % EVERY;
-			switch (f) {
-			case F_CUT:
-				return false;
-			case F_CORRUPT:
-				buf[(size_t)(r->bytes % (uint64_t)n)] ^= 0x40;
-				break;
-			case F_STALL:
-				r->resume_ms = now_ms() + 100;
-				break;
-			case F_BLACKHOLE:
-				*dark = true;
-				return true;
-			case F_DELAY:
-			case F_SEVER:
-				break;
-			}
+	if (*dark)
+		return true; /* swallowed */
+	r->bytes += (uint64_t)n;
+	if (r->bytes >= r->next) {
+		r->next += EVERY + (r->bytes * 2654435761u) % EVERY;
+		switch (f) {
+		case F_CUT:
+			return false;
+		case F_CORRUPT:
+			buf[(size_t)(r->bytes % (uint64_t)n)] ^= 0x40;
+			break;
+		case F_STALL:
+			r->resume_ms = now_ms() + 100;
+			break;
+		case F_BLACKHOLE:
+			*dark = true;
+			return true;
+		case F_DELAY:
+		case F_SEVER:
+			break;
 		}
-		if (f == F_DELAY) {
-			struct timespec d = {0, 1000000};
+	}
+	if (f == F_DELAY) {
+		struct timespec d = {0, 1000000};
 
-			nanosleep(&d, NULL); /* the fault itself: a slow wire */
-		}
+		nanosleep(&d, NULL); /* the fault itself: a slow wire */
 	}
 	for (ssize_t off = 0; off < n;) {
 		ssize_t w =
@@ -152,8 +153,9 @@ static void proxy_main(int lfd, enum fault f, uint16_t door)
 			p[np++] = (struct pollfd){
 				.fd = r[i].c < 0 || stalled ? -1 : r[i].c,
 				.events = POLLIN};
-			p[np++] =
-				(struct pollfd){.fd = r[i].s, .events = POLLIN};
+			p[np++] = (struct pollfd){
+				.fd = r[i].s < 0 || stalled ? -1 : r[i].s,
+				.events = POLLIN};
 		}
 		if (poll(p, (nfds_t)np, tmo) < 0) {
 			if (errno == EINTR)
@@ -193,7 +195,7 @@ static void proxy_main(int lfd, enum fault f, uint16_t door)
 			if (r[i].c >= 0 && pc->fd >= 0 && pc->revents &&
 			    !pump(&r[i], f, true, &dark))
 				relay_close(&r[i]);
-			if (r[i].s >= 0 && ps->revents &&
+			if (r[i].s >= 0 && ps->fd >= 0 && ps->revents &&
 			    !pump(&r[i], f, false, &dark))
 				relay_close(&r[i]);
 		}
