@@ -1099,7 +1099,6 @@ enum sv_link_state sv_tcp_run(struct sv_link *l, uint32_t peer_qpn,
 void sv_tcp_retransmit(struct sv_link *l)
 {
 	struct sv_tcp *t = l->tcp;
-
 	uint64_t now = sv_now_ns();
 
 	if (!t || t->closed || t->gone || t->conn != CONN_READY)
