@@ -980,7 +980,11 @@ void sv_tcp_flush(struct sv_link *l)
 						 (t->omore ? MSG_MORE : 0));
 
 			if (n < 0 && errno != EAGAIN && errno != EINTR) {
-				close_conn(t, sv_now_ns());
+				/* what the peer said before it went (a NAK,
+				 * goodbye) waits unread: ours first */
+				read_in(l);
+				if (t->conn == CONN_READY)
+					close_conn(t, sv_now_ns());
 				return;
 			}
 			if (n > 0)
@@ -1219,6 +1223,12 @@ void sv_tcp_close(struct sv_link *l, bool bye)
 			put_frame(t, SV_TF_BYE, 0, 0, 0, NULL, 0);
 			sv_tcp_flush(l);
 		}
+		/* a socket closed with bytes unread sends a reset, and the
+		 * kernel drops what it has not sent yet: our last words (a
+		 * NAK) would be lost.  The peer's bytes are for nobody now. */
+		while (t->conn == CONN_READY &&
+		       recv(t->fd, t->ibuf, IBUF_LEN, MSG_DONTWAIT) > 0)
+			;
 	}
 	drop_conn(t);
 	if (t->spare >= 0)
