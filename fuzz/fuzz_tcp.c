@@ -137,7 +137,6 @@ static void run_one(struct run *r, struct fz_env *e)
 	 * their fds are gone: they outlive the input, as a QP's do (QPs are
 	 * type-stable) */
 	static struct sv_pfd in = {.kind = SV_PFD_TCP, .fd = -1};
-	static struct sv_pfd out = {.kind = SV_PFD_TCP, .fd = -1};
 	union sv_sockaddr dst = {
 		.in = {.sin_family = AF_INET,
 		       .sin_port = htons(1), /* nobody: refused */
@@ -154,8 +153,8 @@ static void run_one(struct run *r, struct fz_env *e)
 	int sp[2];
 
 	sv_link_init(&r->l);
-	if (sv_tcp_prepare(&r->l, VQPN, RING_SIZE, &dst, to_sctx(e->ctx), &in,
-			   &out))
+	if (sv_tcp_prepare(&r->l, VQPN, PQPN, RING_SIZE, &dst, to_sctx(e->ctx),
+			   &in))
 		return;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
 		       sp))

@@ -379,6 +379,7 @@ void sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd)
 		ev.events |= EPOLLET;
 	p->fd = fd;
 	p->quiet = false;
+	p->out = false;
 	if (epoll_ctl(ctx->prog->epfd, EPOLL_CTL_ADD, fd, &ev))
 		sv_dbg("epoll add %d: %s\n", fd, strerror(errno));
 }
@@ -392,6 +393,8 @@ void sv_progress_quiet(struct sv_context *ctx, struct sv_pfd *p, bool quiet)
 	/* back on: data already there is an event at once (MOD re-arms) */
 	if (!quiet)
 		ev.events |= EPOLLIN;
+	if (p->out) /* one socket both ways (tcp.c): room stays wanted */
+		ev.events |= EPOLLOUT;
 	p->quiet = quiet;
 	if (epoll_ctl(ctx->prog->epfd, EPOLL_CTL_MOD, p->fd, &ev))
 		sv_dbg("epoll mod %d: %s\n", p->fd, strerror(errno));
@@ -399,11 +402,13 @@ void sv_progress_quiet(struct sv_context *ctx, struct sv_pfd *p, bool quiet)
 
 void sv_progress_want_out(struct sv_context *ctx, struct sv_pfd *p, bool out)
 {
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET,
-				 .data.ptr = p};
+	struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLET, .data.ptr = p};
 
 	if (p->fd < 0)
 		return;
+	p->out = out;
+	if (!p->quiet) /* one socket both ways (tcp.c): arrivals stay off */
+		ev.events |= EPOLLIN;
 	if (out)
 		ev.events |= EPOLLOUT;
 	if (epoll_ctl(ctx->prog->epfd, EPOLL_CTL_MOD, p->fd, &ev))

@@ -318,11 +318,11 @@ static int link_start(struct sv_qp *qp)
 	qp->link.connect_wait_ns = 0;
 	if (link_route(qp, &dst)) {
 		sv_tcp_door_open(qp->ctx); /* the peer calls us there */
+		/* one connection: pfd[1], which look() drains (progress.c) */
 		sv_pfd_set_kind(&qp->pfd[1], SV_PFD_TCP);
-		sv_pfd_set_kind(&qp->pfd[2], SV_PFD_TCP);
 		err = sv_tcp_prepare(&qp->link, qp->qpx.qp_base.qp_num,
-				     ring_size(), &dst, qp->ctx, &qp->pfd[1],
-				     &qp->pfd[2]);
+				     qp->attr.dest_qp_num, ring_size(), &dst,
+				     qp->ctx, &qp->pfd[1]);
 		if (err)
 			say_link_error(qp, "modify to RTR (TCP)", err);
 		return err;
@@ -807,6 +807,7 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 		qp->pfd[i].srq = NULL;
 		atomic_store(&qp->pfd[i].rung, false);
 		qp->pfd[i].quiet = false;
+		qp->pfd[i].out = false;
 	}
 	/* the QPN is a socket's name: a listener, or UD's datagram socket */
 	err = a->qp_type == IBV_QPT_UD

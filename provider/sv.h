@@ -104,6 +104,7 @@ struct sv_pfd {
 	struct sv_srq *srq; /* SV_PFD_XSRQ: whose socket (qp NULL) */
 	atomic_bool rung;   /* a link doorbell fired: drain under qp->lock */
 	bool quiet;	    /* EPOLLIN off (sv_progress_quiet) */
+	bool out;	    /* EPOLLOUT on (sv_progress_want_out) */
 };
 
 /* A QP's pfd changes kind under qp->lock (its link opens or closes) while

@@ -29,11 +29,12 @@
 #include "shm.h"
 #include "sv.h"
 
-enum out_state {
-	OUT_NONE,	/* no connection: one is made at next_ns */
-	OUT_CONNECTING, /* connect(2) in progress */
-	OUT_HELLO,	/* hello sent, its answer not read yet */
-	OUT_READY,	/* frames flow */
+enum conn_state {
+	CONN_NONE,	 /* no connection: we call at next_ns (t->fd may
+			  * hold the socket made at RTR for the call) */
+	CONN_CONNECTING, /* our connect(2) in progress */
+	CONN_HELLO,	 /* our hello sent, its answer not read yet */
+	CONN_READY,	 /* frames flow, both ways */
 };
 
 /* The most a frame takes: header and the longest record. */
@@ -61,9 +62,10 @@ enum out_state {
 struct sv_tcp {
 	union sv_sockaddr dst; /* the peer host's door: IPv4 or IPv6 */
 	struct sv_context *ctx;
-	struct sv_pfd *in_pfd, *out_pfd; /* the sockets in ctx's epoll */
-	int out_fd, in_fd;
-	enum out_state out;
+	struct sv_pfd *pfd; /* the connection in ctx's epoll */
+	int fd;		    /* the connection, our call, or -1 */
+	enum conn_state conn;
+	bool first;	    /* we call first: the smaller QPN (tcp.h) */
 	bool was_up;	    /* the peer QP answered once */
 	bool alive;	    /* it exists: it answered, or the door passed
 			     * it our call (it may be stopped) */
@@ -78,8 +80,10 @@ struct sv_tcp {
 	bool loud;	    /* the thread runs it on every arrival, driven
 			     * or not (sv_tcp_stalled) */
 	int spare;	    /* held for the peer's socket (sv_tcp_spare) */
-	unsigned int user_timeout_ms; /* TCP_USER_TIMEOUT set on out_fd */
-	uint32_t my_qpn;
+	unsigned int user_timeout_ms; /* TCP_USER_TIMEOUT set on fd */
+	uint32_t my_qpn, peer_qpn;
+	uint32_t epoch;		    /* connections the link had up (tcp.h) */
+	uint64_t nonce;		    /* our call's (crossing calls, tcp.h) */
 	uint64_t tx_sent, rsp_sent; /* next positions to send */
 	uint64_t rx_recv, rsp_recv; /* next positions we expect */
 	uint64_t peer_rx_size, peer_rsp_size;
@@ -87,22 +91,22 @@ struct sv_tcp {
 	struct sv_tcp_state prev; /* the one before it */
 	bool sent_valid, prev_valid;
 	bool omore; /* obuf goes with MSG_MORE (state_may_wait) */
-	struct sv_tcp_hello_ack ack; /* being read on out_fd */
+	struct sv_tcp_hello_ack ack; /* being read on fd */
 	uint32_t ack_got;
 	uint8_t *obuf;
 	uint32_t olen, ooff;
 	uint8_t *ibuf;
 	uint32_t ilen;
-	uint64_t next_ns;	/* OUT_NONE: when to connect */
+	uint64_t next_ns;	/* CONN_NONE: when to call */
 	uint64_t wait_ns;	/* backoff */
-	uint64_t deadline_ns;	/* OUT_CONNECTING, OUT_HELLO: give up then */
+	uint64_t deadline_ns;	/* CONN_CONNECTING, _HELLO: give up then */
 	uint64_t door_wait_ns;	/* the door's time to pass us (DOOR_WAIT_NS) */
 	uint64_t hello_ns;	/* when our hello went */
 	uint64_t down_since;	/* when our connection broke after the peer
 				 * answered; 0 while it is up */
 	uint32_t refused;	/* calls refused in a row */
 	uint64_t owed_ns;	/* since when a state of ours waits */
-	uint64_t in_bytes;	/* read from the peer's connection */
+	uint64_t in_bytes;	/* read from the connection */
 	uint64_t seen_in_bytes; /* in_bytes at the thread's last look */
 };
 
@@ -188,9 +192,60 @@ static int local_ring(struct sv_ring *r, uint64_t size, uint32_t qpn)
 	return err;
 }
 
-int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size,
-		   const union sv_sockaddr *dst, struct sv_context *ctx,
-		   struct sv_pfd *in_pfd, struct sv_pfd *out_pfd)
+/* A receive ring size the peer says it has: a power of two, 4 KiB (its
+ * response ring: SV_RSP_RING_MIN) to 1 GiB. */
+static bool size_ok(uint64_t v, uint64_t min)
+{
+	return v >= min && v <= (1ull << 30) && !(v & (v - 1));
+}
+
+/* Our copies of the peer's receive rings (the first connection makes
+ * them; every later one must name the same peer and sizes).  -errno. */
+static int peer_rings(struct sv_link *l, uint32_t qpn, uint64_t rx_size,
+		      uint64_t rsp_size)
+{
+	struct sv_tcp *t = l->tcp;
+	int err;
+
+	if (!size_ok(rx_size, 4096) || !size_ok(rsp_size, SV_RSP_RING_MIN))
+		return -EPROTO;
+	if (l->tx_ready)
+		return qpn == l->peer_qpn && rx_size == t->peer_rx_size &&
+				       rsp_size == t->peer_rsp_size
+			       ? 0
+			       : -ECONNREFUSED; /* one peer, one geometry */
+	err = local_ring(&l->tx, rx_size, qpn);
+	if (err)
+		return err;
+	err = local_ring(&l->rsp_tx, rsp_size, qpn);
+	if (err) {
+		sv_ring_unmap(&l->tx);
+		return err;
+	}
+	/* our copies of its headers: nobody sleeps there */
+	atomic_store(&l->tx.hdr->rx_sleep, 0);
+	atomic_store(&l->rsp_tx.hdr->rx_sleep, 0);
+	t->peer_rx_size = rx_size;
+	t->peer_rsp_size = rsp_size;
+	l->peer_qpn = qpn;
+	l->tx_ready = true;
+	return 0;
+}
+
+/* Where the peer says it got in our rings: between what it consumed and
+ * what we published (a record once published stays until consumed). */
+static bool resume_ok(const struct sv_link *l, uint64_t rx_recv,
+		      uint64_t rsp_recv)
+{
+	return rx_recv >= atomic_load(&l->tx.hdr->tail) &&
+	       rx_recv <= l->tx.head &&
+	       rsp_recv >= atomic_load(&l->rsp_tx.hdr->tail) &&
+	       rsp_recv <= l->rsp_tx.head;
+}
+
+int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint32_t peer_qpn,
+		   uint64_t ring_size, const union sv_sockaddr *dst,
+		   struct sv_context *ctx, struct sv_pfd *pfd)
 {
 	struct sv_tcp *t = calloc(1, sizeof(*t));
 	int err = -ENOMEM;
@@ -203,17 +258,20 @@ int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size,
 		goto err_free;
 	t->dst = *dst;
 	t->ctx = ctx;
-	t->in_pfd = in_pfd;
-	t->out_pfd = out_pfd;
-	t->out_fd = t->in_fd = -1;
+	t->pfd = pfd;
+	t->fd = -1;
 	t->my_qpn = my_qpn;
+	t->peer_qpn = peer_qpn;
+	t->first = my_qpn <= peer_qpn;
+	t->next_ns = t->first ? 0 : sv_now_ns() + SV_TCP_CALLEE_WAIT_NS;
 	/* the fds the link will hold, now: out of fds is modify_qp's
-	 * error, not a send that never completes (our socket, and a
-	 * place for the peer's, which the kernel installs at its hello) */
-	t->out_fd = socket(dst->sa.sa_family,
-			   SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	 * error, not a send that never completes (a socket to call with,
+	 * and a place for the peer's, which the kernel installs at its
+	 * hello; the link keeps one of them) */
+	t->fd = socket(dst->sa.sa_family,
+		       SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	t->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (t->out_fd < 0 || t->spare < 0) {
+	if (t->fd < 0 || t->spare < 0) {
 		err = -errno;
 		goto err_free;
 	}
@@ -233,8 +291,8 @@ int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size,
 	return 0;
 
 err_free:
-	if (t->out_fd >= 0)
-		close(t->out_fd);
+	if (t->fd >= 0)
+		close(t->fd);
 	if (t->spare >= 0)
 		close(t->spare);
 	free(t->obuf);
@@ -252,39 +310,51 @@ void sv_tcp_spare(struct sv_link *l, bool hold)
 	if (!hold && t->spare >= 0) {
 		close(t->spare);
 		t->spare = -1;
-	} else if (hold && t->spare < 0 && t->in_fd < 0) {
+	} else if (hold && t->spare < 0 && t->conn != CONN_READY) {
 		t->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	}
 }
 
-static void close_out(struct sv_tcp *t, uint64_t now)
+/* When we call next: after a backoff; the QP that does not call first
+ * leaves its peer SV_TCP_CALLEE_WAIT_NS to call it. */
+static void call_later(struct sv_tcp *t, uint64_t now)
 {
-	if (t->was_up && !t->down_since)
-		t->down_since = now; /* till a door or the peer answers */
+	t->next_ns = sv_shm_backoff(&t->wait_ns, now);
+	if (!t->first && t->next_ns < now + SV_TCP_CALLEE_WAIT_NS)
+		t->next_ns = now + SV_TCP_CALLEE_WAIT_NS;
+}
+
+/* The connection (or our call) closed and forgotten, with what was
+ * half read or half sent on it. */
+static void drop_conn(struct sv_tcp *t)
+{
 	/* out of epoll before the number can be anyone's again */
-	sv_progress_del(t->ctx, t->out_pfd);
-	if (t->out_fd >= 0)
-		close(t->out_fd);
-	t->out_fd = -1;
-	t->out = OUT_NONE;
+	sv_progress_del(t->ctx, t->pfd);
+	if (t->fd >= 0)
+		close(t->fd);
+	t->fd = -1;
+	t->conn = CONN_NONE;
 	t->olen = t->ooff = 0;
 	t->omore = false;
 	t->owed_ns = 0;
 	t->ack_got = 0;
+	t->ilen = 0; /* a partial frame: the peer resends it whole */
 	t->sent_valid = false;
 	t->want_out = false;
-	t->alive = false;
 	t->user_timeout_ms = 0;
-	t->next_ns = sv_shm_backoff(&t->wait_ns, now);
 }
 
-static void close_in(struct sv_tcp *t)
+/* The connection broke, or our call failed: we call again (or wait for
+ * the peer's call) after a while. */
+static void close_conn(struct sv_tcp *t, uint64_t now)
 {
-	sv_progress_del(t->ctx, t->in_pfd);
-	if (t->in_fd >= 0)
-		close(t->in_fd);
-	t->in_fd = -1;
-	t->ilen = 0; /* a partial frame: the peer resends it whole */
+	if (t->was_up && !t->down_since)
+		t->down_since = now; /* till a door or the peer answers */
+	drop_conn(t);
+	t->alive = false;
+	if (t->spare < 0) /* the peer's next call needs a place */
+		t->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	call_later(t, now);
 }
 
 /* A call that did not reach a door.  Refused again and again after the
@@ -302,18 +372,29 @@ static void call_failed(struct sv_tcp *t, int err)
 	}
 }
 
+static uint64_t new_nonce(const struct sv_tcp *t, uint64_t now)
+{
+	uint64_t x = now ^ ((uint64_t)t->my_qpn << 40) ^ (uint64_t)getpid();
+
+	/* splitmix64: two calls that cross differ in their nonces */
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
 /* Starts a connection to the peer's door and, once it is made, says
  * hello; the answer is read by read_ack. */
-static void connect_step(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
+static void connect_step(struct sv_link *l, uint64_t now)
 {
 	struct sv_tcp *t = l->tcp;
 
-	if (t->out == OUT_NONE) {
-		int one = 1, fd = t->out_fd; /* made at RTR, the first time */
+	if (t->conn == CONN_NONE) {
+		int one = 1, fd = t->fd; /* made at RTR, the first time */
 
 		if (now < t->next_ns)
 			return;
-		t->out_fd = -1;
+		t->fd = -1;
 		if (fd < 0)
 			fd = socket(t->dst.sa.sa_family,
 				    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
@@ -321,7 +402,7 @@ static void connect_step(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
 		if (fd < 0) {
 			sv_dbg("qp %06x: tcp socket: %s\n", t->my_qpn,
 			       strerror(errno));
-			t->next_ns = sv_shm_backoff(&t->wait_ns, now);
+			call_later(t, now);
 			return;
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -331,44 +412,49 @@ static void connect_step(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
 			       strerror(errno));
 			call_failed(t, errno);
 			close(fd);
-			t->next_ns = sv_shm_backoff(&t->wait_ns, now);
+			call_later(t, now);
 			return;
 		}
-		t->out_fd = fd;
-		sv_progress_add(t->ctx, t->out_pfd, fd);
+		t->fd = fd;
+		t->nonce = new_nonce(t, now);
+		sv_progress_add(t->ctx, t->pfd, fd);
 		/* the thread hears when the connection is made */
-		sv_progress_want_out(t->ctx, t->out_pfd, true);
+		sv_progress_want_out(t->ctx, t->pfd, true);
 		t->want_out = true;
-		t->out = OUT_CONNECTING;
+		t->conn = CONN_CONNECTING;
 		t->deadline_ns = now + CONNECT_WAIT_NS;
 	}
-	if (t->out == OUT_CONNECTING) {
-		struct pollfd p = {.fd = t->out_fd, .events = POLLOUT};
+	if (t->conn == CONN_CONNECTING) {
+		struct pollfd p = {.fd = t->fd, .events = POLLOUT};
 		struct sv_tcp_hello h = {
 			.magic = SV_TCP_MAGIC,
 			.version = SV_TCP_VERSION,
 			.src_qpn = t->my_qpn,
-			.dst_qpn = peer_qpn,
+			.dst_qpn = t->peer_qpn,
 			.rx_size = l->rx.size,
 			.rsp_size = l->rsp_rx.size,
+			.rx_recv = t->rx_recv,
+			.rsp_recv = t->rsp_recv,
+			.nonce = t->nonce,
+			.epoch = t->epoch,
 		};
 		socklen_t len = sizeof(int);
 		int err = 0;
 
 		if (poll(&p, 1, 0) <= 0) {
 			if (now >= t->deadline_ns)
-				close_out(t, now);
+				close_conn(t, now);
 			return;
 		}
 		hello_seal(&h);
-		if (getsockopt(t->out_fd, SOL_SOCKET, SO_ERROR, &err, &len) ||
+		if (getsockopt(t->fd, SOL_SOCKET, SO_ERROR, &err, &len) ||
 		    err ||
-		    send(t->out_fd, &h, sizeof(h),
-			 MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(h)) {
+		    send(t->fd, &h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL) !=
+			    sizeof(h)) {
 			sv_dbg("qp %06x: tcp connect to %06x: %s\n", t->my_qpn,
-			       peer_qpn, strerror(err ? err : errno));
+			       t->peer_qpn, strerror(err ? err : errno));
 			call_failed(t, err ? err : errno);
-			close_out(t, now);
+			close_conn(t, now);
 			return;
 		}
 		t->refused = 0;
@@ -384,22 +470,47 @@ static void connect_step(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
 		}
 		t->hello_ns = now;
 		t->deadline_ns = now + t->door_wait_ns;
-		t->out = OUT_HELLO;
+		t->conn = CONN_HELLO;
 		t->ack_got = 0;
-		sv_progress_want_out(t->ctx, t->out_pfd, false);
+		sv_progress_want_out(t->ctx, t->pfd, false);
 		t->want_out = false;
+	}
+}
+
+/* Ours, the first time a connection is up: the fd held for the peer's
+ * socket is not needed any more. */
+static void conn_up(struct sv_tcp *t, uint32_t epoch, uint64_t tx_sent,
+		    uint64_t rsp_sent)
+{
+	t->conn = CONN_READY;
+	t->epoch = epoch;
+	t->tx_sent = tx_sent;
+	t->rsp_sent = rsp_sent;
+	t->was_up = t->alive = true;
+	t->down_since = 0;
+	t->wait_ns = 0;
+	t->refused = 0;
+	t->olen = t->ooff = 0;
+	t->omore = false;
+	t->owed_ns = 0;
+	t->ilen = 0;
+	t->sent_valid = false;
+	if (t->spare >= 0) {
+		close(t->spare);
+		t->spare = -1;
 	}
 }
 
 /* The callee's answer to our hello; then the link resumes where it
  * says. */
-static void read_ack(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
+static void read_ack(struct sv_link *l, uint64_t now)
 {
 	struct sv_tcp *t = l->tcp;
 	struct sv_tcp_hello_ack *a = &t->ack;
+	static atomic_bool said;
 	ssize_t n;
 
-	n = recv(t->out_fd, (uint8_t *)a + t->ack_got, sizeof(*a) - t->ack_got,
+	n = recv(t->fd, (uint8_t *)a + t->ack_got, sizeof(*a) - t->ack_got,
 		 MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
 		if (now < t->deadline_ns)
@@ -413,18 +524,35 @@ static void read_ack(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
 						  : t->door_wait_ns * 2;
 			t->wait_ns = 0;
 		}
-		close_out(t, now);
+		close_conn(t, now);
 		return;
 	}
 	if (n <= 0) {
-		close_out(t, now);
+		close_conn(t, now);
 		return;
 	}
 	t->ack_got += (uint32_t)n;
+	/* every version starts with magic, version and status: the peer's
+	 * host runs another build of the protocol; the link cannot be */
+	if (t->ack_got >= 8 && a->magic == SV_TCP_MAGIC &&
+	    (a->version != SV_TCP_VERSION ||
+	     a->status == SV_TCP_VERSION_REFUSED)) {
+		if (!atomic_exchange(&said, true))
+			fprintf(stderr,
+				"softverbs: qp %06x: the peer's host speaks "
+				"TCP protocol version %u, this library %u: "
+				"run the same softverbs on both hosts\n",
+				t->my_qpn,
+				a->version != SV_TCP_VERSION ? a->version : 0u,
+				SV_TCP_VERSION);
+		t->proto_err = true;
+		close_conn(t, now);
+		return;
+	}
 	if (t->ack_got < sizeof(*a))
 		return;
 	if (!ack_ok(a)) {
-		close_out(t, now);
+		close_conn(t, now);
 		return;
 	}
 	if (a->status == SV_TCP_PASSED) { /* the QP's own answer next */
@@ -442,12 +570,12 @@ static void read_ack(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
 				memory_order_relaxed);
 		}
 		t->deadline_ns = now + CONNECT_WAIT_NS;
-		read_ack(l, peer_qpn, now);
+		read_ack(l, now);
 		return;
 	}
 	if (a->status != SV_TCP_OK) {
 		sv_dbg("qp %06x: tcp: QP %06x answers %u\n", t->my_qpn,
-		       peer_qpn, a->status);
+		       t->peer_qpn, a->status);
 		/* no such QP: not yet, or not any more once it answered
 		 * (dead); refused by a QP that answered before: it left
 		 * the connection (to ERROR, RESET), as a goodbye says */
@@ -455,28 +583,17 @@ static void read_ack(struct sv_link *l, uint32_t peer_qpn, uint64_t now)
 			t->gone = true;
 		else if (t->was_up && a->status == SV_TCP_REFUSED)
 			t->closed = true;
-		close_out(t, now);
+		close_conn(t, now);
 		return;
 	}
-	/* resume at what it got: between what it consumed and what we
-	 * published (a record once published stays until consumed) */
-	if (a->src_qpn != peer_qpn ||
-	    (l->tx_ready && (a->rx_recv < atomic_load(&l->tx.hdr->tail) ||
-			     a->rx_recv > l->tx.head ||
-			     a->rsp_recv < atomic_load(&l->rsp_tx.hdr->tail) ||
-			     a->rsp_recv > l->rsp_tx.head))) {
+	if (a->src_qpn != t->peer_qpn ||
+	    peer_rings(l, a->src_qpn, a->rx_size, a->rsp_size) ||
+	    !resume_ok(l, a->rx_recv, a->rsp_recv) || a->epoch <= t->epoch) {
 		t->proto_err = true;
-		close_out(t, now);
+		close_conn(t, now);
 		return;
 	}
-	t->tx_sent = a->rx_recv;
-	t->rsp_sent = a->rsp_recv;
-	t->out = OUT_READY;
-	t->was_up = t->alive = true;
-	t->down_since = 0;
-	t->wait_ns = 0;
-	t->olen = t->ooff = 0;
-	t->sent_valid = false;
+	conn_up(t, a->epoch, a->rx_recv, a->rsp_recv);
 }
 
 static void read_in(struct sv_link *l);
@@ -494,20 +611,16 @@ int sv_tcp_take(struct sv_link *l, int fd, const struct sv_tcp_hello *h,
 	int one = 1, err = -ECONNREFUSED;
 
 	if (!hello_ok(h) || h->dst_qpn != my_qpn || h->src_qpn > SV_PSN_MASK ||
-	    h->rx_size < 4096 || h->rx_size > (1ull << 30) ||
-	    (h->rx_size & (h->rx_size - 1)) || h->rsp_size < SV_RSP_RING_MIN ||
-	    h->rsp_size > (1ull << 30) || (h->rsp_size & (h->rsp_size - 1))) {
+	    !size_ok(h->rx_size, 4096) ||
+	    !size_ok(h->rsp_size, SV_RSP_RING_MIN)) {
 		err = -EPROTO;
 		goto refuse;
 	}
 	/* a link on shared memory takes no TCP caller (and the other way
 	 * round, shm.c): both sides must agree (SOFTVERBS_TRANSPORT) */
-	if (!t || (expect != SV_QPN_ANY && h->src_qpn != expect))
+	if (!t || (expect != SV_QPN_ANY && h->src_qpn != expect) ||
+	    h->src_qpn != t->peer_qpn)
 		goto refuse;
-	if (l->tx_ready &&
-	    (h->src_qpn != l->peer_qpn || h->rx_size != t->peer_rx_size ||
-	     h->rsp_size != t->peer_rsp_size))
-		goto refuse; /* a link has one peer, one geometry */
 	/* a call that waited at a silent door may reach us after its
 	 * caller gave up on it and called again: it must not replace the
 	 * newer connection (the caller sends nothing before our answer, so
@@ -521,31 +634,42 @@ int sv_tcp_take(struct sv_link *l, int fd, const struct sv_tcp_hello *h,
 			return -ECONNABORTED;
 		}
 	}
-	if (!l->tx_ready) {
-		err = local_ring(&l->tx, h->rx_size, h->src_qpn);
-		if (err)
-			goto refuse;
-		err = local_ring(&l->rsp_tx, h->rsp_size, h->src_qpn);
-		if (err) {
-			sv_ring_unmap(&l->tx);
+	if (t->conn == CONN_CONNECTING || t->conn == CONN_HELLO) {
+		/* our calls crossed: the smaller (QPN, nonce) wins on both
+		 * sides; the loser's call is answered BUSY */
+		if (my_qpn < h->src_qpn ||
+		    (my_qpn == h->src_qpn && t->nonce < h->nonce)) {
+			a.status = SV_TCP_BUSY;
+			err = -EBUSY;
 			goto refuse;
 		}
-		/* our copies of its headers: nobody sleeps there */
-		atomic_store(&l->tx.hdr->rx_sleep, 0);
-		atomic_store(&l->rsp_tx.hdr->rx_sleep, 0);
-		t->peer_rx_size = h->rx_size;
-		t->peer_rsp_size = h->rsp_size;
-		l->peer_qpn = h->src_qpn;
-		l->tx_ready = true;
+		sv_dbg("qp %06x: tcp: our call crossed %06x's: we take its\n",
+		       my_qpn, h->src_qpn);
+		drop_conn(t);
+	} else if (t->conn == CONN_READY && h->epoch < t->epoch) {
+		/* a call from before the connection we have */
+		a.status = SV_TCP_BUSY;
+		err = -ESTALE;
+		goto refuse;
+	}
+	err = peer_rings(l, h->src_qpn, h->rx_size, h->rsp_size);
+	if (err)
+		goto refuse;
+	if (!resume_ok(l, h->rx_recv, h->rsp_recv)) {
+		err = -EPROTO;
+		goto refuse;
 	}
 	/* what the old connection delivered is ours first: else the
 	 * answer sends the caller back to resend it, and a path that
 	 * breaks often would move nothing */
-	if (t->in_fd >= 0)
+	if (t->conn == CONN_READY)
 		read_in(l);
 	a.status = SV_TCP_OK;
 	a.rx_recv = t->rx_recv;
 	a.rsp_recv = t->rsp_recv;
+	a.rx_size = l->rx.size;
+	a.rsp_size = l->rsp_rx.size;
+	a.epoch = (h->epoch > t->epoch ? h->epoch : t->epoch) + 1;
 	ack_seal(&a);
 	if (send(fd, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(a)) {
 		err = -errno;
@@ -554,9 +678,12 @@ int sv_tcp_take(struct sv_link *l, int fd, const struct sv_tcp_hello *h,
 	}
 	fcntl(fd, F_SETFL, O_RDWR | O_NONBLOCK);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	close_in(t); /* a newer connection replaces the older */
-	t->in_fd = fd;
-	sv_progress_add(t->ctx, t->in_pfd, fd);
+	/* a newer connection replaces the older, and the socket we held
+	 * to call with */
+	drop_conn(t);
+	t->fd = fd;
+	conn_up(t, a.epoch, h->rx_recv, h->rsp_recv);
+	sv_progress_add(t->ctx, t->pfd, fd);
 	return 1;
 
 refuse:
@@ -686,17 +813,17 @@ static void read_in(struct sv_link *l)
 {
 	struct sv_tcp *t = l->tcp;
 
-	while (t->in_fd >= 0 && !t->closed) {
+	while (t->conn == CONN_READY && !t->closed) {
 		uint32_t off = 0;
-		ssize_t n = recv(t->in_fd, t->ibuf + t->ilen,
-				 IBUF_LEN - t->ilen, MSG_DONTWAIT);
+		ssize_t n = recv(t->fd, t->ibuf + t->ilen, IBUF_LEN - t->ilen,
+				 MSG_DONTWAIT);
 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
-		if (n <= 0) { /* hang-up: it calls again, or it is gone */
-			sv_dbg("qp %06x: tcp: peer's connection %s\n",
-			       t->my_qpn, n ? strerror(errno) : "closed");
-			close_in(t);
+		if (n <= 0) { /* hang-up: a call again, or it is gone */
+			sv_dbg("qp %06x: tcp: the connection %s\n", t->my_qpn,
+			       n ? strerror(errno) : "closed");
+			close_conn(t, sv_now_ns());
 			return;
 		}
 		t->ilen += (uint32_t)n;
@@ -712,7 +839,7 @@ static void read_in(struct sv_link *l)
 			if (b < 0) { /* damaged (or junk): as a bad CRC */
 				sv_dbg("qp %06x: tcp: no frame header\n",
 				       t->my_qpn);
-				close_in(t);
+				close_conn(t, sv_now_ns());
 				return;
 			}
 			if (t->ilen - off < sizeof(f) + b)
@@ -724,7 +851,7 @@ static void read_in(struct sv_link *l)
 				 * connection's hello answer) */
 				sv_dbg("qp %06x: tcp: frame fails its CRC\n",
 				       t->my_qpn);
-				close_in(t);
+				close_conn(t, sv_now_ns());
 				return;
 			}
 			if (take_frame(l, &f, t->ibuf + off + sizeof(f))) {
@@ -836,26 +963,29 @@ static void push_held(struct sv_tcp *t)
 	int one = 1;
 
 	t->owed_ns = 0;
-	if (t->out_fd >= 0)
-		setsockopt(t->out_fd, IPPROTO_TCP, TCP_NODELAY, &one,
-			   sizeof(one));
+	if (t->conn == CONN_READY)
+		setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
 void sv_tcp_flush(struct sv_link *l)
 {
 	struct sv_tcp *t = l->tcp;
 
-	if (!t || t->out != OUT_READY || !l->tx_ready || t->defer)
+	if (!t || t->conn != CONN_READY || !l->tx_ready || t->defer)
 		return;
 	for (;;) {
 		if (t->ooff < t->olen) {
-			ssize_t n = send(t->out_fd, t->obuf + t->ooff,
+			ssize_t n = send(t->fd, t->obuf + t->ooff,
 					 t->olen - t->ooff,
 					 MSG_DONTWAIT | MSG_NOSIGNAL |
 						 (t->omore ? MSG_MORE : 0));
 
 			if (n < 0 && errno != EAGAIN && errno != EINTR) {
-				close_out(t, sv_now_ns());
+				/* what the peer said before it went (a NAK,
+				 * goodbye) waits unread: ours first */
+				read_in(l);
+				if (t->conn == CONN_READY)
+					close_conn(t, sv_now_ns());
 				return;
 			}
 			if (n > 0)
@@ -864,7 +994,7 @@ void sv_tcp_flush(struct sv_link *l)
 				/* the thread comes back with room (or the
 				 * app's next poll does) */
 				if (!t->want_out)
-					sv_progress_want_out(t->ctx, t->out_pfd,
+					sv_progress_want_out(t->ctx, t->pfd,
 							     true);
 				t->want_out = true;
 				return;
@@ -875,7 +1005,7 @@ void sv_tcp_flush(struct sv_link *l)
 				t->owed_ns = sv_now_ns();
 		}
 		if (t->want_out) {
-			sv_progress_want_out(t->ctx, t->out_pfd, false);
+			sv_progress_want_out(t->ctx, t->pfd, false);
 			t->want_out = false;
 		}
 		t->olen = t->ooff = 0;
@@ -915,45 +1045,6 @@ bool sv_tcp_rnr_abort(struct sv_link *l)
 	return true;
 }
 
-/* The sending side after the hello: anything but silence is the end. */
-static void check_out(struct sv_link *l, uint64_t now)
-{
-	struct sv_tcp *t = l->tcp;
-	struct {
-		struct sv_tcp_frame f;
-		struct sv_tcp_state s;
-	} last;
-	ssize_t n;
-
-	/* a callee that goes before its own connection to us was up says
-	 * its last words here (sv_tcp_close): its state, then goodbye; all
-	 * else is the end of this connection */
-	for (;;) {
-		n = recv(t->out_fd, &last.f, sizeof(last.f), MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		if (n != sizeof(last.f))
-			break;
-		if (last.f.type == SV_TF_BYE && !last.f.len &&
-		    last.f.crc == frame_crc(&last.f, NULL, 0)) {
-			t->closed = true;
-			return;
-		}
-		if (last.f.type != SV_TF_STATE ||
-		    last.f.len != sizeof(last.s) ||
-		    recv(t->out_fd, &last.s, sizeof(last.s), MSG_DONTWAIT) !=
-			    sizeof(last.s) ||
-		    last.f.crc != frame_crc(&last.f, &last.s, sizeof(last.s)) ||
-		    !l->tx_ready || take_state(l, &last.s))
-			break;
-	}
-	sv_dbg("qp %06x: tcp: our connection %s\n", t->my_qpn,
-	       n < 0 ? strerror(errno)
-	       : n   ? "got bytes"
-		     : "closed");
-	close_out(t, now);
-}
-
 /* A path that is down looks like a slow peer to TCP, which retransmits
  * for minutes: our data unacknowledged by the peer's host for twice the
  * QP's ACK timeout breaks the connection instead.  A stopped peer process
@@ -967,9 +1058,9 @@ static void user_timeout(struct sv_tcp *t, uint64_t ack_timeout_ns)
 
 		ms = v < 1000 ? 1000 : v > 600000 ? 600000 : (unsigned int)v;
 	}
-	if (ms == t->user_timeout_ms || t->out_fd < 0)
+	if (ms == t->user_timeout_ms || t->conn != CONN_READY)
 		return;
-	setsockopt(t->out_fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
+	setsockopt(t->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
 	t->user_timeout_ms = ms;
 }
 
@@ -988,16 +1079,12 @@ enum sv_link_state sv_tcp_run(struct sv_link *l, uint32_t peer_qpn,
 		       (unsigned long long)(now - t->down_since) / 1000000);
 		t->gone = true;
 	}
-	/* our connection only ever brings its end: looked at on an event */
-	if (t->out == OUT_READY &&
-	    atomic_load_explicit(&t->out_pfd->rung, memory_order_relaxed) &&
-	    atomic_exchange(&t->out_pfd->rung, false))
-		check_out(l, now);
-	if (t->out < OUT_HELLO && !t->closed && !t->gone)
-		connect_step(l, peer_qpn, now); /* (again: not after a bye) */
-	if (t->out == OUT_HELLO)
-		read_ack(l, peer_qpn, now);
-	if (t->out == OUT_READY)
+	(void)peer_qpn; /* the link's since RTR (sv_tcp_prepare) */
+	if (t->conn < CONN_HELLO && !t->closed && !t->gone)
+		connect_step(l, now); /* (again: not after a bye) */
+	if (t->conn == CONN_HELLO)
+		read_ack(l, now);
+	if (t->conn == CONN_READY)
 		user_timeout(t, ack_timeout_ns);
 	read_in(l);
 	sv_tcp_flush(l);
@@ -1005,7 +1092,7 @@ enum sv_link_state sv_tcp_run(struct sv_link *l, uint32_t peer_qpn,
 		return SV_LINK_DEAD;
 	if (t->closed)
 		return SV_LINK_CLOSED;
-	if (t->out == OUT_READY && t->in_fd >= 0 && l->tx_ready)
+	if (t->conn == CONN_READY && l->tx_ready)
 		return SV_LINK_UP;
 	/* a peer QP that exists but does not answer (stopped, or its half
 	 * of the set-up waits at a stopped door) is slow, not gone: its
@@ -1017,14 +1104,16 @@ enum sv_link_state sv_tcp_run(struct sv_link *l, uint32_t peer_qpn,
 void sv_tcp_retransmit(struct sv_link *l)
 {
 	struct sv_tcp *t = l->tcp;
+	uint64_t now = sv_now_ns();
 
-	if (!t || t->closed || t->gone || t->out != OUT_READY)
+	if (!t || t->closed || t->gone || t->conn != CONN_READY)
 		return;
-	sv_dbg("qp %06x: tcp: ACK timeout: calling again to resend\n",
+	sv_dbg("qp %06x: tcp: ACK timeout: connecting again to resend\n",
 	       t->my_qpn);
-	close_out(t, sv_now_ns());
+	close_conn(t, now);
 	t->wait_ns = 0;
-	t->next_ns = 0; /* at once */
+	if (t->first)
+		t->next_ns = now; /* at once; the peer sees the close */
 }
 
 void sv_tcp_run_begin(struct sv_link *l)
@@ -1059,7 +1148,7 @@ static bool unread(const struct sv_tcp *t)
 {
 	int n = 0;
 
-	return t->in_fd >= 0 && !ioctl(t->in_fd, SIOCINQ, &n) && n > 0;
+	return t->conn == CONN_READY && !ioctl(t->fd, SIOCINQ, &n) && n > 0;
 }
 
 static void go_loud(struct sv_tcp *t, const char *why)
@@ -1093,19 +1182,14 @@ void sv_tcp_quiet(struct sv_link *l, bool quiet)
 		return;
 	/* the app stopped driving it with something waiting: it drives it
 	 * between waits of its own (on its memory, say) */
-	if (!quiet && t->in_pfd->quiet && !t->loud && unread(t))
+	if (!quiet && t->pfd->quiet && !t->loud && unread(t))
 		go_loud(t, "till the app stopped driving");
-	sv_progress_quiet(t->ctx, t->in_pfd, quiet && !t->loud);
+	sv_progress_quiet(t->ctx, t->pfd, quiet && !t->loud);
 }
 
-int sv_tcp_in_fd(const struct sv_link *l)
+int sv_tcp_fd(const struct sv_link *l)
 {
-	return l->tcp ? l->tcp->in_fd : -1;
-}
-
-int sv_tcp_out_fd(const struct sv_link *l)
-{
-	return l->tcp ? l->tcp->out_fd : -1;
+	return l->tcp && l->tcp->conn == CONN_READY ? l->tcp->fd : -1;
 }
 
 uint64_t sv_tcp_next_ns(const struct sv_link *l)
@@ -1114,13 +1198,13 @@ uint64_t sv_tcp_next_ns(const struct sv_link *l)
 
 	if (!t || t->closed || t->gone)
 		return UINT64_MAX; /* no more calls: nothing to time */
-	switch (t->out) {
-	case OUT_NONE:
+	switch (t->conn) {
+	case CONN_NONE:
 		return t->next_ns;
-	case OUT_CONNECTING: /* or EPOLLOUT when it is made */
-	case OUT_HELLO:
+	case CONN_CONNECTING: /* or EPOLLOUT when it is made */
+	case CONN_HELLO:
 		return t->deadline_ns;
-	case OUT_READY:
+	case CONN_READY:
 		break;
 	}
 	return UINT64_MAX;
@@ -1134,33 +1218,22 @@ void sv_tcp_close(struct sv_link *l, bool bye)
 		return;
 	t->defer = false; /* an engine's run ends here (QP to ERROR) */
 	t->lazy = false;
-	if (bye && t->out == OUT_READY) {
+	if (bye && t->conn == CONN_READY) {
 		sv_tcp_flush(l); /* what we acked, then goodbye */
 		if (t->olen == 0) {
 			put_frame(t, SV_TF_BYE, 0, 0, 0, NULL, 0);
 			sv_tcp_flush(l);
 		}
-	} else if (bye && t->in_fd >= 0 && l->rx_ready) {
-		/* our connection is not up: the last words (a NAK, what we
-		 * took) go back on the peer's, which it reads (check_out) */
-		struct sv_tcp_state st = {
-			.rx_tail = atomic_load(&l->rx.hdr->tail),
-			.ack = atomic_load(&l->rx.hdr->ack),
-			.rsp_tail = atomic_load(&l->rsp_rx.hdr->tail),
-			.rnr = atomic_load(&l->rx.hdr->rnr),
-		};
-
-		t->olen = t->ooff = 0;
-		put_frame(t, SV_TF_STATE, 0, sizeof(st), 0, &st, sizeof(st));
-		put_frame(t, SV_TF_BYE, 0, 0, 0, NULL, 0);
-		send(t->in_fd, t->obuf, t->olen, MSG_DONTWAIT | MSG_NOSIGNAL);
+		/* a socket closed with bytes unread sends a reset, and the
+		 * kernel drops what it has not sent yet: our last words (a
+		 * NAK) would be lost.  The peer's bytes are for nobody now. */
+		while (t->conn == CONN_READY &&
+		       recv(t->fd, t->ibuf, IBUF_LEN, MSG_DONTWAIT) > 0)
+			;
 	}
-	sv_progress_del(t->ctx, t->out_pfd);
-	if (t->out_fd >= 0)
-		close(t->out_fd);
+	drop_conn(t);
 	if (t->spare >= 0)
 		close(t->spare);
-	close_in(t);
 	free(t->obuf);
 	free(t->ibuf);
 	free(t);
@@ -1389,6 +1462,16 @@ static void pend_read(struct sv_context *ctx, struct sv_tcp_door *d,
 		return;
 	}
 	p->got += (uint32_t)n;
+	/* magic and version sit where every version has them: a caller of
+	 * another version is told so, not left to wait for its answer */
+	if (p->got >= 8 && p->h.magic == SV_TCP_MAGIC &&
+	    p->h.version != SV_TCP_VERSION) {
+		sv_dbg("tcp door: a hello of version %u: refused\n",
+		       p->h.version);
+		answer(p->pfd.fd, SV_TCP_VERSION_REFUSED);
+		pend_drop(ctx, p);
+		return;
+	}
 	if (p->got < sizeof(p->h))
 		return;
 	if (hello_ok(&p->h) && p->h.dst_qpn <= SV_PSN_MASK &&

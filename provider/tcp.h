@@ -16,8 +16,21 @@
  *    consumer index is the flow control), so after a broken connection
  *    the sender resends from the position the receiver says it got to:
  *    nothing is lost and nothing is delivered twice.
- * Each side connects to the other and sends on its own connection only
- * (two sockets per link, like the shared-memory transport's two).
+ * One TCP connection per link carries both directions (records, STATE
+ * frames, both rings): one socket and one fd per QP while the link is up
+ * (and, while it is down, one socket to call with and one fd held for a
+ * caller's, sv_tcp_spare).  Who calls: the QP with the smaller QPN calls
+ * at once, and again at once after a break; the other only takes calls,
+ * unless none came for SV_TCP_CALLEE_WAIT_NS (its peer's calls cannot
+ * reach it, or its peer is gone: its own calls find that out).  Equal
+ * QPNs (two hosts) both call.  Two calls that cross resolve to one: a QP
+ * with a call of its own in flight takes the peer's only if the peer's
+ * (QPN, nonce) is smaller than its own call's, else answers BUSY; both
+ * sides compare the same two pairs.  A call older than the connection
+ * that is up (its epoch, the count of connections the link had, is
+ * smaller) is answered BUSY: it was given up at a slow door.  A single
+ * connection saves the pure TCP ACK each data segment cost on the other
+ * direction's connection, and one socket to read per arrival.
  *
  * Finding a QP by (address, QPN) with no daemon: every context that has a
  * TCP link listens on one well-known port (SOFTVERBS_TCP_PORT, default
@@ -38,43 +51,58 @@
 #include "link.h"
 
 #define SV_TCP_MAGIC	    0x53567463u /* "SVtc" */
-#define SV_TCP_VERSION	    1
-#define SV_TCP_PORT_DEFAULT 4791 /* RoCEv2's (UDP) port number */
+#define SV_TCP_VERSION	    2		/* 2: one connection per link */
+#define SV_TCP_PORT_DEFAULT 4791	/* RoCEv2's (UDP) port number */
+/* How long the QP that does not call first waits for its peer's call
+ * before it calls itself (tcp.h's head comment). */
+#define SV_TCP_CALLEE_WAIT_NS 50000000ull
 
-/* First bytes on a new connection: who calls whom, and the sizes of the
- * caller's receive rings (the callee's copies must have the same). */
+/* First bytes on a new connection: who calls whom, the sizes of the
+ * caller's receive rings (the callee's copies must have the same), and
+ * where the callee resumes sending.  magic and version sit where every
+ * version has them: a hello of another version is answered
+ * SV_TCP_VERSION_REFUSED. */
 struct sv_tcp_hello {
-	uint32_t magic;	     /* SV_TCP_MAGIC */
-	uint32_t version;    /* SV_TCP_VERSION */
-	uint32_t src_qpn;    /* the caller's QP */
-	uint32_t dst_qpn;    /* the QP it calls */
-	uint64_t rx_size;    /* the caller's request ring */
-	uint64_t rsp_size;   /* the caller's response ring */
-	uint8_t src_gid[12]; /* informational */
-	uint32_t crc;	     /* CRC-32C of the hello with crc 0 */
+	uint32_t magic;	   /* SV_TCP_MAGIC */
+	uint32_t version;  /* SV_TCP_VERSION */
+	uint32_t src_qpn;  /* the caller's QP */
+	uint32_t dst_qpn;  /* the QP it calls */
+	uint64_t rx_size;  /* the caller's request ring */
+	uint64_t rsp_size; /* the caller's response ring */
+	uint64_t rx_recv;  /* request ring bytes the caller received */
+	uint64_t rsp_recv; /* response ring bytes the caller received */
+	uint64_t nonce;	   /* this call's: crossing calls (tcp.h head) */
+	uint32_t epoch;	   /* connections the caller's link had up */
+	uint32_t crc;	   /* CRC-32C of the hello with crc 0 */
 };
-static_assert(sizeof(struct sv_tcp_hello) == 48, "wire ABI");
+static_assert(sizeof(struct sv_tcp_hello) == 64, "wire ABI");
 
 enum sv_tcp_status {
 	SV_TCP_OK = 0,
-	SV_TCP_NO_QP = 1,   /* no such QP here (any more) */
-	SV_TCP_BUSY = 2,    /* try again */
-	SV_TCP_REFUSED = 3, /* that QP does not take this caller */
-	SV_TCP_PASSED = 4,  /* from the door: the QP exists and has the
-			     * call in its queue; its own answer follows */
+	SV_TCP_NO_QP = 1,	    /* no such QP here (any more) */
+	SV_TCP_BUSY = 2,	    /* try again */
+	SV_TCP_REFUSED = 3,	    /* that QP does not take this caller */
+	SV_TCP_PASSED = 4,	    /* from the door: the QP exists and has the
+				     * call in its queue; its own answer follows */
+	SV_TCP_VERSION_REFUSED = 5, /* the hello's version is not ours */
 };
 
-/* The callee's answer: where to resume sending (what it has received). */
+/* The callee's answer: where to resume sending (what it has received),
+ * and its receive rings' sizes (the caller's copies). */
 struct sv_tcp_hello_ack {
 	uint32_t magic;	   /* SV_TCP_MAGIC */
 	uint16_t version;  /* SV_TCP_VERSION */
 	uint16_t status;   /* enum sv_tcp_status */
 	uint32_t src_qpn;  /* the callee */
-	uint32_t crc;	   /* CRC-32C of the answer with crc 0 */
+	uint32_t epoch;	   /* the connection's: the callee's count + 1 */
 	uint64_t rx_recv;  /* request ring bytes received */
 	uint64_t rsp_recv; /* response ring bytes received */
+	uint64_t rx_size;  /* the callee's request ring */
+	uint64_t rsp_size; /* the callee's response ring */
+	uint32_t crc;	   /* CRC-32C of the answer with crc 0 */
+	uint32_t rsvd;
 };
-static_assert(sizeof(struct sv_tcp_hello_ack) == 32, "wire ABI");
+static_assert(sizeof(struct sv_tcp_hello_ack) == 56, "wire ABI");
 
 enum sv_tcp_frame_type {
 	SV_TF_REC = 1,	     /* a record (len bytes follow) at pos */
@@ -117,14 +145,14 @@ struct sv_context;
 struct sv_pfd;
 union sv_sockaddr;
 
-/* At RTR: a TCP link to dst (port included).  The rings now, so running
- * out of memory is modify_qp's error.  The link's sockets are watched by
- * ctx's progress thread through in_pfd and out_pfd (kind SV_PFD_TCP), which
- * this file registers and unregisters as it opens and closes them.
+/* At RTR: a TCP link to peer_qpn at dst (port included).  The rings
+ * now, so running out of memory is modify_qp's error.  The link's socket
+ * is watched by ctx's progress thread through pfd (kind SV_PFD_TCP),
+ * which this file registers and unregisters as it opens and closes it.
  * -errno. */
-int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size,
-		   const union sv_sockaddr *dst, struct sv_context *ctx,
-		   struct sv_pfd *in_pfd, struct sv_pfd *out_pfd);
+int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint32_t peer_qpn,
+		   uint64_t ring_size, const union sv_sockaddr *dst,
+		   struct sv_context *ctx, struct sv_pfd *pfd);
 /* Moves the link on: connects (again, with backoff), reads what arrived,
  * sends what is due.  ack_timeout_ns: the QP's local ACK timeout; data
  * of ours the peer's host has not acknowledged for twice that (1 s at
@@ -157,7 +185,7 @@ void sv_tcp_set_lazy(struct sv_link *l, bool lazy);
 /* A state of ours has waited SV_TCP_ACK_DELAY_NS: the thread pushes it. */
 bool sv_tcp_owed(const struct sv_link *l, uint64_t now);
 /* For a QP the app drives, the thread stops watching what arrives on the
- * peer's connection (quiet): the app's polls read it, with no thread
+ * link's connection (quiet): the app's polls read it, with no thread
  * woken per message.  The thread calls sv_tcp_stalled at each look: true
  * (once) when bytes waited unread since its last look with none read,
  * i.e. the app drives the QP but does not wait on it (it polls its memory
@@ -172,16 +200,16 @@ void sv_tcp_flush(struct sv_link *l);
  * taken it meanwhile (as far as we know). */
 bool sv_tcp_rnr_abort(struct sv_link *l);
 /* A connection the door passed us (shm.c, SV_MSG_TCP): 1 if it is our
- * peer's and is now our receiving side, else -errno (the socket is
+ * peer's and is now the link's connection, else -errno (the socket is
  * answered and closed).  expect: the peer QPN or SV_QPN_ANY. */
 int sv_tcp_take(struct sv_link *l, int fd, const struct sv_tcp_hello *h,
 		uint32_t my_qpn, uint32_t expect);
 /* The place held for the peer's socket: given up (hold false) right
- * before our listener takes hellos, held again after if none came. */
+ * before our listener takes hellos, held again after while the link has
+ * no connection up. */
 void sv_tcp_spare(struct sv_link *l, bool hold);
-/* The link's sockets, -1 if none: receiving (the peer's) and sending. */
-int sv_tcp_in_fd(const struct sv_link *l);
-int sv_tcp_out_fd(const struct sv_link *l);
+/* The link's connection, -1 if none is up. */
+int sv_tcp_fd(const struct sv_link *l);
 /* When the link next needs a look (UINT64_MAX: on events). */
 uint64_t sv_tcp_next_ns(const struct sv_link *l);
 /* Says goodbye if bye and it can without blocking; closes the sockets

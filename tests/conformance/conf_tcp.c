@@ -10,6 +10,7 @@
  * retry budget.  Never damaged data delivered, never a hang.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -33,6 +34,9 @@ enum fault {
 	F_SEVER,     /* on SIGUSR1: every connection closed, and new ones
 		      * taken but never relayed (a host whose doors are
 		      * silent: its processes stopped, say) */
+	F_PAIR,	     /* a call is held (its hello not read, the door not
+		      * called) till another is held too: both go on at
+		      * once, so the two QPs' calls always cross */
 };
 
 static volatile sig_atomic_t severed;
@@ -43,16 +47,17 @@ static void on_usr1(int sig)
 	severed = 1;
 }
 
-/* Bytes between two faults, caller to callee: EVERY to 2 * EVERY, more
+/* Bytes between two faults, both ways: EVERY to 2 * EVERY, more
  * than a record (64 KiB), so each connection moves something. */
 #define EVERY (256u * 1024)
 #define NCONN 32
 
 struct relay {
 	int c, s;	    /* caller's side, the door's side */
-	uint64_t bytes;	    /* caller to callee */
+	uint64_t bytes;	    /* relayed, both ways */
 	uint64_t next;	    /* the next fault at this many bytes */
 	uint64_t resume_ms; /* F_STALL: relays again then */
+	bool held;	    /* F_PAIR: waits for another call */
 };
 
 static uint64_t now_ms(void)
@@ -66,11 +71,16 @@ static uint64_t now_ms(void)
 static void relay_close(struct relay *r)
 {
 	close(r->c);
-	close(r->s);
+	if (r->s >= 0)
+		close(r->s);
 	r->c = r->s = -1;
+	r->held = false;
 }
 
-/* Moves what one side has to the other; false when the relay is over. */
+/* Moves what one side has to the other; false when the relay is over.
+ * The faults hit both directions: one connection carries a link's
+ * records and acknowledgements both ways, and which QP calls (the
+ * caller's side of the relay) depends on their QPNs (tcp.h). */
 static bool pump(struct relay *r, enum fault f, bool from_caller, bool *dark)
 {
 	uint8_t buf[16384];
@@ -79,34 +89,33 @@ static bool pump(struct relay *r, enum fault f, bool from_caller, bool *dark)
 
 	if (n <= 0)
 		return false;
-	if (from_caller) {
-		if (*dark)
-			return true; /* swallowed */
-		r->bytes += (uint64_t)n;
-		if (r->bytes >= r->next) {
-			r->next += EVERY + (r->bytes * 2654435761u) % EVERY;
-			switch (f) {
-			case F_CUT:
-				return false;
-			case F_CORRUPT:
-				buf[(size_t)(r->bytes % (uint64_t)n)] ^= 0x40;
-				break;
-			case F_STALL:
-				r->resume_ms = now_ms() + 100;
-				break;
-			case F_BLACKHOLE:
-				*dark = true;
-				return true;
-			case F_DELAY:
-			case F_SEVER:
-				break;
-			}
+	if (*dark)
+		return true; /* swallowed */
+	r->bytes += (uint64_t)n;
+	if (r->bytes >= r->next) {
+		r->next += EVERY + (r->bytes * 2654435761u) % EVERY;
+		switch (f) {
+		case F_CUT:
+			return false;
+		case F_CORRUPT:
+			buf[(size_t)(r->bytes % (uint64_t)n)] ^= 0x40;
+			break;
+		case F_STALL:
+			r->resume_ms = now_ms() + 100;
+			break;
+		case F_BLACKHOLE:
+			*dark = true;
+			return true;
+		case F_DELAY:
+		case F_SEVER:
+		case F_PAIR:
+			break;
 		}
-		if (f == F_DELAY) {
-			struct timespec d = {0, 1000000};
+	}
+	if (f == F_DELAY) {
+		struct timespec d = {0, 1000000};
 
-			nanosleep(&d, NULL); /* the fault itself: a slow wire */
-		}
+		nanosleep(&d, NULL); /* the fault itself: a slow wire */
 	}
 	for (ssize_t off = 0; off < n;) {
 		ssize_t w =
@@ -119,11 +128,45 @@ static bool pump(struct relay *r, enum fault f, bool from_caller, bool *dark)
 	return true;
 }
 
+static int door_call(uint16_t door)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons(door),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (s >= 0 && connect(s, (struct sockaddr *)&a, sizeof(a))) {
+		close(s);
+		s = -1;
+	}
+	return s;
+}
+
+/* F_PAIR: two calls held, both go on to the door. */
+static void release_pairs(struct relay *r, uint16_t door)
+{
+	int n = 0;
+
+	for (int i = 0; i < NCONN; i++)
+		n += r[i].c >= 0 && r[i].held;
+	if (n < 2)
+		return;
+	for (int i = 0; i < NCONN; i++) {
+		if (r[i].c < 0 || !r[i].held)
+			continue;
+		r[i].held = false;
+		r[i].s = door_call(door);
+		if (r[i].s < 0)
+			relay_close(&r[i]);
+	}
+}
+
 static void proxy_main(int lfd, enum fault f, uint16_t door)
 {
 	struct relay r[NCONN];
 	bool dark = false;
 
+	memset(r, 0, sizeof(r));
 	for (int i = 0; i < NCONN; i++)
 		r[i].c = r[i].s = -1;
 	if (f == F_SEVER) {
@@ -151,9 +194,11 @@ static void proxy_main(int lfd, enum fault f, uint16_t door)
 				tmo = (int)(r[i].resume_ms - now);
 			p[np++] = (struct pollfd){
 				.fd = r[i].c < 0 || stalled ? -1 : r[i].c,
+				/* a held call: only its end is looked at */
+				.events = r[i].held ? POLLRDHUP : POLLIN};
+			p[np++] = (struct pollfd){
+				.fd = r[i].s < 0 || stalled ? -1 : r[i].s,
 				.events = POLLIN};
-			p[np++] =
-				(struct pollfd){.fd = r[i].s, .events = POLLIN};
 		}
 		if (poll(p, (nfds_t)np, tmo) < 0) {
 			if (errno == EINTR)
@@ -167,36 +212,41 @@ static void proxy_main(int lfd, enum fault f, uint16_t door)
 			continue;
 		}
 		if (p[0].revents) {
-			struct sockaddr_in a = {.sin_family = AF_INET,
-						.sin_port = htons(door),
-						.sin_addr.s_addr =
-							htonl(INADDR_LOOPBACK)};
-			int c = accept(lfd, NULL, NULL), s, i;
+			int c = accept(lfd, NULL, NULL), s = -1, i;
 
 			for (i = 0; i < NCONN && r[i].c >= 0; i++)
 				;
-			s = socket(AF_INET, SOCK_STREAM, 0);
-			if (c < 0 || s < 0 || i == NCONN ||
-			    connect(s, (struct sockaddr *)&a, sizeof(a))) {
+			if (f != F_PAIR)
+				s = door_call(door);
+			if (c < 0 || i == NCONN || (f != F_PAIR && s < 0)) {
 				close(c);
 				close(s);
 			} else {
 				r[i] = (struct relay){
 					.c = c,
 					.s = s,
-					.next = EVERY + (uint64_t)i * 7919};
+					.next = EVERY + (uint64_t)i * 7919,
+					.held = f == F_PAIR};
 			}
 		}
 		for (int i = 0; i < NCONN; i++) {
 			struct pollfd *pc = &p[1 + 2 * i], *ps = &p[2 + 2 * i];
 
+			if (r[i].c >= 0 && r[i].held) {
+				if (pc->fd >= 0 && pc->revents)
+					relay_close(&r[i]); /* given up */
+				continue;
+			}
+
 			if (r[i].c >= 0 && pc->fd >= 0 && pc->revents &&
 			    !pump(&r[i], f, true, &dark))
 				relay_close(&r[i]);
-			if (r[i].s >= 0 && ps->revents &&
+			if (r[i].s >= 0 && ps->fd >= 0 && ps->revents &&
 			    !pump(&r[i], f, false, &dark))
 				relay_close(&r[i]);
 		}
+		if (f == F_PAIR)
+			release_pairs(r, door);
 	}
 }
 
@@ -324,12 +374,88 @@ static void messages_intact(struct sv_pair *p, int nmsg)
 	NO_WC(p->b.rcq, 20); /* and nothing twice */
 }
 
+/* The established TCP connections' ends this process holds (both QPs
+ * of a pair are ours): the socket inodes of /proc/self/fd looked up in
+ * /proc/net/tcp{,6}.  With two, *mirrored tells whether they are the two
+ * ends of one connection (each one's local address the other's remote). */
+static int tcp_conns(bool *mirrored)
+{
+	static const char *const tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+	unsigned long ino[1024];
+	char ends[2][2][64];
+	int n = 0, count = 0;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	ASSERT_TRUE(d != NULL);
+	while ((e = readdir(d)) && n < 1024) {
+		char path[300], link[64];
+		ssize_t k;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		k = readlink(path, link, sizeof(link) - 1);
+		if (k <= 0)
+			continue;
+		link[k] = 0;
+		if (sscanf(link, "socket:[%lu]", &ino[n]) == 1)
+			n++;
+	}
+	closedir(d);
+	for (size_t t = 0; t < 2; t++) {
+		FILE *f = fopen(tables[t], "r");
+		char line[512];
+
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			char loc[64], rem[64];
+			unsigned long inode;
+			unsigned int st;
+
+			if (sscanf(line,
+				   "%*s %63s %63s %x %*s %*s %*s %*s %*s %lu",
+				   loc, rem, &st, &inode) != 4 ||
+			    st != 1 /* TCP_ESTABLISHED */)
+				continue;
+			for (int i = 0; i < n; i++) {
+				if (ino[i] != inode)
+					continue;
+				if (count < 2) {
+					strcpy(ends[count][0], loc);
+					strcpy(ends[count][1], rem);
+				}
+				count++;
+			}
+		}
+		fclose(f);
+	}
+	if (mirrored)
+		*mirrored = count == 2 && !strcmp(ends[0][0], ends[1][1]) &&
+			    !strcmp(ends[0][1], ends[1][0]);
+	return count;
+}
+
+/* tcp_conns once it is want (a connection being made again settles in
+ * milliseconds), or what it is after 5 s. */
+static int tcp_conns_settle(int want, bool *mirrored)
+{
+	uint64_t t0 = now_ms();
+	int n;
+
+	while ((n = tcp_conns(mirrored)) != want && now_ms() - t0 < 5000)
+		poll(NULL, 0, 1); /* the progress threads move them */
+	return n;
+}
+
+/* Every message intact through the fault, then the link on one
+ * connection again: one socket each side (tcp.h). */
 static void intact_through(enum fault f, int nmsg)
 {
 	struct sv_pair p;
 	pid_t pid = through(f, &p, 7);
 
 	messages_intact(&p, nmsg);
+	ASSERT_EQ(2, tcp_conns_settle(2, NULL));
 	sv_pair_close(&p);
 	proxy_stop(pid);
 }
@@ -639,4 +765,162 @@ SV_TEST(tcp_write_to_a_memory_poller_is_served)
 	       (unsigned long long)us[N / 2], (unsigned long long)us[N - 1]);
 	ASSERT_LE(us[N / 2], 2000);
 	sv_pair_close(&p);
+}
+
+/* A link is one TCP connection (tcp.h): one socket on each side, the
+ * two ends of the same connection, and none once the QPs are gone (two
+ * one-way connections, four sockets, before SV_TCP_VERSION 2). */
+SV_TEST(tcp_link_is_one_connection)
+{
+	struct sv_pair p;
+	bool mirrored;
+	char v[16];
+
+	snprintf(v, sizeof(v), "%d", sv_free_port());
+	setenv("SOFTVERBS_TCP_PORT", v, 1);
+	ASSERT_EQ(0, tcp_conns(NULL));
+	tcp_pair(&p, 14);
+	sv_pair_ping(&p);
+	ASSERT_EQ(2, tcp_conns_settle(2, &mirrored));
+	ASSERT_TRUE(mirrored);
+	for (int i = 0; i < 20; i++)
+		sv_pair_ping(&p); /* records and acks on it */
+	ASSERT_EQ(2, tcp_conns(&mirrored));
+	ASSERT_TRUE(mirrored);
+	sv_pair_close(&p);
+	ASSERT_EQ(0, tcp_conns_settle(0, NULL));
+}
+
+/* The two QPs call each other at the same moment (the proxy holds each
+ * call till the other's is there: the larger QPN calls too once none
+ * came for SV_TCP_CALLEE_WAIT_NS): each finds the other's call while its
+ * own is in flight, and both must pick the same one (tcp.h: the smaller
+ * (QPN, nonce) wins) — one connection, messages intact. */
+SV_TEST(tcp_crossing_calls_resolve_to_one)
+{
+	struct sv_pair p;
+	uint64_t t0;
+	pid_t pid;
+	char v[16];
+
+	snprintf(v, sizeof(v), "%d", sv_free_port());
+	setenv("SOFTVERBS_TCP_PORT", v, 1);
+	t0 = now_ms();
+	pid = through(F_PAIR, &p, 7);
+	messages_intact(&p, 24);
+	printf("crossing calls: messages through after %llu ms\n",
+	       (unsigned long long)(now_ms() - t0));
+	/* one socket each side (through the proxy: not one connection's
+	 * two ends) */
+	ASSERT_EQ(2, tcp_conns_settle(2, NULL));
+	sv_pair_close(&p);
+	proxy_stop(pid);
+}
+
+/* Reads an answer to a hello from fd: its first 8 bytes (magic, version,
+ * status: where every version has them), then the end within 5 s. */
+static void expect_version_refused(int fd)
+{
+	uint8_t buf[256];
+	size_t got = 0;
+	uint64_t t0 = now_ms();
+	bool end = false;
+
+	while (!end && now_ms() - t0 < 5000) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		n = recv(fd, buf + got, sizeof(buf) - got, 0);
+		if (n <= 0)
+			end = true;
+		else
+			got += (size_t)n;
+	}
+	ASSERT_TRUE(end); /* answered and closed, not left waiting */
+	ASSERT_TRUE(got >= 8);
+	uint32_t magic;
+	uint16_t status;
+
+	memcpy(&magic, buf, 4);
+	memcpy(&status, buf + 6, 2);
+	ASSERT_EQ(SV_TCP_MAGIC, magic);
+	ASSERT_EQ(SV_TCP_VERSION_REFUSED, status);
+}
+
+/* A hello of another version (an older build's, or a newer one's) at our
+ * door is answered SV_TCP_VERSION_REFUSED and closed at once, not dropped
+ * silently after the hello wait; the door keeps serving its own. */
+SV_TEST(tcp_other_version_is_refused)
+{
+	const uint32_t versions[] = {1, SV_TCP_VERSION + 1};
+	struct sv_pair p;
+	int port = sv_free_port();
+	char v[16];
+
+	snprintf(v, sizeof(v), "%d", port);
+	setenv("SOFTVERBS_TCP_PORT", v, 1);
+	tcp_pair(&p, 14); /* the door is open */
+	for (size_t i = 0; i < 2; i++) {
+		struct sockaddr_in a = {.sin_family = AF_INET,
+					.sin_port = htons((uint16_t)port),
+					.sin_addr.s_addr =
+						htonl(INADDR_LOOPBACK)};
+		/* every version's hello is at least this long */
+		uint32_t h[12] = {SV_TCP_MAGIC, versions[i], 1, p.a.qp->qp_num};
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		ASSERT_TRUE(fd >= 0);
+		ASSERT_OK(connect(fd, (struct sockaddr *)&a, sizeof(a)));
+		ASSERT_EQ((ssize_t)sizeof(h), send(fd, h, sizeof(h), 0));
+		expect_version_refused(fd);
+		close(fd);
+	}
+	sv_pair_ping(&p);
+	sv_pair_close(&p);
+}
+
+/* Our call answered by a host of another version: the QP cannot have a
+ * link there and goes to ERROR (QP_FATAL) at once, not calling for
+ * ever.  The "host" is a listener of the test's that answers so. */
+SV_TEST(tcp_peer_of_another_version_fails_the_qp)
+{
+	struct sv_end e;
+	struct ibv_async_event ev;
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int lfd = socket(AF_INET, SOCK_STREAM, 0), c;
+	struct pollfd pfd;
+	uint32_t answer[8] = {SV_TCP_MAGIC, 1 /* version 1, status 0 */};
+	char v[16];
+
+	ASSERT_TRUE(lfd >= 0);
+	ASSERT_OK(bind(lfd, (struct sockaddr *)&a, sizeof(a)));
+	ASSERT_OK(listen(lfd, 8));
+	ASSERT_OK(getsockname(lfd, (struct sockaddr *)&a, &len));
+	snprintf(v, sizeof(v), "%u", ntohs(a.sin_port));
+	setenv("SOFTVERBS_TCP_CONNECT_PORT", v, 1);
+	snprintf(v, sizeof(v), "%d", sv_free_port());
+	setenv("SOFTVERBS_TCP_PORT", v, 1);
+	setenv("SOFTVERBS_TRANSPORT", "tcp", 1);
+	sv_end_open(&e, NULL);
+	/* a peer QPN below ours or not: it calls at once or after
+	 * SV_TCP_CALLEE_WAIT_NS */
+	sv_end_connect(&e, 0x000001, 0);
+	pfd = (struct pollfd){.fd = lfd, .events = POLLIN};
+	ASSERT_EQ(1, poll(&pfd, 1, 5000));
+	c = accept(lfd, NULL, NULL);
+	ASSERT_TRUE(c >= 0);
+	ASSERT_EQ((ssize_t)sizeof(answer), send(c, answer, sizeof(answer), 0));
+	pfd = (struct pollfd){.fd = e.ctx->async_fd, .events = POLLIN};
+	ASSERT_EQ(1, poll(&pfd, 1, 5000));
+	ASSERT_OK(ibv_get_async_event(e.ctx, &ev));
+	ASSERT_EQ(IBV_EVENT_QP_FATAL, ev.event_type);
+	ibv_ack_async_event(&ev);
+	ASSERT_EQ(IBV_QPS_ERR, sv_end_state(&e));
+	close(c);
+	close(lfd);
+	sv_end_close(&e);
 }
