@@ -326,9 +326,9 @@ static void try_place(struct sv_qp *qp, struct sv_swqe *w)
 	 * seq vouches for. */
 	seq = qp->recv_msgs + 1;
 	if (atomic_load_explicit(&d->seq, memory_order_relaxed) != seq ||
-	    !atomic_compare_exchange_strong_explicit(
-		    &d->seq, &seq, 0, memory_order_acquire,
-		    memory_order_relaxed))
+	    !atomic_compare_exchange_strong_explicit(&d->seq, &seq, 0,
+						     memory_order_acquire,
+						     memory_order_relaxed))
 		return;
 	n = __atomic_load_n(&d->nsge, __ATOMIC_RELAXED);
 	if (!n || n > SV_RDESC_SGE ||

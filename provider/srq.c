@@ -461,7 +461,8 @@ static bool steal(struct sv_srq *srq, struct sv_qp *qp)
  */
 static void lend(struct sv_srq *srq, struct sv_qp *qp)
 {
-	uint32_t users = atomic_load_explicit(&srq->users, memory_order_relaxed);
+	uint32_t users =
+		atomic_load_explicit(&srq->users, memory_order_relaxed);
 	uint32_t share, from = qp->rq_post;
 	bool was = qp->rq_post != qp->rq_held;
 

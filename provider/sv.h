@@ -398,7 +398,7 @@ struct sv_srq {
 	 * RQs, shown to their peers, and the QPs holding any (srq_node) */
 	uint32_t lent;
 	struct sv_list lenders;
-	uint32_t async_got;	/* async events handed out (ctx->async lock) */
+	uint32_t async_got; /* async events handed out (ctx->async lock) */
 	/* XRC SRQs (xrc.c) only */
 	struct sv_xrcd *xrcd;	 /* its XRC domain; NULL: a basic SRQ */
 	struct sv_cq *cq;	 /* where its receives complete */
@@ -490,7 +490,7 @@ struct sv_qp {
 	struct ibv_sge *rq_sge;
 	uint32_t rq_size, rq_max;
 	uint32_t rq_post, rq_comp;
-	uint32_t rq_held;	  /* on an SRQ: see above */
+	uint32_t rq_held;	 /* on an SRQ: see above */
 	struct sv_list srq_node; /* on srq->lenders while it holds lent WQEs */
 
 	/* responder */
