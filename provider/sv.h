@@ -376,8 +376,9 @@ struct sv_rwqe {
 /*
  * A shared receive queue (srq.c): receive WQEs any QP of the context
  * attached to it takes, one whole WQE per message.  The responder copies
- * the WQE it takes into its QP's one-slot RQ (so the SRQ slot is free at
- * once and a resize may move the queue); the QPs attached hold a reference
+ * the WQE it takes into its QP's RQ (so the SRQ slot is free at once and
+ * a resize may move the queue), or finds it there, lent ahead of time for
+ * single copy (srq.c lend); the QPs attached hold a reference
  * (users), so the SRQ outlives every responder that can reach it.
  */
 struct sv_srq {
