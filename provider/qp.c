@@ -72,6 +72,7 @@ void sv_qp_flush(struct sv_qp *qp)
 
 static void link_close(struct sv_qp *qp, bool bye)
 {
+	sv_srq_return(qp); /* while the descriptors are mapped */
 	sv_progress_del(qp->ctx, &qp->pfd[1]);
 	sv_progress_del(qp->ctx, &qp->pfd[2]);
 	sv_tcp_close(&qp->link, bye);
@@ -327,13 +328,12 @@ static int link_start(struct sv_qp *qp)
 			say_link_error(qp, "modify to RTR (TCP)", err);
 		return err;
 	}
-	/* receive descriptors for single-copy sends, one per RQ slot; none
-	 * on an SRQ (which QP takes which WQE is decided at arrival) */
+	/* receive descriptors for single-copy sends, one per RQ slot (on an
+	 * SRQ, per WQE it may hold lent: srq.c lend) */
 	err = sv_shm_prepare(&qp->link, qp->qpx.qp_base.qp_num, ring_size(),
-			     /* UC drops messages, an SRQ's receives are
-			      * anyone's: the sender could not know which
-			      * receive a send takes */
-			     sv_single_copy_min() == UINT32_MAX || qp->srq ||
+			     /* UC drops messages: the sender could not know
+			      * which receive a send takes */
+			     sv_single_copy_min() == UINT32_MAX ||
 					     qp->qpx.qp_base.qp_type !=
 						     IBV_QPT_RC
 				     ? 0
@@ -423,7 +423,7 @@ static void reset_qp(struct sv_qp *qp)
 	if (qp->link.state != SV_LINK_IDLE)
 		link_close(qp, true);
 	qp->sq_post = qp->sq_send = qp->sq_comp = 0;
-	qp->rq_post = qp->rq_comp = 0;
+	qp->rq_post = qp->rq_comp = qp->rq_held = 0;
 	qp->resp_off = qp->resp_msg = 0;
 	qp->resp_rnr = qp->resp_in_msg = qp->resp_drop = false;
 	qp->sq_stopped = false;
@@ -587,6 +587,8 @@ static int alloc_queues(struct sv_qp *qp, enum ibv_qp_type type,
 	qp->rq_max = no_rq ? 0 : cap->max_recv_wr;
 	qp->sq_size = sv_roundup_pow2(cap->max_send_wr ? cap->max_send_wr : 1);
 	qp->rq_size = sv_roundup_pow2(qp->rq_max ? qp->rq_max : 1);
+	if (qp->srq && type == IBV_QPT_RC) /* WQEs lent for single copy */
+		qp->rq_size = SV_SRQ_LEND;
 	qp->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
 	qp->max_recv_sge = qp->srq	       ? qp->srq->max_sge
 			   : cap->max_recv_sge ? cap->max_recv_sge
@@ -790,6 +792,7 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 		goto err_out;
 	}
 	qp->srq = a->srq ? to_ssrq(a->srq) : NULL;
+	sv_list_init(&qp->srq_node);
 	qp->xrc_sock = -1;
 	err = -alloc_queues(qp, a->qp_type, &a->cap);
 	if (err)

@@ -312,17 +312,23 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 static void try_place(struct sv_qp *qp, struct sv_swqe *w)
 {
 	const struct sv_ring *tx = &qp->link.tx;
-	const struct sv_rdesc *d;
-	uint32_t n, left = w->length;
+	struct sv_rdesc *d;
+	uint32_t seq, n, left = w->length;
 
 	/* inline data is at most a KiB: the ring's way is as fast */
 	if (w->op != SV_OP_SEND || w->inl || !qp->rpeer || !tx->ndesc ||
 	    w->length < sv_single_copy_min())
 		return;
 	d = &tx->desc[qp->recv_msgs & (tx->ndesc - 1)];
-	/* acquire: the pieces the seq vouches for */
-	if (atomic_load_explicit(&d->seq, memory_order_acquire) !=
-	    qp->recv_msgs + 1)
+	/* Claimed before it is read: a receiver on an SRQ may take a WQE
+	 * lent to us back (srq.c unshow) and show another under the same
+	 * number; once we hold it, it stays ours.  Acquire: the pieces the
+	 * seq vouches for. */
+	seq = qp->recv_msgs + 1;
+	if (atomic_load_explicit(&d->seq, memory_order_relaxed) != seq ||
+	    !atomic_compare_exchange_strong_explicit(&d->seq, &seq, 0,
+						     memory_order_acquire,
+						     memory_order_relaxed))
 		return;
 	n = __atomic_load_n(&d->nsge, __ATOMIC_RELAXED);
 	if (!n || n > SV_RDESC_SGE ||

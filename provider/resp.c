@@ -156,9 +156,8 @@ static bool take_rwqe(struct sv_qp *qp, const struct sv_pkt *p)
 	_Atomic uint32_t *rnr = &qp->link.rx.hdr->rnr;
 	uint32_t expect = SV_RNR_WAIT;
 
-	/* on an SRQ: the SRQ's oldest WQE, unless it holds one already */
-	if (qp->rq_comp == qp->rq_post &&
-	    !(qp->srq && sv_srq_take(qp->srq, qp))) {
+	/* on an SRQ: one it holds (lent), else the SRQ's oldest */
+	if (qp->srq ? !sv_srq_take(qp->srq, qp) : qp->rq_comp == qp->rq_post) {
 		if (is_uc(qp)) { /* no RNR on UC: the message is lost */
 			qp->resp_drop = true;
 			return true;

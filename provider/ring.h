@@ -115,9 +115,12 @@ static_assert(offsetof(struct sv_ring_hdr, rx_sleep) == 192, "shared layout");
  * A posted receive WQE as the receiver shows it to the sender, so that a
  * send can place its payload straight into the receive buffer (req.c:
  * single copy).  Slot i % ndesc holds the receiver's i-th posted receive;
- * the receiver writes it at post time, seq last.  Only the sender reads
- * it, for its own sends: whatever it writes here can only misdirect its
- * own data, and the receiver never reads a descriptor back.
+ * the receiver writes it at post time, seq last.  The sender claims it
+ * by a CAS of seq from i + 1 to 0 before reading the rest; a receiver on
+ * an SRQ takes back a WQE it lent only by the same CAS (srq.c unshow).
+ * Only the sender reads the rest, for its own sends: whatever it writes
+ * here can only misdirect its own data, or keep its own QP's lent WQEs
+ * from being taken back; the receiver reads no other word.
  */
 #define SV_RDESC_SGE 7
 struct sv_rdesc {

@@ -396,8 +396,9 @@ struct sv_rwqe {
 /*
  * A shared receive queue (srq.c): receive WQEs any QP of the context
  * attached to it takes, one whole WQE per message.  The responder copies
- * the WQE it takes into its QP's one-slot RQ (so the SRQ slot is free at
- * once and a resize may move the queue); the QPs attached hold a reference
+ * the WQE it takes into its QP's RQ (so the SRQ slot is free at once and
+ * a resize may move the queue), or finds it there, lent ahead of time for
+ * single copy (srq.c lend); the QPs attached hold a reference
  * (users), so the SRQ outlives every responder that can reach it.
  */
 struct sv_srq {
@@ -414,7 +415,11 @@ struct sv_srq {
 	uint32_t limit;		/* armed srq_limit, 0: disarmed */
 	_Atomic uint32_t users; /* QPs attached: destroy is EBUSY */
 	_Atomic bool rnr;	/* a responder NAKed RNR for lack of WQEs */
-	uint32_t async_got;	/* async events handed out (ctx->async lock) */
+	/* single copy (srq.c: lending): WQEs moved ahead of time into QPs'
+	 * RQs, shown to their peers, and the QPs holding any (srq_node) */
+	uint32_t lent;
+	struct sv_list lenders;
+	uint32_t async_got; /* async events handed out (ctx->async lock) */
 	/* XRC SRQs (xrc.c) only */
 	struct sv_xrcd *xrcd;	 /* its XRC domain; NULL: a basic SRQ */
 	struct sv_cq *cq;	 /* where its receives complete */
@@ -449,10 +454,17 @@ static inline struct sv_srq *to_ssrq(struct ibv_srq *srq)
 	return container_of(srq, struct sv_srq, ibv);
 }
 
-/* Moves the SRQ's oldest WQE into the QP's one-slot RQ; false if the SRQ
- * is empty.  Raises IBV_EVENT_SRQ_LIMIT_REACHED when it crosses an armed
- * limit.  Caller holds qp->lock. */
+/* The responder's WQE for the message at hand: the first the QP holds
+ * (lent), else the SRQ's oldest moved into its RQ; false if there is
+ * none.  Lends the QP more for single copy, raises
+ * IBV_EVENT_SRQ_LIMIT_REACHED when it crosses an armed limit.  Caller
+ * holds qp->lock. */
 bool sv_srq_take(struct sv_srq *srq, struct sv_qp *qp);
+/* Gives the SRQ back the WQEs lent to qp that its peer has not claimed
+ * (before its link closes: to ERROR, RESET).  Caller holds qp->lock. */
+void sv_srq_return(struct sv_qp *qp);
+/* WQEs an RC QP on an SRQ may hold lent (its RQ's slots). */
+#define SV_SRQ_LEND 64
 
 struct sv_qp {
 	struct ibv_qp_ex qpx; /* starts with struct ibv_qp */
@@ -491,12 +503,16 @@ struct sv_qp {
 				 * the next one takes the peer's receive
 				 * number recv_msgs (single copy) */
 
-	/* receive queue; on an SRQ, one slot: the WQE the responder took */
+	/* receive queue; on an SRQ: [rq_comp, rq_held) the WQE the
+	 * responder took, [rq_held, rq_post) WQEs the SRQ lent it for single
+	 * copy (srq.c), both under srq->lock */
 	struct sv_srq *srq; /* NULL: the QP has its own RQ */
 	struct sv_rwqe *rq;
 	struct ibv_sge *rq_sge;
 	uint32_t rq_size, rq_max;
 	uint32_t rq_post, rq_comp;
+	uint32_t rq_held;	 /* on an SRQ: see above */
+	struct sv_list srq_node; /* on srq->lenders while it holds lent WQEs */
 
 	/* responder */
 	uint32_t resp_psn; /* next PSN we expect */

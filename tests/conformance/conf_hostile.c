@@ -381,3 +381,136 @@ SV_TEST(hostile_wrong_psn)
 	check_guards(&H);
 	hostile_close(&H);
 }
+
+/* --- an SRQ's lent receives (srq.c lend) --------------------------------- */
+
+static struct ibv_qp *srq_qp(struct sv_end *e, struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = e->scq,
+		.recv_cq = e->rcq,
+		.srq = srq,
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 1,
+		.cap = {.max_send_wr = 16, .max_send_sge = 1},
+	};
+	struct ibv_qp *qp = ibv_create_qp(e->pd, &ia);
+
+	ASSERT_NOT_NULL(qp);
+	return qp;
+}
+
+static void srq_post(struct sv_end *e, struct ibv_srq *srq, uint64_t wr_id)
+{
+	struct ibv_sge sg = {.addr = (uintptr_t)(e->buf + 256 * wr_id),
+			     .length = 256,
+			     .lkey = e->mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = wr_id, .sg_list = &sg, .num_sge = 1};
+	struct ibv_recv_wr *bad = NULL;
+
+	ASSERT_OK(ibv_post_srq_recv(srq, &wr, &bad));
+}
+
+/*
+ * The victim's QP is on an SRQ that lends it receives for single copy,
+ * shown to us in the descriptors after the ring we write (ring.h), where
+ * we claim one by a CAS of its seq.  We mark every descriptor claimed, so
+ * the victim can never take those receives back: that strands at most
+ * the share lent to our QP, never another QP's, and when our QP fails
+ * they complete flushed, to the application, none lost; the victim's
+ * other QP on the SRQ receives all along.
+ */
+SV_TEST(hostile_srq_peer_claims_every_lent_receive)
+{
+	sv_test_needs_shm("single copy into an SRQ's receives");
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 8, .max_sge = 1}};
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+	struct ibv_async_event ev;
+	struct sv_pkt p = good_pkt(16);
+	struct ibv_qp *b2, *vqp;
+	struct ibv_srq *srq;
+	struct hostile H;
+	struct sv_end a;
+	uint32_t seen = 0;
+	struct ibv_wc wc;
+
+	memset(&H, 0, sizeof(H));
+	sv_fake_bind(&H.f);
+	sv_end_open(&H.v, NULL);
+	sv_end_open(&a, NULL);
+	srq = ibv_create_srq(H.v.pd, &sa);
+	ASSERT_NOT_NULL(srq);
+	ASSERT_OK(ibv_destroy_qp(H.v.qp));
+	vqp = H.v.qp = srq_qp(&H.v, srq);
+	ASSERT_OK(sv_end_to_init(&H.v));
+	ASSERT_OK(sv_end_to_rtr(&H.v, H.f.qpn, RPSN));
+	ASSERT_OK(sv_end_to_rts(&H.v));
+	sv_fake_accept(&H.f, vqp->qp_num);
+	ASSERT_TRUE(H.f.rx.ndesc > 0);
+	H.my_ring = sv_peer_ring(H.f.qpn, SV_RING_MAGIC, true, false);
+	H.my_rsp = sv_peer_ring(H.f.qpn, SV_RING_MAGIC, true, false);
+	sv_fake_hello(&H.f, vqp->qp_num, (int[]){H.my_ring, H.my_rsp}, 2, 0);
+	/* the victim's second QP on the SRQ, with an honest peer */
+	b2 = srq_qp(&H.v, srq);
+	H.v.qp = b2;
+	a.o.psn = 0x300;
+	H.v.o.psn = 0x400;
+	sv_end_connect(&a, b2->qp_num, 0x400);
+	sv_end_connect(&H.v, a.qp->qp_num, 0x300);
+	H.v.qp = vqp;
+	for (uint64_t i = 0; i < 8; i++)
+		srq_post(&H.v, srq, i);
+
+	/* our QP takes receive 0 and is lent its share of the other 7 */
+	put_rec(&H, &p, junk, 16, p.rec_len);
+	WAIT_WC(H.v.rcq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(0, wc.wr_id);
+	ASSERT_EQ(vqp->qp_num, wc.qp_num);
+	for (uint32_t i = 1; i <= 3; i++) /* shown to us: 7 / 2 QPs */
+		ASSERT_EQ(i + 1, atomic_load(&H.f.rx.desc[i].seq));
+	ASSERT_EQ(0, atomic_load(&H.f.rx.desc[4].seq));
+	for (uint32_t i = 0; i < H.f.rx.ndesc; i++)
+		atomic_store(&H.f.rx.desc[i].seq, 0); /* "claimed" */
+
+	/* the honest QP gets the 4 receives not lent to us */
+	for (int i = 0; i < 4; i++) {
+		ASSERT_OK(sv_end_send(&a, 200, 0, 64, 0));
+		WAIT_WC(H.v.rcq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		ASSERT_EQ(b2->qp_num, wc.qp_num);
+		ASSERT_TRUE(wc.wr_id >= 4 && wc.wr_id < 8);
+		ASSERT_EQ(0, seen & (1u << wc.wr_id));
+		seen |= 1u << wc.wr_id;
+		EXPECT_WC(a.scq, IBV_WC_SUCCESS, 200);
+	}
+	/* the next waits in RNR: the 3 lent to us stay ours */
+	ASSERT_OK(sv_end_send(&a, 201, 0, 64, 0));
+	NO_WC(H.v.rcq, 50);
+
+	/* our QP fails: what it held comes back flushed, in order */
+	ASSERT_OK(ibv_modify_qp(vqp, &err, IBV_QP_STATE));
+	for (uint64_t i = 1; i <= 3; i++) {
+		WAIT_WC(H.v.rcq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
+		ASSERT_EQ(i, wc.wr_id);
+		ASSERT_EQ(vqp->qp_num, wc.qp_num);
+	}
+	ASSERT_TRUE(ibv_get_async_event(H.v.ctx, &ev) == 0);
+	ASSERT_EQ(IBV_EVENT_QP_LAST_WQE_REACHED, ev.event_type);
+	ibv_ack_async_event(&ev);
+	/* and the SRQ goes on: a new receive takes the waiting message */
+	srq_post(&H.v, srq, 9);
+	WAIT_WC(H.v.rcq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(9, wc.wr_id);
+	ASSERT_EQ(b2->qp_num, wc.qp_num);
+	EXPECT_WC(a.scq, IBV_WC_SUCCESS, 201);
+
+	ASSERT_OK(ibv_destroy_qp(b2));
+	sv_end_close(&a);
+	ASSERT_OK(ibv_destroy_qp(vqp));
+	H.v.qp = NULL;
+	ASSERT_OK(ibv_destroy_srq(srq));
+	hostile_close(&H);
+}

@@ -5,7 +5,8 @@
  * invalid arguments, an RC QP on an SRQ (no RQ of its own, receives from
  * the SRQ, RNR while it is empty), the limit event once per arming, the
  * last-WQE event, and 32 QPs sending into one SRQ under load, from one
- * process and from 4.
+ * process and from 4; single copy into receives the SRQ lends its QPs
+ * (placed, taken back for another QP, returned when the QP fails).
  */
 #include "pair.h"
 
@@ -441,8 +442,9 @@ struct msg_hdr {
 	uint32_t seq;
 };
 
-/* Every 4th message is 2 KiB, above the single-copy threshold: to a QP
- * on an SRQ the sender must take the ring's way. */
+/* Every 4th message is 2 KiB, above the single-copy threshold: placed
+ * into a receive the SRQ lent the QP (srq.c lend) if it holds one, else
+ * the ring's way. */
 static uint32_t msg_len(uint32_t seq)
 {
 	return seq % 4 == 0 ? SLOT : 64;
@@ -718,4 +720,119 @@ SV_TEST(srq_32_qps_4_processes_exactly_once)
 	close(ready[0]);
 	close(ready[1]);
 	free(seen);
+}
+
+/* --- single copy into an SRQ's receives (srq.c lend) ------------------- */
+
+/* A receive of b's SRQ lent to b's QP: b takes one message (which lends
+ * it the SRQ's next WQEs), then posting a 64 KiB send puts its bytes in
+ * the next WQE's buffer at once, before b runs any verb: the sender
+ * placed them. */
+SV_TEST(srq_single_copy_is_placed_by_the_sender)
+{
+	sv_test_needs_shm("single-copy sends");
+	struct srq_pair p;
+
+	srq_pair_open(&p, 16);
+	for (int i = 0; i < 4; i++)
+		ASSERT_OK(post_srq(&p.b, p.srq, (uint64_t)i, 65536 * (size_t)i,
+				   65536));
+	ASSERT_OK(send_on(&p.a, p.a.qp, 100, 0, 64));
+	EXPECT_WC(p.b.rcq, IBV_WC_SUCCESS, 0);
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 100);
+	memset(p.b.buf, 0, 4 * 65536);
+	sv_fill(p.a.buf, 65536, 5);
+	ASSERT_OK(send_on(&p.a, p.a.qp, 101, 0, 65536));
+	ASSERT_EQ(-1, sv_check(p.b.buf + 65536, 65536, 5));
+	EXPECT_WC(p.b.rcq, IBV_WC_SUCCESS, 1);
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 101);
+	/* and the ring's way, into the next lent one */
+	sv_fill(p.a.buf, 512, 6);
+	ASSERT_OK(send_on(&p.a, p.a.qp, 102, 0, 512));
+	EXPECT_WC(p.b.rcq, IBV_WC_SUCCESS, 2);
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 102);
+	ASSERT_EQ(-1, sv_check(p.b.buf + 2 * 65536, 512, 6));
+	srq_pair_close(&p);
+}
+
+/* Two QPs of b on one SRQ of 8 receives.  b's first QP takes one message
+ * and is lent some of the rest; then the second QP gets 7 messages: once
+ * the SRQ is empty it must take back what the first holds unclaimed, not
+ * wait in RNR while receives sit unused.  Each receive exactly once. */
+SV_TEST(srq_lent_receives_go_to_the_qp_that_needs_them)
+{
+	struct ibv_qp *a2, *b2;
+	struct srq_pair p;
+	uint32_t seen = 0;
+	struct ibv_wc wc;
+
+	srq_pair_open(&p, 8);
+	a2 = make_qp(&p.a, NULL);
+	b2 = make_qp(&p.b, p.srq);
+	connect_qp(&p.a, a2, 0x300, b2->qp_num, 0x400);
+	connect_qp(&p.b, b2, 0x400, a2->qp_num, 0x300);
+	for (int i = 0; i < 8; i++)
+		ASSERT_OK(post_srq(&p.b, p.srq, (uint64_t)i, 4096 * (size_t)i,
+				   4096));
+	ASSERT_OK(send_on(&p.a, p.a.qp, 100, 0, 2048));
+	EXPECT_WC(p.b.rcq, IBV_WC_SUCCESS, 0);
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 100);
+	for (int i = 0; i < 7; i++) {
+		sv_fill(p.a.buf + 4096 * (size_t)i, 2048, 10 + (uint32_t)i);
+		ASSERT_OK(send_on(&p.a, a2, 200 + (uint64_t)i, 4096 * (size_t)i,
+				  2048));
+		WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		ASSERT_EQ(b2->qp_num, wc.qp_num);
+		ASSERT_TRUE(wc.wr_id >= 1 && wc.wr_id < 8);
+		ASSERT_EQ(0, seen & (1u << wc.wr_id)); /* never twice */
+		seen |= 1u << wc.wr_id;
+		ASSERT_EQ(-1, sv_check(p.b.buf + 4096 * wc.wr_id, 2048,
+				       10 + (uint32_t)i));
+		EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 200 + (uint64_t)i);
+	}
+	ASSERT_OK(ibv_destroy_qp(a2));
+	ASSERT_OK(ibv_destroy_qp(b2));
+	srq_pair_close(&p);
+}
+
+/* A QP that was lent receives goes to ERROR: they return to the SRQ, in
+ * their order, and are not flushed (IBA 10.3.1: the SRQ's WQEs stay for
+ * the other QPs); the next QP takes them in posting order. */
+SV_TEST(srq_lent_receives_return_when_the_qp_fails)
+{
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+	struct ibv_async_event ev;
+	struct ibv_qp *a2, *b2;
+	struct srq_pair p;
+	struct ibv_wc wc;
+
+	srq_pair_open(&p, 8);
+	a2 = make_qp(&p.a, NULL);
+	b2 = make_qp(&p.b, p.srq);
+	connect_qp(&p.a, a2, 0x300, b2->qp_num, 0x400);
+	connect_qp(&p.b, b2, 0x400, a2->qp_num, 0x300);
+	for (int i = 0; i < 8; i++)
+		ASSERT_OK(post_srq(&p.b, p.srq, (uint64_t)i, 4096 * (size_t)i,
+				   4096));
+	ASSERT_OK(send_on(&p.a, p.a.qp, 100, 0, 2048));
+	EXPECT_WC(p.b.rcq, IBV_WC_SUCCESS, 0);
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 100);
+
+	ASSERT_OK(ibv_modify_qp(p.b.qp, &err, IBV_QP_STATE));
+	ASSERT_TRUE(async_wait(p.b.ctx, &ev, SV_WC_TIMEOUT_MS));
+	ASSERT_EQ(IBV_EVENT_QP_LAST_WQE_REACHED, ev.event_type);
+	ibv_ack_async_event(&ev);
+	NO_WC(p.b.rcq, 20); /* nothing flushed from the SRQ */
+	for (int i = 1; i < 8; i++) {
+		ASSERT_OK(send_on(&p.a, a2, 200, 0, 64));
+		WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		ASSERT_EQ((uint64_t)i, wc.wr_id); /* the SRQ's order */
+		ASSERT_EQ(b2->qp_num, wc.qp_num);
+		EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 200);
+	}
+	ASSERT_OK(ibv_destroy_qp(a2));
+	ASSERT_OK(ibv_destroy_qp(b2));
+	srq_pair_close(&p);
 }

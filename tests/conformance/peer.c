@@ -167,11 +167,14 @@ static void map_tx(struct sv_peer_tx *t, int fd)
 	ASSERT_EQ(sizeof(h), pread(fd, &h, sizeof(h), 0));
 	ASSERT_EQ(SV_RING_MAGIC, h.magic);
 	t->size = h.size;
-	t->map_len = SV_RING_DATA_OFF + h.size;
+	t->ndesc = h.ndesc;
+	t->map_len = SV_RING_DATA_OFF + h.size +
+		     (size_t)h.ndesc * sizeof(struct sv_rdesc);
 	map = mmap(NULL, t->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	ASSERT_TRUE(map != MAP_FAILED);
 	t->hdr = map;
 	t->data = (uint8_t *)map + SV_RING_DATA_OFF;
+	t->desc = h.ndesc ? (struct sv_rdesc *)(t->data + h.size) : NULL;
 	t->head = 0;
 }
 

@@ -48,6 +48,8 @@ struct sv_peer_tx {
 	uint64_t size; /* data bytes, from the victim's header */
 	uint64_t head; /* our next write position */
 	size_t map_len;
+	struct sv_rdesc *desc; /* the victim's receive descriptors, if any */
+	uint32_t ndesc;
 };
 
 /*
