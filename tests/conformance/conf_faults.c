@@ -620,3 +620,38 @@ SV_TEST(faults_kill_at_peer_dies)
 	close(up[0]);
 	sv_end_close(&e);
 }
+
+/*
+ * No faults: two sends in one post, one receive.  The responder takes the
+ * first and answers the second RNR NAK in the same run; the run's ACK of
+ * the first must not overwrite that NAK (it did: the requester never
+ * learnt of the RNR, and the second send waited forever instead of
+ * failing after rnr_retry).
+ */
+SV_TEST(rnr_nak_not_hidden_by_ack_of_same_run)
+{
+	struct sv_end_opts o = sv_end_opts_default();
+	struct ibv_sge sge[2];
+	struct ibv_send_wr wr[2], *bad;
+	struct sv_pair P;
+
+	o.rnr_retry = 1;
+	o.min_rnr_timer = 1;
+	sv_pair_open(&P, &o, &o);
+	ASSERT_OK(sv_end_recv(&P.b, 9, 0, 64));
+	for (int i = 0; i < 2; i++) {
+		sge[i] = (struct ibv_sge){.addr = (uintptr_t)P.a.buf + 64 * i,
+					  .length = 64,
+					  .lkey = P.a.mr->lkey};
+		wr[i] = (struct ibv_send_wr){.wr_id = (uint64_t)i,
+					     .next = i ? NULL : &wr[1],
+					     .sg_list = &sge[i],
+					     .num_sge = 1,
+					     .opcode = IBV_WR_SEND};
+	}
+	ASSERT_OK(ibv_post_send(P.a.qp, wr, &bad));
+	EXPECT_WC(P.b.rcq, IBV_WC_SUCCESS, 9);
+	EXPECT_WC(P.a.scq, IBV_WC_SUCCESS, 0);
+	EXPECT_WC(P.a.scq, IBV_WC_RNR_RETRY_EXC_ERR, 1);
+	sv_pair_close(&P);
+}
