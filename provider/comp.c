@@ -7,7 +7,10 @@
  * is flushed (IBA 10.8.3).  The ACK timeout counts only while the link is
  * not up: a ring loses nothing, and a peer that dies hangs up (progress.c),
  * so a late ACK on an up link means a slow peer (stopped, debugged), which
- * an HCA would have acknowledged for — never an error.  A peer QP that
+ * an HCA would have acknowledged for — never an error.  Except with
+ * SOFTVERBS_FAULTS drop, where packets are lost: then the timeout resends
+ * (req.c sv_req_rewind) and counts against retry_cnt.  A NAK-seq always
+ * resends from the PSN it names (IBA 9.7.5.1), not counted.  A peer QP that
  * said goodbye (destroyed, reset) answers nothing more: what it did not
  * acknowledge fails when the timer has run out retry_cnt times, as
  * toward a QP that is gone on a wire — not at once, which would fail a

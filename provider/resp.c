@@ -7,8 +7,9 @@
  * ring; it completes receives and acknowledges.  With no receive posted
  * it answers RNR NAK and keeps the packet until a receive arrives or the
  * requester gives up (the rnr word in the ring settles who wins).
- * Steps: check_packet -> check_psn -> the handler (check_rkey, execute,
- * respond) -> acknowledge.
+ * Steps: check_psn (gaps NAK-seq'd, duplicates re-ACKed or answered
+ * again, SOFTVERBS_FAULTS drop) -> check_packet -> the handler
+ * (check_rkey, execute, respond) -> acknowledge.
  */
 #include <string.h>
 
