@@ -207,10 +207,14 @@ static bool take_response(struct sv_qp *qp, const struct sv_pkt *p,
 		if (!(p->seg & SV_SEG_LAST))
 			return true;
 	}
-	if (qp->rd_out)
-		qp->rd_out--;
-	if (qp->ring_rdma)
-		qp->ring_rdma--;
+	/* a rewound request not sent again (sv_req_rewind undid its
+	 * counts) is answered by its first try's response */
+	if (w->sent == w->length) {
+		if (qp->rd_out)
+			qp->rd_out--;
+		if (qp->ring_rdma)
+			qp->ring_rdma--;
+	}
 	w->done = true;
 	return true;
 }
