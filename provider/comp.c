@@ -7,7 +7,10 @@
  * is flushed (IBA 10.8.3).  The ACK timeout counts only while the link is
  * not up: a ring loses nothing, and a peer that dies hangs up (progress.c),
  * so a late ACK on an up link means a slow peer (stopped, debugged), which
- * an HCA would have acknowledged for — never an error.  A peer QP that
+ * an HCA would have acknowledged for — never an error.  Except with
+ * SOFTVERBS_FAULTS drop, where packets are lost: then the timeout resends
+ * (req.c sv_req_rewind) and counts against retry_cnt.  A NAK-seq always
+ * resends from the PSN it names (IBA 9.7.5.1), not counted.  A peer QP that
  * said goodbye (destroyed, reset) answers nothing more: what it did not
  * acknowledge fails when the timer has run out retry_cnt times, as
  * toward a QP that is gone on a wire — not at once, which would fail a
@@ -35,6 +38,11 @@ static const uint32_t rnr_10us[32] = {
 	2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
 };
 
+uint64_t sv_rnr_timer_ns(uint8_t code)
+{
+	return rnr_10us[code & 31] * 10000ull;
+}
+
 /* Software links are not wires: never time out faster than this. */
 #define SV_MIN_ACK_TIMEOUT_NS 500000000ull
 
@@ -47,6 +55,23 @@ uint64_t sv_qp_ack_timeout_ns(const struct sv_qp *qp)
 		return UINT64_MAX / 2;
 	t = 4096ull << qp->attr.timeout;
 	return t < SV_MIN_ACK_TIMEOUT_NS ? SV_MIN_ACK_TIMEOUT_NS : t;
+}
+
+/* With SOFTVERBS_FAULTS drop, packets are lost on an up link: the local
+ * ACK timeout resends (IBA 9.7.6.1.3), at the IBA's value but no faster
+ * than this; each such retry counts against retry_cnt. */
+#define SV_MIN_RETX_TIMEOUT_NS 1000000ull
+
+static uint64_t ack_timeout(const struct sv_qp *qp)
+{
+	uint64_t t;
+
+	if (!SV_FAULT_ON(drop))
+		return sv_qp_ack_timeout_ns(qp);
+	if (!qp->attr.timeout)
+		return UINT64_MAX / 2;
+	t = 4096ull << qp->attr.timeout;
+	return t < SV_MIN_RETX_TIMEOUT_NS ? SV_MIN_RETX_TIMEOUT_NS : t;
 }
 
 static const enum ibv_wc_opcode wc_opcode[] = {
@@ -128,9 +153,35 @@ static bool take_response(struct sv_qp *qp, const struct sv_pkt *p,
 	struct sv_swqe *w = awaiting_response(qp);
 	const uint8_t *data;
 
-	if (!o || !(o->mask & SV_M_RESP) || !w ||
-	    (uint64_t)o->ext_len + p->len > p->rec_len - sizeof(*p) ||
-	    sv_psn_diff(p->psn, w->first_psn) < 0 ||
+	if (!o || !(o->mask & SV_M_RESP) ||
+	    (uint64_t)o->ext_len + p->len > p->rec_len - sizeof(*p))
+		return false;
+	if (SV_FAULT_ON(drop)) {
+		/* responses are lost and asked again: one that is not the
+		 * next we await is an old round's or follows a loss; drop
+		 * it.  The next one may be lost too (SOFTVERBS_FAULTS). */
+		uint32_t want;
+
+		if (!w)
+			return true;
+		want = w->op == SV_OP_READ_REQ
+			       ? sv_psn_add(w->first_psn, w->got / qp->mtu)
+			       : w->first_psn;
+		if (p->psn != want || (p->seg & SV_SEG_FIRST) != !w->got)
+			return true;
+		if (sv_fault_hit(sv_faults.drop, sv_faults.seed, SV_FAULT_RSP,
+				 qp->fault_idx, p->psn, qp->fault_rsp_try)) {
+			qp->fault_rsp_try++;
+			SV_STAT_INC(qp, fault_drops);
+			qp->fault_drop_hash =
+				(qp->fault_drop_hash ^
+				 ((uint64_t)p->psn << 32 | qp->fault_rsp_try)) *
+				0x100000001b3ull;
+			return true;
+		}
+		qp->fault_rsp_try = 0;
+	}
+	if (!w || sv_psn_diff(p->psn, w->first_psn) < 0 ||
 	    sv_psn_diff(p->psn, w->last_psn) > 0)
 		return false;
 	data = payload + o->ext_len;
@@ -156,10 +207,14 @@ static bool take_response(struct sv_qp *qp, const struct sv_pkt *p,
 		if (!(p->seg & SV_SEG_LAST))
 			return true;
 	}
-	if (qp->rd_out)
-		qp->rd_out--;
-	if (qp->ring_rdma)
-		qp->ring_rdma--;
+	/* a rewound request not sent again (sv_req_rewind undid its
+	 * counts) is answered by its first try's response */
+	if (w->sent == w->length) {
+		if (qp->rd_out)
+			qp->rd_out--;
+		if (qp->ring_rdma)
+			qp->ring_rdma--;
+	}
 	w->done = true;
 	return true;
 }
@@ -206,6 +261,7 @@ static void nak_head(struct sv_qp *qp, uint64_t ack, uint64_t now)
 {
 	switch (SV_ACK_SYN(ack)) {
 	case SV_NAK_RNR:
+		SV_STAT_INC(qp, rnr_nak_recv);
 		qp->comp_rnr_wait = true;
 		qp->comp_deadline =
 			now + rnr_10us[SV_ACK_TIMER(ack) & 31] * 10000ull;
@@ -219,8 +275,11 @@ static void nak_head(struct sv_qp *qp, uint64_t ack, uint64_t now)
 	case SV_NAK_REM_OP:
 		fail_head(qp, IBV_WC_REM_OP_ERR);
 		break;
-	default: /* NAK-seq: retransmitting cannot mend a PSN mismatch */
-		fail_head(qp, IBV_WC_RETRY_EXC_ERR);
+	default: /* NAK-seq: resend from the PSN it names (IBA 9.7.5.1);
+		  * it does not count against retry_cnt */
+		SV_STAT_INC(qp, seq_nak_recv);
+		sv_req_rewind(qp, SV_ACK_PSN(ack));
+		qp->comp_deadline = 0;
 		break;
 	}
 }
@@ -300,7 +359,7 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 		now = sv_now_ns();
 	}
 	if (!qp->comp_deadline) {
-		qp->comp_deadline = now + sv_qp_ack_timeout_ns(qp);
+		qp->comp_deadline = now + ack_timeout(qp);
 		return;
 	}
 	if (now < qp->comp_deadline)
@@ -309,12 +368,27 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 		rnr_expired(qp, now);
 		return;
 	}
-	if (qp->link.state == SV_LINK_UP) {
+	if (SV_FAULT_ON(drop) && qp->link.state == SV_LINK_UP &&
+	    qp->qpx.qp_base.qp_type != IBV_QPT_UC) {
+		/* packets are lost on this link: resend what is not
+		 * acknowledged, retry_cnt times (IBA 9.7.6.1.3) */
+		if (qp->comp_retries++ >= qp->attr.retry_cnt) {
+			fail_head(qp, IBV_WC_RETRY_EXC_ERR);
+			return;
+		}
+		SV_STAT_INC(qp, ack_timeouts);
+		sv_req_rewind(qp,
+			      qp->comp_acked_valid
+				      ? sv_psn_add(qp->comp_acked, 1)
+				      : qp->sq[qp->sq_comp & (qp->sq_size - 1)]
+						.first_psn);
+		qp->comp_deadline = now + ack_timeout(qp);
+	} else if (qp->link.state == SV_LINK_UP) {
 		/* slow, alive; over TCP, resent (sv_tcp_retransmit) */
 		sv_tcp_retransmit(&qp->link);
-		qp->comp_deadline = now + sv_qp_ack_timeout_ns(qp);
+		qp->comp_deadline = now + ack_timeout(qp);
 	} else if (qp->comp_retries++ >= qp->attr.retry_cnt)
 		fail_head(qp, IBV_WC_RETRY_EXC_ERR);
 	else
-		qp->comp_deadline = now + sv_qp_ack_timeout_ns(qp);
+		qp->comp_deadline = now + ack_timeout(qp);
 }

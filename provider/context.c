@@ -65,6 +65,10 @@ struct ibv_context *sv_open_device(struct ibv_device *dev)
 		errno = ENODEV;
 		return NULL;
 	}
+	if (sv_faults_init()) { /* a bad SOFTVERBS_FAULTS, said on stderr */
+		errno = EINVAL;
+		return NULL;
+	}
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx) {
 		errno = ENOMEM;

@@ -194,6 +194,8 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 			next = sv_tcp_next_ns(&qp->link);
 		if (qp->xrc_retry_ns && qp->xrc_retry_ns < next)
 			next = qp->xrc_retry_ns; /* a forward to retry */
+		if (qp->fault_rnr_until && qp->fault_rnr_until < next)
+			next = qp->fault_rnr_until; /* SOFTVERBS_FAULTS rnr */
 		sv_unlock(&qp->lock);
 	}
 	pthread_rwlock_unlock(&ctx->qp_lock);

@@ -157,7 +157,11 @@ static void take_peer_memory(struct sv_qp *qp)
 
 	if (qp->rpeer)
 		sv_rpeer_put(qp->ctx, qp->rpeer);
-	qp->rpeer = sv_rpeer_get(qp->ctx, l->peer_arena_fd, l->peer_table_fd);
+	/* SOFTVERBS_FAULTS: every operation a packet that can be faulted
+	 * (no direct one-sided operations, no single copy) */
+	qp->rpeer = sv_faults.on ? NULL
+				 : sv_rpeer_get(qp->ctx, l->peer_arena_fd,
+						l->peer_table_fd);
 	if (!qp->rpeer)
 		sv_dbg("qp %06x: peer memory refused: %s\n",
 		       qp->qpx.qp_base.qp_num, strerror(errno));
@@ -436,6 +440,10 @@ static void reset_qp(struct sv_qp *qp)
 	qp->resp_wr_ptr = NULL;
 	qp->resp_rd_sent = 0;
 	qp->xrc_retry_ns = 0;
+	qp->resp_seq_naked = false;
+	qp->fault_try = qp->fault_rsp_try = qp->fault_rnr_try = 0;
+	qp->fault_rnr_until = 0;
+	memset(qp->atom_replay, 0, sizeof(qp->atom_replay));
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV)
 		sv_xrc_unbind(qp);
 	memset(&qp->attr, 0, sizeof(qp->attr));
@@ -794,6 +802,7 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	qp->srq = a->srq ? to_ssrq(a->srq) : NULL;
 	sv_list_init(&qp->srq_node);
 	qp->xrc_sock = -1;
+	qp->fault_idx = sv_faults_qp_index();
 	err = -alloc_queues(qp, a->qp_type, &a->cap);
 	if (err)
 		goto err_free;

@@ -220,6 +220,10 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 		}
 		memcpy(p, &h, offsetof(struct sv_pkt, seq));
 		sv_ring_publish(&qp->link.tx, p);
+		if (unlikely(w->tries))
+			SV_STAT_INC(qp, retrans_pkts);
+		if (unlikely(sv_faults.on))
+			sv_faults_sent();
 		qp->next_psn = sv_psn_add(qp->next_psn, h.npsn);
 		w->sent += chunk;
 	} while (w->sent < payload);
@@ -371,6 +375,93 @@ static bool must_wait(const struct sv_qp *qp, const struct sv_swqe *w)
 	return (sv_opcodes[w->op].mask & SV_M_RD_ATOMIC) && qp->rd_out >= max;
 }
 
+/* The gather cursor of w at byte off of its message. */
+static void sge_seek(struct sv_qp *qp, struct sv_swqe *w, uint32_t off)
+{
+	const struct ibv_sge *sg = sv_swqe_sge(qp, w);
+
+	w->sge_idx = w->sge_off = 0;
+	if (w->inl)
+		return; /* gather reads at w->sent */
+	while (off && w->sge_idx < w->num_sge) {
+		uint32_t n = sg[w->sge_idx].length;
+
+		if (off < n) {
+			w->sge_off = off;
+			return;
+		}
+		off -= n;
+		w->sge_idx++;
+	}
+}
+
+/*
+ * Retransmission (IBA 9.7.5.1, rxe's req_retry): after a NAK-seq for psn
+ * or a local ACK timeout (psn: the first not acknowledged), every WQE on
+ * the link from the one holding psn is sent again, with its PSNs, from
+ * psn (a message from the train there; reads and atomics whole: a read
+ * is asked again from its start).  WQEs still in the SQ are all there is
+ * to resend; what was answered meanwhile (a read's data) is skipped.
+ */
+void sv_req_rewind(struct sv_qp *qp, uint32_t psn)
+{
+	uint32_t end = qp->sq_send, i, j;
+	struct sv_swqe *w = NULL;
+	uint32_t from;
+
+	/* the WQE being sent, partly on the link, counts too */
+	if (end != qp->sq_post && qp->sq[end & (qp->sq_size - 1)].sent)
+		end++;
+	for (i = qp->sq_comp; i != end; i++) {
+		w = &qp->sq[i & (qp->sq_size - 1)];
+		if (w->done)
+			continue;
+		if (i == qp->sq_send || w->status ||
+		    (sv_opcodes[w->op].mask & SV_M_RD_ATOMIC) ||
+		    sv_psn_diff(w->last_psn, psn) >= 0)
+			break;
+	}
+	if (i == end)
+		return; /* nothing on the link to resend */
+	from = i;
+	for (j = from; j != end; j++) {
+		struct sv_swqe *x = &qp->sq[j & (qp->sq_size - 1)];
+		const struct sv_opcode_info *o = &sv_opcodes[x->op];
+
+		if (x->done)
+			continue;
+		if (j != qp->sq_send) { /* send_wqe's counts, undone */
+			if (o->mask & SV_M_RECV || x->imm_valid)
+				qp->recv_msgs--;
+			if ((o->mask & SV_M_RD_ATOMIC) && qp->rd_out)
+				qp->rd_out--;
+			if (o->access && qp->ring_rdma)
+				qp->ring_rdma--;
+		}
+		x->sent = x->got = 0;
+		x->sge_idx = x->sge_off = 0;
+		if (x->tries < UINT32_MAX)
+			x->tries++;
+	}
+	qp->next_psn = w->first_psn;
+	if (!(sv_opcodes[w->op].mask & (SV_M_RD_ATOMIC)) && !w->placed &&
+	    (sv_opcodes[w->op].mask & SV_M_PAYLOAD) &&
+	    sv_psn_diff(psn, w->first_psn) > 0) {
+		uint64_t off =
+			(uint64_t)sv_psn_diff(psn, w->first_psn) * qp->mtu;
+
+		if (off < w->length) { /* from the train at psn */
+			w->sent = (uint32_t)off;
+			sge_seek(qp, w, w->sent);
+			qp->next_psn = psn;
+		}
+	}
+	qp->sq_send = from;
+	qp->sq_stopped = false; /* a failed WQE after it fails again */
+	sv_dbg("qp %06x: rewind to psn %06x (WQE %u, byte %u)\n",
+	       qp->qpx.qp_base.qp_num, qp->next_psn, from, w->sent);
+}
+
 void sv_req_run(struct sv_qp *qp)
 {
 	uint32_t tmax;
@@ -392,6 +483,13 @@ void sv_req_run(struct sv_qp *qp)
 		struct sv_swqe *w = &qp->sq[qp->sq_send & (qp->sq_size - 1)];
 		uint64_t head = qp->link.tx.head;
 
+		if (unlikely(w->done)) {
+			/* rewound past it (sv_req_rewind): answered already,
+			 * its PSNs are behind the responder */
+			qp->next_psn = sv_psn_add(w->last_psn, 1);
+			qp->sq_send++;
+			continue;
+		}
 		if (!w->sent && must_wait(qp, w))
 			break;
 		if (!w->inl && !w->mapped && !translate_sges(qp, w)) {

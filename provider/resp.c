@@ -7,8 +7,9 @@
  * ring; it completes receives and acknowledges.  With no receive posted
  * it answers RNR NAK and keeps the packet until a receive arrives or the
  * requester gives up (the rnr word in the ring settles who wins).
- * Steps: check_packet -> check_psn -> the handler (check_rkey, execute,
- * respond) -> acknowledge.
+ * Steps: check_psn (gaps NAK-seq'd, duplicates re-ACKed or answered
+ * again, SOFTVERBS_FAULTS drop) -> check_packet -> the handler
+ * (check_rkey, execute, respond) -> acknowledge.
  */
 #include <string.h>
 
@@ -149,6 +150,42 @@ static enum resp_result fatal(struct sv_qp *qp, const struct sv_pkt *p,
 	return RESP_FATAL;
 }
 
+/*
+ * SOFTVERBS_FAULTS rnr: the message at the head is refused as if no
+ * receive were posted, each attempt decided once and held for the RNR
+ * timer (the requester's retry comes no sooner); then the next attempt.
+ */
+static bool fault_rnr(struct sv_qp *qp, const struct sv_pkt *p)
+{
+	uint64_t now = sv_now_ns();
+
+	if (qp->fault_rnr_until) {
+		if (now < qp->fault_rnr_until)
+			return true;
+		qp->fault_rnr_try++;
+	}
+	if (sv_fault_hit(sv_faults.rnr, sv_faults.seed, SV_FAULT_RNR,
+			 qp->fault_idx, p->psn, qp->fault_rnr_try)) {
+		qp->fault_rnr_until =
+			now + sv_rnr_timer_ns(qp->attr.min_rnr_timer);
+		SV_STAT_INC(qp, fault_rnr);
+		return true;
+	}
+	qp->fault_rnr_until = 0;
+	qp->fault_rnr_try = 0;
+	return false;
+}
+
+/* SOFTVERBS_FAULTS access: a one-sided request refused as a bad key. */
+static bool fault_access(struct sv_qp *qp, const struct sv_pkt *p)
+{
+	if (!sv_fault_hit(sv_faults.access, sv_faults.seed, SV_FAULT_ACCESS,
+			  qp->fault_idx, p->psn, 0))
+		return false;
+	SV_STAT_INC(qp, fault_access);
+	return true;
+}
+
 /* IBA 9.7.5.2.8: no receive WQE (in the RQ, or the SRQ: IBA 10.2.9.2).
  * Returns false to wait. */
 static bool take_rwqe(struct sv_qp *qp, const struct sv_pkt *p)
@@ -156,8 +193,11 @@ static bool take_rwqe(struct sv_qp *qp, const struct sv_pkt *p)
 	_Atomic uint32_t *rnr = &qp->link.rx.hdr->rnr;
 	uint32_t expect = SV_RNR_WAIT;
 
-	/* on an SRQ: one it holds (lent), else the SRQ's oldest */
-	if (qp->srq ? !sv_srq_take(qp->srq, qp) : qp->rq_comp == qp->rq_post) {
+	/* on an SRQ: one it holds (lent), else the SRQ's oldest;
+	 * SOFTVERBS_FAULTS rnr: as if there were none */
+	if ((SV_FAULT_ON(rnr) && !is_uc(qp) && fault_rnr(qp, p)) ||
+	    (qp->srq ? !sv_srq_take(qp->srq, qp)
+		     : qp->rq_comp == qp->rq_post)) {
 		if (is_uc(qp)) { /* no RNR on UC: the message is lost */
 			qp->resp_drop = true;
 			return true;
@@ -165,6 +205,7 @@ static bool take_rwqe(struct sv_qp *qp, const struct sv_pkt *p)
 		if (!qp->resp_rnr) {
 			atomic_store(rnr, SV_RNR_WAIT);
 			qp->resp_rnr = true;
+			SV_STAT_INC(qp, rnr_nak_sent);
 			nak(qp, p->psn, SV_NAK_RNR);
 		}
 		return false;
@@ -396,8 +437,9 @@ static enum resp_result recv_write(struct sv_qp *qp, const struct sv_pkt *p,
 		if (!qp_allows(qp, o) || r.dma_len != p->msg_len)
 			return refuse(qp, p, SV_NAK_INV_REQ);
 		dst = check_rkey(qp, r.rkey, r.va, r.dma_len, o->access, &syn);
-		if (syn)
-			return refuse(qp, p, syn);
+		if (syn ||
+		    (SV_FAULT_ON(access) && !is_uc(qp) && fault_access(qp, p)))
+			return refuse(qp, p, syn ? syn : SV_NAK_REM_ACCESS);
 		if (!take_imm_rwqe(qp, p))
 			return RESP_WAIT; /* nothing changed yet */
 		qp->resp_in_msg = qp->resp_write = true;
@@ -479,14 +521,18 @@ static bool respond(struct sv_qp *qp, struct sv_pkt *h, const void *ext,
 	h->rec_len = qp->link.rsp_tx.last_rec;
 	memcpy(p, h, offsetof(struct sv_pkt, seq));
 	sv_ring_publish(&qp->link.rsp_tx, p);
+	if (unlikely(sv_faults.on))
+		sv_faults_sent();
 	return true;
 }
 
 /* An RDMA read: answered from our memory in MTU-sized PSNs, resumed where
- * it stopped when the response ring was full. */
+ * it stopped when the response ring was full.  A duplicate (its response
+ * was lost) is answered again from its RETH (IBA 9.7.5.1.2). */
 static enum resp_result recv_read(struct sv_qp *qp, const struct sv_pkt *p,
 				  const uint8_t *ext)
 {
+	bool dup = sv_psn_diff(p->psn, qp->resp_psn) < 0;
 	const struct sv_opcode_info *o = &sv_opcodes[SV_OP_READ_REQ];
 	uint32_t tmax = rsp_train_max(qp);
 	enum sv_syndrome syn;
@@ -495,13 +541,13 @@ static enum resp_result recv_read(struct sv_qp *qp, const struct sv_pkt *p,
 	bool fault = false;
 
 	memcpy(&r, ext, sizeof(r));
-	if (qp->resp_in_msg || p->seg != SV_SEG_ONLY || p->len)
+	if ((qp->resp_in_msg && !dup) || p->seg != SV_SEG_ONLY || p->len)
 		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
 	if (!qp_allows(qp, o) || r.dma_len != p->msg_len)
 		return refuse(qp, p, SV_NAK_INV_REQ);
 	src = check_rkey(qp, r.rkey, r.va, r.dma_len, o->access, &syn);
-	if (syn)
-		return refuse(qp, p, syn);
+	if (syn || (SV_FAULT_ON(access) && !dup && fault_access(qp, p)))
+		return refuse(qp, p, syn ? syn : SV_NAK_REM_ACCESS);
 	do {
 		uint32_t chunk = r.dma_len - qp->resp_rd_sent;
 		uint32_t k = qp->resp_rd_sent / qp->mtu;
@@ -526,7 +572,8 @@ static enum resp_result recv_read(struct sv_qp *qp, const struct sv_pkt *p,
 		qp->resp_rd_sent += chunk;
 	} while (qp->resp_rd_sent < r.dma_len);
 	qp->resp_rd_sent = 0;
-	qp->resp_psn = sv_psn_add(qp->resp_psn, p->npsn);
+	if (!dup)
+		qp->resp_psn = sv_psn_add(qp->resp_psn, p->npsn);
 	sv_link_rx_consume(&qp->link);
 	return RESP_NEXT;
 }
@@ -555,8 +602,8 @@ static enum resp_result recv_atomic(struct sv_qp *qp, const struct sv_pkt *p,
 	if (!qp_allows(qp, o) || (a.va & 7)) /* IBA 9.4.5: aligned */
 		return refuse(qp, p, SV_NAK_INV_REQ);
 	dst = (uint64_t *)check_rkey(qp, a.rkey, a.va, 8, o->access, &syn);
-	if (syn)
-		return refuse(qp, p, syn);
+	if (syn || (SV_FAULT_ON(access) && fault_access(qp, p)))
+		return refuse(qp, p, syn ? syn : SV_NAK_REM_ACCESS);
 	if ((uintptr_t)dst & 7) /* an iova MR at an odd offset in memory */
 		return refuse(qp, p, SV_NAK_INV_REQ);
 	/* room for the answer first: an atomic is executed exactly once */
@@ -571,6 +618,13 @@ static enum resp_result recv_atomic(struct sv_qp *qp, const struct sv_pkt *p,
 	h.rec_len = qp->link.rsp_tx.last_rec;
 	memcpy(room, &h, offsetof(struct sv_pkt, seq));
 	sv_ring_publish(&qp->link.rsp_tx, room);
+	if (unlikely(sv_faults.on))
+		sv_faults_sent();
+	/* for a duplicate of it: its answer, not a second execution */
+	qp->atom_replay[qp->atom_next % SV_ATOMIC_REPLAY].psn = p->psn;
+	qp->atom_replay[qp->atom_next % SV_ATOMIC_REPLAY].orig = ack.orig;
+	qp->atom_replay[qp->atom_next % SV_ATOMIC_REPLAY].valid = true;
+	qp->atom_next++;
 	qp->resp_psn = sv_psn_add(qp->resp_psn, p->npsn);
 	sv_link_rx_consume(&qp->link);
 	return RESP_NEXT;
@@ -643,10 +697,117 @@ static int take_xrceth(struct sv_qp *qp, struct sv_pkt *p,
 	return sv_xrc_bind(qp, x.srqn);
 }
 
+/* A duplicate atomic: its answer again, from the replay cache (IBA
+ * 9.4.6: never executed twice); one the cache no longer holds is
+ * dropped (the requester's next retry may find it... or time out). */
+static enum resp_result dup_atomic(struct sv_qp *qp, const struct sv_pkt *p)
+{
+	struct sv_pkt h = {.opcode = SV_OP_ATOMIC_RESP,
+			   .seg = SV_SEG_ONLY,
+			   .psn = p->psn,
+			   .npsn = 1,
+			   .msg_len = 8};
+	struct sv_atomack ack = {0};
+	int err = 0;
+	void *room;
+	uint32_t i;
+
+	for (i = 0; i < SV_ATOMIC_REPLAY; i++)
+		if (qp->atom_replay[i].valid &&
+		    qp->atom_replay[i].psn == p->psn)
+			break;
+	if (i < SV_ATOMIC_REPLAY) {
+		room = sv_link_rsp_reserve(&qp->link, sizeof(h) + sizeof(ack),
+					   &err);
+		if (!room)
+			return err ? refuse(qp, p, SV_NAK_REM_OP) : RESP_WAIT;
+		ack.orig = qp->atom_replay[i].orig;
+		memcpy((struct sv_pkt *)room + 1, &ack, sizeof(ack));
+		h.rec_len = qp->link.rsp_tx.last_rec;
+		memcpy(room, &h, offsetof(struct sv_pkt, seq));
+		sv_ring_publish(&qp->link.rsp_tx, room);
+		sv_link_rsp_commit(&qp->link);
+	}
+	sv_link_rx_consume(&qp->link);
+	return RESP_NEXT;
+}
+
+/*
+ * check_psn (IBA 9.7.5.1): d = the packet's PSN less the one we expect.
+ * Ahead (a packet was lost before it): one NAK-seq for the expected PSN,
+ * and later ones discarded silently until it arrives — but a packet at or
+ * before the last one discarded starts the requester's next round, which
+ * is NAKed again (its first packet may be lost too).  Behind: a
+ * duplicate, re-ACKed; a read is answered again and an atomic from the
+ * replay cache.  In sequence (d 0, SOFTVERBS_FAULTS drop): the train is
+ * lost with the probability that any of its PSNs is, each (PSN, attempt)
+ * decided once.  RESP_WAIT: go on with the packet (d 0), or leave it at
+ * the head (a duplicate read, no room for its answer).
+ */
+static enum resp_result check_psn(struct sv_qp *qp, const struct sv_pkt *p,
+				  const uint8_t *payload, int32_t d)
+{
+	const struct sv_opcode_info *o;
+	uint32_t n;
+
+	if (d > 0) {
+		if (!qp->resp_seq_naked ||
+		    sv_psn_diff(p->psn, qp->resp_nak_from) <= 0) {
+			qp->resp_seq_naked = true;
+			SV_STAT_INC(qp, seq_nak_sent);
+			nak(qp, qp->resp_psn, SV_NAK_SEQ);
+		}
+		qp->resp_nak_from = p->psn;
+		sv_link_rx_consume(&qp->link);
+		return RESP_NEXT;
+	}
+	if (d < 0) {
+		o = sv_opcode(p->opcode);
+		if (is_uc(qp) || !o || (p->flags & SV_PKT_XRC)) {
+			sv_link_rx_consume(&qp->link);
+			return RESP_NEXT;
+		}
+		if (o->handler == SV_H_READ &&
+		    (uint64_t)o->ext_len <= p->rec_len - sizeof(*p))
+			return recv_read(qp, p, payload);
+		if (o->handler == SV_H_ATOMIC)
+			return dup_atomic(qp, p);
+		sv_link_rx_consume(&qp->link);
+		return RESP_NEXT;
+	}
+	qp->resp_seq_naked = false;
+	if (p->psn != qp->fault_try_psn) { /* attempts count per PSN */
+		qp->fault_try_psn = p->psn;
+		qp->fault_try = 0;
+	}
+	/* a read request is one packet; its npsn are its response's */
+	n = p->opcode == SV_OP_READ_REQ ? 1 : p->npsn;
+	for (uint32_t j = 0; j < n; j++) {
+		if (!sv_fault_hit(sv_faults.drop, sv_faults.seed, SV_FAULT_DROP,
+				  qp->fault_idx, sv_psn_add(p->psn, j),
+				  qp->fault_try))
+			continue;
+		qp->fault_try++;
+		SV_STAT_INC(qp, fault_drops);
+		qp->fault_drop_hash =
+			(qp->fault_drop_hash ^
+			 ((uint64_t)p->psn << 32 | qp->fault_try)) *
+			0x100000001b3ull;
+		sv_dbg("qp %06x: fault: drop psn %06x (try %u)\n",
+		       qp->qpx.qp_base.qp_num, p->psn, qp->fault_try);
+		if (is_uc(qp))
+			return drop_msg(qp, p); /* the message is lost */
+		sv_link_rx_consume(&qp->link);
+		return RESP_NEXT;
+	}
+	return RESP_WAIT;
+}
+
 void sv_resp_run(struct sv_qp *qp)
 {
 	enum ibv_qp_state s = qp->attr.qp_state;
 	bool ack = false, consumed = false, responded = false;
+	uint32_t ack_nak_seq = 0; /* resp_nak_seq when ack was set */
 
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD) {
 		sv_ud_recv_run(qp); /* datagrams, no link (ud.c) */
@@ -670,12 +831,22 @@ void sv_resp_run(struct sv_qp *qp)
 			return;
 		}
 		d = sv_psn_diff(p.psn, qp->resp_psn);
-		if (d != 0) {
-			/* a reliable ring never reorders: this peer is
-			 * confused about PSNs (IBA 9.7.5.1.1: NAK-seq) */
-			sv_link_rx_consume(&qp->link);
-			nak(qp, qp->resp_psn, SV_NAK_SEQ);
-			continue;
+		if (d != 0 || SV_FAULT_ON(drop)) {
+			switch (check_psn(qp, &p, payload, d)) {
+			case RESP_NEXT:
+				if (d < 0) { /* re-ACK a duplicate */
+					ack = true;
+					ack_nak_seq = qp->resp_nak_seq;
+				}
+				consumed = true;
+				continue;
+			case RESP_WAIT:
+				break;
+			case RESP_FATAL:
+				return;
+			}
+			if (d != 0)
+				break; /* a duplicate read waits for room */
 		}
 		if (take_xrceth(qp, &p, &payload)) {
 			fatal(qp, &p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
@@ -691,7 +862,10 @@ void sv_resp_run(struct sv_qp *qp)
 			if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV &&
 			    !qp->resp_in_msg)
 				sv_xrc_unbind(qp); /* the message is done */
-			ack |= (p.seg & SV_SEG_LAST) != 0;
+			if (p.seg & SV_SEG_LAST) {
+				ack = true;
+				ack_nak_seq = qp->resp_nak_seq;
+			}
 			responded |= (o->mask & SV_M_RD_ATOMIC) != 0;
 			consumed = true;
 			continue;
@@ -704,7 +878,9 @@ void sv_resp_run(struct sv_qp *qp)
 	}
 	if (responded || qp->resp_rd_sent)
 		sv_link_rsp_commit(&qp->link);
-	if (ack)
+	/* a NAK written after the last ACK-able packet (RNR, sequence)
+	 * stays: it acknowledges what is before it too */
+	if (ack && ack_nak_seq == qp->resp_nak_seq)
 		sv_link_ack_set(
 			&qp->link,
 			sv_ack_word(sv_psn_add(qp->resp_psn, SV_PSN_MASK),

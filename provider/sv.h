@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 
 #include "entry.h"
+#include "faults.h"
 #include "link.h"
 #include "util.h"
 
@@ -341,6 +342,7 @@ struct sv_swqe {
 	uint32_t sge_idx; /* gather cursor */
 	uint32_t sge_off;
 	uint32_t got;	       /* read: response bytes placed */
+	uint32_t tries;	       /* times rewound for retransmission */
 	uint8_t op;	       /* enum sv_opcode on the wire */
 	bool inl;	       /* data lives in the inline buffer */
 	bool mapped;	       /* SGE addrs turned from iovas into pointers */
@@ -466,6 +468,31 @@ void sv_srq_return(struct sv_qp *qp);
 /* WQEs an RC QP on an SRQ may hold lent (its RQ's slots). */
 #define SV_SRQ_LEND 64
 
+/* Per-QP counters (issue 14).  Written by the QP's engine under its lock
+ * with relaxed atomic stores (SV_STAT_INC), read without it. */
+struct sv_qp_stats {
+	uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes;
+	uint64_t retrans_pkts; /* request trains sent again */
+	uint64_t ack_timeouts; /* local ACK timeouts that resent */
+	uint64_t seq_nak_sent; /* responder: NAK-seq for a gap */
+	uint64_t seq_nak_recv; /* requester: NAK-seq taken, rewound */
+	uint64_t rnr_nak_sent; /* responder: RNR NAKs */
+	uint64_t rnr_nak_recv; /* requester: RNR NAKs taken */
+	uint64_t fault_drops;  /* SOFTVERBS_FAULTS drop: trains lost here */
+	uint64_t fault_rnr;    /* ... rnr: RNR NAKs made up */
+	uint64_t fault_access; /* ... access: requests refused */
+};
+
+#define SV_STAT_INC(qp, f)                                                   \
+	__atomic_store_n(&(qp)->stats.f,                                     \
+			 __atomic_load_n(&(qp)->stats.f, __ATOMIC_RELAXED) + \
+				 1,                                          \
+			 __ATOMIC_RELAXED)
+
+/* Atomics the responder answered, by PSN: a duplicate is answered from
+ * here, never executed twice (IBA 9.4.6). */
+#define SV_ATOMIC_REPLAY 16
+
 struct sv_qp {
 	struct ibv_qp_ex qpx; /* starts with struct ibv_qp */
 	struct sv_context *ctx;
@@ -536,6 +563,31 @@ struct sv_qp {
 	bool comp_acked_valid;	   /* comp_acked holds an ACKed PSN */
 	uint32_t comp_acked;	   /* newest PSN the peer acknowledged */
 	uint32_t comp_spins;	   /* idle completer runs (clock reads) */
+
+	/* retransmission (IBA 9.7.5): responder's sequence-error state,
+	 * its atomic replay cache, the requester's rounds */
+	bool resp_seq_naked;	/* NAK-seq sent for resp_psn */
+	uint32_t resp_nak_from; /* ... on seeing this PSN: a packet at or
+				 * before it is a new round, NAKed again */
+	struct {
+		uint32_t psn;
+		bool valid;
+		uint64_t orig;
+	} atom_replay[SV_ATOMIC_REPLAY];
+	uint32_t atom_next;
+
+	/* SOFTVERBS_FAULTS (faults.h) */
+	uint32_t fault_idx; /* creation index in the process */
+	uint32_t fault_try; /* responder: drops of the train at
+			     * fault_try_psn so far (the attempt) */
+	uint32_t fault_try_psn;
+	uint32_t fault_rsp_try;	  /* completer: drops of the awaited
+				   * response so far */
+	uint32_t fault_rnr_try;	  /* responder: RNR attempts of the head */
+	uint64_t fault_rnr_until; /* ... refusing it until then (ns) */
+	uint64_t fault_drop_hash; /* a digest of the (psn, attempt) dropped
+				   * (tests: same seed, same faults) */
+	struct sv_qp_stats stats;
 
 	/* UD (ud.c): the datagram socket is link.listen_fd */
 	uint64_t ud_drops; /* datagrams dropped on arrival (debugging) */
@@ -641,6 +693,10 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now_ns);
 /* Completes the finished WQEs at the head of the send queue, in order
  * (the requester calls it after executing one-sided WQEs itself). */
 void sv_comp_advance(struct sv_qp *qp);
+/* IBA table 45: an RNR NAK timer code in ns (comp.c). */
+uint64_t sv_rnr_timer_ns(uint8_t code);
+/* Retransmission: the send state back to psn (req.c). */
+void sv_req_rewind(struct sv_qp *qp, uint32_t psn);
 
 /* UD (ud.c).  Caller holds qp->lock. */
 /* Sends the posted WQEs as datagrams and completes them. */

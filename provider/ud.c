@@ -219,6 +219,8 @@ static int send_to(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n,
 	/* never blocks; a full queue or no such QP: lost, as on a wire */
 	if (sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
 		w->ud_first_ns = 0;
+		if (unlikely(sv_faults.on))
+			sv_faults_sent();
 		return 0; /* a datagram goes whole or not */
 	}
 	if (errno == EAGAIN || errno == ENOBUFS) {
@@ -476,6 +478,17 @@ static bool for_us(const struct sv_qp *qp, const struct sv_ud_hdr *h)
 	return h->dst_qpn == qp->qpx.qp_base.qp_num;
 }
 
+/* SOFTVERBS_FAULTS drop: the datagram is lost (decided by its number
+ * among those this QP could take: UD has no PSN). */
+static bool fault_drop(struct sv_qp *qp)
+{
+	if (!sv_fault_hit(sv_faults.drop, sv_faults.seed, SV_FAULT_UD,
+			  qp->fault_idx, qp->fault_try++, 0))
+		return false;
+	SV_STAT_INC(qp, fault_drops);
+	return true;
+}
+
 /* IBA 10.2.5: the datagram's qkey must be the QP's. */
 static bool take(struct sv_qp *qp, const struct sv_ud_hdr *h, size_t n)
 {
@@ -484,7 +497,8 @@ static bool take(struct sv_qp *qp, const struct sv_ud_hdr *h, size_t n)
 	/* IBA 10.3.1: RESET and INIT take nothing; in ERR it is flushed */
 	return s >= IBV_QPS_RTR && s != IBV_QPS_ERR && sv_ud_hdr_ok(h, n) &&
 	       for_us(qp, h) && h->qkey == qp->attr.qkey &&
-	       qp->rq_comp != qp->rq_post;
+	       qp->rq_comp != qp->rq_post &&
+	       !(SV_FAULT_ON(drop) && fault_drop(qp));
 }
 
 /* What came with a datagram: true if its sender is our user (and *pid

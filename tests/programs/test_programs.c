@@ -99,6 +99,23 @@ SV_TEST(debian_check_data)
 	pingpong(DEBIAN, DEBIAN, OPTS("-c"), 1000, 4096);
 }
 
+/* SOFTVERBS_FAULTS drop=0.05 in both processes: every loss is mended by
+ * RC retransmission (here by the local ACK timeout: one message in
+ * flight), and the data checks out (-c). */
+SV_TEST(debian_faults_drop_5pct)
+{
+	ASSERT_OK(setenv("SOFTVERBS_FAULTS", "drop=0.05,seed=1", 1));
+	pingpong(DEBIAN, DEBIAN, OPTS("-c", "-n", "200"), 200, 4096);
+}
+
+/* Our rc_pingpong, events mode: the completer's timer runs from the
+ * progress thread while the program sleeps in ibv_get_cq_event. */
+SV_TEST(ours_faults_drop_5pct_events)
+{
+	ASSERT_OK(setenv("SOFTVERBS_FAULTS", "drop=0.05,seed=2", 1));
+	pingpong(ours(), ours(), OPTS("-e", "-c", "-n", "200"), 200, 4096);
+}
+
 SV_TEST(debian_gid_index_0)
 {
 	pingpong(DEBIAN, DEBIAN, OPTS("-g", "0"), 1000, 4096);

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SOFTVERBS_FAULTS (issue 14): a fabric that misbehaves on purpose.  The
+ * spec is parsed once, at the first ibv_open_device; each decision is a
+ * pure function of (seed, kind, the QP's creation index in the process,
+ * the PSN, the attempt), so a seed gives the same faults run after run
+ * whatever the timing.  Off by default: the engine tests sv_faults.on, one
+ * predictable branch, and calls nothing here while it is false.
+ */
+#ifndef SV_FAULTS_H
+#define SV_FAULTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum sv_fault_kind {
+	SV_FAULT_DROP = 1,   /* a request train lost at the responder */
+	SV_FAULT_RSP = 2,    /* a response lost at the requester */
+	SV_FAULT_RNR = 3,    /* RNR NAK with a receive posted */
+	SV_FAULT_ACCESS = 4, /* remote access error on a one-sided request */
+	SV_FAULT_UD = 5,     /* a UD datagram lost */
+};
+
+struct sv_faults {
+	bool on;     /* any key given */
+	double drop; /* probabilities, [0, 1] */
+	double rnr;
+	double access;
+	uint64_t delay_us; /* delay line (not implemented: refused) */
+	uint64_t kill_at;  /* 0: never; else SIGKILL after that packet */
+	uint64_t seed;
+};
+
+/* The process's spec, valid once sv_faults_init returned 0. */
+extern struct sv_faults sv_faults;
+
+/* Is fault k (drop, rnr, access) on?  One predictable branch when off. */
+#define SV_FAULT_ON(k) (__builtin_expect(sv_faults.on, 0) && sv_faults.k > 0)
+
+/* Parses spec into *f (zeroed first); 0, or -EINVAL with *bad the key (or
+ * the piece) that is wrong, NUL-terminated in buf (of buflen bytes). */
+int sv_faults_parse(const char *spec, struct sv_faults *f, char *bad,
+		    unsigned int badlen);
+
+/* Reads SOFTVERBS_FAULTS once; 0, or -EINVAL (said on stderr, naming the
+ * key, at every call). */
+int sv_faults_init(void);
+
+/* The decision: true with probability p, a pure function of its inputs. */
+bool sv_fault_hit(double p, uint64_t seed, enum sv_fault_kind kind,
+		  uint32_t qp_idx, uint32_t psn, uint32_t attempt);
+
+/* The next QP's creation index in this process. */
+uint32_t sv_faults_qp_index(void);
+
+/* A packet was sent: with kill_at, the N-th one kills the process. */
+void sv_faults_sent(void);
+
+#endif

@@ -1,0 +1,661 @@
+// SPDX-License-Identifier: MIT
+/*
+ * SOFTVERBS_FAULTS (issue 14 item 2): packets lost on the wire and the
+ * IBA's retransmission that mends them, made-up RNR NAKs and remote
+ * access errors, a peer killed after its N-th packet, and a bad spec
+ * refused at ibv_open_device.  Each test is its own process: the spec is
+ * set before the first open (it is read once).  The counters are read
+ * from the QP's struct sv_qp_stats through sv.h (no export for them).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pair.h"
+#include "sv.h"
+
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+static struct sv_qp_stats stats_of(struct sv_end *e)
+{
+	struct sv_qp *qp = to_sqp(e->qp);
+	struct sv_qp_stats s = {
+		.retrans_pkts = LOAD(qp->stats.retrans_pkts),
+		.ack_timeouts = LOAD(qp->stats.ack_timeouts),
+		.seq_nak_sent = LOAD(qp->stats.seq_nak_sent),
+		.seq_nak_recv = LOAD(qp->stats.seq_nak_recv),
+		.rnr_nak_sent = LOAD(qp->stats.rnr_nak_sent),
+		.rnr_nak_recv = LOAD(qp->stats.rnr_nak_recv),
+		.fault_drops = LOAD(qp->stats.fault_drops),
+		.fault_rnr = LOAD(qp->stats.fault_rnr),
+		.fault_access = LOAD(qp->stats.fault_access),
+	};
+	return s;
+}
+
+static void set_faults(const char *spec)
+{
+	ASSERT_OK(setenv("SOFTVERBS_FAULTS", spec, 1));
+}
+
+/* Word i of message m: every byte of every message differs. */
+static uint64_t pat(uint32_t m, uint32_t i)
+{
+	return ((uint64_t)m << 32 | i) * 0x9e3779b97f4a7c15ull + 1;
+}
+
+static void fill_msg(uint8_t *b, uint32_t len, uint32_t m)
+{
+	uint64_t *w = (uint64_t *)b;
+
+	for (uint32_t i = 0; i < len / 8; i++)
+		w[i] = pat(m, i);
+}
+
+static long check_msg(const uint8_t *b, uint32_t len, uint32_t m)
+{
+	const uint64_t *w = (const uint64_t *)b;
+
+	for (uint32_t i = 0; i < len / 8; i++)
+		if (w[i] != pat(m, i))
+			return (long)i * 8;
+	return -1;
+}
+
+#define SLOTS 16 /* sends in flight; receives posted: twice that */
+
+static void post_send_slot(struct sv_end *e, uint32_t m, uint32_t len)
+{
+	uint32_t s = m % SLOTS;
+
+	fill_msg(e->buf + (size_t)s * len, len, m);
+	ASSERT_OK(sv_end_send(e, m, (size_t)s * len, len, 0));
+}
+
+/*
+ * a sends nmsg messages of len bytes to b, SLOTS in flight, and b checks
+ * every byte of each.  Fails on any error completion or the deadline.
+ */
+static void transfer(struct sv_pair *P, uint32_t nmsg, uint32_t len,
+		     int deadline_ms)
+{
+	uint32_t sent = 0, acked = 0, got = 0;
+	uint64_t end = sv_now_ms() + (uint64_t)deadline_ms;
+
+	for (uint32_t k = 0; k < 2 * SLOTS && k < nmsg; k++)
+		ASSERT_OK(sv_end_recv(&P->b, k, (size_t)(k % (2 * SLOTS)) * len,
+				      len));
+	while (sent < SLOTS && sent < nmsg)
+		post_send_slot(&P->a, sent++, len);
+	while (got < nmsg || acked < nmsg) {
+		struct ibv_wc wc;
+		int n;
+
+		if (sv_now_ms() > end)
+			sv_test_fail(__FILE__, __LINE__,
+				     "deadline: %u sent, %u acked, %u got",
+				     sent, acked, got);
+		n = ibv_poll_cq(P->b.rcq, 1, &wc);
+		ASSERT_TRUE(n >= 0);
+		if (n) {
+			long bad;
+
+			if (wc.status != IBV_WC_SUCCESS)
+				sv_test_fail(__FILE__, __LINE__,
+					     "receive %u: %s", got,
+					     ibv_wc_status_str(wc.status));
+			ASSERT_EQ(got, wc.wr_id);
+			ASSERT_EQ(len, wc.byte_len);
+			bad = check_msg(P->b.buf + (size_t)(got % (2 * SLOTS)) *
+							   len,
+					len, got);
+			if (bad >= 0)
+				sv_test_fail(__FILE__, __LINE__,
+					     "message %u differs at byte %ld",
+					     got, bad);
+			if (got + 2 * SLOTS < nmsg)
+				ASSERT_OK(sv_end_recv(
+					&P->b, got + 2 * SLOTS,
+					(size_t)(got % (2 * SLOTS)) * len,
+					len));
+			got++;
+		}
+		n = ibv_poll_cq(P->a.scq, 1, &wc);
+		ASSERT_TRUE(n >= 0);
+		if (n) {
+			if (wc.status != IBV_WC_SUCCESS)
+				sv_test_fail(__FILE__, __LINE__, "send %u: %s",
+					     acked,
+					     ibv_wc_status_str(wc.status));
+			ASSERT_EQ(acked, wc.wr_id);
+			acked++;
+			if (sent < nmsg)
+				post_send_slot(&P->a, sent++, len);
+		}
+	}
+}
+
+static struct sv_end_opts xfer_opts(uint32_t len)
+{
+	struct sv_end_opts o = sv_end_opts_default();
+
+	o.buf_len = (size_t)2 * SLOTS * len;
+	o.mtu = IBV_MTU_4096;
+	o.cqe = 128;
+	return o;
+}
+
+/* Issue 14 item 2: 1 GiB over RC with drop=0.01 arrives byte-exact, and
+ * the counters show the losses and the retransmissions that mended
+ * them. */
+SV_TEST(faults_drop_rc_1gib_byte_exact)
+{
+	const uint32_t len = 64 * 1024, nmsg = 16384;
+	struct sv_end_opts o = xfer_opts(len);
+	struct sv_qp_stats sa, sb;
+	struct sv_pair P;
+	uint64_t t0;
+
+	set_faults("drop=0.01,seed=1");
+	sv_pair_open(&P, &o, &o);
+	t0 = sv_now_ms();
+	transfer(&P, nmsg, len, 100000);
+	sa = stats_of(&P.a);
+	sb = stats_of(&P.b);
+	printf("1 GiB in %" PRIu64 " ms: b dropped %" PRIu64
+	       " trains, sent %" PRIu64 " NAK-seq; a resent %" PRIu64
+	       " trains, took %" PRIu64 " NAK-seq, %" PRIu64 " ACK timeouts\n",
+	       sv_now_ms() - t0, sb.fault_drops, sb.seq_nak_sent,
+	       sa.retrans_pkts, sa.seq_nak_recv, sa.ack_timeouts);
+	ASSERT_GE(sb.fault_drops, 100);
+	ASSERT_GE(sb.seq_nak_sent, 1);
+	ASSERT_GE(sa.seq_nak_recv, 1);
+	ASSERT_GE(sa.retrans_pkts, sb.fault_drops);
+	ASSERT_EQ(0, sa.fault_drops); /* a took no requests */
+	sv_pair_close(&P);
+}
+
+/* In a child: a transfer with spec; writes (drops, digest) to fd. */
+static void drop_run(const char *spec, int fd)
+{
+	struct sv_end_opts o = xfer_opts(16384);
+	struct sv_pair P;
+	uint64_t r[2];
+
+	set_faults(spec);
+	sv_pair_open(&P, &o, &o);
+	transfer(&P, 2000, 16384, 50000);
+	r[0] = stats_of(&P.b).fault_drops;
+	r[1] = to_sqp(P.b.qp)->fault_drop_hash;
+	sv_pair_close(&P);
+	if (write(fd, r, sizeof(r)) != sizeof(r))
+		_exit(3);
+}
+
+static void drop_child(const char *spec, uint64_t r[2])
+{
+	int fds[2], st;
+	pid_t pid;
+
+	ASSERT_OK(pipe(fds));
+	fflush(NULL);
+	pid = fork(); /* the spec is read once per process */
+	ASSERT_TRUE(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		drop_run(spec, fds[1]);
+		_exit(0);
+	}
+	close(fds[1]);
+	ASSERT_EQ((ssize_t)(2 * sizeof(uint64_t)),
+		  read(fds[0], r, 2 * sizeof(uint64_t)));
+	close(fds[0]);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* The same seed twice drops the same trains at the same attempts (the
+ * count and a digest of the (PSN, attempt) list); another seed not. */
+SV_TEST(faults_drop_same_seed_same_faults)
+{
+	uint64_t r1[2], r2[2], r3[2];
+
+	drop_child("drop=0.05,seed=7", r1);
+	drop_child("seed=7,drop=0.05", r2);
+	drop_child("drop=0.05,seed=8", r3);
+	printf("seed 7: %" PRIu64 " drops (%016" PRIx64 "), again %" PRIu64
+	       " (%016" PRIx64 "); seed 8: %" PRIu64 " (%016" PRIx64 ")\n",
+	       r1[0], r1[1], r2[0], r2[1], r3[0], r3[1]);
+	ASSERT_GE(r1[0], 10);
+	ASSERT_EQ(r1[0], r2[0]);
+	ASSERT_EQ(r1[1], r2[1]);
+	ASSERT_NE(r1[1], r3[1]);
+}
+
+/* Reads whose responses are lost are asked again; atomics whose answers
+ * are lost are answered from the replay cache, never executed twice. */
+SV_TEST(faults_drop_rc_read_and_atomic)
+{
+	const uint32_t len = 65536, nread = 256, natomic = 400;
+	struct sv_end_opts o = sv_end_opts_default();
+	struct sv_qp_stats sa;
+	struct sv_pair P;
+	uint8_t *seen;
+
+	set_faults("drop=0.02,seed=3");
+	/* each read from its own bytes: a duplicate of a finished read may
+	 * still be answered (IBA 9.7.5.1.2) while we fill the next */
+	o.buf_len = (size_t)(nread + 1) * len;
+	o.mtu = IBV_MTU_4096;
+	o.mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+		      IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+	o.qp_access = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
+		      IBV_ACCESS_REMOTE_ATOMIC;
+	o.rd_atomic = 4;
+	sv_pair_open(&P, &o, &o);
+	for (uint32_t k = 0; k < nread; k++) {
+		struct ibv_sge sge = {.addr = (uintptr_t)P.a.buf,
+				      .length = len,
+				      .lkey = P.a.mr->lkey};
+		struct ibv_send_wr wr = {.wr_id = k,
+					 .sg_list = &sge,
+					 .num_sge = 1,
+					 .opcode = IBV_WR_RDMA_READ,
+					 .send_flags = IBV_SEND_SIGNALED},
+				   *bad;
+
+		fill_msg(P.b.buf + (size_t)(k + 1) * len, len, k);
+		memset(P.a.buf, 0, len);
+		wr.wr.rdma.remote_addr =
+			(uintptr_t)P.b.buf + (size_t)(k + 1) * len;
+		wr.wr.rdma.rkey = P.b.mr->rkey;
+		ASSERT_OK(ibv_post_send(P.a.qp, &wr, &bad));
+		EXPECT_WC(P.a.scq, IBV_WC_SUCCESS, k);
+		ASSERT_EQ(-1, check_msg(P.a.buf, len, k));
+	}
+	memset(P.b.buf, 0, 8);
+	seen = calloc(natomic, 1);
+	ASSERT_NOT_NULL(seen);
+	for (uint32_t k = 0; k < natomic; k++) {
+		struct ibv_sge sge = {.addr = (uintptr_t)P.a.buf + 8 * (k % 8),
+				      .length = 8,
+				      .lkey = P.a.mr->lkey};
+		struct ibv_send_wr wr = {.wr_id = k,
+					 .sg_list = &sge,
+					 .num_sge = 1,
+					 .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+					 .send_flags = IBV_SEND_SIGNALED},
+				   *bad;
+		uint64_t old;
+
+		wr.wr.atomic.remote_addr = (uintptr_t)P.b.buf;
+		wr.wr.atomic.rkey = P.b.mr->rkey;
+		wr.wr.atomic.compare_add = 1;
+		ASSERT_OK(ibv_post_send(P.a.qp, &wr, &bad));
+		EXPECT_WC(P.a.scq, IBV_WC_SUCCESS, k);
+		memcpy(&old, P.a.buf + 8 * (k % 8), 8);
+		ASSERT_EQ(k, old); /* each value once, in order */
+		seen[k] = 1;
+	}
+	ASSERT_EQ(natomic,
+		  __atomic_load_n((uint64_t *)P.b.buf, __ATOMIC_ACQUIRE));
+	free(seen);
+	sa = stats_of(&P.a);
+	printf("a lost %" PRIu64 " responses, resent %" PRIu64
+	       " requests, %" PRIu64 " ACK timeouts; b lost %" PRIu64
+	       " requests\n",
+	       sa.fault_drops, sa.retrans_pkts, sa.ack_timeouts,
+	       stats_of(&P.b).fault_drops);
+	ASSERT_GE(sa.fault_drops, 1);
+	ASSERT_GE(sa.ack_timeouts, 1);
+	sv_pair_close(&P);
+}
+
+/* Every packet lost: the local ACK timeout resends retry_cnt times, then
+ * IBV_WC_RETRY_EXC_ERR. */
+SV_TEST(faults_drop_all_retry_exceeded)
+{
+	struct sv_end_opts o = sv_end_opts_default();
+	struct sv_pair P;
+
+	set_faults("drop=1");
+	o.timeout = 8; /* 1 ms */
+	o.retry_cnt = 3;
+	sv_pair_open(&P, &o, &o);
+	ASSERT_OK(sv_end_recv(&P.b, 2, 0, 64));
+	ASSERT_OK(sv_end_send(&P.a, 1, 0, 64, 0));
+	EXPECT_WC(P.a.scq, IBV_WC_RETRY_EXC_ERR, 1);
+	ASSERT_EQ(3, stats_of(&P.a).ack_timeouts);
+	ASSERT_EQ(4, stats_of(&P.b).fault_drops); /* first try + 3 */
+	ASSERT_EQ(IBV_QPS_ERR, sv_end_state(&P.a));
+	sv_pair_close(&P);
+}
+
+/* rnr=1: a receive is posted, but every send is answered RNR NAK: the
+ * requester fails IBV_WC_RNR_RETRY_EXC_ERR after rnr_retry retries. */
+SV_TEST(faults_rnr_retry_exceeded)
+{
+	struct sv_end_opts o = sv_end_opts_default();
+	struct sv_pair P;
+	struct sv_qp_stats sa, sb;
+
+	set_faults("rnr=1.0");
+	o.rnr_retry = 3;
+	o.min_rnr_timer = 1; /* 10 µs */
+	sv_pair_open(&P, &o, &o);
+	ASSERT_OK(sv_end_recv(&P.b, 2, 0, 64));
+	ASSERT_OK(sv_end_send(&P.a, 1, 0, 64, 0));
+	EXPECT_WC(P.a.scq, IBV_WC_RNR_RETRY_EXC_ERR, 1);
+	sa = stats_of(&P.a);
+	sb = stats_of(&P.b);
+	ASSERT_GE(sb.fault_rnr, 1);
+	ASSERT_EQ(1, sb.rnr_nak_sent);
+	ASSERT_EQ(1, sa.rnr_nak_recv);
+	NO_WC(P.b.rcq, 20); /* the receive was never taken */
+	sv_pair_close(&P);
+}
+
+/* rnr=0.5: some sends are refused for a while, all arrive. */
+SV_TEST(faults_rnr_some_recover)
+{
+	struct sv_end_opts o = sv_end_opts_default();
+	struct sv_pair P;
+
+	set_faults("rnr=0.5,seed=2");
+	o.min_rnr_timer = 1;
+	sv_pair_open(&P, &o, &o);
+	for (uint32_t k = 0; k < 50; k++) {
+		ASSERT_OK(sv_end_recv(&P.b, k, 0, 64));
+		ASSERT_OK(sv_end_send(&P.a, k, 0, 64, 0));
+		EXPECT_WC(P.a.scq, IBV_WC_SUCCESS, k);
+		EXPECT_WC(P.b.rcq, IBV_WC_SUCCESS, k);
+	}
+	ASSERT_GE(stats_of(&P.b).fault_rnr, 5);
+	sv_pair_close(&P);
+}
+
+/* access=1: a write, a read and an atomic each complete
+ * IBV_WC_REM_ACCESS_ERR at the requester. */
+SV_TEST(faults_access_write_read_atomic)
+{
+	static const enum ibv_wr_opcode ops[] = {
+		IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ,
+		IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_CMP_AND_SWP};
+
+	set_faults("access=1");
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		struct sv_end_opts o = sv_end_opts_default();
+		struct sv_pair P;
+		struct ibv_sge sge;
+		struct ibv_send_wr wr = {0}, *bad;
+
+		o.mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+			      IBV_ACCESS_REMOTE_WRITE |
+			      IBV_ACCESS_REMOTE_ATOMIC;
+		o.qp_access = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
+			      IBV_ACCESS_REMOTE_ATOMIC;
+		sv_pair_open(&P, &o, &o);
+		sge = (struct ibv_sge){.addr = (uintptr_t)P.a.buf,
+				       .length = 8,
+				       .lkey = P.a.mr->lkey};
+		wr.wr_id = 7;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = ops[i];
+		wr.send_flags = IBV_SEND_SIGNALED;
+		if (ops[i] == IBV_WR_RDMA_WRITE || ops[i] == IBV_WR_RDMA_READ) {
+			wr.wr.rdma.remote_addr = (uintptr_t)P.b.buf;
+			wr.wr.rdma.rkey = P.b.mr->rkey;
+		} else {
+			wr.wr.atomic.remote_addr = (uintptr_t)P.b.buf;
+			wr.wr.atomic.rkey = P.b.mr->rkey;
+		}
+		ASSERT_OK(ibv_post_send(P.a.qp, &wr, &bad));
+		EXPECT_WC(P.a.scq, IBV_WC_REM_ACCESS_ERR, 7);
+		ASSERT_EQ(1, stats_of(&P.b).fault_access);
+		sv_pair_close(&P);
+	}
+}
+
+/* drop=1 on UC: the message is lost, the sender completes (UC is not
+ * acknowledged), the receiver sees nothing and goes on. */
+SV_TEST(faults_drop_uc_lost)
+{
+	struct sv_pair P;
+	struct sv_end_opts o = sv_end_opts_default();
+	struct ibv_qp_init_attr ia = {0};
+
+	set_faults("drop=1");
+	sv_end_open(&P.a, &o);
+	sv_end_open(&P.b, &o);
+	/* the same ends, with UC QPs */
+	for (int i = 0; i < 2; i++) {
+		struct sv_end *e = i ? &P.b : &P.a;
+
+		ASSERT_OK(ibv_destroy_qp(e->qp));
+		ia.send_cq = e->scq;
+		ia.recv_cq = e->rcq;
+		ia.qp_type = IBV_QPT_UC;
+		ia.sq_sig_all = 1;
+		ia.cap.max_send_wr = ia.cap.max_recv_wr = 8;
+		ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+		e->qp = ibv_create_qp(e->pd, &ia);
+		ASSERT_NOT_NULL(e->qp);
+	}
+	for (int i = 0; i < 2; i++) {
+		struct sv_end *e = i ? &P.b : &P.a, *peer = i ? &P.a : &P.b;
+		struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
+					.port_num = 1};
+
+		ASSERT_OK(ibv_modify_qp(e->qp, &a,
+					IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+						IBV_QP_PORT |
+						IBV_QP_ACCESS_FLAGS));
+		a = (struct ibv_qp_attr){
+			.qp_state = IBV_QPS_RTR,
+			.path_mtu = IBV_MTU_1024,
+			.dest_qp_num = peer->qp->qp_num,
+			.rq_psn = 0x100,
+			.ah_attr = {.dlid = peer->lid, .port_num = 1}};
+		ASSERT_OK(ibv_modify_qp(
+			e->qp, &a,
+			IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				IBV_QP_DEST_QPN | IBV_QP_RQ_PSN));
+	}
+	for (int i = 0; i < 2; i++) {
+		struct sv_end *e = i ? &P.b : &P.a;
+		struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTS,
+					.sq_psn = 0x100};
+
+		ASSERT_OK(
+			ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN));
+	}
+	ASSERT_OK(sv_end_recv(&P.b, 2, 0, 4096));
+	ASSERT_OK(sv_end_send(&P.a, 1, 0, 2048, 0));
+	EXPECT_WC(P.a.scq, IBV_WC_SUCCESS, 1);
+	NO_WC(P.b.rcq, 50);
+	ASSERT_EQ(1, stats_of(&P.b).fault_drops);
+	ASSERT_EQ(IBV_QPS_RTS, sv_end_state(&P.b));
+	sv_pair_close(&P);
+}
+
+/* A spec is refused at ibv_open_device (NULL, EINVAL) with one stderr
+ * line naming the key; each in its own process (read once). */
+static void bad_spec(const char *spec, const char *key)
+{
+	char path[] = "/tmp/sv-faults-XXXXXX", line[512] = "";
+	int fd = mkstemp(path), st;
+	pid_t pid;
+	FILE *f;
+
+	ASSERT_TRUE(fd >= 0);
+	unlink(path);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_TRUE(pid >= 0);
+	if (pid == 0) {
+		struct ibv_device **l;
+		struct ibv_context *c;
+		int n;
+
+		dup2(fd, 2);
+		setenv("SOFTVERBS_FAULTS", spec, 1);
+		l = ibv_get_device_list(&n);
+		if (!l || n < 1)
+			_exit(2);
+		errno = 0;
+		c = ibv_open_device(l[0]);
+		_exit(c ? 3 : errno == EINVAL ? 0 : 4);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		sv_test_fail(__FILE__, __LINE__, "spec '%s': child status %d",
+			     spec, st);
+	f = fdopen(fd, "r");
+	ASSERT_NOT_NULL(f);
+	rewind(f);
+	ASSERT_NOT_NULL(fgets(line, sizeof(line), f));
+	if (!strstr(line, "SOFTVERBS_FAULTS") || !strstr(line, key))
+		sv_test_fail(__FILE__, __LINE__, "spec '%s': said '%s'", spec,
+			     line);
+	ASSERT_TRUE(fgets(line, sizeof(line), f) == NULL); /* one line */
+	fclose(f);
+}
+
+SV_TEST(faults_bad_spec_fails_open)
+{
+	bad_spec("drop=1.5", "'drop'");
+	bad_spec("rnr=-0.1", "'rnr'");
+	bad_spec("access=x", "'access'");
+	bad_spec("bogus=1", "'bogus'");
+	bad_spec("drop=0.1,seed", "'seed'");
+	bad_spec("seed=1,kill_at=", "'kill_at'");
+	bad_spec("junk", "'junk'");
+	bad_spec("drop=0.1,", "''");
+}
+
+/*
+ * kill_at=N: the peer (a child with the spec) dies by SIGKILL after its
+ * N-th packet; the survivor sees the statuses of a peer's death: its QP
+ * in ERROR with IBV_EVENT_QP_FATAL, the receives left flushed
+ * (IBV_WC_WR_FLUSH_ERR) after the messages that arrived.
+ */
+SV_TEST(faults_kill_at_peer_dies)
+{
+	const int nmsg = 10, kill_at = 4;
+	int down[2], up[2], st, ok = 0, flushed = 0;
+	uint32_t qpn, peer;
+	struct ibv_async_event ev;
+	struct sv_end e;
+	pid_t pid;
+	uint64_t end;
+
+	ASSERT_OK(pipe(down));
+	ASSERT_OK(pipe(up));
+	fflush(NULL);
+	pid = fork(); /* before any verbs object exists in the parent */
+	ASSERT_TRUE(pid >= 0);
+	if (pid == 0) {
+		struct sv_end p;
+		struct ibv_wc wc;
+		char spec[32];
+
+		alarm(60);
+		close(down[1]);
+		close(up[0]);
+		snprintf(spec, sizeof(spec), "kill_at=%d", kill_at);
+		setenv("SOFTVERBS_FAULTS", spec, 1);
+		sv_end_open(&p, NULL);
+		qpn = p.qp->qp_num;
+		if (write(up[1], &qpn, 4) != 4 || read(down[0], &peer, 4) != 4)
+			_exit(2);
+		sv_end_connect(&p, peer, 0x1234);
+		if (read(down[0], &qpn, 1) != 1) /* its receives are up */
+			_exit(3);
+		for (int i = 0; i < nmsg; i++) {
+			if (sv_end_send(&p, (uint64_t)i, 0, 64, 0))
+				_exit(4);
+			if (!sv_wc_poll(p.scq, &wc, 10000) ||
+			    wc.status != IBV_WC_SUCCESS)
+				_exit(5);
+		}
+		_exit(0); /* never: the 4th send kills us */
+	}
+	close(down[0]);
+	close(up[1]);
+	sv_end_open(&e, NULL);
+	ASSERT_EQ(4, read(up[0], &peer, 4));
+	qpn = e.qp->qp_num;
+	ASSERT_EQ(4, write(down[1], &qpn, 4));
+	sv_end_connect(&e, peer, 0x1234);
+	for (int i = 0; i < nmsg; i++)
+		ASSERT_OK(sv_end_recv(&e, (uint64_t)i, 0, 64));
+	ASSERT_EQ(1, write(down[1], "g", 1));
+	end = sv_now_ms() + 20000;
+	while (ok + flushed < nmsg) {
+		struct ibv_wc wc;
+
+		ASSERT_TRUE(sv_now_ms() < end);
+		if (ibv_poll_cq(e.rcq, 1, &wc) != 1)
+			continue;
+		if (wc.status == IBV_WC_SUCCESS) {
+			ASSERT_EQ(0, flushed); /* in order */
+			ok++;
+		} else {
+			ASSERT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
+			flushed++;
+		}
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	/* over shared memory the 4th send was in our ring before the kill;
+	 * over TCP it may not have left the peer */
+	ASSERT_TRUE(ok == kill_at || (sv_test_tcp() && ok == kill_at - 1));
+	ASSERT_EQ(IBV_QPS_ERR, sv_end_state(&e));
+	ASSERT_OK(ibv_get_async_event(e.ctx, &ev));
+	ASSERT_EQ(IBV_EVENT_QP_FATAL, ev.event_type);
+	ibv_ack_async_event(&ev);
+	close(down[1]);
+	close(up[0]);
+	sv_end_close(&e);
+}
+
+/*
+ * No faults: two sends in one post, one receive.  The responder takes the
+ * first and answers the second RNR NAK in the same run; the run's ACK of
+ * the first must not overwrite that NAK (it did: the requester never
+ * learnt of the RNR, and the second send waited forever instead of
+ * failing after rnr_retry).
+ */
+SV_TEST(rnr_nak_not_hidden_by_ack_of_same_run)
+{
+	struct sv_end_opts o = sv_end_opts_default();
+	struct ibv_sge sge[2];
+	struct ibv_send_wr wr[2], *bad;
+	struct sv_pair P;
+
+	o.rnr_retry = 1;
+	o.min_rnr_timer = 1;
+	sv_pair_open(&P, &o, &o);
+	ASSERT_OK(sv_end_recv(&P.b, 9, 0, 64));
+	for (int i = 0; i < 2; i++) {
+		sge[i] = (struct ibv_sge){.addr = (uintptr_t)P.a.buf + 64 * i,
+					  .length = 64,
+					  .lkey = P.a.mr->lkey};
+		wr[i] = (struct ibv_send_wr){.wr_id = (uint64_t)i,
+					     .next = i ? NULL : &wr[1],
+					     .sg_list = &sge[i],
+					     .num_sge = 1,
+					     .opcode = IBV_WR_SEND};
+	}
+	ASSERT_OK(ibv_post_send(P.a.qp, wr, &bad));
+	EXPECT_WC(P.b.rcq, IBV_WC_SUCCESS, 9);
+	EXPECT_WC(P.a.scq, IBV_WC_SUCCESS, 0);
+	EXPECT_WC(P.a.scq, IBV_WC_RNR_RETRY_EXC_ERR, 1);
+	sv_pair_close(&P);
+}
