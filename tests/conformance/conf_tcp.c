@@ -378,6 +378,18 @@ static void messages_intact(struct sv_pair *p, int nmsg)
  * of a pair are ours): the socket inodes of /proc/self/fd looked up in
  * /proc/net/tcp{,6}.  With two, *mirrored tells whether they are the two
  * ends of one connection (each one's local address the other's remote). */
+/* A /proc/net/tcp6 end of an IPv4 connection (a dual-stack socket's:
+ * ::ffff:a.b.c.d, "0000000000000000FFFF0000" then the IPv4 word) written
+ * as /proc/net/tcp writes it, so both ends of one connection compare. */
+static void v4_end(char *end)
+{
+	static const char mapped[] = "0000000000000000FFFF0000";
+
+	if (!strncmp(end, mapped, sizeof(mapped) - 1))
+		memmove(end, end + sizeof(mapped) - 1,
+			strlen(end + sizeof(mapped) - 1) + 1);
+}
+
 static int tcp_conns(bool *mirrored)
 {
 	static const char *const tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
@@ -421,6 +433,8 @@ static int tcp_conns(bool *mirrored)
 				if (ino[i] != inode)
 					continue;
 				if (count < 2) {
+					v4_end(loc);
+					v4_end(rem);
 					strcpy(ends[count][0], loc);
 					strcpy(ends[count][1], rem);
 				}
