@@ -72,6 +72,7 @@ ud.c sv_gid_is_local
 ud.c sv_local_lid
 ud.c sv_swqe_sge
 comp.c ibv_wc_status_str
+pcap.c sv_opcodes
 '
 
 cd "$objs" || exit 1
