@@ -172,7 +172,7 @@ static void flush_locked(void)
 {
 	if (pc.len && pc.fd >= 0)
 		write_all(pc.buf, pc.len);
-	pc.len = 0;
+	__atomic_store_n(&pc.len, 0, __ATOMIC_RELAXED); /* see sv_pcap_flush */
 }
 
 void sv_pcap_flush(void)
@@ -310,7 +310,7 @@ static void emit(const struct ib_pkt *k)
 	const uint8_t *dip = k->tx ? k->a->dst : k->a->src;
 	bool v4 = is_v4(sip) && is_v4(dip);
 	uint32_t pad = (4 - (k->len & 3)) & 3, iblen, iplen, udplen, hlen;
-	uint32_t keep, orig, crc;
+	uint32_t keep, orig, crc = 0;
 	uint8_t icrc[4] = {0}, padb[3] = {0};
 	uint64_t t = now_real_ns();
 	uint32_t rec[4];
@@ -424,10 +424,8 @@ static void emit(const struct ib_pkt *k)
 			m[40 + 6] = m[40 + 7] = 0xff;
 			m[48 + 4] = 0xff;
 		}
+		/* the payload's part once it is copied, below */
 		crc = crc32_le(0xdebb20e3u, m, hlen - moff);
-		crc = crc32_le(crc, k->data ? k->data : padb, k->len);
-		crc = ~crc32_le(crc, padb, pad);
-		memcpy(icrc, &crc, 4); /* transmitted least byte first */
 	}
 	rec[0] = (uint32_t)(t / 1000000000ull);
 	rec[1] = (uint32_t)(t % 1000000000ull);
@@ -444,10 +442,15 @@ static void emit(const struct ib_pkt *k)
 	memcpy(pc.buf + pc.len, rec, sizeof(rec));
 	memcpy(pc.buf + pc.len + sizeof(rec), f, hlen);
 	need = pc.len + sizeof(rec) + hlen;
+	/* the payload may be a peer's memory: copied guarded, and the
+	 * ICRC computed over our copy */
 	if (keep && sv_copy_guarded(pc.buf + need, k->data, keep))
 		memset(pc.buf + need, 0, keep); /* the memory went */
 	need += keep;
 	if (keep == k->len) {
+		crc = crc32_le(crc, pc.buf + need - keep, keep);
+		crc = ~crc32_le(crc, padb, pad);
+		memcpy(icrc, &crc, 4); /* transmitted least byte first */
 		memcpy(pc.buf + need, padb, pad);
 		memcpy(pc.buf + need + pad, icrc, 4);
 		need += pad + 4;
