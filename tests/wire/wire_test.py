@@ -85,6 +85,12 @@ def left():
 def start(tag, argv, env):
     e = dict(os.environ)
     e.update(env)
+    rt = os.environ.get("SV_ASAN_RUNTIME")
+    if rt:
+        # Debian's programs are not instrumented: the ASan runtime first
+        # (softverbs-run puts our library after it), as tests/programs
+        e["LD_PRELOAD"] = rt
+        e["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0"
     out = open(os.path.join(TMP, tag + ".out"), "w")
     return subprocess.Popen([RUN] + argv, env=e, stdout=out,
                             stderr=subprocess.STDOUT)
