@@ -197,7 +197,7 @@ uint64_t sv_stat_refresh(struct sv_context *ctx, uint64_t now)
 	memcpy(tot, s->gone, sizeof(tot));
 	/* odd: a reader retries; the stores below come after it */
 	__atomic_store_n(&h->seq, h->seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	atomic_thread_fence(memory_order_release);
 	pthread_rwlock_rdlock(&ctx->qp_lock);
 	sv_list_for_each(l, &ctx->qps)
 	{

@@ -21,6 +21,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,7 +153,7 @@ static bool read_table(const struct table *t, struct snap *s)
 		if (a & 1)
 			continue;
 		memcpy(s, t->map, sizeof(*s));
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		atomic_thread_fence(memory_order_acquire);
 		b = __atomic_load_n(&h->seq, __ATOMIC_RELAXED);
 		if (a != b)
 			continue;
