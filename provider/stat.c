@@ -229,8 +229,9 @@ uint64_t sv_stat_refresh(struct sv_context *ctx, uint64_t now)
 	h->updated_ns = real_ns();
 	__atomic_store_n(&h->seq, h->seq + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&s->lock);
-	if (!live) /* nothing moves: the next wake-up refreshes */
-		return UINT64_MAX;
+	/* at most once a period, whatever wakes the thread */
 	s->next_ns = now + SV_STAT_PERIOD_NS;
-	return s->next_ns;
+	/* no QPs, nothing moves: no timer (a wake-up after the period,
+	 * for a new QP's link, refreshes) */
+	return live ? s->next_ns : UINT64_MAX;
 }
