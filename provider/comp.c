@@ -106,6 +106,7 @@ static void complete(struct sv_qp *qp, struct sv_swqe *w, enum ibv_wc_status st)
 		.qp_num = qp->qpx.qp_base.qp_num,
 	};
 	qp->sq_comp++;
+	sv_stat_wc(qp, st);
 	sv_cq_push(qp->scq, &wc, false);
 }
 
@@ -238,6 +239,10 @@ static bool take_responses(struct sv_qp *qp)
 			sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
 			return false;
 		}
+		if (__builtin_expect(sv_pcap_on, 0))
+			sv_pcap_train(qp, false, &p, payload, payload);
+		sv_stat_add(qp, rx_pkts, p.npsn);
+		sv_stat_add(qp, rx_bytes, p.len);
 		sv_ring_consume(&qp->link.rsp_rx);
 		took = true;
 	}
@@ -261,7 +266,6 @@ static void nak_head(struct sv_qp *qp, uint64_t ack, uint64_t now)
 {
 	switch (SV_ACK_SYN(ack)) {
 	case SV_NAK_RNR:
-		SV_STAT_INC(qp, rnr_nak_recv);
 		qp->comp_rnr_wait = true;
 		qp->comp_deadline =
 			now + rnr_10us[SV_ACK_TIMER(ack) & 31] * 10000ull;
@@ -277,7 +281,6 @@ static void nak_head(struct sv_qp *qp, uint64_t ack, uint64_t now)
 		break;
 	default: /* NAK-seq: resend from the PSN it names (IBA 9.7.5.1);
 		  * it does not count against retry_cnt */
-		SV_STAT_INC(qp, seq_nak_recv);
 		sv_req_rewind(qp, SV_ACK_PSN(ack));
 		qp->comp_deadline = 0;
 		break;
@@ -293,6 +296,13 @@ static void take_ack(struct sv_qp *qp, uint64_t ack, uint64_t now)
 	qp->comp_rnr_wait = false;
 	if (syn > SV_NAK_REM_OP) /* not a word a responder writes */
 		return;
+	if (__builtin_expect(sv_pcap_on, 0))
+		sv_pcap_ack(qp, false, ack);
+	sv_stat_add(qp, rx_pkts, 1);
+	if (syn == SV_NAK_SEQ)
+		sv_stat_add(qp, seq_nak_recv, 1);
+	else if (syn == SV_NAK_RNR)
+		sv_stat_add(qp, rnr_nak_recv, 1);
 	sv_dbg("qp %06x: ack psn %06x syndrome %u\n", qp->qpx.qp_base.qp_num,
 	       psn, syn);
 	qp->comp_acked = syn == SV_ACK ? psn : sv_psn_add(psn, SV_PSN_MASK);

@@ -109,12 +109,18 @@ struct ibv_context *sv_open_device(struct ibv_device *dev)
 	if (err)
 		goto err_rmem;
 	ctx->vctx.context.async_fd = ctx->async.fd;
+	sv_pcap_open(); /* SOFTVERBS_PCAP, once per process */
+	/* the counters' table: without it the device works, unseen */
+	err = sv_stat_open(ctx);
+	if (err)
+		sv_dbg("softverbs-stat table: %s\n", strerror(-err));
 	err = sv_progress_start(ctx);
 	if (err)
-		goto err_evq;
+		goto err_stat;
 	return &ctx->vctx.context;
 
-err_evq:
+err_stat:
+	sv_stat_close(ctx);
 	sv_evq_destroy(&ctx->async);
 err_rmem:
 	sv_rmem_fini(ctx);
@@ -132,6 +138,9 @@ int sv_close_device(struct ibv_context *c)
 
 	sv_qp_close_all(ctx); /* QPs the app did not destroy */
 	sv_progress_stop(ctx);
+	sv_stat_close(ctx);
+	if (sv_pcap_on)
+		sv_pcap_flush();
 	sv_tcp_door_close(ctx);
 	sv_ud_door_close(ctx);
 	sv_lanes_tx_close(ctx);

@@ -356,11 +356,18 @@ static void *progress_main(void *arg)
 	while (!atomic_load(&pg->stop)) {
 		bool active;
 		uint64_t next = look(ctx, &active);
+		uint64_t snext = sv_stat_refresh(ctx, sv_now_ns());
 		int tmo = timeout_ms(next), n;
 
 		if (active && (tmo < 0 || tmo > SV_ACTIVE_CHECK_MS))
 			tmo = SV_ACTIVE_CHECK_MS; /* see when it stops */
+		/* the counters' timer is not work: new work still kicks us
+		 * to arm its timers (sv_progress_note_work) */
 		atomic_store(&pg->forever, tmo < 0);
+		if (snext != UINT64_MAX && (tmo < 0 || timeout_ms(snext) < tmo))
+			tmo = timeout_ms(snext);
+		if (sv_pcap_on)
+			sv_pcap_flush();
 		n = epoll_wait(pg->epfd, ev, ARRAY_SIZE(ev), tmo);
 		atomic_store(&pg->forever, false);
 		for (int i = 0; i < n; i++)

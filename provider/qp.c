@@ -311,6 +311,33 @@ static int link_route(const struct sv_qp *qp, union sv_sockaddr *dst)
 	return 1;
 }
 
+/* SOFTVERBS_PCAP: the addresses the QP's packets show (pcap.c): the
+ * GIDs of its path, ::ffff:127.0.0.1 for one it does not have. */
+static void pcap_addr(struct sv_qp *qp)
+{
+	static const uint8_t lo[16] = {0, 0, 0,	   0,	 0,   0, 0, 0,
+				       0, 0, 0xff, 0xff, 127, 0, 0, 1};
+	const struct ibv_ah_attr *a = &qp->attr.ah_attr;
+	struct sv_pcap_addr *p = &qp->pcap_addr;
+	union ibv_gid g;
+	uint32_t x = qp->qpx.qp_base.qp_num, y = qp->attr.dest_qp_num;
+
+	memcpy(p->src, lo, 16);
+	memcpy(p->dst, lo, 16);
+	if (a->is_global) {
+		if (!sv_query_gid(&qp->ctx->vctx.context, 1, a->grh.sgid_index,
+				  &g))
+			memcpy(p->src, g.raw, 16);
+		memcpy(p->dst, a->grh.dgid.raw, 16);
+	}
+	/* RoCE's entropy: one port per QP pair, the same both ways */
+	x = (x < y ? x : y) * 0x9e3779b1u ^ (x < y ? y : x);
+	p->sport = (uint16_t)(0xc000 | (x >> 18));
+	qp->pcap_psn_off = 0;
+	qp->pcap_rx_valid = false;
+	qp->pcap_msn = 0;
+}
+
 /* At RTR: the link's resources now, and a first connect.  -errno, and the
  * QP stays as it was. */
 static int link_start(struct sv_qp *qp)
@@ -474,6 +501,8 @@ static int enter_state(struct sv_qp *qp, enum ibv_qp_state next)
 		break;
 	case IBV_QPS_RTR:
 		if (cur == IBV_QPS_INIT) {
+			if (sv_pcap_on)
+				pcap_addr(qp);
 			err = link_start(qp);
 			if (err)
 				goto err_link;
@@ -1023,6 +1052,7 @@ int sv_destroy_qp(struct ibv_qp *ibqp)
 	sv_mcast_detach_all(qp); /* its QPN leaves the groups' registry */
 	sv_shm_close(&qp->link, ibqp->qp_num, false);
 	close(qp->link.listen_fd);
+	sv_stat_qp_gone(qp); /* its counters stay in the context's */
 	pthread_rwlock_wrlock(&ctx->qp_lock);
 	sv_lock(&qp->lock); /* a late poller finishes first */
 	qp_put(ctx, qp);

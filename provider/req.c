@@ -219,11 +219,17 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 			return true;
 		}
 		memcpy(p, &h, offsetof(struct sv_pkt, seq));
+		if (__builtin_expect(sv_pcap_on, 0))
+			sv_pcap_train(qp, true, &h, (uint8_t *)(p + 1),
+				      at + ext);
 		sv_ring_publish(&qp->link.tx, p);
 		if (unlikely(w->tries))
 			SV_STAT_INC(qp, retrans_pkts);
 		if (unlikely(sv_faults.on))
 			sv_faults_sent();
+		/* a read request is one packet; its PSNs are the answer's */
+		sv_stat_add(qp, tx_pkts, w->op == SV_OP_READ_REQ ? 1 : h.npsn);
+		sv_stat_add(qp, tx_bytes, w->placed ? w->length : chunk);
 		qp->next_psn = sv_psn_add(qp->next_psn, h.npsn);
 		w->sent += chunk;
 	} while (w->sent < payload);
@@ -262,6 +268,7 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 {
 	const struct sv_opcode_info *o = &sv_opcodes[w->op];
 	uint32_t qp_access;
+	uint64_t old = 0;
 	uint8_t *dst;
 
 	if (!o->access || !qp->rpeer || qp->ring_rdma)
@@ -282,7 +289,7 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 		dst = NULL; /* IBA 9.4.4: no key or address to check */
 	}
 	if (o->mask & SV_M_ATOMIC) {
-		uint64_t old = do_atomic(w, (uint64_t *)dst);
+		old = do_atomic(w, (uint64_t *)dst);
 
 		if (sv_swqe_scatter(qp, w, (const uint8_t *)&old, 8))
 			w->status = IBV_WC_LOC_PROT_ERR;
@@ -291,6 +298,24 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 			w->status = IBV_WC_LOC_PROT_ERR;
 	} else if (w->length && gather(qp, w, dst, w->length)) {
 		w->status = IBV_WC_LOC_PROT_ERR;
+	}
+	if (!w->status) {
+		/* an IBA HCA would have sent these packets */
+		uint32_t n = npsn_of(qp, w->length);
+		bool rd = w->op == SV_OP_READ_REQ || (o->mask & SV_M_ATOMIC);
+
+		if (__builtin_expect(sv_pcap_on, 0))
+			sv_pcap_direct(qp, w,
+				       (o->mask & SV_M_ATOMIC) ? (uint8_t *)&old
+							       : dst,
+				       w->imm_valid		 ? n - 1
+				       : (o->mask & SV_M_ATOMIC) ? 1
+								 : n);
+		sv_stat_add(qp, direct_ops, 1);
+		sv_stat_add(qp, tx_pkts, rd ? 1 : n - w->imm_valid);
+		sv_stat_add(qp, tx_bytes, rd ? 0 : w->length);
+		sv_stat_add(qp, rx_pkts, rd ? n : !w->imm_valid);
+		sv_stat_add(qp, rx_bytes, rd ? w->length : 0);
 	}
 	if (w->status || !w->imm_valid) {
 		w->sent = w->length;

@@ -25,8 +25,17 @@ enum resp_result {
 
 static void nak(struct sv_qp *qp, uint32_t psn, enum sv_syndrome syn)
 {
-	sv_link_ack_put(&qp->link, sv_ack_word(psn, syn, qp->attr.min_rnr_timer,
-					       ++qp->resp_nak_seq));
+	uint64_t a = sv_ack_word(psn, syn, qp->attr.min_rnr_timer,
+				 ++qp->resp_nak_seq);
+
+	if (__builtin_expect(sv_pcap_on, 0))
+		sv_pcap_ack(qp, true, a);
+	sv_stat_add(qp, tx_pkts, 1);
+	if (syn == SV_NAK_SEQ)
+		sv_stat_add(qp, seq_nak_sent, 1);
+	else if (syn == SV_NAK_RNR)
+		sv_stat_add(qp, rnr_nak_sent, 1);
+	sv_link_ack_put(&qp->link, a);
 }
 
 /* The PD that checks keys: the QP's, or on an XRC_RECV QP the PD of the
@@ -105,6 +114,7 @@ static void complete_recv_op(struct sv_qp *qp, enum ibv_wc_status status,
 	}
 	qp->rq_comp++;
 	qp->resp_in_msg = false;
+	sv_stat_wc(qp, status);
 	sv_cq_push(qp->rcq, &wc, p->flags & SV_PKT_SOLICITED);
 }
 
@@ -205,7 +215,6 @@ static bool take_rwqe(struct sv_qp *qp, const struct sv_pkt *p)
 		if (!qp->resp_rnr) {
 			atomic_store(rnr, SV_RNR_WAIT);
 			qp->resp_rnr = true;
-			SV_STAT_INC(qp, rnr_nak_sent);
 			nak(qp, p->psn, SV_NAK_RNR);
 		}
 		return false;
@@ -520,9 +529,14 @@ static bool respond(struct sv_qp *qp, struct sv_pkt *h, const void *ext,
 	}
 	h->rec_len = qp->link.rsp_tx.last_rec;
 	memcpy(p, h, offsetof(struct sv_pkt, seq));
+	if (__builtin_expect(sv_pcap_on, 0))
+		sv_pcap_train(qp, true, h, (uint8_t *)(p + 1),
+			      (uint8_t *)(p + 1) + ext_len);
 	sv_ring_publish(&qp->link.rsp_tx, p);
 	if (unlikely(sv_faults.on))
 		sv_faults_sent();
+	sv_stat_add(qp, tx_pkts, h->npsn);
+	sv_stat_add(qp, tx_bytes, h->len);
 	return true;
 }
 
@@ -617,6 +631,8 @@ static enum resp_result recv_atomic(struct sv_qp *qp, const struct sv_pkt *p,
 	memcpy((struct sv_pkt *)room + 1, &ack, sizeof(ack));
 	h.rec_len = qp->link.rsp_tx.last_rec;
 	memcpy(room, &h, offsetof(struct sv_pkt, seq));
+	if (__builtin_expect(sv_pcap_on, 0))
+		sv_pcap_train(qp, true, &h, (uint8_t *)room + sizeof(h), NULL);
 	sv_ring_publish(&qp->link.rsp_tx, room);
 	if (unlikely(sv_faults.on))
 		sv_faults_sent();
@@ -625,6 +641,7 @@ static enum resp_result recv_atomic(struct sv_qp *qp, const struct sv_pkt *p,
 	qp->atom_replay[qp->atom_next % SV_ATOMIC_REPLAY].orig = ack.orig;
 	qp->atom_replay[qp->atom_next % SV_ATOMIC_REPLAY].valid = true;
 	qp->atom_next++;
+	sv_stat_add(qp, tx_pkts, 1);
 	qp->resp_psn = sv_psn_add(qp->resp_psn, p->npsn);
 	sv_link_rx_consume(&qp->link);
 	return RESP_NEXT;
@@ -754,7 +771,6 @@ static enum resp_result check_psn(struct sv_qp *qp, const struct sv_pkt *p,
 		if (!qp->resp_seq_naked ||
 		    sv_psn_diff(p->psn, qp->resp_nak_from) <= 0) {
 			qp->resp_seq_naked = true;
-			SV_STAT_INC(qp, seq_nak_sent);
 			nak(qp, qp->resp_psn, SV_NAK_SEQ);
 		}
 		qp->resp_nak_from = p->psn;
@@ -830,8 +846,20 @@ void sv_resp_run(struct sv_qp *qp)
 			sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
 			return;
 		}
+		if (__builtin_expect(sv_pcap_on, 0) &&
+		    (!qp->pcap_rx_valid ||
+		     sv_psn_diff(p.psn, qp->pcap_rx_next) >= 0 ||
+		     sv_psn_diff(p.psn, qp->resp_psn) < 0)) {
+			/* once, however often an RNR wait peeks at it; a
+			 * duplicate is a packet of its own */
+			sv_pcap_train(qp, false, &p, payload, payload);
+			qp->pcap_rx_next = sv_psn_add(p.psn, p.npsn);
+			qp->pcap_rx_valid = true;
+		}
 		d = sv_psn_diff(p.psn, qp->resp_psn);
 		if (d != 0 || SV_FAULT_ON(drop)) {
+			if (d != 0)
+				sv_stat_add(qp, rx_pkts, 1);
 			switch (check_psn(qp, &p, payload, d)) {
 			case RESP_NEXT:
 				if (d < 0) { /* re-ACK a duplicate */
@@ -859,6 +887,9 @@ void sv_resp_run(struct sv_qp *qp)
 		}
 		switch (execute(qp, &p, o, payload)) {
 		case RESP_NEXT:
+			sv_stat_add(qp, rx_pkts,
+				    p.opcode == SV_OP_READ_REQ ? 1 : p.npsn);
+			sv_stat_add(qp, rx_bytes, p.len);
 			if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV &&
 			    !qp->resp_in_msg)
 				sv_xrc_unbind(qp); /* the message is done */
@@ -880,11 +911,15 @@ void sv_resp_run(struct sv_qp *qp)
 		sv_link_rsp_commit(&qp->link);
 	/* a NAK written after the last ACK-able packet (RNR, sequence)
 	 * stays: it acknowledges what is before it too */
-	if (ack && ack_nak_seq == qp->resp_nak_seq)
-		sv_link_ack_set(
-			&qp->link,
-			sv_ack_word(sv_psn_add(qp->resp_psn, SV_PSN_MASK),
-				    SV_ACK, 0, qp->resp_nak_seq));
+	if (ack && ack_nak_seq == qp->resp_nak_seq) {
+		uint64_t a = sv_ack_word(sv_psn_add(qp->resp_psn, SV_PSN_MASK),
+					 SV_ACK, 0, qp->resp_nak_seq);
+
+		if (__builtin_expect(sv_pcap_on, 0))
+			sv_pcap_ack(qp, true, a);
+		sv_stat_add(qp, tx_pkts, 1);
+		sv_link_ack_set(&qp->link, a);
+	}
 	if (consumed)
 		sv_link_rx_done(&qp->link);
 }

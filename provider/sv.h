@@ -174,6 +174,7 @@ struct sv_context {
 	 * its QPs' sends serialise on lane_lock (inside qp->lock) */
 	pthread_mutex_t lane_lock;
 	struct sv_lanes_tx *lanes;
+	struct sv_stat *stat; /* counters' memfd (stat.c), or NULL */
 };
 
 static inline struct sv_context *to_sctx(struct ibv_context *c)
@@ -468,30 +469,66 @@ void sv_srq_return(struct sv_qp *qp);
 /* WQEs an RC QP on an SRQ may hold lent (its RQ's slots). */
 #define SV_SRQ_LEND 64
 
-/* Per-QP counters (issue 14).  Written by the QP's engine under its lock
- * with relaxed atomic stores (SV_STAT_INC), read without it. */
-struct sv_qp_stats {
-	uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes;
-	uint64_t retrans_pkts; /* request trains sent again */
-	uint64_t ack_timeouts; /* local ACK timeouts that resent */
-	uint64_t seq_nak_sent; /* responder: NAK-seq for a gap */
-	uint64_t seq_nak_recv; /* requester: NAK-seq taken, rewound */
-	uint64_t rnr_nak_sent; /* responder: RNR NAKs */
-	uint64_t rnr_nak_recv; /* requester: RNR NAKs taken */
-	uint64_t fault_drops;  /* SOFTVERBS_FAULTS drop: trains lost here */
-	uint64_t fault_rnr;    /* ... rnr: RNR NAKs made up */
-	uint64_t fault_access; /* ... access: requests refused */
-};
-
-#define SV_STAT_INC(qp, f)                                                   \
-	__atomic_store_n(&(qp)->stats.f,                                     \
-			 __atomic_load_n(&(qp)->stats.f, __ATOMIC_RELAXED) + \
-				 1,                                          \
-			 __ATOMIC_RELAXED)
+/* SOFTVERBS_FAULTS' counts (faults.c's callers): sv_stat_add by one. */
+#define SV_STAT_INC(qp, f) sv_stat_add(qp, f, 1)
 
 /* Atomics the responder answered, by PSN: a duplicate is answered from
  * here, never executed twice (IBA 9.4.6). */
 #define SV_ATOMIC_REPLAY 16
+
+/*
+ * A QP's counters (stat.c exposes them to softverbs-stat).  Packets are
+ * the IBA's (one per path MTU, ACKs included), bytes are payload bytes.
+ * The thread running the QP's engine (under qp->lock) adds with
+ * sv_stat_add: a relaxed load and store, no locked instruction; readers
+ * (stat.c's snapshot) load relaxed.  Every field is a uint64_t: stat.c
+ * copies the struct as an array (SV_STAT_N).
+ */
+struct sv_qp_stats {
+	uint64_t tx_pkts, tx_bytes; /* requests, responses, ACKs sent */
+	uint64_t rx_pkts, rx_bytes; /* ... received */
+	uint64_t retrans_pkts;	    /* packets sent again */
+	uint64_t ack_timeouts;	    /* local ACK timer expiries */
+	uint64_t seq_nak_sent, seq_nak_recv; /* PSN sequence error NAKs */
+	uint64_t rnr_nak_sent, rnr_nak_recv; /* receiver not ready NAKs */
+	uint64_t fault_drops;  /* SOFTVERBS_FAULTS: packets lost */
+	uint64_t fault_rnr;    /* ... RNR NAKs made up */
+	uint64_t fault_access; /* ... access errors made up */
+	uint64_t direct_ops;   /* one-sided ops done in the peer's
+				* memory (req.c try_direct) */
+	uint64_t ud_drops;     /* UD datagrams dropped on arrival */
+	uint64_t err_wc;       /* completions with an error status */
+	/* completions by status (index enum ibv_wc_status, the last slot
+	 * for any status beyond it) */
+	uint64_t wc_err[IBV_WC_TM_RNDV_INCOMPLETE + 2];
+};
+#define SV_STAT_N (sizeof(struct sv_qp_stats) / sizeof(uint64_t))
+
+/* Adds n to a counter of qp: the caller runs the QP's engine. */
+#define sv_stat_add(qp, field, n)                                            \
+	__atomic_store_n(                                                    \
+		&(qp)->stats.field,                                          \
+		__atomic_load_n(&(qp)->stats.field, __ATOMIC_RELAXED) + (n), \
+		__ATOMIC_RELAXED)
+
+/* Counts a completion's status if it is an error. */
+#define sv_stat_wc(qp, st)                                           \
+	do {                                                         \
+		unsigned int st_ = (unsigned int)(st);               \
+		if (st_ != IBV_WC_SUCCESS) {                         \
+			if (st_ > IBV_WC_TM_RNDV_INCOMPLETE)         \
+				st_ = IBV_WC_TM_RNDV_INCOMPLETE + 1; \
+			sv_stat_add(qp, err_wc, 1);                  \
+			sv_stat_add(qp, wc_err[st_], 1);             \
+		}                                                    \
+	} while (0)
+
+/* SOFTVERBS_PCAP (pcap.c): the addresses a QP's packets show, fixed at
+ * RTR (qp.c) while a capture is on. */
+struct sv_pcap_addr {
+	uint8_t src[16], dst[16]; /* IPv4-mapped or IPv6: ours, the peer's */
+	uint16_t sport;		  /* UDP source port: RoCE's entropy */
+};
 
 struct sv_qp {
 	struct ibv_qp_ex qpx; /* starts with struct ibv_qp */
@@ -587,7 +624,6 @@ struct sv_qp {
 	uint64_t fault_rnr_until; /* ... refusing it until then (ns) */
 	uint64_t fault_drop_hash; /* a digest of the (psn, attempt) dropped
 				   * (tests: same seed, same faults) */
-	struct sv_qp_stats stats;
 
 	/* UD (ud.c): the datagram socket is link.listen_fd */
 	uint64_t ud_drops; /* datagrams dropped on arrival (debugging) */
@@ -619,6 +655,15 @@ struct sv_qp {
 	uint32_t xrc_opens;	 /* handles: creator + ibv_open_qp's */
 	struct sv_list xrc_node; /* on the process's XRC_RECV list */
 
+	struct sv_qp_stats stats; /* counters (sv_stat_add; stat.c) */
+	/* capture (pcap.c), while sv_pcap_on: addresses, and how far the
+	 * PSNs shown run ahead of the engine's (one-sided ops done in the
+	 * peer's memory take PSNs only in our capture) */
+	struct sv_pcap_addr pcap_addr;
+	uint32_t pcap_psn_off;
+	uint32_t pcap_rx_next; /* responder: next request PSN to show */
+	bool pcap_rx_valid;
+	uint32_t pcap_msn;	 /* messages shown as done (the AETH's MSN) */
 	struct sv_link link;	 /* the connection, once there is one */
 	struct sv_pfd pfd[3];	 /* listener, conn (our doorbell), acc */
 	struct sv_qp *next_free; /* on ctx->qp_free once destroyed */
@@ -843,5 +888,47 @@ int sv_query_device_ex(struct ibv_context *c,
 		       const struct ibv_query_device_ex_input *in,
 		       struct ibv_device_attr_ex *attr, size_t attr_size);
 int sv_query_rt_values(struct ibv_context *c, struct ibv_values_ex *values);
+
+/*
+ * Capture (pcap.c): SOFTVERBS_PCAP=FILE writes every packet as RoCEv2 in
+ * a pcap file.  sv_pcap_on is set once, at the first ibv_open_device,
+ * before any QP exists; every hook sits behind `if (sv_pcap_on)`.
+ * tx: we send it (src = us); else we received it.
+ */
+extern bool sv_pcap_on;
+void sv_pcap_open(void);
+/* A train (wire.h) as the per-MTU packets it stands for.  ext: the bytes
+ * after the header (XRCETH if flagged, then the opcode's extension),
+ * data: the payload (NULL: not at hand, left out as if cut by the snap
+ * length; ext itself: a received record, the payload after the
+ * extension, lengths checked against h->rec_len).  The requester's QP
+ * shows its PSNs shifted by qp->pcap_psn_off. */
+void sv_pcap_train(struct sv_qp *qp, bool tx, const struct sv_pkt *h,
+		   const uint8_t *ext, const uint8_t *data);
+/* An ack word (ring.h) written (tx) or newly read, as an ACKNOWLEDGE. */
+void sv_pcap_ack(struct sv_qp *qp, bool tx, uint64_t ack);
+/* A one-sided WQE done in the peer's memory (req.c try_direct): its
+ * request and its response as a hardware initiator would see them,
+ * under PSNs of their own (qp->pcap_psn_off grows).  data: the bytes
+ * written or read; npsn_shown: how many of the write's PSNs to show
+ * (a write with immediate leaves its last to the note). */
+void sv_pcap_direct(struct sv_qp *qp, const struct sv_swqe *w,
+		    const uint8_t *data, uint32_t npsn_shown);
+/* A UD datagram (ud.c) sent or received. */
+void sv_pcap_ud(struct sv_qp *qp, bool tx, const struct sv_ud_hdr *h,
+		const uint8_t *sgid, const uint8_t *dgid, const uint8_t *data);
+/* Writes out what is buffered (the progress thread, context close). */
+void sv_pcap_flush(void);
+
+/* Counters exposed (stat.c): a sealed memfd "softverbs-stat" per
+ * context, refreshed by the progress thread; softverbs-stat reads it. */
+struct sv_stat;
+int sv_stat_open(struct sv_context *ctx);
+void sv_stat_close(struct sv_context *ctx);
+/* Copies the QPs' counters into the table if its period has passed;
+ * the next time it wants to run (ns), or UINT64_MAX. */
+uint64_t sv_stat_refresh(struct sv_context *ctx, uint64_t now);
+/* A QP goes: its final counters stay in the context's totals. */
+void sv_stat_qp_gone(struct sv_qp *qp);
 
 #endif

@@ -324,6 +324,9 @@ static int send_one(struct sv_qp *qp, struct sv_swqe *w)
 	}
 	if (gather(qp, w, d.data))
 		return IBV_WC_LOC_PROT_ERR;
+	if (__builtin_expect(sv_pcap_on, 0))
+		sv_pcap_ud(qp, true, &d.h, w->ud_grh ? d.h.sgid : NULL,
+			   w->ud_grh ? d.h.dgid : NULL, d.data);
 	if (w->ud_qpn == SV_MCAST_QPN)
 		return send_mcast(qp, w, &d, sizeof(d.h) + w->length);
 	return send_uni(qp, w, &d, sizeof(d.h) + w->length) < 0
@@ -349,6 +352,11 @@ void sv_ud_send_run(struct sv_qp *qp)
 		qp->comp_deadline = 0;
 		qp->sq_send++;
 		qp->sq_comp++;
+		if (st == IBV_WC_SUCCESS) {
+			sv_stat_add(qp, tx_pkts, 1);
+			sv_stat_add(qp, tx_bytes, w->length);
+		}
+		sv_stat_wc(qp, st);
 		if (st == IBV_WC_SUCCESS && !qp->sq_sig_all &&
 		    !(w->flags & IBV_SEND_SIGNALED))
 			continue;
@@ -450,6 +458,12 @@ static void deliver(struct sv_qp *qp, const struct sv_ud_hdr *h,
 			  h->len))
 		wc.status = IBV_WC_LOC_PROT_ERR;
 	qp->rq_comp++;
+	if (__builtin_expect(sv_pcap_on, 0))
+		sv_pcap_ud(qp, false, h, h->flags & SV_UD_GRH ? h->sgid : NULL,
+			   h->flags & SV_UD_GRH ? h->dgid : NULL, data);
+	sv_stat_add(qp, rx_pkts, 1);
+	sv_stat_add(qp, rx_bytes, h->len);
+	sv_stat_wc(qp, wc.status);
 	sv_cq_push(qp->rcq, &wc, h->flags & SV_UD_SOLICITED);
 }
 
@@ -541,6 +555,7 @@ static void drop(struct sv_qp *qp)
 {
 	/* silently, as on a wire; tests read the count without the lock */
 	__atomic_store_n(&qp->ud_drops, qp->ud_drops + 1, __ATOMIC_RELAXED);
+	sv_stat_add(qp, ud_drops, 1);
 	sv_dbg("qp %06x: datagram dropped (%llu)\n", qp->qpx.qp_base.qp_num,
 	       (unsigned long long)qp->ud_drops);
 }

@@ -1,0 +1,780 @@
+// SPDX-License-Identifier: MIT
+/*
+ * SOFTVERBS_PCAP=FILE: every packet this process sends and receives, as a
+ * pcap file (LINKTYPE_ETHERNET, nanosecond timestamps) in RoCEv2 framing,
+ * so that Wireshark and tshark decode it as InfiniBand with no plug-in:
+ * Ethernet (MACs 02:00:<the IPv4 address, or the IPv6 one's last four
+ * bytes>), IPv4 from an IPv4-mapped GID (IPv6 otherwise; 127.0.0.1 with
+ * no GID), UDP to 4791 from a port hashed from the QPN pair, BTH (the
+ * IBA's opcode for the QP type, dest QP, PSN, SE and A bits, P_Key
+ * 0xffff), the extension headers the opcode has, the payload cut at
+ * SOFTVERBS_PCAP_SNAP bytes (default 128), and the ICRC (CRC-32 over the
+ * masked headers and the payload, as IBA annex A17 and rxe_icrc.c; left
+ * out, as cut, when the payload is).
+ *
+ * The engine's records are not IBA packets, so this file draws them:
+ * a train (wire.h) becomes its per-MTU packets with consecutive PSNs; an
+ * ack word becomes an ACKNOWLEDGE when it is written (the responder's
+ * process) and when the completer reads a new one (the requester's);
+ * a one-sided operation done in the peer's memory (req.c try_direct)
+ * becomes its request and its response in the initiator's capture, under
+ * PSNs the engine never used: the initiator shows its QP's PSNs shifted
+ * by those (qp->pcap_psn_off), and the target shows nothing of it.
+ *
+ * Hooks sit behind `if (sv_pcap_on)`, set once before any QP exists: off,
+ * the engine pays a predictable branch.  Records are built on the stack
+ * and appended to one process-wide buffer under a mutex; the buffer is
+ * written when it holds more than SV_PCAP_FLUSH bytes, when its oldest
+ * record is older than SV_PCAP_AGE_NS, when the progress thread wakes,
+ * at context close and at exit.  Records are written whole, so the file
+ * is a valid capture whenever the process dies; a killed process loses
+ * what was still buffered (at most SV_PCAP_AGE_NS of traffic, or what
+ * came after its progress thread last woke).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sv.h"
+
+#define SV_PCAP_BUF	(256u * 1024)
+#define SV_PCAP_FLUSH	(192u * 1024)
+#define SV_PCAP_AGE_NS	(5 * 1000 * 1000ull)
+#define SV_PCAP_HDR_MAX 192 /* Ethernet .. last extension, rounded up */
+#define ROCE_PORT	4791
+
+bool sv_pcap_on;
+
+static struct {
+	pthread_mutex_t lock;
+	int fd;
+	uint32_t snap;	   /* payload bytes kept */
+	uint8_t *buf;	   /* SV_PCAP_BUF */
+	size_t len;	   /* bytes buffered */
+	uint64_t first_ns; /* when the oldest buffered record came */
+	uint32_t crc_tab[256];
+} pc = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+
+/* IBA opcode prefixes (transport of the QP), and the RC/UC/XRC codes. */
+enum {
+	IB_RC = 0x00,
+	IB_UC = 0x20,
+	IB_UD = 0x60,
+	IB_XRC = 0xa0,
+	IB_SEND_FIRST = 0x00,
+	IB_SEND_MIDDLE = 0x01,
+	IB_SEND_LAST = 0x02,
+	IB_SEND_LAST_IMM = 0x03,
+	IB_SEND_ONLY = 0x04,
+	IB_SEND_ONLY_IMM = 0x05,
+	IB_WRITE_FIRST = 0x06,
+	IB_WRITE_MIDDLE = 0x07,
+	IB_WRITE_LAST = 0x08,
+	IB_WRITE_LAST_IMM = 0x09,
+	IB_WRITE_ONLY = 0x0a,
+	IB_WRITE_ONLY_IMM = 0x0b,
+	IB_READ_REQ = 0x0c,
+	IB_READ_RESP_FIRST = 0x0d,
+	IB_READ_RESP_MIDDLE = 0x0e,
+	IB_READ_RESP_LAST = 0x0f,
+	IB_READ_RESP_ONLY = 0x10,
+	IB_ACK = 0x11,
+	IB_ATOMIC_ACK = 0x12,
+	IB_CMP_SWAP = 0x13,
+	IB_FETCH_ADD = 0x14,
+};
+
+/* What one packet is: filled by the callers, drawn by emit(). */
+struct ib_pkt {
+	const struct sv_pcap_addr *a;
+	bool tx;
+	uint8_t opcode; /* with its transport prefix */
+	bool se, ack_req;
+	uint32_t dqpn, psn;
+	bool xrc;
+	uint32_t xrc_srqn;
+	bool deth;
+	uint32_t qkey, src_qpn;
+	const struct sv_reth *reth;
+	const struct sv_atometh *atometh;
+	bool aeth;
+	uint8_t syndrome;
+	uint32_t msn;
+	const struct sv_atomack *atomack;
+	bool imm;
+	uint32_t imm_be;     /* network order */
+	const uint8_t *data; /* NULL: not at hand */
+	uint32_t len;	     /* payload bytes */
+};
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = v >> 8;
+	p[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, v >> 16);
+	put16(p + 2, (uint16_t)v);
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, v >> 32);
+	put32(p + 4, (uint32_t)v);
+}
+
+static uint32_t crc32_le(uint32_t crc, const uint8_t *p, size_t n)
+{
+	while (n--)
+		crc = pc.crc_tab[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	return crc;
+}
+
+static uint64_t now_real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void write_all(const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(pc.fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			fprintf(stderr,
+				"softverbs: SOFTVERBS_PCAP: write failed (%s); "
+				"the capture stops here\n",
+				w < 0 ? strerror(errno) : "no progress");
+			close(pc.fd);
+			pc.fd = -1;
+			return;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* Caller holds pc.lock. */
+static void flush_locked(void)
+{
+	if (pc.len && pc.fd >= 0)
+		write_all(pc.buf, pc.len);
+	__atomic_store_n(&pc.len, 0, __ATOMIC_RELAXED); /* see sv_pcap_flush */
+}
+
+void sv_pcap_flush(void)
+{
+	/* racy peek: a record appended meanwhile is written by its own
+	 * append's age check or the next flush */
+	if (!__atomic_load_n(&pc.len, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&pc.lock);
+	flush_locked();
+	pthread_mutex_unlock(&pc.lock);
+}
+
+static void at_exit_flush(void)
+{
+	sv_pcap_flush();
+}
+
+/* The file name: %p is our pid, %% a %. */
+static int expand(const char *f, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	for (; *f; f++) {
+		int w;
+
+		if (f[0] == '%' && f[1] == 'p') {
+			w = snprintf(out + n, cap - n, "%d", (int)getpid());
+			f++;
+		} else if (f[0] == '%' && f[1] == '%') {
+			w = snprintf(out + n, cap - n, "%%");
+			f++;
+		} else {
+			w = snprintf(out + n, cap - n, "%c", *f);
+		}
+		if (w < 0 || (size_t)w >= cap - n)
+			return -ENAMETOOLONG;
+		n += (size_t)w;
+	}
+	return 0;
+}
+
+static pthread_once_t pcap_once = PTHREAD_ONCE_INIT;
+
+static void pcap_init(void)
+{
+	const char *f = getenv("SOFTVERBS_PCAP"), *s;
+	uint8_t gh[24] = {0};
+	char path[4096];
+	int err;
+
+	if (!f || !*f)
+		return;
+	pc.snap = 128;
+	s = getenv("SOFTVERBS_PCAP_SNAP");
+	if (s && *s) {
+		char *end;
+		unsigned long v = strtoul(s, &end, 0);
+
+		if (*end || v > SV_MAX_TRAIN)
+			fprintf(stderr,
+				"softverbs: SOFTVERBS_PCAP_SNAP=%s is not a "
+				"byte count up to %u; using 128\n",
+				s, SV_MAX_TRAIN);
+		else
+			pc.snap = (uint32_t)v;
+	}
+	err = expand(f, path, sizeof(path));
+	if (!err) {
+		pc.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			     0644);
+		err = pc.fd < 0 ? -errno : 0;
+	}
+	if (err) {
+		/* the device works on; the user learns why there is no file */
+		fprintf(stderr,
+			"softverbs: SOFTVERBS_PCAP=%s: cannot open %s: %s; "
+			"capturing nothing\n",
+			f, err == -ENAMETOOLONG ? "it" : path, strerror(-err));
+		return;
+	}
+	pc.buf = malloc(SV_PCAP_BUF);
+	if (!pc.buf) {
+		close(pc.fd);
+		pc.fd = -1;
+		fprintf(stderr, "softverbs: SOFTVERBS_PCAP: out of memory; "
+				"capturing nothing\n");
+		return;
+	}
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+		pc.crc_tab[i] = c;
+	}
+	/* pcap file header, our byte order: nanosecond magic, v2.4 */
+	{
+		uint32_t magic = 0xa1b23c4d,
+			 snaplen = SV_PCAP_HDR_MAX + pc.snap + 4,
+			 link = 1; /* LINKTYPE_ETHERNET */
+		uint16_t maj = 2, min = 4;
+
+		memcpy(gh, &magic, 4);
+		memcpy(gh + 4, &maj, 2);
+		memcpy(gh + 6, &min, 2);
+		memcpy(gh + 16, &snaplen, 4);
+		memcpy(gh + 20, &link, 4);
+	}
+	write_all(gh, sizeof(gh));
+	if (pc.fd < 0)
+		return;
+	atexit(at_exit_flush);
+	sv_pcap_on = true;
+}
+
+void sv_pcap_open(void)
+{
+	pthread_once(&pcap_once, pcap_init);
+}
+
+static bool is_v4(const uint8_t *ip)
+{
+	static const uint8_t pre[12] = {0, 0, 0, 0, 0,	  0,
+					0, 0, 0, 0, 0xff, 0xff};
+
+	return !memcmp(ip, pre, 12);
+}
+
+/* Draws one packet into a record and appends it. */
+static void emit(const struct ib_pkt *k)
+{
+	uint8_t f[SV_PCAP_HDR_MAX + 8], *ib, *h;
+	const uint8_t *sip = k->tx ? k->a->src : k->a->dst;
+	const uint8_t *dip = k->tx ? k->a->dst : k->a->src;
+	bool v4 = is_v4(sip) && is_v4(dip);
+	uint32_t pad = (4 - (k->len & 3)) & 3, iblen, iplen, udplen, hlen;
+	uint32_t keep, orig, crc = 0;
+	uint8_t icrc[4] = {0}, padb[3] = {0};
+	uint64_t t = now_real_ns();
+	uint32_t rec[4];
+	size_t need;
+
+	memset(f, 0, sizeof(f));
+	/* Ethernet */
+	f[0] = 0x02;
+	memcpy(f + 2, dip + 12, 4);
+	f[6] = 0x02;
+	memcpy(f + 8, sip + 12, 4);
+	put16(f + 12, v4 ? 0x0800 : 0x86dd);
+	ib = f + 14 + (v4 ? 20 : 40) + 8;
+	/* BTH */
+	h = ib;
+	h[0] = k->opcode;
+	h[1] = (uint8_t)((k->se ? 0x80 : 0) | pad << 4); /* TVer 0 */
+	put16(h + 2, 0xffff);
+	put32(h + 4, k->dqpn & 0xffffff);
+	put32(h + 8, (k->ack_req ? 0x80000000u : 0) | (k->psn & SV_PSN_MASK));
+	h += 12;
+	if (k->xrc) {
+		put32(h, k->xrc_srqn & 0xffffff);
+		h += 4;
+	}
+	if (k->deth) {
+		put32(h, k->qkey);
+		put32(h + 4, k->src_qpn & 0xffffff);
+		h += 8;
+	}
+	if (k->reth) {
+		put64(h, k->reth->va);
+		put32(h + 8, k->reth->rkey);
+		put32(h + 12, k->reth->dma_len);
+		h += 16;
+	}
+	if (k->atometh) {
+		put64(h, k->atometh->va);
+		put32(h + 8, k->atometh->rkey);
+		put64(h + 12, k->atometh->swap_add);
+		put64(h + 20, k->atometh->compare);
+		h += 28;
+	}
+	if (k->aeth) {
+		put32(h, (uint32_t)k->syndrome << 24 | (k->msn & 0xffffff));
+		h += 4;
+	}
+	if (k->atomack) {
+		put64(h, k->atomack->orig);
+		h += 8;
+	}
+	if (k->imm) {
+		memcpy(h, &k->imm_be, 4);
+		h += 4;
+	}
+	iblen = (uint32_t)(h - ib) + k->len + pad + 4;
+	udplen = 8 + iblen;
+	/* IP and UDP */
+	if (v4) {
+		uint8_t *ip = f + 14;
+		uint32_t sum = 0;
+
+		iplen = 20 + udplen;
+		ip[0] = 0x45;
+		put16(ip + 2, (uint16_t)iplen);
+		put16(ip + 6, 0x4000); /* DF */
+		ip[8] = 64;
+		ip[9] = 17;
+		memcpy(ip + 12, sip + 12, 4);
+		memcpy(ip + 16, dip + 12, 4);
+		for (int i = 0; i < 20; i += 2)
+			sum += (uint32_t)ip[i] << 8 | ip[i + 1];
+		while (sum >> 16)
+			sum = (sum & 0xffff) + (sum >> 16);
+		put16(ip + 10, (uint16_t)~sum);
+	} else {
+		uint8_t *ip = f + 14;
+
+		iplen = 40 + udplen;
+		put32(ip, 0x60000000u);
+		put16(ip + 4, (uint16_t)udplen);
+		ip[6] = 17;
+		ip[7] = 64;
+		memcpy(ip + 8, sip, 16);
+		memcpy(ip + 24, dip, 16);
+	}
+	put16(ib - 8, k->a->sport);
+	put16(ib - 6, ROCE_PORT);
+	put16(ib - 4, (uint16_t)udplen);
+	hlen = (uint32_t)(h - f);
+	orig = hlen + k->len + pad + 4;
+	keep = k->data ? (k->len < pc.snap ? k->len : pc.snap) : 0;
+	if (keep == k->len) {
+		/* IBA A17.3.3: the ICRC covers the IP and UDP headers with
+		 * their variant fields all ones, 8 ones bytes for the LRH,
+		 * and BTH's reserved byte (FECN/BECN) all ones */
+		uint8_t m[SV_PCAP_HDR_MAX];
+		uint32_t moff = 14;
+
+		memcpy(m, f + moff, hlen - moff);
+		if (v4) {
+			m[1] = 0xff;		      /* TOS */
+			m[8] = 0xff;		      /* TTL */
+			m[10] = m[11] = 0xff;	      /* checksum */
+			m[20 + 6] = m[20 + 7] = 0xff; /* UDP checksum */
+			m[28 + 4] = 0xff;	      /* BTH resv8a */
+		} else {
+			m[0] |= 0x0f; /* traffic class, flow label */
+			m[1] = m[2] = m[3] = 0xff;
+			m[7] = 0xff; /* hop limit */
+			m[40 + 6] = m[40 + 7] = 0xff;
+			m[48 + 4] = 0xff;
+		}
+		/* the payload's part once it is copied, below */
+		crc = crc32_le(0xdebb20e3u, m, hlen - moff);
+	}
+	rec[0] = (uint32_t)(t / 1000000000ull);
+	rec[1] = (uint32_t)(t % 1000000000ull);
+	rec[2] = hlen + keep + (keep == k->len ? pad + 4 : 0);
+	rec[3] = orig;
+	need = sizeof(rec) + rec[2];
+	pthread_mutex_lock(&pc.lock);
+	if (pc.fd < 0)
+		goto out;
+	if (pc.len + need > SV_PCAP_BUF)
+		flush_locked();
+	if (!pc.len)
+		pc.first_ns = t;
+	memcpy(pc.buf + pc.len, rec, sizeof(rec));
+	memcpy(pc.buf + pc.len + sizeof(rec), f, hlen);
+	need = pc.len + sizeof(rec) + hlen;
+	/* the payload may be a peer's memory: copied guarded, and the
+	 * ICRC computed over our copy */
+	if (keep && sv_copy_guarded(pc.buf + need, k->data, keep))
+		memset(pc.buf + need, 0, keep); /* the memory went */
+	need += keep;
+	if (keep == k->len) {
+		crc = crc32_le(crc, pc.buf + need - keep, keep);
+		crc = ~crc32_le(crc, padb, pad);
+		memcpy(icrc, &crc, 4); /* transmitted least byte first */
+		memcpy(pc.buf + need, padb, pad);
+		memcpy(pc.buf + need + pad, icrc, 4);
+		need += pad + 4;
+	}
+	__atomic_store_n(&pc.len, need, __ATOMIC_RELAXED);
+	if (pc.len > SV_PCAP_FLUSH || t - pc.first_ns > SV_PCAP_AGE_NS)
+		flush_locked();
+out:
+	pthread_mutex_unlock(&pc.lock);
+}
+
+static uint8_t prefix(const struct sv_qp *qp)
+{
+	switch (qp->qpx.qp_base.qp_type) {
+	case IBV_QPT_UC:
+		return IB_UC;
+	case IBV_QPT_UD:
+		return IB_UD;
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+		return IB_XRC;
+	default:
+		return IB_RC;
+	}
+}
+
+/* The QPN a packet of this direction is for. */
+static uint32_t dqpn(const struct sv_qp *qp, bool to_peer)
+{
+	return to_peer ? qp->attr.dest_qp_num : qp->qpx.qp_base.qp_num;
+}
+
+/* IBA 9.3.1: the opcode of a packet at position first/last of a message */
+static uint8_t seg_op(uint8_t first, uint8_t middle, uint8_t last, uint8_t only,
+		      bool f, bool l)
+{
+	return f && l ? only : f ? first : l ? last : middle;
+}
+
+void sv_pcap_train(struct sv_qp *qp, bool tx, const struct sv_pkt *h,
+		   const uint8_t *ext, const uint8_t *data)
+{
+	uint8_t pre = prefix(qp);
+	/* requests travel to the responder; responses back */
+	bool req =
+		h->opcode != SV_OP_READ_RESP && h->opcode != SV_OP_ATOMIC_RESP;
+	bool mine = tx == req; /* the requester's QP shows shifted PSNs */
+	uint32_t off = mine ? qp->pcap_psn_off : 0;
+	struct ib_pkt k = {.a = &qp->pcap_addr, .tx = tx, .dqpn = dqpn(qp, tx)};
+	struct sv_reth reth;
+	struct sv_atometh ae;
+	struct sv_atomack aa;
+	uint32_t total, npkt, mtu = qp->mtu ? qp->mtu : 4096;
+	const struct sv_opcode_info *o = sv_opcode(h->opcode);
+	bool raw = data == ext; /* a record as received: check its lengths */
+	uint32_t room = h->rec_len > sizeof(*h) ? h->rec_len - sizeof(*h) : 0;
+	struct sv_pkt c;
+
+	if (!o)
+		return;
+	if (raw) {
+		uint32_t x =
+			h->flags & SV_PKT_XRC ? sizeof(struct sv_xrceth) : 0;
+
+		if (x + sv_ext_len(o, h->seg) > room)
+			return; /* the responder refuses it: not a packet */
+		c = *h;
+		room -= x + sv_ext_len(o, h->seg);
+		if (c.len > room)
+			c.len = room;
+		h = &c;
+		data = ext + x + sv_ext_len(o, h->seg);
+	}
+	if (h->flags & SV_PKT_XRC) {
+		struct sv_xrceth x;
+
+		memcpy(&x, ext, sizeof(x));
+		ext += sizeof(x);
+		k.xrc = true;
+		k.xrc_srqn = x.srqn;
+	}
+	switch (h->opcode) {
+	case SV_OP_READ_REQ:
+		memcpy(&reth, ext, sizeof(reth));
+		k.opcode = pre | IB_READ_REQ;
+		k.reth = &reth;
+		k.ack_req = true;
+		k.psn = h->psn + off;
+		emit(&k);
+		return;
+	case SV_OP_CMP_SWAP:
+	case SV_OP_FETCH_ADD:
+		memcpy(&ae, ext, sizeof(ae));
+		k.opcode = pre | (h->opcode == SV_OP_CMP_SWAP ? IB_CMP_SWAP
+							      : IB_FETCH_ADD);
+		k.atometh = &ae;
+		k.ack_req = true;
+		k.psn = h->psn + off;
+		emit(&k);
+		return;
+	case SV_OP_ATOMIC_RESP:
+		memcpy(&aa, ext, sizeof(aa));
+		k.opcode = pre | IB_ATOMIC_ACK;
+		k.aeth = true;
+		k.syndrome = 0x1f;
+		k.msn = ++qp->pcap_msn;
+		k.atomack = &aa;
+		k.psn = h->psn + off;
+		emit(&k);
+		return;
+	case SV_OP_WRITE_NOTE:
+		/* the data went straight into the peer's memory (req.c):
+		 * only the last packet of the write travels, with its
+		 * immediate; RETH if it is the only one */
+		reth.va = reth.rkey = 0;
+		reth.dma_len = h->msg_len;
+		total = h->msg_len ? (h->msg_len - 1) % mtu + 1 : 0;
+		k.opcode = pre | (h->msg_len <= mtu ? IB_WRITE_ONLY_IMM
+						    : IB_WRITE_LAST_IMM);
+		k.reth = h->msg_len <= mtu ? &reth : NULL;
+		k.imm = true;
+		k.imm_be = h->imm;
+		k.se = (h->flags & SV_PKT_SOLICITED) != 0;
+		k.ack_req = pre != IB_UC;
+		k.len = total;
+		k.psn = h->psn + off;
+		emit(&k);
+		return;
+	default:
+		break;
+	}
+	/* SEND, WRITE, READ_RESP: one packet per MTU of the train */
+	total = (h->flags & SV_PKT_PLACED) ? h->msg_len : h->len;
+	if (h->flags & SV_PKT_PLACED)
+		data = NULL; /* in the peer's receive buffer (single copy) */
+	npkt = h->npsn ? h->npsn : 1;
+	if (h->opcode == SV_OP_WRITE && (h->seg & SV_SEG_FIRST))
+		memcpy(&reth, ext, sizeof(reth));
+	for (uint32_t i = 0; i < npkt; i++) {
+		bool f = i == 0 && (h->seg & SV_SEG_FIRST);
+		bool l = i == npkt - 1 && (h->seg & SV_SEG_LAST);
+		uint32_t at = i * mtu, len = total > at ? total - at : 0;
+
+		if (len > mtu)
+			len = mtu;
+		k.len = len;
+		k.data = data ? data + at : NULL;
+		k.psn = h->psn + i + off;
+		k.reth = NULL;
+		k.aeth = false;
+		k.imm = l && (h->flags & SV_PKT_IMM);
+		k.imm_be = h->imm;
+		k.se = l && (h->flags & SV_PKT_SOLICITED);
+		k.ack_req = l && pre != IB_UC;
+		switch (h->opcode) {
+		case SV_OP_SEND:
+			k.opcode = pre |
+				   (k.imm ? seg_op(0, 0, IB_SEND_LAST_IMM,
+						   IB_SEND_ONLY_IMM, f, l)
+					  : seg_op(IB_SEND_FIRST,
+						   IB_SEND_MIDDLE, IB_SEND_LAST,
+						   IB_SEND_ONLY, f, l));
+			break;
+		case SV_OP_WRITE:
+			k.opcode =
+				pre |
+				(k.imm ? seg_op(0, 0, IB_WRITE_LAST_IMM,
+						IB_WRITE_ONLY_IMM, f, l)
+				       : seg_op(IB_WRITE_FIRST, IB_WRITE_MIDDLE,
+						IB_WRITE_LAST, IB_WRITE_ONLY, f,
+						l));
+			k.reth = f ? &reth : NULL;
+			break;
+		case SV_OP_READ_RESP:
+			k.opcode = pre | seg_op(IB_READ_RESP_FIRST,
+						IB_READ_RESP_MIDDLE,
+						IB_READ_RESP_LAST,
+						IB_READ_RESP_ONLY, f, l);
+			k.ack_req = false;
+			/* IBA 9.3.5: AETH on FIRST, LAST and ONLY */
+			k.aeth = f || l;
+			k.syndrome = 0x1f;
+			k.msn = l ? ++qp->pcap_msn : qp->pcap_msn;
+			break;
+		default:
+			return; /* not a packet we draw */
+		}
+		emit(&k);
+	}
+}
+
+void sv_pcap_ack(struct sv_qp *qp, bool tx, uint64_t ack)
+{
+	uint32_t syn = SV_ACK_SYN(ack);
+	struct ib_pkt k = {.a = &qp->pcap_addr,
+			   .tx = tx,
+			   .opcode = prefix(qp) | IB_ACK,
+			   .dqpn = dqpn(qp, tx),
+			   .aeth = true};
+
+	/* IBA 9.7.5.2: 0x1f ACK (no credits), 0x20|timer RNR NAK,
+	 * 0x60|code NAK */
+	switch (syn) {
+	case SV_ACK:
+		k.syndrome = 0x1f;
+		k.msn = ++qp->pcap_msn;
+		break;
+	case SV_NAK_RNR:
+		k.syndrome = 0x20 | (SV_ACK_TIMER(ack) & 0x1f);
+		break;
+	case SV_NAK_SEQ:
+		k.syndrome = 0x60;
+		break;
+	case SV_NAK_INV_REQ:
+		k.syndrome = 0x61;
+		break;
+	case SV_NAK_REM_ACCESS:
+		k.syndrome = 0x62;
+		break;
+	case SV_NAK_REM_OP:
+		k.syndrome = 0x63;
+		break;
+	default:
+		return; /* not a word a responder writes */
+	}
+	if (syn != SV_ACK)
+		k.msn = qp->pcap_msn;
+	/* the requester's process shows its PSNs shifted (direct ops) */
+	k.psn = SV_ACK_PSN(ack) + (tx ? 0 : qp->pcap_psn_off);
+	emit(&k);
+}
+
+void sv_pcap_direct(struct sv_qp *qp, const struct sv_swqe *w,
+		    const uint8_t *data, uint32_t npsn_shown)
+{
+	const struct sv_opcode_info *o = &sv_opcodes[w->op];
+	uint32_t mtu = qp->mtu ? qp->mtu : 4096;
+	uint32_t n = w->length ? (w->length + mtu - 1) / mtu : 1;
+	uint32_t base = sv_psn_add(qp->next_psn, qp->pcap_psn_off);
+	struct sv_pkt h = {.psn = base, .npsn = n, .msg_len = w->length};
+	uint8_t ext[sizeof(struct sv_atometh)];
+	struct sv_reth r = {
+		.va = w->raddr, .rkey = w->rkey, .dma_len = w->length};
+	struct sv_atomack aa = {0};
+
+	if (o->mask & SV_M_ATOMIC) {
+		struct sv_atometh a = {.va = w->raddr,
+				       .rkey = w->rkey,
+				       .swap_add = w->swap_add,
+				       .compare = w->compare};
+
+		h.opcode = w->op;
+		h.seg = SV_SEG_ONLY;
+		h.npsn = 1;
+		memcpy(ext, &a, sizeof(a));
+		{
+			uint32_t keep = qp->pcap_psn_off;
+
+			qp->pcap_psn_off = 0;
+			sv_pcap_train(qp, true, &h, ext, NULL);
+			if (data)
+				memcpy(&aa.orig, data, 8);
+			h.opcode = SV_OP_ATOMIC_RESP;
+			memcpy(ext, &aa, sizeof(aa));
+			sv_pcap_train(qp, false, &h, ext, NULL);
+			qp->pcap_psn_off = keep + 1;
+		}
+		return;
+	}
+	{
+		uint32_t keep = qp->pcap_psn_off;
+
+		qp->pcap_psn_off = 0;
+		memcpy(ext, &r, sizeof(r));
+		if (w->op == SV_OP_READ_REQ) {
+			h.opcode = SV_OP_READ_REQ;
+			h.seg = SV_SEG_ONLY;
+			sv_pcap_train(qp, true, &h, ext, NULL);
+			h.opcode = SV_OP_READ_RESP;
+			h.len = w->length;
+			sv_pcap_train(qp, false, &h, NULL, data);
+			qp->pcap_psn_off = keep + n;
+			return;
+		}
+		/* a write: its packets, then the peer's ACK of the last;
+		 * with immediate the last packet is the note's (req.c) */
+		h.opcode = SV_OP_WRITE;
+		h.npsn = npsn_shown;
+		h.seg = SV_SEG_FIRST | (npsn_shown == n ? SV_SEG_LAST : 0);
+		h.len = npsn_shown == n ? w->length : npsn_shown * mtu;
+		if (npsn_shown)
+			sv_pcap_train(qp, true, &h, ext, data);
+		if (npsn_shown == n)
+			sv_pcap_ack(qp, false,
+				    sv_ack_word(base + n - 1, SV_ACK, 0, 0));
+		qp->pcap_psn_off = keep + npsn_shown;
+	}
+}
+
+void sv_pcap_ud(struct sv_qp *qp, bool tx, const struct sv_ud_hdr *u,
+		const uint8_t *sgid, const uint8_t *dgid, const uint8_t *data)
+{
+	static const uint8_t lo[16] = {0, 0, 0,	   0,	 0,   0, 0, 0,
+				       0, 0, 0xff, 0xff, 127, 0, 0, 1};
+	struct sv_pcap_addr a;
+	struct ib_pkt k = {.a = &a, .tx = true, .deth = true};
+	uint32_t h;
+
+	/* the GRH is the IP header: the AH's GIDs, else this host */
+	memcpy(a.src, sgid ? sgid : lo, 16);
+	memcpy(a.dst, dgid ? dgid : lo, 16);
+	h = u->src_qpn * 0x9e3779b1u ^ u->dst_qpn;
+	a.sport = (uint16_t)(0xc000 | (h >> 18));
+	k.opcode = IB_UD |
+		   (u->flags & SV_UD_IMM ? IB_SEND_ONLY_IMM : IB_SEND_ONLY);
+	k.se = (u->flags & SV_UD_SOLICITED) != 0;
+	k.dqpn = u->dst_qpn;
+	/* UD's PSNs mean nothing to the receiver: ours count sends */
+	k.psn = tx ? qp->pcap_psn_off++ & SV_PSN_MASK : 0;
+	k.qkey = u->qkey;
+	k.src_qpn = u->src_qpn;
+	k.imm = (u->flags & SV_UD_IMM) != 0;
+	k.imm_be = u->imm;
+	k.data = data;
+	k.len = u->len;
+	emit(&k);
+}

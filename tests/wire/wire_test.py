@@ -1,0 +1,416 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Issue 14, acceptance 1 and 3: what softverbs shows of the wire.
+
+  wire_test.py BUILD_DIR TEST
+
+pcap_rc_pingpong[_tcp]: ibv_rc_pingpong -n 10, both sides captured
+  (SOFTVERBS_PCAP); tshark decodes both files as InfiniBand with no
+  plug-in: the opcodes of 4 KiB messages at a 1024-byte MTU (SEND
+  FIRST/MIDDLE/MIDDLE/LAST), the QPNs and first PSNs the program printed,
+  every request PSN once per direction with no holes, ACKs for them, the
+  two captures the mirror of each other; the ICRC of every whole packet
+  recomputed here (zlib's CRC-32, IBA A17's masks).
+pcap_write_bw: ib_write_bw -n 100 -s 8192 (two 4 KiB packets a write): the
+  writes carry their RETH (the va/rkey the server printed, DMA length
+  8192), PSNs from the client's, no holes, payload cut at the snap length
+  with incl_len/orig_len right.
+stat_send_bw: softverbs-stat PID on a running ib_send_bw client: tx_pkts
+  grows between two reads, every read agrees with the message size and
+  MTU (tx_bytes = tx_pkts x 4096 within one train) and stays within the
+  iterations the program reports; --json parses; errors for no process
+  and for a process without softverbs.
+
+Exits 77 (skipped) when tshark or the perftest programs are missing.
+"""
+import json
+import os
+import re
+import socket
+import struct
+import subprocess
+import sys
+import time
+import zlib
+
+BUILD = os.path.abspath(sys.argv[1])
+TEST = sys.argv[2]
+RUN = os.path.join(BUILD, "bin", "softverbs-run")
+STAT = os.path.join(BUILD, "bin", "softverbs-stat")
+DEADLINE = time.monotonic() + float(os.environ.get("SV_TEST_DEADLINE", 120)) - 10
+TMP = None
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def skip(msg):
+    print("SKIP:", msg)
+    sys.exit(77)
+
+
+def need(prog):
+    for d in os.environ.get("PATH", "").split(":"):
+        if os.access(os.path.join(d, prog), os.X_OK):
+            return
+    skip(f"{prog} is not installed (scripts/install-deps installs it)")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def listening(port):
+    for f in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            for line in open(f).readlines()[1:]:
+                a = line.split()
+                if a[3] == "0A" and int(a[1].split(":")[1], 16) == port:
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+def left():
+    return DEADLINE - time.monotonic()
+
+
+def start(tag, argv, env):
+    e = dict(os.environ)
+    e.update(env)
+    rt = os.environ.get("SV_ASAN_RUNTIME")
+    if rt:
+        # Debian's programs are not instrumented: the ASan runtime first
+        # (softverbs-run puts our library after it), as tests/programs
+        e["LD_PRELOAD"] = rt
+        e["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0"
+    out = open(os.path.join(TMP, tag + ".out"), "w")
+    return subprocess.Popen([RUN] + argv, env=e, stdout=out,
+                            stderr=subprocess.STDOUT)
+
+
+def pair(prog, args, env_s, env_c):
+    """Server, then the client once the server listens; both outputs."""
+    port = free_port()
+    srv = start("srv", [prog, "-p", str(port)] + args, env_s)
+    try:
+        while not listening(port):
+            if srv.poll() is not None:
+                fail(f"{prog} server exited: " + output("srv"))
+            if left() < 0:
+                fail(f"{prog} server never listened on {port}")
+            time.sleep(0.01)  # polling for the server, under the deadline
+        cli = start("cli", [prog, "-p", str(port)] + args + ["localhost"],
+                    env_c)
+        for p in (cli, srv):
+            p.wait(timeout=max(left(), 1))
+    finally:
+        for p in (srv,):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    if cli.returncode or srv.returncode:
+        fail(f"{prog}: client {cli.returncode}, server {srv.returncode}\n"
+             + output("cli") + output("srv"))
+    return output("srv"), output("cli")
+
+
+def output(tag):
+    return open(os.path.join(TMP, tag + ".out")).read()
+
+
+def tshark(path, fields):
+    r = subprocess.run(["tshark", "-r", path, "-Y", "infiniband", "-T",
+                        "fields", "-E", "separator=|"] +
+                       sum([["-e", f] for f in fields], []),
+                       capture_output=True, text=True,
+                       timeout=max(left(), 1))
+    if r.returncode:
+        fail(f"tshark -r {path}: {r.stderr}")
+    rows = []
+    for line in r.stdout.splitlines():
+        v = line.split("|")
+        rows.append(dict(zip(fields, v)))
+    return rows
+
+
+def num(s):
+    return int(s, 0) if s else None
+
+
+def pcap_records(path):
+    """(incl, orig, frame bytes) of each record, checking the file."""
+    d = open(path, "rb").read()
+    if len(d) < 24:
+        fail(f"{path}: no pcap header")
+    magic, maj, mnr, _, _, snap, link = struct.unpack("<IHHiIII", d[:24])
+    if magic != 0xA1B23C4D or (maj, mnr) != (2, 4) or link != 1:
+        fail(f"{path}: header {magic:#x} {maj}.{mnr} link {link}")
+    off, recs = 24, []
+    while off < len(d):
+        if off + 16 > len(d):
+            fail(f"{path}: a cut record header at {off}")
+        _, _, incl, orig = struct.unpack("<IIII", d[off:off + 16])
+        if incl > orig or incl > snap or off + 16 + incl > len(d):
+            fail(f"{path}: record at {off}: incl {incl} orig {orig}")
+        recs.append((incl, orig, d[off + 16:off + 16 + incl]))
+        off += 16 + incl
+    return recs
+
+
+def icrc_ok(frame):
+    """IBA A17.3.3 / rxe_icrc.c: CRC-32 over 8 bytes of ones (for the
+    LRH), the IP and UDP headers with their variant fields ones, the BTH
+    with its reserved byte (FECN/BECN) ones, the rest; least byte first."""
+    et = struct.unpack(">H", frame[12:14])[0]
+    m = bytearray(frame[14:-4])
+    if et == 0x0800:
+        m[1] = 0xFF
+        m[8] = 0xFF
+        m[10:12] = b"\xff\xff"
+        m[26:28] = b"\xff\xff"
+        m[32] = 0xFF
+    else:
+        m[0] |= 0x0F
+        m[1:4] = b"\xff\xff\xff"
+        m[7] = 0xFF
+        m[46:48] = b"\xff\xff"
+        m[52] = 0xFF
+    crc = zlib.crc32(b"\xff" * 8 + bytes(m)) & 0xFFFFFFFF
+    return struct.pack("<I", crc) == frame[-4:]
+
+
+def addr(out, which):
+    m = re.search(which + r" address:.*QPN (0x[0-9a-f]+).*PSN (0x[0-9a-f]+)"
+                  r"(?:.*RKey (0x[0-9a-f]+) VAddr (0x[0-9a-f]+))?", out)
+    if not m:
+        fail(f"no '{which} address' line in:\n{out}")
+    return [num(x) if x else None for x in m.groups()]
+
+
+PP_FIELDS = ["frame.number", "infiniband.bth.opcode",
+             "infiniband.bth.destqp", "infiniband.bth.psn",
+             "infiniband.aeth.syndrome", "infiniband.aeth.msn",
+             "frame.len", "frame.cap_len"]
+
+
+def check_requests(rows, dqp, psn0, count, ops, what):
+    """count request packets to dqp: PSNs psn0.. once each, no holes,
+    opcodes cycling through ops; ACKs back cover them."""
+    req = [r for r in rows if num(r["infiniband.bth.destqp"]) == dqp
+           and num(r["infiniband.bth.opcode"]) != 17]
+    if len(req) != count:
+        fail(f"{what}: {len(req)} request packets to {dqp:#x}, "
+             f"expected {count}")
+    for i, r in enumerate(req):
+        want = (psn0 + i) & 0xFFFFFF
+        if num(r["infiniband.bth.psn"]) != want:
+            fail(f"{what}: packet {i} to {dqp:#x} has PSN "
+                 f"{r['infiniband.bth.psn']}, expected {want}")
+        op = num(r["infiniband.bth.opcode"])
+        if op != ops[i % len(ops)]:
+            fail(f"{what}: packet {i} opcode {op}, expected "
+                 f"{ops[i % len(ops)]}")
+    return req
+
+
+def check_acks(rows, to_qp, psn0, count, what):
+    acks = [num(r["infiniband.bth.psn"]) for r in rows
+            if num(r["infiniband.bth.destqp"]) == to_qp
+            and num(r["infiniband.bth.opcode"]) == 17]
+    last = (psn0 + count - 1) & 0xFFFFFF
+    if not acks or acks[-1] != last:
+        fail(f"{what}: ACKs to {to_qp:#x} {acks[-3:]}, the last should "
+             f"be {last:#x}")
+    for a in acks:
+        if (a - psn0) & 0xFFFFFF >= count:
+            fail(f"{what}: ACK of PSN {a:#x} outside the requests")
+    syn = {r["infiniband.aeth.syndrome"] for r in rows
+           if num(r["infiniband.bth.opcode"]) == 17}
+    if syn - {"0x1f", "31"}:
+        fail(f"{what}: ACK syndromes {syn}, expected only 0x1f (ACK)")
+
+
+def pcap_rc_pingpong(tcp):
+    env = {"SOFTVERBS_SINGLE_COPY": "0", "SOFTVERBS_PCAP_SNAP": "4096"}
+    if tcp:
+        env["SOFTVERBS_TRANSPORT"] = "tcp"
+    es = dict(env, SOFTVERBS_PCAP=os.path.join(TMP, "srv-%p.pcap"))
+    ec = dict(env, SOFTVERBS_PCAP=os.path.join(TMP, "cli.pcap"))
+    so, co = pair("ibv_rc_pingpong", ["-n", "10"], es, ec)
+    sp = [f for f in os.listdir(TMP) if f.startswith("srv-")]
+    if len(sp) != 1 or not re.fullmatch(r"srv-\d+\.pcap", sp[0]):
+        fail(f"%p not expanded: {sp}")
+    cq, cpsn, _, _ = addr(co, "local")
+    sq, spsn, _, _ = addr(so, "local")
+    if addr(co, "remote")[:2] != [sq, spsn]:
+        fail("the client's remote address is not the server's")
+    seen = {}
+    for side, path in (("client", os.path.join(TMP, "cli.pcap")),
+                       ("server", os.path.join(TMP, sp[0]))):
+        rows = tshark(path, PP_FIELDS)
+        ops = [0, 1, 1, 2]  # 4096 bytes at MTU 1024
+        c2s = check_requests(rows, sq, cpsn, 40, ops, side + " c->s")
+        s2c = check_requests(rows, cq, spsn, 40, ops, side + " s->c")
+        check_acks(rows, cq, cpsn, 40, side + " acks to client")
+        check_acks(rows, sq, spsn, 40, side + " acks to server")
+        recs = pcap_records(path)
+        if len(recs) != len(rows):
+            fail(f"{side}: tshark saw {len(rows)} InfiniBand packets of "
+                 f"{len(recs)}")
+        whole = [f for i, o, f in recs if i == o]
+        if len(whole) != len(recs):
+            fail(f"{side}: {len(recs) - len(whole)} packets cut at snap "
+                 f"4096")
+        bad = [k for k, f in enumerate(whole) if not icrc_ok(f)]
+        if bad:
+            fail(f"{side}: ICRC wrong in frames {bad[:5]}")
+        for r in c2s + s2c:
+            if r["frame.len"] != "1082":
+                fail(f"{side}: a 1024-byte packet of {r['frame.len']}")
+        seen[side] = [(r["infiniband.bth.opcode"], r["infiniband.bth.destqp"],
+                       r["infiniband.bth.psn"]) for r in c2s + s2c]
+    if seen["client"] != seen["server"]:
+        fail("the two captures do not show the same requests")
+    print(f"ok: 2 x {len(recs)} packets, QPN {cq:#x}/{sq:#x}, PSN "
+          f"{cpsn:#x}/{spsn:#x}, ICRCs right")
+
+
+def pcap_write_bw():
+    need("ib_write_bw")
+    es = {"SOFTVERBS_PCAP": os.path.join(TMP, "srv.pcap")}
+    ec = {"SOFTVERBS_PCAP": os.path.join(TMP, "cli.pcap")}
+    so, co = pair("ib_write_bw", ["-n", "100", "-s", "8192"], es, ec)
+    cq, cpsn, _, _ = addr(co, "local")
+    sq, spsn, rkey, va = addr(co, "remote")
+    if addr(so, "local") != [sq, spsn, rkey, va]:
+        fail("the client's remote address is not what the server printed")
+    fields = PP_FIELDS + ["infiniband.reth.va", "infiniband.reth.r_key",
+                          "infiniband.reth.dmalen"]
+    rows = tshark(os.path.join(TMP, "cli.pcap"), fields)
+    mtu = int(re.search(r"Mtu\s*:\s*(\d+)", co).group(1))
+    per = (8192 + mtu - 1) // mtu
+    ops = [0x0A] if per == 1 else [6] + [7] * (per - 2) + [8]
+    req = check_requests(rows, sq, cpsn, 100 * per, ops, "writes")
+    check_acks(rows, cq, cpsn, 100 * per, "acks")
+    for k, r in enumerate(req):
+        first = k % per == 0
+        v = (num(r["infiniband.reth.va"]), num(r["infiniband.reth.r_key"]),
+             num(r["infiniband.reth.dmalen"]))
+        if first and (v[1] != rkey or v[2] != 8192 or v[0] is None
+                      or not va <= v[0] < va + (1 << 26)):
+            fail(f"write {k // per}: RETH {v}, expected va {va:#x}.., "
+                 f"rkey {rkey:#x}, len 8192")
+        if not first and v != (None, None, None):
+            fail(f"write packet {k} carries a RETH")
+    recs = pcap_records(os.path.join(TMP, "cli.pcap"))
+    cut = [(i, o) for i, o, f in recs if i < o]
+    if len(cut) != 100 * per:
+        fail(f"{len(cut)} packets cut at the snap length, expected "
+             f"{100 * per}")
+    for i, o in cut:
+        if o - i != mtu - 128 + 4:
+            fail(f"a cut packet keeps {i} of {o} bytes")
+    print(f"ok: {len(req)} write packets with RETH rkey {rkey:#x}, PSNs "
+          f"from {cpsn:#x}; the target's capture has "
+          f"{len(pcap_records(os.path.join(TMP, 'srv.pcap')))} packets")
+
+
+def stat_json(pid):
+    r = subprocess.run([STAT, "--json", str(pid)], capture_output=True,
+                       text=True, timeout=max(left(), 1))
+    if r.returncode:
+        return None, r
+    return json.loads(r.stdout), r
+
+
+def stat_send_bw():
+    need("ib_send_bw")
+    n = 600000
+    port = free_port()
+    args = ["-n", str(n), "-s", "65536", "-p", str(port)]
+    srv = start("srv", ["ib_send_bw"] + args, {})
+    cli = None
+    reads = []
+    try:
+        while not listening(port):
+            if srv.poll() is not None or left() < 0:
+                fail("ib_send_bw server: " + output("srv"))
+            time.sleep(0.01)
+        cli = start("cli", ["ib_send_bw"] + args + ["localhost"], {})
+        # softverbs-run execs the program: the pid is the program's
+        while cli.poll() is None and left() > 0:
+            j, r = stat_json(cli.pid)
+            if j and j["contexts"] and j["contexts"][0]["qps"]:
+                q = j["contexts"][0]["qps"][0]["counters"]
+                if q["tx_pkts"] and (not reads or
+                                     q["tx_pkts"] != reads[-1]["tx_pkts"]):
+                    reads.append(q)
+            time.sleep(0.05)
+        cli.wait(timeout=max(left(), 1))
+        srv.wait(timeout=max(left(), 1))
+    finally:
+        for p in (srv, cli):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+    if cli.returncode or srv.returncode:
+        fail("ib_send_bw failed:\n" + output("cli") + output("srv"))
+    m = re.search(r"^\s*65536\s+(\d+)\s", output("cli"), re.M)
+    if not m or int(m.group(1)) != n:
+        fail("no result line with the iterations:\n" + output("cli"))
+    mtu = int(re.search(r"Mtu\s*:\s*(\d+)", output("cli")).group(1))
+    per = 65536 // mtu
+    if len(reads) < 2:
+        fail(f"softverbs-stat saw tx_pkts move {len(reads)} times "
+             f"(need 2)")
+    if not reads[1]["tx_pkts"] > reads[0]["tx_pkts"]:
+        fail(f"tx_pkts did not grow: {reads[0]} then {reads[1]}")
+    for q in reads:
+        # tx_pkts and tx_bytes of one train may straddle a refresh
+        if abs(q["tx_bytes"] - q["tx_pkts"] * mtu) > 65536:
+            fail(f"tx_bytes {q['tx_bytes']} is not tx_pkts "
+                 f"{q['tx_pkts']} x {mtu}")
+        # the run's messages, and perftest's own warm-up/handshake sends
+        if q["tx_pkts"] > (n + 1000) * per:
+            fail(f"tx_pkts {q['tx_pkts']} > {n} messages x {per}")
+    # errors said clearly
+    dead = subprocess.run([STAT, str(cli.pid)], capture_output=True,
+                          text=True)
+    if dead.returncode != 1 or "no process" not in dead.stderr:
+        fail(f"for a pid gone: rc {dead.returncode}: {dead.stderr}")
+    none = subprocess.run([STAT, str(os.getpid())], capture_output=True,
+                          text=True)
+    if none.returncode != 2 or "no softverbs device" not in none.stderr:
+        fail(f"for a process without softverbs: rc {none.returncode}: "
+             f"{none.stderr}")
+    print(f"ok: {len(reads)} reads, tx_pkts {reads[0]['tx_pkts']} -> "
+          f"{reads[-1]['tx_pkts']} of {n} x {per}")
+
+
+def main():
+    global TMP
+    import tempfile
+    need("tshark") if TEST.startswith("pcap") else None
+    need("ibv_rc_pingpong")
+    with tempfile.TemporaryDirectory(prefix="sv-wire-") as TMP:
+        if TEST == "pcap_rc_pingpong":
+            pcap_rc_pingpong(False)
+        elif TEST == "pcap_rc_pingpong_tcp":
+            pcap_rc_pingpong(True)
+        elif TEST == "pcap_write_bw":
+            pcap_write_bw()
+        elif TEST == "stat_send_bw":
+            stat_send_bw()
+        else:
+            fail("no test " + TEST)
+
+
+main()
