@@ -123,7 +123,8 @@ int sv_faults_parse(const char *spec, struct sv_faults *f, char *bad,
 		else if (!strcmp(key, "access"))
 			ok = parse_p(val, &f->access);
 		else if (!strcmp(key, "delay_us"))
-			ok = parse_u64(val, &f->delay_us);
+			ok = parse_u64(val, &f->delay_us) &&
+			     f->delay_us <= SV_FAULT_DELAY_MAX_US;
 		else if (!strcmp(key, "kill_at"))
 			ok = parse_u64(val, &f->kill_at);
 		else if (!strcmp(key, "seed"))
@@ -148,11 +149,6 @@ static void init_once(void)
 	struct sv_faults f;
 
 	init_err = sv_faults_parse(spec, &f, init_bad, sizeof(init_bad));
-	if (!init_err && f.delay_us) {
-		/* honest: not built yet */
-		snprintf(init_bad, sizeof(init_bad), "delay_us");
-		init_err = -EINVAL;
-	}
 	if (!init_err)
 		sv_faults = f;
 }
@@ -165,8 +161,8 @@ int sv_faults_init(void)
 	if (init_err)
 		fprintf(stderr,
 			"softverbs: SOFTVERBS_FAULTS: bad key or value '%s' "
-			"(keys: drop=P rnr=P access=P kill_at=N seed=N, P in "
-			"[0,1]; delay_us is not implemented)\n",
+			"(keys: drop=P rnr=P access=P delay_us=N kill_at=N "
+			"seed=N, P in [0,1], delay_us at most 10000000)\n",
 			init_bad);
 	return init_err;
 }

@@ -26,10 +26,14 @@ struct sv_faults {
 	double drop; /* probabilities, [0, 1] */
 	double rnr;
 	double access;
-	uint64_t delay_us; /* delay line (not implemented: refused) */
+	uint64_t delay_us; /* a WQE's requests leave that long after its
+			    * post (sv_fault_due_ns), 0: no delay */
 	uint64_t kill_at;  /* 0: never; else SIGKILL after that packet */
 	uint64_t seed;
 };
+
+/* delay_us's bound: 10 s (a longer one is refused as a bad value). */
+#define SV_FAULT_DELAY_MAX_US 10000000ull
 
 /* The process's spec, valid once sv_faults_init returned 0. */
 extern struct sv_faults sv_faults;

@@ -196,6 +196,8 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 			next = qp->xrc_retry_ns; /* a forward to retry */
 		if (qp->fault_rnr_until && qp->fault_rnr_until < next)
 			next = qp->fault_rnr_until; /* SOFTVERBS_FAULTS rnr */
+		if (qp->fault_delay_until && qp->fault_delay_until < next)
+			next = qp->fault_delay_until; /* ... delay_us */
 		sv_unlock(&qp->lock);
 	}
 	pthread_rwlock_unlock(&ctx->qp_lock);

@@ -504,6 +504,7 @@ void sv_req_run(struct sv_qp *qp)
 	    !qp->link.tx_ready || qp->sq_stopped)
 		return;
 	tmax = train_max(qp);
+	qp->fault_delay_until = 0;
 	while (qp->sq_send != qp->sq_post) {
 		struct sv_swqe *w = &qp->sq[qp->sq_send & (qp->sq_size - 1)];
 		uint64_t head = qp->link.tx.head;
@@ -517,6 +518,14 @@ void sv_req_run(struct sv_qp *qp)
 		}
 		if (!w->sent && must_wait(qp, w))
 			break;
+		if (unlikely(w->due_ns) && !w->sent && !w->tries &&
+		    sv_now_ns() < w->due_ns) {
+			/* SOFTVERBS_FAULTS delay_us: a delay line on the
+			 * requests, timed from each WQE's post, so the ones
+			 * behind it are not delayed further */
+			qp->fault_delay_until = w->due_ns;
+			break;
+		}
 		if (!w->inl && !w->mapped && !translate_sges(qp, w)) {
 			w->status = IBV_WC_LOC_PROT_ERR;
 		} else if (!w->sent && !w->direct && try_direct(qp, w)) {

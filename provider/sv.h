@@ -344,6 +344,8 @@ struct sv_swqe {
 	uint32_t sge_off;
 	uint32_t got;	       /* read: response bytes placed */
 	uint32_t tries;	       /* times rewound for retransmission */
+	uint64_t due_ns;       /* SOFTVERBS_FAULTS delay_us: not sent
+				* before then (0: at once) */
 	uint8_t op;	       /* enum sv_opcode on the wire */
 	bool inl;	       /* data lives in the inline buffer */
 	bool mapped;	       /* SGE addrs turned from iovas into pointers */
@@ -618,12 +620,14 @@ struct sv_qp {
 	uint32_t fault_try; /* responder: drops of the train at
 			     * fault_try_psn so far (the attempt) */
 	uint32_t fault_try_psn;
-	uint32_t fault_rsp_try;	  /* completer: drops of the awaited
-				   * response so far */
-	uint32_t fault_rnr_try;	  /* responder: RNR attempts of the head */
-	uint64_t fault_rnr_until; /* ... refusing it until then (ns) */
-	uint64_t fault_drop_hash; /* a digest of the (psn, attempt) dropped
-				   * (tests: same seed, same faults) */
+	uint32_t fault_rsp_try;	    /* completer: drops of the awaited
+				     * response so far */
+	uint32_t fault_rnr_try;	    /* responder: RNR attempts of the head */
+	uint64_t fault_rnr_until;   /* ... refusing it until then (ns) */
+	uint64_t fault_delay_until; /* requester: delay_us holds the next
+				     * WQE until then (ns), or 0 */
+	uint64_t fault_drop_hash;   /* a digest of the (psn, attempt) dropped
+				     * (tests: same seed, same faults) */
 
 	/* UD (ud.c): the datagram socket is link.listen_fd */
 	uint64_t ud_drops; /* datagrams dropped on arrival (debugging) */

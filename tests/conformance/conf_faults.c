@@ -360,6 +360,44 @@ SV_TEST(faults_rnr_retry_exceeded)
 	sv_pair_close(&P);
 }
 
+/*
+ * delay_us=N: each request leaves N µs after its post, as through a
+ * delay line: one message arrives no sooner than N after it was posted,
+ * and 8 posted together arrive about N later, not 8 N (they travel
+ * together).  Refused as unimplemented before, so the open failed.
+ */
+SV_TEST(faults_delay_holds_each_request)
+{
+	struct sv_end_opts o = sv_end_opts_default();
+	struct sv_pair P;
+	uint64_t t0, dt;
+
+	set_faults("delay_us=50000");
+	sv_pair_open(&P, &o, &o);
+	ASSERT_OK(sv_end_recv(&P.b, 1, 0, 64));
+	t0 = sv_now_ms();
+	ASSERT_OK(sv_end_send(&P.a, 1, 0, 64, 0));
+	EXPECT_WC(P.b.rcq, IBV_WC_SUCCESS, 1);
+	dt = sv_now_ms() - t0;
+	ASSERT_GE(dt, 50);
+	EXPECT_WC(P.a.scq, IBV_WC_SUCCESS, 1);
+	for (uint32_t k = 0; k < 8; k++)
+		ASSERT_OK(sv_end_recv(&P.b, 10 + k, 64 * k, 64));
+	t0 = sv_now_ms();
+	for (uint32_t k = 0; k < 8; k++)
+		ASSERT_OK(sv_end_send(&P.a, 10 + k, 64 * k, 64, 0));
+	for (uint32_t k = 0; k < 8; k++)
+		EXPECT_WC(P.b.rcq, IBV_WC_SUCCESS, 10 + k);
+	dt = sv_now_ms() - t0;
+	printf("8 sends through a 50 ms delay line: %llu ms\n",
+	       (unsigned long long)dt);
+	ASSERT_GE(dt, 50);
+	ASSERT_LE(dt, 8 * 50 - 1);
+	for (uint32_t k = 0; k < 8; k++)
+		EXPECT_WC(P.a.scq, IBV_WC_SUCCESS, 10 + k);
+	sv_pair_close(&P);
+}
+
 /* rnr=0.5: some sends are refused for a while, all arrive. */
 SV_TEST(faults_rnr_some_recover)
 {

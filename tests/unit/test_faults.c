@@ -69,6 +69,7 @@ SV_TEST(faults_parse_refuses_naming_the_key)
 	parse_bad("kill_at=1.5", "kill_at");
 	parse_bad("seed=99999999999999999999999", "seed");
 	parse_bad("delay_us=x", "delay_us");
+	parse_bad("delay_us=10000001", "delay_us");
 	parse_bad("drops=0.1", "drops");
 	parse_bad("DROP=0.1", "DROP");
 	parse_bad("drop", "drop");
