@@ -25,6 +25,7 @@
  */
 #include <string.h>
 
+#include "faults.h"
 #include "sv.h"
 #include "tcp.h"
 
@@ -329,6 +330,29 @@ static void rnr_expired(struct sv_qp *qp, uint64_t now)
 		qp->comp_rnr_wait = false; /* taken: its ACK is coming */
 }
 
+/*
+ * SOFTVERBS_FAULTS delay_us on the way back: an acknowledgement (ACK or
+ * NAK word) is taken delay_us after we first saw it.  One is held at a
+ * time, the oldest: a newer word seen meanwhile waits its own delay from
+ * when the held one is taken (coalesced, as a delayed ACK may be), so a
+ * word that keeps changing never starves.  true: *ack is the one to take
+ * now.
+ */
+static bool ack_due(struct sv_qp *qp, uint64_t *ack, uint64_t now)
+{
+	if (!qp->fault_ack_pending) {
+		qp->fault_ack_pending = true;
+		qp->fault_ack_val = *ack;
+		qp->fault_ack_due = now + sv_faults.delay_us * 1000;
+		return false;
+	}
+	if (now < qp->fault_ack_due)
+		return false;
+	qp->fault_ack_pending = false;
+	*ack = qp->fault_ack_val;
+	return true;
+}
+
 void sv_comp_run(struct sv_qp *qp, uint64_t now)
 {
 	uint64_t ack;
@@ -345,12 +369,16 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 		if (ack != qp->comp_ack) {
 			if (!now)
 				now = sv_now_ns();
+			if (unlikely(sv_faults.on) && sv_faults.delay_us &&
+			    !ack_due(qp, &ack, now))
+				goto timers; /* still on the wire */
 			take_ack(qp, ack, now);
 			if (qp->sq_comp == qp->sq_post ||
 			    qp->attr.qp_state == IBV_QPS_ERR)
 				return;
 		}
 	}
+timers:
 	sv_comp_advance(qp);
 	if (qp->sq_comp == qp->sq_post)
 		return;

@@ -198,6 +198,8 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 			next = qp->fault_rnr_until; /* SOFTVERBS_FAULTS rnr */
 		if (qp->fault_delay_until && qp->fault_delay_until < next)
 			next = qp->fault_delay_until; /* ... delay_us */
+		if (qp->fault_ack_pending && qp->fault_ack_due < next)
+			next = qp->fault_ack_due; /* ... on the way back */
 		sv_unlock(&qp->lock);
 	}
 	pthread_rwlock_unlock(&ctx->qp_lock);

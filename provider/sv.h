@@ -626,6 +626,9 @@ struct sv_qp {
 	uint64_t fault_rnr_until;   /* ... refusing it until then (ns) */
 	uint64_t fault_delay_until; /* requester: delay_us holds the next
 				     * WQE until then (ns), or 0 */
+	bool fault_ack_pending;	    /* completer: delay_us holds this ack */
+	uint64_t fault_ack_val;	    /* ... word */
+	uint64_t fault_ack_due;	    /* ... until then (ns) */
 	uint64_t fault_drop_hash;   /* a digest of the (psn, attempt) dropped
 				     * (tests: same seed, same faults) */
 

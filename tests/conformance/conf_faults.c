@@ -362,8 +362,9 @@ SV_TEST(faults_rnr_retry_exceeded)
 
 /*
  * delay_us=N: each request leaves N µs after its post, as through a
- * delay line: one message arrives no sooner than N after it was posted,
- * and 8 posted together arrive about N later, not 8 N (they travel
+ * delay line, and its ACK is taken N after it came: one message arrives
+ * no sooner than N after it was posted and completes no sooner than 2 N;
+ * 8 posted together arrive about N later, not 8 N (they travel
  * together).  Refused as unimplemented before, so the open failed.
  */
 SV_TEST(faults_delay_holds_each_request)
@@ -381,6 +382,8 @@ SV_TEST(faults_delay_holds_each_request)
 	dt = sv_now_ms() - t0;
 	ASSERT_GE(dt, 50);
 	EXPECT_WC(P.a.scq, IBV_WC_SUCCESS, 1);
+	dt = sv_now_ms() - t0;
+	ASSERT_GE(dt, 100); /* the request's way and the ACK's */
 	for (uint32_t k = 0; k < 8; k++)
 		ASSERT_OK(sv_end_recv(&P.b, 10 + k, 64 * k, 64));
 	t0 = sv_now_ms();
@@ -395,6 +398,10 @@ SV_TEST(faults_delay_holds_each_request)
 	ASSERT_LE(dt, 8 * 50 - 1);
 	for (uint32_t k = 0; k < 8; k++)
 		EXPECT_WC(P.a.scq, IBV_WC_SUCCESS, 10 + k);
+	dt = sv_now_ms() - t0;
+	printf("... and their ACKs: %llu ms\n", (unsigned long long)dt);
+	ASSERT_GE(dt, 100);
+	ASSERT_LE(dt, 8 * 2 * 50 - 1);
 	sv_pair_close(&P);
 }
 
