@@ -504,7 +504,8 @@ void sv_req_run(struct sv_qp *qp)
 	    !qp->link.tx_ready || qp->sq_stopped)
 		return;
 	tmax = train_max(qp);
-	qp->fault_delay_until = 0;
+	if (unlikely(sv_faults.on))
+		qp->fault_delay_until = 0; /* set again if delay_us holds */
 	while (qp->sq_send != qp->sq_post) {
 		struct sv_swqe *w = &qp->sq[qp->sq_send & (qp->sq_size - 1)];
 		uint64_t head = qp->link.tx.head;

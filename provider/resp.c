@@ -592,17 +592,40 @@ static enum resp_result recv_read(struct sv_qp *qp, const struct sv_pkt *p,
 	return RESP_NEXT;
 }
 
+/* An ATOMIC_RESP record: its header and the AtomicAckETH. */
+#define ATOMIC_RESP_LEN (sizeof(struct sv_pkt) + sizeof(struct sv_atomack))
+
+/* Publishes the answer to the atomic at psn, the value before it, in
+ * room (ATOMIC_RESP_LEN bytes reserved on the response ring): for the
+ * atomic executed now and for a duplicate answered from the replay
+ * cache alike (captured, counted, a packet for kill_at). */
+static void atomic_publish(struct sv_qp *qp, void *room, uint32_t psn,
+			   uint64_t orig)
+{
+	struct sv_pkt h = {.opcode = SV_OP_ATOMIC_RESP,
+			   .seg = SV_SEG_ONLY,
+			   .psn = psn,
+			   .npsn = 1,
+			   .msg_len = 8};
+	struct sv_atomack ack = {.orig = orig};
+
+	memcpy((struct sv_pkt *)room + 1, &ack, sizeof(ack));
+	h.rec_len = qp->link.rsp_tx.last_rec;
+	memcpy(room, &h, offsetof(struct sv_pkt, seq));
+	if (__builtin_expect(sv_pcap_on, 0))
+		sv_pcap_train(qp, true, &h, (uint8_t *)room + sizeof(h), NULL);
+	sv_ring_publish(&qp->link.rsp_tx, room);
+	if (unlikely(sv_faults.on))
+		sv_faults_sent();
+	sv_stat_add(qp, tx_pkts, 1);
+}
+
 /* Compare-and-swap and fetch-and-add: one CPU atomic on our memory, so
  * they are atomic with the peers that execute theirs directly (req.c). */
 static enum resp_result recv_atomic(struct sv_qp *qp, const struct sv_pkt *p,
 				    const uint8_t *ext)
 {
 	const struct sv_opcode_info *o = &sv_opcodes[p->opcode];
-	struct sv_pkt h = {.opcode = SV_OP_ATOMIC_RESP,
-			   .seg = SV_SEG_ONLY,
-			   .psn = p->psn,
-			   .npsn = 1,
-			   .msg_len = 8};
 	struct sv_atomack ack = {0};
 	enum sv_syndrome syn;
 	struct sv_atometh a;
@@ -621,27 +644,19 @@ static enum resp_result recv_atomic(struct sv_qp *qp, const struct sv_pkt *p,
 	if ((uintptr_t)dst & 7) /* an iova MR at an odd offset in memory */
 		return refuse(qp, p, SV_NAK_INV_REQ);
 	/* room for the answer first: an atomic is executed exactly once */
-	room = sv_link_rsp_reserve(&qp->link, sizeof(h) + sizeof(ack), &err);
+	room = sv_link_rsp_reserve(&qp->link, ATOMIC_RESP_LEN, &err);
 	if (!room)
 		return err ? refuse(qp, p, SV_NAK_REM_OP) : RESP_WAIT;
 	/* the memory may go under the MR: a fault is an access error */
 	if (sv_atomic_guarded(dst, a.compare, a.swap_add,
 			      p->opcode == SV_OP_FETCH_ADD, &ack.orig))
 		return refuse(qp, p, SV_NAK_REM_ACCESS); /* never published */
-	memcpy((struct sv_pkt *)room + 1, &ack, sizeof(ack));
-	h.rec_len = qp->link.rsp_tx.last_rec;
-	memcpy(room, &h, offsetof(struct sv_pkt, seq));
-	if (__builtin_expect(sv_pcap_on, 0))
-		sv_pcap_train(qp, true, &h, (uint8_t *)room + sizeof(h), NULL);
-	sv_ring_publish(&qp->link.rsp_tx, room);
-	if (unlikely(sv_faults.on))
-		sv_faults_sent();
+	atomic_publish(qp, room, p->psn, ack.orig);
 	/* for a duplicate of it: its answer, not a second execution */
 	qp->atom_replay[qp->atom_next % SV_ATOMIC_REPLAY].psn = p->psn;
 	qp->atom_replay[qp->atom_next % SV_ATOMIC_REPLAY].orig = ack.orig;
 	qp->atom_replay[qp->atom_next % SV_ATOMIC_REPLAY].valid = true;
 	qp->atom_next++;
-	sv_stat_add(qp, tx_pkts, 1);
 	qp->resp_psn = sv_psn_add(qp->resp_psn, p->npsn);
 	sv_link_rx_consume(&qp->link);
 	return RESP_NEXT;
@@ -719,12 +734,6 @@ static int take_xrceth(struct sv_qp *qp, struct sv_pkt *p,
  * dropped (the requester's next retry may find it... or time out). */
 static enum resp_result dup_atomic(struct sv_qp *qp, const struct sv_pkt *p)
 {
-	struct sv_pkt h = {.opcode = SV_OP_ATOMIC_RESP,
-			   .seg = SV_SEG_ONLY,
-			   .psn = p->psn,
-			   .npsn = 1,
-			   .msg_len = 8};
-	struct sv_atomack ack = {0};
 	int err = 0;
 	void *room;
 	uint32_t i;
@@ -734,15 +743,10 @@ static enum resp_result dup_atomic(struct sv_qp *qp, const struct sv_pkt *p)
 		    qp->atom_replay[i].psn == p->psn)
 			break;
 	if (i < SV_ATOMIC_REPLAY) {
-		room = sv_link_rsp_reserve(&qp->link, sizeof(h) + sizeof(ack),
-					   &err);
+		room = sv_link_rsp_reserve(&qp->link, ATOMIC_RESP_LEN, &err);
 		if (!room)
 			return err ? refuse(qp, p, SV_NAK_REM_OP) : RESP_WAIT;
-		ack.orig = qp->atom_replay[i].orig;
-		memcpy((struct sv_pkt *)room + 1, &ack, sizeof(ack));
-		h.rec_len = qp->link.rsp_tx.last_rec;
-		memcpy(room, &h, offsetof(struct sv_pkt, seq));
-		sv_ring_publish(&qp->link.rsp_tx, room);
+		atomic_publish(qp, room, p->psn, qp->atom_replay[i].orig);
 		sv_link_rsp_commit(&qp->link);
 	}
 	sv_link_rx_consume(&qp->link);
