@@ -115,8 +115,13 @@ static void send_dgram(struct run *r, const void *buf, size_t len)
 	/* one datagram at a time, taken or dropped before the next is
 	 * sent: the receive path run here, under the QP's lock, so a
 	 * progress thread that took it first has finished when we get the
-	 * lock, and the content check knows which datagram it was */
+	 * lock, and the content check knows which datagram it was.  With
+	 * UD lanes a poll reads the socket only once the progress thread
+	 * saw its edge (rung): raised here as that thread would, else the
+	 * datagram waits for the thread and completes after the next one
+	 * was sent, and the check compares it with the wrong bytes */
 	sv_lock(&v->lock);
+	atomic_store(&v->pfd[0].rung, true);
 	sv_ud_recv_run(v);
 	sv_unlock(&v->lock);
 	drain(r);

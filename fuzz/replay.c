@@ -6,16 +6,22 @@
  * interesting bytes, inserts, deletes, splices) from a seeded PRNG, so a
  * gcc build still explores a little around the corpus.  A crash or a
  * sanitizer report is the test's failure; the seed is printed so a run
- * can be repeated (-seed=N).  With clang, SV_FUZZ=ON links libFuzzer's
- * own main instead (make fuzz).
+ * can be repeated (-seed=N), and the input that crashed is written to
+ * crash-<pid> in the working directory (the build tree's fuzz/ under
+ * ctest), or to -artifact=FILE, so it can be replayed alone and added to
+ * the corpus.  With clang, SV_FUZZ=ON links libFuzzer's own main instead
+ * (make fuzz).
  */
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fuzz.h"
 
@@ -79,6 +85,54 @@ static void add_path(const char *path)
 }
 
 static uint64_t rng;
+
+/* The input being run, for the crash handler: a copy taken before the
+ * target runs (targets may write to their input). */
+static uint8_t *cur;
+static size_t cur_n;
+static char artifact[4096];
+
+static void put(const char *s)
+{
+	(void)!write(2, s, strlen(s));
+}
+
+static const int fatal[] = {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+
+__attribute__((weak)) void __sanitizer_set_death_callback(void (*cb)(void));
+
+static void save_input(void)
+{
+	int fd;
+
+	if (!cur)
+		return;
+	fd = open(artifact, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		(void)!write(fd, cur, cur_n);
+		close(fd);
+		put("the crashing input is in ");
+		put(artifact);
+		put("\n");
+	}
+}
+
+/* Async-signal-safe: open/write/close, then the default action. */
+static void on_crash(int sig)
+{
+	save_input();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void run_one(const uint8_t *in, uint8_t *buf, size_t n)
+{
+	memcpy(cur, in, n);
+	cur_n = n;
+	if (buf != in)
+		memcpy(buf, in, n);
+	LLVMFuzzerTestOneInput(buf, n);
+}
 
 static uint32_t rnd(uint32_t n)
 {
@@ -158,7 +212,7 @@ static uint64_t mutate_for(double seconds, uint64_t seed, uint8_t *buf)
 
 		memcpy(buf, in->p, in->n);
 		n = mutate(buf, in->n);
-		LLVMFuzzerTestOneInput(buf, n);
+		run_one(buf, buf, n);
 		runs++;
 		clock_gettime(CLOCK_MONOTONIC, &t);
 	} while ((double)(t.tv_sec - t0.tv_sec) +
@@ -181,17 +235,26 @@ int main(int argc, char **argv)
 			seconds = atof(argv[i] + 9);
 		else if (!strncmp(argv[i], "-seed=", 6))
 			seed = strtoull(argv[i] + 6, NULL, 0);
+		else if (!strncmp(argv[i], "-artifact=", 10))
+			snprintf(artifact, sizeof(artifact), "%s", argv[i] + 10);
 		else
 			add_path(argv[i]);
 	}
-	for (size_t i = 0; i < ncorpus; i++) {
-		memcpy(buf, corpus[i].p, corpus[i].n);
-		LLVMFuzzerTestOneInput(buf, corpus[i].n);
-	}
+	if (!artifact[0])
+		snprintf(artifact, sizeof(artifact), "crash-%d", (int)getpid());
+	cur = malloc(FZ_MAX_INPUT);
+	for (size_t s = 0; s < sizeof(fatal) / sizeof(fatal[0]); s++)
+		signal(fatal[s], on_crash);
+	if (__sanitizer_set_death_callback) /* ASan/UBSan exit, not abort */
+		__sanitizer_set_death_callback(save_input);
+	for (size_t i = 0; i < ncorpus; i++)
+		run_one(corpus[i].p, buf, corpus[i].n);
 	printf("replayed %zu corpus inputs\n", ncorpus);
 	if (seconds > 0 && ncorpus)
 		mutate_for(seconds, seed, buf);
 	free(buf);
+	free(cur);
+	cur = NULL;
 	for (size_t i = 0; i < ncorpus; i++)
 		free(corpus[i].p);
 	free(corpus);
