@@ -162,6 +162,24 @@ struct cm_id *cm_conn_incoming(struct cm_id *l, int fd)
 	return c;
 }
 
+/*
+ * Whether listener l takes request m by QP type, as the kernel's cma
+ * does: a SIDR REQ only on a UD listener, a REQ of the listener's own
+ * type, an XRC initiator's on an XRC target's listener (the kernel sees
+ * a REQ of transport XRC as XRC_TGT; ibv_qp_type's XRC_RECV).
+ */
+static bool req_type_ok(const struct cm_id *l, const struct cm_msg *m)
+{
+	unsigned int want = m->qp_type;
+
+	if (m->type == CM_MSG_SIDR_REQ)
+		return l->id.qp_type == IBV_QPT_UD;
+	if (want == IBV_QPT_XRC_SEND)
+		want = IBV_QPT_XRC_RECV;
+	return l->id.qp_type != IBV_QPT_UD &&
+	       (unsigned int)l->id.qp_type == want;
+}
+
 /* Lock held: a REQ (or SIDR REQ) on a passive id; true if c was freed. */
 static bool on_req(struct cm_id *c, const struct cm_msg *m)
 {
@@ -171,13 +189,21 @@ static bool on_req(struct cm_id *c, const struct cm_msg *m)
 	struct cm_msg rej;
 	struct cm_event *e;
 
-	if (!l || l->destroying || ud != cm_is_ud(c)) {
+	if (!l || l->destroying) {
 		cm_id_free(c);
 		return true;
 	}
-	if (l->pending >= l->backlog) {
-		/* the kernel's ucma refuses a request over the backlog: the
-		 * active side sees a consumer reject */
+	if (!req_type_ok(l, m) || l->pending >= l->backlog) {
+		/* the kernel's cma refuses a request of another QP type
+		 * than its listener's (cma_check_req_qp_type), and ucma one
+		 * over the backlog: the active side sees a consumer reject
+		 * (a SIDR one: status 2, IB_SIDR_REJECT) */
+		if (!req_type_ok(l, m))
+			cm_log("id %p: a %s REQ of QP type %u to a listener of "
+			       "type %u: rejected\n",
+			       (void *)l, ud ? "SIDR" : "CM",
+			       (unsigned int)m->qp_type,
+			       (unsigned int)l->id.qp_type);
 		msg_init(c, &rej, ud ? CM_MSG_SIDR_REP : CM_MSG_REJ);
 		rej.status = ud ? 2 : CM_REJ_CONSUMER_DEFINED;
 		cm_link_send(c, &rej);

@@ -364,6 +364,54 @@ SV_TEST(cm_connect_nobody_listens_rejected)
 	rdma_destroy_event_channel(ch);
 }
 
+/* A REQ of another QP type than the listener's (a UC id to an RC
+ * listener) is REJECTED (28, consumer defined) as the kernel's cma
+ * rejects it, without a CONNECT_REQUEST to the listener; an RC id
+ * connecting afterwards gets through. */
+SV_TEST(cm_connect_other_qp_type_rejected)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_addrinfo hints = {.ai_port_space = RDMA_PS_TCP,
+				      .ai_qp_type = IBV_QPT_UC},
+			     *res;
+	struct rdma_conn_param cp = {.qp_num = 1};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c, *s;
+	char service[8];
+	uint16_t port;
+
+	ASSERT_NOT_NULL(ch);
+	l = listener(ch, RDMA_PS_TCP, &port);
+	ASSERT_EQ(IBV_QPT_RC, l->qp_type);
+	snprintf(service, sizeof(service), "%u", port);
+	ASSERT_OK(rdma_getaddrinfo("127.0.0.1", service, &hints, &res));
+	ASSERT_OK(rdma_create_ep(&c, res, NULL, NULL));
+	rdma_freeaddrinfo(res);
+	ASSERT_EQ(IBV_QPT_UC, c->qp_type);
+	ASSERT_OK(rdma_migrate_id(c, ch));
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(ch, RDMA_CM_EVENT_REJECTED);
+	ASSERT_TRUE(ev->id == c);
+	ASSERT_EQ(28, ev->status);
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	ASSERT_OK(rdma_destroy_id(c));
+
+	c = resolved(ch, RDMA_PS_TCP, port);
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ASSERT_TRUE(ev->listen_id == l);
+	s = ev->id;
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	ASSERT_OK(rdma_reject(s, NULL, 0));
+	ev = expect_ev(ch, RDMA_CM_EVENT_REJECTED);
+	ASSERT_TRUE(ev->id == c);
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	rdma_destroy_id(s);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
 /* A port bound but not listening yet (a program that sends its port to
  * the peer before rdma_listen, as qperf does): the connect waits for the
  * listen instead of failing at once. */
