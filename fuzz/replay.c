@@ -236,7 +236,8 @@ int main(int argc, char **argv)
 		else if (!strncmp(argv[i], "-seed=", 6))
 			seed = strtoull(argv[i] + 6, NULL, 0);
 		else if (!strncmp(argv[i], "-artifact=", 10))
-			snprintf(artifact, sizeof(artifact), "%s", argv[i] + 10);
+			snprintf(artifact, sizeof(artifact), "%s",
+				 argv[i] + 10);
 		else
 			add_path(argv[i]);
 	}
