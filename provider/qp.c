@@ -691,12 +691,14 @@ static struct sv_qp *qp_get(struct sv_context *ctx)
 	if (!qp)
 		return calloc(1, sizeof(*qp)); /* zero: RESET */
 	/* A late poller may still drive it: it touches drives and lock, and
-	 * the state only under the lock.  So those two keep their words
-	 * (no plain store under an atomic one) and the rest is zeroed under
-	 * the lock: RESET, which the poller sees and leaves. */
+	 * the state only under the lock; the progress thread reads listed
+	 * for an event of its old fds.  So those keep their words (no plain
+	 * store under an atomic one; listed is false already) and the rest
+	 * is zeroed under the lock: RESET, which the poller sees and
+	 * leaves. */
 	sv_lock(&qp->lock);
 	zero(qp, &qp->lock);
-	zero(&qp->lock + 1, &qp->drives);
+	zero(&qp->lock + 1, &qp->listed);
 	zero(&qp->drives + 1, qp + 1);
 	qp->qpx.qp_base.state = IBV_QPS_RESET;
 	sv_unlock(&qp->lock);
@@ -735,6 +737,7 @@ void sv_qp_close_all(struct sv_context *ctx)
 			container_of(ctx->qps.next, struct sv_qp, ctx_node);
 
 		sv_list_del(&qp->ctx_node);
+		atomic_store_explicit(&qp->listed, false, memory_order_relaxed);
 		sv_progress_del(ctx, &qp->pfd[0]);
 		sv_mcast_detach_all(qp);
 		sv_lock(&qp->lock);
@@ -897,6 +900,7 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 		goto err_close;
 	}
 	sv_list_add_tail(&ctx->qps, &qp->ctx_node);
+	atomic_store_explicit(&qp->listed, true, memory_order_relaxed);
 	pthread_rwlock_unlock(&ctx->qp_lock);
 	sv_progress_add(ctx, &qp->pfd[0], qp->link.listen_fd);
 	if (a->pd)
@@ -1016,6 +1020,7 @@ int sv_destroy_qp(struct ibv_qp *ibqp)
 	/* unhook first: no poller or progress thread can reach it after */
 	pthread_rwlock_wrlock(&ctx->qp_lock);
 	sv_list_del(&qp->ctx_node);
+	atomic_store_explicit(&qp->listed, false, memory_order_relaxed);
 	if (qp->scq)
 		sv_cq_detach_qp(qp->scq, qp);
 	if (qp->rcq && ibqp->qp_type != IBV_QPT_XRC_RECV)

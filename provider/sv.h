@@ -675,6 +675,10 @@ struct sv_qp {
 	struct sv_pfd pfd[3];	 /* listener, conn (our doorbell), acc */
 	struct sv_qp *next_free; /* on ctx->qp_free once destroyed */
 	uint32_t async_got;	 /* async events handed out */
+	/* on ctx->qps (set and cleared under ctx->qp_lock for writing, so
+	 * a reader of that lock sees the list's truth in O(1); kept, like
+	 * drives, when a reused QP is zeroed) */
+	atomic_bool listed;
 	_Atomic uint64_t drives; /* app-thread engine runs (a hint) */
 	uint64_t seen_drives;	 /* progress thread: drives last look */
 	uint64_t active_ns;	 /* progress thread: drives last moved */
