@@ -57,6 +57,25 @@ void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 			cq);
 }
 
+void sv_cq_clean(struct sv_cq *cq, uint32_t qpn)
+{
+	uint32_t keep;
+
+	sv_lock(&cq->lock);
+	/* newest to oldest, the kept ones slide towards head, in order */
+	keep = cq->head;
+	for (uint32_t i = cq->head; i != cq->tail;) {
+		struct sv_cqe *e = &cq->q[--i & (cq->size - 1)];
+
+		if (e->wc.qp_num == qpn)
+			continue;
+		if (--keep != i)
+			cq->q[keep & (cq->size - 1)] = *e;
+	}
+	atomic_store_explicit(&cq->tail, keep, memory_order_relaxed);
+	sv_unlock(&cq->lock);
+}
+
 /*
  * Runs the engine of every QP feeding this CQ.  No lock: the set's slots
  * change in place under ctx->qp_lock (sv_cq_attach_qp), so a pass may

@@ -43,6 +43,8 @@ void sv_qp_flush_sq(struct sv_qp *qp)
 			    .qp_num = qp->qpx.qp_base.qp_num};
 
 	for (; qp->sq_comp != qp->sq_post; qp->sq_comp++) {
+		if (qp->destroying)
+			continue; /* no completion outlives its QP */
 		wc.wr_id = qp->sq[qp->sq_comp & (qp->sq_size - 1)].wr_id;
 		sv_cq_push(qp->scq, &wc, false);
 	}
@@ -56,6 +58,8 @@ static void flush_rq(struct sv_qp *qp)
 			    .qp_num = qp->qpx.qp_base.qp_num};
 
 	for (; qp->rq_comp != qp->rq_post; qp->rq_comp++) {
+		if (qp->destroying)
+			continue;
 		wc.wr_id = qp->rq[qp->rq_comp & (qp->rq_size - 1)].wr_id;
 		sv_cq_push(qp->rcq, &wc, false);
 	}
@@ -66,6 +70,11 @@ static void flush_rq(struct sv_qp *qp)
  * with a flush error.  Caller holds qp->lock. */
 void sv_qp_flush(struct sv_qp *qp)
 {
+	if (qp->sq_comp != qp->sq_post || qp->rq_comp != qp->rq_post)
+		sv_dbg("qp %06x: flushing %u sends, %u receives%s\n",
+		       qp->qpx.qp_base.qp_num, qp->sq_post - qp->sq_comp,
+		       qp->rq_post - qp->rq_comp,
+		       qp->destroying ? " (destroyed: no completions)" : "");
 	sv_qp_flush_sq(qp);
 	flush_rq(qp);
 }
@@ -476,6 +485,29 @@ static void reset_qp(struct sv_qp *qp)
 	memset(&qp->attr, 0, sizeof(qp->attr));
 }
 
+/*
+ * Before the program moves a connected QP to ERR: what the peer had
+ * acknowledged and what had arrived by then completes as it would have
+ * on an HCA, which makes those completions as ACKs and packets arrive,
+ * not when the program next polls; only the rest is flushed.  (A peer
+ * that sent its last message and closed at once — fi_pingpong's RDM
+ * finalize over ofi_rxm — saw our ACKed send flushed.)
+ */
+static void settle(struct sv_qp *qp)
+{
+	uint64_t now = sv_now_ns();
+
+	if (qp->attr.qp_state < IBV_QPS_RTR ||
+	    qp->attr.qp_state == IBV_QPS_ERR || qp->link.state == SV_LINK_IDLE)
+		return;
+	if (qp->link.tcp)
+		sv_qp_tcp_run(qp, now); /* what arrived, into the rings */
+	if (qp->attr.qp_state != IBV_QPS_ERR)
+		sv_comp_run(qp, now);
+	if (qp->attr.qp_state != IBV_QPS_ERR)
+		sv_resp_run(qp);
+}
+
 /* -errno with the QP left in cur (IBA 11.2.1.2: a failed modify changes
  * nothing); EACCES when the destination's socket is another user's. */
 static int enter_state(struct sv_qp *qp, enum ibv_qp_state next)
@@ -510,7 +542,9 @@ static int enter_state(struct sv_qp *qp, enum ibv_qp_state next)
 		}
 		break;
 	case IBV_QPS_ERR:
-		sv_qp_to_error(qp, 0);
+		settle(qp);
+		if (qp->attr.qp_state != IBV_QPS_ERR) /* else the run did it */
+			sv_qp_to_error(qp, 0);
 		return 0;
 	default:
 		break;
@@ -1031,10 +1065,20 @@ int sv_destroy_qp(struct ibv_qp *ibqp)
 	 * as an HCA has done by then: a peer's send that overshot our last
 	 * poll (ibv_srq_pingpong's many QPs) does not fail for our exit */
 	sv_resp_run(qp);
+	/* outstanding work ends without completions, and none of this QP
+	 * is left in its CQs for the program to poll after we return, as
+	 * mlx4/mlx5 clean their CQs at destroy: a program may free each
+	 * WR's context with the QP (libfabric's rxm does, and crashed on
+	 * a flushed receive polled later) */
+	qp->destroying = true;
 	if (qp->attr.qp_state != IBV_QPS_RESET)
-		sv_qp_to_error(qp, 0); /* outstanding work is flushed */
+		sv_qp_to_error(qp, 0);
 	if (qp->link.state != SV_LINK_IDLE)
 		link_close(qp, true);
+	if (qp->scq)
+		sv_cq_clean(qp->scq, ibqp->qp_num);
+	if (qp->rcq && qp->rcq != qp->scq && ibqp->qp_type != IBV_QPT_XRC_RECV)
+		sv_cq_clean(qp->rcq, ibqp->qp_num);
 	/* an SRQ of its own (an XRC_RECV QP's bound one went in to_error) */
 	srq = ibqp->qp_type == IBV_QPT_XRC_RECV ? NULL : qp->srq;
 	if (ibqp->qp_type == IBV_QPT_XRC_RECV)

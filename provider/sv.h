@@ -316,6 +316,8 @@ struct sv_channel {
 /* Pushes a completion; raises CQ events and IBV_EVENT_CQ_ERR on overrun.
  * Caller holds no CQ lock. */
 void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited);
+/* Removes every completion of QP qpn not polled yet (ibv_destroy_qp). */
+void sv_cq_clean(struct sv_cq *cq, uint32_t qpn);
 int sv_cq_attach_qp(struct sv_cq *cq, struct sv_qp *qp);
 void sv_cq_detach_qp(struct sv_cq *cq, struct sv_qp *qp);
 void sv_channel_signal(struct sv_channel *ch, struct sv_cq *cq);
@@ -544,6 +546,7 @@ struct sv_qp {
 	uint32_t ex_start; /* sq_post at ibv_wr_start */
 	int ex_err;	   /* first error since ibv_wr_start */
 	bool dead;	   /* destroyed: on ctx->qp_free */
+	bool destroying;   /* in ibv_destroy_qp: flushes make no CQEs */
 
 	/* attributes (modify_qp / query_qp) */
 	struct ibv_qp_attr attr; /* what the app set, for query */

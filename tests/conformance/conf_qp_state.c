@@ -290,3 +290,97 @@ SV_TEST(qp_state_bad_values_einval)
 	sv_end_close(&e);
 	sv_end_close(&peer);
 }
+
+/*
+ * ibv_destroy_qp leaves none of the QP's completions behind, as mlx4 and
+ * mlx5 clean their CQs at destroy: neither those made and not polled yet
+ * nor flushes of its outstanding work (a program may free each WR's
+ * context with the QP: libfabric's rxm did, and crashed on one polled
+ * later).  Another QP's completions on the same CQ stay, in order.
+ */
+SV_TEST(qp_destroy_leaves_no_completions)
+{
+	struct sv_pair P;
+	struct ibv_qp_init_attr ia = {
+		.cap = {.max_send_wr = 4,
+			.max_recv_wr = 4,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp_attr a = init_attr();
+	struct ibv_recv_wr rw = {.num_sge = 1}, *bad;
+	struct ibv_sge sg;
+	struct ibv_wc wc[8];
+	struct ibv_qp *c;
+	int n;
+
+	sv_pair_open(&P, NULL, NULL);
+	ia.send_cq = P.b.scq;
+	ia.recv_cq = P.b.rcq;
+	c = ibv_create_qp(P.b.pd, &ia);
+	ASSERT_NOT_NULL(c);
+	ASSERT_OK(ibv_modify_qp(c, &a,
+				IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					IBV_QP_ACCESS_FLAGS));
+	sg = (struct ibv_sge){(uintptr_t)P.b.buf + 4096, 64, P.b.mr->lkey};
+	rw.sg_list = &sg;
+	for (int i = 0; i < 4; i++)
+		ASSERT_OK(sv_end_recv(&P.b, 10 + i, 64 * i, 64));
+
+	/* b's CQ: b's receive 10, c's flushes 20 and 21, b's receive 11;
+	 * b has 12 and 13 outstanding */
+	ASSERT_OK(sv_end_send(&P.a, 1, 0, 64, IBV_SEND_SIGNALED));
+	EXPECT_WC(P.a.scq, IBV_WC_SUCCESS, 1);
+	for (int i = 0; i < 2; i++) {
+		rw.wr_id = 20 + i;
+		ASSERT_OK(ibv_post_recv(c, &rw, &bad));
+	}
+	a.qp_state = IBV_QPS_ERR;
+	ASSERT_OK(ibv_modify_qp(c, &a, IBV_QP_STATE));
+	ASSERT_OK(sv_end_send(&P.a, 2, 0, 64, IBV_SEND_SIGNALED));
+	EXPECT_WC(P.a.scq, IBV_WC_SUCCESS, 2);
+
+	ASSERT_OK(ibv_destroy_qp(P.b.qp));
+	P.b.qp = NULL;
+	n = ibv_poll_cq(P.b.rcq, 8, wc);
+	ASSERT_EQ(2, n);
+	for (int i = 0; i < n; i++) {
+		ASSERT_EQ(20 + i, wc[i].wr_id);
+		ASSERT_EQ(c->qp_num, wc[i].qp_num);
+		ASSERT_EQ(IBV_WC_WR_FLUSH_ERR, wc[i].status);
+	}
+	NO_WC(P.b.rcq, 20);
+	NO_WC(P.b.scq, 20);
+	ASSERT_OK(ibv_destroy_qp(c));
+	sv_pair_close(&P);
+}
+
+/*
+ * When the program moves a QP to ERR without having polled, what the
+ * peer had acknowledged and what had arrived complete successfully, as
+ * an HCA makes those completions as ACKs and packets arrive; only the
+ * rest is flushed.
+ */
+SV_TEST(qp_err_completes_what_was_acked)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+	struct sv_pair P;
+
+	sv_test_needs_shm("over TCP the ACK travels on its own time: "
+			  "whether it arrived before the modify is not "
+			  "known to the test");
+	sv_pair_open(&P, NULL, NULL);
+	ASSERT_OK(sv_end_recv(&P.b, 10, 0, 64));
+	ASSERT_OK(sv_end_recv(&P.a, 20, 128, 64));
+	ASSERT_OK(sv_end_recv(&P.a, 21, 192, 64));
+	ASSERT_OK(sv_end_send(&P.a, 1, 0, 64, IBV_SEND_SIGNALED));
+	EXPECT_WC(P.b.rcq, IBV_WC_SUCCESS, 10);	   /* b took it: ACKed */
+	ASSERT_OK(sv_end_send(&P.b, 2, 0, 64, 0)); /* to a, not polled */
+	ASSERT_OK(ibv_modify_qp(P.a.qp, &a, IBV_QP_STATE));
+	EXPECT_WC(P.a.scq, IBV_WC_SUCCESS, 1);
+	NO_WC(P.a.scq, 20);
+	EXPECT_WC(P.a.rcq, IBV_WC_SUCCESS, 20);
+	EXPECT_WC(P.a.rcq, IBV_WC_WR_FLUSH_ERR, 21);
+	sv_pair_close(&P);
+}
