@@ -38,87 +38,134 @@ static int ps_of(int qpt)
 	return qpt == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP;
 }
 
-/* One rdma_addrinfo for one resolved address. */
-static struct rdma_addrinfo *from_ai(const struct addrinfo *ai,
-				     const struct rdma_addrinfo *hints)
+static int copy_addr(struct sockaddr **to, socklen_t *to_len,
+		     const struct sockaddr *from, socklen_t len)
 {
-	struct rdma_addrinfo *r = calloc(1, sizeof(*r));
-	struct sockaddr *sa;
-
-	if (!r)
-		return NULL;
-	sa = malloc(ai->ai_addrlen);
-	if (!sa) {
-		free(r);
-		return NULL;
-	}
-	memcpy(sa, ai->ai_addr, ai->ai_addrlen);
-	r->ai_family = ai->ai_family;
-	if (hints) {
-		r->ai_flags = hints->ai_flags;
-		r->ai_qp_type = hints->ai_qp_type;
-		r->ai_port_space = hints->ai_port_space;
-	}
-	if (!r->ai_qp_type)
-		r->ai_qp_type = r->ai_port_space == RDMA_PS_UDP ? IBV_QPT_UD
-								: IBV_QPT_RC;
-	if (!r->ai_port_space)
-		r->ai_port_space = ps_of(r->ai_qp_type);
-	if (r->ai_flags & RAI_PASSIVE) {
-		r->ai_src_addr = sa;
-		r->ai_src_len = ai->ai_addrlen;
-	} else {
-		r->ai_dst_addr = sa;
-		r->ai_dst_len = ai->ai_addrlen;
-	}
-	return r;
+	*to = malloc(len);
+	if (!*to)
+		return -ENOMEM;
+	memcpy(*to, from, len);
+	*to_len = len;
+	return 0;
 }
 
+/* The resolver's hints for ours: the QP type says stream or datagram,
+ * the port space TCP or UDP (rdma-core's mapping), neither: any. */
+static void resolver_hints(struct addrinfo *h, const struct rdma_addrinfo *r)
+{
+	memset(h, 0, sizeof(*h));
+	if (r->ai_flags & RAI_PASSIVE)
+		h->ai_flags |= AI_PASSIVE;
+	if (r->ai_flags & RAI_NUMERICHOST)
+		h->ai_flags |= AI_NUMERICHOST;
+	h->ai_family = r->ai_family;
+	if (r->ai_qp_type == IBV_QPT_UD)
+		h->ai_socktype = SOCK_DGRAM;
+	else if (r->ai_qp_type == IBV_QPT_RC || r->ai_qp_type == IBV_QPT_UC ||
+		 r->ai_qp_type == IBV_QPT_XRC_SEND ||
+		 r->ai_qp_type == IBV_QPT_XRC_RECV)
+		h->ai_socktype = SOCK_STREAM;
+	if (r->ai_port_space == RDMA_PS_TCP)
+		h->ai_protocol = IPPROTO_TCP;
+	else if (r->ai_port_space == RDMA_PS_UDP ||
+		 r->ai_port_space == RDMA_PS_IPOIB)
+		h->ai_protocol = IPPROTO_UDP;
+	else if (r->ai_port_space == RDMA_PS_IB && h->ai_socktype)
+		h->ai_protocol = h->ai_socktype == SOCK_STREAM ? IPPROTO_TCP
+							       : IPPROTO_UDP;
+}
+
+/* r from the resolver's first IP answer: the address is the source of a
+ * passive one, else the destination; the QP type and port space are the
+ * hints', else the answer's. */
+static int from_ai(struct rdma_addrinfo *r, const struct addrinfo *ai,
+		   const struct rdma_addrinfo *hints)
+{
+	r->ai_qp_type = hints->ai_qp_type;
+	if (!r->ai_qp_type)
+		r->ai_qp_type =
+			ai->ai_socktype == SOCK_DGRAM ? IBV_QPT_UD : IBV_QPT_RC;
+	r->ai_port_space = hints->ai_port_space;
+	if (!r->ai_port_space)
+		r->ai_port_space = ai->ai_protocol == IPPROTO_UDP
+					   ? RDMA_PS_UDP
+					   : ps_of(r->ai_qp_type);
+	r->ai_family = ai->ai_family;
+	if (ai->ai_flags & AI_PASSIVE) {
+		r->ai_flags = RAI_PASSIVE;
+		return copy_addr(&r->ai_src_addr, &r->ai_src_len, ai->ai_addr,
+				 ai->ai_addrlen);
+	}
+	return copy_addr(&r->ai_dst_addr, &r->ai_dst_len, ai->ai_addr,
+			 ai->ai_addrlen);
+}
+
+/*
+ * As rdma-core's: one answer (the resolver's first IPv4 or IPv6 one),
+ * or, with neither node nor service, the hints' own addresses (how
+ * libfabric's verbs provider asks for an endpoint to a peer whose
+ * address it holds); a source address in the hints is the answer's if
+ * the resolver gave none.  EINVAL only with no node, service and hints.
+ */
 CM_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 			       const struct rdma_addrinfo *hints,
 			       struct rdma_addrinfo **res)
 {
-	struct addrinfo h = {0}, *ai, *i;
-	struct rdma_addrinfo *head = NULL, **tail = &head, *r;
-	int ret;
+	static const struct rdma_addrinfo none;
+	struct rdma_addrinfo *r;
+	struct addrinfo h, *ai = NULL, *i;
+	int ret = 0;
 
-	if (!res || (!node && !service))
+	if (!res || (!node && !service && !hints))
 		return cm_err(EINVAL);
-	if (hints) {
-		if (hints->ai_family == AF_IB)
-			return cm_err(EAFNOSUPPORT);
-		h.ai_family = hints->ai_family;
-		if (hints->ai_flags & RAI_PASSIVE)
-			h.ai_flags |= AI_PASSIVE;
-		if (hints->ai_flags & RAI_NUMERICHOST)
-			h.ai_flags |= AI_NUMERICHOST;
-	}
-	h.ai_socktype = SOCK_STREAM;
-	ret = getaddrinfo(node, service, &h, &ai);
-	if (ret) {
-		/* rdma-core returns getaddrinfo's code itself */
-		if (ret != EAI_SYSTEM)
-			errno = EADDRNOTAVAIL;
-		return ret;
-	}
-	for (i = ai; i; i = i->ai_next) {
-		if (i->ai_family != AF_INET && i->ai_family != AF_INET6)
-			continue;
-		r = from_ai(i, hints);
-		if (!r) {
-			freeaddrinfo(ai);
-			rdma_freeaddrinfo(head);
-			return cm_err(ENOMEM);
+	if (!hints)
+		hints = &none;
+	if (hints->ai_family == AF_IB)
+		return cm_err(EAFNOSUPPORT);
+	if (node || service) {
+		resolver_hints(&h, hints);
+		ret = getaddrinfo(node, service, &h, &ai);
+		if (ret) {
+			/* rdma-core returns getaddrinfo's code itself */
+			if (ret != EAI_SYSTEM)
+				errno = EADDRNOTAVAIL;
+			return ret;
 		}
-		*tail = r;
-		tail = &r->ai_next;
+		for (i = ai; i; i = i->ai_next)
+			if (i->ai_family == AF_INET || i->ai_family == AF_INET6)
+				break;
+		if (!i) {
+			freeaddrinfo(ai);
+			errno = EADDRNOTAVAIL;
+			return EAI_FAMILY;
+		}
 	}
-	freeaddrinfo(ai);
-	if (!head) {
-		errno = EADDRNOTAVAIL;
-		return EAI_FAMILY;
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		if (ai)
+			freeaddrinfo(ai);
+		return cm_err(ENOMEM);
 	}
-	*res = head;
+	if (ai) {
+		ret = from_ai(r, i, hints);
+		freeaddrinfo(ai);
+	} else {
+		r->ai_flags = hints->ai_flags;
+		r->ai_family = hints->ai_family;
+		r->ai_qp_type = hints->ai_qp_type;
+		r->ai_port_space = hints->ai_port_space;
+		if (hints->ai_dst_len && hints->ai_dst_addr)
+			ret = copy_addr(&r->ai_dst_addr, &r->ai_dst_len,
+					hints->ai_dst_addr, hints->ai_dst_len);
+	}
+	if (!ret && !r->ai_src_len && hints->ai_src_len && hints->ai_src_addr)
+		ret = copy_addr(&r->ai_src_addr, &r->ai_src_len,
+				hints->ai_src_addr, hints->ai_src_len);
+	if (ret) {
+		rdma_freeaddrinfo(r);
+		return cm_err(-ret);
+	}
+	*res = r;
 	return 0;
 }
 

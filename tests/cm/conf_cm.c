@@ -2043,3 +2043,61 @@ SV_TEST(cm_ud_sidr_over_tcp_rendezvous)
 	}
 	rdma_destroy_event_channel(ch);
 }
+
+/*
+ * rdma_getaddrinfo as rdma-core's: one answer; with neither node nor
+ * service, the hints' own destination (libfabric's verbs provider asks
+ * so for a peer whose address it holds: its RDM endpoints failed with
+ * EINVAL); a source address in the hints is the answer's; EINVAL only
+ * with nothing at all.
+ */
+SV_TEST(cm_getaddrinfo_as_rdma_core)
+{
+	struct sockaddr_in dst = lo(7471), src = lo(0);
+	struct rdma_addrinfo hints = {.ai_port_space = RDMA_PS_TCP,
+				      .ai_qp_type = IBV_QPT_RC},
+			     *res;
+
+	errno = 0;
+	ASSERT_EQ(-1, rdma_getaddrinfo(NULL, NULL, NULL, &res));
+	ASSERT_EQ(EINVAL, errno);
+
+	hints.ai_dst_addr = (struct sockaddr *)&dst;
+	hints.ai_dst_len = sizeof(dst);
+	ASSERT_OK(rdma_getaddrinfo(NULL, NULL, &hints, &res));
+	ASSERT_NULL(res->ai_next);
+	ASSERT_EQ(IBV_QPT_RC, res->ai_qp_type);
+	ASSERT_EQ(RDMA_PS_TCP, res->ai_port_space);
+	ASSERT_EQ(sizeof(dst), res->ai_dst_len);
+	ASSERT_OK(memcmp(res->ai_dst_addr, &dst, sizeof(dst)));
+	ASSERT_TRUE(res->ai_dst_addr != hints.ai_dst_addr); /* a copy */
+	ASSERT_NULL(res->ai_src_addr);
+	rdma_freeaddrinfo(res);
+
+	/* a node: the resolver's first answer, the hints' source kept */
+	hints.ai_dst_addr = NULL;
+	hints.ai_dst_len = 0;
+	src.sin_port = htons(5555);
+	hints.ai_src_addr = (struct sockaddr *)&src;
+	hints.ai_src_len = sizeof(src);
+	ASSERT_OK(rdma_getaddrinfo("localhost", "7471", &hints, &res));
+	ASSERT_NULL(res->ai_next);
+	ASSERT_NOT_NULL(res->ai_dst_addr);
+	ASSERT_TRUE(res->ai_family == AF_INET || res->ai_family == AF_INET6);
+	ASSERT_EQ(res->ai_family, res->ai_dst_addr->sa_family);
+	ASSERT_EQ(sizeof(src), res->ai_src_len);
+	ASSERT_OK(memcmp(res->ai_src_addr, &src, sizeof(src)));
+	ASSERT_EQ(0, res->ai_flags & RAI_PASSIVE);
+	rdma_freeaddrinfo(res);
+
+	/* passive: the address is the source; no QP type: RC, by TCP */
+	hints = (struct rdma_addrinfo){.ai_flags = RAI_PASSIVE};
+	ASSERT_OK(rdma_getaddrinfo(NULL, "7471", &hints, &res));
+	ASSERT_NULL(res->ai_next);
+	ASSERT_EQ(RAI_PASSIVE, res->ai_flags);
+	ASSERT_NOT_NULL(res->ai_src_addr);
+	ASSERT_NULL(res->ai_dst_addr);
+	ASSERT_EQ(IBV_QPT_RC, res->ai_qp_type);
+	ASSERT_EQ(RDMA_PS_TCP, res->ai_port_space);
+	rdma_freeaddrinfo(res);
+}
