@@ -432,3 +432,12 @@ int main(int argc, char **argv)
 	fprintf(stderr, "no test named %s\n", argv[1]);
 	return 2;
 }
+
+const char *sv_crashtrace_lib(void)
+{
+#ifdef SV_CRASHTRACE
+	return access(SV_CRASHTRACE, R_OK) ? NULL : SV_CRASHTRACE;
+#else
+	return NULL;
+#endif
+}

@@ -98,6 +98,9 @@ sv_test_fail(const char *file, int line, const char *fmt, ...);
 
 /* Monotonic clock in milliseconds. */
 uint64_t sv_now_ms(void);
+/* The crash tracer to preload into real programs (lib/crashtrace.c), or
+ * NULL (sanitizer builds). */
+const char *sv_crashtrace_lib(void);
 
 /* A TCP port that was free a moment ago (bound to port 0 and released). */
 int sv_free_port(void);

@@ -42,7 +42,15 @@ char **sv_prog_env(void)
 					    "verify_asan_link_order=0";
 	static char *env[3];
 	const char *rt = getenv("SV_ASAN_RUNTIME");
+	const char *trace = sv_crashtrace_lib();
 
+	if ((!rt || !*rt) && trace) {
+		/* a crash of the program prints its stack */
+		snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", trace);
+		env[0] = preload;
+		env[1] = NULL;
+		return env;
+	}
 	if (!rt || !*rt)
 		return NULL;
 	/* softverbs-run adds our library in front of this */
