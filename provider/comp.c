@@ -449,12 +449,16 @@ static int hold_responses(struct sv_qp *qp, uint64_t now)
  * protocol error (the QP has gone to ERROR). */
 static bool delay_back(struct sv_qp *qp, uint64_t *ack, uint64_t now)
 {
+	/* a peer that hung up: its last words are all taken now, as
+	 * without the delay (progress.c sv_qp_link_event) */
+	bool dead = qp->link.state == SV_LINK_DEAD;
+	uint64_t until = dead ? UINT64_MAX : now;
 	struct sv_fault_rsp *h;
 	int all = hold_responses(qp, now);
 
 	if (all < 0)
 		return false;
-	while ((h = qp->fault_rsp) && h->due <= now) {
+	while ((h = qp->fault_rsp) && h->due <= until) {
 		bool ok;
 
 		qp->fault_rsp = h->next;
@@ -467,6 +471,10 @@ static bool delay_back(struct sv_qp *qp, uint64_t *ack, uint64_t now)
 		}
 	}
 	qp->fault_rsp_due = qp->fault_rsp ? qp->fault_rsp->due : 0;
+	if (dead) {
+		qp->fault_ack_pending = false; /* the word now is newer */
+		return true;
+	}
 	if (*ack != qp->comp_ack &&
 	    ((!qp->fault_ack_pending && !all) || !ack_due(qp, ack, now)))
 		*ack = qp->comp_ack; /* still on the wire */
