@@ -23,6 +23,7 @@
  * come in posting order (IBA 10.8.3).  Steps: take_responses -> take_ack
  * -> advance (complete in order) -> timers.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "faults.h"
@@ -221,6 +222,24 @@ static bool take_response(struct sv_qp *qp, const struct sv_pkt *p,
 	return true;
 }
 
+/* One response record taken; false on a protocol error (the QP has gone
+ * to ERROR). */
+static bool take_record(struct sv_qp *qp, const struct sv_pkt *p,
+			const uint8_t *payload)
+{
+	if (!take_response(qp, p, payload)) {
+		sv_dbg("qp %06x: bad response in ring\n",
+		       qp->qpx.qp_base.qp_num);
+		sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
+		return false;
+	}
+	if (__builtin_expect(sv_pcap_on, 0))
+		sv_pcap_train(qp, false, p, payload, payload);
+	sv_stat_add(qp, rx_pkts, p->npsn);
+	sv_stat_add(qp, rx_bytes, p->len);
+	return true;
+}
+
 /* Takes every response that has arrived; false on a protocol error
  * (the QP has gone to ERROR). */
 static bool take_responses(struct sv_qp *qp)
@@ -234,16 +253,14 @@ static bool take_responses(struct sv_qp *qp)
 
 		if (r == 0)
 			break;
-		if (r < 0 || !take_response(qp, &p, payload)) {
+		if (r < 0) {
 			sv_dbg("qp %06x: bad response in ring\n",
 			       qp->qpx.qp_base.qp_num);
 			sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
 			return false;
 		}
-		if (__builtin_expect(sv_pcap_on, 0))
-			sv_pcap_train(qp, false, &p, payload, payload);
-		sv_stat_add(qp, rx_pkts, p.npsn);
-		sv_stat_add(qp, rx_bytes, p.len);
+		if (!take_record(qp, &p, payload))
+			return false;
 		sv_ring_consume(&qp->link.rsp_rx);
 		took = true;
 	}
@@ -353,6 +370,130 @@ static bool ack_due(struct sv_qp *qp, uint64_t *ack, uint64_t now)
 	return true;
 }
 
+/*
+ * SOFTVERBS_FAULTS delay_us on the way back, for read and atomic
+ * responses: each record is copied out of the response ring when we first
+ * see it, stamped with that time, and taken delay_us later, in order.  So
+ * a train of answers made together is taken together (a read of many
+ * packets waits one delay, not one per packet: the ring is free for the
+ * next ones meanwhile, as a wire holds what is in flight), and an ACK word
+ * is never taken before a response published before it: the word is read
+ * (acquire) before the ring, so its responses are stamped no later than
+ * it, and the due ones are taken before it.  The copy is what the peer
+ * wrote, checked when taken as a ring record would be.  At most
+ * SV_FAULT_RSP_MAX bytes are held; beyond, the rest waits in the ring
+ * (the peer's flow control), and no new ACK word is looked at until the
+ * ring is empty, which keeps that order.
+ */
+struct sv_fault_rsp {
+	struct sv_fault_rsp *next;
+	uint64_t due;	   /* taken then (ns) */
+	struct sv_pkt p;   /* the record's header */
+	uint8_t payload[]; /* its rec_len - sizeof(p) bytes */
+};
+
+#define SV_FAULT_RSP_MAX (16u << 20)
+
+/* Copies what the response ring holds into the hold queue; 1: the ring
+ * is empty, 0: some left there (the queue is full), -1: a protocol error
+ * (the QP has gone to ERROR). */
+static int hold_responses(struct sv_qp *qp, uint64_t now)
+{
+	bool took = false;
+	int all = 1;
+
+	for (;;) {
+		const uint8_t *payload;
+		struct sv_fault_rsp *h;
+		struct sv_pkt p;
+		int r;
+
+		if (qp->fault_rsp_bytes >= SV_FAULT_RSP_MAX) {
+			all = 0;
+			break;
+		}
+		r = sv_ring_peek(&qp->link.rsp_rx, &p, &payload);
+		if (r == 0)
+			break;
+		if (r < 0) {
+			sv_dbg("qp %06x: bad response in ring\n",
+			       qp->qpx.qp_base.qp_num);
+			sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
+			return -1;
+		}
+		/* peek checked sizeof(p) <= rec_len <= SV_MAX_REC */
+		h = malloc(sizeof(*h) + p.rec_len - sizeof(p));
+		if (!h) {
+			all = 0; /* it waits in the ring */
+			break;
+		}
+		h->next = NULL;
+		h->due = now + sv_faults.delay_us * 1000;
+		h->p = p;
+		memcpy(h->payload, payload, p.rec_len - sizeof(p));
+		if (!qp->fault_rsp)
+			qp->fault_rsp_end = &qp->fault_rsp;
+		*qp->fault_rsp_end = h;
+		qp->fault_rsp_end = &h->next;
+		qp->fault_rsp_bytes += p.rec_len;
+		sv_ring_consume(&qp->link.rsp_rx);
+		took = true;
+	}
+	if (took)
+		sv_link_rsp_done(&qp->link);
+	return all;
+}
+
+/* The responses held, then the ACK word, each delay_us after it came;
+ * *ack is left at qp->comp_ack when none is to be taken now.  false on a
+ * protocol error (the QP has gone to ERROR). */
+static bool delay_back(struct sv_qp *qp, uint64_t *ack, uint64_t now)
+{
+	/* a peer that hung up: its last words are all taken now, as
+	 * without the delay (progress.c sv_qp_link_event) */
+	bool dead = qp->link.state == SV_LINK_DEAD;
+	uint64_t until = dead ? UINT64_MAX : now;
+	struct sv_fault_rsp *h;
+	int all = hold_responses(qp, now);
+
+	if (all < 0)
+		return false;
+	while ((h = qp->fault_rsp) && h->due <= until) {
+		bool ok;
+
+		qp->fault_rsp = h->next;
+		qp->fault_rsp_bytes -= h->p.rec_len;
+		ok = take_record(qp, &h->p, h->payload);
+		free(h);
+		if (!ok) {
+			sv_comp_fault_free(qp);
+			return false;
+		}
+	}
+	qp->fault_rsp_due = qp->fault_rsp ? qp->fault_rsp->due : 0;
+	if (dead) {
+		qp->fault_ack_pending = false; /* the word now is newer */
+		return true;
+	}
+	if (*ack != qp->comp_ack &&
+	    ((!qp->fault_ack_pending && !all) || !ack_due(qp, ack, now)))
+		*ack = qp->comp_ack; /* still on the wire */
+	return true;
+}
+
+void sv_comp_fault_free(struct sv_qp *qp)
+{
+	while (qp->fault_rsp) {
+		struct sv_fault_rsp *h = qp->fault_rsp;
+
+		qp->fault_rsp = h->next;
+		free(h);
+	}
+	qp->fault_rsp_bytes = 0;
+	qp->fault_rsp_due = 0;
+	qp->fault_ack_pending = false;
+}
+
 void sv_comp_run(struct sv_qp *qp, uint64_t now)
 {
 	uint64_t ack;
@@ -364,21 +505,22 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 		/* acquire, before the responses: a NAK after a read is
 		 * published after the read's answer */
 		ack = sv_link_ack_get(&qp->link);
-		if (!take_responses(qp))
+		if (unlikely(sv_faults.on) && sv_faults.delay_us) {
+			now = sv_now_ns(); /* fresh: it stamps arrivals */
+			if (!delay_back(qp, &ack, now))
+				return;
+		} else if (!take_responses(qp)) {
 			return;
+		}
 		if (ack != qp->comp_ack) {
 			if (!now)
 				now = sv_now_ns();
-			if (unlikely(sv_faults.on) && sv_faults.delay_us &&
-			    !ack_due(qp, &ack, now))
-				goto timers; /* still on the wire */
 			take_ack(qp, ack, now);
 			if (qp->sq_comp == qp->sq_post ||
 			    qp->attr.qp_state == IBV_QPS_ERR)
 				return;
 		}
 	}
-timers:
 	sv_comp_advance(qp);
 	if (qp->sq_comp == qp->sq_post)
 		return;

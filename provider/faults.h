@@ -26,8 +26,10 @@ struct sv_faults {
 	double drop; /* probabilities, [0, 1] */
 	double rnr;
 	double access;
-	uint64_t delay_us; /* a WQE's requests leave that long after its
-			    * post (sv_fault_due_ns), 0: no delay */
+	uint64_t delay_us; /* a WQE's requests (UD: datagrams) leave that
+			    * long after its post (post.c due_ns); ACKs and
+			    * responses are taken that long after they came
+			    * (comp.c); 0: no delay */
 	uint64_t kill_at;  /* 0: never; else SIGKILL after that packet */
 	uint64_t seed;
 };

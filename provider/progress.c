@@ -200,6 +200,10 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 			next = qp->fault_delay_until; /* ... delay_us */
 		if (qp->fault_ack_pending && qp->fault_ack_due < next)
 			next = qp->fault_ack_due; /* ... on the way back */
+		if (qp->fault_rsp_due && qp->sq_comp != qp->sq_post &&
+		    qp->attr.qp_state != IBV_QPS_ERR &&
+		    qp->fault_rsp_due < next)
+			next = qp->fault_rsp_due; /* ... read/atomic answers */
 		sv_unlock(&qp->lock);
 	}
 	pthread_rwlock_unlock(&ctx->qp_lock);

@@ -479,6 +479,7 @@ static void reset_qp(struct sv_qp *qp)
 	qp->resp_seq_naked = false;
 	qp->fault_try = qp->fault_rsp_try = qp->fault_rnr_try = 0;
 	qp->fault_rnr_until = 0;
+	sv_comp_fault_free(qp); /* delay_us's held responses */
 	memset(qp->atom_replay, 0, sizeof(qp->atom_replay));
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV)
 		sv_xrc_unbind(qp);
@@ -745,6 +746,7 @@ static void qp_put(struct sv_context *ctx, struct sv_qp *qp)
 {
 	sv_obj_put(ctx, SV_OBJ_QP);
 	free_queues(qp);
+	sv_comp_fault_free(qp);
 	sv_lanes_rx_close(qp); /* UD: its senders see CLOSED (lane.c) */
 	qp->qpx.qp_base.state = IBV_QPS_RESET;
 	qp->attr.qp_state = IBV_QPS_RESET;

@@ -634,6 +634,11 @@ struct sv_qp {
 	uint64_t fault_ack_due;	    /* ... until then (ns) */
 	uint64_t fault_drop_hash;   /* a digest of the (psn, attempt) dropped
 				     * (tests: same seed, same faults) */
+	/* completer: the read/atomic responses delay_us holds (comp.c) */
+	struct sv_fault_rsp *fault_rsp;	     /* oldest first */
+	struct sv_fault_rsp **fault_rsp_end; /* where the next goes */
+	uint64_t fault_rsp_bytes;	     /* their records' bytes */
+	uint64_t fault_rsp_due;		     /* the oldest's due (ns), or 0 */
 
 	/* UD (ud.c): the datagram socket is link.listen_fd */
 	uint64_t ud_drops; /* datagrams dropped on arrival (debugging) */
@@ -752,6 +757,8 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now_ns);
 /* Completes the finished WQEs at the head of the send queue, in order
  * (the requester calls it after executing one-sided WQEs itself). */
 void sv_comp_advance(struct sv_qp *qp);
+/* Drops the responses SOFTVERBS_FAULTS delay_us holds (reset, destroy). */
+void sv_comp_fault_free(struct sv_qp *qp);
 /* IBA table 45: an RNR NAK timer code in ns (comp.c). */
 uint64_t sv_rnr_timer_ns(uint8_t code);
 /* Retransmission: the send state back to psn (req.c). */

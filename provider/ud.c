@@ -336,17 +336,28 @@ static int send_one(struct sv_qp *qp, struct sv_swqe *w)
 
 void sv_ud_send_run(struct sv_qp *qp)
 {
+	if (unlikely(sv_faults.on))
+		qp->fault_delay_until = 0; /* set again if delay_us holds */
 	while (qp->attr.qp_state == IBV_QPS_RTS && qp->sq_send != qp->sq_post) {
 		struct sv_swqe *w = &qp->sq[qp->sq_send & (qp->sq_size - 1)];
-		int st = send_one(qp, w);
-		struct ibv_wc wc = {
+		struct ibv_wc wc;
+		int st;
+
+		if (unlikely(w->due_ns) && sv_now_ns() < w->due_ns) {
+			/* SOFTVERBS_FAULTS delay_us: the datagram leaves
+			 * that long after its post, in order (the progress
+			 * thread wakes then, progress.c) */
+			qp->fault_delay_until = w->due_ns;
+			return;
+		}
+		st = send_one(qp, w);
+		wc = (struct ibv_wc){
 			.wr_id = w->wr_id,
 			.status = (enum ibv_wc_status)st,
 			.opcode = IBV_WC_SEND,
 			.byte_len = w->length,
 			.qp_num = qp->qpx.qp_base.qp_num,
 		};
-
 		if (st < 0)
 			return; /* the head waits for room (progress timer) */
 		qp->comp_deadline = 0;

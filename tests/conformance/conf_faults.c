@@ -18,6 +18,7 @@
 
 #include "pair.h"
 #include "sv.h"
+#include "ud_end.h"
 
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
@@ -443,6 +444,237 @@ SV_TEST(faults_delay_holds_each_request)
 	ASSERT_GE(dt, 100);
 	ASSERT_LE(dt, 8 * 2 * 50 - 1);
 	sv_pair_close(&P);
+}
+
+/* Posts a signalled read of len bytes: e's buf[off..] from the peer's
+ * buf[off..]. */
+static void post_read(struct sv_end *e, struct sv_end *peer, uint64_t id,
+		      size_t off, uint32_t len)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)e->buf + off,
+			      .length = len,
+			      .lkey = e->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = id,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_READ,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+
+	wr.wr.rdma.remote_addr = (uintptr_t)peer->buf + off;
+	wr.wr.rdma.rkey = peer->mr->rkey;
+	ASSERT_OK(ibv_post_send(e->qp, &wr, &bad));
+}
+
+/*
+ * delay_us=N holds the answers too: a read's or an atomic's response is
+ * taken N after it came (comp.c delay_back), so each completes no sooner
+ * than 2 N after its post, the round trip.  8 reads posted together, and
+ * one read of 1 MiB (256 packets of 4 KiB), complete about 2 N later,
+ * not 8 or 256 times that: answers made together are taken together.
+ * With faults on there are no direct one-sided operations (qp.c), so
+ * every read and atomic goes both ways.  Before, the answers were not
+ * held: a read completed N after its post.
+ */
+SV_TEST(faults_delay_holds_read_and_atomic)
+{
+	const uint32_t len = 4096, big = 1u << 20, atom = 16 * len + big;
+	struct sv_end_opts o = sv_end_opts_default();
+	struct sv_qp *qa;
+	struct sv_pair P;
+	uint64_t t0, dt, old;
+
+	set_faults("delay_us=50000");
+	/* every read from its own bytes, never written again: the rings'
+	 * two mappings hide their ordering from TSan (label tsan) */
+	o.buf_len = 2 * (size_t)big;
+	o.mtu = IBV_MTU_4096;
+	o.mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+		      IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+	o.qp_access = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
+		      IBV_ACCESS_REMOTE_ATOMIC;
+	o.rd_atomic = 8;
+	sv_pair_open(&P, &o, &o);
+	qa = to_sqp(P.a.qp);
+
+	/* one read */
+	fill_msg(P.b.buf, len, 1);
+	t0 = sv_now_ms();
+	post_read(&P.a, &P.b, 1, 0, len);
+	EXPECT_WC(P.a.scq, IBV_WC_SUCCESS, 1);
+	dt = sv_now_ms() - t0;
+	printf("a read through a 50 ms delay line: %llu ms\n",
+	       (unsigned long long)dt);
+	ASSERT_GE(dt, 100); /* the request's way and the answer's */
+	ASSERT_EQ(-1, check_msg(P.a.buf, len, 1));
+
+	/* one atomic */
+	{
+		struct ibv_sge sge = {.addr = (uintptr_t)P.a.buf + atom,
+				      .length = 8,
+				      .lkey = P.a.mr->lkey};
+		struct ibv_send_wr wr = {.wr_id = 2,
+					 .sg_list = &sge,
+					 .num_sge = 1,
+					 .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+					 .send_flags = IBV_SEND_SIGNALED},
+				   *bad;
+
+		old = 41;
+		memcpy(P.b.buf + atom, &old, 8);
+		wr.wr.atomic.remote_addr = (uintptr_t)P.b.buf + atom;
+		wr.wr.atomic.rkey = P.b.mr->rkey;
+		wr.wr.atomic.compare_add = 1;
+		t0 = sv_now_ms();
+		ASSERT_OK(ibv_post_send(P.a.qp, &wr, &bad));
+		EXPECT_WC(P.a.scq, IBV_WC_SUCCESS, 2);
+		dt = sv_now_ms() - t0;
+		printf("an atomic: %llu ms\n", (unsigned long long)dt);
+		ASSERT_GE(dt, 100);
+		memcpy(&old, P.a.buf + atom, 8);
+		ASSERT_EQ(41, old);
+		ASSERT_EQ(42, __atomic_load_n((uint64_t *)(P.b.buf + atom),
+					      __ATOMIC_ACQUIRE));
+	}
+
+	/* 8 reads posted together travel together */
+	for (uint32_t k = 0; k < 8; k++)
+		fill_msg(P.b.buf + (size_t)(k + 1) * len, len, 10 + k);
+	t0 = sv_now_ms();
+	for (uint32_t k = 0; k < 8; k++)
+		post_read(&P.a, &P.b, 10 + k, (size_t)(k + 1) * len, len);
+	for (uint32_t k = 0; k < 8; k++)
+		EXPECT_WC(P.a.scq, IBV_WC_SUCCESS, 10 + k);
+	dt = sv_now_ms() - t0;
+	printf("8 reads posted together: %llu ms\n", (unsigned long long)dt);
+	ASSERT_GE(dt, 100);
+	ASSERT_LE(dt, 399);
+	for (uint32_t k = 0; k < 8; k++)
+		ASSERT_EQ(-1, check_msg(P.a.buf + (size_t)(k + 1) * len, len,
+					10 + k));
+
+	/* a read of 256 packets: one delay, not one per packet */
+	fill_msg(P.b.buf + 16 * len, big, 20);
+	t0 = sv_now_ms();
+	post_read(&P.a, &P.b, 20, 16 * len, big);
+	EXPECT_WC(P.a.scq, IBV_WC_SUCCESS, 20);
+	dt = sv_now_ms() - t0;
+	printf("a read of 1 MiB: %llu ms\n", (unsigned long long)dt);
+	ASSERT_GE(dt, 100);
+	ASSERT_LE(dt, 399);
+	ASSERT_EQ(-1, check_msg(P.a.buf + 16 * len, big, 20));
+
+	ASSERT_EQ(0, LOAD(qa->stats.direct_ops));
+	ASSERT_EQ(0, LOAD(to_sqp(P.b.qp)->stats.direct_ops));
+	sv_pair_close(&P);
+}
+
+/*
+ * The answers and the ACK/NAK word keep their order through the delay
+ * line: a read, then a write to a bad key.  The responder answers the
+ * read, then NAKs the write (remote access); the read must complete with
+ * its data, then the write with IBV_WC_REM_ACCESS_ERR.  A NAK taken
+ * before the read's answer fails the read instead.
+ */
+SV_TEST(faults_delay_keeps_answer_before_nak)
+{
+	const uint32_t len = 4096;
+	struct sv_end_opts o = sv_end_opts_default();
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = {0}, *bad;
+	struct sv_pair P;
+	uint64_t t0, dt;
+
+	set_faults("delay_us=50000");
+	o.mtu = IBV_MTU_4096;
+	o.mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+		      IBV_ACCESS_REMOTE_WRITE;
+	o.qp_access = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+	sv_pair_open(&P, &o, &o);
+	fill_msg(P.b.buf, len, 5);
+	t0 = sv_now_ms();
+	post_read(&P.a, &P.b, 1, 0, len);
+	sge = (struct ibv_sge){.addr = (uintptr_t)P.a.buf + len,
+			       .length = 64,
+			       .lkey = P.a.mr->lkey};
+	wr.wr_id = 2;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uintptr_t)P.b.buf + len;
+	wr.wr.rdma.rkey = P.b.mr->rkey ^ 0x5a5a00; /* no such key */
+	ASSERT_OK(ibv_post_send(P.a.qp, &wr, &bad));
+	EXPECT_WC(P.a.scq, IBV_WC_SUCCESS, 1);
+	ASSERT_EQ(-1, check_msg(P.a.buf, len, 5));
+	EXPECT_WC(P.a.scq, IBV_WC_REM_ACCESS_ERR, 2);
+	dt = sv_now_ms() - t0;
+	ASSERT_GE(dt, 100);
+	sv_pair_close(&P);
+}
+
+/*
+ * delay_us=N on UD: a datagram leaves N after its post (ud.c
+ * sv_ud_send_run), so it arrives no sooner than N later; 8 posted
+ * together arrive together, in order, about N later, not 8 N.  Before,
+ * datagrams were not delayed.
+ */
+SV_TEST(faults_delay_holds_ud_datagrams)
+{
+	const uint32_t len = 256, qkey = 0x31313131u;
+	struct ud_end s, r;
+	struct ud_end_opts o = ud_end_opts(16, 64 * 1024, qkey);
+	struct ibv_wc wc;
+	uint64_t t0, dt;
+
+	set_faults("delay_us=50000");
+	o.ah = true;
+	ud_end_open(&s, &o);
+	ud_end_open(&r, &o);
+	ASSERT_OK(ud_end_recv(&r, r.qp, 1, 0, UD_GRH + len));
+	sv_fill(s.buf, len, 1);
+	t0 = sv_now_ms();
+	ASSERT_OK(ud_end_send(&s, s.qp, 1, IBV_WR_SEND, 0, len, s.ah,
+			      r.qp->qp_num, qkey));
+	WAIT_WC(r.cq, &wc, SV_WC_TIMEOUT_MS);
+	dt = sv_now_ms() - t0;
+	printf("a datagram through a 50 ms delay line: %llu ms\n",
+	       (unsigned long long)dt);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(1, wc.wr_id);
+	ASSERT_EQ(UD_GRH + len, wc.byte_len);
+	ASSERT_EQ(-1, sv_check(r.buf + UD_GRH, len, 1));
+	ASSERT_GE(dt, 50);
+	EXPECT_WC(s.scq, IBV_WC_SUCCESS, 1);
+
+	for (uint32_t k = 0; k < 8; k++) {
+		ASSERT_OK(ud_end_recv(&r, r.qp, 10 + k,
+				      (size_t)k * (UD_GRH + len),
+				      UD_GRH + len));
+		sv_fill(s.buf + (size_t)k * len, len, 10 + k);
+	}
+	t0 = sv_now_ms();
+	for (uint32_t k = 0; k < 8; k++)
+		ASSERT_OK(ud_end_send(&s, s.qp, 10 + k, IBV_WR_SEND,
+				      (size_t)k * len, len, s.ah, r.qp->qp_num,
+				      qkey));
+	for (uint32_t k = 0; k < 8; k++) {
+		WAIT_WC(r.cq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		ASSERT_EQ(10 + k, wc.wr_id); /* in order */
+		ASSERT_EQ(-1,
+			  sv_check(r.buf + (size_t)k * (UD_GRH + len) + UD_GRH,
+				   len, 10 + k));
+	}
+	dt = sv_now_ms() - t0;
+	printf("8 datagrams posted together: %llu ms\n",
+	       (unsigned long long)dt);
+	ASSERT_GE(dt, 50);
+	ASSERT_LE(dt, 8 * 50 - 1);
+	for (uint32_t k = 0; k < 8; k++)
+		EXPECT_WC(s.scq, IBV_WC_SUCCESS, 10 + k);
+	ud_end_close(&s);
+	ud_end_close(&r);
 }
 
 /* rnr=0.5: some sends are refused for a while, all arrive. */

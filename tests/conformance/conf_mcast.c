@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "pair.h"
+#include "ud_end.h"
 
 #define QKEY 0x0badcafeu
 #define MLID 0xc001
@@ -29,82 +30,32 @@
 #define MAX_PER_GRP 56
 #define MAX_TOTAL   1024
 
-struct mc_end {
-	struct sv_end e;
-	struct ibv_cq *scq, *cq; /* sends; receives */
-	struct ibv_qp *qp;
-	struct ibv_mr *mr;
-	uint8_t *buf;
-};
-
-static struct ibv_qp *mc_qp(struct mc_end *u, enum ibv_qp_type t)
+static void mc_open(struct ud_end *u)
 {
-	struct ibv_qp_init_attr ia = {.qp_type = t,
-				      .send_cq = u->scq,
-				      .recv_cq = u->cq,
-				      .cap = {.max_send_wr = 8,
-					      .max_recv_wr = 8,
-					      .max_send_sge = 1,
-					      .max_recv_sge = 1}};
-	struct ibv_qp *qp = ibv_create_qp(u->e.pd, &ia);
+	struct ud_end_opts o = ud_end_opts(8, 64 * SLOT, QKEY);
 
-	ASSERT_NOT_NULL(qp);
-	return qp;
+	o.cqe = 256;
+	o.two_cqs = true;
+	ud_end_open(u, &o);
+}
+
+static struct ibv_qp *mc_qp(struct ud_end *u, enum ibv_qp_type t)
+{
+	return ud_end_qp(u, t, 0, 0);
 }
 
 static void mc_ready(struct ibv_qp *qp)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY};
-
-	ASSERT_OK(ibv_modify_qp(qp, &a,
-				IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					IBV_QP_QKEY));
-	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR};
-	ASSERT_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE));
-	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS};
-	ASSERT_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN));
+	ud_end_ready(qp, QKEY);
 }
 
-static void mc_open(struct mc_end *u)
+static void post_recv(struct ud_end *u, struct ibv_qp *qp, uint64_t slot)
 {
-	memset(u, 0, sizeof(*u));
-	sv_end_open_ctx(&u->e);
-	u->cq = ibv_create_cq(u->e.ctx, 256, NULL, NULL, 0);
-	ASSERT_NOT_NULL(u->cq);
-	u->scq = ibv_create_cq(u->e.ctx, 256, NULL, NULL, 0);
-	ASSERT_NOT_NULL(u->scq);
-	u->buf = calloc(64, SLOT);
-	ASSERT_NOT_NULL(u->buf);
-	u->mr = ibv_reg_mr(u->e.pd, u->buf, 64 * SLOT, IBV_ACCESS_LOCAL_WRITE);
-	ASSERT_NOT_NULL(u->mr);
-	u->qp = mc_qp(u, IBV_QPT_UD);
-	mc_ready(u->qp);
-}
-
-static void mc_close(struct mc_end *u)
-{
-	ASSERT_OK(ibv_destroy_qp(u->qp));
-	ASSERT_OK(ibv_dereg_mr(u->mr));
-	ASSERT_OK(ibv_destroy_cq(u->cq));
-	ASSERT_OK(ibv_destroy_cq(u->scq));
-	free(u->buf);
-	ASSERT_OK(ibv_dealloc_pd(u->e.pd));
-	ASSERT_OK(ibv_close_device(u->e.ctx));
-}
-
-static void post_recv(struct mc_end *u, struct ibv_qp *qp, uint64_t slot)
-{
-	struct ibv_sge sg = {(uintptr_t)u->buf + slot * SLOT, SLOT,
-			     u->mr->lkey};
-	struct ibv_recv_wr wr = {.wr_id = slot, .sg_list = &sg, .num_sge = 1};
-	struct ibv_recv_wr *bad;
-
-	ASSERT_OK(ibv_post_recv(qp, &wr, &bad));
+	ASSERT_OK(ud_end_recv(u, qp, slot, slot * SLOT, SLOT));
 }
 
 /* An AH for group gid (global, as a multicast needs). */
-static struct ibv_ah *group_ah(struct mc_end *u, const union ibv_gid *gid)
+static struct ibv_ah *group_ah(struct ud_end *u, const union ibv_gid *gid)
 {
 	struct ibv_ah_attr aa = {.is_global = 1, .dlid = MLID, .port_num = 1};
 	struct ibv_ah *ah;
@@ -117,23 +68,14 @@ static struct ibv_ah *group_ah(struct mc_end *u, const union ibv_gid *gid)
 }
 
 /* Sends MSG bytes (pattern seed) from slot 63 to the group. */
-static void send_group(struct mc_end *u, struct ibv_qp *qp, struct ibv_ah *ah,
+static void send_group(struct ud_end *u, struct ibv_qp *qp, struct ibv_ah *ah,
 		       uint32_t seed)
 {
-	struct ibv_sge sg = {(uintptr_t)u->buf + 63 * SLOT, MSG, u->mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = 77,
-				 .sg_list = &sg,
-				 .num_sge = 1,
-				 .opcode = IBV_WR_SEND,
-				 .send_flags = IBV_SEND_SIGNALED};
-	struct ibv_send_wr *bad;
 	struct ibv_wc wc;
 
 	sv_fill(u->buf + 63 * SLOT, MSG, seed);
-	wr.wr.ud.ah = ah;
-	wr.wr.ud.remote_qpn = 0xffffff;
-	wr.wr.ud.remote_qkey = QKEY;
-	ASSERT_OK(ibv_post_send(qp, &wr, &bad));
+	ASSERT_OK(ud_end_send(u, qp, 77, IBV_WR_SEND, 63 * SLOT, MSG, ah,
+			      0xffffff, QKEY));
 	WAIT_WC(u->scq, &wc, SV_WC_TIMEOUT_MS);
 	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 	ASSERT_EQ(77, wc.wr_id);
@@ -142,7 +84,7 @@ static void send_group(struct mc_end *u, struct ibv_qp *qp, struct ibv_ah *ah,
 
 /* The receive of one multicast: GRH with dgid = the group and sgid = the
  * host's GID 0, src_qp the sender, the payload intact. */
-static void check_recv(struct mc_end *u, const struct ibv_wc *wc,
+static void check_recv(struct ud_end *u, const struct ibv_wc *wc,
 		       const union ibv_gid *gid, uint32_t src, uint32_t seed)
 {
 	const uint8_t *b = u->buf + wc->wr_id * SLOT;
@@ -263,7 +205,7 @@ SV_TEST(mcast_attach_detach_errors)
 	char *dir = mc_dir();
 	union ibv_gid g = mc_gid(1), uni;
 	struct ibv_qp *rc, *uc, *ud2;
-	struct mc_end u;
+	struct ud_end u;
 
 	mc_open(&u);
 	ASSERT_OK(ibv_query_gid(u.e.ctx, 1, 0, &uni));
@@ -298,7 +240,7 @@ SV_TEST(mcast_attach_detach_errors)
 	ASSERT_EQ(1, registry_entries(dir));
 	ASSERT_OK(ibv_destroy_qp(rc));
 	ASSERT_OK(ibv_destroy_qp(uc));
-	mc_close(&u);
+	ud_end_close(&u);
 	ASSERT_EQ(0, registry_entries(dir));
 	rm_rf(dir);
 }
@@ -317,7 +259,7 @@ SV_HELPER(mc_member)
 	int ready = atoi(argv[2]), go = atoi(argv[3]);
 	const char *mode = argv[4];
 	uint32_t seed = (uint32_t)atoi(argv[5]);
-	struct mc_end u;
+	struct ud_end u;
 	struct ibv_wc wc;
 	char c;
 
@@ -342,7 +284,7 @@ SV_HELPER(mc_member)
 	}
 	/* the send completed before go: anything more is already queued */
 	NO_WC(u.cq, 100);
-	mc_close(&u);
+	ud_end_close(&u);
 	return 0;
 }
 
@@ -373,7 +315,7 @@ SV_TEST(mcast_three_processes_one_send_each)
 	int ready[2], go[2];
 	uint32_t qpn[NMEMBERS];
 	struct ibv_ah *ah;
-	struct mc_end s;
+	struct ud_end s;
 
 	mc_open(&s);
 	post_recv(&s, s.qp, 0);
@@ -411,7 +353,7 @@ SV_TEST(mcast_three_processes_one_send_each)
 	sv_proc_free(&p[NMEMBERS - 1]);
 	NO_WC(s.cq, 50); /* not attached: the sender's QP got nothing */
 	ASSERT_OK(ibv_destroy_ah(ah));
-	mc_close(&s);
+	ud_end_close(&s);
 	close(ready[0]);
 	close(ready[1]);
 	close(go[0]);
@@ -431,7 +373,7 @@ SV_TEST(mcast_loopback_only_when_attached)
 	struct ibv_qp *b, *c;
 	struct ibv_ah *ah;
 	struct ibv_wc wc[4];
-	struct mc_end u;
+	struct ud_end u;
 	int got = 0;
 	uint64_t end;
 
@@ -476,7 +418,7 @@ SV_TEST(mcast_loopback_only_when_attached)
 	ASSERT_OK(ibv_destroy_ah(ah));
 	ASSERT_OK(ibv_destroy_qp(b));
 	ASSERT_OK(ibv_destroy_qp(c));
-	mc_close(&u);
+	ud_end_close(&u);
 	rm_rf(dir);
 }
 
@@ -492,7 +434,7 @@ SV_TEST(mcast_stale_and_hostile_entries_harmless)
 	struct ibv_qp *b, *c, *q[MAX_PER_GRP];
 	struct ibv_ah *ah;
 	struct ibv_wc wc;
-	struct mc_end u;
+	struct ud_end u;
 	pid_t dead = dead_pid();
 
 	mc_open(&u);
@@ -544,7 +486,7 @@ SV_TEST(mcast_stale_and_hostile_entries_harmless)
 	ASSERT_OK(ibv_destroy_ah(ah));
 	ASSERT_OK(ibv_destroy_qp(b));
 	ASSERT_OK(ibv_destroy_qp(c));
-	mc_close(&u);
+	ud_end_close(&u);
 	rm_rf(dir);
 }
 
@@ -556,7 +498,7 @@ SV_TEST(mcast_limits_enforced)
 	char *dir = mc_dir();
 	struct ibv_device_attr da;
 	struct ibv_qp *q[MAX_PER_GRP + 1];
-	struct mc_end u, v;
+	struct ud_end u, v;
 	union ibv_gid g;
 	uint32_t per;
 
@@ -617,8 +559,8 @@ SV_TEST(mcast_limits_enforced)
 	ASSERT_OK(ibv_attach_mcast(u.qp, &g, MLID));
 	for (int i = 0; i < 8; i++)
 		ASSERT_OK(ibv_destroy_qp(q[i]));
-	mc_close(&v);
-	mc_close(&u);
+	ud_end_close(&v);
+	ud_end_close(&u);
 	ASSERT_EQ(0, registry_entries(dir));
 	rm_rf(dir);
 }
@@ -629,14 +571,14 @@ SV_TEST(mcast_registry_not_ours_refused)
 {
 	char *dir = mc_dir();
 	union ibv_gid g = mc_gid(5);
-	struct mc_end u;
+	struct ud_end u;
 
 	ASSERT_OK(chmod(dir, 0777));
 	mc_open(&u);
 	ASSERT_EQ(EACCES, ibv_attach_mcast(u.qp, &g, MLID));
 	ASSERT_OK(chmod(dir, 0700));
 	ASSERT_OK(ibv_attach_mcast(u.qp, &g, MLID));
-	mc_close(&u);
+	ud_end_close(&u);
 	rm_rf(dir);
 }
 
@@ -659,7 +601,7 @@ SV_TEST(mcast_block_self_loopback_flag)
 	struct ibv_qp *s, *b;
 	struct ibv_ah *ah;
 	struct ibv_wc wc;
-	struct mc_end u;
+	struct ud_end u;
 
 	mc_open(&u);
 	ia.pd = u.e.pd;
@@ -685,6 +627,6 @@ SV_TEST(mcast_block_self_loopback_flag)
 	NO_WC(u.cq, 50);
 	ASSERT_OK(ibv_destroy_ah(ah));
 	ASSERT_OK(ibv_destroy_qp(s));
-	mc_close(&u);
+	ud_end_close(&u);
 	rm_rf(dir);
 }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "pair.h"
+#include "ud_end.h"
 #include "wire.h"
 
 #define QKEY 0x0badcafeu
@@ -25,14 +26,6 @@
 #define GRH  40
 #define SLOT 256
 #define MSG  100
-
-struct mu_end {
-	struct sv_end e;
-	struct ibv_cq *scq, *cq;
-	struct ibv_qp *qp;
-	struct ibv_mr *mr;
-	uint8_t *buf;
-};
 
 /* The transport this binary is about: forced in CMake, checked here so a
  * run without it fails loudly instead of testing shared memory. */
@@ -60,72 +53,28 @@ static void mu_rm_dir(void)
 	ASSERT_OK(system(cmd));
 }
 
-static struct ibv_qp *mu_qp(struct mu_end *u, uint32_t flags)
+/* A UD QP of u, ready (flags: its create_flags). */
+static struct ibv_qp *mu_qp(struct ud_end *u, uint32_t flags)
 {
-	struct ibv_qp_init_attr_ex ia = {.qp_type = IBV_QPT_UD,
-					 .comp_mask = IBV_QP_INIT_ATTR_PD,
-					 .pd = u->e.pd,
-					 .send_cq = u->scq,
-					 .recv_cq = u->cq,
-					 .cap = {.max_send_wr = 8,
-						 .max_recv_wr = 16,
-						 .max_send_sge = 1,
-						 .max_recv_sge = 1}};
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY};
-	struct ibv_qp *qp;
+	struct ibv_qp *qp = ud_end_qp(u, IBV_QPT_UD, 0, flags);
 
-	if (flags) {
-		ia.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
-		ia.create_flags = flags;
-	}
-	qp = ibv_create_qp_ex(u->e.ctx, &ia);
-	ASSERT_NOT_NULL(qp);
-	ASSERT_OK(ibv_modify_qp(qp, &a,
-				IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					IBV_QP_QKEY));
-	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR};
-	ASSERT_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE));
-	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS};
-	ASSERT_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN));
+	ud_end_ready(qp, QKEY);
 	return qp;
 }
 
-static void mu_open(struct mu_end *u)
+static void mu_open(struct ud_end *u)
 {
-	memset(u, 0, sizeof(*u));
-	sv_end_open_ctx(&u->e);
-	u->cq = ibv_create_cq(u->e.ctx, 256, NULL, NULL, 0);
-	ASSERT_NOT_NULL(u->cq);
-	u->scq = ibv_create_cq(u->e.ctx, 256, NULL, NULL, 0);
-	ASSERT_NOT_NULL(u->scq);
-	u->buf = calloc(64, SLOT);
-	ASSERT_NOT_NULL(u->buf);
-	u->mr = ibv_reg_mr(u->e.pd, u->buf, 64 * SLOT, IBV_ACCESS_LOCAL_WRITE);
-	ASSERT_NOT_NULL(u->mr);
-	u->qp = mu_qp(u, 0);
+	struct ud_end_opts o = ud_end_opts(8, 64 * SLOT, QKEY);
+
+	o.recv_wr = 16;
+	o.cqe = 256;
+	o.two_cqs = true;
+	ud_end_open(u, &o);
 }
 
-static void mu_close(struct mu_end *u)
+static void mu_recv(struct ud_end *u, struct ibv_qp *qp, uint64_t slot)
 {
-	if (u->qp)
-		ASSERT_OK(ibv_destroy_qp(u->qp));
-	ASSERT_OK(ibv_dereg_mr(u->mr));
-	ASSERT_OK(ibv_destroy_cq(u->cq));
-	ASSERT_OK(ibv_destroy_cq(u->scq));
-	free(u->buf);
-	ASSERT_OK(ibv_dealloc_pd(u->e.pd));
-	ASSERT_OK(ibv_close_device(u->e.ctx));
-}
-
-static void mu_recv(struct mu_end *u, struct ibv_qp *qp, uint64_t slot)
-{
-	struct ibv_sge sg = {(uintptr_t)u->buf + slot * SLOT, SLOT,
-			     u->mr->lkey};
-	struct ibv_recv_wr wr = {.wr_id = slot, .sg_list = &sg, .num_sge = 1};
-	struct ibv_recv_wr *bad;
-
-	ASSERT_OK(ibv_post_recv(qp, &wr, &bad));
+	ASSERT_OK(ud_end_recv(u, qp, slot, slot * SLOT, SLOT));
 }
 
 /* ::ffff:239.x.y.z, unique to this process and tag. */
@@ -140,7 +89,7 @@ static union ibv_gid mu_gid(uint8_t tag)
 	return g;
 }
 
-static struct ibv_ah *mu_ah(struct mu_end *u, const union ibv_gid *g)
+static struct ibv_ah *mu_ah(struct ud_end *u, const union ibv_gid *g)
 {
 	struct ibv_ah_attr aa = {.is_global = 1, .dlid = MLID, .port_num = 1};
 	struct ibv_ah *ah;
@@ -152,28 +101,19 @@ static struct ibv_ah *mu_ah(struct mu_end *u, const union ibv_gid *g)
 	return ah;
 }
 
-static void mu_send(struct mu_end *u, struct ibv_qp *qp, struct ibv_ah *ah,
+static void mu_send(struct ud_end *u, struct ibv_qp *qp, struct ibv_ah *ah,
 		    uint32_t seed)
 {
-	struct ibv_sge sg = {(uintptr_t)u->buf + 63 * SLOT, MSG, u->mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = seed,
-				 .sg_list = &sg,
-				 .num_sge = 1,
-				 .opcode = IBV_WR_SEND,
-				 .send_flags = IBV_SEND_SIGNALED};
-	struct ibv_send_wr *bad;
 	struct ibv_wc wc;
 
 	sv_fill(u->buf + 63 * SLOT, MSG, seed);
-	wr.wr.ud.ah = ah;
-	wr.wr.ud.remote_qpn = 0xffffff;
-	wr.wr.ud.remote_qkey = QKEY;
-	ASSERT_OK(ibv_post_send(qp, &wr, &bad));
+	ASSERT_OK(ud_end_send(u, qp, seed, IBV_WR_SEND, 63 * SLOT, MSG, ah,
+			      0xffffff, QKEY));
 	WAIT_WC(u->scq, &wc, SV_WC_TIMEOUT_MS);
 	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 }
 
-static void mu_check(struct mu_end *u, const struct ibv_wc *wc,
+static void mu_check(struct ud_end *u, const struct ibv_wc *wc,
 		     const union ibv_gid *g, uint32_t src, uint32_t seed)
 {
 	const uint8_t *b = u->buf + wc->wr_id * SLOT;
@@ -221,7 +161,7 @@ SV_HELPER(mu_member)
 	uint32_t src = (uint32_t)strtoul(argv[1], NULL, 16), qpn;
 	int ready = atoi(argv[2]), go = atoi(argv[3]), n = atoi(argv[4]);
 	struct ibv_qp *other;
-	struct mu_end u;
+	struct ud_end u;
 	union ibv_gid g;
 	struct ibv_wc wc;
 	char c;
@@ -247,7 +187,7 @@ SV_HELPER(mu_member)
 	}
 	NO_WC(u.cq, 100);
 	ASSERT_OK(ibv_destroy_qp(other));
-	mu_close(&u);
+	ud_end_close(&u);
 	return 0;
 }
 
@@ -272,7 +212,7 @@ SV_TEST(mcastnet_two_processes_over_udp)
 	char gid[33], src[16], rfd[8], gfd[8];
 	int ready[2], go[2];
 	struct ibv_ah *ah;
-	struct mu_end s;
+	struct ud_end s;
 
 	mu_env();
 	g = mu_gid(1);
@@ -305,7 +245,7 @@ SV_TEST(mcastnet_two_processes_over_udp)
 	}
 	NO_WC(s.cq, 50);
 	ASSERT_OK(ibv_destroy_ah(ah));
-	mu_close(&s);
+	ud_end_close(&s);
 	for (int i = 0; i < 2; i++) {
 		close(ready[i]);
 		close(go[i]);
@@ -378,7 +318,7 @@ SV_TEST(mcastnet_forged_datagrams_dropped)
 	struct in_addr lo = {htonl(INADDR_LOOPBACK)};
 	struct mu_dgram d;
 	struct ibv_wc wc;
-	struct mu_end u;
+	struct ud_end u;
 	int fd;
 
 	mu_env();
@@ -425,7 +365,7 @@ SV_TEST(mcastnet_forged_datagrams_dropped)
 	mu_check(&u, &wc, &g2, 0x123456, 9);
 	NO_WC(u.cq, 50);
 	close(fd);
-	mu_close(&u);
+	ud_end_close(&u);
 	mu_rm_dir();
 }
 
@@ -439,7 +379,7 @@ SV_TEST(mcastnet_detach_destroy_close_leave)
 	struct ibv_qp *b;
 	struct ibv_ah *ah;
 	struct ibv_wc wc;
-	struct mu_end u;
+	struct ud_end u;
 
 	mu_env();
 	g = mu_gid(5);
@@ -489,7 +429,7 @@ SV_TEST(mcastnet_detach_destroy_close_leave)
 	ASSERT_OK(ibv_attach_mcast(u.qp, &g2, MLID));
 	ASSERT_TRUE(lo_joined(&g2));
 	ASSERT_OK(ibv_destroy_ah(ah));
-	mu_close(&u);
+	ud_end_close(&u);
 	ASSERT_FALSE(lo_joined(&g2));
 	mu_rm_dir();
 }
@@ -510,7 +450,7 @@ SV_TEST(mcastnet_block_self_loopback)
 	struct ibv_qp *s;
 	struct ibv_ah *ah;
 	struct ibv_wc wc;
-	struct mu_end u;
+	struct ud_end u;
 
 	mu_env();
 	g = mu_gid(7);
@@ -553,6 +493,6 @@ SV_TEST(mcastnet_block_self_loopback)
 	close(fd);
 	ASSERT_OK(ibv_destroy_ah(ah));
 	ASSERT_OK(ibv_destroy_qp(s));
-	mu_close(&u);
+	ud_end_close(&u);
 	mu_rm_dir();
 }

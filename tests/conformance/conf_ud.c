@@ -13,73 +13,20 @@
 
 #include "pair.h"
 #include "shm.h"
+#include "ud_end.h"
 #include "wire.h"
 
 #define LEN  (1 << 20)
 #define QKEY 0x11111111u
 #define GRH  40
 
-struct ud_end {
-	struct sv_end e;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_mr *mr;
-	uint8_t *buf;
-};
-
-static struct ibv_qp *ud_qp(struct ud_end *u, uint32_t depth)
-{
-	struct ibv_qp_init_attr ia = {.qp_type = IBV_QPT_UD,
-				      .send_cq = u->cq,
-				      .recv_cq = u->cq,
-				      .cap = {.max_send_wr = depth,
-					      .max_recv_wr = depth,
-					      .max_send_sge = 2,
-					      .max_recv_sge = 2}};
-	struct ibv_qp *qp = ibv_create_qp(u->e.pd, &ia);
-
-	ASSERT_NOT_NULL(qp);
-	ASSERT_EQ(IBV_QPT_UD, qp->qp_type);
-	return qp;
-}
-
-static void ud_ready(struct ibv_qp *qp, uint32_t qkey)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey};
-
-	ASSERT_OK(ibv_modify_qp(qp, &a,
-				IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					IBV_QP_QKEY));
-	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR};
-	ASSERT_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE));
-	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .sq_psn = 7};
-	ASSERT_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN));
-}
-
 static void ud_open(struct ud_end *u, uint32_t depth, bool ready)
 {
-	memset(u, 0, sizeof(*u));
-	sv_end_open_ctx(&u->e);
-	u->cq = ibv_create_cq(u->e.ctx, 4 * depth, NULL, NULL, 0);
-	ASSERT_NOT_NULL(u->cq);
-	u->qp = ud_qp(u, depth);
-	u->buf = calloc(1, LEN);
-	ASSERT_NOT_NULL(u->buf);
-	u->mr = ibv_reg_mr(u->e.pd, u->buf, LEN, IBV_ACCESS_LOCAL_WRITE);
-	ASSERT_NOT_NULL(u->mr);
-	if (ready)
-		ud_ready(u->qp, QKEY);
-}
+	struct ud_end_opts o = ud_end_opts(depth, LEN, QKEY);
 
-static void ud_close(struct ud_end *u)
-{
-	ASSERT_OK(ibv_destroy_qp(u->qp));
-	ASSERT_OK(ibv_dereg_mr(u->mr));
-	ASSERT_OK(ibv_destroy_cq(u->cq));
-	free(u->buf);
-	ASSERT_OK(ibv_dealloc_pd(u->e.pd));
-	ASSERT_OK(ibv_close_device(u->e.ctx));
+	o.sge = 2;
+	o.ready = ready;
+	ud_end_open(u, &o);
 }
 
 static struct ibv_ah *lid_ah(struct ud_end *u)
@@ -105,45 +52,16 @@ static struct ibv_ah *gid_ah(struct ud_end *u, union ibv_gid *gid)
 	return ah;
 }
 
-static int post_recv_on(struct ud_end *u, struct ibv_qp *qp, uint64_t id,
-			size_t off, uint32_t len)
-{
-	struct ibv_sge sg = {(uintptr_t)u->buf + off, len, u->mr->lkey};
-	struct ibv_recv_wr wr = {.wr_id = id, .sg_list = &sg, .num_sge = 1};
-	struct ibv_recv_wr *bad;
-
-	return ibv_post_recv(qp, &wr, &bad);
-}
-
 static int post_recv(struct ud_end *u, uint64_t id, size_t off, uint32_t len)
 {
-	return post_recv_on(u, u->qp, id, off, len);
-}
-
-static int send_on(struct ud_end *u, struct ibv_qp *qp, uint64_t id,
-		   enum ibv_wr_opcode op, size_t off, uint32_t len,
-		   struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
-{
-	struct ibv_sge sg = {(uintptr_t)u->buf + off, len, u->mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = id,
-				 .sg_list = &sg,
-				 .num_sge = 1,
-				 .opcode = op,
-				 .send_flags = IBV_SEND_SIGNALED,
-				 .imm_data = htonl(0xabcd1234)};
-	struct ibv_send_wr *bad;
-
-	wr.wr.ud.ah = ah;
-	wr.wr.ud.remote_qpn = qpn;
-	wr.wr.ud.remote_qkey = qkey;
-	return ibv_post_send(qp, &wr, &bad);
+	return ud_end_recv(u, u->qp, id, off, len);
 }
 
 static int send_ud(struct ud_end *u, uint64_t id, enum ibv_wr_opcode op,
 		   size_t off, uint32_t len, struct ibv_ah *ah, uint32_t qpn,
 		   uint32_t qkey)
 {
-	return send_on(u, u->qp, id, op, off, len, ah, qpn, qkey);
+	return ud_end_send(u, u->qp, id, op, off, len, ah, qpn, qkey);
 }
 
 static void wc_of(struct ibv_cq *cq, uint64_t id, enum ibv_wc_status st,
@@ -213,7 +131,7 @@ SV_TEST(ud_state_masks_and_query)
 	ASSERT_EQ(0x1234, a.qkey);
 	ASSERT_EQ(IBV_QPT_UD, ia.qp_type);
 	ASSERT_NE(0, u.qp->qp_num);
-	ud_close(&u);
+	ud_end_close(&u);
 }
 
 /* AHs name this host (port 1, our LID or GID); they hold their PD. */
@@ -294,8 +212,8 @@ SV_TEST(ud_send_recv_no_grh)
 	ASSERT_EQ(-1, sv_check(r.buf + GRH, 1000, 7));
 	ASSERT_EQ(0xee, r.buf[GRH + 1000]);
 	ASSERT_OK(ibv_destroy_ah(ah));
-	ud_close(&s);
-	ud_close(&r);
+	ud_end_close(&s);
+	ud_end_close(&r);
 }
 
 /* With a GRH: IPv6-like, the sender's GID as source, ours as dest; and
@@ -330,8 +248,8 @@ SV_TEST(ud_send_recv_grh)
 	ASSERT_OK(memcmp(&gid, &grh.dgid, 16));
 	ASSERT_EQ(-1, sv_check(r.buf + GRH, 3000, 9));
 	ASSERT_OK(ibv_destroy_ah(ah));
-	ud_close(&s);
-	ud_close(&r);
+	ud_end_close(&s);
+	ud_end_close(&r);
 }
 
 SV_TEST(ud_send_with_imm)
@@ -357,8 +275,8 @@ SV_TEST(ud_send_with_imm)
 	ASSERT_EQ(EINVAL,
 		  send_ud(&s, 3, IBV_WR_SEND, 0, 8, NULL, r.qp->qp_num, QKEY));
 	ASSERT_OK(ibv_destroy_ah(ah));
-	ud_close(&s);
-	ud_close(&r);
+	ud_end_close(&s);
+	ud_end_close(&r);
 }
 
 /* IBA 10.2.5: a wrong qkey is dropped without a trace; a remote_qkey
@@ -391,8 +309,8 @@ SV_TEST(ud_wrong_qkey_dropped)
 	ASSERT_EQ(-1, sv_check(r.buf + 4096 + GRH, 64, 3));
 	NO_WC(r.cq, 50);
 	ASSERT_OK(ibv_destroy_ah(ah));
-	ud_close(&s);
-	ud_close(&r);
+	ud_end_close(&s);
+	ud_end_close(&r);
 }
 
 /* No receive posted: the datagram is gone, never completed later. */
@@ -417,8 +335,8 @@ SV_TEST(ud_no_recv_dropped)
 	wc_of(r.cq, 1, IBV_WC_SUCCESS, &wc);
 	ASSERT_EQ(-1, sv_check(r.buf + GRH, 64, 2));
 	ASSERT_OK(ibv_destroy_ah(ah));
-	ud_close(&s);
-	ud_close(&r);
+	ud_end_close(&s);
+	ud_end_close(&r);
 }
 
 /* Longer than the MTU fails at the sender (LOC_LEN_ERR, SQE; receives go
@@ -461,8 +379,8 @@ SV_TEST(ud_too_long)
 	ASSERT_EQ(IBV_QPS_RTS, state(r.qp));
 	ASSERT_OK(ibv_destroy_ah(ah));
 	ASSERT_OK(ibv_destroy_ah(back));
-	ud_close(&s);
-	ud_close(&r);
+	ud_end_close(&s);
+	ud_end_close(&r);
 }
 
 #define FAN_SENDERS 8
@@ -483,8 +401,8 @@ SV_TEST(ud_fan_in_8_senders)
 	ud_open(&r, slots, true);
 	ah = lid_ah(&s);
 	for (int i = 0; i < FAN_SENDERS; i++) {
-		qp[i] = i ? ud_qp(&s, FAN_MSGS) : s.qp;
-		ud_ready(qp[i], QKEY);
+		qp[i] = i ? ud_end_qp(&s, IBV_QPT_UD, FAN_MSGS, 0) : s.qp;
+		ud_end_ready(qp[i], QKEY);
 	}
 	for (uint32_t k = 0; k < slots; k++)
 		ASSERT_OK(post_recv(&r, k, (size_t)k * 64, 64));
@@ -494,9 +412,9 @@ SV_TEST(ud_fan_in_8_senders)
 
 			p[0] = (uint8_t)i;
 			p[1] = (uint8_t)m;
-			ASSERT_OK(send_on(&s, qp[i], (uint64_t)i << 32 | m,
-					  IBV_WR_SEND, p - s.buf, 8, ah,
-					  r.qp->qp_num, QKEY));
+			ASSERT_OK(ud_end_send(&s, qp[i], (uint64_t)i << 32 | m,
+					      IBV_WR_SEND, p - s.buf, 8, ah,
+					      r.qp->qp_num, QKEY));
 		}
 	for (uint32_t k = 0; k < slots; k++) {
 		WAIT_WC(s.cq, &wc, SV_WC_TIMEOUT_MS);
@@ -520,8 +438,8 @@ SV_TEST(ud_fan_in_8_senders)
 	for (int i = 1; i < FAN_SENDERS; i++)
 		ASSERT_OK(ibv_destroy_qp(qp[i]));
 	ASSERT_OK(ibv_destroy_ah(ah));
-	ud_close(&s);
-	ud_close(&r);
+	ud_end_close(&s);
+	ud_end_close(&r);
 }
 
 /* The server's way back: an AH made from the request's completion (and
@@ -568,8 +486,8 @@ SV_TEST(ud_reply_from_wc)
 	}
 	ASSERT_OK(ibv_destroy_ah(ah[0]));
 	ASSERT_OK(ibv_destroy_ah(ah[1]));
-	ud_close(&s);
-	ud_close(&r);
+	ud_end_close(&s);
+	ud_end_close(&r);
 }
 
 /* What arrives on a UD QP's socket is validated: a bad magic, version,
@@ -637,7 +555,7 @@ SV_TEST(ud_hostile_datagrams_dropped)
 	ASSERT_EQ(GRH + 64, wc.byte_len);
 	ASSERT_EQ(0x5a, r.buf[GRH + 63]);
 	close(fd);
-	ud_close(&r);
+	ud_end_close(&r);
 }
 
 #define PROC_MSGS 32
@@ -665,7 +583,7 @@ SV_HELPER(ud_sender)
 		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 	}
 	ASSERT_OK(ibv_destroy_ah(ah));
-	ud_close(&s);
+	ud_end_close(&s);
 	return 0;
 }
 
@@ -711,7 +629,7 @@ SV_TEST(ud_fan_in_8_processes)
 			ASSERT_NE(src[i], src[j]);
 	}
 	NO_WC(r.cq, 50);
-	ud_close(&r);
+	ud_end_close(&r);
 }
 
 /* The extended post API on UD: ibv_wr_send + ibv_wr_set_ud_addr; a WR
@@ -746,7 +664,7 @@ SV_TEST(ud_wr_api_set_ud_addr)
 	ia.send_ops_flags &= ~(uint64_t)IBV_QP_EX_WITH_RDMA_WRITE;
 	qp = ibv_create_qp_ex(s.e.ctx, &ia);
 	ASSERT_NOT_NULL(qp);
-	ud_ready(qp, QKEY);
+	ud_end_ready(qp, QKEY);
 	qx = ibv_qp_to_qp_ex(qp);
 	ah = lid_ah(&s);
 	sv_fill(s.buf, 100, 4);
@@ -774,8 +692,8 @@ SV_TEST(ud_wr_api_set_ud_addr)
 	ASSERT_EQ(-1, sv_check(r.buf + GRH, 100, 4));
 	ASSERT_OK(ibv_destroy_qp(qp));
 	ASSERT_OK(ibv_destroy_ah(ah));
-	ud_close(&s);
-	ud_close(&r);
+	ud_end_close(&s);
+	ud_end_close(&r);
 }
 
 /* CRC-32C (Castagnoli, reflected 0x82f63b78), bit by bit: the test's own,
@@ -882,8 +800,8 @@ SV_TEST(ud_udp_listener_checks_every_datagram)
 	/* and a send of softverbs' own, over UDP */
 	ah = lid_ah(&s);
 	memset(s.buf, 0xcd, 200);
-	ASSERT_OK(send_on(&s, s.qp, 9, IBV_WR_SEND, 0, 200, ah, r.qp->qp_num,
-			  QKEY));
+	ASSERT_OK(ud_end_send(&s, s.qp, 9, IBV_WR_SEND, 0, 200, ah,
+			      r.qp->qp_num, QKEY));
 	WAIT_WC(s.cq, &wc, SV_WC_TIMEOUT_MS);
 	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 	for (int i = 0; i < 2; i++) {
@@ -906,6 +824,6 @@ SV_TEST(ud_udp_listener_checks_every_datagram)
 	ASSERT_EQ(1, got[1]);
 	NO_WC(r.cq, 100);
 	ASSERT_OK(ibv_destroy_ah(ah));
-	ud_close(&s);
-	ud_close(&r);
+	ud_end_close(&s);
+	ud_end_close(&r);
 }

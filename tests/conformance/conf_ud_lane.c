@@ -22,112 +22,32 @@
 #include "pair.h"
 #include "shm.h"
 #include "sv.h"
+#include "ud_end.h"
 #include "wire.h"
 
 #define LEN  (1 << 22)
 #define QKEY 0x22222222u
 #define GRH  40
 
-struct ud_end {
-	struct sv_end e;
-	struct ibv_comp_channel *ch;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_mr *mr;
-	struct ibv_ah *ah;
-	uint8_t *buf;
-};
-
-static void ud_ready(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY};
-
-	ASSERT_OK(ibv_modify_qp(qp, &a,
-				IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					IBV_QP_QKEY));
-	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR};
-	ASSERT_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE));
-	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS};
-	ASSERT_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN));
-}
-
-static struct ibv_qp *ud_qp(struct ud_end *u, uint32_t depth)
-{
-	struct ibv_qp_init_attr ia = {.qp_type = IBV_QPT_UD,
-				      .send_cq = u->cq,
-				      .recv_cq = u->cq,
-				      .cap = {.max_send_wr = depth,
-					      .max_recv_wr = depth,
-					      .max_send_sge = 1,
-					      .max_recv_sge = 1}};
-	struct ibv_qp *qp = ibv_create_qp(u->e.pd, &ia);
-
-	ASSERT_NOT_NULL(qp);
-	ud_ready(qp);
-	return qp;
-}
-
 static void ud_open(struct ud_end *u, uint32_t depth, bool channel)
 {
-	struct ibv_ah_attr aa = {.port_num = 1};
+	struct ud_end_opts o = ud_end_opts(depth, LEN, QKEY);
 
-	memset(u, 0, sizeof(*u));
-	sv_end_open_ctx(&u->e);
-	if (channel) {
-		u->ch = ibv_create_comp_channel(u->e.ctx);
-		ASSERT_NOT_NULL(u->ch);
-	}
-	u->cq = ibv_create_cq(u->e.ctx, 4 * depth, NULL, u->ch, 0);
-	ASSERT_NOT_NULL(u->cq);
-	u->qp = ud_qp(u, depth);
-	u->buf = calloc(1, LEN);
-	ASSERT_NOT_NULL(u->buf);
-	u->mr = ibv_reg_mr(u->e.pd, u->buf, LEN, IBV_ACCESS_LOCAL_WRITE);
-	ASSERT_NOT_NULL(u->mr);
-	aa.dlid = u->e.lid;
-	u->ah = ibv_create_ah(u->e.pd, &aa);
-	ASSERT_NOT_NULL(u->ah);
-}
-
-static void ud_close(struct ud_end *u)
-{
-	ASSERT_OK(ibv_destroy_ah(u->ah));
-	if (u->qp)
-		ASSERT_OK(ibv_destroy_qp(u->qp));
-	ASSERT_OK(ibv_dereg_mr(u->mr));
-	ASSERT_OK(ibv_destroy_cq(u->cq));
-	if (u->ch)
-		ASSERT_OK(ibv_destroy_comp_channel(u->ch));
-	free(u->buf);
-	ASSERT_OK(ibv_dealloc_pd(u->e.pd));
-	ASSERT_OK(ibv_close_device(u->e.ctx));
+	o.channel = channel;
+	o.ah = true;
+	ud_end_open(u, &o);
 }
 
 static void post_recv(struct ud_end *u, uint64_t id, size_t off, uint32_t len)
 {
-	struct ibv_sge sg = {(uintptr_t)u->buf + off, len, u->mr->lkey};
-	struct ibv_recv_wr wr = {.wr_id = id, .sg_list = &sg, .num_sge = 1};
-	struct ibv_recv_wr *bad;
-
-	ASSERT_OK(ibv_post_recv(u->qp, &wr, &bad));
+	ASSERT_OK(ud_end_recv(u, u->qp, id, off, len));
 }
 
 static void post_send(struct ud_end *u, uint64_t id, size_t off, uint32_t len,
 		      uint32_t qpn)
 {
-	struct ibv_sge sg = {(uintptr_t)u->buf + off, len, u->mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = id,
-				 .sg_list = &sg,
-				 .num_sge = 1,
-				 .opcode = IBV_WR_SEND,
-				 .send_flags = IBV_SEND_SIGNALED};
-	struct ibv_send_wr *bad;
-
-	wr.wr.ud.ah = u->ah;
-	wr.wr.ud.remote_qpn = qpn;
-	wr.wr.ud.remote_qkey = QKEY;
-	ASSERT_OK(ibv_post_send(u->qp, &wr, &bad));
+	ASSERT_OK(ud_end_send(u, u->qp, id, IBV_WR_SEND, off, len, u->ah, qpn,
+			      QKEY));
 }
 
 /* One send of a 4-byte counter, waited for. */
@@ -183,8 +103,8 @@ SV_TEST(ud_lane_used)
 		  load64(&to_sqp(s.qp)->ud_lane_tx));
 	ASSERT_EQ(1, nlanes(r.qp));
 	ASSERT_EQ(0, drops(r.qp));
-	ud_close(&s);
-	ud_close(&r);
+	ud_end_close(&s);
+	ud_end_close(&r);
 }
 
 #define FAN_SENDERS 8
@@ -236,7 +156,7 @@ SV_HELPER(ud_lane_sender)
 	    load64(&to_sqp(s.qp)->ud_lane_tx) + load64(&to_sqp(s.qp)->ud_lost) <
 		    FAN_MSGS - 1)
 		return 3;
-	ud_close(&s);
+	ud_end_close(&s);
 	return 0;
 }
 
@@ -310,7 +230,7 @@ SV_TEST(ud_lane_fan_in_8_processes)
 		close(pfd[i][0]);
 		close(pfd[i][1]);
 	}
-	ud_close(&r);
+	ud_end_close(&r);
 }
 
 /* A hostile producer's lane, made by hand. */
@@ -551,8 +471,8 @@ SV_TEST(ud_lane_hostile_contents)
 	close(pfd[0]);
 	close(pfd[1]);
 	close(sock);
-	ud_close(&s);
-	ud_close(&r);
+	ud_end_close(&s);
+	ud_end_close(&r);
 	/* the receiver said its lane is closed */
 	ASSERT_EQ(SV_LANE_CLOSED, atomic_load(&l.h->state));
 }
@@ -599,8 +519,8 @@ SV_TEST(ud_lane_wakes_sleeping_receiver)
 	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 	ASSERT_EQ(0, memcmp(r.buf + wc.wr_id * 128 + GRH, &(uint32_t){2}, 4));
 	ASSERT_TRUE(load64(&to_sqp(r.qp)->ud_lane_rx) >= 2);
-	ud_close(&s);
-	ud_close(&r);
+	ud_end_close(&s);
+	ud_end_close(&r);
 }
 
 /* Receives one datagram on a raw socket within the deadline; its fd (a
@@ -702,8 +622,8 @@ SV_TEST(ud_lane_receiver_destroyed_qpn_reused)
 	}
 	munmap(nl, SV_LANE_BYTES);
 	close(sock);
-	ud_close(&s);
-	ud_close(&r);
+	ud_end_close(&s);
+	ud_end_close(&r);
 }
 
 /* A sender that streams numbered datagrams to QPN argv[0] until killed. */
@@ -788,5 +708,5 @@ SV_TEST(ud_lane_sender_killed_mid_stream)
 	sv_proc_free(&p);
 	ASSERT_EQ(1, nlanes(r.qp));
 	free(seen);
-	ud_close(&r);
+	ud_end_close(&r);
 }
