@@ -655,12 +655,23 @@ int cm_thread_start(void)
 		cm_core.epfd = -1;
 		return ret;
 	}
-	/* the program's signals are for its own threads */
+	/* the program's signals are for its own threads; not the faults
+	 * of our own accesses: blocked, the kernel kills the process at the
+	 * first one, and a write to heap memory that a registration is
+	 * moving onto the arena faults and must wait in rmem's handler
+	 * (the CM thread writes its events there: ucmatose's client died
+	 * when ibv_reg_mr moved the page of a queued event) */
 	sigfillset(&all);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGILL);
+	sigdelset(&all, SIGFPE);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	ret = pthread_create(&cm_core.thread, &a, cm_thread, NULL);
+	if (!ret) /* by its creator: named before anyone looks (top -H) */
+		pthread_setname_np(cm_core.thread, "softverbs-cm");
 	pthread_attr_destroy(&a);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret) {
