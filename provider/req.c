@@ -330,13 +330,47 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 }
 
 /*
+ * Whether a send of w's size may go into the receive buffer at arena
+ * offset off.  Placing into a cold buffer (one of many an application
+ * cycles through: UCX's 4095 of 8 KiB) moves its cache misses to our CPU,
+ * and the receiver then reads every line back from our cache: for a
+ * latency-bound receiver (idle, waiting for this one message) the ring's
+ * two copies are faster, the second made by the CPU that reads the data
+ * next (UCX tag_lat 4 KiB, bench/results/srq/README.md).  So a send of
+ * at most sv_single_copy_cold() bytes is placed only into one of the
+ * last SV_WARM_BUFS buffers the peer described to us (a warm one: a
+ * program that reuses a few buffers), or when the receiver is busy:
+ * more sends queued behind this one, or records it has yet to consume
+ * in the ring (a stream, where one copy wins).  The peer's tail word is
+ * only a hint here: a lie decides only the path of our own data.
+ */
+static bool place_pays(struct sv_qp *qp, const struct sv_swqe *w, uint64_t off)
+{
+	const struct sv_ring *tx = &qp->link.tx;
+	bool warm = false;
+
+	for (uint32_t k = 0; k < SV_WARM_BUFS; k++)
+		warm |= qp->warm_off[k] == off + 1;
+	if (!warm)
+		qp->warm_off[qp->warm_next++ % SV_WARM_BUFS] = off + 1;
+	if (warm || w->length > sv_single_copy_cold() ||
+	    qp->sq_post - qp->sq_send > 1 ||
+	    atomic_load_explicit(&tx->hdr->tail, memory_order_relaxed) !=
+		    tx->head)
+		return true;
+	sv_stat_add(qp, cold_sends, 1);
+	return false;
+}
+
+/*
  * Single copy: a send of at least sv_single_copy_min() bytes goes
  * straight into the receive buffer it will take, when the peer shows that
- * buffer in its shared memory (post.c: describe); then only its header
- * travels, and the responder completes the receive without a copy.  The
- * receive a send takes is the peer's next: number recv_msgs.  Anything
- * amiss (not posted yet, too small, not shared) and the send goes the
- * ring's way, where the responder decides.
+ * buffer in its shared memory (post.c: describe) and placing pays
+ * (place_pays); then only its header travels, and the responder
+ * completes the receive without a copy.  The receive a send takes is the
+ * peer's next: number recv_msgs.  Anything amiss (not posted yet, too
+ * small, not shared) and the send goes the ring's way, where the
+ * responder decides (a claimed receive it did not place into included).
  */
 static void try_place(struct sv_qp *qp, struct sv_swqe *w)
 {
@@ -361,7 +395,9 @@ static void try_place(struct sv_qp *qp, struct sv_swqe *w)
 		return;
 	n = __atomic_load_n(&d->nsge, __ATOMIC_RELAXED);
 	if (!n || n > SV_RDESC_SGE ||
-	    __atomic_load_n(&d->length, __ATOMIC_RELAXED) < w->length)
+	    __atomic_load_n(&d->length, __ATOMIC_RELAXED) < w->length ||
+	    !place_pays(qp, w,
+			__atomic_load_n(&d->sge[0].off, __ATOMIC_RELAXED)))
 		return;
 	for (uint32_t k = 0; k < n && left; k++) {
 		uint64_t len =
@@ -387,6 +423,7 @@ static void try_place(struct sv_qp *qp, struct sv_swqe *w)
 		return;
 	}
 	w->placed = true;
+	sv_stat_add(qp, placed_sends, 1);
 }
 
 /* IBA 10.8.3.3: a fenced WQE waits for the reads and atomics before it;

@@ -1153,6 +1153,7 @@ void *sv_rpeer_at(struct sv_rpeer *p, uint64_t off, uint64_t len)
 
 /* SOFTVERBS_SINGLE_COPY=0 keeps memory without remote access private. */
 static uint32_t single_copy_min = UINT32_MAX;
+static uint32_t single_copy_cold = SV_SINGLE_COPY_COLD;
 static unsigned int shared_access = REMOTE_ACCESS;
 static pthread_once_t policy_once = PTHREAD_ONCE_INIT;
 
@@ -1160,6 +1161,10 @@ static void policy_read(void)
 {
 	const char *on = getenv("SOFTVERBS_SINGLE_COPY");
 	const char *min = getenv("SOFTVERBS_SINGLE_COPY_MIN");
+	const char *cold = getenv("SOFTVERBS_SINGLE_COPY_COLD");
+
+	if (cold && *cold)
+		single_copy_cold = (uint32_t)strtoul(cold, NULL, 0);
 
 	if (on && !strcmp(on, "0"))
 		return;
@@ -1173,6 +1178,12 @@ uint32_t sv_single_copy_min(void)
 {
 	pthread_once(&policy_once, policy_read);
 	return single_copy_min;
+}
+
+uint32_t sv_single_copy_cold(void)
+{
+	pthread_once(&policy_once, policy_read);
+	return single_copy_cold;
 }
 
 unsigned int sv_rmem_shared_access(void)

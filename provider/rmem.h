@@ -106,6 +106,13 @@ void *sv_rpeer_at(struct sv_rpeer *p, uint64_t off, uint64_t len);
  */
 #define SV_SINGLE_COPY_MIN 1024u
 uint32_t sv_single_copy_min(void);
+/*
+ * Sends of at most this many bytes are placed only into a receive buffer
+ * that is warm or while the receiver is busy (req.c try_place); larger
+ * ones always.  SOFTVERBS_SINGLE_COPY_COLD sets it (0: always place).
+ */
+#define SV_SINGLE_COPY_COLD 8192u
+uint32_t sv_single_copy_cold(void);
 /* The MR access that gets an MR's pages shared (re-backed). */
 unsigned int sv_rmem_shared_access(void);
 

@@ -62,6 +62,8 @@ static const struct {
 	F(fault_rnr),
 	F(fault_access),
 	F(direct_ops),
+	F(placed_sends),
+	F(cold_sends),
 	F(ud_drops),
 	F(err_wc),
 	W(0, "success"),

@@ -52,6 +52,7 @@
 #define SV_MAX_SRQ_SGE 32
 #define SV_MAX_RD_ATOM 16 /* reads/atomics in flight per QP */
 #define SV_GID_TBL_LEN 16
+#define SV_WARM_BUFS   8 /* receive buffers a sender keeps as warm (req.c) */
 /* Multicast (mcast.c): groups and attachments per context, members of a
  * group on the host (its registry directory) */
 #define SV_MAX_MCAST_GRP	     256
@@ -500,6 +501,10 @@ struct sv_qp_stats {
 	uint64_t fault_access; /* ... access errors made up */
 	uint64_t direct_ops;   /* one-sided ops done in the peer's
 				* memory (req.c try_direct) */
+	uint64_t placed_sends; /* sends placed in the peer's receive
+				* buffer (req.c try_place) */
+	uint64_t cold_sends;   /* placeable sends sent through the ring:
+				* a cold buffer, an idle receiver */
 	uint64_t ud_drops;     /* UD datagrams dropped on arrival */
 	uint64_t err_wc;       /* completions with an error status */
 	/* completions by status (index enum ibv_wc_status, the last slot
@@ -571,6 +576,9 @@ struct sv_qp {
 	uint32_t recv_msgs;	/* messages sent that consume a receive:
 				 * the next one takes the peer's receive
 				 * number recv_msgs (single copy) */
+	uint64_t warm_off[SV_WARM_BUFS]; /* arena offsets + 1 of the peer's
+					  * last receive buffers (req.c) */
+	uint32_t warm_next;		 /* next warm_off slot to write */
 
 	/* receive queue; on an SRQ: [rq_comp, rq_held) the WQE the
 	 * responder took, [rq_held, rq_post) WQEs the SRQ lent it for single

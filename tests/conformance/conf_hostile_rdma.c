@@ -1006,6 +1006,8 @@ SV_TEST(hostile_rdma_forged_rdesc)
 
 	unsetenv("SOFTVERBS_SINGLE_COPY");
 	unsetenv("SOFTVERBS_SINGLE_COPY_MIN");
+	/* placed although cold (req.c place_pays) */
+	setenv("SOFTVERBS_SINGLE_COPY_COLD", "0", 1);
 	hr_setup(&H, REMOTE_ALL, NDESC, true);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct rdesc_case *c = &rdesc_cases[i];

@@ -8,7 +8,8 @@
  * that must take the ring's way (too many pieces, memory that cannot be
  * shared, a receive too small, small sends, SOFTVERBS_SINGLE_COPY=0),
  * receives posted before the connection, immediates and interleaving
- * with ring sends.
+ * with ring sends, and which sends up to 8 KiB are placed: into a warm
+ * buffer or for a busy receiver, not into a cold one for an idle one.
  */
 #include <arpa/inet.h>
 #include <sys/mman.h>
@@ -16,6 +17,7 @@
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 #include "pair.h"
+#include "sv.h"
 
 #define BUF (1 << 20)
 
@@ -267,5 +269,105 @@ SV_TEST(single_copy_inline_into_pieces)
 	ASSERT_EQ(0, memcmp(p.b.buf, data, 400));
 	ASSERT_EQ(0, memcmp(p.b.buf + 8192, data + 400, 400));
 	ASSERT_EQ(0, memcmp(p.b.buf + 16384, data + 800, 224));
+	sv_pair_close(&p);
+}
+
+static uint64_t stat_of(struct sv_end *e, size_t off)
+{
+	const uint8_t *s = (const uint8_t *)&to_sqp(e->qp)->stats;
+
+	return __atomic_load_n((const uint64_t *)(s + off), __ATOMIC_RELAXED);
+}
+#define PLACED(e) stat_of(e, offsetof(struct sv_qp_stats, placed_sends))
+#define COLD(e)	  stat_of(e, offsetof(struct sv_qp_stats, cold_sends))
+
+/* One 4 KiB send into the receive at off, waited for, bytes checked. */
+static void one_4k(struct sv_pair *p, size_t off, uint32_t seed)
+{
+	ASSERT_OK(sv_end_recv(&p->b, seed, off, 4096));
+	sv_fill(p->a.buf, 4096, seed);
+	ASSERT_OK(sv_end_send(&p->a, seed, 0, 4096, 0));
+	expect_recv(&p->b, seed, 4096);
+	EXPECT_WC(p->a.scq, IBV_WC_SUCCESS, seed);
+	ASSERT_EQ(-1, sv_check(p->b.buf + off, 4096, seed));
+}
+
+/*
+ * req.c place_pays: a send of at most 8 KiB into a buffer the receiver
+ * has not shown us lately (cold), with the receiver idle (nothing queued
+ * behind it, the ring consumed), goes the ring's way; into one of the
+ * last 8 buffers (warm), or with sends queued behind it, or larger, it
+ * is placed.  Counted per QP (placed_sends, cold_sends).
+ */
+SV_TEST(single_copy_cold_buffer_idle_receiver_uses_ring)
+{
+	sv_test_needs_shm("single-copy sends");
+	struct ibv_send_wr wr[16], *bad;
+	struct ibv_sge sg[16];
+	struct sv_pair p;
+	uint64_t placed, cold;
+
+	sc_pair(&p);
+	ASSERT_OK(sv_end_recv(&p.b, 9, 0, 64)); /* the link is up */
+	ASSERT_OK(sv_end_send(&p.a, 9, 0, 64, 0));
+	expect_recv(&p.b, 9, 64);
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 9);
+	placed = PLACED(&p.a);
+	cold = COLD(&p.a);
+	/* 16 buffers, each new: cold; one at a time: the receiver idle */
+	for (uint32_t i = 0; i < 16; i++)
+		one_4k(&p, 16384 + (size_t)i * 8192, 100 + i);
+	ASSERT_EQ(cold + 16, COLD(&p.a));
+	ASSERT_EQ(placed, PLACED(&p.a));
+	/* the last one again, warm: placed while b runs no verb */
+	for (uint32_t i = 0; i < 4; i++) {
+		size_t off = 16384 + 15 * 8192;
+
+		memset(p.b.buf + off, 0, 4096);
+		ASSERT_OK(sv_end_recv(&p.b, 200 + i, off, 4096));
+		sv_fill(p.a.buf, 4096, 200 + i);
+		ASSERT_OK(sv_end_send(&p.a, 200 + i, 0, 4096, 0));
+		ASSERT_EQ(-1, sv_check(p.b.buf + off, 4096, 200 + i));
+		expect_recv(&p.b, 200 + i, 4096);
+		EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 200 + i);
+	}
+	ASSERT_EQ(placed + 4, PLACED(&p.a));
+	ASSERT_EQ(cold + 16, COLD(&p.a));
+	/* 16 new buffers, 16 sends posted at once: all but the last have
+	 * sends behind them */
+	for (uint32_t i = 0; i < 16; i++) {
+		ASSERT_OK(sv_end_recv(&p.b, 300 + i, 300000 + (size_t)i * 8192,
+				      4096));
+		sv_fill(p.a.buf + (size_t)i * 4096, 4096, 300 + i);
+		sg[i] = (struct ibv_sge){.addr = (uintptr_t)p.a.buf + i * 4096,
+					 .length = 4096,
+					 .lkey = p.a.mr->lkey};
+		wr[i] = (struct ibv_send_wr){.wr_id = 300 + i,
+					     .sg_list = &sg[i],
+					     .num_sge = 1,
+					     .opcode = IBV_WR_SEND,
+					     .next = i < 15 ? &wr[i + 1]
+							    : NULL};
+	}
+	ASSERT_OK(ibv_post_send(p.a.qp, wr, &bad));
+	for (uint32_t i = 0; i < 16; i++) {
+		expect_recv(&p.b, 300 + i, 4096);
+		EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 300 + i);
+		ASSERT_EQ(-1, sv_check(p.b.buf + 300000 + (size_t)i * 8192,
+				       4096, 300 + i));
+	}
+	ASSERT_TRUE(PLACED(&p.a) >= placed + 4 + 15);
+	ASSERT_TRUE(COLD(&p.a) <= cold + 17);
+	/* larger than 8 KiB: placed into a new buffer all the same */
+	placed = PLACED(&p.a);
+	cold = COLD(&p.a);
+	ASSERT_OK(sv_end_recv(&p.b, 400, 600000, 16384));
+	sv_fill(p.a.buf, 16384, 400);
+	ASSERT_OK(sv_end_send(&p.a, 400, 0, 16384, 0));
+	expect_recv(&p.b, 400, 16384);
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 400);
+	ASSERT_EQ(-1, sv_check(p.b.buf + 600000, 16384, 400));
+	ASSERT_EQ(placed + 1, PLACED(&p.a));
+	ASSERT_EQ(cold, COLD(&p.a));
 	sv_pair_close(&p);
 }
