@@ -97,8 +97,7 @@ struct sv_tcp {
 	struct sv_tcp_state sent; /* last state sent */
 	struct sv_tcp_state prev; /* the one before it */
 	bool sent_valid, prev_valid;
-	bool held; /* the pieces are only a state that waits for the next
-		    * frame, unsent (state_may_wait) */
+	bool omore; /* the pieces go with MSG_MORE (state_may_wait) */
 	struct sv_tcp_hello_ack ack; /* being read on fd */
 	uint32_t ack_got;
 	uint8_t *obuf;		/* frame headers and states to send */
@@ -121,6 +120,9 @@ struct sv_tcp {
 	uint64_t in_bytes;	/* read from the connection */
 	uint64_t seen_in_bytes; /* in_bytes at the thread's last look */
 };
+
+/* The counters of a link that has no QP's (fuzz_tcp.c's). */
+static struct sv_qp_stats no_stats;
 
 /* Counts a system call of ours on the link's socket (sv_qp_stats). */
 #define count_call(t, field)                                               \
@@ -279,7 +281,7 @@ int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint32_t peer_qpn,
 	t->ctx = ctx;
 	t->pfd = pfd;
 	t->fd = -1;
-	t->stats = &container_of(l, struct sv_qp, link)->stats;
+	t->stats = &no_stats;
 	t->my_qpn = my_qpn;
 	t->peer_qpn = peer_qpn;
 	t->first = my_qpn <= peer_qpn;
@@ -321,6 +323,12 @@ err_free:
 	return err;
 }
 
+void sv_tcp_count_into(struct sv_link *l, struct sv_qp_stats *s)
+{
+	if (l->tcp)
+		l->tcp->stats = s;
+}
+
 void sv_tcp_spare(struct sv_link *l, bool hold)
 {
 	struct sv_tcp *t = l->tcp;
@@ -349,7 +357,7 @@ static void call_later(struct sv_tcp *t, uint64_t now)
 static void out_reset(struct sv_tcp *t)
 {
 	t->olen = t->oi = t->on = t->obytes = 0;
-	t->held = false;
+	t->omore = false;
 }
 
 /* The connection (or our call) closed and forgotten, with what was
@@ -1009,19 +1017,19 @@ static void put_state(struct sv_link *l)
 }
 
 /*
- * Whether a state of ours, alone, may wait (unsent, t->held) for the
- * next frame to ride with: while the app's poll runs the engine (lazy),
- * a state that only moves on (an ACK, room in our rings) waits for the
- * reply a ping-pong posts at once — then both go in one sendmsg, one
- * TCP segment — or SV_TCP_ACK_DELAY_NS, after which the app's next poll
- * or the progress thread's look (sv_tcp_owed) sends it.  Each state
- * alone costs a TCP segment, and across hosts that was half of a small
- * message's way (IBA 9.7.5.1.1: a responder may coalesce ACKs); in the
- * kernel with MSG_MORE (SV_TCP_VERSION 2's way) it cost a system call on
- * the reply's path.  A QP destroyed sends it first (sv_tcp_close); a
- * process that ends without destroying its QPs loses it, and its peer's
- * last send waits for its timer, as a lost ACK.  An RNR change never
- * waits, nor room the peer may wait for.
+ * Whether a state of ours, alone in the pieces, may wait in the kernel
+ * (MSG_MORE) for the next frame to ride with: while the app's poll runs
+ * the engine (lazy), a state that only moves on (an ACK, room in our
+ * rings) waits for the reply a ping-pong posts at once, or
+ * SV_TCP_ACK_DELAY_NS, after which the app's next poll or the progress
+ * thread's look pushes it (sv_tcp_owed).  Each state alone costs a TCP
+ * segment, and across hosts that was half of a small message's way (IBA
+ * 9.7.5.1.1: a responder may coalesce ACKs).  Held by the kernel, not
+ * by us, it still goes if the process ends right after its poll (the
+ * socket's close sends what is queued): the peer's send completes as on
+ * hardware (attack_peer_acks_then_dies: held in our memory instead, that
+ * ACK was lost with the process).  An RNR change never waits, nor room
+ * the peer may wait for.
  */
 static bool state_may_wait(const struct sv_link *l)
 {
@@ -1033,6 +1041,16 @@ static bool state_may_wait(const struct sv_link *l)
 				  sizeof(struct sv_tcp_state) &&
 	       t->rx_recv - t->sent.rx_tail < l->rx.size / 4 &&
 	       t->rsp_recv - t->sent.rsp_tail < l->rsp_rx.size / 4;
+}
+
+/* Sends what the kernel holds of ours (TCP_NODELAY pushes it). */
+static void push_held(struct sv_tcp *t)
+{
+	int one = 1;
+
+	t->owed_ns = 0;
+	if (t->conn == CONN_READY)
+		setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
 /* n bytes of the pieces went. */
@@ -1058,19 +1076,13 @@ void sv_tcp_flush(struct sv_link *l)
 
 	if (!t || t->conn != CONN_READY || !l->tx_ready || t->defer)
 		return;
-	if (t->held) {
-		/* the state that waited is made again, with what is new: a
-		 * newer state, the frames it waited for */
-		out_reset(t);
-		t->sent = t->prev;
-		t->sent_valid = t->prev_valid;
-	}
 	for (;;) {
 		if (t->oi < t->on) {
 			struct msghdr m = {.msg_iov = t->iov + t->oi,
 					   .msg_iovlen = t->on - t->oi};
-			ssize_t n =
-				sendmsg(t->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+			ssize_t n = sendmsg(t->fd, &m,
+					    MSG_DONTWAIT | MSG_NOSIGNAL |
+						    (t->omore ? MSG_MORE : 0));
 
 			count_call(t, tcp_sends);
 			if (n < 0 && errno != EAGAIN && errno != EINTR) {
@@ -1092,7 +1104,10 @@ void sv_tcp_flush(struct sv_link *l)
 				t->want_out = true;
 				return;
 			}
-			t->owed_ns = 0; /* a state that waited went */
+			if (!t->omore)
+				t->owed_ns = 0; /* it went with this */
+			else if (!t->owed_ns)
+				t->owed_ns = sv_now_ns();
 		}
 		if (t->want_out) {
 			sv_progress_want_out(t->ctx, t->pfd, false);
@@ -1109,17 +1124,12 @@ void sv_tcp_flush(struct sv_link *l)
 		put_records(t, &l->rsp_tx, SV_TR_RSP, &t->rsp_sent);
 		if (!t->on)
 			break;
-		if (state_may_wait(l)) {
-			uint64_t now = sv_now_ns();
-
-			if (!t->owed_ns)
-				t->owed_ns = now;
-			if (now - t->owed_ns < SV_TCP_ACK_DELAY_NS) {
-				t->held = true;
-				return;
-			}
-		}
+		t->omore = state_may_wait(l);
 	}
+	t->omore = false;
+	if (t->owed_ns &&
+	    (!t->lazy || sv_now_ns() - t->owed_ns >= SV_TCP_ACK_DELAY_NS))
+		push_held(t);
 }
 
 bool sv_tcp_rnr_abort(struct sv_link *l)
