@@ -366,6 +366,8 @@ static int link_start(struct sv_qp *qp)
 				     qp->ctx, &qp->pfd[1]);
 		if (err)
 			say_link_error(qp, "modify to RTR (TCP)", err);
+		else
+			sv_tcp_count_into(&qp->link, &qp->stats);
 		return err;
 	}
 	/* receive descriptors for single-copy sends, one per RQ slot (on an

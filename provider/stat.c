@@ -66,6 +66,8 @@ static const struct {
 	F(cold_sends),
 	F(ud_drops),
 	F(err_wc),
+	F(tcp_sends),
+	F(tcp_reads),
 	W(0, "success"),
 	W(1, "loc_len_err"),
 	W(2, "loc_qp_op_err"),

@@ -507,6 +507,8 @@ struct sv_qp_stats {
 				* a cold buffer, an idle receiver */
 	uint64_t ud_drops;     /* UD datagrams dropped on arrival */
 	uint64_t err_wc;       /* completions with an error status */
+	uint64_t tcp_sends;    /* sendmsg calls on its TCP link (tcp.c) */
+	uint64_t tcp_reads;    /* ... recv calls */
 	/* completions by status (index enum ibv_wc_status, the last slot
 	 * for any status beyond it) */
 	uint64_t wc_err[IBV_WC_TM_RNDV_INCOMPLETE + 2];

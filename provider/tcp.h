@@ -153,6 +153,10 @@ union sv_sockaddr;
 int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint32_t peer_qpn,
 		   uint64_t ring_size, const union sv_sockaddr *dst,
 		   struct sv_context *ctx, struct sv_pfd *pfd);
+/* Where the link counts its system calls on its socket (tcp_sends,
+ * tcp_reads: the QP's counters); until then, nowhere that anyone reads. */
+struct sv_qp_stats;
+void sv_tcp_count_into(struct sv_link *l, struct sv_qp_stats *s);
 /* Moves the link on: connects (again, with backoff), reads what arrived,
  * sends what is due.  ack_timeout_ns: the QP's local ACK timeout; data
  * of ours the peer's host has not acknowledged for twice that (1 s at

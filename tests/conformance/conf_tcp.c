@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "pair.h"
+#include "sv.h"
 #include "tcp.h"
 
 enum fault {
@@ -803,6 +804,58 @@ SV_TEST(tcp_link_is_one_connection)
 	ASSERT_TRUE(mirrored);
 	sv_pair_close(&p);
 	ASSERT_EQ(0, tcp_conns_settle(0, NULL));
+}
+
+static uint64_t tcp_calls(struct sv_end *e, bool sends)
+{
+	struct sv_qp *qp = to_sqp(e->qp);
+
+	return sends ? __atomic_load_n(&qp->stats.tcp_sends, __ATOMIC_RELAXED)
+		     : __atomic_load_n(&qp->stats.tcp_reads, __ATOMIC_RELAXED);
+}
+
+/* One read takes all there is (tcp.c read_in: a read that does not fill
+ * the buffer is the last, no second one to find EAGAIN): 2N messages of
+ * a ping-pong take at most 4.5N reads, empty polls included (10N
+ * before).  Each message is one sendmsg, and a state a poll makes one
+ * more, with MSG_MORE (state_may_wait). */
+SV_TEST(tcp_read_takes_all_there_is)
+{
+	enum { N = 200 };
+	uint64_t s0, r0, sends, reads;
+	struct sv_pair p;
+	struct ibv_wc wc;
+
+	tcp_pair(&p, 14);
+	sv_pair_ping(&p); /* the link is up */
+	ASSERT_OK(sv_end_recv(&p.a, 3, 0, 64));
+	s0 = tcp_calls(&p.a, true) + tcp_calls(&p.b, true);
+	r0 = tcp_calls(&p.a, false) + tcp_calls(&p.b, false);
+	for (int i = 0; i < N; i++) {
+		ASSERT_OK(sv_end_recv(&p.b, 1, 0, 64));
+		ASSERT_OK(sv_end_send(&p.a, 2, 64, 8, 0));
+		WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		while (ibv_poll_cq(p.b.scq, 1, &wc) > 0) /* acked by now */
+			ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		ASSERT_OK(sv_end_send(&p.b, 4, 64, 8, 0));
+		WAIT_WC(p.a.rcq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		WAIT_WC(p.a.scq, &wc, SV_WC_TIMEOUT_MS); /* with the reply */
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		ASSERT_OK(sv_end_recv(&p.a, 3, 0, 64));
+	}
+	sends = tcp_calls(&p.a, true) + tcp_calls(&p.b, true) - s0;
+	reads = tcp_calls(&p.a, false) + tcp_calls(&p.b, false) - r0;
+	printf("%d messages: %llu sendmsg, %llu recv\n", 2 * N,
+	       (unsigned long long)sends, (unsigned long long)reads);
+	ASSERT_TRUE(sends >= 2 * N - 1);
+	ASSERT_TRUE(sends <= 4 * N + 8);
+	ASSERT_TRUE(reads >= 2 * N);
+	ASSERT_TRUE(reads <= 9 * N / 2);
+	WAIT_WC(p.b.scq, &wc, SV_WC_TIMEOUT_MS); /* a's state, pushed */
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	sv_pair_close(&p);
 }
 
 /* The two QPs call each other at the same moment (the proxy holds each
