@@ -240,6 +240,21 @@ static bool take_record(struct sv_qp *qp, const struct sv_pkt *p,
 	return true;
 }
 
+/* The next response record: 1, 0 if none, -1 if the ring is bad (the
+ * QP has gone to ERROR). */
+static int peek_response(struct sv_qp *qp, struct sv_pkt *p,
+			 const uint8_t **payload)
+{
+	int r = sv_ring_peek(&qp->link.rsp_rx, p, payload);
+
+	if (r < 0) {
+		sv_dbg("qp %06x: bad response in ring\n",
+		       qp->qpx.qp_base.qp_num);
+		sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
+	}
+	return r < 0 ? -1 : r;
+}
+
 /* Takes every response that has arrived; false on a protocol error
  * (the QP has gone to ERROR). */
 static bool take_responses(struct sv_qp *qp)
@@ -249,16 +264,12 @@ static bool take_responses(struct sv_qp *qp)
 	for (;;) {
 		const uint8_t *payload;
 		struct sv_pkt p;
-		int r = sv_ring_peek(&qp->link.rsp_rx, &p, &payload);
+		int r = peek_response(qp, &p, &payload);
 
 		if (r == 0)
 			break;
-		if (r < 0) {
-			sv_dbg("qp %06x: bad response in ring\n",
-			       qp->qpx.qp_base.qp_num);
-			sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
+		if (r < 0)
 			return false;
-		}
 		if (!take_record(qp, &p, payload))
 			return false;
 		sv_ring_consume(&qp->link.rsp_rx);
@@ -412,15 +423,11 @@ static int hold_responses(struct sv_qp *qp, uint64_t now)
 			all = 0;
 			break;
 		}
-		r = sv_ring_peek(&qp->link.rsp_rx, &p, &payload);
+		r = peek_response(qp, &p, &payload);
 		if (r == 0)
 			break;
-		if (r < 0) {
-			sv_dbg("qp %06x: bad response in ring\n",
-			       qp->qpx.qp_base.qp_num);
-			sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
+		if (r < 0)
 			return -1;
-		}
 		/* peek checked sizeof(p) <= rec_len <= SV_MAX_REC */
 		h = malloc(sizeof(*h) + p.rec_len - sizeof(p));
 		if (!h) {
