@@ -511,6 +511,53 @@ SV_TEST(opcode_table_properties)
 
 /* CRC-32C's check value (RFC 3720 B.4), in one piece and in pieces that
  * split the 8-byte steps of the SSE4.2 path anywhere. */
+/* Bit by bit, as the definition: what the fast paths must agree with. */
+static uint32_t crc32c_bitwise(uint32_t crc, const uint8_t *p, size_t n)
+{
+	uint32_t c = ~crc;
+
+	while (n--) {
+		c ^= *p++;
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+	}
+	return ~c;
+}
+
+/* The three-chain rounds (crc32c.c) at and around every length where
+ * their blocks start and end, at every alignment, and continued from a
+ * CRC so far at any split. */
+SV_TEST(crc32c_long_buffers_match_the_definition)
+{
+	static const size_t lens[] = {
+		0,	    1,		7,	     8,		  9,
+		255,	    767,	768,	     769,	  1023,
+		1536,	    2303,	2304,	     2305,	  12287,
+		12288,	    12289,	12288 + 767, 12288 + 768, 24576 + 100,
+		65536 + 24, 65536 + 88, 200003};
+	size_t max = 200003 + 64;
+	uint8_t *buf = malloc(max);
+	uint32_t seed = 12345;
+
+	ASSERT_TRUE(buf != NULL);
+	for (size_t i = 0; i < max; i++) {
+		seed = seed * 1103515245u + 12345u;
+		buf[i] = (uint8_t)(seed >> 16);
+	}
+	for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++)
+		for (size_t off = 0; off < 9; off += 4) {
+			const uint8_t *p = buf + off;
+			size_t n = lens[li];
+			uint32_t want = crc32c_bitwise(0, p, n);
+
+			ASSERT_EQ(want, sv_crc32c(0, p, n));
+			for (size_t cut = 1; cut < n; cut = cut * 3 + 5)
+				ASSERT_EQ(want, sv_crc32c(sv_crc32c(0, p, cut),
+							  p + cut, n - cut));
+		}
+	free(buf);
+}
+
 SV_TEST(crc32c_check_values)
 {
 	static const char nine[] = "123456789";
