@@ -94,8 +94,11 @@ static void shift_tab_init(void)
 	shift_init(&shift_tab[1][1], 2 * SMALL);
 }
 
+/* The rounds, and with dst the bytes copied there as they are read (one
+ * pass over the source: the TCP transport's receive, which checks a
+ * frame and puts it in a ring). */
 __attribute__((target("sse4.2"))) static uint32_t
-crc_sse42(uint32_t c, const uint8_t *p, size_t n)
+crc_sse42(uint32_t c, uint8_t *dst, const uint8_t *p, size_t n)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	static const size_t len[2] = {BLOCK, SMALL};
@@ -117,27 +120,49 @@ crc_sse42(uint32_t c, const uint8_t *p, size_t n)
 				a = __builtin_ia32_crc32di(a, va);
 				b = __builtin_ia32_crc32di(b, vb);
 				d = __builtin_ia32_crc32di(d, vd);
+				if (dst) {
+					memcpy(dst + i, &va, 8);
+					memcpy(dst + l + i, &vb, 8);
+					memcpy(dst + 2 * l + i, &vd, 8);
+				}
 			}
 			c = shift(&shift_tab[s][1], (uint32_t)a) ^
 			    shift(&shift_tab[s][0], (uint32_t)b) ^ (uint32_t)d;
+			if (dst)
+				dst += 3 * l;
 		}
 	}
+	if (dst)
+		memcpy(dst, p, n);
 	return (uint32_t)crc_chain(c, p, n);
 }
 #endif
 
-uint32_t sv_crc32c(uint32_t crc, const void *buf, size_t n)
+static uint32_t crc_table_run(uint32_t c, const uint8_t *p, size_t n)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	const uint8_t *p = buf;
-	uint32_t c = ~crc;
 
-#if defined(__x86_64__)
-	if (__builtin_cpu_supports("sse4.2"))
-		return ~crc_sse42(c, p, n);
-#endif
 	pthread_once(&once, crc_table_init);
 	for (; n; n--)
 		c = crc_table[(c ^ *p++) & 0xff] ^ (c >> 8);
-	return ~c;
+	return c;
+}
+
+uint32_t sv_crc32c(uint32_t crc, const void *buf, size_t n)
+{
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("sse4.2"))
+		return ~crc_sse42(~crc, NULL, buf, n);
+#endif
+	return ~crc_table_run(~crc, buf, n);
+}
+
+uint32_t sv_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t n)
+{
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("sse4.2"))
+		return ~crc_sse42(~crc, dst, src, n);
+#endif
+	memcpy(dst, src, n);
+	return ~crc_table_run(~crc, dst, n);
 }

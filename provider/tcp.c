@@ -107,7 +107,7 @@ struct sv_tcp {
 	uint32_t obytes;	   /* record bytes in iov[] */
 	struct sv_qp_stats *stats; /* our QP's: sends and reads counted */
 	uint8_t *ibuf;
-	uint32_t ilen;
+	uint32_t ioff, ilen;	/* in ibuf: [ioff, ilen) read, not taken */
 	uint64_t next_ns;	/* CONN_NONE: when to call */
 	uint64_t wait_ns;	/* backoff */
 	uint64_t deadline_ns;	/* CONN_CONNECTING, _HELLO: give up then */
@@ -373,7 +373,7 @@ static void drop_conn(struct sv_tcp *t)
 	out_reset(t);
 	t->owed_ns = 0;
 	t->ack_got = 0;
-	t->ilen = 0; /* a partial frame: the peer resends it whole */
+	t->ioff = t->ilen = 0; /* a partial frame: the peer resends it whole */
 	t->sent_valid = false;
 	t->want_out = false;
 	t->user_timeout_ms = 0;
@@ -527,7 +527,7 @@ static void conn_up(struct sv_tcp *t, uint32_t epoch, uint64_t tx_sent,
 	t->refused = 0;
 	out_reset(t);
 	t->owed_ns = 0;
-	t->ilen = 0;
+	t->ioff = t->ilen = 0;
 	t->sent_valid = false;
 	if (t->spare >= 0) {
 		close(t->spare);
@@ -731,10 +731,12 @@ refuse:
  * r, as a sender on shared memory would (ring.h): the line after it
  * poisoned first if free, the seq word last. */
 static int mirror(struct sv_ring *r, uint64_t recv, uint64_t pos,
-		  const uint8_t *rec, uint32_t len, bool pad)
+		  const uint8_t *rec, uint32_t len, bool pad, uint32_t crc,
+		  uint32_t want)
 {
 	uint64_t off = pos & (r->size - 1), end = pos + len;
 	struct sv_pkt *dst = (struct sv_pkt *)(r->data + off);
+	const uint32_t seq_at = offsetof(struct sv_pkt, seq);
 
 	if (pos != recv || len < SV_REC_ALIGN || len % SV_REC_ALIGN ||
 	    off + len > r->size || end - r->tail > r->size ||
@@ -743,12 +745,17 @@ static int mirror(struct sv_ring *r, uint64_t recv, uint64_t pos,
 	if (end - r->tail < r->size)
 		sv_ring_poison(r, end);
 	if (pad) {
-		memset(dst, 0, offsetof(struct sv_pkt, seq));
+		memset(dst, 0, seq_at);
 		dst->opcode = SV_OP_PAD;
 	} else {
-		memcpy(dst, rec, offsetof(struct sv_pkt, seq));
-		memcpy((uint8_t *)dst + sizeof(*dst), rec + sizeof(*dst),
-		       len - sizeof(*dst));
+		/* checked as copied, in one pass: what fails its CRC is
+		 * written where no reader looks until the release */
+		crc = sv_crc32c_copy(crc, dst, rec, seq_at);
+		crc = sv_crc32c(crc, rec + seq_at, sizeof(*dst) - seq_at);
+		crc = sv_crc32c_copy(crc, (uint8_t *)dst + sizeof(*dst),
+				     rec + sizeof(*dst), len - sizeof(*dst));
+		if (crc != want)
+			return -EBADMSG;
 	}
 	dst->rec_len = len;
 	sv_ring_release(dst, pos);
@@ -804,7 +811,8 @@ static int take_frame(struct sv_link *l, const struct sv_tcp_frame *f,
 			return -EPROTO;
 		r = f->ring == SV_TR_REQ ? &l->rx : &l->rsp_rx;
 		recv = f->ring == SV_TR_REQ ? &t->rx_recv : &t->rsp_recv;
-		err = mirror(r, *recv, f->pos, body, f->len, pad);
+		err = mirror(r, *recv, f->pos, body, f->len, pad,
+			     frame_crc(f, NULL, 0), f->crc);
 		if (err)
 			return err;
 		*recv += f->len;
@@ -854,9 +862,21 @@ static void read_in(struct sv_link *l)
 	struct sv_tcp *t = l->tcp;
 
 	while (t->conn == CONN_READY && !t->closed) {
-		uint32_t off = 0, room = IBUF_LEN - t->ilen;
-		ssize_t n = recv(t->fd, t->ibuf + t->ilen, room, MSG_DONTWAIT);
+		uint32_t off, room;
+		ssize_t n;
 
+		/* a partial frame moves to the front only when a whole one
+		 * might not fit behind it: not after every read (64 KiB
+		 * records: up to one more copy of each) */
+		if (t->ioff == t->ilen) {
+			t->ioff = t->ilen = 0;
+		} else if (IBUF_LEN - t->ilen < FRAME_MAX) {
+			memmove(t->ibuf, t->ibuf + t->ioff, t->ilen - t->ioff);
+			t->ilen -= t->ioff;
+			t->ioff = 0;
+		}
+		room = IBUF_LEN - t->ilen;
+		n = recv(t->fd, t->ibuf + t->ilen, room, MSG_DONTWAIT);
 		count_call(t, tcp_reads);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
@@ -868,9 +888,12 @@ static void read_in(struct sv_link *l)
 		}
 		t->ilen += (uint32_t)n;
 		t->in_bytes += (uint64_t)n;
-		for (;;) {
+		for (off = t->ioff;;) {
 			struct sv_tcp_frame f;
+			const uint8_t *body;
+			bool rec;
 			int64_t b;
+			int err;
 
 			if (t->ilen - off < sizeof(f))
 				break;
@@ -884,8 +907,18 @@ static void read_in(struct sv_link *l)
 			}
 			if (t->ilen - off < sizeof(f) + b)
 				break;
-			if (f.crc != frame_crc(&f, t->ibuf + off + sizeof(f),
-					       (uint32_t)b)) {
+			/* a record's CRC is checked as it is copied into
+			 * the ring (mirror), the rest here; whatever fails
+			 * it is damage, not a broken protocol */
+			body = t->ibuf + off + sizeof(f);
+			rec = f.type == SV_TF_REC;
+			err = rec || f.crc == frame_crc(&f, body, (uint32_t)b)
+				      ? take_frame(l, &f, body)
+				      : -EBADMSG;
+			if (err && err != -EBADMSG && rec &&
+			    f.crc != frame_crc(&f, body, (uint32_t)b))
+				err = -EBADMSG;
+			if (err == -EBADMSG) {
 				/* damaged on the way: as a lost packet, the
 				 * sender resends from where we got (its next
 				 * connection's hello answer) */
@@ -894,7 +927,7 @@ static void read_in(struct sv_link *l)
 				close_conn(t, sv_now_ns());
 				return;
 			}
-			if (take_frame(l, &f, t->ibuf + off + sizeof(f))) {
+			if (err) {
 				sv_dbg("qp %06x: tcp: bad frame type %u len %u "
 				       "pos %llu\n",
 				       t->my_qpn, f.type, f.len,
@@ -904,8 +937,7 @@ static void read_in(struct sv_link *l)
 			}
 			off += sizeof(f) + (uint32_t)b;
 		}
-		memmove(t->ibuf, t->ibuf + off, t->ilen - off);
-		t->ilen -= off;
+		t->ioff = off;
 		if ((uint32_t)n < room)
 			return;
 	}

@@ -526,7 +526,7 @@ static uint32_t crc32c_bitwise(uint32_t crc, const uint8_t *p, size_t n)
 
 /* The three-chain rounds (crc32c.c) at and around every length where
  * their blocks start and end, at every alignment, and continued from a
- * CRC so far at any split. */
+ * CRC so far at any split; and the pass that copies as it goes. */
 SV_TEST(crc32c_long_buffers_match_the_definition)
 {
 	static const size_t lens[] = {
@@ -536,10 +536,10 @@ SV_TEST(crc32c_long_buffers_match_the_definition)
 		12288,	    12289,	12288 + 767, 12288 + 768, 24576 + 100,
 		65536 + 24, 65536 + 88, 200003};
 	size_t max = 200003 + 64;
-	uint8_t *buf = malloc(max);
+	uint8_t *buf = malloc(max), *copy = malloc(max + 16);
 	uint32_t seed = 12345;
 
-	ASSERT_TRUE(buf != NULL);
+	ASSERT_TRUE(buf != NULL && copy != NULL);
 	for (size_t i = 0; i < max; i++) {
 		seed = seed * 1103515245u + 12345u;
 		buf[i] = (uint8_t)(seed >> 16);
@@ -551,11 +551,19 @@ SV_TEST(crc32c_long_buffers_match_the_definition)
 			uint32_t want = crc32c_bitwise(0, p, n);
 
 			ASSERT_EQ(want, sv_crc32c(0, p, n));
+			/* the copying pass: the same CRC, the same bytes,
+			 * nothing written past them */
+			memset(copy, 0xa5, n + 16);
+			ASSERT_EQ(want, sv_crc32c_copy(0, copy + off, p, n));
+			ASSERT_EQ(0, memcmp(copy + off, p, n));
+			for (size_t k = 0; k < 16 - off; k++)
+				ASSERT_EQ(0xa5, copy[off + n + k]);
 			for (size_t cut = 1; cut < n; cut = cut * 3 + 5)
 				ASSERT_EQ(want, sv_crc32c(sv_crc32c(0, p, cut),
 							  p + cut, n - cut));
 		}
 	free(buf);
+	free(copy);
 }
 
 SV_TEST(crc32c_check_values)
