@@ -162,7 +162,12 @@ static bool take_response(struct sv_qp *qp, const struct sv_pkt *p,
 	if (SV_FAULT_ON(drop)) {
 		/* responses are lost and asked again: one that is not the
 		 * next we await is an old round's or follows a loss; drop
-		 * it.  The next one may be lost too (SOFTVERBS_FAULTS). */
+		 * it.  The next one may be lost too (SOFTVERBS_FAULTS): the
+		 * attempt is the WQE's (times rewound), so each round of a
+		 * read of several trains, asked again from its start, draws
+		 * afresh for every train (a count of drops in a row, reset
+		 * by the train that passed, drew the same for the train
+		 * after it each round: a read that failed for ever) */
 		uint32_t want;
 
 		if (!w)
@@ -173,16 +178,14 @@ static bool take_response(struct sv_qp *qp, const struct sv_pkt *p,
 		if (p->psn != want || (p->seg & SV_SEG_FIRST) != !w->got)
 			return true;
 		if (sv_fault_hit(sv_faults.drop, sv_faults.seed, SV_FAULT_RSP,
-				 qp->fault_idx, p->psn, qp->fault_rsp_try)) {
-			qp->fault_rsp_try++;
+				 qp->fault_idx, p->psn, w->tries)) {
 			SV_STAT_INC(qp, fault_drops);
 			qp->fault_drop_hash =
 				(qp->fault_drop_hash ^
-				 ((uint64_t)p->psn << 32 | qp->fault_rsp_try)) *
+				 ((uint64_t)p->psn << 32 | (w->tries + 1))) *
 				0x100000001b3ull;
 			return true;
 		}
-		qp->fault_rsp_try = 0;
 	}
 	if (!w || sv_psn_diff(p->psn, w->first_psn) < 0 ||
 	    sv_psn_diff(p->psn, w->last_psn) > 0)

@@ -479,7 +479,7 @@ static void reset_qp(struct sv_qp *qp)
 	qp->resp_rd_sent = 0;
 	qp->xrc_retry_ns = 0;
 	qp->resp_seq_naked = false;
-	qp->fault_try = qp->fault_rsp_try = qp->fault_rnr_try = 0;
+	qp->fault_try = qp->fault_rnr_try = 0;
 	qp->fault_rnr_until = 0;
 	sv_comp_fault_free(qp); /* delay_us's held responses */
 	memset(qp->atom_replay, 0, sizeof(qp->atom_replay));

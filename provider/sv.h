@@ -509,6 +509,8 @@ struct sv_qp_stats {
 	uint64_t err_wc;       /* completions with an error status */
 	uint64_t tcp_sends;    /* sendmsg calls on its TCP link (tcp.c) */
 	uint64_t tcp_reads;    /* ... recv calls */
+	uint64_t tcp_records;  /* records (packet trains) it put on its TCP
+				* link, resends included (tcp.c) */
 	/* completions by status (index enum ibv_wc_status, the last slot
 	 * for any status beyond it) */
 	uint64_t wc_err[IBV_WC_TM_RNDV_INCOMPLETE + 2];
@@ -633,8 +635,6 @@ struct sv_qp {
 	uint32_t fault_try; /* responder: drops of the train at
 			     * fault_try_psn so far (the attempt) */
 	uint32_t fault_try_psn;
-	uint32_t fault_rsp_try;	    /* completer: drops of the awaited
-				     * response so far */
 	uint32_t fault_rnr_try;	    /* responder: RNR attempts of the head */
 	uint64_t fault_rnr_until;   /* ... refusing it until then (ns) */
 	uint64_t fault_delay_until; /* requester: delay_us holds the next
