@@ -66,6 +66,8 @@ struct sv_link {
 	struct sv_tcp *tcp;	  /* the TCP transport's state, or NULL: the
 				   * rings are then private memory that it
 				   * mirrors with the peer's (tcp.h) */
+	uint32_t train_max;	  /* the longest packet train the transport
+				   * moves best (0: SV_MAX_TRAIN) */
 };
 
 /* Room for a packet, or NULL when the ring is full.  Who retries: the

@@ -22,12 +22,13 @@
 #include "rmem.h"
 #include "sv.h"
 
-/* The largest train: whole MTUs, at most 64 KiB and a quarter ring, but
+/* The largest train: whole MTUs, at most what the link likes (64 KiB,
+ * 16 KiB over TCP: SV_TCP_TRAIN) and a quarter ring, but
  * never less than one MTU (a train of none would never end; a ring too
  * small for one is the peer's: the train waits, see rsp_train_max). */
 static uint32_t train_max(const struct sv_qp *qp)
 {
-	uint64_t m = SV_MAX_TRAIN;
+	uint64_t m = qp->link.train_max ? qp->link.train_max : SV_MAX_TRAIN;
 
 	if (qp->link.tx.size / 4 < m)
 		m = qp->link.tx.size / 4;

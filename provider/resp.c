@@ -498,7 +498,7 @@ static enum resp_result recv_note(struct sv_qp *qp, const struct sv_pkt *p)
  * hold one keeps its read waiting, which harms only that peer. */
 static uint32_t rsp_train_max(const struct sv_qp *qp)
 {
-	uint64_t m = SV_MAX_TRAIN;
+	uint64_t m = qp->link.train_max ? qp->link.train_max : SV_MAX_TRAIN;
 
 	if (qp->link.rsp_tx.size / 4 < m)
 		m = qp->link.rsp_tx.size / 4;

@@ -129,6 +129,7 @@ int sv_shm_prepare(struct sv_link *l, uint32_t my_qpn, uint64_t ring_size,
 {
 	int err;
 
+	l->train_max = SV_MAX_TRAIN;
 	if (!l->rx_ready) {
 		err = sv_ring_create(&l->rx, ring_size, ndesc, my_qpn,
 				     &l->rx_fd);

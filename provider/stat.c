@@ -68,6 +68,7 @@ static const struct {
 	F(err_wc),
 	F(tcp_sends),
 	F(tcp_reads),
+	F(tcp_records),
 	W(0, "success"),
 	W(1, "loc_len_err"),
 	W(2, "loc_qp_op_err"),

@@ -277,6 +277,7 @@ int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint32_t peer_qpn,
 	t->ibuf = malloc(IBUF_LEN);
 	if (!t->obuf || !t->ibuf)
 		goto err_free;
+	l->train_max = SV_TCP_TRAIN;
 	t->dst = *dst;
 	t->ctx = ctx;
 	t->pfd = pfd;
@@ -1012,6 +1013,7 @@ static void put_records(struct sv_tcp *t, struct sv_ring *r, uint16_t ring,
 				return;
 			put_frame(t, SV_TF_REC, ring, len, *sent, p, len,
 				  false);
+			count_call(t, tcp_records);
 		}
 		*sent += len;
 	}
