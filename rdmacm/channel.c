@@ -183,6 +183,13 @@ static bool hold_disconnect(struct cm_channel *ch, struct ibv_cq **scq,
 	if (!qp || qp->qp_type == IBV_QPT_UD)
 		return false;
 	e->held = true;
+	/* a fresh edge for a program that waits edge-triggered (UCX's async
+	 * thread): its loop ends at our EAGAIN, and the fd stays readable
+	 * (one more count: set_readable's read takes them all) */
+	if (write(ch->ch.fd, &(uint64_t){1}, sizeof(uint64_t)) !=
+	    sizeof(uint64_t))
+		cm_log("event channel fd %d: write failed (%d)\n", ch->ch.fd,
+		       errno);
 	*scq = qp->send_cq;
 	*rcq = qp->recv_cq != qp->send_cq ? qp->recv_cq : NULL;
 	return true;

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -284,10 +285,12 @@ SV_TEST(cm_disconnected_after_the_peers_completions)
 	struct rdma_conn_param cp = {.retry_count = 7, .rnr_retry_count = 7};
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *l, *c, *s;
+	struct epoll_event pe = {.events = EPOLLIN | EPOLLET};
 	unsigned int eagain = 0;
 	struct ibv_wc wc;
 	uint64_t end;
 	uint16_t port;
+	int ep;
 
 	ASSERT_NOT_NULL(sch);
 	ASSERT_NOT_NULL(cch);
@@ -330,6 +333,11 @@ SV_TEST(cm_disconnected_after_the_peers_completions)
 	 * the channel first */
 	p.fd = sch->fd;
 	ASSERT_EQ(1, poll(&p, 1, EV_MS));
+	/* a waiter edge-triggered (UCX's async thread) is woken again */
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_GE(ep, 0);
+	ASSERT_OK(epoll_ctl(ep, EPOLL_CTL_ADD, sch->fd, &pe));
+	ASSERT_EQ(1, epoll_wait(ep, &pe, 1, EV_MS));
 	ASSERT_OK(
 		fcntl(sch->fd, F_SETFL, fcntl(sch->fd, F_GETFL) | O_NONBLOCK));
 	end = sv_now_ms() + EV_MS;
@@ -342,6 +350,7 @@ SV_TEST(cm_disconnected_after_the_peers_completions)
 		}
 		ASSERT_EQ(EAGAIN, errno);
 		eagain++;
+		ASSERT_EQ(1, epoll_wait(ep, &pe, 1, EV_MS));
 		while (ibv_poll_cq(s->send_cq, 1, &wc) == 1) {
 			ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 			sent = true;
@@ -353,6 +362,7 @@ SV_TEST(cm_disconnected_after_the_peers_completions)
 		}
 	}
 	ASSERT_TRUE(disconnected);
+	close(ep);
 	/* ofi_rxm's FI_SHUTDOWN: the QP goes, unpolled completions with it */
 	rdma_destroy_qp(s);
 	if (!sent || !got)
