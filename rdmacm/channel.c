@@ -4,7 +4,8 @@
  * fd, readable exactly while an event is pending (librdmacm's contract) and the
  * program's O_NONBLOCK on it makes rdma_get_cm_event fail with EAGAIN.
  * Also the acknowledgement rule: rdma_destroy_id waits for the acks of
- * the events it got.
+ * the events it got, and the order of a DISCONNECTED after the
+ * completions the peer made possible before it (hold_disconnect).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -150,28 +151,85 @@ static struct cm_event *pop(struct cm_channel *ch)
 	return e;
 }
 
+/*
+ * Lock held, the channel non-blocking: whether the head event is a
+ * DISCONNECTED to hold back once, and then the CQs of its id's QP.
+ *
+ * On an HCA the peer's ACKs and messages become completions as they
+ * arrive, long before its DREQ: a program that polls its CQ and reads
+ * its (non-blocking) channel in turn has polled them before it sees
+ * DISCONNECTED.  Ours are made when someone runs the QP's engine, and
+ * the peer's ACK may come only just before its DREQ (its program was
+ * not scheduled earlier).  libfabric's ofi_rxm, preempted between an
+ * empty poll and its event read, then closed the QP at DISCONNECTED
+ * first: ibv_destroy_qp removes unpolled completions (as mlx5 does) and
+ * vrb_ep_close reported the ACKed send as "Work Request Flushed Error".
+ * So the first read that finds DISCONNECTED runs the QP's engine and
+ * answers EAGAIN, the event left at the head (the fd stays readable):
+ * the program's next CQ poll finds those completions, its next read
+ * the event.  A blocking read is given the event at once: the program
+ * waits there, perhaps in a thread of its own, and may be destroying
+ * the QP meanwhile.
+ */
+static bool hold_disconnect(struct cm_channel *ch, struct ibv_cq **scq,
+			    struct ibv_cq **rcq)
+{
+	struct cm_event *e = ch->head;
+	struct ibv_qp *qp;
+
+	if (!e || e->held || e->ev.event != RDMA_CM_EVENT_DISCONNECTED)
+		return false;
+	qp = e->owner->id.qp;
+	if (!qp || qp->qp_type == IBV_QPT_UD)
+		return false;
+	e->held = true;
+	/* a fresh edge for a program that waits edge-triggered (UCX's async
+	 * thread): its loop ends at our EAGAIN, and the fd stays readable
+	 * (one more count: set_readable's read takes them all) */
+	if (write(ch->ch.fd, &(uint64_t){1}, sizeof(uint64_t)) !=
+	    sizeof(uint64_t))
+		cm_log("event channel fd %d: write failed (%d)\n", ch->ch.fd,
+		       errno);
+	*scq = qp->send_cq;
+	*rcq = qp->recv_cq != qp->send_cq ? qp->recv_cq : NULL;
+	return true;
+}
+
 CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 				struct rdma_cm_event **event)
 {
+	struct ibv_cq *scq = NULL, *rcq = NULL;
 	struct cm_channel *ch;
 	struct cm_event *e;
+	bool held;
+	int fl;
+
 	if (!channel || !event)
 		return cm_err(EINVAL);
 	ch = cm_channel_of(channel);
+	fl = fcntl(ch->ch.fd, F_GETFL);
+	if (fl < 0)
+		return -1;
 	for (;;) {
 		struct pollfd pfd = {.fd = ch->ch.fd, .events = POLLIN};
-		int fl;
 
 		pthread_mutex_lock(&cm_core.lock);
-		e = pop(ch);
+		held = (fl & O_NONBLOCK) && hold_disconnect(ch, &scq, &rcq);
+		e = held ? NULL : pop(ch);
 		pthread_mutex_unlock(&cm_core.lock);
+		if (held) {
+			/* a poll of no entries: our libibverbs runs the
+			 * engine of the QPs of an empty CQ and takes none */
+			if (scq)
+				ibv_poll_cq(scq, 0, NULL);
+			if (rcq)
+				ibv_poll_cq(rcq, 0, NULL);
+			return cm_err(EAGAIN);
+		}
 		if (e)
 			break;
 		/* none: EAGAIN if the program set O_NONBLOCK on the fd, as
 		 * the kernel's read would; else wait for one */
-		fl = fcntl(ch->ch.fd, F_GETFL);
-		if (fl < 0)
-			return -1;
 		if (fl & O_NONBLOCK)
 			return cm_err(EAGAIN);
 		if (poll(&pfd, 1, -1) < 0)

@@ -55,6 +55,7 @@ struct cm_event {
 	struct rdma_cm_event ev; /* what the program sees: first */
 	struct cm_id *owner;	 /* ev.id's private side */
 	struct cm_event *next;
+	bool held; /* DISCONNECTED: held back once (channel.c) */
 	uint8_t pdata[CM_PDATA_MAX];
 };
 

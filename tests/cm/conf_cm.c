@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -256,6 +257,129 @@ SV_TEST(cm_connect_accept_data_disconnect)
 
 	rdma_destroy_qp(s);
 	rdma_destroy_qp(c);
+	ASSERT_OK(rdma_destroy_id(s));
+	ASSERT_OK(rdma_destroy_id(c));
+	ASSERT_OK(rdma_destroy_id(l));
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(sch);
+}
+
+/*
+ * The peer takes our message, sends its own and disconnects at once.  A
+ * program that reads its non-blocking channel between CQ polls (libfabric's
+ * ofi_rxm) must have polled both completions — our send the peer ACKed,
+ * the peer's message — before it reads DISCONNECTED, as on an HCA, where
+ * they are made when the ACK and the message arrive: at DISCONNECTED it
+ * destroys the QP, and ibv_destroy_qp removes the completions not yet
+ * polled.  Here the program reads the channel first, as ofi_rxm does when
+ * it was preempted between an empty poll and its read.
+ */
+SV_TEST(cm_disconnected_after_the_peers_completions)
+{
+	struct rdma_event_channel *sch = rdma_create_event_channel();
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	uint8_t s_out[64], s_in[64] = {0}, c_out[64], c_in[64] = {0};
+	struct ibv_mr *s_mo, *s_mi, *c_mo, *c_mi;
+	bool sent = false, got = false, disconnected = false;
+	struct pollfd p = {.events = POLLIN};
+	struct rdma_conn_param cp = {.retry_count = 7, .rnr_retry_count = 7};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c, *s;
+	struct epoll_event pe = {.events = EPOLLIN | EPOLLET};
+	unsigned int eagain = 0;
+	struct ibv_wc wc;
+	uint64_t end;
+	uint16_t port;
+	int ep;
+
+	ASSERT_NOT_NULL(sch);
+	ASSERT_NOT_NULL(cch);
+	l = listener(sch, RDMA_PS_TCP, &port);
+	c = resolved(cch, RDMA_PS_TCP, port);
+	make_qp(c, IBV_QPT_RC);
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	s = ev->id;
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	make_qp(s, IBV_QPT_RC);
+	ASSERT_OK(rdma_accept(s, &cp));
+	expect_ack(cch, RDMA_CM_EVENT_ESTABLISHED);
+	expect_ack(sch, RDMA_CM_EVENT_ESTABLISHED);
+
+	fill(s_out, sizeof(s_out), 5);
+	fill(c_out, sizeof(c_out), 11);
+	s_mo = rdma_reg_msgs(s, s_out, sizeof(s_out));
+	s_mi = rdma_reg_msgs(s, s_in, sizeof(s_in));
+	c_mo = rdma_reg_msgs(c, c_out, sizeof(c_out));
+	c_mi = rdma_reg_msgs(c, c_in, sizeof(c_in));
+	ASSERT_NOT_NULL(s_mo);
+	ASSERT_NOT_NULL(s_mi);
+	ASSERT_NOT_NULL(c_mo);
+	ASSERT_NOT_NULL(c_mi);
+	ASSERT_OK(rdma_post_recv(s, NULL, s_in, sizeof(s_in), s_mi));
+	ASSERT_OK(rdma_post_recv(c, NULL, c_in, sizeof(c_in), c_mi));
+
+	/* our send; the peer takes it (its responder ACKs), answers and
+	 * disconnects */
+	ASSERT_OK(rdma_post_send(s, NULL, s_out, sizeof(s_out), s_mo, 0));
+	wc = poll_one(c->recv_cq);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_OK(rdma_post_send(c, NULL, c_out, sizeof(c_out), c_mo, 0));
+	wc = poll_one(c->send_cq);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_OK(rdma_disconnect(c));
+
+	/* the DISCONNECTED is queued: then the program's loop, reading
+	 * the channel first */
+	p.fd = sch->fd;
+	ASSERT_EQ(1, poll(&p, 1, EV_MS));
+	/* a waiter edge-triggered (UCX's async thread) is woken again */
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_GE(ep, 0);
+	ASSERT_OK(epoll_ctl(ep, EPOLL_CTL_ADD, sch->fd, &pe));
+	ASSERT_EQ(1, epoll_wait(ep, &pe, 1, EV_MS));
+	ASSERT_OK(
+		fcntl(sch->fd, F_SETFL, fcntl(sch->fd, F_GETFL) | O_NONBLOCK));
+	end = sv_now_ms() + EV_MS;
+	while (!disconnected && sv_now_ms() < end) {
+		if (rdma_get_cm_event(sch, &ev) == 0) {
+			ASSERT_EQ(RDMA_CM_EVENT_DISCONNECTED, ev->event);
+			ASSERT_OK(rdma_ack_cm_event(ev));
+			disconnected = true;
+			break;
+		}
+		ASSERT_EQ(EAGAIN, errno);
+		eagain++;
+		ASSERT_EQ(1, epoll_wait(ep, &pe, 1, EV_MS));
+		while (ibv_poll_cq(s->send_cq, 1, &wc) == 1) {
+			ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+			sent = true;
+		}
+		while (ibv_poll_cq(s->recv_cq, 1, &wc) == 1) {
+			ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+			ASSERT_EQ(sizeof(c_out), wc.byte_len);
+			got = true;
+		}
+	}
+	ASSERT_TRUE(disconnected);
+	close(ep);
+	/* ofi_rxm's FI_SHUTDOWN: the QP goes, unpolled completions with it */
+	rdma_destroy_qp(s);
+	if (!sent || !got)
+		sv_test_fail(__FILE__, __LINE__,
+			     "DISCONNECTED read before %s%s%s (%u EAGAIN)",
+			     sent ? "" : "our ACKed send's completion",
+			     !sent && !got ? " and " : "",
+			     got ? "" : "the peer's message", eagain);
+	ASSERT_OK(memcmp(s_in, c_out, sizeof(c_out)));
+	ASSERT_OK(memcmp(c_in, s_out, sizeof(s_out)));
+
+	expect_ack(cch, RDMA_CM_EVENT_DISCONNECTED);
+	rdma_destroy_qp(c);
+	rdma_dereg_mr(s_mo);
+	rdma_dereg_mr(s_mi);
+	rdma_dereg_mr(c_mo);
+	rdma_dereg_mr(c_mi);
 	ASSERT_OK(rdma_destroy_id(s));
 	ASSERT_OK(rdma_destroy_id(c));
 	ASSERT_OK(rdma_destroy_id(l));

@@ -874,6 +874,40 @@ const struct mx_row mx_rows[] = {
 		.says = "64      10      =10",
 		.also_says = "usec/xfer",
 	},
+	/* as Open MPI's OFI MTL uses verbs: ofi_rxm's RDM endpoint over
+	 * verbs MSG endpoints; its close at the peer's DISCONNECTED took our
+	 * ACKed last send with it (rdmacm/channel.c hold_disconnect) */
+	{
+		.name = "fi_pingpong_verbs_rxm",
+		.pkg = "libfabric-bin",
+		.expect = MX_WORKS,
+		.reason = CM_OK "; libfabric's ofi_rxm (FI_EP_RDM) over its "
+				"verbs provider, shared memory",
+		.server = {"fi_pingpong", "-p", "verbs;ofi_rxm", "-e", "rdm",
+			   "-B", "@PORT@", "-I", "100", "-S", "1024"},
+		.client = {"fi_pingpong", "-p", "verbs;ofi_rxm", "-e", "rdm",
+			   "-P", "@PORT@", "-I", "100", "-S", "1024",
+			   "127.0.0.1"},
+		.deadline_s = RUN,
+		.says = "1k      100     =100",
+		.also_says = "usec/xfer",
+	},
+	{
+		.name = "fi_pingpong_verbs_rxm_tcp",
+		.pkg = "libfabric-bin",
+		.expect = MX_WORKS,
+		.reason = CM_OK "; libfabric's ofi_rxm (FI_EP_RDM) over its "
+				"verbs provider, softverbs' TCP transport",
+		.server = {"fi_pingpong", "-p", "verbs;ofi_rxm", "-e", "rdm",
+			   "-B", "@PORT@", "-I", "100", "-S", "1024"},
+		.client = {"fi_pingpong", "-p", "verbs;ofi_rxm", "-e", "rdm",
+			   "-P", "@PORT@", "-I", "100", "-S", "1024",
+			   "127.0.0.1"},
+		.deadline_s = RUN,
+		.env = {"SOFTVERBS_TRANSPORT=tcp"},
+		.says = "1k      100     =100",
+		.also_says = "usec/xfer",
+	},
 
 	/* Open MPI: tests/matrix/mpi_pingpong.c, built when MPI is found */
 	{
