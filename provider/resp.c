@@ -850,7 +850,6 @@ static void warm_next(struct sv_qp *qp)
 		struct sv_mr *mr;
 		bool have;
 
-		qp->warm_wqe = qp->rq_comp + 1;
 		qp->warm_len = qp->warm_done = 0;
 		if (qp->srq) { /* lent WQEs: under the SRQ's lock */
 			sv_lock(&qp->srq->lock);
@@ -860,7 +859,8 @@ static void warm_next(struct sv_qp *qp)
 			have = qp->rq_comp != qp->rq_post;
 		}
 		if (!have)
-			return;
+			return; /* looked for again next time */
+		qp->warm_wqe = qp->rq_comp + 1;
 		r = &qp->rq[qp->rq_comp & (qp->rq_size - 1)];
 		sg = rwqe_sge(qp, r);
 		if (!r->num_sge || !sg[0].length)

@@ -404,6 +404,10 @@ SV_TEST(single_copy_idle_receiver_reads_next_buffer_ahead)
 	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 9);
 	one_4k(&p, 16384, 100);
 	w = WARMED(&p.b);
+	/* idle with no receive posted: nothing to read */
+	for (int i = 0; i < 100; i++)
+		ASSERT_EQ(0, ibv_poll_cq(p.b.rcq, 1, &wc));
+	ASSERT_EQ(w, WARMED(&p.b));
 	/* the next receive, posted: idle polls read it ahead, once */
 	ASSERT_OK(sv_end_recv(&p.b, 101, 65536, 8192));
 	ASSERT_EQ(w + 1, idle_until_warmed(&p.b, w + 1));
