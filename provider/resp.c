@@ -246,6 +246,7 @@ static enum resp_result recv_placed(struct sv_qp *qp, const struct sv_pkt *p)
 		return RESP_NEXT;
 	}
 	qp->resp_msg = p->msg_len;
+	qp->resp_placed = true;
 	if (p->msg_len > qp->rq[qp->rq_comp & (qp->rq_size - 1)].length) {
 		/* IBA 9.7.5.2.2: it does not fit (the sender ignored our
 		 * description) */
@@ -327,6 +328,7 @@ static enum resp_result recv_send(struct sv_qp *qp, const struct sv_pkt *p,
 		r = &qp->rq[qp->rq_comp & (qp->rq_size - 1)];
 		qp->resp_in_msg = true;
 		qp->resp_msg = p->msg_len;
+		qp->resp_placed = false;
 		qp->resp_off = 0;
 		qp->resp_sge_idx = qp->resp_sge_off = 0;
 		if (p->msg_len > r->length) /* IBA 9.7.5.2.2 */
@@ -830,10 +832,14 @@ static enum resp_result check_psn(struct sv_qp *qp, const struct sv_pkt *p,
  * SRQ) otherwise pays a miss per line of every receive on its critical
  * path (bench/results/srq/README.md).  As long as the last message, at
  * most SV_WARM_RECV_MAX bytes (larger ones are placed by the sender, or
- * are bandwidth-bound); read, not for ownership: a sender that places
- * into the buffer (req.c) takes the lines from us no dearer than from
- * memory.  Only a hint: a WQE taken back by the SRQ meanwhile costs a
- * few useless reads, and an address the application unmapped none.
+ * are bandwidth-bound), and only after a send that came through the
+ * ring: one the sender placed (req.c place_pays: a warm buffer, a busy
+ * receiver) tells that it writes the next one too, and lines we pulled
+ * over would cost its writes a trip each (ib_send_lat -s 4096, which
+ * reuses one buffer and never reads it: 0.78 -> 1.74 us a round trip
+ * when we read ahead regardless).  Only a hint: a WQE taken back by the SRQ
+ * meanwhile costs a few useless reads, and an address the application unmapped
+ * none.
  */
 #define SV_WARM_RECV_MAX 8192u
 #define SV_WARM_STEP	 1024u /* bytes read ahead per idle look */
@@ -842,7 +848,8 @@ static void warm_next(struct sv_qp *qp)
 {
 	uint32_t len = qp->resp_msg, n;
 
-	if (!len || len > SV_WARM_RECV_MAX || qp->resp_in_msg)
+	if (!len || len > SV_WARM_RECV_MAX || qp->resp_in_msg ||
+	    qp->resp_placed)
 		return;
 	if (qp->warm_wqe != qp->rq_comp + 1) {
 		const struct sv_rwqe *r;

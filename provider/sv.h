@@ -604,6 +604,8 @@ struct sv_qp {
 	 * warm_buf, warm_done of them so far */
 	const uint8_t *warm_buf;
 	uint32_t warm_wqe, warm_len, warm_done;
+	bool resp_placed; /* the last send was placed by the sender: it
+			   * writes the next one too, no read ahead */
 	uint32_t resp_sge_idx, resp_sge_off;
 	bool resp_rnr;	       /* head packet NAKed for RNR */
 	bool resp_in_msg;      /* between FIRST and LAST */

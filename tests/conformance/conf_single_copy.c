@@ -387,15 +387,15 @@ static uint64_t idle_until_warmed(struct sv_end *e, uint64_t want)
 /*
  * resp.c warm_next: while the receiver polls with nothing arriving, it
  * reads the buffer of its next receive ahead (as long as the last
- * message, at most 8 KiB), once per receive; after a larger message it
- * does not.
+ * message, at most 8 KiB), once per receive; after a larger message, or
+ * one the sender placed, it does not.
  */
 SV_TEST(single_copy_idle_receiver_reads_next_buffer_ahead)
 {
 	sv_test_needs_shm("single-copy sends");
 	struct ibv_wc wc;
 	struct sv_pair p;
-	uint64_t w;
+	uint64_t w, placed;
 
 	sc_pair(&p);
 	ASSERT_OK(sv_end_recv(&p.b, 9, 0, 64)); /* the link is up */
@@ -419,6 +419,24 @@ SV_TEST(single_copy_idle_receiver_reads_next_buffer_ahead)
 	expect_recv(&p.b, 101, 4096);
 	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 101);
 	ASSERT_EQ(-1, sv_check(p.b.buf + 65536, 4096, 101));
+	/* the same buffer again: warm, the sender places into it; then
+	 * nothing is read ahead (it writes the next one itself) */
+	ASSERT_OK(sv_end_recv(&p.b, 104, 65536, 8192));
+	placed = PLACED(&p.a);
+	sv_fill(p.a.buf, 4096, 104);
+	ASSERT_OK(sv_end_send(&p.a, 104, 0, 4096, 0));
+	expect_recv(&p.b, 104, 4096);
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 104);
+	ASSERT_EQ(placed + 1, PLACED(&p.a));
+	w = WARMED(&p.b);
+	ASSERT_OK(sv_end_recv(&p.b, 105, 65536, 8192));
+	for (int i = 0; i < 100; i++)
+		ASSERT_EQ(0, ibv_poll_cq(p.b.rcq, 1, &wc));
+	ASSERT_EQ(w, WARMED(&p.b));
+	sv_fill(p.a.buf, 4096, 105);
+	ASSERT_OK(sv_end_send(&p.a, 105, 0, 4096, 0));
+	expect_recv(&p.b, 105, 4096);
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 105);
 	/* after 16 KiB: nothing read ahead */
 	ASSERT_OK(sv_end_recv(&p.b, 102, 131072, 16384));
 	sv_fill(p.a.buf, 16384, 102);
