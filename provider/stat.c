@@ -64,6 +64,7 @@ static const struct {
 	F(direct_ops),
 	F(placed_sends),
 	F(cold_sends),
+	F(warmed_recvs),
 	F(ud_drops),
 	F(err_wc),
 	F(tcp_sends),

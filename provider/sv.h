@@ -505,6 +505,8 @@ struct sv_qp_stats {
 				* buffer (req.c try_place) */
 	uint64_t cold_sends;   /* placeable sends sent through the ring:
 				* a cold buffer, an idle receiver */
+	uint64_t warmed_recvs; /* receive buffers read ahead while idle
+				* (resp.c warm_next) */
 	uint64_t ud_drops;     /* UD datagrams dropped on arrival */
 	uint64_t err_wc;       /* completions with an error status */
 	uint64_t tcp_sends;    /* sendmsg calls on its TCP link (tcp.c) */
@@ -599,6 +601,13 @@ struct sv_qp {
 	uint32_t resp_psn; /* next PSN we expect */
 	uint32_t resp_off; /* bytes placed in the current rwqe */
 	uint32_t resp_msg; /* length of the message in progress */
+	/* the next receive's buffer, read ahead while idle (resp.c
+	 * warm_next): for WQE number warm_wqe - 1, warm_len bytes at
+	 * warm_buf, warm_done of them so far */
+	const uint8_t *warm_buf;
+	uint32_t warm_wqe, warm_len, warm_done;
+	bool resp_placed; /* the last send was placed by the sender: it
+			   * writes the next one too, no read ahead */
 	uint32_t resp_sge_idx, resp_sge_off;
 	bool resp_rnr;	       /* head packet NAKed for RNR */
 	bool resp_in_msg;      /* between FIRST and LAST */

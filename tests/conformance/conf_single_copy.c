@@ -280,6 +280,7 @@ static uint64_t stat_of(struct sv_end *e, size_t off)
 }
 #define PLACED(e) stat_of(e, offsetof(struct sv_qp_stats, placed_sends))
 #define COLD(e)	  stat_of(e, offsetof(struct sv_qp_stats, cold_sends))
+#define WARMED(e) stat_of(e, offsetof(struct sv_qp_stats, warmed_recvs))
 
 /* One 4 KiB send into the receive at off, waited for, bytes checked. */
 static void one_4k(struct sv_pair *p, size_t off, uint32_t seed)
@@ -369,5 +370,83 @@ SV_TEST(single_copy_cold_buffer_idle_receiver_uses_ring)
 	ASSERT_EQ(-1, sv_check(p.b.buf + 600000, 16384, 400));
 	ASSERT_EQ(placed + 1, PLACED(&p.a));
 	ASSERT_EQ(cold, COLD(&p.a));
+	sv_pair_close(&p);
+}
+
+/* Polls e's receive CQ, expecting nothing, until its warmed_recvs
+ * reaches want (the harness's deadline bounds it); the count then. */
+static uint64_t idle_until_warmed(struct sv_end *e, uint64_t want)
+{
+	struct ibv_wc wc;
+
+	while (WARMED(e) < want)
+		ASSERT_EQ(0, ibv_poll_cq(e->rcq, 1, &wc));
+	return WARMED(e);
+}
+
+/*
+ * resp.c warm_next: while the receiver polls with nothing arriving, it
+ * reads the buffer of its next receive ahead (as long as the last
+ * message, at most 8 KiB), once per receive; after a larger message, or
+ * one the sender placed, it does not.
+ */
+SV_TEST(single_copy_idle_receiver_reads_next_buffer_ahead)
+{
+	sv_test_needs_shm("single-copy sends");
+	struct ibv_wc wc;
+	struct sv_pair p;
+	uint64_t w, placed;
+
+	sc_pair(&p);
+	ASSERT_OK(sv_end_recv(&p.b, 9, 0, 64)); /* the link is up */
+	ASSERT_OK(sv_end_send(&p.a, 9, 0, 64, 0));
+	expect_recv(&p.b, 9, 64);
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 9);
+	one_4k(&p, 16384, 100);
+	w = WARMED(&p.b);
+	/* idle with no receive posted: nothing to read */
+	for (int i = 0; i < 100; i++)
+		ASSERT_EQ(0, ibv_poll_cq(p.b.rcq, 1, &wc));
+	ASSERT_EQ(w, WARMED(&p.b));
+	/* the next receive, posted: idle polls read it ahead, once */
+	ASSERT_OK(sv_end_recv(&p.b, 101, 65536, 8192));
+	ASSERT_EQ(w + 1, idle_until_warmed(&p.b, w + 1));
+	for (int i = 0; i < 100; i++)
+		ASSERT_EQ(0, ibv_poll_cq(p.b.rcq, 1, &wc));
+	ASSERT_EQ(w + 1, WARMED(&p.b));
+	sv_fill(p.a.buf, 4096, 101);
+	ASSERT_OK(sv_end_send(&p.a, 101, 0, 4096, 0));
+	expect_recv(&p.b, 101, 4096);
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 101);
+	ASSERT_EQ(-1, sv_check(p.b.buf + 65536, 4096, 101));
+	/* the same buffer again: warm, the sender places into it; then
+	 * nothing is read ahead (it writes the next one itself) */
+	ASSERT_OK(sv_end_recv(&p.b, 104, 65536, 8192));
+	placed = PLACED(&p.a);
+	sv_fill(p.a.buf, 4096, 104);
+	ASSERT_OK(sv_end_send(&p.a, 104, 0, 4096, 0));
+	expect_recv(&p.b, 104, 4096);
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 104);
+	ASSERT_EQ(placed + 1, PLACED(&p.a));
+	w = WARMED(&p.b);
+	ASSERT_OK(sv_end_recv(&p.b, 105, 65536, 8192));
+	for (int i = 0; i < 100; i++)
+		ASSERT_EQ(0, ibv_poll_cq(p.b.rcq, 1, &wc));
+	ASSERT_EQ(w, WARMED(&p.b));
+	sv_fill(p.a.buf, 4096, 105);
+	ASSERT_OK(sv_end_send(&p.a, 105, 0, 4096, 0));
+	expect_recv(&p.b, 105, 4096);
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 105);
+	/* after 16 KiB: nothing read ahead */
+	ASSERT_OK(sv_end_recv(&p.b, 102, 131072, 16384));
+	sv_fill(p.a.buf, 16384, 102);
+	ASSERT_OK(sv_end_send(&p.a, 102, 0, 16384, 0));
+	expect_recv(&p.b, 102, 16384);
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 102);
+	w = WARMED(&p.b);
+	ASSERT_OK(sv_end_recv(&p.b, 103, 196608, 16384));
+	for (int i = 0; i < 100; i++)
+		ASSERT_EQ(0, ibv_poll_cq(p.b.rcq, 1, &wc));
+	ASSERT_EQ(w, WARMED(&p.b));
 	sv_pair_close(&p);
 }
