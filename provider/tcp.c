@@ -1167,7 +1167,8 @@ enum sv_link_state sv_tcp_run(struct sv_link *l, uint32_t peer_qpn,
 
 	if (!now)
 		now = sv_now_ns();
-	if (t->down_since && now - t->down_since > down_max_ns && !t->gone) {
+	if (t->down_since && sv_ns_since(now, t->down_since) > down_max_ns &&
+	    !t->gone) {
 		sv_dbg("qp %06x: tcp: no connection for %llu ms: the peer is "
 		       "gone\n",
 		       t->my_qpn,
@@ -1235,7 +1236,8 @@ bool sv_tcp_owed(const struct sv_link *l, uint64_t now)
 {
 	const struct sv_tcp *t = l->tcp;
 
-	return t && t->owed_ns && now - t->owed_ns >= SV_TCP_ACK_DELAY_NS;
+	return t && t->owed_ns &&
+	       sv_ns_since(now, t->owed_ns) >= SV_TCP_ACK_DELAY_NS;
 }
 
 /* Bytes of the peer's wait unread in our socket. */
@@ -1637,7 +1639,7 @@ uint64_t sv_tcp_door_next_ns(struct sv_context *ctx, uint64_t now)
 
 		if (p->pfd.fd < 0)
 			continue;
-		if (now - p->since >= SV_HELLO_WAIT_NS)
+		if (sv_ns_since(now, p->since) >= SV_HELLO_WAIT_NS)
 			pend_drop(ctx, p); /* silent too long */
 		else if (p->since + SV_HELLO_WAIT_NS < next)
 			next = p->since + SV_HELLO_WAIT_NS;
