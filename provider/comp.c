@@ -7,7 +7,9 @@
  * is flushed (IBA 10.8.3).  The ACK timeout counts only while the link is
  * not up: a ring loses nothing, and a peer that dies hangs up (progress.c),
  * so a late ACK on an up link means a slow peer (stopped, debugged), which
- * an HCA would have acknowledged for — never an error.  Except with
+ * an HCA would have acknowledged for — never an error; nor while a TCP
+ * link's first calls wait unanswered at busy doors (sv_tcp_setup_waits):
+ * nothing was sent yet.  Except with
  * SOFTVERBS_FAULTS drop, where packets are lost: then the timeout resends
  * (req.c sv_req_rewind) and counts against retry_cnt.  A NAK-seq always
  * resends from the PSN it names (IBA 9.7.5.1), not counted.  A peer QP that
@@ -576,6 +578,10 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 	} else if (qp->link.state == SV_LINK_UP) {
 		/* slow, alive; over TCP, resent (sv_tcp_retransmit) */
 		sv_tcp_retransmit(&qp->link);
+		qp->comp_deadline = now + ack_timeout(qp);
+	} else if (sv_tcp_setup_waits(&qp->link, now)) {
+		/* IBA 9.7.6.1.3: the timer runs from when a packet was
+		 * sent; ours still wait for our call to the peer's host */
 		qp->comp_deadline = now + ack_timeout(qp);
 	} else if (qp->comp_retries++ >= qp->attr.retry_cnt)
 		fail_head(qp, IBV_WC_RETRY_EXC_ERR);

@@ -142,6 +142,10 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 			*active = true;
 			continue;
 		}
+		/* the clock again, now that we hold the lock: the walk is
+		 * long with thousands of QPs, and whoever held it before
+		 * stamped the link with a later clock than our first read */
+		now = sv_now_ns();
 		rung = atomic_load_explicit(&qp->pfd[1].rung,
 					    memory_order_relaxed);
 		if (rung) {

@@ -387,7 +387,8 @@ static int try_pending(struct sv_link *l, int i, uint32_t my_qpn,
 	int fd = l->pend_fd[i], err;
 
 	err = take_hello(l, fd, my_qpn, expect);
-	if (err == -EAGAIN && now - l->pend_ns[i] < SV_HELLO_WAIT_NS)
+	if (err == -EAGAIN &&
+	    sv_ns_since(now, l->pend_ns[i]) < SV_HELLO_WAIT_NS)
 		return 0; /* connected, hello still coming */
 	l->pend_fd[i] = -1;
 	if (err < 0) {

@@ -65,6 +65,10 @@ enum conn_state {
  * not that: a listener that closes as our call reaches it refuses it,
  * and the next call reaches another. */
 #define REFUSED_GONE 3
+/* How long a link's first set-up may wait at doors that do not answer
+ * (busy: thousands of calls at once; or stopped) before the requester's
+ * ACK timer counts its tries again (sv_tcp_setup_waits). */
+#define SETUP_WAIT_MAX_NS 10000000000ull
 
 struct sv_tcp {
 	union sv_sockaddr dst; /* the peer host's door: IPv4 or IPv6 */
@@ -116,6 +120,9 @@ struct sv_tcp {
 	uint64_t down_since;	/* when our connection broke after the peer
 				 * answered; 0 while it is up */
 	uint32_t refused;	/* calls refused in a row */
+	uint64_t first_call_ns; /* when the link's first call began */
+	bool turned_away;	/* the last call was answered: no such QP,
+				 * refused, or no door (sv_tcp_setup_waits) */
 	uint64_t owed_ns;	/* since when a state of ours waits */
 	uint64_t in_bytes;	/* read from the connection */
 	uint64_t seen_in_bytes; /* in_bytes at the thread's last look */
@@ -397,6 +404,7 @@ static void close_conn(struct sv_tcp *t, uint64_t now)
  * peer answered once: nobody listens on its host any more (REFUSED_GONE). */
 static void call_failed(struct sv_tcp *t, int err)
 {
+	t->turned_away = err == ECONNREFUSED;
 	if (err != ECONNREFUSED) {
 		t->refused = 0;
 		return;
@@ -431,6 +439,8 @@ static void connect_step(struct sv_link *l, uint64_t now)
 		if (now < t->next_ns)
 			return;
 		t->fd = -1;
+		if (!t->first_call_ns)
+			t->first_call_ns = now;
 		if (fd < 0)
 			fd = socket(t->dst.sa.sa_family,
 				    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
@@ -550,7 +560,8 @@ static void read_ack(struct sv_link *l, uint64_t now)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
 		if (now < t->deadline_ns)
 			return;
-		if (!t->alive) { /* a silent door: call again, at once */
+		t->turned_away = false; /* no answer: still on its way */
+		if (!t->alive) {	/* a silent door: call again, at once */
 			sv_dbg("qp %06x: tcp: no door answered in %llu ms\n",
 			       t->my_qpn,
 			       (unsigned long long)t->door_wait_ns / 1000000);
@@ -611,6 +622,7 @@ static void read_ack(struct sv_link *l, uint64_t now)
 	if (a->status != SV_TCP_OK) {
 		sv_dbg("qp %06x: tcp: QP %06x answers %u\n", t->my_qpn,
 		       t->peer_qpn, a->status);
+		t->turned_away = a->status != SV_TCP_BUSY;
 		/* no such QP: not yet, or not any more once it answered
 		 * (dead); refused by a QP that answered before: it left
 		 * the connection (to ERROR, RESET), as a goodbye says */
@@ -1201,7 +1213,8 @@ enum sv_link_state sv_tcp_run(struct sv_link *l, uint32_t peer_qpn,
 
 	if (!now)
 		now = sv_now_ns();
-	if (t->down_since && now - t->down_since > down_max_ns && !t->gone) {
+	if (t->down_since && sv_ns_since(now, t->down_since) > down_max_ns &&
+	    !t->gone) {
 		sv_dbg("qp %06x: tcp: no connection for %llu ms: the peer is "
 		       "gone\n",
 		       t->my_qpn,
@@ -1228,6 +1241,15 @@ enum sv_link_state sv_tcp_run(struct sv_link *l, uint32_t peer_qpn,
 	 * requests' timers wait for it, as for a stopped peer on shared
 	 * memory (comp.c) */
 	return t->alive ? SV_LINK_UP : SV_LINK_CONNECTING;
+}
+
+bool sv_tcp_setup_waits(const struct sv_link *l, uint64_t now)
+{
+	const struct sv_tcp *t = l->tcp;
+
+	return t && !t->was_up && !t->turned_away && !t->closed && !t->gone &&
+	       !t->proto_err && t->first_call_ns &&
+	       sv_ns_since(now, t->first_call_ns) < SETUP_WAIT_MAX_NS;
 }
 
 void sv_tcp_retransmit(struct sv_link *l)
@@ -1269,7 +1291,8 @@ bool sv_tcp_owed(const struct sv_link *l, uint64_t now)
 {
 	const struct sv_tcp *t = l->tcp;
 
-	return t && t->owed_ns && now - t->owed_ns >= SV_TCP_ACK_DELAY_NS;
+	return t && t->owed_ns &&
+	       sv_ns_since(now, t->owed_ns) >= SV_TCP_ACK_DELAY_NS;
 }
 
 /* Bytes of the peer's wait unread in our socket. */
@@ -1671,7 +1694,7 @@ uint64_t sv_tcp_door_next_ns(struct sv_context *ctx, uint64_t now)
 
 		if (p->pfd.fd < 0)
 			continue;
-		if (now - p->since >= SV_HELLO_WAIT_NS)
+		if (sv_ns_since(now, p->since) >= SV_HELLO_WAIT_NS)
 			pend_drop(ctx, p); /* silent too long */
 		else if (p->since + SV_HELLO_WAIT_NS < next)
 			next = p->since + SV_HELLO_WAIT_NS;

@@ -184,6 +184,14 @@ enum sv_link_state sv_tcp_run(struct sv_link *l, uint32_t peer_qpn,
  * sent again).  The completer counts the try if the peer does not answer
  * (comp.c). */
 void sv_tcp_retransmit(struct sv_link *l);
+/* The link was never up and its calls wait at the peer host's doors with
+ * no answer yet (busy doors: thousands of QPs connecting at once), for
+ * less than 10 s since its first call: what our requester posted has not
+ * gone out, so an ACK timeout is not a try (IBA 9.7.6.1.3: the timer runs
+ * from when the packet was sent; comp.c).  False once any call was
+ * answered that the peer QP is not there or does not take it (no such
+ * QP, refused, nothing listens): those count, as packets lost. */
+bool sv_tcp_setup_waits(const struct sv_link *l, uint64_t now);
 /* Around one run of the engine: what it publishes goes out at the end,
  * its ACKs and requests together. */
 void sv_tcp_run_begin(struct sv_link *l);

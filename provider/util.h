@@ -79,6 +79,16 @@ static inline uint64_t sv_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* How long since then, 0 if then is later than now: a time taken before
+ * another thread stamped then (under the same lock, with its own clock
+ * read) is not the stamp's future.  Unsigned now - then would be ~2^64
+ * there: the progress thread's look, with one clock read for a walk of
+ * thousands of QPs, took links that had just broken for gone. */
+static inline uint64_t sv_ns_since(uint64_t now, uint64_t then)
+{
+	return now > then ? now - then : 0;
+}
+
 static inline uint32_t sv_roundup_pow2(uint32_t v)
 {
 	return v <= 1 ? 1 : 1u << (32 - __builtin_clz(v - 1));

@@ -38,7 +38,14 @@ enum fault {
 	F_PAIR,	     /* a call is held (its hello not read, the door not
 		      * called) till another is held too: both go on at
 		      * once, so the two QPs' calls always cross */
+	F_LATE,	     /* every call held (its hello not read) till LATE_MS
+		      * after the proxy started, then relayed: a link whose
+		      * set-up takes longer than its retry budget */
+	F_SILENT,    /* every call held, never relayed: a set-up that
+		      * never completes */
 };
+
+#define LATE_MS 2500
 
 static volatile sig_atomic_t severed;
 
@@ -110,6 +117,8 @@ static bool pump(struct relay *r, enum fault f, bool from_caller, bool *dark)
 		case F_DELAY:
 		case F_SEVER:
 		case F_PAIR:
+		case F_LATE:
+		case F_SILENT:
 			break;
 		}
 	}
@@ -162,10 +171,24 @@ static void release_pairs(struct relay *r, uint16_t door)
 	}
 }
 
+/* F_LATE: the calls held so far go on to the door once it is time. */
+static void release_late(struct relay *r, uint16_t door)
+{
+	for (int i = 0; i < NCONN; i++) {
+		if (r[i].c < 0 || !r[i].held)
+			continue;
+		r[i].held = false;
+		r[i].s = door_call(door);
+		if (r[i].s < 0)
+			relay_close(&r[i]);
+	}
+}
+
 static void proxy_main(int lfd, enum fault f, uint16_t door)
 {
 	struct relay r[NCONN];
 	bool dark = false;
+	uint64_t late_ms = f == F_SILENT ? UINT64_MAX : now_ms() + LATE_MS;
 
 	memset(r, 0, sizeof(r));
 	for (int i = 0; i < NCONN; i++)
@@ -186,6 +209,11 @@ static void proxy_main(int lfd, enum fault f, uint16_t door)
 		uint64_t now = now_ms();
 		int np = 1, tmo = -1;
 
+		bool hold = f == F_PAIR || f == F_SILENT ||
+			    (f == F_LATE && now < late_ms);
+
+		if (f == F_LATE && now < late_ms)
+			tmo = (int)(late_ms - now);
 		p[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
 		for (int i = 0; i < NCONN; i++) {
 			bool stalled = r[i].resume_ms > now;
@@ -217,9 +245,9 @@ static void proxy_main(int lfd, enum fault f, uint16_t door)
 
 			for (i = 0; i < NCONN && r[i].c >= 0; i++)
 				;
-			if (f != F_PAIR)
+			if (!hold)
 				s = door_call(door);
-			if (c < 0 || i == NCONN || (f != F_PAIR && s < 0)) {
+			if (c < 0 || i == NCONN || (!hold && s < 0)) {
 				close(c);
 				close(s);
 			} else {
@@ -227,7 +255,7 @@ static void proxy_main(int lfd, enum fault f, uint16_t door)
 					.c = c,
 					.s = s,
 					.next = EVERY + (uint64_t)i * 7919,
-					.held = f == F_PAIR};
+					.held = hold};
 			}
 		}
 		for (int i = 0; i < NCONN; i++) {
@@ -248,6 +276,8 @@ static void proxy_main(int lfd, enum fault f, uint16_t door)
 		}
 		if (f == F_PAIR)
 			release_pairs(r, door);
+		if (f == F_LATE && now_ms() >= late_ms)
+			release_late(r, door);
 	}
 }
 
@@ -525,6 +555,57 @@ SV_TEST(tcp_fault_blackhole_fails_in_budget)
 	ASSERT_EQ(IBV_QPS_ERR, sv_end_state(&p.a));
 	printf("black hole: RETRY_EXC_ERR after %llu ms\n",
 	       (unsigned long long)(now_ms() - t0));
+	sv_pair_close(&p);
+	proxy_stop(pid);
+}
+
+/* A send posted at once on a link whose set-up takes longer than the
+ * retry budget (retry_cnt 1: two ACK timeouts of 500 ms): every call
+ * waits unanswered at the peer's door for LATE_MS.  Nothing went out
+ * meanwhile, so no try was used (IBA 9.7.6.1.3: the timer runs from
+ * when the packet was sent): the send succeeds once the link is up. */
+SV_TEST(tcp_slow_setup_uses_no_retries)
+{
+	struct sv_pair p;
+	pid_t pid = through(F_LATE, &p, 1);
+	uint64_t t0 = now_ms(), ms;
+	struct ibv_wc wc;
+
+	ASSERT_OK(sv_end_recv(&p.b, 7, 0, 64));
+	ASSERT_OK(sv_end_send(&p.a, 8, 0, 64, 0));
+	WAIT_WC(p.a.scq, &wc, 15000);
+	ms = now_ms() - t0;
+	printf("set-up held %u ms: send %s after %llu ms\n", LATE_MS,
+	       ibv_wc_status_str(wc.status), (unsigned long long)ms);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(8, wc.wr_id);
+	/* else the budget did not run out while the calls waited */
+	ASSERT_TRUE(ms >= 1500);
+	WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(7, wc.wr_id);
+	sv_pair_close(&p);
+	proxy_stop(pid);
+}
+
+/* A set-up that never completes (every call taken and never answered)
+ * still fails the send, RETRY_EXC_ERR, in bounded time: 10 s of waiting
+ * at doors (tcp.c SETUP_WAIT_MAX_NS), then the retry budget. */
+SV_TEST(tcp_setup_never_done_fails_bounded)
+{
+	struct sv_pair p;
+	pid_t pid = through(F_SILENT, &p, 1);
+	uint64_t t0 = now_ms(), ms;
+	struct ibv_wc wc;
+
+	ASSERT_OK(sv_end_send(&p.a, 9, 0, 64, 0));
+	WAIT_WC(p.a.scq, &wc, 20000);
+	ms = now_ms() - t0;
+	printf("set-up never done: send %s after %llu ms\n",
+	       ibv_wc_status_str(wc.status), (unsigned long long)ms);
+	ASSERT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
+	ASSERT_EQ(IBV_QPS_ERR, sv_end_state(&p.a));
+	ASSERT_TRUE(ms >= 9000);
 	sv_pair_close(&p);
 	proxy_stop(pid);
 }
