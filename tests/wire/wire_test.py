@@ -333,7 +333,10 @@ def stat_json(pid):
 
 def stat_send_bw():
     need("ib_send_bw")
-    n = 600000
+    # long enough for several refreshes of the table (SV_STAT_PERIOD_NS,
+    # 250 ms): 600,000 messages took under a second once shared memory
+    # moved 40 GB/s, and a run saw tx_pkts move once
+    n = 2000000
     port = free_port()
     args = ["-n", str(n), "-s", "65536", "-p", str(port)]
     srv = start("srv", ["ib_send_bw"] + args, {})
