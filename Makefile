@@ -80,7 +80,7 @@ scale: all
 # Soak (tests/soak, scripts/soak): SOAK_SECONDS (600) of worker pairs and
 # Debian's programs on softverbs with random kill -9s and SIGSTOPs, every
 # byte checked; report in $(BUILD)/soak/report.json.  Not a performance
-# test: it runs at nice 19.  SOAK_PROCS, SOAK_SEED: README "Soak".
+# test: it runs at nice 19.  SOAK_PROCS, SOAK_SEED: docs/testing.md "Soak".
 soak: all
 	@nice -n 19 scripts/soak --build $(BUILD)
 

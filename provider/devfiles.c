@@ -9,8 +9,8 @@
  * is served from a private tree this process writes, on the first such
  * call, into $TMPDIR (from what ibv_query_device, ibv_query_port,
  * ibv_query_gid, ibv_query_pkey and ibv_read_ibdev_sysfs_file answer: no
- * value of its own), and removes at exit.  README "Device files" says
- * what is answered and what is not.
+ * value of its own), and removes at exit.  docs/running.md, "Device
+ * files", says what is answered and what is not.
  */
 #include <dirent.h>
 #include <dlfcn.h>
