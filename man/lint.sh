@@ -58,7 +58,9 @@ for page in "$@"; do
 			man --warnings -l "$page"
 	fi
 	if command -v mandoc >/dev/null 2>&1; then
-		check "$page" "mandoc -Tlint" mandoc -Tlint -Wwarning "$page"
+		# -Tlint reports on stdout
+		check "$page" "mandoc -Tlint" \
+			sh -c 'mandoc -Tlint -Wwarning "$1" 1>&2' lint "$page"
 	fi
 done
 exit $failed
