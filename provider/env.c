@@ -259,10 +259,12 @@ int sv_env_parse(const struct sv_env_row *r, const char *s, uint64_t *v,
 		snprintf(why, n, "is not one of %s", range);
 		return -EINVAL;
 	case SV_ENV_T_PATH:
+		*v = 0; /* the string is the value */
 		return 0;
 	case SV_ENV_T_SPEC: {
 		char w[128];
 
+		*v = 0;
 		if (!r->check(s, w, sizeof(w)))
 			return 0;
 		snprintf(why, n, "is not valid: %s; valid: %s", w, range);
