@@ -36,6 +36,8 @@ static int faults_check(const char *v, char *why, size_t n)
 	return -EINVAL;
 }
 
+/* one row per variable, its fields read as a sentence */
+/* clang-format off */
 #define LIBS	 "libibverbs"
 #define RUN	 "softverbs-run"
 #define LIBS_CM	 "libibverbs, librdmacm"
@@ -166,13 +168,14 @@ const struct sv_env_row sv_env_rows[SV_ENV_COUNT] = {
 			"not preloaded)",
 	},
 };
+/* clang-format on */
 
 bool sv_env_quiet;
 
 static struct {
-	char *raw;	/* the environment's string; NULL: unset or empty */
-	bool bad;	/* refused: val is the default */
-	uint64_t val;	/* bool, uint, port, enum */
+	char *raw;    /* the environment's string; NULL: unset or empty */
+	bool bad;     /* refused: val is the default */
+	uint64_t val; /* bool, uint, port, enum */
 } env[SV_ENV_COUNT];
 static bool refused;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
@@ -187,17 +190,16 @@ void sv_env_range(const struct sv_env_row *r, char *buf, size_t n)
 		break;
 	case SV_ENV_T_UINT:
 	case SV_ENV_T_PORT:
-		snprintf(buf, n, "%" PRIu64 "..%" PRIu64 "%s%s", r->min,
-			 r->max, r->unit ? " " : "", r->unit ? r->unit : "");
+		snprintf(buf, n, "%" PRIu64 "..%" PRIu64 "%s%s", r->min, r->max,
+			 r->unit ? " " : "", r->unit ? r->unit : "");
 		break;
 	case SV_ENV_T_ENUM:
 		buf[0] = '\0';
 		for (int i = 0; r->values[i] && k < n; i++)
-			k += (size_t)snprintf(buf + k, n - k, "%s%s",
-					      i ? (r->values[i + 1] ? ", "
-								    : " or ")
-						: "",
-					      r->values[i]);
+			k += (size_t)snprintf(
+				buf + k, n - k, "%s%s",
+				i ? (r->values[i + 1] ? ", " : " or ") : "",
+				r->values[i]);
 		break;
 	default:
 		snprintf(buf, n, "%s", r->syntax);
@@ -245,7 +247,7 @@ int sv_env_parse(const struct sv_env_row *r, const char *s, uint64_t *v,
 		if (parse_u64(s, v) && *v >= r->min && *v <= r->max)
 			return 0;
 		snprintf(why, n, "is not %s%s",
-			 r->type == SV_ENV_T_PORT ? "a port in "
+			 r->type == SV_ENV_T_PORT   ? "a port in "
 			 : r->type == SV_ENV_T_UINT ? "in "
 						    : "",
 			 range);

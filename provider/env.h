@@ -37,12 +37,12 @@ enum sv_env_id {
 };
 
 enum sv_env_type {
-	SV_ENV_T_BOOL,	/* 0 or 1 */
-	SV_ENV_T_UINT,	/* decimal (or 0x hex) in [min, max] */
-	SV_ENV_T_PORT,	/* a TCP/UDP port, [min, max] */
-	SV_ENV_T_ENUM,	/* one of values[]; the value is its index */
-	SV_ENV_T_PATH,	/* any non-empty string */
-	SV_ENV_T_SPEC,	/* a string that check() accepts */
+	SV_ENV_T_BOOL, /* 0 or 1 */
+	SV_ENV_T_UINT, /* decimal (or 0x hex) in [min, max] */
+	SV_ENV_T_PORT, /* a TCP/UDP port, [min, max] */
+	SV_ENV_T_ENUM, /* one of values[]; the value is its index */
+	SV_ENV_T_PATH, /* any non-empty string */
+	SV_ENV_T_SPEC, /* a string that check() accepts */
 };
 
 /* What a value that does not parse or is out of range does. */

@@ -23,7 +23,6 @@
 
 #define SV_ACTIVE_CHECK_MS 5
 
-
 struct sv_progress {
 	pthread_t thread;
 	int epfd;

@@ -58,8 +58,8 @@ static void show_text(void)
 		sv_env_default(r, def, sizeof(def));
 		printf("\n# %s\n# %s: %s; default: %s; bad value: %s; read by "
 		       "%s\n",
-		       r->help, type_names[r->type], range, def,
-		       policy_text(r), r->reader);
+		       r->help, type_names[r->type], range, def, policy_text(r),
+		       r->reader);
 		if (!raw) {
 			value_default(i, val, sizeof(val));
 			printf("%s=%s\t# %s\n", r->name, val,
@@ -78,14 +78,15 @@ static void show_text(void)
 			continue;
 		}
 		value_default(i, val, sizeof(val));
-		printf("%s=%s\t# set to '%s', which %s: the default\n",
-		       r->name, val, raw, why);
+		printf("%s=%s\t# set to '%s', which %s: the default\n", r->name,
+		       val, raw, why);
 	}
 }
 
 static void show_markdown(void)
 {
-	printf("<!-- Made by `softverbs-run --env --markdown` from the table in "
+	printf("<!-- Made by `softverbs-run --env --markdown` from the table "
+	       "in "
 	       "provider/env.c;\n"
 	       "     do not edit: ctest env.docs_current fails when they "
 	       "differ. -->\n"

@@ -244,11 +244,10 @@ SV_TEST(env_default_debug_level)
 			   "using default 0");
 }
 
-SV_TEST(env_default_arena_and_cm_timeout)
+SV_TEST(env_default_cm_timeout)
 {
-	defaulted_one_line("SOFTVERBS_CM_TIMEOUT_MS", "0",
-			   SV_ENV_CM_TIMEOUT_MS, "1..3600000",
-			   "using default 64000 ms");
+	defaulted_one_line("SOFTVERBS_CM_TIMEOUT_MS", "0", SV_ENV_CM_TIMEOUT_MS,
+			   "1..3600000", "using default 64000 ms");
 }
 
 /* Two bad values: two lines, each once, even read from many threads. */
