@@ -36,7 +36,12 @@ grep -q '^SOFTVERBS_DEBUG=0	# default$' "$out/env" || fail "DEBUG's default not 
 grep -q '^# bool: 0 or 1; default: 0; bad value: warn, use the default' \
 	"$out/env" || fail "DEBUG's type, range, default and policy not shown"
 
-# a program's usual error path: no device, one line from us
+# a program's usual error path: no device, one line from us (in an ASan
+# build the runtime goes first, as tests/programs does)
+if [ -n "${SV_ASAN_RUNTIME:-}" ]; then
+	export LD_PRELOAD="$SV_ASAN_RUNTIME"
+	export ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0
+fi
 rc=0
 SOFTVERBS_TCP_PORT=99999 "$run" "$b/bin/rc_pingpong" >"$out/pp" 2>"$out/pp.err" || rc=$?
 [ $rc != 0 ] || fail "rc_pingpong succeeded with SOFTVERBS_TCP_PORT=99999"
