@@ -235,7 +235,7 @@ void sv_channel_signal(struct sv_channel *ch, struct sv_cq *cq)
 static bool spin_for_event(struct sv_channel *ch)
 {
 	struct sv_context *ctx = to_sctx(ch->ibv.context);
-	uint64_t end = sv_now_ns() + sv_event_spin_ns;
+	uint64_t end = sv_now_ns() + sv_env_uint(SV_ENV_EVENT_SPIN_US) * 1000;
 	struct pollfd p = {.fd = ch->evq.fd, .events = POLLIN};
 
 	do {

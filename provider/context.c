@@ -65,7 +65,8 @@ struct ibv_context *sv_open_device(struct ibv_device *dev)
 		errno = ENODEV;
 		return NULL;
 	}
-	if (sv_faults_init()) { /* a bad SOFTVERBS_FAULTS, said on stderr */
+	/* a bad SOFTVERBS_* value (said on stderr): not listed, not opened */
+	if (sv_env_refused() || sv_faults_init()) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -251,6 +251,15 @@ struct ibv_device **sv_get_device_list(int *num)
 		errno = ENOMEM;
 		return NULL;
 	}
+	sv_debug_init();
+	/* a bad SOFTVERBS_* value of a REFUSE row (env.c said which): no
+	 * device, and the program's own "no device" path runs */
+	if (sv_env_refused()) {
+		if (num)
+			*num = 0;
+		errno = EINVAL;
+		return list;
+	}
 	list[0] = &sv_dev.dev;
 	if (num)
 		*num = 1;

@@ -16,11 +16,11 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "env.h"
 #include "faults.h"
 
 struct sv_faults sv_faults;
@@ -147,7 +147,8 @@ int sv_faults_parse(const char *spec, struct sv_faults *f, char *bad,
 
 static void init_once(void)
 {
-	const char *spec = getenv("SOFTVERBS_FAULTS");
+	/* env.c checked it with the same parser and said what is wrong */
+	const char *spec = sv_env_raw(SV_ENV_FAULTS, NULL);
 	struct sv_faults f;
 
 	init_err = sv_faults_parse(spec, &f, init_bad, sizeof(init_bad));
@@ -160,12 +161,6 @@ int sv_faults_init(void)
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 	pthread_once(&once, init_once);
-	if (init_err)
-		fprintf(stderr,
-			"softverbs: SOFTVERBS_FAULTS: bad key or value '%s' "
-			"(keys: drop=P rnr=P access=P delay_us=N kill_at=N "
-			"seed=N, P in [0,1], delay_us at most 10000000)\n",
-			init_bad);
 	return init_err;
 }
 

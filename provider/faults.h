@@ -48,8 +48,8 @@ extern struct sv_faults sv_faults;
 int sv_faults_parse(const char *spec, struct sv_faults *f, char *bad,
 		    unsigned int badlen);
 
-/* Reads SOFTVERBS_FAULTS once; 0, or -EINVAL (said on stderr, naming the
- * key, at every call). */
+/* Parses SOFTVERBS_FAULTS (env.h's row) once; 0, or -EINVAL (env.c said
+ * it on stderr, naming the key, and softverbs0 is not listed). */
 int sv_faults_init(void);
 
 /* The decision: true with probability p, a pure function of its inputs. */

@@ -31,16 +31,6 @@
 #define SEQ_OFF offsetof(struct sv_ud_hdr, rsvd)
 #define SEQ_END (SEQ_OFF + sizeof(uint32_t))
 
-bool sv_ud_lanes_on = true;
-
-__attribute__((constructor)) static void lanes_config(void)
-{
-	const char *e = getenv("SOFTVERBS_UD_LANES");
-
-	if (e && !strcmp(e, "0"))
-		sv_ud_lanes_on = false;
-}
-
 enum tx_state {
 	TX_OFFERED, /* made, offered with the datagrams until accepted */
 	TX_ACTIVE,  /* accepted: datagrams go into it */
@@ -377,7 +367,7 @@ void sv_lane_offer(struct sv_qp *qp, int fd, pid_t pid)
 			goto out;
 		}
 	rx_reap(qp);
-	if (!sv_ud_lanes_on || qp->nlanes == SV_LANES_PER_QP ||
+	if (!sv_env_bool(SV_ENV_UD_LANES) || qp->nlanes == SV_LANES_PER_QP ||
 	    (!qp->lanes &&
 	     !(qp->lanes = calloc(SV_LANES_PER_QP, sizeof(*qp->lanes))))) {
 		atomic_store(&hdr->state, SV_LANE_REFUSED);

@@ -57,7 +57,7 @@ struct sv_mcast_grp {
  * by the caller on the fd it opens. */
 static void base_path(char *p, size_t n)
 {
-	const char *d = getenv("SOFTVERBS_MCAST_DIR");
+	const char *d = sv_env_str(SV_ENV_MCAST_DIR);
 
 	if (d && *d)
 		snprintf(p, n, "%s", d);

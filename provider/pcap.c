@@ -219,27 +219,14 @@ static pthread_once_t pcap_once = PTHREAD_ONCE_INIT;
 
 static void pcap_init(void)
 {
-	const char *f = getenv("SOFTVERBS_PCAP"), *s;
+	const char *f = sv_env_str(SV_ENV_PCAP);
 	uint8_t gh[24] = {0};
 	char path[4096];
 	int err;
 
 	if (!f || !*f)
 		return;
-	pc.snap = 128;
-	s = getenv("SOFTVERBS_PCAP_SNAP");
-	if (s && *s) {
-		char *end;
-		unsigned long v = strtoul(s, &end, 0);
-
-		if (*end || v > SV_MAX_TRAIN)
-			fprintf(stderr,
-				"softverbs: SOFTVERBS_PCAP_SNAP=%s is not a "
-				"byte count up to %u; using 128\n",
-				s, SV_MAX_TRAIN);
-		else
-			pc.snap = (uint32_t)v;
-	}
+	pc.snap = (uint32_t)sv_env_uint(SV_ENV_PCAP_SNAP);
 	err = expand(f, path, sizeof(path));
 	if (!err) {
 		pc.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,

@@ -23,8 +23,6 @@
 
 #define SV_ACTIVE_CHECK_MS 5
 
-uint64_t sv_event_spin_ns = 50000;
-
 struct sv_progress {
 	pthread_t thread;
 	int epfd;
@@ -467,14 +465,6 @@ void sv_progress_kick(struct sv_context *ctx)
 	/* non-blocking, and only we hold it */
 	if (write(ctx->prog->db.fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		sv_dbg("kick: %s\n", strerror(errno));
-}
-
-__attribute__((constructor)) static void sv_progress_config(void)
-{
-	const char *e = getenv("SOFTVERBS_EVENT_SPIN_US");
-
-	if (e)
-		sv_event_spin_ns = strtoull(e, NULL, 10) * 1000;
 }
 
 int sv_progress_start(struct sv_context *ctx)

@@ -19,20 +19,10 @@
 #include "sv.h"
 #include "tcp.h"
 
-#define SV_RING_DEFAULT (1u << 20)
-
+/* SOFTVERBS_RING_KB, rounded up to a power of two. */
 static uint64_t ring_size(void)
 {
-	static uint64_t size;
-	const char *e;
-
-	if (size)
-		return size;
-	e = getenv("SOFTVERBS_RING_KB");
-	size = e ? sv_roundup_pow2((uint32_t)atoi(e)) * 1024ull : 0;
-	if (size < 16384 || size > (256u << 20))
-		size = SV_RING_DEFAULT;
-	return size;
+	return sv_roundup_pow2((uint32_t)sv_env_uint(SV_ENV_RING_KB)) * 1024ull;
 }
 
 /* Flushes the send queue alone (SQE: receives go on). */

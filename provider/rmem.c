@@ -26,7 +26,6 @@
 #define REMOTE_ACCESS                                       \
 	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
 	 IBV_ACCESS_REMOTE_ATOMIC)
-#define ARENA_GB_MAX 16384u /* SOFTVERBS_ARENA_GB's ceiling: 16 TiB */
 
 /* A free range of arena offsets; the free list is sorted and coalesced. */
 struct range {
@@ -377,22 +376,7 @@ static int copy_from_arena(int fd, uint64_t off, uint8_t *p, size_t len)
 
 static uint64_t arena_bytes(void)
 {
-	const char *s = getenv("SOFTVERBS_ARENA_GB");
-	unsigned long gb;
-	char *end;
-
-	if (!s || !*s)
-		return (uint64_t)SV_RMEM_ARENA_GB << 30;
-	errno = 0;
-	gb = strtoul(s, &end, 10);
-	if (errno || *end || gb < 1 || gb > ARENA_GB_MAX) {
-		fprintf(stderr,
-			"softverbs: SOFTVERBS_ARENA_GB=%s is not 1..%u; "
-			"using %u\n",
-			s, ARENA_GB_MAX, SV_RMEM_ARENA_GB);
-		gb = SV_RMEM_ARENA_GB;
-	}
-	return (uint64_t)gb << 30;
+	return sv_env_uint(SV_ENV_ARENA_GB) << 30;
 }
 
 /* A memfd of size bytes (sparse), sealed so it can never change size:
@@ -1164,18 +1148,10 @@ static pthread_once_t policy_once = PTHREAD_ONCE_INIT;
 
 static void policy_read(void)
 {
-	const char *on = getenv("SOFTVERBS_SINGLE_COPY");
-	const char *min = getenv("SOFTVERBS_SINGLE_COPY_MIN");
-	const char *cold = getenv("SOFTVERBS_SINGLE_COPY_COLD");
-
-	if (cold && *cold)
-		single_copy_cold = (uint32_t)strtoul(cold, NULL, 0);
-
-	if (on && !strcmp(on, "0"))
+	single_copy_cold = (uint32_t)sv_env_uint(SV_ENV_SINGLE_COPY_COLD);
+	if (!sv_env_bool(SV_ENV_SINGLE_COPY))
 		return;
-	single_copy_min = SV_SINGLE_COPY_MIN;
-	if (min && *min)
-		single_copy_min = (uint32_t)strtoul(min, NULL, 0);
+	single_copy_min = (uint32_t)sv_env_uint(SV_ENV_SINGLE_COPY_MIN);
 	shared_access = REMOTE_ACCESS | IBV_ACCESS_LOCAL_WRITE;
 }
 

@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 
 #include "entry.h"
+#include "env.h"
 #include "faults.h"
 #include "link.h"
 #include "util.h"
@@ -795,7 +796,6 @@ void sv_ud_recv_run(struct sv_qp *qp);
  * is no such QP.  Receiver, under qp->lock: sv_lane_offer maps the lane
  * pid offered with a checked datagram (fd is consumed); peek/consume take
  * its records in order (peek: 1 and our copy of the header, or 0). */
-extern bool sv_ud_lanes_on;
 int sv_lane_send(struct sv_qp *qp, const void *d, size_t n, uint32_t qpn,
 		 int *offer_fd);
 void sv_lane_gone(struct sv_context *ctx, uint32_t qpn);
@@ -894,8 +894,6 @@ void sv_qp_drive(struct sv_qp *qp);
 /* now: the time if the caller knows it, else 0 (the engine may skip
  * its timers to save clock reads). */
 void sv_qp_run(struct sv_qp *qp, uint64_t now);
-/* Spin budget before ibv_get_cq_event sleeps (SOFTVERBS_EVENT_SPIN_US). */
-extern uint64_t sv_event_spin_ns;
 
 /* A receive WQE and its SGEs from a work request already checked
  * (post.c; SRQs too). */

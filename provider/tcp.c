@@ -180,35 +180,19 @@ static bool ack_ok(const struct sv_tcp_hello_ack *a)
 
 int sv_tcp_mode(void)
 {
-	static int mode = -1;
-	const char *e;
-
-	if (mode >= 0)
-		return mode;
-	e = getenv("SOFTVERBS_TRANSPORT");
-	if (e && !strcmp(e, "tcp"))
-		mode = 2;
-	else if (e && !strcmp(e, "shm"))
-		mode = 1;
-	else
-		mode = 0;
-	return mode;
+	return (int)sv_env_uint(SV_ENV_TRANSPORT); /* enum sv_transport */
 }
 
 uint16_t sv_tcp_connect_port(void)
 {
-	const char *e = getenv("SOFTVERBS_TCP_CONNECT_PORT");
-	long v = e ? strtol(e, NULL, 10) : 0;
+	uint64_t v = sv_env_uint(SV_ENV_TCP_CONNECT_PORT);
 
-	return v > 0 && v < 65536 ? (uint16_t)v : sv_tcp_port();
+	return v ? (uint16_t)v : sv_tcp_port(); /* 0: unset */
 }
 
 uint16_t sv_tcp_port(void)
 {
-	const char *e = getenv("SOFTVERBS_TCP_PORT");
-	long v = e ? strtol(e, NULL, 10) : 0;
-
-	return v > 0 && v < 65536 ? (uint16_t)v : SV_TCP_PORT_DEFAULT;
+	return (uint16_t)sv_env_uint(SV_ENV_TCP_PORT);
 }
 
 static int local_ring(struct sv_ring *r, uint64_t size, uint32_t qpn)

@@ -243,7 +243,8 @@ void sv_tcp_door_close(struct sv_context *ctx);
 void sv_tcp_door_event(struct sv_context *ctx, struct sv_pfd *p);
 /* When a caller that has not said hello is dropped. */
 uint64_t sv_tcp_door_next_ns(struct sv_context *ctx, uint64_t now);
-/* SOFTVERBS_TRANSPORT: 0 auto, 1 shm only, 2 tcp (forced). */
+/* SOFTVERBS_TRANSPORT: 0 auto, 1 shm only, 2 tcp (forced): enum
+ * sv_transport. */
 int sv_tcp_mode(void);
 uint16_t sv_tcp_port(void);
 /* The port we call peers on: SOFTVERBS_TCP_CONNECT_PORT (a proxy's, for

@@ -242,7 +242,7 @@ static int send_uni(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n)
 {
 	int offer = -1;
 
-	if (sv_ud_lanes_on && !w->ud_ip) {
+	if (sv_env_bool(SV_ENV_UD_LANES) && !w->ud_ip) {
 		int r = sv_lane_send(qp, d, n, w->ud_qpn, &offer);
 
 		if (!r) {
@@ -660,7 +660,7 @@ void sv_ud_recv_run(struct sv_qp *qp)
 
 	/* with lanes, the socket is read only once its edge was seen (the
 	 * progress thread raises rung): no system call per poll */
-	if (!sv_ud_lanes_on ||
+	if (!sv_env_bool(SV_ENV_UD_LANES) ||
 	    (atomic_load_explicit(rung, memory_order_relaxed) &&
 	     atomic_exchange(rung, false)))
 		recv_socket(qp);

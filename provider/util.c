@@ -3,6 +3,7 @@
  * util.h's out-of-line parts: the lock's contended path and the debug log
  * (SOFTVERBS_DEBUG).  Every layer uses them, so they live beside none.
  */
+#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "env.h"
 #include "util.h"
 
 int sv_debug;
@@ -39,9 +41,14 @@ void sv_log(const char *fmt, ...)
 	va_end(ap);
 }
 
-__attribute__((constructor)) static void sv_init_debug(void)
+static void debug_once(void)
 {
-	const char *d = getenv("SOFTVERBS_DEBUG");
+	sv_debug = sv_env_bool(SV_ENV_DEBUG);
+}
 
-	sv_debug = d && *d && strcmp(d, "0");
+void sv_debug_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, debug_once);
 }

@@ -125,6 +125,8 @@ static inline void sv_unlock(struct sv_lock *l)
 }
 
 extern int sv_debug;
+/* Sets sv_debug from SOFTVERBS_DEBUG, once (ibv_get_device_list). */
+void sv_debug_init(void);
 void sv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define sv_dbg(...)                          \
 	do {                                 \

@@ -219,8 +219,6 @@ void cm_ud_ah_attr(struct cm_id *c, struct ibv_ah_attr *ah);
 void cm_mcast_leave_all(struct cm_id *c);
 
 extern bool cm_debug;
-/* SOFTVERBS_CM_TIMEOUT_MS's value (NULL: unset) as the REQ's wait (conn.c) */
-unsigned int cm_rep_wait_ms(const char *env);
 void cm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -21,37 +21,6 @@
  * -R re-creates its listener between two connections). */
 #define CM_LISTEN_WAIT_MS  2000
 #define CM_LISTEN_GRACE_MS 250
-/*
- * How long a REQ (or SIDR REQ) that reached its listener waits for the
- * answer before the active side sees UNREACHABLE with -ETIMEDOUT, as the
- * kernel's IB CM reports IB_CM_REQ_ERROR / SIDR_REQ_ERROR once its
- * retries are spent (rdma_cm's response timeout 20, ~4.3 s per try, and
- * 15 retries: about a minute).  A listener's program that never answers
- * its CONNECT_REQUEST, or a peer that took our connection and says
- * nothing, must not hold the active side for ever.  The stream under us
- * is reliable, so the time is one wait rather than retries.
- */
-#define CM_REP_WAIT_MS 64000u
-
-unsigned int cm_rep_wait_ms(const char *env)
-{
-	unsigned long v;
-	char *end;
-
-	if (!env || !*env)
-		return CM_REP_WAIT_MS;
-	errno = 0;
-	v = strtoul(env, &end, 10);
-	if (errno || *end || !v || v > 3600000ul || *env == '-') {
-		fprintf(stderr,
-			"librdmacm (softverbs): SOFTVERBS_CM_TIMEOUT_MS=%s is "
-			"not 1..3600000 ms: using %u\n",
-			env, CM_REP_WAIT_MS);
-		return CM_REP_WAIT_MS;
-	}
-	return (unsigned int)v;
-}
-
 /* Lock held: a message from c with its address and QP filled in. */
 static void msg_init(struct cm_id *c, struct cm_msg *m, uint8_t type)
 {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cm.h"
+#include "env.h" /* provider/env.h: the SOFTVERBS_* table */
 
 struct cm_core cm_core = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -93,14 +94,14 @@ int cm_core_init(void)
 
 	pthread_mutex_lock(&cm_core.lock);
 	if (!cm_core.ctx) {
-		const char *d = getenv("SOFTVERBS_DEBUG");
-
-		const char *t = getenv("SOFTVERBS_TRANSPORT");
-		const char *w = getenv("SOFTVERBS_CM_TIMEOUT_MS");
-
-		cm_debug = d && *d && strcmp(d, "0");
-		cm_core.force_tcp = t && !strcmp(t, "tcp");
-		cm_core.rep_wait_ms = cm_rep_wait_ms(w);
+		/* our copy of env.c's table: libibverbs says what is bad
+		 * (and refuses to list softverbs0 if it must) */
+		sv_env_quiet = true;
+		cm_debug = sv_env_bool(SV_ENV_DEBUG);
+		cm_core.force_tcp =
+			sv_env_uint(SV_ENV_TRANSPORT) == SV_TRANSPORT_TCP;
+		cm_core.rep_wait_ms =
+			(unsigned int)sv_env_uint(SV_ENV_CM_TIMEOUT_MS);
 		ret = open_device();
 		if (ret && cm_core.ctx) {
 			ibv_close_device(cm_core.ctx);

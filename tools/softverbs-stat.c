@@ -11,6 +11,7 @@
  * skipped with a message.
  *
  *   softverbs-stat [--json] [-w|--watch SECONDS] [-a|--all] PID
+ *   softverbs-stat --env [--markdown|--names]   (env_show.c)
  *
  * Exit: 0 printed; 1 usage, no such process, permission; 2 the process
  * has no softverbs context.
@@ -31,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "env_show.h"
 #include "stat.h"
 
 #define MAX_CTX 64
@@ -72,7 +74,10 @@ static void usage(FILE *f)
 		   "[-a|--all] PID\n"
 		   "  prints the softverbs counters of process PID, per "
 		   "context and per QP\n"
-		   "  -a: every counter of every QP, zeros too\n");
+		   "  -a: every counter of every QP, zeros too\n"
+		   "       softverbs-stat --env [--markdown|--names]\n"
+		   "  prints the SOFTVERBS_* variables with the values in "
+		   "effect\n");
 }
 
 /* Finds the process's tables; -errno, or how many. */
@@ -335,9 +340,13 @@ int main(int argc, char **argv)
 		{"watch", required_argument, 0, 'w'},
 		{"all", no_argument, 0, 'a'},
 		{"help", no_argument, 0, 'h'},
+		{"env", no_argument, 0, 'E'},
+		{"markdown", no_argument, 0, 'M'},
+		{"names", no_argument, 0, 'N'},
 		{0, 0, 0, 0},
 	};
-	bool json = false, all = false;
+	bool json = false, all = false, env = false;
+	int how = -1;
 	double watch = 0;
 	char *end;
 	long pid;
@@ -364,12 +373,24 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case 'E':
+			env = true;
+			break;
+		case 'M':
+			how = SV_ENV_SHOW_MARKDOWN;
+			break;
+		case 'N':
+			how = SV_ENV_SHOW_NAMES;
+			break;
 		default:
 			usage(stderr);
 			return 1;
 		}
 	}
-	if (optind != argc - 1) {
+	if (env && optind == argc)
+		return sv_env_show(how < 0 ? SV_ENV_SHOW_TEXT
+					   : (enum sv_env_show)how);
+	if (env || how >= 0 || optind != argc - 1) {
 		usage(stderr);
 		return 1;
 	}

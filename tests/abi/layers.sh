@@ -19,7 +19,7 @@ layer() {
 	post.c | req.c | resp.c | comp.c | opcode.c | qp_state.c) echo 2 ;;
 	shm.c | tcp.c | ud.c | lane.c | ring.c | rmem.c) echo 3 ;;
 	progress.c) echo 4 ;;
-	util.c | fault.c | faults.c | crc32c.c | pcap.c | stat.c) echo 9 ;;
+	util.c | env.c | fault.c | faults.c | crc32c.c | pcap.c | stat.c) echo 9 ;;
 	*) echo "layers.sh: $1 is in no layer: place it here and in DESIGN.md" >&2
 	   echo -1 ;;
 	esac

@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The SOFTVERBS_* variables: the table (one row each, env.h), the one
+ * place that reads them from the environment, their parsers, and the one
+ * line on stderr a bad value gets.  A service like util.c: it calls
+ * nothing of the provider but faults.c's parser.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env.h"
+#include "faults.h"
+#include "rmem.h"
+#include "tcp.h"
+#include "wire.h"
+
+static const char *const transports[] = {
+	[SV_TRANSPORT_AUTO] = "auto",
+	[SV_TRANSPORT_SHM] = "shm",
+	[SV_TRANSPORT_TCP] = "tcp",
+	NULL,
+};
+
+static int faults_check(const char *v, char *why, size_t n)
+{
+	struct sv_faults f;
+	char bad[64];
+
+	if (!sv_faults_parse(v, &f, bad, sizeof(bad)))
+		return 0;
+	snprintf(why, n, "bad key or value '%s'", bad);
+	return -EINVAL;
+}
+
+/* one row per variable, its fields read as a sentence */
+/* clang-format off */
+#define LIBS	 "libibverbs"
+#define RUN	 "softverbs-run"
+#define LIBS_CM	 "libibverbs, librdmacm"
+#define LIBCM	 "librdmacm"
+#define BOOL(d)	 .type = SV_ENV_T_BOOL, .def = (d), .max = 1
+#define UINT(d, lo, hi) \
+	.type = SV_ENV_T_UINT, .def = (d), .min = (lo), .max = (hi)
+
+const struct sv_env_row sv_env_rows[SV_ENV_COUNT] = {
+	[SV_ENV_DEBUG] = {
+		"SOFTVERBS_DEBUG", BOOL(0), .policy = SV_ENV_DEFAULT,
+		.reader = LIBS_CM,
+		.help = "1: log connection, error and rdma_cm events to "
+			"stderr",
+	},
+	[SV_ENV_TRANSPORT] = {
+		"SOFTVERBS_TRANSPORT", .type = SV_ENV_T_ENUM,
+		.policy = SV_ENV_REFUSE, .def = SV_TRANSPORT_AUTO,
+		.values = transports, .reader = LIBS_CM,
+		.help = "auto: shared memory on this host, TCP to other "
+			"hosts; tcp: TCP on this host too (and the rdma_cm "
+			"rendezvous); shm: never TCP",
+	},
+	[SV_ENV_TCP_PORT] = {
+		"SOFTVERBS_TCP_PORT", .type = SV_ENV_T_PORT,
+		.policy = SV_ENV_REFUSE, .def = SV_TCP_PORT_DEFAULT, .min = 1,
+		.max = 65535, .reader = LIBS,
+		.help = "the TCP port QPs listen on and call (and the UDP "
+			"port of UD datagrams between hosts)",
+	},
+	[SV_ENV_TCP_CONNECT_PORT] = {
+		"SOFTVERBS_TCP_CONNECT_PORT", .type = SV_ENV_T_PORT,
+		.policy = SV_ENV_REFUSE, .def = 0,
+		.def_text = "SOFTVERBS_TCP_PORT's", .min = 1, .max = 65535,
+		.reader = LIBS,
+		.help = "the port QPs call peers on (a fault-injecting "
+			"proxy's, for tests)",
+	},
+	[SV_ENV_RING_KB] = {
+		"SOFTVERBS_RING_KB", UINT(1024, 16, 256 * 1024),
+		.policy = SV_ENV_DEFAULT, .unit = "KiB", .reader = LIBS,
+		.help = "each connection's ring per direction (rounded up "
+			"to a power of two)",
+	},
+	[SV_ENV_EVENT_SPIN_US] = {
+		"SOFTVERBS_EVENT_SPIN_US", UINT(50, 0, 10000000),
+		.policy = SV_ENV_DEFAULT, .unit = "us", .reader = LIBS,
+		.help = "how long ibv_get_cq_event keeps the engine running "
+			"before it sleeps",
+	},
+	[SV_ENV_SINGLE_COPY] = {
+		"SOFTVERBS_SINGLE_COPY", BOOL(1), .policy = SV_ENV_DEFAULT,
+		.reader = LIBS,
+		.help = "0: memory registered without remote access stays "
+			"private (sends go through the ring: two copies)",
+	},
+	[SV_ENV_SINGLE_COPY_MIN] = {
+		"SOFTVERBS_SINGLE_COPY_MIN",
+		UINT(SV_SINGLE_COPY_MIN, 0, UINT32_MAX),
+		.policy = SV_ENV_DEFAULT, .unit = "bytes", .reader = LIBS,
+		.help = "the size from which a send is placed straight into "
+			"the receive buffer",
+	},
+	[SV_ENV_SINGLE_COPY_COLD] = {
+		"SOFTVERBS_SINGLE_COPY_COLD",
+		UINT(SV_SINGLE_COPY_COLD, 0, UINT32_MAX),
+		.policy = SV_ENV_DEFAULT, .unit = "bytes", .reader = LIBS,
+		.help = "sends up to this size go through the ring when their "
+			"receive buffer is cold and the receiver idle (0: "
+			"always place)",
+	},
+	[SV_ENV_ARENA_GB] = {
+		"SOFTVERBS_ARENA_GB", UINT(SV_RMEM_ARENA_GB, 1, 16384),
+		.policy = SV_ENV_DEFAULT, .unit = "GiB", .reader = LIBS,
+		.help = "the most memory a context shares (sparse)",
+	},
+	[SV_ENV_UD_LANES] = {
+		"SOFTVERBS_UD_LANES", BOOL(1), .policy = SV_ENV_DEFAULT,
+		.reader = LIBS,
+		.help = "0: UD datagrams go on the QP's socket only (no "
+			"shared-memory lanes)",
+	},
+	[SV_ENV_MCAST_DIR] = {
+		"SOFTVERBS_MCAST_DIR", .type = SV_ENV_T_PATH,
+		.policy = SV_ENV_DEFAULT,
+		.def_text = "/dev/shm/softverbs-<uid>-mcast",
+		.syntax = "a directory", .reader = LIBS,
+		.help = "where multicast group membership is kept",
+	},
+	[SV_ENV_FAULTS] = {
+		"SOFTVERBS_FAULTS", .type = SV_ENV_T_SPEC,
+		.policy = SV_ENV_REFUSE, .def_text = "none",
+		.syntax = "comma-separated drop=P rnr=P access=P delay_us=N "
+			  "kill_at=N seed=N (P in [0,1], delay_us at most "
+			  "10000000)",
+		.check = faults_check, .reader = LIBS,
+		.help = "faults to inject: packets lost, RNR and access "
+			"NAKs, delays, a crash after N packets",
+	},
+	[SV_ENV_PCAP] = {
+		"SOFTVERBS_PCAP", .type = SV_ENV_T_PATH,
+		.policy = SV_ENV_DEFAULT, .def_text = "none",
+		.syntax = "a file name (%p: the process id, %%: %)",
+		.reader = LIBS,
+		.help = "write every packet to this pcap file (a file that "
+			"cannot be opened: a line, no capture)",
+	},
+	[SV_ENV_PCAP_SNAP] = {
+		"SOFTVERBS_PCAP_SNAP", UINT(128, 0, SV_MAX_TRAIN),
+		.policy = SV_ENV_DEFAULT, .unit = "bytes", .reader = LIBS,
+		.help = "how much of each packet's payload a capture keeps",
+	},
+	/* The kernel's IB CM gives up a REQ (or SIDR REQ) after its
+	 * retries (response timeout 20, ~4.3 s a try, 15 retries: about a
+	 * minute); a listener's program that never answers must not hold
+	 * the active side for ever.  Our stream is reliable: one wait. */
+	[SV_ENV_CM_TIMEOUT_MS] = {
+		"SOFTVERBS_CM_TIMEOUT_MS", UINT(64000, 1, 3600000),
+		.policy = SV_ENV_DEFAULT, .unit = "ms", .reader = LIBCM,
+		.help = "how long a connection (or SIDR) request waits for "
+			"its answer before RDMA_CM_EVENT_UNREACHABLE",
+	},
+	[SV_ENV_DEVFILES] = {
+		"SOFTVERBS_DEVFILES", BOOL(1), .policy = SV_ENV_DEFAULT,
+		.reader = RUN,
+		.help = "0: no /dev/infiniband and /sys/class/infiniband "
+			"files for the program (libsoftverbs-devfiles.so "
+			"not preloaded)",
+	},
+};
+/* clang-format on */
+
+bool sv_env_quiet;
+
+static struct {
+	char *raw;    /* the environment's string; NULL: unset or empty */
+	bool bad;     /* refused: val is the default */
+	uint64_t val; /* bool, uint, port, enum */
+} env[SV_ENV_COUNT];
+static bool refused;
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+void sv_env_range(const struct sv_env_row *r, char *buf, size_t n)
+{
+	size_t k = 0;
+
+	switch (r->type) {
+	case SV_ENV_T_BOOL:
+		snprintf(buf, n, "0 or 1");
+		break;
+	case SV_ENV_T_UINT:
+	case SV_ENV_T_PORT:
+		snprintf(buf, n, "%" PRIu64 "..%" PRIu64 "%s%s", r->min, r->max,
+			 r->unit ? " " : "", r->unit ? r->unit : "");
+		break;
+	case SV_ENV_T_ENUM:
+		buf[0] = '\0';
+		for (int i = 0; r->values[i] && k < n; i++)
+			k += (size_t)snprintf(
+				buf + k, n - k, "%s%s",
+				i ? (r->values[i + 1] ? ", " : " or ") : "",
+				r->values[i]);
+		break;
+	default:
+		snprintf(buf, n, "%s", r->syntax);
+	}
+}
+
+void sv_env_default(const struct sv_env_row *r, char *buf, size_t n)
+{
+	if (r->def_text)
+		snprintf(buf, n, "%s", r->def_text);
+	else if (r->type == SV_ENV_T_ENUM)
+		snprintf(buf, n, "%s", r->values[r->def]);
+	else
+		snprintf(buf, n, "%" PRIu64, r->def);
+}
+
+/* Decimal or 0x hex digits only: no sign, no space, no suffix. */
+static bool parse_u64(const char *s, uint64_t *v)
+{
+	int base = 10;
+	char *end;
+
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		base = 16;
+		s += 2;
+	}
+	if (!*s || !(base == 16 ? strchr("0123456789abcdefABCDEF", *s)
+				: strchr("0123456789", *s)))
+		return false;
+	errno = 0;
+	*v = strtoull(s, &end, base);
+	return !errno && !*end;
+}
+
+int sv_env_parse(const struct sv_env_row *r, const char *s, uint64_t *v,
+		 char *why, size_t n)
+{
+	char range[256];
+
+	sv_env_range(r, range, sizeof(range));
+	switch (r->type) {
+	case SV_ENV_T_BOOL:
+	case SV_ENV_T_UINT:
+	case SV_ENV_T_PORT:
+		if (parse_u64(s, v) && *v >= r->min && *v <= r->max)
+			return 0;
+		snprintf(why, n, "is not %s%s",
+			 r->type == SV_ENV_T_PORT   ? "a port in "
+			 : r->type == SV_ENV_T_UINT ? "in "
+						    : "",
+			 range);
+		return -EINVAL;
+	case SV_ENV_T_ENUM:
+		for (uint64_t i = 0; r->values[i]; i++)
+			if (!strcmp(s, r->values[i])) {
+				*v = i;
+				return 0;
+			}
+		snprintf(why, n, "is not one of %s", range);
+		return -EINVAL;
+	case SV_ENV_T_PATH:
+		*v = 0; /* the string is the value */
+		return 0;
+	case SV_ENV_T_SPEC: {
+		char w[128];
+
+		*v = 0;
+		if (!r->check(s, w, sizeof(w)))
+			return 0;
+		snprintf(why, n, "is not valid: %s; valid: %s", w, range);
+		return -EINVAL;
+	}
+	}
+	return -EINVAL;
+}
+
+static void load(void)
+{
+	for (int i = 0; i < SV_ENV_COUNT; i++) {
+		const struct sv_env_row *r = &sv_env_rows[i];
+		const char *s = getenv(r->name);
+		char why[512], def[64];
+
+		env[i].val = r->def;
+		if (!s || !*s)
+			continue; /* empty is unset, as it always was */
+		/* ours: a later setenv must not pull it from under us */
+		env[i].raw = strdup(s);
+		if (!sv_env_parse(r, s, &env[i].val, why, sizeof(why)))
+			continue;
+		env[i].bad = true;
+		env[i].val = r->def;
+		if (r->policy == SV_ENV_REFUSE)
+			refused = true;
+		if (sv_env_quiet)
+			continue;
+		sv_env_default(r, def, sizeof(def));
+		if (r->policy == SV_ENV_REFUSE)
+			fprintf(stderr,
+				"softverbs: %s=%s %s; refusing to open "
+				"softverbs0\n",
+				r->name, s, why);
+		else
+			fprintf(stderr,
+				"softverbs: %s=%s %s; using default %s%s%s\n",
+				r->name, s, why, def, r->unit ? " " : "",
+				r->unit ? r->unit : "");
+	}
+}
+
+uint64_t sv_env_uint(enum sv_env_id id)
+{
+	pthread_once(&env_once, load);
+	return env[id].val;
+}
+
+bool sv_env_bool(enum sv_env_id id)
+{
+	return sv_env_uint(id) != 0;
+}
+
+const char *sv_env_str(enum sv_env_id id)
+{
+	pthread_once(&env_once, load);
+	return env[id].bad ? NULL : env[id].raw;
+}
+
+const char *sv_env_raw(enum sv_env_id id, bool *bad)
+{
+	pthread_once(&env_once, load);
+	if (bad)
+		*bad = env[id].bad;
+	return env[id].raw;
+}
+
+bool sv_env_refused(void)
+{
+	pthread_once(&env_once, load);
+	return refused;
+}
