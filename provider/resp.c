@@ -903,8 +903,8 @@ static void warm_next(struct sv_qp *qp)
  * warm_next finds it), if this is the PSN we expect.  A duplicate's
  * receive is done with: its bytes are not at hand (written as cut).
  */
-static void pcap_rx(struct sv_qp *qp, const struct sv_pkt *p,
-		    const uint8_t *payload)
+static __attribute__((noinline, cold)) void
+pcap_rx(struct sv_qp *qp, const struct sv_pkt *p, const uint8_t *payload)
 {
 	struct sv_pd *pd = resp_pd(qp);
 	struct ibv_sge s[SV_RDESC_SGE];
