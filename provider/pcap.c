@@ -5,7 +5,8 @@
  * so that Wireshark and tshark decode it as InfiniBand with no plug-in:
  * Ethernet (MACs 02:00:<the IPv4 address, or the IPv6 one's last four
  * bytes>), IPv4 from an IPv4-mapped GID (IPv6 otherwise; 127.0.0.1 with
- * no GID), UDP to 4791 from a port hashed from the QPN pair, BTH (the
+ * no GID), UDP to 4791 from a port hashed from the QPN pair (checksum 0,
+ * none, over IPv4; computed over IPv6, which has no UDP without), BTH (the
  * IBA's opcode for the QP type, dest QP, PSN, SE and A bits, P_Key
  * 0xffff), the extension headers the opcode has, the payload and the
  * ICRC (CRC-32 over the masked headers and the payload, as IBA annex A17
@@ -20,7 +21,8 @@
  * with immediate done in the peer's memory: sv_pcap_req), in the receive
  * buffer the sender placed into (sv_pcap_train's sg, resp.c), in the
  * peer's memory (sv_pcap_direct).  Only the target of a write with
- * immediate done in its memory cannot know where the data went: its
+ * immediate done in its memory cannot know where the data went, nor the
+ * receiver of a placed send's duplicate (its receive is done with): its
  * capture shows that packet's headers, cut (incl_len < orig_len).
  *
  * The engine's records are not IBA packets, so this file draws them:
