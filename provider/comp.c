@@ -239,7 +239,7 @@ static bool take_record(struct sv_qp *qp, const struct sv_pkt *p,
 		return false;
 	}
 	if (__builtin_expect(sv_pcap_on, 0))
-		sv_pcap_train(qp, false, p, payload, payload);
+		sv_pcap_train(qp, false, p, payload, payload, NULL);
 	sv_stat_add(qp, rx_pkts, p->npsn);
 	sv_stat_add(qp, rx_bytes, p->len);
 	return true;

@@ -146,9 +146,10 @@ const struct sv_env_row sv_env_rows[SV_ENV_COUNT] = {
 			"cannot be opened: a line, no capture)",
 	},
 	[SV_ENV_PCAP_SNAP] = {
-		"SOFTVERBS_PCAP_SNAP", UINT(128, 0, SV_MAX_TRAIN),
+		"SOFTVERBS_PCAP_SNAP", UINT(SV_PCAP_SNAP, 0, SV_PCAP_SNAP),
 		.policy = SV_ENV_DEFAULT, .unit = "bytes", .reader = LIBS,
-		.help = "how much of each packet's payload a capture keeps",
+		.help = "bytes of each frame a capture keeps, as tcpdump -s "
+			"(0: the default, whole packets)",
 	},
 	/* The kernel's IB CM gives up a REQ (or SIDR REQ) after its
 	 * retries (response timeout 20, ~4.3 s a try, 15 retries: about a

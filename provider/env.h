@@ -77,6 +77,9 @@ struct sv_env_row {
 
 extern const struct sv_env_row sv_env_rows[SV_ENV_COUNT];
 
+/* SOFTVERBS_PCAP_SNAP's default and most: tcpdump's, whole packets */
+#define SV_PCAP_SNAP 262144u
+
 /* The value in effect: bool, uint, port, enum (the index). */
 uint64_t sv_env_uint(enum sv_env_id id);
 bool sv_env_bool(enum sv_env_id id);

@@ -5,12 +5,25 @@
  * so that Wireshark and tshark decode it as InfiniBand with no plug-in:
  * Ethernet (MACs 02:00:<the IPv4 address, or the IPv6 one's last four
  * bytes>), IPv4 from an IPv4-mapped GID (IPv6 otherwise; 127.0.0.1 with
- * no GID), UDP to 4791 from a port hashed from the QPN pair, BTH (the
+ * no GID), UDP to 4791 from a port hashed from the QPN pair (checksum 0,
+ * none, over IPv4; computed over IPv6, which has no UDP without), BTH (the
  * IBA's opcode for the QP type, dest QP, PSN, SE and A bits, P_Key
- * 0xffff), the extension headers the opcode has, the payload cut at
- * SOFTVERBS_PCAP_SNAP bytes (default 128), and the ICRC (CRC-32 over the
- * masked headers and the payload, as IBA annex A17 and rxe_icrc.c; left
- * out, as cut, when the payload is).
+ * 0xffff), the extension headers the opcode has, the payload and the
+ * ICRC (CRC-32 over the masked headers and the payload, as IBA annex A17
+ * and rxe_icrc.c).  Every length field (IP, UDP, the pad count) and the
+ * record's orig_len are the whole packet's; SOFTVERBS_PCAP_SNAP cuts the
+ * record as tcpdump -s does (incl_len < orig_len, bytes of the frame,
+ * default 262144: whole packets), so a cut packet reads as cut.
+ *
+ * The payload is shown wherever the bytes are at hand when the packet is
+ * drawn: in the record (the ring's way), in the sender's gather list (a
+ * send placed in the peer's receive buffer, the last packet of a write
+ * with immediate done in the peer's memory: sv_pcap_req), in the receive
+ * buffer the sender placed into (sv_pcap_train's sg, resp.c), in the
+ * peer's memory (sv_pcap_direct).  Only the target of a write with
+ * immediate done in its memory cannot know where the data went, nor the
+ * receiver of a placed send's duplicate (its receive is done with): its
+ * capture shows that packet's headers, cut (incl_len < orig_len).
  *
  * The engine's records are not IBA packets, so this file draws them:
  * a train (wire.h) becomes its per-MTU packets with consecutive PSNs; an
@@ -46,7 +59,7 @@
 #define SV_PCAP_BUF	(256u * 1024)
 #define SV_PCAP_FLUSH	(192u * 1024)
 #define SV_PCAP_AGE_NS	(5 * 1000 * 1000ull)
-#define SV_PCAP_HDR_MAX 192 /* Ethernet .. last extension, rounded up */
+#define SV_PCAP_HDR_MAX 192	/* Ethernet .. last extension, rounded up */
 #define ROCE_PORT	4791
 
 bool sv_pcap_on;
@@ -54,7 +67,7 @@ bool sv_pcap_on;
 static struct {
 	pthread_mutex_t lock;
 	int fd;
-	uint32_t snap;	   /* payload bytes kept */
+	uint32_t snap;	   /* frame bytes kept of a packet (incl_len) */
 	uint8_t *buf;	   /* SV_PCAP_BUF */
 	size_t len;	   /* bytes buffered */
 	uint64_t first_ns; /* when the oldest buffered record came */
@@ -108,9 +121,11 @@ struct ib_pkt {
 	uint32_t msn;
 	const struct sv_atomack *atomack;
 	bool imm;
-	uint32_t imm_be;     /* network order */
-	const uint8_t *data; /* NULL: not at hand */
-	uint32_t len;	     /* payload bytes */
+	uint32_t imm_be;	     /* network order */
+	const uint8_t *data;	     /* the payload; NULL: see sg */
+	const struct sv_pcap_sg *sg; /* else: from byte sg_off of these */
+	uint32_t sg_off;
+	uint32_t len; /* payload bytes (neither data nor sg: not at hand) */
 };
 
 static void put16(uint8_t *p, uint16_t v)
@@ -226,7 +241,10 @@ static void pcap_init(void)
 
 	if (!f || !*f)
 		return;
+	/* as tcpdump -s: bytes of each frame kept, 0 for the default */
 	pc.snap = (uint32_t)sv_env_uint(SV_ENV_PCAP_SNAP);
+	if (!pc.snap)
+		pc.snap = SV_PCAP_SNAP;
 	err = expand(f, path, sizeof(path));
 	if (!err) {
 		pc.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
@@ -258,8 +276,7 @@ static void pcap_init(void)
 	}
 	/* pcap file header, our byte order: nanosecond magic, v2.4 */
 	{
-		uint32_t magic = 0xa1b23c4d,
-			 snaplen = SV_PCAP_HDR_MAX + pc.snap + 4,
+		uint32_t magic = 0xa1b23c4d, snaplen = pc.snap,
 			 link = 1; /* LINKTYPE_ETHERNET */
 		uint16_t maj = 2, min = 4;
 
@@ -289,6 +306,54 @@ static bool is_v4(const uint8_t *ip)
 	return !memcmp(ip, pre, 12);
 }
 
+/* The first n bytes of a packet's payload into dst; nonzero if memory
+ * went away under the copy or the SGEs end first. */
+static int payload_copy(uint8_t *dst, const struct ib_pkt *k, uint32_t n)
+{
+	uint64_t skip = k->sg_off;
+
+	if (k->data)
+		return sv_copy_guarded(dst, k->data, n);
+	for (uint32_t i = 0; i < k->sg->n && n; i++) {
+		const struct ibv_sge *s = &k->sg->sge[i];
+		uint32_t c;
+
+		if (skip >= s->length) {
+			skip -= s->length;
+			continue;
+		}
+		c = s->length - (uint32_t)skip;
+		if (c > n)
+			c = n;
+		if (sv_copy_guarded(
+			    dst, (const uint8_t *)(uintptr_t)s->addr + skip, c))
+			return -1;
+		skip = 0;
+		dst += c;
+		n -= c;
+	}
+	return n ? -1 : 0;
+}
+
+/* The UDP checksum of an IPv6 packet (RFC 8200 8.1): over the pseudo
+ * header and the datagram at ip + 40, its checksum field zero. */
+static uint16_t udp6_sum(const uint8_t *ip, uint32_t udplen)
+{
+	const uint8_t *u = ip + 40;
+	uint64_t sum = 17 + udplen;
+
+	for (int i = 8; i < 40; i += 2)
+		sum += (uint32_t)ip[i] << 8 | ip[i + 1];
+	for (uint32_t i = 0; i + 1 < udplen; i += 2)
+		sum += i == 6 ? 0 : (uint32_t)u[i] << 8 | u[i + 1];
+	if (udplen & 1)
+		sum += (uint32_t)u[udplen - 1] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	sum = ~sum & 0xffff;
+	return sum ? (uint16_t)sum : 0xffff;
+}
+
 /* Draws one packet into a record and appends it. */
 static void emit(const struct ib_pkt *k)
 {
@@ -297,11 +362,12 @@ static void emit(const struct ib_pkt *k)
 	const uint8_t *dip = k->tx ? k->a->dst : k->a->src;
 	bool v4 = is_v4(sip) && is_v4(dip);
 	uint32_t pad = (4 - (k->len & 3)) & 3, iblen, iplen, udplen, hlen;
-	uint32_t keep, orig, crc = 0;
-	uint8_t icrc[4] = {0}, padb[3] = {0};
+	uint32_t orig, incl, crc = 0;
+	uint8_t padb[3] = {0}, *at;
 	uint64_t t = now_real_ns();
 	uint32_t rec[4];
 	size_t need;
+	bool drawn;
 
 	memset(f, 0, sizeof(f));
 	/* Ethernet */
@@ -389,8 +455,13 @@ static void emit(const struct ib_pkt *k)
 	put16(ib - 4, (uint16_t)udplen);
 	hlen = (uint32_t)(h - f);
 	orig = hlen + k->len + pad + 4;
-	keep = k->data ? (k->len < pc.snap ? k->len : pc.snap) : 0;
-	if (keep == k->len) {
+	incl = orig < pc.snap ? orig : pc.snap;
+	/* the payload at hand: all of the packet is drawn (the cut is
+	 * only in what the record keeps); else its headers, cut */
+	drawn = k->data || k->sg || !k->len;
+	if (!drawn && incl > hlen)
+		incl = hlen;
+	if (drawn) {
 		/* IBA A17.3.3: the ICRC covers the IP and UDP headers with
 		 * their variant fields all ones, 8 ones bytes for the LRH,
 		 * and BTH's reserved byte (FECN/BECN) all ones */
@@ -416,9 +487,13 @@ static void emit(const struct ib_pkt *k)
 	}
 	rec[0] = (uint32_t)(t / 1000000000ull);
 	rec[1] = (uint32_t)(t % 1000000000ull);
-	rec[2] = hlen + keep + (keep == k->len ? pad + 4 : 0);
+	rec[2] = incl;
 	rec[3] = orig;
-	need = sizeof(rec) + rec[2];
+	/* room for the whole packet: what the record does not keep is
+	 * drawn past its end (for the ICRC and checksum) and overwritten */
+	need = sizeof(rec) + (drawn ? orig : hlen);
+	if (need > SV_PCAP_BUF)
+		return; /* no packet is this long: an MTU is 4096 */
 	pthread_mutex_lock(&pc.lock);
 	if (pc.fd < 0)
 		goto out;
@@ -427,22 +502,23 @@ static void emit(const struct ib_pkt *k)
 	if (!pc.len)
 		pc.first_ns = t;
 	memcpy(pc.buf + pc.len, rec, sizeof(rec));
-	memcpy(pc.buf + pc.len + sizeof(rec), f, hlen);
-	need = pc.len + sizeof(rec) + hlen;
-	/* the payload may be a peer's memory: copied guarded, and the
-	 * ICRC computed over our copy */
-	if (keep && sv_copy_guarded(pc.buf + need, k->data, keep))
-		memset(pc.buf + need, 0, keep); /* the memory went */
-	need += keep;
-	if (keep == k->len) {
-		crc = crc32_le(crc, pc.buf + need - keep, keep);
+	at = pc.buf + pc.len + sizeof(rec);
+	memcpy(at, f, hlen);
+	if (drawn) {
+		/* the payload may be a peer's memory or the application's:
+		 * copied guarded, the ICRC computed over our copy */
+		if (k->len && payload_copy(at + hlen, k, k->len))
+			memset(at + hlen, 0, k->len); /* the memory went */
+		crc = crc32_le(crc, at + hlen, k->len);
 		crc = ~crc32_le(crc, padb, pad);
-		memcpy(icrc, &crc, 4); /* transmitted least byte first */
-		memcpy(pc.buf + need, padb, pad);
-		memcpy(pc.buf + need + pad, icrc, 4);
-		need += pad + 4;
+		memcpy(at + hlen + k->len, padb, pad);
+		memcpy(at + hlen + k->len + pad, &crc, 4); /* least first */
 	}
-	__atomic_store_n(&pc.len, need, __ATOMIC_RELAXED);
+	if (!v4) /* IPv6 has no UDP packet without a checksum (RFC 8200) */
+		put16(at + 14 + 40 + 6,
+		      drawn ? udp6_sum(at + 14, udplen) : 0xffff);
+	__atomic_store_n(&pc.len, pc.len + sizeof(rec) + incl,
+			 __ATOMIC_RELAXED);
 	if (pc.len > SV_PCAP_FLUSH || t - pc.first_ns > SV_PCAP_AGE_NS)
 		flush_locked();
 out:
@@ -477,8 +553,10 @@ static uint8_t seg_op(uint8_t first, uint8_t middle, uint8_t last, uint8_t only,
 	return f && l ? only : f ? first : l ? last : middle;
 }
 
-void sv_pcap_train(struct sv_qp *qp, bool tx, const struct sv_pkt *h,
-		   const uint8_t *ext, const uint8_t *data)
+/* sv_pcap_train; note: the RETH of a write whose note this is (ours) */
+static void train(struct sv_qp *qp, bool tx, const struct sv_pkt *h,
+		  const uint8_t *ext, const uint8_t *data,
+		  const struct sv_pcap_sg *sg, const struct sv_reth *note)
 {
 	uint8_t pre = prefix(qp);
 	/* requests travel to the responder; responses back */
@@ -498,6 +576,8 @@ void sv_pcap_train(struct sv_qp *qp, bool tx, const struct sv_pkt *h,
 
 	if (!o)
 		return;
+	if (sg && !sg->n)
+		sg = NULL; /* none at hand */
 	if (raw) {
 		uint32_t x =
 			h->flags & SV_PKT_XRC ? sizeof(struct sv_xrceth) : 0;
@@ -552,9 +632,13 @@ void sv_pcap_train(struct sv_qp *qp, bool tx, const struct sv_pkt *h,
 		/* the data went straight into the peer's memory (req.c):
 		 * only the last packet of the write travels, with its
 		 * immediate; RETH if it is the only one */
-		reth.va = reth.rkey = 0;
+		reth.va = note ? note->va : 0;
+		reth.rkey = note ? note->rkey : 0;
 		reth.dma_len = h->msg_len;
 		total = h->msg_len ? (h->msg_len - 1) % mtu + 1 : 0;
+		/* the bytes: in the gather list (ours), else not at hand */
+		k.sg = sg;
+		k.sg_off = h->msg_len - total;
 		k.opcode = pre | (h->msg_len <= mtu ? IB_WRITE_ONLY_IMM
 						    : IB_WRITE_LAST_IMM);
 		k.reth = h->msg_len <= mtu ? &reth : NULL;
@@ -571,8 +655,12 @@ void sv_pcap_train(struct sv_qp *qp, bool tx, const struct sv_pkt *h,
 	}
 	/* SEND, WRITE, READ_RESP: one packet per MTU of the train */
 	total = (h->flags & SV_PKT_PLACED) ? h->msg_len : h->len;
-	if (h->flags & SV_PKT_PLACED)
-		data = NULL; /* in the peer's receive buffer (single copy) */
+	if (h->flags & SV_PKT_PLACED) {
+		/* in the receive buffer (single copy): from the sender's
+		 * gather list, or the receiver's buffer (sg), if at hand */
+		data = NULL;
+		k.sg = sg;
+	}
 	npkt = h->npsn ? h->npsn : 1;
 	if (h->opcode == SV_OP_WRITE && (h->seg & SV_SEG_FIRST))
 		memcpy(&reth, ext, sizeof(reth));
@@ -585,6 +673,7 @@ void sv_pcap_train(struct sv_qp *qp, bool tx, const struct sv_pkt *h,
 			len = mtu;
 		k.len = len;
 		k.data = data ? data + at : NULL;
+		k.sg_off = at;
 		k.psn = h->psn + i + off;
 		k.reth = NULL;
 		k.aeth = false;
@@ -627,6 +716,36 @@ void sv_pcap_train(struct sv_qp *qp, bool tx, const struct sv_pkt *h,
 		}
 		emit(&k);
 	}
+}
+
+void sv_pcap_train(struct sv_qp *qp, bool tx, const struct sv_pkt *h,
+		   const uint8_t *ext, const uint8_t *data,
+		   const struct sv_pcap_sg *sg)
+{
+	train(qp, tx, h, ext, data, sg, NULL);
+}
+
+void sv_pcap_req(struct sv_qp *qp, const struct sv_swqe *w,
+		 const struct sv_pkt *h, const uint8_t *ext,
+		 const uint8_t *data)
+{
+	struct sv_reth note = {.va = w->raddr, .rkey = w->rkey};
+	struct ibv_sge one;
+	struct sv_pcap_sg sg = {.sge = &one, .n = 1};
+
+	/* a placed send's or a note's bytes are the WQE's: inline, or
+	 * its SGEs, made pointers by the gather that placed them */
+	if (w->inl) {
+		one.addr = (uintptr_t)(qp->sq_inline +
+				       (size_t)(w - qp->sq) * qp->max_inline);
+		one.length = w->length;
+	} else if (w->mapped) {
+		sg.sge = sv_swqe_sge(qp, w);
+		sg.n = w->num_sge;
+	} else {
+		sg.n = 0;
+	}
+	train(qp, true, h, ext, data, &sg, &note);
 }
 
 void sv_pcap_ack(struct sv_qp *qp, bool tx, uint64_t ack)
@@ -697,12 +816,12 @@ void sv_pcap_direct(struct sv_qp *qp, const struct sv_swqe *w,
 			uint32_t keep = qp->pcap_psn_off;
 
 			qp->pcap_psn_off = 0;
-			sv_pcap_train(qp, true, &h, ext, NULL);
+			train(qp, true, &h, ext, NULL, NULL, NULL);
 			if (data)
 				memcpy(&aa.orig, data, 8);
 			h.opcode = SV_OP_ATOMIC_RESP;
 			memcpy(ext, &aa, sizeof(aa));
-			sv_pcap_train(qp, false, &h, ext, NULL);
+			train(qp, false, &h, ext, NULL, NULL, NULL);
 			qp->pcap_psn_off = keep + 1;
 		}
 		return;
@@ -715,10 +834,10 @@ void sv_pcap_direct(struct sv_qp *qp, const struct sv_swqe *w,
 		if (w->op == SV_OP_READ_REQ) {
 			h.opcode = SV_OP_READ_REQ;
 			h.seg = SV_SEG_ONLY;
-			sv_pcap_train(qp, true, &h, ext, NULL);
+			train(qp, true, &h, ext, NULL, NULL, NULL);
 			h.opcode = SV_OP_READ_RESP;
 			h.len = w->length;
-			sv_pcap_train(qp, false, &h, NULL, data);
+			train(qp, false, &h, NULL, data, NULL, NULL);
 			qp->pcap_psn_off = keep + n;
 			return;
 		}
@@ -729,7 +848,7 @@ void sv_pcap_direct(struct sv_qp *qp, const struct sv_swqe *w,
 		h.seg = SV_SEG_FIRST | (npsn_shown == n ? SV_SEG_LAST : 0);
 		h.len = npsn_shown == n ? w->length : npsn_shown * mtu;
 		if (npsn_shown)
-			sv_pcap_train(qp, true, &h, ext, data);
+			train(qp, true, &h, ext, data, NULL, NULL);
 		if (npsn_shown == n)
 			sv_pcap_ack(qp, false,
 				    sv_ack_word(base + n - 1, SV_ACK, 0, 0));

@@ -221,8 +221,7 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 		}
 		memcpy(p, &h, offsetof(struct sv_pkt, seq));
 		if (__builtin_expect(sv_pcap_on, 0))
-			sv_pcap_train(qp, true, &h, (uint8_t *)(p + 1),
-				      at + ext);
+			sv_pcap_req(qp, w, &h, (uint8_t *)(p + 1), at + ext);
 		sv_ring_publish(&qp->link.tx, p);
 		if (unlikely(w->tries))
 			SV_STAT_INC(qp, retrans_pkts);

@@ -533,7 +533,7 @@ static bool respond(struct sv_qp *qp, struct sv_pkt *h, const void *ext,
 	memcpy(p, h, offsetof(struct sv_pkt, seq));
 	if (__builtin_expect(sv_pcap_on, 0))
 		sv_pcap_train(qp, true, h, (uint8_t *)(p + 1),
-			      (uint8_t *)(p + 1) + ext_len);
+			      (uint8_t *)(p + 1) + ext_len, NULL);
 	sv_ring_publish(&qp->link.rsp_tx, p);
 	if (unlikely(sv_faults.on))
 		sv_faults_sent();
@@ -615,7 +615,8 @@ static void atomic_publish(struct sv_qp *qp, void *room, uint32_t psn,
 	h.rec_len = qp->link.rsp_tx.last_rec;
 	memcpy(room, &h, offsetof(struct sv_pkt, seq));
 	if (__builtin_expect(sv_pcap_on, 0))
-		sv_pcap_train(qp, true, &h, (uint8_t *)room + sizeof(h), NULL);
+		sv_pcap_train(qp, true, &h, (uint8_t *)room + sizeof(h), NULL,
+			      NULL);
 	sv_ring_publish(&qp->link.rsp_tx, room);
 	if (unlikely(sv_faults.on))
 		sv_faults_sent();
@@ -895,6 +896,57 @@ static void warm_next(struct sv_qp *qp)
 		sv_stat_add(qp, warmed_recvs, 1);
 }
 
+/*
+ * SOFTVERBS_PCAP: a request as it came.  A send the requester placed in
+ * our receive buffer (req.c try_place) shows its bytes from there: the
+ * receive it takes is our next (rq_comp; on an SRQ one lent to us, as
+ * warm_next finds it), if this is the PSN we expect.  A duplicate's
+ * receive is done with: its bytes are not at hand (written as cut).
+ */
+static __attribute__((noinline, cold)) void
+pcap_rx(struct sv_qp *qp, const struct sv_pkt *p, const uint8_t *payload)
+{
+	struct sv_pd *pd = resp_pd(qp);
+	struct ibv_sge s[SV_RDESC_SGE];
+	struct sv_pcap_sg sg = {.sge = s, .n = 0};
+	const struct sv_rwqe *r;
+	const struct ibv_sge *rs;
+	bool have;
+
+	if (!(p->flags & SV_PKT_PLACED) || p->psn != qp->resp_psn || !pd) {
+		sv_pcap_train(qp, false, p, payload, payload, NULL);
+		return;
+	}
+	if (qp->srq) {
+		sv_lock(&qp->srq->lock);
+		have = qp->rq_comp != qp->rq_post;
+		sv_unlock(&qp->srq->lock);
+	} else {
+		have = qp->rq_comp != qp->rq_post;
+	}
+	r = &qp->rq[qp->rq_comp & (qp->rq_size - 1)];
+	rs = rwqe_sge(qp, r);
+	for (uint32_t k = 0; have && r->length >= p->msg_len && k < r->num_sge;
+	     k++) {
+		struct sv_mr *mr = sv_mr_lookup(qp->ctx, rs[k].lkey, pd);
+		uint64_t a = rs[k].addr;
+
+		if (!rs[k].length)
+			continue;
+		if (sg.n == SV_RDESC_SGE || !mr || a < mr->iova ||
+		    a - mr->iova > mr->length ||
+		    rs[k].length > mr->length - (a - mr->iova)) {
+			sg.n = 0; /* not a receive the sender could place in */
+			break;
+		}
+		s[sg.n].addr =
+			(uintptr_t)((uint8_t *)mr->addr + (a - mr->iova));
+		s[sg.n].length = rs[k].length;
+		sg.n++;
+	}
+	sv_pcap_train(qp, false, p, payload, payload, &sg);
+}
+
 void sv_resp_run(struct sv_qp *qp)
 {
 	enum ibv_qp_state s = qp->attr.qp_state;
@@ -928,7 +980,7 @@ void sv_resp_run(struct sv_qp *qp)
 		     sv_psn_diff(p.psn, qp->resp_psn) < 0)) {
 			/* once, however often an RNR wait peeks at it; a
 			 * duplicate is a packet of its own */
-			sv_pcap_train(qp, false, &p, payload, payload);
+			pcap_rx(qp, &p, payload);
 			qp->pcap_rx_next = sv_psn_add(p.psn, p.npsn);
 			qp->pcap_rx_valid = true;
 		}

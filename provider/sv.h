@@ -935,14 +935,27 @@ int sv_query_rt_values(struct ibv_context *c, struct ibv_values_ex *values);
  */
 extern bool sv_pcap_on;
 void sv_pcap_open(void);
+/* Where a payload the record does not carry is (a send placed in the
+ * receive buffer): SGEs whose addr are pointers, from the message's
+ * first byte. */
+struct sv_pcap_sg {
+	const struct ibv_sge *sge;
+	uint32_t n;
+};
 /* A train (wire.h) as the per-MTU packets it stands for.  ext: the bytes
  * after the header (XRCETH if flagged, then the opcode's extension),
- * data: the payload (NULL: not at hand, left out as if cut by the snap
- * length; ext itself: a received record, the payload after the
- * extension, lengths checked against h->rec_len).  The requester's QP
- * shows its PSNs shifted by qp->pcap_psn_off. */
+ * data: the payload (NULL: not at hand, the packet's headers written as
+ * cut; ext itself: a received record, the payload after the extension,
+ * lengths checked against h->rec_len); sg: a placed send's payload, or
+ * NULL.  The requester's QP shows its PSNs shifted by qp->pcap_psn_off. */
 void sv_pcap_train(struct sv_qp *qp, bool tx, const struct sv_pkt *h,
-		   const uint8_t *ext, const uint8_t *data);
+		   const uint8_t *ext, const uint8_t *data,
+		   const struct sv_pcap_sg *sg);
+/* sv_pcap_train of a train the requester sends for WQE w: a placed
+ * send's payload and a write's note's (req.c try_direct) from w. */
+void sv_pcap_req(struct sv_qp *qp, const struct sv_swqe *w,
+		 const struct sv_pkt *h, const uint8_t *ext,
+		 const uint8_t *data);
 /* An ack word (ring.h) written (tx) or newly read, as an ACKNOWLEDGE. */
 void sv_pcap_ack(struct sv_qp *qp, bool tx, uint64_t ack);
 /* A one-sided WQE done in the peer's memory (req.c try_direct): its

@@ -3,8 +3,9 @@
  * softverbs-stat --env (what `softverbs-run --env` runs): provider/env.c's
  * table of SOFTVERBS_* variables with the values this environment gives
  * them, as `ucx_info -c` and `fi_info -e` print theirs; --markdown makes
- * docs/configuration.md from the table alone (no environment), --names
- * lists the names for scripts.
+ * docs/configuration.md from the table alone (no environment), --roff
+ * the ENVIRONMENT entries of man/softverbs.7, --names lists the names for
+ * scripts.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -130,6 +131,50 @@ static void show_markdown(void)
 	}
 }
 
+/* s as roff text: a minus sign, a backslash, no request at a line's start */
+static void put_roff(const char *s)
+{
+	if (*s == '.' || *s == '\'')
+		fputs("\\&", stdout);
+	for (; *s; s++) {
+		if (*s == '-')
+			fputs("\\-", stdout);
+		else if (*s == '\\')
+			fputs("\\e", stdout);
+		else
+			putchar(*s);
+	}
+}
+
+static void show_roff(void)
+{
+	printf(".\\\" Made by `softverbs-run --env --roff` from the table in "
+	       "provider/env.c;\n"
+	       ".\\\" ctest env.man_current fails when this block differs.\n");
+	for (int i = 0; i < SV_ENV_COUNT; i++) {
+		const struct sv_env_row *r = &sv_env_rows[i];
+		char range[256], def[64];
+
+		sv_env_range(r, range, sizeof(range));
+		sv_env_default(r, def, sizeof(def));
+		printf(".TP\n.B ");
+		put_roff(r->name);
+		printf("\n");
+		put_roff(type_names[r->type]);
+		printf("; default ");
+		put_roff(def);
+		printf("; valid: ");
+		put_roff(range);
+		printf("; a bad value: ");
+		put_roff(policy_text(r));
+		printf("; read by ");
+		put_roff(r->reader);
+		printf(".\n");
+		put_roff(r->help);
+		printf(".\n");
+	}
+}
+
 int sv_env_show(enum sv_env_show how)
 {
 	sv_env_quiet = true; /* the table says what is bad */
@@ -139,6 +184,9 @@ int sv_env_show(enum sv_env_show how)
 		break;
 	case SV_ENV_SHOW_MARKDOWN:
 		show_markdown();
+		break;
+	case SV_ENV_SHOW_ROFF:
+		show_roff();
 		break;
 	case SV_ENV_SHOW_NAMES:
 		for (int i = 0; i < SV_ENV_COUNT; i++)

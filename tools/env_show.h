@@ -7,6 +7,7 @@ enum sv_env_show {
 	SV_ENV_SHOW_TEXT,     /* the values in effect, with each row */
 	SV_ENV_SHOW_MARKDOWN, /* docs/configuration.md: the table alone */
 	SV_ENV_SHOW_NAMES,    /* the names, one a line */
+	SV_ENV_SHOW_ROFF,     /* man/softverbs.7's ENVIRONMENT entries */
 };
 
 /* Prints the table on stdout; the exit status. */

@@ -11,7 +11,7 @@
  * skipped with a message.
  *
  *   softverbs-stat [--json] [-w|--watch SECONDS] [-a|--all] PID
- *   softverbs-stat --env [--markdown|--names]   (env_show.c)
+ *   softverbs-stat --env [--markdown|--roff|--names]   (env_show.c)
  *
  * Exit: 0 printed; 1 usage, no such process, permission; 2 the process
  * has no softverbs context.
@@ -75,7 +75,7 @@ static void usage(FILE *f)
 		   "  prints the softverbs counters of process PID, per "
 		   "context and per QP\n"
 		   "  -a: every counter of every QP, zeros too\n"
-		   "       softverbs-stat --env [--markdown|--names]\n"
+		   "       softverbs-stat --env [--markdown|--roff|--names]\n"
 		   "  prints the SOFTVERBS_* variables with the values in "
 		   "effect\n");
 }
@@ -343,6 +343,7 @@ int main(int argc, char **argv)
 		{"env", no_argument, 0, 'E'},
 		{"markdown", no_argument, 0, 'M'},
 		{"names", no_argument, 0, 'N'},
+		{"roff", no_argument, 0, 'R'},
 		{0, 0, 0, 0},
 	};
 	bool json = false, all = false, env = false;
@@ -381,6 +382,9 @@ int main(int argc, char **argv)
 			break;
 		case 'N':
 			how = SV_ENV_SHOW_NAMES;
+			break;
+		case 'R':
+			how = SV_ENV_SHOW_ROFF;
 			break;
 		default:
 			usage(stderr);

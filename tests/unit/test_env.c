@@ -83,7 +83,7 @@ SV_TEST(env_unset_gives_every_default)
 	ASSERT_EQ(64, sv_env_uint(SV_ENV_ARENA_GB));
 	ASSERT_EQ(1024, sv_env_uint(SV_ENV_SINGLE_COPY_MIN));
 	ASSERT_EQ(8192, sv_env_uint(SV_ENV_SINGLE_COPY_COLD));
-	ASSERT_EQ(128, sv_env_uint(SV_ENV_PCAP_SNAP));
+	ASSERT_EQ(SV_PCAP_SNAP, sv_env_uint(SV_ENV_PCAP_SNAP));
 	ASSERT_EQ(64000, sv_env_uint(SV_ENV_CM_TIMEOUT_MS));
 	ASSERT_EQ(0, sv_env_uint(SV_ENV_TCP_CONNECT_PORT)); /* TCP_PORT's */
 	ASSERT_FALSE(sv_env_bool(SV_ENV_DEBUG));
