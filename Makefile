@@ -95,9 +95,9 @@ install: all
 # libraries in /usr/lib/softverbs, the tools in /usr/bin, the man pages
 # (cmake/package.cmake); it fails on a file anywhere else (the system's
 # libibverbs stays the system's).  apt-get install ./build/deb/softverbs_*.deb
-deb: all
+deb: deps all
 	@rm -f $(BUILD)/deb/softverbs_*.deb
-	@cd $(BUILD) && cpack --config CPackConfig.cmake >cpack.log || \
+	@cd $(BUILD) && cpack --config CPackConfig.cmake >cpack.log 2>&1 || \
 		{ cat cpack.log; exit 1; }
 	@deb=$$(ls $(abspath $(BUILD))/deb/softverbs_*.deb) && \
 	bad=$$(dpkg-deb -c "$$deb" | awk '{ print $$6 }' | grep -v '/$$' | \
