@@ -10,8 +10,8 @@ PREFIX     ?= /usr/local
 JOBS       ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure -j$(JOBS)
 
-.PHONY: all deps deps-bench test test-asan test-tsan test-plain demo bench \
-	bench-smoke bench-netns scale soak install clean format fuzz
+.PHONY: all deps deps-bench deps-fuzz deb test test-asan test-tsan test-plain \
+	demo bench bench-smoke bench-netns scale soak install clean format fuzz
 
 all:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -23,6 +23,10 @@ deps:
 # `make bench` also needs the peers it compares against and gnuplot.
 deps-bench:
 	@scripts/install-deps --bench
+
+# `make fuzz` also needs clang (libFuzzer).
+deps-fuzz:
+	@scripts/install-deps --fuzz
 
 # The whole suite: the threaded tests under TSan, a normal build, then the
 # same suite under ASan+UBSan (its summary closes the output).
@@ -48,7 +52,7 @@ test-tsan:
 
 # Every fuzz target (fuzz/) under libFuzzer+ASan+UBSan for FUZZ_SECONDS
 # each (clang); fails on a crash.  FUZZ_TARGETS: e.g. "ring ud".
-fuzz:
+fuzz: deps-fuzz
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang \
 		-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSV_FUZZ=ON >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_targets
@@ -86,6 +90,22 @@ soak: all
 
 install: all
 	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# A Debian package of what `make install` installs, under /usr: the
+# libraries in /usr/lib/softverbs, the tools in /usr/bin, the man pages
+# (cmake/package.cmake); it fails on a file anywhere else (the system's
+# libibverbs stays the system's).  apt-get install ./build/deb/softverbs_*.deb
+deb: deps all
+	@rm -f $(BUILD)/deb/softverbs_*.deb
+	@cd $(BUILD) && cpack --config CPackConfig.cmake >cpack.log 2>&1 || \
+		{ cat cpack.log; exit 1; }
+	@deb=$$(ls $(abspath $(BUILD))/deb/softverbs_*.deb) && \
+	bad=$$(dpkg-deb -c "$$deb" | awk '{ print $$6 }' | grep -v '/$$' | \
+	grep -vE '^\./usr/(bin|lib/softverbs|share/man/man[1-8])/[^/]+$$'); \
+	if [ -n "$$bad" ]; then \
+		echo "make deb: files outside /usr/bin, /usr/lib/softverbs" \
+		     "and /usr/share/man: $$bad" >&2; exit 1; fi; \
+	echo "make deb: $$deb"
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
