@@ -834,6 +834,35 @@ out:
 static bool door_pump(struct sv_context *ctx, struct sv_ud_door *d,
 		      uint64_t now, bool live);
 
+/* Takes the listener out of its port's SO_REUSEPORT group: the kernel
+ * steers no datagram to a connected member, while what it queued stays
+ * readable.  0, or -1 with errno. */
+static int door_leave_group(struct sv_ud_door *d)
+{
+	union sv_sockaddr a;
+	socklen_t len = sizeof(a);
+
+	if (getsockname(d->fd, &a.sa, &len))
+		return -1;
+	if (a.sa.sa_family == AF_INET6)
+		a.in6.sin6_addr = in6addr_loopback;
+	else
+		a.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return connect(d->fd, &a.sa, len);
+}
+
+/* Passes on all that d holds and has queued, a held datagram waiting
+ * for room until end at most. */
+static void door_drain(struct sv_context *ctx, struct sv_ud_door *d,
+		       uint64_t end)
+{
+	struct timespec tick = {0, SV_UD_RETRY_TICK_NS};
+
+	while (door_pump(ctx, d, sv_now_ns(), false) && sv_now_ns() < end)
+		if (d->held)
+			nanosleep(&tick, NULL);
+}
+
 void sv_ud_door_close(struct sv_context *ctx)
 {
 	struct sv_ud_door *d = ctx->udoor_st;
@@ -842,15 +871,25 @@ void sv_ud_door_close(struct sv_context *ctx)
 	 * kernel gave our listener is other processes' QPs' too: passed on
 	 * before it closes, waiting for a full QP socket as a sender does
 	 * (SV_UD_RETRY_NS at most); only a process that is killed loses
-	 * its listener's share, as a wire would */
+	 * its listener's share, as a wire would.  First out of the port's
+	 * group: the kernel picks no connected socket of it, so nothing
+	 * more comes once the queue is drained (still in the group, a
+	 * sender's next datagrams came after the last drain and went with
+	 * the socket: a whole sender's 32 of ud_fan_in_8_processes under
+	 * load).  Connected to our own port on loopback, whose source only
+	 * a listener could be, and listeners never send. */
 	if (d) {
 		uint64_t end = sv_now_ns() + SV_UD_RETRY_NS;
 		struct timespec tick = {0, SV_UD_RETRY_TICK_NS};
 
-		while (door_pump(ctx, d, sv_now_ns(), false) &&
-		       sv_now_ns() < end)
-			if (d->held)
-				nanosleep(&tick, NULL);
+		if (door_leave_group(d))
+			sv_dbg("udp: leaving the port's group: %s\n",
+			       strerror(errno));
+		door_drain(ctx, d, end);
+		/* a datagram the kernel steered to us just before is
+		 * queued after its lookup: one tick for it */
+		nanosleep(&tick, NULL);
+		door_drain(ctx, d, end);
 		close(d->fd);
 		free(d);
 		ctx->udoor_st = NULL;

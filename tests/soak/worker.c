@@ -57,7 +57,8 @@ static int slot = -1;
 static volatile sig_atomic_t g_stop;
 static double last_status, started;
 /* SOAK_SELFTEST=hang|crash|corrupt: slot 1 misbehaves 3 s after its start,
- * so that the driver's checks are seen to fail (ctest soak.selftest_*). */
+ * so that the driver's checks are seen to fail (ctest soak.selftest_*);
+ * =leak: slot 0 (long-lived) leaks an fd and 4 MiB each session. */
 static const char *selftest;
 
 static double now_s(void)
@@ -1257,6 +1258,14 @@ static void serve(struct res *r, int oob, int role, uint64_t *rng,
 			 * grows here from one to the next is a leak */
 			gauge("fresh_fds", (uint64_t)self_fds());
 			gauge("fresh_rss_kib", (uint64_t)self_rss_kib());
+		}
+		if (selftest && !strcmp(selftest, "leak") && slot == 0) {
+			char *m = malloc(4 << 20);
+
+			if (dup(2) < 0 || !m)
+				say("selftest leak: %s", strerror(errno));
+			else
+				memset(m, 1, 4 << 20); /* and never freed */
 		}
 		/* quiet figures: between sessions nothing else is held */
 		gauge("idle_fds", (uint64_t)self_fds());
