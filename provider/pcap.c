@@ -59,7 +59,7 @@
 #define SV_PCAP_BUF	(256u * 1024)
 #define SV_PCAP_FLUSH	(192u * 1024)
 #define SV_PCAP_AGE_NS	(5 * 1000 * 1000ull)
-#define SV_PCAP_HDR_MAX 192	/* Ethernet .. last extension, rounded up */
+#define SV_PCAP_HDR_MAX 192 /* Ethernet .. last extension, rounded up */
 #define ROCE_PORT	4791
 
 bool sv_pcap_on;

@@ -37,11 +37,6 @@ static uint32_t train_max(const struct sv_qp *qp)
 	return (uint32_t)(m / qp->mtu * qp->mtu);
 }
 
-struct ibv_sge *sv_swqe_sge(struct sv_qp *qp, const struct sv_swqe *w)
-{
-	return &qp->sq_sge[(size_t)(w - qp->sq) * qp->max_send_sge];
-}
-
 /*
  * IBA 10.6.3.4: every SGE inside an MR of our PD with local access (and
  * local write where the operation writes it: reads, atomics).  An SGE

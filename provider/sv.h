@@ -765,8 +765,15 @@ void sv_qp_free_all(struct sv_context *ctx);
 /* ibv_close_device: every QP still open is torn down (BYE to peers). */
 void sv_qp_close_all(struct sv_context *ctx);
 
+/* A send WQE's SGEs: qp->sq_sge holds max_send_sge of them per WQE slot.
+ * Data, not a step of the engine: the capture (a service) reads them too. */
+static inline struct ibv_sge *sv_swqe_sge(struct sv_qp *qp,
+					  const struct sv_swqe *w)
+{
+	return &qp->sq_sge[(size_t)(w - qp->sq) * qp->max_send_sge];
+}
+
 /* The engine (req.c, resp.c, comp.c).  Caller holds qp->lock. */
-struct ibv_sge *sv_swqe_sge(struct sv_qp *qp, const struct sv_swqe *w);
 /* Scatters into a WQE's local SGEs (read data, atomic results) at its
  * cursor; -EFAULT if the memory went, -EINVAL past the SGEs. */
 int sv_swqe_scatter(struct sv_qp *qp, struct sv_swqe *w, const uint8_t *src,
