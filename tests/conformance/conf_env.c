@@ -19,42 +19,6 @@
 
 #define MAX_LINES 8
 
-typedef int (*child_fn)(void);
-
-/* Runs fn in a child with name=value and its stderr in a file: the
- * child's exit status, and the lines it wrote (how many). */
-static int in_child(const char *name, const char *value, child_fn fn,
-		    char lines[MAX_LINES][1024], int *nlines)
-{
-	char path[] = "/tmp/sv-env-XXXXXX";
-	int fd = mkstemp(path), st, n = 0;
-	pid_t pid;
-	FILE *f;
-
-	ASSERT_TRUE(fd >= 0);
-	unlink(path);
-	fflush(NULL);
-	pid = fork();
-	ASSERT_TRUE(pid >= 0);
-	if (pid == 0) {
-		dup2(fd, 2);
-		setenv(name, value, 1);
-		_exit(fn());
-	}
-	ASSERT_EQ(pid, waitpid(pid, &st, 0));
-	f = fdopen(fd, "r");
-	ASSERT_NOT_NULL(f);
-	rewind(f);
-	while (n < MAX_LINES && fgets(lines[n], 1024, f))
-		n++;
-	fclose(f);
-	for (int i = 0; i < n; i++)
-		printf("child said: %s", lines[i]);
-	*nlines = n;
-	ASSERT_TRUE(WIFEXITED(st));
-	return WEXITSTATUS(st);
-}
-
 static void expect_in(const char *line, const char *what)
 {
 	if (!strstr(line, what))
@@ -84,10 +48,11 @@ static int list_is_empty(void)
 
 static void refused(const char *name, const char *value, const char *range)
 {
-	char lines[MAX_LINES][1024], want[256];
+	char lines[MAX_LINES][SV_CHILD_LINE], want[256];
 	int n;
 
-	ASSERT_EQ(0, in_child(name, value, list_is_empty, lines, &n));
+	ASSERT_EQ(0, sv_child_env(name, value, list_is_empty, lines, MAX_LINES,
+				  &n));
 	ASSERT_EQ(1, n);
 	snprintf(want, sizeof(want), "%s=%s ", name, value);
 	expect_in(lines[0], want);
@@ -119,10 +84,11 @@ static int pair_works(void)
 static void defaulted(const char *name, const char *value, const char *range,
 		      const char *using)
 {
-	char lines[MAX_LINES][1024], want[256];
+	char lines[MAX_LINES][SV_CHILD_LINE], want[256];
 	int n;
 
-	ASSERT_EQ(0, in_child(name, value, pair_works, lines, &n));
+	ASSERT_EQ(0,
+		  sv_child_env(name, value, pair_works, lines, MAX_LINES, &n));
 	ASSERT_EQ(1, n);
 	snprintf(want, sizeof(want), "%s=%s ", name, value);
 	expect_in(lines[0], want);

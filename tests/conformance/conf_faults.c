@@ -805,44 +805,33 @@ SV_TEST(faults_drop_uc_lost)
  * ibv_get_device_list lists nothing, errno EINVAL, with one stderr line
  * naming the variable, the spec and the key; each in its own process
  * (read once). */
+static int list_is_empty(void)
+{
+	struct ibv_device **l;
+	int n;
+
+	errno = 0;
+	l = ibv_get_device_list(&n);
+	if (!l || n != 0 || l[0])
+		return 2;
+	return errno == EINVAL ? 0 : 4;
+}
+
 static void bad_spec(const char *spec, const char *key)
 {
-	char path[] = "/tmp/sv-faults-XXXXXX", line[512] = "";
-	int fd = mkstemp(path), st;
-	pid_t pid;
-	FILE *f;
+	char lines[2][SV_CHILD_LINE];
+	int n, rc;
 
-	ASSERT_TRUE(fd >= 0);
-	unlink(path);
-	fflush(NULL);
-	pid = fork();
-	ASSERT_TRUE(pid >= 0);
-	if (pid == 0) {
-		struct ibv_device **l;
-		int n;
-
-		dup2(fd, 2);
-		setenv("SOFTVERBS_FAULTS", spec, 1);
-		errno = 0;
-		l = ibv_get_device_list(&n);
-		if (!l || n != 0 || l[0])
-			_exit(2);
-		_exit(errno == EINVAL ? 0 : 4);
-	}
-	ASSERT_EQ(pid, waitpid(pid, &st, 0));
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		sv_test_fail(__FILE__, __LINE__, "spec '%s': child status %d",
-			     spec, st);
-	f = fdopen(fd, "r");
-	ASSERT_NOT_NULL(f);
-	rewind(f);
-	ASSERT_NOT_NULL(fgets(line, sizeof(line), f));
-	if (!strstr(line, "SOFTVERBS_FAULTS=") || !strstr(line, spec) ||
-	    !strstr(line, key) || !strstr(line, "refusing"))
+	rc = sv_child_env("SOFTVERBS_FAULTS", spec, list_is_empty, lines, 2,
+			  &n);
+	if (rc)
+		sv_test_fail(__FILE__, __LINE__, "spec '%s': child exit %d",
+			     spec, rc);
+	ASSERT_EQ(1, n); /* one line */
+	if (!strstr(lines[0], "SOFTVERBS_FAULTS=") || !strstr(lines[0], spec) ||
+	    !strstr(lines[0], key) || !strstr(lines[0], "refusing"))
 		sv_test_fail(__FILE__, __LINE__, "spec '%s': said '%s'", spec,
-			     line);
-	ASSERT_TRUE(fgets(line, sizeof(line), f) == NULL); /* one line */
-	fclose(f);
+			     lines[0]);
 }
 
 SV_TEST(faults_bad_spec_refuses_device)

@@ -197,6 +197,36 @@ void sv_wait_listening(int port, pid_t pid, int timeout_ms)
 	}
 }
 
+int sv_child_env(const char *name, const char *value, int (*fn)(void),
+		 char lines[][SV_CHILD_LINE], int max, int *nlines)
+{
+	char path[] = "/tmp/sv-child-XXXXXX";
+	int fd = mkstemp(path), st, n = 0;
+	pid_t pid;
+	FILE *f;
+
+	ASSERT_TRUE(fd >= 0);
+	unlink(path);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_TRUE(pid >= 0);
+	if (pid == 0) {
+		dup2(fd, 2);
+		setenv(name, value, 1);
+		_exit(fn());
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	f = fdopen(fd, "r");
+	ASSERT_NOT_NULL(f);
+	rewind(f);
+	while (n < max && fgets(lines[n], SV_CHILD_LINE, f))
+		printf("child said: %s", lines[n++]);
+	fclose(f);
+	*nlines = n;
+	ASSERT_TRUE(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
 void sv_proc_start(struct sv_proc *p, char *const argv[], char *const env[])
 {
 	static int seq;

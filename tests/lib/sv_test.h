@@ -119,6 +119,18 @@ void sv_backoff(unsigned int *us);
 void sv_wait_listening(int port, pid_t pid, int timeout_ms);
 
 /*
+ * Runs fn() in a forked child with the environment variable name=value
+ * (the library reads its variables once per process: one child a case)
+ * and the child's stderr in a file.  Returns the child's exit code (a
+ * death by a signal fails the test); the first max lines it wrote go to
+ * lines[], each also echoed as "child said: ...", their count (at most
+ * max) to *nlines.
+ */
+#define SV_CHILD_LINE 1024
+int sv_child_env(const char *name, const char *value, int (*fn)(void),
+		 char lines[][SV_CHILD_LINE], int max, int *nlines);
+
+/*
  * A spawned helper process.  Its stdout and stderr go to files that
  * sv_proc_wait() reads back into out/err.  Helpers are killed when the
  * test fails or exits.
