@@ -30,6 +30,8 @@ pcap_conformance[_tcp|_snap]: conformance tests that between them send
   whole (incl_len = orig_len) but the target's view of a write with
   immediate done in its memory; ICRCs right; the payload bytes the tests
   sent are in the capture (a placed send, a direct write and read).
+  Over TCP the softverbs door is on a free port of the test's own
+  (SOFTVERBS_TCP_PORT), not the port every process of the user shares.
   _snap: SOFTVERBS_PCAP_SNAP=100 cuts every longer packet at 100 bytes
   with orig_len the true length; tshark still finds nothing malformed.
 stat_send_bw: softverbs-stat PID on a running ib_send_bw client: tx_pkts
@@ -439,6 +441,13 @@ def pcap_conformance(tcp, snap):
     env.update({"SV_BUILD_DIR": BUILD, "SV_TEST_DEADLINE": "60"})
     if tcp:
         env["SOFTVERBS_TRANSPORT"] = "tcp"
+        # a door of our own (a caller's SOFTVERBS_TCP_PORT kept): on the
+        # default port every softverbs process of the user shares the
+        # door (SO_REUSEPORT), and a call the kernel hands to a stopped
+        # or starved process's door waits 25, 50, 100 .. 1000 ms for it
+        # (tcp.c DOOR_WAIT_NS): one listener there that never accepted
+        # made xrc_rdma_write_read_atomic miss its 5 s in 1 run of 15
+        env.setdefault("SOFTVERBS_TCP_PORT", str(free_port()))
     if snap:
         env["SOFTVERBS_PCAP_SNAP"] = str(snap)
     ran = 0
