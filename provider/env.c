@@ -180,6 +180,8 @@ static struct {
 } env[SV_ENV_COUNT];
 static bool refused;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+uint64_t sv_env_vals[SV_ENV_COUNT];
+atomic_bool sv_env_ready;
 
 void sv_env_range(const struct sv_env_row *r, char *buf, size_t n)
 {
@@ -309,17 +311,15 @@ static void load(void)
 				r->name, s, why, def, r->unit ? " " : "",
 				r->unit ? r->unit : "");
 	}
+	for (int i = 0; i < SV_ENV_COUNT; i++)
+		sv_env_vals[i] = env[i].val;
+	/* release: the values before anyone skips the once */
+	atomic_store_explicit(&sv_env_ready, true, memory_order_release);
 }
 
-uint64_t sv_env_uint(enum sv_env_id id)
+void sv_env_load(void)
 {
 	pthread_once(&env_once, load);
-	return env[id].val;
-}
-
-bool sv_env_bool(enum sv_env_id id)
-{
-	return sv_env_uint(id) != 0;
 }
 
 const char *sv_env_str(enum sv_env_id id)

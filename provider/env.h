@@ -11,6 +11,7 @@
 #ifndef SV_ENV_H
 #define SV_ENV_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -80,9 +81,27 @@ extern const struct sv_env_row sv_env_rows[SV_ENV_COUNT];
 /* SOFTVERBS_PCAP_SNAP's default and most: tcpdump's, whole packets */
 #define SV_PCAP_SNAP 262144u
 
-/* The value in effect: bool, uint, port, enum (the index). */
-uint64_t sv_env_uint(enum sv_env_id id);
-bool sv_env_bool(enum sv_env_id id);
+/* Reads the rows (once; every accessor calls it until they are read). */
+void sv_env_load(void);
+/* The values in effect, published by sv_env_load (release on ready). */
+extern uint64_t sv_env_vals[SV_ENV_COUNT];
+extern atomic_bool sv_env_ready;
+
+/* The value in effect: bool, uint, port, enum (the index).  Inline: the
+ * UD poll and send paths ask it; once read, it costs a load. */
+static inline uint64_t sv_env_uint(enum sv_env_id id)
+{
+	if (__builtin_expect(
+		    !atomic_load_explicit(&sv_env_ready, memory_order_acquire),
+		    0))
+		sv_env_load();
+	return sv_env_vals[id];
+}
+
+static inline bool sv_env_bool(enum sv_env_id id)
+{
+	return sv_env_uint(id) != 0;
+}
 /* path, spec: the string in effect, or NULL (unset, empty or refused). */
 const char *sv_env_str(enum sv_env_id id);
 
