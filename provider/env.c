@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "auth.h"
 #include "env.h"
 #include "faults.h"
 #include "rmem.h"
@@ -33,6 +36,34 @@ static int faults_check(const char *v, char *why, size_t n)
 	if (!sv_faults_parse(v, &f, bad, sizeof(bad)))
 		return 0;
 	snprintf(why, n, "bad key or value '%s'", bad);
+	return -EINVAL;
+}
+
+/* A secret file must be ours alone: a secret others can read is none. */
+static int secret_check(const char *v, char *why, size_t n)
+{
+	struct stat st;
+
+	if (stat(v, &st)) {
+		snprintf(why, n, "%s", strerror(errno));
+		return -EINVAL;
+	}
+	if (!S_ISREG(st.st_mode))
+		snprintf(why, n, "not a regular file");
+	else if (st.st_uid != geteuid())
+		snprintf(why, n, "owned by uid %u, not by this user (%u)",
+			 (unsigned int)st.st_uid, (unsigned int)geteuid());
+	else if (st.st_mode & 077)
+		snprintf(why, n, "mode %03o lets %s read it: chmod 600 it",
+			 (unsigned int)(st.st_mode & 0777),
+			 st.st_mode & 070 ? "its group" : "others");
+	else if (st.st_size < SV_SECRET_MIN || st.st_size > SV_SECRET_MAX)
+		snprintf(why, n, "%lld bytes, not %d to %d",
+			 (long long)st.st_size, SV_SECRET_MIN, SV_SECRET_MAX);
+	else if (access(v, R_OK))
+		snprintf(why, n, "%s", strerror(errno));
+	else
+		return 0;
 	return -EINVAL;
 }
 
@@ -167,6 +198,16 @@ const struct sv_env_row sv_env_rows[SV_ENV_COUNT] = {
 		.help = "0: no /dev/infiniband and /sys/class/infiniband "
 			"files for the program (libsoftverbs-devfiles.so "
 			"not preloaded)",
+	},
+	/* auth.h: what each transport proves with it (docs/trust.md) */
+	[SV_ENV_SECRET_FILE] = {
+		"SOFTVERBS_SECRET_FILE", .type = SV_ENV_T_SPEC,
+		.policy = SV_ENV_REFUSE, .def_text = "none",
+		.syntax = "a file of 16 to 4096 bytes that only its owner, "
+			  "this user, may read (mode 600 or 400)",
+		.check = secret_check, .reader = LIBS_CM,
+		.help = "a shared secret: every TCP link, CM connection and "
+			"UD datagram between hosts must prove it",
 	},
 };
 /* clang-format on */
