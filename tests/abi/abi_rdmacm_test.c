@@ -90,8 +90,8 @@ SV_TEST(rdmacm_soname_and_needs_only_libibverbs)
 {
 	/* libcrypto: HMAC for SOFTVERBS_SECRET_FILE (provider/auth.c) */
 	static const char *const ok[] = {"[libibverbs.so.1]", "[libc.so.6]",
-					 "[libcrypto.so.3]", "[libasan.so",
-					 "[libubsan.so", "[libpthread.so"};
+					 "[libcrypto.so.3]",  "[libasan.so",
+					 "[libubsan.so",      "[libpthread.so"};
 	struct sv_proc p;
 	size_t bad = 0;
 	char *s, *eol;
