@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -182,6 +183,38 @@ SV_TEST(peer_dual_stack_ipv4_caller)
 	}
 	close(c);
 	close(a);
+	close(l);
+}
+
+/*
+ * A listener with TCP_DEFER_ACCEPT keeps the other end a request socket
+ * (SYN_RECV, which the kernel reports with uid 0: nobody's) until data
+ * comes: the side that connected must not take that 0 for root.  Once
+ * a byte is in, the other end is a full socket and the listener's.
+ */
+SV_TEST(peer_half_open_other_end_is_no_owner)
+{
+	union addr la = v4("127.0.0.1");
+	int l = listen_on(&la, false), c, a, secs = 5;
+	uid_t uid = 4242;
+	uint64_t t0;
+
+	ASSERT_OK(setsockopt(l, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs,
+			     sizeof(secs)));
+	c = connect_to(&la, port_of(&la));
+	t0 = sv_now_ms();
+	ASSERT_EQ(-EAGAIN, sv_peer_tcp_uid(c, &uid));
+	ASSERT_EQ(4242, uid);
+	ASSERT_EQ(-EAGAIN, sv_peer_check(c, &la.sa));
+	/* waited for the handshake, but with its deadline */
+	ASSERT_LE(sv_now_ms() - t0, 2 * SV_PEER_DEADLINE_MS + 1000);
+	ASSERT_EQ(1, write(c, "x", 1));
+	a = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	ASSERT_TRUE(a >= 0);
+	expect_ours(c);
+	expect_ours(a);
+	close(a);
+	close(c);
 	close(l);
 }
 
