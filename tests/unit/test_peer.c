@@ -9,6 +9,7 @@
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
@@ -353,6 +354,9 @@ static void ns_make(void)
 	   "ip -n %s addr add fd00:79::1/64 dev pa nodad && "
 	   "ip -n %s addr add fd00:79::2/64 dev pb nodad",
 	   ns_a, ns_b, ns_a, ns_b);
+	sh("ip -n %s addr add fe80::79:1/64 dev pa nodad && "
+	   "ip -n %s addr add fe80::79:2/64 dev pb nodad",
+	   ns_a, ns_b);
 	sh("ip -n %s link set pa up && ip -n %s link set pb up && "
 	   "ip -n %s link set lo up && ip -n %s link set lo up",
 	   ns_a, ns_b, ns_a, ns_b);
@@ -426,6 +430,46 @@ static void other_netns(const char *ip_a, const char *ip_b, bool v6addr,
 	close(orig);
 }
 
+/* fe80::/10 is one address per interface: the scope id counts when
+ * want names one (A's fe80::79:1 on pa, B's fe80::79:2 on pb). */
+static void link_local(void)
+{
+	union addr la = v6("fe80::79:1"), to = v6("fe80::79:1"),
+		   want = v6("fe80::79:2");
+	unsigned int pa, pb;
+	int orig, l, c, a;
+
+	orig = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	ASSERT_TRUE(orig >= 0);
+	enter(ns_b);
+	pb = if_nametoindex("pb");
+	ASSERT_TRUE(pb > 0);
+	enter(ns_a);
+	pa = if_nametoindex("pa");
+	ASSERT_TRUE(pa > 0);
+	la.in6.sin6_scope_id = pa;
+	l = listen_on(&la, false);
+	enter(ns_b);
+	to.in6.sin6_scope_id = pb;
+	c = connect_to(&to, port_of(&la));
+	ASSERT_OK(sv_peer_check(c, &to.sa));
+	enter(ns_a);
+	a = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	ASSERT_TRUE(a >= 0);
+	ASSERT_OK(sv_peer_check(a, &want.sa)); /* no scope: any interface */
+	want.in6.sin6_scope_id = pa;
+	ASSERT_OK(sv_peer_check(a, &want.sa));
+	want.in6.sin6_scope_id = 1; /* lo */
+	ASSERT_NE((int)pa, 1);
+	ASSERT_EQ(-EACCES, sv_peer_check(a, &want.sa));
+	ASSERT_FALSE(sv_peer_addr_is(a, &want.sa));
+	close(a);
+	close(c);
+	close(l);
+	ASSERT_OK(setns(orig, CLONE_NEWNET));
+	close(orig);
+}
+
 SV_TEST(peer_other_netns)
 {
 	if (getuid() != 0)
@@ -435,6 +479,7 @@ SV_TEST(peer_other_netns)
 	other_netns("fd00:79::1", "fd00:79::2", true, false);
 	/* A listens dual-stack, B calls its IPv4 address */
 	other_netns("10.79.0.1", "10.79.0.2", true, true);
+	link_local();
 }
 
 /*
