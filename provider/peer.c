@@ -106,9 +106,37 @@ static int64_t now_ms(void)
 
 /* The kernel's answer about one socket: its state and owner. */
 struct diag_answer {
-	uint8_t state; /* TCP_ESTABLISHED ..., TCP_NEW_SYN_RECV */
+	uint8_t state; /* TCP_ESTABLISHED ..., TCP_SYN_RECV */
+	bool full;     /* a full socket: its uid is its creator's */
 	uid_t uid;
 };
+
+/*
+ * Only a full socket has an owner.  The kernel also answers for a
+ * request socket (state SYN_RECV: the handshake's last ACK not yet in)
+ * and a timewait one (TIME_WAIT, or FIN_WAIT2: closed by its owner, its
+ * FIN acked), with uid 0, which would pass for root's.  Their state does
+ * not tell them (a full socket may be in FIN_WAIT2 too); their answer
+ * does: it carries no attributes, and a full socket's always carries
+ * INET_DIAG_SHUTDOWN (inet_diag_msg_attrs_fill, Linux 3.7 on).
+ */
+static bool full_socket(const struct nlmsghdr *h)
+{
+	const struct inet_diag_msg *m = NLMSG_DATA(h);
+	const char *p = (const char *)(m + 1);
+	const char *end = (const char *)h + h->nlmsg_len;
+
+	while (p + NLA_HDRLEN <= end) {
+		const struct nlattr *a = (const void *)p;
+
+		if (a->nla_len < NLA_HDRLEN || p + a->nla_len > end)
+			return false;
+		if ((a->nla_type & NLA_TYPE_MASK) == INET_DIAG_SHUTDOWN)
+			return true;
+		p += NLA_ALIGN(a->nla_len);
+	}
+	return false;
+}
 
 /*
  * One SOCK_DIAG_BY_FAMILY request on netlink socket nl for the socket
@@ -192,18 +220,13 @@ static int ask(int nl, int family, const struct peer_addr *src,
 				if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
 					return -EPROTO;
 				ans->state = m->idiag_state;
+				ans->full = full_socket(h);
 				ans->uid = m->idiag_uid;
 				return 0;
 			}
 		}
 	}
 }
-
-/* sk_uid is a full socket's: a request socket (the handshake's last ACK
- * not yet in) and a TIME_WAIT one report 0, which is nobody's. */
-#ifndef TCP_NEW_SYN_RECV
-#define TCP_NEW_SYN_RECV 12
-#endif
 
 static int lookup(int nl, const struct peer_addr *peer,
 		  const struct peer_addr *me, int64_t deadline, uid_t *uid)
@@ -221,10 +244,8 @@ static int lookup(int nl, const struct peer_addr *peer,
 			  ++seqs, deadline, &ans);
 	if (err)
 		return err;
-	if (ans.state == TCP_TIME_WAIT)
-		return -ENOTCONN; /* it closed: its owner is gone */
-	if (ans.state == TCP_NEW_SYN_RECV || ans.state == TCP_SYN_RECV)
-		return -EAGAIN;
+	if (!ans.full) /* no owner yet (SYN_RECV), or no more */
+		return ans.state == TCP_SYN_RECV ? -EAGAIN : -ENOTCONN;
 	*uid = ans.uid;
 	return 0;
 }

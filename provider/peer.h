@@ -28,10 +28,14 @@ bool sv_peer_addr_is(int fd, const struct sockaddr *want);
  * socket of this host (our network namespace): 0 and *uid.  -ENOENT: no
  * such socket on this host (the peer is another host, or another
  * network namespace).  Any other -errno: could not tell (the caller must
- * then refuse): -EAGAIN if the other end is still a half-open request
- * or already in TIME_WAIT for longer than our short deadline (the kernel
- * reports no owner for those), -ETIMEDOUT if the kernel did not answer
- * in time, -EPROTO on an answer we cannot read.
+ * then refuse): -EAGAIN if the other end is still a request socket
+ * (SYN_RECV: the handshake's last ACK not in) when our short deadline
+ * passes, -ENOTCONN if it is closed (a timewait socket: its FIN acked),
+ * -ETIMEDOUT if the kernel did not answer in time, -EPROTO on an answer
+ * we cannot read.  The kernel reports uid 0 for those sockets; only a
+ * full socket's uid is taken.  So the side that connected should ask
+ * once the callee has answered (its socket is a full one by then), and
+ * a caller that sent and closed is refused.
  *
  * Without root: one NETLINK_SOCK_DIAG request (inet_diag_req_v2,
  * SOCK_DIAG_BY_FAMILY, the exact 4-tuple of the other end: its source

@@ -219,6 +219,45 @@ SV_TEST(peer_half_open_other_end_is_no_owner)
 	close(l);
 }
 
+/*
+ * A caller that sent its bytes and closed: once its FIN is acked its
+ * socket is a timewait one (state FIN_WAIT2 or TIME_WAIT), which the
+ * kernel reports with uid 0.  Its owner is gone: an error, never 0 (as
+ * root, that 0 would pass for ours: a local user's hello, sent and
+ * closed, would be taken for root's).
+ */
+SV_TEST(peer_closed_caller_is_no_owner)
+{
+	union addr la = v4("127.0.0.1");
+	int l = listen_on(&la, false), c, a, err;
+	uint64_t until = sv_now_ms() + 10000;
+	unsigned int us = 50;
+	char x;
+	uid_t uid;
+
+	pair(l, &la, port_of(&la), &c, &a);
+	ASSERT_EQ(1, write(c, "x", 1));
+	close(c);
+	ASSERT_EQ(1, read(a, &x, 1));
+	ASSERT_EQ(0, read(a, &x, 1)); /* its FIN is in */
+	/* until its FIN's ACK is in (a delayed ACK), it is a full socket
+	 * and still its creator's */
+	for (;;) {
+		uid = 4242;
+		err = sv_peer_tcp_uid(a, &uid);
+		if (err)
+			break;
+		ASSERT_EQ(getuid(), uid);
+		ASSERT_TRUE(sv_now_ms() < until);
+		sv_backoff(&us);
+	}
+	ASSERT_EQ(-ENOTCONN, err);
+	ASSERT_EQ(4242, uid);
+	ASSERT_EQ(-ENOTCONN, sv_peer_check(a, &la.sa));
+	close(a);
+	close(l);
+}
+
 /* Nothing to tell: an error, never 0 (the callers refuse on it). */
 SV_TEST(peer_errors_refuse)
 {
