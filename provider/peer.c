@@ -301,3 +301,21 @@ int sv_peer_check(int fd, const struct sockaddr *want)
 		return err;
 	return uid == getuid() ? 0 : -EPERM;
 }
+
+const char *sv_peer_why(int err)
+{
+	switch (err) {
+	case -EACCES:
+		return "its address is not the peer's";
+	case -EPERM:
+		return "it is another user's, on this host";
+	case -EAGAIN:
+		return "its owner on this host cannot be told (its handshake "
+		       "is not complete)";
+	case -ENOTCONN:
+		return "its owner on this host cannot be told (it is closed)";
+	default:
+		return "its owner on this host cannot be told (the kernel's "
+		       "socket table did not answer)";
+	}
+}

@@ -66,4 +66,11 @@ int sv_peer_tcp_uid(int fd, uid_t *uid);
  */
 int sv_peer_check(int fd, const struct sockaddr *want);
 
+/*
+ * Why sv_peer_check refused (its return value, < 0), in words for the
+ * one line a transport prints: "its address is not the peer's", "it is
+ * another user's", "its owner on this host cannot be told (...)".
+ */
+const char *sv_peer_why(int err);
+
 #endif

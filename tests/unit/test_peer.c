@@ -281,6 +281,16 @@ SV_TEST(peer_errors_refuse)
 	close(l);
 }
 
+/* The words for the transports' one line: one reason per refusal. */
+SV_TEST(peer_why_names_each_refusal)
+{
+	ASSERT_CONTAINS(sv_peer_why(-EACCES), "address");
+	ASSERT_CONTAINS(sv_peer_why(-EPERM), "another user");
+	ASSERT_CONTAINS(sv_peer_why(-EAGAIN), "handshake");
+	ASSERT_CONTAINS(sv_peer_why(-ENOTCONN), "closed");
+	ASSERT_CONTAINS(sv_peer_why(-ETIMEDOUT), "did not answer");
+}
+
 static void skip(const char *why)
 {
 	printf("SKIP %s: %s\n", sv_test_name(), why);
