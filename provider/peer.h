@@ -46,7 +46,10 @@ bool sv_peer_addr_is(int fd, const struct sockaddr *want);
  * AF_INET socket): an IPv4 tuple is asked in the other family too before
  * -ENOENT.  The netlink socket asked is in the calling thread's network
  * namespace, which must be fd's.  Never blocks: a deadline of its own
- * (SV_PEER_DEADLINE_MS).
+ * (SV_PEER_DEADLINE_MS).  Cost: 44-68 us a call on a loaded 2-CPU host,
+ * the same with 11 or 4,001 TCP sockets open (test_peer's
+ * peer_cost_10000_lookups), a third of it the netlink socket's
+ * creation; once per connection set-up.
  */
 int sv_peer_tcp_uid(int fd, uid_t *uid);
 
