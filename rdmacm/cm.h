@@ -82,9 +82,16 @@ struct cm_id {
 	int sidr_fd;	   /* UD listener: a TCP socket at its (UDP) port, which
 			    * takes other hosts' SIDR REQs (link.c), or -1 */
 	uint64_t deadline_ms; /* TCP: connect or the REQ due by then */
-	int timeout_ms;	      /* rdma_resolve_addr's, for the TCP connect */
-	unsigned int rlen;    /* TCP: bytes of rbuf read so far */
-	struct cm_msg rbuf;   /* TCP: the record being read */
+	/* link.c's half-open streams: a listener's accepted links whose
+	 * first record has not come, oldest first (at most CM_HALF_OPEN) */
+	struct cm_id *half_head, *half_tail; /* listener */
+	unsigned int nhalf;		     /* listener: how many */
+	struct cm_id *half_of;		     /* child: its listener, while in
+					      * that queue, else NULL */
+	struct cm_id *half_next, *half_prev; /* child: in that queue */
+	int timeout_ms;	    /* rdma_resolve_addr's, for the TCP connect */
+	unsigned int rlen;  /* TCP: bytes of rbuf read so far */
+	struct cm_msg rbuf; /* TCP: the record being read */
 	int bound_fd; /* says "bound here" to connecting ids (link.c), or -1 */
 	struct cm_msg req;	 /* active: the REQ, kept for a retry */
 	uint64_t retry_until_ms; /* active: REQ_RETRY gives up then */
@@ -116,8 +123,10 @@ struct cm_core {
 	pthread_mutex_t lock;
 	struct cm_id *ids; /* list head */
 	uint64_t next_serial;
-	int epfd;    /* the CM thread's sockets */
-	int wake_fd; /* eventfd in epfd (serial 0): retries to run */
+	int epfd;     /* the CM thread's sockets */
+	int wake_fd;  /* eventfd in epfd (serial 0): retries to run */
+	int spare_fd; /* /dev/null, given up to accept (and drop) a caller
+		       * when the process is out of fds (link.c) */
 	bool thread_started;
 	pthread_t thread;
 	struct ibv_context *ctx; /* softverbs0, opened once */

@@ -20,6 +20,7 @@ struct cm_core cm_core = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.epfd = -1,
 	.wake_fd = -1,
+	.spare_fd = -1,
 	.next_serial = 1,
 };
 bool cm_debug;

@@ -1996,6 +1996,63 @@ SV_TEST(cm_hostile_tcp_bytes_dropped)
 	rdma_destroy_event_channel(ch);
 }
 
+/*
+ * Issue 24: a listener keeps at most 64 silent callers waiting for their
+ * first record, on an RC listener's TCP port and a UD listener's SIDR
+ * socket alike: of 80 silent connections the 16 oldest are dropped at
+ * once (before, all waited for the CM's 3 s deadline, and a flood took
+ * every fd of the program), the 64 newest stay, and a REQ sent after
+ * them is still reported.
+ */
+SV_TEST(cm_silent_tcp_callers_bounded)
+{
+	enum rdma_port_space spaces[] = {RDMA_PS_TCP, RDMA_PS_UDP};
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct pollfd p[64];
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *s;
+	struct sockaddr_in to;
+	uint8_t msg[300];
+	uint64_t t0, took;
+	uint16_t port;
+	int fd[80], req;
+
+	for (size_t k = 0; k < 2; k++) {
+		l = listener(ch, spaces[k], &port);
+		to = lo(port);
+		t0 = sv_now_ms();
+		for (int i = 0; i < 80; i++)
+			fd[i] = tcp_connect_to(&to);
+		for (int i = 0; i < 16; i++)
+			expect_closed(fd[i]);
+		took = sv_now_ms() - t0;
+		printf("%s listener: the 16 oldest of 80 silent callers "
+		       "dropped in %llu ms\n",
+		       k ? "UD" : "RC", (unsigned long long)took);
+		ASSERT_TRUE(took < 2500); /* not the 3 s deadline's doing */
+		for (int i = 0; i < 64; i++)
+			p[i] = (struct pollfd){.fd = fd[16 + i],
+					       .events = POLLIN};
+		ASSERT_EQ(0, poll(p, 64, 0)); /* the newest are held */
+		if (spaces[k] == RDMA_PS_TCP) {
+			good_req(msg, NULL);
+			req = tcp_connect_to(&to);
+			ASSERT_EQ((ssize_t)sizeof(msg),
+				  send(req, msg, sizeof(msg), 0));
+			ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+			ASSERT_OK(rdma_reject(ev->id, NULL, 0));
+			s = ev->id;
+			rdma_ack_cm_event(ev);
+			rdma_destroy_id(s);
+			close(req);
+		}
+		for (int i = 0; i < 80; i++)
+			close(fd[i]);
+		rdma_destroy_id(l);
+	}
+	rdma_destroy_event_channel(ch);
+}
+
 /* Another uid: connects as nobody and sends a valid-looking REQ; exits
  * 0 if the CM closed the connection without answering. */
 SV_HELPER(cm_other_uid)
