@@ -19,7 +19,8 @@ layer() {
 	post.c | req.c | resp.c | comp.c | opcode.c | qp_state.c) L=2 ;;
 	shm.c | tcp.c | ud.c | lane.c | ring.c | rmem.c) L=3 ;;
 	progress.c) L=4 ;;
-	util.c | env.c | fault.c | faults.c | crc32c.c | pcap.c | stat.c | auth.c) L=9 ;;
+	util.c | env.c | fault.c | faults.c | crc32c.c | pcap.c | stat.c | auth.c | \
+		peer.c) L=9 ;;
 	*) echo "layers.sh: $1 is in no layer: place it here and in DESIGN.md" >&2
 	   L=-1 ;;
 	esac

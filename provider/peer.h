@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Who is at the other end of a TCP connection (issue 24, item 1): its
+ * address, and if it is a socket of this host (our network namespace),
+ * the user that owns it, found without root through NETLINK_SOCK_DIAG.
+ * A service: it calls nothing of the provider and includes no sv.h, so
+ * libibverbs (provider/tcp.c) and librdmacm (rdmacm/link.c) link a copy
+ * each, as env.c and auth.c.
+ */
+#ifndef SV_PEER_H
+#define SV_PEER_H
+
+#include <stdbool.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+/*
+ * True if the address of fd's peer (getpeername) is want's address
+ * (ports ignored): IPv4 a.b.c.d and IPv6 ::ffff:a.b.c.d compare equal;
+ * IPv6 compares all 16 bytes, and for a link-local address (fe80::/10)
+ * the scope id too when want names one (a GID carries no scope: want's
+ * 0 is any interface).  False on any error.
+ */
+bool sv_peer_addr_is(int fd, const struct sockaddr *want);
+
+/*
+ * Who owns the other end of connected TCP socket fd, if that end is a
+ * socket of this host (our network namespace): 0 and *uid.  -ENOENT: no
+ * such socket on this host (the peer is another host, or another
+ * network namespace).  Any other -errno: could not tell (the caller must
+ * then refuse): -EAGAIN if the other end is still a request socket
+ * (SYN_RECV: the handshake's last ACK not in) when our short deadline
+ * passes, -ENOTCONN if it is closed (a timewait socket: its FIN acked),
+ * -ETIMEDOUT if the kernel did not answer in time, -EPROTO on an answer
+ * we cannot read.  The kernel reports uid 0 for those sockets; only a
+ * full socket's uid is taken.  So the side that connected should ask
+ * once the callee has answered (its socket is a full one by then), and
+ * a caller that sent and closed is refused.
+ *
+ * Without root: one NETLINK_SOCK_DIAG request (inet_diag_req_v2,
+ * SOCK_DIAG_BY_FAMILY, the exact 4-tuple of the other end: its source
+ * is our getpeername, its destination our getsockname), idiag_uid of the
+ * answer; the kernel finds the socket in its established hash, so the
+ * cost does not grow with the sockets open.  IPv4, IPv6 and IPv4-mapped
+ * IPv6 (a dual-stack listener's accepted socket, whose caller is an
+ * AF_INET socket): an IPv4 tuple is asked in the other family too before
+ * -ENOENT.  The netlink socket asked is in the calling thread's network
+ * namespace, which must be fd's.  Never blocks: a deadline of its own
+ * (SV_PEER_DEADLINE_MS).
+ */
+int sv_peer_tcp_uid(int fd, uid_t *uid);
+
+/* How long sv_peer_tcp_uid waits for the kernel's answers, at most */
+#define SV_PEER_DEADLINE_MS 200
+
+/*
+ * The policy both transports apply to a TCP connection, on both sides
+ * (the side that accepted and the side that connected): 0 if fd's peer
+ * may be trusted as the peer at address want: its address is want's
+ * (sv_peer_addr_is), and if it is on this host, its uid is ours
+ * (getuid()); else -EACCES (address) or -EPERM (another user) or the
+ * lookup's error (refuse on it too).  want NULL: only the uid check.
+ *
+ * The side that connected can check the callee's owner too: an accepted
+ * socket's kernel uid is that of the listener's creator.
+ */
+int sv_peer_check(int fd, const struct sockaddr *want);
+
+#endif
