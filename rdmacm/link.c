@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "cm.h"
+#include "peer.h" /* provider/peer.h: who is at the other end */
 
 #define CM_LINK_BACKLOG 4096
 /* an accepted stream's REQ must come within this, or it is dropped;
@@ -606,6 +607,35 @@ static int tcp_check(struct cm_id *c, struct cm_msg *m)
 	return 0;
 }
 
+/*
+ * Lock held: a TCP stream's other end, if it is a socket of this host,
+ * must be our user's (NETLINK_SOCK_DIAG: provider/peer.c), as SO_PEERCRED
+ * says on the Unix link; another host's is not known (the secret, when
+ * there is one, proves it).  The side that accepted asks at the first
+ * record, the side that connected once its connect is done (the callee's
+ * socket is a full one then), before its REQ goes.  0 or -errno.
+ */
+static int tcp_peer_ours(struct cm_id *c)
+{
+	static bool said;
+	int err = sv_peer_check(c->sock, NULL);
+
+	if (!err)
+		return 0;
+	cm_log("id %p: the other end of its TCP link is not ours (%d): "
+	       "refused\n",
+	       (void *)c, err);
+	if (!said) {
+		said = true;
+		fprintf(stderr,
+			"softverbs rdmacm: a CM connection %s another user's "
+			"socket on this host (or one whose owner cannot be "
+			"told: %s): refused\n",
+			c->connecting ? "to" : "from", strerror(-err));
+	}
+	return err;
+}
+
 /* Lock held: the bytes of c's TCP stream, 300 at a time. */
 static void read_stream(struct cm_id *c)
 {
@@ -626,6 +656,10 @@ static void read_stream(struct cm_id *c)
 			continue;
 		c->rlen = 0;
 		m = c->rbuf;
+		if (c->state == CM_REQ_WAIT && tcp_peer_ours(c)) {
+			cm_conn_lost(c); /* unreported: freed */
+			return;
+		}
 		half_open_leave(c);
 		if (cm_msg_check(&m, sizeof(m)) || tcp_check(c, &m)) {
 			cm_log("id %p: malformed CM record on TCP: "
@@ -660,6 +694,8 @@ static void connect_done(struct cm_id *c)
 		if (!sock_addr(c->sock, false, &local) &&
 		    !memcmp(&local, &peer, sizeof(local)))
 			err = ECONNREFUSED;
+		else if (tcp_peer_ours(c))
+			err = EPERM; /* UNREACHABLE, -EPERM: no REQ went */
 		else if (epoll_ctl(cm_core.epfd, EPOLL_CTL_MOD, c->sock, &ev))
 			err = errno;
 	}

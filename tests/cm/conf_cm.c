@@ -2106,6 +2106,144 @@ SV_TEST(cm_other_uid_refused)
 	rdma_destroy_event_channel(ch);
 }
 
+/* As nobody: a TCP connection to 127.0.0.1:argv[0] and a sound REQ;
+ * exits 0 if the CM closed the connection without answering. */
+SV_HELPER(cm_tcp_other_uid)
+{
+	struct sockaddr_in to = lo((uint16_t)atoi(argv[0]));
+	uint8_t msg[300];
+	struct pollfd p;
+	int fd;
+
+	if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+		return 80;
+	fd = tcp_connect_to(&to);
+	good_req(msg, NULL);
+	if (send(fd, msg, sizeof(msg), MSG_NOSIGNAL) != (ssize_t)sizeof(msg))
+		return 83;
+	p = (struct pollfd){.fd = fd, .events = POLLIN};
+	if (poll(&p, 1, 5000) != 1)
+		return 81; /* still open: the REQ is waiting for the program */
+	return recv(fd, msg, sizeof(msg), MSG_DONTWAIT) <= 0 ? 0 : 82;
+}
+
+/*
+ * Issue 24: a CM stream over TCP from another user's socket on this host
+ * is dropped at its first record (NETLINK_SOCK_DIAG's uid, provider/
+ * peer.c), as the Unix link's SO_PEERCRED drops it: nothing reported.
+ */
+SV_TEST(cm_tcp_other_uid_caller_refused)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *l;
+	struct pollfd p;
+	struct sv_proc h;
+	char parg[16];
+	char *args[] = {parg, NULL};
+	uint16_t port;
+
+	if (geteuid() != 0) {
+		printf("SKIPPED: needs root to run a helper as another uid\n");
+		exit(77);
+	}
+	l = listener(ch, RDMA_PS_TCP, &port);
+	snprintf(parg, sizeof(parg), "%u", port);
+	sv_proc_start_helper(&h, "cm_tcp_other_uid", args, NULL);
+	sv_proc_wait(&h, EV_MS);
+	ASSERT_TRUE(h.exited);
+	ASSERT_EQ(0, h.code);
+	p = (struct pollfd){.fd = ch->fd, .events = POLLIN};
+	ASSERT_EQ(0, poll(&p, 1, 0));
+	sv_proc_free(&h);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
+/* As nobody: a TCP listener at 127.0.0.1:argv[0], ready said on fd
+ * argv[1]; exits 0 if its one caller closed without sending a byte. */
+SV_HELPER(cm_tcp_other_uid_listener)
+{
+	struct sockaddr_in at = lo((uint16_t)atoi(argv[0]));
+	int ready = atoi(argv[1]), one = 1, lfd, fd;
+	struct pollfd p;
+	char b[300];
+
+	if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+		return 80;
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&at, sizeof(at)) ||
+	    listen(lfd, 4) || write(ready, "r", 1) != 1)
+		return 81;
+	fd = accept(lfd, NULL, NULL);
+	if (fd < 0)
+		return 82;
+	p = (struct pollfd){.fd = fd, .events = POLLIN};
+	if (poll(&p, 1, 5000) != 1)
+		return 83;
+	return recv(fd, b, sizeof(b), 0) == 0 ? 0 : 84; /* a REQ came: 84 */
+}
+
+/*
+ * Issue 24: the side that connects checks the other end too: a TCP
+ * listener of another user on this host (one that took the port) gets
+ * no REQ, and rdma_connect ends UNREACHABLE with -EPERM at once.  Both
+ * runs take the TCP rendezvous on 127.0.0.1 (SOFTVERBS_TRANSPORT=tcp,
+ * set before the CM starts).
+ */
+SV_TEST(cm_tcp_other_uid_listener_refused)
+{
+	struct rdma_event_channel *ch;
+	struct rdma_conn_param cp = {0};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *c;
+	struct pollfd p;
+	struct sv_proc h;
+	char parg[16], farg[16], r;
+	char *args[] = {parg, farg, NULL};
+	struct sockaddr_in a = lo(0);
+	socklen_t alen = sizeof(a);
+	uint64_t t0;
+	int pfd[2], s;
+
+	if (geteuid() != 0) {
+		printf("SKIPPED: needs root to run a helper as another uid\n");
+		exit(77);
+	}
+	setenv("SOFTVERBS_TRANSPORT", "tcp", 1);
+	ch = rdma_create_event_channel();
+	/* a free port for the helper */
+	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_OK(bind(s, (struct sockaddr *)&a, sizeof(a)));
+	ASSERT_OK(getsockname(s, (struct sockaddr *)&a, &alen));
+	close(s);
+	ASSERT_OK(pipe(pfd));
+	snprintf(parg, sizeof(parg), "%u", ntohs(a.sin_port));
+	snprintf(farg, sizeof(farg), "%d", pfd[1]);
+	sv_proc_start_helper(&h, "cm_tcp_other_uid_listener", args, NULL);
+	close(pfd[1]);
+	p = (struct pollfd){.fd = pfd[0], .events = POLLIN};
+	ASSERT_EQ(1, poll(&p, 1, EV_MS));
+	ASSERT_EQ(1, read(pfd[0], &r, 1));
+	close(pfd[0]);
+
+	c = resolved(ch, RDMA_PS_TCP, ntohs(a.sin_port));
+	cp.qp_num = 5;
+	t0 = sv_now_ms();
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(ch, RDMA_CM_EVENT_UNREACHABLE);
+	ASSERT_EQ(-EPERM, ev->status);
+	printf("refused in %llu ms\n", (unsigned long long)(sv_now_ms() - t0));
+	ASSERT_TRUE(sv_now_ms() - t0 < 1000);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(c);
+	sv_proc_wait(&h, EV_MS);
+	ASSERT_TRUE(h.exited);
+	ASSERT_EQ(0, h.code); /* no REQ reached it */
+	sv_proc_free(&h);
+	rdma_destroy_event_channel(ch);
+}
+
 /* Reads one 300-byte CM record from a TCP stream, with a deadline. */
 static void read_record(int fd, uint8_t msg[300])
 {
