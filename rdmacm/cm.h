@@ -43,6 +43,14 @@ enum cm_state {
 };
 extern const char *const cm_state_names[CM_NSTATES];
 
+/* The shared secret's handshake on a TCP link (link_auth.c). */
+enum cm_auth_state {
+	CM_AUTH_OFF,   /* none (no secret, Unix link) or done */
+	CM_AUTH_HELLO, /* our HELLO sent, the peer's awaited */
+	CM_AUTH_PROOF, /* our PROOF sent, the peer's awaited */
+};
+#define CM_AUTH_NONCE 32
+
 struct cm_channel {
 	struct rdma_event_channel ch; /* ch.fd: an eventfd, readable while
 				       * head is not NULL */
@@ -89,6 +97,9 @@ struct cm_id {
 	struct cm_id *half_of;		     /* child: its listener, while in
 					      * that queue, else NULL */
 	struct cm_id *half_next, *half_prev; /* child: in that queue */
+	bool peer_checked; /* TCP: the other end's owner was checked */
+	uint8_t auth;	   /* enum cm_auth_state */
+	uint8_t nonce[2][CM_AUTH_NONCE]; /* the active side's, the passive's */
 	int timeout_ms;	    /* rdma_resolve_addr's, for the TCP connect */
 	unsigned int rlen;  /* TCP: bytes of rbuf read so far */
 	struct cm_msg rbuf; /* TCP: the record being read */
@@ -208,6 +219,15 @@ void cm_link_kick(void); /* the CM thread re-reads what to retry */
 uint64_t cm_now_ms(void);
 void cm_link_close(struct cm_id *c);
 int cm_thread_start(void);
+
+/* link_auth.c: the shared secret on TCP links (lock held for each) */
+bool cm_auth_needed(void);	    /* a secret is set (or unreadable) */
+int cm_auth_start(struct cm_id *c); /* our HELLO; 0 or -errno */
+/* The peer's handshake record: 0 taken (c->auth CM_AUTH_OFF once both
+ * proved it), or -EACCES: refused (said once on stderr) */
+int cm_auth_recv(struct cm_id *c, const struct cm_msg *m);
+bool cm_auth_asked(struct cm_id *c, const struct cm_msg *m); /* says so */
+void cm_auth_closed(struct cm_id *c);			     /* says so */
 
 /* conn.c: the state machine, called by link.c with the lock held */
 bool cm_conn_recv(struct cm_id *c, const struct cm_msg *m); /* true: c freed */

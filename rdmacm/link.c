@@ -442,6 +442,7 @@ void cm_link_close(struct cm_id *c)
 {
 	half_open_leave(c);
 	half_open_forget(c);
+	c->auth = CM_AUTH_OFF;
 	if (c->port_watched) {
 		epoll_ctl(cm_core.epfd, EPOLL_CTL_DEL, rdv_fd(c), NULL);
 		c->port_watched = false;
@@ -529,11 +530,15 @@ static void accept_tcp(struct cm_id *l)
 			return;
 		tcp_opts(fd);
 		c = cm_conn_incoming(l, fd);
-		if (c) {
-			c->tcp = true;
-			half_open_join(l, c, CM_TCP_REQ_WAIT_MS);
-			read_all(c); /* its REQ may be here already */
+		if (!c)
+			continue;
+		c->tcp = true;
+		half_open_join(l, c, CM_TCP_REQ_WAIT_MS);
+		if (cm_auth_needed() && cm_auth_start(c)) {
+			cm_conn_lost(c); /* unreported: freed */
+			continue;
 		}
+		read_all(c); /* its first record may be here already */
 	}
 }
 
@@ -636,6 +641,18 @@ static int tcp_peer_ours(struct cm_id *c)
 	return err;
 }
 
+/* Lock held: c's peer failed the secret's handshake: an active side's
+ * connect ends UNREACHABLE -EACCES, a passive one is dropped unreported. */
+static void refuse(struct cm_id *c)
+{
+	if (c->state == CM_REQ_SENT) {
+		cm_link_close(c);
+		cm_conn_link_up(c, -EACCES);
+	} else {
+		cm_conn_lost(c);
+	}
+}
+
 /* Lock held: the bytes of c's TCP stream, 300 at a time. */
 static void read_stream(struct cm_id *c)
 {
@@ -648,7 +665,12 @@ static void read_stream(struct cm_id *c)
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
 		if (n <= 0) {
-			cm_conn_lost(c);
+			if (c->auth && c->state == CM_REQ_SENT) {
+				cm_auth_closed(c);
+				refuse(c);
+			} else {
+				cm_conn_lost(c);
+			}
 			return;
 		}
 		c->rlen += (unsigned int)n;
@@ -656,11 +678,30 @@ static void read_stream(struct cm_id *c)
 			continue;
 		c->rlen = 0;
 		m = c->rbuf;
-		if (c->state == CM_REQ_WAIT && tcp_peer_ours(c)) {
-			cm_conn_lost(c); /* unreported: freed */
-			return;
+		if (c->state == CM_REQ_WAIT && !c->peer_checked) {
+			if (tcp_peer_ours(c)) {
+				cm_conn_lost(c); /* unreported: freed */
+				return;
+			}
+			c->peer_checked = true;
+		}
+		if (c->auth) {
+			if (cm_auth_recv(c, &m)) {
+				refuse(c);
+				return;
+			}
+			if (!c->auth && c->state == CM_REQ_SENT) {
+				/* both proved it: our REQ goes now */
+				c->deadline_ms = 0;
+				cm_conn_link_up(c, 0);
+			}
+			continue;
 		}
 		half_open_leave(c);
+		if (cm_msg_check(&m, sizeof(m)) && cm_auth_asked(c, &m)) {
+			refuse(c);
+			return;
+		}
 		if (cm_msg_check(&m, sizeof(m)) || tcp_check(c, &m)) {
 			cm_log("id %p: malformed CM record on TCP: "
 			       "dropping the connection\n",
@@ -699,12 +740,21 @@ static void connect_done(struct cm_id *c)
 		else if (epoll_ctl(cm_core.epfd, EPOLL_CTL_MOD, c->sock, &ev))
 			err = errno;
 	}
-	if (err) {
-		cm_link_close(c);
-	} else {
+	if (!err) {
 		c->connecting = false;
 		c->deadline_ms = 0;
+		if (cm_auth_needed()) {
+			/* the REQ waits for both proofs (read_stream) */
+			err = -cm_auth_start(c);
+			if (!err) {
+				c->deadline_ms =
+					cm_now_ms() + CM_TCP_REQ_WAIT_MS;
+				return;
+			}
+		}
 	}
+	if (err)
+		cm_link_close(c);
 	cm_conn_link_up(c, -err);
 }
 

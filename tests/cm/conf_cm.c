@@ -2244,6 +2244,159 @@ SV_TEST(cm_tcp_other_uid_listener_refused)
 	rdma_destroy_event_channel(ch);
 }
 
+/* A fresh secret file (0600, 32 random bytes) named in the environment
+ * before the CM starts, and the TCP rendezvous forced: one process's ids
+ * all prove it (issue 24, rdmacm/link_auth.c). */
+static void secret_env(void)
+{
+	char path[] = "/tmp/sv_cm_secret_XXXXXX";
+	uint8_t b[32];
+	int fd = mkstemp(path);
+
+	ASSERT_TRUE(fd >= 0);
+	for (size_t i = 0; i < sizeof(b); i++)
+		b[i] = (uint8_t)(rand() ^ (int)i ^ getpid());
+	ASSERT_EQ((ssize_t)sizeof(b), write(fd, b, sizeof(b)));
+	close(fd);
+	setenv("SOFTVERBS_SECRET_FILE", path, 1);
+	setenv("SOFTVERBS_TRANSPORT", "tcp", 1);
+}
+
+/* What fd's peer sends until it closes (within EV_MS): its length. */
+static size_t read_to_eof(int fd, uint8_t *buf, size_t cap)
+{
+	size_t got = 0;
+
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+
+		ASSERT_EQ(1, poll(&p, 1, EV_MS));
+		n = recv(fd, buf + got, cap - got, 0);
+		if (n <= 0)
+			return got;
+		got += (size_t)n;
+	}
+}
+
+/* Relays between a and b until `until` says an event is ready; what a
+ * sent is kept in rec (at most cap bytes), what b sent in brec. */
+static void relay(int a, int b, int until, uint8_t *rec, size_t cap,
+		  size_t *len, uint8_t *brec, size_t bcap, size_t *blen)
+{
+	uint64_t end = sv_now_ms() + EV_MS;
+
+	while (sv_now_ms() < end) {
+		struct pollfd p[3] = {{.fd = a, .events = POLLIN},
+				      {.fd = b, .events = POLLIN},
+				      {.fd = until, .events = POLLIN}};
+		uint8_t buf[1024];
+		ssize_t n;
+
+		ASSERT_TRUE(poll(p, 3, 100) >= 0);
+		if (p[2].revents)
+			return;
+		for (int i = 0; i < 2; i++) {
+			if (!p[i].revents)
+				continue;
+			n = recv(p[i].fd, buf, sizeof(buf), MSG_DONTWAIT);
+			if (n <= 0)
+				continue;
+			if (i == 0 && *len + (size_t)n <= cap) {
+				memcpy(rec + *len, buf, (size_t)n);
+				*len += (size_t)n;
+			}
+			if (i == 1 && *blen + (size_t)n <= bcap) {
+				memcpy(brec + *blen, buf, (size_t)n);
+				*blen += (size_t)n;
+			}
+			ASSERT_EQ(n,
+				  send(p[!i].fd, buf, (size_t)n, MSG_NOSIGNAL));
+		}
+	}
+	sv_test_fail(__FILE__, __LINE__, "no event through the relay");
+}
+
+/*
+ * Issue 24: with a secret, a TCP CM stream's first bytes are the secret's
+ * handshake.  Through a relay of the test's, a real id connects to a real
+ * listener (both with the secret): CONNECT_REQUEST.  Replayed to the
+ * listener byte for byte, the active side's recorded handshake and REQ
+ * are dropped unreported (the listener's nonce is a fresh one: its HELLO
+ * differs from the recorded one), and so is a plain REQ with no
+ * handshake (a peer without the secret).
+ */
+SV_TEST(cm_secret_handshake_not_replayable)
+{
+	struct rdma_event_channel *chl, *chc;
+	struct sockaddr_in at = lo(0), to;
+	struct rdma_conn_param cp = {0};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c, *s;
+	uint8_t rec[2048], brec[2048], brec2[2048], msg[300];
+	size_t len = 0, blen = 0, blen2 = 0;
+	socklen_t alen = sizeof(at);
+	struct pollfd p;
+	uint16_t port;
+	int r, a, b;
+
+	secret_env();
+	chl = rdma_create_event_channel();
+	chc = rdma_create_event_channel();
+	l = listener(chl, RDMA_PS_TCP, &port);
+	to = lo(port);
+	r = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_OK(bind(r, (struct sockaddr *)&at, sizeof(at)));
+	ASSERT_OK(getsockname(r, (struct sockaddr *)&at, &alen));
+	ASSERT_OK(listen(r, 1));
+
+	c = resolved(chc, RDMA_PS_TCP, ntohs(at.sin_port));
+	cp.qp_num = 5;
+	ASSERT_OK(rdma_connect(c, &cp));
+	p = (struct pollfd){.fd = r, .events = POLLIN};
+	ASSERT_EQ(1, poll(&p, 1, EV_MS));
+	a = accept(r, NULL, NULL);
+	b = tcp_connect_to(&to);
+	relay(a, b, chl->fd, rec, sizeof(rec), &len, brec, sizeof(brec), &blen);
+	ev = expect_ev(chl, RDMA_CM_EVENT_CONNECT_REQUEST);
+	s = ev->id;
+	rdma_ack_cm_event(ev);
+	ASSERT_OK(rdma_reject(s, NULL, 0));
+	rdma_destroy_id(s);
+	rdma_destroy_id(c);
+	close(a);
+	close(b);
+	close(r);
+	printf("relayed: %zu bytes from the active side, %zu back\n", len,
+	       blen);
+	ASSERT_EQ(900, (int)len); /* HELLO, PROOF, REQ */
+
+	/* the recorded bytes again: the listener's new HELLO differs, the
+	 * old PROOF does not match it: closed, nothing reported */
+	b = tcp_connect_to(&to);
+	ASSERT_EQ((ssize_t)len, send(b, rec, len, MSG_NOSIGNAL));
+	blen2 = read_to_eof(b, brec2, sizeof(brec2));
+	close(b);
+	ASSERT_TRUE(blen2 >= 300);
+	ASSERT_TRUE(memcmp(brec, brec2, 300) != 0); /* a fresh HELLO */
+	p = (struct pollfd){.fd = chl->fd, .events = POLLIN};
+	ASSERT_EQ(0, poll(&p, 1, 200));
+
+	/* a plain REQ, no handshake: closed, nothing reported */
+	b = tcp_connect_to(&to);
+	good_req(msg, NULL);
+	ASSERT_EQ((ssize_t)sizeof(msg), send(b, msg, sizeof(msg), 0));
+	ASSERT_EQ(300, (int)read_to_eof(b, brec2, sizeof(brec2))); /* HELLO */
+	close(b);
+	p = (struct pollfd){.fd = chl->fd, .events = POLLIN};
+	ASSERT_EQ(0, poll(&p, 1, 200));
+
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(chl);
+	rdma_destroy_event_channel(chc);
+	unlink(getenv("SOFTVERBS_SECRET_FILE"));
+}
+
 /* Reads one 300-byte CM record from a TCP stream, with a deadline. */
 static void read_record(int fd, uint8_t msg[300])
 {
