@@ -1,8 +1,8 @@
 #!/bin/sh
 # The shared secret on rdma_cm's TCP streams between hosts (issue 24,
 # item 5; rdmacm/link_auth.c), across network namespaces: with the same
-# SOFTVERBS_SECRET_FILE on both sides rping, rstream (rsockets) and
-# ib_send_bw -R work; with a wrong secret, or none on one side, the
+# SOFTVERBS_SECRET_FILE on both sides rping, rstream (rsockets),
+# ib_send_bw -R and udaddy (SIDR) work; with a wrong secret, or none on one side, the
 # connection is refused on both sides, each saying so in one line, and
 # the client ends UNREACHABLE (-13, EACCES) within a deadline, never a
 # hang.  Then cmtime's connection set-up time with and without the
@@ -47,6 +47,27 @@ if command -v ib_send_bw >/dev/null; then
 		$S1 ib_send_bw -R -d softverbs0 -n 1000 -p @P $A
 else
 	echo "skip ib_send_bw_R_secret: no perftest"
+fi
+
+# SIDR (udaddy's fixed port 7174) over the same handshake
+# shellcheck disable=SC2086
+timeout 60 ip netns exec "$tag-a" $run $S1 udaddy -C 10 >"$log/udaddy.s" 2>&1 &
+spid=$!
+listening a 7174
+# shellcheck disable=SC2086
+timeout 60 ip netns exec "$tag-b" $run $S1 udaddy -s $A -C 10 \
+	>"$log/udaddy.c" 2>&1
+rc=$?
+wait $spid
+src=$?
+if [ $rc -ne 0 ] || [ $src -ne 0 ] ||
+	! grep -q "data transfers complete" "$log/udaddy.c"; then
+	echo "FAIL udaddy_secret: client rc $rc, server rc $src"
+	sed 's/^/  client: /' "$log/udaddy.c" | tail -8
+	sed 's/^/  server: /' "$log/udaddy.s" | tail -8
+	failed=1
+else
+	echo "ok   udaddy_secret: SIDR with the secret, 10 each way"
 fi
 
 # refused NAME SERVER_ENV CLIENT_ENV: rping's client must end
