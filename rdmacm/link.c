@@ -465,6 +465,8 @@ void cm_link_close(struct cm_id *c)
  */
 static int accept_one(struct cm_id *l, int lfd)
 {
+	if (cm_core.spare_fd < 0) /* given up, and not taken back then */
+		cm_core.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	for (;;) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 

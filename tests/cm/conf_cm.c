@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -2102,6 +2103,43 @@ SV_TEST(cm_other_uid_refused)
 	p = (struct pollfd){.fd = ch->fd, .events = POLLIN};
 	ASSERT_EQ(0, poll(&p, 1, 0));
 	sv_proc_free(&h);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
+/*
+ * Issue 24: a program out of fds still answers a caller at once: the
+ * CM's spare fd takes the connection only to close it (before, it sat in
+ * the kernel's queue, unanswered, and the CM thread woke for it
+ * without end).
+ */
+SV_TEST(cm_listener_out_of_fds_closes_callers)
+{
+	struct rlimit rl = {.rlim_cur = 512, .rlim_max = 512};
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *l;
+	struct sockaddr_in to;
+	struct pollfd p;
+	uint16_t port;
+	int s, fds[4096], n = 0;
+	char b[16];
+
+	ASSERT_OK(setrlimit(RLIMIT_NOFILE, &rl));
+	ch = rdma_create_event_channel();
+	l = listener(ch, RDMA_PS_TCP, &port);
+	to = lo(port);
+	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_TRUE(s >= 0);
+	while (n < 4096 && (fds[n] = dup(s)) >= 0)
+		n++;
+	ASSERT_TRUE(n < 4096); /* the limit reached (EMFILE) */
+	ASSERT_OK(connect(s, (struct sockaddr *)&to, sizeof(to)));
+	p = (struct pollfd){.fd = s, .events = POLLIN};
+	ASSERT_EQ(1, poll(&p, 1, 2000));
+	ASSERT_TRUE(recv(s, b, sizeof(b), MSG_DONTWAIT) <= 0);
+	while (n)
+		close(fds[--n]);
+	close(s);
 	rdma_destroy_id(l);
 	rdma_destroy_event_channel(ch);
 }
