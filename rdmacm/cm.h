@@ -43,6 +43,14 @@ enum cm_state {
 };
 extern const char *const cm_state_names[CM_NSTATES];
 
+/* The shared secret's handshake on a TCP link (link_auth.c). */
+enum cm_auth_state {
+	CM_AUTH_OFF,   /* none (no secret, Unix link) or done */
+	CM_AUTH_HELLO, /* our HELLO sent, the peer's awaited */
+	CM_AUTH_PROOF, /* our PROOF sent, the peer's awaited */
+};
+#define CM_AUTH_NONCE 32
+
 struct cm_channel {
 	struct rdma_event_channel ch; /* ch.fd: an eventfd, readable while
 				       * head is not NULL */
@@ -82,9 +90,19 @@ struct cm_id {
 	int sidr_fd;	   /* UD listener: a TCP socket at its (UDP) port, which
 			    * takes other hosts' SIDR REQs (link.c), or -1 */
 	uint64_t deadline_ms; /* TCP: connect or the REQ due by then */
-	int timeout_ms;	      /* rdma_resolve_addr's, for the TCP connect */
-	unsigned int rlen;    /* TCP: bytes of rbuf read so far */
-	struct cm_msg rbuf;   /* TCP: the record being read */
+	/* link.c's half-open streams: a listener's accepted links whose
+	 * first record has not come, oldest first (at most CM_HALF_OPEN) */
+	struct cm_id *half_head, *half_tail; /* listener */
+	unsigned int nhalf;		     /* listener: how many */
+	struct cm_id *half_of;		     /* child: its listener, while in
+					      * that queue, else NULL */
+	struct cm_id *half_next, *half_prev; /* child: in that queue */
+	bool peer_checked; /* TCP: the other end's owner was checked */
+	uint8_t auth;	   /* enum cm_auth_state */
+	uint8_t nonce[2][CM_AUTH_NONCE]; /* the active side's, the passive's */
+	int timeout_ms;	    /* rdma_resolve_addr's, for the TCP connect */
+	unsigned int rlen;  /* TCP: bytes of rbuf read so far */
+	struct cm_msg rbuf; /* TCP: the record being read */
 	int bound_fd; /* says "bound here" to connecting ids (link.c), or -1 */
 	struct cm_msg req;	 /* active: the REQ, kept for a retry */
 	uint64_t retry_until_ms; /* active: REQ_RETRY gives up then */
@@ -116,8 +134,10 @@ struct cm_core {
 	pthread_mutex_t lock;
 	struct cm_id *ids; /* list head */
 	uint64_t next_serial;
-	int epfd;    /* the CM thread's sockets */
-	int wake_fd; /* eventfd in epfd (serial 0): retries to run */
+	int epfd;     /* the CM thread's sockets */
+	int wake_fd;  /* eventfd in epfd (serial 0): retries to run */
+	int spare_fd; /* /dev/null, given up to accept (and drop) a caller
+		       * when the process is out of fds (link.c) */
 	bool thread_started;
 	pthread_t thread;
 	struct ibv_context *ctx; /* softverbs0, opened once */
@@ -199,6 +219,15 @@ void cm_link_kick(void); /* the CM thread re-reads what to retry */
 uint64_t cm_now_ms(void);
 void cm_link_close(struct cm_id *c);
 int cm_thread_start(void);
+
+/* link_auth.c: the shared secret on TCP links (lock held for each) */
+bool cm_auth_needed(void);	    /* a secret is set (or unreadable) */
+int cm_auth_start(struct cm_id *c); /* our HELLO; 0 or -errno */
+/* The peer's handshake record: 0 taken (c->auth CM_AUTH_OFF once both
+ * proved it), or -EACCES: refused (said once on stderr) */
+int cm_auth_recv(struct cm_id *c, const struct cm_msg *m);
+bool cm_auth_asked(struct cm_id *c, const struct cm_msg *m); /* says so */
+void cm_auth_closed(struct cm_id *c);			     /* says so */
 
 /* conn.c: the state machine, called by link.c with the lock held */
 bool cm_conn_recv(struct cm_id *c, const struct cm_msg *m); /* true: c freed */

@@ -451,7 +451,7 @@ int cm_conn_retry_all(void)
 			continue;
 		}
 		if (!c->deadline_ms || c->sock < 0 ||
-		    !(c->connecting || c->state == CM_REQ_WAIT))
+		    !(c->connecting || c->state == CM_REQ_WAIT || c->auth))
 			continue;
 		if (now < c->deadline_ms) {
 			next = next < c->deadline_ms ? next : c->deadline_ms;

@@ -20,6 +20,7 @@ struct cm_core cm_core = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.epfd = -1,
 	.wake_fd = -1,
+	.spare_fd = -1,
 	.next_serial = 1,
 };
 bool cm_debug;
@@ -102,6 +103,9 @@ int cm_core_init(void)
 			sv_env_uint(SV_ENV_TRANSPORT) == SV_TRANSPORT_TCP;
 		cm_core.rep_wait_ms =
 			(unsigned int)sv_env_uint(SV_ENV_CM_TIMEOUT_MS);
+		/* the secret read and OpenSSL's HMAC fetched now (tens of
+		 * ms once), not in a connection's set-up */
+		(void)cm_auth_needed();
 		ret = open_device();
 		if (ret && cm_core.ctx) {
 			ibv_close_device(cm_core.ctx);

@@ -15,12 +15,16 @@
  * replaced by the socket's own, and a REQ's or REP's GID must be the
  * GID of the address the bytes came from (IPv4-mapped, or the IPv6
  * address itself; else the link is dropped),
- * so a peer cannot point our QP at a third host.  Every socket is
+ * so a peer cannot point our QP at a third host.  A listener holds at
+ * most CM_HALF_OPEN accepted links waiting for their first record, each
+ * for CM_TCP_REQ_WAIT_MS, the oldest dropped first: a flood of silent
+ * callers cannot take the program's fds.  Every socket is
  * non-blocking and one thread per process (epoll) reads them, finishes
  * TCP connects and drives conn.c.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -33,9 +37,10 @@
 #include <unistd.h>
 
 #include "cm.h"
+#include "peer.h" /* provider/peer.h: who is at the other end */
 
 #define CM_LINK_BACKLOG 4096
-/* an accepted TCP stream's REQ must come within this, or it is dropped;
+/* an accepted stream's REQ must come within this, or it is dropped;
  * a TCP connect waits at least CM_TCP_CONNECT_MS (rdma_resolve_addr's
  * timeout if longer) before UNREACHABLE */
 #define CM_TCP_REQ_WAIT_MS 3000
@@ -361,8 +366,83 @@ int cm_link_adopt(struct cm_id *c, int fd)
 	return watch(c);
 }
 
+/*
+ * Half-open links: a listener's accepted connections whose first record
+ * has not come.  At most CM_HALF_OPEN wait per listener, each until its
+ * deadline; one more drops the oldest, so a flood of silent callers costs
+ * the listener CM_HALF_OPEN fds, never the program's own, and a real
+ * caller (whose REQ follows its connect at once) still gets through.  Not
+ * the listen backlog (conn.c counts it for the REQs that came): rping's
+ * 3 would let a flood push a real caller out before its REQ is read.  A
+ * pass takes at most CM_ACCEPT_BATCH, so a stream accepted in one pass
+ * is read (epoll) before CM_HALF_OPEN newer ones can push it out.
+ */
+#define CM_HALF_OPEN	64
+#define CM_ACCEPT_BATCH (CM_HALF_OPEN / 2)
+
+/* Lock held: c's first record came, or c is closing. */
+static void half_open_leave(struct cm_id *c)
+{
+	struct cm_id *l = c->half_of;
+
+	if (!l)
+		return;
+	if (c->half_prev)
+		c->half_prev->half_next = c->half_next;
+	else
+		l->half_head = c->half_next;
+	if (c->half_next)
+		c->half_next->half_prev = c->half_prev;
+	else
+		l->half_tail = c->half_prev;
+	c->half_of = c->half_next = c->half_prev = NULL;
+	l->nhalf--;
+}
+
+/* Lock held: drops listener l's oldest silent caller; false if none. */
+static bool half_open_drop_oldest(struct cm_id *l)
+{
+	struct cm_id *o = l->half_head;
+
+	if (!o)
+		return false;
+	cm_log("listener %p: %u callers silent: dropping the oldest (%p)\n",
+	       (void *)l, l->nhalf, (void *)o);
+	cm_id_free(o); /* unreported: nobody holds it; closes its link */
+	return true;
+}
+
+/* Lock held: c (just accepted by l) waits for its first record until
+ * its deadline, the newest of l's half-open links. */
+static void half_open_join(struct cm_id *l, struct cm_id *c, uint64_t wait_ms)
+{
+	while (l->nhalf >= CM_HALF_OPEN && half_open_drop_oldest(l))
+		;
+	c->deadline_ms = cm_now_ms() + wait_ms;
+	c->half_of = l;
+	c->half_prev = l->half_tail;
+	c->half_next = NULL;
+	if (l->half_tail)
+		l->half_tail->half_next = c;
+	else
+		l->half_head = c;
+	l->half_tail = c;
+	l->nhalf++;
+}
+
+/* Lock held: listener l's links leave its queue (l is closing); their
+ * deadlines still end them. */
+static void half_open_forget(struct cm_id *l)
+{
+	while (l->half_head)
+		half_open_leave(l->half_head);
+}
+
 void cm_link_close(struct cm_id *c)
 {
+	half_open_leave(c);
+	half_open_forget(c);
+	c->auth = CM_AUTH_OFF;
 	if (c->port_watched) {
 		epoll_ctl(cm_core.epfd, EPOLL_CTL_DEL, rdv_fd(c), NULL);
 		c->port_watched = false;
@@ -376,52 +456,91 @@ void cm_link_close(struct cm_id *c)
 	c->sock = -1;
 }
 
-/* Lock held: takes every waiting connection of listener l. */
+/*
+ * Lock held: one connection waiting on lfd (listener l's), or -1.  Out
+ * of fds (the program's own: ours are at most CM_HALF_OPEN), l's oldest
+ * silent caller makes room, or else the spare fd takes the caller only
+ * to close it: it hears no at once, and its connection does not sit in
+ * the kernel's queue waking the CM thread for ever.
+ */
+static int accept_one(struct cm_id *l, int lfd)
+{
+	if (cm_core.spare_fd < 0) /* given up, and not taken back then */
+		cm_core.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd >= 0)
+			return fd;
+		if (errno == EINTR || errno == ECONNABORTED)
+			continue;
+		if (errno == EMFILE || errno == ENFILE) {
+			if (half_open_drop_oldest(l))
+				continue;
+			if (cm_core.spare_fd >= 0) {
+				close(cm_core.spare_fd);
+				fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+				if (fd >= 0)
+					close(fd);
+				cm_core.spare_fd =
+					open("/dev/null", O_RDONLY | O_CLOEXEC);
+				if (fd >= 0 && cm_core.spare_fd >= 0)
+					continue;
+			}
+			cm_log("accept on listener %p: out of fds\n",
+			       (void *)l);
+			return -1;
+		}
+		if (errno != EAGAIN)
+			cm_log("accept on listener %p: %d\n", (void *)l, errno);
+		return -1;
+	}
+}
+
+static void read_all(struct cm_id *c);
+
+/* Lock held: takes the waiting connections of listener l (a batch). */
 static void accept_all(struct cm_id *l)
 {
-	for (;;) {
-		int fd = accept4(l->sock, NULL, NULL,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+	for (int i = 0; i < CM_ACCEPT_BATCH; i++) {
+		int fd = accept_one(l, l->sock);
+		struct cm_id *c;
 
-		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR)
-				cm_log("accept on listener %p: %d\n", (void *)l,
-				       errno);
-			if (errno == EINTR)
-				continue;
+		if (fd < 0)
 			return;
-		}
 		if (peer_ok(fd)) {
 			close(fd);
 			continue;
 		}
-		cm_conn_incoming(l, fd);
+		c = cm_conn_incoming(l, fd);
+		if (c) {
+			half_open_join(l, c, CM_TCP_REQ_WAIT_MS);
+			read_all(c); /* its REQ may be here already */
+		}
 	}
 }
 
-/* Lock held: takes every waiting TCP connection of listener l; each
- * is an unreported child until its REQ comes (or its deadline). */
+/* Lock held: takes the waiting TCP connections of listener l (a batch);
+ * each is an unreported child until its REQ comes (or its deadline). */
 static void accept_tcp(struct cm_id *l)
 {
-	for (;;) {
-		int fd = accept4(rdv_fd(l), NULL, NULL,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+	for (int i = 0; i < CM_ACCEPT_BATCH; i++) {
+		int fd = accept_one(l, rdv_fd(l));
 		struct cm_id *c;
 
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if (errno != EAGAIN)
-				cm_log("TCP accept on listener %p: %d\n",
-				       (void *)l, errno);
+		if (fd < 0)
 			return;
-		}
 		tcp_opts(fd);
 		c = cm_conn_incoming(l, fd);
-		if (c) {
-			c->tcp = true;
-			c->deadline_ms = cm_now_ms() + CM_TCP_REQ_WAIT_MS;
+		if (!c)
+			continue;
+		c->tcp = true;
+		half_open_join(l, c, CM_TCP_REQ_WAIT_MS);
+		if (cm_auth_needed() && cm_auth_start(c)) {
+			cm_conn_lost(c); /* unreported: freed */
+			continue;
 		}
+		read_all(c); /* its first record may be here already */
 	}
 }
 
@@ -495,6 +614,47 @@ static int tcp_check(struct cm_id *c, struct cm_msg *m)
 	return 0;
 }
 
+/*
+ * Lock held: a TCP stream's other end, if it is a socket of this host,
+ * must be our user's (NETLINK_SOCK_DIAG: provider/peer.c), as SO_PEERCRED
+ * says on the Unix link; another host's is not known (the secret, when
+ * there is one, proves it).  The side that accepted asks at the first
+ * record, the side that connected once its connect is done (the callee's
+ * socket is a full one then), before its REQ goes.  0 or -errno.
+ */
+static int tcp_peer_ours(struct cm_id *c)
+{
+	static bool said;
+	int err = sv_peer_check(c->sock, NULL);
+
+	if (!err)
+		return 0;
+	cm_log("id %p: the other end of its TCP link is not ours (%d): "
+	       "refused\n",
+	       (void *)c, err);
+	if (!said) {
+		said = true;
+		fprintf(stderr,
+			"softverbs rdmacm: a CM connection %s another user's "
+			"socket on this host (or one whose owner cannot be "
+			"told: %s): refused\n",
+			c->connecting ? "to" : "from", strerror(-err));
+	}
+	return err;
+}
+
+/* Lock held: c's peer failed the secret's handshake: an active side's
+ * connect ends UNREACHABLE -EACCES, a passive one is dropped unreported. */
+static void refuse(struct cm_id *c)
+{
+	if (c->state == CM_REQ_SENT) {
+		cm_link_close(c);
+		cm_conn_link_up(c, -EACCES);
+	} else {
+		cm_conn_lost(c);
+	}
+}
+
 /* Lock held: the bytes of c's TCP stream, 300 at a time. */
 static void read_stream(struct cm_id *c)
 {
@@ -507,7 +667,12 @@ static void read_stream(struct cm_id *c)
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
 		if (n <= 0) {
-			cm_conn_lost(c);
+			if (c->auth && c->state == CM_REQ_SENT) {
+				cm_auth_closed(c);
+				refuse(c);
+			} else {
+				cm_conn_lost(c);
+			}
 			return;
 		}
 		c->rlen += (unsigned int)n;
@@ -515,6 +680,30 @@ static void read_stream(struct cm_id *c)
 			continue;
 		c->rlen = 0;
 		m = c->rbuf;
+		if (c->state == CM_REQ_WAIT && !c->peer_checked) {
+			if (tcp_peer_ours(c)) {
+				cm_conn_lost(c); /* unreported: freed */
+				return;
+			}
+			c->peer_checked = true;
+		}
+		if (c->auth) {
+			if (cm_auth_recv(c, &m)) {
+				refuse(c);
+				return;
+			}
+			if (!c->auth && c->state == CM_REQ_SENT) {
+				/* both proved it: our REQ goes now */
+				c->deadline_ms = 0;
+				cm_conn_link_up(c, 0);
+			}
+			continue;
+		}
+		half_open_leave(c);
+		if (cm_msg_check(&m, sizeof(m)) && cm_auth_asked(c, &m)) {
+			refuse(c);
+			return;
+		}
 		if (cm_msg_check(&m, sizeof(m)) || tcp_check(c, &m)) {
 			cm_log("id %p: malformed CM record on TCP: "
 			       "dropping the connection\n",
@@ -548,15 +737,26 @@ static void connect_done(struct cm_id *c)
 		if (!sock_addr(c->sock, false, &local) &&
 		    !memcmp(&local, &peer, sizeof(local)))
 			err = ECONNREFUSED;
+		else if (tcp_peer_ours(c))
+			err = EPERM; /* UNREACHABLE, -EPERM: no REQ went */
 		else if (epoll_ctl(cm_core.epfd, EPOLL_CTL_MOD, c->sock, &ev))
 			err = errno;
 	}
-	if (err) {
-		cm_link_close(c);
-	} else {
+	if (!err) {
 		c->connecting = false;
 		c->deadline_ms = 0;
+		if (cm_auth_needed()) {
+			/* the REQ waits for both proofs (read_stream) */
+			err = -cm_auth_start(c);
+			if (!err) {
+				c->deadline_ms =
+					cm_now_ms() + CM_TCP_REQ_WAIT_MS;
+				return;
+			}
+		}
 	}
+	if (err)
+		cm_link_close(c);
 	cm_conn_link_up(c, -err);
 }
 
@@ -579,6 +779,7 @@ static void read_all(struct cm_id *c)
 			cm_conn_lost(c);
 			return;
 		}
+		half_open_leave(c);
 		if (cm_msg_check(&m, n)) {
 			cm_log("id %p: malformed CM message (%zd bytes): "
 			       "dropping the connection\n",
@@ -647,6 +848,7 @@ int cm_thread_start(void)
 	cm_core.epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (cm_core.epfd < 0)
 		return -errno;
+	cm_core.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	cm_core.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (cm_core.wake_fd < 0 ||
 	    epoll_ctl(cm_core.epfd, EPOLL_CTL_ADD, cm_core.wake_fd, &wake)) {

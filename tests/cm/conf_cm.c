@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -1996,6 +1997,63 @@ SV_TEST(cm_hostile_tcp_bytes_dropped)
 	rdma_destroy_event_channel(ch);
 }
 
+/*
+ * Issue 24: a listener keeps at most 64 silent callers waiting for their
+ * first record, on an RC listener's TCP port and a UD listener's SIDR
+ * socket alike: of 80 silent connections the 16 oldest are dropped at
+ * once (before, all waited for the CM's 3 s deadline, and a flood took
+ * every fd of the program), the 64 newest stay, and a REQ sent after
+ * them is still reported.
+ */
+SV_TEST(cm_silent_tcp_callers_bounded)
+{
+	enum rdma_port_space spaces[] = {RDMA_PS_TCP, RDMA_PS_UDP};
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct pollfd p[64];
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *s;
+	struct sockaddr_in to;
+	uint8_t msg[300];
+	uint64_t t0, took;
+	uint16_t port;
+	int fd[80], req;
+
+	for (size_t k = 0; k < 2; k++) {
+		l = listener(ch, spaces[k], &port);
+		to = lo(port);
+		t0 = sv_now_ms();
+		for (int i = 0; i < 80; i++)
+			fd[i] = tcp_connect_to(&to);
+		for (int i = 0; i < 16; i++)
+			expect_closed(fd[i]);
+		took = sv_now_ms() - t0;
+		printf("%s listener: the 16 oldest of 80 silent callers "
+		       "dropped in %llu ms\n",
+		       k ? "UD" : "RC", (unsigned long long)took);
+		ASSERT_TRUE(took < 2500); /* not the 3 s deadline's doing */
+		for (int i = 0; i < 64; i++)
+			p[i] = (struct pollfd){.fd = fd[16 + i],
+					       .events = POLLIN};
+		ASSERT_EQ(0, poll(p, 64, 0)); /* the newest are held */
+		if (spaces[k] == RDMA_PS_TCP) {
+			good_req(msg, NULL);
+			req = tcp_connect_to(&to);
+			ASSERT_EQ((ssize_t)sizeof(msg),
+				  send(req, msg, sizeof(msg), 0));
+			ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+			ASSERT_OK(rdma_reject(ev->id, NULL, 0));
+			s = ev->id;
+			rdma_ack_cm_event(ev);
+			rdma_destroy_id(s);
+			close(req);
+		}
+		for (int i = 0; i < 80; i++)
+			close(fd[i]);
+		rdma_destroy_id(l);
+	}
+	rdma_destroy_event_channel(ch);
+}
+
 /* Another uid: connects as nobody and sends a valid-looking REQ; exits
  * 0 if the CM closed the connection without answering. */
 SV_HELPER(cm_other_uid)
@@ -2047,6 +2105,334 @@ SV_TEST(cm_other_uid_refused)
 	sv_proc_free(&h);
 	rdma_destroy_id(l);
 	rdma_destroy_event_channel(ch);
+}
+
+/*
+ * Issue 24: a program out of fds still answers a caller at once: the
+ * CM's spare fd takes the connection only to close it (before, it sat in
+ * the kernel's queue, unanswered, and the CM thread woke for it
+ * without end).
+ */
+SV_TEST(cm_listener_out_of_fds_closes_callers)
+{
+	struct rlimit rl = {.rlim_cur = 512, .rlim_max = 512};
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *l;
+	struct sockaddr_in to;
+	struct pollfd p;
+	uint16_t port;
+	int s, fds[4096], n = 0;
+	char b[16];
+
+	ASSERT_OK(setrlimit(RLIMIT_NOFILE, &rl));
+	ch = rdma_create_event_channel();
+	l = listener(ch, RDMA_PS_TCP, &port);
+	to = lo(port);
+	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_TRUE(s >= 0);
+	while (n < 4096 && (fds[n] = dup(s)) >= 0)
+		n++;
+	ASSERT_TRUE(n < 4096); /* the limit reached (EMFILE) */
+	ASSERT_OK(connect(s, (struct sockaddr *)&to, sizeof(to)));
+	p = (struct pollfd){.fd = s, .events = POLLIN};
+	ASSERT_EQ(1, poll(&p, 1, 2000));
+	ASSERT_TRUE(recv(s, b, sizeof(b), MSG_DONTWAIT) <= 0);
+	while (n)
+		close(fds[--n]);
+	close(s);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
+/* As nobody: a TCP connection to 127.0.0.1:argv[0] and a sound REQ;
+ * exits 0 if the CM closed the connection without answering. */
+SV_HELPER(cm_tcp_other_uid)
+{
+	struct sockaddr_in to = lo((uint16_t)atoi(argv[0]));
+	uint8_t msg[300];
+	struct pollfd p;
+	int fd;
+
+	if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+		return 80;
+	fd = tcp_connect_to(&to);
+	good_req(msg, NULL);
+	if (send(fd, msg, sizeof(msg), MSG_NOSIGNAL) != (ssize_t)sizeof(msg))
+		return 83;
+	p = (struct pollfd){.fd = fd, .events = POLLIN};
+	if (poll(&p, 1, 5000) != 1)
+		return 81; /* still open: the REQ is waiting for the program */
+	return recv(fd, msg, sizeof(msg), MSG_DONTWAIT) <= 0 ? 0 : 82;
+}
+
+/*
+ * Issue 24: a CM stream over TCP from another user's socket on this host
+ * is dropped at its first record (NETLINK_SOCK_DIAG's uid, provider/
+ * peer.c), as the Unix link's SO_PEERCRED drops it: nothing reported.
+ */
+SV_TEST(cm_tcp_other_uid_caller_refused)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *l;
+	struct pollfd p;
+	struct sv_proc h;
+	char parg[16];
+	char *args[] = {parg, NULL};
+	uint16_t port;
+
+	if (geteuid() != 0) {
+		printf("SKIPPED: needs root to run a helper as another uid\n");
+		exit(77);
+	}
+	l = listener(ch, RDMA_PS_TCP, &port);
+	snprintf(parg, sizeof(parg), "%u", port);
+	sv_proc_start_helper(&h, "cm_tcp_other_uid", args, NULL);
+	sv_proc_wait(&h, EV_MS);
+	ASSERT_TRUE(h.exited);
+	ASSERT_EQ(0, h.code);
+	p = (struct pollfd){.fd = ch->fd, .events = POLLIN};
+	ASSERT_EQ(0, poll(&p, 1, 0));
+	sv_proc_free(&h);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
+/* As nobody: a TCP listener at 127.0.0.1:argv[0], ready said on fd
+ * argv[1]; exits 0 if its one caller closed without sending a byte. */
+SV_HELPER(cm_tcp_other_uid_listener)
+{
+	struct sockaddr_in at = lo((uint16_t)atoi(argv[0]));
+	int ready = atoi(argv[1]), one = 1, lfd, fd;
+	struct pollfd p;
+	char b[300];
+
+	if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+		return 80;
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&at, sizeof(at)) ||
+	    listen(lfd, 4) || write(ready, "r", 1) != 1)
+		return 81;
+	fd = accept(lfd, NULL, NULL);
+	if (fd < 0)
+		return 82;
+	p = (struct pollfd){.fd = fd, .events = POLLIN};
+	if (poll(&p, 1, 5000) != 1)
+		return 83;
+	return recv(fd, b, sizeof(b), 0) == 0 ? 0 : 84; /* a REQ came: 84 */
+}
+
+/*
+ * Issue 24: the side that connects checks the other end too: a TCP
+ * listener of another user on this host (one that took the port) gets
+ * no REQ, and rdma_connect ends UNREACHABLE with -EPERM at once.  Both
+ * runs take the TCP rendezvous on 127.0.0.1 (SOFTVERBS_TRANSPORT=tcp,
+ * set before the CM starts).
+ */
+SV_TEST(cm_tcp_other_uid_listener_refused)
+{
+	struct rdma_event_channel *ch;
+	struct rdma_conn_param cp = {0};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *c;
+	struct pollfd p;
+	struct sv_proc h;
+	char parg[16], farg[16], r;
+	char *args[] = {parg, farg, NULL};
+	struct sockaddr_in a = lo(0);
+	socklen_t alen = sizeof(a);
+	uint64_t t0;
+	int pfd[2], s;
+
+	if (geteuid() != 0) {
+		printf("SKIPPED: needs root to run a helper as another uid\n");
+		exit(77);
+	}
+	setenv("SOFTVERBS_TRANSPORT", "tcp", 1);
+	ch = rdma_create_event_channel();
+	/* a free port for the helper */
+	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_OK(bind(s, (struct sockaddr *)&a, sizeof(a)));
+	ASSERT_OK(getsockname(s, (struct sockaddr *)&a, &alen));
+	close(s);
+	ASSERT_OK(pipe(pfd));
+	snprintf(parg, sizeof(parg), "%u", ntohs(a.sin_port));
+	snprintf(farg, sizeof(farg), "%d", pfd[1]);
+	sv_proc_start_helper(&h, "cm_tcp_other_uid_listener", args, NULL);
+	close(pfd[1]);
+	p = (struct pollfd){.fd = pfd[0], .events = POLLIN};
+	ASSERT_EQ(1, poll(&p, 1, EV_MS));
+	ASSERT_EQ(1, read(pfd[0], &r, 1));
+	close(pfd[0]);
+
+	c = resolved(ch, RDMA_PS_TCP, ntohs(a.sin_port));
+	cp.qp_num = 5;
+	t0 = sv_now_ms();
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(ch, RDMA_CM_EVENT_UNREACHABLE);
+	ASSERT_EQ(-EPERM, ev->status);
+	printf("refused in %llu ms\n", (unsigned long long)(sv_now_ms() - t0));
+	ASSERT_TRUE(sv_now_ms() - t0 < 1000);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(c);
+	sv_proc_wait(&h, EV_MS);
+	ASSERT_TRUE(h.exited);
+	ASSERT_EQ(0, h.code); /* no REQ reached it */
+	sv_proc_free(&h);
+	rdma_destroy_event_channel(ch);
+}
+
+/* A fresh secret file (0600, 32 random bytes) named in the environment
+ * before the CM starts, and the TCP rendezvous forced: one process's ids
+ * all prove it (issue 24, rdmacm/link_auth.c). */
+static void secret_env(void)
+{
+	char path[] = "/tmp/sv_cm_secret_XXXXXX";
+	uint8_t b[32];
+	int fd = mkstemp(path);
+
+	ASSERT_TRUE(fd >= 0);
+	for (size_t i = 0; i < sizeof(b); i++)
+		b[i] = (uint8_t)(rand() ^ (int)i ^ getpid());
+	ASSERT_EQ((ssize_t)sizeof(b), write(fd, b, sizeof(b)));
+	close(fd);
+	setenv("SOFTVERBS_SECRET_FILE", path, 1);
+	setenv("SOFTVERBS_TRANSPORT", "tcp", 1);
+}
+
+/* What fd's peer sends until it closes (within EV_MS): its length. */
+static size_t read_to_eof(int fd, uint8_t *buf, size_t cap)
+{
+	size_t got = 0;
+
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+
+		ASSERT_EQ(1, poll(&p, 1, EV_MS));
+		n = recv(fd, buf + got, cap - got, 0);
+		if (n <= 0)
+			return got;
+		got += (size_t)n;
+	}
+}
+
+/* Relays between a and b until `until` says an event is ready; what a
+ * sent is kept in rec (at most cap bytes), what b sent in brec. */
+static void relay(int a, int b, int until, uint8_t *rec, size_t cap,
+		  size_t *len, uint8_t *brec, size_t bcap, size_t *blen)
+{
+	uint64_t end = sv_now_ms() + EV_MS;
+
+	while (sv_now_ms() < end) {
+		struct pollfd p[3] = {{.fd = a, .events = POLLIN},
+				      {.fd = b, .events = POLLIN},
+				      {.fd = until, .events = POLLIN}};
+		uint8_t buf[1024];
+		ssize_t n;
+
+		ASSERT_TRUE(poll(p, 3, 100) >= 0);
+		if (p[2].revents)
+			return;
+		for (int i = 0; i < 2; i++) {
+			if (!p[i].revents)
+				continue;
+			n = recv(p[i].fd, buf, sizeof(buf), MSG_DONTWAIT);
+			if (n <= 0)
+				continue;
+			if (i == 0 && *len + (size_t)n <= cap) {
+				memcpy(rec + *len, buf, (size_t)n);
+				*len += (size_t)n;
+			}
+			if (i == 1 && *blen + (size_t)n <= bcap) {
+				memcpy(brec + *blen, buf, (size_t)n);
+				*blen += (size_t)n;
+			}
+			ASSERT_EQ(n,
+				  send(p[!i].fd, buf, (size_t)n, MSG_NOSIGNAL));
+		}
+	}
+	sv_test_fail(__FILE__, __LINE__, "no event through the relay");
+}
+
+/*
+ * Issue 24: with a secret, a TCP CM stream's first bytes are the secret's
+ * handshake.  Through a relay of the test's, a real id connects to a real
+ * listener (both with the secret): CONNECT_REQUEST.  Replayed to the
+ * listener byte for byte, the active side's recorded handshake and REQ
+ * are dropped unreported (the listener's nonce is a fresh one: its HELLO
+ * differs from the recorded one), and so is a plain REQ with no
+ * handshake (a peer without the secret).
+ */
+SV_TEST(cm_secret_handshake_not_replayable)
+{
+	struct rdma_event_channel *chl, *chc;
+	struct sockaddr_in at = lo(0), to;
+	struct rdma_conn_param cp = {0};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c, *s;
+	uint8_t rec[2048], brec[2048], brec2[2048], msg[300];
+	size_t len = 0, blen = 0, blen2 = 0;
+	socklen_t alen = sizeof(at);
+	struct pollfd p;
+	uint16_t port;
+	int r, a, b;
+
+	secret_env();
+	chl = rdma_create_event_channel();
+	chc = rdma_create_event_channel();
+	l = listener(chl, RDMA_PS_TCP, &port);
+	to = lo(port);
+	r = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_OK(bind(r, (struct sockaddr *)&at, sizeof(at)));
+	ASSERT_OK(getsockname(r, (struct sockaddr *)&at, &alen));
+	ASSERT_OK(listen(r, 1));
+
+	c = resolved(chc, RDMA_PS_TCP, ntohs(at.sin_port));
+	cp.qp_num = 5;
+	ASSERT_OK(rdma_connect(c, &cp));
+	p = (struct pollfd){.fd = r, .events = POLLIN};
+	ASSERT_EQ(1, poll(&p, 1, EV_MS));
+	a = accept(r, NULL, NULL);
+	b = tcp_connect_to(&to);
+	relay(a, b, chl->fd, rec, sizeof(rec), &len, brec, sizeof(brec), &blen);
+	ev = expect_ev(chl, RDMA_CM_EVENT_CONNECT_REQUEST);
+	s = ev->id;
+	rdma_ack_cm_event(ev);
+	ASSERT_OK(rdma_reject(s, NULL, 0));
+	rdma_destroy_id(s);
+	rdma_destroy_id(c);
+	close(a);
+	close(b);
+	close(r);
+	printf("relayed: %zu bytes from the active side, %zu back\n", len,
+	       blen);
+	ASSERT_EQ(900, (int)len); /* HELLO, PROOF, REQ */
+
+	/* the recorded bytes again: the listener's new HELLO differs, the
+	 * old PROOF does not match it: closed, nothing reported */
+	b = tcp_connect_to(&to);
+	ASSERT_EQ((ssize_t)len, send(b, rec, len, MSG_NOSIGNAL));
+	blen2 = read_to_eof(b, brec2, sizeof(brec2));
+	close(b);
+	ASSERT_TRUE(blen2 >= 300);
+	ASSERT_TRUE(memcmp(brec, brec2, 300) != 0); /* a fresh HELLO */
+	p = (struct pollfd){.fd = chl->fd, .events = POLLIN};
+	ASSERT_EQ(0, poll(&p, 1, 200));
+
+	/* a plain REQ, no handshake: closed, nothing reported */
+	b = tcp_connect_to(&to);
+	good_req(msg, NULL);
+	ASSERT_EQ((ssize_t)sizeof(msg), send(b, msg, sizeof(msg), 0));
+	ASSERT_EQ(300, (int)read_to_eof(b, brec2, sizeof(brec2))); /* HELLO */
+	close(b);
+	p = (struct pollfd){.fd = chl->fd, .events = POLLIN};
+	ASSERT_EQ(0, poll(&p, 1, 200));
+
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(chl);
+	rdma_destroy_event_channel(chc);
+	unlink(getenv("SOFTVERBS_SECRET_FILE"));
 }
 
 /* Reads one 300-byte CM record from a TCP stream, with a deadline. */
