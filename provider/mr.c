@@ -198,8 +198,9 @@ struct sv_mr *sv_mr_lookup(struct sv_context *ctx, uint32_t key,
 	mr = atomic_load_explicit(
 		(_Atomic(struct sv_mr *) *)&ctx->mrs[sv_mr_slot(key)],
 		memory_order_acquire);
-	if (!mr || atomic_load_explicit((_Atomic(struct sv_pd *) *)&mr->pd,
-					memory_order_acquire) != pd ||
+	if (!mr ||
+	    atomic_load_explicit((_Atomic(struct sv_pd *) *)&mr->pd,
+				 memory_order_acquire) != pd ||
 	    atomic_load_explicit((_Atomic uint32_t *)&mr->ibv.lkey,
 				 memory_order_relaxed) != key)
 		return NULL;
@@ -296,9 +297,9 @@ static bool rereg_bad_input(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
  * ibv_rereg_mr: a negative ibv_rereg_mr_err_code with errno set, or 0.
  * The keys stay (as rxe's rereg, and rdma-core's rereg of the same MR);
  * the key table entry is withdrawn first and published again (its
- * seqlock's gen moves), and the memory re-backed for the new range and access.  Every
- * check is made before anything changes, so on any error the old MR is
- * still whole (stronger than IBV_REREG_MR_ERR_CMD promises).
+ * seqlock's gen moves), and the memory re-backed for the new range and
+ * access.  Every check is made before anything changes, so on any error
+ * the old MR is still whole (stronger than IBV_REREG_MR_ERR_CMD promises).
  */
 int sv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr,
 		size_t length, int access)

@@ -999,8 +999,7 @@ static int check_table(const uint8_t *t, size_t size, uint64_t arena_size,
 	    h->entry_size != sizeof(struct sv_rkey_entry))
 		return -EPROTO;
 	if (!h->nentries || h->nentries > SV_MAX_MR ||
-	    (h->nentries & (h->nentries - 1)) ||
-	    h->entries_off < sizeof(*h) ||
+	    (h->nentries & (h->nentries - 1)) || h->entries_off < sizeof(*h) ||
 	    h->entries_off % _Alignof(struct sv_rkey_entry) ||
 	    h->entries_off > size ||
 	    (size - h->entries_off) / sizeof(struct sv_rkey_entry) <

@@ -19,10 +19,10 @@ struct sv_context;
 struct sv_mr;
 
 #define SV_RKEY_MAGIC	     0x79656b72u /* "rkey" */
-#define SV_RKEY_VERSION	     2u /* 2: random keys, slot = low bits */
-#define SV_RKEY_HDR_BYTES    4096u	/* entries start on page 2 */
-#define SV_RMEM_ARENA_GB     64u	/* default; SOFTVERBS_ARENA_GB */
-#define SV_RMEM_NOT_REBACKED UINT64_MAX /* arena_off of such an MR */
+#define SV_RKEY_VERSION	     2u		 /* 2: random keys, slot = low bits */
+#define SV_RKEY_HDR_BYTES    4096u	 /* entries start on page 2 */
+#define SV_RMEM_ARENA_GB     64u	 /* default; SOFTVERBS_ARENA_GB */
+#define SV_RMEM_NOT_REBACKED UINT64_MAX	 /* arena_off of such an MR */
 
 /* The key table's first page.  Written once, before the fd is shared. */
 struct sv_rkey_hdr {

@@ -141,6 +141,7 @@ struct sv_context {
 	pthread_mutex_t mr_lock;   /* MR table allocation */
 	struct sv_mr **mrs;	   /* slot = sv_mr_slot(key); never moves */
 	uint32_t nmrs;		   /* slots taken (live or being set up) */
+	uint32_t mr_cap;
 	struct sv_mr *mr_free;	  /* type-stable: MRs are reused */
 	uint32_t mr_rand[64];	  /* getrandom's words for keys (mr.c) */
 	uint32_t mr_nrand;	  /* of them not used yet */
