@@ -30,9 +30,11 @@
  * or holds another key (equal with chance 2^-32; rxe's 8-bit variant
  * repeats every 256 registrations of a slot).  The words come from
  * getrandom 64 at a time (ctx->mr_rand): a registration costs no system
- * call more (it already reads /proc/self/maps).  The price: MRs are spread
- * over the table's 1 MiB of address space and the key table's 5 MiB, a
- * page of each touched per MR for the first few hundred MRs.
+ * call more (it already reads /proc/self/maps; reg+dereg of 4 KiB took
+ * 269 us of CPU before and after).  The price: MRs are spread over the
+ * table's 1 MiB and the key table's 5 MiB, whose pages a slot's first use
+ * makes resident: after 10,000 registrations 1 MiB of anonymous and 5 MiB
+ * of shared memory more than with sequential keys, bounded there.
  */
 #include <errno.h>
 #include <stdio.h>
