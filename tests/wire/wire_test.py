@@ -104,7 +104,7 @@ def left():
     return DEADLINE - time.monotonic()
 
 
-def start(tag, argv, env):
+def prog_env(env):
     e = dict(os.environ)
     e.update(env)
     rt = os.environ.get("SV_ASAN_RUNTIME")
@@ -113,6 +113,11 @@ def start(tag, argv, env):
         # (softverbs-run puts our library after it), as tests/programs
         e["LD_PRELOAD"] = rt
         e["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0"
+    return e
+
+
+def start(tag, argv, env):
+    e = prog_env(env)
     out = open(os.path.join(TMP, tag + ".out"), "w")
     return subprocess.Popen([RUN] + argv, env=e, stdout=out,
                             stderr=subprocess.STDOUT)
@@ -628,7 +633,7 @@ def capture_fifo(case):
         try:
             r = subprocess.run([RUN, "ibv_devinfo"], capture_output=True,
                                text=True, timeout=30,
-                               env=dict(os.environ, SOFTVERBS_PCAP=fifo))
+                               env=prog_env({"SOFTVERBS_PCAP": fifo}))
         except subprocess.TimeoutExpired:
             fail("ibv_devinfo with a FIFO nobody reads: still running "
                  "after 30 s")
