@@ -70,7 +70,8 @@ static void make_table(struct fz *f, int fd, uint64_t table_size,
 		struct sv_rkey_entry *e = &ent[i];
 
 		e->gen = fz_pick(f, 8) ? 2 : fz_u32(f);
-		e->key = fz_pick(f, 8) ? ((uint32_t)i << 8 | 0x5a) : fz_u32(f);
+		e->key =
+			fz_pick(f, 8) ? (0x5a5a0000u | (uint32_t)i) : fz_u32(f);
 		e->iova = fz_pick(f, 4) ? 0x10000ull * (i + 1) : fz_u64(f);
 		e->length = fz_pick(f, 4) ? fz_u16(f) : fz_u64(f);
 		e->arena_off = fz_pick(f, 4) ? fz_u16(f) : fz_u64(f);

@@ -97,7 +97,6 @@ struct ibv_context *sv_open_device(struct ibv_device *dev)
 	 * of reused heap would zero them all) */
 	ctx->mrs = mmap(NULL, SV_MR_TABLE_BYTES, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	ctx->nmrs = 1;
 	if (ctx->mrs == MAP_FAILED) {
 		err = -ENOMEM;
 		goto err_free_ctx;
@@ -148,8 +147,15 @@ int sv_close_device(struct ibv_context *c)
 	sv_qp_free_all(ctx);
 	sv_evq_destroy(&ctx->async);
 	sv_rmem_fini(ctx); /* MRs left registered: their memory is private */
-	for (uint32_t i = 1; i < ctx->nmrs; i++)
+	/* MRs left registered, in their slots; the rest on the free list */
+	for (uint32_t i = 0; ctx->nmrs && i < SV_MAX_MR; i++)
 		free(ctx->mrs[i]);
+	while (ctx->mr_free) {
+		struct sv_mr *mr = ctx->mr_free;
+
+		ctx->mr_free = mr->next_free;
+		free(mr);
+	}
 	munmap(ctx->mrs, SV_MR_TABLE_BYTES);
 	pthread_rwlock_destroy(&ctx->qp_lock);
 	pthread_mutex_destroy(&ctx->mr_lock);

@@ -173,8 +173,10 @@ const struct sv_env_row sv_env_rows[SV_ENV_COUNT] = {
 		.policy = SV_ENV_DEFAULT, .def_text = "none",
 		.syntax = "a file name (%p: the process id, %%: %)",
 		.reader = LIBS,
-		.help = "write every packet to this pcap file (a file that "
-			"cannot be opened: a line, no capture)",
+		.help = "write every packet to this pcap file or FIFO (one "
+			"that cannot be opened, a FIFO with no reader within "
+			"1 s, a reader gone or taking nothing for 1 s: a "
+			"line, the capture stops, the program goes on)",
 	},
 	[SV_ENV_PCAP_SNAP] = {
 		"SOFTVERBS_PCAP_SNAP", UINT(SV_PCAP_SNAP, 0, SV_PCAP_SNAP),

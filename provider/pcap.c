@@ -43,11 +43,26 @@
  * is a valid capture whenever the process dies; a killed process loses
  * what was still buffered (at most SV_PCAP_AGE_NS of traffic, or what
  * came after its progress thread last woke).
+ *
+ * A capture never kills or hangs the program (issue 24): FILE may be a
+ * FIFO (`wireshark -k -i FIFO`), opened non-blocking.  With no reader yet
+ * (ENXIO) the open is tried again for up to SV_PCAP_WAIT_NS, once per
+ * process, then the device works on with one line and no capture.
+ * Writes run with SIGPIPE blocked in the writing thread, a SIGPIPE they
+ * raise consumed (one pending before is left alone), so a reader that
+ * goes away is EPIPE: one line, the capture stops, the program goes on.
+ * A full pipe (a slow reader) blocks the flushing thread, which may be
+ * the engine's, in poll: the capture is lossless as long as the reader
+ * takes something every SV_PCAP_STALL_NS; a reader that takes nothing for
+ * that long stops the capture with one line.  So a capture stalls the
+ * program at most SV_PCAP_WAIT_NS at open and SV_PCAP_STALL_NS once.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,17 +71,20 @@
 
 #include "sv.h"
 
-#define SV_PCAP_BUF	(256u * 1024)
-#define SV_PCAP_FLUSH	(192u * 1024)
-#define SV_PCAP_AGE_NS	(5 * 1000 * 1000ull)
-#define SV_PCAP_HDR_MAX 192 /* Ethernet .. last extension, rounded up */
-#define ROCE_PORT	4791
+#define SV_PCAP_BUF	 (256u * 1024)
+#define SV_PCAP_FLUSH	 (192u * 1024)
+#define SV_PCAP_AGE_NS	 (5 * 1000 * 1000ull)
+#define SV_PCAP_HDR_MAX	 192 /* Ethernet .. last extension, rounded up */
+#define SV_PCAP_WAIT_NS	 (1000 * 1000 * 1000ull) /* for a FIFO's reader */
+#define SV_PCAP_STALL_NS (1000 * 1000 * 1000ull) /* a reader taking nothing */
+#define ROCE_PORT	 4791
 
 bool sv_pcap_on;
 
 static struct {
 	pthread_mutex_t lock;
 	int fd;
+	const char *name;  /* SOFTVERBS_PCAP, for messages */
 	uint32_t snap;	   /* frame bytes kept of a packet (incl_len) */
 	uint8_t *buf;	   /* SV_PCAP_BUF */
 	size_t len;	   /* bytes buffered */
@@ -161,24 +179,92 @@ static uint64_t now_real_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t now_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * write(2) with SIGPIPE blocked in this thread: a reader gone is EPIPE,
+ * not death by the signal's default action (exit 141).  A SIGPIPE this
+ * write raised is taken off the thread; one pending before is left.
+ */
+static ssize_t write_nosig(int fd, const uint8_t *p, size_t n)
+{
+	static const struct timespec zero = {0, 0};
+	sigset_t pipe_set, old, pending;
+	bool was_pending;
+	ssize_t w;
+	int err;
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigpending(&pending);
+	was_pending = sigismember(&pending, SIGPIPE) == 1;
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	w = write(fd, p, n);
+	err = errno;
+	if (w < 0 && err == EPIPE && !was_pending)
+		while (sigtimedwait(&pipe_set, NULL, &zero) < 0 &&
+		       errno == EINTR)
+			;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = err;
+	return w;
+}
+
+/* The capture stops here (caller holds pc.lock, or is pcap_init). */
+static void stop(const char *why)
+{
+	fprintf(stderr,
+		"softverbs: SOFTVERBS_PCAP=%s: %s; the capture stops here\n",
+		pc.name, why);
+	close(pc.fd);
+	pc.fd = -1;
+}
+
+/* Whole, or the capture stops: records are never cut (head comment). */
 static void write_all(const uint8_t *p, size_t n)
 {
-	while (n) {
-		ssize_t w = write(pc.fd, p, n);
+	uint64_t stall_end = 0;
 
+	while (n) {
+		ssize_t w = write_nosig(pc.fd, p, n);
+		uint64_t now;
+
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+			stall_end = 0;
+			continue;
+		}
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0) {
-			fprintf(stderr,
-				"softverbs: SOFTVERBS_PCAP: write failed (%s); "
-				"the capture stops here\n",
-				w < 0 ? strerror(errno) : "no progress");
-			close(pc.fd);
-			pc.fd = -1;
+		if (w < 0 && errno == EPIPE) {
+			stop("the reader went away (EPIPE)");
 			return;
 		}
-		p += w;
-		n -= (size_t)w;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			/* a full pipe: wait for the reader, a bounded time */
+			struct pollfd pf = {.fd = pc.fd, .events = POLLOUT};
+
+			now = now_mono_ns();
+			if (!stall_end)
+				stall_end = now + SV_PCAP_STALL_NS;
+			if (now < stall_end) {
+				poll(&pf, 1,
+				     (int)((stall_end - now + 999999) /
+					   1000000));
+				continue;
+			}
+			stop("the reader took nothing for a second");
+			return;
+		}
+		stop(w < 0 ? strerror(errno) : "write made no progress");
+		return;
 	}
 }
 
@@ -230,6 +316,32 @@ static int expand(const char *f, char *out, size_t cap)
 	return 0;
 }
 
+/*
+ * pc.fd, or -errno.  Non-blocking: a FIFO's open then fails with ENXIO
+ * while it has no reader instead of blocking for ever; tried again for
+ * SV_PCAP_WAIT_NS (there is no event for a reader's open to wait on).
+ */
+static int open_capture(const char *path)
+{
+	const struct timespec tick = {0, 10 * 1000 * 1000};
+	uint64_t end = now_mono_ns() + SV_PCAP_WAIT_NS;
+
+	for (;;) {
+		int err;
+
+		pc.fd = open(path,
+			     O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+				     O_NONBLOCK,
+			     0644);
+		if (pc.fd >= 0)
+			return 0;
+		err = errno;
+		if (err != ENXIO || now_mono_ns() >= end)
+			return -err;
+		nanosleep(&tick, NULL);
+	}
+}
+
 static pthread_once_t pcap_once = PTHREAD_ONCE_INIT;
 
 static void pcap_init(void)
@@ -245,11 +357,16 @@ static void pcap_init(void)
 	pc.snap = (uint32_t)sv_env_uint(SV_ENV_PCAP_SNAP);
 	if (!pc.snap)
 		pc.snap = SV_PCAP_SNAP;
+	pc.name = f;
 	err = expand(f, path, sizeof(path));
-	if (!err) {
-		pc.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-			     0644);
-		err = pc.fd < 0 ? -errno : 0;
+	if (!err)
+		err = open_capture(path);
+	if (err == -ENXIO) {
+		fprintf(stderr,
+			"softverbs: SOFTVERBS_PCAP=%s: no reader opened the "
+			"FIFO %s within a second; capturing nothing\n",
+			f, path);
+		return;
 	}
 	if (err) {
 		/* the device works on; the user learns why there is no file */

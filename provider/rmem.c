@@ -854,7 +854,10 @@ static void forget(struct sv_rmem *rm)
 {
 	struct sv_context *ctx = rm->ctx;
 
-	for (uint32_t i = 1; i < ctx->nmrs; i++) {
+	/* nor the parent's random words for keys (mr.c): its keys are not
+	 * the parent's next ones */
+	ctx->mr_nrand = 0;
+	for (uint32_t i = 0; ctx->nmrs && i < SV_MAX_MR; i++) {
 		if (!ctx->mrs[i])
 			continue;
 		ctx->mrs[i]->rseg = NULL;
@@ -945,8 +948,10 @@ void sv_rmem_fini(struct sv_context *ctx)
 	}
 	pthread_mutex_unlock(&all_lock);
 	pthread_mutex_lock(&rm->lock);
-	for (uint32_t i = 1; rm->table && i < ctx->nmrs; i++)
-		if (rm->ent[i].key)
+	/* the entries of MRs left registered (the table's other pages
+	 * were never touched: not read either) */
+	for (uint32_t i = 0; rm->table && ctx->nmrs && i < SV_MAX_MR; i++)
+		if (ctx->mrs[i] && rm->ent[i].key)
 			entry_clear(&rm->ent[i]);
 	while (rm->segs)
 		seg_release(rm, rm->segs);
@@ -994,7 +999,7 @@ static int check_table(const uint8_t *t, size_t size, uint64_t arena_size,
 	    h->entry_size != sizeof(struct sv_rkey_entry))
 		return -EPROTO;
 	if (!h->nentries || h->nentries > SV_MAX_MR ||
-	    h->entries_off < sizeof(*h) ||
+	    (h->nentries & (h->nentries - 1)) || h->entries_off < sizeof(*h) ||
 	    h->entries_off % _Alignof(struct sv_rkey_entry) ||
 	    h->entries_off > size ||
 	    (size - h->entries_off) / sizeof(struct sv_rkey_entry) <
@@ -1179,9 +1184,10 @@ void *sv_rpeer_resolve(struct sv_rpeer *p, uint32_t rkey, uint32_t pd_id,
 	struct rkey_copy c;
 	uint64_t moff, off;
 
-	if (!len || !rkey || (rkey >> 8) >= p->nentries)
+	if (!len || !rkey)
 		return NULL;
-	if (!entry_read(&p->ent[rkey >> 8], &c))
+	/* nentries is a power of two (check_table) */
+	if (!entry_read(&p->ent[rkey & (p->nentries - 1)], &c))
 		return NULL;
 	if (c.key != rkey || c.pd_id != pd_id ||
 	    c.arena_off == SV_RMEM_NOT_REBACKED ||

@@ -19,17 +19,18 @@ struct sv_context;
 struct sv_mr;
 
 #define SV_RKEY_MAGIC	     0x79656b72u /* "rkey" */
-#define SV_RKEY_VERSION	     1u
-#define SV_RKEY_HDR_BYTES    4096u	/* entries start on page 2 */
-#define SV_RMEM_ARENA_GB     64u	/* default; SOFTVERBS_ARENA_GB */
-#define SV_RMEM_NOT_REBACKED UINT64_MAX /* arena_off of such an MR */
+#define SV_RKEY_VERSION	     2u		 /* 2: random keys, slot = low bits */
+#define SV_RKEY_HDR_BYTES    4096u	 /* entries start on page 2 */
+#define SV_RMEM_ARENA_GB     64u	 /* default; SOFTVERBS_ARENA_GB */
+#define SV_RMEM_NOT_REBACKED UINT64_MAX	 /* arena_off of such an MR */
 
 /* The key table's first page.  Written once, before the fd is shared. */
 struct sv_rkey_hdr {
 	uint32_t magic;	      /* SV_RKEY_MAGIC: catches a table not ours */
 	uint32_t version;     /* SV_RKEY_VERSION: bump on any layout change */
 	uint32_t entry_size;  /* sizeof(struct sv_rkey_entry) */
-	uint32_t nentries;    /* entries, indexed by key >> 8 (MR slot) */
+	uint32_t nentries;    /* entries, a power of two; the entry of a
+			       * key is key & (nentries - 1) (its MR slot) */
 	uint64_t entries_off; /* offset of entry 0 from the table's start */
 	uint64_t arena_size;  /* bytes of the arena this table describes */
 };

@@ -45,7 +45,7 @@
 #define SV_MAX_CQE     (1 << 22)
 #define SV_MAX_PD      (1 << 15)
 #define SV_MAX_MSG     (1u << 31)
-#define SV_MAX_MR      (1 << 17)    /* MR table slots; slot 0 unused */
+#define SV_MAX_MR      (1 << 17)    /* MR table slots; max_mr is one less */
 #define SV_MAX_MR_SIZE (1ull << 40) /* bytes in one MR */
 #define SV_MAX_SRQ     (1 << 14)    /* srq.c enforces the SRQ limits */
 #define SV_MAX_SRQ_WR  16384
@@ -139,10 +139,12 @@ struct sv_context {
 				    * srq->lock */
 	struct sv_list xsrqs;	   /* XRC SRQs (struct sv_srq.ctx_node) */
 	pthread_mutex_t mr_lock;   /* MR table allocation */
-	struct sv_mr **mrs;	   /* index = key >> 8; never shrinks */
-	uint32_t nmrs;		   /* slots in use or free-listed */
+	struct sv_mr **mrs;	   /* slot = sv_mr_slot(key); never moves */
+	uint32_t nmrs;		   /* slots taken (live or being set up) */
 	uint32_t mr_cap;
 	struct sv_mr *mr_free;	  /* type-stable: MRs are reused */
+	uint32_t mr_rand[64];	  /* getrandom's words for keys (mr.c) */
+	uint32_t mr_nrand;	  /* of them not used yet */
 	struct sv_qp *qp_free;	  /* type-stable: QPs are reused, so a
 				   * poller with an old set is safe */
 	struct sv_evq async;	  /* async events, fd = async_fd */
@@ -236,13 +238,20 @@ struct sv_mr {
 	uint8_t *addr;	  /* where it is in our memory */
 	uint64_t length;
 	int access;	/* enum ibv_access_flags */
-	uint32_t index; /* slot in ctx->mrs */
+	uint32_t index; /* slot in ctx->mrs: sv_mr_slot(key) */
 	struct sv_mr *next_free;
 	/* rmem.c, under its lock: the re-backed segment holding the MR (NULL
 	 * if not re-backed) and the arena offset of its first byte */
 	struct sv_rseg *rseg;
 	uint64_t arena_off;
 };
+
+/* The MR table's slot of a key (mr.c's head comment says why the low
+ * bits); the key table a peer reads is indexed the same way (rmem.h). */
+static inline uint32_t sv_mr_slot(uint32_t key)
+{
+	return key & (SV_MAX_MR - 1);
+}
 
 /* Looks up an lkey/rkey; NULL if it names no live MR of this PD. */
 struct sv_mr *sv_mr_lookup(struct sv_context *ctx, uint32_t key,

@@ -482,3 +482,85 @@ SV_TEST(mr_key_table_rss)
 			     "RSS %ld KiB after one cycle, peak %ld, end %ld",
 			     base, peak, rss_kib());
 }
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Issue 24: an rkey is all a remote write needs besides the QP, so keys
+ * must not be guessable.  10,000 registrations, up to 1,000 live, each
+ * past that deregistering a random live one first (so slots are reused):
+ * every key nonzero and lkey == rkey, none equal to a live one, each of
+ * the 32 bits set in 45-55% of the keys (a binomial's sd is 0.5% here),
+ * and consecutive keys' differences nearly all distinct (> 9,000 of
+ * 9,999).  Index << 8 | generation fails all but the first.
+ */
+SV_TEST(mr_keys_unguessable)
+{
+	enum { N = 10000, LIVE = 1000 };
+	struct ibv_mr *live[LIVE];
+	uint32_t *keys = calloc(N, sizeof(*keys));
+	uint32_t *diff = calloc(N, sizeof(*diff));
+	uint32_t ones[32] = {0}, ndiff = 1, nlive = 0, seed = 24;
+	char *buf = aligned_alloc(4096, 4096);
+	struct sv_end e;
+
+	ASSERT_NOT_NULL(keys);
+	ASSERT_NOT_NULL(diff);
+	ASSERT_NOT_NULL(buf);
+	memset(&e, 0, sizeof(e));
+	sv_end_open_ctx(&e);
+	for (int i = 0; i < N; i++) {
+		struct ibv_mr *mr;
+
+		if (nlive == LIVE) {
+			uint32_t v;
+
+			seed = seed * 1103515245u + 12345u;
+			v = (seed >> 8) % LIVE;
+			ASSERT_OK(ibv_dereg_mr(live[v]));
+			live[v] = live[--nlive];
+		}
+		mr = ibv_reg_mr(e.pd, buf, 4096,
+				i & 1 ? IBV_ACCESS_LOCAL_WRITE |
+						IBV_ACCESS_REMOTE_WRITE
+				      : IBV_ACCESS_LOCAL_WRITE);
+		ASSERT_NOT_NULL(mr);
+		ASSERT_NE(0, mr->lkey);
+		ASSERT_EQ(mr->lkey, mr->rkey);
+		for (uint32_t j = 0; j < nlive; j++)
+			if (live[j]->lkey == mr->lkey)
+				sv_test_fail(__FILE__, __LINE__,
+					     "registration %d: key %#x is live",
+					     i, mr->lkey);
+		live[nlive++] = mr;
+		keys[i] = mr->lkey;
+		for (int b = 0; b < 32; b++)
+			ones[b] += keys[i] >> b & 1;
+		if (i)
+			diff[i - 1] = keys[i] - keys[i - 1];
+	}
+	for (int b = 0; b < 32; b++)
+		if (ones[b] < N * 45 / 100 || ones[b] > N * 55 / 100)
+			sv_test_fail(__FILE__, __LINE__,
+				     "key bit %d set in %u of %d keys", b,
+				     ones[b], N);
+	qsort(diff, N - 1, sizeof(*diff), cmp_u32);
+	for (int i = 1; i < N - 1; i++)
+		ndiff += diff[i] != diff[i - 1];
+	if (ndiff <= 9000)
+		sv_test_fail(__FILE__, __LINE__,
+			     "%u distinct differences of consecutive keys in "
+			     "%d: the next key follows from the last",
+			     ndiff, N - 1);
+	while (nlive)
+		ASSERT_OK(ibv_dereg_mr(live[--nlive]));
+	sv_end_close(&e);
+	free(buf);
+	free(diff);
+	free(keys);
+}

@@ -811,7 +811,8 @@ SV_TEST(rmem_key_table_describes_mr)
 	ASSERT_EQ(SV_RKEY_MAGIC, h.magic);
 	ASSERT_EQ(SV_RKEY_VERSION, h.version);
 	ASSERT_EQ(sizeof(en), h.entry_size);
-	at = (off_t)(h.entries_off + (mr->rkey >> 8) * sizeof(en));
+	at = (off_t)(h.entries_off +
+		     (mr->rkey & (h.nentries - 1)) * sizeof(en));
 	ASSERT_EQ(sizeof(en), pread(tfd, &en, sizeof(en), at));
 	ASSERT_EQ(0, en.gen & 1);
 	ASSERT_EQ(mr->rkey, en.key);

@@ -34,6 +34,9 @@ pcap_conformance[_tcp|_snap]: conformance tests that between them send
   (SOFTVERBS_TCP_PORT), not the port every process of the user shares.
   _snap: SOFTVERBS_PCAP_SNAP=100 cuts every longer packet at 100 bytes
   with orig_len the true length; tshark still finds nothing malformed.
+capture_fifo_reader_leaves|_no_reader|_reader_stalls: SOFTVERBS_PCAP naming
+  a FIFO never kills or hangs the program (issue 24; capture_fifo says
+  how).
 stat_send_bw: softverbs-stat PID on a running ib_send_bw client: tx_pkts
   grows between two reads, every read agrees with the message size and
   MTU (tx_bytes = tx_pkts x 4096 within one train) and stays within the
@@ -101,7 +104,7 @@ def left():
     return DEADLINE - time.monotonic()
 
 
-def start(tag, argv, env):
+def prog_env(env):
     e = dict(os.environ)
     e.update(env)
     rt = os.environ.get("SV_ASAN_RUNTIME")
@@ -110,6 +113,11 @@ def start(tag, argv, env):
         # (softverbs-run puts our library after it), as tests/programs
         e["LD_PRELOAD"] = rt
         e["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0"
+    return e
+
+
+def start(tag, argv, env):
+    e = prog_env(env)
     out = open(os.path.join(TMP, tag + ".out"), "w")
     return subprocess.Popen([RUN] + argv, env=e, stdout=out,
                             stderr=subprocess.STDOUT)
@@ -119,6 +127,7 @@ def pair(prog, args, env_s, env_c):
     """Server, then the client once the server listens; both outputs."""
     port = free_port()
     srv = start("srv", [prog, "-p", str(port)] + args, env_s)
+    procs = [srv]
     try:
         while not listening(port):
             if srv.poll() is not None:
@@ -128,10 +137,15 @@ def pair(prog, args, env_s, env_c):
             time.sleep(0.01)  # polling for the server, under the deadline
         cli = start("cli", [prog, "-p", str(port)] + args + ["localhost"],
                     env_c)
+        procs.append(cli)
         for p in (cli, srv):
-            p.wait(timeout=max(left(), 1))
+            try:
+                p.wait(timeout=max(left(), 1))
+            except subprocess.TimeoutExpired:
+                fail(f"{prog} still running at the deadline\n"
+                     + output("cli") + output("srv"))
     finally:
-        for p in (srv,):
+        for p in procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
@@ -568,6 +582,77 @@ def pcap_conformance(tcp, snap):
 
 
 
+def fifo_reader(path, take, hold):
+    """A thread that opens the FIFO for reading, takes `take` bytes (all
+    of them: None), then closes it; or holds it open unread (hold)."""
+    import threading
+    done = threading.Event()
+
+    def run():
+        fd = os.open(path, os.O_RDONLY)
+        got = 0
+        while not hold and (take is None or got < take):
+            b = os.read(fd, 65536 if take is None else take - got)
+            if not b:
+                break
+            got += len(b)
+        if hold:
+            done.wait()
+        os.close(fd)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return done
+
+
+def capture_fifo(case):
+    """Issue 24 item 4: SOFTVERBS_PCAP naming a FIFO never kills or hangs
+    the program.  reader_leaves: the reader takes 1000 bytes and closes
+    (`head -c 1000`): the server of ibv_rc_pingpong -n 1000 goes on to
+    exit 0 with one line (before: SIGPIPE, exit 141).  no_reader: nobody
+    opens the FIFO: ibv_devinfo exits 0 within 10 s and the ping-pong
+    completes, each with one line (before: blocked in open(2) for ever).
+    reader_stalls: the reader opens the FIFO and reads nothing: the
+    capture stops after a second with one line and the ping-pong
+    completes (before: blocked in write(2) for ever)."""
+    global DEADLINE
+    DEADLINE = min(DEADLINE, time.monotonic() + 40)
+    fifo = os.path.join(TMP, "cap.fifo")
+    os.mkfifo(fifo)
+    lines = {"reader_leaves": "the reader went away",
+             "no_reader": "no reader opened the FIFO",
+             "reader_stalls": "the reader took nothing for a second"}
+    line = lines[case]
+    done = None
+    if case == "reader_leaves":
+        done = fifo_reader(fifo, 1000, False)
+    elif case == "reader_stalls":
+        done = fifo_reader(fifo, None, True)
+    else:
+        t0 = time.monotonic()
+        try:
+            r = subprocess.run([RUN, "ibv_devinfo"], capture_output=True,
+                               text=True, timeout=30,
+                               env=prog_env({"SOFTVERBS_PCAP": fifo}))
+        except subprocess.TimeoutExpired:
+            fail("ibv_devinfo with a FIFO nobody reads: still running "
+                 "after 30 s")
+        took = time.monotonic() - t0
+        if r.returncode or took > 10 or r.stderr.count(line) != 1:
+            fail(f"ibv_devinfo with a FIFO nobody reads: rc "
+                 f"{r.returncode} after {took:.1f} s: {r.stderr}")
+    try:
+        so, co = pair("ibv_rc_pingpong", ["-n", "1000"],
+                      {"SOFTVERBS_PCAP": fifo}, {})
+    finally:
+        if done:
+            done.set()
+    if so.count(line) != 1 or "softverbs" in co:
+        fail(f"expected one line '{line}' from the server:\n{so}\n"
+             f"client:\n{co}")
+    print(f"ok: {case}: exit 0, '{line}'")
+
+
 def stat_json(pid):
     r = subprocess.run([STAT, "--json", str(pid)], capture_output=True,
                        text=True, timeout=max(left(), 1))
@@ -664,6 +749,8 @@ def main():
             pcap_conformance(False, 100)
         elif TEST == "stat_send_bw":
             stat_send_bw()
+        elif TEST.startswith("capture_fifo_"):
+            capture_fifo(TEST[len("capture_fifo_"):])
         else:
             fail("no test " + TEST)
 
