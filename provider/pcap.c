@@ -332,7 +332,7 @@ static int open_capture(const char *path)
 		pc.fd = open(path,
 			     O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
 				     O_NONBLOCK,
-			     0644);
+			     0600); /* payloads in clear: ours alone */
 		if (pc.fd >= 0)
 			return 0;
 		err = errno;

@@ -288,6 +288,10 @@ def pcap_rc_pingpong(tcp):
     seen = {}
     for side, path in (("client", os.path.join(TMP, "cli.pcap")),
                        ("server", os.path.join(TMP, sp[0]))):
+        # payloads in clear: the owner's alone, whatever the umask
+        mode = os.stat(path).st_mode & 0o777
+        if mode != 0o600:
+            fail(f"{side}: capture created mode {mode:03o}, not 600")
         rows = tshark(path, PP_FIELDS)
         ops = [0, 1, 1, 2]  # 4096 bytes at MTU 1024
         c2s = check_requests(rows, sq, cpsn, 40, ops, side + " c->s")
