@@ -174,9 +174,8 @@ static int wait_room(struct sv_qp *qp, struct sv_swqe *w, uint32_t qpn)
  * wrote it: the listener that passes it on writes sgid (the IP source),
  * rsvd and SV_UD_NET, so those are left out, as ESP leaves out the IP
  * header: the source address a receiver sees is the IP header's. */
-static void mac_of(const uint8_t *key, const struct sv_ud_hdr *h,
-		   const void *payload, const struct sv_ud_mac *t,
-		   uint8_t out[sizeof(t->mac)])
+static void mac_of(const struct sv_ud_hdr *h, const void *payload,
+		   const struct sv_ud_mac *t, uint8_t out[sizeof(t->mac)])
 {
 	struct sv_ud_hdr c = *h;
 	uint8_t full[SV_AUTH_MAC_LEN];
@@ -187,14 +186,15 @@ static void mac_of(const uint8_t *key, const struct sv_ud_hdr *h,
 	c.rsvd = 0;
 	c.flags &= (uint16_t)~SV_UD_NET;
 	memset(c.sgid, 0, sizeof(c.sgid));
-	sv_auth_mac(key, iov, 3, full); /* zeros on failure: no match */
+	/* zeros on failure: they match no MAC a peer sent */
+	sv_auth_mac_use(SV_AUTH_UD, iov, 3, full);
 	memcpy(out, full, sizeof(t->mac));
 }
 
 /* Appends the MAC trailer to the datagram d of n bytes (room for it
  * follows): the QP's next seq under its sender id.  The new length.
  * Runs under qp->lock (the send engine), so seqs leave in order. */
-static size_t seal(struct sv_qp *qp, const uint8_t *key, void *d, size_t n)
+static size_t seal(struct sv_qp *qp, void *d, size_t n)
 {
 	struct sv_ud_hdr *h = d;
 	struct sv_ud_mac t;
@@ -205,7 +205,7 @@ static size_t seal(struct sv_qp *qp, const uint8_t *key, void *d, size_t n)
 	t.seq = ++qp->ud_tx_seq;
 	h->flags |= SV_UD_MAC; /* set before the MAC: it is covered */
 	h->rsvd = 0;	       /* no CRC: the MAC covers every bit */
-	mac_of(key, h, h + 1, &t, t.mac);
+	mac_of(h, h + 1, &t, t.mac);
 	memcpy((uint8_t *)d + n, &t, sizeof(t));
 	return n + sizeof(t);
 }
@@ -235,11 +235,9 @@ static int send_to(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n,
 	m.msg_name = &a;
 	m.msg_namelen = sv_shm_qp_addr(&a, qpn);
 	if (ip) { /* another host's: over UDP, sealed */
-		const uint8_t *key = sv_auth_key(SV_AUTH_UD);
-
 		h->rsvd = 0;
-		if (key) /* d has room for the trailer */
-			iov.iov_len = seal(qp, key, d, n);
+		if (sv_auth_on()) /* d has room for the trailer */
+			iov.iov_len = seal(qp, d, n);
 		else
 			h->rsvd = sv_crc32c(0, d, n);
 		fd = qp->ctx->ud_tx_fd;
@@ -748,7 +746,6 @@ static void auth_drop(struct sv_qp *qp, const struct sv_ud_hdr *h,
 static bool auth_check(struct sv_qp *qp, struct sv_ud_hdr *h, size_t *n)
 {
 	bool mac = h->flags & SV_UD_MAC;
-	const uint8_t *key;
 	struct sv_ud_mac t;
 	uint8_t want[sizeof(t.mac)];
 
@@ -756,8 +753,7 @@ static bool auth_check(struct sv_qp *qp, struct sv_ud_hdr *h, size_t *n)
 		drop(qp); /* a MAC only comes from the network */
 		return false;
 	}
-	key = sv_auth_key(SV_AUTH_UD);
-	if (!key) {
+	if (!sv_auth_on()) {
 		if (!mac && !sv_auth_failed())
 			return true; /* no secret: as ever */
 		auth_drop(qp, h,
@@ -772,7 +768,7 @@ static bool auth_check(struct sv_qp *qp, struct sv_ud_hdr *h, size_t *n)
 		return false;
 	}
 	memcpy(&t, (uint8_t *)h + *n - sizeof(t), sizeof(t));
-	mac_of(key, h, h + 1, &t, want);
+	mac_of(h, h + 1, &t, want);
 	if (!sv_auth_equal(want, t.mac, sizeof(want))) {
 		auth_drop(qp, h,
 			  "its MAC does not check: another secret, or the "
