@@ -52,9 +52,9 @@ static int read_secret(const char *path, uint8_t *buf, size_t *len)
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    st.st_uid != geteuid() || (st.st_mode & 077) ||
-	    st.st_size < SV_SECRET_MIN || st.st_size > SV_SECRET_MAX) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077) || st.st_size < SV_SECRET_MIN ||
+	    st.st_size > SV_SECRET_MAX) {
 		err = -EPERM;
 		goto out;
 	}

@@ -253,11 +253,8 @@ struct sv_ud_mac {
 };
 static_assert(sizeof(struct sv_ud_mac) == 32, "wire ABI");
 #define SV_UD_MAC_COVERS offsetof(struct sv_ud_mac, mac)
-
-/* The longest datagram: a full MTU, its header and a MAC (64 + 4096 +
- * 32 bytes: UDP carries 65,507, in IP fragments on a 1500-byte link). */
-#define SV_UD_DGRAM_MAX \
-	(sizeof(struct sv_ud_hdr) + SV_UD_MTU + sizeof(struct sv_ud_mac))
+/* The longest datagram is then 64 + 4096 + 32 bytes: UDP carries up to
+ * 65,507, in IP fragments on a 1500-byte link, as it carried 4160. */
 
 /* True if h, of n bytes received, is a datagram we can take. */
 static inline bool sv_ud_hdr_ok(const struct sv_ud_hdr *h, size_t n)
