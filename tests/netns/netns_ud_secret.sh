@@ -103,6 +103,44 @@ refused ud_wrong_secret "$K1" "$K2" "its MAC does not check"
 refused ud_client_no_secret "$K1" "$NONE" "it sent no MAC"
 refused ud_server_no_secret "$NONE" "$K1" "it sent a MAC"
 
+# Multicast between hosts, sealed too: a (secret) sends 20 datagrams to
+# an IPv4 group; b (the same secret) takes all 20 from a's address; c
+# (no secret) takes none, says why and is stopped after 8 s.
+grp=239.77.$(($$ % 250)).9
+peer="$build/tests/sv_mcast_peer"
+timeout 60 ip netns exec "$tag-b" $run env "$K1" "$peer" recv $grp "$gb" 20 \
+	>"$log/mcast.b" 2>&1 &
+mb=$!
+timeout 8 ip netns exec "$tag-c" $run env "$NONE" "$peer" recv $grp "$gc" 1 \
+	>"$log/mcast.c" 2>&1 &
+mc=$!
+t=0
+until grep -q "^joined" "$log/mcast.b" && grep -q "^joined" "$log/mcast.c"; do
+	[ $t -ge 200 ] && break
+	t=$((t + 1))
+	sleep 0.05 # no event says another namespace's program joined
+done
+timeout 60 ip netns exec "$tag-a" $run env "$K1" "$peer" send $grp "$ga" 20 \
+	>"$log/mcast.a" 2>&1
+ra=$?
+wait $mb
+rb=$?
+wait $mc
+rc=$?
+if [ $ra -ne 0 ] || [ $rb -ne 0 ] || [ $rc -eq 0 ] ||
+	! grep -q "^received 20 from 10.77.0.1 " "$log/mcast.b" ||
+	grep -q "^received" "$log/mcast.c" ||
+	! grep -q "does not prove the shared secret (it sent a MAC" \
+		"$log/mcast.c"; then
+	echo "FAIL ud_secret_multicast: sender rc $ra, receivers rc $rb/$rc"
+	for n in a b c; do
+		sed "s/^/  $n: /" "$log/mcast.$n" | tail -5
+	done
+	failed=1
+else
+	echo "ok   ud_secret_multicast: b $(tail -1 "$log/mcast.b"); c (no secret) took none (rc $rc)"
+fi
+
 # A replay and a flipped bit, from a sender that knows the secret
 # (ud_forge.py: 7 datagrams, 3 good), to sv_ud_sink in b; the sink runs
 # until its stdin (a FIFO the script holds open) closes.
