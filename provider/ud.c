@@ -630,13 +630,15 @@ static void drop(struct sv_qp *qp)
 
 /*
  * With a secret, the senders from other hosts a QP has heard, each with
- * its window of seqs (RFC 4303 3.4.3's, 64 wide): a seq seen, or more
- * than 64 below the highest seen, is a replay.  Only a datagram whose
- * MAC checks makes an entry, so a stranger holds nothing here; the table
- * is made at the first one and never grows: SV_UD_SENDERS entries (4 KB)
- * whatever arrives.  A new sender takes the entry used least recently:
- * the evicted sender's old datagrams (more than SV_UD_SENDERS other
- * senders with the secret since) would be taken once more if replayed.
+ * its window of seqs (RFC 4303 3.4.3's, 64 wide): a seq seen, or 64 or
+ * more below the highest seen, is a replay.  Only a datagram whose MAC
+ * checks makes an entry, so a stranger holds nothing here; the table is
+ * made at the first one and never grows: SV_UD_SENDERS entries (4 KB)
+ * whatever arrives.  A new sender takes the entry used least recently.
+ * What this leaves open, accepted: an evicted sender's recorded
+ * datagrams (after SV_UD_SENDERS other senders with the secret) are
+ * taken once more if replayed, and so are a destroyed QP's by a new QP
+ * that draws the same random QPN and has the same Q_Key.
  */
 #define SV_UD_SENDERS 128
 #define SV_UD_WINDOW  64
