@@ -142,7 +142,11 @@ static void cmd_datagram(struct run *r)
 
 	h.flags = fz_u8(f);
 	if (h.flags < 0xf0)
-		h.flags &= SV_UD_IMM | SV_UD_SOLICITED | SV_UD_GRH;
+		/* a quarter: as from the network, maybe with a MAC (no
+		 * secret here: dropped) */
+		h.flags &=
+			SV_UD_IMM | SV_UD_SOLICITED | SV_UD_GRH |
+			((h.flags & 0x60) == 0x60 ? SV_UD_NET | SV_UD_MAC : 0);
 	h.src_qpn = fz_u32(f);
 	h.imm = fz_u32(f);
 	h.len = plen;

@@ -165,6 +165,88 @@ int sv_auth_mac(const uint8_t *key, const struct iovec *iov, int n,
 	return err;
 }
 
+/* Each thread's keyed HMAC state per use (sv_auth_mac_use), freed when
+ * the thread ends. */
+struct keyed {
+	EVP_MAC_CTX *c[SV_AUTH_USES];
+};
+static pthread_key_t keyed_key;
+static pthread_once_t keyed_once = PTHREAD_ONCE_INIT;
+static bool keyed_ok;
+
+static void keyed_free(void *p)
+{
+	struct keyed *k = p;
+
+	for (int u = 0; u < SV_AUTH_USES; u++)
+		EVP_MAC_CTX_free(k->c[u]);
+	free(k);
+}
+
+static void keyed_init(void)
+{
+	keyed_ok = !pthread_key_create(&keyed_key, keyed_free);
+}
+
+/* This thread's context for use, keyed (made at its first MAC), or
+ * NULL. */
+static EVP_MAC_CTX *keyed_ctx(enum sv_auth_use use)
+{
+	OSSL_PARAM params[] = {
+		OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+						 (char *)"SHA256", 0),
+		OSSL_PARAM_construct_end(),
+	};
+	struct keyed *k;
+
+	pthread_once(&keyed_once, keyed_init);
+	if (!keyed_ok)
+		return NULL;
+	k = pthread_getspecific(keyed_key);
+	if (!k) {
+		k = calloc(1, sizeof(*k));
+		if (!k || pthread_setspecific(keyed_key, k)) {
+			free(k);
+			return NULL;
+		}
+	}
+	if (!k->c[use]) {
+		EVP_MAC_CTX *c = EVP_MAC_CTX_new(hmac);
+
+		if (c && !EVP_MAC_init(c, keys[use], SV_AUTH_KEY_LEN, params)) {
+			EVP_MAC_CTX_free(c);
+			c = NULL;
+		}
+		k->c[use] = c;
+	}
+	return k->c[use];
+}
+
+int sv_auth_mac_use(enum sv_auth_use use, const struct iovec *iov, int n,
+		    uint8_t *out)
+{
+	EVP_MAC_CTX *c;
+	size_t outl = 0;
+	int ok;
+
+	if (!sv_auth_key(use)) {
+		memset(out, 0, SV_AUTH_MAC_LEN);
+		return -EPERM;
+	}
+	c = keyed_ctx(use);
+	if (!c)
+		return sv_auth_mac(keys[use], iov, n, out);
+	/* a NULL key: HMAC starts again from the key set at first */
+	ok = EVP_MAC_init(c, NULL, 0, NULL);
+	for (int i = 0; ok && i < n; i++)
+		ok = EVP_MAC_update(c, iov[i].iov_base, iov[i].iov_len);
+	ok = ok && EVP_MAC_final(c, out, &outl, SV_AUTH_MAC_LEN) &&
+	     outl == SV_AUTH_MAC_LEN;
+	if (!ok)
+		memset(out, 0, SV_AUTH_MAC_LEN);
+	return ok ? 0 : -EIO;
+}
+
 bool sv_auth_equal(const void *a, const void *b, size_t len)
 {
 	return CRYPTO_memcmp(a, b, len) == 0;

@@ -54,6 +54,16 @@ const uint8_t *sv_auth_key(enum sv_auth_use use);
 int sv_auth_mac(const uint8_t *key, const struct iovec *iov, int n,
 		uint8_t *out);
 
+/*
+ * sv_auth_mac under sv_auth_key(use), for a MAC per datagram: each
+ * thread keeps HMAC's keyed state for the key and starts from it (a
+ * fresh EVP_MAC context per MAC costs 1.6 us, this 0.25 us for 100
+ * bytes).  0, or -EPERM without a secret, -ENOMEM/-EIO (out zeroed, as
+ * sv_auth_mac).
+ */
+int sv_auth_mac_use(enum sv_auth_use use, const struct iovec *iov, int n,
+		    uint8_t *out);
+
 /* a == b over len bytes, in time that does not depend on where they
  * differ (CRYPTO_memcmp). */
 bool sv_auth_equal(const void *a, const void *b, size_t len);

@@ -70,6 +70,8 @@ static const struct {
 	F(tcp_sends),
 	F(tcp_reads),
 	F(tcp_records),
+	F(ud_auth_drops),
+	F(ud_replay_drops),
 	W(0, "success"),
 	W(1, "loc_len_err"),
 	W(2, "loc_qp_op_err"),

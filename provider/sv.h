@@ -81,6 +81,7 @@ struct sv_mcast_grp;
 struct sv_ud_door;
 struct sv_lanes_tx;
 struct sv_lane_rx;
+struct sv_ud_replay;
 struct sv_ud_hdr;
 
 /* What an fd in the progress thread's epoll stands for. */
@@ -523,6 +524,11 @@ struct sv_qp_stats {
 	uint64_t tcp_reads;    /* ... recv calls */
 	uint64_t tcp_records;  /* records (packet trains) it put on its TCP
 				* link, resends included (tcp.c) */
+	/* UD datagrams (in ud_drops) from another host without a MAC
+	 * that checks, or with one we cannot check (no secret: ud.c) */
+	uint64_t ud_auth_drops;
+	/* ... with a MAC that checks, but replayed or too old */
+	uint64_t ud_replay_drops;
 	/* completions by status (index enum ibv_wc_status, the last slot
 	 * for any status beyond it) */
 	uint64_t wc_err[IBV_WC_TM_RNDV_INCOMPLETE + 2];
@@ -671,6 +677,12 @@ struct sv_qp {
 
 	/* UD (ud.c): the datagram socket is link.listen_fd */
 	uint64_t ud_drops; /* datagrams dropped on arrival (debugging) */
+	/* with a secret: the senders from other hosts whose seqs this QP
+	 * has seen (ud.c), made at the first datagram whose MAC checks;
+	 * under qp->lock */
+	struct sv_ud_replay *ud_replay;
+	uint64_t ud_tx_id;  /* our id as a sender (random, 0: none yet) */
+	uint64_t ud_tx_seq; /* ... and the last seq we sent */
 	/* multicast groups attached (mcast.c): changed under
 	 * ctx->mcast_lock and qp->lock, read under either */
 	struct sv_mcast *mcast;

@@ -216,6 +216,11 @@ enum sv_ud_flags {
 	SV_UD_IMM = 1 << 0,	  /* imm is valid */
 	SV_UD_SOLICITED = 1 << 1, /* IBV_SEND_SOLICITED */
 	SV_UD_GRH = 1 << 2,	  /* sgid/dgid valid: a GRH travels */
+	SV_UD_MAC = 1 << 3,	  /* struct sv_ud_mac follows the payload
+				   * (from another host, with a secret) */
+	SV_UD_NET = 1 << 4,	  /* set by the UDP listener that passed it
+				   * on: it came from the network (never
+				   * covered by the MAC) */
 };
 
 struct sv_ud_hdr {
@@ -227,19 +232,43 @@ struct sv_ud_hdr {
 	uint32_t qkey;	  /* must match the receiver's qkey */
 	uint32_t imm;	  /* network order, with SV_UD_IMM */
 	uint32_t len;	  /* payload bytes after this header */
-	uint32_t rsvd;
+	uint32_t rsvd;	  /* over UDP without SV_UD_MAC: CRC-32C of the
+			   * datagram (this word 0); else 0 */
 	uint8_t sgid[16]; /* SV_UD_GRH: the sender's GID */
 	uint8_t dgid[16]; /* SV_UD_GRH: the GID the sender's AH named */
 };
 static_assert(sizeof(struct sv_ud_hdr) == 64, "wire ABI");
 
+/*
+ * The trailer of a datagram between hosts with SOFTVERBS_SECRET_FILE
+ * (ud.c): HMAC-SHA-256 under sv_auth_key(SV_AUTH_UD), truncated to 128
+ * bits, of the header (rsvd and sgid zero, SV_UD_NET clear: the
+ * listener rewrites those), the payload, sender and seq.  The receiving
+ * QP keeps a window of seqs per sender (a replay is dropped).
+ */
+struct sv_ud_mac {
+	uint64_t sender; /* random, never 0: the sending QP's id */
+	uint64_t seq;	 /* 1, 2, ...: the sender's datagram number */
+	uint8_t mac[16]; /* the truncated HMAC */
+};
+static_assert(sizeof(struct sv_ud_mac) == 32, "wire ABI");
+#define SV_UD_MAC_COVERS offsetof(struct sv_ud_mac, mac)
+/* The longest datagram is then 64 + 4096 + 32 bytes: UDP carries up to
+ * 65,507, in IP fragments on a 1500-byte link, as it carried 4160. */
+
 /* True if h, of n bytes received, is a datagram we can take. */
 static inline bool sv_ud_hdr_ok(const struct sv_ud_hdr *h, size_t n)
 {
-	return n >= sizeof(*h) && h->magic == SV_UD_MAGIC &&
-	       h->version == SV_UD_VERSION &&
-	       !(h->flags & ~(SV_UD_IMM | SV_UD_SOLICITED | SV_UD_GRH)) &&
-	       h->len <= SV_UD_MTU && h->len == n - sizeof(*h);
+	size_t mac;
+
+	if (n < sizeof(*h) || h->magic != SV_UD_MAGIC ||
+	    h->version != SV_UD_VERSION ||
+	    (h->flags & ~(SV_UD_IMM | SV_UD_SOLICITED | SV_UD_GRH | SV_UD_MAC |
+			  SV_UD_NET)))
+		return false;
+	mac = (h->flags & SV_UD_MAC) ? sizeof(struct sv_ud_mac) : 0;
+	return h->len <= SV_UD_MTU && n - sizeof(*h) >= mac &&
+	       h->len == n - sizeof(*h) - mac;
 }
 
 /*
