@@ -143,9 +143,8 @@ static int tcp_listener(void)
 
 	if (lfd < 0) {
 		lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (lfd >= 0 &&
-		    (bind(lfd, (struct sockaddr *)&a, sizeof(a)) ||
-		     listen(lfd, 8))) {
+		if (lfd >= 0 && (bind(lfd, (struct sockaddr *)&a, sizeof(a)) ||
+				 listen(lfd, 8))) {
 			close(lfd);
 			lfd = -1;
 		}

@@ -130,13 +130,13 @@ struct sv_tcp {
 	uint64_t in_bytes;	/* read from the connection */
 	uint64_t seen_in_bytes; /* in_bytes at the thread's last look */
 	/* trust (tcp.h's head comment) */
-	bool has_cookie;     /* the link's cookie is known (first connection) */
-	bool got_frame;	     /* a frame came since the cookie was set: no
-			      * unproven call replaces the link any more */
-	uint8_t cookie[32];  /* the caller's nonce, then the callee's */
-	uint8_t cnonce[16];  /* our call's nonce */
-	bool call_cookie;    /* our call proves the cookie */
-	bool proved;	     /* our call answered the callee's challenge */
+	bool has_cookie;    /* the link's cookie is known (first connection) */
+	bool got_frame;	    /* a frame came since the cookie was set: no
+			     * unproven call replaces the link any more */
+	uint8_t cookie[32]; /* the caller's nonce, then the callee's */
+	uint8_t cnonce[16]; /* our call's nonce */
+	bool call_cookie;   /* our call proves the cookie */
+	bool proved;	    /* our call answered the callee's challenge */
 	/* a caller challenged, its proof not read yet (one at a time) */
 	int pend_fd;
 	struct sv_pfd *pend_pfd;
@@ -199,14 +199,12 @@ static bool ack_ok(const struct sv_tcp_hello_ack *a)
 }
 
 /* The address of a socket's peer, or of dst, for a message. */
-static const char *addr_str(const struct sockaddr *sa, char *buf,
-			    size_t len)
+static const char *addr_str(const struct sockaddr *sa, char *buf, size_t len)
 {
 	const struct sockaddr_in6 *a6 = (const void *)sa;
 	const struct sockaddr_in *a4 = (const void *)sa;
 
-	if (sa->sa_family == AF_INET6 &&
-	    IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr))
+	if (sa->sa_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr))
 		inet_ntop(AF_INET, &a6->sin6_addr.s6_addr[12], buf, len);
 	else if (sa->sa_family == AF_INET6)
 		inet_ntop(AF_INET6, &a6->sin6_addr, buf, len);
@@ -308,12 +306,11 @@ static bool hello_secret_ok(const struct sv_tcp_hello *h, int fd)
 		return true;
 	if (!sv_auth_on()) {
 		say_secret_fd(h->dst_qpn, fd,
-			      "proves a shared secret and this process has "
-			      "none");
+			      "proves a shared secret, and this process has "
+			      "no shared secret");
 		return false;
 	}
-	if (has && hello_mac(h, mac) &&
-	    sv_auth_equal(mac, h->mac, sizeof(mac)))
+	if (has && hello_mac(h, mac) && sv_auth_equal(mac, h->mac, sizeof(mac)))
 		return true;
 	say_secret_fd(h->dst_qpn, fd, "does not prove the shared secret");
 	return false;
@@ -330,7 +327,8 @@ static bool proof_ok(const struct sv_tcp_proof *p)
 	struct sv_tcp_proof c = *p;
 
 	c.crc = 0;
-	return p->magic == SV_TCP_MAGIC && p->crc == sv_crc32c(0, &c, sizeof(c));
+	return p->magic == SV_TCP_MAGIC &&
+	       p->crc == sv_crc32c(0, &c, sizeof(c));
 }
 
 int sv_tcp_mode(void)
@@ -842,10 +840,10 @@ static void read_ack(struct sv_link *l, uint64_t now)
 	if (a->status == SV_TCP_SECRET_REFUSED) {
 		/* a setting, not a moment: the link cannot be */
 		say_secret(t->my_qpn, &t->dst.sa,
-			   sv_auth_on() ? "refuses our proof of the shared "
-					  "secret (it has another, or none)"
-					: "wants a shared secret and this "
-					  "process has none");
+			   sv_auth_on() ? "refuses our proof: it has "
+					  "another, or no shared secret"
+					: "wants a shared secret, and this "
+					  "process has no shared secret");
 		t->proto_err = true;
 		close_conn(t, now);
 		return;
@@ -993,8 +991,8 @@ static int challenge(struct sv_tcp *t, int fd, const struct sv_tcp_hello *h,
 
 	sv_auth_random(a.nonce, sizeof(a.nonce));
 	if (!link_key(cookie ? t->cookie : NULL, key) ||
-	    !proof_mac(key, "callee", h->cnonce, a.nonce, h->src_qpn,
-		       t->my_qpn, NULL, 0, a.mac))
+	    !proof_mac(key, "callee", h->cnonce, a.nonce, h->src_qpn, t->my_qpn,
+		       NULL, 0, a.mac))
 		return refuse(fd, SV_TCP_NO_QP, -EIO);
 	ack_seal(&a);
 	if (send(fd, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(a)) {
@@ -1041,8 +1039,7 @@ static void pend_step(struct sv_link *l, uint64_t now)
 		return;
 	fd = t->pend_fd;
 	pend_forget(t, false);
-	if (!proof_ok(p) ||
-	    !link_key(t->pend_cookie ? t->cookie : NULL, key) ||
+	if (!proof_ok(p) || !link_key(t->pend_cookie ? t->cookie : NULL, key) ||
 	    !proof_mac(key, "caller", t->pend_nonce, t->pend_h.cnonce,
 		       t->pend_h.src_qpn, t->my_qpn, p,
 		       offsetof(struct sv_tcp_proof, mac), mac) ||

@@ -51,8 +51,8 @@
 #include "link.h"
 
 #define SV_TCP_MAGIC	    0x53567463u /* "SVtc" */
-#define SV_TCP_VERSION	    3 /* 2: one connection per link; 3: proofs */
-#define SV_TCP_PORT_DEFAULT 4791	/* RoCEv2's (UDP) port number */
+#define SV_TCP_VERSION	    3	 /* 2: one connection per link; 3: proofs */
+#define SV_TCP_PORT_DEFAULT 4791 /* RoCEv2's (UDP) port number */
 /* How long the QP that does not call first waits for its peer's call
  * before it calls itself (tcp.h's head comment). */
 #define SV_TCP_CALLEE_WAIT_NS 50000000ull
