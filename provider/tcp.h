@@ -38,6 +38,43 @@
  * it; the one the kernel picks reads the hello and passes the socket, with
  * SCM_RIGHTS, to the QP named in it through that QP's Unix socket (shm.h),
  * or answers that there is no such QP.
+ *
+ * Trust (issue 24).  Anyone who reaches the port may call, so:
+ *  - The QP takes a caller only at its destination's address (the GID's
+ *    IPv4 or IPv6 address, as rxe's check_addr), and one on this host
+ *    only of our user (peer.h, sv_peer_check); the caller checks the
+ *    callee the same way (another user may hold the port first).
+ *  - Strangers learn nothing: the door answers PASSED to every
+ *    well-formed hello, then NO_QP itself if the QP does not exist; a
+ *    QP that refuses a caller answers the same NO_QP bytes.  Resume
+ *    positions, ring sizes and the epoch go only in an OK, and the
+ *    peer's STATE only on a connection an OK made.
+ *  - A link cookie: on the link's first connection the hello carries
+ *    16 random bytes of the caller's and the OK 16 of the callee's; the
+ *    cookie is both.  Every later connection proves it: the hello claims
+ *    it (SV_TCP_HELLO_COOKIE) with a fresh nonce Nc; the callee answers
+ *    CHALLENGE with a fresh Ns and MAC_K("callee", Nc, Ns, QPNs); the
+ *    caller checks it and sends its proof MAC_K("caller", Ns, Nc, QPNs,
+ *    epoch, positions); only then the OK.  K = HMAC(cookie, label).  A
+ *    working connection stays until a caller proved the cookie, and the
+ *    epoch is the callee's to set (the caller's counts only proven).
+ *  - An unproven (first) call is still taken while the link's connection
+ *    has brought no frame: the OK of a first connection may be lost with
+ *    it (the callee has the cookie, the caller not), and the caller then
+ *    calls unproven again.  Once a frame came (the caller sends its STATE
+ *    as soon as it reads the OK, so at once), only the cookie opens the
+ *    link.  Without a secret the first connection is in clear: whoever
+ *    sees it (on the path between the two hosts) learns the cookie.
+ *  - SOFTVERBS_SECRET_FILE (auth.h): every connection, the first too,
+ *    goes through the challenge, with K from the secret's link key (mixed
+ *    with the cookie once there is one), and the hello carries a MAC
+ *    under that key that the door checks before anything (a caller
+ *    without the secret learns not even PASSED: SV_TCP_SECRET_REFUSED).
+ *    A peer with another secret or none is refused, both sides say so
+ *    once on stderr, and the link is dead (its QP's sends fail).
+ * What is still in clear: every frame after the OK (records, STATE): the
+ * proofs say who set the connection up, not who writes on it later; a
+ * host on the path can still inject into the TCP stream, as on RoCE.
  */
 #ifndef SV_TCP_H
 #define SV_TCP_H
