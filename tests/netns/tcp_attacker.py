@@ -20,6 +20,10 @@ hello protocol as provider/tcp.h lays it out (version 3), spoken by hand.
   tcp_attacker.py replay HOST PORT FILE
       Sends the captured hello byte for byte; if challenged, sends the
       captured proof; prints the JSON line as probe does.
+  tcp_attacker.py setup_times IFACE PORT SECONDS
+      (bench) For SECONDS, the set-up of every link connection to or from
+      PORT seen on IFACE: from the caller's SYN to the callee's OK, in
+      microseconds, one line each ("setup US" ), as the wire shows it.
 """
 import json
 import os
@@ -197,6 +201,49 @@ def sniff(iface, port, seconds, out):
     print("captured", len(best[0]), best[1], best[2], flush=True)
 
 
+def setup_times(iface, port, seconds):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+    s.bind((iface, 0))
+    s.settimeout(0.2)
+    print("ready", flush=True)
+    syn = {}
+    back = {}
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            f = s.recv(65536)
+        except socket.timeout:
+            continue
+        now = time.monotonic()
+        if len(f) < 14 + 20 or f[12:14] != b"\x08\x00" or f[23] != 6:
+            continue
+        t = 14 + (f[14] & 15) * 4
+        sport, dport = struct.unpack(">HH", f[t:t + 4])
+        flags = f[t + 13]
+        doff = (f[t + 12] >> 4) * 4
+        pay = f[t + doff:14 + struct.unpack(">H", f[16:18])[0]]
+        if dport == port and flags & 0x02 and not flags & 0x10:
+            syn[(f[26:30], sport)] = now  # a call
+            back[(f[26:30], sport)] = bytearray()
+        elif sport == port and pay:
+            k = (f[30:34], dport)
+            if k not in back:
+                continue
+            b = back[k]
+            b += pay
+            while len(b) >= ACK.size:
+                st = _status(b)
+                del b[:ACK.size]
+                if st == 0:
+                    print("setup %.0f" % ((now - syn.pop(k)) * 1e6),
+                          flush=True)
+                    del back[k]
+                    break
+                if st not in (4, 6):
+                    del back[k]
+                    break
+
+
 def replay(host, port, path):
     b = open(path, "rb").read()
     s = connect(host, port)
@@ -219,6 +266,8 @@ def main():
     elif cmd == "sniff":
         sniff(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]),
               sys.argv[5])
+    elif cmd == "setup_times":
+        setup_times(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
     elif cmd == "replay":
         replay(sys.argv[2], int(sys.argv[3]), sys.argv[4])
     else:

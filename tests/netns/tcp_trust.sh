@@ -39,7 +39,7 @@ command -v ibv_rc_pingpong >/dev/null ||
 command -v setpriv >/dev/null || skip "needs setpriv (util-linux)"
 
 A=10.77.0.1
-DOOR=4791
+DOOR=${SOFTVERBS_TCP_PORT:-4791} # the doors' port (SOFTVERBS_TCP_PORT)
 SV="-d softverbs0"
 # long enough that the attacks happen while the link is live (checked):
 # about 1.5 s on an idle machine, 10-30 s on a loaded one
@@ -81,9 +81,10 @@ start() {
 		ibv_rc_pingpong $SV -g "$5" -p $port -n "$N" -c $A \
 		>"$log/$name.c" 2>&1 &
 	cpid=$!
-	wait_for "$log/$name.s" "remote address" &&
-		wait_for "$log/$name.c" "remote address" ||
+	if ! wait_for "$log/$name.s" "remote address" ||
+		! wait_for "$log/$name.c" "remote address"; then
 		fail "$name: the pair did not start"
+	fi
 	vqpn=$(qpn_of "$log/$name.s")
 	pqpn=$(qpn_of "$log/$name.c")
 }
@@ -140,7 +141,7 @@ same_as_none() {
 	sn=$1 sns=$2
 	shift 2
 	bogus=$(printf %06x $(((0x$vqpn ^ 0x5a5a5) & 0xffffff)))
-	attack "${sn}_none" "$sns" "$@" -- probe $A $DOOR "$bogus" "$pqpn"
+	attack "${sn}_none" "$sns" "$@" -- probe $A "$DOOR" "$bogus" "$pqpn"
 	if [ -z "$(raw_of "$sn")" ] ||
 		[ "$(raw_of "$sn")" != "$(raw_of "${sn}_none")" ]; then
 		fail "$sn: refused and no such QP answered differently:" \
@@ -153,8 +154,8 @@ same_as_none() {
 penv=""
 # --- from a third address ---------------------------------------------
 start third a "$ga" b "$gb"
-attack third_peer_qpn c -- probe $A $DOOR "$vqpn" "$pqpn"
-attack third_cookie_claim c -- probe $A $DOOR "$vqpn" "$pqpn" 1
+attack third_peer_qpn c -- probe $A "$DOOR" "$vqpn" "$pqpn"
+attack third_cookie_claim c -- probe $A "$DOOR" "$vqpn" "$pqpn" 1
 same_as_none third_peer_qpn c
 still_running third
 finish third
@@ -162,10 +163,10 @@ finish third
 # --- from the peer's host -----------------------------------------------
 start peerhost a "$ga" b "$gb"
 wrong=$(printf %06x $(((0x$pqpn + 1) & 0xffffff)))
-attack peerhost_wrong_qpn b -- probe $A $DOOR "$vqpn" "$wrong"
-attack peerhost_no_cookie b -- probe $A $DOOR "$vqpn" "$pqpn"
+attack peerhost_wrong_qpn b -- probe $A "$DOOR" "$vqpn" "$wrong"
+attack peerhost_no_cookie b -- probe $A "$DOOR" "$vqpn" "$pqpn"
 same_as_none peerhost_no_cookie b
-attack peerhost_cookie_claim b -- probe $A $DOOR "$vqpn" "$pqpn" 1
+attack peerhost_cookie_claim b -- probe $A "$DOOR" "$vqpn" "$pqpn" 1
 still_running peerhost
 finish peerhost
 
@@ -174,18 +175,19 @@ finish peerhost
 # is captured; the caller calls again proving the cookie; its hello and
 # proof, replayed byte for byte from the caller's host, are refused.
 start replay a "$ga" b "$gb"
-ip netns exec "$tag-b" $py "$here/tcp_attacker.py" sniff "${tag}b" $DOOR 4 \
+ip netns exec "$tag-b" "$py" "$here/tcp_attacker.py" sniff "${tag}b" "$DOOR" 4 \
 	"$log/cap" >"$log/sniff.out" 2>&1 &
 sniffer=$!
 wait_for "$log/sniff.out" "ready" || fail "replay: no capture"
-ip netns exec "$tag-b" ss -K dst $A dport = $DOOR >/dev/null 2>&1
-ip netns exec "$tag-b" ss -K src 10.77.0.2 sport = $DOOR >/dev/null 2>&1
+ip netns exec "$tag-b" ss -K dst $A dport = "$DOOR" >/dev/null 2>&1
+ip netns exec "$tag-b" ss -K src 10.77.0.2 sport = "$DOOR" >/dev/null 2>&1
 wait $sniffer
 if grep -q "^captured" "$log/sniff.out"; then
 	# from the caller's host to the callee's door
+	# shellcheck disable=SC2046 # two words: source and destination
 	set -- $(sed -n 's/^captured [0-9]* \([0-9.]*\) \([0-9.]*\)/\1 \2/p' "$log/sniff.out")
 	case $1 in 10.77.0.1) cns=a ;; *) cns=b ;; esac
-	attack replay_proof $cns -- replay "$2" $DOOR "$log/cap"
+	attack replay_proof $cns -- replay "$2" "$DOOR" "$log/cap"
 else
 	fail "replay: no reconnection captured: $(cat "$log/sniff.out")"
 fi
@@ -196,7 +198,7 @@ finish replay
 penv="SOFTVERBS_TRANSPORT=tcp"
 start localuser a "$ga" a "$ga"
 attack localuser_nobody a setpriv --reuid=65534 --regid=65534 \
-	--clear-groups -- probe $A $DOOR "$vqpn" "$pqpn"
+	--clear-groups -- probe $A "$DOOR" "$vqpn" "$pqpn"
 same_as_none localuser_nobody a setpriv --reuid=65534 --regid=65534 \
 	--clear-groups
 still_running localuser
@@ -210,7 +212,7 @@ chmod 600 "$log/s1" "$log/s2"
 N=2000
 penv="SOFTVERBS_SECRET_FILE=$log/s1"
 start secret_same a "$ga" b "$gb"
-attack secret_stranger c -- probe $A $DOOR "$vqpn" "$pqpn" 2
+attack secret_stranger c -- probe $A "$DOOR" "$vqpn" "$pqpn" 2
 finish secret_same
 
 # secret_bad NAME SERVER_ENV CLIENT_ENV: the client fails within 60 s
