@@ -3,7 +3,9 @@
 # namespaces (tests/netns/setup.sh): link set-up on the wire (the caller's
 # SYN to the callee's OK, seen on b's veth by tcp_attacker.py setup_times)
 # for a link's first connection and for reconnections (ss -K cuts the
-# connection of a running ibv_rc_pingpong; the caller calls again, proving
+# connection of a running ibv_rc_pingpong -e, which sleeps in the kernel
+# between messages, so the set-up is not queued behind two spinning
+# processes; the caller calls again, proving
 # the cookie), and 1 MiB ib_send_bw, each without and with
 # SOFTVERBS_SECRET_FILE.
 #
@@ -42,12 +44,12 @@ for mode in none secret; do
 		port=$((port + 1))
 		# shellcheck disable=SC2086
 		ip netns exec "$tag-a" env $penv $run ibv_rc_pingpong $SV \
-			-g "$ga" -p $port -n 200000 >/dev/null 2>&1 &
+			-g "$ga" -p $port -n 200000 -e >/dev/null 2>&1 &
 		sp=$!
 		listening a $port
 		# shellcheck disable=SC2086
 		ip netns exec "$tag-b" env $penv $run ibv_rc_pingpong $SV \
-			-g "$gb" -p $port -n 200000 $A >/dev/null 2>&1 &
+			-g "$gb" -p $port -n 200000 -e $A >/dev/null 2>&1 &
 		cp=$!
 		until grep -q setup "$log/t"; do sleep 0.05; done
 		c=0
