@@ -70,14 +70,16 @@ qpn_of() { # FILE: the local QPN the pingpong printed (hex, no 0x)
 start() {
 	name=$1
 	port=$((port + 1))
+	# (stdbuf after softverbs-run: an ASan runtime first in LD_PRELOAD
+	# must stay first, and stdbuf adds its own)
 	# shellcheck disable=SC2086
-	timeout 120 ip netns exec "$tag-$2" env $penv stdbuf -oL $run \
+	timeout 120 ip netns exec "$tag-$2" env $penv $run stdbuf -oL \
 		ibv_rc_pingpong $SV -g "$3" -p $port -n "$N" -c \
 		>"$log/$name.s" 2>&1 &
 	spid=$!
 	listening "$2" $port
 	# shellcheck disable=SC2086
-	timeout 120 ip netns exec "$tag-$4" env $penv stdbuf -oL $run \
+	timeout 120 ip netns exec "$tag-$4" env $penv $run stdbuf -oL \
 		ibv_rc_pingpong $SV -g "$5" -p $port -n "$N" -c $A \
 		>"$log/$name.c" 2>&1 &
 	cpid=$!
