@@ -349,11 +349,14 @@ static int link_start(struct sv_qp *qp)
 	qp->link.connect_wait_ns = 0;
 	if (link_route(qp, &dst)) {
 		sv_tcp_door_open(qp->ctx); /* the peer calls us there */
-		/* one connection: pfd[1], which look() drains (progress.c) */
+		/* one connection: pfd[1], which look() drains (progress.c);
+		 * pfd[2] (shared memory's accepted connection) holds a
+		 * caller that proves itself (tcp.c, pend_step) */
 		sv_pfd_set_kind(&qp->pfd[1], SV_PFD_TCP);
+		sv_pfd_set_kind(&qp->pfd[2], SV_PFD_TCP);
 		err = sv_tcp_prepare(&qp->link, qp->qpx.qp_base.qp_num,
 				     qp->attr.dest_qp_num, ring_size(), &dst,
-				     qp->ctx, &qp->pfd[1]);
+				     qp->ctx, &qp->pfd[1], &qp->pfd[2]);
 		if (err)
 			say_link_error(qp, "modify to RTR (TCP)", err);
 		else

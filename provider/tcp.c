@@ -11,6 +11,7 @@
  */
 #include "tcp.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
@@ -25,7 +26,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "crc32c.h"
+#include "peer.h"
 #include "shm.h"
 #include "sv.h"
 
@@ -126,6 +129,23 @@ struct sv_tcp {
 	uint64_t owed_ns;	/* since when a state of ours waits */
 	uint64_t in_bytes;	/* read from the connection */
 	uint64_t seen_in_bytes; /* in_bytes at the thread's last look */
+	/* trust (tcp.h's head comment) */
+	bool has_cookie;    /* the link's cookie is known (first connection) */
+	bool got_frame;	    /* a frame came since the cookie was set: no
+			     * unproven call replaces the link any more */
+	uint8_t cookie[32]; /* the caller's nonce, then the callee's */
+	uint8_t cnonce[16]; /* our call's nonce */
+	bool call_cookie;   /* our call proves the cookie */
+	bool proved;	    /* our call answered the callee's challenge */
+	/* a caller challenged, its proof not read yet (one at a time) */
+	int pend_fd;
+	struct sv_pfd *pend_pfd;
+	struct sv_tcp_hello pend_h;
+	uint8_t pend_nonce[16];
+	bool pend_cookie; /* it proves the cookie (else a first call) */
+	struct sv_tcp_proof pend_p;
+	uint32_t pend_got;
+	uint64_t pend_deadline;
 };
 
 /* The counters of a link that has no QP's (fuzz_tcp.c's). */
@@ -176,6 +196,139 @@ static bool ack_ok(const struct sv_tcp_hello_ack *a)
 	c.crc = 0;
 	return a->magic == SV_TCP_MAGIC && a->version == SV_TCP_VERSION &&
 	       a->crc == sv_crc32c(0, &c, sizeof(c));
+}
+
+/* The address of a socket's peer, or of dst, for a message. */
+static const char *addr_str(const struct sockaddr *sa, char *buf, size_t len)
+{
+	const struct sockaddr_in6 *a6 = (const void *)sa;
+	const struct sockaddr_in *a4 = (const void *)sa;
+
+	if (sa->sa_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr))
+		inet_ntop(AF_INET, &a6->sin6_addr.s6_addr[12], buf, len);
+	else if (sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &a6->sin6_addr, buf, len);
+	else if (sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &a4->sin_addr, buf, len);
+	else
+		snprintf(buf, len, "?");
+	return buf;
+}
+
+/* A peer that does not prove the shared secret (or proves one where we
+ * have none), said once per process, on either side. */
+static void say_secret(uint32_t qpn, const struct sockaddr *peer,
+		       const char *what)
+{
+	static atomic_bool said;
+	char buf[INET6_ADDRSTRLEN];
+
+	if (!atomic_exchange(&said, true))
+		fprintf(stderr,
+			"softverbs: qp %06x: the peer at %s %s "
+			"(SOFTVERBS_SECRET_FILE): refused\n",
+			qpn, addr_str(peer, buf, sizeof(buf)), what);
+}
+
+static void say_secret_fd(uint32_t qpn, int fd, const char *what)
+{
+	union sv_sockaddr a = {0};
+	socklen_t len = sizeof(a);
+
+	if (getpeername(fd, &a.sa, &len))
+		a.sa.sa_family = AF_UNSPEC;
+	say_secret(qpn, &a.sa, what);
+}
+
+/* The key a link's proofs are made with: from the secret's link key if
+ * there is a secret, mixed with the link's cookie if it proves one;
+ * without a secret, from the cookie alone.  false if there is none (or
+ * the MAC failed: nothing can be proven). */
+static bool link_key(const uint8_t *cookie, uint8_t *key)
+{
+	static const char label[] = "softverbs-v1 tcp link cookie";
+	const uint8_t *base = sv_auth_key(SV_AUTH_TCP_LINK);
+	struct iovec v;
+
+	if (base && !cookie) {
+		memcpy(key, base, SV_AUTH_KEY_LEN);
+		return true;
+	}
+	if (!cookie)
+		return false;
+	if (base) {
+		v = (struct iovec){(void *)cookie, 32};
+		return !sv_auth_mac(base, &v, 1, key);
+	}
+	v = (struct iovec){(void *)label, sizeof(label)};
+	return !sv_auth_mac(cookie, &v, 1, key);
+}
+
+/* MAC_K(who, n1, n2, caller's QPN, callee's QPN, extra): a side's proof
+ * of the key over both nonces, bound to the link and to which side made
+ * it (a proof is never the other side's).  false if it failed. */
+static bool proof_mac(const uint8_t *key, const char *who, const uint8_t *n1,
+		      const uint8_t *n2, uint32_t caller, uint32_t callee,
+		      const void *extra, size_t extra_len, uint8_t *out)
+{
+	uint32_t q[2] = {caller, callee};
+	struct iovec v[5] = {{(void *)who, strlen(who) + 1},
+			     {(void *)n1, 16},
+			     {(void *)n2, 16},
+			     {q, sizeof(q)},
+			     {(void *)extra, extra_len}};
+
+	return !sv_auth_mac(key, v, extra_len ? 5 : 4, out);
+}
+
+/* With a secret, a hello's mac: over the hello before it, under the
+ * secret's link key (the door's check: a hello from whoever does not
+ * have the secret is not even passed on). */
+static bool hello_mac(const struct sv_tcp_hello *h, uint8_t *out)
+{
+	const uint8_t *base = sv_auth_key(SV_AUTH_TCP_LINK);
+	struct iovec v[2] = {{"hello", 6},
+			     {(void *)h, offsetof(struct sv_tcp_hello, mac)}};
+
+	return base && !sv_auth_mac(base, v, 2, out);
+}
+
+/* The hello proves our secret, or neither side has one; else it is said
+ * (once) and refused.  sv_auth_failed: nothing is trusted. */
+static bool hello_secret_ok(const struct sv_tcp_hello *h, int fd)
+{
+	bool has = h->flags & SV_TCP_HELLO_SECRET;
+	uint8_t mac[SV_AUTH_MAC_LEN];
+
+	if (sv_auth_failed())
+		return false;
+	if (!sv_auth_on() && !has)
+		return true;
+	if (!sv_auth_on()) {
+		say_secret_fd(h->dst_qpn, fd,
+			      "proves a shared secret, and this process has "
+			      "no shared secret");
+		return false;
+	}
+	if (has && hello_mac(h, mac) && sv_auth_equal(mac, h->mac, sizeof(mac)))
+		return true;
+	say_secret_fd(h->dst_qpn, fd, "does not prove the shared secret");
+	return false;
+}
+
+static void proof_seal(struct sv_tcp_proof *p)
+{
+	p->crc = 0;
+	p->crc = sv_crc32c(0, p, sizeof(*p));
+}
+
+static bool proof_ok(const struct sv_tcp_proof *p)
+{
+	struct sv_tcp_proof c = *p;
+
+	c.crc = 0;
+	return p->magic == SV_TCP_MAGIC &&
+	       p->crc == sv_crc32c(0, &c, sizeof(c));
 }
 
 int sv_tcp_mode(void)
@@ -257,7 +410,8 @@ static bool resume_ok(const struct sv_link *l, uint64_t rx_recv,
 
 int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint32_t peer_qpn,
 		   uint64_t ring_size, const union sv_sockaddr *dst,
-		   struct sv_context *ctx, struct sv_pfd *pfd)
+		   struct sv_context *ctx, struct sv_pfd *pfd,
+		   struct sv_pfd *pend_pfd)
 {
 	struct sv_tcp *t = calloc(1, sizeof(*t));
 	int err = -ENOMEM;
@@ -272,6 +426,8 @@ int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint32_t peer_qpn,
 	t->dst = *dst;
 	t->ctx = ctx;
 	t->pfd = pfd;
+	t->pend_pfd = pend_pfd;
+	t->pend_fd = -1;
 	t->fd = -1;
 	t->stats = &no_stats;
 	t->my_qpn = my_qpn;
@@ -420,8 +576,12 @@ static void connect_step(struct sv_link *l, uint64_t now)
 	if (t->conn == CONN_NONE) {
 		int one = 1, fd = t->fd; /* made at RTR, the first time */
 
-		if (now < t->next_ns)
+		if (now < t->next_ns || t->pend_fd >= 0)
+			return; /* (a caller of the peer's proves itself) */
+		if (sv_auth_failed()) {
+			t->proto_err = true; /* nothing can be trusted */
 			return;
+		}
 		t->fd = -1;
 		if (!t->first_call_ns)
 			t->first_call_ns = now;
@@ -463,10 +623,7 @@ static void connect_step(struct sv_link *l, uint64_t now)
 			.dst_qpn = t->peer_qpn,
 			.rx_size = l->rx.size,
 			.rsp_size = l->rsp_rx.size,
-			.rx_recv = t->rx_recv,
-			.rsp_recv = t->rsp_recv,
 			.nonce = t->nonce,
-			.epoch = t->epoch,
 		};
 		socklen_t len = sizeof(int);
 		int err = 0;
@@ -476,11 +633,38 @@ static void connect_step(struct sv_link *l, uint64_t now)
 				close_conn(t, now);
 			return;
 		}
-		hello_seal(&h);
 		if (getsockopt(t->fd, SOL_SOCKET, SO_ERROR, &err, &len) ||
-		    err ||
-		    send(t->fd, &h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL) !=
-			    sizeof(h)) {
+		    err) {
+			sv_dbg("qp %06x: tcp connect to %06x: %s\n", t->my_qpn,
+			       t->peer_qpn, strerror(err ? err : errno));
+			call_failed(t, err ? err : errno);
+			close_conn(t, now);
+			return;
+		}
+		/* the callee, if on this host, must be our user's: another
+		 * user may hold the port first */
+		err = sv_peer_check(t->fd, &t->dst.sa);
+		if (err) {
+			sv_dbg("qp %06x: tcp: the door at the peer's address "
+			       "is not our peer's: %s\n",
+			       t->my_qpn, strerror(-err));
+			t->turned_away = true;
+			close_conn(t, now);
+			return;
+		}
+		sv_auth_random(t->cnonce, sizeof(t->cnonce));
+		memcpy(h.cnonce, t->cnonce, sizeof(h.cnonce));
+		t->call_cookie = t->has_cookie;
+		t->proved = false;
+		if (t->call_cookie)
+			h.flags |= SV_TCP_HELLO_COOKIE;
+		if (sv_auth_on()) {
+			h.flags |= SV_TCP_HELLO_SECRET;
+			hello_mac(&h, h.mac);
+		}
+		hello_seal(&h);
+		if (send(t->fd, &h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL) !=
+		    sizeof(h)) {
 			sv_dbg("qp %06x: tcp connect to %06x: %s\n", t->my_qpn,
 			       t->peer_qpn, strerror(err ? err : errno));
 			call_failed(t, err ? err : errno);
@@ -528,6 +712,52 @@ static void conn_up(struct sv_tcp *t, uint32_t epoch, uint64_t tx_sent,
 		close(t->spare);
 		t->spare = -1;
 	}
+}
+
+static void read_ack(struct sv_link *l, uint64_t now);
+
+/* The callee's challenge (in t->ack): it must prove the key over our
+ * nonce and its own; then we prove it over its nonce and ours, with
+ * where we resume, and read its OK next. */
+static void answer_challenge(struct sv_link *l, uint64_t now)
+{
+	struct sv_tcp *t = l->tcp;
+	struct sv_tcp_hello_ack *a = &t->ack;
+	struct sv_tcp_proof p = {
+		.magic = SV_TCP_MAGIC,
+		.epoch = t->epoch,
+		.rx_recv = t->rx_recv,
+		.rsp_recv = t->rsp_recv,
+	};
+	uint8_t key[SV_AUTH_KEY_LEN], mac[SV_AUTH_MAC_LEN];
+
+	if (t->proved || a->src_qpn != t->peer_qpn ||
+	    !link_key(t->call_cookie ? t->cookie : NULL, key) ||
+	    !proof_mac(key, "callee", t->cnonce, a->nonce, t->my_qpn,
+		       t->peer_qpn, NULL, 0, mac) ||
+	    !sv_auth_equal(mac, a->mac, sizeof(mac)) ||
+	    !proof_mac(key, "caller", a->nonce, t->cnonce, t->my_qpn,
+		       t->peer_qpn, &p, offsetof(struct sv_tcp_proof, mac),
+		       p.mac)) {
+		/* not our peer (it does not have the cookie, or the
+		 * secret): as a refusal */
+		sv_dbg("qp %06x: tcp: the callee does not prove the link's "
+		       "key: refused\n",
+		       t->my_qpn);
+		t->turned_away = true;
+		close_conn(t, now);
+		return;
+	}
+	proof_seal(&p);
+	if (send(t->fd, &p, sizeof(p), MSG_DONTWAIT | MSG_NOSIGNAL) !=
+	    sizeof(p)) {
+		close_conn(t, now);
+		return;
+	}
+	t->proved = true;
+	t->ack_got = 0;
+	t->deadline_ns = now + CONNECT_WAIT_NS;
+	read_ack(l, now);
 }
 
 /* The callee's answer to our hello; then the link resumes where it
@@ -603,6 +833,21 @@ static void read_ack(struct sv_link *l, uint64_t now)
 		read_ack(l, now);
 		return;
 	}
+	if (a->status == SV_TCP_CHALLENGE) {
+		answer_challenge(l, now);
+		return;
+	}
+	if (a->status == SV_TCP_SECRET_REFUSED) {
+		/* a setting, not a moment: the link cannot be */
+		say_secret(t->my_qpn, &t->dst.sa,
+			   sv_auth_on() ? "refuses our proof: it has "
+					  "another, or no shared secret"
+					: "wants a shared secret, and this "
+					  "process has no shared secret");
+		t->proto_err = true;
+		close_conn(t, now);
+		return;
+	}
 	if (a->status != SV_TCP_OK) {
 		sv_dbg("qp %06x: tcp: QP %06x answers %u\n", t->my_qpn,
 		       t->peer_qpn, a->status);
@@ -617,6 +862,14 @@ static void read_ack(struct sv_link *l, uint64_t now)
 		close_conn(t, now);
 		return;
 	}
+	if ((t->call_cookie || sv_auth_on()) && !t->proved) {
+		/* an OK that did not prove the callee: not our peer's */
+		sv_dbg("qp %06x: tcp: an unproven callee: refused\n",
+		       t->my_qpn);
+		t->turned_away = true;
+		close_conn(t, now);
+		return;
+	}
 	if (a->src_qpn != t->peer_qpn ||
 	    peer_rings(l, a->src_qpn, a->rx_size, a->rsp_size) ||
 	    !resume_ok(l, a->rx_recv, a->rsp_recv) || a->epoch <= t->epoch) {
@@ -624,34 +877,233 @@ static void read_ack(struct sv_link *l, uint64_t now)
 		close_conn(t, now);
 		return;
 	}
+	if (!t->call_cookie) { /* the link's first connection */
+		memcpy(t->cookie, t->cnonce, 16);
+		memcpy(t->cookie + 16, a->nonce, 16);
+		t->has_cookie = true;
+		t->got_frame = false;
+	}
 	conn_up(t, a->epoch, a->rx_recv, a->rsp_recv);
 }
 
 static void read_in(struct sv_link *l);
 
-int sv_tcp_take(struct sv_link *l, int fd, const struct sv_tcp_hello *h,
-		uint32_t my_qpn, uint32_t expect)
+/* A caller turned away: one answer (status alone, every other field
+ * zero: the door's for a QP that does not exist is the same bytes), and
+ * the socket closed. */
+static void answer(int fd, uint16_t status)
+{
+	struct sv_tcp_hello_ack a = {.magic = SV_TCP_MAGIC,
+				     .version = SV_TCP_VERSION,
+				     .status = status};
+
+	ack_seal(&a);
+	send(fd, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+static int refuse(int fd, uint16_t status, int err)
+{
+	answer(fd, status);
+	close(fd);
+	return err;
+}
+
+/* The caller proved itself, or a first call may go unproven: the link's
+ * connection is now fd, resumed at rx_recv/rsp_recv, with the epoch we
+ * choose.  first: the link's cookie is made (h's nonce and ours).  1, or
+ * -errno (fd answered and closed). */
+static int take_call(struct sv_link *l, int fd, const struct sv_tcp_hello *h,
+		     uint32_t epoch, uint64_t rx_recv, uint64_t rsp_recv,
+		     bool first)
 {
 	struct sv_tcp *t = l->tcp;
 	struct sv_tcp_hello_ack a = {
 		.magic = SV_TCP_MAGIC,
 		.version = SV_TCP_VERSION,
-		.status = SV_TCP_REFUSED,
-		.src_qpn = my_qpn,
+		.status = SV_TCP_OK,
+		.src_qpn = t->my_qpn,
 	};
-	int one = 1, err = -ECONNREFUSED;
+	int one = 1, err;
+
+	err = peer_rings(l, h->src_qpn, h->rx_size, h->rsp_size);
+	if (err)
+		return refuse(fd, SV_TCP_NO_QP, err);
+	if (!resume_ok(l, rx_recv, rsp_recv))
+		return refuse(fd, SV_TCP_NO_QP, -EPROTO);
+	/* what the old connection delivered is ours first: else the
+	 * answer sends the caller back to resend it, and a path that
+	 * breaks often would move nothing */
+	if (t->conn == CONN_READY)
+		read_in(l);
+	a.rx_recv = t->rx_recv;
+	a.rsp_recv = t->rsp_recv;
+	a.rx_size = l->rx.size;
+	a.rsp_size = l->rsp_rx.size;
+	a.epoch = epoch;
+	if (first)
+		sv_auth_random(a.nonce, sizeof(a.nonce));
+	ack_seal(&a);
+	if (send(fd, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(a)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	if (first) {
+		memcpy(t->cookie, h->cnonce, 16);
+		memcpy(t->cookie + 16, a.nonce, 16);
+		t->has_cookie = true;
+		t->got_frame = false;
+	}
+	fcntl(fd, F_SETFL, O_RDWR | O_NONBLOCK);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* a newer connection replaces the older, and the socket we held
+	 * to call with */
+	drop_conn(t);
+	t->fd = fd;
+	conn_up(t, a.epoch, rx_recv, rsp_recv);
+	sv_progress_add(t->ctx, t->pfd, fd);
+	return 1;
+}
+
+/* The challenged caller, forgotten (its socket closed, or taken). */
+static void pend_forget(struct sv_tcp *t, bool close_fd)
+{
+	if (t->pend_fd < 0)
+		return;
+	sv_progress_del(t->ctx, t->pend_pfd);
+	if (close_fd)
+		close(t->pend_fd);
+	t->pend_fd = -1;
+}
+
+/* Challenges a caller: our nonce and our proof over both nonces; its
+ * proof comes on fd (pend_step). */
+static int challenge(struct sv_tcp *t, int fd, const struct sv_tcp_hello *h,
+		     bool cookie)
+{
+	struct sv_tcp_hello_ack a = {
+		.magic = SV_TCP_MAGIC,
+		.version = SV_TCP_VERSION,
+		.status = SV_TCP_CHALLENGE,
+		.src_qpn = t->my_qpn,
+	};
+	uint8_t key[SV_AUTH_KEY_LEN];
+
+	sv_auth_random(a.nonce, sizeof(a.nonce));
+	if (!link_key(cookie ? t->cookie : NULL, key) ||
+	    !proof_mac(key, "callee", h->cnonce, a.nonce, h->src_qpn, t->my_qpn,
+		       NULL, 0, a.mac))
+		return refuse(fd, SV_TCP_NO_QP, -EIO);
+	ack_seal(&a);
+	if (send(fd, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(a)) {
+		close(fd);
+		return -EIO;
+	}
+	pend_forget(t, true); /* one caller at a time: the newest */
+	t->pend_fd = fd;
+	t->pend_h = *h;
+	memcpy(t->pend_nonce, a.nonce, sizeof(a.nonce));
+	t->pend_cookie = cookie;
+	t->pend_got = 0;
+	t->pend_deadline = sv_now_ns() + CONNECT_WAIT_NS;
+	sv_progress_add(t->ctx, t->pend_pfd, fd);
+	return 0;
+}
+
+/* The challenged caller's proof: it proves the key over our nonce and
+ * its own, and says where it resumes; then it is taken as any call. */
+static void pend_step(struct sv_link *l, uint64_t now)
+{
+	struct sv_tcp *t = l->tcp;
+	struct sv_tcp_proof *p = &t->pend_p;
+	uint8_t key[SV_AUTH_KEY_LEN], mac[SV_AUTH_MAC_LEN];
+	uint32_t epoch;
+	ssize_t n;
+	int fd;
+
+	if (t->pend_fd < 0)
+		return;
+	n = recv(t->pend_fd, (uint8_t *)p + t->pend_got,
+		 sizeof(*p) - t->pend_got, MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+		if (now >= t->pend_deadline)
+			pend_forget(t, true);
+		return;
+	}
+	if (n <= 0) {
+		pend_forget(t, true);
+		return;
+	}
+	t->pend_got += (uint32_t)n;
+	if (t->pend_got < sizeof(*p))
+		return;
+	fd = t->pend_fd;
+	pend_forget(t, false);
+	if (!proof_ok(p) || !link_key(t->pend_cookie ? t->cookie : NULL, key) ||
+	    !proof_mac(key, "caller", t->pend_nonce, t->pend_h.cnonce,
+		       t->pend_h.src_qpn, t->my_qpn, p,
+		       offsetof(struct sv_tcp_proof, mac), mac) ||
+	    !sv_auth_equal(mac, p->mac, sizeof(mac))) {
+		sv_dbg("qp %06x: tcp: a caller does not prove the link's "
+		       "key: refused\n",
+		       t->my_qpn);
+		refuse(fd, SV_TCP_NO_QP, -EACCES);
+		return;
+	}
+	if (t->conn == CONN_READY && p->epoch < t->epoch) {
+		/* a call from before the connection we have (it waited at
+		 * a slow door) */
+		refuse(fd, SV_TCP_BUSY, -ESTALE);
+		return;
+	}
+	if (t->conn == CONN_CONNECTING || t->conn == CONN_HELLO)
+		drop_conn(t); /* (no call of ours starts while one waits) */
+	epoch = (p->epoch > t->epoch ? p->epoch : t->epoch) + 1;
+	take_call(l, fd, &t->pend_h, epoch, p->rx_recv, p->rsp_recv,
+		  !t->pend_cookie);
+}
+
+int sv_tcp_take(struct sv_link *l, int fd, const struct sv_tcp_hello *h,
+		uint32_t my_qpn, uint32_t expect)
+{
+	struct sv_tcp *t = l->tcp;
+	bool cookie = h->flags & SV_TCP_HELLO_COOKIE;
+	int err;
 
 	if (!hello_ok(h) || h->dst_qpn != my_qpn || h->src_qpn > SV_PSN_MASK ||
 	    !size_ok(h->rx_size, 4096) ||
-	    !size_ok(h->rsp_size, SV_RSP_RING_MIN)) {
-		err = -EPROTO;
-		goto refuse;
-	}
+	    !size_ok(h->rsp_size, SV_RSP_RING_MIN))
+		return refuse(fd, SV_TCP_NO_QP, -EPROTO);
 	/* a link on shared memory takes no TCP caller (and the other way
-	 * round, shm.c): both sides must agree (SOFTVERBS_TRANSPORT) */
+	 * round, shm.c): both sides must agree (SOFTVERBS_TRANSPORT).
+	 * Every refusal below is answered as the door answers for a QP
+	 * that does not exist: a stranger learns nothing. */
 	if (!t || (expect != SV_QPN_ANY && h->src_qpn != expect) ||
 	    h->src_qpn != t->peer_qpn)
-		goto refuse;
+		return refuse(fd, SV_TCP_NO_QP, -ECONNREFUSED);
+	/* only from the QP's destination address, and from this host only
+	 * of our user (as rxe's check_addr, and shared memory's
+	 * SO_PEERCRED) */
+	err = sv_peer_check(fd, &t->dst.sa);
+	if (err) {
+		sv_dbg("qp %06x: tcp: a caller not at the peer's address, or "
+		       "another user's: %s\n",
+		       my_qpn, strerror(-err));
+		return refuse(fd, SV_TCP_NO_QP, -EACCES);
+	}
+	/* the door checked the secret, but it may be another process's
+	 * door, of other settings */
+	if (!hello_secret_ok(h, fd))
+		return refuse(fd, SV_TCP_SECRET_REFUSED, -EACCES);
+	/* a working link is replaced only by who proves its cookie; an
+	 * unproven (first) call only until a frame came on the link's
+	 * connection (tcp.h) */
+	if ((cookie && !t->has_cookie) ||
+	    (!cookie && t->has_cookie && t->got_frame)) {
+		sv_dbg("qp %06x: tcp: a call %s the link's cookie: refused\n",
+		       my_qpn, cookie ? "claiming" : "without");
+		return refuse(fd, SV_TCP_NO_QP, -EACCES);
+	}
 	/* a call that waited at a silent door may reach us after its
 	 * caller gave up on it and called again: it must not replace the
 	 * newer connection (the caller sends nothing before our answer, so
@@ -669,59 +1121,17 @@ int sv_tcp_take(struct sv_link *l, int fd, const struct sv_tcp_hello *h,
 		/* our calls crossed: the smaller (QPN, nonce) wins on both
 		 * sides; the loser's call is answered BUSY */
 		if (my_qpn < h->src_qpn ||
-		    (my_qpn == h->src_qpn && t->nonce < h->nonce)) {
-			a.status = SV_TCP_BUSY;
-			err = -EBUSY;
-			goto refuse;
-		}
+		    (my_qpn == h->src_qpn && t->nonce < h->nonce))
+			return refuse(fd, SV_TCP_BUSY, -EBUSY);
 		sv_dbg("qp %06x: tcp: our call crossed %06x's: we take its\n",
 		       my_qpn, h->src_qpn);
 		drop_conn(t);
-	} else if (t->conn == CONN_READY && h->epoch < t->epoch) {
-		/* a call from before the connection we have */
-		a.status = SV_TCP_BUSY;
-		err = -ESTALE;
-		goto refuse;
 	}
-	err = peer_rings(l, h->src_qpn, h->rx_size, h->rsp_size);
-	if (err)
-		goto refuse;
-	if (!resume_ok(l, h->rx_recv, h->rsp_recv)) {
-		err = -EPROTO;
-		goto refuse;
-	}
-	/* what the old connection delivered is ours first: else the
-	 * answer sends the caller back to resend it, and a path that
-	 * breaks often would move nothing */
-	if (t->conn == CONN_READY)
-		read_in(l);
-	a.status = SV_TCP_OK;
-	a.rx_recv = t->rx_recv;
-	a.rsp_recv = t->rsp_recv;
-	a.rx_size = l->rx.size;
-	a.rsp_size = l->rsp_rx.size;
-	a.epoch = (h->epoch > t->epoch ? h->epoch : t->epoch) + 1;
-	ack_seal(&a);
-	if (send(fd, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(a)) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	fcntl(fd, F_SETFL, O_RDWR | O_NONBLOCK);
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	/* a newer connection replaces the older, and the socket we held
-	 * to call with */
-	drop_conn(t);
-	t->fd = fd;
-	conn_up(t, a.epoch, h->rx_recv, h->rsp_recv);
-	sv_progress_add(t->ctx, t->pfd, fd);
-	return 1;
-
-refuse:
-	ack_seal(&a);
-	send(fd, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL);
-	close(fd);
-	return err;
+	if (cookie || sv_auth_on())
+		return challenge(t, fd, h, cookie);
+	/* a first call, unproven: its epoch and positions are ours to set
+	 * (it never had the link up: it received nothing) */
+	return take_call(l, fd, h, t->epoch + 1, 0, 0, true);
 }
 
 /* Writes a record (or a pad) the peer sent at position pos of our ring
@@ -932,6 +1342,9 @@ static void read_in(struct sv_link *l)
 				t->proto_err = true;
 				return;
 			}
+			/* the link works: from now on only a proven call
+			 * replaces its connection */
+			t->got_frame = true;
 			off += sizeof(f) + (uint32_t)b;
 		}
 		t->ioff = off;
@@ -1206,6 +1619,7 @@ enum sv_link_state sv_tcp_run(struct sv_link *l, uint32_t peer_qpn,
 		t->gone = true;
 	}
 	(void)peer_qpn; /* the link's since RTR (sv_tcp_prepare) */
+	pend_step(l, now);
 	if (t->conn < CONN_HELLO && !t->closed && !t->gone)
 		connect_step(l, now); /* (again: not after a bye) */
 	if (t->conn == CONN_HELLO)
@@ -1275,8 +1689,10 @@ bool sv_tcp_owed(const struct sv_link *l, uint64_t now)
 {
 	const struct sv_tcp *t = l->tcp;
 
-	return t && t->owed_ns &&
-	       sv_ns_since(now, t->owed_ns) >= SV_TCP_ACK_DELAY_NS;
+	/* (a challenged caller's proof is read by the thread too) */
+	return t && ((t->owed_ns &&
+		      sv_ns_since(now, t->owed_ns) >= SV_TCP_ACK_DELAY_NS) ||
+		     t->pend_fd >= 0);
 }
 
 /* Bytes of the peer's wait unread in our socket. */
@@ -1331,19 +1747,25 @@ int sv_tcp_fd(const struct sv_link *l)
 uint64_t sv_tcp_next_ns(const struct sv_link *l)
 {
 	const struct sv_tcp *t = l->tcp;
+	uint64_t next = UINT64_MAX;
 
 	if (!t || t->closed || t->gone)
 		return UINT64_MAX; /* no more calls: nothing to time */
 	switch (t->conn) {
 	case CONN_NONE:
-		return t->next_ns;
+		next = t->next_ns;
+		break;
 	case CONN_CONNECTING: /* or EPOLLOUT when it is made */
 	case CONN_HELLO:
-		return t->deadline_ns;
+		next = t->deadline_ns;
+		break;
 	case CONN_READY:
 		break;
 	}
-	return UINT64_MAX;
+	/* a challenged caller's proof comes as an event, else it ends */
+	if (t->pend_fd >= 0 && t->pend_deadline < next)
+		next = t->pend_deadline;
+	return next;
 }
 
 void sv_tcp_close(struct sv_link *l, bool bye)
@@ -1369,6 +1791,7 @@ void sv_tcp_close(struct sv_link *l, bool bye)
 			;
 	}
 	drop_conn(t);
+	pend_forget(t, true);
 	if (t->spare >= 0)
 		close(t->spare);
 	free(t->obuf);
@@ -1461,6 +1884,10 @@ void sv_tcp_door_open(struct sv_context *ctx)
 	struct sv_tcp_door *d;
 	int fd;
 
+	/* the secret read and its keys derived now (at RTR), not in the
+	 * first set-up: 5-6 ms more for a first connection across two
+	 * namespaces when they were (bench/tcp_trust.sh) */
+	sv_auth_on();
 	pthread_mutex_lock(&ctx->door_lock);
 	if (atomic_load(&ctx->door) || ctx->door_failed)
 		goto out;
@@ -1523,18 +1950,11 @@ void sv_tcp_door_close(struct sv_context *ctx)
 	atomic_store(&ctx->door, NULL);
 }
 
-static void answer(int fd, uint16_t status)
-{
-	struct sv_tcp_hello_ack a = {.magic = SV_TCP_MAGIC,
-				     .version = SV_TCP_VERSION,
-				     .status = status};
-
-	ack_seal(&a);
-	send(fd, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL);
-}
-
 /* Passes a caller to the QP it asked for, through that QP's socket
- * (taken by shm.c's accept, SV_MSG_TCP); else answers why not. */
+ * (taken by shm.c's accept, SV_MSG_TCP); else answers why not.  Every
+ * well-formed hello is answered PASSED first, and a QP that does not
+ * exist then NO_QP: the same bytes a QP that refuses the caller sends
+ * (sv_tcp_take), so the door tells nobody which QPs exist. */
 static void forward(struct sv_tcp_door *d, int fd, const struct sv_tcp_hello *h)
 {
 	struct sv_hello m = {.magic = SV_HELLO_MAGIC,
@@ -1556,6 +1976,7 @@ static void forward(struct sv_tcp_door *d, int fd, const struct sv_tcp_hello *h)
 	socklen_t len = sizeof(cr);
 	int s;
 
+	answer(fd, SV_TCP_PASSED);
 	s = socket(AF_UNIX, SV_SHM_SOCK | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s < 0 && give_spare(d, 1))
 		s = socket(AF_UNIX, SV_SHM_SOCK | SOCK_NONBLOCK | SOCK_CLOEXEC,
@@ -1574,7 +1995,6 @@ static void forward(struct sv_tcp_door *d, int fd, const struct sv_tcp_hello *h)
 		answer(fd, SV_TCP_NO_QP);
 		goto out;
 	}
-	answer(fd, SV_TCP_PASSED); /* before the QP can answer */
 	memset(&u, 0, sizeof(u));
 	u.c.cmsg_level = SOL_SOCKET;
 	u.c.cmsg_type = SCM_RIGHTS;
@@ -1612,8 +2032,13 @@ static void pend_read(struct sv_context *ctx, struct sv_tcp_door *d,
 	if (p->got < sizeof(p->h))
 		return;
 	if (hello_ok(&p->h) && p->h.dst_qpn <= SV_PSN_MASK &&
-	    p->h.src_qpn <= SV_PSN_MASK)
-		forward(d, p->pfd.fd, &p->h);
+	    p->h.src_qpn <= SV_PSN_MASK) {
+		/* with a secret, a caller without it learns nothing more */
+		if (hello_secret_ok(&p->h, p->pfd.fd))
+			forward(d, p->pfd.fd, &p->h);
+		else
+			answer(p->pfd.fd, SV_TCP_SECRET_REFUSED);
+	}
 	pend_drop(ctx, p); /* the QP holds its own copy now */
 }
 

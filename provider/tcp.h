@@ -38,6 +38,43 @@
  * it; the one the kernel picks reads the hello and passes the socket, with
  * SCM_RIGHTS, to the QP named in it through that QP's Unix socket (shm.h),
  * or answers that there is no such QP.
+ *
+ * Trust (issue 24).  Anyone who reaches the port may call, so:
+ *  - The QP takes a caller only at its destination's address (the GID's
+ *    IPv4 or IPv6 address, as rxe's check_addr), and one on this host
+ *    only of our user (peer.h, sv_peer_check); the caller checks the
+ *    callee the same way (another user may hold the port first).
+ *  - Strangers learn nothing: the door answers PASSED to every
+ *    well-formed hello, then NO_QP itself if the QP does not exist; a
+ *    QP that refuses a caller answers the same NO_QP bytes.  Resume
+ *    positions, ring sizes and the epoch go only in an OK, and the
+ *    peer's STATE only on a connection an OK made.
+ *  - A link cookie: on the link's first connection the hello carries
+ *    16 random bytes of the caller's and the OK 16 of the callee's; the
+ *    cookie is both.  Every later connection proves it: the hello claims
+ *    it (SV_TCP_HELLO_COOKIE) with a fresh nonce Nc; the callee answers
+ *    CHALLENGE with a fresh Ns and MAC_K("callee", Nc, Ns, QPNs); the
+ *    caller checks it and sends its proof MAC_K("caller", Ns, Nc, QPNs,
+ *    epoch, positions); only then the OK.  K = HMAC(cookie, label).  A
+ *    working connection stays until a caller proved the cookie, and the
+ *    epoch is the callee's to set (the caller's counts only proven).
+ *  - An unproven (first) call is still taken while the link's connection
+ *    has brought no frame: the OK of a first connection may be lost with
+ *    it (the callee has the cookie, the caller not), and the caller then
+ *    calls unproven again.  Once a frame came (the caller sends its STATE
+ *    as soon as it reads the OK, so at once), only the cookie opens the
+ *    link.  Without a secret the first connection is in clear: whoever
+ *    sees it (on the path between the two hosts) learns the cookie.
+ *  - SOFTVERBS_SECRET_FILE (auth.h): every connection, the first too,
+ *    goes through the challenge, with K from the secret's link key (mixed
+ *    with the cookie once there is one), and the hello carries a MAC
+ *    under that key that the door checks before anything (a caller
+ *    without the secret learns not even PASSED: SV_TCP_SECRET_REFUSED).
+ *    A peer with another secret or none is refused, both sides say so
+ *    once on stderr, and the link is dead (its QP's sends fail).
+ * What is still in clear: every frame after the OK (records, STATE): the
+ * proofs say who set the connection up, not who writes on it later; a
+ * host on the path can still inject into the TCP stream, as on RoCE.
  */
 #ifndef SV_TCP_H
 #define SV_TCP_H
@@ -51,8 +88,8 @@
 #include "link.h"
 
 #define SV_TCP_MAGIC	    0x53567463u /* "SVtc" */
-#define SV_TCP_VERSION	    2		/* 2: one connection per link */
-#define SV_TCP_PORT_DEFAULT 4791	/* RoCEv2's (UDP) port number */
+#define SV_TCP_VERSION	    3	 /* 2: one connection per link; 3: proofs */
+#define SV_TCP_PORT_DEFAULT 4791 /* RoCEv2's (UDP) port number */
 /* How long the QP that does not call first waits for its peer's call
  * before it calls itself (tcp.h's head comment). */
 #define SV_TCP_CALLEE_WAIT_NS 50000000ull
@@ -66,9 +103,10 @@
 
 /* First bytes on a new connection: who calls whom, the sizes of the
  * caller's receive rings (the callee's copies must have the same), and
- * where the callee resumes sending.  magic and version sit where every
- * version has them: a hello of another version is answered
- * SV_TCP_VERSION_REFUSED. */
+ * the caller's nonce.  magic and version sit where every version has
+ * them: a hello of another version is answered SV_TCP_VERSION_REFUSED.
+ * Where the caller resumes and its epoch come only in its proof (below):
+ * nothing in a hello is believed before the caller proved itself. */
 struct sv_tcp_hello {
 	uint32_t magic;	   /* SV_TCP_MAGIC */
 	uint32_t version;  /* SV_TCP_VERSION */
@@ -76,40 +114,79 @@ struct sv_tcp_hello {
 	uint32_t dst_qpn;  /* the QP it calls */
 	uint64_t rx_size;  /* the caller's request ring */
 	uint64_t rsp_size; /* the caller's response ring */
-	uint64_t rx_recv;  /* request ring bytes the caller received */
-	uint64_t rsp_recv; /* response ring bytes the caller received */
 	uint64_t nonce;	   /* this call's: crossing calls (tcp.h head) */
-	uint32_t epoch;	   /* connections the caller's link had up */
-	uint32_t crc;	   /* CRC-32C of the hello with crc 0 */
+	uint32_t flags;	   /* enum sv_tcp_hello_flags */
+	uint32_t rsvd;
+	uint8_t cnonce[16]; /* fresh random: the challenge to the callee;
+			     * on a first connection, the caller's half
+			     * of the link cookie */
+	uint8_t mac[32];    /* SECRET: HMAC-SHA-256 under the secret's
+			     * link key of the hello before it (the
+			     * door's check) */
+	uint32_t crc;	    /* CRC-32C of the hello with crc 0 */
+	uint32_t rsvd2;
 };
-static_assert(sizeof(struct sv_tcp_hello) == 64, "wire ABI");
+static_assert(sizeof(struct sv_tcp_hello) == 104, "wire ABI");
+
+enum sv_tcp_hello_flags {
+	SV_TCP_HELLO_COOKIE = 1, /* the caller has the link's cookie and
+				  * proves it (a later connection) */
+	SV_TCP_HELLO_SECRET = 2, /* the caller has a secret: mac is set */
+};
 
 enum sv_tcp_status {
 	SV_TCP_OK = 0,
-	SV_TCP_NO_QP = 1,	    /* no such QP here (any more) */
+	SV_TCP_NO_QP = 1,	    /* no such QP here, or it does not take
+				     * this caller: one answer for both */
 	SV_TCP_BUSY = 2,	    /* try again */
-	SV_TCP_REFUSED = 3,	    /* that QP does not take this caller */
-	SV_TCP_PASSED = 4,	    /* from the door: the QP exists and has the
-				     * call in its queue; its own answer follows */
+	SV_TCP_REFUSED = 3,	    /* version 2's; never sent since 3 */
+	SV_TCP_PASSED = 4,	    /* from the door, to every well-formed
+				     * hello: the QP's answer, or the door's
+				     * NO_QP, follows */
 	SV_TCP_VERSION_REFUSED = 5, /* the hello's version is not ours */
+	SV_TCP_CHALLENGE = 6,	    /* the callee's nonce and proof: prove
+				     * yourself (struct sv_tcp_proof) */
+	SV_TCP_SECRET_REFUSED = 7,  /* from the door: the hello does not
+				     * prove our secret, or proves one
+				     * where we have none */
 };
 
-/* The callee's answer: where to resume sending (what it has received),
- * and its receive rings' sizes (the caller's copies). */
+/* The callee's answers.  OK: where to resume sending (what it has
+ * received), its receive rings' sizes (the caller's copies), the
+ * connection's epoch, and on a first connection its half of the link
+ * cookie (nonce).  CHALLENGE: its nonce and mac = MAC_K("callee", the
+ * caller's nonce, its own, the QPNs).  Every other answer has all
+ * fields but magic, version, status and crc zero. */
 struct sv_tcp_hello_ack {
 	uint32_t magic;	   /* SV_TCP_MAGIC */
 	uint16_t version;  /* SV_TCP_VERSION */
 	uint16_t status;   /* enum sv_tcp_status */
-	uint32_t src_qpn;  /* the callee */
-	uint32_t epoch;	   /* the connection's: the callee's count + 1 */
-	uint64_t rx_recv;  /* request ring bytes received */
-	uint64_t rsp_recv; /* response ring bytes received */
-	uint64_t rx_size;  /* the callee's request ring */
-	uint64_t rsp_size; /* the callee's response ring */
+	uint32_t src_qpn;  /* OK, CHALLENGE: the callee */
+	uint32_t epoch;	   /* OK: the connection's (the callee's choice) */
+	uint64_t rx_recv;  /* OK: request ring bytes received */
+	uint64_t rsp_recv; /* OK: response ring bytes received */
+	uint64_t rx_size;  /* OK: the callee's request ring */
+	uint64_t rsp_size; /* OK: the callee's response ring */
+	uint8_t nonce[16]; /* OK: cookie half; CHALLENGE: the callee's */
+	uint8_t mac[32];   /* CHALLENGE: the callee's proof */
 	uint32_t crc;	   /* CRC-32C of the answer with crc 0 */
 	uint32_t rsvd;
 };
-static_assert(sizeof(struct sv_tcp_hello_ack) == 56, "wire ABI");
+static_assert(sizeof(struct sv_tcp_hello_ack) == 104, "wire ABI");
+
+/* The caller's answer to a CHALLENGE: mac = MAC_K("caller", the
+ * callee's nonce, its own, the QPNs, and this message before mac): where
+ * to resume and the caller's epoch come proven. */
+struct sv_tcp_proof {
+	uint32_t magic;	   /* SV_TCP_MAGIC */
+	uint32_t epoch;	   /* connections the caller's link had up */
+	uint64_t rx_recv;  /* request ring bytes the caller received */
+	uint64_t rsp_recv; /* response ring bytes the caller received */
+	uint8_t mac[32];
+	uint32_t crc; /* CRC-32C of the proof with crc 0 */
+	uint32_t rsvd;
+};
+static_assert(sizeof(struct sv_tcp_proof) == 64, "wire ABI");
 
 enum sv_tcp_frame_type {
 	SV_TF_REC = 1,	     /* a record (len bytes follow) at pos */
@@ -159,7 +236,8 @@ union sv_sockaddr;
  * -errno. */
 int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint32_t peer_qpn,
 		   uint64_t ring_size, const union sv_sockaddr *dst,
-		   struct sv_context *ctx, struct sv_pfd *pfd);
+		   struct sv_context *ctx, struct sv_pfd *pfd,
+		   struct sv_pfd *pend_pfd);
 /* Where the link counts its system calls on its socket (tcp_sends,
  * tcp_reads: the QP's counters); until then, nowhere that anyone reads. */
 struct sv_qp_stats;
@@ -219,8 +297,9 @@ void sv_tcp_flush(struct sv_link *l);
  * taken it meanwhile (as far as we know). */
 bool sv_tcp_rnr_abort(struct sv_link *l);
 /* A connection the door passed us (shm.c, SV_MSG_TCP): 1 if it is our
- * peer's and is now the link's connection, else -errno (the socket is
- * answered and closed).  expect: the peer QPN or SV_QPN_ANY. */
+ * peer's and is now the link's connection, 0 if it is challenged (the
+ * link holds it in pend_pfd until its proof comes), else -errno (the
+ * socket is answered and closed).  expect: the peer QPN or SV_QPN_ANY. */
 int sv_tcp_take(struct sv_link *l, int fd, const struct sv_tcp_hello *h,
 		uint32_t my_qpn, uint32_t expect);
 /* The place held for the peer's socket: given up (hold false) right
