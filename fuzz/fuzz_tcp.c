@@ -202,8 +202,8 @@ static void run_one(struct run *r, struct fz_env *e)
 	int sp[2];
 
 	sv_link_init(&r->l);
-	if (sv_tcp_prepare(&r->l, VQPN, PQPN, RING_SIZE, &dst, to_sctx(e->ctx),
-			   &in, &pend))
+	if (sv_tcp_prepare(&r->l, VQPN, PQPN, RING_SIZE, &dst, NULL,
+			   to_sctx(e->ctx), &in, &pend))
 		return;
 	if (tcp_pair(sp))
 		goto out;

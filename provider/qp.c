@@ -292,15 +292,25 @@ void sv_qp_link_step(struct sv_qp *qp)
  * SOFTVERBS_TRANSPORT says (tcp: this host too, at the GID's address or
  * 127.0.0.1).  sv_av_check refused what neither can reach.
  */
-static int link_route(const struct sv_qp *qp, union sv_sockaddr *dst)
+static int link_route(const struct sv_qp *qp, union sv_sockaddr *dst,
+		      union sv_sockaddr *src)
 {
 	const struct ibv_ah_attr *a = &qp->attr.ah_attr;
 	bool local = !a->is_global || sv_gid_is_local(&a->grh.dgid);
 	uint16_t port = sv_tcp_connect_port();
 	int mode = sv_tcp_mode();
 
+	memset(src, 0, sizeof(*src)); /* AF_UNSPEC: the kernel's choice */
 	if (mode == 1 || (local && mode != 2))
 		return 0;
+	if (a->is_global) { /* the IP source is the source GID's, as RoCE */
+		union ibv_gid g;
+
+		if (sv_query_gid((struct ibv_context *)&qp->ctx->vctx.context,
+				 1, a->grh.sgid_index, &g) ||
+		    !sv_gid_sockaddr(&g, 0, src))
+			memset(src, 0, sizeof(*src));
+	}
 	if (a->is_global && sv_gid_sockaddr(&a->grh.dgid, port, dst))
 		return 1;	      /* IPv4 or IPv6 */
 	memset(dst, 0, sizeof(*dst)); /* LID or our link-local GID */
@@ -341,13 +351,13 @@ static void pcap_addr(struct sv_qp *qp)
  * QP stays as it was. */
 static int link_start(struct sv_qp *qp)
 {
-	union sv_sockaddr dst;
+	union sv_sockaddr dst, src;
 	int err;
 
 	qp->link.state = SV_LINK_CONNECTING;
 	qp->link.next_connect_ns = 0;
 	qp->link.connect_wait_ns = 0;
-	if (link_route(qp, &dst)) {
+	if (link_route(qp, &dst, &src)) {
 		sv_tcp_door_open(qp->ctx); /* the peer calls us there */
 		/* one connection: pfd[1], which look() drains (progress.c);
 		 * pfd[2] (shared memory's accepted connection) holds a
@@ -356,7 +366,7 @@ static int link_start(struct sv_qp *qp)
 		sv_pfd_set_kind(&qp->pfd[2], SV_PFD_TCP);
 		err = sv_tcp_prepare(&qp->link, qp->qpx.qp_base.qp_num,
 				     qp->attr.dest_qp_num, ring_size(), &dst,
-				     qp->ctx, &qp->pfd[1], &qp->pfd[2]);
+				     &src, qp->ctx, &qp->pfd[1], &qp->pfd[2]);
 		if (err)
 			say_link_error(qp, "modify to RTR (TCP)", err);
 		else

@@ -75,6 +75,8 @@ enum conn_state {
 
 struct sv_tcp {
 	union sv_sockaddr dst; /* the peer host's door: IPv4 or IPv6 */
+	union sv_sockaddr src; /* our source GID's address, port 0; or
+				* AF_UNSPEC: the kernel chooses */
 	struct sv_context *ctx;
 	struct sv_pfd *pfd; /* the connection in ctx's epoll */
 	int fd;		    /* the connection, our call, or -1 */
@@ -410,8 +412,8 @@ static bool resume_ok(const struct sv_link *l, uint64_t rx_recv,
 
 int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint32_t peer_qpn,
 		   uint64_t ring_size, const union sv_sockaddr *dst,
-		   struct sv_context *ctx, struct sv_pfd *pfd,
-		   struct sv_pfd *pend_pfd)
+		   const union sv_sockaddr *src, struct sv_context *ctx,
+		   struct sv_pfd *pfd, struct sv_pfd *pend_pfd)
 {
 	struct sv_tcp *t = calloc(1, sizeof(*t));
 	int err = -ENOMEM;
@@ -424,6 +426,8 @@ int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint32_t peer_qpn,
 		goto err_free;
 	l->train_max = SV_TCP_TRAIN;
 	t->dst = *dst;
+	if (src && src->sa.sa_family == dst->sa.sa_family)
+		t->src = *src;
 	t->ctx = ctx;
 	t->pfd = pfd;
 	t->pend_pfd = pend_pfd;
@@ -596,6 +600,14 @@ static void connect_step(struct sv_link *l, uint64_t now)
 			return;
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		/* from the source GID's address: the one the peer's QP
+		 * names (a host with several, or SOFTVERBS_TRANSPORT=tcp on
+		 * one host between GIDs of two of its addresses) */
+		if (t->src.sa.sa_family &&
+		    bind(fd, &t->src.sa, sv_sockaddr_len(&t->src)))
+			sv_dbg("qp %06x: tcp: bind to the source GID's "
+			       "address: %s\n",
+			       t->my_qpn, strerror(errno));
 		if (connect(fd, &t->dst.sa, sv_sockaddr_len(&t->dst)) &&
 		    errno != EINPROGRESS) {
 			sv_dbg("qp %06x: tcp connect: %s\n", t->my_qpn,

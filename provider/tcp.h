@@ -229,15 +229,18 @@ struct sv_context;
 struct sv_pfd;
 union sv_sockaddr;
 
-/* At RTR: a TCP link to peer_qpn at dst (port included).  The rings
+/* At RTR: a TCP link to peer_qpn at dst (port included), called from
+ * src (the address of the QP's source GID, port 0; NULL or AF_UNSPEC:
+ * the kernel's choice), as RoCE's IP source is the source GID: the
+ * peer takes the call only from the address its QP names.  The rings
  * now, so running out of memory is modify_qp's error.  The link's socket
  * is watched by ctx's progress thread through pfd (kind SV_PFD_TCP),
  * which this file registers and unregisters as it opens and closes it.
  * -errno. */
 int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint32_t peer_qpn,
 		   uint64_t ring_size, const union sv_sockaddr *dst,
-		   struct sv_context *ctx, struct sv_pfd *pfd,
-		   struct sv_pfd *pend_pfd);
+		   const union sv_sockaddr *src, struct sv_context *ctx,
+		   struct sv_pfd *pfd, struct sv_pfd *pend_pfd);
 /* Where the link counts its system calls on its socket (tcp_sends,
  * tcp_reads: the QP's counters); until then, nowhere that anyone reads. */
 struct sv_qp_stats;
