@@ -250,7 +250,9 @@ static int lookup(int nl, const struct peer_addr *peer,
 	return 0;
 }
 
-int sv_peer_tcp_uid(int fd, uid_t *uid)
+/* sv_peer_tcp_uid; wait: whether to wait (to the deadline) for a
+ * request socket at the other end to become a full one. */
+static int tcp_uid(int fd, uid_t *uid, bool wait)
 {
 	struct peer_addr peer, me;
 	int64_t deadline = now_ms() + SV_PEER_DEADLINE_MS;
@@ -275,7 +277,7 @@ int sv_peer_tcp_uid(int fd, uid_t *uid)
 		struct timespec ts;
 
 		err = lookup(nl, &peer, &me, deadline, uid);
-		if (err != -EAGAIN || now_ms() >= deadline)
+		if (err != -EAGAIN || !wait || now_ms() >= deadline)
 			break;
 		ts.tv_sec = 0;
 		ts.tv_nsec = (long)wait_us * 1000;
@@ -287,19 +289,34 @@ int sv_peer_tcp_uid(int fd, uid_t *uid)
 	return err;
 }
 
-int sv_peer_check(int fd, const struct sockaddr *want)
+int sv_peer_tcp_uid(int fd, uid_t *uid)
+{
+	return tcp_uid(fd, uid, true);
+}
+
+static int check(int fd, const struct sockaddr *want, bool wait)
 {
 	uid_t uid;
 	int err;
 
 	if (want && !sv_peer_addr_is(fd, want))
 		return -EACCES;
-	err = sv_peer_tcp_uid(fd, &uid);
+	err = tcp_uid(fd, &uid, wait);
 	if (err == -ENOENT)
 		return 0; /* another host: its address is all we can check */
 	if (err)
 		return err;
 	return uid == getuid() ? 0 : -EPERM;
+}
+
+int sv_peer_check(int fd, const struct sockaddr *want)
+{
+	return check(fd, want, true);
+}
+
+int sv_peer_check_now(int fd, const struct sockaddr *want)
+{
+	return check(fd, want, false);
 }
 
 const char *sv_peer_why(int err)

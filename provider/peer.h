@@ -70,6 +70,15 @@ int sv_peer_tcp_uid(int fd, uid_t *uid);
 int sv_peer_check(int fd, const struct sockaddr *want);
 
 /*
+ * sv_peer_check that never waits for the other end's handshake: a local
+ * other end that is still a request socket (its listener's accept queue
+ * is full, so the handshake's last ACK waits) is -EAGAIN at once, not
+ * after SV_PEER_DEADLINE_MS.  For a progress thread (tcp.c's caller,
+ * which calls the busy door again later instead).
+ */
+int sv_peer_check_now(int fd, const struct sockaddr *want);
+
+/*
  * Why sv_peer_check refused (its return value, < 0), in words for the
  * one line a transport prints: "its address is not the peer's", "it is
  * another user's", "its owner on this host cannot be told (...)".

@@ -655,7 +655,15 @@ static void connect_step(struct sv_link *l, uint64_t now)
 		}
 		/* the callee, if on this host, must be our user's: another
 		 * user may hold the port first */
-		err = sv_peer_check(t->fd, &t->dst.sa);
+		err = sv_peer_check_now(t->fd, &t->dst.sa);
+		if (err == -EAGAIN) {
+			/* a door of this host whose accept queue is full:
+			 * busy; the thread does not wait for it (peer.h) */
+			sv_dbg("qp %06x: tcp: the door is busy\n", t->my_qpn);
+			t->turned_away = false;
+			close_conn(t, now);
+			return;
+		}
 		if (err) {
 			sv_dbg("qp %06x: tcp: the door at the peer's address "
 			       "is not our peer's: %s\n",

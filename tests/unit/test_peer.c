@@ -209,6 +209,12 @@ SV_TEST(peer_half_open_other_end_is_no_owner)
 	ASSERT_EQ(-EAGAIN, sv_peer_check(c, &la.sa));
 	/* waited for the handshake, but with its deadline */
 	ASSERT_LE(sv_now_ms() - t0, 2 * SV_PEER_DEADLINE_MS + 1000);
+	/* and the progress thread's check does not wait at all: 10 asks in
+	 * less time than one waiting ask's deadline */
+	t0 = sv_now_ms();
+	for (int i = 0; i < 10; i++)
+		ASSERT_EQ(-EAGAIN, sv_peer_check_now(c, &la.sa));
+	ASSERT_TRUE(sv_now_ms() - t0 < SV_PEER_DEADLINE_MS);
 	ASSERT_EQ(1, write(c, "x", 1));
 	a = accept4(l, NULL, NULL, SOCK_CLOEXEC);
 	ASSERT_TRUE(a >= 0);
