@@ -69,28 +69,45 @@ out:
 	return err;
 }
 
-static int hmac_once(const uint8_t *key, size_t klen, const struct iovec *iov,
-		     int n, uint8_t *out)
+/* HMAC's parameters: SHA-256 (an array of two, the end marker). */
+static void hmac_params(OSSL_PARAM *p)
 {
-	OSSL_PARAM params[] = {
-		OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
-						 (char *)"SHA256", 0),
-		OSSL_PARAM_construct_end(),
-	};
-	EVP_MAC_CTX *c;
-	size_t outl = 0;
-	int ok;
+	p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+						(char *)"SHA256", 0);
+	p[1] = OSSL_PARAM_construct_end();
+}
 
-	c = EVP_MAC_CTX_new(hmac);
-	if (!c)
-		return -ENOMEM;
-	ok = EVP_MAC_init(c, key, klen, params);
+/* The MAC of the n pieces of iov with c, keyed (EVP_MAC_init done).  0,
+ * or -EIO with out zeroed. */
+static int mac_run(EVP_MAC_CTX *c, const struct iovec *iov, int n, uint8_t *out)
+{
+	size_t outl = 0;
+	int ok = 1;
+
 	for (int i = 0; ok && i < n; i++)
 		ok = EVP_MAC_update(c, iov[i].iov_base, iov[i].iov_len);
 	ok = ok && EVP_MAC_final(c, out, &outl, SV_AUTH_MAC_LEN) &&
 	     outl == SV_AUTH_MAC_LEN;
-	EVP_MAC_CTX_free(c);
+	if (!ok)
+		memset(out, 0, SV_AUTH_MAC_LEN);
 	return ok ? 0 : -EIO;
+}
+
+static int hmac_once(const uint8_t *key, size_t klen, const struct iovec *iov,
+		     int n, uint8_t *out)
+{
+	OSSL_PARAM params[2];
+	EVP_MAC_CTX *c;
+	int err = -EIO;
+
+	hmac_params(params);
+	c = EVP_MAC_CTX_new(hmac);
+	if (!c)
+		return -ENOMEM;
+	if (EVP_MAC_init(c, key, klen, params))
+		err = mac_run(c, iov, n, out);
+	EVP_MAC_CTX_free(c);
+	return err;
 }
 
 static void load(void)
@@ -192,11 +209,7 @@ static void keyed_init(void)
  * NULL. */
 static EVP_MAC_CTX *keyed_ctx(enum sv_auth_use use)
 {
-	OSSL_PARAM params[] = {
-		OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
-						 (char *)"SHA256", 0),
-		OSSL_PARAM_construct_end(),
-	};
+	OSSL_PARAM params[2];
 	struct keyed *k;
 
 	pthread_once(&keyed_once, keyed_init);
@@ -213,6 +226,7 @@ static EVP_MAC_CTX *keyed_ctx(enum sv_auth_use use)
 	if (!k->c[use]) {
 		EVP_MAC_CTX *c = EVP_MAC_CTX_new(hmac);
 
+		hmac_params(params);
 		if (c && !EVP_MAC_init(c, keys[use], SV_AUTH_KEY_LEN, params)) {
 			EVP_MAC_CTX_free(c);
 			c = NULL;
@@ -226,8 +240,6 @@ int sv_auth_mac_use(enum sv_auth_use use, const struct iovec *iov, int n,
 		    uint8_t *out)
 {
 	EVP_MAC_CTX *c;
-	size_t outl = 0;
-	int ok;
 
 	if (!sv_auth_key(use)) {
 		memset(out, 0, SV_AUTH_MAC_LEN);
@@ -237,14 +249,11 @@ int sv_auth_mac_use(enum sv_auth_use use, const struct iovec *iov, int n,
 	if (!c)
 		return sv_auth_mac(keys[use], iov, n, out);
 	/* a NULL key: HMAC starts again from the key set at first */
-	ok = EVP_MAC_init(c, NULL, 0, NULL);
-	for (int i = 0; ok && i < n; i++)
-		ok = EVP_MAC_update(c, iov[i].iov_base, iov[i].iov_len);
-	ok = ok && EVP_MAC_final(c, out, &outl, SV_AUTH_MAC_LEN) &&
-	     outl == SV_AUTH_MAC_LEN;
-	if (!ok)
+	if (!EVP_MAC_init(c, NULL, 0, NULL)) {
 		memset(out, 0, SV_AUTH_MAC_LEN);
-	return ok ? 0 : -EIO;
+		return -EIO;
+	}
+	return mac_run(c, iov, n, out);
 }
 
 bool sv_auth_equal(const void *a, const void *b, size_t len)
