@@ -7,11 +7,13 @@
  */
 #include "peer.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -335,4 +337,34 @@ const char *sv_peer_why(int err)
 		return "its owner on this host cannot be told (the kernel's "
 		       "socket table did not answer)";
 	}
+}
+
+const char *sv_peer_addr_str(const struct sockaddr *sa, char *buf, size_t len)
+{
+	const struct sockaddr_in6 *a6 = (const void *)sa;
+	const struct sockaddr_in *a4 = (const void *)sa;
+	const void *a = NULL;
+	int family = AF_INET;
+
+	if (sa->sa_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr)) {
+		a = &a6->sin6_addr.s6_addr[12];
+	} else if (sa->sa_family == AF_INET6) {
+		a = &a6->sin6_addr;
+		family = AF_INET6;
+	} else if (sa->sa_family == AF_INET) {
+		a = &a4->sin_addr;
+	}
+	if (!a || !inet_ntop(family, a, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+	return buf;
+}
+
+const char *sv_peer_name(int fd, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl))
+		ss.ss_family = AF_UNSPEC;
+	return sv_peer_addr_str((struct sockaddr *)&ss, buf, len);
 }

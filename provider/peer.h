@@ -85,4 +85,10 @@ int sv_peer_check_now(int fd, const struct sockaddr *want);
  */
 const char *sv_peer_why(int err);
 
+/* sa's address in words for those lines: "10.77.0.2" (an IPv4-mapped
+ * IPv6 one too), "fd00:5e::2", or "?"; into buf (INET6_ADDRSTRLEN). */
+const char *sv_peer_addr_str(const struct sockaddr *sa, char *buf, size_t len);
+/* The address of fd's peer (getpeername) in words, as sv_peer_addr_str. */
+const char *sv_peer_name(int fd, char *buf, size_t len);
+
 #endif

@@ -201,45 +201,24 @@ static bool ack_ok(const struct sv_tcp_hello_ack *a)
 }
 
 /* The address of a socket's peer, or of dst, for a message. */
-static const char *addr_str(const struct sockaddr *sa, char *buf, size_t len)
-{
-	const struct sockaddr_in6 *a6 = (const void *)sa;
-	const struct sockaddr_in *a4 = (const void *)sa;
-
-	if (sa->sa_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr))
-		inet_ntop(AF_INET, &a6->sin6_addr.s6_addr[12], buf, len);
-	else if (sa->sa_family == AF_INET6)
-		inet_ntop(AF_INET6, &a6->sin6_addr, buf, len);
-	else if (sa->sa_family == AF_INET)
-		inet_ntop(AF_INET, &a4->sin_addr, buf, len);
-	else
-		snprintf(buf, len, "?");
-	return buf;
-}
 
 /* A peer that does not prove the shared secret (or proves one where we
  * have none), said once per process, on either side. */
-static void say_secret(uint32_t qpn, const struct sockaddr *peer,
-		       const char *what)
+static void say_secret(uint32_t qpn, const char *peer, const char *what)
 {
 	static atomic_bool said;
-	char buf[INET6_ADDRSTRLEN];
 
 	if (!atomic_exchange(&said, true))
 		fprintf(stderr,
 			"softverbs: qp %06x: the peer at %s %s "
 			"(SOFTVERBS_SECRET_FILE): refused\n",
-			qpn, addr_str(peer, buf, sizeof(buf)), what);
+			qpn, peer, what);
 }
-
 static void say_secret_fd(uint32_t qpn, int fd, const char *what)
 {
-	union sv_sockaddr a = {0};
-	socklen_t len = sizeof(a);
+	char buf[INET6_ADDRSTRLEN];
 
-	if (getpeername(fd, &a.sa, &len))
-		a.sa.sa_family = AF_UNSPEC;
-	say_secret(qpn, &a.sa, what);
+	say_secret(qpn, sv_peer_name(fd, buf, sizeof(buf)), what);
 }
 
 /* The key a link's proofs are made with: from the secret's link key if
@@ -667,7 +646,7 @@ static void connect_step(struct sv_link *l, uint64_t now)
 		if (err) {
 			sv_dbg("qp %06x: tcp: the door at the peer's address "
 			       "is not our peer's: %s\n",
-			       t->my_qpn, strerror(-err));
+			       t->my_qpn, sv_peer_why(err));
 			t->turned_away = true;
 			close_conn(t, now);
 			return;
@@ -858,8 +837,11 @@ static void read_ack(struct sv_link *l, uint64_t now)
 		return;
 	}
 	if (a->status == SV_TCP_SECRET_REFUSED) {
+		char buf[INET6_ADDRSTRLEN];
+
 		/* a setting, not a moment: the link cannot be */
-		say_secret(t->my_qpn, &t->dst.sa,
+		say_secret(t->my_qpn,
+			   sv_peer_addr_str(&t->dst.sa, buf, sizeof(buf)),
 			   sv_auth_on() ? "refuses our proof: it has "
 					  "another, or no shared secret"
 					: "wants a shared secret, and this "
@@ -1106,9 +1088,8 @@ int sv_tcp_take(struct sv_link *l, int fd, const struct sv_tcp_hello *h,
 	 * SO_PEERCRED) */
 	err = sv_peer_check(fd, &t->dst.sa);
 	if (err) {
-		sv_dbg("qp %06x: tcp: a caller not at the peer's address, or "
-		       "another user's: %s\n",
-		       my_qpn, strerror(-err));
+		sv_dbg("qp %06x: tcp: a caller refused: %s\n", my_qpn,
+		       sv_peer_why(err));
 		return refuse(fd, SV_TCP_NO_QP, -EACCES);
 	}
 	/* the door checked the secret, but it may be another process's

@@ -635,10 +635,9 @@ static int tcp_peer_ours(struct cm_id *c)
 	if (!said) {
 		said = true;
 		fprintf(stderr,
-			"softverbs rdmacm: a CM connection %s another user's "
-			"socket on this host (or one whose owner cannot be "
-			"told: %s): refused\n",
-			c->connecting ? "to" : "from", strerror(-err));
+			"softverbs rdmacm: a CM connection %s a socket on "
+			"this host refused: %s\n",
+			c->connecting ? "to" : "from", sv_peer_why(err));
 	}
 	return err;
 }

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "auth.h" /* provider/auth.h: the secret, HMAC, getrandom */
+#include "peer.h" /* provider/peer.h: the peer's address in words */
 #include "cm.h"
 
 #define CM_AUTH_MAGIC	0x53564341u /* "SVCA" */
@@ -54,30 +55,12 @@ bool cm_auth_needed(void)
 	return sv_auth_on() || sv_auth_failed();
 }
 
-/* "a.b.c.d" or the IPv6 address of fd's peer, or "?" */
-static const char *peer_name(int fd, char *buf, size_t len)
-{
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	const void *a;
-
-	if (getpeername(fd, (struct sockaddr *)&ss, &sl))
-		return "?";
-	if (ss.ss_family == AF_INET)
-		a = &((struct sockaddr_in *)&ss)->sin_addr;
-	else
-		a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
-	if (!inet_ntop(ss.ss_family, a, buf, (socklen_t)len))
-		return "?";
-	return buf;
-}
-
 /* Lock held: one line per process on stderr (the rest in the debug log). */
 static void say(struct cm_id *c, const char *why)
 {
 	static bool said;
 	char host[INET6_ADDRSTRLEN];
-	const char *who = peer_name(c->sock, host, sizeof(host));
+	const char *who = sv_peer_name(c->sock, host, sizeof(host));
 
 	cm_log("id %p: CM peer %s: %s\n", (void *)c, who, why);
 	if (said)

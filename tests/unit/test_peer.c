@@ -297,6 +297,31 @@ SV_TEST(peer_why_names_each_refusal)
 	ASSERT_CONTAINS(sv_peer_why(-ETIMEDOUT), "did not answer");
 }
 
+/* The address in those lines: an IPv4-mapped one as IPv4; none "?". */
+SV_TEST(peer_addr_str_names_the_address)
+{
+	struct sockaddr_in6 m = {.sin6_family = AF_INET6};
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	struct sockaddr none = {.sa_family = AF_UNSPEC};
+	char buf[64];
+	int fd;
+
+	inet_pton(AF_INET6, "::ffff:10.77.0.2", &m.sin6_addr);
+	ASSERT_STR_EQ("10.77.0.2",
+		      sv_peer_addr_str((void *)&m, buf, sizeof(buf)));
+	inet_pton(AF_INET6, "fd00:5e::2", &m.sin6_addr);
+	ASSERT_STR_EQ("fd00:5e::2",
+		      sv_peer_addr_str((void *)&m, buf, sizeof(buf)));
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	ASSERT_STR_EQ("127.0.0.1",
+		      sv_peer_addr_str((void *)&a, buf, sizeof(buf)));
+	ASSERT_STR_EQ("?", sv_peer_addr_str(&none, buf, sizeof(buf)));
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_TRUE(fd >= 0);
+	ASSERT_STR_EQ("?", sv_peer_name(fd, buf, sizeof(buf))); /* no peer */
+	close(fd);
+}
+
 static void skip(const char *why)
 {
 	printf("SKIP %s: %s\n", sv_test_name(), why);
