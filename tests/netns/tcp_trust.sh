@@ -27,11 +27,16 @@ run="$build/bin/softverbs-run"
 here=$(cd "$(dirname "$0")" && pwd)
 # the system's python: another user (setpriv) may not run root's shims
 py=$(command -v /usr/bin/python3 || command -v python3)
-atk="$py $here/tcp_attacker.py"
 tag="svk$$"
 failed=0
 log=$(mktemp -d)
 chmod 755 "$log"
+# the attacker from a copy anyone may read: uid 65534 runs it too, and
+# the tree may sit below a directory only root enters (a CI clone in
+# mktemp -d's 700 one: "Permission denied", a row failed)
+cp "$here/tcp_attacker.py" "$log/tcp_attacker.py"
+chmod 644 "$log/tcp_attacker.py"
+atk="$py $log/tcp_attacker.py"
 
 # shellcheck source=tests/netns/setup.sh disable=SC2154
 . "$here/setup.sh"
