@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "cm.h"
-#include "env.h" /* provider/env.h: the SOFTVERBS_* table */
+#include "env.h" /* provider/lib/env.h: the SOFTVERBS_* table */
 
 struct cm_core cm_core = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,

@@ -37,7 +37,7 @@
 #include <unistd.h>
 
 #include "cm.h"
-#include "peer.h" /* provider/peer.h: who is at the other end */
+#include "peer.h" /* provider/lib/peer.h: who is at the other end */
 
 #define CM_LINK_BACKLOG 4096
 /* an accepted stream's REQ must come within this, or it is dropped;
@@ -616,7 +616,7 @@ static int tcp_check(struct cm_id *c, struct cm_msg *m)
 
 /*
  * Lock held: a TCP stream's other end, if it is a socket of this host,
- * must be our user's (NETLINK_SOCK_DIAG: provider/peer.c), as SO_PEERCRED
+ * must be our user's (NETLINK_SOCK_DIAG: provider/lib/peer.c), as SO_PEERCRED
  * says on the Unix link; another host's is not known (the secret, when
  * there is one, proves it).  The side that accepted asks at the first
  * record, the side that connected once its connect is done (the callee's

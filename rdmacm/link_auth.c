@@ -9,7 +9,7 @@
  * Both sides send a HELLO with 32 fresh random bytes (the active side
  * once its connect is done, the passive side as it accepts); each, on
  * the other's HELLO, sends a PROOF: HMAC-SHA-256 under the CM's own key
- * (sv_auth_key(SV_AUTH_CM), provider/auth.c) of a label, the sender's
+ * (sv_auth_key(SV_AUTH_CM), provider/lib/auth.c) of a label, the sender's
  * role and both nonces, active's first; each checks the other's PROOF
  * with the other's role (sv_auth_equal).  Fresh nonces on both sides and
  * the roles in the MAC: nothing recorded can be replayed or reflected.
@@ -23,8 +23,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "auth.h" /* provider/auth.h: the secret, HMAC, getrandom */
-#include "peer.h" /* provider/peer.h: the peer's address in words */
+#include "auth.h" /* provider/lib/auth.h: the secret, HMAC, getrandom */
+#include "peer.h" /* provider/lib/peer.h: the peer's address in words */
 #include "cm.h"
 
 #define CM_AUTH_MAGIC	0x53564341u /* "SVCA" */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * softverbs-stat --env (what `softverbs-run --env` runs): provider/env.c's
+ * softverbs-stat --env (what `softverbs-run --env` runs): provider/lib/env.c's
  * table of SOFTVERBS_* variables with the values this environment gives
  * them, as `ucx_info -c` and `fi_info -e` print theirs; --markdown makes
  * docs/configuration.md from the table alone (no environment), --roff
@@ -88,14 +88,14 @@ static void show_markdown(void)
 {
 	printf("<!-- Made by `softverbs-run --env --markdown` from the table "
 	       "in "
-	       "provider/env.c;\n"
+	       "provider/lib/env.c;\n"
 	       "     do not edit: ctest env.docs_current fails when they "
 	       "differ. -->\n"
 	       "# Configuration: the SOFTVERBS_* variables\n"
 	       "\n"
 	       "softverbs needs no configuration. These variables change "
 	       "what it does; each is\n"
-	       "declared once, in the table in `provider/env.c`, and read "
+	       "declared once, in the table in `provider/lib/env.c`, and read "
 	       "once per process (the\n"
 	       "first `ibv_get_device_list`). `softverbs-run --env` prints "
 	       "them with the values\n"
@@ -149,7 +149,7 @@ static void put_roff(const char *s)
 static void show_roff(void)
 {
 	printf(".\\\" Made by `softverbs-run --env --roff` from the table in "
-	       "provider/env.c;\n"
+	       "provider/lib/env.c;\n"
 	       ".\\\" ctest env.man_current fails when this block differs.\n");
 	for (int i = 0; i < SV_ENV_COUNT; i++) {
 		const struct sv_env_row *r = &sv_env_rows[i];

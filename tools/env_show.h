@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* softverbs-stat --env: provider/env.c's table printed (env_show.c). */
+/* softverbs-stat --env: provider/lib/env.c's table printed (env_show.c). */
 #ifndef SV_ENV_SHOW_H
 #define SV_ENV_SHOW_H
 

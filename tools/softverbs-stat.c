@@ -3,7 +3,7 @@
  * softverbs-stat PID: the counters of a running process's softverbs
  * contexts, per context and per QP, with no daemon and without touching
  * the process: each context keeps its counters in a sealed memfd named
- * "softverbs-stat" (provider/stat.h: the layout; provider/stat.c: the
+ * "softverbs-stat" (provider/lib/stat.h: the layout; provider/lib/stat.c: the
  * writer), which we find among /proc/PID/fd and map read-only.  The
  * kernel's /proc check is the permission check (the same user, or root).
  * Everything in the table is another process's word: every field is

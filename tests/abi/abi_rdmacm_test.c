@@ -88,7 +88,7 @@ SV_TEST(rdmacm_every_real_export_and_nothing_else)
 
 SV_TEST(rdmacm_soname_and_needs_only_libibverbs)
 {
-	/* libcrypto: HMAC for SOFTVERBS_SECRET_FILE (provider/auth.c) */
+	/* libcrypto: HMAC for SOFTVERBS_SECRET_FILE (provider/lib/auth.c) */
 	static const char *const ok[] = {"[libibverbs.so.1]", "[libc.so.6]",
 					 "[libcrypto.so.3]",  "[libasan.so",
 					 "[libubsan.so",      "[libpthread.so"};

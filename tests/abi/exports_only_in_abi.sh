@@ -11,9 +11,8 @@ src=$1/provider
 objs=$2
 bad=0
 
-for f in "$src"/*.c "$src"/*.h; do
-	[ -e "$f" ] || continue
-	case $(basename "$f") in devfiles.c) continue ;; esac
+for f in $(find "$src" -path "$src/abi" -prune -o -path "$src/devfiles" \
+	-prune -o -name '*.[ch]' -print | sort); do
 	if grep -n 'SV_EXPORT\|SV_SYMVER\|visibility *( *"default"' "$f" |
 		grep -v '^[0-9]*:[[:space:]]*\(\*\|/\*\|//\|#pragma GCC poison\)' |
 		sed "s|^|$f:|" | grep .; then
@@ -23,9 +22,8 @@ done
 
 if [ -n "$objs" ]; then
 	n=0
-	for o in "$objs"/*.o; do
-		[ -e "$o" ] || continue
-		case $(basename "$o") in devfiles.c.o) continue ;; esac
+	for o in $(find "$objs" -path "$objs/abi" -prune -o -name '*.o' \
+		-print); do
 		n=$((n + 1))
 		# Ndx UND is a reference, not a definition
 		if readelf -sW "$o" |

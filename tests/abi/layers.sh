@@ -9,19 +9,21 @@
 # and to `up` below, with its reason.
 objs=$1
 
-# layer of a file, in L: 0 ABI, 1 verbs objects, 2 engine, 3 transports,
-# 4 progress; 9 services every layer may call (they call nothing above)
+# layer of a file, in L: its directory (DESIGN.md, "provider/").
+# 0 ABI, 1 verbs objects, 2 engine, 3 transports, 4 progress; 8 wire
+# formats and 9 services, which every layer may call (they call nothing
+# above them)
 layer() {
 	case $1 in
 	abi/*) L=0 ;;
-	device.c | context.c | mr.c | cq.c | channel.c | qp.c | srq.c | \
-		xrc.c | ah.c | mcast.c) L=1 ;;
-	post.c | req.c | resp.c | comp.c | opcode.c | qp_state.c) L=2 ;;
-	shm.c | tcp.c | ud.c | lane.c | ring.c | rmem.c) L=3 ;;
-	progress.c) L=4 ;;
-	util.c | env.c | fault.c | faults.c | crc32c.c | pcap.c | stat.c | auth.c | \
-		peer.c) L=9 ;;
-	*) echo "layers.sh: $1 is in no layer: place it here and in DESIGN.md" >&2
+	verbs/*) L=1 ;;
+	engine/*) L=2 ;;
+	transport/*) L=3 ;;
+	loop/*) L=4 ;;
+	wire/*) L=8 ;;
+	lib/*) L=9 ;;
+	*) echo "layers.sh: $1 is in no layer: place it in a layer's" \
+		"directory and in DESIGN.md" >&2
 	   L=-1 ;;
 	esac
 }
@@ -33,48 +35,48 @@ up='
 * sv_qp_to_error
 * sv_qp_flush
 * sv_qp_flush_sq
-progress.c sv_req_run
-progress.c sv_resp_run
-progress.c sv_comp_run
-progress.c sv_qp_link_step
-progress.c sv_qp_tcp_run
-progress.c sv_xsrq_recv_run
-progress.c sv_ud_recv_run
-progress.c sv_ud_door_event
-progress.c sv_ud_door_next_ns
-progress.c sv_tcp_door_event
-progress.c sv_tcp_door_next_ns
-progress.c sv_tcp_next_ns
-progress.c sv_tcp_run_begin
-progress.c sv_tcp_run_end
-progress.c sv_tcp_set_lazy
-progress.c sv_tcp_quiet
-progress.c sv_tcp_stalled
-progress.c sv_tcp_owed
-progress.c sv_lanes_rx_sleep
-progress.c sv_qp_ack_timeout_ns
-progress.c sv_shm_check
-progress.c sv_shm_has_pending
-progress.c sv_shm_next_ns
-progress.c sv_link_set_sleep
-progress.c sv_link_state_names
+loop/progress.c sv_req_run
+loop/progress.c sv_resp_run
+loop/progress.c sv_comp_run
+loop/progress.c sv_qp_link_step
+loop/progress.c sv_qp_tcp_run
+loop/progress.c sv_xsrq_recv_run
+loop/progress.c sv_ud_recv_run
+loop/progress.c sv_ud_door_event
+loop/progress.c sv_ud_door_next_ns
+loop/progress.c sv_tcp_door_event
+loop/progress.c sv_tcp_door_next_ns
+loop/progress.c sv_tcp_next_ns
+loop/progress.c sv_tcp_run_begin
+loop/progress.c sv_tcp_run_end
+loop/progress.c sv_tcp_set_lazy
+loop/progress.c sv_tcp_quiet
+loop/progress.c sv_tcp_stalled
+loop/progress.c sv_tcp_owed
+loop/progress.c sv_lanes_rx_sleep
+loop/progress.c sv_qp_ack_timeout_ns
+loop/progress.c sv_shm_check
+loop/progress.c sv_shm_has_pending
+loop/progress.c sv_shm_next_ns
+loop/progress.c sv_link_set_sleep
+loop/progress.c sv_link_state_names
 * sv_mr_lookup
-resp.c sv_srq_take
-resp.c sv_xrc_bind
-resp.c sv_xrc_unbind
-resp.c sv_xrc_fwd_data
-resp.c sv_xrc_fwd_send
-ud.c sv_mcast_attached
-ud.c sv_mcast_members
-ud.c sv_mcast_ctx_members
-ud.c sv_mcast_ipv4
-ud.c sv_gid_ipv4
-ud.c sv_gid_sockaddr
-ud.c sv_gid_is_local
-ud.c sv_local_lid
-ud.c sv_swqe_sge
-comp.c ibv_wc_status_str
-pcap.c sv_opcodes
+engine/resp.c sv_srq_take
+engine/resp.c sv_xrc_bind
+engine/resp.c sv_xrc_unbind
+engine/resp.c sv_xrc_fwd_data
+engine/resp.c sv_xrc_fwd_send
+transport/ud.c sv_mcast_attached
+transport/ud.c sv_mcast_members
+transport/ud.c sv_mcast_ctx_members
+transport/ud.c sv_mcast_ipv4
+transport/ud.c sv_gid_ipv4
+transport/ud.c sv_gid_sockaddr
+transport/ud.c sv_gid_is_local
+transport/ud.c sv_local_lid
+transport/ud.c sv_swqe_sge
+engine/comp.c ibv_wc_status_str
+wire/pcap.c sv_opcodes
 '
 
 cd "$objs" || exit 1
@@ -86,8 +88,8 @@ trap 'rm -f "$tmp"' EXIT
 #   "L <file> <layer>", "P <caller> <symbol>" (the calls up), then nm -A:
 #   "<file>.o:<address> <type> <symbol>", "<file>.o: U <symbol>"
 n=0
-for o in *.o abi/*.o; do
-	[ -e "$o" ] || continue
+objects=$(find . -name '*.o' | sed 's|^\./||' | sort)
+for o in $objects; do
 	n=$((n + 1))
 	layer "${o%.o}"
 	echo "L ${o%.o} $L"
@@ -97,7 +99,7 @@ if [ "$n" -lt 20 ]; then
 	exit 1
 fi
 printf '%s\n' "$up" | awk 'NF == 2 { print "P", $1, $2 }' >>"$tmp"
-nm -A *.o abi/*.o >>"$tmp" || exit 1
+nm -A $objects >>"$tmp" || exit 1
 
 # read twice: every definition is known before the first use
 awk -v n="$n" '

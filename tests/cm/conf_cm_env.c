@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * librdmacm reads the SOFTVERBS_* table too (its own copy of
- * provider/env.c, quiet): a bad value is said once, by libibverbs, not
+ * provider/lib/env.c, quiet): a bad value is said once, by libibverbs, not
  * twice.  A REFUSE one (SOFTVERBS_TRANSPORT=bogus) fails
  * rdma_create_event_channel with ENODEV, the CM's usual "no device"; a
  * DEFAULT one (SOFTVERBS_CM_TIMEOUT_MS=0) leaves the CM working.

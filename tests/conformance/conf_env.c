@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * A bad SOFTVERBS_* value through the public API (provider/env.c's
+ * A bad SOFTVERBS_* value through the public API (provider/lib/env.c's
  * policies): a REFUSE variable (SOFTVERBS_TCP_PORT=99999, a transport
  * that does not exist) leaves ibv_get_device_list empty with errno EINVAL
  * and one line on stderr; a DEFAULT one (SOFTVERBS_RING_KB=abc,

@@ -801,7 +801,7 @@ SV_TEST(faults_drop_uc_lost)
 	sv_pair_close(&P);
 }
 
-/* A bad spec refuses softverbs0 (provider/env.c's REFUSE policy):
+/* A bad spec refuses softverbs0 (provider/lib/env.c's REFUSE policy):
  * ibv_get_device_list lists nothing, errno EINVAL, with one stderr line
  * naming the variable, the spec and the key; each in its own process
  * (read once). */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * UD multicast among the processes of one host (ibv_attach_mcast(3),
- * provider/mcast.c): attach/detach argument errors with errno as the
+ * provider/verbs/mcast.c): attach/detach argument errors with errno as the
  * kernel gives them, one send reaching every member process once with
  * its GRH, a detached member and a non-member receiving nothing, the
  * sender's own QP receiving only when attached, a dead member's entry

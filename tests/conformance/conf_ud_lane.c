@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * UD lanes (provider/lane.c): UD datagrams between processes of one host
- * through shared memory.  The lane is used (counters on both sides); 8
+ * UD lanes (provider/transport/lane.c): UD datagrams between processes of one
+ * host through shared memory.  The lane is used (counters on both sides); 8
  * sender processes into one QP, every message exactly once; a hostile
  * lane (garbage records, broken seqs, junk offers) costs only its own
  * datagrams; a receiver asleep in ibv_get_cq_event is woken; a destroyed

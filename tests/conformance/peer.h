@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A hostile peer's side of the shared-memory connection protocol
- * (provider/shm.h): the QP sockets, hellos with fds, and receive rings as
- * the provider builds them, so a test can hand a victim QP exactly what
- * it wants to, well formed or not.  Built on the provider's own wire
+ * (provider/transport/shm.h): the QP sockets, hellos with fds, and receive
+ * rings as the provider builds them, so a test can hand a victim QP exactly
+ * what it wants to, well formed or not.  Built on the provider's own wire
  * definitions: no mirror to keep in step.
  */
 #ifndef SV_CONF_PEER_H

@@ -1,5 +1,5 @@
 #!/bin/sh
-# softverbs-run --env and a bad value seen from a program (provider/env.c):
+# softverbs-run --env and a bad value seen from a program (provider/lib/env.c):
 # --help names --env; --env lists every row of the table as NAME=VALUE
 # with a value set in the environment shown as set, and a bad one marked;
 # rc_pingpong under SOFTVERBS_TCP_PORT=99999 fails on its usual "no

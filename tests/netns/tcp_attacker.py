@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """A stranger at softverbs' TCP door (issue 24): no softverbs, only the
-hello protocol as provider/tcp.h lays it out (version 3), spoken by hand.
+hello protocol as provider/transport/tcp.h lays it out (version 3), spoken by hand.
 
   tcp_attacker.py probe HOST PORT DST_QPN SRC_QPN [FLAGS]
       Calls the door at HOST:PORT naming QP DST_QPN from SRC_QPN (hex),
@@ -51,7 +51,7 @@ STATUS = {0: "OK", 1: "NO_QP", 2: "BUSY", 3: "REFUSED", 4: "PASSED",
           5: "VERSION_REFUSED", 6: "CHALLENGE", 7: "SECRET_REFUSED"}
 assert HELLO.size == 104 and ACK.size == 104
 
-# CRC-32C (Castagnoli), as provider/crc32c.c
+# CRC-32C (Castagnoli), as provider/wire/crc32c.c
 _T = []
 for i in range(256):
     c = i

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The SOFTVERBS_* table (provider/env.c) alone: each type's parser, the
+ * The SOFTVERBS_* table (provider/lib/env.c) alone: each type's parser, the
  * defaults when unset or empty, the one stderr line a bad value gets
  * (variable, value, range, what happens) and the two policies, the
  * quiet mode librdmacm and softverbs-stat use, and that the environment

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * SOFTVERBS_FAULTS' pure parts (provider/faults.c): the spec's parser
+ * SOFTVERBS_FAULTS' pure parts (provider/lib/faults.c): the spec's parser
  * (every key, the bounds of a probability, junk, the key it names when it
  * refuses) and the decision function (0 never, 1 always, the rate it
  * gives, and that it depends on nothing but its arguments).

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * provider/peer.c alone: who is at the other end of a TCP connection.
+ * provider/lib/peer.c alone: who is at the other end of a TCP connection.
  * Real sockets of this host: loopback IPv4, IPv6 and a dual-stack
  * listener with an IPv4 caller (the owner is us on both sides); another
  * user (root only: a child as nobody); a peer in another network

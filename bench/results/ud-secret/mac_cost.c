@@ -1,4 +1,4 @@
-/* The cost of a UD datagram's MAC (provider/auth.c), per call, best of 5
+/* The cost of a UD datagram's MAC (provider/lib/auth.c), per call, best of 5
  * rounds of 200,000: sv_auth_mac (a fresh EVP_MAC context each time) and
  * sv_auth_mac_use (each thread's keyed context, what ud.c calls). */
 #include <stdint.h>
