@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "core.h"
 #include "entry.h"
 #include "env.h"
 #include "faults.h"
@@ -254,10 +255,6 @@ static inline uint32_t sv_mr_slot(uint32_t key)
 	return key & (SV_MAX_MR - 1);
 }
 
-/* Looks up an lkey/rkey; NULL if it names no live MR of this PD. */
-struct sv_mr *sv_mr_lookup(struct sv_context *ctx, uint32_t key,
-			   struct sv_pd *pd);
-
 /* Guarded copies (fault.c).  sv_fault_init installs the SIGSEGV/SIGBUS
  * handler (once; at the first registration); sv_copy_guarded copies to or
  * from registered memory and returns -EFAULT, instead of crashing, if the
@@ -325,18 +322,13 @@ struct sv_channel {
 	struct sv_evq evq;
 };
 
-/* Pushes a completion; raises CQ events and IBV_EVENT_CQ_ERR on overrun.
- * Caller holds no CQ lock. */
-void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited);
 /* Removes every completion of QP qpn not polled yet (ibv_destroy_qp). */
 void sv_cq_clean(struct sv_cq *cq, uint32_t qpn);
 int sv_cq_attach_qp(struct sv_cq *cq, struct sv_qp *qp);
 void sv_cq_detach_qp(struct sv_cq *cq, struct sv_qp *qp);
-void sv_channel_signal(struct sv_channel *ch, struct sv_cq *cq);
 
-/* Async events (channel.c). */
-void sv_async_event(struct sv_context *ctx, const struct ibv_async_event *e);
-/* Drops queued async events of a CQ or QP being destroyed. */
+/* Async events (channel.c; core.h's sv_async_event queues them).  Drops
+ * the queued events of a CQ or QP being destroyed. */
 void sv_async_forget(struct sv_context *ctx, void *obj);
 int sv_evq_init(struct sv_evq *q);
 void sv_evq_destroy(struct sv_evq *q);
@@ -769,8 +761,6 @@ int sv_port_mtu_bytes(enum ibv_mtu mtu);
 
 /* QP (qp.c). */
 void sv_qp_to_error(struct sv_qp *qp, enum ibv_event_type ev);
-void sv_qp_flush(struct sv_qp *qp);
-void sv_qp_flush_sq(struct sv_qp *qp);
 void sv_qp_init_ex_ops(struct sv_qp *qp, uint64_t send_ops_flags);
 int sv_qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags);
 void sv_qp_link_step(struct sv_qp *qp);
