@@ -465,9 +465,10 @@ static inline struct sv_srq *to_ssrq(struct ibv_srq *srq)
 	return container_of(srq, struct sv_srq, ibv);
 }
 
-/* The responder's WQE for the message at hand: the first the QP holds
- * (lent), else the SRQ's oldest moved into its RQ; false if there is
- * none.  Lends the QP more for single copy, raises
+/* The responder's side (engine/srq.c).  The responder's WQE for the
+ * message at hand: the first the QP holds (lent), else the SRQ's oldest
+ * moved into its RQ; false if there is none.  Lends the QP more for
+ * single copy, raises
  * IBV_EVENT_SRQ_LIMIT_REACHED when it crosses an armed limit.  Caller
  * holds qp->lock. */
 bool sv_srq_take(struct sv_srq *srq, struct sv_qp *qp);
@@ -759,8 +760,9 @@ static inline socklen_t sv_sockaddr_len(const union sv_sockaddr *a)
 int sv_av_check(const struct ibv_ah_attr *a, const char *who, bool tcp_ok);
 int sv_port_mtu_bytes(enum ibv_mtu mtu);
 
-/* QP (qp.c). */
+/* QP (qp.c; the error transition and the link's close, engine/qp_error.c). */
 void sv_qp_to_error(struct sv_qp *qp, enum ibv_event_type ev);
+void sv_qp_link_close(struct sv_qp *qp, bool bye);
 void sv_qp_init_ex_ops(struct sv_qp *qp, uint64_t send_ops_flags);
 int sv_qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags);
 void sv_qp_link_step(struct sv_qp *qp);
@@ -882,9 +884,13 @@ void sv_xsrq_recv_run(struct sv_srq *srq);
 /* XRC_RECV QPs: joining and leaving the process's list (ibv_open_qp). */
 void sv_xrc_qp_add(struct sv_qp *qp);
 void sv_xrc_qp_del(struct sv_qp *qp);
-/* The responder of an XRC_RECV QP, for the message whose packet names
- * srqn: binds the SRQ if it is of our context (qp->srq, qp->rcq), else
- * marks the message to be forwarded.  Caller holds qp->lock. */
+/* The abstract socket name of XRC SRQ srqn of domain (engine/xrc.c). */
+struct sockaddr_un;
+socklen_t sv_xsrq_addr(struct sockaddr_un *a, const char *domain,
+		       uint32_t srqn);
+/* The responder of an XRC_RECV QP (engine/xrc.c), for the message whose
+ * packet names srqn: binds the SRQ if it is of our context (qp->srq,
+ * qp->rcq), else marks the message to be forwarded.  Caller holds qp->lock. */
 int sv_xrc_bind(struct sv_qp *qp, uint32_t srqn);
 void sv_xrc_unbind(struct sv_qp *qp);
 /* A forwarded send: its bytes in order; at the last, handed to the SRQ's

@@ -32,7 +32,7 @@ layer() {
 
 # The calls up: "<caller file> <symbol>"; * is any caller below.
 up='
-* sv_qp_to_error
+loop/progress.c sv_qp_to_error
 loop/progress.c sv_req_run
 loop/progress.c sv_resp_run
 loop/progress.c sv_comp_run
@@ -58,11 +58,6 @@ loop/progress.c sv_shm_has_pending
 loop/progress.c sv_shm_next_ns
 loop/progress.c sv_link_set_sleep
 loop/progress.c sv_link_state_names
-engine/resp.c sv_srq_take
-engine/resp.c sv_xrc_bind
-engine/resp.c sv_xrc_unbind
-engine/resp.c sv_xrc_fwd_data
-engine/resp.c sv_xrc_fwd_send
 transport/ud.c sv_mcast_attached
 transport/ud.c sv_mcast_members
 transport/ud.c sv_mcast_ctx_members
