@@ -731,8 +731,11 @@ static inline struct sv_qp *to_sqp(struct ibv_qp *qp)
 	return container_of((struct ibv_qp_ex *)qp, struct sv_qp, qpx);
 }
 
-/* Device (device.c). */
+/* This host's addresses (transport/addr.c). */
 uint16_t sv_local_lid(void);
+uint64_t sv_node_guid(void);
+/* Fills the GID table; returns its length (at most SV_GID_TBL_LEN). */
+int sv_gid_table(union ibv_gid *gids);
 bool sv_gid_is_local(const union ibv_gid *gid);
 /* The IPv4 address of an IPv4-mapped GID (::ffff:a.b.c.d); false if it
  * is not one. */
@@ -752,8 +755,9 @@ static inline socklen_t sv_sockaddr_len(const union sv_sockaddr *a)
 {
 	return a->sa.sa_family == AF_INET6 ? sizeof(a->in6) : sizeof(a->in);
 }
-/* An address vector this host can reach (port 1 or unset; our LID, or a
- * GID of our table): 0, or EINVAL said once on stderr, as who. */
+/* Device (device.c).  An address vector this host can reach (port 1 or
+ * unset; our LID, or a GID of our table): 0, or EINVAL said once on
+ * stderr, as who. */
 /* An address vector's check (EINVAL, said on stderr); tcp_ok: another
  * host's IP address GID (sv_gid_sockaddr) is fine (a connected QP's, over TCP).
  */
@@ -852,7 +856,7 @@ uint64_t sv_ud_door_next_ns(struct sv_context *ctx, uint64_t now);
  * listener: 0 (the group stays this host's).  ctx->mcast_lock held. */
 int sv_ud_mcast_join(struct sv_context *ctx, uint32_t grp, bool join);
 
-/* Multicast (mcast.c). */
+/* Multicast (verbs/mcast.c, transport/mcast.c). */
 /* The members of group gid on this host: up to max QPNs, sorted, each
  * once; entries of dead members included (a datagram to them is lost). */
 int sv_mcast_members(const union ibv_gid *gid, uint32_t *qpn, int max);

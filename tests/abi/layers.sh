@@ -58,17 +58,6 @@ loop/progress.c sv_shm_has_pending
 loop/progress.c sv_shm_next_ns
 loop/progress.c sv_link_set_sleep
 loop/progress.c sv_link_state_names
-transport/ud.c sv_mcast_attached
-transport/ud.c sv_mcast_members
-transport/ud.c sv_mcast_ctx_members
-transport/ud.c sv_mcast_ipv4
-transport/ud.c sv_gid_ipv4
-transport/ud.c sv_gid_sockaddr
-transport/ud.c sv_gid_is_local
-transport/ud.c sv_local_lid
-transport/ud.c sv_swqe_sge
-engine/comp.c ibv_wc_status_str
-wire/pcap.c sv_opcodes
 '
 
 cd "$objs" || exit 1
