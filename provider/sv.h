@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "core.h"
 #include "entry.h"
 #include "env.h"
 #include "faults.h"
@@ -254,10 +255,6 @@ static inline uint32_t sv_mr_slot(uint32_t key)
 	return key & (SV_MAX_MR - 1);
 }
 
-/* Looks up an lkey/rkey; NULL if it names no live MR of this PD. */
-struct sv_mr *sv_mr_lookup(struct sv_context *ctx, uint32_t key,
-			   struct sv_pd *pd);
-
 /* Guarded copies (fault.c).  sv_fault_init installs the SIGSEGV/SIGBUS
  * handler (once; at the first registration); sv_copy_guarded copies to or
  * from registered memory and returns -EFAULT, instead of crashing, if the
@@ -325,18 +322,13 @@ struct sv_channel {
 	struct sv_evq evq;
 };
 
-/* Pushes a completion; raises CQ events and IBV_EVENT_CQ_ERR on overrun.
- * Caller holds no CQ lock. */
-void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited);
 /* Removes every completion of QP qpn not polled yet (ibv_destroy_qp). */
 void sv_cq_clean(struct sv_cq *cq, uint32_t qpn);
 int sv_cq_attach_qp(struct sv_cq *cq, struct sv_qp *qp);
 void sv_cq_detach_qp(struct sv_cq *cq, struct sv_qp *qp);
-void sv_channel_signal(struct sv_channel *ch, struct sv_cq *cq);
 
-/* Async events (channel.c). */
-void sv_async_event(struct sv_context *ctx, const struct ibv_async_event *e);
-/* Drops queued async events of a CQ or QP being destroyed. */
+/* Async events (channel.c; core.h's sv_async_event queues them).  Drops
+ * the queued events of a CQ or QP being destroyed. */
 void sv_async_forget(struct sv_context *ctx, void *obj);
 int sv_evq_init(struct sv_evq *q);
 void sv_evq_destroy(struct sv_evq *q);
@@ -473,9 +465,10 @@ static inline struct sv_srq *to_ssrq(struct ibv_srq *srq)
 	return container_of(srq, struct sv_srq, ibv);
 }
 
-/* The responder's WQE for the message at hand: the first the QP holds
- * (lent), else the SRQ's oldest moved into its RQ; false if there is
- * none.  Lends the QP more for single copy, raises
+/* The responder's side (engine/srq.c).  The responder's WQE for the
+ * message at hand: the first the QP holds (lent), else the SRQ's oldest
+ * moved into its RQ; false if there is none.  Lends the QP more for
+ * single copy, raises
  * IBV_EVENT_SRQ_LIMIT_REACHED when it crosses an armed limit.  Caller
  * holds qp->lock. */
 bool sv_srq_take(struct sv_srq *srq, struct sv_qp *qp);
@@ -738,8 +731,11 @@ static inline struct sv_qp *to_sqp(struct ibv_qp *qp)
 	return container_of((struct ibv_qp_ex *)qp, struct sv_qp, qpx);
 }
 
-/* Device (device.c). */
+/* This host's addresses (transport/addr.c). */
 uint16_t sv_local_lid(void);
+uint64_t sv_node_guid(void);
+/* Fills the GID table; returns its length (at most SV_GID_TBL_LEN). */
+int sv_gid_table(union ibv_gid *gids);
 bool sv_gid_is_local(const union ibv_gid *gid);
 /* The IPv4 address of an IPv4-mapped GID (::ffff:a.b.c.d); false if it
  * is not one. */
@@ -759,18 +755,18 @@ static inline socklen_t sv_sockaddr_len(const union sv_sockaddr *a)
 {
 	return a->sa.sa_family == AF_INET6 ? sizeof(a->in6) : sizeof(a->in);
 }
-/* An address vector this host can reach (port 1 or unset; our LID, or a
- * GID of our table): 0, or EINVAL said once on stderr, as who. */
+/* Device (device.c).  An address vector this host can reach (port 1 or
+ * unset; our LID, or a GID of our table): 0, or EINVAL said once on
+ * stderr, as who. */
 /* An address vector's check (EINVAL, said on stderr); tcp_ok: another
  * host's IP address GID (sv_gid_sockaddr) is fine (a connected QP's, over TCP).
  */
 int sv_av_check(const struct ibv_ah_attr *a, const char *who, bool tcp_ok);
 int sv_port_mtu_bytes(enum ibv_mtu mtu);
 
-/* QP (qp.c). */
+/* QP (qp.c; the error transition and the link's close, engine/qp_error.c). */
 void sv_qp_to_error(struct sv_qp *qp, enum ibv_event_type ev);
-void sv_qp_flush(struct sv_qp *qp);
-void sv_qp_flush_sq(struct sv_qp *qp);
+void sv_qp_link_close(struct sv_qp *qp, bool bye);
 void sv_qp_init_ex_ops(struct sv_qp *qp, uint64_t send_ops_flags);
 int sv_qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags);
 void sv_qp_link_step(struct sv_qp *qp);
@@ -860,7 +856,7 @@ uint64_t sv_ud_door_next_ns(struct sv_context *ctx, uint64_t now);
  * listener: 0 (the group stays this host's).  ctx->mcast_lock held. */
 int sv_ud_mcast_join(struct sv_context *ctx, uint32_t grp, bool join);
 
-/* Multicast (mcast.c). */
+/* Multicast (verbs/mcast.c, transport/mcast.c). */
 /* The members of group gid on this host: up to max QPNs, sorted, each
  * once; entries of dead members included (a datagram to them is lost). */
 int sv_mcast_members(const union ibv_gid *gid, uint32_t *qpn, int max);
@@ -892,9 +888,13 @@ void sv_xsrq_recv_run(struct sv_srq *srq);
 /* XRC_RECV QPs: joining and leaving the process's list (ibv_open_qp). */
 void sv_xrc_qp_add(struct sv_qp *qp);
 void sv_xrc_qp_del(struct sv_qp *qp);
-/* The responder of an XRC_RECV QP, for the message whose packet names
- * srqn: binds the SRQ if it is of our context (qp->srq, qp->rcq), else
- * marks the message to be forwarded.  Caller holds qp->lock. */
+/* The abstract socket name of XRC SRQ srqn of domain (engine/xrc.c). */
+struct sockaddr_un;
+socklen_t sv_xsrq_addr(struct sockaddr_un *a, const char *domain,
+		       uint32_t srqn);
+/* The responder of an XRC_RECV QP (engine/xrc.c), for the message whose
+ * packet names srqn: binds the SRQ if it is of our context (qp->srq,
+ * qp->rcq), else marks the message to be forwarded.  Caller holds qp->lock. */
 int sv_xrc_bind(struct sv_qp *qp, uint32_t srqn);
 void sv_xrc_unbind(struct sv_qp *qp);
 /* A forwarded send: its bytes in order; at the last, handed to the SRQ's

@@ -289,7 +289,7 @@ static bool take_responses(struct sv_qp *qp)
 static void fail_head(struct sv_qp *qp, enum ibv_wc_status st)
 {
 	sv_dbg("qp %06x: WQE %u fails: %s (sq %u/%u/%u, ack %#llx)\n",
-	       qp->qpx.qp_base.qp_num, qp->sq_comp, ibv_wc_status_str(st),
+	       qp->qpx.qp_base.qp_num, qp->sq_comp, sv_wc_status_str(st),
 	       qp->sq_comp, qp->sq_send, qp->sq_post,
 	       (unsigned long long)qp->comp_ack);
 	complete(qp, &qp->sq[qp->sq_comp & (qp->sq_size - 1)], st);

@@ -134,4 +134,8 @@ void sv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 			sv_log(__VA_ARGS__); \
 	} while (0)
 
+/* A work completion status's name (wc_status.c), an enum ibv_wc_status:
+ * rdma-core's strings. */
+const char *sv_wc_status_str(int status);
+
 #endif

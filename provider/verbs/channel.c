@@ -16,11 +16,6 @@
 
 #include "sv.h"
 
-struct sv_async_ev {
-	struct sv_list node;
-	struct ibv_async_event ev;
-};
-
 int sv_evq_init(struct sv_evq *q)
 {
 	q->fd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
@@ -43,14 +38,6 @@ void sv_evq_destroy(struct sv_evq *q)
 	pthread_mutex_destroy(&q->lock);
 }
 
-static void evq_count(struct sv_evq *q)
-{
-	uint64_t one = 1;
-
-	if (write(q->fd, &one, sizeof(one)) != sizeof(one))
-		sv_dbg("event fd: %s\n", strerror(errno));
-}
-
 /*
  * Takes one count: blocks unless the app made the fd non-blocking.  As
  * rdma-core's read() on the kernel's fd: a signal whose handler has no
@@ -61,19 +48,6 @@ static int evq_take(struct sv_evq *q)
 	uint64_t v;
 
 	return read(q->fd, &v, sizeof(v)) == sizeof(v) ? 0 : -1;
-}
-
-void sv_async_event(struct sv_context *ctx, const struct ibv_async_event *e)
-{
-	struct sv_async_ev *a = malloc(sizeof(*a));
-
-	if (!a)
-		return;
-	a->ev = *e;
-	pthread_mutex_lock(&ctx->async.lock);
-	sv_list_add_tail(&ctx->async.events, &a->node);
-	pthread_mutex_unlock(&ctx->async.lock);
-	evq_count(&ctx->async);
 }
 
 static bool is_qp_event(enum ibv_event_type t)
@@ -218,16 +192,6 @@ int sv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	sv_evq_destroy(&ch->evq);
 	free(ch);
 	return 0;
-}
-
-/* Queues one event for cq; called with no CQ lock held. */
-void sv_channel_signal(struct sv_channel *ch, struct sv_cq *cq)
-{
-	pthread_mutex_lock(&ch->evq.lock);
-	if (cq->events_queued++ == 0)
-		sv_list_add_tail(&ch->evq.events, &cq->ev_node);
-	pthread_mutex_unlock(&ch->evq.lock);
-	evq_count(&ch->evq);
 }
 
 /* Spins on the engine a little before sleeping: a wake-up across CPUs

@@ -1,12 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The device softverbs0: the device list, contexts, and what they report —
- * device and port attributes, the LID every process of the host agrees
- * on, and the GID table (link-local, then ::ffff:a.b.c.d per local IPv4
- * address, then each IPv6 address of the host that is not link-local:
- * the address itself, as the kernel's RoCE GID table).  A host here is a
- * network namespace: that is what QPNs and the shared-memory transport are
- * scoped to.
+ * device and port attributes, the LID and the GID table (made by
+ * transport/addr.c: this host's addresses).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -58,94 +54,6 @@ static struct {
 		},
 };
 
-/* FNV-1a over the host's identity: network namespace and host name. */
-static uint64_t host_hash(void)
-{
-	static uint64_t h;
-	struct stat st;
-	char name[256] = "";
-
-	if (h)
-		return h;
-	h = 1469598103934665603ull;
-	if (stat("/proc/self/ns/net", &st) == 0) {
-		for (unsigned int i = 0; i < sizeof(st.st_ino); i++) {
-			h ^= (st.st_ino >> (8 * i)) & 0xff;
-			h *= 1099511628211ull;
-		}
-	}
-	gethostname(name, sizeof(name) - 1);
-	for (char *p = name; *p; p++) {
-		h ^= (uint8_t)*p;
-		h *= 1099511628211ull;
-	}
-	return h ? h : 1;
-}
-
-/* A unicast LID (IBA 4.1.3: 0x0001-0xbfff) every process here agrees on. */
-uint16_t sv_local_lid(void)
-{
-	return (uint16_t)(1 + host_hash() % 0xbffe);
-}
-
-static uint64_t node_guid(void)
-{
-	/* a locally administered EUI-64, from the host hash */
-	return (host_hash() & ~(0xffull << 56)) | (0x02ull << 56);
-}
-
-/* An IPv6 address that names this host to others as a GID: not
- * link-local (fe80::/10 needs a scope a GID cannot carry: our entry 0 is
- * the host's link-local GID), not v4-mapped (the IPv4 entries), not
- * multicast or unspecified. */
-static bool ipv6_gid_ok(const struct in6_addr *a)
-{
-	return !IN6_IS_ADDR_LINKLOCAL(a) && !IN6_IS_ADDR_V4MAPPED(a) &&
-	       !IN6_IS_ADDR_MULTICAST(a) && !IN6_IS_ADDR_UNSPECIFIED(a);
-}
-
-/* Fills the GID table; returns its length (at most SV_GID_TBL_LEN).  The
- * IPv4 entries come before the IPv6 ones, whatever order getifaddrs
- * gives, so an IPv4 entry's index does not move when IPv6 addresses
- * come and go (programs and tests pass -g N). */
-static int gid_table(union ibv_gid *gids)
-{
-	struct ifaddrs *ifa, *i;
-	uint64_t guid = htobe64(node_guid());
-	int n = 1;
-
-	memset(gids, 0, sizeof(*gids) * SV_GID_TBL_LEN);
-	gids[0].raw[0] = 0xfe;
-	gids[0].raw[1] = 0x80;
-	memcpy(&gids[0].raw[8], &guid, 8);
-	if (getifaddrs(&ifa))
-		return n;
-	for (i = ifa; i && n < SV_GID_TBL_LEN; i = i->ifa_next) {
-		const struct sockaddr_in *sin;
-
-		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
-			continue;
-		sin = (const struct sockaddr_in *)i->ifa_addr;
-		gids[n].raw[10] = 0xff;
-		gids[n].raw[11] = 0xff;
-		memcpy(&gids[n].raw[12], &sin->sin_addr, 4);
-		n++;
-	}
-	for (i = ifa; i && n < SV_GID_TBL_LEN; i = i->ifa_next) {
-		const struct sockaddr_in6 *sin6;
-
-		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET6)
-			continue;
-		sin6 = (const struct sockaddr_in6 *)i->ifa_addr;
-		if (!ipv6_gid_ok(&sin6->sin6_addr))
-			continue;
-		memcpy(gids[n].raw, &sin6->sin6_addr, 16);
-		n++;
-	}
-	freeifaddrs(ifa);
-	return n;
-}
-
 /* Once-per-process explanation of a refused address: the EINVAL alone
  * says nothing, but a program retrying must not fill stderr. */
 static void say_bad_address(const char *fmt, ...)
@@ -158,36 +66,6 @@ static void say_bad_address(const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-}
-
-bool sv_gid_ipv4(const union ibv_gid *gid, struct in_addr *a)
-{
-	if (memcmp(gid->raw, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12))
-		return false;
-	memcpy(&a->s_addr, &gid->raw[12], 4);
-	return true;
-}
-
-bool sv_gid_sockaddr(const union ibv_gid *gid, uint16_t port,
-		     union sv_sockaddr *a)
-{
-	struct in6_addr a6;
-	struct in_addr in;
-
-	memset(a, 0, sizeof(*a));
-	if (sv_gid_ipv4(gid, &in)) {
-		a->in.sin_family = AF_INET;
-		a->in.sin_port = htons(port);
-		a->in.sin_addr = in;
-		return true;
-	}
-	memcpy(&a6, gid->raw, 16);
-	if (!ipv6_gid_ok(&a6))
-		return false;
-	a->in6.sin6_family = AF_INET6;
-	a->in6.sin6_port = htons(port);
-	a->in6.sin6_addr = a6;
-	return true;
 }
 
 int sv_av_check(const struct ibv_ah_attr *a, const char *who, bool tcp_ok)
@@ -223,19 +101,6 @@ int sv_av_check(const struct ibv_ah_attr *a, const char *who, bool tcp_ok)
 			"(0x%04x); use a GID (-g) to reach another host\n",
 			who, a->dlid, sv_local_lid());
 	return EINVAL;
-}
-
-bool sv_gid_is_local(const union ibv_gid *gid)
-{
-	union ibv_gid gids[SV_GID_TBL_LEN];
-	int n = gid_table(gids);
-
-	for (int i = 0; i < n; i++)
-		if (!memcmp(&gids[i], gid, sizeof(*gid)))
-			return true;
-	/* ::ffff:127.x.y.z and ::1 are this host whatever the table says */
-	return !memcmp(gid->raw, "\0\0\0\0\0\0\0\0\0\0\xff\xff\x7f", 13) ||
-	       !memcmp(gid->raw, &in6addr_loopback, 16);
 }
 
 int sv_port_mtu_bytes(enum ibv_mtu mtu)
@@ -278,7 +143,7 @@ const char *sv_get_device_name(struct ibv_device *dev)
 
 __be64 sv_get_device_guid(struct ibv_device *dev)
 {
-	return htobe64(node_guid());
+	return htobe64(sv_node_guid());
 }
 
 int sv_get_device_index(struct ibv_device *dev)
@@ -386,7 +251,7 @@ static void fill_device_attr(struct ibv_device_attr *a)
 {
 	memset(a, 0, sizeof(*a));
 	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", SV_FW_VER);
-	a->node_guid = htobe64(node_guid());
+	a->node_guid = htobe64(sv_node_guid());
 	a->sys_image_guid = a->node_guid;
 	a->max_mr_size = SV_MAX_MR_SIZE;
 	a->page_size_cap = 0xfffff000; /* 4 KiB .. 2 GiB: any page */
@@ -532,7 +397,7 @@ int sv_query_gid(struct ibv_context *c, uint8_t port, int index,
 		errno = EINVAL;
 		return -1;
 	}
-	gid_table(gids); /* unused entries are zero, as on hardware */
+	sv_gid_table(gids); /* unused entries are zero, as on hardware */
 	*gid = gids[index];
 	return 0;
 }
@@ -569,7 +434,7 @@ int sv_query_gid_ex(struct ibv_context *c, uint32_t port, uint32_t index,
 		return EINVAL;
 	if (port != 1 || index >= SV_GID_TBL_LEN)
 		return EINVAL;
-	n = gid_table(gids);
+	n = sv_gid_table(gids);
 	if ((int)index >= n)
 		return ENODATA;
 	memset(entry, 0, sizeof(*entry));
@@ -588,7 +453,7 @@ ssize_t sv_query_gid_table(struct ibv_context *c, struct ibv_gid_entry *entries,
 
 	if (flags || entry_size < sizeof(*entries))
 		return -EINVAL;
-	n = gid_table(gids);
+	n = sv_gid_table(gids);
 	if ((size_t)n > max)
 		return -EINVAL;
 	for (int i = 0; i < n; i++) {

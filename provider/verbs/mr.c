@@ -188,27 +188,6 @@ static struct sv_mr *mr_alloc(struct sv_context *ctx, uint32_t *key, int *err)
 	return mr;
 }
 
-/* pd first (acquire): an MR is published by its pd (release, after its
- * keys), so a pd we see came with the keys written before it. */
-struct sv_mr *sv_mr_lookup(struct sv_context *ctx, uint32_t key,
-			   struct sv_pd *pd)
-{
-	struct sv_mr *mr;
-
-	if (!key)
-		return NULL;
-	mr = atomic_load_explicit(
-		(_Atomic(struct sv_mr *) *)&ctx->mrs[sv_mr_slot(key)],
-		memory_order_acquire);
-	if (!mr ||
-	    atomic_load_explicit((_Atomic(struct sv_pd *) *)&mr->pd,
-				 memory_order_acquire) != pd ||
-	    atomic_load_explicit((_Atomic uint32_t *)&mr->ibv.lkey,
-				 memory_order_relaxed) != key)
-		return NULL;
-	return mr;
-}
-
 struct ibv_mr *sv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length,
 			       uint64_t iova, unsigned int access)
 {

@@ -2,9 +2,10 @@
 /*
  * Queue pairs: creation (classic and extended), the state machine's
  * effects (modify_qp: connect at RTR, PSNs at RTS, flush at ERR), query,
- * destroy with flush, and error handling shared by the engine.  The
- * transition rules themselves live in qp_state.c; the send/receive posting
- * in post.c; the engine in req.c, resp.c, comp.c.
+ * destroy with flush.  The error transition is engine/qp_error.c, the
+ * flush core/flush.c; the transition rules themselves live in qp_state.c;
+ * the send/receive posting in post.c; the engine in req.c, resp.c,
+ * comp.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,100 +24,6 @@
 static uint64_t ring_size(void)
 {
 	return sv_roundup_pow2((uint32_t)sv_env_uint(SV_ENV_RING_KB)) * 1024ull;
-}
-
-/* Flushes the send queue alone (SQE: receives go on). */
-void sv_qp_flush_sq(struct sv_qp *qp)
-{
-	struct ibv_wc wc = {.status = IBV_WC_WR_FLUSH_ERR,
-			    .opcode = IBV_WC_SEND,
-			    .qp_num = qp->qpx.qp_base.qp_num};
-
-	for (; qp->sq_comp != qp->sq_post; qp->sq_comp++) {
-		if (qp->destroying)
-			continue; /* no completion outlives its QP */
-		wc.wr_id = qp->sq[qp->sq_comp & (qp->sq_size - 1)].wr_id;
-		sv_cq_push(qp->scq, &wc, false);
-	}
-	qp->sq_send = qp->sq_post;
-}
-
-static void flush_rq(struct sv_qp *qp)
-{
-	struct ibv_wc wc = {.status = IBV_WC_WR_FLUSH_ERR,
-			    .opcode = IBV_WC_RECV,
-			    .qp_num = qp->qpx.qp_base.qp_num};
-
-	for (; qp->rq_comp != qp->rq_post; qp->rq_comp++) {
-		if (qp->destroying)
-			continue;
-		wc.wr_id = qp->rq[qp->rq_comp & (qp->rq_size - 1)].wr_id;
-		sv_cq_push(qp->rcq, &wc, false);
-	}
-	qp->resp_rnr = false;
-}
-
-/* IBA 10.3.1: in the Error state every outstanding and new WR completes
- * with a flush error.  Caller holds qp->lock. */
-void sv_qp_flush(struct sv_qp *qp)
-{
-	if (qp->sq_comp != qp->sq_post || qp->rq_comp != qp->rq_post)
-		sv_dbg("qp %06x: flushing %u sends, %u receives%s\n",
-		       qp->qpx.qp_base.qp_num, qp->sq_post - qp->sq_comp,
-		       qp->rq_post - qp->rq_comp,
-		       qp->destroying ? " (destroyed: no completions)" : "");
-	sv_qp_flush_sq(qp);
-	flush_rq(qp);
-}
-
-static void link_close(struct sv_qp *qp, bool bye)
-{
-	sv_srq_return(qp); /* while the descriptors are mapped */
-	sv_progress_del(qp->ctx, &qp->pfd[1]);
-	sv_progress_del(qp->ctx, &qp->pfd[2]);
-	sv_tcp_close(&qp->link, bye);
-	sv_pfd_set_kind(&qp->pfd[1], SV_PFD_DOORBELL);
-	sv_pfd_set_kind(&qp->pfd[2], SV_PFD_CONN);
-	sv_shm_close(&qp->link, qp->qpx.qp_base.qp_num, bye);
-	qp->link.state = SV_LINK_IDLE;
-	if (qp->rpeer)
-		sv_rpeer_put(qp->ctx, qp->rpeer);
-	qp->rpeer = NULL;
-}
-
-static void qp_event(struct sv_qp *qp, enum ibv_event_type ev)
-{
-	struct ibv_async_event e = {.event_type = ev};
-
-	e.element.qp = &qp->qpx.qp_base;
-	sv_async_event(qp->ctx, &e);
-}
-
-/* Moves the QP to ERR and flushes; ev, if not 0, is raised async.
- * Caller holds qp->lock. */
-void sv_qp_to_error(struct sv_qp *qp, enum ibv_event_type ev)
-{
-	if (qp->attr.qp_state == IBV_QPS_ERR)
-		return;
-	sv_dbg("qp %06x: %s -> ERR\n", qp->qpx.qp_base.qp_num,
-	       sv_qp_state_names[qp->attr.qp_state]);
-	/* the engine's state only: ibv_qp.state is the program's, which
-	 * modify and query write, as rdma-core's libibverbs does (UCX
-	 * asserts on it) */
-	qp->attr.qp_state = IBV_QPS_ERR;
-	if (qp->link.state != SV_LINK_IDLE)
-		link_close(qp, qp->link.state != SV_LINK_DEAD);
-	sv_qp_flush(qp);
-	if (ev)
-		qp_event(qp, ev);
-	if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV) {
-		sv_xrc_unbind(qp); /* the SRQ was the message's, not ours */
-		return;
-	}
-	/* IBA 10.3.1, 11.6.3: this QP takes no more WQEs from its SRQ (the
-	 * SRQ's stay there, for the other QPs) */
-	if (qp->srq)
-		qp_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
 }
 
 /* Registers the link's connection sockets: for hang-up detection, and
@@ -466,7 +373,7 @@ static void store_attr(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 static void reset_qp(struct sv_qp *qp)
 {
 	if (qp->link.state != SV_LINK_IDLE)
-		link_close(qp, true);
+		sv_qp_link_close(qp, true);
 	qp->sq_post = qp->sq_send = qp->sq_comp = 0;
 	qp->rq_post = qp->rq_comp = qp->rq_held = 0;
 	qp->resp_off = qp->resp_msg = 0;
@@ -573,7 +480,7 @@ static int enter_state(struct sv_qp *qp, enum ibv_qp_state next)
 	return 0;
 
 err_link:
-	link_close(qp, false);
+	sv_qp_link_close(qp, false);
 	return err;
 }
 
@@ -786,7 +693,7 @@ void sv_qp_close_all(struct sv_context *ctx)
 		sv_lock(&qp->lock);
 		/* its peer hears BYE, or the hang-up if it was dead */
 		if (qp->link.state != SV_LINK_IDLE)
-			link_close(qp, qp->link.state != SV_LINK_DEAD);
+			sv_qp_link_close(qp, qp->link.state != SV_LINK_DEAD);
 		sv_shm_close(&qp->link, qp->qpx.qp_base.qp_num, false);
 		close(qp->link.listen_fd);
 		if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV) {
@@ -1083,7 +990,7 @@ int sv_destroy_qp(struct ibv_qp *ibqp)
 	if (qp->attr.qp_state != IBV_QPS_RESET)
 		sv_qp_to_error(qp, 0);
 	if (qp->link.state != SV_LINK_IDLE)
-		link_close(qp, true);
+		sv_qp_link_close(qp, true);
 	if (qp->scq)
 		sv_cq_clean(qp->scq, ibqp->qp_num);
 	if (qp->rcq && qp->rcq != qp->scq && ibqp->qp_type != IBV_QPT_XRC_RECV)

@@ -7,7 +7,8 @@
  * inode's domain exists is an OFD read lock on one byte far past its end,
  * held by each opener's own open of the file, so any process can ask.
  *
- * An XRC_RECV QP is an RC responder without queues of its own: each
+ * An XRC_RECV QP is an RC responder without queues of its own (its side
+ * of delivery is engine/xrc.c): each
  * message names an XRC SRQ (XRCETH).  An SRQ of the QP's own context is
  * bound for the message and the responder works as on an RC QP with an
  * SRQ (sends, RDMA, atomics; the SRQ's PD checks keys).  A send for an
@@ -156,20 +157,6 @@ int sv_close_xrcd(struct ibv_xrcd *ibx)
 	return 0;
 }
 
-/* The abstract socket name of an XRC SRQ: the domain and the number, so
- * a forward for another domain's SRQ finds nothing. */
-static socklen_t xsrq_addr(struct sockaddr_un *a, const char *domain,
-			   uint32_t srqn)
-{
-	int n;
-
-	memset(a, 0, sizeof(*a));
-	a->sun_family = AF_UNIX;
-	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1,
-		     "softverbs/xsrq/%s/%06x", domain, srqn);
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
-}
-
 int sv_xsrq_bind(struct sv_srq *srq)
 {
 	int one = 1, fd, err;
@@ -197,7 +184,7 @@ int sv_xsrq_bind(struct sv_srq *srq)
 		if (!n)
 			continue;
 		if (!bind(fd, (struct sockaddr *)&a,
-			  xsrq_addr(&a, srq->xrcd->id, n))) {
+			  sv_xsrq_addr(&a, srq->xrcd->id, n))) {
 			srq->sock = fd;
 			srq->srqn = n;
 			return 0;
@@ -497,211 +484,4 @@ struct ibv_qp *sv_open_qp(struct ibv_context *c, struct ibv_qp_open_attr *a)
 		errno = EINVAL;
 	}
 	return NULL;
-}
-
-/* An SRQ of our context in our domain, by number, with a reference
- * (destroy is EBUSY until sv_xrc_unbind).  Caller holds qp->lock. */
-static struct sv_srq *find_local(struct sv_qp *qp, uint32_t srqn)
-{
-	struct sv_context *ctx = qp->ctx;
-	struct sv_srq *found = NULL;
-	struct sv_list *n;
-
-	pthread_mutex_lock(&ctx->xsrq_lock);
-	sv_list_for_each(n, &ctx->xsrqs)
-	{
-		struct sv_srq *srq = container_of(n, struct sv_srq, ctx_node);
-
-		if (srq->srqn == srqn && !strcmp(srq->xrcd->id, qp->xrcd->id)) {
-			atomic_fetch_add(&srq->users, 1);
-			found = srq;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&ctx->xsrq_lock);
-	return found;
-}
-
-int sv_xrc_bind(struct sv_qp *qp, uint32_t srqn)
-{
-	struct sv_srq *srq;
-
-	if (qp->srq || qp->xrc_fwd)
-		return qp->xrc_srqn == srqn ? 0 : -EINVAL;
-	qp->xrc_srqn = srqn;
-	srq = find_local(qp, srqn);
-	if (!srq) {
-		qp->xrc_fwd = true;
-		return 0;
-	}
-	qp->srq = srq;
-	qp->rcq = srq->cq;
-	qp->max_recv_sge = SV_MAX_SRQ_SGE; /* the one slot holds any WQE */
-	return 0;
-}
-
-/* A WQE still held is the SRQ's, which the next message may not name:
- * it completes flushed (only a message the requester gave up on after
- * RNR leaves one), as on an RC QP on an SRQ that goes to ERROR. */
-void sv_xrc_unbind(struct sv_qp *qp)
-{
-	if (qp->srq && qp->rq_comp != qp->rq_post) {
-		struct ibv_wc wc = {.wr_id = qp->rq[0].wr_id,
-				    .status = IBV_WC_WR_FLUSH_ERR,
-				    .opcode = IBV_WC_RECV,
-				    .qp_num = qp->qpx.qp_base.qp_num};
-
-		qp->rq_comp = qp->rq_post;
-		sv_cq_push(qp->rcq, &wc, false);
-	}
-	if (qp->srq) /* release: our last take before a destroy */
-		atomic_fetch_sub_explicit(&qp->srq->users, 1,
-					  memory_order_release);
-	qp->srq = NULL;
-	qp->rcq = NULL; /* the CQ may go with its SRQ */
-	qp->xrc_fwd = false;
-}
-
-int sv_xrc_fwd_data(struct sv_qp *qp, const struct sv_pkt *p,
-		    const uint8_t *data)
-{
-	struct sv_xrc_hdr *h;
-
-	if (p->seg & SV_SEG_FIRST) {
-		size_t need = sizeof(*h) + p->msg_len;
-
-		if (p->msg_len > SV_XRC_MSG_MAX)
-			return -EMSGSIZE;
-		if (qp->xrc_cap < need) {
-			uint8_t *b = realloc(qp->xrc_buf, need);
-
-			if (!b)
-				return -ENOMEM;
-			qp->xrc_buf = b;
-			qp->xrc_cap = (uint32_t)need;
-		}
-		h = (struct sv_xrc_hdr *)qp->xrc_buf;
-		memset(h, 0, sizeof(*h));
-		h->len = p->msg_len;
-		qp->resp_off = 0;
-	}
-	h = (struct sv_xrc_hdr *)qp->xrc_buf;
-	if (p->len > h->len - qp->resp_off)
-		return -EINVAL;
-	memcpy(qp->xrc_buf + sizeof(*h) + qp->resp_off, data, p->len);
-	qp->resp_off += p->len;
-	return 0;
-}
-
-/* The forwarding socket of an XRC_RECV QP, made at its first use. */
-static int fwd_socket(struct sv_qp *qp)
-{
-	int sz = 4 * (int)(sizeof(struct sv_xrc_hdr) + SV_XRC_FWD_MAX);
-
-	if (qp->xrc_sock >= 0)
-		return 0;
-	qp->xrc_sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (qp->xrc_sock < 0)
-		return -errno;
-	setsockopt(qp->xrc_sock, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-	return 0;
-}
-
-/* The header of the message assembled in xrc_buf, for packet p (its
- * last). */
-static void fill_hdr(struct sv_qp *qp, const struct sv_pkt *p)
-{
-	struct sv_xrc_hdr *h = (struct sv_xrc_hdr *)qp->xrc_buf;
-
-	h->magic = SV_XRC_MAGIC;
-	h->version = SV_XRC_VERSION;
-	h->flags = ((p->flags & SV_PKT_IMM) ? SV_XRC_IMM : 0) |
-		   ((p->flags & SV_PKT_SOLICITED) ? SV_XRC_SOLICITED : 0) |
-		   (h->len > SV_XRC_FWD_MAX ? SV_XRC_MEMFD : 0);
-	h->srqn = qp->xrc_srqn;
-	h->tgt_qpn = qp->qpx.qp_base.qp_num;
-	h->src_qpn = qp->attr.dest_qp_num;
-	h->imm = p->imm;
-	snprintf(h->domain, sizeof(h->domain), "%s", qp->xrcd->id);
-}
-
-static int fwd_errno(void)
-{
-	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
-		return -EAGAIN;
-	return -ENOENT; /* ECONNREFUSED: no such SRQ in the domain */
-}
-
-/* A long message: its payload in a sealed memfd, passed with the
- * header (the datagram would not hold it). */
-static int fwd_send_memfd(struct sv_qp *qp, const struct sv_pkt *p)
-{
-	struct sv_xrc_hdr *h = (struct sv_xrc_hdr *)qp->xrc_buf;
-	union {
-		struct cmsghdr c;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	struct iovec iov = {h, sizeof(*h)};
-	struct msghdr m = {.msg_iov = &iov,
-			   .msg_iovlen = 1,
-			   .msg_control = u.buf,
-			   .msg_controllen = sizeof(u.buf)};
-	struct sockaddr_un a;
-	const uint8_t *src = qp->xrc_buf + sizeof(*h);
-	int fd, err = fwd_socket(qp);
-
-	if (err)
-		return err;
-	fill_hdr(qp, p);
-	fd = memfd_create("softverbs-xrc", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
-		return -EAGAIN; /* out of fds or memory: try again later */
-	for (uint32_t off = 0; off < h->len;) {
-		ssize_t w = pwrite(fd, src + off, h->len - off, off);
-
-		if (w <= 0) {
-			close(fd);
-			return -EAGAIN;
-		}
-		off += (uint32_t)w;
-	}
-	if (fcntl(fd, F_ADD_SEALS,
-		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)) {
-		close(fd);
-		return -EAGAIN;
-	}
-	m.msg_name = &a;
-	m.msg_namelen = xsrq_addr(&a, qp->xrcd->id, qp->xrc_srqn);
-	u.c.cmsg_level = SOL_SOCKET;
-	u.c.cmsg_type = SCM_RIGHTS;
-	u.c.cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(&u.c), &fd, sizeof(fd));
-	err = sendmsg(qp->xrc_sock, &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0
-		      ? fwd_errno()
-		      : 0;
-	close(fd);
-	return err;
-}
-
-int sv_xrc_fwd_send(struct sv_qp *qp, const struct sv_pkt *p)
-{
-	struct sv_xrc_hdr *h = (struct sv_xrc_hdr *)qp->xrc_buf;
-	struct sockaddr_un a;
-	socklen_t alen;
-	int err;
-
-	if (qp->resp_off != h->len)
-		return -EINVAL;
-	if (h->len > SV_XRC_FWD_MAX)
-		return fwd_send_memfd(qp, p);
-	err = fwd_socket(qp);
-	if (err)
-		return err;
-	fill_hdr(qp, p);
-	alen = xsrq_addr(&a, qp->xrcd->id, qp->xrc_srqn);
-	if (sendto(qp->xrc_sock, qp->xrc_buf, sizeof(*h) + h->len,
-		   MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a,
-		   alen) < 0)
-		return fwd_errno();
-	return 0;
 }

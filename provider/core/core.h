@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The core interface (DESIGN.md, "provider/"): what the engine (engine/),
+ * the transports (transport/) and the progress loop (loop/) need of the
+ * verbs objects, below all of them so their calls go down.  Only an
+ * object's data path lives here: a CQ's push, an MR key's lookup, an event
+ * queued for the program, a QP's flush.  The verbs that make and destroy
+ * the objects stay in verbs/.  Calls only wire/ and lib/.
+ */
+#ifndef SV_CORE_H
+#define SV_CORE_H
+
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util.h"
+
+struct sv_context;
+struct sv_cq;
+struct sv_channel;
+struct sv_mr;
+struct sv_pd;
+struct sv_qp;
+
+/* Pushes a completion; raises CQ events and IBV_EVENT_CQ_ERR on overrun.
+ * Caller holds no CQ lock (cq.c). */
+void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited);
+
+/* Looks up an lkey/rkey; NULL if it names no live MR of this PD (mr.c). */
+struct sv_mr *sv_mr_lookup(struct sv_context *ctx, uint32_t key,
+			   struct sv_pd *pd);
+
+/* One queued async event (ctx->async.events); ibv_get_async_event
+ * (verbs/channel.c) takes it off. */
+struct sv_async_ev {
+	struct sv_list node;
+	struct ibv_async_event ev;
+};
+
+/* Queues an async event for the program (event.c). */
+void sv_async_event(struct sv_context *ctx, const struct ibv_async_event *e);
+/* Queues one completion event of cq on its channel (event.c). */
+void sv_channel_signal(struct sv_channel *ch, struct sv_cq *cq);
+
+/* IBA 10.3.1: every outstanding WR completes with a flush error: both
+ * queues, or the send queue alone (SQE: receives go on).  Caller holds
+ * qp->lock (flush.c). */
+void sv_qp_flush(struct sv_qp *qp);
+void sv_qp_flush_sq(struct sv_qp *qp);
+
+#endif

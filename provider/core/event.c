@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Events queued for the program: an async event on the context's queue,
+ * a completion event on a CQ's channel.  The engine and the CQ's push raise
+ * them from below the verbs, so this producer side is in core/; the
+ * consumer side (ibv_get_async_event, ibv_get_cq_event, the queues' fds)
+ * is verbs/channel.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sv.h"
+
+static void evq_count(struct sv_evq *q)
+{
+	uint64_t one = 1;
+
+	if (write(q->fd, &one, sizeof(one)) != sizeof(one))
+		sv_dbg("event fd: %s\n", strerror(errno));
+}
+
+void sv_async_event(struct sv_context *ctx, const struct ibv_async_event *e)
+{
+	struct sv_async_ev *a = malloc(sizeof(*a));
+
+	if (!a)
+		return;
+	a->ev = *e;
+	pthread_mutex_lock(&ctx->async.lock);
+	sv_list_add_tail(&ctx->async.events, &a->node);
+	pthread_mutex_unlock(&ctx->async.lock);
+	evq_count(&ctx->async);
+}
+
+/* Queues one event for cq; called with no CQ lock held. */
+void sv_channel_signal(struct sv_channel *ch, struct sv_cq *cq)
+{
+	pthread_mutex_lock(&ch->evq.lock);
+	if (cq->events_queued++ == 0)
+		sv_list_add_tail(&ch->evq.events, &cq->ev_node);
+	pthread_mutex_unlock(&ch->evq.lock);
+	evq_count(&ch->evq);
+}

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A QP's flush (IBA 10.3.1): every outstanding WR completes with
+ * IBV_WC_WR_FLUSH_ERR.  Called by the engine (post to an ERR QP, the error
+ * transition, which destroy goes through) and by the UD transport (a
+ * send queue in SQE), so it is in core/, below them all.
+ */
+#include "sv.h"
+
+/* Flushes the send queue alone (SQE: receives go on). */
+void sv_qp_flush_sq(struct sv_qp *qp)
+{
+	struct ibv_wc wc = {.status = IBV_WC_WR_FLUSH_ERR,
+			    .opcode = IBV_WC_SEND,
+			    .qp_num = qp->qpx.qp_base.qp_num};
+
+	for (; qp->sq_comp != qp->sq_post; qp->sq_comp++) {
+		if (qp->destroying)
+			continue; /* no completion outlives its QP */
+		wc.wr_id = qp->sq[qp->sq_comp & (qp->sq_size - 1)].wr_id;
+		sv_cq_push(qp->scq, &wc, false);
+	}
+	qp->sq_send = qp->sq_post;
+}
+
+static void flush_rq(struct sv_qp *qp)
+{
+	struct ibv_wc wc = {.status = IBV_WC_WR_FLUSH_ERR,
+			    .opcode = IBV_WC_RECV,
+			    .qp_num = qp->qpx.qp_base.qp_num};
+
+	for (; qp->rq_comp != qp->rq_post; qp->rq_comp++) {
+		if (qp->destroying)
+			continue;
+		wc.wr_id = qp->rq[qp->rq_comp & (qp->rq_size - 1)].wr_id;
+		sv_cq_push(qp->rcq, &wc, false);
+	}
+	qp->resp_rnr = false;
+}
+
+/* IBA 10.3.1: in the Error state every outstanding and new WR completes
+ * with a flush error.  Caller holds qp->lock. */
+void sv_qp_flush(struct sv_qp *qp)
+{
+	if (qp->sq_comp != qp->sq_post || qp->rq_comp != qp->rq_post)
+		sv_dbg("qp %06x: flushing %u sends, %u receives%s\n",
+		       qp->qpx.qp_base.qp_num, qp->sq_post - qp->sq_comp,
+		       qp->rq_post - qp->rq_comp,
+		       qp->destroying ? " (destroyed: no completions)" : "");
+	sv_qp_flush_sq(qp);
+	flush_rq(qp);
+}
