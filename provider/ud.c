@@ -132,6 +132,19 @@ static uint32_t send_qkey(const struct sv_qp *qp, const struct sv_swqe *w)
  * sender's queue forever. */
 #define SV_UD_RETRY_NS	    200000000ull
 #define SV_UD_RETRY_TICK_NS 1000000ull
+/*
+ * How long the UDP listener holds a datagram for a QP whose socket is
+ * full (sv_ud_door).  The kernel took that datagram into our socket, and
+ * the QP has receives posted (an HCA would have placed it): only the
+ * receiving process's not running keeps its socket full, so this is how
+ * long a process may be starved before we drop what it will take.  A
+ * stopped receiver costs one such hold; after that its datagrams are
+ * dropped at once while its socket stays full (sv_ud_door.stalled), so
+ * the listener's other QPs are not held up again.  200 ms (the sender's
+ * wait above) lost ud_fan_in_8_processes' datagrams beside two busy
+ * loops: a sender's listener held one for the starved receiver 213 ms.
+ */
+#define SV_UD_HOLD_NS 2000000000ull
 
 /* The address a multicast to group ip leaves from (network order; 0:
  * the kernel's route): the AH's source GID's, so the interface that has
@@ -970,13 +983,16 @@ int sv_ud_route(struct sv_context *ctx, const struct ibv_ah_attr *a,
 
 /* A datagram that arrived while its QP's socket was full waits here
  * (and the listener is out of epoll: the UDP socket's buffer holds the
- * rest) for up to SV_UD_RETRY_NS, as a local sender waits: a receiver
- * that drains keeps up, a stopped one loses them. */
+ * rest) for up to SV_UD_HOLD_NS: a receiver that is starved catches
+ * up, a stopped one loses them. */
 struct sv_ud_door {
 	int fd;
 	uint32_t held;	  /* bytes in d, 0: none */
 	uint32_t dst;	  /* d's IP destination (network order): a group? */
 	uint32_t mc_next; /* a group's: members below this QPN have it */
+	uint32_t stalled; /* a QPN whose full socket outlasted a hold: its
+			   * datagrams are dropped, not held, until it takes
+			   * one again; SV_MCAST_QPN: none */
 	socklen_t slen;	  /* d's source address length */
 	uint64_t since, next_ns;
 	struct {
@@ -1008,6 +1024,7 @@ void sv_ud_door_open(struct sv_context *ctx)
 		errno = ENOMEM;
 		goto fail;
 	}
+	d->stalled = SV_MCAST_QPN;
 	/* IPv6 and IPv4 on one socket (IPv4 senders arrive v4-mapped; the
 	 * IPv4 options below apply to them), or IPv4 only where the kernel
 	 * has no IPv6 */
@@ -1098,7 +1115,8 @@ void sv_ud_door_close(struct sv_context *ctx)
 	 * kernel gave our listener is other processes' QPs' too: passed on
 	 * before it closes, waiting for a full QP socket as a sender does
 	 * (SV_UD_RETRY_NS at most); only a process that is killed loses
-	 * its listener's share, as a wire would.  First out of the port's
+	 * its listener's share, as a wire would (SV_UD_HOLD_NS at most
+	 * for a starved receiver).  First out of the port's
 	 * group: the kernel picks no connected socket of it, so nothing
 	 * more comes once the queue is drained (still in the group, a
 	 * sender's next datagrams came after the last drain and went with
@@ -1106,7 +1124,7 @@ void sv_ud_door_close(struct sv_context *ctx)
 	 * load).  Connected to our own port on loopback, whose source only
 	 * a listener could be, and listeners never send. */
 	if (d) {
-		uint64_t end = sv_now_ns() + SV_UD_RETRY_NS;
+		uint64_t end = sv_now_ns() + SV_UD_HOLD_NS;
 		struct timespec tick = {0, SV_UD_RETRY_TICK_NS};
 
 		if (door_leave_group(d))
@@ -1157,8 +1175,20 @@ static int door_pass(struct sv_context *ctx, struct sv_ud_door *d, size_t n)
 	uint32_t m[SV_MAX_MCAST_QP_ATTACH];
 	int k;
 
-	if (!IN_MULTICAST(ntohl(d->dst)))
-		return pass_to(ctx, d, n, d->d.h.dst_qpn);
+	if (!IN_MULTICAST(ntohl(d->dst))) {
+		uint32_t qpn = d->d.h.dst_qpn;
+
+		if (pass_to(ctx, d, n, qpn)) {
+			if (qpn != d->stalled)
+				return -1;
+			sv_dbg("udp: datagram for %06x lost: it is stalled\n",
+			       qpn);
+			return 0; /* its queue is full, as on a wire */
+		}
+		if (qpn == d->stalled)
+			d->stalled = SV_MCAST_QPN; /* it takes again */
+		return 0;
+	}
 	k = sv_mcast_ctx_members(ctx, d->d.h.dgid, m, SV_MAX_MCAST_QP_ATTACH);
 	if (k < 0)
 		return -1; /* attach holds the list: a moment */
@@ -1269,10 +1299,22 @@ static bool door_pump(struct sv_context *ctx, struct sv_ud_door *d,
 		      uint64_t now, bool live)
 {
 	if (d->held) {
-		if (door_pass(ctx, d, d->held) &&
-		    now - d->since < SV_UD_RETRY_NS) {
-			d->next_ns = now + SV_UD_RETRY_TICK_NS;
-			return true;
+		if (door_pass(ctx, d, d->held)) {
+			if (now - d->since < SV_UD_HOLD_NS) {
+				d->next_ns = now + SV_UD_RETRY_TICK_NS;
+				return true;
+			}
+			sv_dbg("udp: datagram for %06x lost: its socket was "
+			       "full "
+			       "for %llu ms\n",
+			       d->d.h.dst_qpn,
+			       (unsigned long long)(now - d->since) / 1000000);
+			if (!IN_MULTICAST(ntohl(d->dst)))
+				d->stalled = d->d.h.dst_qpn;
+		} else if (now - d->since > SV_UD_RETRY_NS) {
+			sv_dbg("udp: datagram for %06x passed after %llu ms\n",
+			       d->d.h.dst_qpn,
+			       (unsigned long long)(now - d->since) / 1000000);
 		}
 		d->held = 0;
 		if (live)

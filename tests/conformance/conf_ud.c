@@ -8,6 +8,10 @@
  * the receiver, and the reply path through ibv_create_ah_from_wc.
  */
 #include <arpa/inet.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -630,6 +634,137 @@ SV_TEST(ud_fan_in_8_processes)
 	}
 	NO_WC(r.cq, 50);
 	ud_end_close(&r);
+}
+
+#define HELD_MSGS 32
+
+/* Reads a QPN in hex (or any byte: 0) from fd, within 20 s. */
+static uint32_t read_qpn(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char line[16] = {0};
+
+	ASSERT_EQ(1, poll(&p, 1, 20000));
+	ASSERT_TRUE(read(fd, line, sizeof(line) - 1) > 0);
+	return (uint32_t)strtoul(line, NULL, 16);
+}
+
+/* A receiver: HELD_MSGS receives posted, its QPN written to fd argv[0];
+ * exit 0 once each of HELD_MSGS datagrams arrived, once. */
+SV_HELPER(ud_starved_receiver)
+{
+	uint8_t seen[HELD_MSGS] = {0};
+	struct ud_end r;
+	struct ibv_wc wc;
+	char qpn[16];
+	int fd = atoi(argv[0]);
+
+	(void)argc;
+	ud_open(&r, HELD_MSGS, true);
+	for (uint32_t k = 0; k < HELD_MSGS; k++)
+		ASSERT_OK(post_recv(&r, k, (size_t)k * 64, 64));
+	snprintf(qpn, sizeof(qpn), "%x\n", r.qp->qp_num);
+	ASSERT_EQ((ssize_t)strlen(qpn), write(fd, qpn, strlen(qpn)));
+	for (int k = 0; k < HELD_MSGS; k++) {
+		const uint8_t *b;
+
+		WAIT_WC(r.cq, &wc, 10000);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		b = r.buf + wc.wr_id * 64 + GRH;
+		ASSERT_TRUE(b[0] < HELD_MSGS);
+		ASSERT_EQ(0, seen[b[0]]);
+		seen[b[0]] = 1;
+	}
+	ud_end_close(&r);
+	return 0;
+}
+
+/* A sender: HELD_MSGS datagrams to QPN argv[0]; when all completed, a
+ * byte to fd argv[1]; exit once a byte comes on fd argv[2] (its UDP
+ * listener is the one that holds what the receiver cannot take yet). */
+SV_HELPER(ud_held_sender)
+{
+	uint32_t qpn = (uint32_t)strtoul(argv[0], NULL, 16);
+	int sent = atoi(argv[1]), go = atoi(argv[2]);
+	struct ud_end s;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	char b = 1;
+
+	(void)argc;
+	ud_open(&s, HELD_MSGS, true);
+	ah = lid_ah(&s);
+	for (int m = 0; m < HELD_MSGS; m++) {
+		s.buf[m * 8] = (uint8_t)m;
+		ASSERT_OK(send_ud(&s, (uint64_t)m, IBV_WR_SEND, (size_t)m * 8,
+				  8, ah, qpn, QKEY));
+	}
+	for (int m = 0; m < HELD_MSGS; m++) {
+		WAIT_WC(s.cq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	}
+	ASSERT_EQ(1, write(sent, &b, 1));
+	ASSERT_EQ(1, read(go, &b, 1));
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ud_end_close(&s);
+	return 0;
+}
+
+/*
+ * Over UDP (both ends in TCP mode), a receiver with a receive posted
+ * for every datagram is not scheduled for a second: its socket is full
+ * (10 datagrams, the kernel's max_dgram_qlen) and the sender's UDP
+ * listener holds the next.  The kernel took them all into our socket
+ * and an HCA would have placed them: each must arrive once the receiver
+ * runs.  Its listener was on another port, so the sender's holds them.
+ * The stop stands for a starved process (ud_fan_in_8_processes beside
+ * two busy loops: a receiver starved 213 ms); a listener that gave up
+ * after 200 ms lost about five here.
+ */
+SV_TEST(ud_listener_holds_for_a_starved_receiver)
+{
+	int p1 = sv_free_port(), p2 = sv_free_port();
+	int qfd[2], sfd[2], gfd[2];
+	char e1[40], e2[40], a[3][12], qpn[16];
+	struct sv_proc r, s;
+	char b = 1;
+
+	while (p2 == p1)
+		p2 = sv_free_port();
+	ASSERT_OK(pipe(qfd));
+	ASSERT_OK(pipe(sfd));
+	ASSERT_OK(pipe(gfd));
+	snprintf(e1, sizeof(e1), "SOFTVERBS_TCP_PORT=%d", p1);
+	snprintf(e2, sizeof(e2), "SOFTVERBS_TCP_PORT=%d", p2);
+	snprintf(a[0], sizeof(a[0]), "%d", qfd[1]);
+	sv_proc_start_helper(
+		&r, "ud_starved_receiver", (char *const[]){a[0], NULL},
+		(char *const[]){"SOFTVERBS_TRANSPORT=tcp", e2, NULL});
+	snprintf(qpn, sizeof(qpn), "%x", read_qpn(qfd[0]));
+	ASSERT_OK(kill(r.pid, SIGSTOP));
+	snprintf(a[1], sizeof(a[1]), "%d", sfd[1]);
+	snprintf(a[2], sizeof(a[2]), "%d", gfd[0]);
+	sv_proc_start_helper(
+		&s, "ud_held_sender", (char *const[]){qpn, a[1], a[2], NULL},
+		(char *const[]){"SOFTVERBS_TRANSPORT=tcp", e1, NULL});
+	read_qpn(sfd[0]); /* all sent */
+	/* the starvation itself: a second without the CPU */
+	usleep(1000 * 1000);
+	ASSERT_OK(kill(r.pid, SIGCONT));
+	sv_proc_wait(&r, 30000);
+	if (r.status)
+		printf("receiver said: %s\n", r.err ? r.err : "");
+	ASSERT_EQ(0, r.status);
+	ASSERT_EQ(1, write(gfd[1], &b, 1));
+	sv_proc_wait(&s, 30000);
+	ASSERT_EQ(0, s.status);
+	sv_proc_free(&r);
+	sv_proc_free(&s);
+	for (int i = 0; i < 2; i++) {
+		close(qfd[i]);
+		close(sfd[i]);
+		close(gfd[i]);
+	}
 }
 
 /* The extended post API on UD: ibv_wr_send + ibv_wr_set_ud_addr; a WR
