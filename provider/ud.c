@@ -126,25 +126,23 @@ static uint32_t send_qkey(const struct sv_qp *qp, const struct sv_swqe *w)
 	return (w->ud_qkey & 0x80000000u) ? qp->attr.qkey : w->ud_qkey;
 }
 
-/* How long a send waits for room in the destination socket's queue
- * (the kernel's max_dgram_qlen, often 10 datagrams) before it counts as
- * lost: a receiver that drains keeps up, a stopped one does not hold the
- * sender's queue forever. */
-#define SV_UD_RETRY_NS	    200000000ull
-#define SV_UD_RETRY_TICK_NS 1000000ull
 /*
- * How long the UDP listener holds a datagram for a QP whose socket is
- * full (sv_ud_door).  The kernel took that datagram into our socket, and
- * the QP has receives posted (an HCA would have placed it): only the
- * receiving process's not running keeps its socket full, so this is how
- * long a process may be starved before we drop what it will take.  A
- * stopped receiver costs one such hold; after that its datagrams are
- * dropped at once while its socket stays full (sv_ud_door.stalled), so
- * the listener's other QPs are not held up again.  200 ms (the sender's
- * wait above) lost ud_fan_in_8_processes' datagrams beside two busy
- * loops: a sender's listener held one for the starved receiver 213 ms.
+ * How long a send waits for room at its destination on this host (the
+ * socket's queue, the kernel's max_dgram_qlen, often 10 datagrams, or
+ * its lane), and the UDP listener holds a datagram for a QP whose socket
+ * is full (sv_ud_door).  Only the receiving process's not running keeps
+ * its queue full (it drains into its receives, or drops what has none),
+ * so this is how long a process may be starved before we lose what it
+ * would take: an HCA would have placed it.  A stopped receiver costs one
+ * such wait; after that, datagrams to it are lost at once while its queue
+ * stays full (qp->ud_stalled, sv_ud_door.stalled), so the sender's or the
+ * listener's other traffic is not held up again.  200 ms lost
+ * ud_fan_in_8_processes' datagrams beside two busy loops: a sender's
+ * listener held one for the starved receiver 213 ms.
  */
-#define SV_UD_HOLD_NS 2000000000ull
+#define SV_UD_HOLD_NS	    2000000000ull
+#define SV_UD_SLOW_NS	    200000000ull /* a wait this long is said (debug) */
+#define SV_UD_RETRY_TICK_NS 1000000ull
 
 /* The address a multicast to group ip leaves from (network order; 0:
  * the kernel's route): the AH's source GID's, so the interface that has
@@ -160,6 +158,11 @@ static uint32_t mcast_src(const struct sv_swqe *w)
 	return 0;
 }
 
+static uint64_t now_ms_since(uint64_t t)
+{
+	return (sv_now_ns() - t) / 1000000;
+}
+
 /* No room for the datagram at its destination (the socket's queue, or
  * its lane): -EAGAIN while it may wait, then 0: lost. */
 static int wait_room(struct sv_qp *qp, struct sv_swqe *w, uint32_t qpn)
@@ -168,18 +171,33 @@ static int wait_room(struct sv_qp *qp, struct sv_swqe *w, uint32_t qpn)
 
 	if (!w->ud_first_ns)
 		w->ud_first_ns = now;
-	if (now - w->ud_first_ns < SV_UD_RETRY_NS) {
+	if (qpn != qp->ud_stalled && now - w->ud_first_ns < SV_UD_HOLD_NS) {
 		qp->comp_deadline = now + SV_UD_RETRY_TICK_NS;
 		return -EAGAIN;
 	}
-	sv_dbg("qp %06x: datagram to %06x lost: no room\n",
-	       qp->qpx.qp_base.qp_num, qpn);
+	sv_dbg("qp %06x: datagram to %06x lost: no room%s\n",
+	       qp->qpx.qp_base.qp_num, qpn,
+	       qpn == qp->ud_stalled ? " (stalled)" : "");
+	qp->ud_stalled = qpn;
 	atomic_store_explicit(
 		&qp->ud_lost,
 		atomic_load_explicit(&qp->ud_lost, memory_order_relaxed) + 1,
 		memory_order_relaxed);
 	w->ud_first_ns = 0;
 	return 0;
+}
+
+/* A datagram went to qpn: it takes again if it was stalled. */
+static void sent(struct sv_qp *qp, struct sv_swqe *w, uint32_t qpn)
+{
+	if (w->ud_first_ns &&
+	    now_ms_since(w->ud_first_ns) > SV_UD_SLOW_NS / 1000000)
+		sv_dbg("qp %06x: datagram to %06x went after %llu ms\n",
+		       qp->qpx.qp_base.qp_num, qpn,
+		       (unsigned long long)now_ms_since(w->ud_first_ns));
+	w->ud_first_ns = 0;
+	if (qpn == qp->ud_stalled)
+		qp->ud_stalled = 0;
 }
 
 /* The truncated MAC (wire.h struct sv_ud_mac) of the datagram h, its
@@ -225,7 +243,7 @@ static size_t seal(struct sv_qp *qp, void *d, size_t n)
 
 /* The datagram d of n bytes to QP qpn, on this host (ip 0: with a lane's
  * memfd when offer is not -1) or over UDP to ip: 0 sent or lost (no such
- * QP, its queue full for SV_UD_RETRY_NS), -EAGAIN to be tried again
+ * QP, its queue full for SV_UD_HOLD_NS), -EAGAIN to be tried again
  * later. */
 static int send_to(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n,
 		   uint32_t qpn, uint32_t ip, int offer)
@@ -288,7 +306,7 @@ static int send_to(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n,
 	}
 	/* never blocks; a full queue or no such QP: lost, as on a wire */
 	if (sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
-		w->ud_first_ns = 0;
+		sent(qp, w, qpn);
 		if (unlikely(sv_faults.on))
 			sv_faults_sent();
 		return 0; /* a datagram goes whole or not */
@@ -316,7 +334,7 @@ static int send_uni(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n)
 		int r = sv_lane_send(qp, d, n, w->ud_qpn, &offer);
 
 		if (!r) {
-			w->ud_first_ns = 0;
+			sent(qp, w, w->ud_qpn);
 			return 0;
 		}
 		if (r == -EAGAIN) /* a full lane waits as a full queue */
@@ -992,7 +1010,7 @@ struct sv_ud_door {
 	uint32_t mc_next; /* a group's: members below this QPN have it */
 	uint32_t stalled; /* a QPN whose full socket outlasted a hold: its
 			   * datagrams are dropped, not held, until it takes
-			   * one again; SV_MCAST_QPN: none */
+			   * one again; 0: none */
 	socklen_t slen;	  /* d's source address length */
 	uint64_t since, next_ns;
 	struct {
@@ -1024,7 +1042,6 @@ void sv_ud_door_open(struct sv_context *ctx)
 		errno = ENOMEM;
 		goto fail;
 	}
-	d->stalled = SV_MCAST_QPN;
 	/* IPv6 and IPv4 on one socket (IPv4 senders arrive v4-mapped; the
 	 * IPv4 options below apply to them), or IPv4 only where the kernel
 	 * has no IPv6 */
@@ -1114,9 +1131,8 @@ void sv_ud_door_close(struct sv_context *ctx)
 	/* the progress thread has stopped (its epoll is gone).  What the
 	 * kernel gave our listener is other processes' QPs' too: passed on
 	 * before it closes, waiting for a full QP socket as a sender does
-	 * (SV_UD_RETRY_NS at most); only a process that is killed loses
-	 * its listener's share, as a wire would (SV_UD_HOLD_NS at most
-	 * for a starved receiver).  First out of the port's
+	 * (SV_UD_HOLD_NS at most); only a process that is killed loses
+	 * its listener's share, as a wire would.  First out of the port's
 	 * group: the kernel picks no connected socket of it, so nothing
 	 * more comes once the queue is drained (still in the group, a
 	 * sender's next datagrams came after the last drain and went with
@@ -1186,7 +1202,7 @@ static int door_pass(struct sv_context *ctx, struct sv_ud_door *d, size_t n)
 			return 0; /* its queue is full, as on a wire */
 		}
 		if (qpn == d->stalled)
-			d->stalled = SV_MCAST_QPN; /* it takes again */
+			d->stalled = 0; /* it takes again */
 		return 0;
 	}
 	k = sv_mcast_ctx_members(ctx, d->d.h.dgid, m, SV_MAX_MCAST_QP_ATTACH);
@@ -1311,7 +1327,7 @@ static bool door_pump(struct sv_context *ctx, struct sv_ud_door *d,
 			       (unsigned long long)(now - d->since) / 1000000);
 			if (!IN_MULTICAST(ntohl(d->dst)))
 				d->stalled = d->d.h.dst_qpn;
-		} else if (now - d->since > SV_UD_RETRY_NS) {
+		} else if (now - d->since > SV_UD_SLOW_NS) {
 			sv_dbg("udp: datagram for %06x passed after %llu ms\n",
 			       d->d.h.dst_qpn,
 			       (unsigned long long)(now - d->since) / 1000000);

@@ -711,21 +711,21 @@ SV_HELPER(ud_held_sender)
 }
 
 /*
- * Over UDP (both ends in TCP mode), a receiver with a receive posted
- * for every datagram is not scheduled for a second: its socket is full
- * (10 datagrams, the kernel's max_dgram_qlen) and the sender's UDP
- * listener holds the next.  The kernel took them all into our socket
- * and an HCA would have placed them: each must arrive once the receiver
- * runs.  Its listener was on another port, so the sender's holds them.
- * The stop stands for a starved process (ud_fan_in_8_processes beside
- * two busy loops: a receiver starved 213 ms); a listener that gave up
- * after 200 ms lost about five here.
+ * A receiver with a receive posted for every datagram is not scheduled
+ * for a second, while its socket is full (10 datagrams: the kernel's
+ * max_dgram_qlen).  An HCA would have placed them all: each must arrive
+ * once the receiver runs.  The stop stands for a starved process
+ * (ud_fan_in_8_processes beside two busy loops: a receiver starved
+ * 213 ms); a wait that gave up after 200 ms lost about five here.  Both
+ * ends are helpers, started with `transport` (SOFTVERBS_TRANSPORT) and
+ * UD lanes off, so a full socket is what they meet; over TCP each has
+ * its own port, so the sender's UDP listener is the one that holds.
  */
-SV_TEST(ud_listener_holds_for_a_starved_receiver)
+static void starved_receiver(const char *transport)
 {
 	int p1 = sv_free_port(), p2 = sv_free_port();
 	int qfd[2], sfd[2], gfd[2];
-	char e1[40], e2[40], a[3][12], qpn[16];
+	char t[40], e1[40], e2[40], a[3][12], qpn[16];
 	struct sv_proc r, s;
 	char b = 1;
 
@@ -734,20 +734,22 @@ SV_TEST(ud_listener_holds_for_a_starved_receiver)
 	ASSERT_OK(pipe(qfd));
 	ASSERT_OK(pipe(sfd));
 	ASSERT_OK(pipe(gfd));
+	snprintf(t, sizeof(t), "SOFTVERBS_TRANSPORT=%s", transport);
 	snprintf(e1, sizeof(e1), "SOFTVERBS_TCP_PORT=%d", p1);
 	snprintf(e2, sizeof(e2), "SOFTVERBS_TCP_PORT=%d", p2);
 	snprintf(a[0], sizeof(a[0]), "%d", qfd[1]);
 	sv_proc_start_helper(
 		&r, "ud_starved_receiver", (char *const[]){a[0], NULL},
-		(char *const[]){"SOFTVERBS_TRANSPORT=tcp", e2, NULL});
+		(char *const[]){t, e2, "SOFTVERBS_UD_LANES=0", NULL});
 	snprintf(qpn, sizeof(qpn), "%x", read_qpn(qfd[0]));
 	ASSERT_OK(kill(r.pid, SIGSTOP));
 	snprintf(a[1], sizeof(a[1]), "%d", sfd[1]);
 	snprintf(a[2], sizeof(a[2]), "%d", gfd[0]);
 	sv_proc_start_helper(
 		&s, "ud_held_sender", (char *const[]){qpn, a[1], a[2], NULL},
-		(char *const[]){"SOFTVERBS_TRANSPORT=tcp", e1, NULL});
-	read_qpn(sfd[0]); /* all sent */
+		(char *const[]){t, e1, "SOFTVERBS_UD_LANES=0", NULL});
+	if (!strcmp(transport, "tcp"))
+		read_qpn(sfd[0]); /* all sent */
 	/* the starvation itself: a second without the CPU */
 	usleep(1000 * 1000);
 	ASSERT_OK(kill(r.pid, SIGCONT));
@@ -755,6 +757,8 @@ SV_TEST(ud_listener_holds_for_a_starved_receiver)
 	if (r.status)
 		printf("receiver said: %s\n", r.err ? r.err : "");
 	ASSERT_EQ(0, r.status);
+	if (strcmp(transport, "tcp"))
+		read_qpn(sfd[0]); /* all sent */
 	ASSERT_EQ(1, write(gfd[1], &b, 1));
 	sv_proc_wait(&s, 30000);
 	ASSERT_EQ(0, s.status);
@@ -765,6 +769,19 @@ SV_TEST(ud_listener_holds_for_a_starved_receiver)
 		close(sfd[i]);
 		close(gfd[i]);
 	}
+}
+
+/* Over UDP: the sender's UDP listener holds what the receiver's socket
+ * cannot take yet. */
+SV_TEST(ud_listener_holds_for_a_starved_receiver)
+{
+	starved_receiver("tcp");
+}
+
+/* On this host's sockets: the sender's send waits for room. */
+SV_TEST(ud_sender_waits_for_a_starved_receiver)
+{
+	starved_receiver("shm");
 }
 
 /* The extended post API on UD: ibv_wr_send + ibv_wr_set_ud_addr; a WR
