@@ -784,6 +784,52 @@ SV_TEST(ud_sender_waits_for_a_starved_receiver)
 	starved_receiver("shm");
 }
 
+/* A receiver that stays stopped costs its sender one wait
+ * (SV_UD_HOLD_NS, 2 s), not one per datagram: after the first is lost,
+ * the rest to it are lost at once while its queue stays full
+ * (qp->ud_stalled).  Waiting each time, the sender's 22 that find no
+ * room would take 44 s. */
+SV_TEST(ud_stopped_receiver_costs_one_wait)
+{
+	char *const env[] = {"SOFTVERBS_TRANSPORT=shm", "SOFTVERBS_UD_LANES=0",
+			     NULL};
+	int qfd[2], sfd[2], gfd[2];
+	char a[3][12], qpn[16], b = 1;
+	struct pollfd p = {.events = POLLIN};
+	struct sv_proc r, s;
+	uint64_t t0;
+
+	ASSERT_OK(pipe(qfd));
+	ASSERT_OK(pipe(sfd));
+	ASSERT_OK(pipe(gfd));
+	snprintf(a[0], sizeof(a[0]), "%d", qfd[1]);
+	sv_proc_start_helper(&r, "ud_starved_receiver",
+			     (char *const[]){a[0], NULL}, env);
+	snprintf(qpn, sizeof(qpn), "%x", read_qpn(qfd[0]));
+	ASSERT_OK(kill(r.pid, SIGSTOP));
+	snprintf(a[1], sizeof(a[1]), "%d", sfd[1]);
+	snprintf(a[2], sizeof(a[2]), "%d", gfd[0]);
+	t0 = sv_now_ms();
+	sv_proc_start_helper(&s, "ud_held_sender",
+			     (char *const[]){qpn, a[1], a[2], NULL}, env);
+	p.fd = sfd[0];
+	ASSERT_EQ(1, poll(&p, 1, 15000)); /* all sent (or lost) */
+	printf("32 sends to a stopped receiver: %llu ms\n",
+	       (unsigned long long)(sv_now_ms() - t0));
+	sv_proc_kill(&r);
+	ASSERT_EQ(1, read(sfd[0], &b, 1));
+	ASSERT_EQ(1, write(gfd[1], &b, 1));
+	sv_proc_wait(&s, 30000);
+	ASSERT_EQ(0, s.status);
+	sv_proc_free(&r);
+	sv_proc_free(&s);
+	for (int i = 0; i < 2; i++) {
+		close(qfd[i]);
+		close(sfd[i]);
+		close(gfd[i]);
+	}
+}
+
 /* The extended post API on UD: ibv_wr_send + ibv_wr_set_ud_addr; a WR
  * with no address fails the batch; RDMA ops are refused at create. */
 SV_TEST(ud_wr_api_set_ud_addr)
