@@ -600,9 +600,15 @@ SV_TEST(ud_fan_in_8_processes)
 	uint8_t seen[FAN_SENDERS][PROC_MSGS] = {{0}};
 	uint32_t src[FAN_SENDERS] = {0};
 	uint32_t slots = FAN_SENDERS * PROC_MSGS;
-	char qpn[16], idx[FAN_SENDERS][8];
+	char qpn[16], idx[FAN_SENDERS][8], port[16];
 	struct ibv_wc wc;
 
+	/* over TCP, a UDP port of its own (the helpers inherit it): every
+	 * process of the user with a UD QP listens on the default one, and
+	 * another test's process that is killed meanwhile loses the share
+	 * the kernel gave its listener, as on a wire (docs/tcp.md) */
+	snprintf(port, sizeof(port), "%d", sv_free_port());
+	ASSERT_OK(setenv("SOFTVERBS_TCP_PORT", port, 1));
 	ud_open(&r, slots, true);
 	for (uint32_t k = 0; k < slots; k++)
 		ASSERT_OK(post_recv(&r, k, (size_t)k * 64, 64));
