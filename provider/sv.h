@@ -691,6 +691,9 @@ struct sv_qp {
 	_Atomic uint64_t ud_lane_rx, ud_lane_tx;
 	_Atomic uint64_t ud_lost; /* sends lost: no room at the destination
 				   * (socket queue or lane) in time */
+	uint32_t ud_stalled;	  /* a QPN whose full queue outlasted a wait:
+				   * sends to it are lost at once until one goes
+				   * (ud.c wait_room); 0: none */
 
 	/* XRC (xrc.c).  XRC_RECV: srq/rcq above are the SRQ of the message
 	 * in progress and its CQ, while it is in progress (bound) */

@@ -5,7 +5,9 @@
  * program's O_NONBLOCK on it makes rdma_get_cm_event fail with EAGAIN.
  * Also the acknowledgement rule: rdma_destroy_id waits for the acks of
  * the events it got, and the order of a DISCONNECTED after the
- * completions the peer made possible before it (hold_disconnect).
+ * completions the peer made possible before it (hold_disconnect), and
+ * a channel destroyed under a thread waiting in rdma_get_cm_event: that
+ * thread sleeps for ever, as the kernel's reader does (channel_park).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,16 +34,30 @@ struct cm_channel *cm_channel_create(bool sync)
 	return ch;
 }
 
+/*
+ * rdma_destroy_event_channel closes the fd and frees the channel
+ * (librdmacm's does both).  A thread still inside rdma_get_cm_event
+ * keeps the memory: the last one out frees it (channel_leave).  The fd
+ * is closed under the lock, so a lock holder that finds the channel
+ * alive finds its fd open.
+ */
 void cm_channel_destroy(struct cm_channel *ch)
 {
 	struct cm_event *e, *n;
+	bool last;
 
+	pthread_mutex_lock(&cm_core.lock);
 	for (e = ch->head; e; e = n) {
 		n = e->next;
 		free(e);
 	}
+	ch->head = ch->tail = NULL;
 	close(ch->ch.fd);
-	free(ch);
+	ch->dead = true;
+	last = !ch->waiters;
+	pthread_mutex_unlock(&cm_core.lock);
+	if (last)
+		free(ch);
 }
 
 struct cm_event *cm_event_new(struct cm_id *c, enum rdma_cm_event_type type,
@@ -195,27 +211,59 @@ static bool hold_disconnect(struct cm_channel *ch, struct ibv_cq **scq,
 	return true;
 }
 
-CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
-				struct rdma_cm_event **event)
+/* A waiter leaves the channel (returning, or cancelled in poll); the
+ * last waiter of a destroyed channel frees it. */
+static void channel_leave(void *arg)
+{
+	struct cm_channel *ch = arg;
+	bool free_it;
+
+	pthread_mutex_lock(&cm_core.lock);
+	free_it = !--ch->waiters && ch->dead;
+	pthread_mutex_unlock(&cm_core.lock);
+	if (free_it)
+		free(ch);
+}
+
+/*
+ * The channel was destroyed while this thread waited for its event.
+ * The kernel's reader of a closed rdma_ucm fd is in the same place: it
+ * still holds the file, nothing wakes it, and it never returns.  It must
+ * not return here either: an error makes rping, whose CM thread waits
+ * while main destroys the channel and exits, fail (exit 255).  It holds
+ * no lock and no memory of ours; exit() ends it.
+ */
+static _Noreturn void channel_park(void)
+{
+	for (;;)
+		pause();
+}
+
+/* The wait itself: 0 and *event, -EAGAIN, -errno of the poll, or
+ * -ESHUTDOWN when the channel was destroyed meanwhile. */
+static int wait_event(struct cm_channel *ch, struct rdma_cm_event **event)
 {
 	struct ibv_cq *scq = NULL, *rcq = NULL;
-	struct cm_channel *ch;
+	struct pollfd pfd = {.events = POLLIN};
 	struct cm_event *e;
 	bool held;
-	int fl;
+	int fl, ret;
 
-	if (!channel || !event)
-		return cm_err(EINVAL);
-	ch = cm_channel_of(channel);
-	fl = fcntl(ch->ch.fd, F_GETFL);
-	if (fl < 0)
-		return -1;
+	pthread_mutex_lock(&cm_core.lock);
+	fl = ch->dead ? 0 : fcntl(ch->ch.fd, F_GETFL);
+	if (fl < 0) {
+		ret = -errno;
+		pthread_mutex_unlock(&cm_core.lock);
+		return ret;
+	}
 	for (;;) {
-		struct pollfd pfd = {.fd = ch->ch.fd, .events = POLLIN};
-
-		pthread_mutex_lock(&cm_core.lock);
+		if (ch->dead) {
+			pthread_mutex_unlock(&cm_core.lock);
+			return -ESHUTDOWN;
+		}
 		held = (fl & O_NONBLOCK) && hold_disconnect(ch, &scq, &rcq);
 		e = held ? NULL : pop(ch);
+		pfd.fd = ch->ch.fd;
 		pthread_mutex_unlock(&cm_core.lock);
 		if (held) {
 			/* a poll of no entries: our libibverbs runs the
@@ -224,21 +272,46 @@ CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 				ibv_poll_cq(scq, 0, NULL);
 			if (rcq)
 				ibv_poll_cq(rcq, 0, NULL);
-			return cm_err(EAGAIN);
+			return -EAGAIN;
 		}
 		if (e)
 			break;
 		/* none: EAGAIN if the program set O_NONBLOCK on the fd, as
-		 * the kernel's read would; else wait for one */
+		 * the kernel's read would; else wait for one.  Destroyed
+		 * from here on, the fd may be closed (POLLNVAL) or another
+		 * file's: whatever wakes us, `dead` is checked first. */
 		if (fl & O_NONBLOCK)
-			return cm_err(EAGAIN);
+			return -EAGAIN;
 		if (poll(&pfd, 1, -1) < 0)
-			return -1;
+			return -errno;
+		pthread_mutex_lock(&cm_core.lock);
 	}
 	if (e->ev.event == RDMA_CM_EVENT_CONNECT_RESPONSE)
 		cm_conn_process_rep(e->owner, e);
 	*event = &e->ev;
 	return 0;
+}
+
+/* ch->waiters counts the threads in here, so that a destroy under them
+ * frees nothing they read (cm_channel_destroy, channel_leave). */
+CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
+				struct rdma_cm_event **event)
+{
+	struct cm_channel *ch;
+	int ret;
+
+	if (!channel || !event)
+		return cm_err(EINVAL);
+	ch = cm_channel_of(channel);
+	pthread_mutex_lock(&cm_core.lock);
+	ch->waiters++;
+	pthread_mutex_unlock(&cm_core.lock);
+	pthread_cleanup_push(channel_leave, ch);
+	ret = wait_event(ch, event);
+	pthread_cleanup_pop(1);
+	if (ret == -ESHUTDOWN)
+		channel_park();
+	return ret ? cm_err(-ret) : 0;
 }
 
 CM_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)

@@ -57,6 +57,9 @@ struct cm_channel {
 	struct cm_event *head, *tail; /* queued, not yet got */
 	bool armed;		      /* the eventfd's count is 1 */
 	bool sync;		      /* made for one id (no channel given) */
+	bool dead;		      /* destroyed; waiters keep the memory */
+	int waiters; /* threads in rdma_get_cm_event; the last one out of
+		      * a dead channel frees it (channel.c) */
 };
 
 struct cm_event {

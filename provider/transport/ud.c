@@ -126,11 +126,22 @@ static uint32_t send_qkey(const struct sv_qp *qp, const struct sv_swqe *w)
 	return (w->ud_qkey & 0x80000000u) ? qp->attr.qkey : w->ud_qkey;
 }
 
-/* How long a send waits for room in the destination socket's queue
- * (the kernel's max_dgram_qlen, often 10 datagrams) before it counts as
- * lost: a receiver that drains keeps up, a stopped one does not hold the
- * sender's queue forever. */
-#define SV_UD_RETRY_NS	    200000000ull
+/*
+ * How long a send waits for room at its destination on this host (the
+ * socket's queue, the kernel's max_dgram_qlen, often 10 datagrams, or
+ * its lane), and the UDP listener holds a datagram for a QP whose socket
+ * is full (sv_ud_door).  Only the receiving process's not running keeps
+ * its queue full (it drains into its receives, or drops what has none),
+ * so this is how long a process may be starved before we lose what it
+ * would take: an HCA would have placed it.  A stopped receiver costs one
+ * such wait; after that, datagrams to it are lost at once while its queue
+ * stays full (qp->ud_stalled, sv_ud_door.stalled), so the sender's or the
+ * listener's other traffic is not held up again.  200 ms lost
+ * ud_fan_in_8_processes' datagrams beside two busy loops: a sender's
+ * listener held one for the starved receiver 213 ms.
+ */
+#define SV_UD_HOLD_NS	    2000000000ull
+#define SV_UD_SLOW_NS	    200000000ull /* a wait this long is said (debug) */
 #define SV_UD_RETRY_TICK_NS 1000000ull
 
 /* The address a multicast to group ip leaves from (network order; 0:
@@ -147,6 +158,11 @@ static uint32_t mcast_src(const struct sv_swqe *w)
 	return 0;
 }
 
+static uint64_t now_ms_since(uint64_t t)
+{
+	return (sv_now_ns() - t) / 1000000;
+}
+
 /* No room for the datagram at its destination (the socket's queue, or
  * its lane): -EAGAIN while it may wait, then 0: lost. */
 static int wait_room(struct sv_qp *qp, struct sv_swqe *w, uint32_t qpn)
@@ -155,18 +171,33 @@ static int wait_room(struct sv_qp *qp, struct sv_swqe *w, uint32_t qpn)
 
 	if (!w->ud_first_ns)
 		w->ud_first_ns = now;
-	if (now - w->ud_first_ns < SV_UD_RETRY_NS) {
+	if (qpn != qp->ud_stalled && now - w->ud_first_ns < SV_UD_HOLD_NS) {
 		qp->comp_deadline = now + SV_UD_RETRY_TICK_NS;
 		return -EAGAIN;
 	}
-	sv_dbg("qp %06x: datagram to %06x lost: no room\n",
-	       qp->qpx.qp_base.qp_num, qpn);
+	sv_dbg("qp %06x: datagram to %06x lost: no room%s\n",
+	       qp->qpx.qp_base.qp_num, qpn,
+	       qpn == qp->ud_stalled ? " (stalled)" : "");
+	qp->ud_stalled = qpn;
 	atomic_store_explicit(
 		&qp->ud_lost,
 		atomic_load_explicit(&qp->ud_lost, memory_order_relaxed) + 1,
 		memory_order_relaxed);
 	w->ud_first_ns = 0;
 	return 0;
+}
+
+/* A datagram went to qpn: it takes again if it was stalled. */
+static void sent(struct sv_qp *qp, struct sv_swqe *w, uint32_t qpn)
+{
+	if (w->ud_first_ns &&
+	    now_ms_since(w->ud_first_ns) > SV_UD_SLOW_NS / 1000000)
+		sv_dbg("qp %06x: datagram to %06x went after %llu ms\n",
+		       qp->qpx.qp_base.qp_num, qpn,
+		       (unsigned long long)now_ms_since(w->ud_first_ns));
+	w->ud_first_ns = 0;
+	if (qpn == qp->ud_stalled)
+		qp->ud_stalled = 0;
 }
 
 /* The truncated MAC (wire.h struct sv_ud_mac) of the datagram h, its
@@ -212,7 +243,7 @@ static size_t seal(struct sv_qp *qp, void *d, size_t n)
 
 /* The datagram d of n bytes to QP qpn, on this host (ip 0: with a lane's
  * memfd when offer is not -1) or over UDP to ip: 0 sent or lost (no such
- * QP, its queue full for SV_UD_RETRY_NS), -EAGAIN to be tried again
+ * QP, its queue full for SV_UD_HOLD_NS), -EAGAIN to be tried again
  * later. */
 static int send_to(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n,
 		   uint32_t qpn, uint32_t ip, int offer)
@@ -275,7 +306,7 @@ static int send_to(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n,
 	}
 	/* never blocks; a full queue or no such QP: lost, as on a wire */
 	if (sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
-		w->ud_first_ns = 0;
+		sent(qp, w, qpn);
 		if (unlikely(sv_faults.on))
 			sv_faults_sent();
 		return 0; /* a datagram goes whole or not */
@@ -303,7 +334,7 @@ static int send_uni(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n)
 		int r = sv_lane_send(qp, d, n, w->ud_qpn, &offer);
 
 		if (!r) {
-			w->ud_first_ns = 0;
+			sent(qp, w, w->ud_qpn);
 			return 0;
 		}
 		if (r == -EAGAIN) /* a full lane waits as a full queue */
@@ -970,13 +1001,16 @@ int sv_ud_route(struct sv_context *ctx, const struct ibv_ah_attr *a,
 
 /* A datagram that arrived while its QP's socket was full waits here
  * (and the listener is out of epoll: the UDP socket's buffer holds the
- * rest) for up to SV_UD_RETRY_NS, as a local sender waits: a receiver
- * that drains keeps up, a stopped one loses them. */
+ * rest) for up to SV_UD_HOLD_NS: a receiver that is starved catches
+ * up, a stopped one loses them. */
 struct sv_ud_door {
 	int fd;
 	uint32_t held;	  /* bytes in d, 0: none */
 	uint32_t dst;	  /* d's IP destination (network order): a group? */
 	uint32_t mc_next; /* a group's: members below this QPN have it */
+	uint32_t stalled; /* a QPN whose full socket outlasted a hold: its
+			   * datagrams are dropped, not held, until it takes
+			   * one again; 0: none */
 	socklen_t slen;	  /* d's source address length */
 	uint64_t since, next_ns;
 	struct {
@@ -1097,7 +1131,7 @@ void sv_ud_door_close(struct sv_context *ctx)
 	/* the progress thread has stopped (its epoll is gone).  What the
 	 * kernel gave our listener is other processes' QPs' too: passed on
 	 * before it closes, waiting for a full QP socket as a sender does
-	 * (SV_UD_RETRY_NS at most); only a process that is killed loses
+	 * (SV_UD_HOLD_NS at most); only a process that is killed loses
 	 * its listener's share, as a wire would.  First out of the port's
 	 * group: the kernel picks no connected socket of it, so nothing
 	 * more comes once the queue is drained (still in the group, a
@@ -1106,7 +1140,7 @@ void sv_ud_door_close(struct sv_context *ctx)
 	 * load).  Connected to our own port on loopback, whose source only
 	 * a listener could be, and listeners never send. */
 	if (d) {
-		uint64_t end = sv_now_ns() + SV_UD_RETRY_NS;
+		uint64_t end = sv_now_ns() + SV_UD_HOLD_NS;
 		struct timespec tick = {0, SV_UD_RETRY_TICK_NS};
 
 		if (door_leave_group(d))
@@ -1157,8 +1191,20 @@ static int door_pass(struct sv_context *ctx, struct sv_ud_door *d, size_t n)
 	uint32_t m[SV_MAX_MCAST_QP_ATTACH];
 	int k;
 
-	if (!IN_MULTICAST(ntohl(d->dst)))
-		return pass_to(ctx, d, n, d->d.h.dst_qpn);
+	if (!IN_MULTICAST(ntohl(d->dst))) {
+		uint32_t qpn = d->d.h.dst_qpn;
+
+		if (pass_to(ctx, d, n, qpn)) {
+			if (qpn != d->stalled)
+				return -1;
+			sv_dbg("udp: datagram for %06x lost: it is stalled\n",
+			       qpn);
+			return 0; /* its queue is full, as on a wire */
+		}
+		if (qpn == d->stalled)
+			d->stalled = 0; /* it takes again */
+		return 0;
+	}
 	k = sv_mcast_ctx_members(ctx, d->d.h.dgid, m, SV_MAX_MCAST_QP_ATTACH);
 	if (k < 0)
 		return -1; /* attach holds the list: a moment */
@@ -1269,10 +1315,22 @@ static bool door_pump(struct sv_context *ctx, struct sv_ud_door *d,
 		      uint64_t now, bool live)
 {
 	if (d->held) {
-		if (door_pass(ctx, d, d->held) &&
-		    now - d->since < SV_UD_RETRY_NS) {
-			d->next_ns = now + SV_UD_RETRY_TICK_NS;
-			return true;
+		if (door_pass(ctx, d, d->held)) {
+			if (now - d->since < SV_UD_HOLD_NS) {
+				d->next_ns = now + SV_UD_RETRY_TICK_NS;
+				return true;
+			}
+			sv_dbg("udp: datagram for %06x lost: its socket was "
+			       "full "
+			       "for %llu ms\n",
+			       d->d.h.dst_qpn,
+			       (unsigned long long)(now - d->since) / 1000000);
+			if (!IN_MULTICAST(ntohl(d->dst)))
+				d->stalled = d->d.h.dst_qpn;
+		} else if (now - d->since > SV_UD_SLOW_NS) {
+			sv_dbg("udp: datagram for %06x passed after %llu ms\n",
+			       d->d.h.dst_qpn,
+			       (unsigned long long)(now - d->since) / 1000000);
 		}
 		d->held = 0;
 		if (live)

@@ -7,8 +7,9 @@
  * nobody has, a listener or a peer killed, the acknowledgement rule of
  * rdma_destroy_id, many ids on one channel, UD's SIDR, XRC (an XRC_SEND
  * id sending to the passive id's XRC SRQ), the channel fd's
- * readiness and O_NONBLOCK, and hostile bytes or another uid on the
- * CM's own sockets (errors, never a crash or a hang).
+ * readiness and O_NONBLOCK, a channel destroyed under a waiting
+ * thread, and hostile bytes or another uid on the CM's own sockets
+ * (errors, never a crash or a hang).
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -19,12 +20,14 @@
 #include <sched.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -954,6 +957,113 @@ SV_TEST(cm_channel_nonblocking_eagain)
 	ASSERT_EQ(-1, rdma_get_cm_event(ch, &ev));
 	ASSERT_EQ(EAGAIN, errno);
 	rdma_destroy_event_channel(ch);
+}
+
+struct cm_waiter {
+	struct rdma_event_channel *ch;
+	pid_t tid;
+	int returned;
+};
+
+static void *cm_waiter_run(void *arg)
+{
+	struct cm_waiter *w = arg;
+	struct rdma_cm_event *ev;
+
+	__atomic_store_n(&w->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	rdma_get_cm_event(w->ch, &ev);
+	__atomic_store_n(&w->returned, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* The system call thread `tid` of this process sleeps in, or -1 while it
+ * runs (/proc/self/task/TID/syscall says "running"). */
+static long task_syscall(pid_t tid)
+{
+	char path[64];
+	long nr = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	f = fopen(path, "r");
+	ASSERT_TRUE(f != NULL);
+	if (fscanf(f, "%ld", &nr) != 1)
+		nr = -1;
+	fclose(f);
+	return nr;
+}
+
+static bool nr_is_poll(long nr)
+{
+#ifdef SYS_poll
+	if (nr == SYS_poll)
+		return true;
+#endif
+	return nr == SYS_ppoll;
+}
+
+static bool nr_is_pause(long nr)
+{
+#ifdef SYS_pause
+	if (nr == SYS_pause)
+		return true;
+#endif
+	return nr == SYS_rt_sigsuspend;
+}
+
+/* Waits (deadline EV_MS) until the waiter sleeps in a call `is` names;
+ * fails at once if rdma_get_cm_event returned. */
+static void wait_waiter_in(struct cm_waiter *w, bool (*is)(long),
+			   const char *what)
+{
+	uint64_t end = sv_now_ms() + EV_MS;
+	unsigned int us = 100;
+	pid_t tid;
+
+	while (!(tid = __atomic_load_n(&w->tid, __ATOMIC_ACQUIRE)))
+		sv_backoff(&us);
+	while (!is(task_syscall(tid))) {
+		if (__atomic_load_n(&w->returned, __ATOMIC_ACQUIRE))
+			sv_test_fail(__FILE__, __LINE__,
+				     "rdma_get_cm_event returned (errno %d)",
+				     errno);
+		if (sv_now_ms() > end)
+			sv_test_fail(__FILE__, __LINE__,
+				     "waiter not in %s in %d ms (syscall %ld)",
+				     what, EV_MS, task_syscall(tid));
+		sv_backoff(&us);
+	}
+}
+
+/*
+ * rping destroys its event channel while its CM thread sits in
+ * rdma_get_cm_event.  The kernel's waiter (a read of the rdma_ucm fd)
+ * holds the file: it neither returns nor touches freed memory, and
+ * exit() ends it.  Ours must do the same, whatever wakes it after the
+ * destroy (an event queued just before it, a reused fd number): here a
+ * write to a copy of the channel's fd wakes it.  Under ASan the old
+ * channel.c read the freed channel (heap-use-after-free); returning an
+ * error instead makes rping exit 255.
+ */
+SV_TEST(cm_channel_destroyed_under_waiter)
+{
+	struct cm_waiter w = {.ch = rdma_create_event_channel()};
+	uint64_t one = 1;
+	pthread_t t;
+	int fd;
+
+	ASSERT_TRUE(w.ch != NULL);
+	ASSERT_OK(pthread_create(&t, NULL, cm_waiter_run, &w));
+	ASSERT_OK(pthread_detach(t));
+	wait_waiter_in(&w, nr_is_poll, "poll");
+	fd = dup(w.ch->fd);
+	ASSERT_TRUE(fd >= 0);
+	rdma_destroy_event_channel(w.ch);
+	ASSERT_EQ((ssize_t)sizeof(one), write(fd, &one, sizeof(one)));
+	/* woken, it sleeps again for ever, holding nothing */
+	wait_waiter_in(&w, nr_is_pause, "pause");
+	ASSERT_EQ(0, __atomic_load_n(&w.returned, __ATOMIC_ACQUIRE));
+	close(fd);
 }
 
 struct destroyer {

@@ -8,6 +8,10 @@
  * the receiver, and the reply path through ibv_create_ah_from_wc.
  */
 #include <arpa/inet.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -596,9 +600,15 @@ SV_TEST(ud_fan_in_8_processes)
 	uint8_t seen[FAN_SENDERS][PROC_MSGS] = {{0}};
 	uint32_t src[FAN_SENDERS] = {0};
 	uint32_t slots = FAN_SENDERS * PROC_MSGS;
-	char qpn[16], idx[FAN_SENDERS][8];
+	char qpn[16], idx[FAN_SENDERS][8], port[16];
 	struct ibv_wc wc;
 
+	/* over TCP, a UDP port of its own (the helpers inherit it): every
+	 * process of the user with a UD QP listens on the default one, and
+	 * another test's process that is killed meanwhile loses the share
+	 * the kernel gave its listener, as on a wire (docs/tcp.md) */
+	snprintf(port, sizeof(port), "%d", sv_free_port());
+	ASSERT_OK(setenv("SOFTVERBS_TCP_PORT", port, 1));
 	ud_open(&r, slots, true);
 	for (uint32_t k = 0; k < slots; k++)
 		ASSERT_OK(post_recv(&r, k, (size_t)k * 64, 64));
@@ -630,6 +640,200 @@ SV_TEST(ud_fan_in_8_processes)
 	}
 	NO_WC(r.cq, 50);
 	ud_end_close(&r);
+}
+
+#define HELD_MSGS 32
+
+/* Reads a QPN in hex (or any byte: 0) from fd, within 20 s. */
+static uint32_t read_qpn(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char line[16] = {0};
+
+	ASSERT_EQ(1, poll(&p, 1, 20000));
+	ASSERT_TRUE(read(fd, line, sizeof(line) - 1) > 0);
+	return (uint32_t)strtoul(line, NULL, 16);
+}
+
+/* A receiver: HELD_MSGS receives posted, its QPN written to fd argv[0];
+ * exit 0 once each of HELD_MSGS datagrams arrived, once. */
+SV_HELPER(ud_starved_receiver)
+{
+	uint8_t seen[HELD_MSGS] = {0};
+	struct ud_end r;
+	struct ibv_wc wc;
+	char qpn[16];
+	int fd = atoi(argv[0]);
+
+	(void)argc;
+	ud_open(&r, HELD_MSGS, true);
+	for (uint32_t k = 0; k < HELD_MSGS; k++)
+		ASSERT_OK(post_recv(&r, k, (size_t)k * 64, 64));
+	snprintf(qpn, sizeof(qpn), "%x\n", r.qp->qp_num);
+	ASSERT_EQ((ssize_t)strlen(qpn), write(fd, qpn, strlen(qpn)));
+	for (int k = 0; k < HELD_MSGS; k++) {
+		const uint8_t *b;
+
+		WAIT_WC(r.cq, &wc, 10000);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		b = r.buf + wc.wr_id * 64 + GRH;
+		ASSERT_TRUE(b[0] < HELD_MSGS);
+		ASSERT_EQ(0, seen[b[0]]);
+		seen[b[0]] = 1;
+	}
+	ud_end_close(&r);
+	return 0;
+}
+
+/* A sender: HELD_MSGS datagrams to QPN argv[0]; when all completed, a
+ * byte to fd argv[1]; exit once a byte comes on fd argv[2] (its UDP
+ * listener is the one that holds what the receiver cannot take yet). */
+SV_HELPER(ud_held_sender)
+{
+	uint32_t qpn = (uint32_t)strtoul(argv[0], NULL, 16);
+	int sent = atoi(argv[1]), go = atoi(argv[2]);
+	struct ud_end s;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	char b = 1;
+
+	(void)argc;
+	ud_open(&s, HELD_MSGS, true);
+	ah = lid_ah(&s);
+	for (int m = 0; m < HELD_MSGS; m++) {
+		s.buf[m * 8] = (uint8_t)m;
+		ASSERT_OK(send_ud(&s, (uint64_t)m, IBV_WR_SEND, (size_t)m * 8,
+				  8, ah, qpn, QKEY));
+	}
+	for (int m = 0; m < HELD_MSGS; m++) {
+		WAIT_WC(s.cq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	}
+	ASSERT_EQ(1, write(sent, &b, 1));
+	ASSERT_EQ(1, read(go, &b, 1));
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ud_end_close(&s);
+	return 0;
+}
+
+/*
+ * A receiver with a receive posted for every datagram is not scheduled
+ * for a second, while its socket is full (10 datagrams: the kernel's
+ * max_dgram_qlen).  An HCA would have placed them all: each must arrive
+ * once the receiver runs.  The stop stands for a starved process
+ * (ud_fan_in_8_processes beside two busy loops: a receiver starved
+ * 213 ms); a wait that gave up after 200 ms lost about five here.  Both
+ * ends are helpers, started with `transport` (SOFTVERBS_TRANSPORT) and
+ * UD lanes off, so a full socket is what they meet; over TCP each has
+ * its own port, so the sender's UDP listener is the one that holds.
+ */
+static void starved_receiver(const char *transport)
+{
+	int p1 = sv_free_port(), p2 = sv_free_port();
+	int qfd[2], sfd[2], gfd[2];
+	char t[40], e1[40], e2[40], a[3][12], qpn[16];
+	struct sv_proc r, s;
+	char b = 1;
+
+	while (p2 == p1)
+		p2 = sv_free_port();
+	ASSERT_OK(pipe(qfd));
+	ASSERT_OK(pipe(sfd));
+	ASSERT_OK(pipe(gfd));
+	snprintf(t, sizeof(t), "SOFTVERBS_TRANSPORT=%s", transport);
+	snprintf(e1, sizeof(e1), "SOFTVERBS_TCP_PORT=%d", p1);
+	snprintf(e2, sizeof(e2), "SOFTVERBS_TCP_PORT=%d", p2);
+	snprintf(a[0], sizeof(a[0]), "%d", qfd[1]);
+	sv_proc_start_helper(
+		&r, "ud_starved_receiver", (char *const[]){a[0], NULL},
+		(char *const[]){t, e2, "SOFTVERBS_UD_LANES=0", NULL});
+	snprintf(qpn, sizeof(qpn), "%x", read_qpn(qfd[0]));
+	ASSERT_OK(kill(r.pid, SIGSTOP));
+	snprintf(a[1], sizeof(a[1]), "%d", sfd[1]);
+	snprintf(a[2], sizeof(a[2]), "%d", gfd[0]);
+	sv_proc_start_helper(
+		&s, "ud_held_sender", (char *const[]){qpn, a[1], a[2], NULL},
+		(char *const[]){t, e1, "SOFTVERBS_UD_LANES=0", NULL});
+	if (!strcmp(transport, "tcp"))
+		read_qpn(sfd[0]); /* all sent */
+	/* the starvation itself: a second without the CPU */
+	usleep(1000 * 1000);
+	ASSERT_OK(kill(r.pid, SIGCONT));
+	sv_proc_wait(&r, 30000);
+	if (r.status)
+		printf("receiver said: %s\n", r.err ? r.err : "");
+	ASSERT_EQ(0, r.status);
+	if (strcmp(transport, "tcp"))
+		read_qpn(sfd[0]); /* all sent */
+	ASSERT_EQ(1, write(gfd[1], &b, 1));
+	sv_proc_wait(&s, 30000);
+	ASSERT_EQ(0, s.status);
+	sv_proc_free(&r);
+	sv_proc_free(&s);
+	for (int i = 0; i < 2; i++) {
+		close(qfd[i]);
+		close(sfd[i]);
+		close(gfd[i]);
+	}
+}
+
+/* Over UDP: the sender's UDP listener holds what the receiver's socket
+ * cannot take yet. */
+SV_TEST(ud_listener_holds_for_a_starved_receiver)
+{
+	starved_receiver("tcp");
+}
+
+/* On this host's sockets: the sender's send waits for room. */
+SV_TEST(ud_sender_waits_for_a_starved_receiver)
+{
+	starved_receiver("shm");
+}
+
+/* A receiver that stays stopped costs its sender one wait
+ * (SV_UD_HOLD_NS, 2 s), not one per datagram: after the first is lost,
+ * the rest to it are lost at once while its queue stays full
+ * (qp->ud_stalled).  Waiting each time, the sender's 22 that find no
+ * room would take 44 s. */
+SV_TEST(ud_stopped_receiver_costs_one_wait)
+{
+	char *const env[] = {"SOFTVERBS_TRANSPORT=shm", "SOFTVERBS_UD_LANES=0",
+			     NULL};
+	int qfd[2], sfd[2], gfd[2];
+	char a[3][12], qpn[16], b = 1;
+	struct pollfd p = {.events = POLLIN};
+	struct sv_proc r, s;
+	uint64_t t0;
+
+	ASSERT_OK(pipe(qfd));
+	ASSERT_OK(pipe(sfd));
+	ASSERT_OK(pipe(gfd));
+	snprintf(a[0], sizeof(a[0]), "%d", qfd[1]);
+	sv_proc_start_helper(&r, "ud_starved_receiver",
+			     (char *const[]){a[0], NULL}, env);
+	snprintf(qpn, sizeof(qpn), "%x", read_qpn(qfd[0]));
+	ASSERT_OK(kill(r.pid, SIGSTOP));
+	snprintf(a[1], sizeof(a[1]), "%d", sfd[1]);
+	snprintf(a[2], sizeof(a[2]), "%d", gfd[0]);
+	t0 = sv_now_ms();
+	sv_proc_start_helper(&s, "ud_held_sender",
+			     (char *const[]){qpn, a[1], a[2], NULL}, env);
+	p.fd = sfd[0];
+	ASSERT_EQ(1, poll(&p, 1, 15000)); /* all sent (or lost) */
+	printf("32 sends to a stopped receiver: %llu ms\n",
+	       (unsigned long long)(sv_now_ms() - t0));
+	sv_proc_kill(&r);
+	ASSERT_EQ(1, read(sfd[0], &b, 1));
+	ASSERT_EQ(1, write(gfd[1], &b, 1));
+	sv_proc_wait(&s, 30000);
+	ASSERT_EQ(0, s.status);
+	sv_proc_free(&r);
+	sv_proc_free(&s);
+	for (int i = 0; i < 2; i++) {
+		close(qfd[i]);
+		close(sfd[i]);
+		close(gfd[i]);
+	}
 }
 
 /* The extended post API on UD: ibv_wr_send + ibv_wr_set_ud_addr; a WR
