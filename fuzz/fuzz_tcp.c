@@ -202,8 +202,14 @@ static void run_one(struct run *r, struct fz_env *e)
 	int sp[2];
 
 	sv_link_init(&r->l);
-	if (sv_tcp_prepare(&r->l, VQPN, PQPN, RING_SIZE, &dst, NULL,
-			   to_sctx(e->ctx), &in, &pend))
+	if (sv_link_prepare(&r->l, &sv_tcp_link_ops,
+			    &(struct sv_link_conf){.ctx = to_sctx(e->ctx),
+						   .my_qpn = VQPN,
+						   .peer_qpn = PQPN,
+						   .ring_size = RING_SIZE,
+						   .dst = &dst,
+						   .pfd_conn = &in,
+						   .pfd_acc = &pend}))
 		return;
 	if (tcp_pair(sp))
 		goto out;
@@ -251,8 +257,7 @@ static void run_one(struct run *r, struct fz_env *e)
 	consume(r);
 	close(r->peer);
 out:
-	sv_tcp_close(&r->l, false);
-	sv_shm_close(&r->l, VQPN, false);
+	sv_link_close(&r->l, VQPN, false);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -263,6 +268,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int fds;
 
 	tcp_listener(); /* once, before the fds are counted */
+	/* the context's door, which a TCP link's prepare opens once */
+	if (!sv_tcp_door_open(to_sctx(e->ctx)))
+		return 0;
 	fds = fz_count_fds();
 
 	run_one(&r, e);

@@ -29,7 +29,6 @@
 #include "auth.h"
 #include "crc32c.h"
 #include "peer.h"
-#include "shm.h"
 #include "sv.h"
 
 enum conn_state {
@@ -58,7 +57,7 @@ enum conn_state {
  * stopped one's listener still completes connections that it will not
  * read.  A new connection hashes to another listener, so a silent door
  * is left for a new call soon.  The wait is also 4 times what doors took
- * lately (ctx->door_pass_ns: 8,192 QPs calling at once keep doors busy
+ * lately (the context's pass_ns: 8,192 QPs calling at once keep doors busy
  * for longer, and calls given up too soon only add to their work), and
  * doubles while doors keep silent, up to CONNECT_WAIT_NS. */
 #define DOOR_WAIT_NS 25000000ull
@@ -73,13 +72,24 @@ enum conn_state {
  * ACK timer counts its tries again (sv_tcp_setup_waits). */
 #define SETUP_WAIT_MAX_NS 10000000000ull
 
+/* The transport's state in a context (its tp_state[SV_TP_TCP]), made
+ * at its first TCP link, under the context's door_lock. */
+struct sv_tcp_ctx {
+	struct sv_tcp_door *_Atomic door;
+	bool failed; /* and it could not be opened */
+	/* how long doors took to pass our calls lately (a moving average,
+	 * so that a loaded host's slow doors are waited for) */
+	_Atomic uint64_t pass_ns;
+};
+
 struct sv_tcp {
 	union sv_sockaddr dst; /* the peer host's door: IPv4 or IPv6 */
 	union sv_sockaddr src; /* our source GID's address, port 0; or
 				* AF_UNSPEC: the kernel chooses */
 	struct sv_context *ctx;
-	struct sv_pfd *pfd; /* the connection in ctx's epoll */
-	int fd;		    /* the connection, our call, or -1 */
+	struct sv_tcp_ctx *tctx; /* the context's (its door) */
+	struct sv_pfd *pfd;	 /* the connection in ctx's epoll */
+	int fd;			 /* the connection, our call, or -1 */
 	enum conn_state conn;
 	bool first;	    /* we call first: the smaller QPN (tcp.h) */
 	bool was_up;	    /* the peer QP answered once */
@@ -312,23 +322,6 @@ static bool proof_ok(const struct sv_tcp_proof *p)
 	       p->crc == sv_crc32c(0, &c, sizeof(c));
 }
 
-int sv_tcp_mode(void)
-{
-	return (int)sv_env_uint(SV_ENV_TRANSPORT); /* enum sv_transport */
-}
-
-uint16_t sv_tcp_connect_port(void)
-{
-	uint64_t v = sv_env_uint(SV_ENV_TCP_CONNECT_PORT);
-
-	return v ? (uint16_t)v : sv_tcp_port(); /* 0: unset */
-}
-
-uint16_t sv_tcp_port(void)
-{
-	return (uint16_t)sv_env_uint(SV_ENV_TCP_PORT);
-}
-
 static int local_ring(struct sv_ring *r, uint64_t size, uint32_t qpn)
 {
 	int fd, err = sv_ring_create(r, size, 0, qpn, &fd);
@@ -389,14 +382,19 @@ static bool resume_ok(const struct sv_link *l, uint64_t rx_recv,
 	       rsp_recv <= l->rsp_tx.head;
 }
 
-int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint32_t peer_qpn,
-		   uint64_t ring_size, const union sv_sockaddr *dst,
-		   const union sv_sockaddr *src, struct sv_context *ctx,
-		   struct sv_pfd *pfd, struct sv_pfd *pend_pfd)
+static int prepare(struct sv_link *l, const struct sv_link_conf *c)
 {
-	struct sv_tcp *t = calloc(1, sizeof(*t));
+	const union sv_sockaddr *dst = c->dst, *src = c->src;
+	uint32_t my_qpn = c->my_qpn, peer_qpn = c->peer_qpn;
+	uint64_t ring_size = c->ring_size;
+	struct sv_tcp_ctx *tctx;
+	struct sv_tcp *t;
 	int err = -ENOMEM;
 
+	tctx = sv_tcp_door_open(c->ctx); /* the peer calls us there */
+	if (!tctx)
+		return -ENOMEM;
+	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
 	t->obuf = malloc(OBUF_LEN);
@@ -407,9 +405,10 @@ int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint32_t peer_qpn,
 	t->dst = *dst;
 	if (src && src->sa.sa_family == dst->sa.sa_family)
 		t->src = *src;
-	t->ctx = ctx;
-	t->pfd = pfd;
-	t->pend_pfd = pend_pfd;
+	t->ctx = c->ctx;
+	t->tctx = tctx;
+	t->pfd = c->pfd_conn;
+	t->pend_pfd = c->pfd_acc;
 	t->pend_fd = -1;
 	t->fd = -1;
 	t->stats = &no_stats;
@@ -441,6 +440,14 @@ int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint32_t peer_qpn,
 	}
 	l->rx_ready = true;
 	l->tcp = t;
+	l->ops = &sv_tcp_link_ops;
+	/* one connection: pfd_conn, which the loop drains; pfd_acc (shared
+	 * memory's accepted connection) holds a caller that proves itself
+	 * (pend_step); tcp_close gives them back */
+	sv_pfd_set_kind(c->pfd_conn, SV_PFD_TCP);
+	sv_pfd_set_kind(c->pfd_acc, SV_PFD_TCP);
+	if (c->stats)
+		t->stats = c->stats;
 	return 0;
 
 err_free:
@@ -452,12 +459,6 @@ err_free:
 	free(t->ibuf);
 	free(t);
 	return err;
-}
-
-void sv_tcp_count_into(struct sv_link *l, struct sv_qp_stats *s)
-{
-	if (l->tcp)
-		l->tcp->stats = s;
 }
 
 void sv_tcp_spare(struct sv_link *l, bool hold)
@@ -478,7 +479,7 @@ void sv_tcp_spare(struct sv_link *l, bool hold)
  * leaves its peer SV_TCP_CALLEE_WAIT_NS to call it. */
 static void call_later(struct sv_tcp *t, uint64_t now)
 {
-	t->next_ns = sv_shm_backoff(&t->wait_ns, now);
+	t->next_ns = sv_link_backoff(&t->wait_ns, now);
 	if (!t->first && t->next_ns < now + SV_TCP_CALLEE_WAIT_NS)
 		t->next_ns = now + SV_TCP_CALLEE_WAIT_NS;
 }
@@ -673,7 +674,7 @@ static void connect_step(struct sv_link *l, uint64_t now)
 		t->refused = 0;
 		if (!t->door_wait_ns) {
 			uint64_t lately =
-				4 * atomic_load_explicit(&t->ctx->door_pass_ns,
+				4 * atomic_load_explicit(&t->tctx->pass_ns,
 							 memory_order_relaxed);
 
 			t->door_wait_ns = lately < DOOR_WAIT_NS ? DOOR_WAIT_NS
@@ -820,7 +821,7 @@ static void read_ack(struct sv_link *l, uint64_t now)
 		t->door_wait_ns = 0;
 		t->down_since = 0; /* it exists: slow (stopped), not gone */
 		if (now > t->hello_ns) { /* 7/8 old, 1/8 new; races: fine */
-			_Atomic uint64_t *avg = &t->ctx->door_pass_ns;
+			_Atomic uint64_t *avg = &t->tctx->pass_ns;
 			uint64_t v =
 				atomic_load_explicit(avg, memory_order_relaxed);
 
@@ -1801,6 +1802,84 @@ void sv_tcp_close(struct sv_link *l, bool bye)
 	l->tcp = NULL;
 }
 
+/* A caller the door passed us on the QP's socket (link.c): sock is the
+ * Unix connection it came on, fds[0] the caller's socket, body its
+ * hello. */
+static int take(struct sv_link *l, int sock, const struct sv_hello *h, int *fds,
+		int nfds, const void *body, uint32_t my_qpn, uint32_t expect)
+{
+	struct sv_tcp_hello th;
+	int fd;
+
+	if (nfds != 1 || h->dst_qpn != my_qpn)
+		return -EPROTO;
+	memcpy(&th, body, sizeof(th));
+	fd = fds[0];
+	fds[0] = -1; /* sv_tcp_take's, answered and closed on a refusal */
+	if (sv_tcp_take(l, fd, &th, my_qpn, expect) < 0)
+		return -EPROTO; /* the caller closes sock */
+	close(sock);		/* the Unix connection has done its part */
+	return 1;
+}
+
+/* After the listener's accepts: the link itself moves on in run. */
+static int step(struct sv_link *l, int got, uint32_t my_qpn, uint32_t expect,
+		uint64_t now)
+{
+	(void)my_qpn;
+	(void)expect;
+	(void)now;
+	if (got < 0 && !l->tx_ready)
+		return got;
+	return 0;
+}
+
+static uint64_t next_ns(const struct sv_link *l, uint64_t now)
+{
+	(void)now;
+	return sv_tcp_next_ns(l);
+}
+
+static void tcp_close(struct sv_link *l, uint32_t my_qpn, bool bye)
+{
+	struct sv_pfd *pfd = l->tcp ? l->tcp->pfd : NULL;
+	struct sv_pfd *pend_pfd = l->tcp ? l->tcp->pend_pfd : NULL;
+
+	(void)my_qpn;
+	sv_tcp_close(l, bye);
+	/* the QP's watches, back to shared memory's kinds */
+	if (pfd)
+		sv_pfd_set_kind(pfd, SV_PFD_DOORBELL);
+	if (pend_pfd)
+		sv_pfd_set_kind(pend_pfd, SV_PFD_CONN);
+}
+
+const struct sv_link_ops sv_tcp_link_ops = {
+	.name = "tcp",
+	.msg_type = SV_MSG_TCP,
+	.msg_body = sizeof(struct sv_tcp_hello),
+	.prepare = prepare,
+	.take = take,
+	.spare = sv_tcp_spare,
+	.step = step,
+	.run = sv_tcp_run,
+	.flush = sv_tcp_flush,
+	.rnr_abort = sv_tcp_rnr_abort,
+	.retransmit = sv_tcp_retransmit,
+	.setup_waits = sv_tcp_setup_waits,
+	.next_ns = next_ns,
+	.run_begin = sv_tcp_run_begin,
+	.run_end = sv_tcp_run_end,
+	.set_lazy = sv_tcp_set_lazy,
+	.owed = sv_tcp_owed,
+	.stalled = sv_tcp_stalled,
+	.quiet = sv_tcp_quiet,
+	.close = tcp_close,
+	.ctx_close = sv_tcp_door_close,
+	.door_event = sv_tcp_door_event,
+	.door_next_ns = sv_tcp_door_next_ns,
+};
+
 /*
  * The door: the context's listener on the well-known port.  A caller
  * must say hello within SV_HELLO_WAIT_NS; a full table of silent callers
@@ -1822,6 +1901,20 @@ struct sv_tcp_door {
 		       * process is out of fds, so that callers are
 		       * answered, not left waiting */
 };
+
+static struct sv_tcp_ctx *tcp_ctx(struct sv_context *ctx)
+{
+	return atomic_load_explicit(&ctx->tp_state[SV_TP_TCP],
+				    memory_order_acquire);
+}
+
+static struct sv_tcp_door *door_of(struct sv_context *ctx)
+{
+	struct sv_tcp_ctx *tc = tcp_ctx(ctx);
+
+	return tc ? atomic_load_explicit(&tc->door, memory_order_acquire)
+		  : NULL;
+}
 
 static void door_spares(struct sv_tcp_door *d)
 {
@@ -1847,10 +1940,10 @@ static bool give_spare(struct sv_tcp_door *d, int i)
 static int door_socket(void)
 {
 	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6,
-				  .sin6_port = htons(sv_tcp_port()),
+				  .sin6_port = htons(sv_transport_port()),
 				  .sin6_addr = IN6ADDR_ANY_INIT};
 	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_port = htons(sv_tcp_port()),
+				.sin_port = htons(sv_transport_port()),
 				.sin_addr.s_addr = htonl(INADDR_ANY)};
 	int one = 1, off = 0, fd, err;
 	bool v6 = true;
@@ -1879,10 +1972,11 @@ static int door_socket(void)
 	return fd;
 }
 
-void sv_tcp_door_open(struct sv_context *ctx)
+struct sv_tcp_ctx *sv_tcp_door_open(struct sv_context *ctx)
 {
 	static atomic_bool said;
 	struct sv_tcp_door *d;
+	struct sv_tcp_ctx *tc;
 	int fd;
 
 	/* the secret read and its keys derived now (at RTR), not in the
@@ -1890,7 +1984,15 @@ void sv_tcp_door_open(struct sv_context *ctx)
 	 * namespaces when they were (bench/tcp_trust.sh) */
 	sv_auth_on();
 	pthread_mutex_lock(&ctx->door_lock);
-	if (atomic_load(&ctx->door) || ctx->door_failed)
+	tc = tcp_ctx(ctx);
+	if (!tc) {
+		tc = calloc(1, sizeof(*tc));
+		if (!tc)
+			goto out;
+		atomic_store_explicit(&ctx->tp_state[SV_TP_TCP], tc,
+				      memory_order_release);
+	}
+	if (atomic_load(&tc->door) || tc->failed)
 		goto out;
 	fd = door_socket();
 	if (fd < 0)
@@ -1907,20 +2009,21 @@ void sv_tcp_door_open(struct sv_context *ctx)
 		d->pend[i].pfd.kind = SV_PFD_DOOR_PEND;
 		d->pend[i].pfd.fd = -1;
 	}
-	atomic_store_explicit(&ctx->door, d, memory_order_release);
+	atomic_store_explicit(&tc->door, d, memory_order_release);
 	sv_progress_add(ctx, &d->lfd, fd);
 	goto out;
 fail:
-	ctx->door_failed = true;
+	tc->failed = true;
 	if (!atomic_exchange(&said, true))
 		fprintf(stderr,
 			"softverbs: cannot listen on TCP port %u (%s): QPs of "
 			"this process cannot be reached from other hosts; "
 			"another user's programs may hold it: set "
 			"SOFTVERBS_TCP_PORT on both hosts\n",
-			sv_tcp_port(), strerror(errno));
+			sv_transport_port(), strerror(errno));
 out:
 	pthread_mutex_unlock(&ctx->door_lock);
+	return tc;
 }
 
 static void pend_drop(struct sv_context *ctx, struct door_pend *p)
@@ -1935,8 +2038,12 @@ static void pend_drop(struct sv_context *ctx, struct door_pend *p)
 /* After the progress thread stopped (its epoll set is gone). */
 void sv_tcp_door_close(struct sv_context *ctx)
 {
-	struct sv_tcp_door *d = atomic_load(&ctx->door);
+	struct sv_tcp_ctx *tc = tcp_ctx(ctx);
+	struct sv_tcp_door *d = tc ? atomic_load(&tc->door) : NULL;
 
+	if (tc)
+		atomic_store(&ctx->tp_state[SV_TP_TCP], NULL);
+	free(tc);
 	if (!d)
 		return;
 	for (int i = 0; i < DOOR_PENDING; i++)
@@ -1948,11 +2055,10 @@ void sv_tcp_door_close(struct sv_context *ctx)
 	if (d->lfd.fd >= 0)
 		close(d->lfd.fd);
 	free(d);
-	atomic_store(&ctx->door, NULL);
 }
 
 /* Passes a caller to the QP it asked for, through that QP's socket
- * (taken by shm.c's accept, SV_MSG_TCP); else answers why not.  Every
+ * (taken by link.c's accept, SV_MSG_TCP); else answers why not.  Every
  * well-formed hello is answered PASSED first, and a QP that does not
  * exist then NO_QP: the same bytes a QP that refuses the caller sends
  * (sv_tcp_take), so the door tells nobody which QPs exist. */
@@ -1978,15 +2084,16 @@ static void forward(struct sv_tcp_door *d, int fd, const struct sv_tcp_hello *h)
 	int s;
 
 	answer(fd, SV_TCP_PASSED);
-	s = socket(AF_UNIX, SV_SHM_SOCK | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	s = socket(AF_UNIX, SV_LINK_SOCK | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s < 0 && give_spare(d, 1))
-		s = socket(AF_UNIX, SV_SHM_SOCK | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		s = socket(AF_UNIX, SV_LINK_SOCK | SOCK_NONBLOCK | SOCK_CLOEXEC,
 			   0);
 	if (s < 0) {
 		answer(fd, SV_TCP_BUSY);
 		return;
 	}
-	if (connect(s, (struct sockaddr *)&a, sv_shm_qp_addr(&a, h->dst_qpn))) {
+	if (connect(s, (struct sockaddr *)&a,
+		    sv_link_qp_addr(&a, h->dst_qpn))) {
 		answer(fd, errno == EAGAIN ? SV_TCP_BUSY : SV_TCP_NO_QP);
 		goto out;
 	}
@@ -2079,8 +2186,7 @@ static void door_accept(struct sv_context *ctx, struct sv_tcp_door *d)
 
 void sv_tcp_door_event(struct sv_context *ctx, struct sv_pfd *p)
 {
-	struct sv_tcp_door *d =
-		atomic_load_explicit(&ctx->door, memory_order_acquire);
+	struct sv_tcp_door *d = door_of(ctx);
 
 	if (!d)
 		return;
@@ -2093,8 +2199,7 @@ void sv_tcp_door_event(struct sv_context *ctx, struct sv_pfd *p)
 
 uint64_t sv_tcp_door_next_ns(struct sv_context *ctx, uint64_t now)
 {
-	struct sv_tcp_door *d =
-		atomic_load_explicit(&ctx->door, memory_order_acquire);
+	struct sv_tcp_door *d = door_of(ctx);
 	uint64_t next = UINT64_MAX;
 
 	if (!d)

@@ -31,7 +31,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "shm.h"
 #include "sv.h"
 
 /* One attachment of a QP: (gid, lid), on qp->mcast. */
@@ -162,7 +161,7 @@ static bool entry_parse(const char *s, uint32_t *qpn, pid_t *pid)
 static bool entry_dead(uint32_t qpn, pid_t pid)
 {
 	struct sockaddr_un a;
-	socklen_t alen = sv_shm_qp_addr(&a, qpn);
+	socklen_t alen = sv_link_qp_addr(&a, qpn);
 	int fd, rc;
 
 	if (kill(pid, 0) == 0 || errno != ESRCH)
