@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The TCP transport's frames (tcp.c) as a hostile host sends them: a
+ * The TCP transport's frames (tcp/) as a hostile host sends them: a
  * victim link is given a peer connection (the hello taken as from the
  * door), and the input is a program of commands: frames built so most
  * pass the header and CRC checks (records at the position the victim
@@ -134,7 +134,7 @@ static void consume(struct run *r)
 
 /* A loopback TCP connection: sp[0] the victim's end (as a door passes
  * it), sp[1] ours.  TCP, not a socket pair: the victim takes a caller
- * only at its destination's address and of its own user (tcp.c). */
+ * only at its destination's address and of its own user (tcp/). */
 static int tcp_listener(void)
 {
 	static int lfd = -1;

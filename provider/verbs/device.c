@@ -203,7 +203,7 @@ int sv_av_check(const struct ibv_ah_attr *a, const char *who, bool tcp_ok)
 			return 0;
 		if (tcp_ok && sv_gid_sockaddr(&a->grh.dgid, 0, &sa) &&
 		    sv_transport_mode() != SV_TRANSPORT_SHM)
-			return 0; /* another host: over TCP (tcp.c) */
+			return 0; /* another host: over TCP (tcp/) */
 		inet_ntop(AF_INET6, a->grh.dgid.raw, buf, sizeof(buf));
 		say_bad_address(
 			"softverbs: %s: GID %s is not on this host%s\n", who,

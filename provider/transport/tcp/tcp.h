@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The TCP transport (tcp.c): a link (link.h) between QPs of different
- * hosts, or of one host when SOFTVERBS_TRANSPORT=tcp.  The engine keeps
- * working on rings; here they are private memory on each side and the
- * transport mirrors them over the network:
+ * The TCP transport (this directory: frame.c, conn.c, mirror.c, run.c,
+ * door.c; tcp_priv.h what they share): a link (link.h) between QPs of
+ * different hosts, or of one host when SOFTVERBS_TRANSPORT=tcp.  The engine
+ * keeps working on rings; here they are private memory on each side and
+ * the transport mirrors them over the network:
  *  - what our requester and responder publish in the tx and rsp_tx rings
  *    is sent, record by record, at its ring position, and the peer's
  *    transport writes each record at the same position of its own rx or
@@ -204,7 +205,7 @@ enum sv_tcp_ring {
 /* TCP's checksum is weak and middleboxes rewrite: every frame carries a
  * CRC-32C of its header (crc 0) and body, as RoCE's ICRC; a frame that
  * fails it ends the connection, and the sender resends from where we
- * got (tcp.c), as a lost packet is resent. */
+ * got (mirror.c), as a lost packet is resent. */
 struct sv_tcp_frame {
 	uint16_t type; /* enum sv_tcp_frame_type */
 	uint16_t ring; /* enum sv_tcp_ring, for REC and PAD */
@@ -271,7 +272,7 @@ void sv_tcp_run_begin(struct sv_link *l);
 void sv_tcp_run_end(struct sv_link *l);
 /* While the app's poll runs the engine (sv_qp_drive), a state of ours
  * that only moves on may wait in the kernel for the next frame, up to this
- * long (tcp.c, state_may_wait). */
+ * long (mirror.c, state_may_wait). */
 #define SV_TCP_ACK_DELAY_NS 20000ull
 void sv_tcp_set_lazy(struct sv_link *l, bool lazy);
 /* A state of ours has waited SV_TCP_ACK_DELAY_NS: the thread pushes it. */
