@@ -260,10 +260,35 @@ out:
 	sv_link_close(&r->l, VQPN, false);
 }
 
+/* The context's door (a TCP link's prepare opens it) on a port of its
+ * own, before the context reads its settings: on the shared well-known
+ * port it would take other programs' callers, and their fds. */
+static void private_door_port(void)
+{
+	struct sockaddr_in6 a = {.sin6_family = AF_INET6};
+	socklen_t len = sizeof(a);
+	static bool done;
+	char port[16];
+	int fd;
+
+	if (done)
+		return;
+	done = true;
+	fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (!bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
+	    !getsockname(fd, (struct sockaddr *)&a, &len)) {
+		snprintf(port, sizeof(port), "%u", ntohs(a.sin6_port));
+		setenv("SOFTVERBS_TCP_PORT", port, 1);
+	}
+	close(fd);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fz f = {data, size};
-	struct fz_env *e = fz_env();
+	struct fz_env *e = (private_door_port(), fz_env());
 	struct run r = {.f = &f};
 	int fds;
 
