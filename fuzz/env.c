@@ -204,12 +204,15 @@ int fz_peer_open(struct fz_peer *p, uint32_t ndesc)
 
 	memset(p, 0, sizeof(*p));
 	sv_link_init(&p->l);
-	err = sv_shm_bind(&p->l, SV_SHM_SOCK, &p->qpn);
+	err = sv_link_bind(&p->l, SV_LINK_SOCK, &p->qpn);
 	if (err)
 		return err;
-	err = sv_shm_prepare(&p->l, p->qpn, 16384, ndesc);
+	err = sv_link_prepare(&p->l, &sv_shm_link_ops,
+			      &(struct sv_link_conf){.my_qpn = p->qpn,
+						     .ring_size = 16384,
+						     .ndesc = ndesc});
 	if (err)
-		sv_shm_close(&p->l, p->qpn, false);
+		sv_link_close(&p->l, p->qpn, false);
 	if (!err) /* awake: nobody reads our doorbells */
 		sv_link_set_sleep(&p->l, false);
 	return err;
@@ -230,7 +233,7 @@ int fz_peer_handshake(struct fz_peer *p, struct fz_env *e, struct ibv_qp *qp,
 	uint64_t deadline = now_ns() + FZ_WAIT_NS;
 	int r;
 
-	while ((r = sv_shm_accept(&p->l, p->qpn, qp->qp_num)) == 0) {
+	while ((r = sv_link_accept(&p->l, p->qpn, qp->qp_num)) == 0) {
 		if (now_ns() > deadline)
 			return -ETIMEDOUT;
 		ibv_poll_cq(e->cq, 0, NULL); /* drives the victim's connect */
@@ -252,8 +255,6 @@ int fz_peer_handshake(struct fz_peer *p, struct fz_env *e, struct ibv_qp *qp,
 
 void fz_peer_close(struct fz_peer *p)
 {
-	sv_shm_close(&p->l, p->qpn, false);
-	if (p->l.listen_fd >= 0)
-		close(p->l.listen_fd);
-	p->l.listen_fd = -1;
+	sv_link_close(&p->l, p->qpn, false);
+	sv_link_unbind(&p->l);
 }

@@ -4,7 +4,7 @@
  * same user sends them: connections to a QP's listener carrying hellos
  * (every field, any length, 0..7 fds of any kind: rings whose header and
  * size lie, unsealed or short memfds, sockets, pipes, eventfds), then
- * sv_shm_accept as the engine calls it; and the messages that follow on
+ * sv_link_accept as the engine calls it; and the messages that follow on
  * an established connection (doorbells, goodbye, stray hellos with fds,
  * garbage, hang-ups) read by sv_shm_check.  A ring
  * the victim accepts is then written to as a sender does, so a header
@@ -170,9 +170,9 @@ static void cmd_connect(struct run *r)
 
 	if (r->nconns == MAX_CONNS)
 		return;
-	s = socket(AF_UNIX, SV_SHM_SOCK | SOCK_CLOEXEC, 0);
+	s = socket(AF_UNIX, SV_LINK_SOCK | SOCK_CLOEXEC, 0);
 	FZ_CHECK(s >= 0);
-	if (connect(s, (struct sockaddr *)&a, sv_shm_qp_addr(&a, r->vqpn))) {
+	if (connect(s, (struct sockaddr *)&a, sv_link_qp_addr(&a, r->vqpn))) {
 		close(s); /* the backlog is full: a peer sees that too */
 		return;
 	}
@@ -186,7 +186,7 @@ static void cmd_accept(struct run *r)
 {
 	struct fz *f = r->f;
 	uint32_t expect = fz_pick(f, 4) ? r->pqpn : SV_QPN_ANY;
-	int got = sv_shm_accept(&r->vl, r->vqpn, expect);
+	int got = sv_link_accept(&r->vl, r->vqpn, expect);
 
 	FZ_CHECK(got <= 1);
 	if (getenv("FZ_TRACE"))
@@ -196,7 +196,6 @@ static void cmd_accept(struct run *r)
 		return;
 	FZ_CHECK(r->vl.tx.size >= 4096 &&
 		 !(r->vl.tx.size & (r->vl.tx.size - 1)));
-	FZ_CHECK(r->vl.acc_fd >= 0);
 	for (int i = 0, n = 1 + fz_pick(f, 4); i < n; i++) {
 		struct sv_ring *t = i & 1 ? &r->vl.rsp_tx : &r->vl.tx;
 		uint32_t len = 32 + fz_u16(f) % 4096;
@@ -212,7 +211,7 @@ static void cmd_accept(struct run *r)
 	}
 	for (uint32_t i = 0; i < r->vl.tx.ndesc; i++) /* single copy reads */
 		(void)atomic_load(&r->vl.tx.desc[i].seq);
-	sv_link_ring_doorbell(r->vl.acc_fd);
+	sv_shm_ring_peer(&r->vl);
 }
 
 /* Messages on an established connection, then sv_shm_check. */
@@ -224,7 +223,7 @@ static void cmd_check(struct run *r)
 	enum sv_link_state st;
 
 	FZ_CHECK(!socketpair(
-		AF_UNIX, SV_SHM_SOCK | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv));
+		AF_UNIX, SV_LINK_SOCK | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv));
 	for (int i = 0, n = fz_pick(f, 4); i < n; i++) {
 		if (fz_pick(f, 2))
 			send_message(r, sv[1]);
@@ -252,8 +251,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int fds = fz_count_fds();
 
 	sv_link_init(&r.vl);
-	FZ_CHECK(sv_shm_bind(&r.vl, SV_SHM_SOCK, &r.vqpn) == 0);
-	FZ_CHECK(sv_shm_prepare(&r.vl, r.vqpn, RING_SIZE, 0) == 0);
+	FZ_CHECK(sv_link_bind(&r.vl, SV_LINK_SOCK, &r.vqpn) == 0);
+	FZ_CHECK(sv_link_prepare(
+			 &r.vl, &sv_shm_link_ops,
+			 &(struct sv_link_conf){.my_qpn = r.vqpn,
+						.ring_size = RING_SIZE}) == 0);
 	r.vl.state = SV_LINK_CONNECTING;
 	r.pqpn = (r.vqpn + 1 + fz_u8(&f)) & SV_PSN_MASK;
 	for (int i = 0; i < MAX_CMDS && !fz_empty(&f); i++) {
@@ -280,8 +282,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 	}
-	sv_shm_close(&r.vl, r.vqpn, true);
-	close(r.vl.listen_fd);
+	sv_link_close(&r.vl, r.vqpn, true);
+	sv_link_unbind(&r.vl);
 	for (int i = 0; i < r.nconns; i++)
 		close(r.conns[i]);
 	FZ_CHECK(fz_count_fds() == fds);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The TCP transport's frames (tcp.c) as a hostile host sends them: a
+ * The TCP transport's frames (tcp/) as a hostile host sends them: a
  * victim link is given a peer connection (the hello taken as from the
  * door), and the input is a program of commands: frames built so most
  * pass the header and CRC checks (records at the position the victim
@@ -134,7 +134,7 @@ static void consume(struct run *r)
 
 /* A loopback TCP connection: sp[0] the victim's end (as a door passes
  * it), sp[1] ours.  TCP, not a socket pair: the victim takes a caller
- * only at its destination's address and of its own user (tcp.c). */
+ * only at its destination's address and of its own user (tcp/). */
 static int tcp_listener(void)
 {
 	static int lfd = -1;
@@ -202,8 +202,14 @@ static void run_one(struct run *r, struct fz_env *e)
 	int sp[2];
 
 	sv_link_init(&r->l);
-	if (sv_tcp_prepare(&r->l, VQPN, PQPN, RING_SIZE, &dst, NULL,
-			   to_sctx(e->ctx), &in, &pend))
+	if (sv_link_prepare(&r->l, &sv_tcp_link_ops,
+			    &(struct sv_link_conf){.ctx = to_sctx(e->ctx),
+						   .my_qpn = VQPN,
+						   .peer_qpn = PQPN,
+						   .ring_size = RING_SIZE,
+						   .dst = &dst,
+						   .pfd_conn = &in,
+						   .pfd_acc = &pend}))
 		return;
 	if (tcp_pair(sp))
 		goto out;
@@ -251,18 +257,45 @@ static void run_one(struct run *r, struct fz_env *e)
 	consume(r);
 	close(r->peer);
 out:
-	sv_tcp_close(&r->l, false);
-	sv_shm_close(&r->l, VQPN, false);
+	sv_link_close(&r->l, VQPN, false);
+}
+
+/* The context's door (a TCP link's prepare opens it) on a port of its
+ * own, before the context reads its settings: on the shared well-known
+ * port it would take other programs' callers, and their fds. */
+static void private_door_port(void)
+{
+	struct sockaddr_in6 a = {.sin6_family = AF_INET6};
+	socklen_t len = sizeof(a);
+	static bool done;
+	char port[16];
+	int fd;
+
+	if (done)
+		return;
+	done = true;
+	fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (!bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
+	    !getsockname(fd, (struct sockaddr *)&a, &len)) {
+		snprintf(port, sizeof(port), "%u", ntohs(a.sin6_port));
+		setenv("SOFTVERBS_TCP_PORT", port, 1);
+	}
+	close(fd);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fz f = {data, size};
-	struct fz_env *e = fz_env();
+	struct fz_env *e = (private_door_port(), fz_env());
 	struct run r = {.f = &f};
 	int fds;
 
 	tcp_listener(); /* once, before the fds are counted */
+	/* the context's door, which a TCP link's prepare opens once */
+	if (!sv_tcp_door_open(to_sctx(e->ctx)))
+		return 0;
 	fds = fz_count_fds();
 
 	run_one(&r, e);

@@ -102,7 +102,7 @@ static void drain(struct run *r)
 static void send_dgram(struct run *r, const void *buf, size_t len)
 {
 	struct sockaddr_un a;
-	socklen_t al = sv_shm_qp_addr(&a, r->qp->qp_num);
+	socklen_t al = sv_link_qp_addr(&a, r->qp->qp_num);
 	struct sv_qp *v = to_sqp(r->qp);
 
 	for (int tries = 0; tries < 4; tries++) {

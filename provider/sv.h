@@ -158,14 +158,12 @@ struct sv_context {
 	struct sv_mcast_grp *mcast_grps; /* groups our QPs are attached to */
 	uint32_t mcast_ngrp;		 /* against SV_MAX_MCAST_GRP */
 	uint32_t mcast_nattach;	   /* against SV_MAX_TOTAL_MCAST_QP_ATTACH */
-	pthread_mutex_t door_lock; /* opening the door */
-	/* TCP listener (tcp.c), at the first TCP link: published (release)
-	 * before its fd is in the progress thread's epoll */
-	struct sv_tcp_door *_Atomic door;
-	bool door_failed; /* and it could not be opened */
-	/* how long doors took to pass our calls lately (tcp.c: a moving
-	 * average, so that a loaded host's slow doors are waited for) */
-	_Atomic uint64_t door_pass_ns;
+	pthread_mutex_t door_lock; /* opening a transport's door */
+	/* Each transport's own state in the context (link.h, enum
+	 * sv_tp_slot), opaque here: TCP's door, made at its first link and
+	 * published (release) before its fd is in the progress thread's
+	 * epoll; freed by sv_transport_ctx_close */
+	void *_Atomic tp_state[SV_TP_SLOTS];
 	/* UD between hosts (ud.c), under door_lock: the UDP socket sends
 	 * go out on (at the first AH of another host), the UDP listener on
 	 * the well-known port (at the first UD QP) and the Unix socket its

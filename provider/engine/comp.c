@@ -8,7 +8,7 @@
  * not up: a ring loses nothing, and a peer that dies hangs up (progress.c),
  * so a late ACK on an up link means a slow peer (stopped, debugged), which
  * an HCA would have acknowledged for — never an error; nor while a TCP
- * link's first calls wait unanswered at busy doors (sv_tcp_setup_waits):
+ * link's first calls wait unanswered at busy doors (ops->setup_waits):
  * nothing was sent yet.  Except with
  * SOFTVERBS_FAULTS drop, where packets are lost: then the timeout resends
  * (req.c sv_req_rewind) and counts against retry_cnt.  A NAK-seq always
@@ -30,7 +30,6 @@
 
 #include "faults.h"
 #include "sv.h"
-#include "tcp.h"
 
 /*
  * IBA 9.7.5.2.8 table 45: RNR NAK timer codes, in 10 µs units
@@ -576,10 +575,10 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 						.first_psn);
 		qp->comp_deadline = now + ack_timeout(qp);
 	} else if (qp->link.state == SV_LINK_UP) {
-		/* slow, alive; over TCP, resent (sv_tcp_retransmit) */
-		sv_tcp_retransmit(&qp->link);
+		/* slow, alive; over TCP, resent (ops->retransmit) */
+		sv_link_retransmit(&qp->link);
 		qp->comp_deadline = now + ack_timeout(qp);
-	} else if (sv_tcp_setup_waits(&qp->link, now)) {
+	} else if (sv_link_setup_waits(&qp->link, now)) {
 		/* IBA 9.7.6.1.3: the timer runs from when a packet was
 		 * sent; ours still wait for our call to the peer's host */
 		qp->comp_deadline = now + ack_timeout(qp);

@@ -330,7 +330,7 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	sv_rq_describe(qp, first);
 	if (qp->attr.qp_state == IBV_QPS_ERR)
 		sv_qp_flush(qp);
-	else if (qp->resp_rnr && qp->link.tcp)
+	else if (qp->resp_rnr && sv_link_runs(&qp->link))
 		sv_qp_run(qp, 0); /* what came meanwhile first (an abort) */
 	else if (qp->resp_rnr)
 		sv_resp_run(qp); /* a sender waits for this receive */

@@ -8,9 +8,7 @@
  */
 #include "qp_state.h"
 #include "rmem.h"
-#include "shm.h"
 #include "sv.h"
-#include "tcp.h"
 
 /* Closes the QP's link: its SRQ's lent WQEs returned, its fds off the
  * progress thread, the transport's connection closed (bye: tell the
@@ -20,11 +18,7 @@ void sv_qp_link_close(struct sv_qp *qp, bool bye)
 	sv_srq_return(qp); /* while the descriptors are mapped */
 	sv_progress_del(qp->ctx, &qp->pfd[1]);
 	sv_progress_del(qp->ctx, &qp->pfd[2]);
-	sv_tcp_close(&qp->link, bye);
-	sv_pfd_set_kind(&qp->pfd[1], SV_PFD_DOORBELL);
-	sv_pfd_set_kind(&qp->pfd[2], SV_PFD_CONN);
-	sv_shm_close(&qp->link, qp->qpx.qp_base.qp_num, bye);
-	qp->link.state = SV_LINK_IDLE;
+	sv_link_close(&qp->link, qp->qpx.qp_base.qp_num, bye);
 	if (qp->rpeer)
 		sv_rpeer_put(qp->ctx, qp->rpeer);
 	qp->rpeer = NULL;

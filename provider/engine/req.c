@@ -537,7 +537,7 @@ void sv_req_run(struct sv_qp *qp)
 	}
 
 	/* a TCP link may be UP (its peer alive) before our copy of the
-	 * peer's ring exists (tcp.c) */
+	 * peer's ring exists (tcp/) */
 	if (qp->attr.qp_state != IBV_QPS_RTS || qp->link.state != SV_LINK_UP ||
 	    !qp->link.tx_ready || qp->sq_stopped)
 		return;

@@ -174,7 +174,7 @@ int sv_auth_mac(const uint8_t *key, const struct iovec *iov, int n,
 {
 	int err;
 
-	/* with or without a secret: a link cookie's MAC (tcp.c) */
+	/* with or without a secret: a link cookie's MAC (tcp/) */
 	pthread_once(&hmac_once_, fetch_hmac);
 	err = hmac ? hmac_once(key, SV_AUTH_KEY_LEN, iov, n, out) : -EIO;
 	if (err)

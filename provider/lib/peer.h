@@ -4,7 +4,7 @@
  * address, and if it is a socket of this host (our network namespace),
  * the user that owns it, found without root through NETLINK_SOCK_DIAG.
  * A service: it calls nothing of the provider and includes no sv.h, so
- * libibverbs (provider/transport/tcp.c) and librdmacm (rdmacm/link.c) link a
+ * libibverbs (provider/transport/tcp/) and librdmacm (rdmacm/link.c) link a
  * copy each, as env.c and auth.c.
  */
 #ifndef SV_PEER_H

@@ -149,10 +149,7 @@ static uint64_t look(struct sv_context *ctx, bool *active)
 		if (rung) {
 			/* before draining: a ring after it is a new edge */
 			atomic_store(&qp->pfd[1].rung, false);
-			if (qp->link.conn_fd >= 0)
-				sv_qp_link_event(
-					qp, sv_shm_check(&qp->link,
-							 qp->link.conn_fd));
+			sv_qp_link_event(qp, sv_shm_check(&qp->link, -1));
 		}
 		if (!mine) {
 			/* new rings start asleep (ring.c): this clears them */

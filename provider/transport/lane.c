@@ -164,7 +164,7 @@ static int tx_put(struct lane_tx *t, const void *d, size_t n, int sock)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&t->hdr->rx_sleep, memory_order_relaxed)) {
 		struct sockaddr_un a;
-		socklen_t alen = sv_shm_qp_addr(&a, t->qpn);
+		socklen_t alen = sv_link_qp_addr(&a, t->qpn);
 
 		/* an empty datagram: its edge wakes the receiver's thread;
 		 * a full queue has woken it already */

@@ -33,7 +33,6 @@
 #include <unistd.h>
 
 #include "mcast.h"
-#include "shm.h"
 #include "sv.h"
 
 /* The user's registry directory: "" on error.  0700 and ours, checked
@@ -145,7 +144,7 @@ static bool entry_parse(const char *s, uint32_t *qpn, pid_t *pid)
 static bool entry_dead(uint32_t qpn, pid_t pid)
 {
 	struct sockaddr_un a;
-	socklen_t alen = sv_shm_qp_addr(&a, qpn);
+	socklen_t alen = sv_link_qp_addr(&a, qpn);
 	int fd, rc;
 
 	if (kill(pid, 0) == 0 || errno != ESRCH)

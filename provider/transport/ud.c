@@ -74,7 +74,7 @@ int sv_ud_bind(struct sv_link *l, uint32_t *qpn)
 {
 	int one = 1, err;
 
-	err = sv_shm_bind(l, SOCK_DGRAM, qpn);
+	err = sv_link_bind(l, SOCK_DGRAM, qpn);
 	if (err)
 		return err;
 	/* the kernel then attaches every sender's credentials */
@@ -151,7 +151,7 @@ static uint32_t mcast_src(const struct sv_swqe *w)
 {
 	struct in_addr a;
 
-	if (sv_tcp_mode() == 2)
+	if (sv_transport_mode() == SV_TRANSPORT_TCP)
 		return htonl(INADDR_LOOPBACK);
 	if (w->ud_grh && sv_gid_ipv4(&w->ud_sgid, &a))
 		return a.s_addr;
@@ -249,10 +249,11 @@ static int send_to(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n,
 		   uint32_t qpn, uint32_t ip, int offer)
 {
 	struct sockaddr_in in = {.sin_family = AF_INET,
-				 .sin_port = htons(sv_tcp_connect_port()),
+				 .sin_port = htons(sv_transport_connect_port()),
 				 .sin_addr.s_addr = ip};
 	struct sockaddr_in6 in6 = {.sin6_family = AF_INET6,
-				   .sin6_port = htons(sv_tcp_connect_port())};
+				   .sin6_port =
+					   htons(sv_transport_connect_port())};
 	struct sockaddr_un a;
 	struct iovec iov = {d, n};
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
@@ -264,7 +265,7 @@ static int send_to(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n,
 	int fd = qp->link.listen_fd;
 
 	m.msg_name = &a;
-	m.msg_namelen = sv_shm_qp_addr(&a, qpn);
+	m.msg_namelen = sv_link_qp_addr(&a, qpn);
 	if (ip) { /* another host's: over UDP, sealed */
 		h->rsvd = 0;
 		if (sv_auth_on()) /* d has room for the trailer */
@@ -365,7 +366,7 @@ static int send_mcast(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n)
 
 	if (!w->ud_grh)
 		return IBV_WC_SUCCESS; /* rxe drops it: no group named */
-	if (!w->ud_ip || sv_tcp_mode() != 2)
+	if (!w->ud_ip || sv_transport_mode() != SV_TRANSPORT_TCP)
 		k = sv_mcast_members(&w->ud_dgid, m, SV_MCAST_SCAN);
 	for (int i = 0; i < k; i++) {
 		if (m[i] < w->ud_mc_next)
@@ -947,7 +948,7 @@ int sv_ud_route(struct sv_context *ctx, const struct ibv_ah_attr *a,
 		uint32_t *ip, bool *ip6)
 {
 	struct in_addr in = {.s_addr = htonl(INADDR_LOOPBACK)};
-	int mode = sv_tcp_mode(), err = 0;
+	int mode = sv_transport_mode(), err = 0;
 	union sv_sockaddr sa;
 	uint32_t grp;
 	bool local;
@@ -1022,17 +1023,17 @@ struct sv_ud_door {
 void sv_ud_door_open(struct sv_context *ctx)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_port = htons(sv_tcp_port()),
+				.sin_port = htons(sv_transport_port()),
 				.sin_addr.s_addr = htonl(INADDR_ANY)};
 	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6,
-				  .sin6_port = htons(sv_tcp_port()),
+				  .sin6_port = htons(sv_transport_port()),
 				  .sin6_addr = IN6ADDR_ANY_INIT};
 	static atomic_bool said;
 	int one = 1, off = 0, buf = 4 << 20, err;
 	struct sv_ud_door *d;
 	bool v6 = true;
 
-	if (sv_tcp_mode() == 1)
+	if (sv_transport_mode() == SV_TRANSPORT_SHM)
 		return; /* SOFTVERBS_TRANSPORT=shm: this host only */
 	pthread_mutex_lock(&ctx->door_lock);
 	if (ctx->udoor_st || ctx->udoor_failed)
@@ -1087,7 +1088,7 @@ fail:
 		fprintf(stderr,
 			"softverbs: UDP port %u: %s: datagrams from other "
 			"hosts will not reach this process's UD QPs\n",
-			sv_tcp_port(), strerror(err));
+			sv_transport_port(), strerror(err));
 out:
 	pthread_mutex_unlock(&ctx->door_lock);
 }
@@ -1170,7 +1171,7 @@ static int pass_to(struct sv_context *ctx, struct sv_ud_door *d, size_t n,
 		   uint32_t qpn)
 {
 	struct sockaddr_un a;
-	socklen_t alen = sv_shm_qp_addr(&a, qpn);
+	socklen_t alen = sv_link_qp_addr(&a, qpn);
 
 	if (sendto(ctx->ud_fwd_fd, &d->d, n, MSG_DONTWAIT | MSG_NOSIGNAL,
 		   (struct sockaddr *)&a, alen) >= 0)
@@ -1380,7 +1381,7 @@ uint64_t sv_ud_door_next_ns(struct sv_context *ctx, uint64_t now)
  * only.  Up to max ifindexes, each once. */
 static int mcast_ifs(int *idx, int max)
 {
-	bool lo = sv_tcp_mode() == 2;
+	bool lo = sv_transport_mode() == SV_TRANSPORT_TCP;
 	struct ifaddrs *ifs;
 	int n = 0;
 

@@ -13,7 +13,6 @@
 
 #include "rmem.h"
 #include "sv.h"
-#include "tcp.h"
 
 #define SV_MR_TABLE_BYTES (SV_MAX_MR * sizeof(struct sv_mr *))
 
@@ -141,7 +140,7 @@ int sv_close_device(struct ibv_context *c)
 	sv_stat_close(ctx);
 	if (sv_pcap_on)
 		sv_pcap_flush();
-	sv_tcp_door_close(ctx);
+	sv_transport_ctx_close(ctx);
 	sv_ud_door_close(ctx);
 	sv_lanes_tx_close(ctx);
 	sv_qp_free_all(ctx);

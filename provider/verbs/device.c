@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "sv.h"
-#include "tcp.h"
 
 /*
  * The IB vendor id is an IEEE OUI.  0x02xxxx has the U/L bit of its first
@@ -81,14 +80,14 @@ int sv_av_check(const struct ibv_ah_attr *a, const char *who, bool tcp_ok)
 		if (sv_gid_is_local(&a->grh.dgid))
 			return 0;
 		if (tcp_ok && sv_gid_sockaddr(&a->grh.dgid, 0, &sa) &&
-		    sv_tcp_mode() != 1)
-			return 0; /* another host: over TCP (tcp.c) */
+		    sv_transport_mode() != SV_TRANSPORT_SHM)
+			return 0; /* another host: over TCP (tcp/) */
 		inet_ntop(AF_INET6, a->grh.dgid.raw, buf, sizeof(buf));
 		say_bad_address(
 			"softverbs: %s: GID %s is not on this host%s\n", who,
 			buf,
 			!tcp_ok ? "; datagrams reach this host's QPs only"
-			: sv_tcp_mode() == 1
+			: sv_transport_mode() == SV_TRANSPORT_SHM
 				? " and SOFTVERBS_TRANSPORT=shm"
 				: "; only an IP address's GID (::ffff:a.b.c.d "
 				  "or a global IPv6 address) names another "

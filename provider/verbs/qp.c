@@ -14,30 +14,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "link.h"
 #include "qp_state.h"
 #include "rmem.h"
-#include "shm.h"
 #include "sv.h"
-#include "tcp.h"
 
 /* SOFTVERBS_RING_KB, rounded up to a power of two. */
 static uint64_t ring_size(void)
 {
 	return sv_roundup_pow2((uint32_t)sv_env_uint(SV_ENV_RING_KB)) * 1024ull;
-}
-
-/* Registers the link's connection sockets: for hang-up detection, and
- * ours to the peer for its doorbell (from the moment we connect). */
-static void watch_link(struct sv_qp *qp)
-{
-	if (qp->link.conn_fd >= 0 && qp->pfd[1].fd != qp->link.conn_fd) {
-		sv_progress_del(qp->ctx, &qp->pfd[1]);
-		sv_progress_add(qp->ctx, &qp->pfd[1], qp->link.conn_fd);
-	}
-	if (qp->link.acc_fd >= 0 && qp->pfd[2].fd != qp->link.acc_fd) {
-		sv_progress_del(qp->ctx, &qp->pfd[2]);
-		sv_progress_add(qp->ctx, &qp->pfd[2], qp->link.acc_fd);
-	}
 }
 
 /* Says why a link cannot come up, once, on stderr (what failed and what
@@ -56,28 +41,25 @@ static void say_link_error(struct sv_qp *qp, const char *what, int err)
 
 /* Maps the peer context's shared registered memory (rmem.c), so our
  * one-sided operations go straight to it; refused, they go to its
- * responder.  The fds are the link's until here. */
-static void take_peer_memory(struct sv_qp *qp)
+ * responder.  The fds are ours to close. */
+static void take_peer_memory(struct sv_qp *qp, int arena_fd, int table_fd,
+			     uint32_t pd)
 {
-	struct sv_link *l = &qp->link;
-
 	if (qp->rpeer)
 		sv_rpeer_put(qp->ctx, qp->rpeer);
 	/* SOFTVERBS_FAULTS: every operation a packet that can be faulted
 	 * (no direct one-sided operations, no single copy) */
-	qp->rpeer = sv_faults.on ? NULL
-				 : sv_rpeer_get(qp->ctx, l->peer_arena_fd,
-						l->peer_table_fd);
+	qp->rpeer =
+		sv_faults.on ? NULL : sv_rpeer_get(qp->ctx, arena_fd, table_fd);
 	if (!qp->rpeer)
 		sv_dbg("qp %06x: peer memory refused: %s\n",
 		       qp->qpx.qp_base.qp_num, strerror(errno));
-	qp->peer_pd = l->peer_pd;
-	close(l->peer_arena_fd);
-	close(l->peer_table_fd);
-	l->peer_arena_fd = l->peer_table_fd = -1;
+	qp->peer_pd = pd;
+	close(arena_fd);
+	close(table_fd);
 }
 
-/* How long a TCP link that was up may stay broken: the requester's
+/* How long a network link that was up may stay broken: the requester's
  * budget (IBA: timeout x retry_cnt) and one ACK timeout more, so that a
  * request in flight fails by its own timer first (comp.c); for ever with
  * the infinite timeout (0), and for UC, which has none. */
@@ -88,21 +70,23 @@ static uint64_t link_down_max_ns(const struct sv_qp *qp)
 	return sv_qp_ack_timeout_ns(qp) * (qp->attr.retry_cnt + 2u);
 }
 
-/* A TCP link, from the engine and the progress thread: moves it on
- * (tcp.c) and follows its state. */
+/* A link that lives by itself (ops->run: TCP), from the engine and the
+ * progress thread: moves it on and follows its state.  (The name is
+ * progress.c's until the lead switches it.) */
 void sv_qp_tcp_run(struct sv_qp *qp, uint64_t now)
 {
 	enum sv_link_state st;
 
-	if (qp->attr.qp_state < IBV_QPS_RTR)
+	if (qp->attr.qp_state < IBV_QPS_RTR || !sv_link_runs(&qp->link))
 		return; /* the peer QPN is not known yet */
-	st = sv_tcp_run(&qp->link, qp->attr.dest_qp_num,
-			sv_qp_ack_timeout_ns(qp), link_down_max_ns(qp), now);
+	st = qp->link.ops->run(&qp->link, qp->attr.dest_qp_num,
+			       sv_qp_ack_timeout_ns(qp), link_down_max_ns(qp),
+			       now);
 	if (st == qp->link.state || qp->link.state == SV_LINK_CLOSED)
 		return;
 	if (st == SV_LINK_UP || st == SV_LINK_CONNECTING) {
-		sv_dbg("qp %06x: tcp link %s -> %s\n", qp->qpx.qp_base.qp_num,
-		       sv_link_state_names[qp->link.state],
+		sv_dbg("qp %06x: %s link %s -> %s\n", qp->qpx.qp_base.qp_num,
+		       qp->link.ops->name, sv_link_state_names[qp->link.state],
 		       sv_link_state_names[st]);
 		qp->link.state = st;
 	} else {
@@ -119,68 +103,22 @@ void sv_qp_tcp_run(struct sv_qp *qp, uint64_t now)
 static int link_step(struct sv_qp *qp)
 {
 	struct sv_link *l = &qp->link;
-	uint32_t qpn = qp->qpx.qp_base.qp_num;
 	enum ibv_qp_state s = qp->attr.qp_state;
-	uint32_t expect = SV_QPN_ANY;
-	int got, err = 0;
+	uint32_t expect = SV_QPN_ANY, pd;
+	int err, arena_fd, table_fd;
 
 	if (s >= IBV_QPS_RTR && s <= IBV_QPS_SQE)
 		expect = qp->attr.dest_qp_num;
-	sv_tcp_spare(l, false); /* room for a TCP caller's socket */
-	got = sv_shm_accept(l, qpn, expect);
-	sv_tcp_spare(l, true);
-	if (l->tcp) { /* our listener passes TCP callers too (tcp.c) */
-		if (got < 0 && !l->tx_ready) {
-			say_link_error(qp, "taking the peer's connection", got);
-			return got;
-		}
-		if (expect != SV_QPN_ANY)
-			sv_qp_tcp_run(qp, 0);
-		return 0;
+	err = sv_link_step(l, qp->qpx.qp_base.qp_num, expect);
+	if (err) {
+		say_link_error(qp, "taking the peer's connection", err);
+		return err;
 	}
-	if (got > 0 && l->peer_qpn != expect && expect != SV_QPN_ANY)
-		sv_shm_drop_tx(l);
-	if (got < 0 && l->state == SV_LINK_CONNECTING && !l->tx_ready) {
-		/* our peer's hello is lost or cannot be taken */
-		say_link_error(qp, "taking the peer's connection", got);
-		return got;
-	}
-	if (expect == SV_QPN_ANY)
-		return 0;
-	if (l->tx_ready && l->peer_qpn != expect)
-		sv_shm_drop_tx(l); /* an early hello from someone else */
-	if (l->conn_fd < 0 && l->state == SV_LINK_CONNECTING) {
-		uint64_t now = sv_now_ns();
-
-		if (now >= l->next_connect_ns) {
-			struct ibv_pd *pd = qp->qpx.qp_base.pd;
-			struct sv_shm_share sh = {.pd_id = pd ? pd->handle : 0};
-
-			/* our registered memory, for the peer's one-sided
-			 * operations; without it they reach our responder
-			 * (always, for XRC_RECV: the PD is each SRQ's) */
-			if (!pd ||
-			    sv_rmem_fds(qp->ctx, &sh.arena_fd, &sh.table_fd))
-				sh.arena_fd = sh.table_fd = -1;
-			err = sv_shm_connect(l, qpn, expect, &sh);
-		}
-		if (err == -EACCES)
-			return err;
-		if (err)
-			l->next_connect_ns =
-				sv_shm_backoff(&l->connect_wait_ns, now);
-		if (err && err != -EAGAIN)
-			sv_dbg("qp %06x: connect to %06x: %s\n", qpn, expect,
-			       strerror(-err));
-	}
-	if (l->tx_ready && l->peer_arena_fd >= 0)
-		take_peer_memory(qp);
-	if (l->state == SV_LINK_CONNECTING && l->conn_fd >= 0 && l->tx_ready) {
-		l->state = SV_LINK_UP;
-		/* what we acked before we could ring: the peer may sleep */
-		sv_link_ring_doorbell(l->acc_fd);
-	}
-	watch_link(qp);
+	if (l->ops && l->ops->peer_memory &&
+	    l->ops->peer_memory(l, &arena_fd, &table_fd, &pd))
+		take_peer_memory(qp, arena_fd, table_fd, pd);
+	if (expect != SV_QPN_ANY && sv_link_runs(l))
+		sv_qp_tcp_run(qp, 0);
 	return 0;
 }
 
@@ -193,23 +131,23 @@ void sv_qp_link_step(struct sv_qp *qp)
 }
 
 /*
- * Where a link goes: shared memory (0), or TCP to *dst (1).  The address
- * decides — a GID of another host is reached over TCP, anything of this
- * host (LID, or a GID in our table) over shared memory — unless
+ * Where a link goes, and its transport (sv_transport_for): the address
+ * decides — a GID of another host is reached over the network, anything
+ * of this host (LID, or a GID in our table) over shared memory — unless
  * SOFTVERBS_TRANSPORT says (tcp: this host too, at the GID's address or
- * 127.0.0.1).  sv_av_check refused what neither can reach.
+ * 127.0.0.1).  sv_av_check refused what neither can reach.  *dst and
+ * *src are for a network transport.
  */
-static int link_route(const struct sv_qp *qp, union sv_sockaddr *dst,
-		      union sv_sockaddr *src)
+static const struct sv_link_ops *link_route(const struct sv_qp *qp,
+					    union sv_sockaddr *dst,
+					    union sv_sockaddr *src)
 {
 	const struct ibv_ah_attr *a = &qp->attr.ah_attr;
 	bool local = !a->is_global || sv_gid_is_local(&a->grh.dgid);
-	uint16_t port = sv_tcp_connect_port();
-	int mode = sv_tcp_mode();
+	const struct sv_link_ops *ops = sv_transport_for(local);
+	uint16_t port = sv_transport_connect_port();
 
 	memset(src, 0, sizeof(*src)); /* AF_UNSPEC: the kernel's choice */
-	if (mode == 1 || (local && mode != 2))
-		return 0;
 	if (a->is_global) { /* the IP source is the source GID's, as RoCE */
 		union ibv_gid g;
 
@@ -219,12 +157,12 @@ static int link_route(const struct sv_qp *qp, union sv_sockaddr *dst,
 			memset(src, 0, sizeof(*src));
 	}
 	if (a->is_global && sv_gid_sockaddr(&a->grh.dgid, port, dst))
-		return 1;	      /* IPv4 or IPv6 */
+		return ops;	      /* IPv4 or IPv6 */
 	memset(dst, 0, sizeof(*dst)); /* LID or our link-local GID */
 	dst->in.sin_family = AF_INET;
 	dst->in.sin_port = htons(port);
 	dst->in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	return 1;
+	return ops;
 }
 
 /* SOFTVERBS_PCAP: the addresses the QP's packets show (pcap.c): the
@@ -258,43 +196,46 @@ static void pcap_addr(struct sv_qp *qp)
  * QP stays as it was. */
 static int link_start(struct sv_qp *qp)
 {
+	struct ibv_pd *pd = qp->qpx.qp_base.pd;
 	union sv_sockaddr dst, src;
+	struct sv_link_conf c = {
+		.ctx = qp->ctx,
+		.my_qpn = qp->qpx.qp_base.qp_num,
+		.peer_qpn = qp->attr.dest_qp_num,
+		.ring_size = ring_size(),
+		/* receive descriptors for single-copy sends, one per RQ
+		 * slot (on an SRQ, per WQE it may hold lent: srq.c lend);
+		 * UC drops messages: the sender could not know which
+		 * receive a send takes */
+		.ndesc = sv_single_copy_min() == UINT32_MAX ||
+					 qp->qpx.qp_base.qp_type != IBV_QPT_RC
+				 ? 0
+				 : qp->rq_size,
+		/* our registered memory, for the peer's one-sided
+		 * operations; without it they reach our responder (always,
+		 * for XRC_RECV: the PD is each SRQ's) */
+		.pd_id = pd ? pd->handle : 0,
+		.share_mem = pd != NULL,
+		.dst = &dst,
+		.src = &src,
+		.pfd_conn = &qp->pfd[1],
+		.pfd_acc = &qp->pfd[2],
+		.stats = &qp->stats,
+	};
+	const struct sv_link_ops *ops = link_route(qp, &dst, &src);
 	int err;
 
 	qp->link.state = SV_LINK_CONNECTING;
-	qp->link.next_connect_ns = 0;
-	qp->link.connect_wait_ns = 0;
-	if (link_route(qp, &dst, &src)) {
-		sv_tcp_door_open(qp->ctx); /* the peer calls us there */
-		/* one connection: pfd[1], which look() drains (progress.c);
-		 * pfd[2] (shared memory's accepted connection) holds a
-		 * caller that proves itself (tcp.c, pend_step) */
-		sv_pfd_set_kind(&qp->pfd[1], SV_PFD_TCP);
-		sv_pfd_set_kind(&qp->pfd[2], SV_PFD_TCP);
-		err = sv_tcp_prepare(&qp->link, qp->qpx.qp_base.qp_num,
-				     qp->attr.dest_qp_num, ring_size(), &dst,
-				     &src, qp->ctx, &qp->pfd[1], &qp->pfd[2]);
-		if (err)
-			say_link_error(qp, "modify to RTR (TCP)", err);
-		else
-			sv_tcp_count_into(&qp->link, &qp->stats);
-		return err;
-	}
-	/* receive descriptors for single-copy sends, one per RQ slot (on an
-	 * SRQ, per WQE it may hold lent: srq.c lend) */
-	err = sv_shm_prepare(&qp->link, qp->qpx.qp_base.qp_num, ring_size(),
-			     /* UC drops messages: the sender could not know
-			      * which receive a send takes */
-			     sv_single_copy_min() == UINT32_MAX ||
-					     qp->qpx.qp_base.qp_type !=
-						     IBV_QPT_RC
-				     ? 0
-				     : qp->rq_size);
+	err = sv_link_prepare(&qp->link, ops, &c);
 	if (err) {
-		say_link_error(qp, "modify to RTR", err);
+		char what[64];
+
+		snprintf(what, sizeof(what), "modify to RTR (%s)", ops->name);
+		say_link_error(qp, what, err);
 		return err;
 	}
-	sv_rq_describe(qp, qp->rq_comp); /* those posted in INIT */
+	/* those posted in INIT (when the transport has descriptors) */
+	sv_rq_describe(qp, qp->rq_comp);
 	return 0;
 }
 
@@ -413,8 +354,8 @@ static void settle(struct sv_qp *qp)
 	if (qp->attr.qp_state < IBV_QPS_RTR ||
 	    qp->attr.qp_state == IBV_QPS_ERR || qp->link.state == SV_LINK_IDLE)
 		return;
-	if (qp->link.tcp)
-		sv_qp_tcp_run(qp, now); /* what arrived, into the rings */
+	sv_qp_tcp_run(qp, now); /* a link that runs: what arrived, into
+				 * the rings */
 	if (qp->attr.qp_state != IBV_QPS_ERR)
 		sv_comp_run(qp, now);
 	if (qp->attr.qp_state != IBV_QPS_ERR)
@@ -474,7 +415,7 @@ static int enter_state(struct sv_qp *qp, enum ibv_qp_state next)
 		if (err)
 			sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
 		else if (qp->link.state == SV_LINK_CONNECTING &&
-			 qp->link.conn_fd < 0)
+			 sv_link_next_ns(&qp->link, 0) != UINT64_MAX)
 			sv_progress_note_work(qp->ctx); /* its retry timer */
 	}
 	return 0;
@@ -694,8 +635,8 @@ void sv_qp_close_all(struct sv_context *ctx)
 		/* its peer hears BYE, or the hang-up if it was dead */
 		if (qp->link.state != SV_LINK_IDLE)
 			sv_qp_link_close(qp, qp->link.state != SV_LINK_DEAD);
-		sv_shm_close(&qp->link, qp->qpx.qp_base.qp_num, false);
-		close(qp->link.listen_fd);
+		sv_link_close(&qp->link, qp->qpx.qp_base.qp_num, false);
+		sv_link_unbind(&qp->link);
 		if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV) {
 			sv_xrc_unbind(qp);
 			sv_xrc_qp_del(qp);
@@ -806,7 +747,7 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	/* the QPN is a socket's name: a listener, or UD's datagram socket */
 	err = a->qp_type == IBV_QPT_UD
 		      ? -sv_ud_bind(&qp->link, &qpn)
-		      : -sv_shm_bind(&qp->link, SV_SHM_SOCK, &qpn);
+		      : -sv_link_bind(&qp->link, SV_LINK_SOCK, &qpn);
 	if (err)
 		goto err_free;
 	qp->ctx = ctx;
@@ -871,8 +812,8 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	return ibqp;
 
 err_close:
-	sv_shm_close(&qp->link, qpn, false);
-	close(qp->link.listen_fd);
+	sv_link_close(&qp->link, qpn, false);
+	sv_link_unbind(&qp->link);
 err_free:
 	pthread_rwlock_wrlock(&ctx->qp_lock);
 	qp_put(ctx, qp);
@@ -1015,8 +956,8 @@ int sv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_unlock(&ibqp->mutex);
 
 	sv_mcast_detach_all(qp); /* its QPN leaves the groups' registry */
-	sv_shm_close(&qp->link, ibqp->qp_num, false);
-	close(qp->link.listen_fd);
+	sv_link_close(&qp->link, ibqp->qp_num, false);
+	sv_link_unbind(&qp->link);
 	sv_stat_qp_gone(qp); /* its counters stay in the context's */
 	pthread_rwlock_wrlock(&ctx->qp_lock);
 	sv_lock(&qp->lock); /* a late poller finishes first */

@@ -290,7 +290,7 @@ static void wake_rnr(struct sv_srq *srq)
 			kick = true;
 			continue;
 		}
-		if (qp->resp_rnr && qp->link.tcp)
+		if (qp->resp_rnr && sv_link_runs(&qp->link))
 			sv_qp_run(qp, 0); /* what came meanwhile first */
 		else if (qp->resp_rnr)
 			sv_resp_run(qp);

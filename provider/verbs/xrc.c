@@ -31,7 +31,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "shm.h"
 #include "sv.h"
 #include "wire.h"
 
@@ -344,7 +343,7 @@ void sv_xsrq_recv_run(struct sv_srq *srq)
 			break; /* EAGAIN: all taken */
 		fd = take_fd(&m);
 		if ((m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-		    !sv_shm_sender_ok(&m) || !sv_xrc_hdr_ok(h, (size_t)n) ||
+		    !sv_link_sender_ok(&m) || !sv_xrc_hdr_ok(h, (size_t)n) ||
 		    h->srqn != srq->srqn || strcmp(h->domain, srq->xrcd->id) ||
 		    !(h->flags & SV_XRC_MEMFD) != (fd < 0) ||
 		    (fd >= 0 && !(data = map_payload(fd, h->len)))) {

@@ -279,9 +279,9 @@ SV_TEST(attack_other_user_connects)
 		alarm(30);
 		if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
 			_exit(20);
-		fd = socket(AF_UNIX, SV_SHM_SOCK, 0);
+		fd = socket(AF_UNIX, SV_LINK_SOCK, 0);
 		if (fd < 0 || connect(fd, (struct sockaddr *)&a,
-				      sv_shm_qp_addr(&a, victim)))
+				      sv_link_qp_addr(&a, victim)))
 			_exit(21);
 		if (socketpair(AF_UNIX, SOCK_DGRAM, 0, sv))
 			_exit(22);

@@ -512,7 +512,7 @@ SV_TEST(ud_hostile_datagrams_dropped)
 	ASSERT_GE(fd, 0);
 	ud_open(&r, 16, true);
 	ASSERT_OK(post_recv(&r, 1, 0, 4096));
-	alen = sv_shm_qp_addr(&a, r.qp->qp_num);
+	alen = sv_link_qp_addr(&a, r.qp->qp_num);
 	memset(&d, 0, sizeof(d));
 	d.h = (struct sv_ud_hdr){.magic = SV_UD_MAGIC,
 				 .version = SV_UD_VERSION,

@@ -276,7 +276,7 @@ static void raw_send(int sock, uint32_t qpn, struct sv_ud_hdr d, int fd)
 	struct sockaddr_un a;
 	struct iovec iov = {&m, sizeof(m.h) + d.len};
 	struct msghdr msg = {.msg_name = &a,
-			     .msg_namelen = sv_shm_qp_addr(&a, qpn),
+			     .msg_namelen = sv_link_qp_addr(&a, qpn),
 			     .msg_iov = &iov,
 			     .msg_iovlen = 1};
 	union {
@@ -304,7 +304,7 @@ static void raw_bell(int sock, uint32_t qpn)
 	struct sockaddr_un a;
 
 	ASSERT_EQ(0, sendto(sock, NULL, 0, 0, (struct sockaddr *)&a,
-			    sv_shm_qp_addr(&a, qpn)));
+			    sv_link_qp_addr(&a, qpn)));
 }
 
 /* Record n of a hostile lane: header h (seq in rsvd), payload 0x66. */
@@ -584,7 +584,7 @@ SV_TEST(ud_lane_receiver_destroyed_qpn_reused)
 	sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	ASSERT_GE(sock, 0);
 	ASSERT_OK(setsockopt(sock, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)));
-	ASSERT_OK(bind(sock, (struct sockaddr *)&a, sv_shm_qp_addr(&a, qpn)));
+	ASSERT_OK(bind(sock, (struct sockaddr *)&a, sv_link_qp_addr(&a, qpn)));
 	for (uint32_t i = 100; i < 105; i++) {
 		send_one(&s, i, qpn);
 		ASSERT_EQ((ssize_t)sizeof(d.h) + 4,

@@ -61,21 +61,21 @@ int sv_peer_ring_desc(uint32_t rx_qpn, uint32_t ndesc)
 int sv_peer_connect(uint32_t qpn)
 {
 	struct sockaddr_un a;
-	int fd = socket(AF_UNIX, SV_SHM_SOCK | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_UNIX, SV_LINK_SOCK | SOCK_CLOEXEC, 0);
 
 	ASSERT_TRUE(fd >= 0);
-	ASSERT_OK(connect(fd, (struct sockaddr *)&a, sv_shm_qp_addr(&a, qpn)));
+	ASSERT_OK(connect(fd, (struct sockaddr *)&a, sv_link_qp_addr(&a, qpn)));
 	return fd;
 }
 
 int sv_peer_listen(uint32_t qpn)
 {
 	struct sockaddr_un a;
-	int fd = socket(AF_UNIX, SV_SHM_SOCK | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_UNIX, SV_LINK_SOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -1;
-	if (bind(fd, (struct sockaddr *)&a, sv_shm_qp_addr(&a, qpn)) ||
+	if (bind(fd, (struct sockaddr *)&a, sv_link_qp_addr(&a, qpn)) ||
 	    listen(fd, 4)) {
 		close(fd);
 		return -1;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The TCP transport (tcp.c): a link (link.h) between QPs of different
- * hosts, or of one host when SOFTVERBS_TRANSPORT=tcp.  The engine keeps
- * working on rings; here they are private memory on each side and the
- * transport mirrors them over the network:
+ * The TCP transport (this directory: frame.c, conn.c, mirror.c, run.c,
+ * door.c; tcp_priv.h what they share): a link (link.h) between QPs of
+ * different hosts, or of one host when SOFTVERBS_TRANSPORT=tcp.  The engine
+ * keeps working on rings; here they are private memory on each side and
+ * the transport mirrors them over the network:
  *  - what our requester and responder publish in the tx and rsp_tx rings
  *    is sent, record by record, at its ring position, and the peer's
  *    transport writes each record at the same position of its own rx or
@@ -204,7 +205,7 @@ enum sv_tcp_ring {
 /* TCP's checksum is weak and middleboxes rewrite: every frame carries a
  * CRC-32C of its header (crc 0) and body, as RoCE's ICRC; a frame that
  * fails it ends the connection, and the sender resends from where we
- * got (tcp.c), as a lost packet is resent. */
+ * got (mirror.c), as a lost packet is resent. */
 struct sv_tcp_frame {
 	uint16_t type; /* enum sv_tcp_frame_type */
 	uint16_t ring; /* enum sv_tcp_ring, for REC and PAD */
@@ -225,26 +226,18 @@ struct sv_tcp_state {
 };
 static_assert(sizeof(struct sv_tcp_state) == 32, "wire ABI");
 
-struct sv_context;
-struct sv_pfd;
-union sv_sockaddr;
+/* The transport's ops (link.h).  Its prepare makes a TCP link to
+ * peer_qpn at the conf's dst (port included), called from its src (the
+ * address of the QP's source GID, port 0; NULL or AF_UNSPEC: the
+ * kernel's choice), as RoCE's IP source is the source GID: the peer
+ * takes the call only from the address its QP names.  The rings now, so
+ * running out of memory is modify_qp's error.  The link's socket is
+ * watched by the context's progress thread through pfd_conn (kind
+ * SV_PFD_TCP), which this transport registers and unregisters as it
+ * opens and closes it.  It counts its system calls on its socket
+ * (tcp_sends, tcp_reads) into the conf's stats. */
+extern const struct sv_link_ops sv_tcp_link_ops;
 
-/* At RTR: a TCP link to peer_qpn at dst (port included), called from
- * src (the address of the QP's source GID, port 0; NULL or AF_UNSPEC:
- * the kernel's choice), as RoCE's IP source is the source GID: the
- * peer takes the call only from the address its QP names.  The rings
- * now, so running out of memory is modify_qp's error.  The link's socket
- * is watched by ctx's progress thread through pfd (kind SV_PFD_TCP),
- * which this file registers and unregisters as it opens and closes it.
- * -errno. */
-int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint32_t peer_qpn,
-		   uint64_t ring_size, const union sv_sockaddr *dst,
-		   const union sv_sockaddr *src, struct sv_context *ctx,
-		   struct sv_pfd *pfd, struct sv_pfd *pend_pfd);
-/* Where the link counts its system calls on its socket (tcp_sends,
- * tcp_reads: the QP's counters); until then, nowhere that anyone reads. */
-struct sv_qp_stats;
-void sv_tcp_count_into(struct sv_link *l, struct sv_qp_stats *s);
 /* Moves the link on: connects (again, with backoff), reads what arrived,
  * sends what is due.  ack_timeout_ns: the QP's local ACK timeout; data
  * of ours the peer's host has not acknowledged for twice that (1 s at
@@ -279,7 +272,7 @@ void sv_tcp_run_begin(struct sv_link *l);
 void sv_tcp_run_end(struct sv_link *l);
 /* While the app's poll runs the engine (sv_qp_drive), a state of ours
  * that only moves on may wait in the kernel for the next frame, up to this
- * long (tcp.c, state_may_wait). */
+ * long (mirror.c, state_may_wait). */
 #define SV_TCP_ACK_DELAY_NS 20000ull
 void sv_tcp_set_lazy(struct sv_link *l, bool lazy);
 /* A state of ours has waited SV_TCP_ACK_DELAY_NS: the thread pushes it. */
@@ -299,7 +292,7 @@ void sv_tcp_flush(struct sv_link *l);
 /* The requester gives up on an RNR'd packet: false if the responder has
  * taken it meanwhile (as far as we know). */
 bool sv_tcp_rnr_abort(struct sv_link *l);
-/* A connection the door passed us (shm.c, SV_MSG_TCP): 1 if it is our
+/* A connection the door passed us (link.c, SV_MSG_TCP): 1 if it is our
  * peer's and is now the link's connection, 0 if it is challenged (the
  * link holds it in pend_pfd until its proof comes), else -errno (the
  * socket is answered and closed).  expect: the peer QPN or SV_QPN_ANY. */
@@ -314,23 +307,18 @@ int sv_tcp_fd(const struct sv_link *l);
 /* When the link next needs a look (UINT64_MAX: on events). */
 uint64_t sv_tcp_next_ns(const struct sv_link *l);
 /* Says goodbye if bye and it can without blocking; closes the sockets
- * (the rings are the link's: sv_shm_close unmaps them). */
+ * (the rings are the link's: sv_link_close unmaps them). */
 void sv_tcp_close(struct sv_link *l, bool bye);
 
 /* The context's listener on the well-known port, opened at its first TCP
- * link (a failure is said once, and only a peer calling us notices). */
-void sv_tcp_door_open(struct sv_context *ctx);
+ * link (a failure is said once, and only a peer calling us notices): the
+ * context's TCP state, NULL if out of memory. */
+struct sv_tcp_ctx;
+struct sv_tcp_ctx *sv_tcp_door_open(struct sv_context *ctx);
 void sv_tcp_door_close(struct sv_context *ctx);
 /* The progress thread: an event on the door or one of its callers. */
 void sv_tcp_door_event(struct sv_context *ctx, struct sv_pfd *p);
 /* When a caller that has not said hello is dropped. */
 uint64_t sv_tcp_door_next_ns(struct sv_context *ctx, uint64_t now);
-/* SOFTVERBS_TRANSPORT: 0 auto, 1 shm only, 2 tcp (forced): enum
- * sv_transport. */
-int sv_tcp_mode(void);
-uint16_t sv_tcp_port(void);
-/* The port we call peers on: SOFTVERBS_TCP_CONNECT_PORT (a proxy's, for
- * fault injection), else sv_tcp_port(). */
-uint16_t sv_tcp_connect_port(void);
 
 #endif

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The TCP transport's link over time, and its ops table (link.h): each
+ * run (connect again, read, send, the user timeout), the ACK timer's
+ * retransmit, the app-driven modes (lazy ACKs, a quiet socket), the
+ * deadline it needs, and its close.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <linux/sockios.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "crc32c.h"
+#include "peer.h"
+#include "sv.h"
+#include "tcp_priv.h"
+
+/* A path that is down looks like a slow peer to TCP, which retransmits
+ * for minutes: our data unacknowledged by the peer's host for twice the
+ * QP's ACK timeout breaks the connection instead.  A stopped peer process
+ * is not that: its kernel still acknowledges. */
+static void user_timeout(struct sv_tcp *t, uint64_t ack_timeout_ns)
+{
+	unsigned int ms = 0;
+
+	if (ack_timeout_ns < UINT64_MAX / 4) {
+		uint64_t v = 2 * ack_timeout_ns / 1000000;
+
+		ms = v < 1000 ? 1000 : v > 600000 ? 600000 : (unsigned int)v;
+	}
+	if (ms == t->user_timeout_ms || t->conn != CONN_READY)
+		return;
+	setsockopt(t->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
+	t->user_timeout_ms = ms;
+}
+
+enum sv_link_state sv_tcp_run(struct sv_link *l, uint32_t peer_qpn,
+			      uint64_t ack_timeout_ns, uint64_t down_max_ns,
+			      uint64_t now)
+{
+	struct sv_tcp *t = l->tcp;
+
+	if (!now)
+		now = sv_now_ns();
+	if (t->down_since && sv_ns_since(now, t->down_since) > down_max_ns &&
+	    !t->gone) {
+		sv_dbg("qp %06x: tcp: no connection for %llu ms: the peer is "
+		       "gone\n",
+		       t->my_qpn,
+		       (unsigned long long)(now - t->down_since) / 1000000);
+		t->gone = true;
+	}
+	(void)peer_qpn; /* the link's since RTR (sv_tcp_prepare) */
+	sv_tcp_pend_step(l, now);
+	if (t->conn < CONN_HELLO && !t->closed && !t->gone)
+		sv_tcp_connect_step(l, now); /* (again: not after a bye) */
+	if (t->conn == CONN_HELLO)
+		sv_tcp_read_ack(l, now);
+	if (t->conn == CONN_READY)
+		user_timeout(t, ack_timeout_ns);
+	sv_tcp_read_in(l);
+	sv_tcp_flush(l);
+	if (t->proto_err || t->gone)
+		return SV_LINK_DEAD;
+	if (t->closed)
+		return SV_LINK_CLOSED;
+	if (t->conn == CONN_READY && l->tx_ready)
+		return SV_LINK_UP;
+	/* a peer QP that exists but does not answer (stopped, or its half
+	 * of the set-up waits at a stopped door) is slow, not gone: its
+	 * requests' timers wait for it, as for a stopped peer on shared
+	 * memory (comp.c) */
+	return t->alive ? SV_LINK_UP : SV_LINK_CONNECTING;
+}
+
+bool sv_tcp_setup_waits(const struct sv_link *l, uint64_t now)
+{
+	const struct sv_tcp *t = l->tcp;
+
+	return t && !t->was_up && !t->turned_away && !t->closed && !t->gone &&
+	       !t->proto_err && t->first_call_ns &&
+	       sv_ns_since(now, t->first_call_ns) < SETUP_WAIT_MAX_NS;
+}
+
+void sv_tcp_retransmit(struct sv_link *l)
+{
+	struct sv_tcp *t = l->tcp;
+	uint64_t now = sv_now_ns();
+
+	if (!t || t->closed || t->gone || t->conn != CONN_READY)
+		return;
+	sv_dbg("qp %06x: tcp: ACK timeout: connecting again to resend\n",
+	       t->my_qpn);
+	sv_tcp_close_conn(t, now);
+	t->wait_ns = 0;
+	if (t->first)
+		t->next_ns = now; /* at once; the peer sees the close */
+}
+
+void sv_tcp_run_begin(struct sv_link *l)
+{
+	if (l->tcp)
+		l->tcp->defer = true;
+}
+
+void sv_tcp_run_end(struct sv_link *l)
+{
+	if (!l->tcp)
+		return;
+	l->tcp->defer = false;
+	sv_tcp_flush(l);
+}
+
+void sv_tcp_set_lazy(struct sv_link *l, bool lazy)
+{
+	if (l->tcp)
+		l->tcp->lazy = lazy;
+}
+
+bool sv_tcp_owed(const struct sv_link *l, uint64_t now)
+{
+	const struct sv_tcp *t = l->tcp;
+
+	/* (a challenged caller's proof is read by the thread too) */
+	return t && ((t->owed_ns &&
+		      sv_ns_since(now, t->owed_ns) >= SV_TCP_ACK_DELAY_NS) ||
+		     t->pend_fd >= 0);
+}
+
+/* Bytes of the peer's wait unread in our socket. */
+static bool unread(const struct sv_tcp *t)
+{
+	int n = 0;
+
+	return t->conn == CONN_READY && !ioctl(t->fd, SIOCINQ, &n) && n > 0;
+}
+
+static void go_loud(struct sv_tcp *t, const char *why)
+{
+	sv_dbg("qp %06x: tcp: arrivals waited unread %s: the thread takes "
+	       "each from now on\n",
+	       t->my_qpn, why);
+	t->loud = true;
+}
+
+bool sv_tcp_stalled(struct sv_link *l)
+{
+	struct sv_tcp *t = l->tcp;
+	bool moved;
+
+	if (!t || t->loud)
+		return false;
+	moved = t->in_bytes != t->seen_in_bytes;
+	t->seen_in_bytes = t->in_bytes;
+	if (moved || !unread(t))
+		return false;
+	go_loud(t, "while the app drives");
+	return true;
+}
+
+void sv_tcp_quiet(struct sv_link *l, bool quiet)
+{
+	struct sv_tcp *t = l->tcp;
+
+	if (!t)
+		return;
+	/* the app stopped driving it with something waiting: it drives it
+	 * between waits of its own (on its memory, say) */
+	if (!quiet && t->pfd->quiet && !t->loud && unread(t))
+		go_loud(t, "till the app stopped driving");
+	sv_progress_quiet(t->ctx, t->pfd, quiet && !t->loud);
+}
+
+int sv_tcp_fd(const struct sv_link *l)
+{
+	return l->tcp && l->tcp->conn == CONN_READY ? l->tcp->fd : -1;
+}
+
+uint64_t sv_tcp_next_ns(const struct sv_link *l)
+{
+	const struct sv_tcp *t = l->tcp;
+	uint64_t next = UINT64_MAX;
+
+	if (!t || t->closed || t->gone)
+		return UINT64_MAX; /* no more calls: nothing to time */
+	switch (t->conn) {
+	case CONN_NONE:
+		next = t->next_ns;
+		break;
+	case CONN_CONNECTING: /* or EPOLLOUT when it is made */
+	case CONN_HELLO:
+		next = t->deadline_ns;
+		break;
+	case CONN_READY:
+		break;
+	}
+	/* a challenged caller's proof comes as an event, else it ends */
+	if (t->pend_fd >= 0 && t->pend_deadline < next)
+		next = t->pend_deadline;
+	return next;
+}
+
+void sv_tcp_close(struct sv_link *l, bool bye)
+{
+	struct sv_tcp *t = l->tcp;
+
+	if (!t)
+		return;
+	t->defer = false; /* an engine's run ends here (QP to ERROR) */
+	t->lazy = false;
+	if (bye && t->conn == CONN_READY) {
+		sv_tcp_flush(l); /* what we acked, then goodbye */
+		if (t->oi == t->on) {
+			sv_tcp_out_reset(t);
+			sv_tcp_put_frame(t, SV_TF_BYE, 0, 0, 0, NULL, 0, true);
+			sv_tcp_flush(l);
+		}
+		/* a socket closed with bytes unread sends a reset, and the
+		 * kernel drops what it has not sent yet: our last words (a
+		 * NAK) would be lost.  The peer's bytes are for nobody now. */
+		while (t->conn == CONN_READY &&
+		       recv(t->fd, t->ibuf, IBUF_LEN, MSG_DONTWAIT) > 0)
+			;
+	}
+	sv_tcp_drop_conn(t);
+	sv_tcp_pend_forget(t, true);
+	if (t->spare >= 0)
+		close(t->spare);
+	free(t->obuf);
+	free(t->ibuf);
+	free(t);
+	l->tcp = NULL;
+}
+
+/* A caller the door passed us on the QP's socket (link.c): sock is the
+ * Unix connection it came on, fds[0] the caller's socket, body its
+ * hello. */
+static int take(struct sv_link *l, int sock, const struct sv_hello *h, int *fds,
+		int nfds, const void *body, uint32_t my_qpn, uint32_t expect)
+{
+	struct sv_tcp_hello th;
+	int fd;
+
+	if (nfds != 1 || h->dst_qpn != my_qpn)
+		return -EPROTO;
+	memcpy(&th, body, sizeof(th));
+	fd = fds[0];
+	fds[0] = -1; /* sv_tcp_take's, answered and closed on a refusal */
+	if (sv_tcp_take(l, fd, &th, my_qpn, expect) < 0)
+		return -EPROTO; /* the caller closes sock */
+	close(sock);		/* the Unix connection has done its part */
+	return 1;
+}
+
+/* After the listener's accepts: the link itself moves on in run. */
+static int step(struct sv_link *l, int got, uint32_t my_qpn, uint32_t expect,
+		uint64_t now)
+{
+	(void)my_qpn;
+	(void)expect;
+	(void)now;
+	if (got < 0 && !l->tx_ready)
+		return got;
+	return 0;
+}
+
+static uint64_t next_ns(const struct sv_link *l, uint64_t now)
+{
+	(void)now;
+	return sv_tcp_next_ns(l);
+}
+
+static void tcp_close(struct sv_link *l, uint32_t my_qpn, bool bye)
+{
+	struct sv_pfd *pfd = l->tcp ? l->tcp->pfd : NULL;
+	struct sv_pfd *pend_pfd = l->tcp ? l->tcp->pend_pfd : NULL;
+
+	(void)my_qpn;
+	sv_tcp_close(l, bye);
+	/* the QP's watches, back to shared memory's kinds */
+	if (pfd)
+		sv_pfd_set_kind(pfd, SV_PFD_DOORBELL);
+	if (pend_pfd)
+		sv_pfd_set_kind(pend_pfd, SV_PFD_CONN);
+}
+
+const struct sv_link_ops sv_tcp_link_ops = {
+	.name = "tcp",
+	.msg_type = SV_MSG_TCP,
+	.msg_body = sizeof(struct sv_tcp_hello),
+	.prepare = sv_tcp_prepare,
+	.take = take,
+	.spare = sv_tcp_spare,
+	.step = step,
+	.run = sv_tcp_run,
+	.flush = sv_tcp_flush,
+	.rnr_abort = sv_tcp_rnr_abort,
+	.retransmit = sv_tcp_retransmit,
+	.setup_waits = sv_tcp_setup_waits,
+	.next_ns = next_ns,
+	.run_begin = sv_tcp_run_begin,
+	.run_end = sv_tcp_run_end,
+	.set_lazy = sv_tcp_set_lazy,
+	.owed = sv_tcp_owed,
+	.stalled = sv_tcp_stalled,
+	.quiet = sv_tcp_quiet,
+	.close = tcp_close,
+	.ctx_close = sv_tcp_door_close,
+	.door_event = sv_tcp_door_event,
+	.door_next_ns = sv_tcp_door_next_ns,
+};

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the files of the TCP transport share (tcp.h is its header for the
+ * rest of the provider): a link's state (struct sv_tcp), the context's
+ * (struct sv_tcp_ctx), their constants, and the calls that cross files.
+ */
+#ifndef SV_TCP_PRIV_H
+#define SV_TCP_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sv.h"
+#include "tcp.h"
+
+enum conn_state {
+	CONN_NONE,	 /* no connection: we call at next_ns (t->fd may
+			  * hold the socket made at RTR for the call) */
+	CONN_CONNECTING, /* our connect(2) in progress */
+	CONN_HELLO,	 /* our hello sent, its answer not read yet */
+	CONN_READY,	 /* frames flow, both ways */
+};
+
+/* The most a frame takes: header and the longest record. */
+#define FRAME_MAX (sizeof(struct sv_tcp_frame) + SV_MAX_REC)
+#define IBUF_LEN  (4 * FRAME_MAX)
+/* What one sendmsg carries at most: OIOV pieces (the frame headers and
+ * states in obuf, the records' bodies where they are, in our rings: no
+ * copy), and OUT_MAX bytes of records (more than one, whatever their
+ * size: the socket takes what fits). */
+#define OIOV 64
+#define OBUF_LEN \
+	(OIOV * sizeof(struct sv_tcp_frame) + sizeof(struct sv_tcp_state))
+#define OUT_MAX (1024u * 1024)
+/* A connection that does not complete in this long is tried again. */
+#define CONNECT_WAIT_NS 1000000000ull
+/* How long the door the kernel picked may take to pass our hello on, at
+ * least: every process of the user on the host shares the port, and a
+ * stopped one's listener still completes connections that it will not
+ * read.  A new connection hashes to another listener, so a silent door
+ * is left for a new call soon.  The wait is also 4 times what doors took
+ * lately (the context's pass_ns: 8,192 QPs calling at once keep doors busy
+ * for longer, and calls given up too soon only add to their work), and
+ * doubles while doors keep silent, up to CONNECT_WAIT_NS. */
+#define DOOR_WAIT_NS 25000000ull
+/* Calls refused in a row, after the peer answered once, that mean no
+ * process of the peer's host has a door any more: its QP is gone (a QP's
+ * process keeps its door open while it has a TCP link).  One refusal is
+ * not that: a listener that closes as our call reaches it refuses it,
+ * and the next call reaches another. */
+#define REFUSED_GONE 3
+/* How long a link's first set-up may wait at doors that do not answer
+ * (busy: thousands of calls at once; or stopped) before the requester's
+ * ACK timer counts its tries again (sv_tcp_setup_waits). */
+#define SETUP_WAIT_MAX_NS 10000000000ull
+
+/* The transport's state in a context (its tp_state[SV_TP_TCP]), made
+ * at its first TCP link, under the context's door_lock. */
+struct sv_tcp_ctx {
+	struct sv_tcp_door *_Atomic door;
+	bool failed; /* and it could not be opened */
+	/* how long doors took to pass our calls lately (a moving average,
+	 * so that a loaded host's slow doors are waited for) */
+	_Atomic uint64_t pass_ns;
+};
+
+struct sv_tcp {
+	union sv_sockaddr dst; /* the peer host's door: IPv4 or IPv6 */
+	union sv_sockaddr src; /* our source GID's address, port 0; or
+				* AF_UNSPEC: the kernel chooses */
+	struct sv_context *ctx;
+	struct sv_tcp_ctx *tctx; /* the context's (its door) */
+	struct sv_pfd *pfd;	 /* the connection in ctx's epoll */
+	int fd;			 /* the connection, our call, or -1 */
+	enum conn_state conn;
+	bool first;	    /* we call first: the smaller QPN (tcp.h) */
+	bool was_up;	    /* the peer QP answered once */
+	bool alive;	    /* it exists: it answered, or the door passed
+			     * it our call (it may be stopped) */
+	bool proto_err;	    /* the peer broke the protocol */
+	bool closed;	    /* it said goodbye */
+	bool gone;	    /* it is not there any more */
+	bool abort_pending; /* an RNR abort to send */
+	bool want_out;	    /* EPOLLOUT asked for: we wait for room */
+	bool defer;	    /* the engine runs: flush at its end */
+	bool lazy;	    /* the app's poll runs it: our state may wait
+			     * for the next frame (sv_tcp_set_lazy) */
+	bool loud;	    /* the thread runs it on every arrival, driven
+			     * or not (sv_tcp_stalled) */
+	int spare;	    /* held for the peer's socket (sv_tcp_spare) */
+	unsigned int user_timeout_ms; /* TCP_USER_TIMEOUT set on fd */
+	uint32_t my_qpn, peer_qpn;
+	uint32_t epoch;		    /* connections the link had up (tcp.h) */
+	uint64_t nonce;		    /* our call's (crossing calls, tcp.h) */
+	uint64_t tx_sent, rsp_sent; /* next positions to send */
+	uint64_t rx_recv, rsp_recv; /* next positions we expect */
+	uint64_t peer_rx_size, peer_rsp_size;
+	struct sv_tcp_state sent; /* last state sent */
+	struct sv_tcp_state prev; /* the one before it */
+	bool sent_valid, prev_valid;
+	bool omore; /* the pieces go with MSG_MORE (state_may_wait) */
+	struct sv_tcp_hello_ack ack; /* being read on fd */
+	uint32_t ack_got;
+	uint8_t *obuf;		/* frame headers and states to send */
+	uint32_t olen;		/* bytes in obuf */
+	struct iovec iov[OIOV]; /* what goes next: [oi, on) */
+	uint32_t oi, on;
+	uint32_t obytes;	   /* record bytes in iov[] */
+	struct sv_qp_stats *stats; /* our QP's: sends and reads counted */
+	uint8_t *ibuf;
+	uint32_t ioff, ilen;	/* in ibuf: [ioff, ilen) read, not taken */
+	uint64_t next_ns;	/* CONN_NONE: when to call */
+	uint64_t wait_ns;	/* backoff */
+	uint64_t deadline_ns;	/* CONN_CONNECTING, _HELLO: give up then */
+	uint64_t door_wait_ns;	/* the door's time to pass us (DOOR_WAIT_NS) */
+	uint64_t hello_ns;	/* when our hello went */
+	uint64_t down_since;	/* when our connection broke after the peer
+				 * answered; 0 while it is up */
+	uint32_t refused;	/* calls refused in a row */
+	uint64_t first_call_ns; /* when the link's first call began */
+	bool turned_away;	/* the last call was answered: no such QP,
+				 * refused, or no door (sv_tcp_setup_waits) */
+	uint64_t owed_ns;	/* since when a state of ours waits */
+	uint64_t in_bytes;	/* read from the connection */
+	uint64_t seen_in_bytes; /* in_bytes at the thread's last look */
+	/* trust (tcp.h's head comment) */
+	bool has_cookie;    /* the link's cookie is known (first connection) */
+	bool got_frame;	    /* a frame came since the cookie was set: no
+			     * unproven call replaces the link any more */
+	uint8_t cookie[32]; /* the caller's nonce, then the callee's */
+	uint8_t cnonce[16]; /* our call's nonce */
+	bool call_cookie;   /* our call proves the cookie */
+	bool proved;	    /* our call answered the callee's challenge */
+	/* a caller challenged, its proof not read yet (one at a time) */
+	int pend_fd;
+	struct sv_pfd *pend_pfd;
+	struct sv_tcp_hello pend_h;
+	uint8_t pend_nonce[16];
+	bool pend_cookie; /* it proves the cookie (else a first call) */
+	struct sv_tcp_proof pend_p;
+	uint32_t pend_got;
+	uint64_t pend_deadline;
+};
+
+/* Counts a system call of ours on the link's socket (sv_qp_stats). */
+#define count_call(t, field)                                               \
+	__atomic_store_n(                                                  \
+		&(t)->stats->field,                                        \
+		__atomic_load_n(&(t)->stats->field, __ATOMIC_RELAXED) + 1, \
+		__ATOMIC_RELAXED)
+
+/* frame.c */
+/* The CRC of a frame: its header with crc 0, then its body. */
+uint32_t sv_tcp_frame_crc(const struct sv_tcp_frame *f, const void *body,
+			  uint32_t body_len);
+void sv_tcp_hello_seal(struct sv_tcp_hello *h);
+bool sv_tcp_hello_ok(const struct sv_tcp_hello *h);
+void sv_tcp_ack_seal(struct sv_tcp_hello_ack *a);
+bool sv_tcp_ack_ok(const struct sv_tcp_hello_ack *a);
+/* The address of a socket's peer, or of dst, for a message. */
+void sv_tcp_say_secret(uint32_t qpn, const char *peer, const char *what);
+/* The key a link's proofs are made with: from the secret's link key if
+ * there is a secret, mixed with the link's cookie if it proves one;
+ * without a secret, from the cookie alone.  false if there is none (or
+ * the MAC failed: nothing can be proven). */
+bool sv_tcp_link_key(const uint8_t *cookie, uint8_t *key);
+/* MAC_K(who, n1, n2, caller's QPN, callee's QPN, extra): a side's proof
+ * of the key over both nonces, bound to the link and to which side made
+ * it (a proof is never the other side's).  false if it failed. */
+bool sv_tcp_proof_mac(const uint8_t *key, const char *who, const uint8_t *n1,
+		      const uint8_t *n2, uint32_t caller, uint32_t callee,
+		      const void *extra, size_t extra_len, uint8_t *out);
+/* With a secret, a hello's mac: over the hello before it, under the
+ * secret's link key (the door's check: a hello from whoever does not
+ * have the secret is not even passed on). */
+bool sv_tcp_hello_mac(const struct sv_tcp_hello *h, uint8_t *out);
+/* The hello proves our secret, or neither side has one; else it is said
+ * (once) and refused.  sv_auth_failed: nothing is trusted. */
+bool sv_tcp_hello_secret_ok(const struct sv_tcp_hello *h, int fd);
+void sv_tcp_proof_seal(struct sv_tcp_proof *p);
+bool sv_tcp_proof_ok(const struct sv_tcp_proof *p);
+/* A receive ring size the peer says it has: a power of two, 4 KiB (its
+ * response ring: SV_RSP_RING_MIN) to 1 GiB. */
+bool sv_tcp_size_ok(uint64_t v, uint64_t min);
+
+/* conn.c */
+int sv_tcp_prepare(struct sv_link *l, const struct sv_link_conf *c);
+/* Nothing to send: what was half sent on a connection is sent again
+ * whole on the next (from where the peer says it got). */
+void sv_tcp_out_reset(struct sv_tcp *t);
+/* The connection (or our call) closed and forgotten, with what was
+ * half read or half sent on it. */
+void sv_tcp_drop_conn(struct sv_tcp *t);
+/* The connection broke, or our call failed: we call again (or wait for
+ * the peer's call) after a while. */
+void sv_tcp_close_conn(struct sv_tcp *t, uint64_t now);
+/* Starts a connection to the peer's door and, once it is made, says
+ * hello; the answer is read by read_ack. */
+void sv_tcp_connect_step(struct sv_link *l, uint64_t now);
+/* The callee's answer to our hello; then the link resumes where it
+ * says. */
+void sv_tcp_read_ack(struct sv_link *l, uint64_t now);
+/* A caller turned away: one answer (status alone, every other field
+ * zero: the door's for a QP that does not exist is the same bytes), and
+ * the socket closed. */
+void sv_tcp_answer(int fd, uint16_t status);
+/* The challenged caller, forgotten (its socket closed, or taken). */
+void sv_tcp_pend_forget(struct sv_tcp *t, bool close_fd);
+/* The challenged caller's proof: it proves the key over our nonce and
+ * its own, and says where it resumes; then it is taken as any call. */
+void sv_tcp_pend_step(struct sv_link *l, uint64_t now);
+/* mirror.c */
+/* Reads and applies everything the peer sent so far: a read that does
+ * not fill the buffer took all there was (what comes after is a new
+ * event for the thread, or the app's next poll reads it), so no second
+ * read to find EAGAIN.  No poll(2) before the read either: it spares
+ * the socket's lock on an empty poll, but costs a system call on every
+ * arrival (8 B ib_send_lat across namespaces: 3.70-3.81 µs typical one
+ * way with it, 3.52-3.63 without). */
+void sv_tcp_read_in(struct sv_link *l);
+/* A frame: its header and a small body in obuf (copy), or a record's
+ * body where it is, in our ring, where it stays till the peer consumed
+ * it (its consumer index, never past what we put here: take_tail). */
+void sv_tcp_put_frame(struct sv_tcp *t, uint16_t type, uint16_t ring,
+		      uint32_t len, uint64_t pos, const void *body,
+		      uint32_t body_len, bool copy);
+/* door.c */
+/* After the progress thread stopped (its epoll set is gone). */
+uint64_t sv_tcp_door_next_ns(struct sv_context *ctx, uint64_t now);
+
+#endif
