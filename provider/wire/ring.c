@@ -172,6 +172,8 @@ int sv_ring_peek(struct sv_ring *r, struct sv_pkt *pkt, const uint8_t **payload)
 					 memory_order_acquire) !=
 		    sv_rec_seq(r->tail))
 			return 0;
+		/* the peer's mapping of this line is at another address */
+		sv_tsan_received();
 		memcpy(pkt, rec_p, sizeof(*pkt));
 		if (pkt->rec_len < SV_REC_ALIGN ||
 		    pkt->rec_len % SV_REC_ALIGN || off + pkt->rec_len > r->size)

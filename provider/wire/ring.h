@@ -43,6 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util.h"
 #include "wire.h"
 
 #define SV_RING_MAGIC	 0x53567247u /* "SVrG" */
@@ -188,7 +189,10 @@ static inline void sv_ring_poison(struct sv_ring *r, uint64_t pos)
 static inline void sv_ring_release(struct sv_pkt *p, uint64_t pos)
 {
 	/* release: every byte of the record, and the poisoned seq word
-	 * where the next one starts (sv_ring_reserve), before its seq */
+	 * where the next one starts (sv_ring_reserve), before its seq;
+	 * TSan: also what the sender did before, for a receiver of this
+	 * process whose mapping is at another address (util.h) */
+	sv_tsan_sent();
 	atomic_store_explicit((_Atomic uint32_t *)&p->seq, sv_rec_seq(pos),
 			      memory_order_release);
 }

@@ -184,6 +184,8 @@ void sv_tcp_read_in(struct sv_link *l)
 		room = IBUF_LEN - t->ilen;
 		n = recv(t->fd, t->ibuf + t->ilen, room, MSG_DONTWAIT);
 		count_call(t, tcp_reads);
+		if (n > 0)
+			sv_tsan_received();
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
 		if (n <= 0) { /* hang-up: a call again, or it is gone */
@@ -413,9 +415,12 @@ void sv_tcp_flush(struct sv_link *l)
 		if (t->oi < t->on) {
 			struct msghdr m = {.msg_iov = t->iov + t->oi,
 					   .msg_iovlen = t->on - t->oi};
-			ssize_t n = sendmsg(t->fd, &m,
-					    MSG_DONTWAIT | MSG_NOSIGNAL |
-						    (t->omore ? MSG_MORE : 0));
+			ssize_t n;
+
+			sv_tsan_sent();
+			n = sendmsg(t->fd, &m,
+				    MSG_DONTWAIT | MSG_NOSIGNAL |
+					    (t->omore ? MSG_MORE : 0));
 
 			count_call(t, tcp_sends);
 			if (n < 0 && errno != EAGAIN && errno != EINTR) {
