@@ -1879,6 +1879,8 @@ static int door_socket(void)
 	return fd;
 }
 
+static void door_event(struct sv_io *io, uint32_t revents);
+
 void sv_tcp_door_open(struct sv_context *ctx)
 {
 	static atomic_bool said;
@@ -1900,11 +1902,11 @@ void sv_tcp_door_open(struct sv_context *ctx)
 		close(fd);
 		goto fail;
 	}
-	d->lfd.kind = SV_PFD_DOOR;
+	sv_pfd_set(&d->lfd, door_event, true);
 	d->spare[0] = d->spare[1] = -1;
 	door_spares(d);
 	for (int i = 0; i < DOOR_PENDING; i++) {
-		d->pend[i].pfd.kind = SV_PFD_DOOR_PEND;
+		sv_pfd_set(&d->pend[i].pfd, door_event, true);
 		d->pend[i].pfd.fd = -1;
 	}
 	atomic_store_explicit(&ctx->door, d, memory_order_release);
@@ -2077,10 +2079,16 @@ static void door_accept(struct sv_context *ctx, struct sv_tcp_door *d)
 		sv_dbg("tcp door: accept: %s\n", strerror(errno));
 }
 
-void sv_tcp_door_event(struct sv_context *ctx, struct sv_pfd *p)
+/* The door's callback in the progress thread's loop, for its listener
+ * (callers) and each pending caller's socket (its hello). */
+static void door_event(struct sv_io *io, uint32_t revents)
 {
+	struct sv_pfd *p = container_of(io, struct sv_pfd, io);
+	struct sv_context *ctx = p->ctx;
 	struct sv_tcp_door *d =
 		atomic_load_explicit(&ctx->door, memory_order_acquire);
+
+	(void)revents;
 
 	if (!d)
 		return;

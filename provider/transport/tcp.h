@@ -234,7 +234,7 @@ union sv_sockaddr;
  * the kernel's choice), as RoCE's IP source is the source GID: the
  * peer takes the call only from the address its QP names.  The rings
  * now, so running out of memory is modify_qp's error.  The link's socket
- * is watched by ctx's progress thread through pfd (kind SV_PFD_TCP),
+ * is watched by ctx's progress thread through pfd (sv_progress_on_doorbell),
  * which this file registers and unregisters as it opens and closes it.
  * -errno. */
 int sv_tcp_prepare(struct sv_link *l, uint32_t my_qpn, uint32_t peer_qpn,
@@ -321,8 +321,6 @@ void sv_tcp_close(struct sv_link *l, bool bye);
  * link (a failure is said once, and only a peer calling us notices). */
 void sv_tcp_door_open(struct sv_context *ctx);
 void sv_tcp_door_close(struct sv_context *ctx);
-/* The progress thread: an event on the door or one of its callers. */
-void sv_tcp_door_event(struct sv_context *ctx, struct sv_pfd *p);
 /* When a caller that has not said hello is dropped. */
 uint64_t sv_tcp_door_next_ns(struct sv_context *ctx, uint64_t now);
 /* SOFTVERBS_TRANSPORT: 0 auto, 1 shm only, 2 tcp (forced): enum

@@ -75,8 +75,8 @@ static void link_close(struct sv_qp *qp, bool bye)
 	sv_progress_del(qp->ctx, &qp->pfd[1]);
 	sv_progress_del(qp->ctx, &qp->pfd[2]);
 	sv_tcp_close(&qp->link, bye);
-	sv_pfd_set_kind(&qp->pfd[1], SV_PFD_DOORBELL);
-	sv_pfd_set_kind(&qp->pfd[2], SV_PFD_CONN);
+	sv_pfd_set(&qp->pfd[1], sv_progress_on_doorbell, true);
+	sv_pfd_set(&qp->pfd[2], sv_progress_on_conn, false);
 	sv_shm_close(&qp->link, qp->qpx.qp_base.qp_num, bye);
 	qp->link.state = SV_LINK_IDLE;
 	if (qp->rpeer)
@@ -362,8 +362,8 @@ static int link_start(struct sv_qp *qp)
 		/* one connection: pfd[1], which look() drains (progress.c);
 		 * pfd[2] (shared memory's accepted connection) holds a
 		 * caller that proves itself (tcp.c, pend_step) */
-		sv_pfd_set_kind(&qp->pfd[1], SV_PFD_TCP);
-		sv_pfd_set_kind(&qp->pfd[2], SV_PFD_TCP);
+		sv_pfd_set(&qp->pfd[1], sv_progress_on_doorbell, true);
+		sv_pfd_set(&qp->pfd[2], sv_progress_on_doorbell, true);
 		err = sv_tcp_prepare(&qp->link, qp->qpx.qp_base.qp_num,
 				     qp->attr.dest_qp_num, ring_size(), &dst,
 				     &src, qp->ctx, &qp->pfd[1], &qp->pfd[2]);
@@ -568,7 +568,7 @@ static int enter_state(struct sv_qp *qp, enum ibv_qp_state next)
 			sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
 		else if (qp->link.state == SV_LINK_CONNECTING &&
 			 qp->link.conn_fd < 0)
-			sv_progress_note_work(qp->ctx); /* its retry timer */
+			sv_progress_note_work(qp); /* its retry timer */
 	}
 	return 0;
 
@@ -884,11 +884,13 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	sv_link_init(&qp->link);
 	for (int i = 0; i < 3; i++) {
 		/* field by field: a stale event may be read for this slot */
-		sv_pfd_set_kind(&qp->pfd[i], i == 0 && a->qp_type == IBV_QPT_UD
-						     ? SV_PFD_UD
-					     : i == 0 ? SV_PFD_LISTEN
-					     : i == 1 ? SV_PFD_DOORBELL
-						      : SV_PFD_CONN);
+		sv_pfd_set(&qp->pfd[i],
+			   i == 0 && a->qp_type == IBV_QPT_UD
+				   ? sv_progress_on_ud
+			   : i == 0 ? sv_progress_on_listen
+			   : i == 1 ? sv_progress_on_doorbell
+				    : sv_progress_on_conn,
+			   i != 2);
 		qp->pfd[i].fd = -1;
 		qp->pfd[i].qp = qp;
 		qp->pfd[i].srq = NULL;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * provider/loop/loop.c alone: the timer heap (order, re-arm, stop in the
+ * provider/loop/evloop.c alone: the timer heap (order, re-arm, stop in the
  * middle, many timers against a sorted reference) and the io dispatch
  * (each event to its own callback, a callback switched while registered,
  * a stopped io never called).
@@ -11,7 +11,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "loop.h"
+#include "evloop.h"
 #include "sv_test.h"
 
 struct rec {
@@ -58,7 +58,7 @@ SV_TEST(loop_timers_run_in_order)
 	}
 	check_heap(&l);
 	ASSERT_EQ(10, sv_loop_next(&l));
-	ASSERT_EQ(0, sv_loop_run_timers(&l, 9)); /* none due */
+	ASSERT_EQ(0, sv_loop_run_timers(&l, 9));  /* none due */
 	ASSERT_EQ(2, sv_loop_run_timers(&l, 20)); /* due: 10 and 20 */
 	ASSERT_EQ(3, sv_loop_run_timers(&l, 1000));
 	ASSERT_EQ(5, norder);
@@ -190,7 +190,8 @@ SV_TEST(loop_many_timers_against_a_sorted_reference)
 	srand(25);
 	for (int i = 0; i < N; i++) {
 		sv_timer_init(&r[i].t, in_order);
-		ASSERT_OK(sv_timer_start(&l, &r[i].t, (uint64_t)rand() % 100000));
+		ASSERT_OK(
+			sv_timer_start(&l, &r[i].t, (uint64_t)rand() % 100000));
 	}
 	/* re-arm a third, stop a third, keep the rest */
 	for (int i = 0; i < N; i++) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The event loop (loop.h): an epoll set whose events carry their sv_io, so
+ * The event loop (evloop.h): an epoll set whose events carry their sv_io, so
  * dispatch is a call through io->cb, and a binary min-heap of timers, each
  * knowing its slot: arm, re-arm and stop are O(log n), the next deadline
  * O(1).  One thread runs a loop and owns its heap.
@@ -10,7 +10,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "loop.h"
+#include "evloop.h"
 
 int sv_loop_init(struct sv_loop *l)
 {

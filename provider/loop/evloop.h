@@ -6,8 +6,8 @@
  * wake-up costs what happened, not the number of objects.  A low layer: it
  * calls nothing of the provider; owners register callbacks.
  */
-#ifndef SV_LOOP_H
-#define SV_LOOP_H
+#ifndef SV_EVLOOP_H
+#define SV_EVLOOP_H
 
 #include <stdbool.h>
 #include <stdint.h>
