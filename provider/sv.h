@@ -517,6 +517,9 @@ struct sv_qp_stats {
 	uint64_t ud_auth_drops;
 	/* ... with a MAC that checks, but replayed or too old */
 	uint64_t ud_replay_drops;
+	/* the progress thread's looks at it (progress.c): flat in the
+	 * number of other QPs (tests/scale/idle.c) */
+	uint64_t progress_looks;
 	/* completions by status (index enum ibv_wc_status, the last slot
 	 * for any status beyond it) */
 	uint64_t wc_err[IBV_WC_TM_RNDV_INCOMPLETE + 2];

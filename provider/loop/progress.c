@@ -169,6 +169,7 @@ static uint64_t look(struct sv_qp *qp)
 		atomic_store(&qp->timed, true);
 		return now + SV_ACTIVE_CHECK_NS;
 	}
+	sv_stat_add(qp, progress_looks, 1);
 	rung = atomic_load_explicit(&qp->pfd[1].rung, memory_order_relaxed);
 	if (rung) {
 		/* before draining: a ring after it is a new edge */
