@@ -6,7 +6,7 @@
  * size lie, unsealed or short memfds, sockets, pipes, eventfds), then
  * sv_link_accept as the engine calls it; and the messages that follow on
  * an established connection (doorbells, goodbye, stray hellos with fds,
- * garbage, hang-ups) read by sv_shm_check.  A ring
+ * garbage, hang-ups) read by sv_link_check.  A ring
  * the victim accepts is then written to as a sender does, so a header
  * that passed validation must be one we can use.  Checked besides the
  * sanitizers: no fd is leaked, whatever was sent.
@@ -214,7 +214,7 @@ static void cmd_accept(struct run *r)
 	sv_shm_ring_peer(&r->vl);
 }
 
-/* Messages on an established connection, then sv_shm_check. */
+/* Messages on an established connection, then sv_link_check. */
 static void cmd_check(struct run *r)
 {
 	struct fz *f = r->f;
@@ -236,7 +236,7 @@ static void cmd_check(struct run *r)
 	if (hangup)
 		close(sv[1]);
 	r->vl.state = SV_LINK_UP;
-	st = sv_shm_check(&r->vl, sv[0]);
+	st = sv_link_check(&r->vl, sv[0]);
 	FZ_CHECK(st == SV_LINK_UP || st == SV_LINK_CLOSED ||
 		 st == SV_LINK_DEAD);
 	close(sv[0]);

@@ -184,8 +184,10 @@ static void run_one(struct run *r, struct fz_env *e)
 	/* the progress thread may still hold an event naming them after
 	 * their fds are gone: they outlive the input, as a QP's do (QPs are
 	 * type-stable) */
-	static struct sv_pfd in = {.kind = SV_PFD_TCP, .fd = -1};
-	static struct sv_pfd pend = {.kind = SV_PFD_TCP, .fd = -1};
+	static struct sv_pfd in = {
+		.io.cb = sv_progress_on_doorbell, .fd = -1, .edge = true};
+	static struct sv_pfd pend = {
+		.io.cb = sv_progress_on_doorbell, .fd = -1, .edge = true};
 	union sv_sockaddr dst = {
 		.in = {.sin_family = AF_INET,
 		       .sin_port = htons(1), /* nobody: refused */

@@ -109,7 +109,7 @@ write('ring', 'psn_wrap', ring_head(wrap_psn=True) + req('SEND', length=10) +
 
 
 # fuzz_link.c: pqpn offset, then commands (connect, accept, message on a
-# connection, message + sv_shm_check).
+# connection, message + sv_link_check).
 CONNECT, ACCEPT, MESSAGE, CHECK = 0, 2, 3, 4
 
 

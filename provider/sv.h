@@ -23,6 +23,7 @@
 #include "env.h"
 #include "faults.h"
 #include "link.h"
+#include "evloop.h"
 #include "util.h"
 
 /*
@@ -85,44 +86,31 @@ struct sv_lane_rx;
 struct sv_ud_replay;
 struct sv_ud_hdr;
 
-/* What an fd in the progress thread's epoll stands for. */
-enum sv_pfd_kind {
-	SV_PFD_DOORBELL,  /* ours (qp NULL: the app's kick), or our
-			   * connection to a peer: doorbells, goodbye,
-			   * hang-up */
-	SV_PFD_LISTEN,	  /* a QP's listener: hellos arrive */
-	SV_PFD_CONN,	  /* a peer's connection to us: goodbye or hang-up */
-	SV_PFD_UD,	  /* a UD QP's datagram socket: datagrams arrive */
-	SV_PFD_XSRQ,	  /* an XRC SRQ's socket: forwarded sends arrive */
-	SV_PFD_TCP,	  /* a TCP link's socket (tcp.c): frames arrive, or
-			   * room to send them */
-	SV_PFD_DOOR,	  /* the context's TCP listener (tcp.c) */
-	SV_PFD_DOOR_PEND, /* a caller at the door, hello not read yet */
-	SV_PFD_UDOOR,	  /* the context's UDP socket: datagrams from other
-			   * hosts for this host's UD QPs (ud.c) */
-};
-
+/* An fd of ours in the progress thread's loop: the loop's io (the fd and
+ * the callback its owner registered with sv_pfd_set: the loop knows
+ * callbacks, not kinds of fd), and what those callbacks need. */
 struct sv_pfd {
-	enum sv_pfd_kind kind;
-	int fd; /* -1 when not registered */
-	struct sv_qp *qp;
-	struct sv_srq *srq; /* SV_PFD_XSRQ: whose socket (qp NULL) */
-	atomic_bool rung;   /* a link doorbell fired: drain under qp->lock */
-	bool quiet;	    /* EPOLLIN off (sv_progress_quiet) */
-	bool out;	    /* EPOLLOUT on (sv_progress_want_out) */
+	struct sv_io io;	/* callback and registration (evloop.h) */
+	int fd;			/* -1 when not registered */
+	bool edge;		/* EPOLLET (sv_pfd_set) */
+	struct sv_context *ctx; /* whose loop (sv_progress_add) */
+	struct sv_qp *qp;	/* a QP's fd: whose */
+	struct sv_srq *srq;	/* an XRC SRQ's socket: whose */
+	atomic_bool rung; /* a link doorbell fired: drain under qp->lock */
+	bool quiet;	  /* EPOLLIN off (sv_progress_quiet) */
+	bool out;	  /* EPOLLOUT on (sv_progress_want_out) */
 };
 
-/* A QP's pfd changes kind under qp->lock (its link opens or closes) while
- * the progress thread may be handling an event epoll returned for it
- * just before: the kind is read and written as a relaxed atomic. */
-static inline enum sv_pfd_kind sv_pfd_kind(const struct sv_pfd *p)
+/* What handles p's events, from its next sv_progress_add on; edge: edge
+ * triggered (an fd we may not be able to empty at once, so that it never
+ * makes the thread spin), else level (hang-ups, the app's kick).  A QP's
+ * pfd changes callback under qp->lock (its link opens or closes) while the
+ * progress thread may be handling an event epoll returned for it just
+ * before: the callback is a relaxed atomic. */
+static inline void sv_pfd_set(struct sv_pfd *p, sv_io_cb *cb, bool edge)
 {
-	return __atomic_load_n(&p->kind, __ATOMIC_RELAXED);
-}
-
-static inline void sv_pfd_set_kind(struct sv_pfd *p, enum sv_pfd_kind k)
-{
-	__atomic_store_n(&p->kind, k, __ATOMIC_RELAXED);
+	sv_io_set_cb(&p->io, cb);
+	p->edge = edge;
 }
 
 /* An event queue behind a real fd (eventfd in semaphore mode): one count
@@ -520,6 +508,9 @@ struct sv_qp_stats {
 	uint64_t ud_auth_drops;
 	/* ... with a MAC that checks, but replayed or too old */
 	uint64_t ud_replay_drops;
+	/* the progress thread's looks at it (progress.c): flat in the
+	 * number of other QPs (tests/scale/idle.c) */
+	uint64_t progress_looks;
 	/* completions by status (index enum ibv_wc_status, the last slot
 	 * for any status beyond it) */
 	uint64_t wc_err[IBV_WC_TM_RNDV_INCOMPLETE + 2];
@@ -722,9 +713,18 @@ struct sv_qp {
 	 * a reader of that lock sees the list's truth in O(1); kept, like
 	 * drives, when a reused QP is zeroed) */
 	atomic_bool listed;
-	_Atomic uint64_t drives; /* app-thread engine runs (a hint) */
-	uint64_t seen_drives;	 /* progress thread: drives last look */
-	uint64_t active_ns;	 /* progress thread: drives last moved */
+	/* the progress thread's (progress.c), also kept when a reused QP is
+	 * zeroed: its timer may still be in the loop's heap, the QP on the
+	 * thread's visit list */
+	struct sv_timer timer;	  /* its one next deadline (evloop.h) */
+	struct sv_qp *visit_next; /* on the visit list (sv_progress_visit) */
+	atomic_bool visit_queued; /* on it */
+	atomic_bool timed;	  /* the thread will look at it again by itself
+				   * (a timer, a queued visit): new work needs no
+				   * kick (sv_progress_note_work) */
+	_Atomic uint64_t drives;  /* app-thread engine runs (a hint) */
+	uint64_t seen_drives;	  /* progress thread: drives last look */
+	uint64_t active_ns;	  /* progress thread: drives last moved */
 };
 
 static inline struct sv_qp *to_sqp(struct ibv_qp *qp)
@@ -845,10 +845,9 @@ int sv_ud_route(struct sv_context *ctx, const struct ibv_ah_attr *a,
 		uint32_t *ip, bool *ip6);
 /* The context's UDP listener, at its first UD QP (a failure is said
  * once: datagrams from other hosts then do not reach it); closed with the
- * context.  sv_ud_door_event: datagrams arrived on it. */
+ * context.  Its callback in the loop (ud.c) passes datagrams on. */
 void sv_ud_door_open(struct sv_context *ctx);
 void sv_ud_door_close(struct sv_context *ctx);
-void sv_ud_door_event(struct sv_context *ctx);
 /* When a datagram held for a full QP socket is tried again (UINT64_MAX:
  * none held); tries it when due.  Progress thread only. */
 uint64_t sv_ud_door_next_ns(struct sv_context *ctx, uint64_t now);
@@ -908,16 +907,28 @@ int sv_xrc_fwd_send(struct sv_qp *qp, const struct sv_pkt *p);
 /* Progress (progress.c). */
 int sv_progress_start(struct sv_context *ctx);
 void sv_progress_stop(struct sv_context *ctx);
+/* Registers p (its callback: sv_pfd_set) for fd in ctx's loop. */
 void sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd);
 void sv_progress_del(struct sv_context *ctx, struct sv_pfd *p);
-/* An edge-triggered socket of ours (SV_PFD_TCP): out, whether room to
+/* An edge-triggered socket of ours (a TCP link's): out, whether room to
  * send wakes the thread too. */
 void sv_progress_want_out(struct sv_context *ctx, struct sv_pfd *p, bool out);
 /* Stops (or resumes) watching p for input; hang-ups still wake us. */
 void sv_progress_quiet(struct sv_context *ctx, struct sv_pfd *p, bool quiet);
 void sv_progress_kick(struct sv_context *ctx);
-/* New send work while the app may not poll: the thread must see timers. */
-void sv_progress_note_work(struct sv_context *ctx);
+/* New send work while the app may not poll: the thread must see its
+ * timers (a plain load when the thread will look at qp anyway). */
+void sv_progress_note_work(struct sv_qp *qp);
+/* Asks the thread to look at qp soon (any thread; qp is type-stable). */
+void sv_progress_visit(struct sv_qp *qp);
+/* The callbacks of a QP's fds (sv_pfd_set), in the progress thread:
+ * listener (hellos, edge), our connection or a TCP link's socket (rung,
+ * edge), a peer's connection to us (goodbye or hang-up, level), a UD
+ * QP's datagram socket (edge).  Each looks at the QP after. */
+void sv_progress_on_listen(struct sv_io *io, uint32_t revents);
+void sv_progress_on_doorbell(struct sv_io *io, uint32_t revents);
+void sv_progress_on_conn(struct sv_io *io, uint32_t revents);
+void sv_progress_on_ud(struct sv_io *io, uint32_t revents);
 /* Runs the engine for one QP if it has work; the fast path of poll/post. */
 void sv_qp_drive(struct sv_qp *qp);
 /* now: the time if the caller knows it, else 0 (the engine may skip

@@ -229,7 +229,7 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		*bad = wr;
 	sq_kick(qp);
 	sv_unlock(&qp->lock);
-	sv_progress_note_work(qp->ctx);
+	sv_progress_note_work(qp);
 	return err;
 }
 
@@ -555,7 +555,7 @@ static int ex_complete(struct ibv_qp_ex *qx)
 	else
 		sq_kick(qp);
 	sv_unlock(&qp->lock);
-	sv_progress_note_work(qp->ctx);
+	sv_progress_note_work(qp);
 	return err;
 }
 

@@ -72,6 +72,7 @@ static const struct {
 	F(tcp_records),
 	F(ud_auth_drops),
 	F(ud_replay_drops),
+	F(progress_looks),
 	W(0, "success"),
 	W(1, "loc_len_err"),
 	W(2, "loc_qp_op_err"),

@@ -2,13 +2,17 @@
 /*
  * Who runs the engine.  The application thread does, inside poll and post
  * (sv_qp_drive): no thread hop and no system call while both sides poll.
- * Behind it, one progress thread per context that always blocks in
- * epoll: on the app's kick eventfd, on each QP's listener and connection
- * sockets (the peer's rings our doorbell: shm.c), and on timers.  While the
- * application polls, the thread only looks every few ms whether it still does;
- * once it stops (or arms a CQ for an event) the thread raises that QP's sleep
- * flags — peers then ring our doorbell — and drives its engine itself.  This is
- * decided per QP: an app may poll one CQ and leave another QP's sends to us.
+ * Behind it, one progress thread per context that always blocks in its
+ * event loop (evloop.h): on the app's kick eventfd, on each QP's listener and
+ * connection sockets (the peer's rings our doorbell: shm.c), each with its
+ * callback, and on each QP's one timer.  While the application polls a QP,
+ * the thread only looks every few ms whether it still does (that QP's
+ * timer); once it stops (or arms a CQ for an event) the thread raises that
+ * QP's sleep flags — peers then ring our doorbell — and drives its engine
+ * itself.  This is decided per QP: an app may poll one CQ and leave another
+ * QP's sends to us.  A wake-up looks only at the QPs it concerns (an event
+ * of theirs, a timer due, a visit asked for), never at every QP: a QP with
+ * nothing pending has no timer and costs nothing.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,20 +21,24 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "shm.h"
+#include "evloop.h"
 #include "sv.h"
-#include "tcp.h"
 
 #define SV_ACTIVE_CHECK_MS 5
+#define SV_ACTIVE_CHECK_NS (SV_ACTIVE_CHECK_MS * 1000000ull)
 
 struct sv_progress {
 	pthread_t thread;
-	int epfd;
-	struct sv_pfd db; /* our app's kick (an eventfd only we hold) */
+	struct sv_loop loop; /* the thread's only: fds, QP timers */
+	struct sv_pfd db;    /* our app's kick (an eventfd only we hold) */
 	atomic_bool stop;
-
-	atomic_bool forever; /* asleep with no timer to wake it */
+	pthread_mutex_t visit_lock;
+	struct sv_qp *visits; /* QPs to look at (sv_progress_visit) */
 };
+
+/* The context whose loop this thread runs: a QP's timer callback may fire
+ * while a reuse of the QP has zeroed its ctx (qp.c qp_get). */
+static __thread struct sv_context *loop_ctx;
 
 void sv_qp_run(struct sv_qp *qp, uint64_t now)
 {
@@ -38,18 +46,18 @@ void sv_qp_run(struct sv_qp *qp, uint64_t now)
 
 	if (s < IBV_QPS_RTR || s == IBV_QPS_ERR)
 		return;
-	if (__builtin_expect(qp->link.tcp != NULL, 0)) {
+	if (__builtin_expect(sv_link_runs(&qp->link), 0)) {
 		/* a call whose hello was not in our listener's queue yet
 		 * waits in a pending slot: the app's run takes it too (the
 		 * listener's edge is gone) */
-		if (sv_shm_has_pending(&qp->link))
+		if (sv_link_has_pending(&qp->link))
 			sv_qp_link_step(qp);
 		else
 			sv_qp_tcp_run(qp,
 				      now); /* what arrived, into the rings */
 		if (qp->attr.qp_state == IBV_QPS_ERR)
 			return;
-		sv_tcp_run_begin(&qp->link);
+		sv_link_run_begin(&qp->link);
 	} else if (qp->link.state == SV_LINK_CONNECTING) {
 		sv_qp_link_step(qp);
 	}
@@ -58,8 +66,8 @@ void sv_qp_run(struct sv_qp *qp, uint64_t now)
 	sv_comp_run(qp, now);
 	sv_resp_run(qp);
 	sv_req_run(qp);
-	if (__builtin_expect(qp->link.tcp != NULL, 0))
-		sv_tcp_run_end(&qp->link);
+	if (__builtin_expect(sv_link_runs(&qp->link), 0))
+		sv_link_run_end(&qp->link);
 }
 
 void sv_qp_drive(struct sv_qp *qp)
@@ -79,153 +87,270 @@ void sv_qp_drive(struct sv_qp *qp)
 	/* as sv_qp_run: the link is only looked at from RTR on (a QP made
 	 * again in the slot a poller still holds is being set up) */
 	if (s >= IBV_QPS_RTR && s != IBV_QPS_ERR &&
-	    __builtin_expect(qp->link.tcp != NULL, 0)) {
+	    __builtin_expect(sv_link_runs(&qp->link), 0)) {
 		/* our ACKs may wait for the app's reply, if a late one
 		 * cannot make the peer time out: its timeout is unknown
 		 * here, ours is the best guess (the thread looks every
 		 * SV_ACTIVE_CHECK_MS) */
 		uint64_t t = sv_qp_ack_timeout_ns(qp);
 
-		sv_tcp_set_lazy(&qp->link, !qp->attr.timeout ||
-						   t >= 4 * SV_ACTIVE_CHECK_MS *
-								   1000000ull);
+		sv_link_set_lazy(&qp->link,
+				 !qp->attr.timeout ||
+					 t >= 4 * SV_ACTIVE_CHECK_MS *
+							 1000000ull);
 		sv_qp_run(qp, 0);
-		sv_tcp_set_lazy(&qp->link, false);
+		sv_link_set_lazy(&qp->link, false);
 	} else {
 		sv_qp_run(qp, 0);
 	}
 	sv_unlock(&qp->lock);
 }
 
-/*
- * One look at every QP.  A QP the application drove since our last look is
- * its business: we take its sleep flags down and leave it.  Any other QP —
- * the app does not poll its CQs, or waits for an event on them — is ours:
- * flags up (peers then ring our doorbell), then we run its engine.
- * Returns the earliest timer of the QPs we own; *active tells whether the
- * app drives any (then we look again every SV_ACTIVE_CHECK_MS).
- */
-static uint64_t look(struct sv_context *ctx, bool *active)
+/* The one next deadline of a QP the thread owns: the earliest of its
+ * timers (UINT64_MAX: none).  Caller holds qp->lock. */
+static uint64_t next_ns(struct sv_qp *qp, uint64_t now)
 {
-	uint64_t next = UINT64_MAX, now = sv_now_ns();
-	struct sv_list *n;
+	uint64_t next = UINT64_MAX;
 
-	*active = false;
-	pthread_rwlock_rdlock(&ctx->qp_lock);
-	sv_list_for_each(n, &ctx->qps)
-	{
-		struct sv_qp *qp = container_of(n, struct sv_qp, ctx_node);
-		uint64_t drives;
-		bool mine, rung;
-
-		/* the app's, unless undriven for a whole check period (a
-		 * look right after another proves nothing) or armed */
-		drives =
-			atomic_load_explicit(&qp->drives, memory_order_relaxed);
-		if (drives != qp->seen_drives)
-			qp->active_ns = now;
-		qp->seen_drives = drives;
-		/* an XRC_RECV QP is always ours: it has no CQ, so no poll
-		 * runs it (a spin in ibv_get_cq_event drives it, then sleeps
-		 * with its flags down: the peer would not ring us) */
-		mine = now - qp->active_ns >= SV_ACTIVE_CHECK_MS * 1000000ull ||
-		       qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV ||
-		       (qp->scq && atomic_load(&qp->scq->armed)) ||
-		       (qp->rcq &&
-			qp->qpx.qp_base.qp_type != IBV_QPT_XRC_RECV &&
-			atomic_load(&qp->rcq->armed));
-		/* never spin on a QP lock here: we may have preempted its
-		 * holder on this CPU.  Busy means driven: look again soon. */
-		if (!sv_trylock(&qp->lock)) {
-			*active = true;
-			continue;
-		}
-		/* the clock again, now that we hold the lock: the walk is
-		 * long with thousands of QPs, and whoever held it before
-		 * stamped the link with a later clock than our first read */
-		now = sv_now_ns();
-		rung = atomic_load_explicit(&qp->pfd[1].rung,
-					    memory_order_relaxed);
-		if (rung) {
-			/* before draining: a ring after it is a new edge */
-			atomic_store(&qp->pfd[1].rung, false);
-			sv_qp_link_event(qp, sv_shm_check(&qp->link, -1));
-		}
-		if (!mine) {
-			/* new rings start asleep (ring.c): this clears them */
-			*active = true;
-			sv_link_set_sleep(&qp->link, false);
-			sv_lanes_rx_sleep(qp, false); /* UD lanes (lane.c) */
-			/* over TCP its polls read what arrives: we stop
-			 * watching (a wake-up per message took half the
-			 * time of a small one across hosts), unless what
-			 * arrives waits unread — the app drives the QP but
-			 * polls its memory for an RDMA write our responder
-			 * must do (ib_write_lat): then we run it on each
-			 * arrival, not at the app's next poll (2.6-5.4 ms a
-			 * round trip); and we send an ACK the app's polls
-			 * let wait (sv_tcp_set_lazy) */
-			if (qp->link.tcp) {
-				bool stalled = sv_tcp_stalled(&qp->link);
-
-				sv_tcp_quiet(&qp->link, true);
-				if (rung || stalled ||
-				    sv_tcp_owed(&qp->link, now))
-					sv_qp_run(qp, now);
-			}
-			sv_unlock(&qp->lock);
-			continue;
-		}
-		sv_link_set_sleep(&qp->link, true);
-		sv_tcp_quiet(&qp->link, false);
-		sv_lanes_rx_sleep(qp, true);
-		/* seq_cst: flags up before we look at the rings (Dekker) */
-		atomic_thread_fence(memory_order_seq_cst);
-		sv_qp_run(qp, now);
-		if (sv_shm_has_pending(&qp->link))
-			sv_qp_link_step(qp);
-		if (qp->sq_comp != qp->sq_post && qp->comp_deadline &&
-		    qp->comp_deadline < next)
-			next = qp->comp_deadline;
-		if (sv_shm_next_ns(&qp->link, now) < next)
-			next = sv_shm_next_ns(&qp->link, now);
-		if (sv_tcp_next_ns(&qp->link) < next)
-			next = sv_tcp_next_ns(&qp->link);
-		if (qp->xrc_retry_ns && qp->xrc_retry_ns < next)
-			next = qp->xrc_retry_ns; /* a forward to retry */
-		if (qp->fault_rnr_until && qp->fault_rnr_until < next)
-			next = qp->fault_rnr_until; /* SOFTVERBS_FAULTS rnr */
-		if (qp->fault_delay_until && qp->fault_delay_until < next)
-			next = qp->fault_delay_until; /* ... delay_us */
-		if (qp->fault_ack_pending && qp->fault_ack_due < next)
-			next = qp->fault_ack_due; /* ... on the way back */
-		if (qp->fault_rsp_due && qp->sq_comp != qp->sq_post &&
-		    qp->attr.qp_state != IBV_QPS_ERR &&
-		    qp->fault_rsp_due < next)
-			next = qp->fault_rsp_due; /* ... read/atomic answers */
-		sv_unlock(&qp->lock);
-	}
-	pthread_rwlock_unlock(&ctx->qp_lock);
-	if (sv_tcp_door_next_ns(ctx, now) < next)
-		next = sv_tcp_door_next_ns(ctx, now);
-	if (sv_ud_door_next_ns(ctx, now) < next)
-		next = sv_ud_door_next_ns(ctx, now);
+	if (qp->sq_comp != qp->sq_post && qp->comp_deadline &&
+	    qp->comp_deadline < next)
+		next = qp->comp_deadline;
+	if (sv_link_next_ns(&qp->link, now) < next)
+		next = sv_link_next_ns(&qp->link, now);
+	if (qp->xrc_retry_ns && qp->xrc_retry_ns < next)
+		next = qp->xrc_retry_ns; /* a forward to retry */
+	if (qp->fault_rnr_until && qp->fault_rnr_until < next)
+		next = qp->fault_rnr_until; /* SOFTVERBS_FAULTS rnr */
+	if (qp->fault_delay_until && qp->fault_delay_until < next)
+		next = qp->fault_delay_until; /* ... delay_us */
+	if (qp->fault_ack_pending && qp->fault_ack_due < next)
+		next = qp->fault_ack_due; /* ... on the way back */
+	if (qp->fault_rsp_due && qp->sq_comp != qp->sq_post &&
+	    qp->attr.qp_state != IBV_QPS_ERR && qp->fault_rsp_due < next)
+		next = qp->fault_rsp_due; /* ... read/atomic answers */
 	return next;
 }
 
 /*
- * The QP of an event's fd, if it is still on the context's list (it may
- * have been destroyed since epoll_wait returned): QPs are type-stable
- * (qp.c), so its memory is a QP's whatever happened, and listed says in
- * O(1) what walking the list said (a walk per event is a pointer chase
- * through every QP of the context: 4,096 of them in `make scale`).
- * Caller holds ctx->qp_lock.
+ * One look at one QP (the progress thread; caller holds ctx->qp_lock for
+ * reading, and qp is listed).  A QP the application drove in the last
+ * check period is its business: we take its sleep flags down and leave it.
+ * Any other QP — the app does not poll its CQs, or waits for an event on
+ * them — is ours: flags up (peers then ring our doorbell), then we run its
+ * engine.  Returns when to look at it again: the app's QP at the end of its
+ * check period, ours at its earliest timer, UINT64_MAX for never (its
+ * events, or new work, bring us back).
  */
-static struct sv_qp *find_qp(struct sv_qp *want)
+static uint64_t look(struct sv_qp *qp)
 {
-	return want && atomic_load_explicit(&want->listed, memory_order_relaxed)
-		       ? want
-		       : NULL;
+	uint64_t now = sv_now_ns(), drives, next;
+	bool mine, rung;
+
+	/* the app's, unless undriven for a whole check period (a look right
+	 * after another proves nothing) or armed */
+	drives = atomic_load_explicit(&qp->drives, memory_order_relaxed);
+	if (drives != qp->seen_drives)
+		qp->active_ns = now;
+	qp->seen_drives = drives;
+	/* an XRC_RECV QP is always ours: it has no CQ, so no poll runs it
+	 * (a spin in ibv_get_cq_event drives it, then sleeps with its flags
+	 * down: the peer would not ring us) */
+	mine = now - qp->active_ns >= SV_ACTIVE_CHECK_NS ||
+	       qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV ||
+	       (qp->scq && atomic_load(&qp->scq->armed)) ||
+	       (qp->rcq && qp->qpx.qp_base.qp_type != IBV_QPT_XRC_RECV &&
+		atomic_load(&qp->rcq->armed));
+	/* never spin on a QP lock here: we may have preempted its holder on
+	 * this CPU.  Busy means driven: look again soon. */
+	if (!sv_trylock(&qp->lock)) {
+		atomic_store(&qp->timed, true);
+		return now + SV_ACTIVE_CHECK_NS;
+	}
+	sv_stat_add(qp, progress_looks, 1);
+	rung = atomic_load_explicit(&qp->pfd[1].rung, memory_order_relaxed);
+	if (rung) {
+		/* before draining: a ring after it is a new edge */
+		atomic_store(&qp->pfd[1].rung, false);
+		sv_qp_link_event(qp, sv_link_check(&qp->link, -1));
+	}
+	if (!mine) {
+		/* new rings start asleep (ring.c): this clears them */
+		sv_link_set_sleep(&qp->link, false);
+		sv_lanes_rx_sleep(qp, false); /* UD lanes (lane.c) */
+		/* over TCP its polls read what arrives: we stop watching (a
+		 * wake-up per message took half the time of a small one
+		 * across hosts), unless what arrives waits unread — the app
+		 * drives the QP but polls its memory for an RDMA write our
+		 * responder must do (ib_write_lat): then we run it on each
+		 * arrival, not at the app's next poll (2.6-5.4 ms a round
+		 * trip); and we send an ACK the app's polls let wait
+		 * (sv_link_set_lazy) */
+		if (sv_link_runs(&qp->link)) {
+			bool stalled = sv_link_stalled(&qp->link);
+
+			sv_link_quiet(&qp->link, true);
+			if (rung || stalled || sv_link_owed(&qp->link, now))
+				sv_qp_run(qp, now);
+		}
+		atomic_store(&qp->timed, true);
+		sv_unlock(&qp->lock);
+		return qp->active_ns + SV_ACTIVE_CHECK_NS;
+	}
+	sv_link_set_sleep(&qp->link, true);
+	sv_link_quiet(&qp->link, false);
+	sv_lanes_rx_sleep(qp, true);
+	/* seq_cst: flags up before we look at the rings (Dekker) */
+	atomic_thread_fence(memory_order_seq_cst);
+	sv_qp_run(qp, now);
+	if (sv_link_has_pending(&qp->link))
+		sv_qp_link_step(qp);
+	next = next_ns(qp, now);
+	/* a TCP link's death may come with no event that reaches this QP
+	 * (not understood yet: test_conf.tcp.attack_peer_acks_then_dies
+	 * failed 5 of 6 without this, 0 of 6 with it; the old walk looked
+	 * at every QP on any wake-up): a QP with a TCP link that we own is
+	 * looked at every 100 ms */
+	if (sv_link_runs(&qp->link) && now + 20 * SV_ACTIVE_CHECK_NS < next)
+		next = now + 20 * SV_ACTIVE_CHECK_NS;
+	/* under the lock: new work posted after it sees false and asks for
+	 * a look (sv_progress_note_work); before it, our run saw it */
+	atomic_store(&qp->timed, next != UINT64_MAX);
+	sv_unlock(&qp->lock);
+	return next;
+}
+
+static void qp_timer(struct sv_timer *t, uint64_t now);
+
+/*
+ * Looks at qp if it is still on the context's list (it may have been
+ * destroyed since its event or timer was set): QPs are type-stable
+ * (qp.c), so its memory is a QP's whatever happened, and listed says in
+ * O(1) whether it is alive.  Then its one timer goes where look() says.
+ * The progress thread only.
+ */
+static void visit(struct sv_qp *qp)
+{
+	struct sv_context *ctx = loop_ctx;
+	uint64_t next = UINT64_MAX;
+
+	pthread_rwlock_rdlock(&ctx->qp_lock);
+	if (atomic_load_explicit(&qp->listed, memory_order_relaxed))
+		next = look(qp);
+	pthread_rwlock_unlock(&ctx->qp_lock);
+	if (next == UINT64_MAX) {
+		sv_timer_stop(&ctx->prog->loop, &qp->timer);
+		return;
+	}
+	qp->timer.cb = qp_timer;
+	if (sv_timer_start(&ctx->prog->loop, &qp->timer, next)) {
+		/* no room in the heap: new work kicks us again */
+		sv_dbg("qp %06x: no memory for its timer\n",
+		       qp->qpx.qp_base.qp_num);
+		atomic_store(&qp->timed, false);
+	}
+}
+
+static void qp_timer(struct sv_timer *t, uint64_t now)
+{
+	(void)now;
+	visit(container_of(t, struct sv_qp, timer));
+}
+
+/* The QP of a pfd's event: read before the callback switched (a reused
+ * QP's zeroed pfd has no QP). */
+static struct sv_qp *pfd_qp(struct sv_io *io)
+{
+	return container_of(io, struct sv_pfd, io)->qp;
+}
+
+void sv_progress_on_doorbell(struct sv_io *io, uint32_t revents)
+{
+	struct sv_pfd *p = container_of(io, struct sv_pfd, io);
+
+	(void)revents;
+	/* edge triggered; look() drains it under the QP's lock (the app may
+	 * close the fd meanwhile).  A TCP link's socket too: look() runs
+	 * the QP if it is ours; if the app drives it, its next poll reads
+	 * the socket (and sends what waits) */
+	atomic_store(&p->rung, true);
+	if (p->qp)
+		visit(p->qp);
+}
+
+/* Runs step on qp under its lock if qp is still listed. */
+static void locked(struct sv_qp *qp, struct sv_pfd *p,
+		   void (*step)(struct sv_qp *, struct sv_pfd *))
+{
+	struct sv_context *ctx = loop_ctx;
+
+	pthread_rwlock_rdlock(&ctx->qp_lock);
+	if (atomic_load_explicit(&qp->listed, memory_order_relaxed)) {
+		sv_lock(&qp->lock);
+		step(qp, p);
+		sv_unlock(&qp->lock);
+	}
+	pthread_rwlock_unlock(&ctx->qp_lock);
+}
+
+static void listen_step(struct sv_qp *qp, struct sv_pfd *p)
+{
+	(void)p;
+	sv_qp_link_step(qp);
+}
+
+void sv_progress_on_listen(struct sv_io *io, uint32_t revents)
+{
+	struct sv_qp *qp = pfd_qp(io);
+
+	(void)revents;
+	if (!qp)
+		return;
+	locked(qp, container_of(io, struct sv_pfd, io), listen_step);
+	visit(qp);
+}
+
+static void conn_step(struct sv_qp *qp, struct sv_pfd *p)
+{
+	if (p->fd >= 0)
+		sv_qp_link_event(qp, sv_link_check(&qp->link, p->fd));
+}
+
+void sv_progress_on_conn(struct sv_io *io, uint32_t revents)
+{
+	struct sv_qp *qp = pfd_qp(io);
+
+	(void)revents;
+	if (!qp)
+		return;
+	locked(qp, container_of(io, struct sv_pfd, io), conn_step);
+	visit(qp);
+}
+
+void sv_progress_on_ud(struct sv_io *io, uint32_t revents)
+{
+	struct sv_pfd *p = container_of(io, struct sv_pfd, io);
+	struct sv_context *ctx = loop_ctx;
+	struct sv_qp *qp = p->qp;
+
+	(void)revents;
+	if (!qp)
+		return;
+	pthread_rwlock_rdlock(&ctx->qp_lock);
+	if (atomic_load_explicit(&qp->listed, memory_order_relaxed)) {
+		/* with UD lanes, polls read the socket only once rung */
+		atomic_store(&p->rung, true);
+		/* edge triggered: drains all.  A QP the app holds is being
+		 * driven (its poll drains the socket) or is looked at again
+		 * soon (its timer): never wait for it here, the thread also
+		 * passes on the datagrams that reach the UDP listener (ud.c),
+		 * maybe the very ones that app is polling for */
+		if (sv_trylock(&qp->lock)) {
+			sv_ud_recv_run(qp);
+			sv_unlock(&qp->lock);
+		}
+	}
+	pthread_rwlock_unlock(&ctx->qp_lock);
+	visit(qp);
 }
 
 void sv_qp_link_event(struct sv_qp *qp, enum sv_link_state st)
@@ -266,87 +391,6 @@ void sv_qp_link_event(struct sv_qp *qp, enum sv_link_state st)
 	}
 }
 
-/* Sends forwarded to an XRC SRQ arrived; it may be gone since
- * epoll_wait: only one still on the context's list is run. */
-static void handle_xsrq(struct sv_context *ctx, struct sv_srq *srq)
-{
-	struct sv_list *n;
-
-	pthread_mutex_lock(&ctx->xsrq_lock);
-	sv_list_for_each(n, &ctx->xsrqs)
-	{
-		if (container_of(n, struct sv_srq, ctx_node) == srq) {
-			sv_xsrq_recv_run(srq);
-			break;
-		}
-	}
-	pthread_mutex_unlock(&ctx->xsrq_lock);
-}
-
-/* Handles one epoll event; true if it was a doorbell. */
-static bool handle(struct sv_context *ctx, struct sv_pfd *p)
-{
-	enum sv_pfd_kind kind = sv_pfd_kind(p);
-	struct sv_qp *qp;
-
-	if (kind == SV_PFD_DOORBELL && !p->qp) {
-		uint64_t v;
-
-		if (read(p->fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-			sv_dbg("doorbell read: %s\n", strerror(errno));
-		return true;
-	}
-	if (kind == SV_PFD_XSRQ) {
-		handle_xsrq(ctx, p->srq);
-		return false;
-	}
-	if (kind == SV_PFD_UDOOR) {
-		sv_ud_door_event(ctx);
-		return false;
-	}
-	if (kind == SV_PFD_DOOR || kind == SV_PFD_DOOR_PEND) {
-		sv_tcp_door_event(ctx, p);
-		return false;
-	}
-	if (kind == SV_PFD_TCP) {
-		/* like a doorbell: look() runs the QP if it is ours; if the
-		 * app drives it, its next poll reads the socket (and sends
-		 * what waits) */
-		atomic_store(&p->rung, true);
-		return true;
-	}
-	if (kind == SV_PFD_DOORBELL) {
-		/* edge triggered; look() drains it under the QP's lock (the
-		 * app may close the fd meanwhile) */
-		atomic_store(&p->rung, true);
-		return true;
-	}
-	pthread_rwlock_rdlock(&ctx->qp_lock);
-	qp = find_qp(p->qp); /* it may be gone since epoll_wait */
-	if (qp && kind == SV_PFD_UD) {
-		/* with UD lanes, polls read the socket only once rung */
-		atomic_store(&p->rung, true);
-		/* edge triggered: drains all.  A QP the app holds is being
-		 * driven (its poll drains the socket) or is looked at again
-		 * by look() at once: never wait for it here, the thread also
-		 * passes on the datagrams that reach the UDP listener (ud.c),
-		 * maybe the very ones that app is polling for */
-		if (sv_trylock(&qp->lock)) {
-			sv_ud_recv_run(qp);
-			sv_unlock(&qp->lock);
-		}
-	} else if (qp) {
-		sv_lock(&qp->lock);
-		if (kind == SV_PFD_LISTEN)
-			sv_qp_link_step(qp);
-		else if (p->fd >= 0)
-			sv_qp_link_event(qp, sv_shm_check(&qp->link, p->fd));
-		sv_unlock(&qp->lock);
-	}
-	pthread_rwlock_unlock(&ctx->qp_lock);
-	return false;
-}
-
 static int timeout_ms(uint64_t next)
 {
 	uint64_t now = sv_now_ns();
@@ -359,100 +403,139 @@ static int timeout_ms(uint64_t next)
 	return next > 60000 ? 60000 : (int)next;
 }
 
+/* The app's kick: read it; then the QPs someone asked us to look at. */
+static void on_kick(struct sv_io *io, uint32_t revents)
+{
+	struct sv_progress *pg = container_of(io, struct sv_progress, db.io);
+	struct sv_qp *qp;
+	uint64_t v;
+
+	(void)revents;
+	if (read(pg->db.fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		sv_dbg("kick read: %s\n", strerror(errno));
+	pthread_mutex_lock(&pg->visit_lock);
+	qp = pg->visits;
+	pg->visits = NULL;
+	pthread_mutex_unlock(&pg->visit_lock);
+	while (qp) {
+		struct sv_qp *next = qp->visit_next;
+
+		/* before the look: a request after it is a new one */
+		atomic_store(&qp->visit_queued, false);
+		visit(qp);
+		qp = next;
+	}
+}
+
+void sv_progress_visit(struct sv_qp *qp)
+{
+	struct sv_progress *pg = qp->ctx->prog;
+
+	if (atomic_load_explicit(&qp->visit_queued, memory_order_relaxed) ||
+	    atomic_exchange(&qp->visit_queued, true))
+		return; /* asked already */
+	pthread_mutex_lock(&pg->visit_lock);
+	qp->visit_next = pg->visits;
+	pg->visits = qp;
+	pthread_mutex_unlock(&pg->visit_lock);
+	sv_progress_kick(qp->ctx);
+}
+
 static void *progress_main(void *arg)
 {
 	struct sv_context *ctx = arg;
 	struct sv_progress *pg = ctx->prog;
-	struct epoll_event ev[16];
 
+	loop_ctx = ctx;
 	while (!atomic_load(&pg->stop)) {
-		bool active;
-		uint64_t next = look(ctx, &active);
-		uint64_t snext = sv_stat_refresh(ctx, sv_now_ns());
-		int tmo = timeout_ms(next), n;
+		uint64_t now = sv_now_ns(), next, snext;
+		int tmo;
 
-		if (active && (tmo < 0 || tmo > SV_ACTIVE_CHECK_MS))
-			tmo = SV_ACTIVE_CHECK_MS; /* see when it stops */
-		/* the counters' timer is not work: new work still kicks us
-		 * to arm its timers (sv_progress_note_work) */
-		atomic_store(&pg->forever, tmo < 0);
-		if (snext != UINT64_MAX && (tmo < 0 || timeout_ms(snext) < tmo))
-			tmo = timeout_ms(snext);
+		sv_loop_run_timers(&pg->loop, now);
+		next = sv_loop_next(&pg->loop);
+		/* the context's own timers: callers at the doors */
+		if (sv_transport_door_next_ns(ctx, now) < next)
+			next = sv_transport_door_next_ns(ctx, now);
+		if (sv_ud_door_next_ns(ctx, now) < next)
+			next = sv_ud_door_next_ns(ctx, now);
+		snext = sv_stat_refresh(ctx, now);
+		if (snext < next)
+			next = snext;
+		tmo = timeout_ms(next);
 		if (sv_pcap_on)
 			sv_pcap_flush();
-		n = epoll_wait(pg->epfd, ev, ARRAY_SIZE(ev), tmo);
-		atomic_store(&pg->forever, false);
-		for (int i = 0; i < n; i++)
-			handle(ctx, ev[i].data.ptr);
+		sv_loop_poll(&pg->loop, tmo);
 	}
 	return NULL;
 }
 
 void sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd)
 {
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = p};
+	uint32_t ev = EPOLLIN | EPOLLRDHUP;
+	int err;
 
 	/* hang-ups are level triggered; a listener or link doorbell we may
 	 * not be able to empty at once (out of fds, QP busy) is not, so it
-	 * never makes the thread spin */
-	if ((p->kind != SV_PFD_CONN && p->qp) || p->kind == SV_PFD_XSRQ ||
-	    p->kind == SV_PFD_DOOR || p->kind == SV_PFD_DOOR_PEND)
-		ev.events |= EPOLLET;
+	 * never makes the thread spin (sv_pfd_set says which) */
+	if (p->edge)
+		ev |= EPOLLET;
 	p->fd = fd;
+	p->ctx = ctx;
 	p->quiet = false;
 	p->out = false;
-	if (epoll_ctl(ctx->prog->epfd, EPOLL_CTL_ADD, fd, &ev))
-		sv_dbg("epoll add %d: %s\n", fd, strerror(errno));
+	err = sv_io_start(&ctx->prog->loop, &p->io, fd, ev);
+	if (err)
+		sv_dbg("epoll add %d: %s\n", fd, strerror(-err));
+}
+
+/* New events for p, as its quiet and out say. */
+static void modify(struct sv_context *ctx, struct sv_pfd *p)
+{
+	uint32_t ev = EPOLLRDHUP | EPOLLET;
+	int err;
+
+	if (!p->quiet)
+		ev |= EPOLLIN;
+	if (p->out) /* one socket both ways (tcp.c): room stays wanted */
+		ev |= EPOLLOUT;
+	err = sv_io_modify(&ctx->prog->loop, &p->io, ev);
+	if (err)
+		sv_dbg("epoll mod %d: %s\n", p->fd, strerror(-err));
 }
 
 void sv_progress_quiet(struct sv_context *ctx, struct sv_pfd *p, bool quiet)
 {
-	struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLET, .data.ptr = p};
-
 	if (p->fd < 0 || p->quiet == quiet)
 		return;
 	/* back on: data already there is an event at once (MOD re-arms) */
-	if (!quiet)
-		ev.events |= EPOLLIN;
-	if (p->out) /* one socket both ways (tcp.c): room stays wanted */
-		ev.events |= EPOLLOUT;
 	p->quiet = quiet;
-	if (epoll_ctl(ctx->prog->epfd, EPOLL_CTL_MOD, p->fd, &ev))
-		sv_dbg("epoll mod %d: %s\n", p->fd, strerror(errno));
+	modify(ctx, p);
 }
 
 void sv_progress_want_out(struct sv_context *ctx, struct sv_pfd *p, bool out)
 {
-	struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLET, .data.ptr = p};
-
 	if (p->fd < 0)
 		return;
 	p->out = out;
-	if (!p->quiet) /* one socket both ways (tcp.c): arrivals stay off */
-		ev.events |= EPOLLIN;
-	if (out)
-		ev.events |= EPOLLOUT;
-	if (epoll_ctl(ctx->prog->epfd, EPOLL_CTL_MOD, p->fd, &ev))
-		sv_dbg("epoll mod %d: %s\n", p->fd, strerror(errno));
+	modify(ctx, p);
 }
 
 void sv_progress_del(struct sv_context *ctx, struct sv_pfd *p)
 {
 	if (p->fd < 0)
 		return;
-	epoll_ctl(ctx->prog->epfd, EPOLL_CTL_DEL, p->fd, NULL);
+	sv_io_stop(&ctx->prog->loop, &p->io);
 	p->fd = -1;
 }
 
-void sv_progress_note_work(struct sv_context *ctx)
+void sv_progress_note_work(struct sv_qp *qp)
 {
-	atomic_bool *f = &ctx->prog->forever;
-
-	/* it sleeps with no timer: let it arm the new work's timers (a
-	 * plain load first: no locked instruction on the fast path) */
-	if (atomic_load_explicit(f, memory_order_relaxed) &&
-	    atomic_exchange(f, false))
-		sv_progress_kick(ctx);
+	/* the thread will not look at it by itself: let it arm the new
+	 * work's timers (a plain load first: no locked instruction on the
+	 * fast path) */
+	if (!atomic_load_explicit(&qp->timed, memory_order_relaxed) &&
+	    !atomic_exchange(&qp->timed, true))
+		sv_progress_visit(qp);
 }
 
 void sv_progress_kick(struct sv_context *ctx)
@@ -471,12 +554,16 @@ int sv_progress_start(struct sv_context *ctx)
 
 	if (!pg)
 		return -ENOMEM;
-	pg->epfd = epoll_create1(EPOLL_CLOEXEC);
-	pg->db.kind = SV_PFD_DOORBELL;
+	err = sv_loop_init(&pg->loop);
+	if (err)
+		goto err_free;
+	pthread_mutex_init(&pg->visit_lock, NULL);
+	sv_io_init(&pg->db.io, NULL);
+	sv_pfd_set(&pg->db, on_kick, false);
 	pg->db.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (pg->epfd < 0 || pg->db.fd < 0) {
+	if (pg->db.fd < 0) {
 		err = -errno;
-		goto err_close;
+		goto err_loop;
 	}
 	ctx->prog = pg;
 	sv_progress_add(ctx, &pg->db, pg->db.fd);
@@ -486,10 +573,10 @@ int sv_progress_start(struct sv_context *ctx)
 	return 0;
 
 err_close:
-	if (pg->epfd >= 0)
-		close(pg->epfd);
-	if (pg->db.fd >= 0)
-		close(pg->db.fd);
+	close(pg->db.fd);
+err_loop:
+	sv_loop_fini(&pg->loop);
+err_free:
 	free(pg);
 	ctx->prog = NULL;
 	return err;
@@ -502,7 +589,8 @@ void sv_progress_stop(struct sv_context *ctx)
 	atomic_store(&pg->stop, true);
 	sv_progress_kick(ctx);
 	pthread_join(pg->thread, NULL);
-	close(pg->epfd);
+	sv_loop_fini(&pg->loop);
 	close(pg->db.fd);
+	pthread_mutex_destroy(&pg->visit_lock);
 	free(pg);
 }

@@ -461,18 +461,19 @@ void sv_transport_ctx_close(struct sv_context *ctx)
 			transports[i]->ctx_close(ctx);
 }
 
-/* progress.c's names (shm.h), until the lead switches it to the ops */
-bool sv_shm_has_pending(const struct sv_link *l)
+/* The context-level fds of every transport (a door) next need a look. */
+uint64_t sv_transport_door_next_ns(struct sv_context *ctx, uint64_t now)
 {
-	return sv_link_has_pending(l);
-}
+	uint64_t next = UINT64_MAX;
 
-uint64_t sv_shm_next_ns(const struct sv_link *l, uint64_t now)
-{
-	return sv_link_next_ns(l, now);
-}
+	for (size_t i = 0; i < N_TRANSPORTS; i++) {
+		uint64_t t;
 
-enum sv_link_state sv_shm_check(struct sv_link *l, int fd)
-{
-	return l->ops && l->ops->check ? l->ops->check(l, fd) : l->state;
+		if (!transports[i]->door_next_ns)
+			continue;
+		t = transports[i]->door_next_ns(ctx, now);
+		if (t < next)
+			next = t;
+	}
+	return next;
 }

@@ -201,9 +201,8 @@ struct sv_link_ops {
 	/* The context's state of the transport (a door), on the context's
 	 * close.  May be NULL. */
 	void (*ctx_close)(struct sv_context *ctx);
-	/* The loop: an event on the transport's context-level fds, and when
-	 * they next need a look.  May be NULL. */
-	void (*door_event)(struct sv_context *ctx, struct sv_pfd *p);
+	/* When the transport's context-level fds (a door, which registers
+	 * its own callbacks in the loop) next need a look.  May be NULL. */
 	uint64_t (*door_next_ns)(struct sv_context *ctx, uint64_t now);
 };
 
@@ -233,9 +232,8 @@ struct sv_link {
 	int pend_fd[SV_LINK_PENDING]; /* accepted, hello not yet read */
 	uint64_t pend_ns[SV_LINK_PENDING]; /* when each was accepted */
 	uint64_t next_accept_ns; /* retry time for a failed accept, or 0 */
-	struct sv_tcp *tcp;	 /* the TCP transport's state (tcp/), or NULL
-				  * (progress.c still tests it: the lead's
-				  * conversion to ops moves it into priv) */
+	struct sv_tcp *tcp;	 /* the TCP transport's state (tcp/), or NULL;
+				  * only transport/tcp/ reads it */
 	/* the transport's own state (shm.c's), opaque here */
 	union {
 		uint64_t w[SV_LINK_PRIV_WORDS];
@@ -372,6 +370,50 @@ static inline bool sv_link_runs(const struct sv_link *l)
 	return l->ops && l->ops->run;
 }
 
+/* The loop's view of a link (loop/progress.c): what arrived on one of its
+ * sockets (fd; -1: the doorbell connection), and the engine run's
+ * brackets; each a no-op where the transport has no such entry. */
+static inline enum sv_link_state sv_link_check(struct sv_link *l, int fd)
+{
+	return l->ops && l->ops->check ? l->ops->check(l, fd) : l->state;
+}
+
+static inline void sv_link_run_begin(struct sv_link *l)
+{
+	if (l->ops && l->ops->run_begin)
+		l->ops->run_begin(l);
+}
+
+static inline void sv_link_run_end(struct sv_link *l)
+{
+	if (l->ops && l->ops->run_end)
+		l->ops->run_end(l);
+}
+
+/* The app drives the QP: the link's state may wait (lazy), the loop stops
+ * watching (quiet) unless reads stall, and pushes what is owed. */
+static inline void sv_link_set_lazy(struct sv_link *l, bool lazy)
+{
+	if (l->ops && l->ops->set_lazy)
+		l->ops->set_lazy(l, lazy);
+}
+
+static inline void sv_link_quiet(struct sv_link *l, bool quiet)
+{
+	if (l->ops && l->ops->quiet)
+		l->ops->quiet(l, quiet);
+}
+
+static inline bool sv_link_stalled(struct sv_link *l)
+{
+	return l->ops && l->ops->stalled && l->ops->stalled(l);
+}
+
+static inline bool sv_link_owed(const struct sv_link *l, uint64_t now)
+{
+	return l->ops && l->ops->owed && l->ops->owed(l, now);
+}
+
 /* The completer's ACK timer ran out with the link up (comp.c): a
  * transport that can lose what it sent resends (ops->retransmit). */
 static inline void sv_link_retransmit(struct sv_link *l)
@@ -441,6 +483,8 @@ uint16_t sv_transport_connect_port(void);
 const struct sv_link_ops *sv_transport_for(bool local);
 /* Every transport's per-context state, on the context's close. */
 void sv_transport_ctx_close(struct sv_context *ctx);
+/* When the transports' context-level fds (doors) next need a look. */
+uint64_t sv_transport_door_next_ns(struct sv_context *ctx, uint64_t now);
 /* The per-context state slot of each transport (struct sv_context
  * tp_state[]), opaque outside it. */
 enum sv_tp_slot {

@@ -23,13 +23,4 @@ struct sv_shm_share {
 int sv_shm_connect(struct sv_link *l, uint32_t my_qpn, uint32_t dest_qpn,
 		   const struct sv_shm_share *share);
 
-/* The names progress.c calls until the lead switches it to link.h's
- * (sv_link_next_ns, sv_link_has_pending, ops->check): link.c. */
-bool sv_shm_has_pending(const struct sv_link *l);
-uint64_t sv_shm_next_ns(const struct sv_link *l, uint64_t now);
-/* What arrived on a connection socket (fd; -1: the doorbell's): the new
- * link state.  A hang-up with a goodbye waiting on the link's other
- * socket is CLOSED: the peer says goodbye on both first. */
-enum sv_link_state sv_shm_check(struct sv_link *l, int fd);
-
 #endif

@@ -1020,6 +1020,8 @@ struct sv_ud_door {
 	} d;
 };
 
+static void door_event(struct sv_io *io, uint32_t revents);
+
 void sv_ud_door_open(struct sv_context *ctx)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET,
@@ -1073,6 +1075,7 @@ void sv_ud_door_open(struct sv_context *ctx)
 	       : bind(d->fd, (struct sockaddr *)&a, sizeof(a)))
 		goto fail;
 	ctx->udoor_st = d;
+	sv_pfd_set(&ctx->udoor, door_event, false);
 	sv_progress_add(ctx, &ctx->udoor, d->fd);
 	goto out;
 fail:
@@ -1359,8 +1362,12 @@ static bool door_pump(struct sv_context *ctx, struct sv_ud_door *d,
 	return true;
 }
 
-void sv_ud_door_event(struct sv_context *ctx)
+/* The listener's callback in the progress thread's loop: datagrams. */
+static void door_event(struct sv_io *io, uint32_t revents)
 {
+	struct sv_context *ctx = container_of(io, struct sv_pfd, io)->ctx;
+
+	(void)revents;
 	if (ctx->udoor_st)
 		door_pump(ctx, ctx->udoor_st, sv_now_ns(), true);
 }

@@ -86,7 +86,6 @@ struct ibv_context *sv_open_device(struct ibv_device *dev)
 	pthread_mutex_init(&ctx->door_lock, NULL);
 	pthread_mutex_init(&ctx->lane_lock, NULL);
 	ctx->ud_tx_fd = ctx->ud_fwd_fd = ctx->udoor.fd = ctx->ud_tx6_fd = -1;
-	ctx->udoor.kind = SV_PFD_UDOOR;
 	sv_list_init(&ctx->qps);
 	pthread_mutex_init(&ctx->xsrq_lock, NULL);
 	sv_list_init(&ctx->xsrqs);

@@ -59,6 +59,20 @@ static void drive(struct sv_cq *cq)
 						 memory_order_acquire));
 }
 
+/* The CQ was armed: its QPs are the progress thread's now (flags up,
+ * peers ring us), so it looks at each at once, as drive() finds them. */
+static void hand_over(struct sv_cq *cq)
+{
+	struct sv_qp_set *set;
+	uint32_t n;
+
+	set = atomic_load_explicit(&cq->qps, memory_order_acquire);
+	n = atomic_load_explicit(&set->n, memory_order_acquire);
+	for (uint32_t i = 0; i < n; i++)
+		sv_progress_visit(atomic_load_explicit(&set->qp[i],
+						       memory_order_acquire));
+}
+
 static bool cq_empty(struct sv_cq *cq)
 {
 	return atomic_load_explicit(&cq->head, memory_order_acquire) ==
@@ -99,7 +113,7 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	cq->armed = solicited_only ? 2 : 1;
 	sv_unlock(&cq->lock);
 	if (newly) /* its QPs are the progress thread's now: tell it */
-		sv_progress_kick(cq->ctx);
+		hand_over(cq);
 	return 0;
 }
 

@@ -416,7 +416,7 @@ static int enter_state(struct sv_qp *qp, enum ibv_qp_state next)
 			sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
 		else if (qp->link.state == SV_LINK_CONNECTING &&
 			 sv_link_next_ns(&qp->link, 0) != UINT64_MAX)
-			sv_progress_note_work(qp->ctx); /* its retry timer */
+			sv_progress_note_work(qp); /* its retry timer */
 	}
 	return 0;
 
@@ -732,11 +732,13 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	sv_link_init(&qp->link);
 	for (int i = 0; i < 3; i++) {
 		/* field by field: a stale event may be read for this slot */
-		sv_pfd_set_kind(&qp->pfd[i], i == 0 && a->qp_type == IBV_QPT_UD
-						     ? SV_PFD_UD
-					     : i == 0 ? SV_PFD_LISTEN
-					     : i == 1 ? SV_PFD_DOORBELL
-						      : SV_PFD_CONN);
+		sv_pfd_set(&qp->pfd[i],
+			   i == 0 && a->qp_type == IBV_QPT_UD
+				   ? sv_progress_on_ud
+			   : i == 0 ? sv_progress_on_listen
+			   : i == 1 ? sv_progress_on_doorbell
+				    : sv_progress_on_conn,
+			   i != 2);
 		qp->pfd[i].fd = -1;
 		qp->pfd[i].qp = qp;
 		qp->pfd[i].srq = NULL;

@@ -91,6 +91,27 @@ struct ibv_srq *sv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 /* An XRC SRQ (xrc.c): of a domain, completing on its own CQ, named by a
  * number senders put in their work requests, reachable from the other
  * processes of the domain through a socket of that name. */
+/* An XRC SRQ's socket, in the progress thread's loop: sends forwarded to
+ * it arrived.  It may be gone since epoll_wait: only one still on the
+ * context's list is run. */
+static void xsrq_event(struct sv_io *io, uint32_t revents)
+{
+	struct sv_pfd *p = container_of(io, struct sv_pfd, io);
+	struct sv_context *ctx = p->ctx;
+	struct sv_list *n;
+
+	(void)revents;
+	pthread_mutex_lock(&ctx->xsrq_lock);
+	sv_list_for_each(n, &ctx->xsrqs)
+	{
+		if (container_of(n, struct sv_srq, ctx_node) == p->srq) {
+			sv_xsrq_recv_run(p->srq);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx->xsrq_lock);
+}
+
 static struct ibv_srq *create_xsrq(struct ibv_context *c,
 				   struct ibv_srq_init_attr_ex *a)
 {
@@ -120,7 +141,8 @@ static struct ibv_srq *create_xsrq(struct ibv_context *c,
 	}
 	atomic_fetch_add(&srq->xrcd->users, 1);
 	atomic_fetch_add(&srq->cq->srqs, 1);
-	srq->pfd = (struct sv_pfd){.kind = SV_PFD_XSRQ, .fd = -1, .srq = srq};
+	srq->pfd = (struct sv_pfd){.fd = -1, .srq = srq};
+	sv_pfd_set(&srq->pfd, xsrq_event, true);
 	pthread_mutex_lock(&ctx->xsrq_lock);
 	sv_list_add_tail(&ctx->xsrqs, &srq->ctx_node);
 	pthread_mutex_unlock(&ctx->xsrq_lock);
@@ -271,12 +293,11 @@ int sv_destroy_srq(struct ibv_srq *ibsrq)
 /* A responder NAKed RNR for want of a WQE: run the attached QPs waiting
  * so, now that there is one (as post_recv does for its own QP).  A QP
  * whose lock is taken may be past its look at the SRQ: the progress
- * thread is kicked to run it again (else an XRC_RECV QP, which no poll
+ * thread is asked to look at it again (else an XRC_RECV QP, which no poll
  * drives, would wait for the thread's next look, 5 ms). */
 static void wake_rnr(struct sv_srq *srq)
 {
 	struct sv_context *ctx = srq->ctx;
-	bool kick = false;
 	struct sv_list *n;
 
 	pthread_rwlock_rdlock(&ctx->qp_lock);
@@ -287,7 +308,7 @@ static void wake_rnr(struct sv_srq *srq)
 		if (qp->srq != srq)
 			continue;
 		if (!sv_trylock(&qp->lock)) {
-			kick = true;
+			sv_progress_visit(qp); /* the thread, soon */
 			continue;
 		}
 		if (qp->resp_rnr && sv_link_runs(&qp->link))
@@ -297,8 +318,6 @@ static void wake_rnr(struct sv_srq *srq)
 		sv_unlock(&qp->lock);
 	}
 	pthread_rwlock_unlock(&ctx->qp_lock);
-	if (kick)
-		sv_progress_kick(ctx);
 }
 
 static int post_one(struct sv_srq *srq, const struct ibv_recv_wr *wr)

@@ -38,26 +38,15 @@ loop/progress.c sv_resp_run
 loop/progress.c sv_comp_run
 loop/progress.c sv_qp_link_step
 loop/progress.c sv_qp_tcp_run
-loop/progress.c sv_xsrq_recv_run
-loop/progress.c sv_ud_recv_run
-loop/progress.c sv_ud_door_event
-loop/progress.c sv_ud_door_next_ns
-loop/progress.c sv_tcp_door_event
-loop/progress.c sv_tcp_door_next_ns
-loop/progress.c sv_tcp_next_ns
-loop/progress.c sv_tcp_run_begin
-loop/progress.c sv_tcp_run_end
-loop/progress.c sv_tcp_set_lazy
-loop/progress.c sv_tcp_quiet
-loop/progress.c sv_tcp_stalled
-loop/progress.c sv_tcp_owed
-loop/progress.c sv_lanes_rx_sleep
 loop/progress.c sv_qp_ack_timeout_ns
-loop/progress.c sv_shm_check
-loop/progress.c sv_shm_has_pending
-loop/progress.c sv_shm_next_ns
+loop/progress.c sv_ud_recv_run
+loop/progress.c sv_ud_door_next_ns
+loop/progress.c sv_lanes_rx_sleep
 loop/progress.c sv_link_set_sleep
 loop/progress.c sv_link_state_names
+loop/progress.c sv_link_has_pending
+loop/progress.c sv_link_next_ns
+loop/progress.c sv_transport_door_next_ns
 '
 
 cd "$objs" || exit 1

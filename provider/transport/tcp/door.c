@@ -120,6 +120,8 @@ static int door_socket(void)
 	return fd;
 }
 
+static void door_io(struct sv_io *io, uint32_t revents);
+
 struct sv_tcp_ctx *sv_tcp_door_open(struct sv_context *ctx)
 {
 	static atomic_bool said;
@@ -150,11 +152,11 @@ struct sv_tcp_ctx *sv_tcp_door_open(struct sv_context *ctx)
 		close(fd);
 		goto fail;
 	}
-	d->lfd.kind = SV_PFD_DOOR;
+	sv_pfd_set(&d->lfd, door_io, true);
 	d->spare[0] = d->spare[1] = -1;
 	door_spares(d);
 	for (int i = 0; i < DOOR_PENDING; i++) {
-		d->pend[i].pfd.kind = SV_PFD_DOOR_PEND;
+		sv_pfd_set(&d->pend[i].pfd, door_io, true);
 		d->pend[i].pfd.fd = -1;
 	}
 	atomic_store_explicit(&tc->door, d, memory_order_release);
@@ -332,7 +334,7 @@ static void door_accept(struct sv_context *ctx, struct sv_tcp_door *d)
 		sv_dbg("tcp door: accept: %s\n", strerror(errno));
 }
 
-void sv_tcp_door_event(struct sv_context *ctx, struct sv_pfd *p)
+static void door_event(struct sv_context *ctx, struct sv_pfd *p)
 {
 	struct sv_tcp_door *d = door_of(ctx);
 
@@ -363,4 +365,14 @@ uint64_t sv_tcp_door_next_ns(struct sv_context *ctx, uint64_t now)
 			next = p->since + SV_HELLO_WAIT_NS;
 	}
 	return next;
+}
+
+/* The door's callback in the progress thread's loop, for its listener
+ * (callers) and each pending caller's socket (its hello). */
+static void door_io(struct sv_io *io, uint32_t revents)
+{
+	struct sv_pfd *p = container_of(io, struct sv_pfd, io);
+
+	(void)revents;
+	door_event(p->ctx, p);
 }

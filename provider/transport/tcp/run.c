@@ -283,16 +283,16 @@ static uint64_t next_ns(const struct sv_link *l, uint64_t now)
 
 static void tcp_close(struct sv_link *l, uint32_t my_qpn, bool bye)
 {
-	struct sv_pfd *pfd = l->tcp ? l->tcp->pfd : NULL;
 	struct sv_pfd *pend_pfd = l->tcp ? l->tcp->pend_pfd : NULL;
+	sv_io_cb *pend_cb = l->tcp ? l->tcp->pend_cb : NULL;
+	bool pend_edge = l->tcp ? l->tcp->pend_edge : false;
 
 	(void)my_qpn;
 	sv_tcp_close(l, bye);
-	/* the QP's watches, back to shared memory's kinds */
-	if (pfd)
-		sv_pfd_set_kind(pfd, SV_PFD_DOORBELL);
-	if (pend_pfd)
-		sv_pfd_set_kind(pend_pfd, SV_PFD_CONN);
+	/* the QP's watches, back to what shared memory set (pfd_conn kept
+	 * its callback: the doorbell's) */
+	if (pend_pfd && pend_cb)
+		sv_pfd_set(pend_pfd, pend_cb, pend_edge);
 }
 
 const struct sv_link_ops sv_tcp_link_ops = {
@@ -317,6 +317,5 @@ const struct sv_link_ops sv_tcp_link_ops = {
 	.quiet = sv_tcp_quiet,
 	.close = tcp_close,
 	.ctx_close = sv_tcp_door_close,
-	.door_event = sv_tcp_door_event,
 	.door_next_ns = sv_tcp_door_next_ns,
 };

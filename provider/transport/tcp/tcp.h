@@ -232,8 +232,8 @@ static_assert(sizeof(struct sv_tcp_state) == 32, "wire ABI");
  * kernel's choice), as RoCE's IP source is the source GID: the peer
  * takes the call only from the address its QP names.  The rings now, so
  * running out of memory is modify_qp's error.  The link's socket is
- * watched by the context's progress thread through pfd_conn (kind
- * SV_PFD_TCP), which this transport registers and unregisters as it
+ * watched by the context's progress thread through pfd_conn (with the
+ * QP's doorbell callback), which this transport registers and unregisters as it
  * opens and closes it.  It counts its system calls on its socket
  * (tcp_sends, tcp_reads) into the conf's stats. */
 extern const struct sv_link_ops sv_tcp_link_ops;
@@ -316,8 +316,6 @@ void sv_tcp_close(struct sv_link *l, bool bye);
 struct sv_tcp_ctx;
 struct sv_tcp_ctx *sv_tcp_door_open(struct sv_context *ctx);
 void sv_tcp_door_close(struct sv_context *ctx);
-/* The progress thread: an event on the door or one of its callers. */
-void sv_tcp_door_event(struct sv_context *ctx, struct sv_pfd *p);
 /* When a caller that has not said hello is dropped. */
 uint64_t sv_tcp_door_next_ns(struct sv_context *ctx, uint64_t now);
 

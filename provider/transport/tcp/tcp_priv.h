@@ -134,6 +134,10 @@ struct sv_tcp {
 	/* a caller challenged, its proof not read yet (one at a time) */
 	int pend_fd;
 	struct sv_pfd *pend_pfd;
+	/* pend_pfd's callback before the link took it (the QP's: shared
+	 * memory's hang-up watch), given back at close */
+	sv_io_cb *pend_cb;
+	bool pend_edge;
 	struct sv_tcp_hello pend_h;
 	uint8_t pend_nonce[16];
 	bool pend_cookie; /* it proves the cookie (else a first call) */

@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sv_idle: a wake-up of the progress thread costs what happened, not the
+ * number of QPs (issue 25).  One context holds K idle RC QPs, connected in
+ * pairs and never used, and one pair that ping-pongs N messages driven by
+ * completion events (each message wakes the progress thread).  The
+ * context's counters (softverbs-stat's memfd: progress_looks, the thread's
+ * looks at a QP) say how often the thread looked at the idle QPs during
+ * the ping-pong: it must not, beyond a few stray timers; a thread that
+ * walks every QP per wake-up looks 2 x N x K times (checked once: with
+ * such a walk added back after each epoll_wait, this fails).  Also prints the
+ * round trip.  Exit 0 on success, 1 on failure.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stat.h"
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "sv_idle: %s: %s\n", what, strerror(err));
+	exit(1);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct ctx {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	char buf[64];
+	uint16_t lid;
+};
+
+static struct ibv_qp *make_qp(struct ctx *c, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = {.max_send_wr = 4,
+			.max_recv_wr = 4,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+	struct ibv_qp *qp = ibv_create_qp(c->pd, &ia);
+
+	if (!qp)
+		die("ibv_create_qp", errno);
+	if (ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				  IBV_QP_ACCESS_FLAGS))
+		die("ibv_modify_qp INIT", errno);
+	return qp;
+}
+
+static void to_rts(struct ctx *c, struct ibv_qp *qp, uint32_t dest)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR,
+		.path_mtu = IBV_MTU_1024,
+		.dest_qp_num = dest,
+		.max_dest_rd_atomic = 1,
+		.min_rnr_timer = 12,
+		.ah_attr = {.dlid = c->lid, .port_num = 1},
+	};
+	int err = ibv_modify_qp(qp, &a,
+				IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+					IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					IBV_QP_MAX_DEST_RD_ATOMIC |
+					IBV_QP_MIN_RNR_TIMER);
+
+	if (err)
+		die("ibv_modify_qp RTR", err);
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
+				 .timeout = 14,
+				 .retry_cnt = 7,
+				 .rnr_retry = 7,
+				 .max_rd_atomic = 1};
+	err = ibv_modify_qp(qp, &a,
+			    IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+				    IBV_QP_MAX_QP_RD_ATOMIC);
+	if (err)
+		die("ibv_modify_qp RTS", err);
+}
+
+static void post_recv(struct ctx *c, struct ibv_qp *qp)
+{
+	struct ibv_sge sg = {(uintptr_t)c->buf, 8, c->mr->lkey};
+	struct ibv_recv_wr wr = {.sg_list = &sg, .num_sge = 1}, *bad;
+
+	if (ibv_post_recv(qp, &wr, &bad))
+		die("ibv_post_recv", EIO);
+}
+
+static void post_send(struct ctx *c, struct ibv_qp *qp)
+{
+	struct ibv_sge sg = {(uintptr_t)c->buf + 32, 8, c->mr->lkey};
+	struct ibv_send_wr wr = {.sg_list = &sg,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+
+	if (ibv_post_send(qp, &wr, &bad))
+		die("ibv_post_send", EIO);
+}
+
+/* Waits for `want` completions on cq, by events only. */
+static void wait_cq(struct ibv_comp_channel *ch, struct ibv_cq *cq, int want)
+{
+	while (want > 0) {
+		struct ibv_wc wc[4];
+		struct ibv_cq *ev_cq;
+		void *ev_ctx;
+		int n;
+
+		if (ibv_req_notify_cq(cq, 0))
+			die("ibv_req_notify_cq", EIO);
+		n = ibv_poll_cq(cq, 4, wc);
+		if (n == 0) {
+			if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx))
+				die("ibv_get_cq_event", errno);
+			ibv_ack_cq_events(ev_cq, 1);
+			n = ibv_poll_cq(cq, 4, wc);
+		}
+		if (n < 0)
+			die("ibv_poll_cq", EIO);
+		for (int i = 0; i < n; i++)
+			if (wc[i].status != IBV_WC_SUCCESS)
+				die(ibv_wc_status_str(wc[i].status), EIO);
+		want -= n;
+	}
+}
+
+/* Our context's counters (stat.h): the memfd among our fds. */
+static const struct sv_stat_hdr *stat_map(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	const struct sv_stat_hdr *h = NULL;
+
+	while (d && (e = readdir(d))) {
+		char p[300], t[128];
+		ssize_t n;
+
+		snprintf(p, sizeof(p), "/proc/self/fd/%s", e->d_name);
+		n = readlink(p, t, sizeof(t) - 1);
+		if (n <= 0)
+			continue;
+		t[n] = 0;
+		if (!strstr(t, "memfd:" SV_STAT_MEMFD))
+			continue;
+		h = mmap(NULL, SV_STAT_SIZE, PROT_READ, MAP_SHARED,
+			 atoi(e->d_name), 0);
+		if (h == MAP_FAILED)
+			h = NULL;
+		break;
+	}
+	if (d)
+		closedir(d);
+	if (!h)
+		die("no softverbs-stat memfd (run under softverbs-run)", 0);
+	return h;
+}
+
+/* The thread's looks at QPs other than the two busy ones, from a fresh
+ * refresh of the table (it refreshes every SV_STAT_PERIOD_NS). */
+static uint64_t idle_looks(const struct sv_stat_hdr *h, uint32_t a, uint32_t b)
+{
+	const struct sv_stat_slot *sl = (const void *)(h + 1);
+	uint64_t upd = __atomic_load_n(&h->updated_ns, __ATOMIC_ACQUIRE);
+	uint64_t deadline = now_ns() + 5000000000ull, looks = 0;
+	int k = -1;
+
+	for (uint32_t i = 0; i < h->nctr; i++)
+		if (!strcmp(h->names[i], "progress_looks"))
+			k = (int)i;
+	if (k < 0)
+		return UINT64_MAX; /* an older provider: round trips only */
+	/* wait for the next refresh, then copy under its seqcount */
+	while (__atomic_load_n(&h->updated_ns, __ATOMIC_ACQUIRE) == upd)
+		if (now_ns() > deadline)
+			die("the counters were not refreshed in 5 s", ETIME);
+		else
+			usleep(10000);
+	for (;;) {
+		uint64_t s = __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE);
+
+		looks = h->total[k];
+		for (uint32_t i = 0; i < h->nqps; i++)
+			if (sl[i].qpn == a || sl[i].qpn == b)
+				looks -= sl[i].c[k];
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (!(s & 1) && s == __atomic_load_n(&h->seq, __ATOMIC_RELAXED))
+			return looks;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int k = argc > 1 ? atoi(argv[1]) : 2000;
+	int n = argc > 2 ? atoi(argv[2]) : 200;
+	struct ibv_device **l = ibv_get_device_list(NULL);
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq_a, *cq_b, *idle_cq;
+	struct ibv_qp *a, *b, **q;
+	const struct sv_stat_hdr *h;
+	struct ibv_port_attr pa;
+	uint64_t before, after, t0, t1;
+	struct ctx c;
+
+	if (!l || !l[0])
+		die("no RDMA device (run under softverbs-run)", ENODEV);
+	c.ctx = ibv_open_device(l[0]);
+	if (!c.ctx || !(c.pd = ibv_alloc_pd(c.ctx)))
+		die("ibv_open_device", errno);
+	c.mr = ibv_reg_mr(c.pd, c.buf, sizeof(c.buf), IBV_ACCESS_LOCAL_WRITE);
+	if (!c.mr || ibv_query_port(c.ctx, 1, &pa))
+		die("ibv_reg_mr", errno);
+	c.lid = pa.lid;
+	ch = ibv_create_comp_channel(c.ctx);
+	cq_a = ibv_create_cq(c.ctx, 8, NULL, ch, 0);
+	cq_b = ibv_create_cq(c.ctx, 8, NULL, ch, 0);
+	idle_cq = ibv_create_cq(c.ctx, 8, NULL, NULL, 0);
+	q = calloc((size_t)k + 1, sizeof(*q));
+	if (!ch || !cq_a || !cq_b || !idle_cq || !q)
+		die("ibv_create_cq", errno);
+	/* the busy pair first: the first slots of the table are theirs */
+	a = make_qp(&c, cq_a);
+	b = make_qp(&c, cq_b);
+	to_rts(&c, a, b->qp_num);
+	to_rts(&c, b, a->qp_num);
+	for (int i = 0; i < k; i++)
+		q[i] = make_qp(&c, idle_cq);
+	for (int i = 0; i + 1 < k; i += 2) {
+		to_rts(&c, q[i], q[i + 1]->qp_num);
+		to_rts(&c, q[i + 1], q[i]->qp_num);
+	}
+	h = stat_map();
+	/* the idle QPs' links settle (calls answered, hellos read): until
+	 * a whole refresh period passes without a look at them */
+	before = idle_looks(h, a->qp_num, b->qp_num);
+	t0 = now_ns();
+	for (;;) {
+		uint64_t v = idle_looks(h, a->qp_num, b->qp_num);
+
+		if (v == before)
+			break;
+		before = v;
+		if (now_ns() - t0 > 10000000000ull)
+			break; /* never still: the count below says so */
+	}
+	t0 = now_ns();
+	for (int i = 0; i < n; i++) {
+		post_recv(&c, b);
+		post_recv(&c, a);
+		post_send(&c, a);
+		wait_cq(ch, cq_b, 1); /* b's receive */
+		post_send(&c, b);
+		wait_cq(ch, cq_a, 2); /* a's send, and its receive */
+		wait_cq(ch, cq_b, 1); /* b's send */
+	}
+	t1 = now_ns();
+	after = idle_looks(h, a->qp_num, b->qp_num);
+	if (after == UINT64_MAX) {
+		printf("sv_idle: %d idle QPs, %d event-driven round trips: "
+		       "%.1f us each (no progress_looks counter)\n",
+		       k, n, (double)(t1 - t0) / n / 1000.0);
+		return 77;
+	}
+	printf("sv_idle: %d idle QPs, %d event-driven round trips: %.1f us "
+	       "each; the progress thread looked at idle QPs %llu times "
+	       "meanwhile (%.2f per round trip)\n",
+	       k, n, (double)(t1 - t0) / n / 1000.0,
+	       (unsigned long long)(after - before),
+	       (double)(after - before) / n);
+	/* a thread that walks every QP per wake-up: >= 2 x n x k */
+	if (after - before > (uint64_t)k / 10 + 16) {
+		fprintf(stderr,
+			"sv_idle: FAIL: the thread looked at idle QPs %llu "
+			"times in %d round trips (a wake-up costs the number "
+			"of QPs)\n",
+			(unsigned long long)(after - before), n);
+		return 1;
+	}
+	return 0;
+}
