@@ -174,8 +174,8 @@ static bool fault_rnr(struct sv_qp *qp, const struct sv_pkt *p)
 			return true;
 		qp->fault_rnr_try++;
 	}
-	if (sv_fault_hit(sv_faults.rnr, sv_faults.seed, SV_FAULT_RNR,
-			 qp->fault_idx, p->psn, qp->fault_rnr_try)) {
+	if (sv_inject_hit(sv_inject.rnr, sv_inject.seed, SV_FAULT_RNR,
+			  qp->fault_idx, p->psn, qp->fault_rnr_try)) {
 		qp->fault_rnr_until =
 			now + sv_rnr_timer_ns(qp->attr.min_rnr_timer);
 		SV_STAT_INC(qp, fault_rnr);
@@ -189,8 +189,8 @@ static bool fault_rnr(struct sv_qp *qp, const struct sv_pkt *p)
 /* SOFTVERBS_FAULTS access: a one-sided request refused as a bad key. */
 static bool fault_access(struct sv_qp *qp, const struct sv_pkt *p)
 {
-	if (!sv_fault_hit(sv_faults.access, sv_faults.seed, SV_FAULT_ACCESS,
-			  qp->fault_idx, p->psn, 0))
+	if (!sv_inject_hit(sv_inject.access, sv_inject.seed, SV_FAULT_ACCESS,
+			   qp->fault_idx, p->psn, 0))
 		return false;
 	SV_STAT_INC(qp, fault_access);
 	return true;
@@ -535,8 +535,8 @@ static bool respond(struct sv_qp *qp, struct sv_pkt *h, const void *ext,
 		sv_pcap_train(qp, true, h, (uint8_t *)(p + 1),
 			      (uint8_t *)(p + 1) + ext_len, NULL);
 	sv_ring_publish(&qp->link.rsp_tx, p);
-	if (unlikely(sv_faults.on))
-		sv_faults_sent();
+	if (unlikely(sv_inject.on))
+		sv_inject_sent();
 	sv_stat_add(qp, tx_pkts, h->npsn);
 	sv_stat_add(qp, tx_bytes, h->len);
 	return true;
@@ -618,8 +618,8 @@ static void atomic_publish(struct sv_qp *qp, void *room, uint32_t psn,
 		sv_pcap_train(qp, true, &h, (uint8_t *)room + sizeof(h), NULL,
 			      NULL);
 	sv_ring_publish(&qp->link.rsp_tx, room);
-	if (unlikely(sv_faults.on))
-		sv_faults_sent();
+	if (unlikely(sv_inject.on))
+		sv_inject_sent();
 	sv_stat_add(qp, tx_pkts, 1);
 }
 
@@ -806,9 +806,9 @@ static enum resp_result check_psn(struct sv_qp *qp, const struct sv_pkt *p,
 	/* a read request is one packet; its npsn are its response's */
 	n = p->opcode == SV_OP_READ_REQ ? 1 : p->npsn;
 	for (uint32_t j = 0; j < n; j++) {
-		if (!sv_fault_hit(sv_faults.drop, sv_faults.seed, SV_FAULT_DROP,
-				  qp->fault_idx, sv_psn_add(p->psn, j),
-				  qp->fault_try))
+		if (!sv_inject_hit(sv_inject.drop, sv_inject.seed,
+				   SV_FAULT_DROP, qp->fault_idx,
+				   sv_psn_add(p->psn, j), qp->fault_try))
 			continue;
 		qp->fault_try++;
 		SV_STAT_INC(qp, fault_drops);

@@ -158,7 +158,7 @@ static void take_peer_memory(struct sv_qp *qp)
 		sv_rpeer_put(qp->ctx, qp->rpeer);
 	/* SOFTVERBS_FAULTS: every operation a packet that can be faulted
 	 * (no direct one-sided operations, no single copy) */
-	qp->rpeer = sv_faults.on ? NULL
+	qp->rpeer = sv_inject.on ? NULL
 				 : sv_rpeer_get(qp->ctx, l->peer_arena_fd,
 						l->peer_table_fd);
 	if (!qp->rpeer)
@@ -877,7 +877,7 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	qp->srq = a->srq ? to_ssrq(a->srq) : NULL;
 	sv_list_init(&qp->srq_node);
 	qp->xrc_sock = -1;
-	qp->fault_idx = sv_faults_qp_index();
+	qp->fault_idx = sv_inject_qp_index();
 	err = -alloc_queues(qp, a->qp_type, &a->cap);
 	if (err)
 		goto err_free;
