@@ -76,7 +76,7 @@ transport/ud.c sv_gid_is_local
 transport/ud.c sv_local_lid
 transport/ud.c sv_swqe_sge
 engine/comp.c ibv_wc_status_str
-wire/pcap.c sv_opcodes
+wire/pcap_train.c sv_opcodes
 '
 
 cd "$objs" || exit 1
