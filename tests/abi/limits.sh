@@ -19,11 +19,10 @@ allowed='
 provider/transport/rmem.c - 1209
 provider/transport/ud.c - 1379
 provider/transport/tcp.c - 2113
-rdmacm/rsocket.c - 1254
+rdmacm/rsocket.c - 1259
 provider/loop/progress.c look 110
 provider/transport/tcp.c connect_step 137
 provider/transport/tcp.c read_ack 126
-rdmacm/rsocket.c rpoll 105
 '
 
 if [ "$1" = --selftest ]; then
