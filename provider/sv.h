@@ -21,7 +21,7 @@
 #include "core.h"
 #include "entry.h"
 #include "env.h"
-#include "faults.h"
+#include "inject.h"
 #include "link.h"
 #include "evloop.h"
 #include "util.h"
@@ -241,11 +241,11 @@ static inline uint32_t sv_mr_slot(uint32_t key)
 	return key & (SV_MAX_MR - 1);
 }
 
-/* Guarded copies (fault.c).  sv_fault_init installs the SIGSEGV/SIGBUS
+/* Guarded copies (guard.c).  sv_guard_init installs the SIGSEGV/SIGBUS
  * handler (once; at the first registration); sv_copy_guarded copies to or
  * from registered memory and returns -EFAULT, instead of crashing, if the
  * application unmapped or truncated it. */
-void sv_fault_init(void);
+void sv_guard_init(void);
 int sv_copy_guarded(void *dst, const void *src, size_t n);
 /* One 8-byte atomic on registered memory, guarded the same way: fetch-
  * and-add of value, or compare-and-swap (compare, value); the old value
@@ -253,13 +253,13 @@ int sv_copy_guarded(void *dst, const void *src, size_t n);
 int sv_atomic_guarded(uint64_t *p, uint64_t compare, uint64_t value,
 		      bool fetch_add, uint64_t *old);
 /* A window (rmem.c): the caller is about to make [lo, hi) read-only and
- * replace its pages; until sv_fault_window_close, a thread that writes
+ * replace its pages; until sv_guard_window_close, a thread that writes
  * there waits in the handler, then retries.  One window at a time (a
  * mutex, held from open to close by the same thread, which must take no
  * lock a waiting writer may hold: no malloc).  [0, UINTPTR_MAX) covers
- * everything (fork's snapshot).  sv_fault_init must have run. */
-void sv_fault_window_open(uintptr_t lo, uintptr_t hi);
-void sv_fault_window_close(void);
+ * everything (fork's snapshot).  sv_guard_init must have run. */
+void sv_guard_window_open(uintptr_t lo, uintptr_t hi);
+void sv_guard_window_close(void);
 
 /* Completion with the extras the extended CQ API can read. */
 struct sv_cqe {
@@ -464,7 +464,7 @@ void sv_srq_return(struct sv_qp *qp);
 /* WQEs an RC QP on an SRQ may hold lent (its RQ's slots). */
 #define SV_SRQ_LEND 64
 
-/* SOFTVERBS_FAULTS' counts (faults.c's callers): sv_stat_add by one. */
+/* SOFTVERBS_FAULTS' counts (inject.c's callers): sv_stat_add by one. */
 #define SV_STAT_INC(qp, f) sv_stat_add(qp, f, 1)
 
 /* Atomics the responder answered, by PSN: a duplicate is answered from
@@ -637,7 +637,7 @@ struct sv_qp {
 	} atom_replay[SV_ATOMIC_REPLAY];
 	uint32_t atom_next;
 
-	/* SOFTVERBS_FAULTS (faults.h) */
+	/* SOFTVERBS_FAULTS (inject.h) */
 	uint32_t fault_idx; /* creation index in the process */
 	uint32_t fault_try; /* responder: drops of the train at
 			     * fault_try_psn so far (the attempt) */

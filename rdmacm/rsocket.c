@@ -792,6 +792,26 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* rpoll's wake-up: the completion events of fds' rsockets consumed; their
+ * CQs are armed again on the next pass. */
+static void take_cq_events(struct pollfd *fds, nfds_t nfds)
+{
+	for (nfds_t i = 0; i < nfds; i++) {
+		struct rs *rs = fds[i].fd >= 0 ? lookup(fds[i].fd) : NULL;
+		struct ibv_cq *cq;
+		void *ctx;
+
+		if (!rs)
+			continue;
+		pthread_mutex_lock(&rs->lock);
+		while (rs->cch && ibv_get_cq_event(rs->cch, &cq, &ctx) == 0) {
+			ibv_ack_cq_events(cq, 1);
+			rs->cq_armed = false;
+		}
+		pthread_mutex_unlock(&rs->lock);
+	}
+}
+
 /*
  * Progress every rsocket, report what is ready; else arm their CQs and
  * sleep in poll() on their channel fds (CM and completions) and the
@@ -878,22 +898,7 @@ CM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 			return -1;
 		}
 		/* consume the completion events, re-arm on the next pass */
-		for (i = 0; i < nfds; i++) {
-			struct rs *rs =
-				fds[i].fd >= 0 ? lookup(fds[i].fd) : NULL;
-			struct ibv_cq *cq;
-			void *ctx;
-
-			if (!rs)
-				continue;
-			pthread_mutex_lock(&rs->lock);
-			while (rs->cch &&
-			       ibv_get_cq_event(rs->cch, &cq, &ctx) == 0) {
-				ibv_ack_cq_events(cq, 1);
-				rs->cq_armed = false;
-			}
-			pthread_mutex_unlock(&rs->lock);
-		}
+		take_cq_events(fds, nfds);
 		if (ret == 0 && timeout >= 0 && mono_ms() >= end) {
 			/* one last look, then time out */
 			timeout = 0;

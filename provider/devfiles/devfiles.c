@@ -53,7 +53,8 @@ static int tree_state;		/* 0 none, 1 made, -1 failed (all ENOENT) */
 
 /* ---- the tree ---- */
 
-static int put(const char *dir, const char *name, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int
+put(const char *dir, const char *name, const char *fmt, ...)
 {
 	char path[PATH_MAX], buf[256];
 	va_list ap;
@@ -73,7 +74,8 @@ static int put(const char *dir, const char *name, const char *fmt, ...)
 	return close(fd) ? -errno : 0;
 }
 
-static int mkdirf(char *path, size_t size, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int mkdirf(char *path, size_t size,
+							const char *fmt, ...)
 {
 	va_list ap;
 

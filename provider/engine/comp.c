@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "faults.h"
+#include "inject.h"
 #include "sv.h"
 
 /*
@@ -178,8 +178,8 @@ static bool take_response(struct sv_qp *qp, const struct sv_pkt *p,
 			       : w->first_psn;
 		if (p->psn != want || (p->seg & SV_SEG_FIRST) != !w->got)
 			return true;
-		if (sv_fault_hit(sv_faults.drop, sv_faults.seed, SV_FAULT_RSP,
-				 qp->fault_idx, p->psn, w->tries)) {
+		if (sv_inject_hit(sv_inject.drop, sv_inject.seed, SV_FAULT_RSP,
+				  qp->fault_idx, p->psn, w->tries)) {
 			SV_STAT_INC(qp, fault_drops);
 			qp->fault_drop_hash =
 				(qp->fault_drop_hash ^
@@ -375,7 +375,7 @@ static bool ack_due(struct sv_qp *qp, uint64_t *ack, uint64_t now)
 	if (!qp->fault_ack_pending) {
 		qp->fault_ack_pending = true;
 		qp->fault_ack_val = *ack;
-		qp->fault_ack_due = now + sv_faults.delay_us * 1000;
+		qp->fault_ack_due = now + sv_inject.delay_us * 1000;
 		return false;
 	}
 	if (now < qp->fault_ack_due)
@@ -439,7 +439,7 @@ static int hold_responses(struct sv_qp *qp, uint64_t now)
 			break;
 		}
 		h->next = NULL;
-		h->due = now + sv_faults.delay_us * 1000;
+		h->due = now + sv_inject.delay_us * 1000;
 		h->p = p;
 		memcpy(h->payload, payload, p.rec_len - sizeof(p));
 		if (!qp->fault_rsp)
@@ -516,7 +516,7 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 		/* acquire, before the responses: a NAK after a read is
 		 * published after the read's answer */
 		ack = sv_link_ack_get(&qp->link);
-		if (unlikely(sv_faults.on) && sv_faults.delay_us) {
+		if (unlikely(sv_inject.on) && sv_inject.delay_us) {
 			now = sv_now_ns(); /* fresh: it stamps arrivals */
 			if (!delay_back(qp, &ack, now))
 				return;

@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "faults.h"
+#include "inject.h"
 #include "rmem.h"
 #include "sv.h"
 
@@ -83,8 +83,8 @@ static struct sv_swqe *new_wqe(struct sv_qp *qp, uint32_t opcode, int *err)
 	}
 	w = &qp->sq[qp->sq_post & (qp->sq_size - 1)];
 	memset(w, 0, sizeof(*w));
-	if (unlikely(sv_faults.on) && sv_faults.delay_us)
-		w->due_ns = sv_now_ns() + sv_faults.delay_us * 1000;
+	if (unlikely(sv_inject.on) && sv_inject.delay_us)
+		w->due_ns = sv_now_ns() + sv_inject.delay_us * 1000;
 	w->opcode = opcode;
 	w->op = wr_ops[opcode].op;
 	w->imm_valid = wr_ops[opcode].imm;

@@ -220,8 +220,8 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 		sv_ring_publish(&qp->link.tx, p);
 		if (unlikely(w->tries))
 			SV_STAT_INC(qp, retrans_pkts);
-		if (unlikely(sv_faults.on))
-			sv_faults_sent();
+		if (unlikely(sv_inject.on))
+			sv_inject_sent();
 		/* a read request is one packet; its PSNs are the answer's */
 		sv_stat_add(qp, tx_pkts, w->op == SV_OP_READ_REQ ? 1 : h.npsn);
 		sv_stat_add(qp, tx_bytes, w->placed ? w->length : chunk);
@@ -542,7 +542,7 @@ void sv_req_run(struct sv_qp *qp)
 	    !qp->link.tx_ready || qp->sq_stopped)
 		return;
 	tmax = train_max(qp);
-	if (unlikely(sv_faults.on))
+	if (unlikely(sv_inject.on))
 		qp->fault_delay_until = 0; /* set again if delay_us holds */
 	while (qp->sq_send != qp->sq_post) {
 		struct sv_swqe *w = &qp->sq[qp->sq_send & (qp->sq_size - 1)];

@@ -13,6 +13,7 @@
  */
 #include <string.h>
 
+#include "resp.h"
 #include "rmem.h"
 
 #include "sv.h"
@@ -38,27 +39,13 @@ static void nak(struct sv_qp *qp, uint32_t psn, enum sv_syndrome syn)
 	sv_link_ack_put(&qp->link, a);
 }
 
-/* The PD that checks keys: the QP's, or on an XRC_RECV QP the PD of the
- * XRC SRQ the message names (IBA 11.8: the target QP has none). */
-static struct sv_pd *resp_pd(const struct sv_qp *qp)
-{
-	if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV)
-		return qp->srq ? to_spd(qp->srq->ibv.pd) : NULL;
-	return to_spd(qp->qpx.qp_base.pd);
-}
-
-static struct ibv_sge *rwqe_sge(struct sv_qp *qp, const struct sv_rwqe *r)
-{
-	return &qp->rq_sge[(size_t)(r - qp->rq) * qp->max_recv_sge];
-}
-
 /* Scatters len bytes at the receive cursor; false on a bad key/range or
  * on memory the application took away under its registration. */
 static bool scatter(struct sv_qp *qp, struct sv_rwqe *r, const uint8_t *src,
 		    uint32_t len)
 {
-	struct sv_pd *pd = resp_pd(qp);
-	const struct ibv_sge *sg = rwqe_sge(qp, r);
+	struct sv_pd *pd = sv_resp_pd(qp);
+	const struct ibv_sge *sg = sv_rwqe_sge(qp, r);
 
 	while (len) {
 		const struct ibv_sge *s;
@@ -174,8 +161,8 @@ static bool fault_rnr(struct sv_qp *qp, const struct sv_pkt *p)
 			return true;
 		qp->fault_rnr_try++;
 	}
-	if (sv_fault_hit(sv_faults.rnr, sv_faults.seed, SV_FAULT_RNR,
-			 qp->fault_idx, p->psn, qp->fault_rnr_try)) {
+	if (sv_inject_hit(sv_inject.rnr, sv_inject.seed, SV_FAULT_RNR,
+			  qp->fault_idx, p->psn, qp->fault_rnr_try)) {
 		qp->fault_rnr_until =
 			now + sv_rnr_timer_ns(qp->attr.min_rnr_timer);
 		SV_STAT_INC(qp, fault_rnr);
@@ -189,8 +176,8 @@ static bool fault_rnr(struct sv_qp *qp, const struct sv_pkt *p)
 /* SOFTVERBS_FAULTS access: a one-sided request refused as a bad key. */
 static bool fault_access(struct sv_qp *qp, const struct sv_pkt *p)
 {
-	if (!sv_fault_hit(sv_faults.access, sv_faults.seed, SV_FAULT_ACCESS,
-			  qp->fault_idx, p->psn, 0))
+	if (!sv_inject_hit(sv_inject.access, sv_inject.seed, SV_FAULT_ACCESS,
+			   qp->fault_idx, p->psn, 0))
 		return false;
 	SV_STAT_INC(qp, fault_access);
 	return true;
@@ -386,7 +373,7 @@ static uint8_t *check_rkey(struct sv_qp *qp, uint32_t rkey, uint64_t va,
 			   uint64_t len, unsigned int access,
 			   enum sv_syndrome *syn)
 {
-	struct sv_pd *pd = resp_pd(qp);
+	struct sv_pd *pd = sv_resp_pd(qp);
 	struct sv_mr *mr;
 
 	*syn = SV_ACK;
@@ -535,8 +522,8 @@ static bool respond(struct sv_qp *qp, struct sv_pkt *h, const void *ext,
 		sv_pcap_train(qp, true, h, (uint8_t *)(p + 1),
 			      (uint8_t *)(p + 1) + ext_len, NULL);
 	sv_ring_publish(&qp->link.rsp_tx, p);
-	if (unlikely(sv_faults.on))
-		sv_faults_sent();
+	if (unlikely(sv_inject.on))
+		sv_inject_sent();
 	sv_stat_add(qp, tx_pkts, h->npsn);
 	sv_stat_add(qp, tx_bytes, h->len);
 	return true;
@@ -618,8 +605,8 @@ static void atomic_publish(struct sv_qp *qp, void *room, uint32_t psn,
 		sv_pcap_train(qp, true, &h, (uint8_t *)room + sizeof(h), NULL,
 			      NULL);
 	sv_ring_publish(&qp->link.rsp_tx, room);
-	if (unlikely(sv_faults.on))
-		sv_faults_sent();
+	if (unlikely(sv_inject.on))
+		sv_inject_sent();
 	sv_stat_add(qp, tx_pkts, 1);
 }
 
@@ -806,9 +793,9 @@ static enum resp_result check_psn(struct sv_qp *qp, const struct sv_pkt *p,
 	/* a read request is one packet; its npsn are its response's */
 	n = p->opcode == SV_OP_READ_REQ ? 1 : p->npsn;
 	for (uint32_t j = 0; j < n; j++) {
-		if (!sv_fault_hit(sv_faults.drop, sv_faults.seed, SV_FAULT_DROP,
-				  qp->fault_idx, sv_psn_add(p->psn, j),
-				  qp->fault_try))
+		if (!sv_inject_hit(sv_inject.drop, sv_inject.seed,
+				   SV_FAULT_DROP, qp->fault_idx,
+				   sv_psn_add(p->psn, j), qp->fault_try))
 			continue;
 		qp->fault_try++;
 		SV_STAT_INC(qp, fault_drops);
@@ -827,86 +814,16 @@ static enum resp_result check_psn(struct sv_qp *qp, const struct sv_pkt *p,
 }
 
 /*
- * While idle, reads the next receive's buffer into our cache, a few lines
- * a look: the copy out of the ring then writes warm lines.  A program
- * that cycles through many buffers (UCX rc_verbs: 4095 of 8 KiB on an
- * SRQ) otherwise pays a miss per line of every receive on its critical
- * path (bench/results/srq/README.md).  As long as the last message, at
- * most SV_WARM_RECV_MAX bytes (larger ones are placed by the sender, or
- * are bandwidth-bound), and only after a send that came through the
- * ring: one the sender placed (req.c place_pays: a warm buffer, a busy
- * receiver) tells that it writes the next one too, and lines we pulled
- * over would cost its writes a trip each (ib_send_lat -s 4096, which
- * reuses one buffer and never reads it: 0.78 -> 1.74 us a round trip
- * when we read ahead regardless).  Only a hint: a WQE taken back by the SRQ
- * meanwhile costs a few useless reads, and an address the application unmapped
- * none.
- */
-#define SV_WARM_RECV_MAX 8192u
-#define SV_WARM_STEP	 1024u /* bytes read ahead per idle look */
-
-static void warm_next(struct sv_qp *qp)
-{
-	uint32_t len = qp->resp_msg, n;
-
-	if (!len || len > SV_WARM_RECV_MAX || qp->resp_in_msg ||
-	    qp->resp_placed)
-		return;
-	if (qp->warm_wqe != qp->rq_comp + 1) {
-		const struct sv_rwqe *r;
-		const struct ibv_sge *sg;
-		struct sv_mr *mr;
-		bool have;
-
-		qp->warm_len = qp->warm_done = 0;
-		if (qp->srq) { /* lent WQEs: under the SRQ's lock */
-			sv_lock(&qp->srq->lock);
-			have = qp->rq_comp != qp->rq_post;
-			sv_unlock(&qp->srq->lock);
-		} else {
-			have = qp->rq_comp != qp->rq_post;
-		}
-		if (!have)
-			return; /* looked for again next time */
-		qp->warm_wqe = qp->rq_comp + 1;
-		r = &qp->rq[qp->rq_comp & (qp->rq_size - 1)];
-		sg = rwqe_sge(qp, r);
-		if (!r->num_sge || !sg[0].length)
-			return;
-		mr = sv_mr_lookup(qp->ctx, sg[0].lkey, resp_pd(qp));
-		if (!mr || sg[0].addr < mr->iova ||
-		    sg[0].addr - mr->iova >= mr->length)
-			return;
-		if (len > sg[0].length)
-			len = sg[0].length;
-		if (len > mr->length - (sg[0].addr - mr->iova))
-			len = (uint32_t)(mr->length - (sg[0].addr - mr->iova));
-		qp->warm_buf = mr->addr + (sg[0].addr - mr->iova);
-		qp->warm_len = len;
-	}
-	if (qp->warm_done >= qp->warm_len)
-		return;
-	n = qp->warm_len - qp->warm_done;
-	if (n > SV_WARM_STEP)
-		n = SV_WARM_STEP;
-	for (uint32_t o = 0; o < n; o += 64)
-		__builtin_prefetch(qp->warm_buf + qp->warm_done + o, 0, 3);
-	qp->warm_done += n;
-	if (qp->warm_done >= qp->warm_len)
-		sv_stat_add(qp, warmed_recvs, 1);
-}
-
-/*
  * SOFTVERBS_PCAP: a request as it came.  A send the requester placed in
  * our receive buffer (req.c try_place) shows its bytes from there: the
  * receive it takes is our next (rq_comp; on an SRQ one lent to us, as
- * warm_next finds it), if this is the PSN we expect.  A duplicate's
+ * warm.c finds it), if this is the PSN we expect.  A duplicate's
  * receive is done with: its bytes are not at hand (written as cut).
  */
 static __attribute__((noinline, cold)) void
 pcap_rx(struct sv_qp *qp, const struct sv_pkt *p, const uint8_t *payload)
 {
-	struct sv_pd *pd = resp_pd(qp);
+	struct sv_pd *pd = sv_resp_pd(qp);
 	struct ibv_sge s[SV_RDESC_SGE];
 	struct sv_pcap_sg sg = {.sge = s, .n = 0};
 	const struct sv_rwqe *r;
@@ -925,7 +842,7 @@ pcap_rx(struct sv_qp *qp, const struct sv_pkt *p, const uint8_t *payload)
 		have = qp->rq_comp != qp->rq_post;
 	}
 	r = &qp->rq[qp->rq_comp & (qp->rq_size - 1)];
-	rs = rwqe_sge(qp, r);
+	rs = sv_rwqe_sge(qp, r);
 	for (uint32_t k = 0; have && r->length >= p->msg_len && k < r->num_sge;
 	     k++) {
 		struct sv_mr *mr = sv_mr_lookup(qp->ctx, rs[k].lkey, pd);
@@ -945,6 +862,31 @@ pcap_rx(struct sv_qp *qp, const struct sv_pkt *p, const uint8_t *payload)
 		sg.n++;
 	}
 	sv_pcap_train(qp, false, p, payload, payload, &sg);
+}
+
+/* The capture shows a packet once, however often an RNR wait peeks at
+ * it; a duplicate is a packet of its own. */
+static void pcap_rx_once(struct sv_qp *qp, const struct sv_pkt *p,
+			 const uint8_t *payload)
+{
+	if (qp->pcap_rx_valid && sv_psn_diff(p->psn, qp->pcap_rx_next) < 0 &&
+	    sv_psn_diff(p->psn, qp->resp_psn) >= 0)
+		return;
+	pcap_rx(qp, p, payload);
+	qp->pcap_rx_next = sv_psn_add(p->psn, p->npsn);
+	qp->pcap_rx_valid = true;
+}
+
+/* Acknowledges everything up to the PSN before the one we expect. */
+static void ack_last(struct sv_qp *qp)
+{
+	uint64_t a = sv_ack_word(sv_psn_add(qp->resp_psn, SV_PSN_MASK), SV_ACK,
+				 0, qp->resp_nak_seq);
+
+	if (__builtin_expect(sv_pcap_on, 0))
+		sv_pcap_ack(qp, true, a);
+	sv_stat_add(qp, tx_pkts, 1);
+	sv_link_ack_set(&qp->link, a);
 }
 
 void sv_resp_run(struct sv_qp *qp)
@@ -974,16 +916,8 @@ void sv_resp_run(struct sv_qp *qp)
 			sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
 			return;
 		}
-		if (__builtin_expect(sv_pcap_on, 0) &&
-		    (!qp->pcap_rx_valid ||
-		     sv_psn_diff(p.psn, qp->pcap_rx_next) >= 0 ||
-		     sv_psn_diff(p.psn, qp->resp_psn) < 0)) {
-			/* once, however often an RNR wait peeks at it; a
-			 * duplicate is a packet of its own */
-			pcap_rx(qp, &p, payload);
-			qp->pcap_rx_next = sv_psn_add(p.psn, p.npsn);
-			qp->pcap_rx_valid = true;
-		}
+		if (__builtin_expect(sv_pcap_on, 0))
+			pcap_rx_once(qp, &p, payload);
 		d = sv_psn_diff(p.psn, qp->resp_psn);
 		if (d != 0 || SV_FAULT_ON(drop)) {
 			if (d != 0)
@@ -1039,17 +973,10 @@ void sv_resp_run(struct sv_qp *qp)
 		sv_link_rsp_commit(&qp->link);
 	/* a NAK written after the last ACK-able packet (RNR, sequence)
 	 * stays: it acknowledges what is before it too */
-	if (ack && ack_nak_seq == qp->resp_nak_seq) {
-		uint64_t a = sv_ack_word(sv_psn_add(qp->resp_psn, SV_PSN_MASK),
-					 SV_ACK, 0, qp->resp_nak_seq);
-
-		if (__builtin_expect(sv_pcap_on, 0))
-			sv_pcap_ack(qp, true, a);
-		sv_stat_add(qp, tx_pkts, 1);
-		sv_link_ack_set(&qp->link, a);
-	}
+	if (ack && ack_nak_seq == qp->resp_nak_seq)
+		ack_last(qp);
 	if (consumed)
 		sv_link_rx_done(&qp->link);
 	else if (qp->qpx.qp_base.qp_type == IBV_QPT_RC)
-		warm_next(qp);
+		sv_resp_warm(qp);
 }

@@ -3,7 +3,7 @@
  * The SOFTVERBS_* variables: the table (one row each, env.h), the one
  * place that reads them from the environment, their parsers, and the one
  * line on stderr a bad value gets.  A service like util.c: it calls
- * nothing of the provider but faults.c's parser.
+ * nothing of the provider but inject.c's parser.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -16,7 +16,7 @@
 
 #include "auth.h"
 #include "env.h"
-#include "faults.h"
+#include "inject.h"
 #include "rmem.h"
 #include "tcp.h"
 #include "wire.h"
@@ -30,10 +30,10 @@ static const char *const transports[] = {
 
 static int faults_check(const char *v, char *why, size_t n)
 {
-	struct sv_faults f;
+	struct sv_inject f;
 	char bad[64];
 
-	if (!sv_faults_parse(v, &f, bad, sizeof(bad)))
+	if (!sv_inject_parse(v, &f, bad, sizeof(bad)))
 		return 0;
 	snprintf(why, n, "bad key or value '%s'", bad);
 	return -EINVAL;

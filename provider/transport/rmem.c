@@ -534,7 +534,7 @@ static int remap_over(void *from, size_t len, void *to)
 
 /*
  * Moves [b, e) onto the arena at a new offset, in place: the range is
- * made read-only (writers wait in fault.c), its bytes copied to the
+ * made read-only (writers wait in guard.c), its bytes copied to the
  * arena, and the arena's pages mapped over it in one mremap.
  */
 static int reback(struct sv_rmem *rm, uintptr_t b, uintptr_t e, uint64_t *off)
@@ -546,7 +546,7 @@ static int reback(struct sv_rmem *rm, uintptr_t b, uintptr_t e, uint64_t *off)
 
 	if (o == UINT64_MAX)
 		return -ENOSPC;
-	sv_fault_window_open(b, e);
+	sv_guard_window_open(b, e);
 	if (mprotect((void *)b, len, PROT_READ)) {
 		err = -errno;
 		goto err_close;
@@ -570,14 +570,14 @@ static int reback(struct sv_rmem *rm, uintptr_t b, uintptr_t e, uint64_t *off)
 		munmap(tmp, len);
 		goto err_unprotect;
 	}
-	sv_fault_window_close();
+	sv_guard_window_close();
 	*off = o;
 	return 0;
 
 err_unprotect:
 	mprotect((void *)b, len, PROT_READ | PROT_WRITE);
 err_close:
-	sv_fault_window_close();
+	sv_guard_window_close();
 	arena_free(rm, o, len);
 	return err;
 }
@@ -596,7 +596,7 @@ static int unback(const struct piece *pc)
 
 	if (tmp == MAP_FAILED)
 		return -errno;
-	sv_fault_window_open(pc->lo, pc->hi);
+	sv_guard_window_open(pc->lo, pc->hi);
 	if ((pc->prot & PROT_WRITE) &&
 	    mprotect(lo, len, pc->prot & ~PROT_WRITE))
 		err = -errno;
@@ -611,7 +611,7 @@ static int unback(const struct piece *pc)
 		munmap(tmp, len);
 		mprotect(lo, len, pc->prot);
 	}
-	sv_fault_window_close();
+	sv_guard_window_close();
 	return err;
 }
 
@@ -764,7 +764,7 @@ static void **snaps;	     /* each one's private snapshot, or NULL */
 static size_t nfrozen;
 
 /* A private anonymous copy of each piece, made with every piece
- * read-only for the moment (writers wait in fault.c), so it is one
+ * read-only for the moment (writers wait in guard.c), so it is one
  * instant's state; NULL where it cannot be made. */
 static void snapshot(void)
 {
@@ -775,7 +775,7 @@ static void snapshot(void)
 
 		snaps[i] = m == MAP_FAILED ? NULL : m;
 	}
-	sv_fault_window_open(0, UINTPTR_MAX);
+	sv_guard_window_open(0, UINTPTR_MAX);
 	for (size_t i = 0; i < nfrozen; i++)
 		if (frozen[i].prot & PROT_WRITE)
 			mprotect((void *)frozen[i].lo,
@@ -793,7 +793,7 @@ static void snapshot(void)
 		if (frozen[i].prot & PROT_WRITE)
 			mprotect((void *)frozen[i].lo,
 				 frozen[i].hi - frozen[i].lo, frozen[i].prot);
-	sv_fault_window_close();
+	sv_guard_window_close();
 }
 
 /*

@@ -308,8 +308,8 @@ static int send_to(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n,
 	/* never blocks; a full queue or no such QP: lost, as on a wire */
 	if (sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
 		sent(qp, w, qpn);
-		if (unlikely(sv_faults.on))
-			sv_faults_sent();
+		if (unlikely(sv_inject.on))
+			sv_inject_sent();
 		return 0; /* a datagram goes whole or not */
 	}
 	if (errno == EAGAIN || errno == ENOBUFS) {
@@ -425,7 +425,7 @@ static int send_one(struct sv_qp *qp, struct sv_swqe *w)
 
 void sv_ud_send_run(struct sv_qp *qp)
 {
-	if (unlikely(sv_faults.on))
+	if (unlikely(sv_inject.on))
 		qp->fault_delay_until = 0; /* set again if delay_us holds */
 	while (qp->attr.qp_state == IBV_QPS_RTS && qp->sq_send != qp->sq_post) {
 		struct sv_swqe *w = &qp->sq[qp->sq_send & (qp->sq_size - 1)];
@@ -596,8 +596,8 @@ static bool for_us(const struct sv_qp *qp, const struct sv_ud_hdr *h)
  * among those this QP could take: UD has no PSN). */
 static bool fault_drop(struct sv_qp *qp)
 {
-	if (!sv_fault_hit(sv_faults.drop, sv_faults.seed, SV_FAULT_UD,
-			  qp->fault_idx, qp->fault_try++, 0))
+	if (!sv_inject_hit(sv_inject.drop, sv_inject.seed, SV_FAULT_UD,
+			   qp->fault_idx, qp->fault_try++, 0))
 		return false;
 	SV_STAT_INC(qp, fault_drops);
 	return true;

@@ -65,7 +65,7 @@ struct ibv_context *sv_open_device(struct ibv_device *dev)
 		return NULL;
 	}
 	/* a bad SOFTVERBS_* value (said on stderr): not listed, not opened */
-	if (sv_env_refused() || sv_faults_init()) {
+	if (sv_env_refused() || sv_inject_init()) {
 		errno = EINVAL;
 		return NULL;
 	}

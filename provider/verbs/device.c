@@ -55,7 +55,8 @@ static struct {
 
 /* Once-per-process explanation of a refused address: the EINVAL alone
  * says nothing, but a program retrying must not fill stderr. */
-static void say_bad_address(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static void
+say_bad_address(const char *fmt, ...)
 {
 	static atomic_bool said;
 	va_list ap;

@@ -4,7 +4,7 @@
  * must be mapped with the permissions the access needs, the flags
  * coherent), takes a reference on the PD, and hands out a key naming a
  * slot of the context's MR table.  Nothing is pinned or madvised: the
- * engine's copies are guarded instead (fault.c), and fork needs nothing
+ * engine's copies are guarded instead (guard.c), and fork needs nothing
  * (IBV_FORK_UNNEEDED, device.c).  MR structures are type-stable (reused, never
  * freed before the context) so the engine may look a key up without a lock
  * while another thread deregisters: a stale key then simply fails the lookup.
@@ -208,8 +208,8 @@ struct ibv_mr *sv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length,
 		errno = -err;
 		return NULL;
 	}
-	/* the engine's copies survive the app unmapping this (fault.c) */
-	sv_fault_init();
+	/* the engine's copies survive the app unmapping this (guard.c) */
+	sv_guard_init();
 	sv_pd_get(pd);
 	mr->addr = addr;
 	mr->iova = iova;

@@ -5,7 +5,7 @@
  * destroy with flush.  The error transition is engine/qp_error.c, the
  * flush core/flush.c; the transition rules themselves live in qp_state.c;
  * the send/receive posting in post.c; the engine in req.c, resp.c,
- * comp.c.
+ * comp.c; the attributes' checks and query in qp_attr.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "link.h"
+#include "qp_attr.h"
 #include "qp_state.h"
 #include "rmem.h"
 #include "sv.h"
@@ -50,7 +51,7 @@ static void take_peer_memory(struct sv_qp *qp, int arena_fd, int table_fd,
 	/* SOFTVERBS_FAULTS: every operation a packet that can be faulted
 	 * (no direct one-sided operations, no single copy) */
 	qp->rpeer =
-		sv_faults.on ? NULL : sv_rpeer_get(qp->ctx, arena_fd, table_fd);
+		sv_inject.on ? NULL : sv_rpeer_get(qp->ctx, arena_fd, table_fd);
 	if (!qp->rpeer)
 		sv_dbg("qp %06x: peer memory refused: %s\n",
 		       qp->qpx.qp_base.qp_num, strerror(errno));
@@ -239,77 +240,6 @@ static int link_start(struct sv_qp *qp)
 	return 0;
 }
 
-/* Value checks for the attributes present in mask. */
-static int check_attr(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
-{
-	if ((mask & IBV_QP_PORT) && a->port_num != 1)
-		return EINVAL;
-	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index != 0)
-		return EINVAL;
-	if ((mask & IBV_QP_PATH_MTU) && !sv_port_mtu_bytes(a->path_mtu))
-		return EINVAL;
-	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > SV_PSN_MASK)
-		return EINVAL;
-	if ((mask & IBV_QP_RQ_PSN) && a->rq_psn > SV_PSN_MASK)
-		return EINVAL;
-	if ((mask & IBV_QP_SQ_PSN) && a->sq_psn > SV_PSN_MASK)
-		return EINVAL;
-	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > 16)
-		return EINVAL;
-	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > 16)
-		return EINVAL;
-	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
-		return EINVAL;
-	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
-		return EINVAL;
-	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
-		return EINVAL;
-	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
-		return EINVAL;
-	if ((mask & IBV_QP_CUR_STATE) && a->cur_qp_state != qp->attr.qp_state)
-		return EINVAL;
-	if (mask & IBV_QP_AV)
-		return sv_av_check(&a->ah_attr, "ibv_modify_qp",
-				   qp->qpx.qp_base.qp_type != IBV_QPT_UD);
-	return 0;
-}
-
-static void store_attr(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
-{
-	struct ibv_qp_attr *s = &qp->attr;
-
-#define TAKE(bit, field)                     \
-	do {                                 \
-		if (mask & IBV_QP_##bit)     \
-			s->field = a->field; \
-	} while (0)
-	TAKE(ACCESS_FLAGS, qp_access_flags);
-	TAKE(PKEY_INDEX, pkey_index);
-	TAKE(PORT, port_num);
-	TAKE(AV, ah_attr);
-	TAKE(PATH_MTU, path_mtu);
-	TAKE(DEST_QPN, dest_qp_num);
-	TAKE(RQ_PSN, rq_psn);
-	TAKE(SQ_PSN, sq_psn);
-	TAKE(MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
-	TAKE(MAX_QP_RD_ATOMIC, max_rd_atomic);
-	TAKE(MIN_RNR_TIMER, min_rnr_timer);
-	TAKE(TIMEOUT, timeout);
-	TAKE(RETRY_CNT, retry_cnt);
-	TAKE(RNR_RETRY, rnr_retry);
-	TAKE(ALT_PATH, alt_ah_attr);
-	TAKE(PATH_MIG_STATE, path_mig_state);
-	TAKE(EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
-	TAKE(QKEY, qkey);
-#undef TAKE
-	if (mask & IBV_QP_PATH_MTU)
-		qp->mtu = (uint32_t)sv_port_mtu_bytes(a->path_mtu);
-	if (mask & IBV_QP_RQ_PSN)
-		qp->resp_psn = a->rq_psn;
-	if (mask & IBV_QP_SQ_PSN)
-		qp->next_psn = a->sq_psn;
-}
-
 /* Back to the state of a new QP (IBA 10.3.1: RESET drops all WRs). */
 static void reset_qp(struct sv_qp *qp)
 {
@@ -440,10 +370,10 @@ int sv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		err = EINVAL;
 		goto out;
 	}
-	err = check_attr(qp, attr, mask);
+	err = sv_qp_check_attr(qp, attr, mask);
 	if (err)
 		goto out;
-	store_attr(qp, attr, mask);
+	sv_qp_store_attr(qp, attr, mask);
 	err = -enter_state(qp, next);
 	/* the program's copy is what it asked for (libibverbs does so);
 	 * the engine's may have gone on to ERROR meanwhile */
@@ -464,35 +394,6 @@ out:
 			       : "?",
 		       mask, strerror(err));
 	return err;
-}
-
-int sv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
-		struct ibv_qp_init_attr *init)
-{
-	struct sv_qp *qp = to_sqp(ibqp);
-
-	sv_lock(&qp->lock);
-	*attr = qp->attr;
-	attr->cur_qp_state = qp->attr.qp_state;
-	/* as rdma-core's ibv_query_qp: the program's copy catches up */
-	if (mask & IBV_QP_STATE)
-		ibqp->state = qp->attr.qp_state;
-	attr->cap.max_send_wr = qp->sq_max;
-	attr->cap.max_recv_wr = qp->rq_max;
-	attr->cap.max_send_sge = qp->max_send_sge;
-	attr->cap.max_recv_sge = qp->srq ? 0 : qp->max_recv_sge;
-	attr->cap.max_inline_data = qp->max_inline;
-	attr->sq_draining = 0;
-	sv_unlock(&qp->lock);
-	memset(init, 0, sizeof(*init));
-	init->qp_context = ibqp->qp_context;
-	init->send_cq = ibqp->send_cq;
-	init->recv_cq = ibqp->recv_cq;
-	init->srq = ibqp->srq;
-	init->cap = attr->cap;
-	init->qp_type = ibqp->qp_type;
-	init->sq_sig_all = qp->sq_sig_all;
-	return 0;
 }
 
 /* On an SRQ the RQ is one slot of the SRQ's SGEs: the WQE the responder
@@ -652,53 +553,65 @@ void sv_qp_close_all(struct sv_context *ctx)
 	pthread_rwlock_unlock(&ctx->qp_lock);
 }
 
-/* XRC_RECV (IBA 11.8): a domain of this context, and nothing else — no
- * PD, CQs, SRQ or queues (the kernel ignores them; we say EINVAL for an
- * SRQ, which could only mislead).  XRC_SEND: a PD and a send CQ, no
- * receive side. */
-static int check_xrc_attr(struct ibv_context *ctx,
-			  const struct ibv_qp_init_attr_ex *a)
+/* The verbs' view of a new QP (RESET since qp_get, under its lock). */
+static void fill_ibqp(struct ibv_qp *ibqp, struct ibv_context *c,
+		      const struct ibv_qp_init_attr_ex *a, uint32_t qpn)
 {
-	if (a->qp_type == IBV_QPT_XRC_RECV)
-		return (a->comp_mask & IBV_QP_INIT_ATTR_XRCD) && a->xrcd &&
-				       a->xrcd->context == ctx && !a->srq
-			       ? 0
-			       : EINVAL;
-	if (!a->pd || !a->send_cq || a->srq || a->cap.max_recv_wr ||
-	    a->cap.max_recv_sge)
-		return EINVAL;
-	return 0;
+	ibqp->context = c;
+	ibqp->qp_context = a->qp_context;
+	ibqp->pd = a->pd;
+	ibqp->send_cq = a->send_cq;
+	ibqp->recv_cq = a->recv_cq;
+	ibqp->srq = a->srq;
+	ibqp->handle = qpn;
+	ibqp->qp_num = qpn; /* state: RESET since qp_get, under its lock */
+	ibqp->qp_type = a->qp_type;
+	pthread_mutex_init(&ibqp->mutex, NULL);
+	pthread_cond_init(&ibqp->cond, NULL);
 }
 
-static int check_init_attr(struct ibv_context *ctx,
-			   const struct ibv_qp_init_attr_ex *a)
+/* What a new QP holds: its PD, SRQ and XRC domain stay while it lives. */
+static void take_refs(struct sv_qp *qp, const struct ibv_qp_init_attr_ex *a)
 {
-	const struct ibv_qp_cap *c = &a->cap;
-	bool srq = a->srq != NULL;
-	int err;
-
-	if (a->qp_type == IBV_QPT_XRC_SEND || a->qp_type == IBV_QPT_XRC_RECV) {
-		err = check_xrc_attr(ctx, a);
-		if (err || a->qp_type == IBV_QPT_XRC_RECV)
-			return err;
-	} else if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC &&
-		   a->qp_type != IBV_QPT_UD) {
-		return EOPNOTSUPP; /* raw packet: not yet */
-	} else if (!a->send_cq || !a->recv_cq) {
-		return EINVAL;
+	if (a->pd)
+		sv_pd_get(to_spd(a->pd));
+	if (qp->srq)
+		atomic_fetch_add(&qp->srq->users, 1);
+	if (qp->xrcd) {
+		atomic_fetch_add(&qp->xrcd->users, 1);
+		sv_xrc_qp_add(qp);
 	}
-	if (srq && a->qp_type == IBV_QPT_UD)
-		return EOPNOTSUPP; /* UD on an SRQ: not yet (ud.c) */
-	/* an SRQ of this context (one process): its QPs share its memory */
-	if (srq && a->srq->context != ctx)
-		return EINVAL;
-	if (c->max_send_wr > SV_MAX_QP_WR ||
-	    (!srq && c->max_recv_wr > SV_MAX_QP_WR) ||
-	    c->max_send_sge > SV_MAX_SGE ||
-	    (!srq && c->max_recv_sge > SV_MAX_SGE) ||
-	    c->max_inline_data > SV_MAX_INLINE)
-		return EINVAL;
-	return 0;
+}
+
+/* Report what we give, as hardware does. */
+static void report_caps(const struct sv_qp *qp, struct ibv_qp_cap *cap)
+{
+	cap->max_send_sge = qp->max_send_sge;
+	cap->max_recv_sge = qp->srq ? 0 : qp->max_recv_sge;
+	if (qp->srq)
+		cap->max_recv_wr = 0;
+	cap->max_inline_data = qp->max_inline;
+}
+
+/* The QP's fds in the loop, with their callbacks: listener (or UD's
+ * datagram socket), our connection (the doorbell), the peer's (hang-up). */
+static void init_pfds(struct sv_qp *qp, enum ibv_qp_type type)
+{
+	for (int i = 0; i < 3; i++) {
+		/* field by field: a stale event may be read for this slot */
+		sv_pfd_set(&qp->pfd[i],
+			   i == 0 && type == IBV_QPT_UD ? sv_progress_on_ud
+			   : i == 0			? sv_progress_on_listen
+			   : i == 1 ? sv_progress_on_doorbell
+				    : sv_progress_on_conn,
+			   i != 2);
+		qp->pfd[i].fd = -1;
+		qp->pfd[i].qp = qp;
+		qp->pfd[i].srq = NULL;
+		atomic_store(&qp->pfd[i].rung, false);
+		qp->pfd[i].quiet = false;
+		qp->pfd[i].out = false;
+	}
 }
 
 static struct ibv_qp *create_qp(struct ibv_context *c,
@@ -710,7 +623,7 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	uint32_t qpn;
 	int err;
 
-	err = check_init_attr(c, a);
+	err = sv_qp_check_init_attr(c, a);
 	if (err)
 		goto err_out;
 	err = -sv_obj_get(ctx, SV_OBJ_QP); /* max_qp live: EINVAL */
@@ -725,27 +638,12 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	qp->srq = a->srq ? to_ssrq(a->srq) : NULL;
 	sv_list_init(&qp->srq_node);
 	qp->xrc_sock = -1;
-	qp->fault_idx = sv_faults_qp_index();
+	qp->fault_idx = sv_inject_qp_index();
 	err = -alloc_queues(qp, a->qp_type, &a->cap);
 	if (err)
 		goto err_free;
 	sv_link_init(&qp->link);
-	for (int i = 0; i < 3; i++) {
-		/* field by field: a stale event may be read for this slot */
-		sv_pfd_set(&qp->pfd[i],
-			   i == 0 && a->qp_type == IBV_QPT_UD
-				   ? sv_progress_on_ud
-			   : i == 0 ? sv_progress_on_listen
-			   : i == 1 ? sv_progress_on_doorbell
-				    : sv_progress_on_conn,
-			   i != 2);
-		qp->pfd[i].fd = -1;
-		qp->pfd[i].qp = qp;
-		qp->pfd[i].srq = NULL;
-		atomic_store(&qp->pfd[i].rung, false);
-		qp->pfd[i].quiet = false;
-		qp->pfd[i].out = false;
-	}
+	init_pfds(qp, a->qp_type);
 	/* the QPN is a socket's name: a listener, or UD's datagram socket */
 	err = a->qp_type == IBV_QPT_UD
 		      ? -sv_ud_bind(&qp->link, &qpn)
@@ -771,17 +669,7 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 		(a->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB);
 
 	ibqp = &qp->qpx.qp_base;
-	ibqp->context = c;
-	ibqp->qp_context = a->qp_context;
-	ibqp->pd = a->pd;
-	ibqp->send_cq = a->send_cq;
-	ibqp->recv_cq = a->recv_cq;
-	ibqp->srq = a->srq;
-	ibqp->handle = qpn;
-	ibqp->qp_num = qpn; /* state: RESET since qp_get, under its lock */
-	ibqp->qp_type = a->qp_type;
-	pthread_mutex_init(&ibqp->mutex, NULL);
-	pthread_cond_init(&ibqp->cond, NULL);
+	fill_ibqp(ibqp, c, a, qpn);
 
 	pthread_rwlock_wrlock(&ctx->qp_lock);
 	if ((qp->scq && sv_cq_attach_qp(qp->scq, qp)) ||
@@ -796,21 +684,9 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	atomic_store_explicit(&qp->listed, true, memory_order_relaxed);
 	pthread_rwlock_unlock(&ctx->qp_lock);
 	sv_progress_add(ctx, &qp->pfd[0], qp->link.listen_fd);
-	if (a->pd)
-		sv_pd_get(to_spd(a->pd));
-	if (qp->srq)
-		atomic_fetch_add(&qp->srq->users, 1);
-	if (qp->xrcd) {
-		atomic_fetch_add(&qp->xrcd->users, 1);
-		sv_xrc_qp_add(qp);
-	}
+	take_refs(qp, a);
 
-	/* report what we give, as hardware does */
-	a->cap.max_send_sge = qp->max_send_sge;
-	a->cap.max_recv_sge = qp->srq ? 0 : qp->max_recv_sge;
-	if (qp->srq)
-		a->cap.max_recv_wr = 0;
-	a->cap.max_inline_data = qp->max_inline;
+	report_caps(qp, &a->cap);
 	return ibqp;
 
 err_close:

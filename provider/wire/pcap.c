@@ -70,6 +70,7 @@
 #include <unistd.h>
 
 #include "sv.h"
+#include "pcap_ib.h"
 
 #define SV_PCAP_BUF	 (256u * 1024)
 #define SV_PCAP_FLUSH	 (192u * 1024)
@@ -77,7 +78,6 @@
 #define SV_PCAP_HDR_MAX	 192 /* Ethernet .. last extension, rounded up */
 #define SV_PCAP_WAIT_NS	 (1000 * 1000 * 1000ull) /* for a FIFO's reader */
 #define SV_PCAP_STALL_NS (1000 * 1000 * 1000ull) /* a reader taking nothing */
-#define ROCE_PORT	 4791
 
 bool sv_pcap_on;
 
@@ -91,60 +91,6 @@ static struct {
 	uint64_t first_ns; /* when the oldest buffered record came */
 	uint32_t crc_tab[256];
 } pc = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
-
-/* IBA opcode prefixes (transport of the QP), and the RC/UC/XRC codes. */
-enum {
-	IB_RC = 0x00,
-	IB_UC = 0x20,
-	IB_UD = 0x60,
-	IB_XRC = 0xa0,
-	IB_SEND_FIRST = 0x00,
-	IB_SEND_MIDDLE = 0x01,
-	IB_SEND_LAST = 0x02,
-	IB_SEND_LAST_IMM = 0x03,
-	IB_SEND_ONLY = 0x04,
-	IB_SEND_ONLY_IMM = 0x05,
-	IB_WRITE_FIRST = 0x06,
-	IB_WRITE_MIDDLE = 0x07,
-	IB_WRITE_LAST = 0x08,
-	IB_WRITE_LAST_IMM = 0x09,
-	IB_WRITE_ONLY = 0x0a,
-	IB_WRITE_ONLY_IMM = 0x0b,
-	IB_READ_REQ = 0x0c,
-	IB_READ_RESP_FIRST = 0x0d,
-	IB_READ_RESP_MIDDLE = 0x0e,
-	IB_READ_RESP_LAST = 0x0f,
-	IB_READ_RESP_ONLY = 0x10,
-	IB_ACK = 0x11,
-	IB_ATOMIC_ACK = 0x12,
-	IB_CMP_SWAP = 0x13,
-	IB_FETCH_ADD = 0x14,
-};
-
-/* What one packet is: filled by the callers, drawn by emit(). */
-struct ib_pkt {
-	const struct sv_pcap_addr *a;
-	bool tx;
-	uint8_t opcode; /* with its transport prefix */
-	bool se, ack_req;
-	uint32_t dqpn, psn;
-	bool xrc;
-	uint32_t xrc_srqn;
-	bool deth;
-	uint32_t qkey, src_qpn;
-	const struct sv_reth *reth;
-	const struct sv_atometh *atometh;
-	bool aeth;
-	uint8_t syndrome;
-	uint32_t msn;
-	const struct sv_atomack *atomack;
-	bool imm;
-	uint32_t imm_be;	     /* network order */
-	const uint8_t *data;	     /* the payload; NULL: see sg */
-	const struct sv_pcap_sg *sg; /* else: from byte sg_off of these */
-	uint32_t sg_off;
-	uint32_t len; /* payload bytes (neither data nor sg: not at hand) */
-};
 
 static void put16(uint8_t *p, uint16_t v)
 {
@@ -471,31 +417,10 @@ static uint16_t udp6_sum(const uint8_t *ip, uint32_t udplen)
 	return sum ? (uint16_t)sum : 0xffff;
 }
 
-/* Draws one packet into a record and appends it. */
-static void emit(const struct ib_pkt *k)
+/* BTH and the extension headers the packet carries, at h; returns
+ * their end. */
+static uint8_t *put_bth(uint8_t *h, const struct ib_pkt *k, uint32_t pad)
 {
-	uint8_t f[SV_PCAP_HDR_MAX + 8], *ib, *h;
-	const uint8_t *sip = k->tx ? k->a->src : k->a->dst;
-	const uint8_t *dip = k->tx ? k->a->dst : k->a->src;
-	bool v4 = is_v4(sip) && is_v4(dip);
-	uint32_t pad = (4 - (k->len & 3)) & 3, iblen, iplen, udplen, hlen;
-	uint32_t orig, incl, crc = 0;
-	uint8_t padb[3] = {0}, *at;
-	uint64_t t = now_real_ns();
-	uint32_t rec[4];
-	size_t need;
-	bool drawn;
-
-	memset(f, 0, sizeof(f));
-	/* Ethernet */
-	f[0] = 0x02;
-	memcpy(f + 2, dip + 12, 4);
-	f[6] = 0x02;
-	memcpy(f + 8, sip + 12, 4);
-	put16(f + 12, v4 ? 0x0800 : 0x86dd);
-	ib = f + 14 + (v4 ? 20 : 40) + 8;
-	/* BTH */
-	h = ib;
 	h[0] = k->opcode;
 	h[1] = (uint8_t)((k->se ? 0x80 : 0) | pad << 4); /* TVer 0 */
 	put16(h + 2, 0xffff);
@@ -536,9 +461,17 @@ static void emit(const struct ib_pkt *k)
 		memcpy(h, &k->imm_be, 4);
 		h += 4;
 	}
-	iblen = (uint32_t)(h - ib) + k->len + pad + 4;
-	udplen = 8 + iblen;
-	/* IP and UDP */
+	return h;
+}
+
+/* The IP and UDP headers of a frame whose Ethernet header is at f. */
+static void put_ip_udp(uint8_t *f, const struct ib_pkt *k, const uint8_t *sip,
+		       const uint8_t *dip, uint32_t udplen)
+{
+	bool v4 = is_v4(sip) && is_v4(dip);
+	uint8_t *ib = f + 14 + (v4 ? 20 : 40) + 8;
+	uint32_t iplen;
+
 	if (v4) {
 		uint8_t *ip = f + 14;
 		uint32_t sum = 0;
@@ -570,6 +503,61 @@ static void emit(const struct ib_pkt *k)
 	put16(ib - 8, k->a->sport);
 	put16(ib - 6, ROCE_PORT);
 	put16(ib - 4, (uint16_t)udplen);
+}
+
+/* The ICRC's running value over a frame's headers, f to f + hlen. */
+static uint32_t icrc_headers(const uint8_t *f, uint32_t hlen, bool v4)
+{
+	/* IBA A17.3.3: the ICRC covers the IP and UDP headers with
+	 * their variant fields all ones, 8 ones bytes for the LRH,
+	 * and BTH's reserved byte (FECN/BECN) all ones */
+	uint8_t m[SV_PCAP_HDR_MAX];
+	uint32_t moff = 14;
+
+	memcpy(m, f + moff, hlen - moff);
+	if (v4) {
+		m[1] = 0xff;		      /* TOS */
+		m[8] = 0xff;		      /* TTL */
+		m[10] = m[11] = 0xff;	      /* checksum */
+		m[20 + 6] = m[20 + 7] = 0xff; /* UDP checksum */
+		m[28 + 4] = 0xff;	      /* BTH resv8a */
+	} else {
+		m[0] |= 0x0f; /* traffic class, flow label */
+		m[1] = m[2] = m[3] = 0xff;
+		m[7] = 0xff; /* hop limit */
+		m[40 + 6] = m[40 + 7] = 0xff;
+		m[48 + 4] = 0xff;
+	}
+	return crc32_le(0xdebb20e3u, m, hlen - moff);
+}
+
+/* Draws one packet into a record and appends it. */
+void sv_pcap_emit(const struct ib_pkt *k)
+{
+	uint8_t f[SV_PCAP_HDR_MAX + 8], *ib, *h;
+	const uint8_t *sip = k->tx ? k->a->src : k->a->dst;
+	const uint8_t *dip = k->tx ? k->a->dst : k->a->src;
+	bool v4 = is_v4(sip) && is_v4(dip);
+	uint32_t pad = (4 - (k->len & 3)) & 3, iblen, udplen, hlen;
+	uint32_t orig, incl, crc = 0;
+	uint8_t padb[3] = {0}, *at;
+	uint64_t t = now_real_ns();
+	uint32_t rec[4];
+	size_t need;
+	bool drawn;
+
+	memset(f, 0, sizeof(f));
+	/* Ethernet */
+	f[0] = 0x02;
+	memcpy(f + 2, dip + 12, 4);
+	f[6] = 0x02;
+	memcpy(f + 8, sip + 12, 4);
+	put16(f + 12, v4 ? 0x0800 : 0x86dd);
+	ib = f + 14 + (v4 ? 20 : 40) + 8;
+	h = put_bth(ib, k, pad);
+	iblen = (uint32_t)(h - ib) + k->len + pad + 4;
+	udplen = 8 + iblen;
+	put_ip_udp(f, k, sip, dip, udplen);
 	hlen = (uint32_t)(h - f);
 	orig = hlen + k->len + pad + 4;
 	incl = orig < pc.snap ? orig : pc.snap;
@@ -579,28 +567,8 @@ static void emit(const struct ib_pkt *k)
 	if (!drawn && incl > hlen)
 		incl = hlen;
 	if (drawn) {
-		/* IBA A17.3.3: the ICRC covers the IP and UDP headers with
-		 * their variant fields all ones, 8 ones bytes for the LRH,
-		 * and BTH's reserved byte (FECN/BECN) all ones */
-		uint8_t m[SV_PCAP_HDR_MAX];
-		uint32_t moff = 14;
-
-		memcpy(m, f + moff, hlen - moff);
-		if (v4) {
-			m[1] = 0xff;		      /* TOS */
-			m[8] = 0xff;		      /* TTL */
-			m[10] = m[11] = 0xff;	      /* checksum */
-			m[20 + 6] = m[20 + 7] = 0xff; /* UDP checksum */
-			m[28 + 4] = 0xff;	      /* BTH resv8a */
-		} else {
-			m[0] |= 0x0f; /* traffic class, flow label */
-			m[1] = m[2] = m[3] = 0xff;
-			m[7] = 0xff; /* hop limit */
-			m[40 + 6] = m[40 + 7] = 0xff;
-			m[48 + 4] = 0xff;
-		}
 		/* the payload's part once it is copied, below */
-		crc = crc32_le(0xdebb20e3u, m, hlen - moff);
+		crc = icrc_headers(f, hlen, v4);
 	}
 	rec[0] = (uint32_t)(t / 1000000000ull);
 	rec[1] = (uint32_t)(t % 1000000000ull);
@@ -640,364 +608,4 @@ static void emit(const struct ib_pkt *k)
 		flush_locked();
 out:
 	pthread_mutex_unlock(&pc.lock);
-}
-
-static uint8_t prefix(const struct sv_qp *qp)
-{
-	switch (qp->qpx.qp_base.qp_type) {
-	case IBV_QPT_UC:
-		return IB_UC;
-	case IBV_QPT_UD:
-		return IB_UD;
-	case IBV_QPT_XRC_SEND:
-	case IBV_QPT_XRC_RECV:
-		return IB_XRC;
-	default:
-		return IB_RC;
-	}
-}
-
-/* The QPN a packet of this direction is for. */
-static uint32_t dqpn(const struct sv_qp *qp, bool to_peer)
-{
-	return to_peer ? qp->attr.dest_qp_num : qp->qpx.qp_base.qp_num;
-}
-
-/* IBA 9.3.1: the opcode of a packet at position first/last of a message */
-static uint8_t seg_op(uint8_t first, uint8_t middle, uint8_t last, uint8_t only,
-		      bool f, bool l)
-{
-	return f && l ? only : f ? first : l ? last : middle;
-}
-
-/* sv_pcap_train; note: the RETH of a write whose note this is (ours) */
-static void train(struct sv_qp *qp, bool tx, const struct sv_pkt *h,
-		  const uint8_t *ext, const uint8_t *data,
-		  const struct sv_pcap_sg *sg, const struct sv_reth *note)
-{
-	uint8_t pre = prefix(qp);
-	/* requests travel to the responder; responses back */
-	bool req =
-		h->opcode != SV_OP_READ_RESP && h->opcode != SV_OP_ATOMIC_RESP;
-	bool mine = tx == req; /* the requester's QP shows shifted PSNs */
-	uint32_t off = mine ? qp->pcap_psn_off : 0;
-	struct ib_pkt k = {.a = &qp->pcap_addr, .tx = tx, .dqpn = dqpn(qp, tx)};
-	struct sv_reth reth;
-	struct sv_atometh ae;
-	struct sv_atomack aa;
-	uint32_t total, npkt, mtu = qp->mtu ? qp->mtu : 4096;
-	const struct sv_opcode_info *o = sv_opcode(h->opcode);
-	bool raw = data == ext; /* a record as received: check its lengths */
-	uint32_t room = h->rec_len > sizeof(*h) ? h->rec_len - sizeof(*h) : 0;
-	struct sv_pkt c;
-
-	if (!o)
-		return;
-	if (sg && !sg->n)
-		sg = NULL; /* none at hand */
-	if (raw) {
-		uint32_t x =
-			h->flags & SV_PKT_XRC ? sizeof(struct sv_xrceth) : 0;
-
-		if (x + sv_ext_len(o, h->seg) > room)
-			return; /* the responder refuses it: not a packet */
-		c = *h;
-		room -= x + sv_ext_len(o, h->seg);
-		if (c.len > room)
-			c.len = room;
-		h = &c;
-		data = ext + x + sv_ext_len(o, h->seg);
-	}
-	if (h->flags & SV_PKT_XRC) {
-		struct sv_xrceth x;
-
-		memcpy(&x, ext, sizeof(x));
-		ext += sizeof(x);
-		k.xrc = true;
-		k.xrc_srqn = x.srqn;
-	}
-	switch (h->opcode) {
-	case SV_OP_READ_REQ:
-		memcpy(&reth, ext, sizeof(reth));
-		k.opcode = pre | IB_READ_REQ;
-		k.reth = &reth;
-		k.ack_req = true;
-		k.psn = h->psn + off;
-		emit(&k);
-		return;
-	case SV_OP_CMP_SWAP:
-	case SV_OP_FETCH_ADD:
-		memcpy(&ae, ext, sizeof(ae));
-		k.opcode = pre | (h->opcode == SV_OP_CMP_SWAP ? IB_CMP_SWAP
-							      : IB_FETCH_ADD);
-		k.atometh = &ae;
-		k.ack_req = true;
-		k.psn = h->psn + off;
-		emit(&k);
-		return;
-	case SV_OP_ATOMIC_RESP:
-		memcpy(&aa, ext, sizeof(aa));
-		k.opcode = pre | IB_ATOMIC_ACK;
-		k.aeth = true;
-		k.syndrome = 0x1f;
-		k.msn = ++qp->pcap_msn;
-		k.atomack = &aa;
-		k.psn = h->psn + off;
-		emit(&k);
-		return;
-	case SV_OP_WRITE_NOTE:
-		/* the data went straight into the peer's memory (req.c):
-		 * only the last packet of the write travels, with its
-		 * immediate; RETH if it is the only one */
-		reth.va = note ? note->va : 0;
-		reth.rkey = note ? note->rkey : 0;
-		reth.dma_len = h->msg_len;
-		total = h->msg_len ? (h->msg_len - 1) % mtu + 1 : 0;
-		/* the bytes: in the gather list (ours), else not at hand */
-		k.sg = sg;
-		k.sg_off = h->msg_len - total;
-		k.opcode = pre | (h->msg_len <= mtu ? IB_WRITE_ONLY_IMM
-						    : IB_WRITE_LAST_IMM);
-		k.reth = h->msg_len <= mtu ? &reth : NULL;
-		k.imm = true;
-		k.imm_be = h->imm;
-		k.se = (h->flags & SV_PKT_SOLICITED) != 0;
-		k.ack_req = pre != IB_UC;
-		k.len = total;
-		k.psn = h->psn + off;
-		emit(&k);
-		return;
-	default:
-		break;
-	}
-	/* SEND, WRITE, READ_RESP: one packet per MTU of the train */
-	total = (h->flags & SV_PKT_PLACED) ? h->msg_len : h->len;
-	if (h->flags & SV_PKT_PLACED) {
-		/* in the receive buffer (single copy): from the sender's
-		 * gather list, or the receiver's buffer (sg), if at hand */
-		data = NULL;
-		k.sg = sg;
-	}
-	npkt = h->npsn ? h->npsn : 1;
-	if (h->opcode == SV_OP_WRITE && (h->seg & SV_SEG_FIRST))
-		memcpy(&reth, ext, sizeof(reth));
-	for (uint32_t i = 0; i < npkt; i++) {
-		bool f = i == 0 && (h->seg & SV_SEG_FIRST);
-		bool l = i == npkt - 1 && (h->seg & SV_SEG_LAST);
-		uint32_t at = i * mtu, len = total > at ? total - at : 0;
-
-		if (len > mtu)
-			len = mtu;
-		k.len = len;
-		k.data = data ? data + at : NULL;
-		k.sg_off = at;
-		k.psn = h->psn + i + off;
-		k.reth = NULL;
-		k.aeth = false;
-		k.imm = l && (h->flags & SV_PKT_IMM);
-		k.imm_be = h->imm;
-		k.se = l && (h->flags & SV_PKT_SOLICITED);
-		k.ack_req = l && pre != IB_UC;
-		switch (h->opcode) {
-		case SV_OP_SEND:
-			k.opcode = pre |
-				   (k.imm ? seg_op(0, 0, IB_SEND_LAST_IMM,
-						   IB_SEND_ONLY_IMM, f, l)
-					  : seg_op(IB_SEND_FIRST,
-						   IB_SEND_MIDDLE, IB_SEND_LAST,
-						   IB_SEND_ONLY, f, l));
-			break;
-		case SV_OP_WRITE:
-			k.opcode =
-				pre |
-				(k.imm ? seg_op(0, 0, IB_WRITE_LAST_IMM,
-						IB_WRITE_ONLY_IMM, f, l)
-				       : seg_op(IB_WRITE_FIRST, IB_WRITE_MIDDLE,
-						IB_WRITE_LAST, IB_WRITE_ONLY, f,
-						l));
-			k.reth = f ? &reth : NULL;
-			break;
-		case SV_OP_READ_RESP:
-			k.opcode = pre | seg_op(IB_READ_RESP_FIRST,
-						IB_READ_RESP_MIDDLE,
-						IB_READ_RESP_LAST,
-						IB_READ_RESP_ONLY, f, l);
-			k.ack_req = false;
-			/* IBA 9.3.5: AETH on FIRST, LAST and ONLY */
-			k.aeth = f || l;
-			k.syndrome = 0x1f;
-			k.msn = l ? ++qp->pcap_msn : qp->pcap_msn;
-			break;
-		default:
-			return; /* not a packet we draw */
-		}
-		emit(&k);
-	}
-}
-
-void sv_pcap_train(struct sv_qp *qp, bool tx, const struct sv_pkt *h,
-		   const uint8_t *ext, const uint8_t *data,
-		   const struct sv_pcap_sg *sg)
-{
-	train(qp, tx, h, ext, data, sg, NULL);
-}
-
-void sv_pcap_req(struct sv_qp *qp, const struct sv_swqe *w,
-		 const struct sv_pkt *h, const uint8_t *ext,
-		 const uint8_t *data)
-{
-	struct sv_reth note = {.va = w->raddr, .rkey = w->rkey};
-	struct ibv_sge one;
-	struct sv_pcap_sg sg = {.sge = &one, .n = 1};
-
-	/* a placed send's or a note's bytes are the WQE's: inline, or
-	 * its SGEs, made pointers by the gather that placed them */
-	if (w->inl) {
-		one.addr = (uintptr_t)(qp->sq_inline +
-				       (size_t)(w - qp->sq) * qp->max_inline);
-		one.length = w->length;
-	} else if (w->mapped) {
-		sg.sge = sv_swqe_sge(qp, w);
-		sg.n = w->num_sge;
-	} else {
-		sg.n = 0;
-	}
-	train(qp, true, h, ext, data, &sg, &note);
-}
-
-void sv_pcap_ack(struct sv_qp *qp, bool tx, uint64_t ack)
-{
-	uint32_t syn = SV_ACK_SYN(ack);
-	struct ib_pkt k = {.a = &qp->pcap_addr,
-			   .tx = tx,
-			   .opcode = prefix(qp) | IB_ACK,
-			   .dqpn = dqpn(qp, tx),
-			   .aeth = true};
-
-	/* IBA 9.7.5.2: 0x1f ACK (no credits), 0x20|timer RNR NAK,
-	 * 0x60|code NAK */
-	switch (syn) {
-	case SV_ACK:
-		k.syndrome = 0x1f;
-		k.msn = ++qp->pcap_msn;
-		break;
-	case SV_NAK_RNR:
-		k.syndrome = 0x20 | (SV_ACK_TIMER(ack) & 0x1f);
-		break;
-	case SV_NAK_SEQ:
-		k.syndrome = 0x60;
-		break;
-	case SV_NAK_INV_REQ:
-		k.syndrome = 0x61;
-		break;
-	case SV_NAK_REM_ACCESS:
-		k.syndrome = 0x62;
-		break;
-	case SV_NAK_REM_OP:
-		k.syndrome = 0x63;
-		break;
-	default:
-		return; /* not a word a responder writes */
-	}
-	if (syn != SV_ACK)
-		k.msn = qp->pcap_msn;
-	/* the requester's process shows its PSNs shifted (direct ops) */
-	k.psn = SV_ACK_PSN(ack) + (tx ? 0 : qp->pcap_psn_off);
-	emit(&k);
-}
-
-void sv_pcap_direct(struct sv_qp *qp, const struct sv_swqe *w,
-		    const uint8_t *data, uint32_t npsn_shown)
-{
-	const struct sv_opcode_info *o = &sv_opcodes[w->op];
-	uint32_t mtu = qp->mtu ? qp->mtu : 4096;
-	uint32_t n = w->length ? (w->length + mtu - 1) / mtu : 1;
-	uint32_t base = sv_psn_add(qp->next_psn, qp->pcap_psn_off);
-	struct sv_pkt h = {.psn = base, .npsn = n, .msg_len = w->length};
-	uint8_t ext[sizeof(struct sv_atometh)];
-	struct sv_reth r = {
-		.va = w->raddr, .rkey = w->rkey, .dma_len = w->length};
-	struct sv_atomack aa = {0};
-
-	if (o->mask & SV_M_ATOMIC) {
-		struct sv_atometh a = {.va = w->raddr,
-				       .rkey = w->rkey,
-				       .swap_add = w->swap_add,
-				       .compare = w->compare};
-
-		h.opcode = w->op;
-		h.seg = SV_SEG_ONLY;
-		h.npsn = 1;
-		memcpy(ext, &a, sizeof(a));
-		{
-			uint32_t keep = qp->pcap_psn_off;
-
-			qp->pcap_psn_off = 0;
-			train(qp, true, &h, ext, NULL, NULL, NULL);
-			if (data)
-				memcpy(&aa.orig, data, 8);
-			h.opcode = SV_OP_ATOMIC_RESP;
-			memcpy(ext, &aa, sizeof(aa));
-			train(qp, false, &h, ext, NULL, NULL, NULL);
-			qp->pcap_psn_off = keep + 1;
-		}
-		return;
-	}
-	{
-		uint32_t keep = qp->pcap_psn_off;
-
-		qp->pcap_psn_off = 0;
-		memcpy(ext, &r, sizeof(r));
-		if (w->op == SV_OP_READ_REQ) {
-			h.opcode = SV_OP_READ_REQ;
-			h.seg = SV_SEG_ONLY;
-			train(qp, true, &h, ext, NULL, NULL, NULL);
-			h.opcode = SV_OP_READ_RESP;
-			h.len = w->length;
-			train(qp, false, &h, NULL, data, NULL, NULL);
-			qp->pcap_psn_off = keep + n;
-			return;
-		}
-		/* a write: its packets, then the peer's ACK of the last;
-		 * with immediate the last packet is the note's (req.c) */
-		h.opcode = SV_OP_WRITE;
-		h.npsn = npsn_shown;
-		h.seg = SV_SEG_FIRST | (npsn_shown == n ? SV_SEG_LAST : 0);
-		h.len = npsn_shown == n ? w->length : npsn_shown * mtu;
-		if (npsn_shown)
-			train(qp, true, &h, ext, data, NULL, NULL);
-		if (npsn_shown == n)
-			sv_pcap_ack(qp, false,
-				    sv_ack_word(base + n - 1, SV_ACK, 0, 0));
-		qp->pcap_psn_off = keep + npsn_shown;
-	}
-}
-
-void sv_pcap_ud(struct sv_qp *qp, bool tx, const struct sv_ud_hdr *u,
-		const uint8_t *sgid, const uint8_t *dgid, const uint8_t *data)
-{
-	static const uint8_t lo[16] = {0, 0, 0,	   0,	 0,   0, 0, 0,
-				       0, 0, 0xff, 0xff, 127, 0, 0, 1};
-	struct sv_pcap_addr a;
-	struct ib_pkt k = {.a = &a, .tx = true, .deth = true};
-	uint32_t h;
-
-	/* the GRH is the IP header: the AH's GIDs, else this host */
-	memcpy(a.src, sgid ? sgid : lo, 16);
-	memcpy(a.dst, dgid ? dgid : lo, 16);
-	h = u->src_qpn * 0x9e3779b1u ^ u->dst_qpn;
-	a.sport = (uint16_t)(0xc000 | (h >> 18));
-	k.opcode = IB_UD |
-		   (u->flags & SV_UD_IMM ? IB_SEND_ONLY_IMM : IB_SEND_ONLY);
-	k.se = (u->flags & SV_UD_SOLICITED) != 0;
-	k.dqpn = u->dst_qpn;
-	/* UD's PSNs mean nothing to the receiver: ours count sends */
-	k.psn = tx ? qp->pcap_psn_off++ & SV_PSN_MASK : 0;
-	k.qkey = u->qkey;
-	k.src_qpn = u->src_qpn;
-	k.imm = (u->flags & SV_UD_IMM) != 0;
-	k.imm_be = u->imm;
-	k.data = data;
-	k.len = u->len;
-	emit(&k);
 }

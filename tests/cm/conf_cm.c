@@ -1644,10 +1644,10 @@ SV_TEST(cm_getaddrinfo_ep_ipv6)
 
 /* ---- helper processes ---- */
 
-static void write_line(int fd, const char *fmt, unsigned int v)
+static void write_line(int fd, unsigned int v)
 {
 	char buf[32];
-	int n = snprintf(buf, sizeof(buf), fmt, v);
+	int n = snprintf(buf, sizeof(buf), "%u\n", v);
 
 	if (write(fd, buf, (size_t)n) != n)
 		_exit(90);
@@ -1677,14 +1677,14 @@ SV_HELPER(cm_server)
 	uint16_t port;
 
 	l = listener(ch, RDMA_PS_TCP, &port);
-	write_line(fd, "%u\n", port);
+	write_line(fd, port);
 	if (argc > 1 && !strcmp(argv[1], "accept")) {
 		ev = expect_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
 		make_qp(ev->id, IBV_QPT_RC);
 		ASSERT_OK(rdma_accept(ev->id, &cp));
 		rdma_ack_cm_event(ev);
 		expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED);
-		write_line(fd, "%u\n", 1);
+		write_line(fd, 1);
 	}
 	for (;;)
 		pause();

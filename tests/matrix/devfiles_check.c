@@ -24,7 +24,8 @@
 
 static int checks;
 
-static void fail(const char *fmt, ...)
+__attribute__((noreturn, format(printf, 1, 2))) static void
+fail(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -59,7 +60,8 @@ static void expect(const char *path, const char *want)
 	checks++;
 }
 
-static void expectf(const char *path, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void expectf(const char *path,
+							  const char *fmt, ...)
 {
 	char want[256];
 	va_list ap;

@@ -53,7 +53,7 @@ static int ncnt;
 static uint64_t progress;
 static char phase[160];
 static const char *status_path;
-static int slot = -1;
+static int worker_slot = -1;
 static volatile sig_atomic_t g_stop;
 static double last_status, started;
 /* SOAK_SELFTEST=hang|crash|corrupt: slot 1 misbehaves 3 s after its start,
@@ -86,7 +86,8 @@ static void add(const char *name, uint64_t v)
 	*counter(name, false) += v;
 }
 
-static void addf(uint64_t v, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void addf(uint64_t v,
+						       const char *fmt, ...)
 {
 	char name[56];
 	va_list ap;
@@ -102,21 +103,22 @@ static void gauge(const char *name, uint64_t v)
 	*counter(name, true) = v;
 }
 
-static void say(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 {
 	va_list ap;
 	struct timespec t;
 
 	clock_gettime(CLOCK_REALTIME, &t);
 	fprintf(stderr, "%ld.%03ld soak[%d/%d]: ", (long)t.tv_sec,
-		t.tv_nsec / 1000000, slot, (int)getpid());
+		t.tv_nsec / 1000000, worker_slot, (int)getpid());
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
 }
 
-static void set_phase(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static void set_phase(const char *fmt,
+							    ...)
 {
 	va_list ap;
 
@@ -142,8 +144,8 @@ static void write_status(void)
 	fprintf(f,
 		"{\"pid\": %d, \"slot\": %d, \"time\": %.3f, "
 		"\"progress\": %llu, \"phase\": \"%s\", \"counters\": {",
-		(int)getpid(), slot, now_s(), (unsigned long long)progress,
-		phase);
+		(int)getpid(), worker_slot, now_s(),
+		(unsigned long long)progress, phase);
 	for (int i = 0; i < ncnt; i++)
 		fprintf(f, "%s\"%s%s\": %llu", i ? ", " : "",
 			cnt[i].gauge ? "g." : "", cnt[i].name,
@@ -156,7 +158,7 @@ static void write_status(void)
 
 static void misbehave(void)
 {
-	if (!selftest || slot != 1 || now_s() - started < 3)
+	if (!selftest || worker_slot != 1 || now_s() - started < 3)
 		return;
 	if (!strcmp(selftest, "crash"))
 		abort();
@@ -380,7 +382,8 @@ static bool lossy(const struct sess *s)
 	return s->p.kind == KIND_UC || s->p.kind == KIND_UD;
 }
 
-static void fail(struct sess *s, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void fail(struct sess *s,
+						       const char *fmt, ...)
 {
 	va_list ap;
 
@@ -393,8 +396,8 @@ static void fail(struct sess *s, const char *fmt, ...)
 }
 
 /* A content error: counted, the first few of a session said. */
-static void bad(struct sess *s, const char *what, uint64_t n, const char *fmt,
-		...)
+__attribute__((format(printf, 4, 5))) static void
+bad(struct sess *s, const char *what, uint64_t n, const char *fmt, ...)
 {
 	va_list ap;
 	char msg[200];
@@ -918,7 +921,7 @@ static int post_op(struct sess *s, int i)
 			soak_fill(p, o->key, lo, o->llen[k]);
 		lo += o->llen[k];
 	}
-	if (selftest && !strcmp(selftest, "corrupt") && slot == 1 &&
+	if (selftest && !strcmp(selftest, "corrupt") && worker_slot == 1 &&
 	    o->op == OP_SEND_IMM && o->len && now_s() - started > 3)
 		area[o->loff[o->nsge - 1] + o->llen[o->nsge - 1] - 1] ^= 1;
 	if (o->op == OP_SEND) {
@@ -1259,7 +1262,7 @@ static void serve(struct res *r, int oob, int role, uint64_t *rng,
 			gauge("fresh_fds", (uint64_t)self_fds());
 			gauge("fresh_rss_kib", (uint64_t)self_rss_kib());
 		}
-		if (selftest && !strcmp(selftest, "leak") && slot == 0) {
+		if (selftest && !strcmp(selftest, "leak") && worker_slot == 0) {
 			char *m = malloc(4 << 20);
 
 			if (dup(2) < 0 || !m)
@@ -1400,7 +1403,7 @@ int main(int argc, char **argv)
 			rng = strtoull(optarg, NULL, 0);
 			break;
 		case 'i':
-			slot = atoi(optarg);
+			worker_slot = atoi(optarg);
 			break;
 		default:
 			return 2;

@@ -1,21 +1,21 @@
 // SPDX-License-Identifier: MIT
 /*
- * SOFTVERBS_FAULTS' pure parts (provider/lib/faults.c): the spec's parser
+ * SOFTVERBS_FAULTS' pure parts (provider/lib/inject.c): the spec's parser
  * (every key, the bounds of a probability, junk, the key it names when it
  * refuses) and the decision function (0 never, 1 always, the rate it
  * gives, and that it depends on nothing but its arguments).
  */
 #include <string.h>
 
-#include "faults.h"
+#include "inject.h"
 #include "sv_test.h"
 
-static struct sv_faults parse_ok(const char *spec)
+static struct sv_inject parse_ok(const char *spec)
 {
-	struct sv_faults f;
+	struct sv_inject f;
 	char bad[32] = "untouched";
 
-	if (sv_faults_parse(spec, &f, bad, sizeof(bad)))
+	if (sv_inject_parse(spec, &f, bad, sizeof(bad)))
 		sv_test_fail(__FILE__, __LINE__, "'%s' refused at '%s'",
 			     spec ? spec : "(null)", bad);
 	return f;
@@ -23,10 +23,10 @@ static struct sv_faults parse_ok(const char *spec)
 
 static void parse_bad(const char *spec, const char *key)
 {
-	struct sv_faults f;
+	struct sv_inject f;
 	char bad[32] = "untouched";
 
-	ASSERT_EQ(-22, sv_faults_parse(spec, &f, bad, sizeof(bad)));
+	ASSERT_EQ(-22, sv_inject_parse(spec, &f, bad, sizeof(bad)));
 	if (strcmp(bad, key))
 		sv_test_fail(__FILE__, __LINE__, "'%s' named '%s', not '%s'",
 			     spec, bad, key);
@@ -34,7 +34,7 @@ static void parse_bad(const char *spec, const char *key)
 
 SV_TEST(faults_parse_every_key)
 {
-	struct sv_faults f = parse_ok(
+	struct sv_inject f = parse_ok(
 		"drop=0.01,rnr=1,access=0.5,kill_at=12,seed=0x10,delay_us=3");
 
 	ASSERT_TRUE(f.on);
@@ -83,8 +83,8 @@ SV_TEST(faults_parse_refuses_naming_the_key)
 SV_TEST(faults_hit_bounds)
 {
 	for (uint32_t psn = 0; psn < 100000; psn++) {
-		ASSERT_FALSE(sv_fault_hit(0, 1, SV_FAULT_DROP, 0, psn, 0));
-		ASSERT_TRUE(sv_fault_hit(1, 1, SV_FAULT_DROP, 0, psn, 0));
+		ASSERT_FALSE(sv_inject_hit(0, 1, SV_FAULT_DROP, 0, psn, 0));
+		ASSERT_TRUE(sv_inject_hit(1, 1, SV_FAULT_DROP, 0, psn, 0));
 	}
 }
 
@@ -99,8 +99,8 @@ SV_TEST(faults_hit_rate)
 		uint32_t hits = 0;
 
 		for (uint32_t k = 0; k < n; k++)
-			hits += sv_fault_hit(p, 42, SV_FAULT_DROP, k & 7,
-					     k >> 3, k & 1);
+			hits += sv_inject_hit(p, 42, SV_FAULT_DROP, k & 7,
+					      k >> 3, k & 1);
 		if (hits < n * p - 4 * sd || hits > n * p + 4 * sd)
 			sv_test_fail(__FILE__, __LINE__, "p %g: %u hits of %u",
 				     p, hits, n);
@@ -114,15 +114,15 @@ SV_TEST(faults_hit_is_pure_and_keyed)
 	uint32_t same = 0, seed = 0, kind = 0, qp = 0, psn = 0, att = 0;
 
 	for (uint32_t k = 0; k < 20000; k++) {
-		bool h = sv_fault_hit(0.3, 7, SV_FAULT_DROP, 3, k, 1);
+		bool h = sv_inject_hit(0.3, 7, SV_FAULT_DROP, 3, k, 1);
 
-		ASSERT_EQ(h, sv_fault_hit(0.3, 7, SV_FAULT_DROP, 3, k, 1));
+		ASSERT_EQ(h, sv_inject_hit(0.3, 7, SV_FAULT_DROP, 3, k, 1));
 		same += h;
-		seed += h != sv_fault_hit(0.3, 8, SV_FAULT_DROP, 3, k, 1);
-		kind += h != sv_fault_hit(0.3, 7, SV_FAULT_RSP, 3, k, 1);
-		qp += h != sv_fault_hit(0.3, 7, SV_FAULT_DROP, 4, k, 1);
-		psn += h != sv_fault_hit(0.3, 7, SV_FAULT_DROP, 3, k + 1, 1);
-		att += h != sv_fault_hit(0.3, 7, SV_FAULT_DROP, 3, k, 2);
+		seed += h != sv_inject_hit(0.3, 8, SV_FAULT_DROP, 3, k, 1);
+		kind += h != sv_inject_hit(0.3, 7, SV_FAULT_RSP, 3, k, 1);
+		qp += h != sv_inject_hit(0.3, 7, SV_FAULT_DROP, 4, k, 1);
+		psn += h != sv_inject_hit(0.3, 7, SV_FAULT_DROP, 3, k + 1, 1);
+		att += h != sv_inject_hit(0.3, 7, SV_FAULT_DROP, 3, k, 2);
 	}
 	/* independent draws differ 2 p (1 - p) = 42% of the time */
 	ASSERT_TRUE(same > 5000);
@@ -132,7 +132,7 @@ SV_TEST(faults_hit_is_pure_and_keyed)
 
 SV_TEST(faults_qp_index_counts)
 {
-	uint32_t a = sv_faults_qp_index();
+	uint32_t a = sv_inject_qp_index();
 
-	ASSERT_EQ(a + 1, sv_faults_qp_index());
+	ASSERT_EQ(a + 1, sv_inject_qp_index());
 }

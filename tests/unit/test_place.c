@@ -112,13 +112,13 @@ SV_TEST(place_stores_last_byte_once_and_last)
 	static const size_t sizes[] = {1, 2, 8, 33, 63, 64, 65, 100, 128, 256};
 
 	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
-		int early, n = watch(place_sv, sizes[i], &early);
+		int not_there, n = watch(place_sv, sizes[i], &not_there);
 
 		printf("%zu bytes: %d store(s) of the last byte, %d bytes "
 		       "not yet there\n",
-		       sizes[i], n, early);
+		       sizes[i], n, not_there);
 		ASSERT_EQ(1, n);
-		ASSERT_EQ(0, early);
+		ASSERT_EQ(0, not_there);
 	}
 #else
 	printf("SKIP: needs x86-64's trap flag, and no TSan\n");

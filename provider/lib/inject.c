@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * SOFTVERBS_FAULTS: the spec's parser and the fault decision (faults.h).
+ * SOFTVERBS_FAULTS: the spec's parser and the fault decision (inject.h).
  * A service like util.c: it calls nothing of the engine.  Where each
  * fault is applied: resp.c (drop, rnr, access at the responder), comp.c
  * (responses lost at the requester), ud.c (datagrams), req.c/resp.c/ud.c
@@ -21,9 +21,9 @@
 #include <unistd.h>
 
 #include "env.h"
-#include "faults.h"
+#include "inject.h"
 
-struct sv_faults sv_faults;
+struct sv_inject sv_inject;
 
 static int init_err;
 static char init_bad[64];
@@ -38,8 +38,8 @@ static uint64_t mix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-bool sv_fault_hit(double p, uint64_t seed, enum sv_fault_kind kind,
-		  uint32_t qp_idx, uint32_t psn, uint32_t attempt)
+bool sv_inject_hit(double p, uint64_t seed, enum sv_inject_kind kind,
+		   uint32_t qp_idx, uint32_t psn, uint32_t attempt)
 {
 	uint64_t h;
 
@@ -93,7 +93,7 @@ static void set_bad(char *bad, unsigned int badlen, const char *s, size_t n)
 	bad[n] = 0;
 }
 
-int sv_faults_parse(const char *spec, struct sv_faults *f, char *bad,
+int sv_inject_parse(const char *spec, struct sv_inject *f, char *bad,
 		    unsigned int badlen)
 {
 	const char *s = spec;
@@ -149,14 +149,14 @@ static void init_once(void)
 {
 	/* env.c checked it with the same parser and said what is wrong */
 	const char *spec = sv_env_raw(SV_ENV_FAULTS, NULL);
-	struct sv_faults f;
+	struct sv_inject f;
 
-	init_err = sv_faults_parse(spec, &f, init_bad, sizeof(init_bad));
+	init_err = sv_inject_parse(spec, &f, init_bad, sizeof(init_bad));
 	if (!init_err)
-		sv_faults = f;
+		sv_inject = f;
 }
 
-int sv_faults_init(void)
+int sv_inject_init(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -164,15 +164,15 @@ int sv_faults_init(void)
 	return init_err;
 }
 
-uint32_t sv_faults_qp_index(void)
+uint32_t sv_inject_qp_index(void)
 {
 	return atomic_fetch_add_explicit(&qp_index, 1, memory_order_relaxed);
 }
 
-void sv_faults_sent(void)
+void sv_inject_sent(void)
 {
 	uint64_t n = atomic_fetch_add_explicit(&sent, 1, memory_order_relaxed);
 
-	if (sv_faults.kill_at && n + 1 == sv_faults.kill_at)
+	if (sv_inject.kill_at && n + 1 == sv_inject.kill_at)
 		kill(getpid(), SIGKILL); /* a crash: no cleanup, no exit */
 }

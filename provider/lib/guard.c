@@ -142,12 +142,12 @@ static void install(void)
 	sigaction(SIGBUS, &sa, &old_bus);
 }
 
-void sv_fault_init(void)
+void sv_guard_init(void)
 {
 	pthread_once(&install_once, install);
 }
 
-void sv_fault_window_open(uintptr_t lo, uintptr_t hi)
+void sv_guard_window_open(uintptr_t lo, uintptr_t hi)
 {
 	pthread_mutex_lock(&win_lock);
 	atomic_store_explicit(&win_lo, lo, memory_order_relaxed);
@@ -156,7 +156,7 @@ void sv_fault_window_open(uintptr_t lo, uintptr_t hi)
 	atomic_fetch_add_explicit(&win_epoch, 1, memory_order_release);
 }
 
-void sv_fault_window_close(void)
+void sv_guard_window_close(void)
 {
 	/* release: the new mapping is in place before waiters retry */
 	atomic_fetch_add_explicit(&win_epoch, 1, memory_order_release);
