@@ -391,7 +391,7 @@ static void put_key(struct run *r, uint32_t i)
 static void put_desc(struct run *r)
 {
 	struct fz *f = r->f;
-	uint32_t next = to_sqp(r->qp)->recv_msgs;
+	uint32_t next = to_sqp(r->qp)->req.recv_msgs;
 	uint32_t i = fz_pick(f, 4) ? next : next + fz_u8(f);
 	struct sv_rdesc *d = &r->p->l.rx.desc[i % NDESC];
 
@@ -537,7 +537,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_env_check_guards(e);
 	if (getenv("FZ_TRACE"))
 		fprintf(stderr, "victim %s resp_psn %06x (peer at %06x)\n",
-			sv_qp_state_names[r.qp->state], to_sqp(r.qp)->resp_psn,
+			sv_qp_state_names[r.qp->state], to_sqp(r.qp)->resp.psn,
 			r.req_psn);
 	FZ_CHECK(ibv_destroy_qp(r.qp) == 0);
 	fz_env_drain(e, r.ids, r.nids);

@@ -142,7 +142,7 @@ struct sv_context {
 	struct sv_rmem *rmem;	  /* arena, key table, peers (rmem.c) */
 	_Atomic uint32_t pd_ids;  /* last PD id handed out */
 	_Atomic uint32_t nobj[SV_OBJ_NUM]; /* live objects, by kind */
-	pthread_mutex_t mcast_lock;	 /* the three below, qp->mcast lists */
+	pthread_mutex_t mcast_lock; /* the three below, qp->ud.mcast lists */
 	struct sv_mcast_grp *mcast_grps; /* groups our QPs are attached to */
 	uint32_t mcast_ngrp;		 /* against SV_MAX_MCAST_GRP */
 	uint32_t mcast_nattach;	   /* against SV_MAX_TOTAL_MCAST_QP_ATTACH */
@@ -543,35 +543,25 @@ struct sv_pcap_addr {
 	uint16_t sport;		  /* UDP source port: RoCE's entropy */
 };
 
-struct sv_qp {
-	struct ibv_qp_ex qpx; /* starts with struct ibv_qp */
-	struct sv_context *ctx;
-	struct sv_lock lock; /* everything below but the lists */
-	struct sv_list ctx_node;
-	struct sv_cq *scq, *rcq;
-	bool sq_sig_all;
-	uint32_t max_inline;
-	uint32_t max_send_sge, max_recv_sge;
-	uint32_t ex_start; /* sq_post at ibv_wr_start */
-	int ex_err;	   /* first error since ibv_wr_start */
-	bool dead;	   /* destroyed: on ctx->qp_free */
-	bool destroying;   /* in ibv_destroy_qp: flushes make no CQEs */
+/* The send queue: WQE slots the app fills (post.c) and the requester
+ * puts on the link (req.c); [comp, post) are the WQEs not completed. */
+struct sv_qp_sq {
+	struct sv_swqe *wqe;
+	struct ibv_sge *sge; /* max_send_sge per slot */
+	uint8_t *inline_buf; /* max_inline per slot */
+	uint32_t size;	     /* slots, a power of two */
+	uint32_t max;	     /* max_send_wr the app asked for */
+	uint32_t post;	     /* next slot to fill */
+	uint32_t send;	     /* next WQE to put on the link */
+	uint32_t comp;	     /* oldest WQE not completed */
+	bool stopped;	     /* a WQE failed: send nothing more */
+	bool sig_all;
+};
 
-	/* attributes (modify_qp / query_qp) */
-	struct ibv_qp_attr attr; /* what the app set, for query */
-	uint32_t mtu;		 /* path MTU in bytes */
-
-	/* send queue */
-	struct sv_swqe *sq;
-	struct ibv_sge *sq_sge; /* max_send_sge per slot */
-	uint8_t *sq_inline;	/* max_inline per slot */
-	uint32_t sq_size;	/* slots, a power of two */
-	uint32_t sq_max;	/* max_send_wr the app asked for */
-	uint32_t sq_post;	/* next slot to fill */
-	uint32_t sq_send;	/* next WQE to put on the link */
-	uint32_t sq_comp;	/* oldest WQE not completed */
-	uint32_t next_psn;	/* requester's next PSN */
-	bool sq_stopped;	/* a WQE failed: send nothing more */
+/* The requester (req.c): PSNs and what is in flight, and what it knows
+ * of the peer's memory and receive queue for single copy. */
+struct sv_qp_req {
+	uint32_t psn;		/* requester's next PSN */
 	uint32_t rd_out;	/* reads/atomics sent, not yet answered */
 	uint32_t ring_rdma;	/* one-sided WQEs on the ring, not done: a
 				 * direct one must not pass them */
@@ -583,88 +573,96 @@ struct sv_qp {
 	uint64_t warm_off[SV_WARM_BUFS]; /* arena offsets + 1 of the peer's
 					  * last receive buffers (req.c) */
 	uint32_t warm_next;		 /* next warm_off slot to write */
+};
 
-	/* receive queue; on an SRQ: [rq_comp, rq_held) the WQE the
-	 * responder took, [rq_held, rq_post) WQEs the SRQ lent it for single
-	 * copy (srq.c), both under srq->lock */
-	struct sv_srq *srq; /* NULL: the QP has its own RQ */
-	struct sv_rwqe *rq;
-	struct ibv_sge *rq_sge;
-	uint32_t rq_size, rq_max;
-	uint32_t rq_post, rq_comp;
-	uint32_t rq_held;	 /* on an SRQ: see above */
-	struct sv_list srq_node; /* on srq->lenders while it holds lent WQEs */
+/* The receive queue (post.c fills it, the responder takes from it);
+ * unused on an SRQ but for [comp, held, post): see struct sv_qp. */
+struct sv_qp_rq {
+	struct sv_rwqe *wqe;
+	struct ibv_sge *sge;
+	uint32_t size, max;
+	uint32_t post, comp;
+	uint32_t held; /* on an SRQ: see above */
+};
 
-	/* responder */
-	uint32_t resp_psn; /* next PSN we expect */
-	uint32_t resp_off; /* bytes placed in the current rwqe */
-	uint32_t resp_msg; /* length of the message in progress */
+/* The responder (resp.c): the message in progress, the next receive
+ * read ahead, and (IBA 9.7.5) its sequence-error state and atomic
+ * replay cache. */
+struct sv_qp_resp {
+	uint32_t psn; /* next PSN we expect */
+	uint32_t off; /* bytes placed in the current rwqe */
+	uint32_t msg; /* length of the message in progress */
 	/* the next receive's buffer, read ahead while idle (resp.c
 	 * warm_next): for WQE number warm_wqe - 1, warm_len bytes at
 	 * warm_buf, warm_done of them so far */
 	const uint8_t *warm_buf;
 	uint32_t warm_wqe, warm_len, warm_done;
-	bool resp_placed; /* the last send was placed by the sender: it
-			   * writes the next one too, no read ahead */
-	uint32_t resp_sge_idx, resp_sge_off;
-	bool resp_rnr;	       /* head packet NAKed for RNR */
-	bool resp_in_msg;      /* between FIRST and LAST */
-	bool resp_drop;	       /* dropping an aborted message */
-	uint32_t resp_nak_seq; /* NAKs sent (in the ack word) */
-	uint8_t *resp_wr_ptr;  /* write in progress: next byte goes here */
-	uint32_t resp_rd_sent; /* read in progress: bytes answered */
-	bool resp_write;       /* the message in progress is a write */
-
-	/* completer */
-	uint64_t comp_ack;	   /* last ack word processed */
-	uint64_t comp_deadline;	   /* ns: ack or RNR timer */
-	uint32_t comp_retries;	   /* ack timeouts so far */
-	uint32_t comp_rnr_retries; /* RNR NAKs so far */
-	bool comp_rnr_wait;	   /* waiting out an RNR timer */
-	bool comp_acked_valid;	   /* comp_acked holds an ACKed PSN */
-	uint32_t comp_acked;	   /* newest PSN the peer acknowledged */
-	uint32_t comp_spins;	   /* idle completer runs (clock reads) */
-
-	/* retransmission (IBA 9.7.5): responder's sequence-error state,
-	 * its atomic replay cache, the requester's rounds */
-	bool resp_seq_naked;	/* NAK-seq sent for resp_psn */
-	uint32_t resp_nak_from; /* ... on seeing this PSN: a packet at or
-				 * before it is a new round, NAKed again */
+	bool placed; /* the last send was placed by the sender: it
+		      * writes the next one too, no read ahead */
+	uint32_t sge_idx, sge_off;
+	bool rnr;	   /* head packet NAKed for RNR */
+	bool in_msg;	   /* between FIRST and LAST */
+	bool drop;	   /* dropping an aborted message */
+	uint32_t nak_seq;  /* NAKs sent (in the ack word) */
+	uint8_t *wr_ptr;   /* write in progress: next byte goes here */
+	uint32_t rd_sent;  /* read in progress: bytes answered */
+	bool write;	   /* the message in progress is a write */
+	bool seq_naked;	   /* NAK-seq sent for psn */
+	uint32_t nak_from; /* ... on seeing this PSN: a packet at or
+			    * before it is a new round, NAKed again */
 	struct {
 		uint32_t psn;
 		bool valid;
 		uint64_t orig;
 	} atom_replay[SV_ATOMIC_REPLAY];
 	uint32_t atom_next;
+};
 
+/* The completer (comp.c): acks, the ack/RNR timer and its retries. */
+struct sv_qp_comp {
+	uint64_t ack;	      /* last ack word processed */
+	uint64_t deadline;    /* ns: ack or RNR timer */
+	uint32_t retries;     /* ack timeouts so far */
+	uint32_t rnr_retries; /* RNR NAKs so far */
+	bool rnr_wait;	      /* waiting out an RNR timer */
+	bool acked_valid;     /* acked holds an ACKed PSN */
+	uint32_t acked;	      /* newest PSN the peer acknowledged */
+	uint32_t spins;	      /* idle completer runs (clock reads) */
+};
+
+/* SOFTVERBS_FAULTS (faults.h): the faults injected into this QP so far
+ * and what they hold back. */
+struct sv_qp_inject {
 	/* SOFTVERBS_FAULTS (inject.h) */
-	uint32_t fault_idx; /* creation index in the process */
-	uint32_t fault_try; /* responder: drops of the train at
-			     * fault_try_psn so far (the attempt) */
-	uint32_t fault_try_psn;
-	uint32_t fault_rnr_try;	    /* responder: RNR attempts of the head */
-	uint64_t fault_rnr_until;   /* ... refusing it until then (ns) */
-	uint64_t fault_delay_until; /* requester: delay_us holds the next
-				     * WQE until then (ns), or 0 */
-	bool fault_ack_pending;	    /* completer: delay_us holds this ack */
-	uint64_t fault_ack_val;	    /* ... word */
-	uint64_t fault_ack_due;	    /* ... until then (ns) */
-	uint64_t fault_drop_hash;   /* a digest of the (psn, attempt) dropped
-				     * (tests: same seed, same faults) */
+	uint32_t idx; /* creation index in the process */
+	uint32_t try; /* responder: drops of the train at
+		       * try_psn so far (the attempt) */
+	uint32_t try_psn;
+	uint32_t rnr_try;     /* responder: RNR attempts of the head */
+	uint64_t rnr_until;   /* ... refusing it until then (ns) */
+	uint64_t delay_until; /* requester: delay_us holds the next
+			       * WQE until then (ns), or 0 */
+	bool ack_pending;     /* completer: delay_us holds this ack */
+	uint64_t ack_val;     /* ... word */
+	uint64_t ack_due;     /* ... until then (ns) */
+	uint64_t drop_hash;   /* a digest of the (psn, attempt) dropped
+			       * (tests: same seed, same faults) */
 	/* completer: the read/atomic responses delay_us holds (comp.c) */
-	struct sv_fault_rsp *fault_rsp;	     /* oldest first */
-	struct sv_fault_rsp **fault_rsp_end; /* where the next goes */
-	uint64_t fault_rsp_bytes;	     /* their records' bytes */
-	uint64_t fault_rsp_due;		     /* the oldest's due (ns), or 0 */
+	struct sv_fault_rsp *rsp;      /* oldest first */
+	struct sv_fault_rsp **rsp_end; /* where the next goes */
+	uint64_t rsp_bytes;	       /* their records' bytes */
+	uint64_t rsp_due;	       /* the oldest's due (ns), or 0 */
+};
 
-	/* UD (ud.c): the datagram socket is link.listen_fd */
-	uint64_t ud_drops; /* datagrams dropped on arrival (debugging) */
+/* UD (ud.c, lane.c, mcast.c): the datagram socket is link.listen_fd. */
+struct sv_qp_ud {
+	uint64_t drops; /* datagrams dropped on arrival (debugging) */
 	/* with a secret: the senders from other hosts whose seqs this QP
 	 * has seen (ud.c), made at the first datagram whose MAC checks;
 	 * under qp->lock */
-	struct sv_ud_replay *ud_replay;
-	uint64_t ud_tx_id;  /* our id as a sender (random, 0: none yet) */
-	uint64_t ud_tx_seq; /* ... and the last seq we sent */
+	struct sv_ud_replay *replay;
+	uint64_t tx_id;	 /* our id as a sender (random, 0: none yet) */
+	uint64_t tx_seq; /* ... and the last seq we sent */
 	/* multicast groups attached (mcast.c): changed under
 	 * ctx->mcast_lock and qp->lock, read under either */
 	struct sv_mcast *mcast;
@@ -676,39 +674,90 @@ struct sv_qp {
 			  * lanes' rx_sleep flags are up */
 	/* counters, read by tests without the lock: lanes accepted, and
 	 * datagrams taken from lanes / sent into lanes */
-	_Atomic uint32_t ud_nlanes;
-	_Atomic uint64_t ud_lane_rx, ud_lane_tx;
-	_Atomic uint64_t ud_lost; /* sends lost: no room at the destination
-				   * (socket queue or lane) in time */
-	uint32_t ud_stalled;	  /* a QPN whose full queue outlasted a wait:
-				   * sends to it are lost at once until one goes
-				   * (ud.c wait_room); 0: none */
+	_Atomic uint32_t lanes_accepted;
+	_Atomic uint64_t lane_rx, lane_tx;
+	_Atomic uint64_t lost; /* sends lost: no room at the destination
+				* (socket queue or lane) in time */
+	uint32_t stalled;      /* a QPN whose full queue outlasted a wait:
+				* sends to it are lost at once until one goes
+				* (ud.c wait_room); 0: none */
+};
 
-	/* XRC (xrc.c).  XRC_RECV: srq/rcq above are the SRQ of the message
-	 * in progress and its CQ, while it is in progress (bound) */
-	struct sv_xrcd *xrcd;	 /* XRC_RECV: its domain */
-	uint32_t xrc_srqn;	 /* the message in progress names this SRQ */
-	bool xrc_fwd;		 /* ... of another context: forwarded */
-	uint8_t *xrc_buf;	 /* a forwarded message being assembled */
-	uint32_t xrc_cap;	 /* bytes xrc_buf holds */
-	uint64_t xrc_retry_ns;	 /* a full SRQ socket: retry then */
-	int xrc_sock;		 /* our socket for forwarding, or -1 */
-	uint32_t xrc_opens;	 /* handles: creator + ibv_open_qp's */
-	struct sv_list xrc_node; /* on the process's XRC_RECV list */
+/* XRC (xrc.c).  XRC_RECV: the QP's srq/rcq are the SRQ of the message
+ * in progress and its CQ, while it is in progress (bound). */
+struct sv_qp_xrc {
+	struct sv_xrcd *xrcd; /* XRC_RECV: its domain */
+	uint32_t srqn;	      /* the message in progress names this SRQ */
+	bool fwd;	      /* ... of another context: forwarded */
+	uint8_t *buf;	      /* a forwarded message being assembled */
+	uint32_t cap;	      /* bytes buf holds */
+	uint64_t retry_ns;    /* a full SRQ socket: retry then */
+	int sock;	      /* our socket for forwarding, or -1 */
+	uint32_t opens;	      /* handles: creator + ibv_open_qp's */
+	struct sv_list node;  /* on the process's XRC_RECV list */
+};
+
+/* SOFTVERBS_PCAP (pcap.c), while sv_pcap_on: addresses, and how far
+ * the PSNs shown run ahead of the engine's (one-sided ops done in
+ * the peer's memory take PSNs only in our capture). */
+struct sv_qp_pcap {
+	struct sv_pcap_addr addr;
+	uint32_t psn_off;
+	uint32_t rx_next; /* responder: next request PSN to show */
+	bool rx_valid;
+	uint32_t msn; /* messages shown as done (the AETH's MSN) */
+};
+
+/* The progress thread's view of app-thread driving (progress.c).
+ * Kept when a reused QP is zeroed (qp.c): the group stays last. */
+struct sv_qp_prog {
+	_Atomic uint64_t drives; /* app-thread engine runs (a hint) */
+	uint64_t seen_drives;	 /* progress thread: drives last look */
+	uint64_t active_ns;	 /* progress thread: drives last moved */
+};
+
+struct sv_qp {
+	struct ibv_qp_ex qpx; /* starts with struct ibv_qp */
+	struct sv_context *ctx;
+	struct sv_lock lock; /* everything below but the lists */
+	struct sv_list ctx_node;
+	struct sv_cq *scq, *rcq;
+	uint32_t max_inline;
+	uint32_t max_send_sge, max_recv_sge;
+	uint32_t ex_start; /* sq.post at ibv_wr_start */
+	int ex_err;	   /* first error since ibv_wr_start */
+	bool dead;	   /* destroyed: on ctx->qp_free */
+	bool destroying;   /* in ibv_destroy_qp: flushes make no CQEs */
+
+	/* attributes (modify_qp / query_qp) */
+	struct ibv_qp_attr attr; /* what the app set, for query */
+	uint32_t mtu;		 /* path MTU in bytes */
+
+	struct sv_qp_sq sq;	/* send queue */
+	struct sv_qp_req req;	/* requester */
+	struct sv_qp_comp comp; /* completer */
+
+	/* receive queue; on an SRQ: [rq.comp, rq.held) the WQE the
+	 * responder took, [rq.held, rq.post) WQEs the SRQ lent it for single
+	 * copy (srq.c), both under srq->lock */
+	struct sv_srq *srq;	 /* NULL: the QP has its own RQ */
+	struct sv_qp_rq rq;	 /* receive queue */
+	struct sv_list srq_node; /* on srq->lenders while it holds lent WQEs */
+
+	struct sv_qp_resp resp; /* responder */
+
+	struct sv_qp_inject inject; /* fault injection */
+
+	struct sv_qp_ud ud; /* UD */
+
+	struct sv_qp_xrc xrc; /* XRC */
 
 	struct sv_qp_stats stats; /* counters (sv_stat_add; stat.c) */
-	/* capture (pcap.c), while sv_pcap_on: addresses, and how far the
-	 * PSNs shown run ahead of the engine's (one-sided ops done in the
-	 * peer's memory take PSNs only in our capture) */
-	struct sv_pcap_addr pcap_addr;
-	uint32_t pcap_psn_off;
-	uint32_t pcap_rx_next; /* responder: next request PSN to show */
-	bool pcap_rx_valid;
-	uint32_t pcap_msn;	 /* messages shown as done (the AETH's MSN) */
-	struct sv_link link;	 /* the connection, once there is one */
-	struct sv_pfd pfd[3];	 /* listener, conn (our doorbell), acc */
-	struct sv_qp *next_free; /* on ctx->qp_free once destroyed */
-	uint32_t async_got;	 /* async events handed out */
+	struct sv_qp_pcap pcap;	  /* capture */
+	struct sv_link link;	  /* the connection, once there is one */
+	struct sv_pfd pfd[3];	  /* listener, conn (our doorbell), acc */
+	struct sv_qp *next_free;  /* on ctx->qp_free once destroyed */
+	uint32_t async_got;	  /* async events handed out */
 	/* on ctx->qps (set and cleared under ctx->qp_lock for writing, so
 	 * a reader of that lock sees the list's truth in O(1); kept, like
 	 * drives, when a reused QP is zeroed) */
@@ -722,9 +771,7 @@ struct sv_qp {
 	atomic_bool timed;	  /* the thread will look at it again by itself
 				   * (a timer, a queued visit): new work needs no
 				   * kick (sv_progress_note_work) */
-	_Atomic uint64_t drives;  /* app-thread engine runs (a hint) */
-	uint64_t seen_drives;	  /* progress thread: drives last look */
-	uint64_t active_ns;	  /* progress thread: drives last moved */
+	struct sv_qp_prog prog;	  /* progress thread */
 };
 
 static inline struct sv_qp *to_sqp(struct ibv_qp *qp)
@@ -783,12 +830,12 @@ void sv_qp_free_all(struct sv_context *ctx);
 /* ibv_close_device: every QP still open is torn down (BYE to peers). */
 void sv_qp_close_all(struct sv_context *ctx);
 
-/* A send WQE's SGEs: qp->sq_sge holds max_send_sge of them per WQE slot.
+/* A send WQE's SGEs: qp->sq.sge holds max_send_sge of them per WQE slot.
  * Data, not a step of the engine: the capture (a service) reads them too. */
 static inline struct ibv_sge *sv_swqe_sge(struct sv_qp *qp,
 					  const struct sv_swqe *w)
 {
-	return &qp->sq_sge[(size_t)(w - qp->sq) * qp->max_send_sge];
+	return &qp->sq.sge[(size_t)(w - qp->sq.wqe) * qp->max_send_sge];
 }
 
 /* The engine (req.c, resp.c, comp.c).  Caller holds qp->lock. */
@@ -987,7 +1034,7 @@ struct sv_pcap_sg {
  * data: the payload (NULL: not at hand, the packet's headers written as
  * cut; ext itself: a received record, the payload after the extension,
  * lengths checked against h->rec_len); sg: a placed send's payload, or
- * NULL.  The requester's QP shows its PSNs shifted by qp->pcap_psn_off. */
+ * NULL.  The requester's QP shows its PSNs shifted by qp->pcap.psn_off. */
 void sv_pcap_train(struct sv_qp *qp, bool tx, const struct sv_pkt *h,
 		   const uint8_t *ext, const uint8_t *data,
 		   const struct sv_pcap_sg *sg);
@@ -1000,7 +1047,7 @@ void sv_pcap_req(struct sv_qp *qp, const struct sv_swqe *w,
 void sv_pcap_ack(struct sv_qp *qp, bool tx, uint64_t ack);
 /* A one-sided WQE done in the peer's memory (req.c try_direct): its
  * request and its response as a hardware initiator would see them,
- * under PSNs of their own (qp->pcap_psn_off grows).  data: the bytes
+ * under PSNs of their own (qp->pcap.psn_off grows).  data: the bytes
  * written or read; npsn_shown: how many of the write's PSNs to show
  * (a write with immediate leaves its last to the note). */
 void sv_pcap_direct(struct sv_qp *qp, const struct sv_swqe *w,

@@ -14,13 +14,13 @@ void sv_qp_flush_sq(struct sv_qp *qp)
 			    .opcode = IBV_WC_SEND,
 			    .qp_num = qp->qpx.qp_base.qp_num};
 
-	for (; qp->sq_comp != qp->sq_post; qp->sq_comp++) {
+	for (; qp->sq.comp != qp->sq.post; qp->sq.comp++) {
 		if (qp->destroying)
 			continue; /* no completion outlives its QP */
-		wc.wr_id = qp->sq[qp->sq_comp & (qp->sq_size - 1)].wr_id;
+		wc.wr_id = qp->sq.wqe[qp->sq.comp & (qp->sq.size - 1)].wr_id;
 		sv_cq_push(qp->scq, &wc, false);
 	}
-	qp->sq_send = qp->sq_post;
+	qp->sq.send = qp->sq.post;
 }
 
 static void flush_rq(struct sv_qp *qp)
@@ -29,23 +29,23 @@ static void flush_rq(struct sv_qp *qp)
 			    .opcode = IBV_WC_RECV,
 			    .qp_num = qp->qpx.qp_base.qp_num};
 
-	for (; qp->rq_comp != qp->rq_post; qp->rq_comp++) {
+	for (; qp->rq.comp != qp->rq.post; qp->rq.comp++) {
 		if (qp->destroying)
 			continue;
-		wc.wr_id = qp->rq[qp->rq_comp & (qp->rq_size - 1)].wr_id;
+		wc.wr_id = qp->rq.wqe[qp->rq.comp & (qp->rq.size - 1)].wr_id;
 		sv_cq_push(qp->rcq, &wc, false);
 	}
-	qp->resp_rnr = false;
+	qp->resp.rnr = false;
 }
 
 /* IBA 10.3.1: in the Error state every outstanding and new WR completes
  * with a flush error.  Caller holds qp->lock. */
 void sv_qp_flush(struct sv_qp *qp)
 {
-	if (qp->sq_comp != qp->sq_post || qp->rq_comp != qp->rq_post)
+	if (qp->sq.comp != qp->sq.post || qp->rq.comp != qp->rq.post)
 		sv_dbg("qp %06x: flushing %u sends, %u receives%s\n",
-		       qp->qpx.qp_base.qp_num, qp->sq_post - qp->sq_comp,
-		       qp->rq_post - qp->rq_comp,
+		       qp->qpx.qp_base.qp_num, qp->sq.post - qp->sq.comp,
+		       qp->rq.post - qp->rq.comp,
 		       qp->destroying ? " (destroyed: no completions)" : "");
 	sv_qp_flush_sq(qp);
 	flush_rq(qp);

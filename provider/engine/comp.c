@@ -94,11 +94,11 @@ static void complete(struct sv_qp *qp, struct sv_swqe *w, enum ibv_wc_status st)
 	const struct sv_opcode_info *o = &sv_opcodes[w->op];
 	struct ibv_wc wc;
 
-	if (!w->direct && !w->done && o->access && qp->ring_rdma)
-		qp->ring_rdma--; /* a write, answered by an ACK or NAK */
-	if (st == IBV_WC_SUCCESS && !qp->sq_sig_all &&
+	if (!w->direct && !w->done && o->access && qp->req.ring_rdma)
+		qp->req.ring_rdma--; /* a write, answered by an ACK or NAK */
+	if (st == IBV_WC_SUCCESS && !qp->sq.sig_all &&
 	    !(w->flags & IBV_SEND_SIGNALED)) {
-		qp->sq_comp++;
+		qp->sq.comp++;
 		return;
 	}
 	wc = (struct ibv_wc){
@@ -108,7 +108,7 @@ static void complete(struct sv_qp *qp, struct sv_swqe *w, enum ibv_wc_status st)
 		.byte_len = w->length,
 		.qp_num = qp->qpx.qp_base.qp_num,
 	};
-	qp->sq_comp++;
+	qp->sq.comp++;
 	sv_stat_wc(qp, st);
 	sv_cq_push(qp->scq, &wc, false);
 }
@@ -118,28 +118,29 @@ static void complete(struct sv_qp *qp, struct sv_swqe *w, enum ibv_wc_status st)
  * completes it in error) or that still waits. */
 void sv_comp_advance(struct sv_qp *qp)
 {
-	while (qp->sq_comp != qp->sq_send) {
-		struct sv_swqe *w = &qp->sq[qp->sq_comp & (qp->sq_size - 1)];
+	while (qp->sq.comp != qp->sq.send) {
+		struct sv_swqe *w =
+			&qp->sq.wqe[qp->sq.comp & (qp->sq.size - 1)];
 
 		if (w->status)
 			return;
 		if (!w->done) {
-			if (w->sent < w->length || !qp->comp_acked_valid ||
+			if (w->sent < w->length || !qp->comp.acked_valid ||
 			    (sv_opcodes[w->op].mask & SV_M_RD_ATOMIC) ||
-			    sv_psn_diff(w->last_psn, qp->comp_acked) > 0)
+			    sv_psn_diff(w->last_psn, qp->comp.acked) > 0)
 				return;
 		}
 		complete(qp, w, IBV_WC_SUCCESS);
-		qp->comp_retries = qp->comp_rnr_retries = 0;
-		qp->comp_deadline = 0;
+		qp->comp.retries = qp->comp.rnr_retries = 0;
+		qp->comp.deadline = 0;
 	}
 }
 
 /* The oldest read or atomic on the ring still waiting for its answer. */
 static struct sv_swqe *awaiting_response(struct sv_qp *qp)
 {
-	for (uint32_t i = qp->sq_comp; i != qp->sq_send; i++) {
-		struct sv_swqe *w = &qp->sq[i & (qp->sq_size - 1)];
+	for (uint32_t i = qp->sq.comp; i != qp->sq.send; i++) {
+		struct sv_swqe *w = &qp->sq.wqe[i & (qp->sq.size - 1)];
 
 		if (!w->done && !w->direct &&
 		    (sv_opcodes[w->op].mask & SV_M_RD_ATOMIC))
@@ -179,10 +180,10 @@ static bool take_response(struct sv_qp *qp, const struct sv_pkt *p,
 		if (p->psn != want || (p->seg & SV_SEG_FIRST) != !w->got)
 			return true;
 		if (sv_inject_hit(sv_inject.drop, sv_inject.seed, SV_FAULT_RSP,
-				  qp->fault_idx, p->psn, w->tries)) {
+				  qp->inject.idx, p->psn, w->tries)) {
 			SV_STAT_INC(qp, fault_drops);
-			qp->fault_drop_hash =
-				(qp->fault_drop_hash ^
+			qp->inject.drop_hash =
+				(qp->inject.drop_hash ^
 				 ((uint64_t)p->psn << 32 | (w->tries + 1))) *
 				0x100000001b3ull;
 			return true;
@@ -217,10 +218,10 @@ static bool take_response(struct sv_qp *qp, const struct sv_pkt *p,
 	/* a rewound request not sent again (sv_req_rewind undid its
 	 * counts) is answered by its first try's response */
 	if (w->sent == w->length) {
-		if (qp->rd_out)
-			qp->rd_out--;
-		if (qp->ring_rdma)
-			qp->ring_rdma--;
+		if (qp->req.rd_out)
+			qp->req.rd_out--;
+		if (qp->req.ring_rdma)
+			qp->req.ring_rdma--;
 	}
 	w->done = true;
 	return true;
@@ -288,10 +289,10 @@ static bool take_responses(struct sv_qp *qp)
 static void fail_head(struct sv_qp *qp, enum ibv_wc_status st)
 {
 	sv_dbg("qp %06x: WQE %u fails: %s (sq %u/%u/%u, ack %#llx)\n",
-	       qp->qpx.qp_base.qp_num, qp->sq_comp, sv_wc_status_str(st),
-	       qp->sq_comp, qp->sq_send, qp->sq_post,
-	       (unsigned long long)qp->comp_ack);
-	complete(qp, &qp->sq[qp->sq_comp & (qp->sq_size - 1)], st);
+	       qp->qpx.qp_base.qp_num, qp->sq.comp, sv_wc_status_str(st),
+	       qp->sq.comp, qp->sq.send, qp->sq.post,
+	       (unsigned long long)qp->comp.ack);
+	complete(qp, &qp->sq.wqe[qp->sq.comp & (qp->sq.size - 1)], st);
 	sv_qp_to_error(qp, 0);
 }
 
@@ -299,8 +300,8 @@ static void nak_head(struct sv_qp *qp, uint64_t ack, uint64_t now)
 {
 	switch (SV_ACK_SYN(ack)) {
 	case SV_NAK_RNR:
-		qp->comp_rnr_wait = true;
-		qp->comp_deadline =
+		qp->comp.rnr_wait = true;
+		qp->comp.deadline =
 			now + rnr_10us[SV_ACK_TIMER(ack) & 31] * 10000ull;
 		break;
 	case SV_NAK_INV_REQ:
@@ -315,7 +316,7 @@ static void nak_head(struct sv_qp *qp, uint64_t ack, uint64_t now)
 	default: /* NAK-seq: resend from the PSN it names (IBA 9.7.5.1);
 		  * it does not count against retry_cnt */
 		sv_req_rewind(qp, SV_ACK_PSN(ack));
-		qp->comp_deadline = 0;
+		qp->comp.deadline = 0;
 		break;
 	}
 }
@@ -325,8 +326,8 @@ static void take_ack(struct sv_qp *qp, uint64_t ack, uint64_t now)
 {
 	uint32_t syn = SV_ACK_SYN(ack), psn = SV_ACK_PSN(ack);
 
-	qp->comp_ack = ack;
-	qp->comp_rnr_wait = false;
+	qp->comp.ack = ack;
+	qp->comp.rnr_wait = false;
 	if (syn > SV_NAK_REM_OP) /* not a word a responder writes */
 		return;
 	if (__builtin_expect(sv_pcap_on, 0))
@@ -338,10 +339,10 @@ static void take_ack(struct sv_qp *qp, uint64_t ack, uint64_t now)
 		sv_stat_add(qp, rnr_nak_recv, 1);
 	sv_dbg("qp %06x: ack psn %06x syndrome %u\n", qp->qpx.qp_base.qp_num,
 	       psn, syn);
-	qp->comp_acked = syn == SV_ACK ? psn : sv_psn_add(psn, SV_PSN_MASK);
-	qp->comp_acked_valid = true;
+	qp->comp.acked = syn == SV_ACK ? psn : sv_psn_add(psn, SV_PSN_MASK);
+	qp->comp.acked_valid = true;
 	sv_comp_advance(qp);
-	if (syn != SV_ACK && qp->sq_comp != qp->sq_send)
+	if (syn != SV_ACK && qp->sq.comp != qp->sq.send)
 		nak_head(qp, ack, now);
 }
 
@@ -350,16 +351,16 @@ static void take_ack(struct sv_qp *qp, uint64_t ack, uint64_t now)
 static void rnr_expired(struct sv_qp *qp, uint64_t now)
 {
 	if (qp->attr.rnr_retry == 7 ||
-	    qp->comp_rnr_retries++ < qp->attr.rnr_retry) {
-		qp->comp_deadline =
+	    qp->comp.rnr_retries++ < qp->attr.rnr_retry) {
+		qp->comp.deadline =
 			now +
-			rnr_10us[SV_ACK_TIMER(qp->comp_ack) & 31] * 10000ull;
+			rnr_10us[SV_ACK_TIMER(qp->comp.ack) & 31] * 10000ull;
 		return;
 	}
 	if (sv_link_rnr_abort(&qp->link))
 		fail_head(qp, IBV_WC_RNR_RETRY_EXC_ERR);
 	else
-		qp->comp_rnr_wait = false; /* taken: its ACK is coming */
+		qp->comp.rnr_wait = false; /* taken: its ACK is coming */
 }
 
 /*
@@ -372,16 +373,16 @@ static void rnr_expired(struct sv_qp *qp, uint64_t now)
  */
 static bool ack_due(struct sv_qp *qp, uint64_t *ack, uint64_t now)
 {
-	if (!qp->fault_ack_pending) {
-		qp->fault_ack_pending = true;
-		qp->fault_ack_val = *ack;
-		qp->fault_ack_due = now + sv_inject.delay_us * 1000;
+	if (!qp->inject.ack_pending) {
+		qp->inject.ack_pending = true;
+		qp->inject.ack_val = *ack;
+		qp->inject.ack_due = now + sv_inject.delay_us * 1000;
 		return false;
 	}
-	if (now < qp->fault_ack_due)
+	if (now < qp->inject.ack_due)
 		return false;
-	qp->fault_ack_pending = false;
-	*ack = qp->fault_ack_val;
+	qp->inject.ack_pending = false;
+	*ack = qp->inject.ack_val;
 	return true;
 }
 
@@ -423,7 +424,7 @@ static int hold_responses(struct sv_qp *qp, uint64_t now)
 		struct sv_pkt p;
 		int r;
 
-		if (qp->fault_rsp_bytes >= SV_FAULT_RSP_MAX) {
+		if (qp->inject.rsp_bytes >= SV_FAULT_RSP_MAX) {
 			all = 0;
 			break;
 		}
@@ -442,11 +443,11 @@ static int hold_responses(struct sv_qp *qp, uint64_t now)
 		h->due = now + sv_inject.delay_us * 1000;
 		h->p = p;
 		memcpy(h->payload, payload, p.rec_len - sizeof(p));
-		if (!qp->fault_rsp)
-			qp->fault_rsp_end = &qp->fault_rsp;
-		*qp->fault_rsp_end = h;
-		qp->fault_rsp_end = &h->next;
-		qp->fault_rsp_bytes += p.rec_len;
+		if (!qp->inject.rsp)
+			qp->inject.rsp_end = &qp->inject.rsp;
+		*qp->inject.rsp_end = h;
+		qp->inject.rsp_end = &h->next;
+		qp->inject.rsp_bytes += p.rec_len;
 		sv_ring_consume(&qp->link.rsp_rx);
 		took = true;
 	}
@@ -456,7 +457,7 @@ static int hold_responses(struct sv_qp *qp, uint64_t now)
 }
 
 /* The responses held, then the ACK word, each delay_us after it came;
- * *ack is left at qp->comp_ack when none is to be taken now.  false on a
+ * *ack is left at qp->comp.ack when none is to be taken now.  false on a
  * protocol error (the QP has gone to ERROR). */
 static bool delay_back(struct sv_qp *qp, uint64_t *ack, uint64_t now)
 {
@@ -469,11 +470,11 @@ static bool delay_back(struct sv_qp *qp, uint64_t *ack, uint64_t now)
 
 	if (all < 0)
 		return false;
-	while ((h = qp->fault_rsp) && h->due <= until) {
+	while ((h = qp->inject.rsp) && h->due <= until) {
 		bool ok;
 
-		qp->fault_rsp = h->next;
-		qp->fault_rsp_bytes -= h->p.rec_len;
+		qp->inject.rsp = h->next;
+		qp->inject.rsp_bytes -= h->p.rec_len;
 		ok = take_record(qp, &h->p, h->payload);
 		free(h);
 		if (!ok) {
@@ -481,28 +482,28 @@ static bool delay_back(struct sv_qp *qp, uint64_t *ack, uint64_t now)
 			return false;
 		}
 	}
-	qp->fault_rsp_due = qp->fault_rsp ? qp->fault_rsp->due : 0;
+	qp->inject.rsp_due = qp->inject.rsp ? qp->inject.rsp->due : 0;
 	if (dead) {
-		qp->fault_ack_pending = false; /* the word now is newer */
+		qp->inject.ack_pending = false; /* the word now is newer */
 		return true;
 	}
-	if (*ack != qp->comp_ack &&
-	    ((!qp->fault_ack_pending && !all) || !ack_due(qp, ack, now)))
-		*ack = qp->comp_ack; /* still on the wire */
+	if (*ack != qp->comp.ack &&
+	    ((!qp->inject.ack_pending && !all) || !ack_due(qp, ack, now)))
+		*ack = qp->comp.ack; /* still on the wire */
 	return true;
 }
 
 void sv_comp_fault_free(struct sv_qp *qp)
 {
-	while (qp->fault_rsp) {
-		struct sv_fault_rsp *h = qp->fault_rsp;
+	while (qp->inject.rsp) {
+		struct sv_fault_rsp *h = qp->inject.rsp;
 
-		qp->fault_rsp = h->next;
+		qp->inject.rsp = h->next;
 		free(h);
 	}
-	qp->fault_rsp_bytes = 0;
-	qp->fault_rsp_due = 0;
-	qp->fault_ack_pending = false;
+	qp->inject.rsp_bytes = 0;
+	qp->inject.rsp_due = 0;
+	qp->inject.ack_pending = false;
 }
 
 void sv_comp_run(struct sv_qp *qp, uint64_t now)
@@ -510,7 +511,7 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 	uint64_t ack;
 
 	/* UD sends complete as they are sent (ud.c) */
-	if (qp->sq_comp == qp->sq_post || qp->qpx.qp_base.qp_type == IBV_QPT_UD)
+	if (qp->sq.comp == qp->sq.post || qp->qpx.qp_base.qp_type == IBV_QPT_UD)
 		return;
 	if (qp->link.tx_ready) {
 		/* acquire, before the responses: a NAK after a read is
@@ -523,20 +524,21 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 		} else if (!take_responses(qp)) {
 			return;
 		}
-		if (ack != qp->comp_ack) {
+		if (ack != qp->comp.ack) {
 			if (!now)
 				now = sv_now_ns();
 			take_ack(qp, ack, now);
-			if (qp->sq_comp == qp->sq_post ||
+			if (qp->sq.comp == qp->sq.post ||
 			    qp->attr.qp_state == IBV_QPS_ERR)
 				return;
 		}
 	}
 	sv_comp_advance(qp);
-	if (qp->sq_comp == qp->sq_post)
+	if (qp->sq.comp == qp->sq.post)
 		return;
-	if (qp->sq_comp != qp->sq_send) {
-		struct sv_swqe *w = &qp->sq[qp->sq_comp & (qp->sq_size - 1)];
+	if (qp->sq.comp != qp->sq.send) {
+		struct sv_swqe *w =
+			&qp->sq.wqe[qp->sq.comp & (qp->sq.size - 1)];
 
 		if (w->status) { /* failed in the requester, now in order */
 			fail_head(qp, w->status);
@@ -545,17 +547,17 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 	}
 	if (!now) {
 		/* a clock read costs ~65 ns here: look every 32nd spin */
-		if (qp->comp_deadline && (++qp->comp_spins & 31))
+		if (qp->comp.deadline && (++qp->comp.spins & 31))
 			return;
 		now = sv_now_ns();
 	}
-	if (!qp->comp_deadline) {
-		qp->comp_deadline = now + ack_timeout(qp);
+	if (!qp->comp.deadline) {
+		qp->comp.deadline = now + ack_timeout(qp);
 		return;
 	}
-	if (now < qp->comp_deadline)
+	if (now < qp->comp.deadline)
 		return;
-	if (qp->comp_rnr_wait) {
+	if (qp->comp.rnr_wait) {
 		rnr_expired(qp, now);
 		return;
 	}
@@ -563,27 +565,28 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 	    qp->qpx.qp_base.qp_type != IBV_QPT_UC) {
 		/* packets are lost on this link: resend what is not
 		 * acknowledged, retry_cnt times (IBA 9.7.6.1.3) */
-		if (qp->comp_retries++ >= qp->attr.retry_cnt) {
+		if (qp->comp.retries++ >= qp->attr.retry_cnt) {
 			fail_head(qp, IBV_WC_RETRY_EXC_ERR);
 			return;
 		}
 		SV_STAT_INC(qp, ack_timeouts);
-		sv_req_rewind(qp,
-			      qp->comp_acked_valid
-				      ? sv_psn_add(qp->comp_acked, 1)
-				      : qp->sq[qp->sq_comp & (qp->sq_size - 1)]
-						.first_psn);
-		qp->comp_deadline = now + ack_timeout(qp);
+		sv_req_rewind(
+			qp,
+			qp->comp.acked_valid
+				? sv_psn_add(qp->comp.acked, 1)
+				: qp->sq.wqe[qp->sq.comp & (qp->sq.size - 1)]
+					  .first_psn);
+		qp->comp.deadline = now + ack_timeout(qp);
 	} else if (qp->link.state == SV_LINK_UP) {
 		/* slow, alive; over TCP, resent (ops->retransmit) */
 		sv_link_retransmit(&qp->link);
-		qp->comp_deadline = now + ack_timeout(qp);
+		qp->comp.deadline = now + ack_timeout(qp);
 	} else if (sv_link_setup_waits(&qp->link, now)) {
 		/* IBA 9.7.6.1.3: the timer runs from when a packet was
 		 * sent; ours still wait for our call to the peer's host */
-		qp->comp_deadline = now + ack_timeout(qp);
-	} else if (qp->comp_retries++ >= qp->attr.retry_cnt)
+		qp->comp.deadline = now + ack_timeout(qp);
+	} else if (qp->comp.retries++ >= qp->attr.retry_cnt)
 		fail_head(qp, IBV_WC_RETRY_EXC_ERR);
 	else
-		qp->comp_deadline = now + ack_timeout(qp);
+		qp->comp.deadline = now + ack_timeout(qp);
 }

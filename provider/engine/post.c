@@ -14,7 +14,7 @@
 
 static bool sq_full(const struct sv_qp *qp)
 {
-	return qp->sq_post - qp->sq_comp >= qp->sq_max;
+	return qp->sq.post - qp->sq.comp >= qp->sq.max;
 }
 
 /* Posting to a QP before RTS is an error (IBA 10.8.2); in SQD the WR
@@ -81,7 +81,7 @@ static struct sv_swqe *new_wqe(struct sv_qp *qp, uint32_t opcode, int *err)
 		*err = ENOMEM;
 		return NULL;
 	}
-	w = &qp->sq[qp->sq_post & (qp->sq_size - 1)];
+	w = &qp->sq.wqe[qp->sq.post & (qp->sq.size - 1)];
 	memset(w, 0, sizeof(*w));
 	if (unlikely(sv_inject.on) && sv_inject.delay_us)
 		w->due_ns = sv_now_ns() + sv_inject.delay_us * 1000;
@@ -130,8 +130,8 @@ static int ud_set_addr(struct sv_qp *qp, struct sv_swqe *w, struct ibv_ah *ibah,
 
 static int post_one_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
 {
-	uint32_t slot = qp->sq_post & (qp->sq_size - 1);
-	struct ibv_sge *sg = &qp->sq_sge[(size_t)slot * qp->max_send_sge];
+	uint32_t slot = qp->sq.post & (qp->sq.size - 1);
+	struct ibv_sge *sg = &qp->sq.sge[(size_t)slot * qp->max_send_sge];
 	struct sv_swqe *w;
 	uint64_t len = 0;
 	int err = 0;
@@ -167,7 +167,8 @@ static int post_one_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
 		if (wr_ops[wr->opcode].no_inl)
 			return EINVAL;
 		err = copy_inline(qp, w,
-				  qp->sq_inline + (size_t)slot * qp->max_inline,
+				  qp->sq.inline_buf +
+					  (size_t)slot * qp->max_inline,
 				  wr->sg_list, (uint32_t)wr->num_sge);
 		if (err)
 			return err;
@@ -184,7 +185,7 @@ static int post_one_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
 	err = wqe_check(qp, w);
 	if (err)
 		return err;
-	qp->sq_post++;
+	qp->sq.post++;
 	return 0;
 }
 
@@ -215,8 +216,9 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	/* a post is the application driving this QP, as a poll is (the
 	 * progress thread keeps off; progress.c) */
 	atomic_store_explicit(
-		&qp->drives,
-		atomic_load_explicit(&qp->drives, memory_order_relaxed) + 1,
+		&qp->prog.drives,
+		atomic_load_explicit(&qp->prog.drives, memory_order_relaxed) +
+			1,
 		memory_order_relaxed);
 	sv_lock(&qp->lock);
 	err = sq_state_ok(qp);
@@ -241,9 +243,9 @@ static void describe(struct sv_qp *qp, uint32_t i)
 	struct sv_pd *pd = to_spd(qp->qpx.qp_base.pd);
 	struct sv_ring *rx = &qp->link.rx;
 	struct sv_rdesc *d = &rx->desc[i & (rx->ndesc - 1)];
-	const struct sv_rwqe *r = &qp->rq[i & (qp->rq_size - 1)];
+	const struct sv_rwqe *r = &qp->rq.wqe[i & (qp->rq.size - 1)];
 	const struct ibv_sge *sg =
-		&qp->rq_sge[(size_t)(i & (qp->rq_size - 1)) * qp->max_recv_sge];
+		&qp->rq.sge[(size_t)(i & (qp->rq.size - 1)) * qp->max_recv_sge];
 	uint32_t n = 0;
 
 	for (uint32_t k = 0; k < r->num_sge; k++) {
@@ -275,7 +277,7 @@ void sv_rq_describe(struct sv_qp *qp, uint32_t from)
 {
 	if (!qp->link.rx_ready || !qp->link.rx.ndesc)
 		return;
-	for (uint32_t i = from; i != qp->rq_post; i++)
+	for (uint32_t i = from; i != qp->rq.post; i++)
 		describe(qp, i);
 }
 
@@ -301,7 +303,7 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	int err = 0;
 
 	sv_lock(&qp->lock);
-	first = qp->rq_post;
+	first = qp->rq.post;
 	/* on an SRQ the QP has no RQ of its own: ibv_post_srq_recv; nor
 	 * has an XRC QP (its receives are its XRC SRQs') */
 	if (qp->attr.qp_state == IBV_QPS_RESET || qp->srq ||
@@ -309,30 +311,30 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	    ibqp->qp_type == IBV_QPT_XRC_RECV)
 		err = EINVAL;
 	for (; wr && !err; wr = wr->next) {
-		uint32_t slot = qp->rq_post & (qp->rq_size - 1);
-		struct sv_rwqe *r = &qp->rq[slot];
+		uint32_t slot = qp->rq.post & (qp->rq.size - 1);
+		struct sv_rwqe *r = &qp->rq.wqe[slot];
 
 		if (wr->num_sge < 0 ||
 		    (uint32_t)wr->num_sge > qp->max_recv_sge) {
 			err = EINVAL;
 			break;
 		}
-		if (qp->rq_post - qp->rq_comp >= qp->rq_max) {
+		if (qp->rq.post - qp->rq.comp >= qp->rq.max) {
 			err = ENOMEM;
 			break;
 		}
-		sv_rwqe_fill(r, &qp->rq_sge[(size_t)slot * qp->max_recv_sge],
+		sv_rwqe_fill(r, &qp->rq.sge[(size_t)slot * qp->max_recv_sge],
 			     wr);
-		qp->rq_post++;
+		qp->rq.post++;
 	}
 	if (err)
 		*bad = wr;
 	sv_rq_describe(qp, first);
 	if (qp->attr.qp_state == IBV_QPS_ERR)
 		sv_qp_flush(qp);
-	else if (qp->resp_rnr && sv_link_runs(&qp->link))
+	else if (qp->resp.rnr && sv_link_runs(&qp->link))
 		sv_qp_run(qp, 0); /* what came meanwhile first (an abort) */
-	else if (qp->resp_rnr)
+	else if (qp->resp.rnr)
 		sv_resp_run(qp); /* a sender waits for this receive */
 	sv_unlock(&qp->lock);
 	return err;
@@ -357,9 +359,9 @@ static inline struct sv_qp *ex_qp(struct ibv_qp_ex *qx)
 
 static struct sv_swqe *ex_cur(struct sv_qp *qp)
 {
-	if (qp->sq_post == qp->ex_start)
+	if (qp->sq.post == qp->ex_start)
 		return NULL;
-	return &qp->sq[(qp->sq_post - 1) & (qp->sq_size - 1)];
+	return &qp->sq.wqe[(qp->sq.post - 1) & (qp->sq.size - 1)];
 }
 
 static void ex_start(struct ibv_qp_ex *qx)
@@ -367,7 +369,7 @@ static void ex_start(struct ibv_qp_ex *qx)
 	struct sv_qp *qp = ex_qp(qx);
 
 	sv_lock(&qp->lock);
-	qp->ex_start = qp->sq_post;
+	qp->ex_start = qp->sq.post;
 	qp->ex_err = sq_state_ok(qp);
 }
 
@@ -383,7 +385,7 @@ static struct sv_swqe *ex_new(struct sv_qp *qp, uint32_t opcode, uint32_t imm)
 	w->wr_id = qp->qpx.wr_id;
 	w->flags = qp->qpx.wr_flags;
 	w->imm = imm;
-	qp->sq_post++;
+	qp->sq.post++;
 	return w;
 }
 
@@ -493,8 +495,8 @@ static void ex_set_sge_list(struct ibv_qp_ex *qx, size_t n,
 		return;
 	}
 	if (n)
-		memcpy(&qp->sq_sge[(size_t)((qp->sq_post - 1) &
-					    (qp->sq_size - 1)) *
+		memcpy(&qp->sq.sge[(size_t)((qp->sq.post - 1) &
+					    (qp->sq.size - 1)) *
 				   qp->max_send_sge],
 		       sg, n * sizeof(*sg));
 	w->num_sge = (uint32_t)n;
@@ -514,7 +516,7 @@ static void ex_set_inline_data_list(struct ibv_qp_ex *qx, size_t n,
 {
 	struct sv_qp *qp = ex_qp(qx);
 	struct sv_swqe *w = ex_cur(qp);
-	uint32_t slot = (qp->sq_post - 1) & (qp->sq_size - 1);
+	uint32_t slot = (qp->sq.post - 1) & (qp->sq.size - 1);
 	uint32_t len = 0;
 
 	if (qp->ex_err)
@@ -528,7 +530,7 @@ static void ex_set_inline_data_list(struct ibv_qp_ex *qx, size_t n,
 			qp->ex_err = EINVAL;
 			return;
 		}
-		memcpy(qp->sq_inline + (size_t)slot * qp->max_inline + len,
+		memcpy(qp->sq.inline_buf + (size_t)slot * qp->max_inline + len,
 		       buf[i].addr, buf[i].length);
 		len += (uint32_t)buf[i].length;
 	}
@@ -548,10 +550,10 @@ static int ex_complete(struct ibv_qp_ex *qx)
 	struct sv_qp *qp = ex_qp(qx);
 	int err = qp->ex_err;
 
-	for (uint32_t i = qp->ex_start; !err && i != qp->sq_post; i++)
-		err = wqe_check(qp, &qp->sq[i & (qp->sq_size - 1)]);
+	for (uint32_t i = qp->ex_start; !err && i != qp->sq.post; i++)
+		err = wqe_check(qp, &qp->sq.wqe[i & (qp->sq.size - 1)]);
 	if (err)
-		qp->sq_post = qp->ex_start;
+		qp->sq.post = qp->ex_start;
 	else
 		sq_kick(qp);
 	sv_unlock(&qp->lock);
@@ -563,7 +565,7 @@ static void ex_abort(struct ibv_qp_ex *qx)
 {
 	struct sv_qp *qp = ex_qp(qx);
 
-	qp->sq_post = qp->ex_start;
+	qp->sq.post = qp->ex_start;
 	sv_unlock(&qp->lock);
 }
 

@@ -19,9 +19,9 @@ void sv_qp_link_close(struct sv_qp *qp, bool bye)
 	sv_progress_del(qp->ctx, &qp->pfd[1]);
 	sv_progress_del(qp->ctx, &qp->pfd[2]);
 	sv_link_close(&qp->link, qp->qpx.qp_base.qp_num, bye);
-	if (qp->rpeer)
-		sv_rpeer_put(qp->ctx, qp->rpeer);
-	qp->rpeer = NULL;
+	if (qp->req.rpeer)
+		sv_rpeer_put(qp->ctx, qp->req.rpeer);
+	qp->req.rpeer = NULL;
 }
 
 static void qp_event(struct sv_qp *qp, enum ibv_event_type ev)

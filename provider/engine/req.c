@@ -111,7 +111,8 @@ static int gather(struct sv_qp *qp, struct sv_swqe *w, uint8_t *dst,
 {
 	if (w->inl) {
 		sv_place(dst,
-			 qp->sq_inline + (size_t)(w - qp->sq) * qp->max_inline +
+			 qp->sq.inline_buf +
+				 (size_t)(w - qp->sq.wqe) * qp->max_inline +
 				 w->sent,
 			 len);
 		return 0;
@@ -188,7 +189,7 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 			if (w->flags & IBV_SEND_SOLICITED)
 				h.flags |= SV_PKT_SOLICITED;
 		}
-		h.psn = qp->next_psn;
+		h.psn = qp->req.psn;
 		/* a read takes the PSNs of its response (IBA 9.7.1), a
 		 * placed send those of its payload */
 		h.npsn = w->op == SV_OP_READ_REQ || w->placed
@@ -199,7 +200,7 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 		h.msg_len = w->length;
 		h.rec_len = qp->link.tx.last_rec;
 		if (!w->sent)
-			w->first_psn = qp->next_psn;
+			w->first_psn = qp->req.psn;
 		at = (uint8_t *)(p + 1);
 		if (xext) {
 			struct sv_xrceth x = {.srqn = w->xrc_srqn};
@@ -225,16 +226,16 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 		/* a read request is one packet; its PSNs are the answer's */
 		sv_stat_add(qp, tx_pkts, w->op == SV_OP_READ_REQ ? 1 : h.npsn);
 		sv_stat_add(qp, tx_bytes, w->placed ? w->length : chunk);
-		qp->next_psn = sv_psn_add(qp->next_psn, h.npsn);
+		qp->req.psn = sv_psn_add(qp->req.psn, h.npsn);
 		w->sent += chunk;
 	} while (w->sent < payload);
-	w->last_psn = sv_psn_add(qp->next_psn, SV_PSN_MASK); /* next - 1 */
+	w->last_psn = sv_psn_add(qp->req.psn, SV_PSN_MASK); /* next - 1 */
 	if (o->mask & SV_M_RECV || w->imm_valid)
-		qp->recv_msgs++; /* it takes the peer's next receive */
+		qp->req.recv_msgs++; /* it takes the peer's next receive */
 	if (o->mask & SV_M_RD_ATOMIC)
-		qp->rd_out++;
+		qp->req.rd_out++;
 	if (o->access && qp->qpx.qp_base.qp_type != IBV_QPT_UC)
-		qp->ring_rdma++; /* the responder touches its memory */
+		qp->req.ring_rdma++; /* the responder touches its memory */
 	w->sent = w->length;
 	return true;
 }
@@ -266,7 +267,7 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 	uint64_t old = 0;
 	uint8_t *dst;
 
-	if (!o->access || !qp->rpeer || qp->ring_rdma)
+	if (!o->access || !qp->req.rpeer || qp->req.ring_rdma)
 		return false;
 	/* acquire: the peer's flags, set before its modify returned */
 	qp_access = atomic_load_explicit(&qp->link.tx.hdr->qp_access,
@@ -276,7 +277,7 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 	if ((o->mask & SV_M_ATOMIC) && (w->raddr & 7))
 		return false; /* the responder refuses it (IBA 9.4.5) */
 	if (w->length) {
-		dst = sv_rpeer_resolve(qp->rpeer, w->rkey, qp->peer_pd,
+		dst = sv_rpeer_resolve(qp->req.rpeer, w->rkey, qp->req.peer_pd,
 				       w->raddr, w->length, o->access);
 		if (!dst || ((o->mask & SV_M_ATOMIC) && ((uintptr_t)dst & 7)))
 			return false;
@@ -345,11 +346,11 @@ static bool place_pays(struct sv_qp *qp, const struct sv_swqe *w, uint64_t off)
 	bool warm = false;
 
 	for (uint32_t k = 0; k < SV_WARM_BUFS; k++)
-		warm |= qp->warm_off[k] == off + 1;
+		warm |= qp->req.warm_off[k] == off + 1;
 	if (!warm)
-		qp->warm_off[qp->warm_next++ % SV_WARM_BUFS] = off + 1;
+		qp->req.warm_off[qp->req.warm_next++ % SV_WARM_BUFS] = off + 1;
 	if (warm || w->length > sv_single_copy_cold() ||
-	    qp->sq_post - qp->sq_send > 1 ||
+	    qp->sq.post - qp->sq.send > 1 ||
 	    atomic_load_explicit(&tx->hdr->tail, memory_order_relaxed) !=
 		    tx->head)
 		return true;
@@ -374,15 +375,15 @@ static void try_place(struct sv_qp *qp, struct sv_swqe *w)
 	uint32_t seq, n, left = w->length;
 
 	/* inline data is at most a KiB: the ring's way is as fast */
-	if (w->op != SV_OP_SEND || w->inl || !qp->rpeer || !tx->ndesc ||
+	if (w->op != SV_OP_SEND || w->inl || !qp->req.rpeer || !tx->ndesc ||
 	    w->length < sv_single_copy_min())
 		return;
-	d = &tx->desc[qp->recv_msgs & (tx->ndesc - 1)];
+	d = &tx->desc[qp->req.recv_msgs & (tx->ndesc - 1)];
 	/* Claimed before it is read: a receiver on an SRQ may take a WQE
 	 * lent to us back (srq.c unshow) and show another under the same
 	 * number; once we hold it, it stays ours.  Acquire: the pieces the
 	 * seq vouches for. */
-	seq = qp->recv_msgs + 1;
+	seq = qp->req.recv_msgs + 1;
 	if (atomic_load_explicit(&d->seq, memory_order_relaxed) != seq)
 		return;
 	/* whether placing pays, from the buffer the descriptor shows
@@ -408,7 +409,7 @@ static void try_place(struct sv_qp *qp, struct sv_swqe *w)
 		if (len > left)
 			len = left;
 		dst = sv_rpeer_at(
-			qp->rpeer,
+			qp->req.rpeer,
 			__atomic_load_n(&d->sge[k].off, __ATOMIC_RELAXED), len);
 		if (!dst)
 			break; /* the ring's way; the bytes placed are not
@@ -433,9 +434,10 @@ static bool must_wait(const struct sv_qp *qp, const struct sv_swqe *w)
 {
 	uint32_t max = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
 
-	if ((w->flags & IBV_SEND_FENCE) && qp->rd_out)
+	if ((w->flags & IBV_SEND_FENCE) && qp->req.rd_out)
 		return true;
-	return (sv_opcodes[w->op].mask & SV_M_RD_ATOMIC) && qp->rd_out >= max;
+	return (sv_opcodes[w->op].mask & SV_M_RD_ATOMIC) &&
+	       qp->req.rd_out >= max;
 }
 
 /* The gather cursor of w at byte off of its message. */
@@ -468,18 +470,18 @@ static void sge_seek(struct sv_qp *qp, struct sv_swqe *w, uint32_t off)
  */
 void sv_req_rewind(struct sv_qp *qp, uint32_t psn)
 {
-	uint32_t end = qp->sq_send, i, j;
+	uint32_t end = qp->sq.send, i, j;
 	struct sv_swqe *w = NULL;
 	uint32_t from;
 
 	/* the WQE being sent, partly on the link, counts too */
-	if (end != qp->sq_post && qp->sq[end & (qp->sq_size - 1)].sent)
+	if (end != qp->sq.post && qp->sq.wqe[end & (qp->sq.size - 1)].sent)
 		end++;
-	for (i = qp->sq_comp; i != end; i++) {
-		w = &qp->sq[i & (qp->sq_size - 1)];
+	for (i = qp->sq.comp; i != end; i++) {
+		w = &qp->sq.wqe[i & (qp->sq.size - 1)];
 		if (w->done)
 			continue;
-		if (i == qp->sq_send || w->status ||
+		if (i == qp->sq.send || w->status ||
 		    (sv_opcodes[w->op].mask & SV_M_RD_ATOMIC) ||
 		    sv_psn_diff(w->last_psn, psn) >= 0)
 			break;
@@ -488,25 +490,25 @@ void sv_req_rewind(struct sv_qp *qp, uint32_t psn)
 		return; /* nothing on the link to resend */
 	from = i;
 	for (j = from; j != end; j++) {
-		struct sv_swqe *x = &qp->sq[j & (qp->sq_size - 1)];
+		struct sv_swqe *x = &qp->sq.wqe[j & (qp->sq.size - 1)];
 		const struct sv_opcode_info *o = &sv_opcodes[x->op];
 
 		if (x->done)
 			continue;
-		if (j != qp->sq_send) { /* send_wqe's counts, undone */
+		if (j != qp->sq.send) { /* send_wqe's counts, undone */
 			if (o->mask & SV_M_RECV || x->imm_valid)
-				qp->recv_msgs--;
-			if ((o->mask & SV_M_RD_ATOMIC) && qp->rd_out)
-				qp->rd_out--;
-			if (o->access && qp->ring_rdma)
-				qp->ring_rdma--;
+				qp->req.recv_msgs--;
+			if ((o->mask & SV_M_RD_ATOMIC) && qp->req.rd_out)
+				qp->req.rd_out--;
+			if (o->access && qp->req.ring_rdma)
+				qp->req.ring_rdma--;
 		}
 		x->sent = x->got = 0;
 		x->sge_idx = x->sge_off = 0;
 		if (x->tries < UINT32_MAX)
 			x->tries++;
 	}
-	qp->next_psn = w->first_psn;
+	qp->req.psn = w->first_psn;
 	if (!(sv_opcodes[w->op].mask & (SV_M_RD_ATOMIC)) && !w->placed &&
 	    (sv_opcodes[w->op].mask & SV_M_PAYLOAD) &&
 	    sv_psn_diff(psn, w->first_psn) > 0) {
@@ -516,13 +518,13 @@ void sv_req_rewind(struct sv_qp *qp, uint32_t psn)
 		if (off < w->length) { /* from the train at psn */
 			w->sent = (uint32_t)off;
 			sge_seek(qp, w, w->sent);
-			qp->next_psn = psn;
+			qp->req.psn = psn;
 		}
 	}
-	qp->sq_send = from;
-	qp->sq_stopped = false; /* a failed WQE after it fails again */
+	qp->sq.send = from;
+	qp->sq.stopped = false; /* a failed WQE after it fails again */
 	sv_dbg("qp %06x: rewind to psn %06x (WQE %u, byte %u)\n",
-	       qp->qpx.qp_base.qp_num, qp->next_psn, from, w->sent);
+	       qp->qpx.qp_base.qp_num, qp->req.psn, from, w->sent);
 }
 
 void sv_req_run(struct sv_qp *qp)
@@ -539,20 +541,21 @@ void sv_req_run(struct sv_qp *qp)
 	/* a TCP link may be UP (its peer alive) before our copy of the
 	 * peer's ring exists (tcp/) */
 	if (qp->attr.qp_state != IBV_QPS_RTS || qp->link.state != SV_LINK_UP ||
-	    !qp->link.tx_ready || qp->sq_stopped)
+	    !qp->link.tx_ready || qp->sq.stopped)
 		return;
 	tmax = train_max(qp);
 	if (unlikely(sv_inject.on))
-		qp->fault_delay_until = 0; /* set again if delay_us holds */
-	while (qp->sq_send != qp->sq_post) {
-		struct sv_swqe *w = &qp->sq[qp->sq_send & (qp->sq_size - 1)];
+		qp->inject.delay_until = 0; /* set again if delay_us holds */
+	while (qp->sq.send != qp->sq.post) {
+		struct sv_swqe *w =
+			&qp->sq.wqe[qp->sq.send & (qp->sq.size - 1)];
 		uint64_t head = qp->link.tx.head;
 
 		if (unlikely(w->done)) {
 			/* rewound past it (sv_req_rewind): answered already,
 			 * its PSNs are behind the responder */
-			qp->next_psn = sv_psn_add(w->last_psn, 1);
-			qp->sq_send++;
+			qp->req.psn = sv_psn_add(w->last_psn, 1);
+			qp->sq.send++;
 			continue;
 		}
 		if (!w->sent && must_wait(qp, w))
@@ -562,7 +565,7 @@ void sv_req_run(struct sv_qp *qp)
 			/* SOFTVERBS_FAULTS delay_us: a delay line on the
 			 * requests, timed from each WQE's post, so the ones
 			 * behind it are not delayed further */
-			qp->fault_delay_until = w->due_ns;
+			qp->inject.delay_until = w->due_ns;
 			break;
 		}
 		if (!w->inl && !w->mapped && !translate_sges(qp, w)) {
@@ -581,9 +584,9 @@ void sv_req_run(struct sv_qp *qp)
 			if (qp->qpx.qp_base.qp_type == IBV_QPT_UC)
 				done = w->done = true;
 		}
-		qp->sq_send++;
+		qp->sq.send++;
 		if (w->status) {
-			qp->sq_stopped = true;
+			qp->sq.stopped = true;
 			break; /* nothing after it goes out */
 		}
 	}

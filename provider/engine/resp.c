@@ -27,7 +27,7 @@ enum resp_result {
 static void nak(struct sv_qp *qp, uint32_t psn, enum sv_syndrome syn)
 {
 	uint64_t a = sv_ack_word(psn, syn, qp->attr.min_rnr_timer,
-				 ++qp->resp_nak_seq);
+				 ++qp->resp.nak_seq);
 
 	if (__builtin_expect(sv_pcap_on, 0))
 		sv_pcap_ack(qp, true, a);
@@ -52,14 +52,14 @@ static bool scatter(struct sv_qp *qp, struct sv_rwqe *r, const uint8_t *src,
 		struct sv_mr *mr;
 		uint32_t n;
 
-		if (qp->resp_sge_idx >= r->num_sge)
+		if (qp->resp.sge_idx >= r->num_sge)
 			return false;
-		s = &sg[qp->resp_sge_idx];
-		n = s->length - qp->resp_sge_off;
+		s = &sg[qp->resp.sge_idx];
+		n = s->length - qp->resp.sge_off;
 		if (n > len)
 			n = len;
 		if (n) {
-			uint64_t a = s->addr + qp->resp_sge_off;
+			uint64_t a = s->addr + qp->resp.sge_off;
 
 			mr = sv_mr_lookup(qp->ctx, s->lkey, pd);
 			if (!mr || !(mr->access & IBV_ACCESS_LOCAL_WRITE) ||
@@ -71,10 +71,10 @@ static bool scatter(struct sv_qp *qp, struct sv_rwqe *r, const uint8_t *src,
 		}
 		src += n;
 		len -= n;
-		qp->resp_sge_off += n;
-		if (qp->resp_sge_off == s->length) {
-			qp->resp_sge_idx++;
-			qp->resp_sge_off = 0;
+		qp->resp.sge_off += n;
+		if (qp->resp.sge_off == s->length) {
+			qp->resp.sge_idx++;
+			qp->resp.sge_off = 0;
 		}
 	}
 	return true;
@@ -83,12 +83,12 @@ static bool scatter(struct sv_qp *qp, struct sv_rwqe *r, const uint8_t *src,
 static void complete_recv_op(struct sv_qp *qp, enum ibv_wc_status status,
 			     const struct sv_pkt *p, enum ibv_wc_opcode op)
 {
-	struct sv_rwqe *r = &qp->rq[qp->rq_comp & (qp->rq_size - 1)];
+	struct sv_rwqe *r = &qp->rq.wqe[qp->rq.comp & (qp->rq.size - 1)];
 	struct ibv_wc wc = {
 		.wr_id = r->wr_id,
 		.status = status,
 		.opcode = op,
-		.byte_len = qp->resp_msg,
+		.byte_len = qp->resp.msg,
 		.qp_num = qp->qpx.qp_base.qp_num,
 		.src_qp = qp->attr.dest_qp_num,
 		.slid = qp->attr.ah_attr.dlid,
@@ -99,8 +99,8 @@ static void complete_recv_op(struct sv_qp *qp, enum ibv_wc_status status,
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = p->imm;
 	}
-	qp->rq_comp++;
-	qp->resp_in_msg = false;
+	qp->rq.comp++;
+	qp->resp.in_msg = false;
 	sv_stat_wc(qp, status);
 	sv_cq_push(qp->rcq, &wc, p->flags & SV_PKT_SOLICITED);
 }
@@ -118,9 +118,9 @@ static void complete_recv(struct sv_qp *qp, enum ibv_wc_status status,
  */
 static enum resp_result drop_msg(struct sv_qp *qp, const struct sv_pkt *p)
 {
-	qp->resp_in_msg = qp->resp_write = false;
-	qp->resp_drop = !(p->seg & SV_SEG_LAST);
-	qp->resp_psn = sv_psn_add(qp->resp_psn, p->npsn);
+	qp->resp.in_msg = qp->resp.write = false;
+	qp->resp.drop = !(p->seg & SV_SEG_LAST);
+	qp->resp.psn = sv_psn_add(qp->resp.psn, p->npsn);
 	sv_link_rx_consume(&qp->link);
 	return RESP_NEXT;
 }
@@ -136,9 +136,9 @@ static enum resp_result fatal(struct sv_qp *qp, const struct sv_pkt *p,
 {
 	if (is_uc(qp))
 		return drop_msg(qp, p);
-	if (qp->xrc_fwd) /* no receive of ours holds it */
-		qp->resp_in_msg = false;
-	if ((qp->resp_in_msg && !qp->resp_write) || st != IBV_WC_SUCCESS)
+	if (qp->xrc.fwd) /* no receive of ours holds it */
+		qp->resp.in_msg = false;
+	if ((qp->resp.in_msg && !qp->resp.write) || st != IBV_WC_SUCCESS)
 		complete_recv(
 			qp, st == IBV_WC_SUCCESS ? IBV_WC_REM_INV_REQ_ERR : st,
 			p);
@@ -156,20 +156,20 @@ static bool fault_rnr(struct sv_qp *qp, const struct sv_pkt *p)
 {
 	uint64_t now = sv_now_ns();
 
-	if (qp->fault_rnr_until) {
-		if (now < qp->fault_rnr_until)
+	if (qp->inject.rnr_until) {
+		if (now < qp->inject.rnr_until)
 			return true;
-		qp->fault_rnr_try++;
+		qp->inject.rnr_try++;
 	}
 	if (sv_inject_hit(sv_inject.rnr, sv_inject.seed, SV_FAULT_RNR,
-			  qp->fault_idx, p->psn, qp->fault_rnr_try)) {
-		qp->fault_rnr_until =
+			  qp->inject.idx, p->psn, qp->inject.rnr_try)) {
+		qp->inject.rnr_until =
 			now + sv_rnr_timer_ns(qp->attr.min_rnr_timer);
 		SV_STAT_INC(qp, fault_rnr);
 		return true;
 	}
-	qp->fault_rnr_until = 0;
-	qp->fault_rnr_try = 0;
+	qp->inject.rnr_until = 0;
+	qp->inject.rnr_try = 0;
 	return false;
 }
 
@@ -177,7 +177,7 @@ static bool fault_rnr(struct sv_qp *qp, const struct sv_pkt *p)
 static bool fault_access(struct sv_qp *qp, const struct sv_pkt *p)
 {
 	if (!sv_inject_hit(sv_inject.access, sv_inject.seed, SV_FAULT_ACCESS,
-			   qp->fault_idx, p->psn, 0))
+			   qp->inject.idx, p->psn, 0))
 		return false;
 	SV_STAT_INC(qp, fault_access);
 	return true;
@@ -194,25 +194,25 @@ static bool take_rwqe(struct sv_qp *qp, const struct sv_pkt *p)
 	 * SOFTVERBS_FAULTS rnr: as if there were none */
 	if ((SV_FAULT_ON(rnr) && !is_uc(qp) && fault_rnr(qp, p)) ||
 	    (qp->srq ? !sv_srq_take(qp->srq, qp)
-		     : qp->rq_comp == qp->rq_post)) {
+		     : qp->rq.comp == qp->rq.post)) {
 		if (is_uc(qp)) { /* no RNR on UC: the message is lost */
-			qp->resp_drop = true;
+			qp->resp.drop = true;
 			return true;
 		}
-		if (!qp->resp_rnr) {
+		if (!qp->resp.rnr) {
 			atomic_store(rnr, SV_RNR_WAIT);
-			qp->resp_rnr = true;
+			qp->resp.rnr = true;
 			nak(qp, p->psn, SV_NAK_RNR);
 		}
 		return false;
 	}
-	if (qp->resp_rnr) {
-		qp->resp_rnr = false;
+	if (qp->resp.rnr) {
+		qp->resp.rnr = false;
 		if (!atomic_compare_exchange_strong(rnr, &expect,
 						    SV_RNR_NONE)) {
 			/* the requester gave up on this message: drop it */
 			atomic_store(rnr, SV_RNR_NONE);
-			qp->resp_drop = true;
+			qp->resp.drop = true;
 		}
 	}
 	return true;
@@ -222,22 +222,22 @@ static bool take_rwqe(struct sv_qp *qp, const struct sv_pkt *p)
  * single copy): the receive it took completes, with no copy. */
 static enum resp_result recv_placed(struct sv_qp *qp, const struct sv_pkt *p)
 {
-	if (qp->resp_in_msg || p->seg != SV_SEG_ONLY || p->len)
+	if (qp->resp.in_msg || p->seg != SV_SEG_ONLY || p->len)
 		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
 	if (!take_rwqe(qp, p))
 		return RESP_WAIT;
-	qp->resp_psn = sv_psn_add(qp->resp_psn, p->npsn);
+	qp->resp.psn = sv_psn_add(qp->resp.psn, p->npsn);
 	sv_link_rx_consume(&qp->link);
-	if (qp->resp_drop) {
-		qp->resp_drop = false;
+	if (qp->resp.drop) {
+		qp->resp.drop = false;
 		return RESP_NEXT;
 	}
-	qp->resp_msg = p->msg_len;
-	qp->resp_placed = true;
-	if (p->msg_len > qp->rq[qp->rq_comp & (qp->rq_size - 1)].length) {
+	qp->resp.msg = p->msg_len;
+	qp->resp.placed = true;
+	if (p->msg_len > qp->rq.wqe[qp->rq.comp & (qp->rq.size - 1)].length) {
 		/* IBA 9.7.5.2.2: it does not fit (the sender ignored our
 		 * description) */
-		qp->resp_in_msg = true;
+		qp->resp.in_msg = true;
 		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_LOC_LEN_ERR);
 	}
 	complete_recv(qp, IBV_WC_SUCCESS, p);
@@ -252,8 +252,8 @@ static enum resp_result refuse(struct sv_qp *qp, const struct sv_pkt *p,
  * invalid request does; nothing was taken from any receive queue. */
 static enum resp_result fwd_refuse(struct sv_qp *qp, const struct sv_pkt *p)
 {
-	qp->resp_in_msg = false;
-	qp->xrc_retry_ns = 0;
+	qp->resp.in_msg = false;
+	qp->xrc.retry_ns = 0;
 	return refuse(qp, p, SV_NAK_INV_REQ);
 }
 
@@ -268,30 +268,30 @@ static enum resp_result recv_fwd(struct sv_qp *qp, const struct sv_pkt *p,
 
 	if (p->flags & SV_PKT_PLACED)
 		return fwd_refuse(qp, p);
-	if (!qp->xrc_retry_ns) { /* its bytes are not in yet */
-		if ((p->seg & SV_SEG_FIRST) ? qp->resp_in_msg
-					    : !qp->resp_in_msg)
+	if (!qp->xrc.retry_ns) { /* its bytes are not in yet */
+		if ((p->seg & SV_SEG_FIRST) ? qp->resp.in_msg
+					    : !qp->resp.in_msg)
 			return fwd_refuse(qp, p);
 		if (sv_xrc_fwd_data(qp, p, payload))
 			return fwd_refuse(qp, p); /* too long, or malformed */
-		qp->resp_in_msg = true;
+		qp->resp.in_msg = true;
 	}
 	if (p->seg & SV_SEG_LAST) {
 		err = sv_xrc_fwd_send(qp, p);
 		if (err == -EAGAIN) {
-			qp->xrc_retry_ns = sv_now_ns() + 1000000;
+			qp->xrc.retry_ns = sv_now_ns() + 1000000;
 			return RESP_WAIT;
 		}
 		if (err) {
 			sv_dbg("qp %06x: XRC SRQ %06x: %s\n",
-			       qp->qpx.qp_base.qp_num, qp->xrc_srqn,
+			       qp->qpx.qp_base.qp_num, qp->xrc.srqn,
 			       strerror(-err));
 			return fwd_refuse(qp, p);
 		}
-		qp->xrc_retry_ns = 0;
-		qp->resp_in_msg = false;
+		qp->xrc.retry_ns = 0;
+		qp->resp.in_msg = false;
 	}
-	qp->resp_psn = sv_psn_add(qp->resp_psn, p->npsn);
+	qp->resp.psn = sv_psn_add(qp->resp.psn, p->npsn);
 	sv_link_rx_consume(&qp->link);
 	return RESP_NEXT;
 }
@@ -301,45 +301,45 @@ static enum resp_result recv_send(struct sv_qp *qp, const struct sv_pkt *p,
 {
 	struct sv_rwqe *r;
 
-	if (qp->xrc_fwd)
+	if (qp->xrc.fwd)
 		return recv_fwd(qp, p, payload);
 	if (p->flags & SV_PKT_PLACED)
 		return recv_placed(qp, p);
 	if (p->seg & SV_SEG_FIRST) {
-		if (qp->resp_in_msg)
+		if (qp->resp.in_msg)
 			return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
 		if (!take_rwqe(qp, p))
 			return RESP_WAIT;
-		if (qp->resp_drop)
+		if (qp->resp.drop)
 			goto consumed;
-		r = &qp->rq[qp->rq_comp & (qp->rq_size - 1)];
-		qp->resp_in_msg = true;
-		qp->resp_msg = p->msg_len;
-		qp->resp_placed = false;
-		qp->resp_off = 0;
-		qp->resp_sge_idx = qp->resp_sge_off = 0;
+		r = &qp->rq.wqe[qp->rq.comp & (qp->rq.size - 1)];
+		qp->resp.in_msg = true;
+		qp->resp.msg = p->msg_len;
+		qp->resp.placed = false;
+		qp->resp.off = 0;
+		qp->resp.sge_idx = qp->resp.sge_off = 0;
 		if (p->msg_len > r->length) /* IBA 9.7.5.2.2 */
 			return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_LOC_LEN_ERR);
-	} else if (qp->resp_drop) {
+	} else if (qp->resp.drop) {
 		goto consumed;
-	} else if (!qp->resp_in_msg || qp->resp_write) {
+	} else if (!qp->resp.in_msg || qp->resp.write) {
 		/* a middle or last send packet continues a send only: in a
 		 * write, it would scatter into a receive nobody took */
 		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
 	}
-	r = &qp->rq[qp->rq_comp & (qp->rq_size - 1)];
-	if (p->len > qp->resp_msg - qp->resp_off ||
-	    ((p->seg & SV_SEG_LAST) && qp->resp_off + p->len != qp->resp_msg))
+	r = &qp->rq.wqe[qp->rq.comp & (qp->rq.size - 1)];
+	if (p->len > qp->resp.msg - qp->resp.off ||
+	    ((p->seg & SV_SEG_LAST) && qp->resp.off + p->len != qp->resp.msg))
 		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
 	if (!scatter(qp, r, payload, p->len))
 		return fatal(qp, p, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR);
-	qp->resp_off += p->len;
+	qp->resp.off += p->len;
 consumed:
-	qp->resp_psn = sv_psn_add(qp->resp_psn, p->npsn);
+	qp->resp.psn = sv_psn_add(qp->resp.psn, p->npsn);
 	sv_link_rx_consume(&qp->link);
 	if (p->seg & SV_SEG_LAST) {
-		if (qp->resp_drop)
-			qp->resp_drop = false;
+		if (qp->resp.drop)
+			qp->resp.drop = false;
 		else
 			complete_recv(qp, IBV_WC_SUCCESS, p);
 	}
@@ -357,7 +357,7 @@ static enum resp_result refuse(struct sv_qp *qp, const struct sv_pkt *p,
 	if (is_uc(qp))
 		return drop_msg(qp, p);
 	nak(qp, p->psn, syn);
-	qp->resp_in_msg = qp->resp_write = false;
+	qp->resp.in_msg = qp->resp.write = false;
 	sv_qp_to_error(qp, syn == SV_NAK_REM_ACCESS ? IBV_EVENT_QP_ACCESS_ERR
 						    : IBV_EVENT_QP_REQ_ERR);
 	return RESP_FATAL;
@@ -408,14 +408,14 @@ static bool take_imm_rwqe(struct sv_qp *qp, const struct sv_pkt *p)
  * receive as IBV_WC_RECV_RDMA_WITH_IMM (IBA 9.4.3). */
 static void write_done(struct sv_qp *qp, const struct sv_pkt *p)
 {
-	qp->resp_in_msg = qp->resp_write = false;
+	qp->resp.in_msg = qp->resp.write = false;
 	if (!(p->flags & SV_PKT_IMM))
 		return;
-	if (qp->resp_drop) { /* the requester gave up on it (RNR) */
-		qp->resp_drop = false;
+	if (qp->resp.drop) { /* the requester gave up on it (RNR) */
+		qp->resp.drop = false;
 		return;
 	}
-	qp->resp_msg = p->msg_len;
+	qp->resp.msg = p->msg_len;
 	complete_recv_op(qp, IBV_WC_SUCCESS, p, IBV_WC_RECV_RDMA_WITH_IMM);
 }
 
@@ -429,7 +429,7 @@ static enum resp_result recv_write(struct sv_qp *qp, const struct sv_pkt *p,
 		struct sv_reth r;
 		uint8_t *dst;
 
-		if (qp->resp_in_msg)
+		if (qp->resp.in_msg)
 			return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
 		memcpy(&r, ext, sizeof(r));
 		if (!qp_allows(qp, o) || r.dma_len != p->msg_len)
@@ -440,26 +440,26 @@ static enum resp_result recv_write(struct sv_qp *qp, const struct sv_pkt *p,
 			return refuse(qp, p, syn ? syn : SV_NAK_REM_ACCESS);
 		if (!take_imm_rwqe(qp, p))
 			return RESP_WAIT; /* nothing changed yet */
-		qp->resp_in_msg = qp->resp_write = true;
-		qp->resp_msg = p->msg_len;
-		qp->resp_off = 0;
-		qp->resp_wr_ptr = dst;
+		qp->resp.in_msg = qp->resp.write = true;
+		qp->resp.msg = p->msg_len;
+		qp->resp.off = 0;
+		qp->resp.wr_ptr = dst;
 	} else {
-		if (qp->resp_drop && !qp->resp_in_msg) /* UC: dropped */
+		if (qp->resp.drop && !qp->resp.in_msg) /* UC: dropped */
 			return drop_msg(qp, p);
-		if (!qp->resp_in_msg || !qp->resp_write)
+		if (!qp->resp.in_msg || !qp->resp.write)
 			return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
 		if (!take_imm_rwqe(qp, p))
 			return RESP_WAIT;
 	}
-	if (p->len > qp->resp_msg - qp->resp_off ||
-	    ((p->seg & SV_SEG_LAST) && qp->resp_off + p->len != qp->resp_msg))
+	if (p->len > qp->resp.msg - qp->resp.off ||
+	    ((p->seg & SV_SEG_LAST) && qp->resp.off + p->len != qp->resp.msg))
 		return refuse(qp, p, SV_NAK_INV_REQ);
 	if (p->len &&
-	    sv_copy_guarded(qp->resp_wr_ptr + qp->resp_off, data, p->len))
+	    sv_copy_guarded(qp->resp.wr_ptr + qp->resp.off, data, p->len))
 		return refuse(qp, p, SV_NAK_REM_ACCESS); /* memory went */
-	qp->resp_off += p->len;
-	qp->resp_psn = sv_psn_add(qp->resp_psn, p->npsn);
+	qp->resp.off += p->len;
+	qp->resp.psn = sv_psn_add(qp->resp.psn, p->npsn);
 	sv_link_rx_consume(&qp->link);
 	if (p->seg & SV_SEG_LAST)
 		write_done(qp, p);
@@ -469,12 +469,12 @@ static enum resp_result recv_write(struct sv_qp *qp, const struct sv_pkt *p,
 /* The immediate of a write whose data the requester placed itself. */
 static enum resp_result recv_note(struct sv_qp *qp, const struct sv_pkt *p)
 {
-	if (qp->resp_in_msg || p->seg != SV_SEG_ONLY ||
+	if (qp->resp.in_msg || p->seg != SV_SEG_ONLY ||
 	    !(p->flags & SV_PKT_IMM))
 		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
 	if (!take_rwqe(qp, p))
 		return RESP_WAIT;
-	qp->resp_psn = sv_psn_add(qp->resp_psn, p->npsn);
+	qp->resp.psn = sv_psn_add(qp->resp.psn, p->npsn);
 	sv_link_rx_consume(&qp->link);
 	write_done(qp, p);
 	return RESP_NEXT;
@@ -535,7 +535,7 @@ static bool respond(struct sv_qp *qp, struct sv_pkt *h, const void *ext,
 static enum resp_result recv_read(struct sv_qp *qp, const struct sv_pkt *p,
 				  const uint8_t *ext)
 {
-	bool dup = sv_psn_diff(p->psn, qp->resp_psn) < 0;
+	bool dup = sv_psn_diff(p->psn, qp->resp.psn) < 0;
 	const struct sv_opcode_info *o = &sv_opcodes[SV_OP_READ_REQ];
 	uint32_t tmax = rsp_train_max(qp);
 	enum sv_syndrome syn;
@@ -544,7 +544,7 @@ static enum resp_result recv_read(struct sv_qp *qp, const struct sv_pkt *p,
 	bool fault = false;
 
 	memcpy(&r, ext, sizeof(r));
-	if ((qp->resp_in_msg && !dup) || p->seg != SV_SEG_ONLY || p->len)
+	if ((qp->resp.in_msg && !dup) || p->seg != SV_SEG_ONLY || p->len)
 		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
 	if (!qp_allows(qp, o) || r.dma_len != p->msg_len)
 		return refuse(qp, p, SV_NAK_INV_REQ);
@@ -552,14 +552,14 @@ static enum resp_result recv_read(struct sv_qp *qp, const struct sv_pkt *p,
 	if (syn || (SV_FAULT_ON(access) && !dup && fault_access(qp, p)))
 		return refuse(qp, p, syn ? syn : SV_NAK_REM_ACCESS);
 	do {
-		uint32_t chunk = r.dma_len - qp->resp_rd_sent;
-		uint32_t k = qp->resp_rd_sent / qp->mtu;
+		uint32_t chunk = r.dma_len - qp->resp.rd_sent;
+		uint32_t k = qp->resp.rd_sent / qp->mtu;
 		struct sv_pkt h = {.opcode = SV_OP_READ_RESP};
 
 		if (chunk > tmax)
 			chunk = tmax;
-		h.seg = (qp->resp_rd_sent ? 0 : SV_SEG_FIRST) |
-			(qp->resp_rd_sent + chunk == r.dma_len ? SV_SEG_LAST
+		h.seg = (qp->resp.rd_sent ? 0 : SV_SEG_FIRST) |
+			(qp->resp.rd_sent + chunk == r.dma_len ? SV_SEG_LAST
 							       : 0);
 		h.psn = sv_psn_add(p->psn, k < p->npsn ? k : p->npsn - 1);
 		h.npsn = chunk ? (chunk + qp->mtu - 1) / qp->mtu : 1;
@@ -567,16 +567,16 @@ static enum resp_result recv_read(struct sv_qp *qp, const struct sv_pkt *p,
 		h.msg_len = r.dma_len;
 		/* a zero-length read has no source (check_rkey: NULL) */
 		if (!respond(qp, &h, NULL, 0,
-			     chunk ? src + qp->resp_rd_sent : NULL, &fault)) {
+			     chunk ? src + qp->resp.rd_sent : NULL, &fault)) {
 			if (fault)
 				return refuse(qp, p, SV_NAK_REM_ACCESS);
 			return RESP_WAIT; /* the peer frees room, rings us */
 		}
-		qp->resp_rd_sent += chunk;
-	} while (qp->resp_rd_sent < r.dma_len);
-	qp->resp_rd_sent = 0;
+		qp->resp.rd_sent += chunk;
+	} while (qp->resp.rd_sent < r.dma_len);
+	qp->resp.rd_sent = 0;
 	if (!dup)
-		qp->resp_psn = sv_psn_add(qp->resp_psn, p->npsn);
+		qp->resp.psn = sv_psn_add(qp->resp.psn, p->npsn);
 	sv_link_rx_consume(&qp->link);
 	return RESP_NEXT;
 }
@@ -624,7 +624,7 @@ static enum resp_result recv_atomic(struct sv_qp *qp, const struct sv_pkt *p,
 	void *room;
 
 	memcpy(&a, ext, sizeof(a));
-	if (qp->resp_in_msg || p->seg != SV_SEG_ONLY || p->len)
+	if (qp->resp.in_msg || p->seg != SV_SEG_ONLY || p->len)
 		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
 	if (!qp_allows(qp, o) || (a.va & 7)) /* IBA 9.4.5: aligned */
 		return refuse(qp, p, SV_NAK_INV_REQ);
@@ -643,11 +643,14 @@ static enum resp_result recv_atomic(struct sv_qp *qp, const struct sv_pkt *p,
 		return refuse(qp, p, SV_NAK_REM_ACCESS); /* never published */
 	atomic_publish(qp, room, p->psn, ack.orig);
 	/* for a duplicate of it: its answer, not a second execution */
-	qp->atom_replay[qp->atom_next % SV_ATOMIC_REPLAY].psn = p->psn;
-	qp->atom_replay[qp->atom_next % SV_ATOMIC_REPLAY].orig = ack.orig;
-	qp->atom_replay[qp->atom_next % SV_ATOMIC_REPLAY].valid = true;
-	qp->atom_next++;
-	qp->resp_psn = sv_psn_add(qp->resp_psn, p->npsn);
+	qp->resp.atom_replay[qp->resp.atom_next % SV_ATOMIC_REPLAY].psn =
+		p->psn;
+	qp->resp.atom_replay[qp->resp.atom_next % SV_ATOMIC_REPLAY].orig =
+		ack.orig;
+	qp->resp.atom_replay[qp->resp.atom_next % SV_ATOMIC_REPLAY].valid =
+		true;
+	qp->resp.atom_next++;
+	qp->resp.psn = sv_psn_add(qp->resp.psn, p->npsn);
 	sv_link_rx_consume(&qp->link);
 	return RESP_NEXT;
 }
@@ -674,7 +677,7 @@ static enum resp_result execute(struct sv_qp *qp, const struct sv_pkt *p,
 	const uint8_t *data = payload + sv_ext_len(o, p->seg);
 
 	/* one-sided XRC needs the SRQ's PD and memory: its own context's */
-	if (qp->xrc_fwd && o->handler != SV_H_SEND)
+	if (qp->xrc.fwd && o->handler != SV_H_SEND)
 		return fwd_refuse(qp, p);
 	switch ((enum sv_resp_handler)o->handler) {
 	case SV_H_SEND:
@@ -729,14 +732,14 @@ static enum resp_result dup_atomic(struct sv_qp *qp, const struct sv_pkt *p)
 	uint32_t i;
 
 	for (i = 0; i < SV_ATOMIC_REPLAY; i++)
-		if (qp->atom_replay[i].valid &&
-		    qp->atom_replay[i].psn == p->psn)
+		if (qp->resp.atom_replay[i].valid &&
+		    qp->resp.atom_replay[i].psn == p->psn)
 			break;
 	if (i < SV_ATOMIC_REPLAY) {
 		room = sv_link_rsp_reserve(&qp->link, ATOMIC_RESP_LEN, &err);
 		if (!room)
 			return err ? refuse(qp, p, SV_NAK_REM_OP) : RESP_WAIT;
-		atomic_publish(qp, room, p->psn, qp->atom_replay[i].orig);
+		atomic_publish(qp, room, p->psn, qp->resp.atom_replay[i].orig);
 		sv_link_rsp_commit(&qp->link);
 	}
 	sv_link_rx_consume(&qp->link);
@@ -762,12 +765,12 @@ static enum resp_result check_psn(struct sv_qp *qp, const struct sv_pkt *p,
 	uint32_t n;
 
 	if (d > 0) {
-		if (!qp->resp_seq_naked ||
-		    sv_psn_diff(p->psn, qp->resp_nak_from) <= 0) {
-			qp->resp_seq_naked = true;
-			nak(qp, qp->resp_psn, SV_NAK_SEQ);
+		if (!qp->resp.seq_naked ||
+		    sv_psn_diff(p->psn, qp->resp.nak_from) <= 0) {
+			qp->resp.seq_naked = true;
+			nak(qp, qp->resp.psn, SV_NAK_SEQ);
 		}
-		qp->resp_nak_from = p->psn;
+		qp->resp.nak_from = p->psn;
 		sv_link_rx_consume(&qp->link);
 		return RESP_NEXT;
 	}
@@ -785,26 +788,26 @@ static enum resp_result check_psn(struct sv_qp *qp, const struct sv_pkt *p,
 		sv_link_rx_consume(&qp->link);
 		return RESP_NEXT;
 	}
-	qp->resp_seq_naked = false;
-	if (p->psn != qp->fault_try_psn) { /* attempts count per PSN */
-		qp->fault_try_psn = p->psn;
-		qp->fault_try = 0;
+	qp->resp.seq_naked = false;
+	if (p->psn != qp->inject.try_psn) { /* attempts count per PSN */
+		qp->inject.try_psn = p->psn;
+		qp->inject.try = 0;
 	}
 	/* a read request is one packet; its npsn are its response's */
 	n = p->opcode == SV_OP_READ_REQ ? 1 : p->npsn;
 	for (uint32_t j = 0; j < n; j++) {
 		if (!sv_inject_hit(sv_inject.drop, sv_inject.seed,
-				   SV_FAULT_DROP, qp->fault_idx,
-				   sv_psn_add(p->psn, j), qp->fault_try))
+				   SV_FAULT_DROP, qp->inject.idx,
+				   sv_psn_add(p->psn, j), qp->inject.try))
 			continue;
-		qp->fault_try++;
+		qp->inject.try++;
 		SV_STAT_INC(qp, fault_drops);
-		qp->fault_drop_hash =
-			(qp->fault_drop_hash ^
-			 ((uint64_t)p->psn << 32 | qp->fault_try)) *
+		qp->inject.drop_hash =
+			(qp->inject.drop_hash ^
+			 ((uint64_t)p->psn << 32 | qp->inject.try)) *
 			0x100000001b3ull;
 		sv_dbg("qp %06x: fault: drop psn %06x (try %u)\n",
-		       qp->qpx.qp_base.qp_num, p->psn, qp->fault_try);
+		       qp->qpx.qp_base.qp_num, p->psn, qp->inject.try);
 		if (is_uc(qp))
 			return drop_msg(qp, p); /* the message is lost */
 		sv_link_rx_consume(&qp->link);
@@ -830,18 +833,18 @@ pcap_rx(struct sv_qp *qp, const struct sv_pkt *p, const uint8_t *payload)
 	const struct ibv_sge *rs;
 	bool have;
 
-	if (!(p->flags & SV_PKT_PLACED) || p->psn != qp->resp_psn || !pd) {
+	if (!(p->flags & SV_PKT_PLACED) || p->psn != qp->resp.psn || !pd) {
 		sv_pcap_train(qp, false, p, payload, payload, NULL);
 		return;
 	}
 	if (qp->srq) {
 		sv_lock(&qp->srq->lock);
-		have = qp->rq_comp != qp->rq_post;
+		have = qp->rq.comp != qp->rq.post;
 		sv_unlock(&qp->srq->lock);
 	} else {
-		have = qp->rq_comp != qp->rq_post;
+		have = qp->rq.comp != qp->rq.post;
 	}
-	r = &qp->rq[qp->rq_comp & (qp->rq_size - 1)];
+	r = &qp->rq.wqe[qp->rq.comp & (qp->rq.size - 1)];
 	rs = sv_rwqe_sge(qp, r);
 	for (uint32_t k = 0; have && r->length >= p->msg_len && k < r->num_sge;
 	     k++) {
@@ -869,19 +872,19 @@ pcap_rx(struct sv_qp *qp, const struct sv_pkt *p, const uint8_t *payload)
 static void pcap_rx_once(struct sv_qp *qp, const struct sv_pkt *p,
 			 const uint8_t *payload)
 {
-	if (qp->pcap_rx_valid && sv_psn_diff(p->psn, qp->pcap_rx_next) < 0 &&
-	    sv_psn_diff(p->psn, qp->resp_psn) >= 0)
+	if (qp->pcap.rx_valid && sv_psn_diff(p->psn, qp->pcap.rx_next) < 0 &&
+	    sv_psn_diff(p->psn, qp->resp.psn) >= 0)
 		return;
 	pcap_rx(qp, p, payload);
-	qp->pcap_rx_next = sv_psn_add(p->psn, p->npsn);
-	qp->pcap_rx_valid = true;
+	qp->pcap.rx_next = sv_psn_add(p->psn, p->npsn);
+	qp->pcap.rx_valid = true;
 }
 
 /* Acknowledges everything up to the PSN before the one we expect. */
 static void ack_last(struct sv_qp *qp)
 {
-	uint64_t a = sv_ack_word(sv_psn_add(qp->resp_psn, SV_PSN_MASK), SV_ACK,
-				 0, qp->resp_nak_seq);
+	uint64_t a = sv_ack_word(sv_psn_add(qp->resp.psn, SV_PSN_MASK), SV_ACK,
+				 0, qp->resp.nak_seq);
 
 	if (__builtin_expect(sv_pcap_on, 0))
 		sv_pcap_ack(qp, true, a);
@@ -918,7 +921,7 @@ void sv_resp_run(struct sv_qp *qp)
 		}
 		if (__builtin_expect(sv_pcap_on, 0))
 			pcap_rx_once(qp, &p, payload);
-		d = sv_psn_diff(p.psn, qp->resp_psn);
+		d = sv_psn_diff(p.psn, qp->resp.psn);
 		if (d != 0 || SV_FAULT_ON(drop)) {
 			if (d != 0)
 				sv_stat_add(qp, rx_pkts, 1);
@@ -926,7 +929,7 @@ void sv_resp_run(struct sv_qp *qp)
 			case RESP_NEXT:
 				if (d < 0) { /* re-ACK a duplicate */
 					ack = true;
-					ack_nak_seq = qp->resp_nak_seq;
+					ack_nak_seq = qp->resp.nak_seq;
 				}
 				consumed = true;
 				continue;
@@ -953,11 +956,11 @@ void sv_resp_run(struct sv_qp *qp)
 				    p.opcode == SV_OP_READ_REQ ? 1 : p.npsn);
 			sv_stat_add(qp, rx_bytes, p.len);
 			if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV &&
-			    !qp->resp_in_msg)
+			    !qp->resp.in_msg)
 				sv_xrc_unbind(qp); /* the message is done */
 			if (p.seg & SV_SEG_LAST) {
 				ack = true;
-				ack_nak_seq = qp->resp_nak_seq;
+				ack_nak_seq = qp->resp.nak_seq;
 			}
 			responded |= (o->mask & SV_M_RD_ATOMIC) != 0;
 			consumed = true;
@@ -969,11 +972,11 @@ void sv_resp_run(struct sv_qp *qp)
 		}
 		break;
 	}
-	if (responded || qp->resp_rd_sent)
+	if (responded || qp->resp.rd_sent)
 		sv_link_rsp_commit(&qp->link);
 	/* a NAK written after the last ACK-able packet (RNR, sequence)
 	 * stays: it acknowledges what is before it too */
-	if (ack && ack_nak_seq == qp->resp_nak_seq)
+	if (ack && ack_nak_seq == qp->resp.nak_seq)
 		ack_last(qp);
 	if (consumed)
 		sv_link_rx_done(&qp->link);

@@ -20,7 +20,7 @@ static inline struct sv_pd *sv_resp_pd(const struct sv_qp *qp)
 static inline struct ibv_sge *sv_rwqe_sge(struct sv_qp *qp,
 					  const struct sv_rwqe *r)
 {
-	return &qp->rq_sge[(size_t)(r - qp->rq) * qp->max_recv_sge];
+	return &qp->rq.sge[(size_t)(r - qp->rq.wqe) * qp->max_recv_sge];
 }
 
 /* While idle, reads a little more of the next receive's buffer (warm.c). */

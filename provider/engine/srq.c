@@ -24,14 +24,14 @@ static void limit_reached(struct sv_srq *srq)
 static void move_oldest(struct sv_srq *srq, struct sv_qp *qp)
 {
 	uint32_t slot = srq->comp & (srq->size - 1);
-	uint32_t to = qp->rq_post & (qp->rq_size - 1);
+	uint32_t to = qp->rq.post & (qp->rq.size - 1);
 
-	qp->rq[to] = srq->q[slot];
-	memcpy(&qp->rq_sge[(size_t)to * qp->max_recv_sge],
+	qp->rq.wqe[to] = srq->q[slot];
+	memcpy(&qp->rq.sge[(size_t)to * qp->max_recv_sge],
 	       &srq->sge[(size_t)slot * srq->max_sge],
 	       srq->q[slot].num_sge * sizeof(struct ibv_sge));
 	srq->comp++;
-	qp->rq_post++;
+	qp->rq.post++;
 }
 
 /* The QP's WQE i back at the SRQ's head (it was the oldest when lent:
@@ -39,13 +39,13 @@ static void move_oldest(struct sv_srq *srq, struct sv_qp *qp)
  * lent WQEs count against max_wr.  Caller holds srq->lock. */
 static void push_front(struct sv_srq *srq, struct sv_qp *qp, uint32_t i)
 {
-	uint32_t from = i & (qp->rq_size - 1);
+	uint32_t from = i & (qp->rq.size - 1);
 	uint32_t slot = --srq->comp & (srq->size - 1);
 
-	srq->q[slot] = qp->rq[from];
+	srq->q[slot] = qp->rq.wqe[from];
 	memcpy(&srq->sge[(size_t)slot * srq->max_sge],
-	       &qp->rq_sge[(size_t)from * qp->max_recv_sge],
-	       qp->rq[from].num_sge * sizeof(struct ibv_sge));
+	       &qp->rq.sge[(size_t)from * qp->max_recv_sge],
+	       qp->rq.wqe[from].num_sge * sizeof(struct ibv_sge));
 }
 
 /* Whether the peer may no longer place into the QP's lent WQE i: the
@@ -65,7 +65,7 @@ static bool unshow(struct sv_qp *qp, uint32_t i)
  * count.  Caller holds srq->lock. */
 static void lender_update(struct sv_srq *srq, struct sv_qp *qp, bool was)
 {
-	bool is = qp->rq_post != qp->rq_held;
+	bool is = qp->rq.post != qp->rq.held;
 
 	if (is && !was)
 		sv_list_add_tail(&srq->lenders, &qp->srq_node);
@@ -86,10 +86,10 @@ static bool steal(struct sv_srq *srq, struct sv_qp *qp)
 	{
 		struct sv_qp *o = container_of(n, struct sv_qp, srq_node);
 
-		if (o == qp || !unshow(o, o->rq_post - 1))
+		if (o == qp || !unshow(o, o->rq.post - 1))
 			continue;
-		push_front(srq, o, o->rq_post - 1);
-		o->rq_post--;
+		push_front(srq, o, o->rq.post - 1);
+		o->rq.post--;
 		srq->lent--;
 		lender_update(srq, o, true);
 		return true;
@@ -114,18 +114,18 @@ static void lend(struct sv_srq *srq, struct sv_qp *qp)
 {
 	uint32_t users =
 		atomic_load_explicit(&srq->users, memory_order_relaxed);
-	uint32_t share, from = qp->rq_post;
-	bool was = qp->rq_post != qp->rq_held;
+	uint32_t share, from = qp->rq.post;
+	bool was = qp->rq.post != qp->rq.held;
 
 	if (!qp->link.rx_ready || !qp->link.rx.ndesc)
 		return;
 	share = (srq->post - srq->comp + srq->lent) / (users ? users : 1);
-	while (srq->comp != srq->post && qp->rq_post - qp->rq_held < share &&
-	       qp->rq_post - qp->rq_comp < qp->rq_size) {
+	while (srq->comp != srq->post && qp->rq.post - qp->rq.held < share &&
+	       qp->rq.post - qp->rq.comp < qp->rq.size) {
 		move_oldest(srq, qp);
 		srq->lent++;
 	}
-	if (qp->rq_post != from)
+	if (qp->rq.post != from)
 		sv_rq_describe(qp, from);
 	lender_update(srq, qp, was);
 }
@@ -135,8 +135,8 @@ bool sv_srq_take(struct sv_srq *srq, struct sv_qp *qp)
 	bool was, fire = false;
 
 	sv_lock(&srq->lock);
-	was = qp->rq_post != qp->rq_held;
-	if (qp->rq_comp == qp->rq_post) {
+	was = qp->rq.post != qp->rq.held;
+	if (qp->rq.comp == qp->rq.post) {
 		if (srq->comp == srq->post && !steal(srq, qp)) {
 			/* inside the lock: a post after ours sees it and
 			 * wakes us */
@@ -146,9 +146,9 @@ bool sv_srq_take(struct sv_srq *srq, struct sv_qp *qp)
 			return false;
 		}
 		move_oldest(srq, qp);
-		qp->rq_held = qp->rq_post;
-	} else if (qp->rq_held == qp->rq_comp) {
-		qp->rq_held++; /* the first lent WQE is this message's */
+		qp->rq.held = qp->rq.post;
+	} else if (qp->rq.held == qp->rq.comp) {
+		qp->rq.held++; /* the first lent WQE is this message's */
 		srq->lent--;
 	} /* else the QP holds one already (a dropped message's) */
 	lender_update(srq, qp, was);
@@ -169,11 +169,11 @@ void sv_srq_return(struct sv_qp *qp)
 	struct sv_srq *srq = qp->srq;
 	uint32_t keep[SV_SRQ_LEND], k = 0;
 
-	if (!srq || qp->rq_post == qp->rq_held)
+	if (!srq || qp->rq.post == qp->rq.held)
 		return;
 	sv_lock(&srq->lock);
-	srq->lent -= qp->rq_post - qp->rq_held;
-	for (uint32_t i = qp->rq_post; i-- != qp->rq_held;) {
+	srq->lent -= qp->rq.post - qp->rq.held;
+	for (uint32_t i = qp->rq.post; i-- != qp->rq.held;) {
 		if (unshow(qp, i))
 			push_front(srq, qp, i);
 		else /* claimed: the peer's send is on its way into it */
@@ -181,15 +181,15 @@ void sv_srq_return(struct sv_qp *qp)
 	}
 	/* the claimed stay the QP's, in order, flushed with it */
 	for (uint32_t j = 0; j < k; j++) {
-		uint32_t to = (qp->rq_held + j) & (qp->rq_size - 1);
-		uint32_t from = keep[k - 1 - j] & (qp->rq_size - 1);
+		uint32_t to = (qp->rq.held + j) & (qp->rq.size - 1);
+		uint32_t from = keep[k - 1 - j] & (qp->rq.size - 1);
 
-		qp->rq[to] = qp->rq[from];
-		memmove(&qp->rq_sge[(size_t)to * qp->max_recv_sge],
-			&qp->rq_sge[(size_t)from * qp->max_recv_sge],
+		qp->rq.wqe[to] = qp->rq.wqe[from];
+		memmove(&qp->rq.sge[(size_t)to * qp->max_recv_sge],
+			&qp->rq.sge[(size_t)from * qp->max_recv_sge],
 			qp->max_recv_sge * sizeof(struct ibv_sge));
 	}
-	qp->rq_post = qp->rq_held = qp->rq_held + k;
+	qp->rq.post = qp->rq.held = qp->rq.held + k;
 	sv_list_del(&qp->srq_node);
 	sv_unlock(&srq->lock);
 }

@@ -24,29 +24,29 @@
 
 void sv_resp_warm(struct sv_qp *qp)
 {
-	uint32_t len = qp->resp_msg, n;
+	uint32_t len = qp->resp.msg, n;
 
-	if (!len || len > SV_WARM_RECV_MAX || qp->resp_in_msg ||
-	    qp->resp_placed)
+	if (!len || len > SV_WARM_RECV_MAX || qp->resp.in_msg ||
+	    qp->resp.placed)
 		return;
-	if (qp->warm_wqe != qp->rq_comp + 1) {
+	if (qp->resp.warm_wqe != qp->rq.comp + 1) {
 		const struct sv_rwqe *r;
 		const struct ibv_sge *sg;
 		struct sv_mr *mr;
 		bool have;
 
-		qp->warm_len = qp->warm_done = 0;
+		qp->resp.warm_len = qp->resp.warm_done = 0;
 		if (qp->srq) { /* lent WQEs: under the SRQ's lock */
 			sv_lock(&qp->srq->lock);
-			have = qp->rq_comp != qp->rq_post;
+			have = qp->rq.comp != qp->rq.post;
 			sv_unlock(&qp->srq->lock);
 		} else {
-			have = qp->rq_comp != qp->rq_post;
+			have = qp->rq.comp != qp->rq.post;
 		}
 		if (!have)
 			return; /* looked for again next time */
-		qp->warm_wqe = qp->rq_comp + 1;
-		r = &qp->rq[qp->rq_comp & (qp->rq_size - 1)];
+		qp->resp.warm_wqe = qp->rq.comp + 1;
+		r = &qp->rq.wqe[qp->rq.comp & (qp->rq.size - 1)];
 		sg = sv_rwqe_sge(qp, r);
 		if (!r->num_sge || !sg[0].length)
 			return;
@@ -58,17 +58,18 @@ void sv_resp_warm(struct sv_qp *qp)
 			len = sg[0].length;
 		if (len > mr->length - (sg[0].addr - mr->iova))
 			len = (uint32_t)(mr->length - (sg[0].addr - mr->iova));
-		qp->warm_buf = mr->addr + (sg[0].addr - mr->iova);
-		qp->warm_len = len;
+		qp->resp.warm_buf = mr->addr + (sg[0].addr - mr->iova);
+		qp->resp.warm_len = len;
 	}
-	if (qp->warm_done >= qp->warm_len)
+	if (qp->resp.warm_done >= qp->resp.warm_len)
 		return;
-	n = qp->warm_len - qp->warm_done;
+	n = qp->resp.warm_len - qp->resp.warm_done;
 	if (n > SV_WARM_STEP)
 		n = SV_WARM_STEP;
 	for (uint32_t o = 0; o < n; o += 64)
-		__builtin_prefetch(qp->warm_buf + qp->warm_done + o, 0, 3);
-	qp->warm_done += n;
-	if (qp->warm_done >= qp->warm_len)
+		__builtin_prefetch(qp->resp.warm_buf + qp->resp.warm_done + o,
+				   0, 3);
+	qp->resp.warm_done += n;
+	if (qp->resp.warm_done >= qp->resp.warm_len)
 		sv_stat_add(qp, warmed_recvs, 1);
 }

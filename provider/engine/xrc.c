@@ -50,7 +50,8 @@ static struct sv_srq *find_local(struct sv_qp *qp, uint32_t srqn)
 	{
 		struct sv_srq *srq = container_of(n, struct sv_srq, ctx_node);
 
-		if (srq->srqn == srqn && !strcmp(srq->xrcd->id, qp->xrcd->id)) {
+		if (srq->srqn == srqn &&
+		    !strcmp(srq->xrcd->id, qp->xrc.xrcd->id)) {
 			atomic_fetch_add(&srq->users, 1);
 			found = srq;
 			break;
@@ -64,12 +65,12 @@ int sv_xrc_bind(struct sv_qp *qp, uint32_t srqn)
 {
 	struct sv_srq *srq;
 
-	if (qp->srq || qp->xrc_fwd)
-		return qp->xrc_srqn == srqn ? 0 : -EINVAL;
-	qp->xrc_srqn = srqn;
+	if (qp->srq || qp->xrc.fwd)
+		return qp->xrc.srqn == srqn ? 0 : -EINVAL;
+	qp->xrc.srqn = srqn;
 	srq = find_local(qp, srqn);
 	if (!srq) {
-		qp->xrc_fwd = true;
+		qp->xrc.fwd = true;
 		return 0;
 	}
 	qp->srq = srq;
@@ -83,13 +84,13 @@ int sv_xrc_bind(struct sv_qp *qp, uint32_t srqn)
  * RNR leaves one), as on an RC QP on an SRQ that goes to ERROR. */
 void sv_xrc_unbind(struct sv_qp *qp)
 {
-	if (qp->srq && qp->rq_comp != qp->rq_post) {
-		struct ibv_wc wc = {.wr_id = qp->rq[0].wr_id,
+	if (qp->srq && qp->rq.comp != qp->rq.post) {
+		struct ibv_wc wc = {.wr_id = qp->rq.wqe[0].wr_id,
 				    .status = IBV_WC_WR_FLUSH_ERR,
 				    .opcode = IBV_WC_RECV,
 				    .qp_num = qp->qpx.qp_base.qp_num};
 
-		qp->rq_comp = qp->rq_post;
+		qp->rq.comp = qp->rq.post;
 		sv_cq_push(qp->rcq, &wc, false);
 	}
 	if (qp->srq) /* release: our last take before a destroy */
@@ -97,7 +98,7 @@ void sv_xrc_unbind(struct sv_qp *qp)
 					  memory_order_release);
 	qp->srq = NULL;
 	qp->rcq = NULL; /* the CQ may go with its SRQ */
-	qp->xrc_fwd = false;
+	qp->xrc.fwd = false;
 }
 
 int sv_xrc_fwd_data(struct sv_qp *qp, const struct sv_pkt *p,
@@ -110,24 +111,24 @@ int sv_xrc_fwd_data(struct sv_qp *qp, const struct sv_pkt *p,
 
 		if (p->msg_len > SV_XRC_MSG_MAX)
 			return -EMSGSIZE;
-		if (qp->xrc_cap < need) {
-			uint8_t *b = realloc(qp->xrc_buf, need);
+		if (qp->xrc.cap < need) {
+			uint8_t *b = realloc(qp->xrc.buf, need);
 
 			if (!b)
 				return -ENOMEM;
-			qp->xrc_buf = b;
-			qp->xrc_cap = (uint32_t)need;
+			qp->xrc.buf = b;
+			qp->xrc.cap = (uint32_t)need;
 		}
-		h = (struct sv_xrc_hdr *)qp->xrc_buf;
+		h = (struct sv_xrc_hdr *)qp->xrc.buf;
 		memset(h, 0, sizeof(*h));
 		h->len = p->msg_len;
-		qp->resp_off = 0;
+		qp->resp.off = 0;
 	}
-	h = (struct sv_xrc_hdr *)qp->xrc_buf;
-	if (p->len > h->len - qp->resp_off)
+	h = (struct sv_xrc_hdr *)qp->xrc.buf;
+	if (p->len > h->len - qp->resp.off)
 		return -EINVAL;
-	memcpy(qp->xrc_buf + sizeof(*h) + qp->resp_off, data, p->len);
-	qp->resp_off += p->len;
+	memcpy(qp->xrc.buf + sizeof(*h) + qp->resp.off, data, p->len);
+	qp->resp.off += p->len;
 	return 0;
 }
 
@@ -136,12 +137,12 @@ static int fwd_socket(struct sv_qp *qp)
 {
 	int sz = 4 * (int)(sizeof(struct sv_xrc_hdr) + SV_XRC_FWD_MAX);
 
-	if (qp->xrc_sock >= 0)
+	if (qp->xrc.sock >= 0)
 		return 0;
-	qp->xrc_sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (qp->xrc_sock < 0)
+	qp->xrc.sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (qp->xrc.sock < 0)
 		return -errno;
-	setsockopt(qp->xrc_sock, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	setsockopt(qp->xrc.sock, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 	return 0;
 }
 
@@ -149,18 +150,18 @@ static int fwd_socket(struct sv_qp *qp)
  * last). */
 static void fill_hdr(struct sv_qp *qp, const struct sv_pkt *p)
 {
-	struct sv_xrc_hdr *h = (struct sv_xrc_hdr *)qp->xrc_buf;
+	struct sv_xrc_hdr *h = (struct sv_xrc_hdr *)qp->xrc.buf;
 
 	h->magic = SV_XRC_MAGIC;
 	h->version = SV_XRC_VERSION;
 	h->flags = ((p->flags & SV_PKT_IMM) ? SV_XRC_IMM : 0) |
 		   ((p->flags & SV_PKT_SOLICITED) ? SV_XRC_SOLICITED : 0) |
 		   (h->len > SV_XRC_FWD_MAX ? SV_XRC_MEMFD : 0);
-	h->srqn = qp->xrc_srqn;
+	h->srqn = qp->xrc.srqn;
 	h->tgt_qpn = qp->qpx.qp_base.qp_num;
 	h->src_qpn = qp->attr.dest_qp_num;
 	h->imm = p->imm;
-	snprintf(h->domain, sizeof(h->domain), "%s", qp->xrcd->id);
+	snprintf(h->domain, sizeof(h->domain), "%s", qp->xrc.xrcd->id);
 }
 
 static int fwd_errno(void)
@@ -174,7 +175,7 @@ static int fwd_errno(void)
  * header (the datagram would not hold it). */
 static int fwd_send_memfd(struct sv_qp *qp, const struct sv_pkt *p)
 {
-	struct sv_xrc_hdr *h = (struct sv_xrc_hdr *)qp->xrc_buf;
+	struct sv_xrc_hdr *h = (struct sv_xrc_hdr *)qp->xrc.buf;
 	union {
 		struct cmsghdr c;
 		char buf[CMSG_SPACE(sizeof(int))];
@@ -185,7 +186,7 @@ static int fwd_send_memfd(struct sv_qp *qp, const struct sv_pkt *p)
 			   .msg_control = u.buf,
 			   .msg_controllen = sizeof(u.buf)};
 	struct sockaddr_un a;
-	const uint8_t *src = qp->xrc_buf + sizeof(*h);
+	const uint8_t *src = qp->xrc.buf + sizeof(*h);
 	int fd, err = fwd_socket(qp);
 
 	if (err)
@@ -209,12 +210,12 @@ static int fwd_send_memfd(struct sv_qp *qp, const struct sv_pkt *p)
 		return -EAGAIN;
 	}
 	m.msg_name = &a;
-	m.msg_namelen = sv_xsrq_addr(&a, qp->xrcd->id, qp->xrc_srqn);
+	m.msg_namelen = sv_xsrq_addr(&a, qp->xrc.xrcd->id, qp->xrc.srqn);
 	u.c.cmsg_level = SOL_SOCKET;
 	u.c.cmsg_type = SCM_RIGHTS;
 	u.c.cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(&u.c), &fd, sizeof(fd));
-	err = sendmsg(qp->xrc_sock, &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0
+	err = sendmsg(qp->xrc.sock, &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0
 		      ? fwd_errno()
 		      : 0;
 	close(fd);
@@ -223,12 +224,12 @@ static int fwd_send_memfd(struct sv_qp *qp, const struct sv_pkt *p)
 
 int sv_xrc_fwd_send(struct sv_qp *qp, const struct sv_pkt *p)
 {
-	struct sv_xrc_hdr *h = (struct sv_xrc_hdr *)qp->xrc_buf;
+	struct sv_xrc_hdr *h = (struct sv_xrc_hdr *)qp->xrc.buf;
 	struct sockaddr_un a;
 	socklen_t alen;
 	int err;
 
-	if (qp->resp_off != h->len)
+	if (qp->resp.off != h->len)
 		return -EINVAL;
 	if (h->len > SV_XRC_FWD_MAX)
 		return fwd_send_memfd(qp, p);
@@ -236,8 +237,8 @@ int sv_xrc_fwd_send(struct sv_qp *qp, const struct sv_pkt *p)
 	if (err)
 		return err;
 	fill_hdr(qp, p);
-	alen = sv_xsrq_addr(&a, qp->xrcd->id, qp->xrc_srqn);
-	if (sendto(qp->xrc_sock, qp->xrc_buf, sizeof(*h) + h->len,
+	alen = sv_xsrq_addr(&a, qp->xrc.xrcd->id, qp->xrc.srqn);
+	if (sendto(qp->xrc.sock, qp->xrc.buf, sizeof(*h) + h->len,
 		   MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a,
 		   alen) < 0)
 		return fwd_errno();

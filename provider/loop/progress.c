@@ -77,8 +77,9 @@ void sv_qp_drive(struct sv_qp *qp)
 	/* the app drives it, even if it finds the lock taken: the progress
 	 * thread keeps off (a hint: no locked instruction) */
 	atomic_store_explicit(
-		&qp->drives,
-		atomic_load_explicit(&qp->drives, memory_order_relaxed) + 1,
+		&qp->prog.drives,
+		atomic_load_explicit(&qp->prog.drives, memory_order_relaxed) +
+			1,
 		memory_order_relaxed);
 	/* someone else in the engine for this QP: it makes the progress */
 	if (!sv_trylock(&qp->lock))
@@ -112,22 +113,22 @@ static uint64_t next_ns(struct sv_qp *qp, uint64_t now)
 {
 	uint64_t next = UINT64_MAX;
 
-	if (qp->sq_comp != qp->sq_post && qp->comp_deadline &&
-	    qp->comp_deadline < next)
-		next = qp->comp_deadline;
+	if (qp->sq.comp != qp->sq.post && qp->comp.deadline &&
+	    qp->comp.deadline < next)
+		next = qp->comp.deadline;
 	if (sv_link_next_ns(&qp->link, now) < next)
 		next = sv_link_next_ns(&qp->link, now);
-	if (qp->xrc_retry_ns && qp->xrc_retry_ns < next)
-		next = qp->xrc_retry_ns; /* a forward to retry */
-	if (qp->fault_rnr_until && qp->fault_rnr_until < next)
-		next = qp->fault_rnr_until; /* SOFTVERBS_FAULTS rnr */
-	if (qp->fault_delay_until && qp->fault_delay_until < next)
-		next = qp->fault_delay_until; /* ... delay_us */
-	if (qp->fault_ack_pending && qp->fault_ack_due < next)
-		next = qp->fault_ack_due; /* ... on the way back */
-	if (qp->fault_rsp_due && qp->sq_comp != qp->sq_post &&
-	    qp->attr.qp_state != IBV_QPS_ERR && qp->fault_rsp_due < next)
-		next = qp->fault_rsp_due; /* ... read/atomic answers */
+	if (qp->xrc.retry_ns && qp->xrc.retry_ns < next)
+		next = qp->xrc.retry_ns; /* a forward to retry */
+	if (qp->inject.rnr_until && qp->inject.rnr_until < next)
+		next = qp->inject.rnr_until; /* SOFTVERBS_FAULTS rnr */
+	if (qp->inject.delay_until && qp->inject.delay_until < next)
+		next = qp->inject.delay_until; /* ... delay_us */
+	if (qp->inject.ack_pending && qp->inject.ack_due < next)
+		next = qp->inject.ack_due; /* ... on the way back */
+	if (qp->inject.rsp_due && qp->sq.comp != qp->sq.post &&
+	    qp->attr.qp_state != IBV_QPS_ERR && qp->inject.rsp_due < next)
+		next = qp->inject.rsp_due; /* ... read/atomic answers */
 	return next;
 }
 
@@ -148,14 +149,14 @@ static uint64_t look(struct sv_qp *qp)
 
 	/* the app's, unless undriven for a whole check period (a look right
 	 * after another proves nothing) or armed */
-	drives = atomic_load_explicit(&qp->drives, memory_order_relaxed);
-	if (drives != qp->seen_drives)
-		qp->active_ns = now;
-	qp->seen_drives = drives;
+	drives = atomic_load_explicit(&qp->prog.drives, memory_order_relaxed);
+	if (drives != qp->prog.seen_drives)
+		qp->prog.active_ns = now;
+	qp->prog.seen_drives = drives;
 	/* an XRC_RECV QP is always ours: it has no CQ, so no poll runs it
 	 * (a spin in ibv_get_cq_event drives it, then sleeps with its flags
 	 * down: the peer would not ring us) */
-	mine = now - qp->active_ns >= SV_ACTIVE_CHECK_NS ||
+	mine = now - qp->prog.active_ns >= SV_ACTIVE_CHECK_NS ||
 	       qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV ||
 	       (qp->scq && atomic_load(&qp->scq->armed)) ||
 	       (qp->rcq && qp->qpx.qp_base.qp_type != IBV_QPT_XRC_RECV &&
@@ -194,7 +195,7 @@ static uint64_t look(struct sv_qp *qp)
 		}
 		atomic_store(&qp->timed, true);
 		sv_unlock(&qp->lock);
-		return qp->active_ns + SV_ACTIVE_CHECK_NS;
+		return qp->prog.active_ns + SV_ACTIVE_CHECK_NS;
 	}
 	sv_link_set_sleep(&qp->link, true);
 	sv_link_quiet(&qp->link, false);
@@ -373,16 +374,16 @@ void sv_qp_link_event(struct sv_qp *qp, enum sv_link_state st)
 		if (qp->attr.qp_state == IBV_QPS_ERR)
 			return;
 		/* IBA: what was in flight can no longer be acknowledged */
-		if (qp->sq_comp != qp->sq_post) {
+		if (qp->sq.comp != qp->sq.post) {
 			struct ibv_wc wc = {
 				.status = IBV_WC_RETRY_EXC_ERR,
 				.opcode = IBV_WC_SEND,
 				.qp_num = qp->qpx.qp_base.qp_num,
 			};
 
-			wc.wr_id =
-				qp->sq[qp->sq_comp & (qp->sq_size - 1)].wr_id;
-			qp->sq_comp++;
+			wc.wr_id = qp->sq.wqe[qp->sq.comp & (qp->sq.size - 1)]
+					   .wr_id;
+			qp->sq.comp++;
 			sv_cq_push(qp->scq, &wc, false);
 		}
 		sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);

@@ -247,8 +247,8 @@ out:
 	pthread_mutex_unlock(&ctx->lane_lock);
 	if (!ret)
 		atomic_store_explicit(
-			&qp->ud_lane_tx,
-			atomic_load_explicit(&qp->ud_lane_tx,
+			&qp->ud.lane_tx,
+			atomic_load_explicit(&qp->ud.lane_tx,
 					     memory_order_relaxed) +
 				1,
 			memory_order_relaxed);
@@ -294,12 +294,13 @@ void sv_lanes_tx_close(struct sv_context *ctx)
 
 static void rx_drop(struct sv_qp *qp, uint32_t i, uint32_t state)
 {
-	struct sv_lane_rx *l = &qp->lanes[i];
+	struct sv_lane_rx *l = &qp->ud.lanes[i];
 
 	atomic_store(&l->hdr->state, state);
 	munmap(l->hdr, SV_LANE_BYTES);
-	qp->lanes[i] = qp->lanes[--qp->nlanes];
-	atomic_store_explicit(&qp->ud_nlanes, qp->nlanes, memory_order_relaxed);
+	qp->ud.lanes[i] = qp->ud.lanes[--qp->ud.nlanes];
+	atomic_store_explicit(&qp->ud.lanes_accepted, qp->ud.nlanes,
+			      memory_order_relaxed);
 }
 
 /* Lanes whose sender closed its context or died, once empty: unmapped
@@ -307,8 +308,8 @@ static void rx_drop(struct sv_qp *qp, uint32_t i, uint32_t state)
  * a socket are). */
 static void rx_reap(struct sv_qp *qp)
 {
-	for (uint32_t i = 0; i < qp->nlanes;) {
-		struct sv_lane_rx *l = &qp->lanes[i];
+	for (uint32_t i = 0; i < qp->ud.nlanes;) {
+		struct sv_lane_rx *l = &qp->ud.lanes[i];
 		struct sv_ud_hdr h;
 		const uint8_t *p;
 
@@ -360,28 +361,30 @@ void sv_lane_offer(struct sv_qp *qp, int fd, pid_t pid)
 		       qp->qpx.qp_base.qp_num);
 		goto out;
 	}
-	for (uint32_t i = 0; i < qp->nlanes; i++)
-		if (qp->lanes[i].dev == st.st_dev &&
-		    qp->lanes[i].ino == st.st_ino) {
+	for (uint32_t i = 0; i < qp->ud.nlanes; i++)
+		if (qp->ud.lanes[i].dev == st.st_dev &&
+		    qp->ud.lanes[i].ino == st.st_ino) {
 			munmap(hdr, SV_LANE_BYTES); /* offered again */
 			goto out;
 		}
 	rx_reap(qp);
-	if (!sv_env_bool(SV_ENV_UD_LANES) || qp->nlanes == SV_LANES_PER_QP ||
-	    (!qp->lanes &&
-	     !(qp->lanes = calloc(SV_LANES_PER_QP, sizeof(*qp->lanes))))) {
+	if (!sv_env_bool(SV_ENV_UD_LANES) || qp->ud.nlanes == SV_LANES_PER_QP ||
+	    (!qp->ud.lanes &&
+	     !(qp->ud.lanes =
+		       calloc(SV_LANES_PER_QP, sizeof(*qp->ud.lanes))))) {
 		atomic_store(&hdr->state, SV_LANE_REFUSED);
 		munmap(hdr, SV_LANE_BYTES);
 		goto out;
 	}
-	l = &qp->lanes[qp->nlanes++];
-	atomic_store_explicit(&qp->ud_nlanes, qp->nlanes, memory_order_relaxed);
+	l = &qp->ud.lanes[qp->ud.nlanes++];
+	atomic_store_explicit(&qp->ud.lanes_accepted, qp->ud.nlanes,
+			      memory_order_relaxed);
 	*l = (struct sv_lane_rx){
 		.hdr = hdr, .pid = pid, .dev = st.st_dev, .ino = st.st_ino};
 	/* as the QP's other lanes: a QP the progress thread has not looked
 	 * at yet is polled by the app, or taken over (flags up, then a look
 	 * at the lanes) within SV_ACTIVE_CHECK_MS */
-	atomic_store(&hdr->rx_sleep, qp->lane_sleep);
+	atomic_store(&hdr->rx_sleep, qp->ud.lane_sleep);
 	/* whatever the sender wrote before: we start at record 0, its
 	 * records are checked one by one */
 	atomic_store(&hdr->state, SV_LANE_ACCEPTED);
@@ -416,10 +419,10 @@ void sv_lane_consume(struct sv_lane_rx *l)
 
 void sv_lanes_rx_sleep(struct sv_qp *qp, bool sleep)
 {
-	qp->lane_sleep = sleep;
+	qp->ud.lane_sleep = sleep;
 	/* stores only what changes: the senders read these lines */
-	for (uint32_t i = 0; i < qp->nlanes; i++) {
-		_Atomic uint32_t *f = &qp->lanes[i].hdr->rx_sleep;
+	for (uint32_t i = 0; i < qp->ud.nlanes; i++) {
+		_Atomic uint32_t *f = &qp->ud.lanes[i].hdr->rx_sleep;
 
 		if (atomic_load_explicit(f, memory_order_relaxed) != sleep)
 			atomic_store(f, sleep);
@@ -433,8 +436,8 @@ void sv_lanes_rx_reap(struct sv_qp *qp)
 
 void sv_lanes_rx_close(struct sv_qp *qp)
 {
-	while (qp->nlanes)
-		rx_drop(qp, qp->nlanes - 1, SV_LANE_CLOSED);
-	free(qp->lanes);
-	qp->lanes = NULL;
+	while (qp->ud.nlanes)
+		rx_drop(qp, qp->ud.nlanes - 1, SV_LANE_CLOSED);
+	free(qp->ud.lanes);
+	qp->ud.lanes = NULL;
 }

@@ -7,7 +7,7 @@
  * ($SOFTVERBS_MCAST_DIR overrides it); a sender lists the directory and
  * sends one datagram to each member's socket (ud.c).  The registry is
  * only a hint: a receiver takes a multicast datagram only for a group its
- * QP is attached to (qp->mcast, sv_mcast_attached), so a dead member's
+ * QP is attached to (qp->ud.mcast, sv_mcast_attached), so a dead member's
  * stale entry, or one planted by a hostile process, costs a lost datagram
  * and never a wrong delivery.
  *
@@ -299,7 +299,7 @@ bool sv_mcast_ipv4(const uint8_t gid[16], uint32_t *grp)
 
 bool sv_mcast_attached(const struct sv_qp *qp, const uint8_t gid[16])
 {
-	for (const struct sv_mcast *m = qp->mcast; m; m = m->next)
+	for (const struct sv_mcast *m = qp->ud.mcast; m; m = m->next)
 		if (!memcmp(m->gid.raw, gid, 16))
 			return true;
 	return false;

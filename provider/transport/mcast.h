@@ -9,7 +9,7 @@
 
 #include "sv.h"
 
-/* One attachment of a QP: (gid, lid), on qp->mcast. */
+/* One attachment of a QP: (gid, lid), on qp->ud.mcast. */
 struct sv_mcast {
 	struct sv_mcast *next;
 	union ibv_gid gid;

@@ -7,7 +7,7 @@
  * completed at once; what the kernel will not take is lost, as on a wire.
  * On arrival, datagrams from another user, malformed, for another QP,
  * with a wrong qkey, or with no receive posted are dropped silently
- * (counted in qp->ud_drops); the rest go into the next receive, after
+ * (counted in qp->ud.drops); the rest go into the next receive, after
  * its 40-byte GRH.  A multicast goes to each member of the group the
  * registry lists (mcast.c), and is taken by a QP attached to the group.
  *
@@ -94,10 +94,10 @@ static int gather(struct sv_qp *qp, const struct sv_swqe *w, uint8_t *dst)
 {
 	struct sv_pd *pd = to_spd(qp->qpx.qp_base.pd);
 	const struct ibv_sge *sg = sv_swqe_sge(qp, w);
-	uint32_t slot = (uint32_t)(w - qp->sq);
+	uint32_t slot = (uint32_t)(w - qp->sq.wqe);
 
 	if (w->inl) {
-		memcpy(dst, qp->sq_inline + (size_t)slot * qp->max_inline,
+		memcpy(dst, qp->sq.inline_buf + (size_t)slot * qp->max_inline,
 		       w->length);
 		return 0;
 	}
@@ -135,7 +135,7 @@ static uint32_t send_qkey(const struct sv_qp *qp, const struct sv_swqe *w)
  * so this is how long a process may be starved before we lose what it
  * would take: an HCA would have placed it.  A stopped receiver costs one
  * such wait; after that, datagrams to it are lost at once while its queue
- * stays full (qp->ud_stalled, sv_ud_door.stalled), so the sender's or the
+ * stays full (qp->ud.stalled, sv_ud_door.stalled), so the sender's or the
  * listener's other traffic is not held up again.  200 ms lost
  * ud_fan_in_8_processes' datagrams beside two busy loops: a sender's
  * listener held one for the starved receiver 213 ms.
@@ -171,17 +171,17 @@ static int wait_room(struct sv_qp *qp, struct sv_swqe *w, uint32_t qpn)
 
 	if (!w->ud_first_ns)
 		w->ud_first_ns = now;
-	if (qpn != qp->ud_stalled && now - w->ud_first_ns < SV_UD_HOLD_NS) {
-		qp->comp_deadline = now + SV_UD_RETRY_TICK_NS;
+	if (qpn != qp->ud.stalled && now - w->ud_first_ns < SV_UD_HOLD_NS) {
+		qp->comp.deadline = now + SV_UD_RETRY_TICK_NS;
 		return -EAGAIN;
 	}
 	sv_dbg("qp %06x: datagram to %06x lost: no room%s\n",
 	       qp->qpx.qp_base.qp_num, qpn,
-	       qpn == qp->ud_stalled ? " (stalled)" : "");
-	qp->ud_stalled = qpn;
+	       qpn == qp->ud.stalled ? " (stalled)" : "");
+	qp->ud.stalled = qpn;
 	atomic_store_explicit(
-		&qp->ud_lost,
-		atomic_load_explicit(&qp->ud_lost, memory_order_relaxed) + 1,
+		&qp->ud.lost,
+		atomic_load_explicit(&qp->ud.lost, memory_order_relaxed) + 1,
 		memory_order_relaxed);
 	w->ud_first_ns = 0;
 	return 0;
@@ -196,8 +196,8 @@ static void sent(struct sv_qp *qp, struct sv_swqe *w, uint32_t qpn)
 		       qp->qpx.qp_base.qp_num, qpn,
 		       (unsigned long long)now_ms_since(w->ud_first_ns));
 	w->ud_first_ns = 0;
-	if (qpn == qp->ud_stalled)
-		qp->ud_stalled = 0;
+	if (qpn == qp->ud.stalled)
+		qp->ud.stalled = 0;
 }
 
 /* The truncated MAC (wire.h struct sv_ud_mac) of the datagram h, its
@@ -230,10 +230,10 @@ static size_t seal(struct sv_qp *qp, void *d, size_t n)
 	struct sv_ud_hdr *h = d;
 	struct sv_ud_mac t;
 
-	while (!qp->ud_tx_id)
-		sv_auth_random(&qp->ud_tx_id, sizeof(qp->ud_tx_id));
-	t.sender = qp->ud_tx_id;
-	t.seq = ++qp->ud_tx_seq;
+	while (!qp->ud.tx_id)
+		sv_auth_random(&qp->ud.tx_id, sizeof(qp->ud.tx_id));
+	t.sender = qp->ud.tx_id;
+	t.seq = ++qp->ud.tx_seq;
 	h->flags |= SV_UD_MAC; /* set before the MAC: it is covered */
 	h->rsvd = 0;	       /* no CRC: the MAC covers every bit */
 	mac_of(h, h + 1, &t, t.mac);
@@ -426,9 +426,10 @@ static int send_one(struct sv_qp *qp, struct sv_swqe *w)
 void sv_ud_send_run(struct sv_qp *qp)
 {
 	if (unlikely(sv_inject.on))
-		qp->fault_delay_until = 0; /* set again if delay_us holds */
-	while (qp->attr.qp_state == IBV_QPS_RTS && qp->sq_send != qp->sq_post) {
-		struct sv_swqe *w = &qp->sq[qp->sq_send & (qp->sq_size - 1)];
+		qp->inject.delay_until = 0; /* set again if delay_us holds */
+	while (qp->attr.qp_state == IBV_QPS_RTS && qp->sq.send != qp->sq.post) {
+		struct sv_swqe *w =
+			&qp->sq.wqe[qp->sq.send & (qp->sq.size - 1)];
 		struct ibv_wc wc;
 		int st;
 
@@ -436,7 +437,7 @@ void sv_ud_send_run(struct sv_qp *qp)
 			/* SOFTVERBS_FAULTS delay_us: the datagram leaves
 			 * that long after its post, in order (the progress
 			 * thread wakes then, progress.c) */
-			qp->fault_delay_until = w->due_ns;
+			qp->inject.delay_until = w->due_ns;
 			return;
 		}
 		st = send_one(qp, w);
@@ -449,15 +450,15 @@ void sv_ud_send_run(struct sv_qp *qp)
 		};
 		if (st < 0)
 			return; /* the head waits for room (progress timer) */
-		qp->comp_deadline = 0;
-		qp->sq_send++;
-		qp->sq_comp++;
+		qp->comp.deadline = 0;
+		qp->sq.send++;
+		qp->sq.comp++;
 		if (st == IBV_WC_SUCCESS) {
 			sv_stat_add(qp, tx_pkts, 1);
 			sv_stat_add(qp, tx_bytes, w->length);
 		}
 		sv_stat_wc(qp, st);
-		if (st == IBV_WC_SUCCESS && !qp->sq_sig_all &&
+		if (st == IBV_WC_SUCCESS && !qp->sq.sig_all &&
 		    !(w->flags & IBV_SEND_SIGNALED))
 			continue;
 		sv_cq_push(qp->scq, &wc, false);
@@ -491,7 +492,7 @@ static bool scatter(struct sv_qp *qp, const struct sv_rwqe *r,
 {
 	struct sv_pd *pd = to_spd(qp->qpx.qp_base.pd);
 	const struct ibv_sge *sg =
-		&qp->rq_sge[(size_t)(r - qp->rq) * qp->max_recv_sge];
+		&qp->rq.sge[(size_t)(r - qp->rq.wqe) * qp->max_recv_sge];
 	uint32_t pos = 0, total = SV_GRH_LEN + len;
 
 	for (uint32_t i = 0; i < r->num_sge && pos < total; i++) {
@@ -531,7 +532,7 @@ static bool scatter(struct sv_qp *qp, const struct sv_rwqe *r,
 static void deliver(struct sv_qp *qp, const struct sv_ud_hdr *h,
 		    const uint8_t *data)
 {
-	struct sv_rwqe *r = &qp->rq[qp->rq_comp & (qp->rq_size - 1)];
+	struct sv_rwqe *r = &qp->rq.wqe[qp->rq.comp & (qp->rq.size - 1)];
 	struct ibv_grh grh;
 	struct ibv_wc wc = {
 		.wr_id = r->wr_id,
@@ -557,7 +558,7 @@ static void deliver(struct sv_qp *qp, const struct sv_ud_hdr *h,
 	else if (!scatter(qp, r, (h->flags & SV_UD_GRH) ? &grh : NULL, data,
 			  h->len))
 		wc.status = IBV_WC_LOC_PROT_ERR;
-	qp->rq_comp++;
+	qp->rq.comp++;
 	if (__builtin_expect(sv_pcap_on, 0))
 		sv_pcap_ud(qp, false, h, h->flags & SV_UD_GRH ? h->sgid : NULL,
 			   h->flags & SV_UD_GRH ? h->dgid : NULL, data);
@@ -586,7 +587,7 @@ static bool for_us(const struct sv_qp *qp, const struct sv_ud_hdr *h)
 	if (h->dst_qpn == SV_MCAST_QPN)
 		return (h->flags & SV_UD_GRH) &&
 		       sv_mcast_attached(qp, h->dgid) &&
-		       !(qp->mcast_block_self &&
+		       !(qp->ud.mcast_block_self &&
 			 h->src_qpn == qp->qpx.qp_base.qp_num &&
 			 from_here(h->sgid));
 	return h->dst_qpn == qp->qpx.qp_base.qp_num;
@@ -597,7 +598,7 @@ static bool for_us(const struct sv_qp *qp, const struct sv_ud_hdr *h)
 static bool fault_drop(struct sv_qp *qp)
 {
 	if (!sv_inject_hit(sv_inject.drop, sv_inject.seed, SV_FAULT_UD,
-			   qp->fault_idx, qp->fault_try++, 0))
+			   qp->inject.idx, qp->inject.try++, 0))
 		return false;
 	SV_STAT_INC(qp, fault_drops);
 	return true;
@@ -611,7 +612,7 @@ static bool take(struct sv_qp *qp, const struct sv_ud_hdr *h, size_t n)
 	/* IBA 10.3.1: RESET and INIT take nothing; in ERR it is flushed */
 	return s >= IBV_QPS_RTR && s != IBV_QPS_ERR && sv_ud_hdr_ok(h, n) &&
 	       for_us(qp, h) && h->qkey == qp->attr.qkey &&
-	       qp->rq_comp != qp->rq_post &&
+	       qp->rq.comp != qp->rq.post &&
 	       !(SV_FAULT_ON(drop) && fault_drop(qp));
 }
 
@@ -654,10 +655,10 @@ static bool sender_of(struct msghdr *m, pid_t *pid, int *fd)
 static void drop(struct sv_qp *qp)
 {
 	/* silently, as on a wire; tests read the count without the lock */
-	__atomic_store_n(&qp->ud_drops, qp->ud_drops + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&qp->ud.drops, qp->ud.drops + 1, __ATOMIC_RELAXED);
 	sv_stat_add(qp, ud_drops, 1);
 	sv_dbg("qp %06x: datagram dropped (%llu)\n", qp->qpx.qp_base.qp_num,
-	       (unsigned long long)qp->ud_drops);
+	       (unsigned long long)qp->ud.drops);
 }
 
 /*
@@ -711,14 +712,14 @@ static uint32_t replay_entry(struct sv_ud_replay *r, uint64_t id, bool *fresh)
  * checked.  Under qp->lock. */
 static bool replay_check(struct sv_qp *qp, uint64_t id, uint64_t seq)
 {
-	struct sv_ud_replay *r = qp->ud_replay;
+	struct sv_ud_replay *r = qp->ud.replay;
 	uint32_t i;
 	bool fresh;
 
 	if (!seq || !id)
 		return false; /* never sent */
 	if (!r) {
-		r = qp->ud_replay = calloc(1, sizeof(*r));
+		r = qp->ud.replay = calloc(1, sizeof(*r));
 		if (!r)
 			return false; /* no memory: never taken twice */
 	}
@@ -884,8 +885,8 @@ static void recv_socket(struct sv_qp *qp)
  * writing cannot keep us here. */
 static void recv_lanes(struct sv_qp *qp)
 {
-	for (uint32_t i = 0; i < qp->nlanes; i++) {
-		struct sv_lane_rx *l = &qp->lanes[i];
+	for (uint32_t i = 0; i < qp->ud.nlanes; i++) {
+		struct sv_lane_rx *l = &qp->ud.lanes[i];
 
 		for (uint32_t k = 0; k < SV_LANE_SLOTS; k++) {
 			struct sv_ud_hdr h;
@@ -900,9 +901,9 @@ static void recv_lanes(struct sv_qp *qp)
 			} else {
 				/* counted before its completion is seen */
 				atomic_store_explicit(
-					&qp->ud_lane_rx,
+					&qp->ud.lane_rx,
 					atomic_load_explicit(
-						&qp->ud_lane_rx,
+						&qp->ud.lane_rx,
 						memory_order_relaxed) +
 						1,
 					memory_order_release);
@@ -923,7 +924,7 @@ void sv_ud_recv_run(struct sv_qp *qp)
 	    (atomic_load_explicit(rung, memory_order_relaxed) &&
 	     atomic_exchange(rung, false)))
 		recv_socket(qp);
-	if (qp->nlanes)
+	if (qp->ud.nlanes)
 		recv_lanes(qp);
 }
 

@@ -2,7 +2,7 @@
 /*
  * UD multicast among the processes of one host (ibv_attach_mcast(3),
  * rxe's semantics): the verbs, and the counts that keep a context's
- * groups (ctx->mcast_grps) and a QP's attachments (qp->mcast).  The
+ * groups (ctx->mcast_grps) and a QP's attachments (qp->ud.mcast).  The
  * registry of members, and the lookups the UD transport makes when it
  * sends and receives, are transport/mcast.c, whose head comment says how
  * groups work on one host and between hosts.
@@ -145,7 +145,7 @@ static int attach(struct sv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 	int err;
 
 	pthread_mutex_lock(&ctx->mcast_lock);
-	for (m = qp->mcast; m; m = m->next)
+	for (m = qp->ud.mcast; m; m = m->next)
 		if (m->lid == lid && !memcmp(&m->gid, gid, sizeof(*gid)))
 			break;
 	if (m) { /* uverbs: attaching again is a no-op that succeeds */
@@ -173,8 +173,8 @@ static int attach(struct sv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 		}
 	}
 	sv_lock(&qp->lock);
-	m->next = qp->mcast;
-	qp->mcast = m;
+	m->next = qp->ud.mcast;
+	qp->ud.mcast = m;
 	sv_unlock(&qp->lock);
 	goto out;
 
@@ -187,11 +187,11 @@ out:
 	return err;
 }
 
-/* Removes the attachment m (on qp->mcast): the registry entry goes with
+/* Removes the attachment m (on qp->ud.mcast): the registry entry goes with
  * the QP's last attachment to that GID.  ctx->mcast_lock held. */
 static void detach(struct sv_qp *qp, struct sv_mcast *m)
 {
-	struct sv_mcast **pp = &qp->mcast;
+	struct sv_mcast **pp = &qp->ud.mcast;
 
 	sv_lock(&qp->lock);
 	while (*pp != m)
@@ -208,11 +208,11 @@ static void detach(struct sv_qp *qp, struct sv_mcast *m)
 
 void sv_mcast_detach_all(struct sv_qp *qp)
 {
-	if (!qp->mcast)
+	if (!qp->ud.mcast)
 		return;
 	pthread_mutex_lock(&qp->ctx->mcast_lock);
-	while (qp->mcast)
-		detach(qp, qp->mcast);
+	while (qp->ud.mcast)
+		detach(qp, qp->ud.mcast);
 	pthread_mutex_unlock(&qp->ctx->mcast_lock);
 }
 
@@ -234,7 +234,7 @@ int sv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 		return err;
 	ctx = to_sqp(qp)->ctx;
 	pthread_mutex_lock(&ctx->mcast_lock);
-	for (m = to_sqp(qp)->mcast; m; m = m->next)
+	for (m = to_sqp(qp)->ud.mcast; m; m = m->next)
 		if (m->lid == lid && !memcmp(&m->gid, gid, sizeof(*gid)))
 			break;
 	if (m)

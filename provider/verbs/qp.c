@@ -46,16 +46,16 @@ static void say_link_error(struct sv_qp *qp, const char *what, int err)
 static void take_peer_memory(struct sv_qp *qp, int arena_fd, int table_fd,
 			     uint32_t pd)
 {
-	if (qp->rpeer)
-		sv_rpeer_put(qp->ctx, qp->rpeer);
+	if (qp->req.rpeer)
+		sv_rpeer_put(qp->ctx, qp->req.rpeer);
 	/* SOFTVERBS_FAULTS: every operation a packet that can be faulted
 	 * (no direct one-sided operations, no single copy) */
-	qp->rpeer =
+	qp->req.rpeer =
 		sv_inject.on ? NULL : sv_rpeer_get(qp->ctx, arena_fd, table_fd);
-	if (!qp->rpeer)
+	if (!qp->req.rpeer)
 		sv_dbg("qp %06x: peer memory refused: %s\n",
 		       qp->qpx.qp_base.qp_num, strerror(errno));
-	qp->peer_pd = pd;
+	qp->req.peer_pd = pd;
 	close(arena_fd);
 	close(table_fd);
 }
@@ -173,7 +173,7 @@ static void pcap_addr(struct sv_qp *qp)
 	static const uint8_t lo[16] = {0, 0, 0,	   0,	 0,   0, 0, 0,
 				       0, 0, 0xff, 0xff, 127, 0, 0, 1};
 	const struct ibv_ah_attr *a = &qp->attr.ah_attr;
-	struct sv_pcap_addr *p = &qp->pcap_addr;
+	struct sv_pcap_addr *p = &qp->pcap.addr;
 	union ibv_gid g;
 	uint32_t x = qp->qpx.qp_base.qp_num, y = qp->attr.dest_qp_num;
 
@@ -188,9 +188,9 @@ static void pcap_addr(struct sv_qp *qp)
 	/* RoCE's entropy: one port per QP pair, the same both ways */
 	x = (x < y ? x : y) * 0x9e3779b1u ^ (x < y ? y : x);
 	p->sport = (uint16_t)(0xc000 | (x >> 18));
-	qp->pcap_psn_off = 0;
-	qp->pcap_rx_valid = false;
-	qp->pcap_msn = 0;
+	qp->pcap.psn_off = 0;
+	qp->pcap.rx_valid = false;
+	qp->pcap.msn = 0;
 }
 
 /* At RTR: the link's resources now, and a first connect.  -errno, and the
@@ -211,7 +211,7 @@ static int link_start(struct sv_qp *qp)
 		.ndesc = sv_single_copy_min() == UINT32_MAX ||
 					 qp->qpx.qp_base.qp_type != IBV_QPT_RC
 				 ? 0
-				 : qp->rq_size,
+				 : qp->rq.size,
 		/* our registered memory, for the peer's one-sided
 		 * operations; without it they reach our responder (always,
 		 * for XRC_RECV: the PD is each SRQ's) */
@@ -236,7 +236,7 @@ static int link_start(struct sv_qp *qp)
 		return err;
 	}
 	/* those posted in INIT (when the transport has descriptors) */
-	sv_rq_describe(qp, qp->rq_comp);
+	sv_rq_describe(qp, qp->rq.comp);
 	return 0;
 }
 
@@ -245,25 +245,25 @@ static void reset_qp(struct sv_qp *qp)
 {
 	if (qp->link.state != SV_LINK_IDLE)
 		sv_qp_link_close(qp, true);
-	qp->sq_post = qp->sq_send = qp->sq_comp = 0;
-	qp->rq_post = qp->rq_comp = qp->rq_held = 0;
-	qp->resp_off = qp->resp_msg = 0;
-	qp->resp_rnr = qp->resp_in_msg = qp->resp_drop = false;
-	qp->sq_stopped = false;
-	qp->comp_ack = SV_ACK_NONE;
-	qp->comp_deadline = 0;
-	qp->comp_retries = qp->comp_rnr_retries = 0;
-	qp->comp_rnr_wait = false;
-	qp->comp_acked_valid = false;
-	qp->rd_out = qp->ring_rdma = qp->recv_msgs = 0;
-	qp->resp_wr_ptr = NULL;
-	qp->resp_rd_sent = 0;
-	qp->xrc_retry_ns = 0;
-	qp->resp_seq_naked = false;
-	qp->fault_try = qp->fault_rnr_try = 0;
-	qp->fault_rnr_until = 0;
+	qp->sq.post = qp->sq.send = qp->sq.comp = 0;
+	qp->rq.post = qp->rq.comp = qp->rq.held = 0;
+	qp->resp.off = qp->resp.msg = 0;
+	qp->resp.rnr = qp->resp.in_msg = qp->resp.drop = false;
+	qp->sq.stopped = false;
+	qp->comp.ack = SV_ACK_NONE;
+	qp->comp.deadline = 0;
+	qp->comp.retries = qp->comp.rnr_retries = 0;
+	qp->comp.rnr_wait = false;
+	qp->comp.acked_valid = false;
+	qp->req.rd_out = qp->req.ring_rdma = qp->req.recv_msgs = 0;
+	qp->resp.wr_ptr = NULL;
+	qp->resp.rd_sent = 0;
+	qp->xrc.retry_ns = 0;
+	qp->resp.seq_naked = false;
+	qp->inject.try = qp->inject.rnr_try = 0;
+	qp->inject.rnr_until = 0;
 	sv_comp_fault_free(qp); /* delay_us's held responses */
-	memset(qp->atom_replay, 0, sizeof(qp->atom_replay));
+	memset(qp->resp.atom_replay, 0, sizeof(qp->resp.atom_replay));
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV)
 		sv_xrc_unbind(qp);
 	memset(&qp->attr, 0, sizeof(qp->attr));
@@ -322,7 +322,7 @@ static int enter_state(struct sv_qp *qp, enum ibv_qp_state next)
 			err = link_start(qp);
 			if (err)
 				goto err_link;
-			qp->comp_ack = SV_ACK_NONE;
+			qp->comp.ack = SV_ACK_NONE;
 		}
 		break;
 	case IBV_QPS_ERR:
@@ -409,12 +409,12 @@ static int alloc_queues(struct sv_qp *qp, enum ibv_qp_type type,
 
 	if (type == IBV_QPT_XRC_RECV)
 		cap = &xrc_recv;
-	qp->sq_max = cap->max_send_wr;
-	qp->rq_max = no_rq ? 0 : cap->max_recv_wr;
-	qp->sq_size = sv_roundup_pow2(cap->max_send_wr ? cap->max_send_wr : 1);
-	qp->rq_size = sv_roundup_pow2(qp->rq_max ? qp->rq_max : 1);
+	qp->sq.max = cap->max_send_wr;
+	qp->rq.max = no_rq ? 0 : cap->max_recv_wr;
+	qp->sq.size = sv_roundup_pow2(cap->max_send_wr ? cap->max_send_wr : 1);
+	qp->rq.size = sv_roundup_pow2(qp->rq.max ? qp->rq.max : 1);
 	if (qp->srq && type == IBV_QPT_RC) /* WQEs lent for single copy */
-		qp->rq_size = SV_SRQ_LEND;
+		qp->rq.size = SV_SRQ_LEND;
 	qp->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
 	qp->max_recv_sge = qp->srq	       ? qp->srq->max_sge
 			   : cap->max_recv_sge ? cap->max_recv_sge
@@ -430,31 +430,32 @@ static int alloc_queues(struct sv_qp *qp, enum ibv_qp_type type,
 		qp->max_inline = 0;
 	else
 		qp->max_inline = qp->max_send_sge * sizeof(struct ibv_sge);
-	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
-	qp->sq_sge = calloc((size_t)qp->sq_size * qp->max_send_sge,
-			    sizeof(*qp->sq_sge));
-	qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
-	qp->rq_sge = calloc((size_t)qp->rq_size * qp->max_recv_sge,
-			    sizeof(*qp->rq_sge));
+	qp->sq.wqe = calloc(qp->sq.size, sizeof(*qp->sq.wqe));
+	qp->sq.sge = calloc((size_t)qp->sq.size * qp->max_send_sge,
+			    sizeof(*qp->sq.sge));
+	qp->rq.wqe = calloc(qp->rq.size, sizeof(*qp->rq.wqe));
+	qp->rq.sge = calloc((size_t)qp->rq.size * qp->max_recv_sge,
+			    sizeof(*qp->rq.sge));
 	if (qp->max_inline)
-		qp->sq_inline = malloc((size_t)qp->sq_size * qp->max_inline);
-	if (!qp->sq || !qp->sq_sge || !qp->rq || !qp->rq_sge ||
-	    (qp->max_inline && !qp->sq_inline))
+		qp->sq.inline_buf =
+			malloc((size_t)qp->sq.size * qp->max_inline);
+	if (!qp->sq.wqe || !qp->sq.sge || !qp->rq.wqe || !qp->rq.sge ||
+	    (qp->max_inline && !qp->sq.inline_buf))
 		return -ENOMEM;
 	return 0;
 }
 
 static void free_queues(struct sv_qp *qp)
 {
-	free(qp->sq);
-	free(qp->sq_sge);
-	free(qp->sq_inline);
-	free(qp->rq);
-	free(qp->rq_sge);
-	qp->sq = NULL;
-	qp->rq = NULL;
-	qp->sq_sge = qp->rq_sge = NULL;
-	qp->sq_inline = NULL;
+	free(qp->sq.wqe);
+	free(qp->sq.sge);
+	free(qp->sq.inline_buf);
+	free(qp->rq.wqe);
+	free(qp->rq.sge);
+	qp->sq.wqe = NULL;
+	qp->rq.wqe = NULL;
+	qp->sq.sge = qp->rq.sge = NULL;
+	qp->sq.inline_buf = NULL;
 }
 
 static void zero(void *from, void *to)
@@ -488,7 +489,7 @@ static struct sv_qp *qp_get(struct sv_context *ctx)
 	sv_lock(&qp->lock);
 	zero(qp, &qp->lock);
 	zero(&qp->lock + 1, &qp->listed);
-	zero(&qp->drives + 1, qp + 1);
+	zero(&qp->prog.drives + 1, qp + 1);
 	qp->qpx.qp_base.state = IBV_QPS_RESET;
 	sv_unlock(&qp->lock);
 	return qp;
@@ -502,8 +503,8 @@ static void qp_put(struct sv_context *ctx, struct sv_qp *qp)
 	free_queues(qp);
 	sv_comp_fault_free(qp);
 	sv_lanes_rx_close(qp); /* UD: its senders see CLOSED (lane.c) */
-	free(qp->ud_replay);   /* UD: its senders' windows (ud.c) */
-	qp->ud_replay = NULL;
+	free(qp->ud.replay);   /* UD: its senders' windows (ud.c) */
+	qp->ud.replay = NULL;
 	qp->qpx.qp_base.state = IBV_QPS_RESET;
 	qp->attr.qp_state = IBV_QPS_RESET;
 	qp->dead = true;
@@ -541,12 +542,12 @@ void sv_qp_close_all(struct sv_context *ctx)
 		if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV) {
 			sv_xrc_unbind(qp);
 			sv_xrc_qp_del(qp);
-			atomic_fetch_sub(&qp->xrcd->users, 1);
+			atomic_fetch_sub(&qp->xrc.xrcd->users, 1);
 		}
-		if (qp->xrc_sock >= 0)
-			close(qp->xrc_sock);
-		free(qp->xrc_buf);
-		qp->xrc_buf = NULL;
+		if (qp->xrc.sock >= 0)
+			close(qp->xrc.sock);
+		free(qp->xrc.buf);
+		qp->xrc.buf = NULL;
 		qp_put(ctx, qp);
 		sv_unlock(&qp->lock);
 	}
@@ -577,8 +578,8 @@ static void take_refs(struct sv_qp *qp, const struct ibv_qp_init_attr_ex *a)
 		sv_pd_get(to_spd(a->pd));
 	if (qp->srq)
 		atomic_fetch_add(&qp->srq->users, 1);
-	if (qp->xrcd) {
-		atomic_fetch_add(&qp->xrcd->users, 1);
+	if (qp->xrc.xrcd) {
+		atomic_fetch_add(&qp->xrc.xrcd->users, 1);
 		sv_xrc_qp_add(qp);
 	}
 }
@@ -637,8 +638,8 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	}
 	qp->srq = a->srq ? to_ssrq(a->srq) : NULL;
 	sv_list_init(&qp->srq_node);
-	qp->xrc_sock = -1;
-	qp->fault_idx = sv_inject_qp_index();
+	qp->xrc.sock = -1;
+	qp->inject.idx = sv_inject_qp_index();
 	err = -alloc_queues(qp, a->qp_type, &a->cap);
 	if (err)
 		goto err_free;
@@ -657,14 +658,14 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 		/* its receives complete on each message's SRQ's CQ */
 		a->pd = NULL;
 		a->send_cq = a->recv_cq = NULL;
-		qp->xrcd = to_sxrcd(a->xrcd);
+		qp->xrc.xrcd = to_sxrcd(a->xrcd);
 	} else if (a->qp_type == IBV_QPT_XRC_SEND) {
 		a->recv_cq = NULL;
 	}
 	qp->scq = a->send_cq ? to_scq(a->send_cq) : NULL;
 	qp->rcq = a->recv_cq ? to_scq(a->recv_cq) : NULL;
-	qp->sq_sig_all = a->sq_sig_all;
-	qp->mcast_block_self =
+	qp->sq.sig_all = a->sq_sig_all;
+	qp->ud.mcast_block_self =
 		(a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
 		(a->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB);
 
@@ -768,7 +769,7 @@ static bool xrc_close_handle(struct sv_qp *qp)
 	if (qp->qpx.qp_base.qp_type != IBV_QPT_XRC_RECV)
 		return false;
 	sv_lock(&qp->lock);
-	more = --qp->xrc_opens > 0;
+	more = --qp->xrc.opens > 0;
 	sv_unlock(&qp->lock);
 	if (!more)
 		sv_xrc_qp_del(qp);
@@ -782,7 +783,7 @@ int sv_destroy_qp(struct ibv_qp *ibqp)
 	/* qp may be reused after put */
 	struct sv_pd *pd = ibqp->pd ? to_spd(ibqp->pd) : NULL;
 	struct sv_srq *srq;
-	struct sv_xrcd *xrcd = qp->xrcd;
+	struct sv_xrcd *xrcd = qp->xrc.xrcd;
 
 	if (xrc_close_handle(qp))
 		return 0;
@@ -818,12 +819,12 @@ int sv_destroy_qp(struct ibv_qp *ibqp)
 	srq = ibqp->qp_type == IBV_QPT_XRC_RECV ? NULL : qp->srq;
 	if (ibqp->qp_type == IBV_QPT_XRC_RECV)
 		sv_xrc_unbind(qp);
-	if (qp->xrc_sock >= 0)
-		close(qp->xrc_sock);
-	qp->xrc_sock = -1;
-	free(qp->xrc_buf);
-	qp->xrc_buf = NULL;
-	qp->xrc_cap = 0;
+	if (qp->xrc.sock >= 0)
+		close(qp->xrc.sock);
+	qp->xrc.sock = -1;
+	free(qp->xrc.buf);
+	qp->xrc.buf = NULL;
+	qp->xrc.cap = 0;
 	sv_unlock(&qp->lock);
 	pthread_rwlock_unlock(&ctx->qp_lock);
 

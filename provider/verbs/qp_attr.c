@@ -125,9 +125,9 @@ void sv_qp_store_attr(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 	if (mask & IBV_QP_PATH_MTU)
 		qp->mtu = (uint32_t)sv_port_mtu_bytes(a->path_mtu);
 	if (mask & IBV_QP_RQ_PSN)
-		qp->resp_psn = a->rq_psn;
+		qp->resp.psn = a->rq_psn;
 	if (mask & IBV_QP_SQ_PSN)
-		qp->next_psn = a->sq_psn;
+		qp->req.psn = a->sq_psn;
 }
 
 int sv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
@@ -141,8 +141,8 @@ int sv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	/* as rdma-core's ibv_query_qp: the program's copy catches up */
 	if (mask & IBV_QP_STATE)
 		ibqp->state = qp->attr.qp_state;
-	attr->cap.max_send_wr = qp->sq_max;
-	attr->cap.max_recv_wr = qp->rq_max;
+	attr->cap.max_send_wr = qp->sq.max;
+	attr->cap.max_recv_wr = qp->rq.max;
 	attr->cap.max_send_sge = qp->max_send_sge;
 	attr->cap.max_recv_sge = qp->srq ? 0 : qp->max_recv_sge;
 	attr->cap.max_inline_data = qp->max_inline;
@@ -155,6 +155,6 @@ int sv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	init->srq = ibqp->srq;
 	init->cap = attr->cap;
 	init->qp_type = ibqp->qp_type;
-	init->sq_sig_all = qp->sq_sig_all;
+	init->sq_sig_all = qp->sq.sig_all;
 	return 0;
 }

@@ -311,9 +311,9 @@ static void wake_rnr(struct sv_srq *srq)
 			sv_progress_visit(qp); /* the thread, soon */
 			continue;
 		}
-		if (qp->resp_rnr && sv_link_runs(&qp->link))
+		if (qp->resp.rnr && sv_link_runs(&qp->link))
 			sv_qp_run(qp, 0); /* what came meanwhile first */
-		else if (qp->resp_rnr)
+		else if (qp->resp.rnr)
 			sv_resp_run(qp);
 		sv_unlock(&qp->lock);
 	}

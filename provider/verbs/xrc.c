@@ -371,16 +371,16 @@ void sv_xsrq_recv_run(struct sv_srq *srq)
 
 void sv_xrc_qp_add(struct sv_qp *qp)
 {
-	qp->xrc_opens = 1;
+	qp->xrc.opens = 1;
 	pthread_mutex_lock(&xrc_lock);
-	sv_list_add_tail(&xrc_qps, &qp->xrc_node);
+	sv_list_add_tail(&xrc_qps, &qp->xrc.node);
 	pthread_mutex_unlock(&xrc_lock);
 }
 
 void sv_xrc_qp_del(struct sv_qp *qp)
 {
 	pthread_mutex_lock(&xrc_lock);
-	sv_list_del(&qp->xrc_node);
+	sv_list_del(&qp->xrc.node);
 	pthread_mutex_unlock(&xrc_lock);
 }
 
@@ -458,13 +458,13 @@ struct ibv_qp *sv_open_qp(struct ibv_context *c, struct ibv_qp_open_attr *a)
 	pthread_mutex_lock(&xrc_lock);
 	sv_list_for_each(n, &xrc_qps)
 	{
-		struct sv_qp *qp = container_of(n, struct sv_qp, xrc_node);
+		struct sv_qp *qp = container_of(n, struct sv_qp, xrc.node);
 
 		if (qp->qpx.qp_base.qp_num != a->qp_num ||
-		    strcmp(qp->xrcd->id, to_sxrcd(a->xrcd)->id))
+		    strcmp(qp->xrc.xrcd->id, to_sxrcd(a->xrcd)->id))
 			continue;
 		sv_lock(&qp->lock);
-		qp->xrc_opens++;
+		qp->xrc.opens++;
 		sv_unlock(&qp->lock);
 		found = &qp->qpx.qp_base;
 		break;

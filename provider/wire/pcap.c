@@ -32,7 +32,7 @@
  * a one-sided operation done in the peer's memory (req.c try_direct)
  * becomes its request and its response in the initiator's capture, under
  * PSNs the engine never used: the initiator shows its QP's PSNs shifted
- * by those (qp->pcap_psn_off), and the target shows nothing of it.
+ * by those (qp->pcap.psn_off), and the target shows nothing of it.
  *
  * Hooks sit behind `if (sv_pcap_on)`, set once before any QP exists: off,
  * the engine pays a predictable branch.  Records are built on the stack

@@ -77,7 +77,7 @@ static bool train_one(struct sv_qp *qp, struct ib_pkt *k,
 		k->opcode = pre | IB_ATOMIC_ACK;
 		k->aeth = true;
 		k->syndrome = 0x1f;
-		k->msn = ++qp->pcap_msn;
+		k->msn = ++qp->pcap.msn;
 		k->atomack = &aa;
 		k->psn = h->psn + off;
 		sv_pcap_emit(k);
@@ -174,7 +174,7 @@ static void train_segments(struct sv_qp *qp, struct ib_pkt *k,
 			/* IBA 9.3.5: AETH on FIRST, LAST and ONLY */
 			k->aeth = f || l;
 			k->syndrome = 0x1f;
-			k->msn = l ? ++qp->pcap_msn : qp->pcap_msn;
+			k->msn = l ? ++qp->pcap.msn : qp->pcap.msn;
 			break;
 		default:
 			return; /* not a packet we draw */
@@ -193,8 +193,8 @@ static void train(struct sv_qp *qp, bool tx, const struct sv_pkt *h,
 	bool req =
 		h->opcode != SV_OP_READ_RESP && h->opcode != SV_OP_ATOMIC_RESP;
 	bool mine = tx == req; /* the requester's QP shows shifted PSNs */
-	uint32_t off = mine ? qp->pcap_psn_off : 0;
-	struct ib_pkt k = {.a = &qp->pcap_addr, .tx = tx, .dqpn = dqpn(qp, tx)};
+	uint32_t off = mine ? qp->pcap.psn_off : 0;
+	struct ib_pkt k = {.a = &qp->pcap.addr, .tx = tx, .dqpn = dqpn(qp, tx)};
 	uint32_t mtu = qp->mtu ? qp->mtu : 4096;
 	const struct sv_opcode_info *o = sv_opcode(h->opcode);
 	bool raw = data == ext; /* a record as received: check its lengths */
@@ -248,8 +248,9 @@ void sv_pcap_req(struct sv_qp *qp, const struct sv_swqe *w,
 	/* a placed send's or a note's bytes are the WQE's: inline, or
 	 * its SGEs, made pointers by the gather that placed them */
 	if (w->inl) {
-		one.addr = (uintptr_t)(qp->sq_inline +
-				       (size_t)(w - qp->sq) * qp->max_inline);
+		one.addr =
+			(uintptr_t)(qp->sq.inline_buf +
+				    (size_t)(w - qp->sq.wqe) * qp->max_inline);
 		one.length = w->length;
 	} else if (w->mapped) {
 		sg.sge = sv_swqe_sge(qp, w);
@@ -263,7 +264,7 @@ void sv_pcap_req(struct sv_qp *qp, const struct sv_swqe *w,
 void sv_pcap_ack(struct sv_qp *qp, bool tx, uint64_t ack)
 {
 	uint32_t syn = SV_ACK_SYN(ack);
-	struct ib_pkt k = {.a = &qp->pcap_addr,
+	struct ib_pkt k = {.a = &qp->pcap.addr,
 			   .tx = tx,
 			   .opcode = prefix(qp) | IB_ACK,
 			   .dqpn = dqpn(qp, tx),
@@ -274,7 +275,7 @@ void sv_pcap_ack(struct sv_qp *qp, bool tx, uint64_t ack)
 	switch (syn) {
 	case SV_ACK:
 		k.syndrome = 0x1f;
-		k.msn = ++qp->pcap_msn;
+		k.msn = ++qp->pcap.msn;
 		break;
 	case SV_NAK_RNR:
 		k.syndrome = 0x20 | (SV_ACK_TIMER(ack) & 0x1f);
@@ -295,9 +296,9 @@ void sv_pcap_ack(struct sv_qp *qp, bool tx, uint64_t ack)
 		return; /* not a word a responder writes */
 	}
 	if (syn != SV_ACK)
-		k.msn = qp->pcap_msn;
+		k.msn = qp->pcap.msn;
 	/* the requester's process shows its PSNs shifted (direct ops) */
-	k.psn = SV_ACK_PSN(ack) + (tx ? 0 : qp->pcap_psn_off);
+	k.psn = SV_ACK_PSN(ack) + (tx ? 0 : qp->pcap.psn_off);
 	sv_pcap_emit(&k);
 }
 
@@ -307,7 +308,7 @@ void sv_pcap_direct(struct sv_qp *qp, const struct sv_swqe *w,
 	const struct sv_opcode_info *o = &sv_opcodes[w->op];
 	uint32_t mtu = qp->mtu ? qp->mtu : 4096;
 	uint32_t n = w->length ? (w->length + mtu - 1) / mtu : 1;
-	uint32_t base = sv_psn_add(qp->next_psn, qp->pcap_psn_off);
+	uint32_t base = sv_psn_add(qp->req.psn, qp->pcap.psn_off);
 	struct sv_pkt h = {.psn = base, .npsn = n, .msg_len = w->length};
 	uint8_t ext[sizeof(struct sv_atometh)];
 	struct sv_reth r = {
@@ -325,23 +326,23 @@ void sv_pcap_direct(struct sv_qp *qp, const struct sv_swqe *w,
 		h.npsn = 1;
 		memcpy(ext, &a, sizeof(a));
 		{
-			uint32_t keep = qp->pcap_psn_off;
+			uint32_t keep = qp->pcap.psn_off;
 
-			qp->pcap_psn_off = 0;
+			qp->pcap.psn_off = 0;
 			train(qp, true, &h, ext, NULL, NULL, NULL);
 			if (data)
 				memcpy(&aa.orig, data, 8);
 			h.opcode = SV_OP_ATOMIC_RESP;
 			memcpy(ext, &aa, sizeof(aa));
 			train(qp, false, &h, ext, NULL, NULL, NULL);
-			qp->pcap_psn_off = keep + 1;
+			qp->pcap.psn_off = keep + 1;
 		}
 		return;
 	}
 	{
-		uint32_t keep = qp->pcap_psn_off;
+		uint32_t keep = qp->pcap.psn_off;
 
-		qp->pcap_psn_off = 0;
+		qp->pcap.psn_off = 0;
 		memcpy(ext, &r, sizeof(r));
 		if (w->op == SV_OP_READ_REQ) {
 			h.opcode = SV_OP_READ_REQ;
@@ -350,7 +351,7 @@ void sv_pcap_direct(struct sv_qp *qp, const struct sv_swqe *w,
 			h.opcode = SV_OP_READ_RESP;
 			h.len = w->length;
 			train(qp, false, &h, NULL, data, NULL, NULL);
-			qp->pcap_psn_off = keep + n;
+			qp->pcap.psn_off = keep + n;
 			return;
 		}
 		/* a write: its packets, then the peer's ACK of the last;
@@ -364,7 +365,7 @@ void sv_pcap_direct(struct sv_qp *qp, const struct sv_swqe *w,
 		if (npsn_shown == n)
 			sv_pcap_ack(qp, false,
 				    sv_ack_word(base + n - 1, SV_ACK, 0, 0));
-		qp->pcap_psn_off = keep + npsn_shown;
+		qp->pcap.psn_off = keep + npsn_shown;
 	}
 }
 
@@ -387,7 +388,7 @@ void sv_pcap_ud(struct sv_qp *qp, bool tx, const struct sv_ud_hdr *u,
 	k.se = (u->flags & SV_UD_SOLICITED) != 0;
 	k.dqpn = u->dst_qpn;
 	/* UD's PSNs mean nothing to the receiver: ours count sends */
-	k.psn = tx ? qp->pcap_psn_off++ & SV_PSN_MASK : 0;
+	k.psn = tx ? qp->pcap.psn_off++ & SV_PSN_MASK : 0;
 	k.qkey = u->qkey;
 	k.src_qpn = u->src_qpn;
 	k.imm = (u->flags & SV_UD_IMM) != 0;

@@ -192,7 +192,7 @@ static void drop_run(const char *spec, int fd)
 	sv_pair_open(&P, &o, &o);
 	transfer(&P, 2000, 16384, 50000);
 	r[0] = stats_of(&P.b).fault_drops;
-	r[1] = to_sqp(P.b.qp)->fault_drop_hash;
+	r[1] = to_sqp(P.b.qp)->inject.drop_hash;
 	sv_pair_close(&P);
 	if (write(fd, r, sizeof(r)) != sizeof(r))
 		_exit(3);

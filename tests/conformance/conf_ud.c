@@ -793,7 +793,7 @@ SV_TEST(ud_sender_waits_for_a_starved_receiver)
 /* A receiver that stays stopped costs its sender one wait
  * (SV_UD_HOLD_NS, 2 s), not one per datagram: after the first is lost,
  * the rest to it are lost at once while its queue stays full
- * (qp->ud_stalled).  Waiting each time, the sender's 22 that find no
+ * (qp->ud.stalled).  Waiting each time, the sender's 22 that find no
  * room would take 44 s. */
 SV_TEST(ud_stopped_receiver_costs_one_wait)
 {

@@ -68,12 +68,12 @@ static uint64_t load64(_Atomic uint64_t *p)
 
 static uint64_t drops(struct ibv_qp *qp)
 {
-	return __atomic_load_n(&to_sqp(qp)->ud_drops, __ATOMIC_RELAXED);
+	return __atomic_load_n(&to_sqp(qp)->ud.drops, __ATOMIC_RELAXED);
 }
 
 static uint32_t nlanes(struct ibv_qp *qp)
 {
-	return atomic_load_explicit(&to_sqp(qp)->ud_nlanes,
+	return atomic_load_explicit(&to_sqp(qp)->ud.lanes_accepted,
 				    memory_order_relaxed);
 }
 
@@ -98,9 +98,9 @@ SV_TEST(ud_lane_used)
 		ASSERT_EQ(0, memcmp(r.buf + GRH, &i, 4));
 	}
 	/* all but those sent before the lane was accepted */
-	ASSERT_TRUE(load64(&to_sqp(r.qp)->ud_lane_rx) >= 150);
-	ASSERT_EQ(load64(&to_sqp(r.qp)->ud_lane_rx),
-		  load64(&to_sqp(s.qp)->ud_lane_tx));
+	ASSERT_TRUE(load64(&to_sqp(r.qp)->ud.lane_rx) >= 150);
+	ASSERT_EQ(load64(&to_sqp(r.qp)->ud.lane_rx),
+		  load64(&to_sqp(s.qp)->ud.lane_tx));
 	ASSERT_EQ(1, nlanes(r.qp));
 	ASSERT_EQ(0, drops(r.qp));
 	ud_end_close(&s);
@@ -132,7 +132,7 @@ SV_HELPER(ud_lane_sender)
 		}
 		/* no go if the first was lost (no room in time): counted */
 		if (m == 1)
-			lost0 = load64(&to_sqp(s.qp)->ud_lost) > 0;
+			lost0 = load64(&to_sqp(s.qp)->ud.lost) > 0;
 		if (m == 1 && go >= 0 && !lost0) {
 			char b;
 
@@ -150,10 +150,10 @@ SV_HELPER(ud_lane_sender)
 	}
 	/* what found no room in time is lost, as on a wire: counted */
 	printf("lost %llu lane %llu\n",
-	       (unsigned long long)load64(&to_sqp(s.qp)->ud_lost),
-	       (unsigned long long)load64(&to_sqp(s.qp)->ud_lane_tx));
+	       (unsigned long long)load64(&to_sqp(s.qp)->ud.lost),
+	       (unsigned long long)load64(&to_sqp(s.qp)->ud.lane_tx));
 	if (go >= 0 &&
-	    load64(&to_sqp(s.qp)->ud_lane_tx) + load64(&to_sqp(s.qp)->ud_lost) <
+	    load64(&to_sqp(s.qp)->ud.lane_tx) + load64(&to_sqp(s.qp)->ud.lost) <
 		    FAN_MSGS - 1)
 		return 3;
 	ud_end_close(&s);
@@ -222,7 +222,7 @@ SV_TEST(ud_lane_fan_in_8_processes)
 	ASSERT_EQ(total, got + lost);
 	ASSERT_EQ(0, drops(r.qp));
 	/* all but each sender's first (and the lost) through the lanes */
-	ASSERT_EQ(got - FAN_SENDERS, load64(&to_sqp(r.qp)->ud_lane_rx));
+	ASSERT_EQ(got - FAN_SENDERS, load64(&to_sqp(r.qp)->ud.lane_rx));
 	if (lost)
 		printf("%u of %u lost for want of room\n", lost, total);
 	for (int i = 0; i < FAN_SENDERS; i++) {
@@ -438,7 +438,7 @@ SV_TEST(ud_lane_hostile_contents)
 		ASSERT_EQ(s.qp->qp_num, wc.src_qp);
 		post_recv(&r, wc.wr_id, wc.wr_id * 8192, 8192);
 	}
-	ASSERT_TRUE(load64(&to_sqp(s.qp)->ud_lane_tx) > 0);
+	ASSERT_TRUE(load64(&to_sqp(s.qp)->ud.lane_tx) > 0);
 	ASSERT_EQ(2, nlanes(r.qp));
 
 	/* junk offers: an unsealed memfd, one of the wrong size, one for
@@ -503,7 +503,7 @@ SV_TEST(ud_lane_wakes_sleeping_receiver)
 	ASSERT_OK(ibv_req_notify_cq(r.cq, 0));
 	/* the progress thread takes the QP over and says so in the lane */
 	end = sv_now_ms() + SV_WC_TIMEOUT_MS;
-	while (!atomic_load(&to_sqp(r.qp)->lanes[0].hdr->rx_sleep)) {
+	while (!atomic_load(&to_sqp(r.qp)->ud.lanes[0].hdr->rx_sleep)) {
 		unsigned int us = 100;
 
 		ASSERT_TRUE(sv_now_ms() < end);
@@ -518,7 +518,7 @@ SV_TEST(ud_lane_wakes_sleeping_receiver)
 	ASSERT_EQ(1, ibv_poll_cq(r.cq, 1, &wc));
 	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 	ASSERT_EQ(0, memcmp(r.buf + wc.wr_id * 128 + GRH, &(uint32_t){2}, 4));
-	ASSERT_TRUE(load64(&to_sqp(r.qp)->ud_lane_rx) >= 2);
+	ASSERT_TRUE(load64(&to_sqp(r.qp)->ud.lane_rx) >= 2);
 	ud_end_close(&s);
 	ud_end_close(&r);
 }
@@ -577,7 +577,7 @@ SV_TEST(ud_lane_receiver_destroyed_qpn_reused)
 		send_one(&s, i, qpn);
 		WAIT_WC(r.cq, &wc, SV_WC_TIMEOUT_MS);
 	}
-	ASSERT_TRUE(load64(&to_sqp(r.qp)->ud_lane_rx) > 0);
+	ASSERT_TRUE(load64(&to_sqp(r.qp)->ud.lane_rx) > 0);
 	ASSERT_OK(ibv_destroy_qp(r.qp));
 	r.qp = NULL;
 
@@ -668,7 +668,7 @@ SV_TEST(ud_lane_sender_killed_mid_stream)
 	snprintf(qpn, sizeof(qpn), "%x", r.qp->qp_num);
 	sv_proc_start_helper(&p, "ud_lane_stream", (char *const[]){qpn, NULL},
 			     NULL);
-	while (load64(&to_sqp(r.qp)->ud_lane_rx) < 300) {
+	while (load64(&to_sqp(r.qp)->ud.lane_rx) < 300) {
 		uint32_t v;
 
 		WAIT_WC(r.cq, &wc, SV_WC_TIMEOUT_MS);

@@ -156,8 +156,8 @@ SV_TEST(udsecret_own_sends_sealed_and_taken)
 		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 		ASSERT_EQ(UD_GRH + 64u, wc.byte_len);
 	}
-	ASSERT_EQ(4u, to_sqp(u.qp)->ud_tx_seq);
-	ASSERT_TRUE(to_sqp(u.qp)->ud_tx_id != 0);
+	ASSERT_EQ(4u, to_sqp(u.qp)->ud.tx_seq);
+	ASSERT_TRUE(to_sqp(u.qp)->ud.tx_id != 0);
 	ASSERT_EQ(0u, AUTHS(u.qp) + REPLAYS(u.qp));
 	ud_end_close(&u);
 	us_rm();
