@@ -15,7 +15,6 @@
 #include "util.h"
 
 int sv_debug;
-char sv_tsan_wire; /* util.h sv_tsan_sent: TSan's stand-in for a socket */
 
 void sv_lock_slow(struct sv_lock *l)
 {

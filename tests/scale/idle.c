@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,7 +207,7 @@ static uint64_t idle_looks(const struct sv_stat_hdr *h, uint32_t a, uint32_t b)
 		for (uint32_t i = 0; i < h->nqps; i++)
 			if (sl[i].qpn == a || sl[i].qpn == b)
 				looks -= sl[i].c[k];
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		atomic_thread_fence(memory_order_acquire);
 		if (!(s & 1) && s == __atomic_load_n(&h->seq, __ATOMIC_RELAXED))
 			return looks;
 	}
