@@ -229,6 +229,7 @@ int main(int argc, char **argv)
 	if (!l || !l[0])
 		die("no RDMA device (run under softverbs-run)", ENODEV);
 	c.ctx = ibv_open_device(l[0]);
+	ibv_free_device_list(l);
 	if (!c.ctx || !(c.pd = ibv_alloc_pd(c.ctx)))
 		die("ibv_open_device", errno);
 	c.mr = ibv_reg_mr(c.pd, c.buf, sizeof(c.buf), IBV_ACCESS_LOCAL_WRITE);
@@ -279,6 +280,7 @@ int main(int argc, char **argv)
 	}
 	t1 = now_ns();
 	after = idle_looks(h, a->qp_num, b->qp_num);
+	free(q); /* the QPs stay: the process ends */
 	if (after == UINT64_MAX) {
 		printf("sv_idle: %d idle QPs, %d event-driven round trips: "
 		       "%.1f us each (no progress_looks counter)\n",
