@@ -146,14 +146,12 @@ int sv_tcp_prepare(struct sv_link *l, const struct sv_link_conf *c)
 	/* one connection: pfd_conn, which the loop drains; pfd_acc (shared
 	 * memory's accepted connection) holds a caller that proves itself
 	 * (pend_step); tcp_close gives them back */
-	/* both drained as the link's socket: the QP's doorbell callback
-	 * (the loop's, which the QP set on pfd_conn) */
+	/* pfd_acc drained as the link's socket too: with the QP's doorbell
+	 * callback, edge triggered, which pfd_conn has had since the QP was
+	 * made (qp.c init_pfds; fuzz_tcp.c's own) and keeps */
 	t->pend_cb = __atomic_load_n(&c->pfd_acc->io.cb, __ATOMIC_RELAXED);
 	t->pend_edge = c->pfd_acc->edge;
 	sv_pfd_set(c->pfd_acc,
-		   __atomic_load_n(&c->pfd_conn->io.cb, __ATOMIC_RELAXED),
-		   true);
-	sv_pfd_set(c->pfd_conn,
 		   __atomic_load_n(&c->pfd_conn->io.cb, __ATOMIC_RELAXED),
 		   true);
 	if (c->stats)
