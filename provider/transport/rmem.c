@@ -20,8 +20,10 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "env.h"
+#include "guard.h"
+#include "objects.h"
 #include "rmem.h"
-#include "sv.h"
 
 #define REMOTE_ACCESS                                       \
 	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \

@@ -63,11 +63,17 @@
 #include <stdlib.h>
 
 #include "auth.h"
+#include "core.h"
 #include "crc32c.h"
+#include "env.h"
+#include "guard.h"
+#include "inject.h"
 #include "lane.h"
+#include "pcap.h"
+#include "progress.h"
 #include "shm.h"
-#include "sv.h"
 #include "tcp.h"
+#include "transport.h"
 #include "wire.h"
 
 int sv_ud_bind(struct sv_link *l, uint32_t *qpn)
