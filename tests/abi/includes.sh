@@ -87,9 +87,18 @@ fi
 		for (i = nd; i > 1; i--)
 			dirs[i] = dirs[i - 1]
 		dirs[1] = ""
+		for (i = 1; i <= nd; i++)
+			known[dirs[i]] = 1
 	}
 	$1 == "F" {
 		file[$2] = 1
+		# a directory not in the list above (a new one: add it to
+		# SV_PROVIDER_INCLUDE_DIRS too) is searched after them
+		d = dir($2)
+		if (d != "" && !(d in known)) {
+			known[d] = 1
+			dirs[++nd] = d
+		}
 		if (layer($2) < 0) {
 			printf "includes.sh: %s is in no layer: place it in a " \
 			       "layer'"'"'s directory (DESIGN.md)\n", $2
