@@ -12,8 +12,9 @@
 #include <infiniband/verbs.h>
 
 #include "fuzz.h"
+#include "progress.h"
 #include "shm.h"
-#include "sv.h"
+#include "transport.h"
 
 #define FZ_MR_LEN    8192u /* the registered bytes */
 #define FZ_GUARD_LEN 4096u /* unregistered bytes on each side of them */

@@ -3,9 +3,9 @@
  * What crosses the library boundary.  The library is compiled with
  * -fvisibility=hidden; a function is exported only when it is marked
  * SV_EXPORT *and* named in libibverbs.map, which gives it its version node.
- * For provider/abi/ only: the layers below export nothing (sv.h poisons
- * SV_EXPORT and SV_SYMVER; ctest abi.exports_only_in_abi checks the tree
- * and the objects).
+ * For provider/abi/ only: the layers below export nothing (core/objects.h
+ * poisons SV_EXPORT and SV_SYMVER; ctest abi.exports_only_in_abi checks
+ * the tree and the objects).
  */
 #ifndef SV_EXPORT_H
 #define SV_EXPORT_H

@@ -5,7 +5,8 @@
  * in core/, below all of them, so their calls go down; the CQ verbs
  * (create, poll, notify, resize, destroy) are verbs/cq.c.
  */
-#include "sv.h"
+#include "core.h"
+#include "objects.h"
 
 void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 {

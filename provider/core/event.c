@@ -11,7 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sv.h"
+#include "core.h"
+#include "objects.h"
 
 static void evq_count(struct sv_evq *q)
 {

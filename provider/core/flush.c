@@ -5,7 +5,8 @@
  * transition, which destroy goes through) and by the UD transport (a
  * send queue in SQE), so it is in core/, below them all.
  */
-#include "sv.h"
+#include "core.h"
+#include "objects.h"
 
 /* Flushes the send queue alone (SQE: receives go on). */
 void sv_qp_flush_sq(struct sv_qp *qp)

@@ -5,7 +5,8 @@
  * calls it: the requester's and responder's SGEs and RDMA keys, the UD
  * transport, XRC delivery; so it is in core/, below them all.
  */
-#include "sv.h"
+#include "core.h"
+#include "objects.h"
 
 /* pd first (acquire): an MR is published by its pd (release, after its
  * keys), so a pd we see came with the keys written before it. */

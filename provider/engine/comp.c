@@ -28,8 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core.h"
+#include "engine.h"
 #include "inject.h"
-#include "sv.h"
+#include "pcap.h"
 
 /*
  * IBA 9.7.5.2.8 table 45: RNR NAK timer codes, in 10 µs units

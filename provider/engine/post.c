@@ -8,9 +8,11 @@
 #include <errno.h>
 #include <string.h>
 
+#include "core.h"
+#include "engine.h"
 #include "inject.h"
+#include "progress.h"
 #include "rmem.h"
-#include "sv.h"
 
 static bool sq_full(const struct sv_qp *qp)
 {

@@ -6,9 +6,11 @@
  * the async events raised.  The rules of the other transitions are
  * qp_state.c; their effects (modify_qp) verbs/qp.c.
  */
+#include "core.h"
+#include "engine.h"
+#include "progress.h"
 #include "qp_state.h"
 #include "rmem.h"
-#include "sv.h"
 
 /* Closes the QP's link: its SRQ's lent WQEs returned, its fds off the
  * progress thread, the transport's connection closed (bye: tell the

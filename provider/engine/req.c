@@ -19,8 +19,13 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "core.h"
+#include "engine.h"
+#include "guard.h"
+#include "inject.h"
+#include "pcap.h"
 #include "rmem.h"
-#include "sv.h"
+#include "transport.h"
 
 /* The largest train: whole MTUs, at most what the link likes (64 KiB,
  * 16 KiB over TCP: SV_TCP_TRAIN) and a quarter ring, but

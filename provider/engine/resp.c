@@ -16,7 +16,12 @@
 #include "resp.h"
 #include "rmem.h"
 
-#include "sv.h"
+#include "core.h"
+#include "engine.h"
+#include "guard.h"
+#include "inject.h"
+#include "pcap.h"
+#include "transport.h"
 
 enum resp_result {
 	RESP_NEXT,  /* packet consumed; look at the next */

@@ -5,7 +5,7 @@
 #ifndef SV_RESP_H
 #define SV_RESP_H
 
-#include "sv.h"
+#include "objects.h"
 
 /* The PD that checks keys: the QP's, or on an XRC_RECV QP the PD of the
  * XRC SRQ the message names (IBA 11.8: the target QP has none). */

@@ -9,7 +9,8 @@
  */
 #include <string.h>
 
-#include "sv.h"
+#include "core.h"
+#include "engine.h"
 
 static void limit_reached(struct sv_srq *srq)
 {

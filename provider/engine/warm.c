@@ -16,8 +16,9 @@
  * meanwhile costs a few useless reads, and an address the application unmapped
  * none.
  */
+#include "core.h"
+#include "objects.h"
 #include "resp.h"
-#include "sv.h"
 
 #define SV_WARM_RECV_MAX 8192u
 #define SV_WARM_STEP	 1024u /* bytes read ahead per idle look */

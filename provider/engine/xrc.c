@@ -21,7 +21,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "sv.h"
+#include "core.h"
+#include "engine.h"
 #include "wire.h"
 
 /* The abstract socket name of an XRC SRQ: the domain and the number, so

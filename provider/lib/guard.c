@@ -29,7 +29,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "sv.h"
+#include "guard.h"
+#include "util.h"
 
 /* The recovery point of this thread's copy in progress, else NULL.
  * initial-exec: the handler must not call __tls_get_addr (it may

@@ -3,9 +3,9 @@
  * Who is at the other end of a TCP connection (issue 24, item 1): its
  * address, and if it is a socket of this host (our network namespace),
  * the user that owns it, found without root through NETLINK_SOCK_DIAG.
- * A service: it calls nothing of the provider and includes no sv.h, so
- * libibverbs (provider/transport/tcp/) and librdmacm (rdmacm/link.c) link a
- * copy each, as env.c and auth.c.
+ * A service: it calls nothing of the provider and includes no layer
+ * header, so libibverbs (provider/transport/tcp/) and librdmacm
+ * (rdmacm/link.c) link a copy each, as env.c and auth.c.
  */
 #ifndef SV_PEER_H
 #define SV_PEER_H

@@ -3,7 +3,7 @@
  * Counters shown outside the process, with no daemon and nothing written
  * outside it: each context makes a memfd named "softverbs-stat" (stat.h:
  * its layout), sealed against any change of size, and its progress
- * thread copies the QPs' counters (struct sv_qp_stats, sv.h) into it
+ * thread copies the QPs' counters (struct sv_qp_stats, objects.h) into it
  * every SV_STAT_PERIOD_NS while the context has QPs, under a seqcount
  * (plain stores: only other processes read the table, and they check
  * the seq around their copy).  softverbs-stat PID
@@ -24,8 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "objects.h"
 #include "stat.h"
-#include "sv.h"
 
 struct sv_stat {
 	int fd;

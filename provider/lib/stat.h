@@ -61,4 +61,18 @@ static_assert(sizeof(struct sv_stat_slot) == 16 + 8 * SV_STAT_MAX_CTR,
 	(sizeof(struct sv_stat_hdr) + \
 	 (uint64_t)SV_STAT_SLOTS * sizeof(struct sv_stat_slot))
 
+struct sv_context;
+struct sv_qp;
+
+/* Counters exposed (stat.c): a sealed memfd "softverbs-stat" per
+ * context, refreshed by the progress thread; softverbs-stat reads it. */
+struct sv_stat;
+int sv_stat_open(struct sv_context *ctx);
+void sv_stat_close(struct sv_context *ctx);
+/* Copies the QPs' counters into the table if its period has passed;
+ * the next time it wants to run (ns), or UINT64_MAX. */
+uint64_t sv_stat_refresh(struct sv_context *ctx, uint64_t now);
+/* A QP goes: its final counters stay in the context's totals. */
+void sv_stat_qp_gone(struct sv_qp *qp);
+
 #endif

@@ -21,8 +21,14 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "core.h"
+#include "engine.h"
 #include "evloop.h"
-#include "sv.h"
+#include "pcap.h"
+#include "progress.h"
+#include "stat.h"
+#include "transport.h"
+#include "verbs.h"
 
 #define SV_ACTIVE_CHECK_MS 5
 #define SV_ACTIVE_CHECK_NS (SV_ACTIVE_CHECK_MS * 1000000ull)

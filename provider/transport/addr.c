@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sv.h"
+#include "transport.h"
 
 /* FNV-1a over the host's identity: network namespace and host name. */
 static uint64_t host_hash(void)

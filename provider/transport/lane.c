@@ -17,8 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "env.h"
 #include "shm.h"
-#include "sv.h"
+#include "transport.h"
 
 #define SV_LANE_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 /* An offer not answered is made again after this (the datagram that

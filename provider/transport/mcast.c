@@ -32,8 +32,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "env.h"
 #include "mcast.h"
-#include "sv.h"
+#include "transport.h"
 
 /* The user's registry directory: "" on error.  0700 and ours, checked
  * by the caller on the fd it opens. */

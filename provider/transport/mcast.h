@@ -7,7 +7,7 @@
 #ifndef SV_MCAST_H
 #define SV_MCAST_H
 
-#include "sv.h"
+#include "objects.h"
 
 /* One attachment of a QP: (gid, lid), on qp->ud.mcast. */
 struct sv_mcast {

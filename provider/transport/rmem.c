@@ -22,8 +22,10 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "env.h"
+#include "guard.h"
+#include "objects.h"
 #include "rmem.h"
-#include "sv.h"
 #include "rmem_priv.h"
 
 /* A free range of arena offsets; the free list is sorted and coalesced. */

@@ -20,8 +20,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "objects.h"
 #include "rmem.h"
-#include "sv.h"
 #include "rmem_priv.h"
 
 struct vma {

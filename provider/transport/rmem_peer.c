@@ -21,8 +21,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "env.h"
+#include "objects.h"
 #include "rmem.h"
-#include "sv.h"
 #include "rmem_priv.h"
 
 #define REMOTE_ACCESS                                       \

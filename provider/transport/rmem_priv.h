@@ -16,8 +16,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "objects.h"
 #include "rmem.h"
-#include "sv.h"
 
 /* A range of our memory now backed by the arena: every MR whose pages
  * lie inside it shares it. */

@@ -31,8 +31,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "progress.h"
 #include "rmem.h"
-#include "sv.h"
 #include "util.h"
 
 /* The link's shared-memory state, in its priv (link.h). */

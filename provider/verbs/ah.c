@@ -12,7 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "sv.h"
+#include "transport.h"
+#include "verbs.h"
 
 /* 0, or EINVAL: an AH names port 1 (not "unset", as a QP's AV may) and
  * an address of this host. */

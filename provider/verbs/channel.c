@@ -14,7 +14,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "sv.h"
+#include "core.h"
+#include "env.h"
+#include "progress.h"
+#include "verbs.h"
 
 int sv_evq_init(struct sv_evq *q)
 {

@@ -11,8 +11,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "engine.h"
+#include "env.h"
+#include "inject.h"
+#include "pcap.h"
+#include "progress.h"
 #include "rmem.h"
-#include "sv.h"
+#include "stat.h"
+#include "transport.h"
+#include "verbs.h"
 
 #define SV_MR_TABLE_BYTES (SV_MAX_MR * sizeof(struct sv_mr *))
 

@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sv.h"
+#include "progress.h"
+#include "verbs.h"
 
 #define SV_CQ_WC_FLAGS                                                         \
 	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |                        \

@@ -17,7 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sv.h"
+#include "env.h"
+#include "transport.h"
+#include "verbs.h"
 
 /*
  * The IB vendor id is an IEEE OUI.  0x02xxxx has the U/L bit of its first

@@ -20,7 +20,8 @@
 #include <unistd.h>
 
 #include "mcast.h"
-#include "sv.h"
+#include "transport.h"
+#include "verbs.h"
 
 /* ib_attach_mcast's checks (the kernel's core): a multicast GID, a UD
  * QP, a multicast LID on an InfiniBand port (IBA 4.1.3: 0xc000-0xfffe). */

@@ -44,8 +44,10 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "entry.h"
+#include "guard.h"
+#include "objects.h"
 #include "rmem.h"
-#include "sv.h"
 
 #define SV_ACCESS_KNOWN                                                      \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                  \

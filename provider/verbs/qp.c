@@ -14,11 +14,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "engine.h"
+#include "env.h"
+#include "inject.h"
 #include "link.h"
+#include "pcap.h"
+#include "progress.h"
 #include "qp_attr.h"
 #include "qp_state.h"
 #include "rmem.h"
-#include "sv.h"
+#include "stat.h"
+#include "transport.h"
+#include "verbs.h"
 
 /* SOFTVERBS_RING_KB, rounded up to a power of two. */
 static uint64_t ring_size(void)

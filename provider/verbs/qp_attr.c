@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "qp_attr.h"
-#include "sv.h"
+#include "verbs.h"
 
 /* XRC_RECV (IBA 11.8): a domain of this context, and nothing else — no
  * PD, CQs, SRQ or queues (the kernel ignores them; we say EINVAL for an

@@ -6,7 +6,7 @@
 #ifndef SV_QP_ATTR_H
 #define SV_QP_ATTR_H
 
-#include "sv.h"
+#include "objects.h"
 
 /* ibv_create_qp's init attributes, for a QP of ctx. */
 int sv_qp_check_init_attr(struct ibv_context *ctx,

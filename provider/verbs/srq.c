@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sv.h"
+#include "engine.h"
+#include "progress.h"
+#include "verbs.h"
 
 static int alloc_queue(struct sv_srq *srq, uint32_t size)
 {

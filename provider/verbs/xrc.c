@@ -31,7 +31,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "sv.h"
+#include "core.h"
+#include "engine.h"
+#include "guard.h"
+#include "transport.h"
+#include "verbs.h"
 #include "wire.h"
 
 /* The byte whose OFD lock says "this inode has an XRC domain". */

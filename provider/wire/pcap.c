@@ -69,7 +69,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sv.h"
+#include "env.h"
+#include "guard.h"
+#include "pcap.h"
 #include "pcap_ib.h"
 
 #define SV_PCAP_BUF	 (256u * 1024)

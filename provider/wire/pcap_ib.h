@@ -6,7 +6,8 @@
 #ifndef SV_PCAP_IB_H
 #define SV_PCAP_IB_H
 
-#include "sv.h"
+#include "objects.h"
+#include "pcap.h"
 
 #define ROCE_PORT 4791
 

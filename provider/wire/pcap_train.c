@@ -10,7 +10,8 @@
  */
 #include <string.h>
 
-#include "sv.h"
+#include "objects.h"
+#include "pcap.h"
 #include "pcap_ib.h"
 
 static uint8_t prefix(const struct sv_qp *qp)

@@ -2,7 +2,7 @@
 # Exported symbols live in provider/abi/ alone (DESIGN.md, "provider/").
 #   exports_only_in_abi.sh SOURCE_DIR [OBJECT_DIR]
 # Fails if a provider source below abi/ spells an export (SV_EXPORT,
-# SV_SYMVER, visibility("default")) outside comments and sv.h's poison
+# SV_SYMVER, visibility("default")) outside comments and objects.h's poison
 # line, or if an object of libibverbs.so.1 built from such a source
 # (OBJECT_DIR: the softverbs target's CMakeFiles/softverbs.dir) defines a
 # global symbol with default visibility.  devfiles.c is another library

@@ -63,7 +63,7 @@ SV_TEST(device_attrs_sane)
 	ASSERT_GE(da.max_qp_init_rd_atom, 1);
 	ASSERT_GE(da.max_res_rd_atom, da.max_qp_rd_atom);
 	ASSERT_EQ(IBV_ATOMIC_GLOB, da.atomic_cap);
-	/* the SRQ engineer's limits (sv.h SV_MAX_SRQ_*) */
+	/* the SRQ engineer's limits (objects.h SV_MAX_SRQ_*) */
 	ASSERT_GE(da.max_srq, 1);
 	ASSERT_EQ(16384, da.max_srq_wr);
 	ASSERT_EQ(32, da.max_srq_sge);

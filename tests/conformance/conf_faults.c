@@ -5,7 +5,7 @@
  * access errors, a peer killed after its N-th packet, and a bad spec
  * refused at ibv_open_device.  Each test is its own process: the spec is
  * set before the first open (it is read once).  The counters are read
- * from the QP's struct sv_qp_stats through sv.h (no export for them).
+ * from the QP's struct sv_qp_stats through objects.h (no export for them).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -16,8 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "objects.h"
 #include "pair.h"
-#include "sv.h"
 #include "ud_end.h"
 
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)

@@ -16,8 +16,8 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+#include "objects.h"
 #include "pair.h"
-#include "sv.h"
 
 #define BUF (1 << 20)
 

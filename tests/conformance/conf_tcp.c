@@ -23,8 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "objects.h"
 #include "pair.h"
-#include "sv.h"
 #include "tcp.h"
 
 enum fault {

@@ -19,9 +19,9 @@
 #include <unistd.h>
 
 #include "lane.h"
+#include "objects.h"
 #include "pair.h"
 #include "shm.h"
-#include "sv.h"
 #include "ud_end.h"
 #include "wire.h"
 

@@ -16,8 +16,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "objects.h"
 #include "pair.h"
-#include "sv.h"
 #include "ud_end.h"
 #include "wire.h"
 

@@ -24,8 +24,9 @@
 #include "auth.h"
 #include "crc32c.h"
 #include "peer.h"
-#include "sv.h"
+#include "progress.h"
 #include "tcp_priv.h"
+#include "transport.h"
 
 /* The counters of a link that has no QP's (fuzz_tcp.c's). */
 static struct sv_qp_stats no_stats;

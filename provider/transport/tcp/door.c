@@ -25,7 +25,7 @@
 #include "auth.h"
 #include "crc32c.h"
 #include "peer.h"
-#include "sv.h"
+#include "progress.h"
 #include "tcp_priv.h"
 
 /*

@@ -22,8 +22,8 @@
 
 #include "auth.h"
 #include "crc32c.h"
+#include "objects.h"
 #include "peer.h"
-#include "sv.h"
 #include "tcp_priv.h"
 
 /* The CRC of a frame: its header with crc 0, then its body. */

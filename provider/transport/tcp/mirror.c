@@ -30,7 +30,7 @@
 #include "auth.h"
 #include "crc32c.h"
 #include "peer.h"
-#include "sv.h"
+#include "progress.h"
 #include "tcp_priv.h"
 
 /* Writes a record (or a pad) the peer sent at position pos of our ring

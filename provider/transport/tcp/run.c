@@ -23,7 +23,7 @@
 #include "auth.h"
 #include "crc32c.h"
 #include "peer.h"
-#include "sv.h"
+#include "progress.h"
 #include "tcp_priv.h"
 
 /* A path that is down looks like a slow peer to TCP, which retransmits

@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sv.h"
 #include "tcp.h"
+#include "transport.h"
 
 enum conn_state {
 	CONN_NONE,	 /* no connection: we call at next_ns (t->fd may

@@ -37,12 +37,14 @@
 
 #include "auth.h"
 #include "crc32c.h"
+#include "env.h"
 #include "lane.h"
+#include "progress.h"
 #include "shm.h"
-#include "sv.h"
 #include "tcp.h"
-#include "wire.h"
+#include "transport.h"
 #include "ud_priv.h"
+#include "wire.h"
 
 /* A datagram that arrived while its QP's socket was full waits here
  * (and the listener is out of epoll: the UDP socket's buffer holds the

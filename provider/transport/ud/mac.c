@@ -30,11 +30,11 @@
 #include "auth.h"
 #include "crc32c.h"
 #include "lane.h"
+#include "objects.h"
 #include "shm.h"
-#include "sv.h"
 #include "tcp.h"
-#include "wire.h"
 #include "ud_priv.h"
+#include "wire.h"
 
 /* The truncated MAC (wire.h struct sv_ud_mac) of the datagram h, its
  * payload and t's sender and seq, into out.  The header as the sender

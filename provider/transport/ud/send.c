@@ -36,13 +36,18 @@
 #include <stdlib.h>
 
 #include "auth.h"
+#include "core.h"
 #include "crc32c.h"
+#include "env.h"
+#include "guard.h"
+#include "inject.h"
 #include "lane.h"
+#include "pcap.h"
 #include "shm.h"
-#include "sv.h"
 #include "tcp.h"
-#include "wire.h"
+#include "transport.h"
 #include "ud_priv.h"
+#include "wire.h"
 
 /* Gathers a WQE's payload into dst (room SV_UD_MTU); -EFAULT or
  * -EINVAL on a bad key, bound or vanished memory. */

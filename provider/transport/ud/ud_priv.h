@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "sv.h"
+#include "objects.h"
 #include "wire.h"
 
 /*

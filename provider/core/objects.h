@@ -1,29 +1,36 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The provider's objects and what crosses files.  Each verbs object wraps
- * the libibverbs structure the application sees (first member, or the
- * context inside verbs_context) and adds our state.  Locks, from outer to
- * inner: ctx->qp_lock (rwlock: QP list / CQ membership) -> qp->lock ->
+ * The provider's objects (DESIGN.md, "provider/"): the structures every
+ * layer reads, with their limits and the small inline helpers that only
+ * touch their fields.  Each verbs object wraps the libibverbs structure
+ * the application sees (first member, or the context inside
+ * verbs_context) and adds our state.  Locks, from outer to inner:
+ * ctx->qp_lock (rwlock: QP list / CQ membership) -> qp->lock ->
  * ctx->xsrq_lock (XRC SRQ list) -> srq->lock -> cq->lock ->
  * channel/event-queue locks.  A responder holds
  * its qp->lock when it takes a WQE from the QP's SRQ; post_srq_recv takes
  * srq->lock alone, and wakes QPs waiting in RNR only after releasing it.
+ *
+ * Data, no calls: the functions on these objects are declared by the
+ * layer that defines them (verbs.h, engine.h, transport.h, progress.h,
+ * core.h).  In core/, below the layers that call each other, so that all
+ * of them may include it; it includes link.h and evloop.h, higher
+ * layers' headers, because a QP embeds its link and its timer and a pfd
+ * its io by value (tests/abi/includes.sh lists these two and the wire/
+ * and lib/ files that read a QP's fields).
  */
-#ifndef SV_H
-#define SV_H
+#ifndef SV_OBJECTS_H
+#define SV_OBJECTS_H
 
 #include <errno.h>
 #include <infiniband/verbs.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 
-#include "core.h"
-#include "entry.h"
-#include "env.h"
-#include "inject.h"
-#include "link.h"
 #include "evloop.h"
+#include "link.h"
 #include "util.h"
 
 /*
@@ -174,27 +181,6 @@ static inline struct sv_context *to_sctx(struct ibv_context *c)
 	return container_of(c, struct sv_context, vctx.context);
 }
 
-/* What each kind of object may count to (device.c; SV_MAX_*). */
-extern const uint32_t sv_obj_max[SV_OBJ_NUM];
-
-/* Counts one more object of kind k in the context: 0, or -EINVAL when
- * the device's max_* of that kind are already live (rxe's pool limit). */
-static inline int sv_obj_get(struct sv_context *ctx, enum sv_obj k)
-{
-	if (atomic_fetch_add_explicit(&ctx->nobj[k], 1, memory_order_relaxed) >=
-	    sv_obj_max[k]) {
-		atomic_fetch_sub_explicit(&ctx->nobj[k], 1,
-					  memory_order_relaxed);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static inline void sv_obj_put(struct sv_context *ctx, enum sv_obj k)
-{
-	atomic_fetch_sub_explicit(&ctx->nobj[k], 1, memory_order_relaxed);
-}
-
 /* A PD cannot go while anything created on it lives (the kernel's
  * usecnt): MRs and QPs take a reference (MWs, AHs, SRQs must too). */
 struct sv_pd {
@@ -240,26 +226,6 @@ static inline uint32_t sv_mr_slot(uint32_t key)
 {
 	return key & (SV_MAX_MR - 1);
 }
-
-/* Guarded copies (guard.c).  sv_guard_init installs the SIGSEGV/SIGBUS
- * handler (once; at the first registration); sv_copy_guarded copies to or
- * from registered memory and returns -EFAULT, instead of crashing, if the
- * application unmapped or truncated it. */
-void sv_guard_init(void);
-int sv_copy_guarded(void *dst, const void *src, size_t n);
-/* One 8-byte atomic on registered memory, guarded the same way: fetch-
- * and-add of value, or compare-and-swap (compare, value); the old value
- * in *old, or -EFAULT and nothing done. */
-int sv_atomic_guarded(uint64_t *p, uint64_t compare, uint64_t value,
-		      bool fetch_add, uint64_t *old);
-/* A window (rmem.c): the caller is about to make [lo, hi) read-only and
- * replace its pages; until sv_guard_window_close, a thread that writes
- * there waits in the handler, then retries.  One window at a time (a
- * mutex, held from open to close by the same thread, which must take no
- * lock a waiting writer may hold: no malloc).  [0, UINTPTR_MAX) covers
- * everything (fork's snapshot).  sv_guard_init must have run. */
-void sv_guard_window_open(uintptr_t lo, uintptr_t hi);
-void sv_guard_window_close(void);
 
 /* Completion with the extras the extended CQ API can read. */
 struct sv_cqe {
@@ -307,17 +273,6 @@ struct sv_channel {
 	struct ibv_comp_channel ibv;
 	struct sv_evq evq;
 };
-
-/* Removes every completion of QP qpn not polled yet (ibv_destroy_qp). */
-void sv_cq_clean(struct sv_cq *cq, uint32_t qpn);
-int sv_cq_attach_qp(struct sv_cq *cq, struct sv_qp *qp);
-void sv_cq_detach_qp(struct sv_cq *cq, struct sv_qp *qp);
-
-/* Async events (channel.c; core.h's sv_async_event queues them).  Drops
- * the queued events of a CQ or QP being destroyed. */
-void sv_async_forget(struct sv_context *ctx, void *obj);
-int sv_evq_init(struct sv_evq *q);
-void sv_evq_destroy(struct sv_evq *q);
 
 /* Send queue entry.  Inline data is copied at post time; SGEs are read
  * when the requester packetizes (the app may not touch them until the
@@ -450,19 +405,6 @@ static inline struct sv_srq *to_ssrq(struct ibv_srq *srq)
 {
 	return container_of(srq, struct sv_srq, ibv);
 }
-
-/* The responder's side (engine/srq.c).  The responder's WQE for the
- * message at hand: the first the QP holds (lent), else the SRQ's oldest
- * moved into its RQ; false if there is none.  Lends the QP more for
- * single copy, raises
- * IBV_EVENT_SRQ_LIMIT_REACHED when it crosses an armed limit.  Caller
- * holds qp->lock. */
-bool sv_srq_take(struct sv_srq *srq, struct sv_qp *qp);
-/* Gives the SRQ back the WQEs lent to qp that its peer has not claimed
- * (before its link closes: to ERROR, RESET).  Caller holds qp->lock. */
-void sv_srq_return(struct sv_qp *qp);
-/* WQEs an RC QP on an SRQ may hold lent (its RQ's slots). */
-#define SV_SRQ_LEND 64
 
 /* SOFTVERBS_FAULTS' counts (inject.c's callers): sv_stat_add by one. */
 #define SV_STAT_INC(qp, f) sv_stat_add(qp, f, 1)
@@ -779,57 +721,6 @@ static inline struct sv_qp *to_sqp(struct ibv_qp *qp)
 	return container_of((struct ibv_qp_ex *)qp, struct sv_qp, qpx);
 }
 
-/* This host's addresses (transport/addr.c). */
-uint16_t sv_local_lid(void);
-uint64_t sv_node_guid(void);
-/* Fills the GID table; returns its length (at most SV_GID_TBL_LEN). */
-int sv_gid_table(union ibv_gid *gids);
-bool sv_gid_is_local(const union ibv_gid *gid);
-/* The IPv4 address of an IPv4-mapped GID (::ffff:a.b.c.d); false if it
- * is not one. */
-bool sv_gid_ipv4(const union ibv_gid *gid, struct in_addr *a);
-/* A host's IP address for the TCP and UDP transports: IPv4 or IPv6. */
-union sv_sockaddr {
-	struct sockaddr sa;
-	struct sockaddr_in in;
-	struct sockaddr_in6 in6;
-};
-/* The address (and port) a GID names another host by: an IPv4-mapped
- * GID's IPv4 address, or a global (or ULA, or ::1) IPv6 address itself;
- * false for any other GID (link-local, multicast, zero). */
-bool sv_gid_sockaddr(const union ibv_gid *gid, uint16_t port,
-		     union sv_sockaddr *a);
-static inline socklen_t sv_sockaddr_len(const union sv_sockaddr *a)
-{
-	return a->sa.sa_family == AF_INET6 ? sizeof(a->in6) : sizeof(a->in);
-}
-/* Device (device.c).  An address vector this host can reach (port 1 or
- * unset; our LID, or a GID of our table): 0, or EINVAL said once on
- * stderr, as who. */
-/* An address vector's check (EINVAL, said on stderr); tcp_ok: another
- * host's IP address GID (sv_gid_sockaddr) is fine (a connected QP's, over TCP).
- */
-int sv_av_check(const struct ibv_ah_attr *a, const char *who, bool tcp_ok);
-int sv_port_mtu_bytes(enum ibv_mtu mtu);
-
-/* QP (qp.c; the error transition and the link's close, engine/qp_error.c). */
-void sv_qp_to_error(struct sv_qp *qp, enum ibv_event_type ev);
-void sv_qp_link_close(struct sv_qp *qp, bool bye);
-void sv_qp_init_ex_ops(struct sv_qp *qp, uint64_t send_ops_flags);
-int sv_qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags);
-void sv_qp_link_step(struct sv_qp *qp);
-/* The link's peer said goodbye (st CLOSED) or vanished (DEAD)
- * (progress.c).  Caller holds qp->lock. */
-void sv_qp_link_event(struct sv_qp *qp, enum sv_link_state st);
-/* The local ACK timeout (IBA 9.7.6.1.3; at least SV_MIN_ACK_TIMEOUT_NS,
- * UINT64_MAX / 2 for 0: infinite) (comp.c). */
-uint64_t sv_qp_ack_timeout_ns(const struct sv_qp *qp);
-/* A TCP link's turn (qp.c).  Caller holds qp->lock. */
-void sv_qp_tcp_run(struct sv_qp *qp, uint64_t now);
-void sv_qp_free_all(struct sv_context *ctx);
-/* ibv_close_device: every QP still open is torn down (BYE to peers). */
-void sv_qp_close_all(struct sv_context *ctx);
-
 /* A send WQE's SGEs: qp->sq.sge holds max_send_sge of them per WQE slot.
  * Data, not a step of the engine: the capture (a service) reads them too. */
 static inline struct ibv_sge *sv_swqe_sge(struct sv_qp *qp,
@@ -837,236 +728,5 @@ static inline struct ibv_sge *sv_swqe_sge(struct sv_qp *qp,
 {
 	return &qp->sq.sge[(size_t)(w - qp->sq.wqe) * qp->max_send_sge];
 }
-
-/* The engine (req.c, resp.c, comp.c).  Caller holds qp->lock. */
-/* Scatters into a WQE's local SGEs (read data, atomic results) at its
- * cursor; -EFAULT if the memory went, -EINVAL past the SGEs. */
-int sv_swqe_scatter(struct sv_qp *qp, struct sv_swqe *w, const uint8_t *src,
-		    uint32_t len);
-void sv_req_run(struct sv_qp *qp);
-void sv_resp_run(struct sv_qp *qp);
-void sv_comp_run(struct sv_qp *qp, uint64_t now_ns);
-/* Completes the finished WQEs at the head of the send queue, in order
- * (the requester calls it after executing one-sided WQEs itself). */
-void sv_comp_advance(struct sv_qp *qp);
-/* Drops the responses SOFTVERBS_FAULTS delay_us holds (reset, destroy). */
-void sv_comp_fault_free(struct sv_qp *qp);
-/* IBA table 45: an RNR NAK timer code in ns (comp.c). */
-uint64_t sv_rnr_timer_ns(uint8_t code);
-/* Retransmission: the send state back to psn (req.c). */
-void sv_req_rewind(struct sv_qp *qp, uint32_t psn);
-
-/* UD (ud.c).  Caller holds qp->lock. */
-/* Sends the posted WQEs as datagrams and completes them. */
-void sv_ud_send_run(struct sv_qp *qp);
-/* Takes every datagram waiting on the QP's socket. */
-void sv_ud_recv_run(struct sv_qp *qp);
-/* UD lanes (lane.c; off with SOFTVERBS_UD_LANES=0).  Sender, under
- * qp->lock: the datagram d of n bytes to QP qpn through its lane: 0 sent,
- * -EAGAIN the lane is full, 1 send it on the socket, with the lane's memfd
- * (SCM_RIGHTS) when *offer_fd >= 0.  sv_lane_gone: the socket says there
- * is no such QP.  Receiver, under qp->lock: sv_lane_offer maps the lane
- * pid offered with a checked datagram (fd is consumed); peek/consume take
- * its records in order (peek: 1 and our copy of the header, or 0). */
-int sv_lane_send(struct sv_qp *qp, const void *d, size_t n, uint32_t qpn,
-		 int *offer_fd);
-void sv_lane_gone(struct sv_context *ctx, uint32_t qpn);
-/* The datagram that offered the lane to qpn did not go (a full queue):
- * the offer goes with the next one. */
-void sv_lane_unoffered(struct sv_context *ctx, uint32_t qpn);
-void sv_lanes_tx_close(struct sv_context *ctx);
-void sv_lane_offer(struct sv_qp *qp, int fd, pid_t pid);
-int sv_lane_peek(struct sv_lane_rx *l, struct sv_ud_hdr *h,
-		 const uint8_t **payload);
-void sv_lane_consume(struct sv_lane_rx *l);
-void sv_lanes_rx_sleep(struct sv_qp *qp, bool sleep);
-void sv_lanes_rx_reap(struct sv_qp *qp);
-void sv_lanes_rx_close(struct sv_qp *qp);
-/* The datagram socket of a new UD QP, bound to its QPN. */
-int sv_ud_bind(struct sv_link *l, uint32_t *qpn);
-/* Where an AH's UD sends go: *ip another host's address (network order)
- * when they go over UDP, else 0; an IPv6 host's: *ip6 true, *ip
- * INADDR_NONE (the address is the dgid); -errno if the socket for it
- * cannot be made. */
-int sv_ud_route(struct sv_context *ctx, const struct ibv_ah_attr *a,
-		uint32_t *ip, bool *ip6);
-/* The context's UDP listener, at its first UD QP (a failure is said
- * once: datagrams from other hosts then do not reach it); closed with the
- * context.  Its callback in the loop (ud.c) passes datagrams on. */
-void sv_ud_door_open(struct sv_context *ctx);
-void sv_ud_door_close(struct sv_context *ctx);
-/* When a datagram held for a full QP socket is tried again (UINT64_MAX:
- * none held); tries it when due.  Progress thread only. */
-uint64_t sv_ud_door_next_ns(struct sv_context *ctx, uint64_t now);
-/* The listener joins (join) or leaves IPv4 group grp (network order)
- * between hosts: 0, or -errno when no interface took the join.  No
- * listener: 0 (the group stays this host's).  ctx->mcast_lock held. */
-int sv_ud_mcast_join(struct sv_context *ctx, uint32_t grp, bool join);
-
-/* Multicast (verbs/mcast.c, transport/mcast.c). */
-/* The members of group gid on this host: up to max QPNs, sorted, each
- * once; entries of dead members included (a datagram to them is lost). */
-int sv_mcast_members(const union ibv_gid *gid, uint32_t *qpn, int max);
-/* True if the QP is attached to group gid.  Caller holds qp->lock or
- * ctx->mcast_lock. */
-bool sv_mcast_attached(const struct sv_qp *qp, const uint8_t gid[16]);
-/* ibv_destroy_qp, ibv_close_device: the QP leaves every group (uverbs
- * detaches a destroyed QP).  Caller holds no QP lock. */
-void sv_mcast_detach_all(struct sv_qp *qp);
-/* True if gid is an IPv4-mapped multicast address (::ffff:224.0.0.0/4,
- * RoCEv2's MGID for an IPv4 group): *grp its address (network order). */
-bool sv_mcast_ipv4(const uint8_t gid[16], uint32_t *grp);
-/* This context's QPs attached to gid, sorted (up to max): 0 when none,
- * -EAGAIN when the registry lock is busy (try again).  Never blocks. */
-int sv_mcast_ctx_members(struct sv_context *ctx, const uint8_t gid[16],
-			 uint32_t *qpn, int max);
-
-/* XRC (xrc.c). */
-struct ibv_xrcd *sv_open_xrcd(struct ibv_context *c,
-			      struct ibv_xrcd_init_attr *attr);
-int sv_close_xrcd(struct ibv_xrcd *xrcd);
-struct ibv_qp *sv_open_qp(struct ibv_context *c, struct ibv_qp_open_attr *attr);
-/* An XRC SRQ's number and socket; 0 or -errno. */
-int sv_xsrq_bind(struct sv_srq *srq);
-void sv_xsrq_unbind(struct sv_srq *srq);
-/* Takes the forwarded sends waiting on the SRQ's socket while it has
- * WQEs.  Caller holds no SRQ lock. */
-void sv_xsrq_recv_run(struct sv_srq *srq);
-/* XRC_RECV QPs: joining and leaving the process's list (ibv_open_qp). */
-void sv_xrc_qp_add(struct sv_qp *qp);
-void sv_xrc_qp_del(struct sv_qp *qp);
-/* The abstract socket name of XRC SRQ srqn of domain (engine/xrc.c). */
-struct sockaddr_un;
-socklen_t sv_xsrq_addr(struct sockaddr_un *a, const char *domain,
-		       uint32_t srqn);
-/* The responder of an XRC_RECV QP (engine/xrc.c), for the message whose
- * packet names srqn: binds the SRQ if it is of our context (qp->srq,
- * qp->rcq), else marks the message to be forwarded.  Caller holds qp->lock. */
-int sv_xrc_bind(struct sv_qp *qp, uint32_t srqn);
-void sv_xrc_unbind(struct sv_qp *qp);
-/* A forwarded send: its bytes in order; at the last, handed to the SRQ's
- * process.  0, -EAGAIN (its queue is full: retry), -ENOENT (no SRQ of
- * that number in our domain), -EMSGSIZE. */
-int sv_xrc_fwd_data(struct sv_qp *qp, const struct sv_pkt *p,
-		    const uint8_t *data);
-int sv_xrc_fwd_send(struct sv_qp *qp, const struct sv_pkt *p);
-
-/* Progress (progress.c). */
-int sv_progress_start(struct sv_context *ctx);
-void sv_progress_stop(struct sv_context *ctx);
-/* Registers p (its callback: sv_pfd_set) for fd in ctx's loop. */
-void sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd);
-void sv_progress_del(struct sv_context *ctx, struct sv_pfd *p);
-/* An edge-triggered socket of ours (a TCP link's): out, whether room to
- * send wakes the thread too. */
-void sv_progress_want_out(struct sv_context *ctx, struct sv_pfd *p, bool out);
-/* Stops (or resumes) watching p for input; hang-ups still wake us. */
-void sv_progress_quiet(struct sv_context *ctx, struct sv_pfd *p, bool quiet);
-void sv_progress_kick(struct sv_context *ctx);
-/* New send work while the app may not poll: the thread must see its
- * timers (a plain load when the thread will look at qp anyway). */
-void sv_progress_note_work(struct sv_qp *qp);
-/* Asks the thread to look at qp soon (any thread; qp is type-stable). */
-void sv_progress_visit(struct sv_qp *qp);
-/* The callbacks of a QP's fds (sv_pfd_set), in the progress thread:
- * listener (hellos, edge), our connection or a TCP link's socket (rung,
- * edge), a peer's connection to us (goodbye or hang-up, level), a UD
- * QP's datagram socket (edge).  Each looks at the QP after. */
-void sv_progress_on_listen(struct sv_io *io, uint32_t revents);
-void sv_progress_on_doorbell(struct sv_io *io, uint32_t revents);
-void sv_progress_on_conn(struct sv_io *io, uint32_t revents);
-void sv_progress_on_ud(struct sv_io *io, uint32_t revents);
-/* Runs the engine for one QP if it has work; the fast path of poll/post. */
-void sv_qp_drive(struct sv_qp *qp);
-/* now: the time if the caller knows it, else 0 (the engine may skip
- * its timers to save clock reads). */
-void sv_qp_run(struct sv_qp *qp, uint64_t now);
-
-/* A receive WQE and its SGEs from a work request already checked
- * (post.c; SRQs too). */
-void sv_rwqe_fill(struct sv_rwqe *r, struct ibv_sge *sge,
-		  const struct ibv_recv_wr *wr);
-
-/* Shows the peer receives [from, rq_post) for single-copy sends (post.c).
- * Caller holds qp->lock. */
-void sv_rq_describe(struct sv_qp *qp, uint32_t from);
-
-/* Data path entry points, installed in context ops. */
-int sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
-		 struct ibv_send_wr **bad);
-int sv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
-		 struct ibv_recv_wr **bad);
-int sv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
-		     struct ibv_recv_wr **bad);
-int sv_post_srq_ops(struct ibv_srq *srq, struct ibv_ops_wr *op,
-		    struct ibv_ops_wr **bad);
-int sv_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
-struct ibv_srq *sv_create_srq_ex(struct ibv_context *c,
-				 struct ibv_srq_init_attr_ex *attr);
-int sv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
-int sv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
-struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *c,
-				  struct ibv_cq_init_attr_ex *attr);
-struct ibv_qp *sv_create_qp_ex(struct ibv_context *c,
-			       struct ibv_qp_init_attr_ex *attr);
-int sv_query_device_ex(struct ibv_context *c,
-		       const struct ibv_query_device_ex_input *in,
-		       struct ibv_device_attr_ex *attr, size_t attr_size);
-int sv_query_rt_values(struct ibv_context *c, struct ibv_values_ex *values);
-
-/*
- * Capture (pcap.c): SOFTVERBS_PCAP=FILE writes every packet as RoCEv2 in
- * a pcap file.  sv_pcap_on is set once, at the first ibv_open_device,
- * before any QP exists; every hook sits behind `if (sv_pcap_on)`.
- * tx: we send it (src = us); else we received it.
- */
-extern bool sv_pcap_on;
-void sv_pcap_open(void);
-/* Where a payload the record does not carry is (a send placed in the
- * receive buffer): SGEs whose addr are pointers, from the message's
- * first byte. */
-struct sv_pcap_sg {
-	const struct ibv_sge *sge;
-	uint32_t n;
-};
-/* A train (wire.h) as the per-MTU packets it stands for.  ext: the bytes
- * after the header (XRCETH if flagged, then the opcode's extension),
- * data: the payload (NULL: not at hand, the packet's headers written as
- * cut; ext itself: a received record, the payload after the extension,
- * lengths checked against h->rec_len); sg: a placed send's payload, or
- * NULL.  The requester's QP shows its PSNs shifted by qp->pcap.psn_off. */
-void sv_pcap_train(struct sv_qp *qp, bool tx, const struct sv_pkt *h,
-		   const uint8_t *ext, const uint8_t *data,
-		   const struct sv_pcap_sg *sg);
-/* sv_pcap_train of a train the requester sends for WQE w: a placed
- * send's payload and a write's note's (req.c try_direct) from w. */
-void sv_pcap_req(struct sv_qp *qp, const struct sv_swqe *w,
-		 const struct sv_pkt *h, const uint8_t *ext,
-		 const uint8_t *data);
-/* An ack word (ring.h) written (tx) or newly read, as an ACKNOWLEDGE. */
-void sv_pcap_ack(struct sv_qp *qp, bool tx, uint64_t ack);
-/* A one-sided WQE done in the peer's memory (req.c try_direct): its
- * request and its response as a hardware initiator would see them,
- * under PSNs of their own (qp->pcap.psn_off grows).  data: the bytes
- * written or read; npsn_shown: how many of the write's PSNs to show
- * (a write with immediate leaves its last to the note). */
-void sv_pcap_direct(struct sv_qp *qp, const struct sv_swqe *w,
-		    const uint8_t *data, uint32_t npsn_shown);
-/* A UD datagram (ud.c) sent or received. */
-void sv_pcap_ud(struct sv_qp *qp, bool tx, const struct sv_ud_hdr *h,
-		const uint8_t *sgid, const uint8_t *dgid, const uint8_t *data);
-/* Writes out what is buffered (the progress thread, context close). */
-void sv_pcap_flush(void);
-
-/* Counters exposed (stat.c): a sealed memfd "softverbs-stat" per
- * context, refreshed by the progress thread; softverbs-stat reads it. */
-struct sv_stat;
-int sv_stat_open(struct sv_context *ctx);
-void sv_stat_close(struct sv_context *ctx);
-/* Copies the QPs' counters into the table if its period has passed;
- * the next time it wants to run (ns), or UINT64_MAX. */
-uint64_t sv_stat_refresh(struct sv_context *ctx, uint64_t now);
-/* A QP goes: its final counters stay in the context's totals. */
-void sv_stat_qp_gone(struct sv_qp *qp);
 
 #endif

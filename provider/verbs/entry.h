@@ -3,9 +3,11 @@
  * The verbs objects' entry points: what the ABI layer (abi/verbs_*.c)
  * calls.  sv_X implements the exported verb ibv_X with its whole contract
  * (return value, errno, stderr lines), so the exported function is a thin
- * call; the objects may call each other's entry points (sv.h includes this
- * header), never an exported ibv_* name.  The entry points installed in
- * the context's ops tables (sv_post_send, sv_create_qp_ex...) are in sv.h.
+ * call; the objects may call each other's entry points (verbs.h includes
+ * this header), never an exported ibv_* name.  The entry points installed
+ * in the context's ops tables are in verbs.h (sv_create_qp_ex...) and
+ * engine.h (sv_post_send, sv_post_recv).  In verbs/, the layer that
+ * implements them; abi/ includes no other provider header.
  */
 #ifndef SV_ENTRY_H
 #define SV_ENTRY_H

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine (engine/, layer 2): requester, responder, completer,
+ * posting, the error transition, the SRQ's responder side and the XRC
+ * receive path, as the verbs objects and the progress thread call them.
+ */
+#ifndef SV_ENGINE_H
+#define SV_ENGINE_H
+
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "objects.h"
+#include "wire.h"
+
+/* The responder's side (engine/srq.c).  The responder's WQE for the
+ * message at hand: the first the QP holds (lent), else the SRQ's oldest
+ * moved into its RQ; false if there is none.  Lends the QP more for
+ * single copy, raises
+ * IBV_EVENT_SRQ_LIMIT_REACHED when it crosses an armed limit.  Caller
+ * holds qp->lock. */
+bool sv_srq_take(struct sv_srq *srq, struct sv_qp *qp);
+/* Gives the SRQ back the WQEs lent to qp that its peer has not claimed
+ * (before its link closes: to ERROR, RESET).  Caller holds qp->lock. */
+void sv_srq_return(struct sv_qp *qp);
+/* WQEs an RC QP on an SRQ may hold lent (its RQ's slots). */
+#define SV_SRQ_LEND 64
+
+/* QP: the error transition and the link's close (engine/qp_error.c),
+ * the extended post ops (post.c). */
+void sv_qp_to_error(struct sv_qp *qp, enum ibv_event_type ev);
+void sv_qp_link_close(struct sv_qp *qp, bool bye);
+void sv_qp_init_ex_ops(struct sv_qp *qp, uint64_t send_ops_flags);
+int sv_qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags);
+/* The local ACK timeout (IBA 9.7.6.1.3; at least SV_MIN_ACK_TIMEOUT_NS,
+ * UINT64_MAX / 2 for 0: infinite) (comp.c). */
+uint64_t sv_qp_ack_timeout_ns(const struct sv_qp *qp);
+
+/* The engine (req.c, resp.c, comp.c).  Caller holds qp->lock. */
+/* Scatters into a WQE's local SGEs (read data, atomic results) at its
+ * cursor; -EFAULT if the memory went, -EINVAL past the SGEs. */
+int sv_swqe_scatter(struct sv_qp *qp, struct sv_swqe *w, const uint8_t *src,
+		    uint32_t len);
+void sv_req_run(struct sv_qp *qp);
+void sv_resp_run(struct sv_qp *qp);
+void sv_comp_run(struct sv_qp *qp, uint64_t now_ns);
+/* Completes the finished WQEs at the head of the send queue, in order
+ * (the requester calls it after executing one-sided WQEs itself). */
+void sv_comp_advance(struct sv_qp *qp);
+/* Drops the responses SOFTVERBS_FAULTS delay_us holds (reset, destroy). */
+void sv_comp_fault_free(struct sv_qp *qp);
+/* IBA table 45: an RNR NAK timer code in ns (comp.c). */
+uint64_t sv_rnr_timer_ns(uint8_t code);
+/* Retransmission: the send state back to psn (req.c). */
+void sv_req_rewind(struct sv_qp *qp, uint32_t psn);
+
+/* The abstract socket name of XRC SRQ srqn of domain (engine/xrc.c). */
+struct sockaddr_un;
+socklen_t sv_xsrq_addr(struct sockaddr_un *a, const char *domain,
+		       uint32_t srqn);
+/* The responder of an XRC_RECV QP (engine/xrc.c), for the message whose
+ * packet names srqn: binds the SRQ if it is of our context (qp->srq,
+ * qp->rcq), else marks the message to be forwarded.  Caller holds qp->lock. */
+int sv_xrc_bind(struct sv_qp *qp, uint32_t srqn);
+void sv_xrc_unbind(struct sv_qp *qp);
+/* A forwarded send: its bytes in order; at the last, handed to the SRQ's
+ * process.  0, -EAGAIN (its queue is full: retry), -ENOENT (no SRQ of
+ * that number in our domain), -EMSGSIZE. */
+int sv_xrc_fwd_data(struct sv_qp *qp, const struct sv_pkt *p,
+		    const uint8_t *data);
+int sv_xrc_fwd_send(struct sv_qp *qp, const struct sv_pkt *p);
+
+/* A receive WQE and its SGEs from a work request already checked
+ * (post.c; SRQs too). */
+void sv_rwqe_fill(struct sv_rwqe *r, struct ibv_sge *sge,
+		  const struct ibv_recv_wr *wr);
+
+/* Shows the peer receives [from, rq_post) for single-copy sends (post.c).
+ * Caller holds qp->lock. */
+void sv_rq_describe(struct sv_qp *qp, uint32_t from);
+
+/* Data path entry points, installed in context ops. */
+int sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		 struct ibv_send_wr **bad);
+int sv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		 struct ibv_recv_wr **bad);
+
+#endif
