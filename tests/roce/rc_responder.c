@@ -203,6 +203,7 @@ static void oob(const char *bind_ip, int port, struct peer *pr,
 	close(cs);
 	close(ls);
 	printf("rc_responder: peer QPN %#x PSN %#x\n", qpn, psn);
+	fflush(stdout); /* a killed probe still says how far it got */
 }
 
 int main(int argc, char **argv)
