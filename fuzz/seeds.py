@@ -228,3 +228,35 @@ write('tcp', 'state_and_bye',
       u8(1) + u8(1) + u8(3) + bytes(32) + u8(1) + u8(4) + u8(1) + RUN)
 write('tcp', 'pad_then_record',
       u8(0) + u8(0) + u8(2) + u8(0) + u8(1) + RUN + tcp_record(0, 2) + RUN)
+
+
+# fuzz_roce.c: cfg (bit 0 IPv6, 1 check the ICRC, 2 seal it), IP ID, UDP
+# source port, segmenter length and index, then a RoCEv2 UDP payload
+# (BTH, extensions, payload, pad, ICRC: sealed by the target).
+def roce(op, ext=b'', payload=b'', cfg=0x06 | 0x40, pad=None):
+    pad = (-len(payload)) % 4 if pad is None else pad
+    bth = struct.pack('>BBHII', op, pad << 4, 0xffff, 0x000011,
+                      0x80000007)
+    pkt = bth + ext + payload + bytes((-len(payload)) % 4) + bytes(4)
+    return u8(cfg) + u16(0x2e32) + u16(49152) + u32(4096) + \
+        u32(0x03000001) + pkt
+
+
+RETH = struct.pack('>QII', 0x7f0000001000, 0x1234, 1024)
+write('roce', 'rc_send_only', roce(0x04, payload=b'hello'))
+write('roce', 'rc_write_first_v6', roce(0x06, RETH, bytes(512), cfg=0x07))
+write('roce', 'rc_ack', roce(0x11, struct.pack('>I', 0x1f000001)))
+write('roce', 'rc_atomic_ack',
+      roce(0x12, struct.pack('>IQ', 0x1f000002, 42)))
+write('roce', 'rc_read_resp_last', roce(0x0f, struct.pack('>I', 0x1f000003),
+                                       b'xyz'))
+write('roce', 'ud_send_only_imm',
+      roce(0x65, struct.pack('>II', 0x11111111, 0x99) + b'\1\2\3\4',
+           b'datagram', cfg=0x16))
+write('roce', 'xrc_cmp_swap',
+      roce(0xb3, struct.pack('>I', 0x42) +
+           struct.pack('>QIQQ', 0x7f0000002000, 0x5678, 5, 9), cfg=0x26))
+write('roce', 'cnp', roce(0x81, bytes(16)))
+write('roce', 'unsealed_unchecked', roce(0x0b, RETH + b'\xaa\xbb\xcc\xdd',
+                                         b'imm', cfg=0x00))
+write('roce', 'odd_pad', roce(0x04, payload=b'ab', pad=3))

@@ -9,11 +9,12 @@
  * none, over IPv4; computed over IPv6, which has no UDP without), BTH (the
  * IBA's opcode for the QP type, dest QP, PSN, SE and A bits, P_Key
  * 0xffff), the extension headers the opcode has, the payload and the
- * ICRC (CRC-32 over the masked headers and the payload, as IBA annex A17
- * and rxe_icrc.c).  Every length field (IP, UDP, the pad count) and the
- * record's orig_len are the whole packet's; SOFTVERBS_PCAP_SNAP cuts the
- * record as tcpdump -s does (incl_len < orig_len, bytes of the frame,
- * default 262144: whole packets), so a cut packet reads as cut.
+ * ICRC (CRC-32 over the masked headers and the payload, IBA annex A17),
+ * all drawn by the RoCEv2 codec (roce.h) the RoCE wire speaks.  Every length
+ * field (IP, UDP, the pad count) and the record's orig_len are the whole
+ * packet's; SOFTVERBS_PCAP_SNAP cuts the record as tcpdump -s does (incl_len <
+ * orig_len, bytes of the frame, default 262144: whole packets), so a cut packet
+ * reads as cut.
  *
  * The payload is shown wherever the bytes are at hand when the packet is
  * drawn: in the record (the ring's way), in the sender's gather list (a
@@ -73,6 +74,7 @@
 #include "guard.h"
 #include "pcap.h"
 #include "pcap_ib.h"
+#include "roce.h"
 
 #define SV_PCAP_BUF	 (256u * 1024)
 #define SV_PCAP_FLUSH	 (192u * 1024)
@@ -91,32 +93,12 @@ static struct {
 	uint8_t *buf;	   /* SV_PCAP_BUF */
 	size_t len;	   /* bytes buffered */
 	uint64_t first_ns; /* when the oldest buffered record came */
-	uint32_t crc_tab[256];
 } pc = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
 static void put16(uint8_t *p, uint16_t v)
 {
 	p[0] = v >> 8;
 	p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, v >> 16);
-	put16(p + 2, (uint16_t)v);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, v >> 32);
-	put32(p + 4, (uint32_t)v);
-}
-
-static uint32_t crc32_le(uint32_t crc, const uint8_t *p, size_t n)
-{
-	while (n--)
-		crc = pc.crc_tab[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-	return crc;
 }
 
 static uint64_t now_real_ns(void)
@@ -332,13 +314,6 @@ static void pcap_init(void)
 				"capturing nothing\n");
 		return;
 	}
-	for (uint32_t i = 0; i < 256; i++) {
-		uint32_t c = i;
-
-		for (int k = 0; k < 8; k++)
-			c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-		pc.crc_tab[i] = c;
-	}
 	/* pcap file header, our byte order: nanosecond magic, v2.4 */
 	{
 		uint32_t magic = 0xa1b23c4d, snaplen = pc.snap,
@@ -361,14 +336,6 @@ static void pcap_init(void)
 void sv_pcap_open(void)
 {
 	pthread_once(&pcap_once, pcap_init);
-}
-
-static bool is_v4(const uint8_t *ip)
-{
-	static const uint8_t pre[12] = {0, 0, 0, 0, 0,	  0,
-					0, 0, 0, 0, 0xff, 0xff};
-
-	return !memcmp(ip, pre, 12);
 }
 
 /* The first n bytes of a packet's payload into dst; nonzero if memory
@@ -400,168 +367,66 @@ static int payload_copy(uint8_t *dst, const struct ib_pkt *k, uint32_t n)
 	return n ? -1 : 0;
 }
 
-/* The UDP checksum of an IPv6 packet (RFC 8200 8.1): over the pseudo
- * header and the datagram at ip + 40, its checksum field zero. */
-static uint16_t udp6_sum(const uint8_t *ip, uint32_t udplen)
+/* The packet k as the codec (roce.h) takes it: the headers drawn are
+ * its opcode's. */
+static void to_roce(const struct ib_pkt *k, struct sv_roce_pkt *p)
 {
-	const uint8_t *u = ip + 40;
-	uint64_t sum = 17 + udplen;
-
-	for (int i = 8; i < 40; i += 2)
-		sum += (uint32_t)ip[i] << 8 | ip[i + 1];
-	for (uint32_t i = 0; i + 1 < udplen; i += 2)
-		sum += i == 6 ? 0 : (uint32_t)u[i] << 8 | u[i + 1];
-	if (udplen & 1)
-		sum += (uint32_t)u[udplen - 1] << 8;
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	sum = ~sum & 0xffff;
-	return sum ? (uint16_t)sum : 0xffff;
-}
-
-/* BTH and the extension headers the packet carries, at h; returns
- * their end. */
-static uint8_t *put_bth(uint8_t *h, const struct ib_pkt *k, uint32_t pad)
-{
-	h[0] = k->opcode;
-	h[1] = (uint8_t)((k->se ? 0x80 : 0) | pad << 4); /* TVer 0 */
-	put16(h + 2, 0xffff);
-	put32(h + 4, k->dqpn & 0xffffff);
-	put32(h + 8, (k->ack_req ? 0x80000000u : 0) | (k->psn & SV_PSN_MASK));
-	h += 12;
-	if (k->xrc) {
-		put32(h, k->xrc_srqn & 0xffffff);
-		h += 4;
-	}
-	if (k->deth) {
-		put32(h, k->qkey);
-		put32(h + 4, k->src_qpn & 0xffffff);
-		h += 8;
-	}
-	if (k->reth) {
-		put64(h, k->reth->va);
-		put32(h + 8, k->reth->rkey);
-		put32(h + 12, k->reth->dma_len);
-		h += 16;
-	}
-	if (k->atometh) {
-		put64(h, k->atometh->va);
-		put32(h + 8, k->atometh->rkey);
-		put64(h + 12, k->atometh->swap_add);
-		put64(h + 20, k->atometh->compare);
-		h += 28;
-	}
-	if (k->aeth) {
-		put32(h, (uint32_t)k->syndrome << 24 | (k->msn & 0xffffff));
-		h += 4;
-	}
-	if (k->atomack) {
-		put64(h, k->atomack->orig);
-		h += 8;
-	}
-	if (k->imm) {
-		memcpy(h, &k->imm_be, 4);
-		h += 4;
-	}
-	return h;
-}
-
-/* The IP and UDP headers of a frame whose Ethernet header is at f. */
-static void put_ip_udp(uint8_t *f, const struct ib_pkt *k, const uint8_t *sip,
-		       const uint8_t *dip, uint32_t udplen)
-{
-	bool v4 = is_v4(sip) && is_v4(dip);
-	uint8_t *ib = f + 14 + (v4 ? 20 : 40) + 8;
-	uint32_t iplen;
-
-	if (v4) {
-		uint8_t *ip = f + 14;
-		uint32_t sum = 0;
-
-		iplen = 20 + udplen;
-		ip[0] = 0x45;
-		put16(ip + 2, (uint16_t)iplen);
-		put16(ip + 6, 0x4000); /* DF */
-		ip[8] = 64;
-		ip[9] = 17;
-		memcpy(ip + 12, sip + 12, 4);
-		memcpy(ip + 16, dip + 12, 4);
-		for (int i = 0; i < 20; i += 2)
-			sum += (uint32_t)ip[i] << 8 | ip[i + 1];
-		while (sum >> 16)
-			sum = (sum & 0xffff) + (sum >> 16);
-		put16(ip + 10, (uint16_t)~sum);
-	} else {
-		uint8_t *ip = f + 14;
-
-		iplen = 40 + udplen;
-		put32(ip, 0x60000000u);
-		put16(ip + 4, (uint16_t)udplen);
-		ip[6] = 17;
-		ip[7] = 64;
-		memcpy(ip + 8, sip, 16);
-		memcpy(ip + 24, dip, 16);
-	}
-	put16(ib - 8, k->a->sport);
-	put16(ib - 6, ROCE_PORT);
-	put16(ib - 4, (uint16_t)udplen);
-}
-
-/* The ICRC's running value over a frame's headers, f to f + hlen. */
-static uint32_t icrc_headers(const uint8_t *f, uint32_t hlen, bool v4)
-{
-	/* IBA A17.3.3: the ICRC covers the IP and UDP headers with
-	 * their variant fields all ones, 8 ones bytes for the LRH,
-	 * and BTH's reserved byte (FECN/BECN) all ones */
-	uint8_t m[SV_PCAP_HDR_MAX];
-	uint32_t moff = 14;
-
-	memcpy(m, f + moff, hlen - moff);
-	if (v4) {
-		m[1] = 0xff;		      /* TOS */
-		m[8] = 0xff;		      /* TTL */
-		m[10] = m[11] = 0xff;	      /* checksum */
-		m[20 + 6] = m[20 + 7] = 0xff; /* UDP checksum */
-		m[28 + 4] = 0xff;	      /* BTH resv8a */
-	} else {
-		m[0] |= 0x0f; /* traffic class, flow label */
-		m[1] = m[2] = m[3] = 0xff;
-		m[7] = 0xff; /* hop limit */
-		m[40 + 6] = m[40 + 7] = 0xff;
-		m[48 + 4] = 0xff;
-	}
-	return crc32_le(0xdebb20e3u, m, hlen - moff);
+	*p = (struct sv_roce_pkt){
+		.opcode = k->opcode,
+		.se = k->se,
+		.ack_req = k->ack_req,
+		.pkey = 0xffff,
+		.dqpn = k->dqpn,
+		.psn = k->psn,
+		.srqn = k->xrc_srqn,
+		.qkey = k->qkey,
+		.src_qpn = k->src_qpn,
+		.syndrome = k->syndrome,
+		.msn = k->msn,
+		.imm_be = k->imm_be,
+		.len = k->len,
+	};
+	if (k->reth)
+		p->reth = *k->reth;
+	if (k->atometh)
+		p->atomic = *k->atometh;
+	if (k->atomack)
+		p->orig = k->atomack->orig;
 }
 
 /* Draws one packet into a record and appends it. */
 void sv_pcap_emit(const struct ib_pkt *k)
 {
-	uint8_t f[SV_PCAP_HDR_MAX + 8], *ib, *h;
-	const uint8_t *sip = k->tx ? k->a->src : k->a->dst;
-	const uint8_t *dip = k->tx ? k->a->dst : k->a->src;
-	bool v4 = is_v4(sip) && is_v4(dip);
-	uint32_t pad = (4 - (k->len & 3)) & 3, iblen, udplen, hlen;
+	uint8_t f[SV_PCAP_HDR_MAX + 8], *ib;
+	struct sv_roce_ip ip = {.sport = k->a->sport};
+	struct sv_roce_pkt p;
+	uint32_t pad = (4 - (k->len & 3)) & 3, iblen, ibhdr, hlen;
 	uint32_t orig, incl, crc = 0;
 	uint8_t padb[3] = {0}, *at;
 	uint64_t t = now_real_ns();
 	uint32_t rec[4];
 	size_t need;
-	bool drawn;
+	bool drawn, v4;
 
+	memcpy(ip.src, k->tx ? k->a->src : k->a->dst, 16);
+	memcpy(ip.dst, k->tx ? k->a->dst : k->a->src, 16);
+	v4 = sv_roce_ip_is_v4(&ip);
+	to_roce(k, &p);
 	memset(f, 0, sizeof(f));
 	/* Ethernet */
 	f[0] = 0x02;
-	memcpy(f + 2, dip + 12, 4);
+	memcpy(f + 2, ip.dst + 12, 4);
 	f[6] = 0x02;
-	memcpy(f + 8, sip + 12, 4);
+	memcpy(f + 8, ip.src + 12, 4);
 	put16(f + 12, v4 ? 0x0800 : 0x86dd);
-	ib = f + 14 + (v4 ? 20 : 40) + 8;
-	h = put_bth(ib, k, pad);
-	iblen = (uint32_t)(h - ib) + k->len + pad + 4;
-	udplen = 8 + iblen;
-	put_ip_udp(f, k, sip, dip, udplen);
-	hlen = (uint32_t)(h - f);
-	orig = hlen + k->len + pad + 4;
+	ib = f + 14 + (v4 ? SV_ROCE_IP4_UDP : SV_ROCE_IP6_UDP);
+	ibhdr = sv_roce_hdr_put(ib, &p);
+	if (!ibhdr)
+		return; /* not an opcode: pcap_train draws none such */
+	iblen = ibhdr + k->len + pad + SV_ROCE_ICRC;
+	sv_roce_ip_udp_put(f + 14, &ip, iblen);
+	hlen = (uint32_t)(ib - f) + ibhdr;
+	orig = hlen + k->len + pad + SV_ROCE_ICRC;
 	incl = orig < pc.snap ? orig : pc.snap;
 	/* the payload at hand: all of the packet is drawn (the cut is
 	 * only in what the record keeps); else its headers, cut */
@@ -570,7 +435,7 @@ void sv_pcap_emit(const struct ib_pkt *k)
 		incl = hlen;
 	if (drawn) {
 		/* the payload's part once it is copied, below */
-		crc = icrc_headers(f, hlen, v4);
+		crc = sv_roce_icrc_start(&ip, ib, ibhdr, iblen);
 	}
 	rec[0] = (uint32_t)(t / 1000000000ull);
 	rec[1] = (uint32_t)(t % 1000000000ull);
@@ -596,14 +461,14 @@ void sv_pcap_emit(const struct ib_pkt *k)
 		 * copied guarded, the ICRC computed over our copy */
 		if (k->len && payload_copy(at + hlen, k, k->len))
 			memset(at + hlen, 0, k->len); /* the memory went */
-		crc = crc32_le(crc, at + hlen, k->len);
-		crc = ~crc32_le(crc, padb, pad);
+		crc = sv_roce_icrc_add(crc, at + hlen, k->len);
+		crc = sv_roce_icrc_end(sv_roce_icrc_add(crc, padb, pad));
 		memcpy(at + hlen + k->len, padb, pad);
-		memcpy(at + hlen + k->len + pad, &crc, 4); /* least first */
+		sv_roce_icrc_put(at + hlen + k->len + pad, crc);
 	}
 	if (!v4) /* IPv6 has no UDP packet without a checksum (RFC 8200) */
 		put16(at + 14 + 40 + 6,
-		      drawn ? udp6_sum(at + 14, udplen) : 0xffff);
+		      drawn ? sv_roce_udp6_csum(at + 14, iblen) : 0xffff);
 	__atomic_store_n(&pc.len, pc.len + sizeof(rec) + incl,
 			 __ATOMIC_RELAXED);
 	if (pc.len > SV_PCAP_FLUSH || t - pc.first_ns > SV_PCAP_AGE_NS)

@@ -18,14 +18,14 @@ static uint8_t prefix(const struct sv_qp *qp)
 {
 	switch (qp->qpx.qp_base.qp_type) {
 	case IBV_QPT_UC:
-		return IB_UC;
+		return SV_IB_UC;
 	case IBV_QPT_UD:
-		return IB_UD;
+		return SV_IB_UD;
 	case IBV_QPT_XRC_SEND:
 	case IBV_QPT_XRC_RECV:
-		return IB_XRC;
+		return SV_IB_XRC;
 	default:
-		return IB_RC;
+		return SV_IB_RC;
 	}
 }
 
@@ -57,7 +57,7 @@ static bool train_one(struct sv_qp *qp, struct ib_pkt *k,
 	switch (h->opcode) {
 	case SV_OP_READ_REQ:
 		memcpy(&reth, ext, sizeof(reth));
-		k->opcode = pre | IB_READ_REQ;
+		k->opcode = pre | SV_IB_READ_REQ;
 		k->reth = &reth;
 		k->ack_req = true;
 		k->psn = h->psn + off;
@@ -66,8 +66,9 @@ static bool train_one(struct sv_qp *qp, struct ib_pkt *k,
 	case SV_OP_CMP_SWAP:
 	case SV_OP_FETCH_ADD:
 		memcpy(&ae, ext, sizeof(ae));
-		k->opcode = pre | (h->opcode == SV_OP_CMP_SWAP ? IB_CMP_SWAP
-							       : IB_FETCH_ADD);
+		k->opcode =
+			pre | (h->opcode == SV_OP_CMP_SWAP ? SV_IB_CMP_SWAP
+							   : SV_IB_FETCH_ADD);
 		k->atometh = &ae;
 		k->ack_req = true;
 		k->psn = h->psn + off;
@@ -75,7 +76,7 @@ static bool train_one(struct sv_qp *qp, struct ib_pkt *k,
 		return true;
 	case SV_OP_ATOMIC_RESP:
 		memcpy(&aa, ext, sizeof(aa));
-		k->opcode = pre | IB_ATOMIC_ACK;
+		k->opcode = pre | SV_IB_ATOMIC_ACK;
 		k->aeth = true;
 		k->syndrome = 0x1f;
 		k->msn = ++qp->pcap.msn;
@@ -94,13 +95,13 @@ static bool train_one(struct sv_qp *qp, struct ib_pkt *k,
 		/* the bytes: in the gather list (ours), else not at hand */
 		k->sg = sg;
 		k->sg_off = h->msg_len - total;
-		k->opcode = pre | (h->msg_len <= mtu ? IB_WRITE_ONLY_IMM
-						     : IB_WRITE_LAST_IMM);
+		k->opcode = pre | (h->msg_len <= mtu ? SV_IB_WRITE_ONLY_IMM
+						     : SV_IB_WRITE_LAST_IMM);
 		k->reth = h->msg_len <= mtu ? &reth : NULL;
 		k->imm = true;
 		k->imm_be = h->imm;
 		k->se = (h->flags & SV_PKT_SOLICITED) != 0;
-		k->ack_req = pre != IB_UC;
+		k->ack_req = pre != SV_IB_UC;
 		k->len = total;
 		k->psn = h->psn + off;
 		sv_pcap_emit(k);
@@ -145,32 +146,32 @@ static void train_segments(struct sv_qp *qp, struct ib_pkt *k,
 		k->imm = l && (h->flags & SV_PKT_IMM);
 		k->imm_be = h->imm;
 		k->se = l && (h->flags & SV_PKT_SOLICITED);
-		k->ack_req = l && pre != IB_UC;
+		k->ack_req = l && pre != SV_IB_UC;
 		switch (h->opcode) {
 		case SV_OP_SEND:
-			k->opcode =
-				pre |
-				(k->imm ? seg_op(0, 0, IB_SEND_LAST_IMM,
-						 IB_SEND_ONLY_IMM, f, l)
-					: seg_op(IB_SEND_FIRST, IB_SEND_MIDDLE,
-						 IB_SEND_LAST, IB_SEND_ONLY, f,
-						 l));
+			k->opcode = pre |
+				    (k->imm ? seg_op(0, 0, SV_IB_SEND_LAST_IMM,
+						     SV_IB_SEND_ONLY_IMM, f, l)
+					    : seg_op(SV_IB_SEND_FIRST,
+						     SV_IB_SEND_MIDDLE,
+						     SV_IB_SEND_LAST,
+						     SV_IB_SEND_ONLY, f, l));
 			break;
 		case SV_OP_WRITE:
-			k->opcode =
-				pre |
-				(k->imm ? seg_op(0, 0, IB_WRITE_LAST_IMM,
-						 IB_WRITE_ONLY_IMM, f, l)
-					: seg_op(IB_WRITE_FIRST,
-						 IB_WRITE_MIDDLE, IB_WRITE_LAST,
-						 IB_WRITE_ONLY, f, l));
+			k->opcode = pre |
+				    (k->imm ? seg_op(0, 0, SV_IB_WRITE_LAST_IMM,
+						     SV_IB_WRITE_ONLY_IMM, f, l)
+					    : seg_op(SV_IB_WRITE_FIRST,
+						     SV_IB_WRITE_MIDDLE,
+						     SV_IB_WRITE_LAST,
+						     SV_IB_WRITE_ONLY, f, l));
 			k->reth = f ? &reth : NULL;
 			break;
 		case SV_OP_READ_RESP:
-			k->opcode = pre | seg_op(IB_READ_RESP_FIRST,
-						 IB_READ_RESP_MIDDLE,
-						 IB_READ_RESP_LAST,
-						 IB_READ_RESP_ONLY, f, l);
+			k->opcode = pre | seg_op(SV_IB_READ_RESP_FIRST,
+						 SV_IB_READ_RESP_MIDDLE,
+						 SV_IB_READ_RESP_LAST,
+						 SV_IB_READ_RESP_ONLY, f, l);
 			k->ack_req = false;
 			/* IBA 9.3.5: AETH on FIRST, LAST and ONLY */
 			k->aeth = f || l;
@@ -267,7 +268,7 @@ void sv_pcap_ack(struct sv_qp *qp, bool tx, uint64_t ack)
 	uint32_t syn = SV_ACK_SYN(ack);
 	struct ib_pkt k = {.a = &qp->pcap.addr,
 			   .tx = tx,
-			   .opcode = prefix(qp) | IB_ACK,
+			   .opcode = prefix(qp) | SV_IB_ACK,
 			   .dqpn = dqpn(qp, tx),
 			   .aeth = true};
 
@@ -384,8 +385,8 @@ void sv_pcap_ud(struct sv_qp *qp, bool tx, const struct sv_ud_hdr *u,
 	memcpy(a.dst, dgid ? dgid : lo, 16);
 	h = u->src_qpn * 0x9e3779b1u ^ u->dst_qpn;
 	a.sport = (uint16_t)(0xc000 | (h >> 18));
-	k.opcode = IB_UD |
-		   (u->flags & SV_UD_IMM ? IB_SEND_ONLY_IMM : IB_SEND_ONLY);
+	k.opcode = SV_IB_UD | (u->flags & SV_UD_IMM ? SV_IB_SEND_ONLY_IMM
+						    : SV_IB_SEND_ONLY);
 	k.se = (u->flags & SV_UD_SOLICITED) != 0;
 	k.dqpn = u->dst_qpn;
 	/* UD's PSNs mean nothing to the receiver: ours count sends */

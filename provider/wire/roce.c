@@ -1,0 +1,542 @@
+// SPDX-License-Identifier: MIT
+/*
+ * RoCEv2 packets (roce.h): the headers an opcode carries written and
+ * read in wire order, the ICRC (IBA A17.3.3: CRC-32 over the masked IP,
+ * UDP and BTH headers, the rest of the packet), the checks a received
+ * packet must pass before any field is believed, and the segmentation of
+ * a message into FIRST/MIDDLE/LAST/ONLY packets.  Pure: no state but the
+ * CRC tables, no I/O.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "roce.h"
+
+const char *const sv_roce_verdict_names[SV_ROCE_VERDICTS] = {
+	[SV_ROCE_OK] = "ok",
+	[SV_ROCE_SHORT] = "short",
+	[SV_ROCE_TVER] = "bad_tver",
+	[SV_ROCE_OPCODE] = "bad_opcode",
+	[SV_ROCE_TRUNC] = "truncated_headers",
+	[SV_ROCE_PAD] = "bad_pad",
+	[SV_ROCE_LEN] = "bad_length",
+	[SV_ROCE_ICRC_BAD] = "bad_icrc",
+	[SV_ROCE_QPT] = "opcode_not_for_qp_type",
+	[SV_ROCE_SEG_LEN] = "bad_segment_length",
+};
+
+/* Extension headers in wire order (IBA 9.2), with their lengths. */
+static const struct {
+	uint32_t bit;
+	uint8_t len;
+} ext_order[] = {
+	{SV_RH_DETH, 8},     {SV_RH_XRCETH, 4}, {SV_RH_RETH, 16},
+	{SV_RH_ATOMETH, 28}, {SV_RH_AETH, 4},	{SV_RH_ATOMACK, 8},
+	{SV_RH_IMM, 4},	     {SV_RH_IETH, 4},	{SV_RH_CNP, 16},
+};
+
+/* -- CRC-32 (IEEE 802.3, reflected), slicing by 8 ------------------- */
+
+static uint32_t crc_tab[8][256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_init(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+		crc_tab[0][i] = c;
+	}
+	for (int k = 1; k < 8; k++)
+		for (int i = 0; i < 256; i++)
+			crc_tab[k][i] = (crc_tab[k - 1][i] >> 8) ^
+					crc_tab[0][crc_tab[k - 1][i] & 0xff];
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+/* The tables exist: sv_roce_icrc_start, which every ICRC begins with,
+ * made them. */
+uint32_t sv_roce_icrc_add(uint32_t crc, const void *buf, size_t n)
+{
+	const uint8_t *p = buf;
+
+	for (; n >= 8; n -= 8, p += 8) {
+		uint32_t a = crc ^ le32(p), b = le32(p + 4);
+
+		crc = crc_tab[7][a & 0xff] ^ crc_tab[6][(a >> 8) & 0xff] ^
+		      crc_tab[5][(a >> 16) & 0xff] ^ crc_tab[4][a >> 24] ^
+		      crc_tab[3][b & 0xff] ^ crc_tab[2][(b >> 8) & 0xff] ^
+		      crc_tab[1][(b >> 16) & 0xff] ^ crc_tab[0][b >> 24];
+	}
+	while (n--)
+		crc = crc_tab[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	return crc;
+}
+
+/* -- the opcode table's questions ----------------------------------- */
+
+uint32_t sv_roce_op_mask(uint8_t opcode)
+{
+	uint8_t tp = SV_IB_TRANSPORT(opcode);
+	const struct sv_ib_op *o;
+	uint32_t m;
+
+	if (tp == SV_IB_CNP)
+		o = SV_IB_OPERATION(opcode) == SV_IB_CNP_OP ? &sv_ib_cnp : NULL;
+	else
+		o = &sv_ib_ops[SV_IB_OPERATION(opcode)];
+	if (!o || !o->name || !(o->tps & (1u << (tp >> 5))))
+		return 0;
+	m = o->mask;
+	if (tp == SV_IB_UD)
+		m |= SV_RH_DETH;
+	if (tp == SV_IB_XRC && (m & SV_RH_REQ))
+		m |= SV_RH_XRCETH;
+	return m;
+}
+
+const char *sv_roce_op_name(uint8_t opcode, char *buf, size_t cap)
+{
+	static const char *const tps[8] = {"RC", "UC",	"RD", "UD",
+					   "",	 "XRC", "?6", "?7"};
+	uint8_t tp = SV_IB_TRANSPORT(opcode);
+
+	if (!sv_roce_op_mask(opcode))
+		return NULL;
+	if (tp == SV_IB_CNP)
+		snprintf(buf, cap, "%s", sv_ib_cnp.name);
+	else
+		snprintf(buf, cap, "%s %s", tps[tp >> 5],
+			 sv_ib_ops[SV_IB_OPERATION(opcode)].name);
+	return buf;
+}
+
+uint32_t sv_roce_hdr_len(uint32_t mask)
+{
+	uint32_t n = SV_ROCE_BTH;
+
+	for (size_t i = 0; i < sizeof(ext_order) / sizeof(ext_order[0]); i++)
+		if (mask & ext_order[i].bit)
+			n += ext_order[i].len;
+	return n;
+}
+
+/* -- big-endian fields ---------------------------------------------- */
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, (uint16_t)(v >> 16));
+	put16(p + 2, (uint16_t)v);
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)(v >> 32));
+	put32(p + 4, (uint32_t)v);
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)get16(p) << 16 | get16(p + 2);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	return (uint64_t)get32(p) << 32 | get32(p + 4);
+}
+
+/* -- IP and UDP ----------------------------------------------------- */
+
+static bool is_v4_mapped(const uint8_t *a)
+{
+	static const uint8_t pre[12] = {0, 0, 0, 0, 0,	  0,
+					0, 0, 0, 0, 0xff, 0xff};
+
+	return !memcmp(a, pre, sizeof(pre));
+}
+
+bool sv_roce_ip_is_v4(const struct sv_roce_ip *ip)
+{
+	return is_v4_mapped(ip->src) && is_v4_mapped(ip->dst);
+}
+
+uint32_t sv_roce_ip_udp_put(uint8_t *out, const struct sv_roce_ip *ip,
+			    uint32_t payload_len)
+{
+	uint8_t ttl = ip->ttl ? ip->ttl : 64;
+	uint32_t dgram = 8 + payload_len;
+	uint8_t *u;
+
+	if (sv_roce_ip_is_v4(ip)) {
+		uint32_t sum = 0;
+
+		memset(out, 0, 20);
+		out[0] = 0x45; /* version 4, 5 words: no options */
+		put16(out + 2, (uint16_t)(20 + dgram));
+		put16(out + 4, ip->ip_id);
+		put16(out + 6, ip->no_df ? 0 : 0x4000);
+		out[8] = ttl;
+		out[9] = 17; /* UDP */
+		memcpy(out + 12, ip->src + 12, 4);
+		memcpy(out + 16, ip->dst + 12, 4);
+		for (int i = 0; i < 20; i += 2)
+			sum += get16(out + i);
+		while (sum >> 16)
+			sum = (sum & 0xffff) + (sum >> 16);
+		put16(out + 10, (uint16_t)~sum);
+		u = out + 20;
+	} else {
+		put32(out, 0x60000000u); /* version 6, class 0, flow 0 */
+		put16(out + 4, (uint16_t)dgram);
+		out[6] = 17;
+		out[7] = ttl;
+		memcpy(out + 8, ip->src, 16);
+		memcpy(out + 24, ip->dst, 16);
+		u = out + 40;
+	}
+	put16(u, ip->sport);
+	put16(u + 2, ip->dport ? ip->dport : SV_ROCE_PORT);
+	put16(u + 4, (uint16_t)dgram);
+	put16(u + 6, 0);
+	return (uint32_t)(u + 8 - out);
+}
+
+uint16_t sv_roce_udp6_csum(const uint8_t *ip6, uint32_t payload_len)
+{
+	const uint8_t *u = ip6 + 40;
+	uint32_t dgram = 8 + payload_len;
+	uint64_t sum = 17 + (uint64_t)dgram;
+
+	for (int i = 8; i < 40; i += 2) /* the addresses */
+		sum += get16(ip6 + i);
+	for (uint32_t i = 0; i + 1 < dgram; i += 2)
+		sum += i == 6 ? 0 : get16(u + i);
+	if (dgram & 1)
+		sum += (uint32_t)u[dgram - 1] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	sum = ~sum & 0xffff;
+	return sum ? (uint16_t)sum : 0xffff; /* 0 means none: not in v6 */
+}
+
+/* -- the ICRC ------------------------------------------------------- */
+
+uint32_t sv_roce_icrc_start(const struct sv_roce_ip *ip, const uint8_t *hdr,
+			    uint32_t hlen, uint32_t payload_len)
+{
+	uint8_t m[SV_ROCE_IP6_UDP + SV_ROCE_BTH];
+	uint32_t n;
+
+	pthread_once(&crc_once, crc_init);
+	n = sv_roce_ip_udp_put(m, ip, payload_len);
+	/* A17.3.3: what routers may change is ones */
+	if (n == SV_ROCE_IP4_UDP) {
+		m[1] = 0xff;	      /* TOS (DSCP, ECN) */
+		m[8] = 0xff;	      /* TTL */
+		m[10] = m[11] = 0xff; /* header checksum */
+	} else {
+		m[0] |= 0x0f;		   /* traffic class ... */
+		m[1] = m[2] = m[3] = 0xff; /* ... and flow label */
+		m[7] = 0xff;		   /* hop limit */
+	}
+	m[n - 2] = m[n - 1] = 0xff; /* UDP checksum */
+	memcpy(m + n, hdr, SV_ROCE_BTH);
+	m[n + 4] = 0xff; /* BTH resv8a: FECN, BECN */
+	/* 0xdebb20e3: the register after the LRH's 8 bytes of ones that
+	 * RoCEv2 does not have but IBA's ICRC began with */
+	return sv_roce_icrc_add(
+		sv_roce_icrc_add(0xdebb20e3u, m, n + SV_ROCE_BTH),
+		hdr + SV_ROCE_BTH, hlen - SV_ROCE_BTH);
+}
+
+/* -- encode --------------------------------------------------------- */
+
+uint32_t sv_roce_hdr_put(uint8_t *h, const struct sv_roce_pkt *p)
+{
+	uint32_t m = sv_roce_op_mask(p->opcode);
+	uint8_t pad = (m & SV_RH_PAYLOAD) ? (uint8_t)(-p->len & 3) : 0;
+	uint8_t *x = h + SV_ROCE_BTH;
+
+	if (!m)
+		return 0;
+	/* IBA 9.2: BTH */
+	h[0] = p->opcode;
+	h[1] = (uint8_t)((p->se ? 0x80 : 0) | (p->mig ? 0x40 : 0) | pad << 4);
+	put16(h + 2, p->pkey);
+	put32(h + 4, (uint32_t)p->fb << 24 | (p->dqpn & SV_PSN_MASK));
+	put32(h + 8, (p->ack_req ? 0x80000000u : 0) | (p->psn & SV_PSN_MASK));
+	if (m & SV_RH_DETH) {
+		put32(x, p->qkey);
+		put32(x + 4, p->src_qpn & 0xffffff);
+		x += 8;
+	}
+	if (m & SV_RH_XRCETH) {
+		put32(x, p->srqn & 0xffffff);
+		x += 4;
+	}
+	if (m & SV_RH_RETH) {
+		put64(x, p->reth.va);
+		put32(x + 8, p->reth.rkey);
+		put32(x + 12, p->reth.dma_len);
+		x += 16;
+	}
+	if (m & SV_RH_ATOMETH) {
+		put64(x, p->atomic.va);
+		put32(x + 8, p->atomic.rkey);
+		put64(x + 12, p->atomic.swap_add);
+		put64(x + 20, p->atomic.compare);
+		x += 28;
+	}
+	if (m & SV_RH_AETH) {
+		put32(x, (uint32_t)p->syndrome << 24 | (p->msn & 0xffffff));
+		x += 4;
+	}
+	if (m & SV_RH_ATOMACK) {
+		put64(x, p->orig);
+		x += 8;
+	}
+	if (m & SV_RH_IMM) {
+		memcpy(x, &p->imm_be, 4);
+		x += 4;
+	}
+	if (m & SV_RH_IETH) {
+		put32(x, p->inv_rkey);
+		x += 4;
+	}
+	if (m & SV_RH_CNP) {
+		memset(x, 0, 16);
+		x += 16;
+	}
+	return (uint32_t)(x - h);
+}
+
+int sv_roce_build(uint8_t *out, size_t cap, const struct sv_roce_pkt *p,
+		  const struct sv_roce_ip *ip)
+{
+	uint32_t m = sv_roce_op_mask(p->opcode), hlen, pad, total, crc;
+
+	if (!m || (p->len && !(m & SV_RH_PAYLOAD)) || p->len > SV_ROCE_MAX_PMTU)
+		return -EINVAL;
+	hlen = sv_roce_hdr_len(m);
+	pad = -p->len & 3;
+	total = hlen + p->len + pad + SV_ROCE_ICRC;
+	if (total > cap)
+		return -ENOSPC;
+	sv_roce_hdr_put(out, p);
+	if (p->len)
+		memcpy(out + hlen, p->payload, p->len);
+	memset(out + hlen + p->len, 0, pad);
+	crc = sv_roce_icrc_start(ip, out, hlen, total);
+	crc = sv_roce_icrc_add(crc, out + hlen, p->len + pad);
+	sv_roce_icrc_put(out + total - SV_ROCE_ICRC, sv_roce_icrc_end(crc));
+	return (int)total;
+}
+
+/* -- decode --------------------------------------------------------- */
+
+/* The extension headers at x (the mask's, all within the buffer). */
+static void get_exts(const uint8_t *x, uint32_t m, struct sv_roce_pkt *p)
+{
+	if (m & SV_RH_DETH) {
+		p->qkey = get32(x);
+		p->src_qpn = get32(x + 4) & 0xffffff;
+		x += 8;
+	}
+	if (m & SV_RH_XRCETH) {
+		p->srqn = get32(x) & 0xffffff;
+		x += 4;
+	}
+	if (m & SV_RH_RETH) {
+		p->reth.va = get64(x);
+		p->reth.rkey = get32(x + 8);
+		p->reth.dma_len = get32(x + 12);
+		x += 16;
+	}
+	if (m & SV_RH_ATOMETH) {
+		p->atomic.va = get64(x);
+		p->atomic.rkey = get32(x + 8);
+		p->atomic.swap_add = get64(x + 12);
+		p->atomic.compare = get64(x + 20);
+		x += 28;
+	}
+	if (m & SV_RH_AETH) {
+		p->syndrome = x[0];
+		p->msn = get32(x) & 0xffffff;
+		x += 4;
+	}
+	if (m & SV_RH_ATOMACK) {
+		p->orig = get64(x);
+		x += 8;
+	}
+	if (m & SV_RH_IMM) {
+		memcpy(&p->imm_be, x, 4);
+		x += 4;
+	}
+	if (m & SV_RH_IETH)
+		p->inv_rkey = get32(x);
+}
+
+/* The ICRC of b (n bytes, the ICRC last) as ip would carry it. */
+static uint32_t icrc_of(const uint8_t *b, size_t n, const struct sv_roce_ip *ip)
+{
+	uint32_t body = (uint32_t)n - SV_ROCE_ICRC;
+	uint32_t crc = sv_roce_icrc_start(ip, b, SV_ROCE_BTH, (uint32_t)n);
+
+	crc = sv_roce_icrc_add(crc, b + SV_ROCE_BTH, body - SV_ROCE_BTH);
+	return sv_roce_icrc_end(crc);
+}
+
+enum sv_roce_verdict sv_roce_parse(const uint8_t *b, size_t n,
+				   const struct sv_roce_ip *ip,
+				   struct sv_roce_pkt *p)
+{
+	struct sv_roce_pkt k = {0};
+	uint32_t m, hlen, body;
+
+	if (n < SV_ROCE_BTH + SV_ROCE_ICRC)
+		return SV_ROCE_SHORT;
+	/* the UDP length field is 16 bits: nothing longer came from UDP */
+	if (n > 0xffff - 8)
+		return SV_ROCE_LEN;
+	k.icrc = le32(b + n - SV_ROCE_ICRC);
+	/* first: a damaged packet is that, not its damage's symptom */
+	if (ip && icrc_of(b, n, ip) != k.icrc)
+		return SV_ROCE_ICRC_BAD;
+	if (b[1] & 0x0f)
+		return SV_ROCE_TVER;
+	m = sv_roce_op_mask(b[0]);
+	if (!m)
+		return SV_ROCE_OPCODE;
+	hlen = sv_roce_hdr_len(m);
+	if (hlen + SV_ROCE_ICRC > n)
+		return SV_ROCE_TRUNC;
+	body = (uint32_t)n - hlen - SV_ROCE_ICRC;
+	k.pad = (b[1] >> 4) & 3;
+	if (!(m & SV_RH_PAYLOAD)) {
+		if (body)
+			return SV_ROCE_LEN;
+		if (k.pad)
+			return SV_ROCE_PAD;
+	} else if (k.pad > body) {
+		return SV_ROCE_PAD;
+	} else if (body - k.pad > SV_ROCE_MAX_PMTU) {
+		return SV_ROCE_LEN;
+	}
+	k.opcode = b[0];
+	k.mask = m;
+	k.se = b[1] & 0x80;
+	k.mig = b[1] & 0x40;
+	k.pkey = get16(b + 2);
+	k.fb = b[4];
+	k.dqpn = get32(b + 4) & 0xffffff;
+	k.ack_req = b[8] & 0x80;
+	k.psn = get32(b + 8) & 0xffffff;
+	get_exts(b + SV_ROCE_BTH, m, &k);
+	k.payload = b + hlen;
+	k.len = body - k.pad;
+	*p = k;
+	return SV_ROCE_OK;
+}
+
+enum sv_roce_verdict sv_roce_check_qpt(const struct sv_roce_pkt *p,
+				       enum ibv_qp_type t)
+{
+	uint8_t want;
+
+	switch (t) {
+	case IBV_QPT_RC:
+		want = SV_IB_RC;
+		break;
+	case IBV_QPT_UC:
+		want = SV_IB_UC;
+		break;
+	case IBV_QPT_UD:
+		want = SV_IB_UD;
+		break;
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+		want = SV_IB_XRC;
+		break;
+	default:
+		return SV_ROCE_QPT;
+	}
+	return SV_IB_TRANSPORT(p->opcode) == want ? SV_ROCE_OK : SV_ROCE_QPT;
+}
+
+enum sv_roce_verdict sv_roce_check_seg(const struct sv_roce_pkt *p,
+				       uint32_t mtu)
+{
+	uint32_t pos = p->mask & SV_RH_ONLY;
+
+	if (!(p->mask & SV_RH_PAYLOAD))
+		return SV_ROCE_OK;
+	if (p->mask & SV_RH_MIDDLE || pos == SV_RH_FIRST)
+		return p->len == mtu ? SV_ROCE_OK : SV_ROCE_SEG_LEN;
+	if (pos == SV_RH_LAST)
+		return p->len && p->len <= mtu ? SV_ROCE_OK : SV_ROCE_SEG_LEN;
+	return p->len <= mtu ? SV_ROCE_OK : SV_ROCE_SEG_LEN;
+}
+
+/* -- segmentation --------------------------------------------------- */
+
+/* IBA 9.3.1: each kind's FIRST, MIDDLE, LAST, ONLY operation. */
+static const uint8_t seg_ops[][4] = {
+	[SV_ROCE_MSG_SEND] = {SV_IB_SEND_FIRST, SV_IB_SEND_MIDDLE,
+			      SV_IB_SEND_LAST, SV_IB_SEND_ONLY},
+	[SV_ROCE_MSG_SEND_IMM] = {SV_IB_SEND_FIRST, SV_IB_SEND_MIDDLE,
+				  SV_IB_SEND_LAST_IMM, SV_IB_SEND_ONLY_IMM},
+	[SV_ROCE_MSG_SEND_INV] = {SV_IB_SEND_FIRST, SV_IB_SEND_MIDDLE,
+				  SV_IB_SEND_LAST_INV, SV_IB_SEND_ONLY_INV},
+	[SV_ROCE_MSG_WRITE] = {SV_IB_WRITE_FIRST, SV_IB_WRITE_MIDDLE,
+			       SV_IB_WRITE_LAST, SV_IB_WRITE_ONLY},
+	[SV_ROCE_MSG_WRITE_IMM] = {SV_IB_WRITE_FIRST, SV_IB_WRITE_MIDDLE,
+				   SV_IB_WRITE_LAST_IMM, SV_IB_WRITE_ONLY_IMM},
+	[SV_ROCE_MSG_READ_RESP] = {SV_IB_READ_RESP_FIRST,
+				   SV_IB_READ_RESP_MIDDLE, SV_IB_READ_RESP_LAST,
+				   SV_IB_READ_RESP_ONLY},
+};
+
+int sv_roce_segment(uint8_t transport, enum sv_roce_msg kind, uint32_t len,
+		    uint32_t mtu, uint32_t i, struct sv_roce_seg *out)
+{
+	uint32_t n, at;
+	int pos;
+	uint8_t op;
+
+	if (mtu < 256 || mtu > SV_ROCE_MAX_PMTU || (mtu & (mtu - 1)) ||
+	    (unsigned)kind >= sizeof(seg_ops) / sizeof(seg_ops[0]) ||
+	    transport == SV_IB_CNP || SV_IB_OPERATION(transport))
+		return -EINVAL;
+	n = sv_roce_npkts(len, mtu);
+	if (i >= n)
+		return -EINVAL;
+	pos = n == 1 ? 3 : i == 0 ? 0 : i == n - 1 ? 2 : 1;
+	op = transport | seg_ops[kind][pos];
+	if (!sv_roce_op_mask(op))
+		return -EINVAL; /* e.g. a multi-packet UD send */
+	at = i * mtu;
+	out->opcode = op;
+	out->off = at;
+	out->len = len - at < mtu ? len - at : mtu;
+	return 0;
+}
