@@ -292,12 +292,19 @@ void sv_tcp_connect_step(struct sv_link *l, uint64_t now)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		/* from the source GID's address: the one the peer's QP
 		 * names (a host with several, or SOFTVERBS_TRANSPORT=tcp on
-		 * one host between GIDs of two of its addresses) */
-		if (t->src.sa.sa_family &&
-		    bind(fd, &t->src.sa, sv_sockaddr_len(&t->src)))
-			sv_dbg("qp %06x: tcp: bind to the source GID's "
-			       "address: %s\n",
-			       t->my_qpn, strerror(errno));
+		 * one host between GIDs of two of its addresses).  The port
+		 * is connect()'s to choose (IP_BIND_ADDRESS_NO_PORT): bind()
+		 * alone would reserve an ephemeral port for this socket
+		 * only, a search over every port in use that thousands of
+		 * links (and their TIME_WAITs) make slow and then exhaust */
+		if (t->src.sa.sa_family) {
+			setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT,
+				   &one, sizeof(one));
+			if (bind(fd, &t->src.sa, sv_sockaddr_len(&t->src)))
+				sv_dbg("qp %06x: tcp: bind to the source "
+				       "GID's address: %s\n",
+				       t->my_qpn, strerror(errno));
+		}
 		if (connect(fd, &t->dst.sa, sv_sockaddr_len(&t->dst)) &&
 		    errno != EINPROGRESS) {
 			sv_dbg("qp %06x: tcp connect: %s\n", t->my_qpn,

@@ -30,10 +30,16 @@
 
 /*
  * The door: the context's listener on the well-known port.  A caller
- * must say hello within SV_HELLO_WAIT_NS; a full table of silent callers
- * loses its oldest, so a flood costs a few fds, never our progress.
+ * must say hello within SV_HELLO_WAIT_NS.  While the table of callers not
+ * heard yet is full, the rest wait in the kernel's accept queue; a caller
+ * silent for DOOR_EVICT_NS gives its place to the next one, so a flood of
+ * silent callers costs a few fds and delays a caller by that much, never
+ * our progress.  (Dropping the oldest at once, as before, made a burst of
+ * honest callers (thousands of QPs connecting at once) drop each other
+ * before their hellos could be read.)
  */
 #define DOOR_PENDING 128
+#define DOOR_EVICT_NS 200000000ull
 
 struct door_pend {
 	struct sv_pfd pfd;
@@ -44,6 +50,9 @@ struct door_pend {
 
 struct sv_tcp_door {
 	struct sv_pfd lfd;
+	bool queued; /* callers left in the accept queue: the table was full
+		      * (the listener is edge-triggered: accept again when a
+		      * place frees, not on its next event) */
 	struct door_pend pend[DOOR_PENDING];
 	int spare[2]; /* given up for an accept and a forward when the
 		       * process is out of fds, so that callers are
@@ -300,14 +309,35 @@ static void pend_read(struct sv_context *ctx, struct sv_tcp_door *d,
 	pend_drop(ctx, p); /* the QP holds its own copy now */
 }
 
+/* A free place for a caller, else the oldest caller's if it has been
+ * silent for DOOR_EVICT_NS, else NULL (the table is full of callers that
+ * may yet speak). */
+static struct door_pend *door_place(struct sv_tcp_door *d, uint64_t now)
+{
+	struct door_pend *old = NULL;
+
+	for (int i = 0; i < DOOR_PENDING; i++) {
+		if (d->pend[i].pfd.fd < 0)
+			return &d->pend[i];
+		if (!old || d->pend[i].since < old->since)
+			old = &d->pend[i];
+	}
+	return sv_ns_since(now, old->since) >= DOOR_EVICT_NS ? old : NULL;
+}
+
 static void door_accept(struct sv_context *ctx, struct sv_tcp_door *d)
 {
 	uint64_t now = sv_now_ns();
 	int fd;
 
+	d->queued = false;
 	for (;;) {
-		struct door_pend *p = NULL;
+		struct door_pend *p = door_place(d, now);
 
+		if (!p) {
+			d->queued = true; /* the rest wait in the kernel */
+			return;
+		}
 		fd = accept4(d->lfd.fd, NULL, NULL,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0 && give_spare(d, 0))
@@ -315,16 +345,12 @@ static void door_accept(struct sv_context *ctx, struct sv_tcp_door *d)
 				     SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			break;
-
-		for (int i = 0; i < DOOR_PENDING; i++) {
-			if (d->pend[i].pfd.fd < 0) {
-				p = &d->pend[i];
-				break;
-			}
-			if (!p || d->pend[i].since < p->since)
-				p = &d->pend[i];
-		}
-		pend_drop(ctx, p); /* the oldest, if all are taken */
+		if (p->pfd.fd >= 0)
+			sv_dbg("tcp door: a caller silent for %llu ms gives "
+			       "its place to the next\n",
+			       (unsigned long long)sv_ns_since(now, p->since) /
+				       1000000);
+		pend_drop(ctx, p);
 		p->since = now;
 		p->got = 0;
 		sv_progress_add(ctx, &p->pfd, fd);
@@ -345,6 +371,8 @@ static void door_event(struct sv_context *ctx, struct sv_pfd *p)
 	else if (p->fd >= 0)
 		pend_read(ctx, d, container_of(p, struct door_pend, pfd));
 	door_spares(d); /* what was given up, back */
+	if (d->queued && p != &d->lfd)
+		door_accept(ctx, d); /* a place may have freed */
 }
 
 uint64_t sv_tcp_door_next_ns(struct sv_context *ctx, uint64_t now)
@@ -363,6 +391,21 @@ uint64_t sv_tcp_door_next_ns(struct sv_context *ctx, uint64_t now)
 			pend_drop(ctx, p); /* silent too long */
 		else if (p->since + SV_HELLO_WAIT_NS < next)
 			next = p->since + SV_HELLO_WAIT_NS;
+	}
+	if (d->queued) {
+		/* callers wait in the kernel: the next place frees when the
+		 * oldest of ours has been silent for DOOR_EVICT_NS */
+		door_accept(ctx, d);
+		if (d->queued) {
+			uint64_t evict = UINT64_MAX;
+
+			for (int i = 0; i < DOOR_PENDING; i++)
+				if (d->pend[i].since + DOOR_EVICT_NS < evict)
+					evict = d->pend[i].since +
+						DOOR_EVICT_NS;
+			if (evict < next)
+				next = evict;
+		}
 	}
 	return next;
 }
