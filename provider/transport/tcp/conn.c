@@ -208,6 +208,15 @@ void sv_tcp_drop_conn(struct sv_tcp *t)
 {
 	/* out of epoll before the number can be anyone's again */
 	sv_progress_del(t->ctx, t->pfd);
+	if (t->fd >= 0 && t->conn != CONN_READY) {
+		/* a call given up (no answer, crossed, refused) carries no
+		 * link data: reset it, so that it leaves no TIME_WAIT behind.
+		 * Thousands of those to the one door port make every later
+		 * connect() walk them for a free source port */
+		struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+		setsockopt(t->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
 	if (t->fd >= 0)
 		close(t->fd);
 	t->fd = -1;
