@@ -118,7 +118,10 @@ struct rs {
 };
 
 /* rsocket.c */
-struct rs *rs_get(int fd); /* locked, or NULL with errno EBADF/ENOTSOCK */
+#define RS_MAX_FD 65536	      /* an rsocket's number is below this */
+struct rs *rs_get(int fd);    /* locked, or NULL with errno EBADF/ENOTSOCK */
+struct rs *rs_lookup(int fd); /* not locked; NULL if none */
+int rs_ret_err(struct rs *rs, int ret); /* rs_put; -errno: -1, errno */
 void rs_put(struct rs *rs);
 void rs_fail(struct rs *rs, int err); /* connection reset */
 int rs_cm_progress(struct rs *rs);    /* reads the CM events there are */

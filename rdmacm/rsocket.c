@@ -4,7 +4,9 @@
  * public rdma_cm and verbs calls of our own libraries (rsocket_io.c has
  * the data path, rs_wire.h the protocol).  This file: the table of
  * rsocket numbers, socket/bind/listen/accept/connect as rdma_cm steps,
- * shutdown and close, options, rfcntl, rpoll/rselect.
+ * shutdown and close, the send and receive calls, the socket's names;
+ * rsocket_poll.c has rpoll/rselect, rsocket_opt.c the options, rfcntl
+ * and the riomap calls.
  *
  * An rsocket's number is its rdma_cm event channel's fd (an eventfd), so
  * it never collides with a real fd.  Connecting walks the CM's events
@@ -49,14 +51,13 @@ const char *const rs_state_names[RS_NSTATES] = {
 	[RS_CLOSED] = "closed",
 };
 
-#define RS_MAX_FD     65536
 #define RS_RESOLVE_MS 2000
 #define RS_CLOSE_MS   5000 /* rclose waits that long for its sends */
 
 static pthread_mutex_t tbl_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rs *tbl[RS_MAX_FD];
 
-static struct rs *lookup(int fd)
+struct rs *rs_lookup(int fd)
 {
 	struct rs *rs = NULL;
 
@@ -70,7 +71,7 @@ static struct rs *lookup(int fd)
 
 struct rs *rs_get(int fd)
 {
-	struct rs *rs = lookup(fd);
+	struct rs *rs = rs_lookup(fd);
 
 	if (!rs) {
 		errno = fcntl(fd, F_GETFD) < 0 ? EBADF : ENOTSOCK;
@@ -86,7 +87,7 @@ void rs_put(struct rs *rs)
 }
 
 /* -errno to -1 and errno, as the socket calls return */
-static int ret_err(struct rs *rs, int ret)
+int rs_ret_err(struct rs *rs, int ret)
 {
 	if (rs)
 		rs_put(rs);
@@ -232,7 +233,7 @@ CM_EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t addrlen)
 		ret = -EINVAL;
 	if (!ret)
 		ret = bind_locked(rs, addr);
-	return ret_err(rs, ret);
+	return rs_ret_err(rs, ret);
 }
 
 CM_EXPORT int rlisten(int socket, int backlog)
@@ -243,7 +244,7 @@ CM_EXPORT int rlisten(int socket, int backlog)
 	if (!rs)
 		return -1;
 	if (rs->state == RS_LISTENING)
-		return ret_err(rs, 0);
+		return rs_ret_err(rs, 0);
 	if (rs->state == RS_NEW) {
 		struct sockaddr_storage any = {.ss_family = rs->domain};
 
@@ -255,7 +256,7 @@ CM_EXPORT int rlisten(int socket, int backlog)
 		ret = -errno;
 	if (!ret)
 		rs->state = RS_LISTENING;
-	return ret_err(rs, ret);
+	return rs_ret_err(rs, ret);
 }
 
 static void copy_addr(struct sockaddr *dst, socklen_t *len,
@@ -361,20 +362,20 @@ CM_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
 	if (!l)
 		return -1;
 	if (l->state != RS_LISTENING)
-		return ret_err(l, -EINVAL);
+		return rs_ret_err(l, -EINVAL);
 	for (;;) {
 		if (rdma_get_cm_event(l->ech, &ev)) {
 			struct pollfd p = {.fd = l->fd, .events = POLLIN};
 
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				return ret_err(l, -errno);
+				return rs_ret_err(l, -errno);
 			if (l->nonblock)
-				return ret_err(l, -EAGAIN);
+				return rs_ret_err(l, -EAGAIN);
 			rs_put(l);
 			ret = poll(&p, 1, -1);
 			pthread_mutex_lock(&l->lock);
 			if (ret < 0 && errno != EINTR)
-				return ret_err(l, -errno);
+				return rs_ret_err(l, -errno);
 			continue;
 		}
 		if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
@@ -386,7 +387,7 @@ CM_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
 			break;
 		/* a request that was not an rsocket's, or no memory: next */
 		if (l->nonblock)
-			return ret_err(l, ret == -EPROTO ? -EAGAIN : ret);
+			return rs_ret_err(l, ret == -EPROTO ? -EAGAIN : ret);
 	}
 	rs_put(l);
 	copy_addr(addr, addrlen, rdma_get_peer_addr(n->id));
@@ -517,33 +518,33 @@ CM_EXPORT int rconnect(int socket, const struct sockaddr *addr,
 		return -1;
 	ret = addr_ok(addr, addrlen);
 	if (ret)
-		return ret_err(rs, ret);
+		return rs_ret_err(rs, ret);
 	switch (rs->state) {
 	case RS_NEW:
 	case RS_BOUND:
 		break;
 	case RS_CONNECTED:
-		return ret_err(rs, -EISCONN);
+		return rs_ret_err(rs, -EISCONN);
 	case RS_RESOLVING_ADDR:
 	case RS_RESOLVING_ROUTE:
 	case RS_CONNECTING:
-		return ret_err(rs, -EALREADY);
+		return rs_ret_err(rs, -EALREADY);
 	default:
-		return ret_err(rs, -EINVAL);
+		return rs_ret_err(rs, -EINVAL);
 	}
 	if (rdma_resolve_addr(rs->id, NULL, (struct sockaddr *)addr,
 			      RS_RESOLVE_MS))
-		return ret_err(rs, -errno);
+		return rs_ret_err(rs, -errno);
 	rs->state = RS_RESOLVING_ADDR;
 	if (rs->nonblock) {
 		rs_cm_progress(rs);
 		if (rs->state == RS_CONNECTED)
-			return ret_err(rs, 0);
+			return rs_ret_err(rs, 0);
 		if (rs->state == RS_FAILED) {
 			rs->err_reported = true;
-			return ret_err(rs, -rs->err);
+			return rs_ret_err(rs, -rs->err);
 		}
-		return ret_err(rs, -EINPROGRESS);
+		return rs_ret_err(rs, -EINPROGRESS);
 	}
 	while (!connect_done(rs)) {
 		rs_progress(rs);
@@ -553,9 +554,9 @@ CM_EXPORT int rconnect(int socket, const struct sockaddr *addr,
 	}
 	if (rs->state == RS_FAILED) {
 		rs->err_reported = true;
-		return ret_err(rs, -rs->err);
+		return rs_ret_err(rs, -rs->err);
 	}
-	return ret_err(rs, 0);
+	return rs_ret_err(rs, 0);
 }
 
 CM_EXPORT int rshutdown(int socket, int how)
@@ -566,10 +567,10 @@ CM_EXPORT int rshutdown(int socket, int how)
 	if (!rs)
 		return -1;
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
-		return ret_err(rs, -EINVAL);
+		return rs_ret_err(rs, -EINVAL);
 	if (rs->state != RS_CONNECTED && rs->state != RS_ACCEPTING &&
 	    rs->state != RS_FAILED)
-		return ret_err(rs, -ENOTCONN);
+		return rs_ret_err(rs, -ENOTCONN);
 	if (how != SHUT_WR)
 		rs->shut_rd = true;
 	if (how != SHUT_RD && !rs->fin_sent) {
@@ -602,12 +603,12 @@ CM_EXPORT int rshutdown(int socket, int how)
 			rs->fin_sent = true;
 		ret = 0; /* the peer left already: nothing to tell it */
 	}
-	return ret_err(rs, ret);
+	return rs_ret_err(rs, ret);
 }
 
 CM_EXPORT int rclose(int socket)
 {
-	struct rs *rs = lookup(socket);
+	struct rs *rs = rs_lookup(socket);
 
 	if (!rs)
 		return cm_err(EBADF);
@@ -745,230 +746,6 @@ CM_EXPORT ssize_t rwritev(int socket, const struct iovec *iov, int iovcnt)
 	return do_send(socket, iov, iovcnt, 0);
 }
 
-/* an rsocket's poll events now (after progress) */
-static short rs_revents(struct rs *rs, short events)
-{
-	short r = 0;
-	struct pollfd p = {.fd = rs->fd, .events = POLLIN};
-
-	switch (rs->state) {
-	case RS_LISTENING:
-		if (poll(&p, 1, 0) > 0 && (p.revents & POLLIN))
-			r |= POLLIN;
-		break;
-	case RS_NEW:
-	case RS_BOUND:
-		r |= POLLOUT | POLLHUP;
-		break;
-	case RS_RESOLVING_ADDR:
-	case RS_RESOLVING_ROUTE:
-	case RS_CONNECTING:
-		break;
-	case RS_FAILED:
-		r |= POLLERR | POLLHUP | POLLIN | POLLOUT;
-		break;
-	default:
-		if (rs_readable(rs))
-			r |= POLLIN;
-		if (rs->state == RS_CONNECTED && rs_writable(rs))
-			r |= POLLOUT;
-		/* hung up once nothing is left to read: the peer's last
-		 * bytes are POLLIN first, as a TCP socket's after its
-		 * peer's close (rstream -T a takes POLLHUP for an error) */
-		if ((rs->disconnected || rs->state == RS_CLOSED ||
-		     (rs->fin_rcvd && rs->fin_sent)) &&
-		    rs->rcvd == rs->consumed)
-			r |= POLLHUP;
-		break;
-	}
-	return r & (events | POLLERR | POLLHUP);
-}
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* rpoll's wake-up: the completion events of fds' rsockets consumed; their
- * CQs are armed again on the next pass. */
-static void take_cq_events(struct pollfd *fds, nfds_t nfds)
-{
-	for (nfds_t i = 0; i < nfds; i++) {
-		struct rs *rs = fds[i].fd >= 0 ? lookup(fds[i].fd) : NULL;
-		struct ibv_cq *cq;
-		void *ctx;
-
-		if (!rs)
-			continue;
-		pthread_mutex_lock(&rs->lock);
-		while (rs->cch && ibv_get_cq_event(rs->cch, &cq, &ctx) == 0) {
-			ibv_ack_cq_events(cq, 1);
-			rs->cq_armed = false;
-		}
-		pthread_mutex_unlock(&rs->lock);
-	}
-}
-
-/*
- * Progress every rsocket, report what is ready; else arm their CQs and
- * sleep in poll() on their channel fds (CM and completions) and the
- * program's real fds together.
- */
-CM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
-{
-	uint64_t end = timeout > 0 ? mono_ms() + timeout : 0;
-	struct pollfd *k;
-	nfds_t i, nk;
-	int ready, ret;
-
-	if (nfds > RS_MAX_FD)
-		return cm_err(EINVAL);
-	k = calloc(2 * nfds + 1, sizeof(*k));
-	if (!k)
-		return cm_err(ENOMEM);
-	for (bool armed = false;;) {
-		ready = 0;
-		nk = 0;
-		for (i = 0; i < nfds; i++) {
-			struct rs *rs =
-				fds[i].fd >= 0 ? lookup(fds[i].fd) : NULL;
-
-			fds[i].revents = 0;
-			if (!rs) {
-				if (fds[i].fd >= 0)
-					k[nk++] = (struct pollfd){
-						.fd = fds[i].fd,
-						.events = fds[i].events};
-				continue;
-			}
-			pthread_mutex_lock(&rs->lock);
-			rs_progress(rs);
-			fds[i].revents = rs_revents(rs, fds[i].events);
-			if (!fds[i].revents && armed && rs->cq &&
-			    !rs->cq_armed) {
-				if (ibv_req_notify_cq(rs->cq, 0) == 0)
-					rs->cq_armed = true;
-				rs_progress(rs); /* what came before it */
-				fds[i].revents = rs_revents(rs, fds[i].events);
-			}
-			k[nk++] =
-				(struct pollfd){.fd = rs->fd, .events = POLLIN};
-			if (rs->cch)
-				k[nk++] = (struct pollfd){.fd = rs->cch->fd,
-							  .events = POLLIN};
-			pthread_mutex_unlock(&rs->lock);
-			if (fds[i].revents)
-				ready++;
-		}
-		/* the real fds' state too, without waiting */
-		if (nk && poll(k, nk, 0) > 0) {
-			nfds_t j = 0;
-
-			for (i = 0; i < nfds; i++) {
-				struct rs *rs = fds[i].fd >= 0
-							? lookup(fds[i].fd)
-							: NULL;
-
-				if (rs) {
-					j += rs->cch ? 2 : 1;
-					continue;
-				}
-				if (fds[i].fd < 0)
-					continue;
-				fds[i].revents = k[j++].revents;
-				if (fds[i].revents)
-					ready++;
-			}
-		}
-		if (ready || timeout == 0)
-			break;
-		if (!armed) {
-			armed = true; /* one more pass arms the CQs */
-			continue;
-		}
-		ret = poll(k, nk,
-			   timeout < 0	     ? -1
-			   : end > mono_ms() ? (int)(end - mono_ms())
-					     : 0);
-		if (ret < 0) {
-			free(k);
-			return -1;
-		}
-		/* consume the completion events, re-arm on the next pass */
-		take_cq_events(fds, nfds);
-		if (ret == 0 && timeout >= 0 && mono_ms() >= end) {
-			/* one last look, then time out */
-			timeout = 0;
-		}
-	}
-	free(k);
-	return ready;
-}
-
-CM_EXPORT int rselect(int nfds, fd_set *readfds, fd_set *writefds,
-		      fd_set *exceptfds, struct timeval *timeout)
-{
-	struct pollfd *p;
-	int i, n = 0, ret, to;
-
-	if (nfds < 0 || nfds > FD_SETSIZE)
-		return cm_err(EINVAL);
-	p = calloc(nfds ? nfds : 1, sizeof(*p));
-	if (!p)
-		return cm_err(ENOMEM);
-	for (i = 0; i < nfds; i++) {
-		short ev = 0;
-
-		if (readfds && FD_ISSET(i, readfds))
-			ev |= POLLIN;
-		if (writefds && FD_ISSET(i, writefds))
-			ev |= POLLOUT;
-		if (exceptfds && FD_ISSET(i, exceptfds))
-			ev |= POLLPRI;
-		if (ev)
-			p[n++] = (struct pollfd){.fd = i, .events = ev};
-	}
-	to = timeout ? (int)(timeout->tv_sec * 1000 +
-			     (timeout->tv_usec + 999) / 1000)
-		     : -1;
-	ret = rpoll(p, n, to);
-	if (ret < 0) {
-		free(p);
-		return -1;
-	}
-	if (readfds)
-		FD_ZERO(readfds);
-	if (writefds)
-		FD_ZERO(writefds);
-	if (exceptfds)
-		FD_ZERO(exceptfds);
-	ret = 0;
-	for (i = 0; i < n; i++) {
-		bool any = false;
-
-		if (readfds && (p[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
-		    (p[i].events & POLLIN)) {
-			FD_SET(p[i].fd, readfds);
-			any = true;
-		}
-		if (writefds && (p[i].revents & (POLLOUT | POLLERR)) &&
-		    (p[i].events & POLLOUT)) {
-			FD_SET(p[i].fd, writefds);
-			any = true;
-		}
-		if (exceptfds && (p[i].revents & POLLPRI)) {
-			FD_SET(p[i].fd, exceptfds);
-			any = true;
-		}
-		ret += any;
-	}
-	free(p);
-	return ret;
-}
-
 CM_EXPORT int rgetpeername(int socket, struct sockaddr *addr,
 			   socklen_t *addrlen)
 {
@@ -977,11 +754,11 @@ CM_EXPORT int rgetpeername(int socket, struct sockaddr *addr,
 	if (!rs)
 		return -1;
 	if (!addr || !addrlen)
-		return ret_err(rs, -EFAULT);
+		return rs_ret_err(rs, -EFAULT);
 	if (rs->state != RS_CONNECTED && rs->state != RS_ACCEPTING)
-		return ret_err(rs, -ENOTCONN);
+		return rs_ret_err(rs, -ENOTCONN);
 	copy_addr(addr, addrlen, rdma_get_peer_addr(rs->id));
-	return ret_err(rs, 0);
+	return rs_ret_err(rs, 0);
 }
 
 CM_EXPORT int rgetsockname(int socket, struct sockaddr *addr,
@@ -993,267 +770,12 @@ CM_EXPORT int rgetsockname(int socket, struct sockaddr *addr,
 	if (!rs)
 		return -1;
 	if (!addr || !addrlen)
-		return ret_err(rs, -EFAULT);
+		return rs_ret_err(rs, -EFAULT);
 	if (rs->state == RS_NEW) {
 		any.ss_family = rs->domain;
 		copy_addr(addr, addrlen, (struct sockaddr *)&any);
 	} else {
 		copy_addr(addr, addrlen, rdma_get_local_addr(rs->id));
 	}
-	return ret_err(rs, 0);
-}
-
-/* the int option at optval, or -EINVAL */
-static int int_opt(const void *optval, socklen_t optlen, int *v)
-{
-	if (!optval || optlen < sizeof(int))
-		return -EINVAL;
-	memcpy(v, optval, sizeof(int));
-	return 0;
-}
-
-CM_EXPORT int rsetsockopt(int socket, int level, int optname,
-			  const void *optval, socklen_t optlen)
-{
-	struct rs *rs = rs_get(socket);
-	int v = 0, ret = 0;
-
-	if (!rs)
-		return -1;
-	if (level == SOL_SOCKET && optname == SO_LINGER) {
-		if (!optval || optlen < sizeof(struct linger))
-			return ret_err(rs, -EINVAL);
-		memcpy(&rs->linger, optval, sizeof(rs->linger));
-		return ret_err(rs, 0);
-	}
-	if (level == SOL_RDMA && optname == RDMA_ROUTE)
-		return ret_err(rs, 0); /* the CM resolves the route itself */
-	ret = int_opt(optval, optlen, &v);
-	if (ret)
-		return ret_err(rs, ret);
-	switch (level) {
-	case SOL_SOCKET:
-		switch (optname) {
-		case SO_REUSEADDR:
-			rs->reuseaddr = !!v;
-			break;
-		case SO_KEEPALIVE:
-			rs->keepalive = !!v; /* the CM sees a dead peer */
-			break;
-		case SO_SNDBUF:
-			rs->sndbuf = v;
-			break;
-		case SO_RCVBUF:
-			/* the ring is made at connect: later has no effect */
-			rs->rcvbuf = v;
-			break;
-		default:
-			ret = -ENOPROTOOPT;
-		}
-		break;
-	case IPPROTO_TCP:
-		switch (optname) {
-		case TCP_NODELAY:
-			rs->nodelay = !!v; /* every rsend goes at once */
-			break;
-		case TCP_KEEPIDLE:
-			rs->keepidle = v;
-			break;
-		case TCP_MAXSEG:
-			break;
-		default:
-			ret = -ENOPROTOOPT;
-		}
-		break;
-	case SOL_RDMA:
-		switch (optname) {
-		case RDMA_SQSIZE:
-		case RDMA_RQSIZE:
-			/* fixed queues: kept for rgetsockopt only */
-			if (v <= 0)
-				ret = -EINVAL;
-			else if (optname == RDMA_SQSIZE)
-				rs->sqsize = v;
-			else
-				rs->rqsize = v;
-			break;
-		case RDMA_INLINE:
-			rs->inline_size = v;
-			break;
-		case RDMA_IOMAPSIZE:
-			if (v < 0)
-				ret = -EINVAL;
-			else
-				rs->iomapsize = v < RS_IOMAPS ? v : RS_IOMAPS;
-			break;
-		default:
-			ret = -ENOPROTOOPT;
-		}
-		break;
-	default:
-		ret = -ENOPROTOOPT;
-	}
-	return ret_err(rs, ret);
-}
-
-CM_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval,
-			  socklen_t *optlen)
-{
-	struct rs *rs = rs_get(socket);
-	int v = 0;
-
-	if (!rs)
-		return -1;
-	if (!optval || !optlen)
-		return ret_err(rs, -EFAULT);
-	if (level == SOL_SOCKET && optname == SO_LINGER) {
-		if (*optlen < sizeof(struct linger))
-			return ret_err(rs, -EINVAL);
-		memcpy(optval, &rs->linger, sizeof(rs->linger));
-		*optlen = sizeof(rs->linger);
-		return ret_err(rs, 0);
-	}
-	if (*optlen < sizeof(int))
-		return ret_err(rs, -EINVAL);
-	switch (level) {
-	case SOL_SOCKET:
-		switch (optname) {
-		case SO_REUSEADDR:
-			v = rs->reuseaddr;
-			break;
-		case SO_KEEPALIVE:
-			v = rs->keepalive;
-			break;
-		case SO_SNDBUF:
-			v = rs->ssize	 ? (int)rs->ssize
-			    : rs->sndbuf ? rs->sndbuf
-					 : (int)RS_RING_DEF;
-			break;
-		case SO_RCVBUF:
-			v = rs->rsize ? (int)rs->rsize
-				      : (int)(rs->rcvbuf ? rs->rcvbuf
-							 : (int)RS_RING_DEF);
-			break;
-		case SO_ERROR:
-			rs_progress(rs);
-			if (rs->state == RS_FAILED && !rs->err_reported) {
-				v = rs->err;
-				rs->err_reported = true;
-			}
-			break;
-		default:
-			return ret_err(rs, -ENOPROTOOPT);
-		}
-		break;
-	case IPPROTO_TCP:
-		switch (optname) {
-		case TCP_NODELAY:
-			v = rs->nodelay;
-			break;
-		case TCP_KEEPIDLE:
-			v = rs->keepidle;
-			break;
-		case TCP_MAXSEG:
-			v = (int)(rs->peer_rsize ? rs->peer_rsize
-						 : RS_RING_DEF);
-			break;
-		default:
-			return ret_err(rs, -ENOPROTOOPT);
-		}
-		break;
-	case SOL_RDMA:
-		switch (optname) {
-		case RDMA_SQSIZE:
-			v = rs->sqsize;
-			break;
-		case RDMA_RQSIZE:
-			v = rs->rqsize;
-			break;
-		case RDMA_INLINE:
-			v = rs->inline_size;
-			break;
-		case RDMA_IOMAPSIZE:
-			v = rs->iomapsize;
-			break;
-		default:
-			return ret_err(rs, -ENOPROTOOPT);
-		}
-		break;
-	default:
-		return ret_err(rs, -ENOPROTOOPT);
-	}
-	memcpy(optval, &v, sizeof(v));
-	*optlen = sizeof(v);
-	return ret_err(rs, 0);
-}
-
-CM_EXPORT int rfcntl(int socket, int cmd, ...)
-{
-	struct rs *rs = rs_get(socket);
-	va_list ap;
-	int arg, ret = 0;
-
-	if (!rs)
-		return -1;
-	switch (cmd) {
-	case F_GETFL:
-		ret = O_RDWR | (rs->nonblock ? O_NONBLOCK : 0);
-		break;
-	case F_SETFL:
-		va_start(ap, cmd);
-		arg = va_arg(ap, int);
-		va_end(ap);
-		rs->nonblock = arg & O_NONBLOCK;
-		break;
-	default:
-		fprintf(stderr,
-			"softverbs librdmacm: rfcntl: command %d is not "
-			"implemented (only F_GETFL/F_SETFL)\n",
-			cmd);
-		ret = -EOPNOTSUPP;
-	}
-	return ret_err(rs, ret);
-}
-
-CM_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags,
-		       off_t offset)
-{
-	struct rs *rs = rs_get(socket);
-	off_t ret;
-
-	if (!rs)
-		return -1;
-	if (prot != PROT_WRITE || flags) {
-		rs_put(rs);
-		return cm_err(EINVAL);
-	}
-	ret = rs_iomap_add(rs, buf, len, offset);
-	rs_put(rs);
-	if (ret < 0) {
-		errno = (int)-ret;
-		return -1;
-	}
-	return ret;
-}
-
-CM_EXPORT int riounmap(int socket, void *buf, size_t len)
-{
-	struct rs *rs = rs_get(socket);
-
-	if (!rs)
-		return -1;
-	return ret_err(rs, rs_iomap_del(rs, buf, len));
-}
-
-CM_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
-			  off_t offset, int flags)
-{
-	struct rs *rs = rs_get(socket);
-	size_t ret;
-
-	if (!rs)
-		return (size_t)-1;
-	ret = rs_iowrite(rs, buf, count, offset, flags);
-	rs_put(rs);
-	return ret;
+	return rs_ret_err(rs, 0);
 }

@@ -510,7 +510,7 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 {
 	uint64_t ack;
 
-	/* UD sends complete as they are sent (ud.c) */
+	/* UD sends complete as they are sent (ud/send.c) */
 	if (qp->sq.comp == qp->sq.post || qp->qpx.qp_base.qp_type == IBV_QPT_UD)
 		return;
 	if (qp->link.tx_ready) {

@@ -534,7 +534,7 @@ void sv_req_run(struct sv_qp *qp)
 	int err = 0;
 
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD) {
-		sv_ud_send_run(qp); /* datagrams, no link (ud.c) */
+		sv_ud_send_run(qp); /* datagrams, no link (ud/send.c) */
 		return;
 	}
 

@@ -899,7 +899,7 @@ void sv_resp_run(struct sv_qp *qp)
 	uint32_t ack_nak_seq = 0; /* resp_nak_seq when ack was set */
 
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD) {
-		sv_ud_recv_run(qp); /* datagrams, no link (ud.c) */
+		sv_ud_recv_run(qp); /* datagrams, no link (ud/recv.c) */
 		return;
 	}
 	if (s < IBV_QPS_RTR || s == IBV_QPS_ERR || !qp->link.rx_ready)

@@ -27,7 +27,7 @@
 /* What a derived key is for (each has its own). */
 enum sv_auth_use {
 	SV_AUTH_TCP_LINK, /* provider/transport/tcp/: a QP's TCP link set-up */
-	SV_AUTH_UD,	  /* provider/transport/ud.c: datagrams between hosts */
+	SV_AUTH_UD,	  /* provider/transport/ud/: datagrams between hosts */
 	SV_AUTH_CM,	  /* rdmacm/link.c: CM (and rsocket) streams */
 	SV_AUTH_USES
 };

@@ -3,9 +3,9 @@
  * SOFTVERBS_FAULTS: the spec's parser and the fault decision (inject.h).
  * A service like util.c: it calls nothing of the engine.  Where each
  * fault is applied: resp.c (drop, rnr, access at the responder), comp.c
- * (responses lost at the requester), ud.c (datagrams), req.c/resp.c/ud.c
+ * (responses lost at the requester), ud/ (datagrams), req.c/resp.c/ud/send.c
  * count packets for kill_at; delay_us in post.c (each WQE's due time),
- * req.c and ud.c (nothing sent before it) and comp.c (ACKs and responses
+ * req.c and ud/send.c (nothing sent before it) and comp.c (ACKs and responses
  * taken delay_us after they came).
  *
  * The decision hashes (seed, kind, QP index, PSN, attempt) with

@@ -3,7 +3,7 @@
  * UD lanes (lane.h): the sender's table of lanes per destination QP
  * (offer, use, forget) and the receiver's lanes per UD QP (check, map,
  * take records, sleep flags, reap, close).  The datagrams' own checks and
- * delivery stay in ud.c; here only what moves them through shared memory.
+ * delivery stay in ud/; here only what moves them through shared memory.
  */
 #include "lane.h"
 

@@ -464,7 +464,7 @@ uint64_t sv_link_next_ns(const struct sv_link *l, uint64_t now);
 int sv_link_check_peer(struct sv_link *l, int fd, uint32_t my_qpn,
 		       const char *what);
 /* A datagram's sender is our user: its SCM_CREDENTIALS (the socket has
- * SO_PASSCRED); false if there were none.  UD (ud.c) and XRC forwarding
+ * SO_PASSCRED); false if there were none.  UD (ud/recv.c) and XRC forwarding
  * (xrc.c) take nothing from anyone else. */
 bool sv_link_sender_ok(struct msghdr *m);
 /* The next retry time after a failure; *wait_ns doubles (1..100 ms). */

@@ -5,7 +5,7 @@
  * group is a directory, a member one empty file in it named after its
  * QPN and pid, under a per-user directory in /dev/shm
  * ($SOFTVERBS_MCAST_DIR overrides it); a sender lists the directory and
- * sends one datagram to each member's socket (ud.c).  The registry is
+ * sends one datagram to each member's socket (ud/send.c).  The registry is
  * only a hint: a receiver takes a multicast datagram only for a group its
  * QP is attached to (qp->ud.mcast, sv_mcast_attached), so a dead member's
  * stale entry, or one planted by a hostile process, costs a lost datagram
@@ -13,7 +13,7 @@
  *
  * Between hosts: a group whose MGID is an IPv4-mapped multicast address
  * (::ffff:224.0.0.0/4, what rdma_cm joins give for an IPv4 group, as
- * RoCEv2) is also that IPv4 group: the context's UDP listener (ud.c)
+ * RoCEv2) is also that IPv4 group: the context's UDP listener (ud/door.c)
  * joins it while one of its QPs is attached (counted per context by
  * verbs/mcast.c), a send to it also goes out as one UDP datagram to
  * (group, 4791), and the listener passes what arrives to the context's

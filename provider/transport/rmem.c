@@ -3,8 +3,10 @@
  * rmem: a context's arena (the memfd registered memory is moved onto) and
  * key table (the memfd describing every MR to peers), the re-backing of
  * the application's pages at registration and its undoing at
- * deregistration and in a fork child; and, for the engine, peers' arenas
- * and tables mapped and looked up (sv_rpeer_*).  DESIGN.md, "Hazards of
+ * deregistration and in a fork child: the target side, the owner of the
+ * memory.  What a range of our memory is comes from /proc/self/maps
+ * (rmem_maps.c); peers' arenas and tables are mapped and looked up for
+ * the engine in rmem_peer.c (sv_rpeer_*).  DESIGN.md, "Hazards of
  * re-backing", says what this changes for the application.
  */
 #include <errno.h>
@@ -22,10 +24,7 @@
 
 #include "rmem.h"
 #include "sv.h"
-
-#define REMOTE_ACCESS                                       \
-	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
-	 IBV_ACCESS_REMOTE_ATOMIC)
+#include "rmem_priv.h"
 
 /* A free range of arena offsets; the free list is sorted and coalesced. */
 struct range {
@@ -33,154 +32,10 @@ struct range {
 	struct range *next;
 };
 
-/* A range of our memory now backed by the arena: every MR whose pages
- * lie inside it shares it. */
-struct sv_rseg {
-	uintptr_t b, e; /* page-rounded */
-	uint64_t off;	/* arena offset of b */
-	uint32_t refs;	/* MRs on it */
-	struct sv_rseg *next;
-};
-
-/* A peer's arena and table as we map them (initiator side). */
-struct sv_rpeer {
-	dev_t dev; /* the arena's identity: one mapping per arena */
-	ino_t ino;
-	uint32_t refs;
-	uint8_t *arena; /* read-write, shared */
-	uint64_t arena_size;
-	const uint8_t *table; /* read-only: the peer writes it */
-	size_t table_size;
-	const struct sv_rkey_entry *ent; /* entry 0 */
-	uint32_t nentries;		 /* validated once, at get */
-	struct sv_rpeer *next;
-};
-
-struct sv_rmem {
-	struct sv_context *ctx;
-	pthread_mutex_t lock;	/* everything below; then the fault window */
-	int arena_fd, table_fd; /* -1 until first needed */
-	dev_t arena_dev;
-	ino_t arena_ino;
-	uint64_t arena_size;
-	struct sv_rkey_hdr *table; /* our mapping, read-write */
-	size_t table_size;
-	struct sv_rkey_entry *ent;
-	struct range *free;
-	struct sv_rseg *segs;
-	struct sv_rpeer *peers;
-	struct sv_rmem *next; /* on all_rmem */
-};
-
 /* Every context's rmem, for fork.  Lock order: all_lock -> rm->lock. */
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sv_rmem *all_rmem;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-
-static uintptr_t page_size(void)
-{
-	return (uintptr_t)sysconf(_SC_PAGESIZE);
-}
-
-/* ---- /proc/self/maps, with no malloc (a fork child walks it too) ---- */
-
-struct vma {
-	uintptr_t lo, hi;
-	uint64_t off;
-	unsigned int dmaj, dmin;
-	unsigned long ino;
-	char perm[5];
-	const char *path; /* "" for none */
-};
-
-typedef int (*vma_fn)(const struct vma *v, void *arg);
-
-/* One line; 1 once past hi (stop), else fn's answer for overlapping. */
-static int maps_line(char *line, uintptr_t lo, uintptr_t hi, vma_fn fn,
-		     void *arg)
-{
-	struct vma v;
-	unsigned long a, z;
-	int pos = -1;
-
-	if (sscanf(line, "%lx-%lx %4s %" SCNx64 " %x:%x %lu %n", &a, &z, v.perm,
-		   &v.off, &v.dmaj, &v.dmin, &v.ino, &pos) < 7)
-		return -EIO;
-	v.lo = a;
-	v.hi = z;
-	v.path = pos >= 0 ? line + pos : "";
-	if (v.lo >= hi)
-		return 1;
-	if (v.hi <= lo)
-		return 0;
-	return fn(&v, arg);
-}
-
-/* Calls fn for each mapping overlapping [lo, hi), in address order,
- * until it returns non-zero; -errno if the file cannot be read. */
-static int maps_walk(uintptr_t lo, uintptr_t hi, vma_fn fn, void *arg)
-{
-	char buf[8192];
-	size_t have = 0;
-	bool skip = false; /* inside an overlong line */
-	int ret = 0;
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
-		char *line = buf, *nl;
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			ret = n < 0 ? -errno : 0;
-			break;
-		}
-		have += (size_t)n;
-		while ((nl = memchr(line, '\n', buf + have - line))) {
-			*nl = '\0';
-			if (!skip)
-				ret = maps_line(line, lo, hi, fn, arg);
-			skip = false;
-			line = nl + 1;
-			if (ret)
-				goto out;
-		}
-		have = (size_t)(buf + have - line);
-		memmove(buf, line, have);
-		if (have == sizeof(buf) - 1) {
-			skip = true;
-			have = 0;
-		}
-	}
-out:
-	close(fd);
-	return ret < 0 ? ret : 0;
-}
-
-struct cover {
-	uintptr_t cur, end;
-	bool ok;
-};
-
-/* Private anonymous read-write memory: what malloc and mmap hand out. */
-static int private_anon_fn(const struct vma *v, void *arg)
-{
-	struct cover *c = arg;
-	bool anon = !*v->path || !strcmp(v->path, "[heap]") ||
-		    !strncmp(v->path, "[anon:", 6);
-
-	if (v->lo > c->cur || strcmp(v->perm, "rw-p") || v->ino || v->dmaj ||
-	    v->dmin || !anon)
-		return 1;
-	c->cur = v->hi;
-	if (c->cur < c->end)
-		return 0;
-	c->ok = true;
-	return 1;
-}
 
 /* Our own stack: its frames (ours, and the signal frame a fault in the
  * window needs) would be written while it is read-only. */
@@ -197,75 +52,6 @@ static bool on_own_stack(uintptr_t b, uintptr_t e)
 		on = b < (uintptr_t)lo + len && (uintptr_t)lo < e;
 	pthread_attr_destroy(&a);
 	return on;
-}
-
-static bool private_anon(uintptr_t b, uintptr_t e)
-{
-	struct cover c = {b, e, false};
-
-	return !maps_walk(b, e, private_anon_fn, &c) && c.ok;
-}
-
-/* ---- pieces: what of a segment still maps our arena ---- */
-
-struct piece {
-	uintptr_t lo, hi;
-	uint64_t off; /* arena offset of lo */
-	int prot;     /* of the mapping now */
-	int fd;	      /* the arena */
-};
-
-struct collect {
-	const struct sv_rmem *rm;
-	const struct sv_rseg *s;
-	struct piece *pc;
-	size_t n, cap;
-	int err;
-};
-
-static int collect_fn(const struct vma *v, void *arg)
-{
-	struct collect *c = arg;
-	uintptr_t lo = v->lo > c->s->b ? v->lo : c->s->b;
-	uintptr_t hi = v->hi < c->s->e ? v->hi : c->s->e;
-	uint64_t off = c->s->off + (lo - c->s->b);
-	struct piece *pc;
-
-	if (v->ino != c->rm->arena_ino ||
-	    makedev(v->dmaj, v->dmin) != c->rm->arena_dev ||
-	    v->perm[3] != 's' || v->off + (lo - v->lo) != off)
-		return 0; /* unmapped or replaced by the application */
-	if (c->n == c->cap) {
-		c->cap = c->cap ? 2 * c->cap : 8;
-		pc = realloc(c->pc, c->cap * sizeof(*pc));
-		if (!pc) {
-			c->err = -ENOMEM;
-			return 1;
-		}
-		c->pc = pc;
-	}
-	c->pc[c->n++] = (struct piece){
-		.lo = lo,
-		.hi = hi,
-		.off = off,
-		.prot = (v->perm[0] == 'r' ? PROT_READ : 0) |
-			(v->perm[1] == 'w' ? PROT_WRITE : 0) |
-			(v->perm[2] == 'x' ? PROT_EXEC : 0),
-		.fd = c->rm->arena_fd,
-	};
-	return 0;
-}
-
-/* Appends the pieces of s to *c (c->pc grows with realloc). */
-static int collect_pieces(const struct sv_rmem *rm, const struct sv_rseg *s,
-			  struct collect *c)
-{
-	int err;
-
-	c->rm = rm;
-	c->s = s;
-	err = maps_walk(s->b, s->e, collect_fn, c);
-	return err ? err : c->err;
 }
 
 /* ---- copies that bypass the sanitizers' interceptors ----
@@ -621,7 +407,7 @@ static int unback(const struct piece *pc)
 static void seg_release(struct sv_rmem *rm, struct sv_rseg *s)
 {
 	struct collect c = {0};
-	int err = collect_pieces(rm, s, &c);
+	int err = sv_rmem_collect_pieces(rm, s, &c);
 
 	for (size_t i = 0; !err && i < c.n; i++)
 		err = unback(&c.pc[i]);
@@ -664,7 +450,7 @@ static void attach(struct sv_rmem *rm, struct sv_mr *mr)
 		if (b < s->e && s->b < e)
 			return; /* partly on a segment: not re-backed */
 	}
-	if (!private_anon(b, e) || on_own_stack(b, e))
+	if (!sv_rmem_private_anon(b, e) || on_own_stack(b, e))
 		return;
 	s = malloc(sizeof(*s));
 	if (!s)
@@ -812,7 +598,7 @@ static void fork_prepare(void)
 	for (struct sv_rmem *rm = all_rmem; rm; rm = rm->next) {
 		pthread_mutex_lock(&rm->lock);
 		for (struct sv_rseg *s = rm->segs; s && !err; s = s->next)
-			err = collect_pieces(rm, s, &c);
+			err = sv_rmem_collect_pieces(rm, s, &c);
 	}
 	frozen = c.pc;
 	nfrozen = err ? 0 : c.n;
@@ -968,242 +754,4 @@ void sv_rmem_fini(struct sv_context *ctx)
 	pthread_mutex_destroy(&rm->lock);
 	free(rm);
 	ctx->rmem = NULL;
-}
-
-/* ---- initiator side ---- */
-
-/* A memfd that can never shrink (mapping it cannot SIGBUS); its size. */
-static int check_memfd(int fd, struct stat *st)
-{
-	int seals = fcntl(fd, F_GET_SEALS);
-
-	if (seals < 0)
-		return errno == EBADF ? -EBADF : -EINVAL; /* not a memfd */
-	if (!(seals & F_SEAL_SHRINK))
-		return -EINVAL;
-	/* after the seal: the size cannot go down from here */
-	if (fstat(fd, st))
-		return -errno;
-	if (!S_ISREG(st->st_mode) || st->st_size <= 0 ||
-	    (uint64_t)st->st_size % page_size())
-		return -EINVAL;
-	return 0;
-}
-
-/* The table's header, read once; -EPROTO for another layout. */
-static int check_table(const uint8_t *t, size_t size, uint64_t arena_size,
-		       struct sv_rkey_hdr *h)
-{
-	memcpy(h, t, sizeof(*h)); /* the peer may change it: one copy */
-	if (h->magic != SV_RKEY_MAGIC || h->version != SV_RKEY_VERSION ||
-	    h->entry_size != sizeof(struct sv_rkey_entry))
-		return -EPROTO;
-	if (!h->nentries || h->nentries > SV_MAX_MR ||
-	    (h->nentries & (h->nentries - 1)) || h->entries_off < sizeof(*h) ||
-	    h->entries_off % _Alignof(struct sv_rkey_entry) ||
-	    h->entries_off > size ||
-	    (size - h->entries_off) / sizeof(struct sv_rkey_entry) <
-		    h->nentries ||
-	    h->arena_size != arena_size)
-		return -EINVAL;
-	return 0;
-}
-
-static struct sv_rpeer *rpeer_map(int arena_fd, int table_fd,
-				  const struct stat *as, const struct stat *ts)
-{
-	struct sv_rpeer *p = calloc(1, sizeof(*p));
-	struct sv_rkey_hdr h;
-	void *m;
-	int err;
-
-	if (!p)
-		return NULL;
-	p->table_size = (size_t)ts->st_size;
-	m = mmap(NULL, p->table_size, PROT_READ, MAP_SHARED, table_fd, 0);
-	if (m == MAP_FAILED)
-		goto err_free;
-	p->table = m;
-	err = check_table(p->table, p->table_size, (uint64_t)as->st_size, &h);
-	if (err) {
-		errno = -err;
-		goto err_table;
-	}
-	p->arena_size = (uint64_t)as->st_size;
-	m = mmap(NULL, p->arena_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-		 arena_fd, 0);
-	if (m == MAP_FAILED)
-		goto err_table;
-	p->arena = m;
-	p->ent = (const struct sv_rkey_entry *)(p->table + h.entries_off);
-	p->nentries = h.nentries;
-	p->dev = as->st_dev;
-	p->ino = as->st_ino;
-	p->refs = 1;
-	return p;
-
-err_table:
-	err = errno;
-	munmap((void *)p->table, p->table_size);
-	errno = err;
-err_free:
-	err = errno;
-	free(p);
-	errno = err;
-	return NULL;
-}
-
-struct sv_rpeer *sv_rpeer_get(struct sv_context *ctx, int arena_fd,
-			      int table_fd)
-{
-	struct sv_rmem *rm = ctx->rmem;
-	struct stat as, ts;
-	struct sv_rpeer *p;
-	int err;
-
-	err = check_memfd(arena_fd, &as);
-	if (!err)
-		err = check_memfd(table_fd, &ts);
-	if (!err && (as.st_dev == ts.st_dev && as.st_ino == ts.st_ino))
-		err = -EINVAL; /* one file for both */
-	if (!err && (uint64_t)ts.st_size <
-			    SV_RKEY_HDR_BYTES + sizeof(struct sv_rkey_entry))
-		err = -EINVAL;
-	if (err) {
-		errno = -err;
-		return NULL;
-	}
-	pthread_mutex_lock(&rm->lock);
-	for (p = rm->peers; p; p = p->next) {
-		if (p->dev == as.st_dev && p->ino == as.st_ino) {
-			p->refs++;
-			goto out;
-		}
-	}
-	p = rpeer_map(arena_fd, table_fd, &as, &ts);
-	if (p) {
-		p->next = rm->peers;
-		rm->peers = p;
-	}
-out:
-	err = errno;
-	pthread_mutex_unlock(&rm->lock);
-	errno = err;
-	return p;
-}
-
-void sv_rpeer_put(struct sv_context *ctx, struct sv_rpeer *p)
-{
-	struct sv_rmem *rm = ctx->rmem;
-
-	pthread_mutex_lock(&rm->lock);
-	if (!--p->refs) {
-		for (struct sv_rpeer **pp = &rm->peers; *pp;
-		     pp = &(*pp)->next) {
-			if (*pp == p) {
-				*pp = p->next;
-				break;
-			}
-		}
-		munmap(p->arena, p->arena_size);
-		munmap((void *)p->table, p->table_size);
-		free(p);
-	}
-	pthread_mutex_unlock(&rm->lock);
-}
-
-/* An entry's fields as one consistent copy. */
-struct rkey_copy {
-	uint32_t key, access, pd_id;
-	uint64_t iova, length, arena_off;
-};
-
-/* Seqlock read; false if the owner was writing it. */
-static bool entry_read(const struct sv_rkey_entry *en, struct rkey_copy *c)
-{
-	_Atomic uint32_t *gen = (_Atomic uint32_t *)&en->gen;
-	/* acquire: the fields after the gen that vouches for them */
-	uint32_t g = atomic_load_explicit(gen, memory_order_acquire);
-
-	if (g & 1)
-		return false;
-	c->key = __atomic_load_n(&en->key, __ATOMIC_RELAXED);
-	c->iova = __atomic_load_n(&en->iova, __ATOMIC_RELAXED);
-	c->length = __atomic_load_n(&en->length, __ATOMIC_RELAXED);
-	c->arena_off = __atomic_load_n(&en->arena_off, __ATOMIC_RELAXED);
-	c->access = __atomic_load_n(&en->access, __ATOMIC_RELAXED);
-	c->pd_id = __atomic_load_n(&en->pd_id, __ATOMIC_RELAXED);
-	/* acquire: the fields are read before the gen is read again */
-	atomic_thread_fence(memory_order_acquire);
-	return atomic_load_explicit(gen, memory_order_relaxed) == g;
-}
-
-void *sv_rpeer_at(struct sv_rpeer *p, uint64_t off, uint64_t len)
-{
-	if (off > p->arena_size || len > p->arena_size - off)
-		return NULL;
-	return p->arena + off;
-}
-
-/* SOFTVERBS_SINGLE_COPY=0 keeps memory without remote access private. */
-static uint32_t single_copy_min = UINT32_MAX;
-static uint32_t single_copy_cold = SV_SINGLE_COPY_COLD;
-static unsigned int shared_access = REMOTE_ACCESS;
-static pthread_once_t policy_once = PTHREAD_ONCE_INIT;
-
-static void policy_read(void)
-{
-	single_copy_cold = (uint32_t)sv_env_uint(SV_ENV_SINGLE_COPY_COLD);
-	if (!sv_env_bool(SV_ENV_SINGLE_COPY))
-		return;
-	single_copy_min = (uint32_t)sv_env_uint(SV_ENV_SINGLE_COPY_MIN);
-	shared_access = REMOTE_ACCESS | IBV_ACCESS_LOCAL_WRITE;
-}
-
-uint32_t sv_single_copy_min(void)
-{
-	pthread_once(&policy_once, policy_read);
-	return single_copy_min;
-}
-
-uint32_t sv_single_copy_cold(void)
-{
-	pthread_once(&policy_once, policy_read);
-	return single_copy_cold;
-}
-
-unsigned int sv_rmem_shared_access(void)
-{
-	pthread_once(&policy_once, policy_read);
-	return shared_access;
-}
-
-void *sv_rpeer_resolve(struct sv_rpeer *p, uint32_t rkey, uint32_t pd_id,
-		       uint64_t va, uint64_t len, unsigned int access)
-{
-	struct rkey_copy c;
-	uint64_t moff, off;
-
-	if (!len || !rkey)
-		return NULL;
-	/* nentries is a power of two (check_table) */
-	if (!entry_read(&p->ent[rkey & (p->nentries - 1)], &c))
-		return NULL;
-	if (c.key != rkey || c.pd_id != pd_id ||
-	    c.arena_off == SV_RMEM_NOT_REBACKED ||
-	    (c.access & access) != access)
-		return NULL;
-	/* inside the MR, with no overflow */
-	if (va < c.iova)
-		return NULL;
-	moff = va - c.iova;
-	if (moff > c.length || len > c.length - moff)
-		return NULL;
-	/* inside the arena */
-	if (c.arena_off > p->arena_size || moff > p->arena_size - c.arena_off)
-		return NULL;
-	off = c.arena_off + moff;
-	if (len > p->arena_size - off)
-		return NULL;
-	return p->arena + off;
 }

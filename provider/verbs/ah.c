@@ -4,7 +4,7 @@
  * An AH names port 1 and our LID, or a GID of this host's table, or a
  * multicast GID (a group, mcast.c: an IPv4-mapped one reaches other
  * hosts' members too), or another host's
- * IP address GID, IPv4-mapped or IPv6 (its datagrams go over UDP: ud.c,
+ * IP address GID, IPv4-mapped or IPv6 (its datagrams go over UDP: ud/,
  * sv_ud_route).  The AH
  * holds a reference on its PD.
  * ibv_init_ah_from_wc and ibv_create_ah_from_wc are in abi/derived.c.

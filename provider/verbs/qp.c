@@ -503,7 +503,7 @@ static void qp_put(struct sv_context *ctx, struct sv_qp *qp)
 	free_queues(qp);
 	sv_comp_fault_free(qp);
 	sv_lanes_rx_close(qp); /* UD: its senders see CLOSED (lane.c) */
-	free(qp->ud.replay);   /* UD: its senders' windows (ud.c) */
+	free(qp->ud.replay);   /* UD: its senders' windows (ud/mac.c) */
 	qp->ud.replay = NULL;
 	qp->qpx.qp_base.state = IBV_QPS_RESET;
 	qp->attr.qp_state = IBV_QPS_RESET;

@@ -203,7 +203,7 @@ enum sv_syndrome {
 };
 
 /*
- * A UD datagram (ud.c): this header, then the payload, in one SOCK_DGRAM
+ * A UD datagram (ud/): this header, then the payload, in one SOCK_DGRAM
  * message to the destination QP's socket.  Every field comes from
  * another process and is validated before use (sv_ud_hdr_ok).
  */
@@ -241,7 +241,7 @@ static_assert(sizeof(struct sv_ud_hdr) == 64, "wire ABI");
 
 /*
  * The trailer of a datagram between hosts with SOFTVERBS_SECRET_FILE
- * (ud.c): HMAC-SHA-256 under sv_auth_key(SV_AUTH_UD), truncated to 128
+ * (ud/mac.c): HMAC-SHA-256 under sv_auth_key(SV_AUTH_UD), truncated to 128
  * bits, of the header (rsvd and sgid zero, SV_UD_NET clear: the
  * listener rewrites those), the payload, sender and seq.  The receiving
  * QP keeps a window of seqs per sender (a replay is dropped).

@@ -12,15 +12,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 max_file=1000
 max_function=100
 
-# The violators when the limits came: "<file> <function or -> <lines>";
-# "-" is the file's own length.  One may only shrink; remove its row once
-# it is within the limit.  A violator not listed fails.
+# Violators allowed for a while: "<file> <function or -> <lines>"; "-" is
+# the file's own length.  One may only shrink; remove its row once it is
+# within the limit.  A violator not listed fails.  The list is empty: the
+# violators the limits found when they came have been split (issue 25),
+# so any file or function over the limit now fails.
 allowed='
-provider/transport/rmem.c - 1209
-provider/transport/ud.c - 1446
-rdmacm/rsocket.c - 1259
-provider/transport/tcp/conn.c sv_tcp_connect_step 137
-provider/transport/tcp/conn.c sv_tcp_read_ack 127
 '
 
 if [ "$1" = --selftest ]; then

@@ -614,7 +614,7 @@ SV_TEST(faults_delay_keeps_answer_before_nak)
 }
 
 /*
- * delay_us=N on UD: a datagram leaves N after its post (ud.c
+ * delay_us=N on UD: a datagram leaves N after its post (ud/send.c
  * sv_ud_send_run), so it arrives no sooner than N later; 8 posted
  * together arrive together, in order, about N later, not 8 N.  Before,
  * datagrams were not delayed.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Multicast between hosts (provider/verbs/mcast.c, ud.c): a group whose MGID is
+ * Multicast between hosts (provider/verbs/mcast.c, ud/): a group whose MGID is
  * an IPv4-mapped multicast address is that IPv4 group, joined by the
  * context's UDP listener.  Run with SOFTVERBS_TRANSPORT=tcp (CMake sets
  * it), so on this one host the groups live on lo and every datagram takes

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * UD datagrams between hosts with SOFTVERBS_SECRET_FILE (issue 24, ud.c):
+ * UD datagrams between hosts with SOFTVERBS_SECRET_FILE (issue 24, ud/mac.c):
  * forced over UDP on lo (SOFTVERBS_TRANSPORT=tcp, each test its own port
  * and secret).  The provider's own send path seals and its receive path
  * checks; datagrams made here with the same derived key (OpenSSL, as
@@ -65,7 +65,7 @@ struct us_dgram {
 	struct sv_ud_mac t;
 };
 
-/* Sends to qpn on lo a datagram from sender id, seq, sealed as ud.c
+/* Sends to qpn on lo a datagram from sender id, seq, sealed as ud/mac.c
  * seals. */
 static void us_inject(int fd, uint32_t qpn, uint64_t id, uint64_t seq)
 {
@@ -168,7 +168,7 @@ SV_TEST(udsecret_own_sends_sealed_and_taken)
  * highest is taken once, 64 below is too old, a repeat is a replay.  Of
  * 200 senders more, the 128 most recent are remembered (their replays
  * dropped) in the QP's fixed table; the first sender, evicted, is
- * forgotten: its old datagram is taken again (ud.c says so).
+ * forgotten: its old datagram is taken again (ud/mac.c says so).
  */
 SV_TEST(udsecret_replay_window_and_bound)
 {

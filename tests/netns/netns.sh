@@ -27,7 +27,7 @@ SV="-d softverbs0"
 pair rc_pingpong_defaults 60 "iters in" a b \
 	ibv_rc_pingpong $SV -g "$ga" -p @P -- \
 	ibv_rc_pingpong $SV -g "$gb" -p @P $A
-# UD between hosts: datagrams over UDP (ud.c), the receiver's GRH source
+# UD between hosts: datagrams over UDP (ud/), the receiver's GRH source
 # the sender's address; 2048-byte messages within the 4096 MTU
 pair ud_pingpong 60 "iters in" b c \
 	ibv_ud_pingpong $SV -g "$gb" -p @P -s 2048 -- \
@@ -87,7 +87,7 @@ else
 fi
 
 # Verbs multicast between hosts: an IPv4-mapped MGID is that IPv4 group
-# (mcast.c, ud.c); receivers in b and c attach (their listeners join
+# (mcast.c, ud/door.c); receivers in b and c attach (their listeners join
 # 239.77.x.y), then a, not attached, sends 20 datagrams to the group from
 # its veth address's GID.  Each receiver must take all 20, in order, with
 # the group as dgid and a's address as sgid.

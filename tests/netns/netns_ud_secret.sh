@@ -1,5 +1,5 @@
 #!/bin/sh
-# UD between hosts with a shared secret (issue 24 item 5, provider/transport/ud.c):
+# UD between hosts with a shared secret (issue 24 item 5, provider/transport/ud/mac.c):
 # across the netns suite's namespaces, ibv_ud_pingpong works when both
 # sides have the same SOFTVERBS_SECRET_FILE (IPv4 with full 4096-byte
 # datagrams, and IPv6); with a wrong secret, or none on one side, it does

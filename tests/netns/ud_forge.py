@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """ud_forge.py SECRET_FILE HOST QPN [PORT]: what a stranger on the path does
-with softverbs UD datagrams sealed under a shared secret (provider/transport/ud.c,
+with softverbs UD datagrams sealed under a shared secret (provider/transport/ud/mac.c,
 wire.h struct sv_ud_mac), sent over UDP to HOST's listener (port 4791).
 Knowing the secret, it makes datagrams as a sender does, then sends, to
 the sink's QP QPN (Q_Key 0x11223344), in order:

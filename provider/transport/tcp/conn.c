@@ -146,14 +146,12 @@ int sv_tcp_prepare(struct sv_link *l, const struct sv_link_conf *c)
 	/* one connection: pfd_conn, which the loop drains; pfd_acc (shared
 	 * memory's accepted connection) holds a caller that proves itself
 	 * (pend_step); tcp_close gives them back */
-	/* both drained as the link's socket: the QP's doorbell callback
-	 * (the loop's, which the QP set on pfd_conn) */
+	/* pfd_acc drained as the link's socket too: with the QP's doorbell
+	 * callback, edge triggered, which pfd_conn has had since the QP was
+	 * made (qp.c init_pfds; fuzz_tcp.c's own) and keeps */
 	t->pend_cb = __atomic_load_n(&c->pfd_acc->io.cb, __ATOMIC_RELAXED);
 	t->pend_edge = c->pfd_acc->edge;
 	sv_pfd_set(c->pfd_acc,
-		   __atomic_load_n(&c->pfd_conn->io.cb, __ATOMIC_RELAXED),
-		   true);
-	sv_pfd_set(c->pfd_conn,
 		   __atomic_load_n(&c->pfd_conn->io.cb, __ATOMIC_RELAXED),
 		   true);
 	if (c->stats)
@@ -270,151 +268,170 @@ static uint64_t new_nonce(const struct sv_tcp *t, uint64_t now)
 	return x ^ (x >> 31);
 }
 
+/* Our call's first step: a socket (made at RTR, the first time), bound
+ * to the source GID's address, connecting to the peer's door; CONN_NONE
+ * still when it is not time yet or the call failed. */
+static void call_start(struct sv_tcp *t, uint64_t now)
+{
+	int one = 1, fd = t->fd; /* made at RTR, the first time */
+
+	if (now < t->next_ns || t->pend_fd >= 0)
+		return; /* (a caller of the peer's proves itself) */
+	if (sv_auth_failed()) {
+		t->proto_err = true; /* nothing can be trusted */
+		return;
+	}
+	t->fd = -1;
+	if (!t->first_call_ns)
+		t->first_call_ns = now;
+	if (fd < 0)
+		fd = socket(t->dst.sa.sa_family,
+			    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		sv_dbg("qp %06x: tcp socket: %s\n", t->my_qpn, strerror(errno));
+		call_later(t, now);
+		return;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* from the source GID's address: the one the peer's QP
+	 * names (a host with several, or SOFTVERBS_TRANSPORT=tcp on
+	 * one host between GIDs of two of its addresses).  The port is
+	 * connect()'s to choose (IP_BIND_ADDRESS_NO_PORT): bind() alone
+	 * would reserve an ephemeral port for this socket only, a search
+	 * over every port in use that thousands of links make slow */
+	if (t->src.sa.sa_family) {
+		setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one,
+			   sizeof(one));
+		if (bind(fd, &t->src.sa, sv_sockaddr_len(&t->src)))
+			sv_dbg("qp %06x: tcp: bind to the source GID's "
+			       "address: %s\n",
+			       t->my_qpn, strerror(errno));
+	}
+	if (connect(fd, &t->dst.sa, sv_sockaddr_len(&t->dst)) &&
+	    errno != EINPROGRESS) {
+		sv_dbg("qp %06x: tcp connect: %s\n", t->my_qpn,
+		       strerror(errno));
+		call_failed(t, errno);
+		close(fd);
+		call_later(t, now);
+		return;
+	}
+	t->fd = fd;
+	t->nonce = new_nonce(t, now);
+	sv_progress_add(t->ctx, t->pfd, fd);
+	/* the thread hears when the connection is made */
+	sv_progress_want_out(t->ctx, t->pfd, true);
+	t->want_out = true;
+	t->conn = CONN_CONNECTING;
+	t->deadline_ns = now + CONNECT_WAIT_NS;
+}
+
+/* True once our connection is made and the callee, if on this host, is
+ * our user's; false while it is being made, or when it failed (closed:
+ * we call again later). */
+static bool call_made(struct sv_tcp *t, uint64_t now)
+{
+	struct pollfd p = {.fd = t->fd, .events = POLLOUT};
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (poll(&p, 1, 0) <= 0) {
+		if (now >= t->deadline_ns)
+			sv_tcp_close_conn(t, now);
+		return false;
+	}
+	if (getsockopt(t->fd, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
+		sv_dbg("qp %06x: tcp connect to %06x: %s\n", t->my_qpn,
+		       t->peer_qpn, strerror(err ? err : errno));
+		call_failed(t, err ? err : errno);
+		sv_tcp_close_conn(t, now);
+		return false;
+	}
+	/* the callee, if on this host, must be our user's: another
+	 * user may hold the port first */
+	err = sv_peer_check_now(t->fd, &t->dst.sa);
+	if (err == -EAGAIN) {
+		/* a door of this host whose accept queue is full:
+		 * busy; the thread does not wait for it (peer.h) */
+		sv_dbg("qp %06x: tcp: the door is busy\n", t->my_qpn);
+		t->turned_away = false;
+		sv_tcp_close_conn(t, now);
+		return false;
+	}
+	if (err) {
+		sv_dbg("qp %06x: tcp: the door at the peer's address "
+		       "is not our peer's: %s\n",
+		       t->my_qpn, sv_peer_why(err));
+		t->turned_away = true;
+		sv_tcp_close_conn(t, now);
+		return false;
+	}
+	return true;
+}
+
+/* Our hello on the connection made (our nonce, and our proof with a
+ * secret); then we wait for the door to pass it on (door_wait_ns). */
+static void hello_send(struct sv_link *l, uint64_t now)
+{
+	struct sv_tcp *t = l->tcp;
+	struct sv_tcp_hello h = {
+		.magic = SV_TCP_MAGIC,
+		.version = SV_TCP_VERSION,
+		.src_qpn = t->my_qpn,
+		.dst_qpn = t->peer_qpn,
+		.rx_size = l->rx.size,
+		.rsp_size = l->rsp_rx.size,
+		.nonce = t->nonce,
+	};
+	int err = 0; /* (call_made left none) */
+
+	sv_auth_random(t->cnonce, sizeof(t->cnonce));
+	memcpy(h.cnonce, t->cnonce, sizeof(h.cnonce));
+	t->call_cookie = t->has_cookie;
+	t->proved = false;
+	if (t->call_cookie)
+		h.flags |= SV_TCP_HELLO_COOKIE;
+	if (sv_auth_on()) {
+		h.flags |= SV_TCP_HELLO_SECRET;
+		sv_tcp_hello_mac(&h, h.mac);
+	}
+	sv_tcp_hello_seal(&h);
+	if (send(t->fd, &h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL) !=
+	    sizeof(h)) {
+		sv_dbg("qp %06x: tcp connect to %06x: %s\n", t->my_qpn,
+		       t->peer_qpn, strerror(err ? err : errno));
+		call_failed(t, err ? err : errno);
+		sv_tcp_close_conn(t, now);
+		return;
+	}
+	t->refused = 0;
+	if (!t->door_wait_ns) {
+		uint64_t lately =
+			4 * atomic_load_explicit(&t->tctx->pass_ns,
+						 memory_order_relaxed);
+
+		t->door_wait_ns = lately < DOOR_WAIT_NS	     ? DOOR_WAIT_NS
+				  : lately > CONNECT_WAIT_NS ? CONNECT_WAIT_NS
+							     : lately;
+	}
+	t->hello_ns = now;
+	t->deadline_ns = now + t->door_wait_ns;
+	t->conn = CONN_HELLO;
+	t->ack_got = 0;
+	sv_progress_want_out(t->ctx, t->pfd, false);
+	t->want_out = false;
+}
+
 /* Starts a connection to the peer's door and, once it is made, says
  * hello; the answer is read by read_ack. */
 void sv_tcp_connect_step(struct sv_link *l, uint64_t now)
 {
 	struct sv_tcp *t = l->tcp;
 
-	if (t->conn == CONN_NONE) {
-		int one = 1, fd = t->fd; /* made at RTR, the first time */
-
-		if (now < t->next_ns || t->pend_fd >= 0)
-			return; /* (a caller of the peer's proves itself) */
-		if (sv_auth_failed()) {
-			t->proto_err = true; /* nothing can be trusted */
-			return;
-		}
-		t->fd = -1;
-		if (!t->first_call_ns)
-			t->first_call_ns = now;
-		if (fd < 0)
-			fd = socket(t->dst.sa.sa_family,
-				    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-				    0);
-		if (fd < 0) {
-			sv_dbg("qp %06x: tcp socket: %s\n", t->my_qpn,
-			       strerror(errno));
-			call_later(t, now);
-			return;
-		}
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		/* from the source GID's address: the one the peer's QP
-		 * names (a host with several, or SOFTVERBS_TRANSPORT=tcp on
-		 * one host between GIDs of two of its addresses).  The port
-		 * is connect()'s to choose (IP_BIND_ADDRESS_NO_PORT): bind()
-		 * alone would reserve an ephemeral port for this socket
-		 * only, a search over every port in use that thousands of
-		 * links (and their TIME_WAITs) make slow and then exhaust */
-		if (t->src.sa.sa_family) {
-			setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT,
-				   &one, sizeof(one));
-			if (bind(fd, &t->src.sa, sv_sockaddr_len(&t->src)))
-				sv_dbg("qp %06x: tcp: bind to the source "
-				       "GID's address: %s\n",
-				       t->my_qpn, strerror(errno));
-		}
-		if (connect(fd, &t->dst.sa, sv_sockaddr_len(&t->dst)) &&
-		    errno != EINPROGRESS) {
-			sv_dbg("qp %06x: tcp connect: %s\n", t->my_qpn,
-			       strerror(errno));
-			call_failed(t, errno);
-			close(fd);
-			call_later(t, now);
-			return;
-		}
-		t->fd = fd;
-		t->nonce = new_nonce(t, now);
-		sv_progress_add(t->ctx, t->pfd, fd);
-		/* the thread hears when the connection is made */
-		sv_progress_want_out(t->ctx, t->pfd, true);
-		t->want_out = true;
-		t->conn = CONN_CONNECTING;
-		t->deadline_ns = now + CONNECT_WAIT_NS;
-	}
-	if (t->conn == CONN_CONNECTING) {
-		struct pollfd p = {.fd = t->fd, .events = POLLOUT};
-		struct sv_tcp_hello h = {
-			.magic = SV_TCP_MAGIC,
-			.version = SV_TCP_VERSION,
-			.src_qpn = t->my_qpn,
-			.dst_qpn = t->peer_qpn,
-			.rx_size = l->rx.size,
-			.rsp_size = l->rsp_rx.size,
-			.nonce = t->nonce,
-		};
-		socklen_t len = sizeof(int);
-		int err = 0;
-
-		if (poll(&p, 1, 0) <= 0) {
-			if (now >= t->deadline_ns)
-				sv_tcp_close_conn(t, now);
-			return;
-		}
-		if (getsockopt(t->fd, SOL_SOCKET, SO_ERROR, &err, &len) ||
-		    err) {
-			sv_dbg("qp %06x: tcp connect to %06x: %s\n", t->my_qpn,
-			       t->peer_qpn, strerror(err ? err : errno));
-			call_failed(t, err ? err : errno);
-			sv_tcp_close_conn(t, now);
-			return;
-		}
-		/* the callee, if on this host, must be our user's: another
-		 * user may hold the port first */
-		err = sv_peer_check_now(t->fd, &t->dst.sa);
-		if (err == -EAGAIN) {
-			/* a door of this host whose accept queue is full:
-			 * busy; the thread does not wait for it (peer.h) */
-			sv_dbg("qp %06x: tcp: the door is busy\n", t->my_qpn);
-			t->turned_away = false;
-			sv_tcp_close_conn(t, now);
-			return;
-		}
-		if (err) {
-			sv_dbg("qp %06x: tcp: the door at the peer's address "
-			       "is not our peer's: %s\n",
-			       t->my_qpn, sv_peer_why(err));
-			t->turned_away = true;
-			sv_tcp_close_conn(t, now);
-			return;
-		}
-		sv_auth_random(t->cnonce, sizeof(t->cnonce));
-		memcpy(h.cnonce, t->cnonce, sizeof(h.cnonce));
-		t->call_cookie = t->has_cookie;
-		t->proved = false;
-		if (t->call_cookie)
-			h.flags |= SV_TCP_HELLO_COOKIE;
-		if (sv_auth_on()) {
-			h.flags |= SV_TCP_HELLO_SECRET;
-			sv_tcp_hello_mac(&h, h.mac);
-		}
-		sv_tcp_hello_seal(&h);
-		if (send(t->fd, &h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL) !=
-		    sizeof(h)) {
-			sv_dbg("qp %06x: tcp connect to %06x: %s\n", t->my_qpn,
-			       t->peer_qpn, strerror(err ? err : errno));
-			call_failed(t, err ? err : errno);
-			sv_tcp_close_conn(t, now);
-			return;
-		}
-		t->refused = 0;
-		if (!t->door_wait_ns) {
-			uint64_t lately =
-				4 * atomic_load_explicit(&t->tctx->pass_ns,
-							 memory_order_relaxed);
-
-			t->door_wait_ns = lately < DOOR_WAIT_NS ? DOOR_WAIT_NS
-					  : lately > CONNECT_WAIT_NS
-						  ? CONNECT_WAIT_NS
-						  : lately;
-		}
-		t->hello_ns = now;
-		t->deadline_ns = now + t->door_wait_ns;
-		t->conn = CONN_HELLO;
-		t->ack_got = 0;
-		sv_progress_want_out(t->ctx, t->pfd, false);
-		t->want_out = false;
-	}
+	if (t->conn == CONN_NONE)
+		call_start(t, now);
+	if (t->conn == CONN_CONNECTING && call_made(t, now))
+		hello_send(l, now);
 }
 
 /* Ours, the first time a connection is up: the fd held for the peer's
@@ -484,11 +501,11 @@ static void answer_challenge(struct sv_link *l, uint64_t now)
 	sv_tcp_read_ack(l, now);
 }
 
-/* The callee's answer to our hello; then the link resumes where it
- * says. */
-void sv_tcp_read_ack(struct sv_link *l, uint64_t now)
+/* Reads more of the callee's answer into t->ack: true once it is whole;
+ * false while it is not (or when the connection closed: no answer in
+ * time, the peer's end, another protocol version). */
+static bool ack_read(struct sv_tcp *t, uint64_t now)
 {
-	struct sv_tcp *t = l->tcp;
 	struct sv_tcp_hello_ack *a = &t->ack;
 	static atomic_bool said;
 	ssize_t n;
@@ -497,7 +514,7 @@ void sv_tcp_read_ack(struct sv_link *l, uint64_t now)
 		 MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
 		if (now < t->deadline_ns)
-			return;
+			return false;
 		t->turned_away = false; /* no answer: still on its way */
 		if (!t->alive) {	/* a silent door: call again, at once */
 			sv_dbg("qp %06x: tcp: no door answered in %llu ms\n",
@@ -509,11 +526,11 @@ void sv_tcp_read_ack(struct sv_link *l, uint64_t now)
 			t->wait_ns = 0;
 		}
 		sv_tcp_close_conn(t, now);
-		return;
+		return false;
 	}
 	if (n <= 0) {
 		sv_tcp_close_conn(t, now);
-		return;
+		return false;
 	}
 	t->ack_got += (uint32_t)n;
 	/* every version starts with magic, version and status: the peer's
@@ -531,36 +548,38 @@ void sv_tcp_read_ack(struct sv_link *l, uint64_t now)
 				SV_TCP_VERSION);
 		t->proto_err = true;
 		sv_tcp_close_conn(t, now);
-		return;
+		return false;
 	}
-	if (t->ack_got < sizeof(*a))
-		return;
-	if (!sv_tcp_ack_ok(a)) {
-		sv_tcp_close_conn(t, now);
-		return;
-	}
-	if (a->status == SV_TCP_PASSED) { /* the QP's own answer next */
-		t->alive = true;
-		t->ack_got = 0;
-		t->door_wait_ns = 0;
-		t->down_since = 0; /* it exists: slow (stopped), not gone */
-		if (now > t->hello_ns) { /* 7/8 old, 1/8 new; races: fine */
-			_Atomic uint64_t *avg = &t->tctx->pass_ns;
-			uint64_t v =
-				atomic_load_explicit(avg, memory_order_relaxed);
+	return t->ack_got >= sizeof(*a);
+}
 
-			atomic_store_explicit(
-				avg, v - v / 8 + (now - t->hello_ns) / 8,
-				memory_order_relaxed);
-		}
-		t->deadline_ns = now + CONNECT_WAIT_NS;
-		sv_tcp_read_ack(l, now);
-		return;
+/* The door passed our hello on (SV_TCP_PASSED): the QP's own answer
+ * comes next, on the same connection. */
+static void ack_passed(struct sv_link *l, uint64_t now)
+{
+	struct sv_tcp *t = l->tcp;
+
+	t->alive = true;
+	t->ack_got = 0;
+	t->door_wait_ns = 0;
+	t->down_since = 0;	 /* it exists: slow (stopped), not gone */
+	if (now > t->hello_ns) { /* 7/8 old, 1/8 new; races: fine */
+		_Atomic uint64_t *avg = &t->tctx->pass_ns;
+		uint64_t v = atomic_load_explicit(avg, memory_order_relaxed);
+
+		atomic_store_explicit(avg, v - v / 8 + (now - t->hello_ns) / 8,
+				      memory_order_relaxed);
 	}
-	if (a->status == SV_TCP_CHALLENGE) {
-		answer_challenge(l, now);
-		return;
-	}
+	t->deadline_ns = now + CONNECT_WAIT_NS;
+	sv_tcp_read_ack(l, now);
+}
+
+/* The callee's answer is neither OK nor a challenge: the connection
+ * closes, and what the answer says of the peer is kept. */
+static void ack_refused(struct sv_tcp *t, uint64_t now)
+{
+	struct sv_tcp_hello_ack *a = &t->ack;
+
 	if (a->status == SV_TCP_SECRET_REFUSED) {
 		char buf[INET6_ADDRSTRLEN];
 
@@ -576,20 +595,26 @@ void sv_tcp_read_ack(struct sv_link *l, uint64_t now)
 		sv_tcp_close_conn(t, now);
 		return;
 	}
-	if (a->status != SV_TCP_OK) {
-		sv_dbg("qp %06x: tcp: QP %06x answers %u\n", t->my_qpn,
-		       t->peer_qpn, a->status);
-		t->turned_away = a->status != SV_TCP_BUSY;
-		/* no such QP: not yet, or not any more once it answered
-		 * (dead); refused by a QP that answered before: it left
-		 * the connection (to ERROR, RESET), as a goodbye says */
-		if (t->was_up && a->status == SV_TCP_NO_QP)
-			t->gone = true;
-		else if (t->was_up && a->status == SV_TCP_REFUSED)
-			t->closed = true;
-		sv_tcp_close_conn(t, now);
-		return;
-	}
+	sv_dbg("qp %06x: tcp: QP %06x answers %u\n", t->my_qpn, t->peer_qpn,
+	       a->status);
+	t->turned_away = a->status != SV_TCP_BUSY;
+	/* no such QP: not yet, or not any more once it answered
+	 * (dead); refused by a QP that answered before: it left
+	 * the connection (to ERROR, RESET), as a goodbye says */
+	if (t->was_up && a->status == SV_TCP_NO_QP)
+		t->gone = true;
+	else if (t->was_up && a->status == SV_TCP_REFUSED)
+		t->closed = true;
+	sv_tcp_close_conn(t, now);
+}
+
+/* The callee's OK: the link resumes where it says, if the callee proved
+ * itself and what it says fits the link. */
+static void ack_ok(struct sv_link *l, uint64_t now)
+{
+	struct sv_tcp *t = l->tcp;
+	struct sv_tcp_hello_ack *a = &t->ack;
+
 	if ((t->call_cookie || sv_auth_on()) && !t->proved) {
 		/* an OK that did not prove the callee: not our peer's */
 		sv_dbg("qp %06x: tcp: an unproven callee: refused\n",
@@ -612,6 +637,29 @@ void sv_tcp_read_ack(struct sv_link *l, uint64_t now)
 		t->got_frame = false;
 	}
 	conn_up(t, a->epoch, a->rx_recv, a->rsp_recv);
+}
+
+/* The callee's answer to our hello; then the link resumes where it
+ * says. */
+void sv_tcp_read_ack(struct sv_link *l, uint64_t now)
+{
+	struct sv_tcp *t = l->tcp;
+	struct sv_tcp_hello_ack *a = &t->ack;
+
+	if (!ack_read(t, now))
+		return;
+	if (!sv_tcp_ack_ok(a)) {
+		sv_tcp_close_conn(t, now);
+		return;
+	}
+	if (a->status == SV_TCP_PASSED) /* the QP's own answer next */
+		ack_passed(l, now);
+	else if (a->status == SV_TCP_CHALLENGE)
+		answer_challenge(l, now);
+	else if (a->status != SV_TCP_OK)
+		ack_refused(t, now);
+	else
+		ack_ok(l, now);
 }
 
 /* A caller turned away: one answer (status alone, every other field
