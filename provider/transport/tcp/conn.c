@@ -665,14 +665,15 @@ void sv_tcp_read_ack(struct sv_link *l, uint64_t now)
 /* A caller turned away: one answer (status alone, every other field
  * zero: the door's for a QP that does not exist is the same bytes), and
  * the socket closed. */
-void sv_tcp_answer(int fd, uint16_t status)
+bool sv_tcp_answer(int fd, uint16_t status)
 {
 	struct sv_tcp_hello_ack a = {.magic = SV_TCP_MAGIC,
 				     .version = SV_TCP_VERSION,
 				     .status = status};
 
 	sv_tcp_ack_seal(&a);
-	send(fd, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL);
+	return send(fd, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL) ==
+	       (ssize_t)sizeof(a);
 }
 
 static int refuse(int fd, uint16_t status, int err)
