@@ -298,9 +298,14 @@ int sv_peer_tcp_uid(int fd, uid_t *uid)
 
 static int check(int fd, const struct sockaddr *want, bool wait)
 {
+	struct peer_addr gone;
 	uid_t uid;
 	int err;
 
+	/* a caller that left before we look has no address to compare:
+	 * it is closed, not a stranger */
+	if (want && fd_addr(fd, true, &gone))
+		return -ENOTCONN;
 	if (want && !sv_peer_addr_is(fd, want))
 		return -EACCES;
 	err = tcp_uid(fd, &uid, wait);

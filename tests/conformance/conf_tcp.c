@@ -1067,6 +1067,171 @@ SV_TEST(tcp_other_version_is_refused)
 	sv_pair_close(&p);
 }
 
+/* The callers waiting in the accept queues of port's listeners (the
+ * doors), as /proc/net/tcp{,6} count them (rx_queue of a LISTEN socket). */
+static int door_queued(int port)
+{
+	static const char *const tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+	int queued = 0;
+
+	for (size_t t = 0; t < 2; t++) {
+		FILE *f = fopen(tables[t], "r");
+		char line[512];
+
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			char loc[64];
+			unsigned int st, rxq;
+			char *colon;
+
+			if (sscanf(line, "%*s %63s %*s %x %*x:%x", loc, &st,
+				   &rxq) != 3 ||
+			    st != 0x0A /* TCP_LISTEN */)
+				continue;
+			colon = strrchr(loc, ':');
+			if (colon && strtol(colon + 1, NULL, 16) == port)
+				queued += (int)rxq;
+		}
+		fclose(f);
+	}
+	return queued;
+}
+
+/* A burst of callers, more than the door holds unheard (DOOR_PENDING,
+ * 128), all connected before any says hello, as thousands of QPs calling
+ * at once are: each is answered.  The door once dropped its oldest
+ * unheard caller for each new one, so a burst dropped its own callers
+ * before their hellos could arrive, and they called again, and again
+ * (scale.rc_pairs_4096_tcp).  Now the rest wait in the kernel's accept
+ * queue until a place frees. */
+SV_TEST(tcp_door_burst_answers_every_caller)
+{
+	enum { N = 300 };
+	static int fd[N];
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sv_pair p;
+	int port = sv_free_port();
+	char v[16];
+
+	snprintf(v, sizeof(v), "%d", port);
+	setenv("SOFTVERBS_TCP_PORT", v, 1);
+	tcp_pair(&p, 14); /* the door is open */
+	a.sin_port = htons((uint16_t)port);
+	for (int i = 0; i < N; i++) {
+		fd[i] = socket(AF_INET, SOCK_STREAM, 0);
+		ASSERT_TRUE(fd[i] >= 0);
+		ASSERT_OK(connect(fd[i], (struct sockaddr *)&a, sizeof(a)));
+	}
+	/* the door has taken all it holds (each of the pair's contexts
+	 * has one), and not one hello has come yet */
+	for (uint64_t t0 = now_ms(); door_queued(port) > N - 128;) {
+		struct timespec ts = {0, 1000000};
+
+		ASSERT_TRUE(now_ms() - t0 < 5000);
+		nanosleep(&ts, NULL); /* a poll of /proc: nothing to wait on */
+	}
+	for (int i = 0; i < N; i++) {
+		/* another version's hello: answered at the door itself */
+		uint32_t h[12] = {SV_TCP_MAGIC, SV_TCP_VERSION + 1, 1, 1};
+
+		ASSERT_EQ((ssize_t)sizeof(h), send(fd[i], h, sizeof(h), 0));
+	}
+	for (int i = 0; i < N; i++) {
+		expect_version_refused(fd[i]);
+		close(fd[i]);
+	}
+	sv_pair_ping(&p);
+	sv_pair_close(&p);
+}
+
+/* Our side's sockets to port in TIME_WAIT (/proc/net/tcp{,6}). */
+static int time_waits_to(int port)
+{
+	static const char *const tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+	int n = 0;
+
+	for (size_t t = 0; t < 2; t++) {
+		FILE *f = fopen(tables[t], "r");
+		char line[512];
+
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			char rem[64];
+			unsigned int st;
+			char *colon;
+
+			if (sscanf(line, "%*s %*s %63s %x", rem, &st) != 2 ||
+			    st != 0x06 /* TCP_TIME_WAIT */)
+				continue;
+			colon = strrchr(rem, ':');
+			if (colon && strtol(colon + 1, NULL, 16) == port)
+				n++;
+		}
+		fclose(f);
+	}
+	return n;
+}
+
+/* A call the caller gives up (the door answers nothing in its wait) is
+ * reset, not closed: it leaves no TIME_WAIT on the caller's host.  Each
+ * one would hold a source port to the one door port for a minute, and
+ * thousands make every later connect() walk them (scale.rc_pairs_4096_tcp
+ * spent half its time in the kernel's port search).  The "door" is a
+ * listener of the test's that reads each call to its end and closes. */
+SV_TEST(tcp_abandoned_call_leaves_no_time_wait)
+{
+	struct sv_end e;
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int lfd = socket(AF_INET, SOCK_STREAM, 0), port;
+	char v[16];
+
+	ASSERT_TRUE(lfd >= 0);
+	ASSERT_OK(bind(lfd, (struct sockaddr *)&a, sizeof(a)));
+	ASSERT_OK(listen(lfd, 8));
+	ASSERT_OK(getsockname(lfd, (struct sockaddr *)&a, &len));
+	port = ntohs(a.sin_port);
+	snprintf(v, sizeof(v), "%d", port);
+	setenv("SOFTVERBS_TCP_CONNECT_PORT", v, 1);
+	snprintf(v, sizeof(v), "%d", sv_free_port());
+	setenv("SOFTVERBS_TCP_PORT", v, 1);
+	setenv("SOFTVERBS_TRANSPORT", "tcp", 1);
+	sv_end_open(&e, NULL);
+	sv_end_connect(&e, 0x000001, 0);
+	for (int calls = 0; calls < 3; calls++) {
+		struct pollfd pfd = {.fd = lfd, .events = POLLIN};
+		uint64_t t0 = now_ms();
+		char buf[256];
+		int c;
+
+		ASSERT_EQ(1, poll(&pfd, 1, 5000));
+		c = accept(lfd, NULL, NULL);
+		ASSERT_TRUE(c >= 0);
+		/* the hello, then the caller's end (no answer comes) */
+		for (;;) {
+			ssize_t n;
+
+			pfd = (struct pollfd){.fd = c, .events = POLLIN};
+			ASSERT_TRUE(now_ms() - t0 < 5000);
+			if (poll(&pfd, 1, 100) <= 0)
+				continue;
+			n = recv(c, buf, sizeof(buf), 0);
+			if (n <= 0)
+				break;
+		}
+		close(c);
+	}
+	ASSERT_EQ(0, time_waits_to(port));
+	sv_end_close(&e);
+	close(lfd);
+	unsetenv("SOFTVERBS_TCP_CONNECT_PORT");
+	unsetenv("SOFTVERBS_TRANSPORT");
+}
+
 /* Our call answered by a host of another version: the QP cannot have a
  * link there and goes to ERROR (QP_FATAL) at once, not calling for
  * ever.  The "host" is a listener of the test's that answers so. */

@@ -207,6 +207,15 @@ void sv_tcp_drop_conn(struct sv_tcp *t)
 {
 	/* out of epoll before the number can be anyone's again */
 	sv_progress_del(t->ctx, t->pfd);
+	if (t->fd >= 0 && t->conn != CONN_READY) {
+		/* a call given up (no answer, crossed, refused) carries no
+		 * link data: reset it, so that it leaves no TIME_WAIT behind.
+		 * Thousands of those to the one door port make every later
+		 * connect() walk them for a free source port */
+		struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+		setsockopt(t->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
 	if (t->fd >= 0)
 		close(t->fd);
 	t->fd = -1;
@@ -287,12 +296,18 @@ static void call_start(struct sv_tcp *t, uint64_t now)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	/* from the source GID's address: the one the peer's QP
 	 * names (a host with several, or SOFTVERBS_TRANSPORT=tcp on
-	 * one host between GIDs of two of its addresses) */
-	if (t->src.sa.sa_family &&
-	    bind(fd, &t->src.sa, sv_sockaddr_len(&t->src)))
-		sv_dbg("qp %06x: tcp: bind to the source GID's "
-		       "address: %s\n",
-		       t->my_qpn, strerror(errno));
+	 * one host between GIDs of two of its addresses).  The port is
+	 * connect()'s to choose (IP_BIND_ADDRESS_NO_PORT): bind() alone
+	 * would reserve an ephemeral port for this socket only, a search
+	 * over every port in use that thousands of links make slow */
+	if (t->src.sa.sa_family) {
+		setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one,
+			   sizeof(one));
+		if (bind(fd, &t->src.sa, sv_sockaddr_len(&t->src)))
+			sv_dbg("qp %06x: tcp: bind to the source GID's "
+			       "address: %s\n",
+			       t->my_qpn, strerror(errno));
+	}
 	if (connect(fd, &t->dst.sa, sv_sockaddr_len(&t->dst)) &&
 	    errno != EINPROGRESS) {
 		sv_dbg("qp %06x: tcp connect: %s\n", t->my_qpn,
@@ -651,14 +666,15 @@ void sv_tcp_read_ack(struct sv_link *l, uint64_t now)
 /* A caller turned away: one answer (status alone, every other field
  * zero: the door's for a QP that does not exist is the same bytes), and
  * the socket closed. */
-void sv_tcp_answer(int fd, uint16_t status)
+bool sv_tcp_answer(int fd, uint16_t status)
 {
 	struct sv_tcp_hello_ack a = {.magic = SV_TCP_MAGIC,
 				     .version = SV_TCP_VERSION,
 				     .status = status};
 
 	sv_tcp_ack_seal(&a);
-	send(fd, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL);
+	return send(fd, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL) ==
+	       (ssize_t)sizeof(a);
 }
 
 static int refuse(int fd, uint16_t status, int err)

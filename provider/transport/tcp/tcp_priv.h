@@ -204,10 +204,10 @@ void sv_tcp_connect_step(struct sv_link *l, uint64_t now);
 /* The callee's answer to our hello; then the link resumes where it
  * says. */
 void sv_tcp_read_ack(struct sv_link *l, uint64_t now);
-/* A caller turned away: one answer (status alone, every other field
- * zero: the door's for a QP that does not exist is the same bytes), and
- * the socket closed. */
-void sv_tcp_answer(int fd, uint16_t status);
+/* One answer to a caller (status alone, every other field zero: the
+ * door's for a QP that does not exist is the same bytes); false if it
+ * could not be sent whole (the caller left). */
+bool sv_tcp_answer(int fd, uint16_t status);
 /* The challenged caller, forgotten (its socket closed, or taken). */
 void sv_tcp_pend_forget(struct sv_tcp *t, bool close_fd);
 /* The challenged caller's proof: it proves the key over our nonce and
