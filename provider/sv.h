@@ -113,6 +113,18 @@ static inline void sv_pfd_set(struct sv_pfd *p, sv_io_cb *cb, bool edge)
 	p->edge = edge;
 }
 
+/* A call another thread asks the progress thread to make
+ * (sv_progress_async): queued once however often it is asked, until the
+ * thread takes it.  Its memory must stay valid (or type-stable) while
+ * queued. */
+struct sv_async;
+typedef void sv_async_cb(struct sv_async *a);
+struct sv_async {
+	struct sv_async *next; /* on the thread's list (under its lock) */
+	sv_async_cb *cb;       /* set when queued (under its lock) */
+	atomic_bool queued;    /* on the list */
+};
+
 /* An event queue behind a real fd (eventfd in semaphore mode): one count
  * per queued event, so poll()/epoll on the fd works as on hardware. */
 struct sv_evq {
@@ -508,7 +520,7 @@ struct sv_qp_stats {
 	uint64_t ud_auth_drops;
 	/* ... with a MAC that checks, but replayed or too old */
 	uint64_t ud_replay_drops;
-	/* the progress thread's looks at it (progress.c): flat in the
+	/* the progress thread's looks at it (engine/drive.c): flat in the
 	 * number of other QPs (tests/scale/idle.c) */
 	uint64_t progress_looks;
 	/* completions by status (index enum ibv_wc_status, the last slot
@@ -708,7 +720,7 @@ struct sv_qp_pcap {
 	uint32_t msn; /* messages shown as done (the AETH's MSN) */
 };
 
-/* The progress thread's view of app-thread driving (progress.c).
+/* The progress thread's view of app-thread driving (engine/drive.c).
  * Kept when a reused QP is zeroed (qp.c): the group stays last. */
 struct sv_qp_prog {
 	_Atomic uint64_t drives; /* app-thread engine runs (a hint) */
@@ -762,16 +774,15 @@ struct sv_qp {
 	 * a reader of that lock sees the list's truth in O(1); kept, like
 	 * drives, when a reused QP is zeroed) */
 	atomic_bool listed;
-	/* the progress thread's (progress.c), also kept when a reused QP is
+	/* the progress thread's (engine/drive.c), also kept when a reused QP is
 	 * zeroed: its timer may still be in the loop's heap, the QP on the
 	 * thread's visit list */
-	struct sv_timer timer;	  /* its one next deadline (evloop.h) */
-	struct sv_qp *visit_next; /* on the visit list (sv_progress_visit) */
-	atomic_bool visit_queued; /* on it */
-	atomic_bool timed;	  /* the thread will look at it again by itself
-				   * (a timer, a queued visit): new work needs no
-				   * kick (sv_progress_note_work) */
-	struct sv_qp_prog prog;	  /* progress thread */
+	struct sv_timer timer;	/* its one next deadline (evloop.h) */
+	struct sv_async visit;	/* a look asked for (sv_qp_visit) */
+	atomic_bool timed;	/* the thread will look at it again by itself
+				 * (a timer, a queued visit): new work needs no
+				 * kick (sv_qp_note_work) */
+	struct sv_qp_prog prog; /* progress thread */
 };
 
 static inline struct sv_qp *to_sqp(struct ibv_qp *qp)
@@ -817,15 +828,22 @@ void sv_qp_to_error(struct sv_qp *qp, enum ibv_event_type ev);
 void sv_qp_link_close(struct sv_qp *qp, bool bye);
 void sv_qp_init_ex_ops(struct sv_qp *qp, uint64_t send_ops_flags);
 int sv_qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags);
+/* The QP's link (engine/qp_link.c); caller holds qp->lock.  One step
+ * up (connect, the peer's hello): what makes the link impossible
+ * (-errno: another user's socket, out of fds; said on stderr), else 0. */
+int sv_qp_link_connect(struct sv_qp *qp);
+/* The same, and a link that cannot come up takes the QP to ERROR. */
 void sv_qp_link_step(struct sv_qp *qp);
-/* The link's peer said goodbye (st CLOSED) or vanished (DEAD)
- * (progress.c).  Caller holds qp->lock. */
+/* The link's peer said goodbye (st CLOSED) or vanished (DEAD). */
 void sv_qp_link_event(struct sv_qp *qp, enum sv_link_state st);
+/* Says on stderr, once, why the link cannot come up (what failed, err). */
+void sv_qp_link_error(struct sv_qp *qp, const char *what, int err);
 /* The local ACK timeout (IBA 9.7.6.1.3; at least SV_MIN_ACK_TIMEOUT_NS,
  * UINT64_MAX / 2 for 0: infinite) (comp.c). */
 uint64_t sv_qp_ack_timeout_ns(const struct sv_qp *qp);
-/* A TCP link's turn (qp.c).  Caller holds qp->lock. */
-void sv_qp_tcp_run(struct sv_qp *qp, uint64_t now);
+/* A link that runs by itself (TCP): its turn (engine/qp_link.c).  Caller
+ * holds qp->lock. */
+void sv_qp_link_run(struct sv_qp *qp, uint64_t now);
 void sv_qp_free_all(struct sv_context *ctx);
 /* ibv_close_device: every QP still open is torn down (BYE to peers). */
 void sv_qp_close_all(struct sv_context *ctx);
@@ -951,9 +969,21 @@ int sv_xrc_fwd_data(struct sv_qp *qp, const struct sv_pkt *p,
 		    const uint8_t *data);
 int sv_xrc_fwd_send(struct sv_qp *qp, const struct sv_pkt *p);
 
-/* Progress (progress.c). */
-int sv_progress_start(struct sv_context *ctx);
+/* The progress thread (loop/progress.c): the context's event loop.
+ * next_ns: the context's deadlines outside the loop's heap (it may run
+ * what is due), asked before each sleep; UINT64_MAX: none. */
+typedef uint64_t sv_progress_next_cb(struct sv_context *ctx, uint64_t now);
+int sv_progress_start(struct sv_context *ctx, sv_progress_next_cb *next_ns);
 void sv_progress_stop(struct sv_context *ctx);
+/* The context whose progress thread calls; NULL on any other thread. */
+struct sv_context *sv_progress_ctx(void);
+/* A timer in ctx's loop (evloop.h), from its thread only: 0 or -ENOMEM. */
+int sv_progress_timer_start(struct sv_context *ctx, struct sv_timer *t,
+			    uint64_t when);
+void sv_progress_timer_stop(struct sv_context *ctx, struct sv_timer *t);
+/* Has the thread call cb(a) soon (any thread); nothing if a is queued. */
+void sv_progress_async(struct sv_context *ctx, struct sv_async *a,
+		       sv_async_cb *cb);
 /* Registers p (its callback: sv_pfd_set) for fd in ctx's loop. */
 void sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd);
 void sv_progress_del(struct sv_context *ctx, struct sv_pfd *p);
@@ -963,19 +993,24 @@ void sv_progress_want_out(struct sv_context *ctx, struct sv_pfd *p, bool out);
 /* Stops (or resumes) watching p for input; hang-ups still wake us. */
 void sv_progress_quiet(struct sv_context *ctx, struct sv_pfd *p, bool quiet);
 void sv_progress_kick(struct sv_context *ctx);
+
+/* Who drives a QP's engine (engine/drive.c). */
 /* New send work while the app may not poll: the thread must see its
  * timers (a plain load when the thread will look at qp anyway). */
-void sv_progress_note_work(struct sv_qp *qp);
+void sv_qp_note_work(struct sv_qp *qp);
 /* Asks the thread to look at qp soon (any thread; qp is type-stable). */
-void sv_progress_visit(struct sv_qp *qp);
+void sv_qp_visit(struct sv_qp *qp);
 /* The callbacks of a QP's fds (sv_pfd_set), in the progress thread:
  * listener (hellos, edge), our connection or a TCP link's socket (rung,
  * edge), a peer's connection to us (goodbye or hang-up, level), a UD
  * QP's datagram socket (edge).  Each looks at the QP after. */
-void sv_progress_on_listen(struct sv_io *io, uint32_t revents);
-void sv_progress_on_doorbell(struct sv_io *io, uint32_t revents);
-void sv_progress_on_conn(struct sv_io *io, uint32_t revents);
-void sv_progress_on_ud(struct sv_io *io, uint32_t revents);
+void sv_qp_on_listen(struct sv_io *io, uint32_t revents);
+void sv_qp_on_doorbell(struct sv_io *io, uint32_t revents);
+void sv_qp_on_conn(struct sv_io *io, uint32_t revents);
+void sv_qp_on_ud(struct sv_io *io, uint32_t revents);
+/* The context's deadlines outside the loop's heap (the doors' callers in
+ * wait, TCP's and UDP's): the progress thread's next_ns. */
+uint64_t sv_drive_doors_next_ns(struct sv_context *ctx, uint64_t now);
 /* Runs the engine for one QP if it has work; the fast path of poll/post. */
 void sv_qp_drive(struct sv_qp *qp);
 /* now: the time if the caller knows it, else 0 (the engine may skip

@@ -214,7 +214,7 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	int err;
 
 	/* a post is the application driving this QP, as a poll is (the
-	 * progress thread keeps off; progress.c) */
+	 * progress thread keeps off; drive.c) */
 	atomic_store_explicit(
 		&qp->prog.drives,
 		atomic_load_explicit(&qp->prog.drives, memory_order_relaxed) +
@@ -231,7 +231,7 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		*bad = wr;
 	sq_kick(qp);
 	sv_unlock(&qp->lock);
-	sv_progress_note_work(qp);
+	sv_qp_note_work(qp);
 	return err;
 }
 
@@ -557,7 +557,7 @@ static int ex_complete(struct ibv_qp_ex *qx)
 	else
 		sq_kick(qp);
 	sv_unlock(&qp->lock);
-	sv_progress_note_work(qp);
+	sv_qp_note_work(qp);
 	return err;
 }
 
