@@ -97,6 +97,8 @@ struct sv_pfd {
 	struct sv_qp *qp;	/* a QP's fd: whose */
 	struct sv_srq *srq;	/* an XRC SRQ's socket: whose */
 	atomic_bool rung; /* a link doorbell fired: drain under qp->lock */
+	atomic_bool hup;  /* its events said the peer hung up: a reader
+			   * reads on to the EOF (no edge after it) */
 	bool quiet;	  /* EPOLLIN off (sv_progress_quiet) */
 	bool out;	  /* EPOLLOUT on (sv_progress_want_out) */
 };

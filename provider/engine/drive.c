@@ -22,6 +22,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 
 #include "evloop.h"
 #include "sv.h"
@@ -195,13 +196,6 @@ static uint64_t look(struct sv_qp *qp)
 	if (sv_link_has_pending(&qp->link))
 		sv_qp_link_step(qp);
 	next = next_ns(qp, now);
-	/* a TCP link's death may come with no event that reaches this QP
-	 * (not understood yet: test_conf.tcp.attack_peer_acks_then_dies
-	 * failed 5 of 6 without this, 0 of 6 with it; the old walk looked
-	 * at every QP on any wake-up): a QP with a TCP link that we own is
-	 * looked at every 100 ms */
-	if (sv_link_runs(&qp->link) && now + 20 * SV_ACTIVE_CHECK_NS < next)
-		next = now + 20 * SV_ACTIVE_CHECK_NS;
 	/* under the lock: new work posted after it sees false and asks for
 	 * a look (sv_qp_note_work); before it, our run saw it */
 	atomic_store(&qp->timed, next != UINT64_MAX);
@@ -257,11 +251,15 @@ void sv_qp_on_doorbell(struct sv_io *io, uint32_t revents)
 {
 	struct sv_pfd *p = container_of(io, struct sv_pfd, io);
 
-	(void)revents;
 	/* edge triggered; look() drains it under the QP's lock (the app may
 	 * close the fd meanwhile).  A TCP link's socket too: look() runs
 	 * the QP if it is ours; if the app drives it, its next poll reads
-	 * the socket (and sends what waits) */
+	 * the socket (and sends what waits).  A hang-up is said before the
+	 * rung: its reader must read on to the end of what came, the peer's
+	 * last bytes and its EOF, which this same edge announced (no new
+	 * edge follows the FIN) */
+	if (revents & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		atomic_store(&p->hup, true);
 	atomic_store(&p->rung, true);
 	if (p->qp)
 		visit(p->qp);

@@ -150,6 +150,7 @@ void sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd)
 	p->ctx = ctx;
 	p->quiet = false;
 	p->out = false;
+	atomic_store_explicit(&p->hup, false, memory_order_relaxed);
 	err = sv_io_start(&ctx->prog->loop, &p->io, fd, ev);
 	if (err)
 		sv_dbg("epoll add %d: %s\n", fd, strerror(-err));
