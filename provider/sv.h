@@ -779,11 +779,12 @@ struct sv_qp {
 	/* the progress thread's (engine/drive.c), also kept when a reused QP is
 	 * zeroed: its timer may still be in the loop's heap, the QP on the
 	 * thread's visit list */
-	struct sv_timer timer;	/* its one next deadline (evloop.h) */
-	struct sv_async visit;	/* a look asked for (sv_qp_visit) */
-	atomic_bool timed;	/* the thread will look at it again by itself
-				 * (a timer, a queued visit): new work needs no
-				 * kick (sv_qp_note_work) */
+	struct sv_timer timer; /* its one next deadline (evloop.h) */
+	struct sv_async visit; /* a look asked for (sv_qp_visit) */
+	/* when the thread looks at it again by itself (ns: its timer; 1: a
+	 * visit is queued; 0: never): new work due sooner asks for a look
+	 * (sv_qp_note_work) */
+	_Atomic uint64_t look_at;
 	struct sv_qp_prog prog; /* progress thread */
 };
 
@@ -998,8 +999,9 @@ void sv_progress_kick(struct sv_context *ctx);
 
 /* Who drives a QP's engine (engine/drive.c). */
 /* New send work while the app may not poll: the thread must see its
- * timers (a plain load when the thread will look at qp anyway). */
-void sv_qp_note_work(struct sv_qp *qp);
+ * timers, if it does not look at qp by due (the work's earliest deadline
+ * the caller knows, UINT64_MAX: none) anyway. */
+void sv_qp_note_work(struct sv_qp *qp, uint64_t due);
 /* Asks the thread to look at qp soon (any thread; qp is type-stable). */
 void sv_qp_visit(struct sv_qp *qp);
 /* The callbacks of a QP's fds (sv_pfd_set), in the progress thread:

@@ -154,7 +154,7 @@ static uint64_t look(struct sv_qp *qp)
 	/* never spin on a QP lock here: we may have preempted its holder on
 	 * this CPU.  Busy means driven: look again soon. */
 	if (!sv_trylock(&qp->lock)) {
-		atomic_store(&qp->timed, true);
+		atomic_store(&qp->look_at, now + SV_ACTIVE_CHECK_NS);
 		return now + SV_ACTIVE_CHECK_NS;
 	}
 	sv_stat_add(qp, progress_looks, 1);
@@ -183,9 +183,10 @@ static uint64_t look(struct sv_qp *qp)
 			if (rung || stalled || sv_link_owed(&qp->link, now))
 				sv_qp_run(qp, now);
 		}
-		atomic_store(&qp->timed, true);
+		next = qp->prog.active_ns + SV_ACTIVE_CHECK_NS;
+		atomic_store(&qp->look_at, next);
 		sv_unlock(&qp->lock);
-		return qp->prog.active_ns + SV_ACTIVE_CHECK_NS;
+		return next;
 	}
 	sv_link_set_sleep(&qp->link, true);
 	sv_link_quiet(&qp->link, false);
@@ -196,9 +197,10 @@ static uint64_t look(struct sv_qp *qp)
 	if (sv_link_has_pending(&qp->link))
 		sv_qp_link_step(qp);
 	next = next_ns(qp, now);
-	/* under the lock: new work posted after it sees false and asks for
-	 * a look (sv_qp_note_work); before it, our run saw it */
-	atomic_store(&qp->timed, next != UINT64_MAX);
+	/* under the lock: new work posted after it sees when we look again
+	 * and asks for a look if it is due sooner (sv_qp_note_work); before
+	 * it, our run saw it */
+	atomic_store(&qp->look_at, next == UINT64_MAX ? 0 : next);
 	sv_unlock(&qp->lock);
 	return next;
 }
@@ -230,7 +232,7 @@ static void visit(struct sv_qp *qp)
 		/* no room in the heap: new work kicks us again */
 		sv_dbg("qp %06x: no memory for its timer\n",
 		       qp->qpx.qp_base.qp_num);
-		atomic_store(&qp->timed, false);
+		atomic_store(&qp->look_at, 0);
 	}
 }
 
@@ -352,13 +354,19 @@ void sv_qp_visit(struct sv_qp *qp)
 	sv_progress_async(qp->ctx, &qp->visit, on_visit);
 }
 
-void sv_qp_note_work(struct sv_qp *qp)
+void sv_qp_note_work(struct sv_qp *qp, uint64_t due)
 {
-	/* the thread will not look at it by itself: let it arm the new
-	 * work's timers (a plain load first: no locked instruction on the
-	 * fast path) */
-	if (!atomic_load_explicit(&qp->timed, memory_order_relaxed) &&
-	    !atomic_exchange(&qp->timed, true))
+	uint64_t at = atomic_load_explicit(&qp->look_at, memory_order_relaxed);
+
+	/* the thread looks at it by then anyway (a plain load first: no
+	 * locked instruction on the fast path) */
+	if (at && due >= at)
+		return;
+	/* it will not look by itself (0), or later than the new work is
+	 * due (a delay line's request, a QP it held with a far ACK
+	 * timer): a look arms the new work's timers.  One asks (1: a
+	 * visit is queued); a look after our work stores its own time. */
+	if (atomic_compare_exchange_strong(&qp->look_at, &at, 1))
 		sv_qp_visit(qp);
 }
 

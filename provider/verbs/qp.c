@@ -241,7 +241,8 @@ static int enter_state(struct sv_qp *qp, enum ibv_qp_state next)
 			sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
 		else if (qp->link.state == SV_LINK_CONNECTING &&
 			 sv_link_next_ns(&qp->link, 0) != UINT64_MAX)
-			sv_qp_note_work(qp); /* its retry timer */
+			sv_qp_note_work(qp, sv_link_next_ns(&qp->link, 0));
+		/* (its retry timer) */
 	}
 	return 0;
 
