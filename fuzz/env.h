@@ -11,6 +11,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "engine.h"
 #include "fuzz.h"
 #include "progress.h"
 #include "shm.h"

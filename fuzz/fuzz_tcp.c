@@ -185,9 +185,9 @@ static void run_one(struct run *r, struct fz_env *e)
 	 * their fds are gone: they outlive the input, as a QP's do (QPs are
 	 * type-stable) */
 	static struct sv_pfd in = {
-		.io.cb = sv_progress_on_doorbell, .fd = -1, .edge = true};
+		.io.cb = sv_qp_on_doorbell, .fd = -1, .edge = true};
 	static struct sv_pfd pend = {
-		.io.cb = sv_progress_on_doorbell, .fd = -1, .edge = true};
+		.io.cb = sv_qp_on_doorbell, .fd = -1, .edge = true};
 	union sv_sockaddr dst = {
 		.in = {.sin_family = AF_INET,
 		       .sin_port = htons(1), /* nobody: refused */

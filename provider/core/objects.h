@@ -104,6 +104,8 @@ struct sv_pfd {
 	struct sv_qp *qp;	/* a QP's fd: whose */
 	struct sv_srq *srq;	/* an XRC SRQ's socket: whose */
 	atomic_bool rung; /* a link doorbell fired: drain under qp->lock */
+	atomic_bool hup;  /* its events said the peer hung up: a reader
+			   * reads on to the EOF (no edge after it) */
 	bool quiet;	  /* EPOLLIN off (sv_progress_quiet) */
 	bool out;	  /* EPOLLOUT on (sv_progress_want_out) */
 };
@@ -119,6 +121,18 @@ static inline void sv_pfd_set(struct sv_pfd *p, sv_io_cb *cb, bool edge)
 	sv_io_set_cb(&p->io, cb);
 	p->edge = edge;
 }
+
+/* A call another thread asks the progress thread to make
+ * (sv_progress_async): queued once however often it is asked, until the
+ * thread takes it.  Its memory must stay valid (or type-stable) while
+ * queued. */
+struct sv_async;
+typedef void sv_async_cb(struct sv_async *a);
+struct sv_async {
+	struct sv_async *next; /* on the thread's list (under its lock) */
+	sv_async_cb *cb;       /* set when queued (under its lock) */
+	atomic_bool queued;    /* on the list */
+};
 
 /* An event queue behind a real fd (eventfd in semaphore mode): one count
  * per queued event, so poll()/epoll on the fd works as on hardware. */
@@ -450,7 +464,7 @@ struct sv_qp_stats {
 	uint64_t ud_auth_drops;
 	/* ... with a MAC that checks, but replayed or too old */
 	uint64_t ud_replay_drops;
-	/* the progress thread's looks at it (progress.c): flat in the
+	/* the progress thread's looks at it (engine/drive.c): flat in the
 	 * number of other QPs (tests/scale/idle.c) */
 	uint64_t progress_looks;
 	/* completions by status (index enum ibv_wc_status, the last slot
@@ -650,7 +664,7 @@ struct sv_qp_pcap {
 	uint32_t msn; /* messages shown as done (the AETH's MSN) */
 };
 
-/* The progress thread's view of app-thread driving (progress.c).
+/* The progress thread's view of app-thread driving (engine/drive.c).
  * Kept when a reused QP is zeroed (qp.c): the group stays last. */
 struct sv_qp_prog {
 	_Atomic uint64_t drives; /* app-thread engine runs (a hint) */
@@ -704,16 +718,16 @@ struct sv_qp {
 	 * a reader of that lock sees the list's truth in O(1); kept, like
 	 * drives, when a reused QP is zeroed) */
 	atomic_bool listed;
-	/* the progress thread's (progress.c), also kept when a reused QP is
+	/* the progress thread's (engine/drive.c), also kept when a reused QP is
 	 * zeroed: its timer may still be in the loop's heap, the QP on the
 	 * thread's visit list */
-	struct sv_timer timer;	  /* its one next deadline (evloop.h) */
-	struct sv_qp *visit_next; /* on the visit list (sv_progress_visit) */
-	atomic_bool visit_queued; /* on it */
-	atomic_bool timed;	  /* the thread will look at it again by itself
-				   * (a timer, a queued visit): new work needs no
-				   * kick (sv_progress_note_work) */
-	struct sv_qp_prog prog;	  /* progress thread */
+	struct sv_timer timer; /* its one next deadline (evloop.h) */
+	struct sv_async visit; /* a look asked for (sv_qp_visit) */
+	/* when the thread looks at it again by itself (ns: its timer; 1: a
+	 * visit is queued; 0: never): new work due sooner asks for a look
+	 * (sv_qp_note_work) */
+	_Atomic uint64_t look_at;
+	struct sv_qp_prog prog; /* progress thread */
 };
 
 static inline struct sv_qp *to_sqp(struct ibv_qp *qp)

@@ -5,7 +5,7 @@
  * timeout (retry_cnt) and the RNR timer (rnr_retry, 7 = forever).  A
  * failed WQE gets its own status; the QP then goes to ERROR and the rest
  * is flushed (IBA 10.8.3).  The ACK timeout counts only while the link is
- * not up: a ring loses nothing, and a peer that dies hangs up (progress.c),
+ * not up: a ring loses nothing, and a peer that dies hangs up (qp_link.c),
  * so a late ACK on an up link means a slow peer (stopped, debugged), which
  * an HCA would have acknowledged for — never an error; nor while a TCP
  * link's first calls wait unanswered at busy doors (ops->setup_waits):
@@ -464,7 +464,7 @@ static int hold_responses(struct sv_qp *qp, uint64_t now)
 static bool delay_back(struct sv_qp *qp, uint64_t *ack, uint64_t now)
 {
 	/* a peer that hung up: its last words are all taken now, as
-	 * without the delay (progress.c sv_qp_link_event) */
+	 * without the delay (qp_link.c sv_qp_link_event) */
 	bool dead = qp->link.state == SV_LINK_DEAD;
 	uint64_t until = dead ? UINT64_MAX : now;
 	struct sv_fault_rsp *h;

@@ -37,6 +37,19 @@ int sv_qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags);
 /* The local ACK timeout (IBA 9.7.6.1.3; at least SV_MIN_ACK_TIMEOUT_NS,
  * UINT64_MAX / 2 for 0: infinite) (comp.c). */
 uint64_t sv_qp_ack_timeout_ns(const struct sv_qp *qp);
+/* The QP's link (engine/qp_link.c); caller holds qp->lock.  One step
+ * up (connect, the peer's hello): what makes the link impossible
+ * (-errno: another user's socket, out of fds; said on stderr), else 0. */
+int sv_qp_link_connect(struct sv_qp *qp);
+/* The same, and a link that cannot come up takes the QP to ERROR. */
+void sv_qp_link_step(struct sv_qp *qp);
+/* The link's peer said goodbye (st CLOSED) or vanished (DEAD). */
+void sv_qp_link_event(struct sv_qp *qp, enum sv_link_state st);
+/* Says on stderr, once, why the link cannot come up (what failed, err). */
+void sv_qp_link_error(struct sv_qp *qp, const char *what, int err);
+/* A link that runs by itself (TCP): its turn (engine/qp_link.c).  Caller
+ * holds qp->lock. */
+void sv_qp_link_run(struct sv_qp *qp, uint64_t now);
 
 /* The engine (req.c, resp.c, comp.c).  Caller holds qp->lock. */
 /* Scatters into a WQE's local SGEs (read data, atomic results) at its
@@ -86,5 +99,29 @@ int sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		 struct ibv_send_wr **bad);
 int sv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		 struct ibv_recv_wr **bad);
+
+/* Who drives a QP's engine (engine/drive.c). */
+/* New send work while the app may not poll: the thread must see its
+ * timers, if it does not look at qp by due (the work's earliest deadline
+ * the caller knows, UINT64_MAX: none) anyway. */
+void sv_qp_note_work(struct sv_qp *qp, uint64_t due);
+/* Asks the thread to look at qp soon (any thread; qp is type-stable). */
+void sv_qp_visit(struct sv_qp *qp);
+/* The callbacks of a QP's fds (sv_pfd_set), in the progress thread:
+ * listener (hellos, edge), our connection or a TCP link's socket (rung,
+ * edge), a peer's connection to us (goodbye or hang-up, level), a UD
+ * QP's datagram socket (edge).  Each looks at the QP after. */
+void sv_qp_on_listen(struct sv_io *io, uint32_t revents);
+void sv_qp_on_doorbell(struct sv_io *io, uint32_t revents);
+void sv_qp_on_conn(struct sv_io *io, uint32_t revents);
+void sv_qp_on_ud(struct sv_io *io, uint32_t revents);
+/* The context's deadlines outside the loop's heap (the doors' callers in
+ * wait, TCP's and UDP's): the progress thread's next_ns. */
+uint64_t sv_drive_doors_next_ns(struct sv_context *ctx, uint64_t now);
+/* Runs the engine for one QP if it has work; the fast path of poll/post. */
+void sv_qp_drive(struct sv_qp *qp);
+/* now: the time if the caller knows it, else 0 (the engine may skip
+ * its timers to save clock reads). */
+void sv_qp_run(struct sv_qp *qp, uint64_t now);
 
 #endif

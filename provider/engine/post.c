@@ -209,14 +209,30 @@ static void sq_kick(struct sv_qp *qp)
 	}
 }
 
+/* The earliest deadline the run of a post set: the ACK timer of what
+ * went, a delay line's next request (SOFTVERBS_FAULTS delay_us); the
+ * progress thread must look at the QP by then (sv_qp_note_work).
+ * Caller holds qp->lock. */
+static uint64_t work_due(const struct sv_qp *qp)
+{
+	uint64_t due = UINT64_MAX;
+
+	if (qp->sq.comp != qp->sq.post && qp->comp.deadline)
+		due = qp->comp.deadline;
+	if (qp->inject.delay_until && qp->inject.delay_until < due)
+		due = qp->inject.delay_until;
+	return due;
+}
+
 int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		 struct ibv_send_wr **bad)
 {
 	struct sv_qp *qp = to_sqp(ibqp);
+	uint64_t due;
 	int err;
 
 	/* a post is the application driving this QP, as a poll is (the
-	 * progress thread keeps off; progress.c) */
+	 * progress thread keeps off; drive.c) */
 	atomic_store_explicit(
 		&qp->prog.drives,
 		atomic_load_explicit(&qp->prog.drives, memory_order_relaxed) +
@@ -232,8 +248,9 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	if (err)
 		*bad = wr;
 	sq_kick(qp);
+	due = work_due(qp);
 	sv_unlock(&qp->lock);
-	sv_progress_note_work(qp);
+	sv_qp_note_work(qp, due);
 	return err;
 }
 
@@ -551,6 +568,7 @@ static int ex_complete(struct ibv_qp_ex *qx)
 {
 	struct sv_qp *qp = ex_qp(qx);
 	int err = qp->ex_err;
+	uint64_t due;
 
 	for (uint32_t i = qp->ex_start; !err && i != qp->sq.post; i++)
 		err = wqe_check(qp, &qp->sq.wqe[i & (qp->sq.size - 1)]);
@@ -558,8 +576,9 @@ static int ex_complete(struct ibv_qp_ex *qx)
 		qp->sq.post = qp->ex_start;
 	else
 		sq_kick(qp);
+	due = work_due(qp);
 	sv_unlock(&qp->lock);
-	sv_progress_note_work(qp);
+	sv_qp_note_work(qp, due);
 	return err;
 }
 

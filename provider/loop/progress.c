@@ -1,18 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * Who runs the engine.  The application thread does, inside poll and post
- * (sv_qp_drive): no thread hop and no system call while both sides poll.
- * Behind it, one progress thread per context that always blocks in its
- * event loop (evloop.h): on the app's kick eventfd, on each QP's listener and
- * connection sockets (the peer's rings our doorbell: shm.c), each with its
- * callback, and on each QP's one timer.  While the application polls a QP,
- * the thread only looks every few ms whether it still does (that QP's
- * timer); once it stops (or arms a CQ for an event) the thread raises that
- * QP's sleep flags — peers then ring our doorbell — and drives its engine
- * itself.  This is decided per QP: an app may poll one CQ and leave another
- * QP's sends to us.  A wake-up looks only at the QPs it concerns (an event
- * of theirs, a timer due, a visit asked for), never at every QP: a QP with
- * nothing pending has no timer and costs nothing.
+ * The progress thread: one per context, always blocked in its event loop
+ * (evloop.h) when it has nothing to do.  It knows callbacks, not QPs: each
+ * fd is registered by its owner with the callback that handles it
+ * (sv_pfd_set, sv_progress_add), each deadline is a timer in the loop's
+ * heap armed by its owner (sv_progress_timer_start), work another thread
+ * hands it is a callback queued behind the app's kick (sv_progress_async),
+ * and the context's deadlines that live outside the heap (the doors'
+ * waiting callers) are one function its opener passes to
+ * sv_progress_start.  What the QP's callbacks do — who drives a QP, its
+ * one timer, its link's events — is the engine's (engine/drive.c): the
+ * loop is below the engine and the transports, and calls neither.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -21,383 +19,41 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "core.h"
-#include "engine.h"
 #include "evloop.h"
 #include "pcap.h"
 #include "progress.h"
 #include "stat.h"
-#include "transport.h"
-#include "verbs.h"
-
-#define SV_ACTIVE_CHECK_MS 5
-#define SV_ACTIVE_CHECK_NS (SV_ACTIVE_CHECK_MS * 1000000ull)
 
 struct sv_progress {
 	pthread_t thread;
-	struct sv_loop loop; /* the thread's only: fds, QP timers */
+	struct sv_loop loop; /* the thread's only: fds, timers */
 	struct sv_pfd db;    /* our app's kick (an eventfd only we hold) */
 	atomic_bool stop;
-	pthread_mutex_t visit_lock;
-	struct sv_qp *visits; /* QPs to look at (sv_progress_visit) */
-	struct sv_qp *visit_rest; /* taken from visits, not looked at yet
-				   * (the thread's own: on_kick) */
+	pthread_mutex_t async_lock;
+	struct sv_async *asyncs;      /* to run (sv_progress_async) */
+	sv_progress_next_cb *next_ns; /* the context's other deadlines */
+	struct sv_async *async_rest;  /* taken from asyncs, not run yet (the
+				       * thread's own: on_kick) */
 };
 
 /* The context whose loop this thread runs: a QP's timer callback may fire
  * while a reuse of the QP has zeroed its ctx (qp.c qp_get). */
 static __thread struct sv_context *loop_ctx;
 
-void sv_qp_run(struct sv_qp *qp, uint64_t now)
+struct sv_context *sv_progress_ctx(void)
 {
-	enum ibv_qp_state s = qp->attr.qp_state;
-
-	if (s < IBV_QPS_RTR || s == IBV_QPS_ERR)
-		return;
-	if (__builtin_expect(sv_link_runs(&qp->link), 0)) {
-		/* a call whose hello was not in our listener's queue yet
-		 * waits in a pending slot: the app's run takes it too (the
-		 * listener's edge is gone) */
-		if (sv_link_has_pending(&qp->link))
-			sv_qp_link_step(qp);
-		else
-			sv_qp_tcp_run(qp,
-				      now); /* what arrived, into the rings */
-		if (qp->attr.qp_state == IBV_QPS_ERR)
-			return;
-		sv_link_run_begin(&qp->link);
-	} else if (qp->link.state == SV_LINK_CONNECTING) {
-		sv_qp_link_step(qp);
-	}
-	/* acks first: the peer acked our send before it answered it, and
-	 * programs waiting on events expect completions in that order */
-	sv_comp_run(qp, now);
-	sv_resp_run(qp);
-	sv_req_run(qp);
-	if (__builtin_expect(sv_link_runs(&qp->link), 0))
-		sv_link_run_end(&qp->link);
+	return loop_ctx;
 }
 
-void sv_qp_drive(struct sv_qp *qp)
+int sv_progress_timer_start(struct sv_context *ctx, struct sv_timer *t,
+			    uint64_t when)
 {
-	enum ibv_qp_state s;
-
-	/* the app drives it, even if it finds the lock taken: the progress
-	 * thread keeps off (a hint: no locked instruction) */
-	atomic_store_explicit(
-		&qp->prog.drives,
-		atomic_load_explicit(&qp->prog.drives, memory_order_relaxed) +
-			1,
-		memory_order_relaxed);
-	/* someone else in the engine for this QP: it makes the progress */
-	if (!sv_trylock(&qp->lock))
-		return;
-	s = qp->attr.qp_state;
-	/* as sv_qp_run: the link is only looked at from RTR on (a QP made
-	 * again in the slot a poller still holds is being set up) */
-	if (s >= IBV_QPS_RTR && s != IBV_QPS_ERR &&
-	    __builtin_expect(sv_link_runs(&qp->link), 0)) {
-		/* our ACKs may wait for the app's reply, if a late one
-		 * cannot make the peer time out: its timeout is unknown
-		 * here, ours is the best guess (the thread looks every
-		 * SV_ACTIVE_CHECK_MS) */
-		uint64_t t = sv_qp_ack_timeout_ns(qp);
-
-		sv_link_set_lazy(&qp->link,
-				 !qp->attr.timeout ||
-					 t >= 4 * SV_ACTIVE_CHECK_MS *
-							 1000000ull);
-		sv_qp_run(qp, 0);
-		sv_link_set_lazy(&qp->link, false);
-	} else {
-		sv_qp_run(qp, 0);
-	}
-	sv_unlock(&qp->lock);
+	return sv_timer_start(&ctx->prog->loop, t, when);
 }
 
-/* The one next deadline of a QP the thread owns: the earliest of its
- * timers (UINT64_MAX: none).  Caller holds qp->lock. */
-static uint64_t next_ns(struct sv_qp *qp, uint64_t now)
+void sv_progress_timer_stop(struct sv_context *ctx, struct sv_timer *t)
 {
-	uint64_t next = UINT64_MAX;
-
-	if (qp->sq.comp != qp->sq.post && qp->comp.deadline &&
-	    qp->comp.deadline < next)
-		next = qp->comp.deadline;
-	if (sv_link_next_ns(&qp->link, now) < next)
-		next = sv_link_next_ns(&qp->link, now);
-	if (qp->xrc.retry_ns && qp->xrc.retry_ns < next)
-		next = qp->xrc.retry_ns; /* a forward to retry */
-	if (qp->inject.rnr_until && qp->inject.rnr_until < next)
-		next = qp->inject.rnr_until; /* SOFTVERBS_FAULTS rnr */
-	if (qp->inject.delay_until && qp->inject.delay_until < next)
-		next = qp->inject.delay_until; /* ... delay_us */
-	if (qp->inject.ack_pending && qp->inject.ack_due < next)
-		next = qp->inject.ack_due; /* ... on the way back */
-	if (qp->inject.rsp_due && qp->sq.comp != qp->sq.post &&
-	    qp->attr.qp_state != IBV_QPS_ERR && qp->inject.rsp_due < next)
-		next = qp->inject.rsp_due; /* ... read/atomic answers */
-	return next;
-}
-
-/*
- * One look at one QP (the progress thread; caller holds ctx->qp_lock for
- * reading, and qp is listed).  A QP the application drove in the last
- * check period is its business: we take its sleep flags down and leave it.
- * Any other QP — the app does not poll its CQs, or waits for an event on
- * them — is ours: flags up (peers then ring our doorbell), then we run its
- * engine.  Returns when to look at it again: the app's QP at the end of its
- * check period, ours at its earliest timer, UINT64_MAX for never (its
- * events, or new work, bring us back).
- */
-static uint64_t look(struct sv_qp *qp)
-{
-	uint64_t now = sv_now_ns(), drives, next;
-	bool mine, rung;
-
-	/* the app's, unless undriven for a whole check period (a look right
-	 * after another proves nothing) or armed */
-	drives = atomic_load_explicit(&qp->prog.drives, memory_order_relaxed);
-	if (drives != qp->prog.seen_drives)
-		qp->prog.active_ns = now;
-	qp->prog.seen_drives = drives;
-	/* an XRC_RECV QP is always ours: it has no CQ, so no poll runs it
-	 * (a spin in ibv_get_cq_event drives it, then sleeps with its flags
-	 * down: the peer would not ring us) */
-	mine = now - qp->prog.active_ns >= SV_ACTIVE_CHECK_NS ||
-	       qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV ||
-	       (qp->scq && atomic_load(&qp->scq->armed)) ||
-	       (qp->rcq && qp->qpx.qp_base.qp_type != IBV_QPT_XRC_RECV &&
-		atomic_load(&qp->rcq->armed));
-	/* never spin on a QP lock here: we may have preempted its holder on
-	 * this CPU.  Busy means driven: look again soon. */
-	if (!sv_trylock(&qp->lock)) {
-		atomic_store(&qp->timed, true);
-		return now + SV_ACTIVE_CHECK_NS;
-	}
-	sv_stat_add(qp, progress_looks, 1);
-	rung = atomic_load_explicit(&qp->pfd[1].rung, memory_order_relaxed);
-	if (rung) {
-		/* before draining: a ring after it is a new edge */
-		atomic_store(&qp->pfd[1].rung, false);
-		sv_qp_link_event(qp, sv_link_check(&qp->link, -1));
-	}
-	if (!mine) {
-		/* new rings start asleep (ring.c): this clears them */
-		sv_link_set_sleep(&qp->link, false);
-		sv_lanes_rx_sleep(qp, false); /* UD lanes (lane.c) */
-		/* over TCP its polls read what arrives: we stop watching (a
-		 * wake-up per message took half the time of a small one
-		 * across hosts), unless what arrives waits unread — the app
-		 * drives the QP but polls its memory for an RDMA write our
-		 * responder must do (ib_write_lat): then we run it on each
-		 * arrival, not at the app's next poll (2.6-5.4 ms a round
-		 * trip); and we send an ACK the app's polls let wait
-		 * (sv_link_set_lazy) */
-		if (sv_link_runs(&qp->link)) {
-			bool stalled = sv_link_stalled(&qp->link);
-
-			sv_link_quiet(&qp->link, true);
-			if (rung || stalled || sv_link_owed(&qp->link, now))
-				sv_qp_run(qp, now);
-		}
-		atomic_store(&qp->timed, true);
-		sv_unlock(&qp->lock);
-		return qp->prog.active_ns + SV_ACTIVE_CHECK_NS;
-	}
-	sv_link_set_sleep(&qp->link, true);
-	sv_link_quiet(&qp->link, false);
-	sv_lanes_rx_sleep(qp, true);
-	/* seq_cst: flags up before we look at the rings (Dekker) */
-	atomic_thread_fence(memory_order_seq_cst);
-	sv_qp_run(qp, now);
-	if (sv_link_has_pending(&qp->link))
-		sv_qp_link_step(qp);
-	next = next_ns(qp, now);
-	/* a TCP link's death may come with no event that reaches this QP
-	 * (not understood yet: test_conf.tcp.attack_peer_acks_then_dies
-	 * failed 5 of 6 without this, 0 of 6 with it; the old walk looked
-	 * at every QP on any wake-up): a QP with a TCP link that we own is
-	 * looked at every 100 ms */
-	if (sv_link_runs(&qp->link) && now + 20 * SV_ACTIVE_CHECK_NS < next)
-		next = now + 20 * SV_ACTIVE_CHECK_NS;
-	/* under the lock: new work posted after it sees false and asks for
-	 * a look (sv_progress_note_work); before it, our run saw it */
-	atomic_store(&qp->timed, next != UINT64_MAX);
-	sv_unlock(&qp->lock);
-	return next;
-}
-
-static void qp_timer(struct sv_timer *t, uint64_t now);
-
-/*
- * Looks at qp if it is still on the context's list (it may have been
- * destroyed since its event or timer was set): QPs are type-stable
- * (qp.c), so its memory is a QP's whatever happened, and listed says in
- * O(1) whether it is alive.  Then its one timer goes where look() says.
- * The progress thread only.
- */
-static void visit(struct sv_qp *qp)
-{
-	struct sv_context *ctx = loop_ctx;
-	uint64_t next = UINT64_MAX;
-
-	pthread_rwlock_rdlock(&ctx->qp_lock);
-	if (atomic_load_explicit(&qp->listed, memory_order_relaxed))
-		next = look(qp);
-	pthread_rwlock_unlock(&ctx->qp_lock);
-	if (next == UINT64_MAX) {
-		sv_timer_stop(&ctx->prog->loop, &qp->timer);
-		return;
-	}
-	qp->timer.cb = qp_timer;
-	if (sv_timer_start(&ctx->prog->loop, &qp->timer, next)) {
-		/* no room in the heap: new work kicks us again */
-		sv_dbg("qp %06x: no memory for its timer\n",
-		       qp->qpx.qp_base.qp_num);
-		atomic_store(&qp->timed, false);
-	}
-}
-
-static void qp_timer(struct sv_timer *t, uint64_t now)
-{
-	(void)now;
-	visit(container_of(t, struct sv_qp, timer));
-}
-
-/* The QP of a pfd's event: read before the callback switched (a reused
- * QP's zeroed pfd has no QP). */
-static struct sv_qp *pfd_qp(struct sv_io *io)
-{
-	return container_of(io, struct sv_pfd, io)->qp;
-}
-
-void sv_progress_on_doorbell(struct sv_io *io, uint32_t revents)
-{
-	struct sv_pfd *p = container_of(io, struct sv_pfd, io);
-
-	(void)revents;
-	/* edge triggered; look() drains it under the QP's lock (the app may
-	 * close the fd meanwhile).  A TCP link's socket too: look() runs
-	 * the QP if it is ours; if the app drives it, its next poll reads
-	 * the socket (and sends what waits) */
-	atomic_store(&p->rung, true);
-	if (p->qp)
-		visit(p->qp);
-}
-
-/* Runs step on qp under its lock if qp is still listed. */
-static void locked(struct sv_qp *qp, struct sv_pfd *p,
-		   void (*step)(struct sv_qp *, struct sv_pfd *))
-{
-	struct sv_context *ctx = loop_ctx;
-
-	pthread_rwlock_rdlock(&ctx->qp_lock);
-	if (atomic_load_explicit(&qp->listed, memory_order_relaxed)) {
-		sv_lock(&qp->lock);
-		step(qp, p);
-		sv_unlock(&qp->lock);
-	}
-	pthread_rwlock_unlock(&ctx->qp_lock);
-}
-
-static void listen_step(struct sv_qp *qp, struct sv_pfd *p)
-{
-	(void)p;
-	sv_qp_link_step(qp);
-}
-
-void sv_progress_on_listen(struct sv_io *io, uint32_t revents)
-{
-	struct sv_qp *qp = pfd_qp(io);
-
-	(void)revents;
-	if (!qp)
-		return;
-	locked(qp, container_of(io, struct sv_pfd, io), listen_step);
-	visit(qp);
-}
-
-static void conn_step(struct sv_qp *qp, struct sv_pfd *p)
-{
-	if (p->fd >= 0)
-		sv_qp_link_event(qp, sv_link_check(&qp->link, p->fd));
-}
-
-void sv_progress_on_conn(struct sv_io *io, uint32_t revents)
-{
-	struct sv_qp *qp = pfd_qp(io);
-
-	(void)revents;
-	if (!qp)
-		return;
-	locked(qp, container_of(io, struct sv_pfd, io), conn_step);
-	visit(qp);
-}
-
-void sv_progress_on_ud(struct sv_io *io, uint32_t revents)
-{
-	struct sv_pfd *p = container_of(io, struct sv_pfd, io);
-	struct sv_context *ctx = loop_ctx;
-	struct sv_qp *qp = p->qp;
-
-	(void)revents;
-	if (!qp)
-		return;
-	pthread_rwlock_rdlock(&ctx->qp_lock);
-	if (atomic_load_explicit(&qp->listed, memory_order_relaxed)) {
-		/* with UD lanes, polls read the socket only once rung */
-		atomic_store(&p->rung, true);
-		/* edge triggered: drains all.  A QP the app holds is being
-		 * driven (its poll drains the socket) or is looked at again
-		 * soon (its timer): never wait for it here, the thread also
-		 * passes on the datagrams that reach the UDP listener (ud.c),
-		 * maybe the very ones that app is polling for */
-		if (sv_trylock(&qp->lock)) {
-			sv_ud_recv_run(qp);
-			sv_unlock(&qp->lock);
-		}
-	}
-	pthread_rwlock_unlock(&ctx->qp_lock);
-	visit(qp);
-}
-
-void sv_qp_link_event(struct sv_qp *qp, enum sv_link_state st)
-{
-	/* after a goodbye the hang-up is expected: the peer said it all
-	 * (a doorbell edge seen before the goodbye may bring us here) */
-	if (st == qp->link.state || qp->link.state == SV_LINK_CLOSED)
-		return;
-	sv_dbg("qp %06x: link %s -> %s\n", qp->qpx.qp_base.qp_num,
-	       sv_link_state_names[qp->link.state], sv_link_state_names[st]);
-	sv_progress_del(qp->ctx, &qp->pfd[1]);
-	sv_progress_del(qp->ctx, &qp->pfd[2]);
-	if (st == SV_LINK_DEAD) {
-		qp->link.state = SV_LINK_DEAD;
-		/* its last words are still in the mapped rings: the ACKs of
-		 * sends it took, and what it sent us */
-		sv_comp_run(qp, sv_now_ns());
-		if (qp->attr.qp_state != IBV_QPS_ERR)
-			sv_resp_run(qp);
-		if (qp->attr.qp_state == IBV_QPS_ERR)
-			return;
-		/* IBA: what was in flight can no longer be acknowledged */
-		if (qp->sq.comp != qp->sq.post) {
-			struct ibv_wc wc = {
-				.status = IBV_WC_RETRY_EXC_ERR,
-				.opcode = IBV_WC_SEND,
-				.qp_num = qp->qpx.qp_base.qp_num,
-			};
-
-			wc.wr_id = qp->sq.wqe[qp->sq.comp & (qp->sq.size - 1)]
-					   .wr_id;
-			qp->sq.comp++;
-			sv_cq_push(qp->scq, &wc, false);
-		}
-		sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
-	} else {
-		qp->link.state = st;
-	}
+	sv_timer_stop(&ctx->prog->loop, t);
 }
 
 static int timeout_ms(uint64_t next)
@@ -412,55 +68,59 @@ static int timeout_ms(uint64_t next)
 	return next > 60000 ? 60000 : (int)next;
 }
 
-/* QPs looked at per turn of the loop: thousands asked at once (every
- * QP of a program brought to RTR, each then calling its peer) were one
+/* Callbacks run per turn of the loop: thousands queued at once (every QP
+ * of a program brought to RTR, each then calling its peer) were one
  * callback of half a second, while the doors' callers and our own
- * callers' answers waited (scale.rc_pairs_4096_tcp). */
-#define VISIT_BATCH 32
+ * callers' answers waited (sv_scale, 4,096 pairs over TCP). */
+#define ASYNC_BATCH 32
 
-/* The app's kick: read it; then the QPs someone asked us to look at, a
- * batch per turn (the rest kick us again). */
+/* The app's kick: read it; then the callbacks queued for us, a batch per
+ * turn (the rest kick us again). */
 static void on_kick(struct sv_io *io, uint32_t revents)
 {
 	struct sv_progress *pg = container_of(io, struct sv_progress, db.io);
-	struct sv_qp *qp;
+	struct sv_async *a;
 	uint64_t v;
 
 	(void)revents;
 	if (read(pg->db.fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		sv_dbg("kick read: %s\n", strerror(errno));
-	if (!pg->visit_rest) {
-		pthread_mutex_lock(&pg->visit_lock);
-		pg->visit_rest = pg->visits;
-		pg->visits = NULL;
-		pthread_mutex_unlock(&pg->visit_lock);
+	if (!pg->async_rest) {
+		pthread_mutex_lock(&pg->async_lock);
+		pg->async_rest = pg->asyncs;
+		pg->asyncs = NULL;
+		pthread_mutex_unlock(&pg->async_lock);
 	}
-	qp = pg->visit_rest;
-	for (int n = 0; qp && n < VISIT_BATCH; n++) {
-		struct sv_qp *next = qp->visit_next;
+	a = pg->async_rest;
+	for (int n = 0; a && n < ASYNC_BATCH; n++) {
+		struct sv_async *next = a->next;
+		sv_async_cb *cb = a->cb;
 
-		/* before the look: a request after it is a new one */
-		atomic_store(&qp->visit_queued, false);
-		visit(qp);
-		qp = next;
+		/* before the call: a request after it is a new one (and may
+		 * set next and cb again) */
+		atomic_store(&a->queued, false);
+		cb(a);
+		a = next;
 	}
-	pg->visit_rest = qp;
-	if (qp)
+	pg->async_rest = a;
+	if (a)
 		sv_progress_kick(loop_ctx); /* the next turn goes on */
 }
 
-void sv_progress_visit(struct sv_qp *qp)
+void sv_progress_async(struct sv_context *ctx, struct sv_async *a,
+		       sv_async_cb *cb)
 {
-	struct sv_progress *pg = qp->ctx->prog;
+	struct sv_progress *pg = ctx->prog;
 
-	if (atomic_load_explicit(&qp->visit_queued, memory_order_relaxed) ||
-	    atomic_exchange(&qp->visit_queued, true))
+	if (atomic_load_explicit(&a->queued, memory_order_relaxed) ||
+	    atomic_exchange(&a->queued, true))
 		return; /* asked already */
-	pthread_mutex_lock(&pg->visit_lock);
-	qp->visit_next = pg->visits;
-	pg->visits = qp;
-	pthread_mutex_unlock(&pg->visit_lock);
-	sv_progress_kick(qp->ctx);
+	pthread_mutex_lock(&pg->async_lock);
+	a->cb = cb;
+	a->next = pg->asyncs;
+	pg->asyncs = a;
+	pthread_mutex_unlock(&pg->async_lock);
+	sv_progress_kick(ctx);
 }
 
 static void *progress_main(void *arg)
@@ -475,11 +135,13 @@ static void *progress_main(void *arg)
 
 		sv_loop_run_timers(&pg->loop, now);
 		next = sv_loop_next(&pg->loop);
-		/* the context's own timers: callers at the doors */
-		if (sv_transport_door_next_ns(ctx, now) < next)
-			next = sv_transport_door_next_ns(ctx, now);
-		if (sv_ud_door_next_ns(ctx, now) < next)
-			next = sv_ud_door_next_ns(ctx, now);
+		/* the context's own deadlines: callers at the doors */
+		if (pg->next_ns) {
+			uint64_t c = pg->next_ns(ctx, now);
+
+			if (c < next)
+				next = c;
+		}
 		snext = sv_stat_refresh(ctx, now);
 		if (snext < next)
 			next = snext;
@@ -505,6 +167,7 @@ void sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd)
 	p->ctx = ctx;
 	p->quiet = false;
 	p->out = false;
+	atomic_store_explicit(&p->hup, false, memory_order_relaxed);
 	err = sv_io_start(&ctx->prog->loop, &p->io, fd, ev);
 	if (err)
 		sv_dbg("epoll add %d: %s\n", fd, strerror(-err));
@@ -550,16 +213,6 @@ void sv_progress_del(struct sv_context *ctx, struct sv_pfd *p)
 	p->fd = -1;
 }
 
-void sv_progress_note_work(struct sv_qp *qp)
-{
-	/* the thread will not look at it by itself: let it arm the new
-	 * work's timers (a plain load first: no locked instruction on the
-	 * fast path) */
-	if (!atomic_load_explicit(&qp->timed, memory_order_relaxed) &&
-	    !atomic_exchange(&qp->timed, true))
-		sv_progress_visit(qp);
-}
-
 void sv_progress_kick(struct sv_context *ctx)
 {
 	uint64_t one = 1;
@@ -569,7 +222,7 @@ void sv_progress_kick(struct sv_context *ctx)
 		sv_dbg("kick: %s\n", strerror(errno));
 }
 
-int sv_progress_start(struct sv_context *ctx)
+int sv_progress_start(struct sv_context *ctx, sv_progress_next_cb *next_ns)
 {
 	struct sv_progress *pg = calloc(1, sizeof(*pg));
 	int err;
@@ -579,7 +232,8 @@ int sv_progress_start(struct sv_context *ctx)
 	err = sv_loop_init(&pg->loop);
 	if (err)
 		goto err_free;
-	pthread_mutex_init(&pg->visit_lock, NULL);
+	pthread_mutex_init(&pg->async_lock, NULL);
+	pg->next_ns = next_ns;
 	sv_io_init(&pg->db.io, NULL);
 	sv_pfd_set(&pg->db, on_kick, false);
 	pg->db.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -597,6 +251,7 @@ int sv_progress_start(struct sv_context *ctx)
 err_close:
 	close(pg->db.fd);
 err_loop:
+	pthread_mutex_destroy(&pg->async_lock);
 	sv_loop_fini(&pg->loop);
 err_free:
 	free(pg);
@@ -613,6 +268,6 @@ void sv_progress_stop(struct sv_context *ctx)
 	pthread_join(pg->thread, NULL);
 	sv_loop_fini(&pg->loop);
 	close(pg->db.fd);
-	pthread_mutex_destroy(&pg->visit_lock);
+	pthread_mutex_destroy(&pg->async_lock);
 	free(pg);
 }

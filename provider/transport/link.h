@@ -370,7 +370,7 @@ static inline bool sv_link_runs(const struct sv_link *l)
 	return l->ops && l->ops->run;
 }
 
-/* The loop's view of a link (loop/progress.c): what arrived on one of its
+/* The loop's view of a link (engine/drive.c): what arrived on one of its
  * sockets (fd; -1: the doorbell connection), and the engine run's
  * brackets; each a no-op where the transport has no such entry. */
 static inline enum sv_link_state sv_link_check(struct sv_link *l, int fd)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "engine.h"
 #include "env.h"
 #include "progress.h"
 #include "verbs.h"

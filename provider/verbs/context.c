@@ -119,7 +119,7 @@ struct ibv_context *sv_open_device(struct ibv_device *dev)
 	err = sv_stat_open(ctx);
 	if (err)
 		sv_dbg("softverbs-stat table: %s\n", strerror(-err));
-	err = sv_progress_start(ctx);
+	err = sv_progress_start(ctx, sv_drive_doors_next_ns);
 	if (err)
 		goto err_stat;
 	return &ctx->vctx.context;

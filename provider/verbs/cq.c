@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine.h"
 #include "progress.h"
 #include "verbs.h"
 
@@ -70,8 +71,8 @@ static void hand_over(struct sv_cq *cq)
 	set = atomic_load_explicit(&cq->qps, memory_order_acquire);
 	n = atomic_load_explicit(&set->n, memory_order_acquire);
 	for (uint32_t i = 0; i < n; i++)
-		sv_progress_visit(atomic_load_explicit(&set->qp[i],
-						       memory_order_acquire));
+		sv_qp_visit(atomic_load_explicit(&set->qp[i],
+						 memory_order_acquire));
 }
 
 static bool cq_empty(struct sv_cq *cq)

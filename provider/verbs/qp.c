@@ -33,111 +33,6 @@ static uint64_t ring_size(void)
 	return sv_roundup_pow2((uint32_t)sv_env_uint(SV_ENV_RING_KB)) * 1024ull;
 }
 
-/* Says why a link cannot come up, once, on stderr (what failed and what
- * to do); the caller returns the error or moves the QP to ERROR. */
-static void say_link_error(struct sv_qp *qp, const char *what, int err)
-{
-	if (err == -EACCES)
-		return; /* check_peer (shm.c) said who holds the socket */
-	fprintf(stderr, "softverbs: qp %06x: %s: %s%s\n",
-		qp->qpx.qp_base.qp_num, what, strerror(-err),
-		err == -EMFILE || err == -ENFILE
-			? "; each connected QP holds 3 fds: raise the limit "
-			  "(ulimit -n) or use fewer QPs"
-			: "");
-}
-
-/* Maps the peer context's shared registered memory (rmem.c), so our
- * one-sided operations go straight to it; refused, they go to its
- * responder.  The fds are ours to close. */
-static void take_peer_memory(struct sv_qp *qp, int arena_fd, int table_fd,
-			     uint32_t pd)
-{
-	if (qp->req.rpeer)
-		sv_rpeer_put(qp->ctx, qp->req.rpeer);
-	/* SOFTVERBS_FAULTS: every operation a packet that can be faulted
-	 * (no direct one-sided operations, no single copy) */
-	qp->req.rpeer =
-		sv_inject.on ? NULL : sv_rpeer_get(qp->ctx, arena_fd, table_fd);
-	if (!qp->req.rpeer)
-		sv_dbg("qp %06x: peer memory refused: %s\n",
-		       qp->qpx.qp_base.qp_num, strerror(errno));
-	qp->req.peer_pd = pd;
-	close(arena_fd);
-	close(table_fd);
-}
-
-/* How long a network link that was up may stay broken: the requester's
- * budget (IBA: timeout x retry_cnt) and one ACK timeout more, so that a
- * request in flight fails by its own timer first (comp.c); for ever with
- * the infinite timeout (0), and for UC, which has none. */
-static uint64_t link_down_max_ns(const struct sv_qp *qp)
-{
-	if (!qp->attr.timeout || qp->qpx.qp_base.qp_type == IBV_QPT_UC)
-		return UINT64_MAX;
-	return sv_qp_ack_timeout_ns(qp) * (qp->attr.retry_cnt + 2u);
-}
-
-/* A link that lives by itself (ops->run: TCP), from the engine and the
- * progress thread: moves it on and follows its state.  (The name is
- * progress.c's until the lead switches it.) */
-void sv_qp_tcp_run(struct sv_qp *qp, uint64_t now)
-{
-	enum sv_link_state st;
-
-	if (qp->attr.qp_state < IBV_QPS_RTR || !sv_link_runs(&qp->link))
-		return; /* the peer QPN is not known yet */
-	st = qp->link.ops->run(&qp->link, qp->attr.dest_qp_num,
-			       sv_qp_ack_timeout_ns(qp), link_down_max_ns(qp),
-			       now);
-	if (st == qp->link.state || qp->link.state == SV_LINK_CLOSED)
-		return;
-	if (st == SV_LINK_UP || st == SV_LINK_CONNECTING) {
-		sv_dbg("qp %06x: %s link %s -> %s\n", qp->qpx.qp_base.qp_num,
-		       qp->link.ops->name, sv_link_state_names[qp->link.state],
-		       sv_link_state_names[st]);
-		qp->link.state = st;
-	} else {
-		sv_qp_link_event(qp, st);
-	}
-}
-
-/*
- * Brings the link up: connects to the peer's listener (again, with backoff,
- * if it was not there yet) and takes the peer's hello.  Returns what makes
- * the link impossible (another user's socket, out of fds), else 0.  Caller
- * holds qp->lock.
- */
-static int link_step(struct sv_qp *qp)
-{
-	struct sv_link *l = &qp->link;
-	enum ibv_qp_state s = qp->attr.qp_state;
-	uint32_t expect = SV_QPN_ANY, pd;
-	int err, arena_fd, table_fd;
-
-	if (s >= IBV_QPS_RTR && s <= IBV_QPS_SQE)
-		expect = qp->attr.dest_qp_num;
-	err = sv_link_step(l, qp->qpx.qp_base.qp_num, expect);
-	if (err) {
-		say_link_error(qp, "taking the peer's connection", err);
-		return err;
-	}
-	if (l->ops && l->ops->peer_memory &&
-	    l->ops->peer_memory(l, &arena_fd, &table_fd, &pd))
-		take_peer_memory(qp, arena_fd, table_fd, pd);
-	if (expect != SV_QPN_ANY && sv_link_runs(l))
-		sv_qp_tcp_run(qp, 0);
-	return 0;
-}
-
-/* From the engine and the progress thread: a link that cannot come up
- * takes the QP to ERROR (IBV_EVENT_QP_FATAL); the reason is on stderr. */
-void sv_qp_link_step(struct sv_qp *qp)
-{
-	if (link_step(qp))
-		sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
-}
-
 /*
  * Where a link goes, and its transport (sv_transport_for): the address
  * decides — a GID of another host is reached over the network, anything
@@ -239,7 +134,7 @@ static int link_start(struct sv_qp *qp)
 		char what[64];
 
 		snprintf(what, sizeof(what), "modify to RTR (%s)", ops->name);
-		say_link_error(qp, what, err);
+		sv_qp_link_error(qp, what, err);
 		return err;
 	}
 	/* those posted in INIT (when the transport has descriptors) */
@@ -291,8 +186,8 @@ static void settle(struct sv_qp *qp)
 	if (qp->attr.qp_state < IBV_QPS_RTR ||
 	    qp->attr.qp_state == IBV_QPS_ERR || qp->link.state == SV_LINK_IDLE)
 		return;
-	sv_qp_tcp_run(qp, now); /* a link that runs: what arrived, into
-				 * the rings */
+	sv_qp_link_run(qp, now); /* a link that runs: what arrived, into
+				  * the rings */
 	if (qp->attr.qp_state != IBV_QPS_ERR)
 		sv_comp_run(qp, now);
 	if (qp->attr.qp_state != IBV_QPS_ERR)
@@ -343,7 +238,7 @@ static int enter_state(struct sv_qp *qp, enum ibv_qp_state next)
 	qp->qpx.qp_base.state = next;
 	qp->attr.qp_state = next;
 	if (next >= IBV_QPS_RTR && next <= IBV_QPS_SQE) {
-		err = link_step(qp);
+		err = sv_qp_link_connect(qp);
 		if (err && cur == IBV_QPS_INIT) {
 			qp->qpx.qp_base.state = cur;
 			qp->attr.qp_state = cur;
@@ -353,7 +248,8 @@ static int enter_state(struct sv_qp *qp, enum ibv_qp_state next)
 			sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
 		else if (qp->link.state == SV_LINK_CONNECTING &&
 			 sv_link_next_ns(&qp->link, 0) != UINT64_MAX)
-			sv_progress_note_work(qp); /* its retry timer */
+			sv_qp_note_work(qp, sv_link_next_ns(&qp->link, 0));
+		/* (its retry timer) */
 	}
 	return 0;
 
@@ -608,10 +504,10 @@ static void init_pfds(struct sv_qp *qp, enum ibv_qp_type type)
 	for (int i = 0; i < 3; i++) {
 		/* field by field: a stale event may be read for this slot */
 		sv_pfd_set(&qp->pfd[i],
-			   i == 0 && type == IBV_QPT_UD ? sv_progress_on_ud
-			   : i == 0			? sv_progress_on_listen
-			   : i == 1 ? sv_progress_on_doorbell
-				    : sv_progress_on_conn,
+			   i == 0 && type == IBV_QPT_UD ? sv_qp_on_ud
+			   : i == 0			? sv_qp_on_listen
+			   : i == 1			? sv_qp_on_doorbell
+							: sv_qp_on_conn,
 			   i != 2);
 		qp->pfd[i].fd = -1;
 		qp->pfd[i].qp = qp;

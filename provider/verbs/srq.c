@@ -310,7 +310,7 @@ static void wake_rnr(struct sv_srq *srq)
 		if (qp->srq != srq)
 			continue;
 		if (!sv_trylock(&qp->lock)) {
-			sv_progress_visit(qp); /* the thread, soon */
+			sv_qp_visit(qp); /* the thread, soon */
 			continue;
 		}
 		if (qp->resp.rnr && sv_link_runs(&qp->link))

@@ -56,9 +56,6 @@ int sv_av_check(const struct ibv_ah_attr *a, const char *who, bool tcp_ok);
 int sv_port_mtu_bytes(enum ibv_mtu mtu);
 
 /* QP (qp.c). */
-void sv_qp_link_step(struct sv_qp *qp);
-/* A TCP link's turn (qp.c).  Caller holds qp->lock. */
-void sv_qp_tcp_run(struct sv_qp *qp, uint64_t now);
 void sv_qp_free_all(struct sv_context *ctx);
 /* ibv_close_device: every QP still open is torn down (BYE to peers). */
 void sv_qp_close_all(struct sv_context *ctx);

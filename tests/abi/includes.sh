@@ -25,10 +25,6 @@ verbs/entry.h abi/private_verbs.h	the rdma-core prototypes it implements
 lib/env.c transport/rmem.h		the defaults and bounds of variables
 lib/env.c transport/tcp/tcp.h		... are constants of those layers
 lib/env.c wire/wire.h			... (macros only)
-loop/progress.c engine/engine.h		the calls up (layers.sh `up`)
-loop/progress.c transport/link.h	...
-loop/progress.c verbs/verbs.h		...
-loop/progress.c transport/transport.h	...
 '
 
 files=$(find . \( -name '*.c' -o -name '*.h' \) ! -path './devfiles/*' |

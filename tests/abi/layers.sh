@@ -31,23 +31,7 @@ layer() {
 }
 
 # The calls up: "<caller file> <symbol>"; * is any caller below.
-up='
-loop/progress.c sv_qp_to_error
-loop/progress.c sv_req_run
-loop/progress.c sv_resp_run
-loop/progress.c sv_comp_run
-loop/progress.c sv_qp_link_step
-loop/progress.c sv_qp_tcp_run
-loop/progress.c sv_qp_ack_timeout_ns
-loop/progress.c sv_ud_recv_run
-loop/progress.c sv_ud_door_next_ns
-loop/progress.c sv_lanes_rx_sleep
-loop/progress.c sv_link_set_sleep
-loop/progress.c sv_link_state_names
-loop/progress.c sv_link_has_pending
-loop/progress.c sv_link_next_ns
-loop/progress.c sv_transport_door_next_ns
-'
+up=''
 
 cd "$objs" || exit 1
 tmp=$(mktemp) || exit 1

@@ -38,7 +38,7 @@
  * honest callers (thousands of QPs connecting at once) drop each other
  * before their hellos could be read.)
  */
-#define DOOR_PENDING 128
+#define DOOR_PENDING  128
 #define DOOR_EVICT_NS 200000000ull
 /* Callers taken per turn of the loop: the rest wait in the accept queue
  * for the next turn, so that the thread's other work (this process's own

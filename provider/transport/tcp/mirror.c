@@ -159,9 +159,12 @@ static int64_t body_len(const struct sv_tcp_frame *f)
 /* Reads and applies everything the peer sent so far: a read that does
  * not fill the buffer took all there was (what comes after is a new
  * event for the thread, or the app's next poll reads it), so no second
- * read to find EAGAIN.  No poll(2) before the read either: it spares
- * the socket's lock on an empty poll, but costs a system call on every
- * arrival (8 B ib_send_lat across namespaces: 3.70-3.81 µs typical one
+ * read to find EAGAIN — but for the peer's hang-up (t->pfd->hup): its
+ * FIN came with the bytes before it, under one edge, so we read on to
+ * the EOF (without that the QP never learned its peer had died:
+ * test_conf.tcp.attack_peer_acks_then_dies).  No poll(2) before the read
+ * either: it spares the socket's lock on an empty poll, but costs a system call
+ * on every arrival (8 B ib_send_lat across namespaces: 3.70-3.81 µs typical one
  * way with it, 3.52-3.63 without). */
 void sv_tcp_read_in(struct sv_link *l)
 {
@@ -186,8 +189,13 @@ void sv_tcp_read_in(struct sv_link *l)
 		count_call(t, tcp_reads);
 		if (n > 0)
 			sv_tsan_received();
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+			/* an EOF would have been read: a hang-up said of
+			 * an earlier connection on this pfd */
+			atomic_store_explicit(&t->pfd->hup, false,
+					      memory_order_relaxed);
 			return;
+		}
 		if (n <= 0) { /* hang-up: a call again, or it is gone */
 			sv_dbg("qp %06x: tcp: the connection %s\n", t->my_qpn,
 			       n ? strerror(errno) : "closed");
@@ -250,7 +258,10 @@ void sv_tcp_read_in(struct sv_link *l)
 			off += sizeof(f) + (uint32_t)b;
 		}
 		t->ioff = off;
-		if ((uint32_t)n < room)
+		/* ... unless the edge that brought it said the peer hung
+		 * up: then its EOF is here too, and no new edge comes */
+		if ((uint32_t)n < room &&
+		    !atomic_load_explicit(&t->pfd->hup, memory_order_relaxed))
 			return;
 	}
 }

@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Who drives a QP's engine, and when.  The application thread does,
+ * inside poll and post (sv_qp_drive): no thread hop and no system call
+ * while both sides poll.  Behind it the context's progress thread
+ * (loop/progress.c) runs the callbacks of this file: a QP's listener,
+ * doorbell, peer connection and UD socket (sv_qp_on_*, which verbs/qp.c
+ * registers with the loop), its one timer, and the visits other threads
+ * ask for (sv_qp_visit).  While the application polls a QP, the thread
+ * only looks every few ms whether it still does (that QP's timer); once
+ * it stops (or arms a CQ for an event) the thread raises that QP's sleep
+ * flags — peers then ring our doorbell — and drives its engine itself.
+ * This is decided per QP: an app may poll one CQ and leave another QP's
+ * sends to us.  A wake-up looks only at the QPs it concerns (an event of
+ * theirs, a timer due, a visit asked for), never at every QP: a QP with
+ * nothing pending has no timer and costs nothing.
+ *
+ * Why here and not in loop/: this is the engine's policy (it runs the
+ * requester, responder and completer, and reads their deadlines and the
+ * link's), and the loop is below the engine and the transports: it knows
+ * callbacks and timers, and calls up to none of them.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "engine.h"
+#include "evloop.h"
+#include "progress.h"
+#include "transport.h"
+
+#define SV_ACTIVE_CHECK_MS 5
+#define SV_ACTIVE_CHECK_NS (SV_ACTIVE_CHECK_MS * 1000000ull)
+
+void sv_qp_run(struct sv_qp *qp, uint64_t now)
+{
+	enum ibv_qp_state s = qp->attr.qp_state;
+
+	if (s < IBV_QPS_RTR || s == IBV_QPS_ERR)
+		return;
+	if (__builtin_expect(sv_link_runs(&qp->link), 0)) {
+		/* a call whose hello was not in our listener's queue yet
+		 * waits in a pending slot: the app's run takes it too (the
+		 * listener's edge is gone) */
+		if (sv_link_has_pending(&qp->link))
+			sv_qp_link_step(qp);
+		else
+			sv_qp_link_run(qp,
+				       now); /* what arrived, into the rings */
+		if (qp->attr.qp_state == IBV_QPS_ERR)
+			return;
+		sv_link_run_begin(&qp->link);
+	} else if (qp->link.state == SV_LINK_CONNECTING) {
+		sv_qp_link_step(qp);
+	}
+	/* acks first: the peer acked our send before it answered it, and
+	 * programs waiting on events expect completions in that order */
+	sv_comp_run(qp, now);
+	sv_resp_run(qp);
+	sv_req_run(qp);
+	if (__builtin_expect(sv_link_runs(&qp->link), 0))
+		sv_link_run_end(&qp->link);
+}
+
+void sv_qp_drive(struct sv_qp *qp)
+{
+	enum ibv_qp_state s;
+
+	/* the app drives it, even if it finds the lock taken: the progress
+	 * thread keeps off (a hint: no locked instruction) */
+	atomic_store_explicit(
+		&qp->prog.drives,
+		atomic_load_explicit(&qp->prog.drives, memory_order_relaxed) +
+			1,
+		memory_order_relaxed);
+	/* someone else in the engine for this QP: it makes the progress */
+	if (!sv_trylock(&qp->lock))
+		return;
+	s = qp->attr.qp_state;
+	/* as sv_qp_run: the link is only looked at from RTR on (a QP made
+	 * again in the slot a poller still holds is being set up) */
+	if (s >= IBV_QPS_RTR && s != IBV_QPS_ERR &&
+	    __builtin_expect(sv_link_runs(&qp->link), 0)) {
+		/* our ACKs may wait for the app's reply, if a late one
+		 * cannot make the peer time out: its timeout is unknown
+		 * here, ours is the best guess (the thread looks every
+		 * SV_ACTIVE_CHECK_MS) */
+		uint64_t t = sv_qp_ack_timeout_ns(qp);
+
+		sv_link_set_lazy(&qp->link,
+				 !qp->attr.timeout ||
+					 t >= 4 * SV_ACTIVE_CHECK_MS *
+							 1000000ull);
+		sv_qp_run(qp, 0);
+		sv_link_set_lazy(&qp->link, false);
+	} else {
+		sv_qp_run(qp, 0);
+	}
+	sv_unlock(&qp->lock);
+}
+
+/* The one next deadline of a QP the thread owns: the earliest of its
+ * timers (UINT64_MAX: none).  Caller holds qp->lock. */
+static uint64_t next_ns(struct sv_qp *qp, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+
+	if (qp->sq.comp != qp->sq.post && qp->comp.deadline &&
+	    qp->comp.deadline < next)
+		next = qp->comp.deadline;
+	if (sv_link_next_ns(&qp->link, now) < next)
+		next = sv_link_next_ns(&qp->link, now);
+	if (qp->xrc.retry_ns && qp->xrc.retry_ns < next)
+		next = qp->xrc.retry_ns; /* a forward to retry */
+	if (qp->inject.rnr_until && qp->inject.rnr_until < next)
+		next = qp->inject.rnr_until; /* SOFTVERBS_FAULTS rnr */
+	if (qp->inject.delay_until && qp->inject.delay_until < next)
+		next = qp->inject.delay_until; /* ... delay_us */
+	if (qp->inject.ack_pending && qp->inject.ack_due < next)
+		next = qp->inject.ack_due; /* ... on the way back */
+	if (qp->inject.rsp_due && qp->sq.comp != qp->sq.post &&
+	    qp->attr.qp_state != IBV_QPS_ERR && qp->inject.rsp_due < next)
+		next = qp->inject.rsp_due; /* ... read/atomic answers */
+	return next;
+}
+
+/*
+ * One look at one QP (the progress thread; caller holds ctx->qp_lock for
+ * reading, and qp is listed).  A QP the application drove in the last
+ * check period is its business: we take its sleep flags down and leave it.
+ * Any other QP — the app does not poll its CQs, or waits for an event on
+ * them — is ours: flags up (peers then ring our doorbell), then we run its
+ * engine.  Returns when to look at it again: the app's QP at the end of its
+ * check period, ours at its earliest timer, UINT64_MAX for never (its
+ * events, or new work, bring us back).
+ */
+static uint64_t look(struct sv_qp *qp)
+{
+	uint64_t now = sv_now_ns(), drives, next;
+	bool mine, rung;
+
+	/* the app's, unless undriven for a whole check period (a look right
+	 * after another proves nothing) or armed */
+	drives = atomic_load_explicit(&qp->prog.drives, memory_order_relaxed);
+	if (drives != qp->prog.seen_drives)
+		qp->prog.active_ns = now;
+	qp->prog.seen_drives = drives;
+	/* an XRC_RECV QP is always ours: it has no CQ, so no poll runs it
+	 * (a spin in ibv_get_cq_event drives it, then sleeps with its flags
+	 * down: the peer would not ring us) */
+	mine = now - qp->prog.active_ns >= SV_ACTIVE_CHECK_NS ||
+	       qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV ||
+	       (qp->scq && atomic_load(&qp->scq->armed)) ||
+	       (qp->rcq && qp->qpx.qp_base.qp_type != IBV_QPT_XRC_RECV &&
+		atomic_load(&qp->rcq->armed));
+	/* never spin on a QP lock here: we may have preempted its holder on
+	 * this CPU.  Busy means driven: look again soon. */
+	if (!sv_trylock(&qp->lock)) {
+		atomic_store(&qp->look_at, now + SV_ACTIVE_CHECK_NS);
+		return now + SV_ACTIVE_CHECK_NS;
+	}
+	sv_stat_add(qp, progress_looks, 1);
+	rung = atomic_load_explicit(&qp->pfd[1].rung, memory_order_relaxed);
+	if (rung) {
+		/* before draining: a ring after it is a new edge */
+		atomic_store(&qp->pfd[1].rung, false);
+		sv_qp_link_event(qp, sv_link_check(&qp->link, -1));
+	}
+	if (!mine) {
+		/* new rings start asleep (ring.c): this clears them */
+		sv_link_set_sleep(&qp->link, false);
+		sv_lanes_rx_sleep(qp, false); /* UD lanes (lane.c) */
+		/* over TCP its polls read what arrives: we stop watching (a
+		 * wake-up per message took half the time of a small one
+		 * across hosts), unless what arrives waits unread — the app
+		 * drives the QP but polls its memory for an RDMA write our
+		 * responder must do (ib_write_lat): then we run it on each
+		 * arrival, not at the app's next poll (2.6-5.4 ms a round
+		 * trip); and we send an ACK the app's polls let wait
+		 * (sv_link_set_lazy) */
+		if (sv_link_runs(&qp->link)) {
+			bool stalled = sv_link_stalled(&qp->link);
+
+			sv_link_quiet(&qp->link, true);
+			if (rung || stalled || sv_link_owed(&qp->link, now))
+				sv_qp_run(qp, now);
+		}
+		next = qp->prog.active_ns + SV_ACTIVE_CHECK_NS;
+		atomic_store(&qp->look_at, next);
+		sv_unlock(&qp->lock);
+		return next;
+	}
+	sv_link_set_sleep(&qp->link, true);
+	sv_link_quiet(&qp->link, false);
+	sv_lanes_rx_sleep(qp, true);
+	/* seq_cst: flags up before we look at the rings (Dekker) */
+	atomic_thread_fence(memory_order_seq_cst);
+	sv_qp_run(qp, now);
+	if (sv_link_has_pending(&qp->link))
+		sv_qp_link_step(qp);
+	next = next_ns(qp, now);
+	/* under the lock: new work posted after it sees when we look again
+	 * and asks for a look if it is due sooner (sv_qp_note_work); before
+	 * it, our run saw it */
+	atomic_store(&qp->look_at, next == UINT64_MAX ? 0 : next);
+	sv_unlock(&qp->lock);
+	return next;
+}
+
+static void qp_timer(struct sv_timer *t, uint64_t now);
+
+/*
+ * Looks at qp if it is still on the context's list (it may have been
+ * destroyed since its event or timer was set): QPs are type-stable
+ * (qp.c), so its memory is a QP's whatever happened, and listed says in
+ * O(1) whether it is alive.  Then its one timer goes where look() says.
+ * The progress thread only.
+ */
+static void visit(struct sv_qp *qp)
+{
+	struct sv_context *ctx = sv_progress_ctx();
+	uint64_t next = UINT64_MAX;
+
+	pthread_rwlock_rdlock(&ctx->qp_lock);
+	if (atomic_load_explicit(&qp->listed, memory_order_relaxed))
+		next = look(qp);
+	pthread_rwlock_unlock(&ctx->qp_lock);
+	if (next == UINT64_MAX) {
+		sv_progress_timer_stop(ctx, &qp->timer);
+		return;
+	}
+	qp->timer.cb = qp_timer;
+	if (sv_progress_timer_start(ctx, &qp->timer, next)) {
+		/* no room in the heap: new work kicks us again */
+		sv_dbg("qp %06x: no memory for its timer\n",
+		       qp->qpx.qp_base.qp_num);
+		atomic_store(&qp->look_at, 0);
+	}
+}
+
+static void qp_timer(struct sv_timer *t, uint64_t now)
+{
+	(void)now;
+	visit(container_of(t, struct sv_qp, timer));
+}
+
+/* The QP of a pfd's event: read before the callback switched (a reused
+ * QP's zeroed pfd has no QP). */
+static struct sv_qp *pfd_qp(struct sv_io *io)
+{
+	return container_of(io, struct sv_pfd, io)->qp;
+}
+
+void sv_qp_on_doorbell(struct sv_io *io, uint32_t revents)
+{
+	struct sv_pfd *p = container_of(io, struct sv_pfd, io);
+
+	/* edge triggered; look() drains it under the QP's lock (the app may
+	 * close the fd meanwhile).  A TCP link's socket too: look() runs
+	 * the QP if it is ours; if the app drives it, its next poll reads
+	 * the socket (and sends what waits).  A hang-up is said before the
+	 * rung: its reader must read on to the end of what came, the peer's
+	 * last bytes and its EOF, which this same edge announced (no new
+	 * edge follows the FIN) */
+	if (revents & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		atomic_store(&p->hup, true);
+	atomic_store(&p->rung, true);
+	if (p->qp)
+		visit(p->qp);
+}
+
+/* Runs step on qp under its lock if qp is still listed. */
+static void locked(struct sv_qp *qp, struct sv_pfd *p,
+		   void (*step)(struct sv_qp *, struct sv_pfd *))
+{
+	struct sv_context *ctx = sv_progress_ctx();
+
+	pthread_rwlock_rdlock(&ctx->qp_lock);
+	if (atomic_load_explicit(&qp->listed, memory_order_relaxed)) {
+		sv_lock(&qp->lock);
+		step(qp, p);
+		sv_unlock(&qp->lock);
+	}
+	pthread_rwlock_unlock(&ctx->qp_lock);
+}
+
+static void listen_step(struct sv_qp *qp, struct sv_pfd *p)
+{
+	(void)p;
+	sv_qp_link_step(qp);
+}
+
+void sv_qp_on_listen(struct sv_io *io, uint32_t revents)
+{
+	struct sv_qp *qp = pfd_qp(io);
+
+	(void)revents;
+	if (!qp)
+		return;
+	locked(qp, container_of(io, struct sv_pfd, io), listen_step);
+	visit(qp);
+}
+
+static void conn_step(struct sv_qp *qp, struct sv_pfd *p)
+{
+	if (p->fd >= 0)
+		sv_qp_link_event(qp, sv_link_check(&qp->link, p->fd));
+}
+
+void sv_qp_on_conn(struct sv_io *io, uint32_t revents)
+{
+	struct sv_qp *qp = pfd_qp(io);
+
+	(void)revents;
+	if (!qp)
+		return;
+	locked(qp, container_of(io, struct sv_pfd, io), conn_step);
+	visit(qp);
+}
+
+void sv_qp_on_ud(struct sv_io *io, uint32_t revents)
+{
+	struct sv_pfd *p = container_of(io, struct sv_pfd, io);
+	struct sv_context *ctx = sv_progress_ctx();
+	struct sv_qp *qp = p->qp;
+
+	(void)revents;
+	if (!qp)
+		return;
+	pthread_rwlock_rdlock(&ctx->qp_lock);
+	if (atomic_load_explicit(&qp->listed, memory_order_relaxed)) {
+		/* with UD lanes, polls read the socket only once rung */
+		atomic_store(&p->rung, true);
+		/* edge triggered: drains all.  A QP the app holds is being
+		 * driven (its poll drains the socket) or is looked at again
+		 * soon (its timer): never wait for it here, the thread also
+		 * passes on the datagrams that reach the UDP listener (ud.c),
+		 * maybe the very ones that app is polling for */
+		if (sv_trylock(&qp->lock)) {
+			sv_ud_recv_run(qp);
+			sv_unlock(&qp->lock);
+		}
+	}
+	pthread_rwlock_unlock(&ctx->qp_lock);
+	visit(qp);
+}
+
+/* A visit another thread asked for (sv_qp_visit), on the thread. */
+static void on_visit(struct sv_async *a)
+{
+	visit(container_of(a, struct sv_qp, visit));
+}
+
+void sv_qp_visit(struct sv_qp *qp)
+{
+	sv_progress_async(qp->ctx, &qp->visit, on_visit);
+}
+
+void sv_qp_note_work(struct sv_qp *qp, uint64_t due)
+{
+	uint64_t at = atomic_load_explicit(&qp->look_at, memory_order_relaxed);
+
+	/* the thread looks at it by then anyway (a plain load first: no
+	 * locked instruction on the fast path) */
+	if (at && due >= at)
+		return;
+	/* it will not look by itself (0), or later than the new work is
+	 * due (a delay line's request, a QP it held with a far ACK
+	 * timer): a look arms the new work's timers.  One asks (1: a
+	 * visit is queued); a look after our work stores its own time. */
+	if (atomic_compare_exchange_strong(&qp->look_at, &at, 1))
+		sv_qp_visit(qp);
+}
+
+uint64_t sv_drive_doors_next_ns(struct sv_context *ctx, uint64_t now)
+{
+	uint64_t next = sv_transport_door_next_ns(ctx, now);
+	uint64_t ud = sv_ud_door_next_ns(ctx, now);
+
+	return ud < next ? ud : next;
+}
