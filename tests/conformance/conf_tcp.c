@@ -1067,12 +1067,13 @@ SV_TEST(tcp_other_version_is_refused)
 	sv_pair_close(&p);
 }
 
-/* The callers waiting in the accept queues of port's listeners (the
- * doors), as /proc/net/tcp{,6} count them (rx_queue of a LISTEN socket). */
-static int door_queued(int port)
+/* A sum over /proc/net/tcp{,6}'s sockets in TCP state st whose local
+ * (or, !local, remote) port is port: of their rx_queue (rxq), else 1
+ * each.  A LISTEN socket's rx_queue is its accept queue. */
+static int proc_tcp(unsigned int st, bool local, int port, bool rxq)
 {
 	static const char *const tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
-	int queued = 0;
+	int sum = 0;
 
 	for (size_t t = 0; t < 2; t++) {
 		FILE *f = fopen(tables[t], "r");
@@ -1081,21 +1082,27 @@ static int door_queued(int port)
 		if (!f)
 			continue;
 		while (fgets(line, sizeof(line), f)) {
-			char loc[64];
-			unsigned int st, rxq;
-			char *colon;
+			char loc[64], rem[64], *colon;
+			unsigned int state, q;
 
-			if (sscanf(line, "%*s %63s %*s %x %*x:%x", loc, &st,
-				   &rxq) != 3 ||
-			    st != 0x0A /* TCP_LISTEN */)
+			if (sscanf(line, "%*s %63s %63s %x %*x:%x", loc, rem,
+				   &state, &q) != 4 ||
+			    state != st)
 				continue;
-			colon = strrchr(loc, ':');
+			colon = strrchr(local ? loc : rem, ':');
 			if (colon && strtol(colon + 1, NULL, 16) == port)
-				queued += (int)rxq;
+				sum += rxq ? (int)q : 1;
 		}
 		fclose(f);
 	}
-	return queued;
+	return sum;
+}
+
+/* The callers waiting in the accept queues of port's listeners (the
+ * doors). */
+static int door_queued(int port)
+{
+	return proc_tcp(0x0A /* TCP_LISTEN */, true, port, true);
 }
 
 /* A burst of callers, more than the door holds unheard (DOOR_PENDING,
@@ -1146,33 +1153,10 @@ SV_TEST(tcp_door_burst_answers_every_caller)
 	sv_pair_close(&p);
 }
 
-/* Our side's sockets to port in TIME_WAIT (/proc/net/tcp{,6}). */
+/* Our side's sockets to port in TIME_WAIT. */
 static int time_waits_to(int port)
 {
-	static const char *const tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
-	int n = 0;
-
-	for (size_t t = 0; t < 2; t++) {
-		FILE *f = fopen(tables[t], "r");
-		char line[512];
-
-		if (!f)
-			continue;
-		while (fgets(line, sizeof(line), f)) {
-			char rem[64];
-			unsigned int st;
-			char *colon;
-
-			if (sscanf(line, "%*s %*s %63s %x", rem, &st) != 2 ||
-			    st != 0x06 /* TCP_TIME_WAIT */)
-				continue;
-			colon = strrchr(rem, ':');
-			if (colon && strtol(colon + 1, NULL, 16) == port)
-				n++;
-		}
-		fclose(f);
-	}
-	return n;
+	return proc_tcp(0x06 /* TCP_TIME_WAIT */, false, port, false);
 }
 
 /* A call the caller gives up (the door answers nothing in its wait) is
