@@ -93,6 +93,10 @@ struct cm_id {
 	int sidr_fd;	   /* UD listener: a TCP socket at its (UDP) port, which
 			    * takes other hosts' SIDR REQs (link.c), or -1 */
 	uint64_t deadline_ms; /* TCP: connect or the REQ due by then */
+	uint64_t dial_until_ms; /* active TCP: the first connect's deadline,
+				 * which a dial again (link.c) keeps */
+	uint8_t redials;	/* active TCP: dialled again so far */
+	bool heard;		/* TCP: a byte came on this link */
 	/* link.c's half-open streams: a listener's accepted links whose
 	 * first record has not come, oldest first (at most CM_HALF_OPEN) */
 	struct cm_id *half_head, *half_tail; /* listener */

@@ -45,6 +45,9 @@
  * timeout if longer) before UNREACHABLE */
 #define CM_TCP_REQ_WAIT_MS 3000
 #define CM_TCP_CONNECT_MS  2000
+/* an active side whose link the listener closed unanswered dials again
+ * (redial) at most this often, within its first connect's deadline */
+#define CM_TCP_REDIALS 3
 /* epoll data: an id's serial; with this bit, a listener's TCP socket */
 #define CM_TAG_TCP_LISTEN (1ULL << 63)
 
@@ -256,7 +259,12 @@ static int tcp_connect(struct cm_id *c)
 	c->sock = fd;
 	c->connecting = true; /* even if done: the first EPOLLOUT says so */
 	c->rlen = 0;
+	c->heard = false;
 	c->deadline_ms = cm_now_ms() + wait;
+	if (!c->redials)
+		c->dial_until_ms = c->deadline_ms;
+	else if (c->deadline_ms > c->dial_until_ms)
+		c->deadline_ms = c->dial_until_ms;
 	if (epoll_ctl(cm_core.epfd, EPOLL_CTL_ADD, fd, &ev)) {
 		ret = -errno;
 		cm_link_close(c);
@@ -615,6 +623,44 @@ static int tcp_check(struct cm_id *c, struct cm_msg *m)
 }
 
 /*
+ * Lock held: an active side's TCP link to a listener closed (or was
+ * reset) before a byte came back, with no secret's handshake on it.  A
+ * listener under a flood drops its oldest silent callers
+ * (half_open_drop_oldest), and a loaded caller can be one of them before
+ * its REQ goes or is read: nothing of ours was taken.  As the IB CM
+ * resends a REQ that got no answer, we dial again, at most
+ * CM_TCP_REDIALS times and within the first connect's deadline; else the
+ * close is the peer's answer (UNREACHABLE).  With a secret a close
+ * unanswered is its refusal (cm_auth_closed), never dialled again.
+ */
+static bool may_redial(const struct cm_id *c)
+{
+	return c->tcp && c->state == CM_REQ_SENT && !c->heard && !c->auth &&
+	       !cm_auth_needed() && c->redials < CM_TCP_REDIALS &&
+	       cm_now_ms() < c->dial_until_ms;
+}
+
+/* Lock held: dials c again if may_redial; true if it did (a dial that
+ * fails at once is reported here). */
+static bool redial(struct cm_id *c)
+{
+	int err;
+
+	if (!may_redial(c))
+		return false;
+	cm_log("id %p: the listener closed our TCP link unanswered: "
+	       "dialling again (%u)\n",
+	       (void *)c, c->redials + 1u);
+	c->redials++;
+	cm_link_close(c);
+	c->rep_until_ms = 0;
+	err = tcp_connect(c);
+	if (err)
+		cm_conn_lost(c); /* CM_REQ_SENT: UNREACHABLE */
+	return true;
+}
+
+/*
  * Lock held: a TCP stream's other end, if it is a socket of this host,
  * must be our user's (NETLINK_SOCK_DIAG: provider/lib/peer.c), as SO_PEERCRED
  * says on the Unix link; another host's is not known (the secret, when
@@ -627,8 +673,8 @@ static int tcp_peer_ours(struct cm_id *c)
 	static bool said;
 	int err = sv_peer_check(c->sock, NULL);
 
-	if (!err)
-		return 0;
+	if (!err || (err == -ENOTCONN && may_redial(c)))
+		return err; /* closed unanswered: connect_done dials again */
 	cm_log("id %p: the other end of its TCP link is not ours (%d): "
 	       "refused\n",
 	       (void *)c, err);
@@ -666,6 +712,8 @@ static void read_stream(struct cm_id *c)
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
 		if (n <= 0) {
+			if (redial(c))
+				return;
 			if (c->auth && c->state == CM_REQ_SENT) {
 				cm_auth_closed(c);
 				refuse(c);
@@ -674,6 +722,7 @@ static void read_stream(struct cm_id *c)
 			}
 			return;
 		}
+		c->heard = true;
 		c->rlen += (unsigned int)n;
 		if (c->rlen < sizeof(c->rbuf))
 			continue;
@@ -725,6 +774,8 @@ static void connect_done(struct cm_id *c)
 
 	if (getsockopt(c->sock, SOL_SOCKET, SO_ERROR, &err, &len))
 		err = errno;
+	if ((err == ECONNRESET || err == EPIPE) && redial(c))
+		return; /* reset at once: as closed unanswered */
 	if (!err) {
 		struct sockaddr_storage peer, local;
 
@@ -736,7 +787,9 @@ static void connect_done(struct cm_id *c)
 		if (!sock_addr(c->sock, false, &local) &&
 		    !memcmp(&local, &peer, sizeof(local)))
 			err = ECONNREFUSED;
-		else if (tcp_peer_ours(c))
+		else if ((err = tcp_peer_ours(c)) == -ENOTCONN && redial(c))
+			return; /* closed before our REQ went */
+		else if (err)
 			err = EPERM; /* UNREACHABLE, -EPERM: no REQ went */
 		else if (epoll_ctl(cm_core.epfd, EPOLL_CTL_MOD, c->sock, &ev))
 			err = errno;
