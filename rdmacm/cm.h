@@ -92,7 +92,7 @@ struct cm_id {
 	bool port_watched; /* listener: its TCP socket is in the CM's epoll */
 	int sidr_fd;	   /* UD listener: a TCP socket at its (UDP) port, which
 			    * takes other hosts' SIDR REQs (link.c), or -1 */
-	uint64_t deadline_ms; /* TCP: connect or the REQ due by then */
+	uint64_t deadline_ms;	/* TCP: connect or the REQ due by then */
 	uint64_t dial_until_ms; /* active TCP: the first connect's deadline,
 				 * which a dial again (link.c) keeps */
 	uint8_t redials;	/* active TCP: dialled again so far */
