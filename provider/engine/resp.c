@@ -752,6 +752,49 @@ static enum resp_result dup_atomic(struct sv_qp *qp, const struct sv_pkt *p)
 }
 
 /*
+ * SOFTVERBS_FAULTS drop inside a train: the j packets before the lost one
+ * arrived, and are taken (a train is a run of packets, and the IBA loses
+ * one packet, not a run).  The segment size is the train's own: every
+ * segment but the last is one path MTU, so for npsn >= 2 it is the one
+ * power of two m in [256, 4096] with (npsn - 1) m < len <= npsn m.  The
+ * payload bytes of those j packets, or 0: the train is lost whole (a send
+ * the requester placed, a request answered by a response, XRC, UC's
+ * message, or no such m).
+ */
+static uint32_t cut_len(const struct sv_qp *qp, const struct sv_pkt *p,
+			uint32_t j)
+{
+	const struct sv_opcode_info *o = sv_opcode(p->opcode);
+
+	if (is_uc(qp) || !o || !(o->mask & SV_M_PAYLOAD) ||
+	    (o->mask & SV_M_RD_ATOMIC) ||
+	    (p->flags & (SV_PKT_PLACED | SV_PKT_XRC)) || j == 0 ||
+	    j >= p->npsn)
+		return 0;
+	for (uint64_t m = 256; m <= 4096; m <<= 1)
+		if ((p->npsn - 1) * m < p->len && p->len <= p->npsn * m)
+			return (uint32_t)(j * m);
+	return 0;
+}
+
+/*
+ * A train cut by a drop (cut_len) was taken up to the lost packet (none
+ * when the first was lost).  If packets came after it, the first of them
+ * was out of sequence: one NAK-seq for the lost PSN, and the rest of the
+ * train counts as discarded after it (check_psn).  If the last packet was
+ * the lost one, what was taken is acknowledged (the caller's ACK), and
+ * the requester's timer resends the rest.
+ */
+static void cut_answer(struct sv_qp *qp, uint32_t psn, uint32_t npsn)
+{
+	if (sv_psn_diff(qp->resp.psn, sv_psn_add(psn, npsn - 1)) >= 0)
+		return;
+	qp->resp.seq_naked = true;
+	qp->resp.nak_from = sv_psn_add(psn, npsn - 1);
+	nak(qp, qp->resp.psn, SV_NAK_SEQ);
+}
+
+/*
  * check_psn (IBA 9.7.5.1): d = the packet's PSN less the one we expect.
  * Ahead (a packet was lost before it): one NAK-seq for the expected PSN,
  * and later ones discarded silently until it arrives — but a packet at or
@@ -763,11 +806,11 @@ static enum resp_result dup_atomic(struct sv_qp *qp, const struct sv_pkt *p)
  * decided once.  RESP_WAIT: go on with the packet (d 0), or leave it at
  * the head (a duplicate read, no room for its answer).
  */
-static enum resp_result check_psn(struct sv_qp *qp, const struct sv_pkt *p,
+static enum resp_result check_psn(struct sv_qp *qp, struct sv_pkt *p,
 				  const uint8_t *payload, int32_t d)
 {
 	const struct sv_opcode_info *o;
-	uint32_t n;
+	uint32_t n, cut;
 
 	if (d > 0) {
 		if (!qp->resp.seq_naked ||
@@ -812,7 +855,25 @@ static enum resp_result check_psn(struct sv_qp *qp, const struct sv_pkt *p,
 			 ((uint64_t)p->psn << 32 | qp->inject.try)) *
 			0x100000001b3ull;
 		sv_dbg("qp %06x: fault: drop psn %06x (try %u)\n",
-		       qp->qpx.qp_base.qp_num, p->psn, qp->inject.try);
+		       qp->qpx.qp_base.qp_num, sv_psn_add(p->psn, j),
+		       qp->inject.try);
+		if ((cut = cut_len(qp, p, j))) {
+			/* take the j before it: its attempts go on at the
+			 * lost PSN, where the requester resends from */
+			qp->inject.try_psn = sv_psn_add(p->psn, j);
+			p->npsn = j;
+			p->len = cut;
+			p->seg &= (uint8_t)~SV_SEG_LAST;
+			p->flags &= (uint8_t)~(SV_PKT_IMM | SV_PKT_SOLICITED);
+			return RESP_WAIT;
+		}
+		if (j == 0 && cut_len(qp, p, 1)) {
+			/* its first packet lost, the next ones came out of
+			 * sequence: one NAK-seq, the rest discarded */
+			sv_link_rx_consume(&qp->link);
+			cut_answer(qp, p->psn, p->npsn);
+			return RESP_NEXT;
+		}
 		if (is_uc(qp))
 			return drop_msg(qp, p); /* the message is lost */
 		sv_link_rx_consume(&qp->link);
@@ -902,6 +963,7 @@ void sv_resp_run(struct sv_qp *qp)
 	enum ibv_qp_state s = qp->attr.qp_state;
 	bool ack = false, consumed = false, responded = false;
 	uint32_t ack_nak_seq = 0; /* resp_nak_seq when ack was set */
+	uint32_t npsn;		  /* the train's PSNs as it came */
 
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD) {
 		sv_ud_recv_run(qp); /* datagrams, no link (ud/recv.c) */
@@ -926,6 +988,7 @@ void sv_resp_run(struct sv_qp *qp)
 		}
 		if (__builtin_expect(sv_pcap_on, 0))
 			pcap_rx_once(qp, &p, payload);
+		npsn = p.npsn;
 		d = sv_psn_diff(p.psn, qp->resp.psn);
 		if (d != 0 || SV_FAULT_ON(drop)) {
 			if (d != 0)
@@ -963,10 +1026,12 @@ void sv_resp_run(struct sv_qp *qp)
 			if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV &&
 			    !qp->resp.in_msg)
 				sv_xrc_unbind(qp); /* the message is done */
-			if (p.seg & SV_SEG_LAST) {
+			if (p.seg & SV_SEG_LAST || p.npsn != npsn) {
 				ack = true;
 				ack_nak_seq = qp->resp.nak_seq;
 			}
+			if (p.npsn != npsn) /* cut: the rest was lost; a */
+				cut_answer(qp, p.psn, npsn); /* NAK stays */
 			responded |= (o->mask & SV_M_RD_ATOMIC) != 0;
 			consumed = true;
 			continue;
