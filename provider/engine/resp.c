@@ -768,8 +768,7 @@ static uint32_t cut_len(const struct sv_qp *qp, const struct sv_pkt *p,
 
 	if (is_uc(qp) || !o || !(o->mask & SV_M_PAYLOAD) ||
 	    (o->mask & SV_M_RD_ATOMIC) ||
-	    (p->flags & (SV_PKT_PLACED | SV_PKT_XRC)) || j == 0 ||
-	    j >= p->npsn)
+	    (p->flags & (SV_PKT_PLACED | SV_PKT_XRC)) || j == 0 || j >= p->npsn)
 		return 0;
 	for (uint64_t m = 256; m <= 4096; m <<= 1)
 		if ((p->npsn - 1) * m < p->len && p->len <= p->npsn * m)
@@ -864,7 +863,7 @@ static enum resp_result check_psn(struct sv_qp *qp, struct sv_pkt *p,
 			p->npsn = j;
 			p->len = cut;
 			p->seg &= (uint8_t)~SV_SEG_LAST;
-			p->flags &= (uint8_t)~(SV_PKT_IMM | SV_PKT_SOLICITED);
+			p->flags &= (uint8_t) ~(SV_PKT_IMM | SV_PKT_SOLICITED);
 			return RESP_WAIT;
 		}
 		if (j == 0 && cut_len(qp, p, 1)) {
