@@ -23,21 +23,13 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cm_flood import free_port, skip  # noqa: E402
+
 DROPS = 2
 DEADLINE_S = 60
 REC = 300  # a CM record on the TCP link (rdmacm/wire.h)
 MODES = ("rst-at-accept", "fin-at-accept", "rst-after-req")
-
-
-def skip(why):
-    print("SKIP:", why)
-    sys.exit(77)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def rst(s):
