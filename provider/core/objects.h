@@ -159,6 +159,7 @@ struct sv_context {
 	struct sv_qp *qp_free;	  /* type-stable: QPs are reused, so a
 				   * poller with an old set is safe */
 	struct sv_evq async;	  /* async events, fd = async_fd */
+	int cmd_peer; /* the other end of cmd_fd's socketpair (context.c) */
 	struct sv_progress *prog; /* the progress thread (progress.c) */
 	struct sv_rmem *rmem;	  /* arena, key table, peers (rmem.c) */
 	_Atomic uint32_t pd_ids;  /* last PD id handed out */
