@@ -12,12 +12,17 @@
  * initiator's status and the target's.  Over shm and TCP (.tcp.): TCP has
  * no single copy and no direct one-sided operation, so its rows take the
  * responder's way.  Every row runs on a fresh pair; every row that
- * disagrees is printed before the test fails.
+ * disagrees is printed before the test fails.  The race the table cannot
+ * reach (a sender claimed the receive before its MR changed, and its
+ * header arrives after) is played by a fake peer that sends the header
+ * of a placed send itself.
  */
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "objects.h"
 #include "pair.h"
+#include "peer.h"
 
 #define BIG   16384 /* placed on shm (> SOFTVERBS_SINGLE_COPY_COLD) */
 #define SMALL 64    /* the ring's way */
@@ -351,4 +356,56 @@ SV_TEST(errors_on_the_right_side)
 	if (bad)
 		sv_test_fail(__FILE__, __LINE__, "%zu of %zu rows wrong", bad,
 			     n);
+}
+
+/*
+ * A placed send's header arrives for a receive whose MR changed after
+ * the sender claimed it (rereg's withdrawal came too late): the
+ * responder checks the receive as it stands (resp.c recv_placed) and
+ * completes it LOC_PROT_ERR with a REM_OP NAK, for each way the MR can
+ * change.  The peer is a fake (peer.h) that writes the header itself.
+ */
+SV_TEST(errors_placed_send_into_a_changed_receive)
+{
+	sv_test_needs_shm("a placed send's header");
+	static const enum fault faults[] = {RECV_PD_POST, RECV_XLATE,
+					    RECV_ACCESS, RECV_GONE};
+
+	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
+		struct sv_pkt p = {.opcode = SV_OP_SEND,
+				   .seg = SV_SEG_ONLY,
+				   .flags = SV_PKT_PLACED,
+				   .psn = 0x100,
+				   .npsn = 1,
+				   .msg_len = 64,
+				   .rec_len = sv_peer_rec_len(0)};
+		struct scene s = {0};
+		struct sv_end *v = &s.p.b;
+		uint64_t end = sv_now_ms() + SV_WC_TIMEOUT_MS;
+		int ring, rsp;
+		struct sv_fake f;
+
+		sv_fake_bind(&f);
+		sv_end_open(v, NULL);
+		s.pd2 = ibv_alloc_pd(v->ctx);
+		ASSERT_NOT_NULL(s.pd2);
+		ASSERT_OK(sv_end_to_init(v));
+		ASSERT_OK(sv_end_recv(v, 77, 0, 256));
+		ASSERT_OK(sv_end_to_rtr(v, f.qpn, 0x100));
+		ASSERT_OK(sv_end_to_rts(v));
+		sv_fake_accept(&f, v->qp->qp_num);
+		ring = sv_peer_ring(f.qpn, SV_RING_MAGIC, true, false);
+		rsp = sv_peer_ring(f.qpn, SV_RING_MAGIC, true, false);
+		sv_fake_hello(&f, v->qp->qp_num, (int[]){ring, rsp}, 2, 0);
+		change_mr(&s, faults[i]);
+		sv_fake_put(&f, &f.rx, &p, NULL, 0, p.rec_len);
+		EXPECT_WC(v->rcq, IBV_WC_LOC_PROT_ERR, 77);
+		while (SV_ACK_SYN(atomic_load(&f.rx.hdr->ack)) != SV_NAK_REM_OP)
+			ASSERT_TRUE(sv_now_ms() < end);
+		ASSERT_EQ(IBV_QPS_ERR, sv_end_state(v));
+		close(ring);
+		close(rsp);
+		sv_fake_close(&f);
+		close_scene(&s);
+	}
 }
