@@ -97,8 +97,9 @@ void sv_rq_describe(struct sv_qp *qp, uint32_t from);
  * the arena's [off, off + len): an MR under them changes (verbs/mr.c
  * rereg, dereg).  Each is described again as not placeable, taken with a
  * CAS as the sender claims one (req.c try_place); one claimed already is
- * the sender's, and the responder checks that receive as it stands when
- * the send arrives (resp.c recv_placed).  Caller holds qp->lock. */
+ * the sender's and is marked stale: a placed send into it fails (resp.c
+ * recv_placed), as one into a receive whose MR no longer checks out.
+ * Caller holds qp->lock. */
 void sv_rq_withdraw(struct sv_qp *qp, uint64_t off, uint64_t len);
 
 /* Data path entry points, installed in context ops. */

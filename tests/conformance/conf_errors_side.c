@@ -57,6 +57,7 @@ enum fault {
 	RECV_XLATE,   /* posted, then its MR moved to other memory */
 	RECV_ACCESS,  /* posted, then its MR lost local write */
 	RECV_GONE,    /* posted, then its MR deregistered */
+	RECV_REREG,   /* posted, then its MR re-registered as it was */
 	RKEY_BAD,     /* an rkey that is no MR */
 	RKEY_BOUNDS,  /* past the MR's end */
 	RKEY_ACCESS,  /* the MR lacks the remote access */
@@ -103,6 +104,8 @@ static const struct row rows[] = {
 	{SEND_BIG, RECV_ACCESS, L(REM_OP_ERR), L(LOC_PROT_ERR), RQ},
 	{SEND_SMALL, RECV_GONE, L(REM_OP_ERR), L(LOC_PROT_ERR), RQ},
 	{SEND_BIG, RECV_GONE, L(REM_OP_ERR), L(LOC_PROT_ERR), RQ},
+	{SEND_SMALL, RECV_REREG, L(SUCCESS), L(SUCCESS), RQ},
+	{SEND_BIG, RECV_REREG, L(SUCCESS), L(SUCCESS), RQ},
 	/* one-sided: IBA 9.9.3.1.2 class C, the target QP goes to ERROR
 	 * (its probe receive flushes) */
 	{WRITE, OK, L(SUCCESS), NONE, RQ},
@@ -141,6 +144,7 @@ static const struct row rows[] = {
 	{SEND_BIG, RECV_XLATE, L(REM_OP_ERR), L(LOC_PROT_ERR), SRQ},
 	{SEND_BIG, RECV_ACCESS, L(REM_OP_ERR), L(LOC_PROT_ERR), SRQ},
 	{SEND_BIG, RECV_GONE, L(REM_OP_ERR), L(LOC_PROT_ERR), SRQ},
+	{SEND_BIG, RECV_REREG, L(SUCCESS), L(SUCCESS), SRQ},
 	{WRITE_IMM, OK, L(SUCCESS), L(SUCCESS), SRQ},
 	/* an SRQ's receives are not the failed QP's: none flushes */
 	{WRITE_IMM, RKEY_PD, L(REM_ACCESS_ERR), NONE, SRQ},
@@ -176,6 +180,7 @@ static const char *const fault_names[] = {
 	[RECV_XLATE] = "receive posted, MR changed translation",
 	[RECV_ACCESS] = "receive posted, MR lost local write",
 	[RECV_GONE] = "receive posted, MR deregistered",
+	[RECV_REREG] = "receive posted, MR re-registered as was",
 	[RKEY_BAD] = "rkey no MR",
 	[RKEY_BOUNDS] = "past the MR",
 	[RKEY_ACCESS] = "MR without the remote access",
@@ -342,6 +347,12 @@ static void change_mr(struct scene *s, enum fault f)
 		ASSERT_OK(ibv_rereg_mr(b->mr, IBV_REREG_MR_CHANGE_ACCESS, NULL,
 				       NULL, 0, 0));
 		break;
+	case RECV_REREG: /* nothing changes: the receive stays good */
+		ASSERT_OK(ibv_rereg_mr(
+			b->mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			b->o.mr_access ? b->o.mr_access
+				       : IBV_ACCESS_LOCAL_WRITE));
+		break;
 	case RECV_GONE:
 	case RKEY_GONE:
 		ASSERT_OK(ibv_dereg_mr(b->mr));
@@ -494,13 +505,29 @@ SV_TEST(errors_on_the_right_side)
  * the sender claimed it (rereg's withdrawal came too late): the
  * responder checks the receive as it stands (resp.c recv_placed) and
  * completes it LOC_PROT_ERR with a REM_OP NAK, for each way the MR can
- * change.  The peer is a fake (peer.h) that writes the header itself.
+ * change; also for a rereg that changes nothing, since the bytes may
+ * have gone to the memory the MR left meanwhile (the WQE is stale).  The
+ * peer is a fake (peer.h) that claims the receive, as req.c try_place
+ * does, and writes the header itself.
  */
+/* The fake peer claims the victim's receive 0 for a placed send, as
+ * req.c try_place does, once the victim described it. */
+static void claim_first(struct sv_fake *f, uint64_t end)
+{
+	uint32_t one = 1;
+
+	ASSERT_TRUE(f->rx.ndesc > 0);
+	while (!atomic_compare_exchange_strong(&f->rx.desc[0].seq, &one, 0)) {
+		ASSERT_TRUE(sv_now_ms() < end);
+		one = 1;
+	}
+}
+
 SV_TEST(errors_placed_send_into_a_changed_receive)
 {
 	sv_test_needs_shm("a placed send's header");
 	static const enum fault faults[] = {RECV_PD_POST, RECV_XLATE,
-					    RECV_ACCESS, RECV_GONE};
+					    RECV_ACCESS, RECV_GONE, RECV_REREG};
 
 	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
 		struct sv_pkt p = {.opcode = SV_OP_SEND,
@@ -528,6 +555,7 @@ SV_TEST(errors_placed_send_into_a_changed_receive)
 		ring = sv_peer_ring(f.qpn, SV_RING_MAGIC, true, false);
 		rsp = sv_peer_ring(f.qpn, SV_RING_MAGIC, true, false);
 		sv_fake_hello(&f, v->qp->qp_num, (int[]){ring, rsp}, 2, 0);
+		claim_first(&f, end);
 		change_mr(&s, faults[i]);
 		sv_fake_put(&f, &f.rx, &p, NULL, 0, p.rec_len);
 		EXPECT_WC(v->rcq, IBV_WC_LOC_PROT_ERR, 77);
