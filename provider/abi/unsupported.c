@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The public verbs softverbs does not implement (yet): ECE,
- * object import, dma-buf MRs, MR
- * re-registration.  Each fails the way its contract says a missing feature
- * fails -- a positive EOPNOTSUPP, or NULL with errno = EOPNOTSUPP -- and
- * never pretends to succeed.  Also the few historical entry points that
+ * object import, dma-buf MRs.  Each fails the way its contract says a missing
+ * feature fails -- a positive EOPNOTSUPP, or NULL with errno = EOPNOTSUPP --
+ * and never pretends to succeed.  Also the few historical entry points that
  * have nothing to do in a library with no kernel device behind it.
  */
 #include <errno.h>
@@ -25,7 +24,8 @@ SV_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 	return EOPNOTSUPP;
 }
 
-/* Import shares objects through a kernel uverbs fd, which we do not have. */
+/* Import shares a context's objects through its cmd_fd: the fd is real
+ * (verbs/context.c) but no import is served on it yet. */
 SV_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 {
 	errno = EOPNOTSUPP;

@@ -30,6 +30,14 @@ void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited);
 /* Looks up an lkey/rkey; NULL if it names no live MR of this PD (mr.c). */
 struct sv_mr *sv_mr_lookup(struct sv_context *ctx, uint32_t key,
 			   struct sv_pd *pd);
+/* Where [addr, addr+len) of key is in our memory, if key names a live MR
+ * of pd with every bit of access and the range is inside it; else NULL. */
+uint8_t *sv_mr_at(struct sv_context *ctx, uint32_t key, struct sv_pd *pd,
+		  uint64_t addr, uint64_t len, unsigned int access);
+/* Whether the first len bytes of a gather/scatter list are all in live
+ * MRs of pd with local write (a receive WQE as it stands now). */
+bool sv_sges_writable(struct sv_context *ctx, struct sv_pd *pd,
+		      const struct ibv_sge *sg, uint32_t n, uint64_t len);
 
 /* One queued async event (ctx->async.events); ibv_get_async_event
  * (verbs/channel.c) takes it off. */

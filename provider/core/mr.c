@@ -28,3 +28,31 @@ struct sv_mr *sv_mr_lookup(struct sv_context *ctx, uint32_t key,
 		return NULL;
 	return mr;
 }
+
+/* IBA 10.6.3.1: [addr, addr+len) of key is inside a live MR of pd with
+ * every bit of access; where it is in our memory, or NULL. */
+uint8_t *sv_mr_at(struct sv_context *ctx, uint32_t key, struct sv_pd *pd,
+		  uint64_t addr, uint64_t len, unsigned int access)
+{
+	struct sv_mr *mr = sv_mr_lookup(ctx, key, pd);
+
+	if (!mr || ((unsigned int)mr->access & access) != access ||
+	    addr < mr->iova || addr - mr->iova > mr->length ||
+	    len > mr->length - (addr - mr->iova))
+		return NULL;
+	return (uint8_t *)mr->addr + (addr - mr->iova);
+}
+
+bool sv_sges_writable(struct sv_context *ctx, struct sv_pd *pd,
+		      const struct ibv_sge *sg, uint32_t n, uint64_t len)
+{
+	for (uint32_t k = 0; k < n && len; k++) {
+		uint64_t l = sg[k].length < len ? sg[k].length : len;
+
+		if (l && !sv_mr_at(ctx, sg[k].lkey, pd, sg[k].addr, l,
+				   IBV_ACCESS_LOCAL_WRITE))
+			return false;
+		len -= l;
+	}
+	return true;
+}

@@ -188,6 +188,8 @@ struct sv_context {
 	pthread_mutex_t lane_lock;
 	struct sv_lanes_tx *lanes;
 	struct sv_stat *stat; /* counters' memfd (stat.c), or NULL */
+	/* the other end of cmd_fd's socketpair (verbs/context.c) */
+	int cmd_peer;
 };
 
 static inline struct sv_context *to_sctx(struct ibv_context *c)
@@ -357,6 +359,10 @@ struct sv_rwqe {
 	uint64_t wr_id;
 	uint32_t num_sge;
 	uint32_t length; /* room, bytes */
+	/* its MR changed (rereg, dereg) after the peer claimed it for a
+	 * placed send (post.c sv_rq_withdraw): the bytes may have gone to
+	 * the memory the MR left, so a placed send into it fails */
+	bool stale;
 };
 
 /*

@@ -93,6 +93,14 @@ void sv_rwqe_fill(struct sv_rwqe *r, struct ibv_sge *sge,
 /* Shows the peer receives [from, rq_post) for single-copy sends (post.c).
  * Caller holds qp->lock. */
 void sv_rq_describe(struct sv_qp *qp, uint32_t from);
+/* The peer may no longer place into posted receives with a piece in
+ * the arena's [off, off + len): an MR under them changes (verbs/mr.c
+ * rereg, dereg).  Each is described again as not placeable, taken with a
+ * CAS as the sender claims one (req.c try_place); one claimed already is
+ * the sender's and is marked stale: a placed send into it fails (resp.c
+ * recv_placed), as one into a receive whose MR no longer checks out.
+ * Caller holds qp->lock. */
+void sv_rq_withdraw(struct sv_qp *qp, uint64_t off, uint64_t len);
 
 /* Data path entry points, installed in context ops. */
 int sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,

@@ -300,6 +300,46 @@ void sv_rq_describe(struct sv_qp *qp, uint32_t from)
 		describe(qp, i);
 }
 
+/* Whether description d shows a piece in the arena's [off, off + len). */
+static bool shows(const struct sv_rdesc *d, uint64_t off, uint64_t len)
+{
+	uint32_t n = __atomic_load_n(&d->nsge, __ATOMIC_RELAXED);
+
+	for (uint32_t k = 0; k < n && k < SV_RDESC_SGE; k++) {
+		uint64_t o = __atomic_load_n(&d->sge[k].off, __ATOMIC_RELAXED);
+
+		if (o < off + len &&
+		    off < o + __atomic_load_n(&d->sge[k].len, __ATOMIC_RELAXED))
+			return true;
+	}
+	return false;
+}
+
+void sv_rq_withdraw(struct sv_qp *qp, uint64_t off, uint64_t len)
+{
+	struct sv_ring *rx = &qp->link.rx;
+
+	if (!qp->link.rx_ready || !rx->ndesc)
+		return;
+	for (uint32_t i = qp->rq.comp; i != qp->rq.post; i++) {
+		struct sv_rdesc *d = &rx->desc[i & (rx->ndesc - 1)];
+		uint32_t expect = i + 1;
+
+		if (!shows(d, off, len))
+			continue; /* not on this memory */
+		if (!atomic_compare_exchange_strong(&d->seq, &expect, 0)) {
+			/* the sender's: claimed, its bytes perhaps on the
+			 * way to the memory the MR leaves */
+			if (!expect)
+				qp->rq.wqe[i & (qp->rq.size - 1)].stale = true;
+			continue;
+		}
+		d->nsge = 0;
+		/* release: not placeable, before the seq says so */
+		atomic_store_explicit(&d->seq, i + 1, memory_order_release);
+	}
+}
+
 void sv_rwqe_fill(struct sv_rwqe *r, struct ibv_sge *sge,
 		  const struct ibv_recv_wr *wr)
 {
@@ -308,6 +348,7 @@ void sv_rwqe_fill(struct sv_rwqe *r, struct ibv_sge *sge,
 	for (int i = 0; i < wr->num_sge; i++)
 		len += wr->sg_list[i].length;
 	r->wr_id = wr->wr_id;
+	r->stale = false;
 	r->num_sge = (uint32_t)wr->num_sge;
 	r->length = len > SV_MAX_MSG ? SV_MAX_MSG : (uint32_t)len;
 	if (wr->num_sge)

@@ -54,7 +54,6 @@ static bool scatter(struct sv_qp *qp, struct sv_rwqe *r, const uint8_t *src,
 
 	while (len) {
 		const struct ibv_sge *s;
-		struct sv_mr *mr;
 		uint32_t n;
 
 		if (qp->resp.sge_idx >= r->num_sge)
@@ -64,14 +63,11 @@ static bool scatter(struct sv_qp *qp, struct sv_rwqe *r, const uint8_t *src,
 		if (n > len)
 			n = len;
 		if (n) {
-			uint64_t a = s->addr + qp->resp.sge_off;
+			uint8_t *at = sv_mr_at(qp->ctx, s->lkey, pd,
+					       s->addr + qp->resp.sge_off, n,
+					       IBV_ACCESS_LOCAL_WRITE);
 
-			mr = sv_mr_lookup(qp->ctx, s->lkey, pd);
-			if (!mr || !(mr->access & IBV_ACCESS_LOCAL_WRITE) ||
-			    a < mr->iova || a - mr->iova > mr->length ||
-			    n > mr->length - (a - mr->iova))
-				return false;
-			if (sv_copy_guarded(mr->addr + (a - mr->iova), src, n))
+			if (!at || sv_copy_guarded(at, src, n))
 				return false;
 		}
 		src += n;
@@ -227,6 +223,8 @@ static bool take_rwqe(struct sv_qp *qp, const struct sv_pkt *p)
  * single copy): the receive it took completes, with no copy. */
 static enum resp_result recv_placed(struct sv_qp *qp, const struct sv_pkt *p)
 {
+	const struct sv_rwqe *r;
+
 	if (qp->resp.in_msg || p->seg != SV_SEG_ONLY || p->len)
 		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
 	if (!take_rwqe(qp, p))
@@ -239,12 +237,19 @@ static enum resp_result recv_placed(struct sv_qp *qp, const struct sv_pkt *p)
 	}
 	qp->resp.msg = p->msg_len;
 	qp->resp.placed = true;
-	if (p->msg_len > qp->rq.wqe[qp->rq.comp & (qp->rq.size - 1)].length) {
+	r = &qp->rq.wqe[qp->rq.comp & (qp->rq.size - 1)];
+	if (p->msg_len > r->length) {
 		/* IBA 9.7.5.2.2: it does not fit (the sender ignored our
 		 * description) */
 		qp->resp.in_msg = true;
 		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_LOC_LEN_ERR);
 	}
+	/* IBA 9.7.5.2.4: the receive as it stands now (its MR may have
+	 * moved PD, memory or access since it was described) */
+	if (r->stale ||
+	    !sv_sges_writable(qp->ctx, sv_resp_pd(qp), sv_rwqe_sge(qp, r),
+			      r->num_sge, p->msg_len))
+		return fatal(qp, p, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR);
 	complete_recv(qp, IBV_WC_SUCCESS, p);
 	return RESP_NEXT;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -62,6 +63,34 @@ static void set_ops(struct sv_context *ctx)
 	ctx->vctx.open_qp = sv_open_qp;
 }
 
+/*
+ * context->cmd_fd: a real fd the context owns, as a kernel device's
+ * uverbs fd is (programs dup it, pass it with SCM_RIGHTS for
+ * ibv_import_device, check it with fcntl).  One end of a Unix
+ * socketpair, close-on-exec and non-blocking, the other end kept: the
+ * channel a later import will talk to its owner on; today nothing reads
+ * it, and the import verbs say EOPNOTSUPP (abi/unsupported.c).  Both
+ * are closed at ibv_close_device.
+ */
+static int cmd_fd_open(struct sv_context *ctx)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK,
+		       0, sv))
+		return -errno;
+	ctx->vctx.context.cmd_fd = sv[0];
+	ctx->cmd_peer = sv[1];
+	return 0;
+}
+
+static void cmd_fd_close(struct sv_context *ctx)
+{
+	close(ctx->vctx.context.cmd_fd);
+	close(ctx->cmd_peer);
+	ctx->vctx.context.cmd_fd = ctx->cmd_peer = -1;
+}
+
 struct ibv_context *sv_open_device(struct ibv_device *dev)
 {
 	struct sv_context *ctx;
@@ -110,9 +139,12 @@ struct ibv_context *sv_open_device(struct ibv_device *dev)
 	err = sv_rmem_init(ctx);
 	if (err)
 		goto err_free;
-	err = sv_evq_init(&ctx->async);
+	err = cmd_fd_open(ctx);
 	if (err)
 		goto err_rmem;
+	err = sv_evq_init(&ctx->async);
+	if (err)
+		goto err_cmd_fd;
 	ctx->vctx.context.async_fd = ctx->async.fd;
 	sv_pcap_open(); /* SOFTVERBS_PCAP, once per process */
 	/* the counters' table: without it the device works, unseen */
@@ -127,6 +159,8 @@ struct ibv_context *sv_open_device(struct ibv_device *dev)
 err_stat:
 	sv_stat_close(ctx);
 	sv_evq_destroy(&ctx->async);
+err_cmd_fd:
+	cmd_fd_close(ctx);
 err_rmem:
 	sv_rmem_fini(ctx);
 err_free:
@@ -151,6 +185,7 @@ int sv_close_device(struct ibv_context *c)
 	sv_lanes_tx_close(ctx);
 	sv_qp_free_all(ctx);
 	sv_evq_destroy(&ctx->async);
+	cmd_fd_close(ctx);
 	sv_rmem_fini(ctx); /* MRs left registered: their memory is private */
 	/* MRs left registered, in their slots; the rest on the free list */
 	for (uint32_t i = 0; ctx->nmrs && i < SV_MAX_MR; i++)

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "engine.h"
 #include "entry.h"
 #include "guard.h"
 #include "objects.h"
@@ -235,12 +236,39 @@ struct ibv_mr *sv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length,
 	return &mr->ibv;
 }
 
+/*
+ * Before the memory under mr leaves the arena (rereg, dereg): no peer
+ * places a send into a receive posted on it any more (post.c
+ * sv_rq_withdraw), since the arena range may be another MR's next; the
+ * send goes the ring's way and the responder finds the receive's MR
+ * changed: LOC_PROT_ERR there, REM_OP_ERR for the sender.
+ */
+static void withdraw_receives(struct sv_context *ctx, const struct sv_mr *mr)
+{
+	uint64_t off = mr->arena_off;
+	struct sv_list *n;
+
+	if (off == SV_RMEM_NOT_REBACKED || !mr->pd)
+		return;
+	pthread_rwlock_rdlock(&ctx->qp_lock);
+	sv_list_for_each(n, &ctx->qps)
+	{
+		struct sv_qp *qp = container_of(n, struct sv_qp, ctx_node);
+
+		sv_lock(&qp->lock);
+		sv_rq_withdraw(qp, off, mr->length);
+		sv_unlock(&qp->lock);
+	}
+	pthread_rwlock_unlock(&ctx->qp_lock);
+}
+
 int sv_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct sv_mr *mr = container_of(ibmr, struct sv_mr, ibv);
 	struct sv_context *ctx = to_sctx(ibmr->context);
 	struct sv_pd *pd;
 
+	withdraw_receives(ctx, mr);
 	/* first: peers that look the key up from now on fail */
 	sv_rmem_dereg(ctx, mr);
 	pthread_mutex_lock(&ctx->mr_lock);
@@ -298,6 +326,7 @@ int sv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr,
 		return IBV_REREG_MR_ERR_INPUT;
 	}
 	ctx = to_sctx(ibmr->context);
+	withdraw_receives(ctx, mr);
 	pthread_mutex_lock(&ctx->mr_lock);
 	old = mr->pd;
 	if (!old) { /* deregistered */
