@@ -148,42 +148,6 @@ static enum resp_result fatal(struct sv_qp *qp, const struct sv_pkt *p,
 	return RESP_FATAL;
 }
 
-/*
- * SOFTVERBS_FAULTS rnr: the message at the head is refused as if no
- * receive were posted, each attempt decided once and held for the RNR
- * timer (the requester's retry comes no sooner); then the next attempt.
- */
-static bool fault_rnr(struct sv_qp *qp, const struct sv_pkt *p)
-{
-	uint64_t now = sv_now_ns();
-
-	if (qp->inject.rnr_until) {
-		if (now < qp->inject.rnr_until)
-			return true;
-		qp->inject.rnr_try++;
-	}
-	if (sv_inject_hit(sv_inject.rnr, sv_inject.seed, SV_FAULT_RNR,
-			  qp->inject.idx, p->psn, qp->inject.rnr_try)) {
-		qp->inject.rnr_until =
-			now + sv_rnr_timer_ns(qp->attr.min_rnr_timer);
-		SV_STAT_INC(qp, fault_rnr);
-		return true;
-	}
-	qp->inject.rnr_until = 0;
-	qp->inject.rnr_try = 0;
-	return false;
-}
-
-/* SOFTVERBS_FAULTS access: a one-sided request refused as a bad key. */
-static bool fault_access(struct sv_qp *qp, const struct sv_pkt *p)
-{
-	if (!sv_inject_hit(sv_inject.access, sv_inject.seed, SV_FAULT_ACCESS,
-			   qp->inject.idx, p->psn, 0))
-		return false;
-	SV_STAT_INC(qp, fault_access);
-	return true;
-}
-
 /* IBA 9.7.5.2.8: no receive WQE (in the RQ, or the SRQ: IBA 10.2.9.2).
  * Returns false to wait. */
 static bool take_rwqe(struct sv_qp *qp, const struct sv_pkt *p)
@@ -193,7 +157,7 @@ static bool take_rwqe(struct sv_qp *qp, const struct sv_pkt *p)
 
 	/* on an SRQ: one it holds (lent), else the SRQ's oldest;
 	 * SOFTVERBS_FAULTS rnr: as if there were none */
-	if ((SV_FAULT_ON(rnr) && !is_uc(qp) && fault_rnr(qp, p)) ||
+	if ((SV_FAULT_ON(rnr) && !is_uc(qp) && sv_resp_fault_rnr(qp, p)) ||
 	    (qp->srq ? !sv_srq_take(qp->srq, qp)
 		     : qp->rq.comp == qp->rq.post)) {
 		if (is_uc(qp)) { /* no RNR on UC: the message is lost */
@@ -445,8 +409,8 @@ static enum resp_result recv_write(struct sv_qp *qp, const struct sv_pkt *p,
 		if (!qp_allows(qp, o) || r.dma_len != p->msg_len)
 			return refuse(qp, p, SV_NAK_INV_REQ);
 		dst = check_rkey(qp, r.rkey, r.va, r.dma_len, o->access, &syn);
-		if (syn ||
-		    (SV_FAULT_ON(access) && !is_uc(qp) && fault_access(qp, p)))
+		if (syn || (SV_FAULT_ON(access) && !is_uc(qp) &&
+			    sv_resp_fault_access(qp, p)))
 			return refuse(qp, p, syn ? syn : SV_NAK_REM_ACCESS);
 		if (!take_imm_rwqe(qp, p))
 			return RESP_WAIT; /* nothing changed yet */
@@ -559,7 +523,7 @@ static enum resp_result recv_read(struct sv_qp *qp, const struct sv_pkt *p,
 	if (!qp_allows(qp, o) || r.dma_len != p->msg_len)
 		return refuse(qp, p, SV_NAK_INV_REQ);
 	src = check_rkey(qp, r.rkey, r.va, r.dma_len, o->access, &syn);
-	if (syn || (SV_FAULT_ON(access) && !dup && fault_access(qp, p)))
+	if (syn || (SV_FAULT_ON(access) && !dup && sv_resp_fault_access(qp, p)))
 		return refuse(qp, p, syn ? syn : SV_NAK_REM_ACCESS);
 	do {
 		uint32_t chunk = r.dma_len - qp->resp.rd_sent;
@@ -639,7 +603,7 @@ static enum resp_result recv_atomic(struct sv_qp *qp, const struct sv_pkt *p,
 	if (!qp_allows(qp, o) || (a.va & 7)) /* IBA 9.4.5: aligned */
 		return refuse(qp, p, SV_NAK_INV_REQ);
 	dst = (uint64_t *)check_rkey(qp, a.rkey, a.va, 8, o->access, &syn);
-	if (syn || (SV_FAULT_ON(access) && fault_access(qp, p)))
+	if (syn || (SV_FAULT_ON(access) && sv_resp_fault_access(qp, p)))
 		return refuse(qp, p, syn ? syn : SV_NAK_REM_ACCESS);
 	if ((uintptr_t)dst & 7) /* an iova MR at an odd offset in memory */
 		return refuse(qp, p, SV_NAK_INV_REQ);
@@ -757,32 +721,7 @@ static enum resp_result dup_atomic(struct sv_qp *qp, const struct sv_pkt *p)
 }
 
 /*
- * SOFTVERBS_FAULTS drop inside a train: the j packets before the lost one
- * arrived, and are taken (a train is a run of packets, and the IBA loses
- * one packet, not a run).  The segment size is the train's own: every
- * segment but the last is one path MTU, so for npsn >= 2 it is the one
- * power of two m in [256, 4096] with (npsn - 1) m < len <= npsn m.  The
- * payload bytes of those j packets, or 0: the train is lost whole (a send
- * the requester placed, a request answered by a response, XRC, UC's
- * message, or no such m).
- */
-static uint32_t cut_len(const struct sv_qp *qp, const struct sv_pkt *p,
-			uint32_t j)
-{
-	const struct sv_opcode_info *o = sv_opcode(p->opcode);
-
-	if (is_uc(qp) || !o || !(o->mask & SV_M_PAYLOAD) ||
-	    (o->mask & SV_M_RD_ATOMIC) ||
-	    (p->flags & (SV_PKT_PLACED | SV_PKT_XRC)) || j == 0 || j >= p->npsn)
-		return 0;
-	for (uint64_t m = 256; m <= 4096; m <<= 1)
-		if ((p->npsn - 1) * m < p->len && p->len <= p->npsn * m)
-			return (uint32_t)(j * m);
-	return 0;
-}
-
-/*
- * A train cut by a drop (cut_len) was taken up to the lost packet (none
+ * A train cut by a drop (resp_inject.c) was taken up to the lost packet (none
  * when the first was lost).  If packets came after it, the first of them
  * was out of sequence: one NAK-seq for the lost PSN, and the rest of the
  * train counts as discarded after it (check_psn).  If the last packet was
@@ -814,7 +753,6 @@ static enum resp_result check_psn(struct sv_qp *qp, struct sv_pkt *p,
 				  const uint8_t *payload, int32_t d)
 {
 	const struct sv_opcode_info *o;
-	uint32_t n, cut;
 
 	if (d > 0) {
 		if (!qp->resp.seq_naked ||
@@ -841,113 +779,23 @@ static enum resp_result check_psn(struct sv_qp *qp, struct sv_pkt *p,
 		return RESP_NEXT;
 	}
 	qp->resp.seq_naked = false;
-	if (p->psn != qp->inject.try_psn) { /* attempts count per PSN */
-		qp->inject.try_psn = p->psn;
-		qp->inject.try = 0;
-	}
-	/* a read request is one packet; its npsn are its response's */
-	n = p->opcode == SV_OP_READ_REQ ? 1 : p->npsn;
-	for (uint32_t j = 0; j < n; j++) {
-		if (!sv_inject_hit(sv_inject.drop, sv_inject.seed,
-				   SV_FAULT_DROP, qp->inject.idx,
-				   sv_psn_add(p->psn, j), qp->inject.try))
-			continue;
-		qp->inject.try++;
-		SV_STAT_INC(qp, fault_drops);
-		qp->inject.drop_hash =
-			(qp->inject.drop_hash ^
-			 ((uint64_t)p->psn << 32 | qp->inject.try)) *
-			0x100000001b3ull;
-		sv_dbg("qp %06x: fault: drop psn %06x (try %u)\n",
-		       qp->qpx.qp_base.qp_num, sv_psn_add(p->psn, j),
-		       qp->inject.try);
-		if ((cut = cut_len(qp, p, j))) {
-			/* take the j before it: its attempts go on at the
-			 * lost PSN, where the requester resends from */
-			qp->inject.try_psn = sv_psn_add(p->psn, j);
-			p->npsn = j;
-			p->len = cut;
-			p->seg &= (uint8_t)~SV_SEG_LAST;
-			p->flags &= (uint8_t) ~(SV_PKT_IMM | SV_PKT_SOLICITED);
-			return RESP_WAIT;
-		}
-		if (j == 0 && cut_len(qp, p, 1)) {
-			/* its first packet lost, the next ones came out of
-			 * sequence: one NAK-seq, the rest discarded */
-			sv_link_rx_consume(&qp->link);
-			cut_answer(qp, p->psn, p->npsn);
-			return RESP_NEXT;
-		}
-		if (is_uc(qp))
-			return drop_msg(qp, p); /* the message is lost */
+	switch (sv_resp_fault_drop(qp, p)) {
+	case SV_LOSS_NONE:
+	case SV_LOSS_CUT: /* p: the packets before the lost one */
+		return RESP_WAIT;
+	case SV_LOSS_FIRST:
+		/* its first packet lost, the next ones came out of
+		 * sequence: one NAK-seq, the rest discarded */
 		sv_link_rx_consume(&qp->link);
+		cut_answer(qp, p->psn, p->npsn);
 		return RESP_NEXT;
+	case SV_LOSS_ALL:
+		break;
 	}
-	return RESP_WAIT;
-}
-
-/*
- * SOFTVERBS_PCAP: a request as it came.  A send the requester placed in
- * our receive buffer (req.c try_place) shows its bytes from there: the
- * receive it takes is our next (rq_comp; on an SRQ one lent to us, as
- * warm.c finds it), if this is the PSN we expect.  A duplicate's
- * receive is done with: its bytes are not at hand (written as cut).
- */
-static __attribute__((noinline, cold)) void
-pcap_rx(struct sv_qp *qp, const struct sv_pkt *p, const uint8_t *payload)
-{
-	struct sv_pd *pd = sv_resp_pd(qp);
-	struct ibv_sge s[SV_RDESC_SGE];
-	struct sv_pcap_sg sg = {.sge = s, .n = 0};
-	const struct sv_rwqe *r;
-	const struct ibv_sge *rs;
-	bool have;
-
-	if (!(p->flags & SV_PKT_PLACED) || p->psn != qp->resp.psn || !pd) {
-		sv_pcap_train(qp, false, p, payload, payload, NULL);
-		return;
-	}
-	if (qp->srq) {
-		sv_lock(&qp->srq->lock);
-		have = qp->rq.comp != qp->rq.post;
-		sv_unlock(&qp->srq->lock);
-	} else {
-		have = qp->rq.comp != qp->rq.post;
-	}
-	r = &qp->rq.wqe[qp->rq.comp & (qp->rq.size - 1)];
-	rs = sv_rwqe_sge(qp, r);
-	for (uint32_t k = 0; have && r->length >= p->msg_len && k < r->num_sge;
-	     k++) {
-		struct sv_mr *mr = sv_mr_lookup(qp->ctx, rs[k].lkey, pd);
-		uint64_t a = rs[k].addr;
-
-		if (!rs[k].length)
-			continue;
-		if (sg.n == SV_RDESC_SGE || !mr || a < mr->iova ||
-		    a - mr->iova > mr->length ||
-		    rs[k].length > mr->length - (a - mr->iova)) {
-			sg.n = 0; /* not a receive the sender could place in */
-			break;
-		}
-		s[sg.n].addr =
-			(uintptr_t)((uint8_t *)mr->addr + (a - mr->iova));
-		s[sg.n].length = rs[k].length;
-		sg.n++;
-	}
-	sv_pcap_train(qp, false, p, payload, payload, &sg);
-}
-
-/* The capture shows a packet once, however often an RNR wait peeks at
- * it; a duplicate is a packet of its own. */
-static void pcap_rx_once(struct sv_qp *qp, const struct sv_pkt *p,
-			 const uint8_t *payload)
-{
-	if (qp->pcap.rx_valid && sv_psn_diff(p->psn, qp->pcap.rx_next) < 0 &&
-	    sv_psn_diff(p->psn, qp->resp.psn) >= 0)
-		return;
-	pcap_rx(qp, p, payload);
-	qp->pcap.rx_next = sv_psn_add(p->psn, p->npsn);
-	qp->pcap.rx_valid = true;
+	if (is_uc(qp))
+		return drop_msg(qp, p); /* the message is lost */
+	sv_link_rx_consume(&qp->link);
+	return RESP_NEXT;
 }
 
 /* Acknowledges everything up to the PSN before the one we expect. */
@@ -991,7 +839,7 @@ void sv_resp_run(struct sv_qp *qp)
 			return;
 		}
 		if (__builtin_expect(sv_pcap_on, 0))
-			pcap_rx_once(qp, &p, payload);
+			sv_resp_pcap_rx(qp, &p, payload);
 		npsn = p.npsn;
 		d = sv_psn_diff(p.psn, qp->resp.psn);
 		if (d != 0 || SV_FAULT_ON(drop)) {
