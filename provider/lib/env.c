@@ -219,7 +219,8 @@ const struct sv_env_row sv_env_rows[SV_ENV_COUNT] = {
 		.help = "a shared secret: every TCP link, CM connection and "
 			"UD datagram between hosts must prove it",
 	},
-	/* subnet.h; addr.c maps LIDs and addresses (docs/addressing.md) */
+	/* subnet.h; addr.c maps LIDs and addresses (docs/tcp.md, "LIDs
+	 * between hosts") */
 	[SV_ENV_SUBNET] = {
 		"SOFTVERBS_SUBNET", .type = SV_ENV_T_SPEC,
 		.policy = SV_ENV_REFUSE, .def_text = "none",

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * SOFTVERBS_SUBNET (docs/addressing.md): an IPv4 subnet whose hosts'
- * LIDs are the host parts of their addresses, so that a LID names a host
- * with no subnet manager.  The parser (env.c's check, addr.c) and the
- * mapping both ways: pure functions, inline so that every copy of env.c
- * (libibverbs, librdmacm, softverbs-stat) has them.
+ * SOFTVERBS_SUBNET (docs/tcp.md, "LIDs between hosts"): an IPv4 subnet
+ * whose hosts' LIDs are the host parts of their addresses, so that a LID
+ * names a host with no subnet manager.  The parser (env.c's check,
+ * addr.c) and the mapping both ways: pure functions, inline so that
+ * every copy of env.c (libibverbs, librdmacm, softverbs-stat) has them.
  */
 #ifndef SV_SUBNET_H
 #define SV_SUBNET_H

@@ -10,7 +10,8 @@
 # the subnet with no host behind it fails an RC send with
 # IBV_WC_RETRY_EXC_ERR within the retry budget (no hang), a UD send to
 # it is lost (success, as on a fabric); a LID no host of the subnet can
-# have is refused (EINVAL).  docs/addressing.md says what is promised.
+# have is refused (EINVAL).  docs/tcp.md ("LIDs between hosts") says
+# what is promised.
 #
 # usage: netns_lid.sh BUILD_DIR
 # Needs root and ip(8): otherwise it says why and exits 77 (ctest: skipped).
