@@ -2,11 +2,13 @@
 /*
  * sv_lid_probe: what a LID that names no reachable host does
  * (netns_lid.sh).  "rc DLID": an RC QP whose AV is that LID alone sends
- * 8 bytes; "ud DLID": an AH of that LID, and a UD send through it.  It
- * prints one line: "rc: modify EINVAL" or "rc: status NAME after N ms",
- * "ud: create_ah EINVAL" or "ud: status NAME after N ms".  Exit 0 when
- * it printed an outcome, 1 on a setup failure, 2 when no completion came
- * within 60 s (a hang).
+ * 8 bytes; "ud DLID [QPN]": an AH of that LID, and a UD send through it
+ * (to QPN, or to none).  It prints one line: "rc: modify EINVAL" or "rc:
+ * status NAME after N ms", "ud: create_ah EINVAL" or "ud: status NAME
+ * after N ms".  "serve": a UD QP that prints "qpn N", then takes one
+ * datagram and prints "slid 0xL src_qp 0xQ".  Exit 0 when it printed an
+ * outcome, 1 on a setup failure, 2 when no completion came within 60 s
+ * (a hang).
  */
 #include <errno.h>
 #include <infiniband/verbs.h>
@@ -17,6 +19,9 @@
 #include <time.h>
 
 #define DEADLINE_MS 60000
+#define GRH	    40
+
+static uint32_t ud_qpn = 0x123456;
 
 static uint64_t now_ms(void)
 {
@@ -102,7 +107,7 @@ static int send_one(const char *kind, struct ibv_qp *qp, struct ibv_cq *cq,
 
 	if (ah) {
 		wr.wr.ud.ah = ah;
-		wr.wr.ud.remote_qpn = 0x123456;
+		wr.wr.ud.remote_qpn = ud_qpn;
 		wr.wr.ud.remote_qkey = 0x11;
 	}
 	if (ibv_post_send(qp, &wr, &bad)) {
@@ -120,6 +125,29 @@ static int send_one(const char *kind, struct ibv_qp *qp, struct ibv_cq *cq,
 	printf("%s: status %s after %llu ms\n", kind,
 	       ibv_wc_status_str(wc.status),
 	       (unsigned long long)(now_ms() - t0));
+	return 0;
+}
+
+/* "serve": one datagram, and who sent it (wc.slid, wc.src_qp). */
+static int serve(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr)
+{
+	struct ibv_sge sg = {(uintptr_t)mr->addr, GRH + 8, mr->lkey};
+	struct ibv_recv_wr wr = {.sg_list = &sg, .num_sge = 1}, *bad;
+	struct ibv_wc wc;
+	uint64_t t0 = now_ms();
+	int n;
+
+	if (ibv_post_recv(qp, &wr, &bad))
+		return die("ibv_post_recv");
+	printf("qpn 0x%06x\n", qp->qp_num);
+	fflush(stdout);
+	while (!(n = ibv_poll_cq(cq, 1, &wc)) && now_ms() - t0 < DEADLINE_MS)
+		;
+	if (n <= 0 || wc.status != IBV_WC_SUCCESS) {
+		printf("serve: no datagram\n");
+		return 2;
+	}
+	printf("slid 0x%04x src_qp 0x%06x\n", wc.slid, wc.src_qp);
 	return 0;
 }
 
@@ -141,12 +169,19 @@ int main(int argc, char **argv)
 	bool rc;
 	int err;
 
-	if (argc != 3 || (strcmp(argv[1], "rc") && strcmp(argv[1], "ud"))) {
-		fprintf(stderr, "usage: sv_lid_probe rc|ud DLID\n");
+	if (argc == 2 && !strcmp(argv[1], "serve")) {
+		rc = false;
+	} else if (argc >= 3 && argc <= 4 &&
+		   (!strcmp(argv[1], "rc") || !strcmp(argv[1], "ud"))) {
+		rc = !strcmp(argv[1], "rc");
+		aa.dlid = (uint16_t)strtoul(argv[2], NULL, 0);
+		if (argc == 4)
+			ud_qpn = (uint32_t)strtoul(argv[3], NULL, 0);
+	} else {
+		fprintf(stderr, "usage: sv_lid_probe rc DLID | ud DLID [QPN] "
+				"| serve\n");
 		return 1;
 	}
-	rc = !strcmp(argv[1], "rc");
-	aa.dlid = (uint16_t)strtoul(argv[2], NULL, 0);
 	devs = ibv_get_device_list(NULL);
 	if (!devs || !devs[0])
 		return die("no device");
@@ -178,6 +213,8 @@ int main(int argc, char **argv)
 		errno = err;
 		return die("UD QP to RTS");
 	}
+	if (argc == 2)
+		return serve(qp, cq, mr);
 	ah = ibv_create_ah(pd, &aa);
 	if (!ah) {
 		printf("ud: create_ah %s\n",

@@ -128,10 +128,12 @@ else
 	echo "$out" | sed 's/^/  /' | head -5
 fi
 
-# probe NAME DEADLINE WANT KIND DLID: sv_lid_probe's line in namespace a
+# probe NAME DEADLINE WANT KIND DLID [QPN]: sv_lid_probe's line in
+# namespace a
 probe() {
 	t0=$(date +%s)
-	out=$(timeout "$2" ip netns exec "$tag-a" $run "$probe" "$4" "$5" 2>&1)
+	out=$(timeout "$2" ip netns exec "$tag-a" $run "$probe" "$4" "$5" \
+		${6:-} 2>&1)
 	rc=$?
 	if [ $rc -eq 0 ] && echo "$out" | grep -q "$3"; then
 		echo "ok   $1: $(echo "$out" | tail -1) ($(($(date +%s) - t0)) s)"
@@ -150,6 +152,25 @@ echo "$out" | grep -q "LID 0x012c names no host of SOFTVERBS_SUBNET=10.77.0.0/24
 probe rc_lid_zero 30 "rc: modify EINVAL" rc 0
 probe ud_no_host 30 "ud: status success" ud 5
 probe ud_past_subnet 30 "ud: create_ah EINVAL" ud 0xc001
+
+# A UD receive's slid is the sender's LID (b hears a, LID 1), as
+# ibv_create_ah_from_wc needs to answer without a GRH
+timeout 60 ip netns exec "$tag-b" $run "$probe" serve >"$log/serve" 2>&1 &
+spid=$!
+t=0
+until grep -q "^qpn" "$log/serve" || [ $t -ge 200 ]; do
+	t=$((t + 1))
+	sleep 0.05 # the server's line, in a file
+done
+qpn=$(sed -n 's/^qpn //p' "$log/serve")
+[ -n "$qpn" ] && probe ud_to_b 30 "ud: status success" ud 2 "$qpn"
+wait $spid
+if grep -q "^slid 0x0001 " "$log/serve"; then
+	echo "ok   ud_slid: $(grep slid "$log/serve")"
+else
+	fail "ud_slid: want slid 0x0001 (a's LID)"
+	sed 's/^/  /' "$log/serve"
+fi
 
 [ $failed -eq 0 ] && echo "netns.lid: all passed"
 exit $failed
