@@ -142,9 +142,11 @@ probe() {
 		echo "$out" | sed 's/^/  /' | head -5
 	fi
 }
-# 10.77.0.5: nobody answers ARP; 10.77.0.2: a host with no softverbs
-# QP listening (refused); LID 0x12c: past the /24's hosts
-probe rc_no_host 30 "status transport retry counter exceeded" rc 5
+# 10.77.0.5: nobody answers ARP (~3 s, then the 4 s of retries: no
+# 10 s wait for a call that was answered EHOSTUNREACH); 10.77.0.2: a host
+# with no softverbs QP listening (refused); LID 0x12c: past the /24's
+# hosts
+probe rc_no_host 12 "status transport retry counter exceeded" rc 5
 probe rc_no_listener 30 "status transport retry counter exceeded" rc 2
 probe rc_past_subnet 30 "rc: modify EINVAL" rc 0x12c
 echo "$out" | grep -q "LID 0x012c names no host of SOFTVERBS_SUBNET=10.77.0.0/24" ||
