@@ -4,8 +4,8 @@
 # host's LID is the host part of its veth address (a: 1, b: 2, c: 3), and
 # Debian's programs and perftest connect with LIDs alone: ibv_rc_pingpong
 # without -g, ibv_ud_pingpong without -g, ib_send_lat and ib_read_bw
-# without -x, and two processes of one host still meet over shared
-# memory.  Without the variable, a LID of another host is refused as
+# without -x, UCX's rc_verbs and ud_verbs with no GID settings, and two
+# processes of one host still meet over shared memory.  Without the variable, a LID of another host is refused as
 # before.  A bad value refuses softverbs0 with one clear line.  A LID of
 # the subnet with no host behind it fails an RC send with
 # IBV_WC_RETRY_EXC_ERR within the retry budget (no hang), a UD send to
@@ -98,6 +98,25 @@ if command -v ib_send_lat >/dev/null; then
 	pair ib_read_bw_lid 90 "65536 " b c \
 		ib_read_bw $SV -p @P -n 1000 -- \
 		ib_read_bw $SV -p @P -n 1000 10.77.0.2
+fi
+# UCX addresses IB ports by LID: rc_verbs (with ud_verbs for the
+# wire-up) and ud_verbs alone, with no GID settings (issue 29)
+if command -v ucx_perftest >/dev/null; then
+	U="env UCX_NET_DEVICES=softverbs0:1"
+	pair ucx_tag_lat_rc_verbs 120 "Final:" a b \
+		$U UCX_TLS=rc_verbs,ud_verbs:aux ucx_perftest -p @P -t tag_lat \
+		-n 1000 -- \
+		$U UCX_TLS=rc_verbs,ud_verbs:aux ucx_perftest -p @P -t tag_lat \
+		-n 1000 $A
+	pair ucx_tag_lat_ud_verbs 120 "Final:" b c \
+		$U UCX_TLS=ud_verbs ucx_perftest -p @P -t tag_lat -n 1000 -- \
+		$U UCX_TLS=ud_verbs ucx_perftest -p @P -t tag_lat -n 1000 \
+		10.77.0.2
+	pair uct_put_lat_rc_verbs 120 "Final:" a c \
+		ucx_perftest -p @P -d softverbs0:1 -x rc_verbs -t put_lat \
+		-n 1000 -- \
+		ucx_perftest -p @P -d softverbs0:1 -x rc_verbs -t put_lat \
+		-n 1000 $A
 fi
 
 # A bad value: one line naming it, and no softverbs0
