@@ -231,6 +231,14 @@ bool sv_gid_sockaddr(const union ibv_gid *gid, uint16_t port,
 	return true;
 }
 
+bool sv_ipv4_is_local(struct in_addr a)
+{
+	union ibv_gid g = {.raw = {[10] = 0xff, [11] = 0xff}};
+
+	memcpy(&g.raw[12], &a, 4);
+	return sv_gid_is_local(&g);
+}
+
 bool sv_gid_is_local(const union ibv_gid *gid)
 {
 	union ibv_gid gids[SV_GID_TBL_LEN];

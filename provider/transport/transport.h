@@ -36,6 +36,8 @@ uint64_t sv_node_guid(void);
 /* Fills the GID table; returns its length (at most SV_GID_TBL_LEN). */
 int sv_gid_table(union ibv_gid *gids);
 bool sv_gid_is_local(const union ibv_gid *gid);
+/* An IPv4 address of this host (its IPv4-mapped GID is local). */
+bool sv_ipv4_is_local(struct in_addr a);
 /* The IPv4 address of an IPv4-mapped GID (::ffff:a.b.c.d); false if it
  * is not one. */
 bool sv_gid_ipv4(const union ibv_gid *gid, struct in_addr *a);

@@ -94,6 +94,8 @@ static int lid_check(uint16_t lid, const char *who, bool tcp_ok)
 	}
 	if (tcp_ok && sv_transport_mode() != SV_TRANSPORT_SHM)
 		return 0; /* another host: over TCP (tcp/) */
+	if (sv_ipv4_is_local(in))
+		return 0; /* another of our addresses there: this host */
 	inet_ntop(AF_INET, &in, buf, sizeof(buf));
 	say_bad_address("softverbs: %s: LID 0x%04x is host %s's%s\n", who, lid,
 			buf,

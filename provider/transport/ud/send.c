@@ -410,10 +410,7 @@ int sv_ud_route(struct sv_context *ctx, const struct ibv_ah_attr *a,
 	else if (!a->is_global && sv_lid_ipv4(a->dlid, &in)) {
 		/* SOFTVERBS_SUBNET: another host's LID, its address (the
 		 * datagram carries no GRH, as the AH none) */
-		union ibv_gid g = {.raw = {[10] = 0xff, [11] = 0xff}};
-
-		memcpy(&g.raw[12], &in, 4);
-		if (sv_gid_is_local(&g) && mode != 2)
+		if (sv_ipv4_is_local(in) && mode != 2)
 			return 0;
 	} else {
 		local = !a->is_global || sv_gid_is_local(&a->grh.dgid);
