@@ -4,7 +4,8 @@
 # host's LID is the host part of its veth address (a: 1, b: 2, c: 3), and
 # Debian's programs and perftest connect with LIDs alone: ibv_rc_pingpong
 # without -g, ibv_ud_pingpong without -g, ib_send_lat and ib_read_bw
-# without -x, UCX's rc_verbs and ud_verbs with no GID settings, and two
+# without -x, UCX's rc_verbs and ud_verbs with no GID settings, Open MPI
+# over UCX with ranks in two namespaces (rsh_agent.sh), and two
 # processes of one host still meet over shared memory.  Without the variable, a LID of another host is refused as
 # before.  A bad value refuses softverbs0 with one clear line.  A LID of
 # the subnet with no host behind it fails an RC send with
@@ -117,6 +118,24 @@ if command -v ucx_perftest >/dev/null; then
 		-n 1000 -- \
 		ucx_perftest -p @P -d softverbs0:1 -x rc_verbs -t put_lat \
 		-n 1000 $A
+fi
+# Open MPI across two hosts over UCX, with no UCX or GID settings but the
+# transports: mpirun in a, ranks in a and b (rsh_agent.sh)
+mpipp="$build/tests/mpi_pingpong"
+if command -v mpirun >/dev/null && [ -x "$mpipp" ]; then
+	export SV_NETNS_TAG="$tag" SV_RUN="$run"
+	timeout 180 ip netns exec "$tag-a" "$run" mpirun --allow-run-as-root \
+		-np 2 -H a,b --mca plm_rsh_agent "$(dirname "$0")/rsh_agent.sh" \
+		--mca oob_tcp_if_include 10.77.0.0/24 --mca pml ucx \
+		-x SOFTVERBS_SUBNET -x UCX_TLS=rc_verbs,ud_verbs:aux \
+		-x UCX_NET_DEVICES=softverbs0:1 "$mpipp" >"$log/mpi" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ] && grep -q "round trips" "$log/mpi"; then
+		echo "ok   mpi_pingpong_ucx_lid: $(grep "round trips" "$log/mpi")"
+	else
+		fail "mpi_pingpong_ucx_lid: rc $rc"
+		sed 's/^/  /' "$log/mpi" | tail -15
+	fi
 fi
 
 # A bad value: one line naming it, and no softverbs0
