@@ -9,4 +9,6 @@
 set -eu
 host=$1
 shift
-exec ip netns exec "$SV_NETNS_TAG-$host" "$SV_RUN" sh -c "$*"
+# SV_RUN may be several words: "env LD_PRELOAD=... softverbs-run"
+# shellcheck disable=SC2086
+exec ip netns exec "$SV_NETNS_TAG-$host" $SV_RUN sh -c "$*"
