@@ -18,6 +18,7 @@
 #include "env.h"
 #include "inject.h"
 #include "rmem.h"
+#include "subnet.h"
 #include "tcp.h"
 #include "wire.h"
 
@@ -65,6 +66,13 @@ static int secret_check(const char *v, char *why, size_t n)
 	else
 		return 0;
 	return -EINVAL;
+}
+
+static int subnet_check(const char *v, char *why, size_t n)
+{
+	struct sv_subnet s;
+
+	return sv_subnet_parse(v, &s, why, n);
 }
 
 /* one row per variable, its fields read as a sentence */
@@ -210,6 +218,18 @@ const struct sv_env_row sv_env_rows[SV_ENV_COUNT] = {
 		.check = secret_check, .reader = LIBS_CM,
 		.help = "a shared secret: every TCP link, CM connection and "
 			"UD datagram between hosts must prove it",
+	},
+	/* subnet.h; addr.c maps LIDs and addresses (docs/tcp.md, "LIDs
+	 * between hosts") */
+	[SV_ENV_SUBNET] = {
+		"SOFTVERBS_SUBNET", .type = SV_ENV_T_SPEC,
+		.policy = SV_ENV_REFUSE, .def_text = "none",
+		.syntax = "an IPv4 subnet a.b.c.d/N, N in 16..30",
+		.check = subnet_check, .reader = LIBS,
+		.help = "LIDs that route between hosts: a host's LID is the "
+			"host part of its address in this subnet, and a LID "
+			"names that address (unset: a LID is this host's "
+			"only)",
 	},
 };
 /* clang-format on */

@@ -6,16 +6,22 @@
  * IPv6 address of the host that is not link-local: the address itself,
  * as the kernel's RoCE GID table), and what a GID names: an IP address,
  * this host or another.  A host here is a network namespace: that is what
- * QPNs and the shared-memory transport are scoped to.  The UD transport
+ * QPNs and the shared-memory transport are scoped to.  With
+ * SOFTVERBS_SUBNET a LID is the host part of an address (subnet.h): what
+ * a LID names, and this host's LID.  The UD transport, the QPs' routes
  * and the device's queries (verbs/device.c) call them.
  */
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "env.h"
+#include "subnet.h"
 #include "transport.h"
 
 /* FNV-1a over the host's identity: network namespace and host name. */
@@ -42,10 +48,99 @@ static uint64_t host_hash(void)
 	return h ? h : 1;
 }
 
-/* A unicast LID (IBA 4.1.3: 0x0001-0xbfff) every process here agrees on. */
+/* This host's LID, and SOFTVERBS_SUBNET's part in it (read once: the
+ * port's LID does not move while a program runs). */
+static struct {
+	pthread_once_t once;
+	uint16_t lid;	      /* the port's */
+	struct sv_subnet net; /* prefix 0: no SOFTVERBS_SUBNET */
+	struct in_addr self;  /* our address there; 0: none */
+} lids = {.once = PTHREAD_ONCE_INIT};
+
+/* The lowest address of this host on the subnet that has a LID (host
+ * order), or 0. */
+static uint32_t subnet_self(const struct sv_subnet *net)
+{
+	struct ifaddrs *ifa, *i;
+	uint32_t best = 0;
+
+	if (getifaddrs(&ifa))
+		return 0;
+	for (i = ifa; i; i = i->ifa_next) {
+		uint32_t a;
+
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+			continue;
+		a = ntohl(((const struct sockaddr_in *)i->ifa_addr)
+				  ->sin_addr.s_addr);
+		if (sv_subnet_addr_lid(net, a) && (!best || a < best))
+			best = a;
+	}
+	freeifaddrs(ifa);
+	return best;
+}
+
+static void lids_init(void)
+{
+	const char *v = sv_env_str(SV_ENV_SUBNET);
+	char why[128];
+	uint32_t self;
+
+	/* a unicast LID (IBA 4.1.3: 0x0001-0xbfff) every process here
+	 * agrees on */
+	lids.lid = (uint16_t)(1 + host_hash() % 0xbffe);
+	/* env.c refused a bad value (sv_env_str: NULL) */
+	if (!v || sv_subnet_parse(v, &lids.net, why, sizeof(why)))
+		return;
+	self = subnet_self(&lids.net);
+	if (!self) {
+		fprintf(stderr,
+			"softverbs: SOFTVERBS_SUBNET=%s: no address of this "
+			"host is in it with a LID (host part 1..0x%04x); this "
+			"host keeps LID 0x%04x, which may be another host's: "
+			"give it an address there\n",
+			v, sv_subnet_lid_max(&lids.net), lids.lid);
+		return;
+	}
+	lids.self.s_addr = htonl(self);
+	lids.lid = sv_subnet_addr_lid(&lids.net, self);
+}
+
 uint16_t sv_local_lid(void)
 {
-	return (uint16_t)(1 + host_hash() % 0xbffe);
+	pthread_once(&lids.once, lids_init);
+	return lids.lid;
+}
+
+bool sv_lid_ipv4(uint16_t lid, struct in_addr *a)
+{
+	uint32_t addr;
+
+	if (lid == sv_local_lid() || !sv_subnet_lid_addr(&lids.net, lid, &addr))
+		return false;
+	a->s_addr = htonl(addr);
+	return true;
+}
+
+uint16_t sv_ipv4_lid(struct in_addr a)
+{
+	sv_local_lid();
+	return sv_subnet_addr_lid(&lids.net, ntohl(a.s_addr));
+}
+
+bool sv_subnet_self(struct in_addr *a)
+{
+	sv_local_lid();
+	if (!lids.self.s_addr)
+		return false;
+	*a = lids.self;
+	return true;
+}
+
+uint16_t sv_subnet_lid_last(void)
+{
+	sv_local_lid();
+	return lids.net.prefix ? sv_subnet_lid_max(&lids.net) : 0;
 }
 
 uint64_t sv_node_guid(void)
@@ -134,6 +229,14 @@ bool sv_gid_sockaddr(const union ibv_gid *gid, uint16_t port,
 	a->in6.sin6_port = htons(port);
 	a->in6.sin6_addr = a6;
 	return true;
+}
+
+bool sv_ipv4_is_local(struct in_addr a)
+{
+	union ibv_gid g = {.raw = {[10] = 0xff, [11] = 0xff}};
+
+	memcpy(&g.raw[12], &a, 4);
+	return sv_gid_is_local(&g);
 }
 
 bool sv_gid_is_local(const union ibv_gid *gid)

@@ -20,11 +20,24 @@
 #include "objects.h"
 
 /* This host's addresses (transport/addr.c). */
+/* The port's LID: with SOFTVERBS_SUBNET the host part of this host's
+ * address there, else one every process of the host agrees on. */
 uint16_t sv_local_lid(void);
+/* SOFTVERBS_SUBNET: the IPv4 address another host's LID names (true), or
+ * false: no subnet, our own LID, or a LID no host of the subnet has. */
+bool sv_lid_ipv4(uint16_t lid, struct in_addr *a);
+/* SOFTVERBS_SUBNET: the LID of a host's address, 0 if it has none. */
+uint16_t sv_ipv4_lid(struct in_addr a);
+/* SOFTVERBS_SUBNET: this host's address there (its LID's); false: none */
+bool sv_subnet_self(struct in_addr *a);
+/* SOFTVERBS_SUBNET: the highest LID a host there can have; 0: unset */
+uint16_t sv_subnet_lid_last(void);
 uint64_t sv_node_guid(void);
 /* Fills the GID table; returns its length (at most SV_GID_TBL_LEN). */
 int sv_gid_table(union ibv_gid *gids);
 bool sv_gid_is_local(const union ibv_gid *gid);
+/* An IPv4 address of this host (its IPv4-mapped GID is local). */
+bool sv_ipv4_is_local(struct in_addr a);
 /* The IPv4 address of an IPv4-mapped GID (::ffff:a.b.c.d); false if it
  * is not one. */
 bool sv_gid_ipv4(const union ibv_gid *gid, struct in_addr *a);

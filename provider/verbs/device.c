@@ -70,6 +70,40 @@ say_bad_address(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* A LID not this host's: another host's on SOFTVERBS_SUBNET (reached
+ * as its address's GID would be), else refused. */
+static int lid_check(uint16_t lid, const char *who, bool tcp_ok)
+{
+	char buf[INET_ADDRSTRLEN];
+	struct in_addr in;
+
+	if (!sv_lid_ipv4(lid, &in)) {
+		if (sv_subnet_lid_last())
+			say_bad_address("softverbs: %s: LID 0x%04x names no "
+					"host of SOFTVERBS_SUBNET=%s (its "
+					"LIDs: 0x0001..0x%04x)\n",
+					who, lid, sv_env_str(SV_ENV_SUBNET),
+					sv_subnet_lid_last());
+		else
+			say_bad_address("softverbs: %s: LID 0x%04x is not "
+					"this host's (0x%04x); use a GID (-g) "
+					"or set SOFTVERBS_SUBNET to reach "
+					"another host\n",
+					who, lid, sv_local_lid());
+		return EINVAL;
+	}
+	if (tcp_ok && sv_transport_mode() != SV_TRANSPORT_SHM)
+		return 0; /* another host: over TCP (tcp/) */
+	if (sv_ipv4_is_local(in))
+		return 0; /* another of our addresses there: this host */
+	inet_ntop(AF_INET, &in, buf, sizeof(buf));
+	say_bad_address("softverbs: %s: LID 0x%04x is host %s's%s\n", who, lid,
+			buf,
+			!tcp_ok ? "; datagrams reach this host's QPs only"
+				: ", and SOFTVERBS_TRANSPORT=shm");
+	return EINVAL;
+}
+
 int sv_av_check(const struct ibv_ah_attr *a, const char *who, bool tcp_ok)
 {
 	char buf[INET6_ADDRSTRLEN];
@@ -99,10 +133,7 @@ int sv_av_check(const struct ibv_ah_attr *a, const char *who, bool tcp_ok)
 	}
 	if (a->dlid == sv_local_lid())
 		return 0;
-	say_bad_address("softverbs: %s: LID 0x%04x is not this host's "
-			"(0x%04x); use a GID (-g) to reach another host\n",
-			who, a->dlid, sv_local_lid());
-	return EINVAL;
+	return lid_check(a->dlid, who, tcp_ok);
 }
 
 int sv_port_mtu_bytes(enum ibv_mtu mtu)

@@ -34,24 +34,52 @@ static uint64_t ring_size(void)
 }
 
 /*
+ * SOFTVERBS_SUBNET: a LID of another host is reached as its address's
+ * GID would be, from our own address there (the peer checks it: the
+ * address its AV names).  *a is the QP's AV, or in *g that GID.
+ */
+static const struct ibv_ah_attr *lid_route(const struct ibv_ah_attr *a,
+					   struct ibv_ah_attr *g,
+					   union sv_sockaddr *src)
+{
+	struct in_addr dst, self;
+
+	if (a->is_global || !sv_lid_ipv4(a->dlid, &dst))
+		return a;
+	*g = *a;
+	g->is_global = 1;
+	memset(&g->grh.dgid, 0, sizeof(g->grh.dgid));
+	g->grh.dgid.raw[10] = g->grh.dgid.raw[11] = 0xff;
+	memcpy(&g->grh.dgid.raw[12], &dst, 4);
+	if (sv_subnet_self(&self)) {
+		src->in.sin_family = AF_INET;
+		src->in.sin_addr = self;
+	}
+	return g;
+}
+
+/*
  * Where a link goes, and its transport (sv_transport_for): the address
- * decides — a GID of another host is reached over the network, anything
- * of this host (LID, or a GID in our table) over shared memory — unless
- * SOFTVERBS_TRANSPORT says (tcp: this host too, at the GID's address or
- * 127.0.0.1).  sv_av_check refused what neither can reach.  *dst and
- * *src are for a network transport.
+ * decides — a GID of another host (or a LID of one, SOFTVERBS_SUBNET) is
+ * reached over the network, anything of this host (LID, or a GID in our
+ * table) over shared memory — unless SOFTVERBS_TRANSPORT says (tcp: this
+ * host too, at the GID's address or 127.0.0.1).  sv_av_check refused
+ * what neither can reach.  *dst and *src are for a network transport.
  */
 static const struct sv_link_ops *link_route(const struct sv_qp *qp,
 					    union sv_sockaddr *dst,
 					    union sv_sockaddr *src)
 {
+	struct ibv_ah_attr by_lid;
 	const struct ibv_ah_attr *a = &qp->attr.ah_attr;
-	bool local = !a->is_global || sv_gid_is_local(&a->grh.dgid);
-	const struct sv_link_ops *ops = sv_transport_for(local);
+	bool local;
+	const struct sv_link_ops *ops;
 	uint16_t port = sv_transport_connect_port();
 
 	memset(src, 0, sizeof(*src)); /* AF_UNSPEC: the kernel's choice */
-	if (a->is_global) { /* the IP source is the source GID's, as RoCE */
+	if (!a->is_global) {
+		a = lid_route(a, &by_lid, src);
+	} else { /* the IP source is the source GID's, as RoCE */
 		union ibv_gid g;
 
 		if (sv_query_gid((struct ibv_context *)&qp->ctx->vctx.context,
@@ -59,6 +87,8 @@ static const struct sv_link_ops *link_route(const struct sv_qp *qp,
 		    !sv_gid_sockaddr(&g, 0, src))
 			memset(src, 0, sizeof(*src));
 	}
+	local = !a->is_global || sv_gid_is_local(&a->grh.dgid);
+	ops = sv_transport_for(local);
 	if (a->is_global && sv_gid_sockaddr(&a->grh.dgid, port, dst))
 		return ops;	      /* IPv4 or IPv6 */
 	memset(dst, 0, sizeof(*dst)); /* LID or our link-local GID */
@@ -76,12 +106,18 @@ static void pcap_addr(struct sv_qp *qp)
 				       0, 0, 0xff, 0xff, 127, 0, 0, 1};
 	const struct ibv_ah_attr *a = &qp->attr.ah_attr;
 	struct sv_pcap_addr *p = &qp->pcap.addr;
+	struct ibv_ah_attr by_lid;
+	union sv_sockaddr s = {.in.sin_family = AF_UNSPEC};
 	union ibv_gid g;
 	uint32_t x = qp->qpx.qp_base.qp_num, y = qp->attr.dest_qp_num;
 
 	memcpy(p->src, lo, 16);
 	memcpy(p->dst, lo, 16);
-	if (a->is_global) {
+	if (lid_route(a, &by_lid, &s) != a) { /* SOFTVERBS_SUBNET */
+		if (s.in.sin_family == AF_INET)
+			memcpy(&p->src[12], &s.in.sin_addr, 4);
+		memcpy(p->dst, by_lid.grh.dgid.raw, 16);
+	} else if (a->is_global) {
 		if (!sv_query_gid(&qp->ctx->vctx.context, 1, a->grh.sgid_index,
 				  &g))
 			memcpy(p->src, g.raw, 16);

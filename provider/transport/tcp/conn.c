@@ -243,10 +243,14 @@ void sv_tcp_close_conn(struct sv_tcp *t, uint64_t now)
 }
 
 /* A call that did not reach a door.  Refused again and again after the
- * peer answered once: nobody listens on its host any more (REFUSED_GONE). */
+ * peer answered once: nobody listens on its host any more (REFUSED_GONE).
+ * No host at the address (no ARP answer: a LID of SOFTVERBS_SUBNET that
+ * names no host) or no route to it is an answer too: the set-up does not
+ * wait for one (sv_tcp_setup_waits), the requests' retries run out. */
 static void call_failed(struct sv_tcp *t, int err)
 {
-	t->turned_away = err == ECONNREFUSED;
+	t->turned_away = err == ECONNREFUSED || err == EHOSTUNREACH ||
+			 err == ENETUNREACH;
 	if (err != ECONNREFUSED) {
 		t->refused = 0;
 		return;

@@ -299,16 +299,19 @@ static bool door_check(struct sv_ud_door *d, size_t n,
 	}
 	d->d.h.flags |= SV_UD_NET; /* the QP asks a secret's proof of it */
 	/* the sender's address is the IP header's, not its word (from
-	 * this host, the GID it names: any of ours is the same host) */
-	if (!(d->d.h.flags & SV_UD_GRH))
-		return true;
-	if (src->sa.sa_family == AF_INET6) {
-		if (!IN6_IS_ADDR_LOOPBACK(&src->in6.sin6_addr))
-			memcpy(d->d.h.sgid, &src->in6.sin6_addr, 16);
-	} else if ((ntohl(src->in.sin_addr.s_addr) >> 24) != 127) {
+	 * this host, the GID it names: any of ours is the same host).
+	 * Without a GRH too, for the receive's slid (recv.c: a LID of
+	 * SOFTVERBS_SUBNET); zero from this host */
+	if (src->sa.sa_family == AF_INET6 &&
+	    !IN6_IS_ADDR_LOOPBACK(&src->in6.sin6_addr)) {
+		memcpy(d->d.h.sgid, &src->in6.sin6_addr, 16);
+	} else if (src->sa.sa_family == AF_INET &&
+		   (ntohl(src->in.sin_addr.s_addr) >> 24) != 127) {
 		memset(d->d.h.sgid, 0, 10);
 		d->d.h.sgid[10] = d->d.h.sgid[11] = 0xff;
 		memcpy(&d->d.h.sgid[12], &src->in.sin_addr.s_addr, 4);
+	} else if (!(d->d.h.flags & SV_UD_GRH)) {
+		memset(d->d.h.sgid, 0, sizeof(d->d.h.sgid));
 	}
 	return true;
 }

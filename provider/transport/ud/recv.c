@@ -110,6 +110,22 @@ static bool scatter(struct sv_qp *qp, const struct sv_rwqe *r,
 	return true;
 }
 
+/* IBA 10.2.5.2: a receive's slid is the sender's LID.  From another
+ * host (SV_UD_NET: the listener wrote its address into the sgid), the
+ * LID of its address on SOFTVERBS_SUBNET; else this host's. */
+static uint16_t sender_lid(const struct sv_ud_hdr *h)
+{
+	union ibv_gid g;
+	struct in_addr a;
+	uint16_t lid;
+
+	memcpy(g.raw, h->sgid, 16);
+	if ((h->flags & SV_UD_NET) && sv_gid_ipv4(&g, &a) &&
+	    (lid = sv_ipv4_lid(a)))
+		return lid;
+	return sv_local_lid();
+}
+
 /* The receive the datagram takes, completed; IBA 9.8.4 / rxe class D: a
  * receive too small for GRH + payload completes with LOC_LEN_ERR (the
  * QP stays as it is), one that faults with LOC_PROT_ERR. */
@@ -125,7 +141,7 @@ static void deliver(struct sv_qp *qp, const struct sv_ud_hdr *h,
 		.byte_len = SV_GRH_LEN + h->len,
 		.qp_num = qp->qpx.qp_base.qp_num,
 		.src_qp = h->src_qpn,
-		.slid = sv_local_lid(),
+		.slid = sender_lid(h),
 		.pkey_index = 0,
 	};
 

@@ -407,7 +407,12 @@ int sv_ud_route(struct sv_context *ctx, const struct ibv_ah_attr *a,
 		in.s_addr = grp; /* an IPv4 group: other hosts too */
 	else if (a->is_global && a->grh.dgid.raw[0] == 0xff)
 		return 0; /* another group is this host's */
-	else {
+	else if (!a->is_global && sv_lid_ipv4(a->dlid, &in)) {
+		/* SOFTVERBS_SUBNET: another host's LID, its address (the
+		 * datagram carries no GRH, as the AH none) */
+		if (sv_ipv4_is_local(in) && mode != 2)
+			return 0;
+	} else {
 		local = !a->is_global || sv_gid_is_local(&a->grh.dgid);
 		if (local && mode != 2)
 			return 0;
