@@ -46,36 +46,60 @@ static int copy_inline(struct sv_qp *qp, struct sv_swqe *w, uint8_t *dst,
 
 /*
  * What each work request opcode is on the wire (wire.h, opcode.c).
- * Unlisted opcodes (memory windows, LSO, invalidation) are not
- * supported.
+ * Local operations (memory windows' bind and invalidate) put nothing on
+ * the wire: the requester executes them in order (req.c).  Unlisted
+ * opcodes (LSO, TSO, fast registration) are not supported.
  */
 static const struct {
-	uint8_t op;  /* enum sv_opcode, 0: not supported */
+	uint8_t op;  /* enum sv_opcode, 0: local or not supported */
 	bool imm;    /* carries immediate data */
 	bool remote; /* names (rkey, remote_addr) */
 	bool no_inl; /* inline makes no sense: data comes back */
+	bool local;  /* executed here (no op on the wire) */
 } wr_ops[] = {
 	[IBV_WR_SEND] = {SV_OP_SEND, false, false, false},
 	[IBV_WR_SEND_WITH_IMM] = {SV_OP_SEND, true, false, false},
+	[IBV_WR_SEND_WITH_INV] = {SV_OP_SEND, false, false, false},
 	[IBV_WR_RDMA_WRITE] = {SV_OP_WRITE, false, true, false},
 	[IBV_WR_RDMA_WRITE_WITH_IMM] = {SV_OP_WRITE, true, true, false},
 	[IBV_WR_RDMA_READ] = {SV_OP_READ_REQ, false, true, true},
 	[IBV_WR_ATOMIC_CMP_AND_SWP] = {SV_OP_CMP_SWAP, false, true, true},
 	[IBV_WR_ATOMIC_FETCH_AND_ADD] = {SV_OP_FETCH_ADD, false, true, true},
+	[IBV_WR_BIND_MW] = {0, false, false, true, true},
+	[IBV_WR_LOCAL_INV] = {0, false, false, true, true},
 };
+
+/* QP types a local operation is allowed on: the connected ones (IBA
+ * 10.6.7.2: a window is bound through a QP of its PD; rxe and mlx5 have
+ * no UD bind); SEND_WITH_INV: RC (XRC's forwarded sends cannot carry it
+ * here). */
+#define SV_QPT_LOCAL                                                  \
+	(SV_QPT_BIT(IBV_QPT_RC) | SV_QPT_BIT(IBV_QPT_UC) |            \
+	 SV_QPT_BIT(IBV_QPT_XRC_SEND))
+
+static bool wr_allowed(const struct sv_qp *qp, uint32_t opcode)
+{
+	uint32_t t = SV_QPT_BIT(qp->qpx.qp_base.qp_type);
+
+	if (wr_ops[opcode].local)
+		return SV_QPT_LOCAL & t;
+	if (opcode == IBV_WR_SEND_WITH_INV)
+		return SV_QPT_BIT(IBV_QPT_RC) & t;
+	return sv_opcodes[wr_ops[opcode].op].qpts & t;
+}
 
 /* A new WQE at sq_post for opcode, or NULL with *err. */
 static struct sv_swqe *new_wqe(struct sv_qp *qp, uint32_t opcode, int *err)
 {
 	struct sv_swqe *w;
 
-	if (opcode >= ARRAY_SIZE(wr_ops) || !wr_ops[opcode].op) {
+	if (opcode >= ARRAY_SIZE(wr_ops) ||
+	    (!wr_ops[opcode].op && !wr_ops[opcode].local)) {
 		/* known to verbs.h but not to us: not supported */
 		*err = opcode <= IBV_WR_DRIVER1 ? EOPNOTSUPP : EINVAL;
 		return NULL;
 	}
-	if (!(sv_opcodes[wr_ops[opcode].op].qpts &
-	      SV_QPT_BIT(qp->qpx.qp_base.qp_type))) {
+	if (!wr_allowed(qp, opcode)) {
 		*err = EINVAL; /* e.g. a read on UC (IBA 9.8.1) */
 		return NULL;
 	}
@@ -90,7 +114,45 @@ static struct sv_swqe *new_wqe(struct sv_qp *qp, uint32_t opcode, int *err)
 	w->opcode = opcode;
 	w->op = wr_ops[opcode].op;
 	w->imm_valid = wr_ops[opcode].imm;
+	w->local = wr_ops[opcode].local;
+	w->inv = opcode == IBV_WR_SEND_WITH_INV;
 	return w;
+}
+
+#define SV_MW_ACCESS                                         \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |  \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+/*
+ * A BIND_MW WR (man ibv_post_send, ibv_bind_mw): what it may not say is
+ * EINVAL here, as rdma-core's providers check it; what the window, MR
+ * and QP may not allow is the bind's completion error (core/mw.c).
+ * Type 1 windows come only through ibv_bind_mw (type1).
+ */
+static int set_bind(struct sv_qp *qp, struct sv_swqe *w,
+		    const struct ibv_send_wr *wr, bool type1)
+{
+	const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
+	struct ibv_mw *mw = wr->bind_mw.mw;
+
+	if (!mw || mw->context != qp->qpx.qp_base.context ||
+	    mw->type != (type1 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2))
+		return EINVAL;
+	if ((!b->mr && (b->addr || b->length)) ||
+	    (b->mw_access_flags & ~(unsigned int)SV_MW_ACCESS))
+		return EINVAL; /* incl. IBV_ACCESS_ZERO_BASED */
+	if (b->mr && b->mr->pd != mw->pd)
+		return EPERM; /* as verbs.h's ibv_bind_mw */
+	if (!b->mr && !type1)
+		return EINVAL; /* a type 2 window is unbound by LOCAL_INV */
+	w->mw = container_of(mw, struct sv_mw, ibv);
+	w->rkey = wr->bind_mw.rkey;
+	w->mw_mr_key = b->mr ? b->mr->lkey : 0;
+	w->raddr = b->addr;
+	w->swap_add = b->length;
+	w->mw_access = b->mw_access_flags &
+		       (unsigned int)(SV_MW_ACCESS & ~IBV_ACCESS_LOCAL_WRITE);
+	return 0;
 }
 
 /* The checks that need the whole WQE: atomics are 8 bytes (IBA 9.4.5),
@@ -130,7 +192,25 @@ static int ud_set_addr(struct sv_qp *qp, struct sv_swqe *w, struct ibv_ah *ibah,
 	return 0;
 }
 
-static int post_one_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
+/* A local WR: nothing to gather; LOCAL_INV names the key it kills. */
+static int set_local(struct sv_qp *qp, struct sv_swqe *w,
+		     const struct ibv_send_wr *wr, bool type1)
+{
+	int err = 0;
+
+	w->wr_id = wr->wr_id;
+	w->flags = wr->send_flags & ~(unsigned int)IBV_SEND_INLINE;
+	if (wr->opcode == IBV_WR_BIND_MW)
+		err = set_bind(qp, w, wr, type1);
+	else
+		w->rkey = wr->invalidate_rkey;
+	if (!err)
+		qp->sq.post++;
+	return err;
+}
+
+static int post_one_send(struct sv_qp *qp, const struct ibv_send_wr *wr,
+			 bool type1)
 {
 	uint32_t slot = qp->sq.post & (qp->sq.size - 1);
 	struct ibv_sge *sg = &qp->sq.sge[(size_t)slot * qp->max_send_sge];
@@ -143,9 +223,13 @@ static int post_one_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
 	w = new_wqe(qp, wr->opcode, &err);
 	if (!w)
 		return err;
+	if (w->local)
+		return set_local(qp, w, wr, type1);
 	w->wr_id = wr->wr_id;
 	w->flags = wr->send_flags;
 	w->imm = wr_ops[wr->opcode].imm ? wr->imm_data : 0;
+	if (w->inv)
+		w->imm = wr->invalidate_rkey; /* SV_PKT_INV: the key */
 	if (sv_opcodes[w->op].mask & SV_M_ATOMIC) {
 		w->raddr = wr->wr.atomic.remote_addr;
 		w->rkey = wr->wr.atomic.rkey;
@@ -224,8 +308,8 @@ static uint64_t work_due(const struct sv_qp *qp)
 	return due;
 }
 
-int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-		 struct ibv_send_wr **bad)
+static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		     struct ibv_send_wr **bad, bool type1)
 {
 	struct sv_qp *qp = to_sqp(ibqp);
 	uint64_t due;
@@ -241,7 +325,7 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	sv_lock(&qp->lock);
 	err = sq_state_ok(qp);
 	for (; wr && !err; wr = wr->next) {
-		err = post_one_send(qp, wr);
+		err = post_one_send(qp, wr, type1);
 		if (err)
 			break; /* *bad names the WR that failed */
 	}
@@ -252,6 +336,20 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	sv_unlock(&qp->lock);
 	sv_qp_note_work(qp, due);
 	return err;
+}
+
+int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		 struct ibv_send_wr **bad)
+{
+	return post_send(ibqp, wr, bad, false);
+}
+
+int sv_post_bind_mw(struct ibv_qp *ibqp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+
+	wr->next = NULL;
+	return post_send(ibqp, wr, &bad, true);
 }
 
 /* Where receive i's buffer is in our shared memory, for the peer's
