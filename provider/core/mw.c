@@ -22,7 +22,7 @@ static struct sv_mw *mw_of(struct sv_context *ctx, uint32_t key)
 		memory_order_acquire);
 }
 
-#define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define LD(x)	 __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define ST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
 /* A consistent copy of mw's binding (seqlock reader). */
@@ -104,8 +104,8 @@ uint8_t *sv_mw_at(struct sv_context *ctx, uint32_t rkey, struct sv_pd *pd,
 
 /* IBA 10.6.7.2.1 (C10-73..): what a bind may not do, as a completion
  * error; post.c has refused what a WR may not say. */
-static bool bind_ok(struct sv_qp *qp, struct sv_mw *mw,
-		    const struct sv_swqe *w, struct sv_pd *pd)
+static bool bind_ok(struct sv_qp *qp, struct sv_mw *mw, const struct sv_swqe *w,
+		    struct sv_pd *pd)
 {
 	struct sv_mr *mr;
 

@@ -73,8 +73,8 @@ static const struct {
  * 10.6.7.2: a window is bound through a QP of its PD; rxe and mlx5 have
  * no UD bind); SEND_WITH_INV: RC (XRC's forwarded sends cannot carry it
  * here). */
-#define SV_QPT_LOCAL                                                  \
-	(SV_QPT_BIT(IBV_QPT_RC) | SV_QPT_BIT(IBV_QPT_UC) |            \
+#define SV_QPT_LOCAL                                       \
+	(SV_QPT_BIT(IBV_QPT_RC) | SV_QPT_BIT(IBV_QPT_UC) | \
 	 SV_QPT_BIT(IBV_QPT_XRC_SEND))
 
 static bool wr_allowed(const struct sv_qp *qp, uint32_t opcode)
@@ -119,8 +119,8 @@ static struct sv_swqe *new_wqe(struct sv_qp *qp, uint32_t opcode, int *err)
 	return w;
 }
 
-#define SV_MW_ACCESS                                         \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |  \
+#define SV_MW_ACCESS                                        \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
 /*

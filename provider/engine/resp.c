@@ -103,10 +103,8 @@ static void complete_recv_op(struct sv_qp *qp, enum ibv_wc_status status,
 	if (status == IBV_WC_SUCCESS && (p->flags & SV_PKT_IMM)) {
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = p->imm;
-	} else if (status == IBV_WC_SUCCESS && (p->flags & SV_PKT_INV)) {
-		wc.wc_flags |= IBV_WC_WITH_INV;
-		wc.invalidated_rkey = p->imm;
 	}
+	sv_resp_wc_inv(&wc, p);
 	qp->rq.comp++;
 	qp->resp.in_msg = false;
 	sv_stat_wc(qp, status);
@@ -226,17 +224,6 @@ static bool take_rwqe(struct sv_qp *qp, const struct sv_pkt *p)
 	return true;
 }
 
-/* IBA 9.4.1.1 (SEND with Invalidate): the last packet's key, a type 2
- * window of our PD bound to this QP, is invalid from now on; false if it
- * names no such window (class J: the caller NAKs an invalid request). */
-static bool remote_invalidate(struct sv_qp *qp, const struct sv_pkt *p)
-{
-	if (!(p->flags & SV_PKT_INV) || !(p->seg & SV_SEG_LAST))
-		return true;
-	return !sv_mw_invalidate(qp->ctx, p->imm, sv_resp_pd(qp),
-				 qp->qpx.qp_base.qp_num);
-}
-
 /* A send the requester placed in our receive buffer itself (req.c:
  * single copy): the receive it took completes, with no copy. */
 static enum resp_result recv_placed(struct sv_qp *qp, const struct sv_pkt *p)
@@ -259,7 +246,7 @@ static enum resp_result recv_placed(struct sv_qp *qp, const struct sv_pkt *p)
 		qp->resp.in_msg = true;
 		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_LOC_LEN_ERR);
 	}
-	if (!remote_invalidate(qp, p)) {
+	if (!sv_resp_invalidate(qp, p)) {
 		qp->resp.in_msg = true;
 		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
 	}
@@ -357,7 +344,7 @@ static enum resp_result recv_send(struct sv_qp *qp, const struct sv_pkt *p,
 	if (!scatter(qp, r, payload, p->len))
 		return fatal(qp, p, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR);
 	qp->resp.off += p->len;
-	if (!remote_invalidate(qp, p))
+	if (!sv_resp_invalidate(qp, p))
 		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
 consumed:
 	qp->resp.psn = sv_psn_add(qp->resp.psn, p->npsn);
@@ -388,20 +375,6 @@ static enum resp_result refuse(struct sv_qp *qp, const struct sv_pkt *p,
 	return RESP_FATAL;
 }
 
-/* check_rkey's memory windows (core/mw.c): the window's range and
- * access, through this QP if it is of type 2. */
-static uint8_t *check_mw_rkey(struct sv_qp *qp, uint32_t rkey, uint64_t va,
-			      uint64_t len, unsigned int access,
-			      enum sv_syndrome *syn)
-{
-	uint8_t *at = sv_mw_at(qp->ctx, rkey, sv_resp_pd(qp),
-			       qp->qpx.qp_base.qp_num, va, len, access);
-
-	if (at)
-		*syn = SV_ACK;
-	return at;
-}
-
 /*
  * check_rkey: where [va, va+len) of rkey is in our memory, if the key
  * names a live MR of this QP's PD with every bit of access and the range
@@ -419,8 +392,8 @@ static uint8_t *check_rkey(struct sv_qp *qp, uint32_t rkey, uint64_t va,
 	if (!len)
 		return NULL;
 	*syn = SV_NAK_REM_ACCESS;
-	if (rkey & SV_KEY_MW)
-		return check_mw_rkey(qp, rkey, va, len, access, syn);
+	if (rkey & SV_KEY_MW) /* a memory window's (resp.h) */
+		return sv_resp_mw_at(qp, rkey, va, len, access, syn);
 	mr = pd ? sv_mr_lookup(qp->ctx, rkey, pd) : NULL;
 	if (!mr || (mr->access & access) != access || va < mr->iova ||
 	    va - mr->iova > mr->length || len > mr->length - (va - mr->iova))

@@ -141,7 +141,7 @@ int sv_close_device(struct ibv_context *c)
 	sv_lanes_tx_close(ctx);
 	sv_qp_free_all(ctx);
 	sv_evq_destroy(&ctx->async);
-	sv_rmem_fini(ctx); /* MRs left registered: their memory is private */
+	sv_rmem_fini(ctx);   /* MRs left registered: their memory is private */
 	sv_mw_free_all(ctx); /* windows, as MRs below */
 	/* MRs left registered, in their slots; the rest on the free list */
 	for (uint32_t i = 0; ctx->nmrs && i < SV_MAX_MR; i++)

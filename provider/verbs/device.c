@@ -247,9 +247,9 @@ const uint32_t sv_obj_max[SV_OBJ_NUM] = {
  * violation counters, automatic path migration, or notification after N
  * completions (no verb asks it).
  */
-#define SV_DEVICE_CAP_FLAGS                                            \
-	(IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |       \
-	 IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_PORT_ACTIVE_EVENT | \
+#define SV_DEVICE_CAP_FLAGS                                               \
+	(IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |          \
+	 IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_PORT_ACTIVE_EVENT |    \
 	 IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_XRC | IBV_DEVICE_MEM_WINDOW | \
 	 IBV_DEVICE_MEM_WINDOW_TYPE_2B)
 

@@ -122,8 +122,7 @@ int sv_dealloc_mw(struct ibv_mw *ibmw)
  * which it hands the program at once (rxe's provider does so too: a
  * failed bind's completion says the key is not valid).
  */
-int sv_bind_mw(struct ibv_qp *qp, struct ibv_mw *ibmw,
-	       struct ibv_mw_bind *bind)
+int sv_bind_mw(struct ibv_qp *qp, struct ibv_mw *ibmw, struct ibv_mw_bind *bind)
 {
 	struct ibv_send_wr wr = {
 		.wr_id = bind->wr_id,

@@ -15,15 +15,15 @@
 #include <errno.h>
 #include <string.h>
 
-#define BUF	 65536
+#define BUF 65536
 #define QP_REMOTE                                           \
 	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
 	 IBV_ACCESS_REMOTE_ATOMIC)
-#define MR_BIND	 (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND)
-#define WIN_OFF	 4096 /* the window: b's buf[WIN_OFF, WIN_OFF + WIN_LEN) */
-#define WIN_LEN	 8192
-#define WIN_RW	 (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
-#define WIN_ALL	 (WIN_RW | IBV_ACCESS_REMOTE_ATOMIC)
+#define MR_BIND (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND)
+#define WIN_OFF 4096 /* the window: b's buf[WIN_OFF, WIN_OFF + WIN_LEN) */
+#define WIN_LEN 8192
+#define WIN_RW	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+#define WIN_ALL (WIN_RW | IBV_ACCESS_REMOTE_ATOMIC)
 
 /* a and b with remote access on both QPs; b's MR with b_access. */
 static void mw_pair(struct sv_pair *p, int b_access)
@@ -112,9 +112,8 @@ static uint32_t bound2(struct sv_pair *p, struct ibv_mw **mw, unsigned acc)
 static int rdma(struct sv_end *e, uint64_t id, enum ibv_wr_opcode op,
 		uint64_t raddr, uint32_t rkey, uint32_t len)
 {
-	struct ibv_sge sg = {.addr = (uintptr_t)e->buf,
-			     .length = len,
-			     .lkey = e->mr->lkey};
+	struct ibv_sge sg = {
+		.addr = (uintptr_t)e->buf, .length = len, .lkey = e->mr->lkey};
 	struct ibv_send_wr wr = {
 		.wr_id = id,
 		.sg_list = &sg,
@@ -224,8 +223,8 @@ SV_TEST(mw_alloc_limit_max_mw)
 	mws = calloc((size_t)da.max_mw, sizeof(*mws));
 	ASSERT_NOT_NULL(mws);
 	for (int i = 0; i < da.max_mw; i++) {
-		mws[i] = ibv_alloc_mw(e.pd, i & 1 ? IBV_MW_TYPE_2
-						  : IBV_MW_TYPE_1);
+		mws[i] = ibv_alloc_mw(e.pd,
+				      i & 1 ? IBV_MW_TYPE_2 : IBV_MW_TYPE_1);
 		ASSERT_NOT_NULL(mws[i]);
 	}
 	errno = 0;
@@ -374,9 +373,8 @@ SV_TEST(mw_type1_atomic)
 	WC_OK(p.b.scq, 5, IBV_WC_BIND_MW);
 	target = (uint64_t *)b_at(&p, 8);
 	*target = 40;
-	sg = (struct ibv_sge){.addr = (uintptr_t)p.a.buf,
-			      .length = 8,
-			      .lkey = p.a.mr->lkey};
+	sg = (struct ibv_sge){
+		.addr = (uintptr_t)p.a.buf, .length = 8, .lkey = p.a.mr->lkey};
 	wr = (struct ibv_send_wr){
 		.wr_id = 9,
 		.sg_list = &sg,
@@ -430,8 +428,8 @@ SV_TEST(mw_bind_call_errors)
 	ASSERT_EQ(EINVAL, bind2(&p.b, m1, p.b.mr, ibv_inc_rkey(m1->rkey), 1,
 				WIN_OFF, WIN_LEN, WIN_RW));
 	/* type 2 bind with no MR: LOCAL_INV unbinds it */
-	ASSERT_EQ(EINVAL, bind2(&p.b, m2, NULL, ibv_inc_rkey(m2->rkey), 1, 0,
-				0, WIN_RW));
+	ASSERT_EQ(EINVAL, bind2(&p.b, m2, NULL, ibv_inc_rkey(m2->rkey), 1, 0, 0,
+				WIN_RW));
 	NO_WC(p.b.scq, 50);
 	ASSERT_EQ(IBV_QPS_RTS, sv_end_state(&p.b));
 	ASSERT_OK(ibv_dereg_mr(mr2));
@@ -453,7 +451,7 @@ enum bind_fault {
 
 static void bind_fault_case(enum bind_fault f)
 {
-	int acc = f == NO_MW_BIND ? IBV_ACCESS_LOCAL_WRITE
+	int acc = f == NO_MW_BIND	? IBV_ACCESS_LOCAL_WRITE
 		  : f == WRITE_NO_LOCAL ? IBV_ACCESS_MW_BIND
 					: MR_BIND;
 	struct sv_pair p;
@@ -581,8 +579,7 @@ SV_TEST(mw_key_is_not_an_lkey)
 
 	mw_pair(&p, MR_BIND);
 	key = bound2(&p, &mw, WIN_RW);
-	sg = (struct ibv_sge){
-		.addr = win(&p.b, 0), .length = 64, .lkey = key};
+	sg = (struct ibv_sge){.addr = win(&p.b, 0), .length = 64, .lkey = key};
 	wr = (struct ibv_send_wr){.wr_id = 12,
 				  .sg_list = &sg,
 				  .num_sge = 1,
@@ -667,9 +664,8 @@ SV_TEST(mw_local_inv_mr_key_refused)
 
 static int send_inv(struct sv_end *e, uint64_t id, uint32_t rkey, uint32_t len)
 {
-	struct ibv_sge sg = {.addr = (uintptr_t)e->buf,
-			     .length = len,
-			     .lkey = e->mr->lkey};
+	struct ibv_sge sg = {
+		.addr = (uintptr_t)e->buf, .length = len, .lkey = e->mr->lkey};
 	struct ibv_send_wr wr = {.wr_id = id,
 				 .sg_list = &sg,
 				 .num_sge = 1,
@@ -766,8 +762,8 @@ SV_TEST(mw_ops_refused_on_ud)
 	at.port_num = 1;
 	at.qkey = 0x11;
 	ASSERT_OK(ibv_modify_qp(qp, &at,
-				IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					IBV_QP_PORT | IBV_QP_QKEY));
+				IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					IBV_QP_QKEY));
 	at.qp_state = IBV_QPS_RTR;
 	ASSERT_OK(ibv_modify_qp(qp, &at, IBV_QP_STATE));
 	at.qp_state = IBV_QPS_RTS;
