@@ -467,7 +467,8 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |             \
 	 IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
 	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |   \
-	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_BIND_MW |   \
+	 IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV)
 
 static inline struct sv_qp *ex_qp(struct ibv_qp_ex *qx)
 {
@@ -563,6 +564,35 @@ static void ex_fetch_add(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t raddr,
 	ex_remote(qp, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, rkey, raddr);
 	if (!qp->ex_err)
 		ex_cur(qp)->swap_add = add;
+}
+
+/* Memory windows (type 2 only: a type 1 binds through ibv_bind_mw) and
+ * SEND with Invalidate, as their ibv_post_send forms. */
+static void ex_send_inv(struct ibv_qp_ex *qx, uint32_t invalidate_rkey)
+{
+	ex_new(ex_qp(qx), IBV_WR_SEND_WITH_INV, invalidate_rkey);
+}
+
+static void ex_local_inv(struct ibv_qp_ex *qx, uint32_t invalidate_rkey)
+{
+	struct sv_swqe *w = ex_new(ex_qp(qx), IBV_WR_LOCAL_INV, 0);
+
+	if (w)
+		w->rkey = invalidate_rkey;
+}
+
+static void ex_bind_mw(struct ibv_qp_ex *qx, struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *info)
+{
+	struct ibv_send_wr wr = {.opcode = IBV_WR_BIND_MW,
+				 .bind_mw = {.mw = mw, .rkey = rkey}};
+	struct sv_qp *qp = ex_qp(qx);
+	struct sv_swqe *w = ex_new(qp, IBV_WR_BIND_MW, 0);
+
+	if (!w)
+		return;
+	wr.bind_mw.bind_info = *info;
+	qp->ex_err = set_bind(qp, w, &wr, false);
 }
 
 static void ex_set_ud_addr(struct ibv_qp_ex *qx, struct ibv_ah *ah,
@@ -696,6 +726,9 @@ int sv_qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags)
 
 	if (send_ops_flags & ~(uint64_t)SV_EX_OPS)
 		return EOPNOTSUPP;
+	if (type != IBV_QPT_RC &&
+	    (send_ops_flags & IBV_QP_EX_WITH_SEND_WITH_INV))
+		return EOPNOTSUPP; /* post.c wr_allowed */
 	if (type == IBV_QPT_UD)
 		return send_ops_flags &
 				       ~(uint64_t)(IBV_QP_EX_WITH_SEND |
@@ -736,4 +769,10 @@ void sv_qp_init_ex_ops(struct sv_qp *qp, uint64_t send_ops_flags)
 		qx->wr_atomic_cmp_swp = ex_cmp_swp;
 	if (send_ops_flags & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 		qx->wr_atomic_fetch_add = ex_fetch_add;
+	if (send_ops_flags & IBV_QP_EX_WITH_BIND_MW)
+		qx->wr_bind_mw = ex_bind_mw;
+	if (send_ops_flags & IBV_QP_EX_WITH_LOCAL_INV)
+		qx->wr_local_inv = ex_local_inv;
+	if (send_ops_flags & IBV_QP_EX_WITH_SEND_WITH_INV)
+		qx->wr_send_inv = ex_send_inv;
 }

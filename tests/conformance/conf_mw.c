@@ -776,3 +776,111 @@ SV_TEST(mw_ops_refused_on_ud)
 	ASSERT_OK(ibv_destroy_cq(cq));
 	sv_end_close(&e);
 }
+
+/* --- the ibv_wr_* builder ---------------------------------------------- */
+
+/* e with an RC QP from ibv_create_qp_ex (send_ops_flags ops). */
+static void ex_end_open(struct sv_end *e, uint64_t ops, int access)
+{
+	struct ibv_qp_init_attr_ex a = {
+		.qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = 16,
+			.max_recv_wr = 16,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+		.comp_mask =
+			IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = ops,
+	};
+
+	memset(e, 0, sizeof(*e));
+	e->o = sv_end_opts_default();
+	e->o.buf_len = BUF;
+	e->o.qp_access = QP_REMOTE;
+	sv_end_open_ctx(e);
+	e->buf = calloc(1, BUF);
+	ASSERT_NOT_NULL(e->buf);
+	e->mr = ibv_reg_mr(e->pd, e->buf, BUF, access);
+	ASSERT_NOT_NULL(e->mr);
+	e->scq = e->rcq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
+	ASSERT_NOT_NULL(e->scq);
+	a.send_cq = a.recv_cq = e->scq;
+	a.pd = e->pd;
+	e->qp = ibv_create_qp_ex(e->ctx, &a);
+	ASSERT_NOT_NULL(e->qp);
+}
+
+/* b binds with ibv_wr_bind_mw and invalidates with ibv_wr_local_inv;
+ * a sends with ibv_wr_send_inv: the same answers as ibv_post_send's. */
+SV_TEST(mw_wr_builder_bind_local_inv_send_inv)
+{
+	struct sv_pair p;
+	struct ibv_qp_ex *bx, *ax;
+	struct ibv_mw *mw;
+	struct ibv_mw_bind_info bi;
+	struct ibv_wc wc;
+	uint32_t key;
+
+	ex_end_open(&p.a,
+		    IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
+			    IBV_QP_EX_WITH_SEND_WITH_INV,
+		    IBV_ACCESS_LOCAL_WRITE);
+	ex_end_open(&p.b, IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV,
+		    MR_BIND);
+	p.b.o.psn = 0x4321;
+	sv_end_connect(&p.a, p.b.qp->qp_num, p.b.o.psn);
+	sv_end_connect(&p.b, p.a.qp->qp_num, p.a.o.psn);
+	ax = ibv_qp_to_qp_ex(p.a.qp);
+	bx = ibv_qp_to_qp_ex(p.b.qp);
+	mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2);
+	ASSERT_NOT_NULL(mw);
+	bi = (struct ibv_mw_bind_info){.mr = p.b.mr,
+				       .addr = win(&p.b, 0),
+				       .length = WIN_LEN,
+				       .mw_access_flags = WIN_RW};
+	key = ibv_inc_rkey(mw->rkey);
+	ibv_wr_start(bx);
+	bx->wr_id = 7;
+	bx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_bind_mw(bx, mw, key, &bi);
+	ASSERT_OK(ibv_wr_complete(bx));
+	WC_OK(p.b.scq, 7, IBV_WC_BIND_MW);
+	write_read_ok(&p, key, 0, 10);
+	ibv_wr_start(bx);
+	bx->wr_id = 8;
+	bx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_local_inv(bx, key);
+	ASSERT_OK(ibv_wr_complete(bx));
+	WC_OK(p.b.scq, 8, IBV_WC_LOCAL_INV);
+	/* bound again with the next key, then killed by a's send */
+	key = ibv_inc_rkey(key);
+	ibv_wr_start(bx);
+	bx->wr_id = 9;
+	bx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_bind_mw(bx, mw, key, &bi);
+	ASSERT_OK(ibv_wr_complete(bx));
+	WC_OK(p.b.scq, 9, IBV_WC_BIND_MW);
+	ASSERT_OK(sv_end_recv(&p.b, 20, 2 * WIN_OFF + WIN_LEN, 64));
+	ibv_wr_start(ax);
+	ax->wr_id = 21;
+	ax->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send_inv(ax, key);
+	ibv_wr_set_sge(ax, p.a.mr->lkey, (uintptr_t)p.a.buf, 64);
+	ASSERT_OK(ibv_wr_complete(ax));
+	WC_OK(p.a.scq, 21, IBV_WC_SEND);
+	wc = WC_OK(p.b.rcq, 20, IBV_WC_RECV);
+	ASSERT_TRUE(wc.wc_flags & IBV_WC_WITH_INV);
+	ASSERT_EQ(key, wc.invalidated_rkey);
+	/* a type 1 window through the builder: the batch fails (EINVAL) */
+	{
+		struct ibv_mw *m1 = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_1);
+
+		ibv_wr_start(bx);
+		ibv_wr_bind_mw(bx, m1, ibv_inc_rkey(m1->rkey), &bi);
+		ASSERT_EQ(EINVAL, ibv_wr_complete(bx));
+		ASSERT_OK(ibv_dealloc_mw(m1));
+	}
+	write_refused(&p, key, 0);
+	ASSERT_OK(ibv_dealloc_mw(mw));
+	sv_pair_close(&p);
+}
