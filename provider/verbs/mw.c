@@ -142,6 +142,19 @@ int sv_bind_mw(struct ibv_qp *qp, struct ibv_mw *ibmw, struct ibv_mw_bind *bind)
 	return err;
 }
 
+void sv_mw_qp_gone(struct sv_context *ctx, uint32_t qpn)
+{
+	pthread_mutex_lock(&ctx->mw_lock);
+	for (uint32_t i = 1; ctx->nmws && i < SV_MAX_MW; i++) {
+		struct sv_mw *mw = ctx->mws[i];
+
+		if (mw && mw->ibv.type == IBV_MW_TYPE_2 && mw->key &&
+		    mw->qpn == qpn)
+			sv_mw_clear(mw);
+	}
+	pthread_mutex_unlock(&ctx->mw_lock);
+}
+
 void sv_mw_free_all(struct sv_context *ctx)
 {
 	for (uint32_t i = 0; ctx->nmws && i < SV_MAX_MW; i++)

@@ -447,6 +447,8 @@ enum bind_fault {
 	WRITE_NO_LOCAL, /* remote write on an MR without local write */
 	T2_WRONG_INDEX, /* type 2: a key with other index bits */
 	T2_BOUND_TWICE, /* type 2: bound while valid */
+	T2_OTHER_PD,	/* type 2: window and MR of a PD not the QP's */
+	T1_OTHER_PD,	/* type 1: the same */
 };
 
 static void bind_fault_case(enum bind_fault f)
@@ -456,10 +458,34 @@ static void bind_fault_case(enum bind_fault f)
 					: MR_BIND;
 	struct sv_pair p;
 	struct ibv_mw *mw;
+	struct ibv_pd *pd2 = NULL;
+	struct ibv_mr *mr2 = NULL;
 	uint32_t old;
 
 	mw_pair(&p, acc);
-	if (f == T2_BOUND_TWICE) {
+	if (f == T2_OTHER_PD || f == T1_OTHER_PD) {
+		pd2 = ibv_alloc_pd(p.b.ctx);
+		ASSERT_NOT_NULL(pd2);
+		mr2 = ibv_reg_mr(pd2, p.b.buf, BUF, MR_BIND);
+		ASSERT_NOT_NULL(mr2);
+		mw = ibv_alloc_mw(pd2, f == T2_OTHER_PD ? IBV_MW_TYPE_2
+							: IBV_MW_TYPE_1);
+		ASSERT_NOT_NULL(mw);
+		if (f == T2_OTHER_PD) {
+			ASSERT_OK(bind2(&p.b, mw, mr2, ibv_inc_rkey(mw->rkey),
+					9, WIN_OFF, WIN_LEN, WIN_RW));
+		} else {
+			struct ibv_mw_bind b = {
+				.wr_id = 9,
+				.send_flags = IBV_SEND_SIGNALED,
+				.bind_info = {.mr = mr2,
+					      .addr = win(&p.b, 0),
+					      .length = WIN_LEN,
+					      .mw_access_flags = WIN_RW}};
+
+			ASSERT_OK(ibv_bind_mw(p.b.qp, mw, &b));
+		}
+	} else if (f == T2_BOUND_TWICE) {
 		old = bound2(&p, &mw, WIN_RW);
 		ASSERT_OK(bind2(&p.b, mw, p.b.mr, ibv_inc_rkey(old), 9, WIN_OFF,
 				WIN_LEN, WIN_RW));
@@ -478,6 +504,10 @@ static void bind_fault_case(enum bind_fault f)
 	WC(p.b.scq, IBV_WC_MW_BIND_ERR, 9, -1);
 	ASSERT_EQ(IBV_QPS_ERR, sv_end_state(&p.b));
 	ASSERT_OK(ibv_dealloc_mw(mw));
+	if (mr2) {
+		ASSERT_OK(ibv_dereg_mr(mr2));
+		ASSERT_OK(ibv_dealloc_pd(pd2));
+	}
 	sv_pair_close(&p);
 }
 
@@ -506,7 +536,88 @@ SV_TEST(mw_bind_err_type2_bound_twice)
 	bind_fault_case(T2_BOUND_TWICE);
 }
 
+SV_TEST(mw_bind_err_type2_qp_of_other_pd)
+{
+	bind_fault_case(T2_OTHER_PD);
+}
+
+SV_TEST(mw_bind_err_type1_qp_of_other_pd)
+{
+	bind_fault_case(T1_OTHER_PD);
+}
+
 /* --- type 2 ------------------------------------------------------------ */
+
+/* A second connected QP pair on the pair's contexts, PDs and CQs. */
+static void second_pair(struct sv_pair *p, struct sv_end *a2, struct sv_end *b2)
+{
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = 8,
+			.max_recv_wr = 8,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+	};
+
+	*a2 = p->a;
+	*b2 = p->b;
+	ia.send_cq = ia.recv_cq = p->a.scq;
+	a2->qp = ibv_create_qp(p->a.pd, &ia);
+	ia.send_cq = ia.recv_cq = p->b.scq;
+	b2->qp = ibv_create_qp(p->b.pd, &ia);
+	ASSERT_NOT_NULL(a2->qp);
+	ASSERT_NOT_NULL(b2->qp);
+	sv_end_connect(a2, b2->qp->qp_num, b2->o.psn);
+	sv_end_connect(b2, a2->qp->qp_num, a2->o.psn);
+}
+
+/* Type 2B: a window bound to b's QP is not reached through b2, another
+ * QP of the same PD (a2 -> b2 is refused while a -> b works). */
+SV_TEST(mw_type2_other_qp_refused)
+{
+	struct sv_pair p;
+	struct sv_end a2, b2;
+	struct ibv_mw *mw;
+	uint32_t key;
+
+	mw_pair(&p, MR_BIND);
+	second_pair(&p, &a2, &b2);
+	key = bound2(&p, &mw, WIN_RW);
+	write_read_ok(&p, key, 0, 11);
+	sv_fill(p.a.buf, 64, 12);
+	ASSERT_OK(rdma(&a2, 30, IBV_WR_RDMA_WRITE, win(&p.b, 0), key, 64));
+	WC(p.a.scq, IBV_WC_REM_ACCESS_ERR, 30, -1);
+	ASSERT_EQ(-1, sv_check(b_at(&p, 0), 64, 11));
+	ASSERT_OK(ibv_destroy_qp(a2.qp));
+	ASSERT_OK(ibv_destroy_qp(b2.qp));
+	ASSERT_OK(ibv_dealloc_mw(mw));
+	sv_pair_close(&p);
+}
+
+/* Destroying the QP a type 2 window is bound to invalidates it: it
+ * binds again (only an invalid type 2 window does). */
+SV_TEST(mw_type2_qp_destroy_invalidates)
+{
+	struct sv_pair p;
+	struct sv_end a2, b2;
+	struct ibv_mw *mw;
+	uint32_t key;
+
+	mw_pair(&p, MR_BIND);
+	second_pair(&p, &a2, &b2);
+	mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2);
+	key = ibv_inc_rkey(mw->rkey);
+	ASSERT_OK(bind2(&b2, mw, p.b.mr, key, 31, WIN_OFF, WIN_LEN, WIN_RW));
+	WC_OK(p.b.scq, 31, IBV_WC_BIND_MW);
+	ASSERT_OK(ibv_destroy_qp(b2.qp));
+	ASSERT_OK(ibv_destroy_qp(a2.qp));
+	key = ibv_inc_rkey(key);
+	ASSERT_OK(bind2(&p.b, mw, p.b.mr, key, 32, WIN_OFF, WIN_LEN, WIN_RW));
+	WC_OK(p.b.scq, 32, IBV_WC_BIND_MW);
+	write_read_ok(&p, key, 0, 13);
+	ASSERT_OK(ibv_dealloc_mw(mw));
+	sv_pair_close(&p);
+}
 
 /* Bind by IBV_WR_BIND_MW, use, IBV_WR_LOCAL_INV (IBV_WC_LOCAL_INV), then
  * the attack: the invalidated key is refused; rebound with a new key. */
