@@ -13,6 +13,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 
 #define BUF 65536
@@ -993,5 +994,58 @@ SV_TEST(mw_wr_builder_bind_local_inv_send_inv)
 	}
 	write_refused(&p, key, 0);
 	ASSERT_OK(ibv_dealloc_mw(mw));
+	sv_pair_close(&p);
+}
+
+/* --- threads ----------------------------------------------------------- */
+
+struct churn {
+	struct sv_pair *p;
+	struct ibv_mw *mw;
+	int rounds;
+};
+
+/* b's thread: binds and locally invalidates a type 2 window, again and
+ * again, each waited for. */
+static void *churn_run(void *arg)
+{
+	struct churn *c = arg;
+	uint32_t key = c->mw->rkey;
+
+	for (int i = 0; i < c->rounds; i++) {
+		key = ibv_inc_rkey(key);
+		ASSERT_OK(bind2(&c->p->b, c->mw, c->p->b.mr, key, 100, 0,
+				WIN_OFF, WIN_RW));
+		WC_OK(c->p->b.scq, 100, IBV_WC_BIND_MW);
+		ASSERT_OK(local_inv(&c->p->b, 101, key));
+		WC_OK(c->p->b.scq, 101, IBV_WC_LOCAL_INV);
+	}
+	return NULL;
+}
+
+/* a writes and reads through a type 1 window while b's thread binds and
+ * invalidates another window of the same table: every access of a lands
+ * (the seqlock and the table under both threads; label tsan). */
+SV_TEST(mw_bind_churn_beside_peer_access)
+{
+	struct sv_pair p;
+	struct ibv_mw *w1;
+	struct churn c;
+	pthread_t t;
+
+	mw_pair(&p, MR_BIND);
+	w1 = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_1);
+	ASSERT_OK(bind1(&p.b, w1, 5, WIN_OFF, WIN_LEN, WIN_RW));
+	WC_OK(p.b.scq, 5, IBV_WC_BIND_MW);
+	c = (struct churn){.p = &p,
+			   .mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2),
+			   .rounds = 200};
+	ASSERT_NOT_NULL(c.mw);
+	ASSERT_OK(pthread_create(&t, NULL, churn_run, &c));
+	for (int i = 0; i < 200; i++)
+		write_read_ok(&p, w1->rkey, (i % 64) * 64, (uint32_t)i + 100);
+	ASSERT_OK(pthread_join(t, NULL));
+	ASSERT_OK(ibv_dealloc_mw(c.mw));
+	ASSERT_OK(ibv_dealloc_mw(w1));
 	sv_pair_close(&p);
 }
