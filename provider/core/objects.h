@@ -7,7 +7,9 @@
  * verbs_context) and adds our state.  Locks, from outer to inner:
  * ctx->qp_lock (rwlock: QP list / CQ membership) -> qp->lock ->
  * ctx->xsrq_lock (XRC SRQ list) -> srq->lock -> cq->lock ->
- * channel/event-queue locks.  A responder holds
+ * channel/event-queue locks; qp->lock -> ctx->mw_lock (a window's
+ * binding: the requester's bind and invalidate, the responder's remote
+ * invalidate).  A responder holds
  * its qp->lock when it takes a WQE from the QP's SRQ; post_srq_recv takes
  * srq->lock alone, and wakes QPs waiting in RNR only after releasing it.
  *
@@ -204,7 +206,7 @@ static inline struct sv_context *to_sctx(struct ibv_context *c)
 }
 
 /* A PD cannot go while anything created on it lives (the kernel's
- * usecnt): MRs and QPs take a reference (MWs, AHs, SRQs must too). */
+ * usecnt): MRs, MWs and QPs take a reference (AHs, SRQs must too). */
 struct sv_pd {
 	struct ibv_pd ibv;	/* ibv.handle = id */
 	_Atomic uint32_t users; /* objects created on this PD */
