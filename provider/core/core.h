@@ -20,8 +20,10 @@ struct sv_context;
 struct sv_cq;
 struct sv_channel;
 struct sv_mr;
+struct sv_mw;
 struct sv_pd;
 struct sv_qp;
+struct sv_swqe;
 
 /* Pushes a completion; raises CQ events and IBV_EVENT_CQ_ERR on overrun.
  * Caller holds no CQ lock (cq.c). */
@@ -38,6 +40,22 @@ uint8_t *sv_mr_at(struct sv_context *ctx, uint32_t key, struct sv_pd *pd,
  * MRs of pd with local write (a receive WQE as it stands now). */
 bool sv_sges_writable(struct sv_context *ctx, struct sv_pd *pd,
 		      const struct ibv_sge *sg, uint32_t n, uint64_t len);
+
+/* Memory windows (mw.c).  Where [va, va+len) of a window's rkey is in
+ * our memory, for a request of QP qpn on PD pd needing access; NULL if
+ * the key names no valid window that allows it. */
+uint8_t *sv_mw_at(struct sv_context *ctx, uint32_t rkey, struct sv_pd *pd,
+		  uint32_t qpn, uint64_t va, uint64_t len, unsigned int access);
+/* Executes a BIND_MW WQE of qp (caller holds qp->lock): success, or
+ * IBV_WC_MW_BIND_ERR with the window unchanged. */
+enum ibv_wc_status sv_mw_bind(struct sv_qp *qp, const struct sv_swqe *w);
+/* Invalidates the type 2 window rkey of pd: qpn 0 for a local
+ * invalidate, else the QP a SEND with Invalidate came on.  -EINVAL if
+ * the key names no such valid window. */
+int sv_mw_invalidate(struct sv_context *ctx, uint32_t rkey, struct sv_pd *pd,
+		     uint32_t qpn);
+/* Makes mw invalid; caller holds ctx->mw_lock. */
+void sv_mw_clear(struct sv_mw *mw);
 
 /* One queued async event (ctx->async.events); ibv_get_async_event
  * (verbs/channel.c) takes it off. */

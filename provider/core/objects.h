@@ -7,7 +7,9 @@
  * verbs_context) and adds our state.  Locks, from outer to inner:
  * ctx->qp_lock (rwlock: QP list / CQ membership) -> qp->lock ->
  * ctx->xsrq_lock (XRC SRQ list) -> srq->lock -> cq->lock ->
- * channel/event-queue locks.  A responder holds
+ * channel/event-queue locks; qp->lock -> ctx->mw_lock (a window's
+ * binding: the requester's bind and invalidate, the responder's remote
+ * invalidate).  A responder holds
  * its qp->lock when it takes a WQE from the QP's SRQ; post_srq_recv takes
  * srq->lock alone, and wakes QPs waiting in RNR only after releasing it.
  *
@@ -56,6 +58,7 @@
 #define SV_MAX_MSG     (1u << 31)
 #define SV_MAX_MR      (1 << 17)    /* MR table slots; max_mr is one less */
 #define SV_MAX_MR_SIZE (1ull << 40) /* bytes in one MR */
+#define SV_MAX_MW      (1 << 12)    /* window slots; max_mw is one less */
 #define SV_MAX_SRQ     (1 << 14)    /* srq.c enforces the SRQ limits */
 #define SV_MAX_SRQ_WR  16384
 #define SV_MAX_AH      (1 << 16) /* ah.c enforces it (ENOMEM) */
@@ -190,6 +193,13 @@ struct sv_context {
 	struct sv_stat *stat; /* counters' memfd (stat.c), or NULL */
 	/* the other end of cmd_fd's socketpair (verbs/context.c) */
 	int cmd_peer;
+	/* memory windows (verbs/mw.c, core/mw.c): slot = sv_mw_slot(key),
+	 * type-stable like MRs; mw_lock serialises every change of a
+	 * window's binding (readers use its seqlock) */
+	pthread_mutex_t mw_lock;
+	uint32_t nmws;
+	struct sv_mw *mw_free;
+	struct sv_mw *mws[SV_MAX_MW];
 };
 
 static inline struct sv_context *to_sctx(struct ibv_context *c)
@@ -198,7 +208,7 @@ static inline struct sv_context *to_sctx(struct ibv_context *c)
 }
 
 /* A PD cannot go while anything created on it lives (the kernel's
- * usecnt): MRs and QPs take a reference (MWs, AHs, SRQs must too). */
+ * usecnt): MRs, MWs and QPs take a reference (AHs, SRQs must too). */
 struct sv_pd {
 	struct ibv_pd ibv;	/* ibv.handle = id */
 	_Atomic uint32_t users; /* objects created on this PD */
@@ -241,6 +251,36 @@ struct sv_mr {
 static inline uint32_t sv_mr_slot(uint32_t key)
 {
 	return key & (SV_MAX_MR - 1);
+}
+
+/*
+ * A memory window (verbs/mw.c; its data path core/mw.c).  Its keys have
+ * bit 31 set (SV_KEY_MW), MRs' never, so a key names one table; bits
+ * 8..19 name its slot, the low 8 bits are the consumer's (ibv_inc_rkey)
+ * and bits 20..30 are random.  A window reaches [va, va+len) of the MR
+ * whose key it holds, with the window's access, while that MR lives in
+ * its PD; the binding is read under a seqlock (seq odd: being written)
+ * and written under ctx->mw_lock.
+ */
+#define SV_KEY_MW 0x80000000u
+
+struct sv_mw {
+	struct ibv_mw ibv;	 /* ibv.rkey: the last key bound, as the
+				  * program sees it */
+	struct sv_pd *pd;	 /* NULL while free */
+	uint32_t base;		 /* the key's bits that never change */
+	struct sv_mw *next_free; /* on ctx->mw_free */
+	_Atomic uint32_t seq;	 /* seqlock over the binding below */
+	uint32_t key;		 /* the key that reaches it; 0: invalid */
+	uint32_t mr_key;	 /* the MR it is bound to */
+	uint32_t access;	 /* IBV_ACCESS_REMOTE_* it allows */
+	uint32_t qpn;		 /* type 2: the QP it is bound to */
+	uint64_t va, len;	 /* the range, in the MR's iovas */
+};
+
+static inline uint32_t sv_mw_slot(uint32_t key)
+{
+	return (key >> 8) & (SV_MAX_MW - 1);
 }
 
 /* Completion with the extras the extended CQ API can read. */
@@ -318,6 +358,10 @@ struct sv_swqe {
 	bool imm_valid;	       /* imm is sent (SEND/WRITE with immediate) */
 	bool placed;	       /* a send already in the peer's receive buffer:
 				* only its header travels */
+	bool local;	       /* BIND_MW, LOCAL_INV: executed by the
+				* requester in order, nothing travels (op 0) */
+	bool inv;	       /* SEND_WITH_INV: imm is the rkey the peer
+				* invalidates (SV_PKT_INV) */
 	uint8_t status;	       /* enum ibv_wc_status found by the requester */
 	uint64_t raddr;	       /* write/read/atomic: the target's iova */
 	uint32_t rkey;	       /* write/read/atomic: the target's key */
@@ -334,6 +378,10 @@ struct sv_swqe {
 	bool ud_ip6;	       /* UD: that host is the IPv6 address ud_dgid
 				* (ud_ip INADDR_NONE: not this host) */
 	uint32_t xrc_srqn;     /* XRC_SEND: the remote SRQ (XRCETH) */
+	struct sv_mw *mw;      /* BIND_MW: the window (rkey: its new key,
+				* raddr, swap_add: the range) */
+	uint32_t mw_mr_key;    /* BIND_MW: the MR's key, 0: unbind */
+	uint32_t mw_access;    /* BIND_MW: the window's access */
 	union ibv_gid ud_sgid; /* UD, with a GRH: our GID (sgid_index) */
 	union ibv_gid ud_dgid; /* UD, with a GRH: the AH's dgid */
 };

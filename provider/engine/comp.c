@@ -87,6 +87,9 @@ static const enum ibv_wc_opcode wc_opcode[] = {
 	[IBV_WR_RDMA_READ] = IBV_WC_RDMA_READ,
 	[IBV_WR_ATOMIC_CMP_AND_SWP] = IBV_WC_COMP_SWAP,
 	[IBV_WR_ATOMIC_FETCH_AND_ADD] = IBV_WC_FETCH_ADD,
+	[IBV_WR_LOCAL_INV] = IBV_WC_LOCAL_INV,
+	[IBV_WR_BIND_MW] = IBV_WC_BIND_MW,
+	[IBV_WR_SEND_WITH_INV] = IBV_WC_SEND,
 };
 
 /* The head WQE is finished: its bookkeeping, and its completion if it

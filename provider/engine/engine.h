@@ -105,6 +105,9 @@ void sv_rq_withdraw(struct sv_qp *qp, uint64_t off, uint64_t len);
 /* Data path entry points, installed in context ops. */
 int sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		 struct ibv_send_wr **bad);
+/* ibv_bind_mw's WR (verbs/mw.c): one BIND_MW of a type 1 window, which
+ * ibv_post_send refuses; 0 or a positive errno. */
+int sv_post_bind_mw(struct ibv_qp *qp, struct ibv_send_wr *wr);
 int sv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		 struct ibv_recv_wr **bad);
 

@@ -46,36 +46,60 @@ static int copy_inline(struct sv_qp *qp, struct sv_swqe *w, uint8_t *dst,
 
 /*
  * What each work request opcode is on the wire (wire.h, opcode.c).
- * Unlisted opcodes (memory windows, LSO, invalidation) are not
- * supported.
+ * Local operations (memory windows' bind and invalidate) put nothing on
+ * the wire: the requester executes them in order (req.c).  Unlisted
+ * opcodes (LSO, TSO, fast registration) are not supported.
  */
 static const struct {
-	uint8_t op;  /* enum sv_opcode, 0: not supported */
+	uint8_t op;  /* enum sv_opcode, 0: local or not supported */
 	bool imm;    /* carries immediate data */
 	bool remote; /* names (rkey, remote_addr) */
 	bool no_inl; /* inline makes no sense: data comes back */
+	bool local;  /* executed here (no op on the wire) */
 } wr_ops[] = {
 	[IBV_WR_SEND] = {SV_OP_SEND, false, false, false},
 	[IBV_WR_SEND_WITH_IMM] = {SV_OP_SEND, true, false, false},
+	[IBV_WR_SEND_WITH_INV] = {SV_OP_SEND, false, false, false},
 	[IBV_WR_RDMA_WRITE] = {SV_OP_WRITE, false, true, false},
 	[IBV_WR_RDMA_WRITE_WITH_IMM] = {SV_OP_WRITE, true, true, false},
 	[IBV_WR_RDMA_READ] = {SV_OP_READ_REQ, false, true, true},
 	[IBV_WR_ATOMIC_CMP_AND_SWP] = {SV_OP_CMP_SWAP, false, true, true},
 	[IBV_WR_ATOMIC_FETCH_AND_ADD] = {SV_OP_FETCH_ADD, false, true, true},
+	[IBV_WR_BIND_MW] = {0, false, false, true, true},
+	[IBV_WR_LOCAL_INV] = {0, false, false, true, true},
 };
+
+/* QP types a local operation is allowed on: the connected ones (IBA
+ * 10.6.7.2: a window is bound through a QP of its PD; rxe and mlx5 have
+ * no UD bind); SEND_WITH_INV: RC (XRC's forwarded sends cannot carry it
+ * here). */
+#define SV_QPT_LOCAL                                       \
+	(SV_QPT_BIT(IBV_QPT_RC) | SV_QPT_BIT(IBV_QPT_UC) | \
+	 SV_QPT_BIT(IBV_QPT_XRC_SEND))
+
+static bool wr_allowed(const struct sv_qp *qp, uint32_t opcode)
+{
+	uint32_t t = SV_QPT_BIT(qp->qpx.qp_base.qp_type);
+
+	if (wr_ops[opcode].local)
+		return SV_QPT_LOCAL & t;
+	if (opcode == IBV_WR_SEND_WITH_INV)
+		return SV_QPT_BIT(IBV_QPT_RC) & t;
+	return sv_opcodes[wr_ops[opcode].op].qpts & t;
+}
 
 /* A new WQE at sq_post for opcode, or NULL with *err. */
 static struct sv_swqe *new_wqe(struct sv_qp *qp, uint32_t opcode, int *err)
 {
 	struct sv_swqe *w;
 
-	if (opcode >= ARRAY_SIZE(wr_ops) || !wr_ops[opcode].op) {
+	if (opcode >= ARRAY_SIZE(wr_ops) ||
+	    (!wr_ops[opcode].op && !wr_ops[opcode].local)) {
 		/* known to verbs.h but not to us: not supported */
 		*err = opcode <= IBV_WR_DRIVER1 ? EOPNOTSUPP : EINVAL;
 		return NULL;
 	}
-	if (!(sv_opcodes[wr_ops[opcode].op].qpts &
-	      SV_QPT_BIT(qp->qpx.qp_base.qp_type))) {
+	if (!wr_allowed(qp, opcode)) {
 		*err = EINVAL; /* e.g. a read on UC (IBA 9.8.1) */
 		return NULL;
 	}
@@ -90,7 +114,45 @@ static struct sv_swqe *new_wqe(struct sv_qp *qp, uint32_t opcode, int *err)
 	w->opcode = opcode;
 	w->op = wr_ops[opcode].op;
 	w->imm_valid = wr_ops[opcode].imm;
+	w->local = wr_ops[opcode].local;
+	w->inv = opcode == IBV_WR_SEND_WITH_INV;
 	return w;
+}
+
+#define SV_MW_ACCESS                                        \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+/*
+ * A BIND_MW WR (man ibv_post_send, ibv_bind_mw): what it may not say is
+ * EINVAL here, as rdma-core's providers check it; what the window, MR
+ * and QP may not allow is the bind's completion error (core/mw.c).
+ * Type 1 windows come only through ibv_bind_mw (type1).
+ */
+static int set_bind(struct sv_qp *qp, struct sv_swqe *w,
+		    const struct ibv_send_wr *wr, bool type1)
+{
+	const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
+	struct ibv_mw *mw = wr->bind_mw.mw;
+
+	if (!mw || mw->context != qp->qpx.qp_base.context ||
+	    mw->type != (type1 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2))
+		return EINVAL;
+	if ((!b->mr && (b->addr || b->length)) ||
+	    (b->mw_access_flags & ~(unsigned int)SV_MW_ACCESS))
+		return EINVAL; /* incl. IBV_ACCESS_ZERO_BASED */
+	if (b->mr && b->mr->pd != mw->pd)
+		return EPERM; /* as verbs.h's ibv_bind_mw */
+	if (!b->mr && !type1)
+		return EINVAL; /* a type 2 window is unbound by LOCAL_INV */
+	w->mw = container_of(mw, struct sv_mw, ibv);
+	w->rkey = wr->bind_mw.rkey;
+	w->mw_mr_key = b->mr ? b->mr->lkey : 0;
+	w->raddr = b->addr;
+	w->swap_add = b->length;
+	w->mw_access = b->mw_access_flags &
+		       (unsigned int)(SV_MW_ACCESS & ~IBV_ACCESS_LOCAL_WRITE);
+	return 0;
 }
 
 /* The checks that need the whole WQE: atomics are 8 bytes (IBA 9.4.5),
@@ -130,7 +192,25 @@ static int ud_set_addr(struct sv_qp *qp, struct sv_swqe *w, struct ibv_ah *ibah,
 	return 0;
 }
 
-static int post_one_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
+/* A local WR: nothing to gather; LOCAL_INV names the key it kills. */
+static int set_local(struct sv_qp *qp, struct sv_swqe *w,
+		     const struct ibv_send_wr *wr, bool type1)
+{
+	int err = 0;
+
+	w->wr_id = wr->wr_id;
+	w->flags = wr->send_flags & ~(unsigned int)IBV_SEND_INLINE;
+	if (wr->opcode == IBV_WR_BIND_MW)
+		err = set_bind(qp, w, wr, type1);
+	else
+		w->rkey = wr->invalidate_rkey;
+	if (!err)
+		qp->sq.post++;
+	return err;
+}
+
+static int post_one_send(struct sv_qp *qp, const struct ibv_send_wr *wr,
+			 bool type1)
 {
 	uint32_t slot = qp->sq.post & (qp->sq.size - 1);
 	struct ibv_sge *sg = &qp->sq.sge[(size_t)slot * qp->max_send_sge];
@@ -143,9 +223,13 @@ static int post_one_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
 	w = new_wqe(qp, wr->opcode, &err);
 	if (!w)
 		return err;
+	if (w->local)
+		return set_local(qp, w, wr, type1);
 	w->wr_id = wr->wr_id;
 	w->flags = wr->send_flags;
 	w->imm = wr_ops[wr->opcode].imm ? wr->imm_data : 0;
+	if (w->inv)
+		w->imm = wr->invalidate_rkey; /* SV_PKT_INV: the key */
 	if (sv_opcodes[w->op].mask & SV_M_ATOMIC) {
 		w->raddr = wr->wr.atomic.remote_addr;
 		w->rkey = wr->wr.atomic.rkey;
@@ -224,8 +308,8 @@ static uint64_t work_due(const struct sv_qp *qp)
 	return due;
 }
 
-int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-		 struct ibv_send_wr **bad)
+static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		     struct ibv_send_wr **bad, bool type1)
 {
 	struct sv_qp *qp = to_sqp(ibqp);
 	uint64_t due;
@@ -241,7 +325,7 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	sv_lock(&qp->lock);
 	err = sq_state_ok(qp);
 	for (; wr && !err; wr = wr->next) {
-		err = post_one_send(qp, wr);
+		err = post_one_send(qp, wr, type1);
 		if (err)
 			break; /* *bad names the WR that failed */
 	}
@@ -252,6 +336,20 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	sv_unlock(&qp->lock);
 	sv_qp_note_work(qp, due);
 	return err;
+}
+
+int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		 struct ibv_send_wr **bad)
+{
+	return post_send(ibqp, wr, bad, false);
+}
+
+int sv_post_bind_mw(struct ibv_qp *ibqp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+
+	wr->next = NULL;
+	return post_send(ibqp, wr, &bad, true);
 }
 
 /* Where receive i's buffer is in our shared memory, for the peer's
@@ -410,7 +508,8 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |             \
 	 IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
 	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |   \
-	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_BIND_MW |   \
+	 IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV)
 
 static inline struct sv_qp *ex_qp(struct ibv_qp_ex *qx)
 {
@@ -506,6 +605,35 @@ static void ex_fetch_add(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t raddr,
 	ex_remote(qp, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, rkey, raddr);
 	if (!qp->ex_err)
 		ex_cur(qp)->swap_add = add;
+}
+
+/* Memory windows (type 2 only: a type 1 binds through ibv_bind_mw) and
+ * SEND with Invalidate, as their ibv_post_send forms. */
+static void ex_send_inv(struct ibv_qp_ex *qx, uint32_t invalidate_rkey)
+{
+	ex_new(ex_qp(qx), IBV_WR_SEND_WITH_INV, invalidate_rkey);
+}
+
+static void ex_local_inv(struct ibv_qp_ex *qx, uint32_t invalidate_rkey)
+{
+	struct sv_swqe *w = ex_new(ex_qp(qx), IBV_WR_LOCAL_INV, 0);
+
+	if (w)
+		w->rkey = invalidate_rkey;
+}
+
+static void ex_bind_mw(struct ibv_qp_ex *qx, struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *info)
+{
+	struct ibv_send_wr wr = {.opcode = IBV_WR_BIND_MW,
+				 .bind_mw = {.mw = mw, .rkey = rkey}};
+	struct sv_qp *qp = ex_qp(qx);
+	struct sv_swqe *w = ex_new(qp, IBV_WR_BIND_MW, 0);
+
+	if (!w)
+		return;
+	wr.bind_mw.bind_info = *info;
+	qp->ex_err = set_bind(qp, w, &wr, false);
 }
 
 static void ex_set_ud_addr(struct ibv_qp_ex *qx, struct ibv_ah *ah,
@@ -639,6 +767,9 @@ int sv_qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags)
 
 	if (send_ops_flags & ~(uint64_t)SV_EX_OPS)
 		return EOPNOTSUPP;
+	if (type != IBV_QPT_RC &&
+	    (send_ops_flags & IBV_QP_EX_WITH_SEND_WITH_INV))
+		return EOPNOTSUPP; /* post.c wr_allowed */
 	if (type == IBV_QPT_UD)
 		return send_ops_flags &
 				       ~(uint64_t)(IBV_QP_EX_WITH_SEND |
@@ -679,4 +810,10 @@ void sv_qp_init_ex_ops(struct sv_qp *qp, uint64_t send_ops_flags)
 		qx->wr_atomic_cmp_swp = ex_cmp_swp;
 	if (send_ops_flags & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 		qx->wr_atomic_fetch_add = ex_fetch_add;
+	if (send_ops_flags & IBV_QP_EX_WITH_BIND_MW)
+		qx->wr_bind_mw = ex_bind_mw;
+	if (send_ops_flags & IBV_QP_EX_WITH_LOCAL_INV)
+		qx->wr_local_inv = ex_local_inv;
+	if (send_ops_flags & IBV_QP_EX_WITH_SEND_WITH_INV)
+		qx->wr_send_inv = ex_send_inv;
 }

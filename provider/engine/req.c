@@ -191,6 +191,8 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 		if (h.seg & SV_SEG_LAST) {
 			if (w->imm_valid)
 				h.flags |= SV_PKT_IMM;
+			if (w->inv) /* SEND with Invalidate: imm is the key */
+				h.flags |= SV_PKT_INV;
 			if (w->flags & IBV_SEND_SOLICITED)
 				h.flags |= SV_PKT_SOLICITED;
 		}
@@ -433,6 +435,24 @@ static void try_place(struct sv_qp *qp, struct sv_swqe *w)
 	sv_stat_add(qp, placed_sends, 1);
 }
 
+/*
+ * A local operation, in order with the queue (rxe's rxe_do_local_ops): a
+ * window's bind (IBV_WC_MW_BIND_ERR if refused) or a local invalidate
+ * (IBV_WC_LOC_QP_OP_ERR, as rxe).  Nothing travels: its PSNs are none.
+ */
+static void exec_local(struct sv_qp *qp, struct sv_swqe *w)
+{
+	struct sv_pd *pd = container_of(qp->qpx.qp_base.pd, struct sv_pd, ibv);
+
+	if (w->opcode == IBV_WR_BIND_MW)
+		w->status = (uint8_t)sv_mw_bind(qp, w);
+	else if (sv_mw_invalidate(qp->ctx, w->rkey, pd, 0))
+		w->status = IBV_WC_LOC_QP_OP_ERR;
+	w->first_psn = qp->req.psn;
+	w->last_psn = sv_psn_add(qp->req.psn, SV_PSN_MASK);
+	w->done = w->direct = true;
+}
+
 /* IBA 10.8.3.3: a fenced WQE waits for the reads and atomics before it;
  * and no more reads/atomics in flight than max_rd_atomic (0 as 1). */
 static bool must_wait(const struct sv_qp *qp, const struct sv_swqe *w)
@@ -573,7 +593,10 @@ void sv_req_run(struct sv_qp *qp)
 			qp->inject.delay_until = w->due_ns;
 			break;
 		}
-		if (!w->inl && !w->mapped && !translate_sges(qp, w)) {
+		if (unlikely(w->local)) {
+			exec_local(qp, w);
+			done = true;
+		} else if (!w->inl && !w->mapped && !translate_sges(qp, w)) {
 			w->status = IBV_WC_LOC_PROT_ERR;
 		} else if (!w->sent && !w->direct && try_direct(qp, w)) {
 			done = true; /* in the peer's memory */

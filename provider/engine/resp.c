@@ -100,6 +100,7 @@ static void complete_recv_op(struct sv_qp *qp, enum ibv_wc_status status,
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = p->imm;
 	}
+	sv_resp_wc_inv(&wc, p);
 	qp->rq.comp++;
 	qp->resp.in_msg = false;
 	sv_stat_wc(qp, status);
@@ -214,6 +215,10 @@ static enum resp_result recv_placed(struct sv_qp *qp, const struct sv_pkt *p)
 	    !sv_sges_writable(qp->ctx, sv_resp_pd(qp), sv_rwqe_sge(qp, r),
 			      r->num_sge, p->msg_len))
 		return fatal(qp, p, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR);
+	if (!sv_resp_invalidate(qp, p)) {
+		qp->resp.in_msg = true;
+		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
+	}
 	complete_recv(qp, IBV_WC_SUCCESS, p);
 	return RESP_NEXT;
 }
@@ -308,6 +313,8 @@ static enum resp_result recv_send(struct sv_qp *qp, const struct sv_pkt *p,
 	if (!scatter(qp, r, payload, p->len))
 		return fatal(qp, p, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR);
 	qp->resp.off += p->len;
+	if (!sv_resp_invalidate(qp, p))
+		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
 consumed:
 	qp->resp.psn = sv_psn_add(qp->resp.psn, p->npsn);
 	sv_link_rx_consume(&qp->link);
@@ -354,6 +361,8 @@ static uint8_t *check_rkey(struct sv_qp *qp, uint32_t rkey, uint64_t va,
 	if (!len)
 		return NULL;
 	*syn = SV_NAK_REM_ACCESS;
+	if (rkey & SV_KEY_MW) /* a memory window's (resp.h) */
+		return sv_resp_mw_at(qp, rkey, va, len, access, syn);
 	mr = pd ? sv_mr_lookup(qp->ctx, rkey, pd) : NULL;
 	if (!mr || (mr->access & access) != access || va < mr->iova ||
 	    va - mr->iova > mr->length || len > mr->length - (va - mr->iova))

@@ -5,6 +5,7 @@
 #ifndef SV_RESP_H
 #define SV_RESP_H
 
+#include "core.h"
 #include "objects.h"
 
 /* The PD that checks keys: the QP's, or on an XRC_RECV QP the PD of the
@@ -21,6 +22,40 @@ static inline struct ibv_sge *sv_rwqe_sge(struct sv_qp *qp,
 					  const struct sv_rwqe *r)
 {
 	return &qp->rq.sge[(size_t)(r - qp->rq.wqe) * qp->max_recv_sge];
+}
+
+/* Memory windows at the responder (core/mw.c), here so that resp.c
+ * stays one call each.  check_rkey's window key: where [va, va+len) is,
+ * through this QP (a type 2 window's own), or NULL with *syn as set. */
+static inline uint8_t *sv_resp_mw_at(struct sv_qp *qp, uint32_t rkey,
+				     uint64_t va, uint64_t len,
+				     unsigned int access, enum sv_syndrome *syn)
+{
+	uint8_t *at = sv_mw_at(qp->ctx, rkey, sv_resp_pd(qp),
+			       qp->qpx.qp_base.qp_num, va, len, access);
+
+	if (at)
+		*syn = SV_ACK;
+	return at;
+}
+
+/* IBA 9.4.1.1, SEND with Invalidate: the last packet's key, a type 2
+ * window of our PD bound to this QP, is invalid from now on; false if it
+ * names no such window (class J: an invalid request). */
+static inline bool sv_resp_invalidate(struct sv_qp *qp, const struct sv_pkt *p)
+{
+	return !(p->flags & SV_PKT_INV) || !(p->seg & SV_SEG_LAST) ||
+	       !sv_mw_invalidate(qp->ctx, p->imm, sv_resp_pd(qp),
+				 qp->qpx.qp_base.qp_num);
+}
+
+/* A receive's completion says which key a SEND with Invalidate killed. */
+static inline void sv_resp_wc_inv(struct ibv_wc *wc, const struct sv_pkt *p)
+{
+	if (wc->status == IBV_WC_SUCCESS && (p->flags & SV_PKT_INV)) {
+		wc->wc_flags |= IBV_WC_WITH_INV;
+		wc->invalidated_rkey = p->imm;
+	}
 }
 
 /* While idle, reads a little more of the next receive's buffer (warm.c). */

@@ -286,6 +286,8 @@ static inline void sv_link_rx_consume(struct sv_link *l)
  * sv_link_rx_done). */
 static inline void sv_link_ack_set(struct sv_link *l, uint64_t ack)
 {
+	sv_tsan_sent(); /* util.h: what the ACK vouches for (a write's
+			 * bytes) before the requester's completion */
 	atomic_store_explicit(&l->rx.hdr->ack, ack, memory_order_release);
 }
 
@@ -311,7 +313,11 @@ static inline void sv_link_ack_put(struct sv_link *l, uint64_t ack)
 /* Requester: the latest ACK/NAK word from the peer. */
 static inline uint64_t sv_link_ack_get(struct sv_link *l)
 {
-	return atomic_load_explicit(&l->tx.hdr->ack, memory_order_acquire);
+	uint64_t ack =
+		atomic_load_explicit(&l->tx.hdr->ack, memory_order_acquire);
+
+	sv_tsan_received();
+	return ack;
 }
 
 /* Responder: room for a response (read data, atomic result), or NULL

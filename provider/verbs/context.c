@@ -24,17 +24,6 @@
 
 #define SV_MR_TABLE_BYTES (SV_MAX_MR * sizeof(struct sv_mr *))
 
-static int no_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
-		      struct ibv_mw_bind *bind)
-{
-	return EOPNOTSUPP;
-}
-
-static int no_dealloc_mw(struct ibv_mw *mw)
-{
-	return EOPNOTSUPP;
-}
-
 static void set_ops(struct sv_context *ctx)
 {
 	struct ibv_context_ops *ops = &ctx->vctx.context.ops;
@@ -45,9 +34,9 @@ static void set_ops(struct sv_context *ctx)
 	ops->post_send = sv_post_send;
 	ops->post_recv = sv_post_recv;
 	ops->post_srq_recv = sv_post_srq_recv;
-	ops->bind_mw = no_bind_mw;
-	ops->dealloc_mw = no_dealloc_mw;
-	ops->alloc_mw = NULL; /* ibv_alloc_mw checks, and fails cleanly */
+	ops->bind_mw = sv_bind_mw;
+	ops->dealloc_mw = sv_dealloc_mw;
+	ops->alloc_mw = sv_alloc_mw;
 
 	/* extended verbs: present ones are found through vctx->sz */
 	ctx->vctx.query_port = sv_query_port;
@@ -118,6 +107,7 @@ struct ibv_context *sv_open_device(struct ibv_device *dev)
 	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
 	pthread_rwlock_init(&ctx->qp_lock, NULL);
 	pthread_mutex_init(&ctx->mr_lock, NULL);
+	pthread_mutex_init(&ctx->mw_lock, NULL);
 	pthread_mutex_init(&ctx->mcast_lock, NULL);
 	pthread_mutex_init(&ctx->door_lock, NULL);
 	pthread_mutex_init(&ctx->lane_lock, NULL);
@@ -186,7 +176,8 @@ int sv_close_device(struct ibv_context *c)
 	sv_qp_free_all(ctx);
 	sv_evq_destroy(&ctx->async);
 	cmd_fd_close(ctx);
-	sv_rmem_fini(ctx); /* MRs left registered: their memory is private */
+	sv_rmem_fini(ctx);   /* MRs left registered: their memory is private */
+	sv_mw_free_all(ctx); /* windows, as MRs below */
 	/* MRs left registered, in their slots; the rest on the free list */
 	for (uint32_t i = 0; ctx->nmrs && i < SV_MAX_MR; i++)
 		free(ctx->mrs[i]);

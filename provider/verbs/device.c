@@ -271,14 +271,18 @@ const uint32_t sv_obj_max[SV_OBJ_NUM] = {
  * GUID is reported, modify_qp takes IBV_QP_CUR_STATE (qp_state.c), the
  * port's state changes would raise events (it never changes: always
  * ACTIVE), ibv_modify_srq resizes (srq.c, issue 10), and XRC domains,
- * SRQs and QPs work (xrc.c).  No memory windows, port shutdown, P_Key/Q_Key
+ * SRQs and QPs work (xrc.c), memory windows of type 1 and type 2B (mw.c:
+ * a type 2 window is bound to a QP and checked against its number and
+ * its PD, as rxe's, which says 2B too; 2A checks the number alone).  No
+ * port shutdown, P_Key/Q_Key
  * violation counters, automatic path migration, or notification after N
  * completions (no verb asks it).
  */
-#define SV_DEVICE_CAP_FLAGS                                            \
-	(IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |       \
-	 IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_PORT_ACTIVE_EVENT | \
-	 IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_XRC)
+#define SV_DEVICE_CAP_FLAGS                                               \
+	(IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |          \
+	 IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_PORT_ACTIVE_EVENT |    \
+	 IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_XRC | IBV_DEVICE_MEM_WINDOW | \
+	 IBV_DEVICE_MEM_WINDOW_TYPE_2B)
 
 static void fill_device_attr(struct ibv_device_attr *a)
 {
@@ -315,8 +319,9 @@ static void fill_device_attr(struct ibv_device_attr *a)
 	a->max_mcast_grp = SV_MAX_MCAST_GRP;
 	a->max_mcast_qp_attach = SV_MAX_MCAST_QP_ATTACH;
 	a->max_total_mcast_qp_attach = SV_MAX_TOTAL_MCAST_QP_ATTACH;
-	/* no EE contexts, RDDs, memory windows, raw QPs or FMRs: zero, as
-	 * their verbs fail */
+	a->max_mw = SV_MAX_MW - 1; /* mw.c: EINVAL past it */
+	/* no EE contexts, RDDs, raw QPs or FMRs: zero, as their verbs
+	 * fail */
 	a->max_pkeys = 1;
 	a->max_ah = SV_MAX_AH; /* ah.c: ENOMEM past it */
 	/* srq.c enforces them (EINVAL past them, ENOMEM past max_srq) */

@@ -13,21 +13,22 @@
  * with no help from us (rmem.c).
  *
  * Keys cannot be guessed (issue 24): an rkey is all an RDMA WRITE from the
- * network needs besides the QP, so every key is 32 bits from getrandom
+ * network needs besides the QP, so every key is 31 bits from getrandom
+ * (bit 31 set is a memory window's key: verbs/mw.c)
  * whose low 17 bits (sv_mr_slot) name a free slot of the table; lkey ==
  * rkey.  The table has a fixed SV_MAX_MR slots (it never moves, so lookup
  * is one load and a compare, with no lock and no probing), at most
  * max_mr = SV_MAX_MR - 1 of them taken: a random word whose slot is taken
  * is thrown away and another drawn (at most half full, two draws on
  * average); after SV_MR_DRAWS draws (a table nearly full) the first free
- * slot from a random one is taken, with 15 random high bits.  So a key is
- * uniform over the keys of the free slots: 32 random bits while the table
- * is mostly free, never fewer than 15 plus the slot's.  Keeping an index
- * in the key and filling the rest with random bits would leave 15 (the
+ * slot from a random one is taken, with 14 random high bits.  So a key is
+ * uniform over the keys of the free slots: 31 random bits while the table
+ * is mostly free, never fewer than 14 plus the slot's.  Keeping an index
+ * in the key and filling the rest with random bits would leave 14 (the
  * index needs 17), and a hashed home slot needs a hash to invert; the low
  * bits are a hash as good, the key being random.  Unique while
  * registered: one live key per slot.  A stale key fails: its slot is free,
- * or holds another key (equal with chance 2^-32; rxe's 8-bit variant
+ * or holds another key (equal with chance 2^-31; rxe's 8-bit variant
  * repeats every 256 registrations of a slot).  The words come from
  * getrandom 64 at a time (ctx->mr_rand): a registration costs no system
  * call more (it already reads /proc/self/maps; reg+dereg of 4 KiB took
@@ -106,8 +107,7 @@ static int check_reg(const void *addr, size_t length, unsigned int access)
 {
 	if (access & ~(unsigned int)SV_ACCESS_KNOWN)
 		return -EINVAL;
-	if (access &
-	    (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_MW_BIND))
+	if (access & (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_ZERO_BASED))
 		return -EOPNOTSUPP;
 	/* IBA 10.6.3.1: remote write or atomic needs local write */
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
@@ -130,14 +130,15 @@ static unsigned int mask_optional(unsigned int access)
 
 #define SV_MR_DRAWS 32 /* random slots tried before a scan (mr_alloc) */
 
-/* A random 32-bit word for a key; caller holds ctx->mr_lock. */
+/* A random word for a key, bit 31 clear (set: a memory window's key,
+ * objects.h); caller holds ctx->mr_lock. */
 static uint32_t mr_random(struct sv_context *ctx)
 {
 	if (!ctx->mr_nrand) {
 		sv_auth_random(ctx->mr_rand, sizeof(ctx->mr_rand));
 		ctx->mr_nrand = ARRAY_SIZE(ctx->mr_rand);
 	}
-	return ctx->mr_rand[--ctx->mr_nrand];
+	return ctx->mr_rand[--ctx->mr_nrand] & ~SV_KEY_MW;
 }
 
 /* A new key whose slot is free (head comment); caller holds mr_lock and

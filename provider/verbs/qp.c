@@ -735,6 +735,7 @@ int sv_destroy_qp(struct ibv_qp *ibqp)
 	if (qp->rcq && ibqp->qp_type != IBV_QPT_XRC_RECV)
 		sv_cq_detach_qp(qp->rcq, qp);
 	sv_progress_del(ctx, &qp->pfd[0]);
+	sv_mw_qp_gone(ctx, ibqp->qp_num); /* its type 2 windows (mw.c) */
 	sv_lock(&qp->lock);
 	/* what already arrived and has a receive is taken and ACKed first,
 	 * as an HCA has done by then: a peer's send that overshot our last

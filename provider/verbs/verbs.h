@@ -60,6 +60,16 @@ void sv_qp_free_all(struct sv_context *ctx);
 /* ibv_close_device: every QP still open is torn down (BYE to peers). */
 void sv_qp_close_all(struct sv_context *ctx);
 
+/* Memory windows (mw.c): the ops ibv_alloc_mw, ibv_dealloc_mw and
+ * ibv_bind_mw (verbs.h's inlines) call; ibv_close_device frees them. */
+struct ibv_mw *sv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int sv_dealloc_mw(struct ibv_mw *mw);
+int sv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
+void sv_mw_free_all(struct sv_context *ctx);
+/* ibv_destroy_qp: the type 2 windows bound to QP qpn are invalid (a
+ * later QP with its number must not reach them). */
+void sv_mw_qp_gone(struct sv_context *ctx, uint32_t qpn);
+
 /* Multicast (verbs/mcast.c). */
 /* ibv_destroy_qp, ibv_close_device: the QP leaves every group (uverbs
  * detaches a destroyed QP).  Caller holds no QP lock. */

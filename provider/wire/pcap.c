@@ -384,6 +384,7 @@ static void to_roce(const struct ib_pkt *k, struct sv_roce_pkt *p)
 		.syndrome = k->syndrome,
 		.msn = k->msn,
 		.imm_be = k->imm_be,
+		.inv_rkey = k->inv_rkey,
 		.len = k->len,
 	};
 	if (k->reth)

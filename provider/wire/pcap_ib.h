@@ -31,6 +31,8 @@ struct ib_pkt {
 	const struct sv_atomack *atomack;
 	bool imm;
 	uint32_t imm_be;	     /* network order */
+	bool inv;		     /* SEND with Invalidate: IETH */
+	uint32_t inv_rkey;	     /* its key */
 	const uint8_t *data;	     /* the payload; NULL: see sg */
 	const struct sv_pcap_sg *sg; /* else: from byte sg_off of these */
 	uint32_t sg_off;

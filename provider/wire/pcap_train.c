@@ -145,17 +145,22 @@ static void train_segments(struct sv_qp *qp, struct ib_pkt *k,
 		k->aeth = false;
 		k->imm = l && (h->flags & SV_PKT_IMM);
 		k->imm_be = h->imm;
+		k->inv = l && (h->flags & SV_PKT_INV);
+		k->inv_rkey = h->imm;
 		k->se = l && (h->flags & SV_PKT_SOLICITED);
 		k->ack_req = l && pre != SV_IB_UC;
 		switch (h->opcode) {
 		case SV_OP_SEND:
-			k->opcode = pre |
-				    (k->imm ? seg_op(0, 0, SV_IB_SEND_LAST_IMM,
-						     SV_IB_SEND_ONLY_IMM, f, l)
-					    : seg_op(SV_IB_SEND_FIRST,
-						     SV_IB_SEND_MIDDLE,
-						     SV_IB_SEND_LAST,
-						     SV_IB_SEND_ONLY, f, l));
+			k->opcode =
+				pre |
+				(k->imm	  ? seg_op(0, 0, SV_IB_SEND_LAST_IMM,
+						   SV_IB_SEND_ONLY_IMM, f, l)
+				 : k->inv ? seg_op(0, 0, SV_IB_SEND_LAST_INV,
+						   SV_IB_SEND_ONLY_INV, f, l)
+					  : seg_op(SV_IB_SEND_FIRST,
+						   SV_IB_SEND_MIDDLE,
+						   SV_IB_SEND_LAST,
+						   SV_IB_SEND_ONLY, f, l));
 			break;
 		case SV_OP_WRITE:
 			k->opcode = pre |

@@ -154,6 +154,9 @@ enum sv_pkt_flags {
 				    * sv_rdesc); only the header travels */
 	SV_PKT_XRC = 1 << 3,	   /* struct sv_xrceth follows the header,
 				    * before the opcode's extension */
+	SV_PKT_INV = 1 << 4,	   /* SEND with Invalidate (LAST): imm is
+				    * the rkey the target invalidates (IETH,
+				    * IBA 9.3.7) */
 };
 
 /* IBA 9.3.6-like XRCETH: the XRC SRQ a request on an XRC QP is for.

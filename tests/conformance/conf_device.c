@@ -71,7 +71,7 @@ SV_TEST(device_attrs_sane)
 	ASSERT_EQ(0, da.max_ee_rd_atom);
 	ASSERT_EQ(0, da.max_ee_init_rd_atom);
 	ASSERT_EQ(0, da.max_rdd);
-	ASSERT_EQ(0, da.max_mw);
+	ASSERT_EQ(4095, da.max_mw); /* conf_mw.c enforces it */
 	ASSERT_EQ(0, da.max_raw_ipv6_qp);
 	ASSERT_EQ(0, da.max_raw_ethy_qp);
 	/* multicast: conf_mcast.c enforces them */
@@ -89,9 +89,10 @@ SV_TEST(device_attrs_sane)
 	ASSERT_TRUE(da.device_cap_flags & IBV_DEVICE_RC_RNR_NAK_GEN);
 	ASSERT_TRUE(da.device_cap_flags & IBV_DEVICE_SYS_IMAGE_GUID);
 	ASSERT_TRUE(da.device_cap_flags & IBV_DEVICE_CURR_QP_STATE_MOD);
-	ASSERT_FALSE(da.device_cap_flags & IBV_DEVICE_MEM_WINDOW);
+	/* memory windows, type 1 and 2B (conf_mw.c) */
+	ASSERT_TRUE(da.device_cap_flags & IBV_DEVICE_MEM_WINDOW);
 	ASSERT_FALSE(da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2A);
-	ASSERT_FALSE(da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	ASSERT_TRUE(da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B);
 	ASSERT_TRUE(da.device_cap_flags & IBV_DEVICE_XRC); /* conf_xrc */
 	ASSERT_FALSE(da.device_cap_flags & IBV_DEVICE_SHUTDOWN_PORT);
 	ASSERT_FALSE(da.device_cap_flags & IBV_DEVICE_MEM_MGT_EXTENSIONS);

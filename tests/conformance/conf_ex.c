@@ -128,8 +128,8 @@ SV_TEST(ex_qp_unsupported_ops)
 	cq = ibv_create_cq(e.ctx, 4, NULL, NULL, 0);
 	ASSERT_NOT_NULL(cq);
 	errno = 0;
-	ASSERT_NULL(create_qp_ex(&e, cq,
-				 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW));
+	ASSERT_NULL(
+		create_qp_ex(&e, cq, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_TSO));
 	ASSERT_EQ(EOPNOTSUPP, errno);
 	/* and the context is still fine for a supported one */
 	e.qp = create_qp_ex(&e, cq, IBV_QP_EX_WITH_SEND);

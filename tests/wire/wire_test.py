@@ -389,6 +389,8 @@ PCAP_CONF_TESTS = [
     ("test_conf_rdma", "rdma_fetch_and_add"),
     ("test_conf_rdma", "rdma_err_bad_rkey"),
     ("test_conf_rdma", "rdma_qp_ex_all_opcodes"),
+    ("test_conf_mw", "mw_send_with_inv_small"),
+    ("test_conf_mw", "mw_send_with_inv_large"),
 ]
 
 # IBA opcodes (transport prefix | code) each capture must show
@@ -399,7 +401,8 @@ PCAP_RC_OPS = {0x00: "SEND_FIRST", 0x01: "SEND_MIDDLE", 0x02: "SEND_LAST",
                0x0D: "READ_RESP_FIRST", 0x0E: "READ_RESP_MIDDLE",
                0x0F: "READ_RESP_LAST", 0x10: "READ_RESP_ONLY",
                0x11: "ACK", 0x12: "ATOMIC_ACK", 0x13: "CMP_SWAP",
-               0x14: "FETCH_ADD", 0x64: "UD_SEND_ONLY",
+               0x14: "FETCH_ADD", 0x16: "SEND_LAST_INV",
+               0x17: "SEND_ONLY_INV", 0x64: "UD_SEND_ONLY",
                0x65: "UD_SEND_ONLY_IMM"}
 # writes with immediate: the target of one done in its memory (shared
 # memory) sees only its last packet, with no bytes at hand: cut
