@@ -351,6 +351,8 @@ int cm_link_connect(struct cm_id *c)
 	return ret;
 }
 
+static bool redial(struct cm_id *c);
+
 int cm_link_send(struct cm_id *c, const struct cm_msg *m)
 {
 	ssize_t n;
@@ -361,6 +363,11 @@ int cm_link_send(struct cm_id *c, const struct cm_msg *m)
 	 * messages is a dead one */
 	n = send(c->sock, m, sizeof(*m), MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (n == (ssize_t)sizeof(*m))
+		return 0;
+	/* our REQ on a link the listener reset unanswered: it goes on the
+	 * next (redial) */
+	if (n < 0 && (errno == ECONNRESET || errno == EPIPE) &&
+	    m == &c->req && redial(c))
 		return 0;
 	if (n > 0) /* TCP: half a record breaks the framing: end it */
 		shutdown(c->sock, SHUT_RDWR);

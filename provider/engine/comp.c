@@ -597,8 +597,13 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 		/* IBA 9.7.6.1.3: the timer runs from when a packet was
 		 * sent; ours still wait for our call to the peer's host */
 		qp->comp.deadline = now + ack_timeout(qp);
-	} else if (qp->comp.retries++ >= qp->attr.retry_cnt)
+	} else if (qp->comp.retries++ >= qp->attr.retry_cnt) {
+		sv_dbg("qp %06x: ACK timeout with the link %s: retries "
+		       "exhausted\n",
+		       qp->qpx.qp_base.qp_num,
+		       sv_link_state_names[qp->link.state]);
 		fail_head(qp, IBV_WC_RETRY_EXC_ERR);
-	else
+	} else {
 		qp->comp.deadline = now + ack_timeout(qp);
+	}
 }

@@ -530,7 +530,9 @@ SV_TEST(tcp_fault_delay)
 
 /* A path that takes everything: the sender fails with RETRY_EXC_ERR
  * within its budget (retry_cnt 1: two ACK timeouts of 500 ms, plus TCP's
- * timeout and a connection attempt), the QP in ERROR; nothing hangs. */
+ * timeout and a connection attempt), after the 10 s it waits for a slow
+ * peer whose host took every byte (tcp_priv.h SLOW_PEER_MAX_NS: ~11 s in
+ * all), the QP in ERROR; nothing hangs. */
 SV_TEST(tcp_fault_blackhole_fails_in_budget)
 {
 	struct sv_pair p;

@@ -233,8 +233,16 @@ void sv_tcp_drop_conn(struct sv_tcp *t)
  * the peer's call) after a while. */
 void sv_tcp_close_conn(struct sv_tcp *t, uint64_t now)
 {
-	if (t->was_up && !t->down_since)
-		t->down_since = now; /* till a door or the peer answers */
+	/* till a door or the peer answers; but a connection that broke
+	 * before a frame came on it was taken as the caller gave it up (a
+	 * crossed call that waited at a busy door): not a peer gone, and
+	 * no try of a request spent while we call again */
+	if (t->was_up && !t->down_since && !t->redial_ns) {
+		if (t->conn == CONN_READY && !t->conn_heard)
+			t->redial_ns = now;
+		else
+			t->down_since = now;
+	}
 	sv_tcp_drop_conn(t);
 	t->alive = false;
 	if (t->spare < 0) /* the peer's next call needs a place */
@@ -450,6 +458,9 @@ static void conn_up(struct sv_tcp *t, uint32_t epoch, uint64_t tx_sent,
 	t->rsp_sent = rsp_sent;
 	t->was_up = t->alive = true;
 	t->down_since = 0;
+	t->redial_ns = 0;
+	t->conn_heard = false;
+	t->heard_ns = sv_now_ns();
 	t->wait_ns = 0;
 	t->refused = 0;
 	sv_tcp_out_reset(t);

@@ -254,7 +254,8 @@ void sv_tcp_read_in(struct sv_link *l)
 			}
 			/* the link works: from now on only a proven call
 			 * replaces its connection */
-			t->got_frame = true;
+			t->got_frame = t->conn_heard = true;
+			t->heard_ns = sv_now_ns();
 			off += sizeof(f) + (uint32_t)b;
 		}
 		t->ioff = off;

@@ -88,9 +88,12 @@ bool sv_tcp_setup_waits(const struct sv_link *l, uint64_t now)
 {
 	const struct sv_tcp *t = l->tcp;
 
-	return t && !t->was_up && !t->turned_away && !t->closed && !t->gone &&
-	       !t->proto_err && t->first_call_ns &&
-	       sv_ns_since(now, t->first_call_ns) < SETUP_WAIT_MAX_NS;
+	uint64_t since;
+
+	if (!t || t->turned_away || t->closed || t->gone || t->proto_err)
+		return false;
+	since = t->was_up ? t->redial_ns : t->first_call_ns;
+	return since && sv_ns_since(now, since) < SETUP_WAIT_MAX_NS;
 }
 
 void sv_tcp_retransmit(struct sv_link *l)
@@ -98,8 +101,23 @@ void sv_tcp_retransmit(struct sv_link *l)
 	struct sv_tcp *t = l->tcp;
 	uint64_t now = sv_now_ns();
 
+	int unacked = -1;
+
 	if (!t || t->closed || t->gone || t->conn != CONN_READY)
 		return;
+	/* every byte we wrote is with the peer's host (its kernel
+	 * acknowledged them): a new connection would resend nothing that
+	 * was lost.  The peer is slow (thousands of QPs setting up at once,
+	 * a stopped process), and a new call only adds to the doors' work;
+	 * 4,096 pairs over TCP failed on that.  For a while after it was
+	 * last heard: a path that takes bytes and never answers (a black
+	 * hole) is called again then, and runs out of tries.  A dead path
+	 * keeps bytes unacknowledged (and TCP_USER_TIMEOUT ends it) */
+	if (!t->olen && sv_ns_since(now, t->heard_ns) < SLOW_PEER_MAX_NS &&
+	    !ioctl(t->fd, SIOCOUTQ, &unacked) && !unacked) {
+		count_call(t, tcp_slow_acks);
+		return;
+	}
 	sv_dbg("qp %06x: tcp: ACK timeout: connecting again to resend\n",
 	       t->my_qpn);
 	sv_tcp_close_conn(t, now);

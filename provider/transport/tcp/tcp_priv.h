@@ -53,6 +53,11 @@ enum conn_state {
  * (busy: thousands of calls at once; or stopped) before the requester's
  * ACK timer counts its tries again (sv_tcp_setup_waits). */
 #define SETUP_WAIT_MAX_NS 10000000000ull
+/* How long after the peer was last heard an ACK timeout with every byte
+ * taken by the peer's host waits for a slow peer instead of calling
+ * again (sv_tcp_retransmit); then a black hole (a path that takes bytes
+ * and delivers none) is called again and runs out of tries. */
+#define SLOW_PEER_MAX_NS 10000000000ull
 
 /* The transport's state in a context (its tp_state[SV_TP_TCP]), made
  * at its first TCP link, under the context's door_lock. */
@@ -118,6 +123,12 @@ struct sv_tcp {
 				 * answered; 0 while it is up */
 	uint32_t refused;	/* calls refused in a row */
 	uint64_t first_call_ns; /* when the link's first call began */
+	bool conn_heard;	/* a frame came on this connection */
+	uint64_t heard_ns;	/* the last frame's arrival, or the
+				 * connection's start (sv_tcp_retransmit) */
+	uint64_t redial_ns;	/* when a connection broke before a frame
+				 * came on it: its calls wait as the first
+				 * set-up's do (sv_tcp_setup_waits); 0 */
 	bool turned_away;	/* the last call was answered: no such QP,
 				 * refused, or no door (sv_tcp_setup_waits) */
 	uint64_t owed_ns;	/* since when a state of ours waits */
