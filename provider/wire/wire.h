@@ -154,6 +154,10 @@ enum sv_pkt_flags {
 				    * sv_rdesc); only the header travels */
 	SV_PKT_XRC = 1 << 3,	   /* struct sv_xrceth follows the header,
 				    * before the opcode's extension */
+	SV_PKT_OPEN_LEN = 1 << 4,  /* SEND: msg_len unknown (a RoCE peer's
+				    * SEND_FIRST says none): the message
+				    * ends at its LAST packet, at most the
+				    * receive's length */
 };
 
 /* IBA 9.3.6-like XRCETH: the XRC SRQ a request on an XRC QP is for.
