@@ -215,6 +215,9 @@ static bool take_response(struct sv_qp *qp, const struct sv_pkt *p,
 		    sv_swqe_scatter(qp, w, data, p->len))
 			w->status = IBV_WC_LOC_PROT_ERR;
 		w->got += p->len;
+		if (sv_link_lossy(&qp->link))
+			qp->comp.deadline = 0; /* IBA 9.7.6.1.3: a response
+						* restarts the timer */
 		if (!(p->seg & SV_SEG_LAST))
 			return true;
 	}

@@ -168,7 +168,8 @@ static int roce_prepare(struct sv_link *l, const struct sv_link_conf *c)
 	struct sv_roce *r;
 	int err;
 
-	if (c->mtu < 256 || c->mtu > SV_ROCE_MAX_PMTU || (c->mtu & (c->mtu - 1)))
+	if (c->mtu < 256 || c->mtu > SV_ROCE_MAX_PMTU ||
+	    (c->mtu & (c->mtu - 1)))
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -222,6 +223,8 @@ static enum sv_link_state roce_run(struct sv_link *l, uint32_t peer_qpn,
 				   uint64_t down_max_ns, uint64_t now)
 {
 	(void)peer_qpn, (void)ack_timeout_ns, (void)down_max_ns, (void)now;
+	if (sv_roce_of(l))
+		sv_roce_of(l)->more = false; /* the engine runs next */
 	sv_roce_read_in(l);
 	sv_roce_flush(l);
 	return SV_LINK_UP;
@@ -239,7 +242,10 @@ static uint64_t roce_next_ns(const struct sv_link *l, uint64_t now)
 {
 	const struct sv_roce *r = sv_roce_of(l);
 
-	(void)now;
+	if (r && r->held)
+		return now + SV_ROCE_RETRY_NS; /* room for it by then */
+	if (r && r->more)
+		return now; /* the engine fills what we emptied */
 	return r && r->retry_ns ? r->retry_ns : UINT64_MAX;
 }
 
@@ -256,6 +262,8 @@ static void roce_run_end(struct sv_link *l)
 	if (!r)
 		return;
 	r->defer = false;
+	if (r->held) /* the completer made room */
+		sv_roce_read_in(l);
 	sv_roce_flush(l);
 }
 

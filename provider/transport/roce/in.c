@@ -56,18 +56,16 @@ static void drop(struct sv_roce *r, enum sv_roce_verdict v)
 }
 
 /* A record of h and its extension and payload in ring g; false when
- * there is no room (dropped: the peer resends). */
-static bool put_record(struct sv_roce *r, struct sv_ring *g, struct sv_pkt *h,
-		       const void *ext, uint32_t ext_len, const uint8_t *data)
+ * there is no room. */
+static bool put_record(struct sv_ring *g, struct sv_pkt *h, const void *ext,
+		       uint32_t ext_len, const uint8_t *data)
 {
 	int err = 0;
-	struct sv_pkt *p = sv_ring_reserve(g, sizeof(*h) + ext_len + h->len,
-					   &err);
+	struct sv_pkt *p =
+		sv_ring_reserve(g, sizeof(*h) + ext_len + h->len, &err);
 
-	if (!p) {
-		roce_count(r, roce_drop_full);
+	if (!p)
 		return false;
-	}
 	if (ext_len)
 		memcpy(p + 1, ext, ext_len);
 	if (h->len)
@@ -108,10 +106,12 @@ static void take_aeth(struct sv_link *l, uint32_t psn, uint8_t aeth)
 	atomic_store_explicit(&l->tx.hdr->ack, w, memory_order_release);
 }
 
-/* A read answer or atomic ACK. */
-static void take_response(struct sv_link *l, const struct sv_roce_pkt *p)
+/* A read answer or atomic ACK; false if our response ring is full: the
+ * datagram waits (sv_roce_read_in), as the completer always makes room
+ * and answers to 16 reads outstanding overflow it (dropped, they were
+ * all asked again, and overflowed again). */
+static bool take_response(struct sv_link *l, const struct sv_roce_pkt *p)
 {
-	struct sv_roce *r = sv_roce_of(l);
 	struct sv_pkt h = {.psn = p->psn, .npsn = 1, .len = p->len};
 	struct sv_atomack k = {.orig = p->orig};
 	bool ok;
@@ -120,18 +120,21 @@ static void take_response(struct sv_link *l, const struct sv_roce_pkt *p)
 		h.opcode = SV_OP_ATOMIC_RESP;
 		h.seg = SV_SEG_ONLY;
 		h.msg_len = 8;
-		ok = put_record(r, &l->rsp_rx, &h, &k, sizeof(k), NULL);
+		ok = put_record(&l->rsp_rx, &h, &k, sizeof(k), NULL);
 	} else {
 		h.opcode = SV_OP_READ_RESP;
 		h.seg = (p->mask & SV_RH_FIRST ? SV_SEG_FIRST : 0) |
 			(p->mask & SV_RH_LAST ? SV_SEG_LAST : 0);
-		ok = put_record(r, &l->rsp_rx, &h, NULL, 0, p->payload);
+		ok = put_record(&l->rsp_rx, &h, NULL, 0, p->payload);
 	}
+	if (!ok)
+		return false;
 	/* its AETH acknowledges what came before; a read's only once its
 	 * answer is whole (the completer takes the record first) */
-	if (ok && (p->mask & SV_RH_AETH) && (p->mask & SV_RH_LAST) &&
+	if ((p->mask & SV_RH_AETH) && (p->mask & SV_RH_LAST) &&
 	    (p->syndrome >> 5) == 0)
 		take_aeth(l, p->psn, p->syndrome);
+	return true;
 }
 
 /* The record a request makes: its opcode, position, flags, extension. */
@@ -172,8 +175,8 @@ static bool request_record(const struct sv_roce_pkt *p, uint32_t mtu,
 		struct sv_atometh a = p->atomic;
 
 		a.rsvd = 0;
-		h->opcode = op == SV_IB_CMP_SWAP ? SV_OP_CMP_SWAP
-						 : SV_OP_FETCH_ADD;
+		h->opcode =
+			op == SV_IB_CMP_SWAP ? SV_OP_CMP_SWAP : SV_OP_FETCH_ADD;
 		h->msg_len = 8;
 		memcpy(ext, &a, sizeof(a));
 		*ext_len = sizeof(a);
@@ -209,15 +212,19 @@ static void take_request(struct sv_link *l, const struct sv_roce_pkt *p)
 	    !(sv_opcode(h.opcode)->mask & SV_M_ATOMIC)) {
 		/* a duplicate: what we acknowledged, again (a read or an
 		 * atomic is answered again by the responder) */
-		if ((p->ack_req || (p->mask & SV_RH_LAST)) && r->ack_sent_valid &&
-		    SV_ACK_SYN(ack) == SV_ACK) {
+		if ((p->ack_req || (p->mask & SV_RH_LAST)) &&
+		    r->ack_sent_valid && SV_ACK_SYN(ack) == SV_ACK) {
 			sv_roce_send_ack(l, ack);
 			roce_count(r, roce_reacks);
 		}
 		return;
 	}
-	if (!put_record(r, &l->rx, &h, ext, ext_len, p->payload))
+	if (!put_record(&l->rx, &h, ext, ext_len, p->payload)) {
+		/* dropped: the peer resends (a held packet here could stall
+		 * its ACKs behind a receive the app never posts) */
+		roce_count(r, roce_drop_full);
 		return;
+	}
 	if (d == 0) {
 		r->epsn = sv_psn_add(r->epsn, h.npsn);
 		if (h.seg & SV_SEG_LAST)
@@ -225,8 +232,9 @@ static void take_request(struct sv_link *l, const struct sv_roce_pkt *p)
 	}
 }
 
-/* One datagram of n bytes in r->in. */
-static void take(struct sv_link *l, size_t n)
+/* One datagram of n bytes in r->in; false: it waits there (a response
+ * without room). */
+static bool take(struct sv_link *l, size_t n)
 {
 	struct sv_roce *r = sv_roce_of(l);
 	struct sv_roce_pkt p;
@@ -250,20 +258,21 @@ static void take(struct sv_link *l, size_t n)
 		v = sv_roce_check_seg(&p, r->mtu);
 	if (v) {
 		drop(r, v);
-		return;
+		return true;
 	}
 	if (p.dqpn != r->my_qpn) {
 		roce_count(r, roce_drop_qpn);
-		return;
+		return true;
 	}
 	if (p.mask & SV_RH_REQ)
 		take_request(l, &p);
 	else if (SV_IB_OPERATION(p.opcode) == SV_IB_ACK)
 		take_aeth(l, p.psn, p.syndrome);
 	else if (p.mask & SV_RH_RESP)
-		take_response(l, &p);
+		return take_response(l, &p);
 	else
 		drop(r, SV_ROCE_OPCODE); /* CNP: no congestion control */
+	return true;
 }
 
 void sv_roce_read_in(struct sv_link *l)
@@ -272,6 +281,9 @@ void sv_roce_read_in(struct sv_link *l)
 
 	if (!r)
 		return;
+	if (r->held && !take(l, r->held))
+		return; /* still no room: the completer's next run */
+	r->held = 0;
 	for (int i = 0; i < SV_ROCE_RX_BATCH; i++) {
 		ssize_t n = recv(r->rx_fd, r->in, sizeof(r->in), MSG_DONTWAIT);
 
@@ -280,6 +292,9 @@ void sv_roce_read_in(struct sv_link *l)
 		if (n < 0) /* EAGAIN; ECONNREFUSED: an ICMP error, no data */
 			return;
 		r->reads++;
-		take(l, (size_t)n);
+		if (!take(l, (size_t)n)) {
+			r->held = (size_t)n;
+			return;
+		}
 	}
 }

@@ -33,8 +33,7 @@ bool sv_roce_send(struct sv_roce *r, const struct sv_roce_pkt *p)
 	}
 	if (s < 0) /* EMSGSIZE (a path MTU below the QP's), unreachable:
 		    * lost, as on a wire; the engine's timer resends */
-		sv_dbg("qp %06x: roce: send: %s\n", r->my_qpn,
-		       strerror(errno));
+		sv_dbg("qp %06x: roce: send: %s\n", r->my_qpn, strerror(errno));
 	return true;
 }
 
@@ -108,9 +107,9 @@ static bool put_single(struct sv_roce *r, const struct sv_pkt *h,
 		break;
 	case SV_OP_CMP_SWAP:
 	case SV_OP_FETCH_ADD:
-		p.opcode = SV_IB_RC | (h->opcode == SV_OP_CMP_SWAP
-					       ? SV_IB_CMP_SWAP
-					       : SV_IB_FETCH_ADD);
+		p.opcode = SV_IB_RC |
+			   (h->opcode == SV_OP_CMP_SWAP ? SV_IB_CMP_SWAP
+							: SV_IB_FETCH_ADD);
 		memcpy(&a, ext, sizeof(a));
 		p.atomic = a;
 		break;
@@ -144,9 +143,9 @@ static bool put_train(struct sv_roce *r, const struct sv_pkt *h,
 		bool last = (h->seg & SV_SEG_LAST) && j == h->npsn - 1;
 		uint32_t off = j * mtu;
 		struct sv_roce_pkt p = {
-			.opcode = (uint8_t)(SV_IB_RC |
-					    ib_opcode(h->opcode, first, last,
-						      imm)),
+			.opcode =
+				(uint8_t)(SV_IB_RC | ib_opcode(h->opcode, first,
+							       last, imm)),
 			.pkey = 0xffff,
 			.dqpn = r->peer_qpn,
 			.psn = sv_psn_add(h->psn, j),
@@ -196,6 +195,10 @@ static void put_ring(struct sv_link *l, struct sv_ring *g, uint32_t *done)
 		if (!sent)
 			return;
 		sv_ring_consume(g);
+		/* room freed: the engine may have more to put there (a
+		 * read's answer longer than the ring), with no arrival to
+		 * run it: the loop looks again at once (next_ns) */
+		r->more = true;
 	}
 	if (got < 0)
 		sv_dbg("qp %06x: roce: bad record in our own ring\n",

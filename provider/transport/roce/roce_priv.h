@@ -31,17 +31,19 @@ struct sv_roce {
 	struct sv_roce_ip ip;	   /* what our packets' ICRC covers */
 	struct sv_roce_ip rip;	   /* the peer's, with IP ID 0 */
 	uint32_t my_qpn, peer_qpn, mtu;
-	uint32_t tx_done;	  /* packets of the tx head record sent */
-	uint32_t rsp_done;	  /* ... of the rsp_tx head record */
-	uint64_t retry_ns;	  /* the socket was full: send then */
-	uint64_t ack_sent;	  /* the last ACK word we sent */
-	bool ack_sent_valid;	  /* (any yet) */
-	uint32_t epsn;		  /* the next request PSN, as seen here */
-	uint32_t msn;		  /* messages the peer sent us, for AETH */
-	uint32_t nak_seq;	  /* NAKs the peer sent us (the ack word) */
-	bool icrc_strict;	  /* the peer sends IP ID 0: verify all */
-	bool defer;		  /* the engine runs: flush at its end */
+	uint32_t tx_done;	    /* packets of the tx head record sent */
+	uint32_t rsp_done;	    /* ... of the rsp_tx head record */
+	uint64_t retry_ns;	    /* the socket was full: send then */
+	uint64_t ack_sent;	    /* the last ACK word we sent */
+	bool ack_sent_valid;	    /* (any yet) */
+	uint32_t epsn;		    /* the next request PSN, as seen here */
+	uint32_t msn;		    /* messages the peer sent us, for AETH */
+	uint32_t nak_seq;	    /* NAKs the peer sent us (the ack word) */
+	bool icrc_strict;	    /* the peer sends IP ID 0: verify all */
+	bool defer;		    /* the engine runs: flush at its end */
 	uint64_t reads, seen_reads; /* datagrams taken (sv_roce_stalled) */
+	size_t held;		    /* a response in `in` waiting for room */
+	bool more;		    /* we freed room in tx or rsp_tx */
 	uint8_t buf[SV_ROCE_PKT_MAX];
 	uint8_t in[SV_ROCE_PKT_MAX + 64];
 };
