@@ -21,20 +21,6 @@
 /* The counters of a link that has no QP's. */
 static struct sv_qp_stats no_stats;
 
-/* rdma_get_udp_sport with no flow label: rdma_calc_flow_label of the two
- * QPNs (symmetric), folded to 14 bits, in 0xc000-0xffff. */
-uint16_t sv_roce_sport(uint32_t qpn_a, uint32_t qpn_b)
-{
-	uint64_t v = (uint64_t)qpn_a * qpn_b;
-	uint32_t fl, lo;
-
-	v ^= v >> 20;
-	v ^= v >> 40;
-	fl = (uint32_t)(v & 0xfffff);
-	lo = (fl & 0x3fff) ^ ((fl & 0xfc000) >> 14);
-	return (uint16_t)(0xc000 | lo);
-}
-
 /* An address as the ICRC's pseudo header has it (IPv4-mapped). */
 static void ip_of(const union sv_sockaddr *a, uint8_t out[16])
 {

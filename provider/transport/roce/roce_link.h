@@ -21,7 +21,7 @@
  * address and the UDP source port of the QP pair, and one to send, bound
  * to that source port.  The source port is the kernel's for the pair
  * (rdma_get_udp_sport: the flow label of the two QPNs, 0xc000 and up),
- * which rxe sends from and we send from too: a connected UDP socket wins
+ * (sv_roce_sport, wire/roce.h), which rxe sends from and we send from too: a connected UDP socket wins
  * the kernel's lookup over the reuseport group, so every softverbs
  * process of a host shares port 4791 and each link gets its own peer's
  * packets.  Limit: two QP pairs between the same two addresses whose
@@ -35,8 +35,5 @@
 #include "link.h"
 
 extern const struct sv_link_ops sv_roce_link_ops;
-
-/* The UDP source port of a QP pair's packets, the same both ways. */
-uint16_t sv_roce_sport(uint32_t qpn_a, uint32_t qpn_b);
 
 #endif
