@@ -319,8 +319,8 @@ static enum resp_result recv_send(struct sv_qp *qp, const struct sv_pkt *p,
 			goto consumed;
 		r = &qp->rq.wqe[qp->rq.comp & (qp->rq.size - 1)];
 		qp->resp.in_msg = true;
-		qp->resp.msg = p->flags & SV_PKT_OPEN_LEN ? r->length
-							  : p->msg_len;
+		qp->resp.msg =
+			p->flags & SV_PKT_OPEN_LEN ? r->length : p->msg_len;
 		qp->resp.placed = false;
 		qp->resp.off = 0;
 		qp->resp.sge_idx = qp->resp.sge_off = 0;

@@ -21,10 +21,10 @@
  * address and the UDP source port of the QP pair, and one to send, bound
  * to that source port.  The source port is the kernel's for the pair
  * (rdma_get_udp_sport: the flow label of the two QPNs, 0xc000 and up),
- * (sv_roce_sport, wire/roce.h), which rxe sends from and we send from too: a connected UDP socket wins
- * the kernel's lookup over the reuseport group, so every softverbs
- * process of a host shares port 4791 and each link gets its own peer's
- * packets.  Limit: two QP pairs between the same two addresses whose
+ * (sv_roce_sport, wire/roce.h), which rxe sends from and we send from too: a
+ * connected UDP socket wins the kernel's lookup over the reuseport group, so
+ * every softverbs process of a host shares port 4791 and each link gets its own
+ * peer's packets.  Limit: two QP pairs between the same two addresses whose
  * QPNs give the same source port (1 in 16,384) cannot both be up.
  */
 #ifndef SV_ROCE_LINK_H
