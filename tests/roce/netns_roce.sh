@@ -5,7 +5,8 @@
 # its bytes checked (-c) at one byte, a size with pad and several
 # packets, one MTU's worth of packets, 64 KiB and 1 MiB (trains of 16
 # packets, and more than the receive ring); perftest's RDMA write, read
-# and atomics, whose answers are RoCE responses.  Path MTU 1024 (the
+# and atomics, whose answers are RoCE responses; then with packets lost
+# and RNR NAKs made up (SOFTVERBS_FAULTS).  Path MTU 1024 (the
 # veth's 1500 bytes cannot carry 4096-byte packets: IP_PMTUDISC_DO).
 # Then the capture: every UDP 4791 packet of a pingpong and of a read and
 # an atomic run, both ways, parsed by the codec with its ICRC checked
@@ -54,6 +55,24 @@ if command -v ib_write_bw >/dev/null; then
 else
 	echo "note: no perftest: its rows skipped"
 fi
+
+# Loss (SOFTVERBS_FAULTS drop, both sides: each drops 2% of what it
+# receives): NAK-seq, the ACK timer and duplicates, the engine's over
+# RoCE; and RNR NAKs made up, answered by resends after the timer.
+export SOFTVERBS_FAULTS=drop=0.02,seed=3
+pair rc_pingpong_drop 120 "iters in" a b \
+	ibv_rc_pingpong $SV -g "$ga" -p @P -s 65536 -n 100 -c -- \
+	ibv_rc_pingpong $SV -g "$gb" -p @P -s 65536 -n 100 -c $A
+if command -v ib_read_lat >/dev/null; then
+	pair ib_read_lat_drop 120 "^ 4096 " b c \
+		ib_read_lat $SV -x "$gb" -m 1024 -p @P -s 4096 -n 200 -- \
+		ib_read_lat $SV -x "$gc" -m 1024 -p @P -s 4096 -n 200 10.77.0.2
+fi
+export SOFTVERBS_FAULTS=rnr=0.1,seed=2
+pair rc_pingpong_rnr 120 "iters in" a c \
+	ibv_rc_pingpong $SV -g "$ga" -p @P -s 3000 -n 100 -c -- \
+	ibv_rc_pingpong $SV -g "$gc" -p @P -s 3000 -n 100 -c $A
+unset SOFTVERBS_FAULTS
 
 # The capture: on a's veth, while a pingpong, a read and an atomic run.
 if command -v tshark >/dev/null; then

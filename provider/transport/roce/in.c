@@ -208,16 +208,15 @@ static void take_request(struct sv_link *l, const struct sv_roce_pkt *p)
 		sv_roce_send_ack(l, ack);
 		return;
 	}
-	if (d < 0 && h.opcode != SV_OP_READ_REQ &&
-	    !(sv_opcode(h.opcode)->mask & SV_M_ATOMIC)) {
-		/* a duplicate: what we acknowledged, again (a read or an
-		 * atomic is answered again by the responder) */
-		if ((p->ack_req || (p->mask & SV_RH_LAST)) &&
-		    r->ack_sent_valid && SV_ACK_SYN(ack) == SV_ACK) {
-			sv_roce_send_ack(l, ack);
-			roce_count(r, roce_reacks);
-		}
-		return;
+	if (d < 0 && (p->ack_req || (p->mask & SV_RH_LAST)) &&
+	    r->ack_sent_valid && SV_ACK_SYN(ack) == SV_ACK) {
+		/* a duplicate, as far as we saw: what the responder
+		 * acknowledged, again (its word did not change, so it would
+		 * not); the packet still goes to it, which judges its PSN
+		 * (one we saw may never have been taken: SOFTVERBS_FAULTS
+		 * drop), answers a read again and an atomic from its cache */
+		sv_roce_send_ack(l, ack);
+		roce_count(r, roce_reacks);
 	}
 	if (!put_record(&l->rx, &h, ext, ext_len, p->payload)) {
 		/* dropped: the peer resends (a held packet here could stall
