@@ -17,6 +17,7 @@
 # Needs root and ip(8): otherwise it says why and exits 77 (skipped).
 set -u
 build=$1
+# shellcheck disable=SC2034 # setup.sh runs programs with it
 run="$build/bin/softverbs-run"
 tag="svr$$"
 failed=0
