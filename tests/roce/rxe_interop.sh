@@ -39,6 +39,7 @@ run="$build/bin/softverbs-run"
 host=${RXE_VM_HOST_IP:-10.99.0.1}
 guest=${RXE_VM_IP:-10.99.0.2}
 # our GID index whose GID is the tap's address (::ffff:10.99.0.1)
+# shellcheck disable=SC2046,SC2183 # the four octets, split on purpose
 hx=$(printf '%02x%02x:%02x%02x' $(echo "$host" | tr . ' '))
 g=$("$vm" exec "$run" ibv_devinfo -v |
 	sed -n "s/.*GID\[ *\([0-9]*\)\]:.*ffff:$hx\$/\1/p" | head -1)
