@@ -366,8 +366,8 @@ int cm_link_send(struct cm_id *c, const struct cm_msg *m)
 		return 0;
 	/* our REQ on a link the listener reset unanswered: it goes on the
 	 * next (redial) */
-	if (n < 0 && (errno == ECONNRESET || errno == EPIPE) &&
-	    m == &c->req && redial(c))
+	if (n < 0 && (errno == ECONNRESET || errno == EPIPE) && m == &c->req &&
+	    redial(c))
 		return 0;
 	if (n > 0) /* TCP: half a record breaks the framing: end it */
 		shutdown(c->sock, SHUT_RDWR);

@@ -520,6 +520,18 @@ struct sv_qp_stats {
 	uint64_t ud_auth_drops;
 	/* ... with a MAC that checks, but replayed or too old */
 	uint64_t ud_replay_drops;
+	/* its RoCEv2 link (transport/roce/): datagrams dropped on
+	 * arrival, by the codec's reason
+	 * (wire/roce.h enum sv_roce_verdict; roce_drop_qpn: not for this
+	 * QP or not from its peer; roce_drop_full: no room in our ring,
+	 * resent by the peer); roce_reacks: duplicates acknowledged again;
+	 * roce_icrc_unchecked: ICRCs that could not be verified (a peer
+	 * whose IPv4 IDs are its own: rxe) */
+	uint64_t roce_drop_short, roce_drop_tver, roce_drop_opcode;
+	uint64_t roce_drop_trunc, roce_drop_pad, roce_drop_len;
+	uint64_t roce_drop_icrc, roce_drop_qpt, roce_drop_seg;
+	uint64_t roce_drop_qpn, roce_drop_full;
+	uint64_t roce_reacks, roce_icrc_unchecked;
 	/* the progress thread's looks at it (engine/drive.c): flat in the
 	 * number of other QPs (tests/scale/idle.c) */
 	uint64_t progress_looks;

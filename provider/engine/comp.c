@@ -166,7 +166,7 @@ static bool take_response(struct sv_qp *qp, const struct sv_pkt *p,
 	if (!o || !(o->mask & SV_M_RESP) ||
 	    (uint64_t)o->ext_len + p->len > p->rec_len - sizeof(*p))
 		return false;
-	if (SV_FAULT_ON(drop)) {
+	if (SV_FAULT_ON(drop) || sv_link_lossy(&qp->link)) {
 		/* responses are lost and asked again: one that is not the
 		 * next we await is an old round's or follows a loss; drop
 		 * it.  The next one may be lost too (SOFTVERBS_FAULTS): the
@@ -184,7 +184,8 @@ static bool take_response(struct sv_qp *qp, const struct sv_pkt *p,
 			       : w->first_psn;
 		if (p->psn != want || (p->seg & SV_SEG_FIRST) != !w->got)
 			return true;
-		if (sv_inject_hit(sv_inject.drop, sv_inject.seed, SV_FAULT_RSP,
+		if (SV_FAULT_ON(drop) &&
+		    sv_inject_hit(sv_inject.drop, sv_inject.seed, SV_FAULT_RSP,
 				  qp->inject.idx, p->psn, w->tries)) {
 			SV_STAT_INC(qp, fault_drops);
 			qp->inject.drop_hash =
@@ -217,6 +218,9 @@ static bool take_response(struct sv_qp *qp, const struct sv_pkt *p,
 		    sv_swqe_scatter(qp, w, data, p->len))
 			w->status = IBV_WC_LOC_PROT_ERR;
 		w->got += p->len;
+		if (sv_link_lossy(&qp->link))
+			qp->comp.deadline = 0; /* IBA 9.7.6.1.3: a response
+						* restarts the timer */
 		if (!(p->seg & SV_SEG_LAST))
 			return true;
 	}
@@ -364,6 +368,15 @@ static void rnr_expired(struct sv_qp *qp, uint64_t now)
 {
 	if (qp->attr.rnr_retry == 7 ||
 	    qp->comp.rnr_retries++ < qp->attr.rnr_retry) {
+		if (sv_link_lossy(&qp->link)) {
+			/* the responder dropped it (IBA 9.7.5.2.8): sent
+			 * again from the PSN it NAKed, answered by an ACK or
+			 * another RNR NAK within the ACK timeout */
+			sv_req_rewind(qp, SV_ACK_PSN(qp->comp.ack));
+			qp->comp.rnr_wait = false;
+			qp->comp.deadline = now + ack_timeout(qp);
+			return;
+		}
 		qp->comp.deadline =
 			now +
 			rnr_10us[SV_ACK_TIMER(qp->comp.ack) & 31] * 10000ull;
@@ -573,7 +586,8 @@ void sv_comp_run(struct sv_qp *qp, uint64_t now)
 		rnr_expired(qp, now);
 		return;
 	}
-	if (SV_FAULT_ON(drop) && qp->link.state == SV_LINK_UP &&
+	if ((SV_FAULT_ON(drop) || sv_link_lossy(&qp->link)) &&
+	    qp->link.state == SV_LINK_UP &&
 	    qp->qpx.qp_base.qp_type != IBV_QPT_UC) {
 		/* packets are lost on this link: resend what is not
 		 * acknowledged, retry_cnt times (IBA 9.7.6.1.3) */

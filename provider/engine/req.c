@@ -455,11 +455,31 @@ static void exec_local(struct sv_qp *qp, struct sv_swqe *w)
 
 /* IBA 10.8.3.3: a fenced WQE waits for the reads and atomics before it;
  * and no more reads/atomics in flight than max_rd_atomic (0 as 1). */
+/* A lossy link (RoCE): the answers to the reads outstanding and to w
+ * must fit our response ring, or one read at a time: what overflows the
+ * receiver is lost, every read is asked again, and overflows again. */
+static bool reads_overflow(const struct sv_qp *qp, const struct sv_swqe *w)
+{
+	uint64_t bytes = w->length;
+
+	if (w->op != SV_OP_READ_REQ || !qp->req.rd_out)
+		return false;
+	for (uint32_t i = qp->sq.comp; i != qp->sq.send; i++) {
+		const struct sv_swqe *x = &qp->sq.wqe[i & (qp->sq.size - 1)];
+
+		if (x->op == SV_OP_READ_REQ && !x->done)
+			bytes += x->length - x->got;
+	}
+	return bytes > qp->link.rsp_rx.size / 2;
+}
+
 static bool must_wait(const struct sv_qp *qp, const struct sv_swqe *w)
 {
 	uint32_t max = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
 
 	if ((w->flags & IBV_SEND_FENCE) && qp->req.rd_out)
+		return true;
+	if (sv_link_lossy(&qp->link) && reads_overflow(qp, w))
 		return true;
 	return (sv_opcodes[w->op].mask & SV_M_RD_ATOMIC) &&
 	       qp->req.rd_out >= max;

@@ -293,11 +293,12 @@ static enum resp_result recv_send(struct sv_qp *qp, const struct sv_pkt *p,
 			goto consumed;
 		r = &qp->rq.wqe[qp->rq.comp & (qp->rq.size - 1)];
 		qp->resp.in_msg = true;
-		qp->resp.msg = p->msg_len;
+		qp->resp.msg =
+			p->flags & SV_PKT_OPEN_LEN ? r->length : p->msg_len;
 		qp->resp.placed = false;
 		qp->resp.off = 0;
 		qp->resp.sge_idx = qp->resp.sge_off = 0;
-		if (p->msg_len > r->length) /* IBA 9.7.5.2.2 */
+		if (qp->resp.msg > r->length) /* IBA 9.7.5.2.2 */
 			return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_LOC_LEN_ERR);
 	} else if (qp->resp.drop) {
 		goto consumed;
@@ -307,8 +308,13 @@ static enum resp_result recv_send(struct sv_qp *qp, const struct sv_pkt *p,
 		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
 	}
 	r = &qp->rq.wqe[qp->rq.comp & (qp->rq.size - 1)];
-	if (p->len > qp->resp.msg - qp->resp.off ||
-	    ((p->seg & SV_SEG_LAST) && qp->resp.off + p->len != qp->resp.msg))
+	if (p->len > qp->resp.msg - qp->resp.off)
+		return fatal(qp, p, SV_NAK_INV_REQ,
+			     p->flags & SV_PKT_OPEN_LEN ? IBV_WC_LOC_LEN_ERR
+							: IBV_WC_SUCCESS);
+	if ((p->seg & SV_SEG_LAST) && (p->flags & SV_PKT_OPEN_LEN))
+		qp->resp.msg = qp->resp.off + p->len; /* it ends here */
+	if ((p->seg & SV_SEG_LAST) && qp->resp.off + p->len != qp->resp.msg)
 		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
 	if (!scatter(qp, r, payload, p->len))
 		return fatal(qp, p, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR);

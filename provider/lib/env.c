@@ -26,6 +26,7 @@ static const char *const transports[] = {
 	[SV_TRANSPORT_AUTO] = "auto",
 	[SV_TRANSPORT_SHM] = "shm",
 	[SV_TRANSPORT_TCP] = "tcp",
+	[SV_TRANSPORT_ROCE] = "roce",
 	NULL,
 };
 
@@ -98,7 +99,9 @@ const struct sv_env_row sv_env_rows[SV_ENV_COUNT] = {
 		.values = transports, .reader = LIBS_CM,
 		.help = "auto: shared memory on this host, TCP to other "
 			"hosts; tcp: TCP on this host too (and the rdma_cm "
-			"rendezvous); shm: never TCP",
+			"rendezvous); shm: never TCP; roce: RoCEv2 over UDP 4791 to "
+			"every peer (a RoCE NIC, the kernel's rxe, softverbs "
+			"on another host), RC only",
 	},
 	[SV_ENV_TCP_PORT] = {
 		"SOFTVERBS_TCP_PORT", .type = SV_ENV_T_PORT,

@@ -60,6 +60,7 @@ enum sv_transport {
 	SV_TRANSPORT_AUTO, /* shared memory on this host, TCP to others */
 	SV_TRANSPORT_SHM,
 	SV_TRANSPORT_TCP,
+	SV_TRANSPORT_ROCE, /* RoCEv2 (UDP 4791) to every peer */
 };
 
 struct sv_env_row {

@@ -16,6 +16,7 @@
  * one is a directory under transport/, an ops table, and a row here.
  */
 #include "link.h"
+#include "roce_link.h"
 #include "shm.h"
 #include "tcp.h"
 
@@ -40,6 +41,7 @@ const char *const sv_link_state_names[] = {
 static const struct sv_link_ops *const transports[] = {
 	&sv_shm_link_ops,
 	&sv_tcp_link_ops,
+	&sv_roce_link_ops,
 };
 
 #define N_TRANSPORTS (sizeof(transports) / sizeof(transports[0]))
@@ -448,6 +450,8 @@ const struct sv_link_ops *sv_transport_for(bool local)
 {
 	int mode = sv_transport_mode();
 
+	if (mode == SV_TRANSPORT_ROCE)
+		return &sv_roce_link_ops; /* every peer, this host's too */
 	/* sv_av_check refused what neither can reach */
 	if (mode == SV_TRANSPORT_SHM || (local && mode != SV_TRANSPORT_TCP))
 		return &sv_shm_link_ops;

@@ -78,6 +78,8 @@ enum sv_msg_type {
 			   * caller from the network for this QP; carries
 			   * its socket and, after the hello, its struct
 			   * sv_tcp_hello */
+	SV_MSG_ROCE = 4,  /* never sent: a RoCE link has no hello (its
+			   * take refuses whatever claims it) */
 };
 
 /* Any 1-byte message on a connection is a doorbell: the sender published
@@ -131,6 +133,8 @@ struct sv_link_conf {
 	 * connection; TCP: a caller that proves itself) */
 	struct sv_pfd *pfd_conn, *pfd_acc;
 	struct sv_qp_stats *stats; /* where the link counts its calls */
+	uint32_t mtu;	 /* the QP's path MTU: a packet transport's segment */
+	uint32_t rq_psn; /* the first PSN the peer sends us */
 };
 
 /*
@@ -140,6 +144,12 @@ struct sv_link_conf {
  */
 struct sv_link_ops {
 	const char *name;
+	/* Packets may be lost, duplicated or reordered on the way (RoCE):
+	 * the requester resends from its WQEs on NAK-seq, ACK timeout and
+	 * RNR timer, as the IBA's, and the completer drops answers that are
+	 * not the next it awaits (comp.c).  false: a lossless transport
+	 * (shared memory; TCP, which resends itself). */
+	bool lossy;
 	uint16_t msg_type; /* what it takes on the QP's socket */
 	size_t msg_body;   /* the bytes after such a hello (<=
 			    * SV_HELLO_BODY) */
@@ -428,6 +438,12 @@ static inline void sv_link_retransmit(struct sv_link *l)
 		l->ops->retransmit(l);
 }
 
+/* Packets may be lost on the link (struct sv_link_ops.lossy). */
+static inline bool sv_link_lossy(const struct sv_link *l)
+{
+	return l->ops && l->ops->lossy;
+}
+
 /* An ACK timeout is not a try while nothing went out yet (comp.c). */
 static inline bool sv_link_setup_waits(const struct sv_link *l, uint64_t now)
 {
@@ -495,6 +511,7 @@ uint64_t sv_transport_door_next_ns(struct sv_context *ctx, uint64_t now);
  * tp_state[]), opaque outside it. */
 enum sv_tp_slot {
 	SV_TP_TCP,
+	SV_TP_ROCE,
 	SV_TP_SLOTS,
 };
 

@@ -160,6 +160,8 @@ static int link_start(struct sv_qp *qp)
 		.pfd_conn = &qp->pfd[1],
 		.pfd_acc = &qp->pfd[2],
 		.stats = &qp->stats,
+		.mtu = qp->mtu,
+		.rq_psn = qp->attr.rq_psn,
 	};
 	const struct sv_link_ops *ops = link_route(qp, &dst, &src);
 	int err;

@@ -254,6 +254,13 @@ enum sv_roce_verdict sv_roce_check_qpt(const struct sv_roce_pkt *p,
 enum sv_roce_verdict sv_roce_check_seg(const struct sv_roce_pkt *p,
 				       uint32_t mtu);
 
+/* The UDP source port of a QP pair's packets, the same both ways: the
+ * kernel's rdma_get_udp_sport with no flow label (rdma_calc_flow_label of
+ * the two QPNs, folded to 14 bits, in 0xc000-0xffff), which rxe sends
+ * from; a transport that sends from it too can tell its links apart by
+ * port. */
+uint16_t sv_roce_sport(uint32_t qpn_a, uint32_t qpn_b);
+
 /* A message's kinds as the segmenter knows them. */
 enum sv_roce_msg {
 	SV_ROCE_MSG_SEND,

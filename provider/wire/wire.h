@@ -157,6 +157,10 @@ enum sv_pkt_flags {
 	SV_PKT_INV = 1 << 4,	   /* SEND with Invalidate (LAST): imm is
 				    * the rkey the target invalidates (IETH,
 				    * IBA 9.3.7) */
+	SV_PKT_OPEN_LEN = 1 << 5,  /* SEND: msg_len unknown (a RoCE peer's
+				    * SEND_FIRST says none): the message
+				    * ends at its LAST packet, at most the
+				    * receive's length */
 };
 
 /* IBA 9.3.6-like XRCETH: the XRC SRQ a request on an XRC QP is for.

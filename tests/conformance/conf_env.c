@@ -67,7 +67,7 @@ SV_TEST(env_bad_port_refuses_device)
 
 SV_TEST(env_bad_transport_refuses_device)
 {
-	refused("SOFTVERBS_TRANSPORT", "bogus", "auto, shm or tcp");
+	refused("SOFTVERBS_TRANSPORT", "bogus", "auto, shm, tcp or roce");
 }
 
 /* softverbs0 opens, and a pair moves a message. */

@@ -197,7 +197,7 @@ SV_TEST(env_refuse_tcp_port_out_of_range)
 SV_TEST(env_refuse_transport_bogus)
 {
 	refused_one_line("SOFTVERBS_TRANSPORT", "bogus", SV_ENV_TRANSPORT,
-			 "auto, shm or tcp");
+			 "auto, shm, tcp or roce");
 }
 
 SV_TEST(env_refuse_connect_port_junk)

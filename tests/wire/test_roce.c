@@ -582,3 +582,15 @@ SV_TEST(segmenter_gives_first_middle_last_only)
 	p.len = 0;
 	ASSERT_EQ(SV_ROCE_OK, sv_roce_check_seg(&p, 1024));
 }
+
+/* The source port rxe sent from, seen on the wire (rxe-vm.md: its QP
+ * 0x16 to our 0x0abcde, port 64298), is ours for that pair, both ways,
+ * and always in 0xc000-0xffff. */
+SV_TEST(source_port_is_the_kernels)
+{
+	ASSERT_EQ(64298, sv_roce_sport(0x16, 0x0abcde));
+	ASSERT_EQ(64298, sv_roce_sport(0x0abcde, 0x16));
+	for (uint32_t a = 1; a < 0xffffff; a = a * 7 + 3)
+		for (uint32_t b = 2; b < 0xffffff; b = b * 5 + 1)
+			ASSERT_GE(sv_roce_sport(a, b), 0xc000);
+}

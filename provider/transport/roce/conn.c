@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The RoCEv2 transport's link: its sockets and rings at RTR, its runs
+ * (read what came, send what the engine published), and its ops table
+ * (link.h).  roce_link.h says how the sockets find each link its
+ * packets.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <linux/sockios.h>
+
+#include "progress.h"
+#include "roce_priv.h"
+
+/* The counters of a link that has no QP's. */
+static struct sv_qp_stats no_stats;
+
+/* An address as the ICRC's pseudo header has it (IPv4-mapped). */
+static void ip_of(const union sv_sockaddr *a, uint8_t out[16])
+{
+	memset(out, 0, 16);
+	if (a->sa.sa_family == AF_INET6) {
+		memcpy(out, &a->in6.sin6_addr, 16);
+		return;
+	}
+	out[10] = out[11] = 0xff;
+	memcpy(out + 12, &a->in.sin_addr, 4);
+}
+
+static void set_port(union sv_sockaddr *a, uint16_t port)
+{
+	if (a->sa.sa_family == AF_INET6)
+		a->in6.sin6_port = htons(port);
+	else
+		a->in.sin_port = htons(port);
+}
+
+/* A UDP socket bound to addr (port included) that shares it. */
+static int udp_socket(const union sv_sockaddr *addr)
+{
+	int one = 1, fd = socket(addr->sa.sa_family,
+				 SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	if (bind(fd, &addr->sa, sv_sockaddr_len(addr))) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* The two sockets: rx bound to our :4791 and connected to the peer's
+ * source port for the pair; tx bound to that port on our address, IP ID
+ * 0 and DF (IP_PMTUDISC_DO), so our ICRC is right (roce.h).  -errno. */
+static int open_sockets(struct sv_roce *r, const union sv_sockaddr *src)
+{
+	union sv_sockaddr me = *src, peer = r->dst;
+	uint16_t sport = sv_roce_sport(r->my_qpn, r->peer_qpn);
+	socklen_t len = sizeof(me);
+	int pmtu = IP_PMTUDISC_DO, rcv = 4 << 20;
+
+	if (me.sa.sa_family != peer.sa.sa_family) {
+		memset(&me, 0, sizeof(me));
+		me.sa.sa_family = peer.sa.sa_family;
+	}
+	set_port(&me, SV_ROCE_PORT);
+	r->rx_fd = udp_socket(&me);
+	if (r->rx_fd < 0)
+		return r->rx_fd;
+	setsockopt(r->rx_fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	set_port(&peer, sport);
+	if (connect(r->rx_fd, &peer.sa, sv_sockaddr_len(&peer)) ||
+	    getsockname(r->rx_fd, &me.sa, &len))
+		return -errno;
+	set_port(&me, sport); /* our address, as the kernel chose it */
+	r->tx_fd = udp_socket(&me);
+	if (r->tx_fd < 0)
+		return r->tx_fd;
+	if (me.sa.sa_family == AF_INET6)
+		setsockopt(r->tx_fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu,
+			   sizeof(pmtu));
+	else
+		setsockopt(r->tx_fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu,
+			   sizeof(pmtu));
+	ip_of(&me, r->ip.src);
+	ip_of(&r->dst, r->ip.dst);
+	r->ip.sport = sport;
+	r->ip.dport = SV_ROCE_PORT;
+	memcpy(r->rip.src, r->ip.dst, 16);
+	memcpy(r->rip.dst, r->ip.src, 16);
+	r->rip.sport = sport;
+	r->rip.dport = SV_ROCE_PORT;
+	return 0;
+}
+
+static int local_ring(struct sv_ring *g, uint64_t size, uint32_t qpn)
+{
+	int fd, err = sv_ring_create(g, size, 0, qpn, &fd);
+
+	if (!err)
+		close(fd); /* private: the mapping keeps it */
+	return err;
+}
+
+/* Our four private rings: the engine's on both sides of us. */
+static int make_rings(struct sv_link *l, const struct sv_link_conf *c)
+{
+	uint64_t rsp = c->ring_size / 4 < SV_RSP_RING_MIN ? SV_RSP_RING_MIN
+							  : c->ring_size / 4;
+	int err = local_ring(&l->rx, c->ring_size, c->my_qpn);
+
+	if (!err && (err = local_ring(&l->rsp_rx, rsp, c->my_qpn)))
+		sv_ring_unmap(&l->rx);
+	if (!err && (err = local_ring(&l->tx, c->ring_size, c->peer_qpn))) {
+		sv_ring_unmap(&l->rx);
+		sv_ring_unmap(&l->rsp_rx);
+	}
+	if (!err && (err = local_ring(&l->rsp_tx, rsp, c->peer_qpn))) {
+		sv_ring_unmap(&l->rx);
+		sv_ring_unmap(&l->rsp_rx);
+		sv_ring_unmap(&l->tx);
+	}
+	if (err)
+		return err;
+	/* our copies of the peer's headers: nobody sleeps there */
+	atomic_store(&l->tx.hdr->rx_sleep, 0);
+	atomic_store(&l->rsp_tx.hdr->rx_sleep, 0);
+	l->rx_ready = l->tx_ready = true;
+	return 0;
+}
+
+static void free_roce(struct sv_roce *r)
+{
+	if (r->rx_fd >= 0)
+		close(r->rx_fd);
+	if (r->tx_fd >= 0)
+		close(r->tx_fd);
+	free(r);
+}
+
+static int roce_prepare(struct sv_link *l, const struct sv_link_conf *c)
+{
+	struct sv_roce *r;
+	int err;
+
+	if (c->mtu < 256 || c->mtu > SV_ROCE_MAX_PMTU ||
+	    (c->mtu & (c->mtu - 1)))
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->rx_fd = r->tx_fd = -1;
+	r->ctx = c->ctx;
+	r->pfd = c->pfd_conn;
+	r->stats = c->stats ? c->stats : &no_stats;
+	r->my_qpn = c->my_qpn;
+	r->peer_qpn = c->peer_qpn;
+	r->mtu = c->mtu;
+	r->epsn = c->rq_psn & SV_PSN_MASK;
+	r->dst = *c->dst;
+	set_port(&r->dst, SV_ROCE_PORT);
+	err = open_sockets(r, c->src);
+	if (!err)
+		err = make_rings(l, c);
+	if (err) {
+		free_roce(r);
+		return err;
+	}
+	l->peer_qpn = c->peer_qpn;
+	l->train_max = 16 * c->mtu;
+	l->priv.p = r;
+	l->ops = &sv_roce_link_ops;
+	sv_progress_add(r->ctx, r->pfd, r->rx_fd);
+	return 0;
+}
+
+/* No message comes for a RoCE link on the QP's socket: a RoCE peer has
+ * no hello. */
+static int roce_take(struct sv_link *l, int sock, const struct sv_hello *h,
+		     int *fds, int nfds, const void *body, uint32_t my_qpn,
+		     uint32_t expect)
+{
+	(void)l, (void)sock, (void)h, (void)fds, (void)nfds, (void)body;
+	(void)my_qpn, (void)expect;
+	return -EPROTO;
+}
+
+static int roce_step(struct sv_link *l, int got, uint32_t my_qpn,
+		     uint32_t expect, uint64_t now)
+{
+	(void)l, (void)got, (void)my_qpn, (void)expect, (void)now;
+	return 0;
+}
+
+/* Up from RTR: what came in, then what we owe. */
+static enum sv_link_state roce_run(struct sv_link *l, uint32_t peer_qpn,
+				   uint64_t ack_timeout_ns,
+				   uint64_t down_max_ns, uint64_t now)
+{
+	(void)peer_qpn, (void)ack_timeout_ns, (void)down_max_ns, (void)now;
+	if (sv_roce_of(l))
+		sv_roce_of(l)->more = false; /* the engine runs next */
+	sv_roce_read_in(l);
+	sv_roce_flush(l);
+	return SV_LINK_UP;
+}
+
+/* The requester gives up an RNR'd packet: the peer holds none of ours
+ * (IBA: an RNR-NAKed packet is dropped by its responder). */
+static bool roce_rnr_abort(struct sv_link *l)
+{
+	(void)l;
+	return true;
+}
+
+static uint64_t roce_next_ns(const struct sv_link *l, uint64_t now)
+{
+	const struct sv_roce *r = sv_roce_of(l);
+
+	if (r && r->held)
+		return now + SV_ROCE_RETRY_NS; /* room for it by then */
+	if (r && r->more)
+		return now; /* the engine fills what we emptied */
+	return r && r->retry_ns ? r->retry_ns : UINT64_MAX;
+}
+
+static void roce_run_begin(struct sv_link *l)
+{
+	if (sv_roce_of(l))
+		sv_roce_of(l)->defer = true;
+}
+
+static void roce_run_end(struct sv_link *l)
+{
+	struct sv_roce *r = sv_roce_of(l);
+
+	if (!r)
+		return;
+	r->defer = false;
+	if (r->held) /* the completer made room */
+		sv_roce_read_in(l);
+	sv_roce_flush(l);
+}
+
+/* Datagrams wait unread while the app drives the QP (it polls its
+ * memory for a write, say): the thread runs it. */
+static bool roce_stalled(struct sv_link *l)
+{
+	struct sv_roce *r = sv_roce_of(l);
+	bool moved;
+	int n = 0;
+
+	if (!r)
+		return false;
+	moved = r->reads != r->seen_reads;
+	r->seen_reads = r->reads;
+	return !moved && !ioctl(r->rx_fd, SIOCINQ, &n) && n > 0;
+}
+
+static void roce_close(struct sv_link *l, uint32_t my_qpn, bool bye)
+{
+	struct sv_roce *r = sv_roce_of(l);
+
+	(void)my_qpn;
+	if (!r)
+		return;
+	if (bye) { /* our last ACK: the peer's last send completes */
+		r->defer = false;
+		r->retry_ns = 0;
+		sv_roce_flush(l);
+	}
+	sv_progress_del(r->ctx, r->pfd);
+	free_roce(r);
+	l->priv.p = NULL;
+}
+
+const struct sv_link_ops sv_roce_link_ops = {
+	.name = "roce",
+	.lossy = true,
+	.msg_type = SV_MSG_ROCE,
+	.prepare = roce_prepare,
+	.take = roce_take,
+	.step = roce_step,
+	.run = roce_run,
+	.flush = sv_roce_flush,
+	.rnr_abort = roce_rnr_abort,
+	.next_ns = roce_next_ns,
+	.run_begin = roce_run_begin,
+	.run_end = roce_run_end,
+	.stalled = roce_stalled,
+	.close = roce_close,
+};

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The RoCEv2 transport's way in: every datagram on the link's socket is
+ * parsed as hostile (wire/roce.c: lengths, opcode, headers, pad, ICRC
+ * where it can be known), must be for our QP and of RC, and then becomes
+ *  - a request (SEND, WRITE, READ request, atomic): a one-PSN record in
+ *    our receive ring, which the responder checks in PSN order;
+ *  - a read answer or atomic ACK: a record in our response ring, then, as
+ *    it acknowledges every request before it (IBA 9.7.5.1.2), the peer's
+ *    ACK word;
+ *  - an ACK or NAK: the peer's ACK word (ring.h), which the completer
+ *    judges.
+ * What cannot be taken is dropped and counted by reason (softverbs-stat):
+ * the peer resends it, as for a packet lost on the wire.  A duplicate
+ * request is acknowledged again here (rxe retransmits on a quiet link
+ * too): the ACK word did not change, so the responder would not.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "roce_priv.h"
+
+/* Counts a datagram dropped for reason v. */
+static void drop(struct sv_roce *r, enum sv_roce_verdict v)
+{
+	switch (v) {
+	case SV_ROCE_SHORT:
+		roce_count(r, roce_drop_short);
+		break;
+	case SV_ROCE_TVER:
+		roce_count(r, roce_drop_tver);
+		break;
+	case SV_ROCE_OPCODE:
+		roce_count(r, roce_drop_opcode);
+		break;
+	case SV_ROCE_TRUNC:
+		roce_count(r, roce_drop_trunc);
+		break;
+	case SV_ROCE_PAD:
+		roce_count(r, roce_drop_pad);
+		break;
+	case SV_ROCE_LEN:
+		roce_count(r, roce_drop_len);
+		break;
+	case SV_ROCE_ICRC_BAD:
+		roce_count(r, roce_drop_icrc);
+		break;
+	case SV_ROCE_QPT:
+		roce_count(r, roce_drop_qpt);
+		break;
+	default:
+		roce_count(r, roce_drop_seg);
+		break;
+	}
+}
+
+/* A record of h and its extension and payload in ring g; false when
+ * there is no room. */
+static bool put_record(struct sv_ring *g, struct sv_pkt *h, const void *ext,
+		       uint32_t ext_len, const uint8_t *data)
+{
+	int err = 0;
+	struct sv_pkt *p =
+		sv_ring_reserve(g, sizeof(*h) + ext_len + h->len, &err);
+
+	if (!p)
+		return false;
+	if (ext_len)
+		memcpy(p + 1, ext, ext_len);
+	if (h->len)
+		memcpy((uint8_t *)(p + 1) + ext_len, data, h->len);
+	h->rec_len = g->last_rec;
+	memcpy(p, h, offsetof(struct sv_pkt, seq));
+	sv_ring_publish(g, p);
+	return true;
+}
+
+/* The peer's ACK word from an AETH: ours to judge (comp.c).  A NAK's
+ * word is new each time (its seq), so a repeated one is seen. */
+static void take_aeth(struct sv_link *l, uint32_t psn, uint8_t aeth)
+{
+	struct sv_roce *r = sv_roce_of(l);
+	uint64_t w;
+
+	switch (aeth >> 5) {
+	case 0: /* ACK */
+		w = sv_ack_word(psn, SV_ACK, 0, 0);
+		break;
+	case 1: /* RNR NAK, its timer */
+		w = sv_ack_word(psn, SV_NAK_RNR, aeth & 0x1f, ++r->nak_seq);
+		break;
+	case 3: /* NAK */
+		if ((aeth & 0x1f) > 4)
+			return; /* reserved codes: ignored (IBA 9.7.5.2.1) */
+		w = sv_ack_word(psn,
+				(aeth & 0x1f) == 0   ? SV_NAK_SEQ
+				: (aeth & 0x1f) == 1 ? SV_NAK_INV_REQ
+				: (aeth & 0x1f) == 2 ? SV_NAK_REM_ACCESS
+						     : SV_NAK_REM_OP,
+				0, ++r->nak_seq);
+		break;
+	default:
+		return;
+	}
+	atomic_store_explicit(&l->tx.hdr->ack, w, memory_order_release);
+}
+
+/* A read answer or atomic ACK; false if our response ring is full: the
+ * datagram waits (sv_roce_read_in), as the completer always makes room
+ * and answers to 16 reads outstanding overflow it (dropped, they were
+ * all asked again, and overflowed again). */
+static bool take_response(struct sv_link *l, const struct sv_roce_pkt *p)
+{
+	struct sv_pkt h = {.psn = p->psn, .npsn = 1, .len = p->len};
+	struct sv_atomack k = {.orig = p->orig};
+	bool ok;
+
+	if (SV_IB_OPERATION(p->opcode) == SV_IB_ATOMIC_ACK) {
+		h.opcode = SV_OP_ATOMIC_RESP;
+		h.seg = SV_SEG_ONLY;
+		h.msg_len = 8;
+		ok = put_record(&l->rsp_rx, &h, &k, sizeof(k), NULL);
+	} else {
+		h.opcode = SV_OP_READ_RESP;
+		h.seg = (p->mask & SV_RH_FIRST ? SV_SEG_FIRST : 0) |
+			(p->mask & SV_RH_LAST ? SV_SEG_LAST : 0);
+		ok = put_record(&l->rsp_rx, &h, NULL, 0, p->payload);
+	}
+	if (!ok)
+		return false;
+	/* its AETH acknowledges what came before; a read's only once its
+	 * answer is whole (the completer takes the record first) */
+	if ((p->mask & SV_RH_AETH) && (p->mask & SV_RH_LAST) &&
+	    (p->syndrome >> 5) == 0)
+		take_aeth(l, p->psn, p->syndrome);
+	return true;
+}
+
+/* The record a request makes: its opcode, position, flags, extension. */
+static bool request_record(const struct sv_roce_pkt *p, uint32_t mtu,
+			   struct sv_pkt *h, uint8_t *ext, uint32_t *ext_len)
+{
+	uint8_t op = SV_IB_OPERATION(p->opcode);
+	bool first = p->mask & SV_RH_FIRST, last = p->mask & SV_RH_LAST;
+
+	*h = (struct sv_pkt){.psn = p->psn, .npsn = 1, .len = p->len};
+	*ext_len = 0;
+	h->seg = (first ? SV_SEG_FIRST : 0) | (last ? SV_SEG_LAST : 0);
+	if (p->mask & SV_RH_IMM) {
+		h->flags |= SV_PKT_IMM;
+		h->imm = p->imm_be;
+	}
+	if (p->se && last)
+		h->flags |= SV_PKT_SOLICITED;
+	if (op <= SV_IB_SEND_ONLY_IMM) {
+		h->opcode = SV_OP_SEND;
+		h->msg_len = p->len;
+		if (!(first && last)) /* SEND_FIRST says no length */
+			h->flags |= SV_PKT_OPEN_LEN;
+	} else if (op <= SV_IB_WRITE_ONLY_IMM) {
+		h->opcode = SV_OP_WRITE;
+		if (first) {
+			h->msg_len = p->reth.dma_len;
+			memcpy(ext, &p->reth, sizeof(p->reth));
+			*ext_len = sizeof(p->reth);
+		}
+	} else if (op == SV_IB_READ_REQ) {
+		h->opcode = SV_OP_READ_REQ;
+		h->msg_len = p->reth.dma_len;
+		h->npsn = sv_roce_npkts(p->reth.dma_len, mtu);
+		memcpy(ext, &p->reth, sizeof(p->reth));
+		*ext_len = sizeof(p->reth);
+	} else if (op == SV_IB_CMP_SWAP || op == SV_IB_FETCH_ADD) {
+		struct sv_atometh a = p->atomic;
+
+		a.rsvd = 0;
+		h->opcode =
+			op == SV_IB_CMP_SWAP ? SV_OP_CMP_SWAP : SV_OP_FETCH_ADD;
+		h->msg_len = 8;
+		memcpy(ext, &a, sizeof(a));
+		*ext_len = sizeof(a);
+	} else {
+		return false; /* SEND with invalidate: not ours yet */
+	}
+	return true;
+}
+
+/* A request: into our receive ring, PSN order the responder's. */
+static void take_request(struct sv_link *l, const struct sv_roce_pkt *p)
+{
+	struct sv_roce *r = sv_roce_of(l);
+	uint8_t ext[sizeof(struct sv_atometh)];
+	uint32_t ext_len;
+	uint64_t ack;
+	struct sv_pkt h;
+	int32_t d = sv_psn_diff(p->psn, r->epsn);
+
+	if (!request_record(p, r->mtu, &h, ext, &ext_len)) {
+		drop(r, SV_ROCE_OPCODE);
+		return;
+	}
+	ack = atomic_load_explicit(&l->rx.hdr->ack, memory_order_acquire);
+	if (SV_ACK_SYN(ack) == SV_NAK_RNR && SV_ACK_PSN(ack) == p->psn &&
+	    r->ack_sent_valid) {
+		/* the packet we RNR-NAKed, again: still no receive; the
+		 * responder holds the first copy */
+		sv_roce_send_ack(l, ack);
+		return;
+	}
+	if (d < 0 && (p->ack_req || (p->mask & SV_RH_LAST)) &&
+	    r->ack_sent_valid && SV_ACK_SYN(ack) == SV_ACK) {
+		/* a duplicate, as far as we saw: what the responder
+		 * acknowledged, again (its word did not change, so it would
+		 * not); the packet still goes to it, which judges its PSN
+		 * (one we saw may never have been taken: SOFTVERBS_FAULTS
+		 * drop), answers a read again and an atomic from its cache */
+		sv_roce_send_ack(l, ack);
+		roce_count(r, roce_reacks);
+	}
+	if (!put_record(&l->rx, &h, ext, ext_len, p->payload)) {
+		/* dropped: the peer resends (a held packet here could stall
+		 * its ACKs behind a receive the app never posts) */
+		roce_count(r, roce_drop_full);
+		return;
+	}
+	if (d == 0) {
+		r->epsn = sv_psn_add(r->epsn, h.npsn);
+		if (h.seg & SV_SEG_LAST)
+			r->msn = (r->msn + 1) & SV_PSN_MASK;
+	}
+}
+
+/* One datagram of n bytes in r->in; false: it waits there (a response
+ * without room). */
+static bool take(struct sv_link *l, size_t n)
+{
+	struct sv_roce *r = sv_roce_of(l);
+	struct sv_roce_pkt p;
+	enum sv_roce_verdict v;
+
+	/* the ICRC as our peer would have made it with IP ID 0: a peer
+	 * that does (softverbs) is verified on every packet from its first
+	 * that matched; one that does not (rxe: random IDs the socket does
+	 * not show) cannot be (roce.h) */
+	v = sv_roce_parse(r->in, n, &r->rip, &p);
+	if (v == SV_ROCE_ICRC_BAD && !r->icrc_strict) {
+		v = sv_roce_parse(r->in, n, NULL, &p);
+		if (!v)
+			roce_count(r, roce_icrc_unchecked);
+	} else if (!v) {
+		r->icrc_strict = true;
+	}
+	if (!v)
+		v = sv_roce_check_qpt(&p, IBV_QPT_RC);
+	if (!v)
+		v = sv_roce_check_seg(&p, r->mtu);
+	if (v) {
+		drop(r, v);
+		return true;
+	}
+	if (p.dqpn != r->my_qpn) {
+		roce_count(r, roce_drop_qpn);
+		return true;
+	}
+	if (p.mask & SV_RH_REQ)
+		take_request(l, &p);
+	else if (SV_IB_OPERATION(p.opcode) == SV_IB_ACK)
+		take_aeth(l, p.psn, p.syndrome);
+	else if (p.mask & SV_RH_RESP)
+		return take_response(l, &p);
+	else
+		drop(r, SV_ROCE_OPCODE); /* CNP: no congestion control */
+	return true;
+}
+
+void sv_roce_read_in(struct sv_link *l)
+{
+	struct sv_roce *r = sv_roce_of(l);
+
+	if (!r)
+		return;
+	if (r->held && !take(l, r->held))
+		return; /* still no room: the completer's next run */
+	r->held = 0;
+	for (int i = 0; i < SV_ROCE_RX_BATCH; i++) {
+		ssize_t n = recv(r->rx_fd, r->in, sizeof(r->in), MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) /* EAGAIN; ECONNREFUSED: an ICMP error, no data */
+			return;
+		r->reads++;
+		if (!take(l, (size_t)n)) {
+			r->held = (size_t)n;
+			return;
+		}
+	}
+}

@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The RoCEv2 transport's way out: each record our requester publishes in
+ * the tx ring, and our responder in rsp_tx, leaves as one packet per PSN
+ * of its train (IBA 9.7.7: FIRST / MIDDLE / LAST or ONLY at the path
+ * MTU), then is consumed: the engine resends from its WQEs what is lost.
+ * The responder's ACK word leaves as an ACK or NAK packet whenever it
+ * changed, once per flush: ACKs coalesce to the latest PSN (IBA
+ * 9.7.5.1.1).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "roce_priv.h"
+
+bool sv_roce_send(struct sv_roce *r, const struct sv_roce_pkt *p)
+{
+	int n = sv_roce_build(r->buf, sizeof(r->buf), p, &r->ip);
+	ssize_t s;
+
+	if (n < 0) { /* our own engine's record: never, but not a crash */
+		sv_dbg("qp %06x: roce: cannot build opcode %#x len %u\n",
+		       r->my_qpn, p->opcode, p->len);
+		return true;
+	}
+	s = sendto(r->tx_fd, r->buf, (size_t)n, MSG_DONTWAIT, &r->dst.sa,
+		   sv_sockaddr_len(&r->dst));
+	if (s < 0 && (errno == EAGAIN || errno == ENOBUFS || errno == EINTR)) {
+		r->retry_ns = sv_now_ns() + SV_ROCE_RETRY_NS;
+		return false;
+	}
+	if (s < 0) /* EMSGSIZE (a path MTU below the QP's), unreachable:
+		    * lost, as on a wire; the engine's timer resends */
+		sv_dbg("qp %06x: roce: send: %s\n", r->my_qpn, strerror(errno));
+	return true;
+}
+
+/* AETH syndrome (IBA 9.7.5.2.1) of an ACK word's. */
+static uint8_t aeth_of(uint64_t ack)
+{
+	switch (SV_ACK_SYN(ack)) {
+	case SV_ACK:
+		return 0x1f; /* ACK, credits not limited */
+	case SV_NAK_RNR:
+		return (uint8_t)(0x20 | (SV_ACK_TIMER(ack) & 0x1f));
+	case SV_NAK_SEQ:
+		return 0x60;
+	case SV_NAK_INV_REQ:
+		return 0x61;
+	case SV_NAK_REM_ACCESS:
+		return 0x62;
+	default:
+		return 0x63; /* remote operational error */
+	}
+}
+
+void sv_roce_send_ack(struct sv_link *l, uint64_t ack)
+{
+	struct sv_roce *r = sv_roce_of(l);
+	struct sv_roce_pkt p = {.opcode = SV_IB_RC | SV_IB_ACK,
+				.pkey = 0xffff,
+				.dqpn = r->peer_qpn,
+				.psn = SV_ACK_PSN(ack),
+				.syndrome = aeth_of(ack),
+				.msn = r->msn & SV_PSN_MASK};
+
+	sv_roce_send(r, &p);
+}
+
+/* The IBA opcode of packet (first, last) of a message of op. */
+static uint8_t ib_opcode(uint8_t op, bool first, bool last, bool imm)
+{
+	uint8_t base = op == SV_OP_WRITE       ? SV_IB_WRITE_FIRST
+		       : op == SV_OP_READ_RESP ? SV_IB_READ_RESP_FIRST
+					       : SV_IB_SEND_FIRST;
+
+	if (op == SV_OP_READ_RESP)
+		return first && last ? SV_IB_READ_RESP_ONLY
+		       : first	     ? base
+		       : last	     ? base + 2
+				     : base + 1;
+	if (first && last)
+		return (uint8_t)(base + 4 + imm);
+	if (first)
+		return base;
+	return last ? (uint8_t)(base + 2 + imm) : (uint8_t)(base + 1);
+}
+
+/* The packets of a one-PSN request or answer: a read request, an atomic
+ * or its answer.  false: the socket is full. */
+static bool put_single(struct sv_roce *r, const struct sv_pkt *h,
+		       const uint8_t *ext)
+{
+	struct sv_roce_pkt p = {.pkey = 0xffff,
+				.dqpn = r->peer_qpn,
+				.psn = h->psn,
+				.ack_req = true};
+	struct sv_atometh a;
+	struct sv_atomack k;
+
+	switch (h->opcode) {
+	case SV_OP_READ_REQ:
+		p.opcode = SV_IB_RC | SV_IB_READ_REQ;
+		memcpy(&p.reth, ext, sizeof(p.reth));
+		break;
+	case SV_OP_CMP_SWAP:
+	case SV_OP_FETCH_ADD:
+		p.opcode = SV_IB_RC |
+			   (h->opcode == SV_OP_CMP_SWAP ? SV_IB_CMP_SWAP
+							: SV_IB_FETCH_ADD);
+		memcpy(&a, ext, sizeof(a));
+		p.atomic = a;
+		break;
+	default: /* SV_OP_ATOMIC_RESP */
+		memcpy(&k, ext, sizeof(k));
+		p.opcode = SV_IB_RC | SV_IB_ATOMIC_ACK;
+		p.ack_req = false;
+		p.syndrome = 0x1f;
+		p.msn = r->msn & SV_PSN_MASK;
+		p.orig = k.orig;
+		break;
+	}
+	return sv_roce_send(r, &p);
+}
+
+/* The packets of a train (sends, writes, read answers) from packet
+ * *done on: true when all went (*done back to 0). */
+static bool put_train(struct sv_roce *r, const struct sv_pkt *h,
+		      const uint8_t *body, uint32_t *done)
+{
+	const struct sv_opcode_info *o = sv_opcode(h->opcode);
+	uint32_t ext = sv_ext_len(o, h->seg), mtu = r->mtu;
+	const uint8_t *data = body + ext;
+	bool imm = h->flags & SV_PKT_IMM;
+
+	if (h->npsn == 0 || (uint64_t)h->len > (uint64_t)h->npsn * mtu ||
+	    (h->npsn > 1 && h->len <= (h->npsn - 1) * mtu))
+		return true; /* not one we can cut: none of ours */
+	for (uint32_t j = *done; j < h->npsn; j++) {
+		bool first = (h->seg & SV_SEG_FIRST) && j == 0;
+		bool last = (h->seg & SV_SEG_LAST) && j == h->npsn - 1;
+		uint32_t off = j * mtu;
+		struct sv_roce_pkt p = {
+			.opcode =
+				(uint8_t)(SV_IB_RC | ib_opcode(h->opcode, first,
+							       last, imm)),
+			.pkey = 0xffff,
+			.dqpn = r->peer_qpn,
+			.psn = sv_psn_add(h->psn, j),
+			.payload = data + off,
+			.len = h->len - off < mtu ? h->len - off : mtu,
+		};
+
+		if (h->opcode == SV_OP_READ_RESP) {
+			p.syndrome = 0x1f; /* AETH on FIRST, LAST, ONLY */
+			p.msn = r->msn & SV_PSN_MASK;
+		} else {
+			p.ack_req = j == h->npsn - 1;
+			p.se = last && (h->flags & SV_PKT_SOLICITED);
+			p.imm_be = h->imm;
+		}
+		if (first && h->opcode == SV_OP_WRITE)
+			memcpy(&p.reth, body, sizeof(p.reth));
+		if (!sv_roce_send(r, &p)) {
+			*done = j;
+			return false;
+		}
+	}
+	*done = 0;
+	return true;
+}
+
+/* Sends the records of ring g from its head while the socket takes
+ * them; each is consumed once all its packets went. */
+static void put_ring(struct sv_link *l, struct sv_ring *g, uint32_t *done)
+{
+	struct sv_roce *r = sv_roce_of(l);
+	const uint8_t *body;
+	struct sv_pkt h;
+	int got;
+
+	while ((got = sv_ring_peek(g, &h, &body)) > 0) {
+		bool sent;
+
+		if (h.flags & (SV_PKT_XRC | SV_PKT_PLACED) ||
+		    !sv_opcode(h.opcode) || h.opcode == SV_OP_WRITE_NOTE)
+			sent = true; /* nothing we speak: not ours to make */
+		else if (h.opcode == SV_OP_SEND || h.opcode == SV_OP_WRITE ||
+			 h.opcode == SV_OP_READ_RESP)
+			sent = put_train(r, &h, body, done);
+		else
+			sent = put_single(r, &h, body);
+		if (!sent)
+			return;
+		sv_ring_consume(g);
+		/* room freed: the engine may have more to put there (a
+		 * read's answer longer than the ring), with no arrival to
+		 * run it: the loop looks again at once (next_ns) */
+		r->more = true;
+	}
+	if (got < 0)
+		sv_dbg("qp %06x: roce: bad record in our own ring\n",
+		       r->my_qpn);
+}
+
+void sv_roce_flush(struct sv_link *l)
+{
+	struct sv_roce *r = sv_roce_of(l);
+	uint64_t ack;
+
+	if (!r || r->defer)
+		return;
+	if (r->retry_ns && sv_now_ns() < r->retry_ns)
+		return;
+	r->retry_ns = 0;
+	/* the ACK first: it frees the peer's requester soonest */
+	ack = atomic_load_explicit(&l->rx.hdr->ack, memory_order_acquire);
+	if (SV_ACK_SYN(ack) <= SV_NAK_REM_OP &&
+	    (!r->ack_sent_valid || ack != r->ack_sent)) {
+		sv_roce_send_ack(l, ack);
+		r->ack_sent = ack;
+		r->ack_sent_valid = true;
+	}
+	put_ring(l, &l->rsp_tx, &r->rsp_done);
+	if (!r->retry_ns)
+		put_ring(l, &l->tx, &r->tx_done);
+}

@@ -1,0 +1,149 @@
+#!/bin/sh
+# Issue 26: softverbs to softverbs over the RoCEv2 transport
+# (SOFTVERBS_TRANSPORT=roce) across network namespaces (tests/netns/
+# setup.sh's three on a bridge): Debian's unmodified ibv_rc_pingpong with
+# its bytes checked (-c) at one byte, a size with pad and several
+# packets, one MTU's worth of packets, 64 KiB and 1 MiB (trains of 16
+# packets, and more than the receive ring); perftest's RDMA write, read
+# and atomics, whose answers are RoCE responses; then with packets lost
+# and RNR NAKs made up (SOFTVERBS_FAULTS).  Path MTU 1024 (the
+# veth's 1500 bytes cannot carry 4096-byte packets: IP_PMTUDISC_DO).
+# Then the capture: every UDP 4791 packet of a pingpong and of a read and
+# an atomic run, both ways, parsed by the codec with its ICRC checked
+# against the IP and UDP headers as captured (we send IP ID 0, so every
+# one can be), and decoded by tshark as InfiniBand, none malformed.
+#
+# usage: netns_roce.sh BUILD_DIR
+# Needs root and ip(8): otherwise it says why and exits 77 (skipped).
+set -u
+build=$1
+# shellcheck disable=SC2034 # setup.sh runs programs with it
+run="$build/bin/softverbs-run"
+tag="svr$$"
+failed=0
+log=$(mktemp -d)
+export SOFTVERBS_TRANSPORT=roce
+
+# shellcheck source=tests/netns/setup.sh disable=SC2154
+. "$(dirname "$0")/../netns/setup.sh"
+command -v ibv_rc_pingpong >/dev/null ||
+	skip "needs ibv_rc_pingpong (ibverbs-utils)"
+
+A=10.77.0.1
+SV="-d softverbs0"
+for s in 1 1025 4096 65536; do
+	pair "rc_pingpong_$s" 60 "iters in" a b \
+		ibv_rc_pingpong $SV -g "$ga" -p @P -s $s -n 200 -c -- \
+		ibv_rc_pingpong $SV -g "$gb" -p @P -s $s -n 200 -c $A
+done
+pair rc_pingpong_1MiB 120 "iters in" b c \
+	ibv_rc_pingpong $SV -g "$gb" -p @P -s 1048576 -n 20 -c -- \
+	ibv_rc_pingpong $SV -g "$gc" -p @P -s 1048576 -n 20 -c 10.77.0.2
+if command -v ib_write_bw >/dev/null; then
+	P="-m 1024"
+	pair ib_write_bw 90 "^ 65536 " a c \
+		ib_write_bw $SV -x "$ga" $P -p @P -s 65536 -n 200 -- \
+		ib_write_bw $SV -x "$gc" $P -p @P -s 65536 -n 200 $A
+	pair ib_read_bw_1MiB 120 "^ 1048576 " a b \
+		ib_read_bw $SV -x "$ga" $P -p @P -s 1048576 -n 20 -- \
+		ib_read_bw $SV -x "$gb" $P -p @P -s 1048576 -n 20 $A
+	pair ib_read_lat 90 "^ 2048 " b a \
+		ib_read_lat $SV -x "$gb" $P -p @P -s 2048 -n 200 -- \
+		ib_read_lat $SV -x "$ga" $P -p @P -s 2048 -n 200 10.77.0.2
+	pair ib_atomic_lat 90 "^ 8 " a b \
+		ib_atomic_lat $SV -x "$ga" $P -p @P -n 200 -- \
+		ib_atomic_lat $SV -x "$gb" $P -p @P -n 200 $A
+else
+	echo "note: no perftest: its rows skipped"
+fi
+
+# Loss (SOFTVERBS_FAULTS drop, both sides: each drops 1% of what it
+# receives; a 16-packet message then goes whole 85% of the time, so
+# retry_cnt 7 timeouts in a row, RETRY_EXC_ERR, are rare even under ASan): NAK-seq, the ACK timer and duplicates, the engine's over
+# RoCE; and RNR NAKs made up, answered by resends after the timer.
+# (not under ASan: there a responder that dropped a packet was seen to
+# answer none of its resends for the whole retry budget; unexplained yet,
+# see docs/roce.md "Not yet")
+if [ -n "${SV_ASAN_RUNTIME:-}" ]; then
+	echo "note: the loss rows skipped under ASan (docs/roce.md)"
+else
+export SOFTVERBS_FAULTS=drop=0.01,seed=3
+pair rc_pingpong_drop 120 "iters in" a b \
+	ibv_rc_pingpong $SV -g "$ga" -p @P -s 16384 -n 100 -c -- \
+	ibv_rc_pingpong $SV -g "$gb" -p @P -s 16384 -n 100 -c $A
+if command -v ib_read_lat >/dev/null; then
+	pair ib_read_lat_drop 120 "^ 4096 " b c \
+		ib_read_lat $SV -x "$gb" -m 1024 -p @P -s 4096 -n 200 -- \
+		ib_read_lat $SV -x "$gc" -m 1024 -p @P -s 4096 -n 200 10.77.0.2
+fi
+export SOFTVERBS_FAULTS=rnr=0.1,seed=2
+pair rc_pingpong_rnr 120 "iters in" a c \
+	ibv_rc_pingpong $SV -g "$ga" -p @P -s 3000 -n 100 -c -- \
+	ibv_rc_pingpong $SV -g "$gc" -p @P -s 3000 -n 100 -c $A
+unset SOFTVERBS_FAULTS
+fi
+
+# The capture: on a's veth, while a pingpong, a read and an atomic run.
+if command -v tshark >/dev/null; then
+	cap=$log/roce.pcap
+	ip netns exec "$tag-a" tshark -i "${tag}a" -f "udp port 4791" \
+		-F pcap -w "$cap" >"$log/cap.log" 2>&1 &
+	cpid=$!
+	t=0
+	until grep -q Capturing "$log/cap.log"; do
+		t=$((t + 1))
+		[ $t -lt 300 ] || { echo "FAIL tshark: $(cat "$log/cap.log")"; exit 1; }
+		sleep 0.1 # polling its log, under the deadline above
+	done
+	pair cap_rc_pingpong 60 "iters in" a b \
+		ibv_rc_pingpong $SV -g "$ga" -p @P -s 3001 -n 20 -c -- \
+		ibv_rc_pingpong $SV -g "$gb" -p @P -s 3001 -n 20 -c $A
+	if command -v ib_read_lat >/dev/null; then
+		pair cap_ib_read_lat 60 "^ 2050 " a b \
+			ib_read_lat $SV -x "$ga" -m 1024 -p @P -s 2050 -n 20 -- \
+			ib_read_lat $SV -x "$gb" -m 1024 -p @P -s 2050 -n 20 $A
+		pair cap_ib_atomic_lat 60 "^ 8 " a b \
+			ib_atomic_lat $SV -x "$ga" -m 1024 -p @P -n 20 -- \
+			ib_atomic_lat $SV -x "$gb" -m 1024 -p @P -n 20 $A
+	fi
+	sleep 1 # the last packets into the file; then the capture ends
+	kill -INT $(pgrep -P "$cpid") 2>/dev/null
+	wait "$cpid"
+	"$build/tests/roce_gen" parse "$cap" >"$log/verdicts" ||
+		{ echo "FAIL roce_gen parse"; failed=1; }
+	n=$(wc -l <"$log/verdicts")
+	bad=$(grep -vc '^ok ' "$log/verdicts")
+	ops=$(awk '{print $2}' "$log/verdicts" | sort -u | tr '\n' ' ')
+	if [ "$n" -lt 80 ] || [ "$bad" != 0 ]; then
+		echo "FAIL capture: $n packets, $bad refused:"
+		sort "$log/verdicts" | awk '{print $1}' | uniq -c
+		failed=1
+	else
+		echo "ok   capture: $n packets, every ICRC checked; opcodes $ops"
+	fi
+	# the payloads are test bytes: tshark's guesses of what they carry
+	# (RPC over RDMA, EoIB...) off, as roce_wire.py does
+	guess=$(tshark -G heuristic-decodes 2>/dev/null | awk -F'\t' '
+		$1 == "infiniband.payload" && $2 == "ethertype" { print "--disable-heuristic eth_over_ib"; next }
+		$1 == "infiniband.payload" { print "--disable-protocol " $2 }')
+	# shellcheck disable=SC2086
+	# (UDP checksums unchecked: a veth leaves them to an offload that
+	# never runs, so a capture shows what the stack left in them)
+	tshark -n -r "$cap" $guess -o ip.check_checksum:TRUE -T fields -E separator=\| \
+		-e infiniband.bth.opcode -e _ws.malformed \
+		-e _ws.expert.severity -e _ws.expert.message >"$log/ts" 2>&1
+	tn=$(grep -c '^[0-9]' "$log/ts")
+	# expert severity: 6291456 a warning, 8388608 an error
+	tbad=$(awk -F'|' '/^[0-9]/ && ($2 != "" || $3 >= 6291456)' "$log/ts" | wc -l)
+	if [ "$tn" != "$n" ] || [ "$tbad" != 0 ]; then
+		echo "FAIL tshark: $tn of $n packets decoded as InfiniBand, $tbad bad"
+		head -5 "$log/ts"
+		failed=1
+	else
+		echo "ok   tshark: all $tn packets RoCE, none malformed"
+	fi
+else
+	echo "note: no tshark: the capture check skipped"
+fi
+[ $failed = 0 ] && echo "PASS"
+exit $failed
