@@ -453,8 +453,6 @@ static void exec_local(struct sv_qp *qp, struct sv_swqe *w)
 	w->done = w->direct = true;
 }
 
-/* IBA 10.8.3.3: a fenced WQE waits for the reads and atomics before it;
- * and no more reads/atomics in flight than max_rd_atomic (0 as 1). */
 /* A lossy link (RoCE): the answers to the reads outstanding and to w
  * must fit our response ring, or one read at a time: what overflows the
  * receiver is lost, every read is asked again, and overflows again. */
@@ -473,6 +471,8 @@ static bool reads_overflow(const struct sv_qp *qp, const struct sv_swqe *w)
 	return bytes > qp->link.rsp_rx.size / 2;
 }
 
+/* IBA 10.8.3.3: a fenced WQE waits for the reads and atomics before it;
+ * and no more reads/atomics in flight than max_rd_atomic (0 as 1). */
 static bool must_wait(const struct sv_qp *qp, const struct sv_swqe *w)
 {
 	uint32_t max = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
