@@ -278,7 +278,10 @@ int sv_dereg_mr(struct ibv_mr *ibmr)
 		pthread_mutex_unlock(&ctx->mr_lock);
 		return EINVAL;
 	}
-	mr->pd = NULL; /* lookups fail from now on */
+	/* lookups fail from now on; atomic: the progress threads load it
+	 * with no lock (core/mr.c) */
+	atomic_store_explicit((_Atomic(struct sv_pd *) *)&mr->pd, NULL,
+			      memory_order_relaxed);
 	/* the slot is free; the MR, reused for another key (never freed),
 	 * still fails a lookup of this one that loaded it before */
 	atomic_store_explicit((_Atomic(struct sv_mr *) *)&ctx->mrs[mr->index],
@@ -349,7 +352,9 @@ int sv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr,
 		return IBV_REREG_MR_ERR_CMD;
 	}
 	sv_rmem_dereg(ctx, mr);
-	mr->pd = NULL; /* local lookups fail while it changes */
+	/* local lookups fail while it changes */
+	atomic_store_explicit((_Atomic(struct sv_pd *) *)&mr->pd, NULL,
+			      memory_order_relaxed);
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
 		mr->addr = addr;
 		mr->iova = (uintptr_t)addr;
