@@ -187,6 +187,12 @@ int sv_close_device(struct ibv_context *c)
 		ctx->mr_free = mr->next_free;
 		free(mr);
 	}
+	while (ctx->mr_limbo) {
+		struct sv_mr *mr = ctx->mr_limbo;
+
+		ctx->mr_limbo = mr->next_free;
+		free(mr);
+	}
 	munmap(ctx->mrs, SV_MR_TABLE_BYTES);
 	pthread_rwlock_destroy(&ctx->qp_lock);
 	pthread_mutex_destroy(&ctx->mr_lock);
