@@ -156,9 +156,9 @@ struct sv_context {
 	struct sv_mr **mrs;	   /* slot = sv_mr_slot(key); never moves */
 	uint32_t nmrs;		   /* slots taken (live or being set up) */
 	uint32_t mr_cap;
-	struct sv_mr *mr_free;	  /* type-stable: MRs are reused */
-	struct sv_mr *mr_limbo;	  /* deregistered, not reusable until the
-				   * progress thread took mr_grace (mr.c) */
+	struct sv_mr *mr_free;	/* type-stable: MRs are reused */
+	struct sv_mr *mr_limbo; /* deregistered, not reusable until the
+				 * progress thread took mr_grace (mr.c) */
 	struct sv_async mr_grace;
 	uint32_t mr_rand[64];	  /* getrandom's words for keys (mr.c) */
 	uint32_t mr_nrand;	  /* of them not used yet */
