@@ -661,3 +661,75 @@ SV_TEST(cq_ex_wallclock_timestamp)
 	ASSERT_OK(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)));
 	sv_end_close(&e);
 }
+
+/* send_ops_flags: what each QP type takes, and what no type does. */
+SV_TEST(qp_ex_send_ops_by_type)
+{
+	static const uint64_t all =
+		IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+		IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+		IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+		IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_BIND_MW |
+		IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV;
+	static const struct {
+		enum ibv_qp_type type;
+		uint64_t ops;
+		int err; /* 0: created */
+	} rows[] = {
+		{IBV_QPT_RC, all, 0},
+		{IBV_QPT_RC, IBV_QP_EX_WITH_ATOMIC_WRITE, EOPNOTSUPP},
+		{IBV_QPT_RC, IBV_QP_EX_WITH_TSO, EOPNOTSUPP},
+		{IBV_QPT_RC, 1ull << 40, EOPNOTSUPP},
+		{IBV_QPT_UC, IBV_QP_EX_WITH_RDMA_WRITE, 0},
+		{IBV_QPT_UC, IBV_QP_EX_WITH_RDMA_READ, EOPNOTSUPP},
+		{IBV_QPT_UC, IBV_QP_EX_WITH_SEND_WITH_INV, EOPNOTSUPP},
+		{IBV_QPT_UD, IBV_QP_EX_WITH_SEND_WITH_IMM, 0},
+		{IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE, EOPNOTSUPP},
+	};
+	struct sv_end e;
+	struct ibv_cq *cq;
+
+	memset(&e, 0, sizeof(e));
+	sv_end_open_ctx(&e);
+	cq = ibv_create_cq(e.ctx, 8, NULL, NULL, 0);
+	ASSERT_NOT_NULL(cq);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct ibv_qp_init_attr_ex a = {
+			.send_cq = cq,
+			.recv_cq = cq,
+			.qp_type = rows[i].type,
+			.cap = {.max_send_wr = 4,
+				.max_recv_wr = 4,
+				.max_send_sge = 1,
+				.max_recv_sge = 1},
+			.comp_mask = IBV_QP_INIT_ATTR_PD |
+				     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+			.pd = e.pd,
+			.send_ops_flags = rows[i].ops,
+		};
+		struct ibv_qp *qp;
+		struct ibv_qp_ex *qx;
+
+		errno = 0;
+		qp = ibv_create_qp_ex(e.ctx, &a);
+		if (rows[i].err) {
+			ASSERT_NULL(qp);
+			ASSERT_EQ(rows[i].err, errno);
+			continue;
+		}
+		ASSERT_NOT_NULL(qp);
+		qx = ibv_qp_to_qp_ex(qp);
+		/* a builder for each flag asked, none for the others */
+		ASSERT_EQ(!!(rows[i].ops & IBV_QP_EX_WITH_SEND),
+			  qx->wr_send != NULL);
+		ASSERT_EQ(!!(rows[i].ops & IBV_QP_EX_WITH_RDMA_READ),
+			  qx->wr_rdma_read != NULL);
+		ASSERT_EQ(!!(rows[i].ops & IBV_QP_EX_WITH_SEND_WITH_INV),
+			  qx->wr_send_inv != NULL);
+		ASSERT_EQ(rows[i].type == IBV_QPT_UD,
+			  qx->wr_set_ud_addr != NULL);
+		ASSERT_OK(ibv_destroy_qp(qp));
+	}
+	ASSERT_OK(ibv_destroy_cq(cq));
+	sv_end_close(&e);
+}
