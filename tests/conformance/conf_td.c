@@ -49,7 +49,9 @@ static void *acct_alloc(struct ibv_pd *pd, void *ctx, size_t size, size_t align,
 		return NULL;
 	if (a->limited && a->budget-- <= 0)
 		return NULL;
-	p = aligned_alloc(align * 2, ((size + 2 * align) / align) * align);
+	/* room for size + align (the misaligned mode's shift), a multiple
+	 * of the alignment as aligned_alloc wants */
+	p = aligned_alloc(align * 2, (size / align + 2) * 2 * align);
 	if (!p)
 		return NULL;
 	/* dirty: the provider must not trust anything but its own zeroing
