@@ -314,6 +314,11 @@ SV_TEST(cq_ex_parent_domain_and_flags)
 	errno = 0;
 	ASSERT_NULL(ibv_create_cq_ex(e.ctx, &ca));
 	ASSERT_EQ(EOPNOTSUPP, errno);
+	/* and overrun is always reported (IBV_EVENT_CQ_ERR), never ignored */
+	ca.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+	errno = 0;
+	ASSERT_NULL(ibv_create_cq_ex(e.ctx, &ca));
+	ASSERT_EQ(EOPNOTSUPP, errno);
 	/* a completion field we cannot fill */
 	ca.flags = 0;
 	ca.wc_flags = IBV_WC_EX_WITH_FLOW_TAG;
@@ -321,6 +326,23 @@ SV_TEST(cq_ex_parent_domain_and_flags)
 	ASSERT_NULL(ibv_create_cq_ex(e.ctx, &ca));
 	ASSERT_EQ(EOPNOTSUPP, errno);
 
+	/* no CQ moderation: max_cq_moderation_count 0, ibv_modify_cq
+	 * EOPNOTSUPP */
+	{
+		struct ibv_device_attr_ex dx;
+		struct ibv_modify_cq_attr mc = {
+			.attr_mask = IBV_CQ_ATTR_MODERATE,
+			.moderate = {.cq_count = 4, .cq_period = 10},
+		};
+		struct ibv_cq *cq = ibv_create_cq(e.ctx, 4, NULL, NULL, 0);
+
+		ASSERT_NOT_NULL(cq);
+		ASSERT_OK(ibv_query_device_ex(e.ctx, NULL, &dx));
+		ASSERT_EQ(0, dx.cq_mod_caps.max_cq_count);
+		ASSERT_EQ(0, dx.cq_mod_caps.max_cq_period);
+		ASSERT_EQ(EOPNOTSUPP, ibv_modify_cq(cq, &mc));
+		ASSERT_OK(ibv_destroy_cq(cq));
+	}
 	ASSERT_OK(ibv_dealloc_pd(p_other));
 	ASSERT_OK(ibv_dealloc_pd(p));
 	sv_end_close(&other);
