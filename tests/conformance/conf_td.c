@@ -757,3 +757,63 @@ SV_TEST(qp_ex_send_ops_by_type)
 	ASSERT_OK(ibv_destroy_cq(cq));
 	sv_end_close(&e);
 }
+
+/* ibv_create_qp_ex on a parent domain with send_ops_flags: the builder
+ * posts, and the MR on the PD inside serves it. */
+SV_TEST(parent_domain_qp_ex_builder)
+{
+	struct acct acc = {.mode = A_ALLOC};
+	struct sv_end a, b;
+	struct ibv_pd *p;
+	struct ibv_qp_ex *qx;
+	struct ibv_qp_init_attr_ex ia = {
+		.qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = 8,
+			.max_recv_wr = 8,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+		.comp_mask =
+			IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND,
+	};
+
+	memset(&a, 0, sizeof(a));
+	a.o = sv_end_opts_default();
+	sv_end_open_ctx(&a);
+	p = pdom_alloc(&a, NULL, &acc);
+	ASSERT_NOT_NULL(p);
+	a.scq = a.rcq = ibv_create_cq(a.ctx, 16, NULL, NULL, 0);
+	ASSERT_NOT_NULL(a.scq);
+	ia.send_cq = ia.recv_cq = a.scq;
+	ia.pd = p;
+	a.qp = ibv_create_qp_ex(a.ctx, &ia);
+	ASSERT_NOT_NULL(a.qp);
+	ASSERT_TRUE(a.qp->pd == p);
+	ASSERT_EQ(5, acc.allocs[1]); /* with inline room: SGEs' 16 bytes */
+	a.buf = calloc(1, a.o.buf_len);
+	ASSERT_NOT_NULL(a.buf);
+	a.mr = ibv_reg_mr(a.pd, a.buf, a.o.buf_len, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(a.mr);
+	sv_end_open(&b, NULL);
+	b.o.psn = 0x2468;
+	sv_end_connect(&a, b.qp->qp_num, b.o.psn);
+	sv_end_connect(&b, a.qp->qp_num, a.o.psn);
+	ASSERT_OK(sv_end_recv(&b, 1, 0, 256));
+	sv_fill(a.buf, 200, 9);
+	qx = ibv_qp_to_qp_ex(a.qp);
+	ibv_wr_start(qx);
+	qx->wr_id = 77;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(qx);
+	ibv_wr_set_sge(qx, a.mr->lkey, (uintptr_t)a.buf, 200);
+	ASSERT_OK(ibv_wr_complete(qx));
+	EXPECT_WC(b.rcq, IBV_WC_SUCCESS, 1);
+	EXPECT_WC(a.scq, IBV_WC_SUCCESS, 77);
+	ASSERT_EQ(-1, sv_check(b.buf, 200, 9));
+	ASSERT_OK(ibv_destroy_qp(a.qp));
+	a.qp = NULL;
+	ASSERT_EQ(0, acc.live);
+	ASSERT_OK(ibv_dealloc_pd(p));
+	sv_end_close(&a);
+	sv_end_close(&b);
+}
