@@ -50,6 +50,9 @@ static void set_ops(struct sv_context *ctx)
 	ctx->vctx.open_xrcd = sv_open_xrcd;
 	ctx->vctx.close_xrcd = sv_close_xrcd;
 	ctx->vctx.open_qp = sv_open_qp;
+	ctx->vctx.alloc_td = sv_alloc_td;
+	ctx->vctx.dealloc_td = sv_dealloc_td;
+	ctx->vctx.alloc_parent_domain = sv_alloc_parent_domain;
 }
 
 /*
@@ -236,8 +239,10 @@ struct ibv_pd *sv_alloc_pd(struct ibv_context *c)
 
 int sv_dealloc_pd(struct ibv_pd *ibpd)
 {
-	struct sv_pd *pd = to_spd(ibpd);
+	struct sv_pd *pd = container_of(ibpd, struct sv_pd, ibv);
 
+	if (pd->inner) /* a parent domain (domain.c) */
+		return sv_dealloc_parent_domain(sv_pdom_of(ibpd));
 	/* acquire: the users' last accesses happen before the free */
 	if (atomic_load_explicit(&pd->users, memory_order_acquire))
 		return EBUSY;
