@@ -50,6 +50,7 @@ static void set_ops(struct sv_context *ctx)
 	ctx->vctx.open_xrcd = sv_open_xrcd;
 	ctx->vctx.close_xrcd = sv_close_xrcd;
 	ctx->vctx.open_qp = sv_open_qp;
+	ctx->vctx.advise_mr = sv_advise_mr;
 }
 
 /*

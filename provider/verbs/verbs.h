@@ -90,6 +90,24 @@ void sv_xsrq_recv_run(struct sv_srq *srq);
 void sv_xrc_qp_add(struct sv_qp *qp);
 void sv_xrc_qp_del(struct sv_qp *qp);
 
+/* ib_access_writable(): access that lets anyone write the memory. */
+#define SV_ACCESS_WRITES                                    \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
+
+/* On-demand paging (odp.c).  Implicit ODP: one MR over all memory. */
+static inline bool sv_odp_implicit(const void *addr, size_t length)
+{
+	return !addr && length == SIZE_MAX;
+}
+/* What registration of an ODP MR refuses: 0 or -EINVAL. */
+int sv_odp_check_reg(const void *addr, size_t length, uint64_t iova);
+/* An implicit MR's span for the engine (odp.c): all but page 0. */
+void sv_odp_implicit_span(struct sv_mr *mr);
+void sv_odp_fill_caps(struct ibv_odp_caps *c);
+int sv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		 uint32_t flags, struct ibv_sge *sg, uint32_t num_sge);
+
 /* Data path entry points, installed in context ops. */
 int sv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad);
