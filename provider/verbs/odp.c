@@ -34,7 +34,10 @@
  * What the kernel's ODP registration refuses (the flags are checked by
  * the caller): implicit ODP is exactly addr NULL, length SIZE_MAX, iova
  * 0 (mlx5: another iova is EINVAL); an explicit range must not be empty
- * or wrap and fits max_mr_size.  The range's mappings are not looked at.
+ * or wrap and fits max_mr_size.  The range's mappings are not looked at,
+ * but for page 0 (vm.mmap_min_addr), which is never mapped: EFAULT, as a
+ * pinned registration (the kernel takes it; every access would fault,
+ * and the engine would form a NULL pointer).
  */
 int sv_odp_check_reg(const void *addr, size_t length, uint64_t iova)
 {
@@ -44,16 +47,20 @@ int sv_odp_check_reg(const void *addr, size_t length, uint64_t iova)
 		return -EINVAL;
 	if (length > SV_MAX_MR_SIZE)
 		return -EINVAL;
+	if ((uintptr_t)addr < (uintptr_t)sysconf(_SC_PAGESIZE))
+		return -EFAULT;
 	return 0;
 }
 
 /*
  * Where an implicit MR reaches, as the engine sees it (mr->addr, iova,
- * length; its ibv_mr keeps NULL and SIZE_MAX): from the second page up,
- * not from 0.  The page holding NULL is never mapped (vm.mmap_min_addr),
- * so an access there would fault anyway; refusing it as out of bounds
- * gives the same completion and keeps the engine from making a NULL
- * pointer (memcpy to it is undefined behaviour, UBSan's nonnull).
+ * length; its ibv_mr keeps NULL and SIZE_MAX): [second page, 2^63), not
+ * all 64 bits.  The page holding NULL is never mapped (vm.mmap_min_addr)
+ * and the upper half is the kernel's, so an access there would fault
+ * anyway; refusing it as out of bounds gives the same completion and
+ * keeps the engine's pointer arithmetic defined (no NULL pointer for
+ * memcpy, UBSan's nonnull; no offset past PTRDIFF_MAX from mr->addr,
+ * UBSan's pointer-overflow).
  */
 void sv_odp_implicit_span(struct sv_mr *mr)
 {
@@ -61,7 +68,7 @@ void sv_odp_implicit_span(struct sv_mr *mr)
 
 	mr->addr = (uint8_t *)(uintptr_t)floor;
 	mr->iova = floor;
-	mr->length = SIZE_MAX - floor;
+	mr->length = (UINT64_C(1) << 63) - floor;
 }
 
 /*

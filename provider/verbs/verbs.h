@@ -102,7 +102,7 @@ static inline bool sv_odp_implicit(const void *addr, size_t length)
 }
 /* What registration of an ODP MR refuses: 0 or -EINVAL. */
 int sv_odp_check_reg(const void *addr, size_t length, uint64_t iova);
-/* An implicit MR's span for the engine (odp.c): all but page 0. */
+/* An implicit MR's span for the engine (odp.c): [page 1, 2^63). */
 void sv_odp_implicit_span(struct sv_mr *mr);
 void sv_odp_fill_caps(struct ibv_odp_caps *c);
 int sv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,

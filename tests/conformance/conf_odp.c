@@ -41,13 +41,27 @@ static void odp_pair(struct sv_pair *p, int access)
 	sv_pair_open(p, &o, &o);
 }
 
-/* n pages of fresh anonymous memory between two PROT_NONE pages, so an
- * unmapped hole stays a hole; never touched here. */
+/*
+ * n pages of fresh anonymous memory between two PROT_NONE pages, never
+ * touched here, low in the address space (from 1 GiB up: under the
+ * program, the heap and every mapping the kernel places top-down, in
+ * ASan's and TSan's application range), so a hole a test makes in it
+ * stays a hole: a 64 KiB hole near the other mappings was taken by the
+ * next small mmap of another thread (TCP transport under ASan).
+ */
 static uint8_t *region(size_t n)
 {
-	uint8_t *p = mmap(NULL, (n + 2) * PAGE, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	static uintptr_t next = (uintptr_t)1 << 30;
+	size_t len = (n + 2) * PAGE;
+	uint8_t *p = MAP_FAILED;
 
+	for (int i = 0; i < 64 && p == MAP_FAILED; i++) {
+		p = mmap((void *)next, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+				 MAP_FIXED_NOREPLACE,
+			 -1, 0);
+		next += (len + (1 << 20)) & ~(uintptr_t)((1 << 20) - 1);
+	}
 	ASSERT_TRUE(p != MAP_FAILED);
 	ASSERT_OK(mprotect(p, PAGE, PROT_NONE));
 	ASSERT_OK(mprotect(p + (n + 1) * PAGE, PAGE, PROT_NONE));
@@ -181,26 +195,28 @@ SV_TEST(odp_device_caps)
 SV_TEST(odp_reg_checks)
 {
 	struct ibv_device_attr da;
-	uint8_t *r = region(3);
+	uint8_t *r = region(18);
 	struct ibv_mr *mr;
 	struct sv_end e;
 
 	memset(&e, 0, sizeof(e));
 	sv_end_open_ctx(&e);
 	ASSERT_OK(ibv_query_device(e.ctx, &da));
-	ASSERT_OK(munmap(r + PAGE, PAGE)); /* a hole */
-	ASSERT_OK(mprotect(r + 2 * PAGE, PAGE, PROT_READ));
-	errno = 0;
-	ASSERT_NULL(ibv_reg_mr(e.pd, r + PAGE, PAGE, REMOTE_ALL));
-	ASSERT_EQ(EFAULT, errno);
-	mr = ibv_reg_mr(e.pd, r + PAGE, PAGE, ODP_ALL);
-	ASSERT_NOT_NULL(mr);
-	ASSERT_TRUE(mr->addr == r + PAGE && mr->length == PAGE);
-	ASSERT_OK(ibv_dereg_mr(mr));
+	/* a hole of 16 pages: no small mapping of another thread's (ASan's)
+	 * lands on its second page meanwhile */
+	ASSERT_OK(munmap(r + PAGE, 16 * PAGE));
+	ASSERT_OK(mprotect(r + 17 * PAGE, PAGE, PROT_READ));
 	errno = 0;
 	ASSERT_NULL(ibv_reg_mr(e.pd, r + 2 * PAGE, PAGE, REMOTE_ALL));
 	ASSERT_EQ(EFAULT, errno);
 	mr = ibv_reg_mr(e.pd, r + 2 * PAGE, PAGE, ODP_ALL);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_TRUE(mr->addr == r + 2 * PAGE && mr->length == PAGE);
+	ASSERT_OK(ibv_dereg_mr(mr));
+	errno = 0;
+	ASSERT_NULL(ibv_reg_mr(e.pd, r + 17 * PAGE, PAGE, REMOTE_ALL));
+	ASSERT_EQ(EFAULT, errno);
+	mr = ibv_reg_mr(e.pd, r + 17 * PAGE, PAGE, ODP_ALL);
 	ASSERT_NOT_NULL(mr);
 	ASSERT_OK(ibv_dereg_mr(mr));
 
@@ -215,6 +231,9 @@ SV_TEST(odp_reg_checks)
 	errno = 0;
 	ASSERT_NULL(ibv_reg_mr(e.pd, r, da.max_mr_size + 1, ODP_ALL));
 	ASSERT_EQ(EINVAL, errno);
+	errno = 0; /* page 0 is never mapped: refused as a pinned one */
+	ASSERT_NULL(ibv_reg_mr(e.pd, NULL, PAGE, ODP_ALL));
+	ASSERT_EQ(EFAULT, errno);
 	errno = 0; /* IBA 10.6.3.1: remote write needs local write */
 	ASSERT_NULL(ibv_reg_mr(e.pd, r, PAGE,
 			       IBV_ACCESS_ON_DEMAND | IBV_ACCESS_REMOTE_WRITE));
@@ -233,7 +252,7 @@ SV_TEST(odp_reg_checks)
 	ASSERT_NULL(ibv_reg_mr_iova(e.pd, NULL, SIZE_MAX, PAGE, ODP_ALL));
 	ASSERT_EQ(EINVAL, errno);
 	sv_end_close(&e);
-	region_free(r, 3);
+	region_free(r, 18);
 }
 
 /* ibv_rereg_mr of ODP MRs: a new range that is a hole is fine; an
@@ -248,11 +267,11 @@ SV_TEST(odp_rereg)
 	sv_end_open_ctx(&e);
 	mr = ibv_reg_mr(e.pd, r, PAGE, ODP_ALL);
 	ASSERT_NOT_NULL(mr);
-	ASSERT_OK(munmap(r + PAGE, PAGE));
+	ASSERT_OK(mprotect(r + PAGE, PAGE, PROT_NONE));
 	ASSERT_OK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
 			       r + PAGE, PAGE, 0));
 	ASSERT_TRUE(mr->addr == r + PAGE);
-	errno = 0; /* no longer ODP: then the hole is refused */
+	errno = 0; /* no longer ODP: then PROT_NONE is refused */
 	ASSERT_EQ(IBV_REREG_MR_ERR_CMD,
 		  ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 			       REMOTE_ALL));
@@ -357,15 +376,15 @@ SV_TEST(odp_remap_served_new_contents)
  * at the initiator, nothing at the target, never a signal. */
 static void unmapped_target_case(enum ibv_wr_opcode op, enum ibv_wc_status want)
 {
-	uint8_t *r = region(4);
+	uint8_t *r = region(16);
 	struct ibv_mr *mr;
 	struct sv_pair p;
 	int rc;
 
 	odp_pair(&p, ODP_ALL);
-	mr = ibv_reg_mr(p.b.pd, r, 4 * PAGE, ODP_ALL);
+	mr = ibv_reg_mr(p.b.pd, r, 16 * PAGE, ODP_ALL);
 	ASSERT_NOT_NULL(mr);
-	ASSERT_OK(munmap(r, 4 * PAGE));
+	ASSERT_OK(munmap(r, 16 * PAGE)); /* 16 pages: it stays a hole */
 	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD)
 		rc = post_atomic(&p.a, 1, op, p.a.buf, p.a.mr->lkey,
 				 (uintptr_t)(r + PAGE), mr->rkey, 1, 0);
@@ -379,7 +398,7 @@ static void unmapped_target_case(enum ibv_wr_opcode op, enum ibv_wc_status want)
 	sv_pair_close(&p);
 	/* the guards around it are still ours to unmap */
 	ASSERT_OK(munmap(r - PAGE, PAGE));
-	ASSERT_OK(munmap(r + 4 * PAGE, PAGE));
+	ASSERT_OK(munmap(r + 16 * PAGE, PAGE));
 }
 
 SV_TEST(odp_unmapped_under_mr_remote)
@@ -394,14 +413,14 @@ SV_TEST(odp_unmapped_under_mr_remote)
  * the local protection error the guard gives pinned MRs. */
 SV_TEST(odp_unmapped_under_mr_local)
 {
-	uint8_t *r = region(4);
+	uint8_t *r = region(32);
 	struct ibv_mr *mr;
 	struct sv_pair p;
 
 	odp_pair(&p, ODP_ALL);
-	mr = ibv_reg_mr(p.a.pd, r, 2 * PAGE, ODP_ALL);
+	mr = ibv_reg_mr(p.a.pd, r, 16 * PAGE, ODP_ALL);
 	ASSERT_NOT_NULL(mr);
-	ASSERT_OK(munmap(r, 2 * PAGE));
+	ASSERT_OK(munmap(r, 16 * PAGE)); /* a hole that stays one */
 	ASSERT_OK(sv_end_recv(&p.b, 1, 0, 2 * PAGE));
 	ASSERT_OK(post_send_sge(&p.a, 2, r, 2 * PAGE, mr->lkey));
 	EXPECT_WC(p.a.scq, IBV_WC_LOC_PROT_ERR, 2);
@@ -409,17 +428,17 @@ SV_TEST(odp_unmapped_under_mr_local)
 	sv_pair_close(&p);
 
 	odp_pair(&p, ODP_ALL);
-	mr = ibv_reg_mr(p.b.pd, r + 2 * PAGE, 2 * PAGE, ODP_ALL);
+	mr = ibv_reg_mr(p.b.pd, r + 16 * PAGE, 16 * PAGE, ODP_ALL);
 	ASSERT_NOT_NULL(mr);
-	ASSERT_OK(munmap(r + 2 * PAGE, 2 * PAGE));
-	ASSERT_OK(post_recv_sge(&p.b, 3, r + 2 * PAGE, 2 * PAGE, mr->lkey));
+	ASSERT_OK(munmap(r + 16 * PAGE, 16 * PAGE));
+	ASSERT_OK(post_recv_sge(&p.b, 3, r + 16 * PAGE, 2 * PAGE, mr->lkey));
 	ASSERT_OK(sv_end_send(&p.a, 4, 0, 1000, IBV_SEND_SIGNALED));
 	EXPECT_WC(p.b.rcq, IBV_WC_LOC_PROT_ERR, 3);
 	EXPECT_WC(p.a.scq, IBV_WC_REM_OP_ERR, 4);
 	ASSERT_OK(ibv_dereg_mr(mr));
 	sv_pair_close(&p);
 	ASSERT_OK(munmap(r - PAGE, PAGE));
-	ASSERT_OK(munmap(r + 4 * PAGE, PAGE));
+	ASSERT_OK(munmap(r + 32 * PAGE, PAGE));
 }
 
 /* --- the data path on ODP MRs ------------------------------------------- */
@@ -723,12 +742,16 @@ SV_TEST(odp_implicit_bounds)
 	implicit_bad_case(IBV_WR_RDMA_WRITE, PROT_NONE, IBV_WC_REM_ACCESS_ERR);
 }
 
-/* Page 0 and a range past the top of user space: refused by the fault,
- * not by arithmetic (the implicit MR covers every address). */
+/* Page 0, the top of user space, non-canonical and kernel addresses: an
+ * error completion, never a signal (the implicit MR covers them all). */
 SV_TEST(odp_implicit_unmapped_addresses)
 {
-	static const uint64_t at[] = {0, 16, 0x800000000000ull - PAGE,
-				      0xffff800000000000ull};
+	static const uint64_t at[] = {0,
+				      16,
+				      0x800000000000ull - PAGE,
+				      0x7ffffffffffff000ull,
+				      0xffff800000000000ull,
+				      0xfffffffffffff000ull};
 
 	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
 		struct ibv_mr *ib;
@@ -857,7 +880,7 @@ SV_TEST(odp_advise_mr_errors)
 	ASSERT_OK(ibv_advise_mr(e.pd, PF, F, &sg, 1)); /* reading is fine */
 	/* memory that cannot be faulted in: EFAULT when synchronous */
 	ASSERT_OK(mprotect(r, PAGE, PROT_READ));
-	ASSERT_OK(munmap(r + 2 * PAGE, PAGE));
+	ASSERT_OK(mprotect(r + 2 * PAGE, PAGE, PROT_NONE));
 	sg = (struct ibv_sge){(uintptr_t)r, PAGE, mr->lkey};
 	ASSERT_OK(ibv_advise_mr(e.pd, PF, F, &sg, 1));
 	ASSERT_EQ(EFAULT, ibv_advise_mr(e.pd, PW, F, &sg, 1));
@@ -876,6 +899,6 @@ SV_TEST(odp_advise_mr_errors)
 	ASSERT_OK(ibv_dealloc_pd(pd2));
 	sv_end_close(&e);
 	ASSERT_OK(mprotect(r, PAGE, PROT_READ | PROT_WRITE));
-	region_free(r, 4); /* munmap of a range with a hole: fine */
+	region_free(r, 4);
 	region_free(r2, 1);
 }
