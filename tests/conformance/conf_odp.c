@@ -255,8 +255,58 @@ SV_TEST(odp_reg_checks)
 	region_free(r, 18);
 }
 
-/* ibv_rereg_mr of ODP MRs: a new range that is a hole is fine; an
- * implicit MR that would stop being ODP is refused, and still works. */
+/* Backed by a context's arena (rmem.c moved it): /proc/self/maps. */
+static bool on_arena(const void *addr)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[1024];
+	bool on = false;
+
+	ASSERT_NOT_NULL(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 &&
+		    (uintptr_t)addr >= lo && (uintptr_t)addr < hi) {
+			on = strstr(line, "/memfd:softverbs-arena") != NULL;
+			break;
+		}
+	}
+	fclose(f);
+	return on;
+}
+
+/* A pinned MR made ODP by ibv_rereg_mr leaves the arena (over shared
+ * memory it was moved there), and the other way round. */
+SV_TEST(odp_rereg_to_and_from_odp)
+{
+	uint8_t *r = region(4);
+	struct ibv_mr *mr;
+	struct sv_end e;
+
+	memset(&e, 0, sizeof(e));
+	sv_end_open_ctx(&e);
+	memset(r, 0x3c, 4 * PAGE);
+	mr = ibv_reg_mr(e.pd, r, 4 * PAGE, REMOTE_ALL);
+	ASSERT_NOT_NULL(mr);
+	if (!sv_test_tcp())
+		ASSERT_TRUE(on_arena(r));
+	ASSERT_OK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			       ODP_ALL));
+	ASSERT_FALSE(on_arena(r));
+	ASSERT_ALL(r, 4 * PAGE, 0x3c);
+	ASSERT_OK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			       REMOTE_ALL));
+	if (!sv_test_tcp())
+		ASSERT_TRUE(on_arena(r));
+	ASSERT_ALL(r, 4 * PAGE, 0x3c);
+	ASSERT_OK(ibv_dereg_mr(mr));
+	sv_end_close(&e);
+	region_free(r, 4);
+}
+
+/* ibv_rereg_mr of ODP MRs: a new range that is not accessible is fine;
+ * an implicit MR that would stop being ODP is refused. */
 SV_TEST(odp_rereg)
 {
 	uint8_t *r = region(2);
