@@ -530,7 +530,10 @@ void sv_rmem_reg(struct sv_context *ctx, struct sv_mr *mr)
 	pthread_mutex_lock(&rm->lock);
 	mr->rseg = NULL;
 	mr->arena_off = SV_RMEM_NOT_REBACKED;
-	if ((mr->access & sv_rmem_shared_access()) && !rmem_make(rm))
+	/* an ODP MR stays where it is: its pages are whatever the address
+	 * space holds when the responder copies (verbs/odp.c) */
+	if ((mr->access & sv_rmem_shared_access()) && !rmem_make(rm) &&
+	    !(mr->access & IBV_ACCESS_ON_DEMAND))
 		attach(rm, mr);
 	/* before the table exists no MR has remote access (it is made at
 	 * the first that has), so none is missing from it */

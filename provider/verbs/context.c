@@ -53,6 +53,7 @@ static void set_ops(struct sv_context *ctx)
 	ctx->vctx.alloc_td = sv_alloc_td;
 	ctx->vctx.dealloc_td = sv_dealloc_td;
 	ctx->vctx.alloc_parent_domain = sv_alloc_parent_domain;
+	ctx->vctx.advise_mr = sv_advise_mr;
 }
 
 /*

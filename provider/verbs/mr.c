@@ -8,9 +8,9 @@
  * (IBV_FORK_UNNEEDED, device.c).  MR structures are type-stable (reused, never
  * freed before the context) so the engine may look a key up without a lock
  * while another thread deregisters: a stale key then simply fails the lookup.
- * Memory with remote access is moved onto the context's arena, and every
- * MR is published in its key table, so a peer on this host reaches it
- * with no help from us (rmem.c).
+ * Memory with remote access is moved onto the context's arena (an ODP
+ * MR's never: odp.c), and every MR is published in its key table, so a
+ * peer on this host reaches it with no help from us (rmem.c).
  *
  * Keys cannot be guessed (issue 24): an rkey is all an RDMA WRITE from the
  * network needs besides the QP, so every key is 31 bits from getrandom
@@ -51,17 +51,13 @@
 #include "objects.h"
 #include "progress.h"
 #include "rmem.h"
+#include "verbs.h"
 
 #define SV_ACCESS_KNOWN                                                      \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                  \
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                 \
 	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | \
 	 IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING)
-
-/* ib_access_writable(): access that lets anyone write the memory. */
-#define SV_ACCESS_WRITES                                    \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
-	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
 
 /*
  * The kernel pins a range at registration, for writing when the access
@@ -103,17 +99,21 @@ static int check_range(const void *addr, size_t len, bool write)
 	return err;
 }
 
-/* What the kernel would refuse, as -errno. */
-static int check_reg(const void *addr, size_t length, unsigned int access)
+/* What the kernel would refuse, as -errno.  An ODP MR's memory is not
+ * looked at (odp.c). */
+static int check_reg(const void *addr, size_t length, uint64_t iova,
+		     unsigned int access)
 {
 	if (access & ~(unsigned int)SV_ACCESS_KNOWN)
 		return -EINVAL;
-	if (access & (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_ZERO_BASED))
+	if (access & IBV_ACCESS_ZERO_BASED)
 		return -EOPNOTSUPP;
 	/* IBA 10.6.3.1: remote write or atomic needs local write */
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & IBV_ACCESS_LOCAL_WRITE))
 		return -EINVAL;
+	if (access & IBV_ACCESS_ON_DEMAND)
+		return sv_odp_check_reg(addr, length, iova);
 	/* ib_umem_get(): an empty or wrapping range is invalid */
 	if (!length || (uintptr_t)addr + length < (uintptr_t)addr)
 		return -EINVAL;
@@ -203,7 +203,7 @@ struct ibv_mr *sv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length,
 	int err;
 
 	access = mask_optional(access);
-	err = check_reg(addr, length, access);
+	err = check_reg(addr, length, iova, access);
 	if (err) {
 		errno = -err;
 		return NULL;
@@ -220,6 +220,8 @@ struct ibv_mr *sv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length,
 	mr->iova = iova;
 	mr->length = length;
 	mr->access = (int)access;
+	if ((access & IBV_ACCESS_ON_DEMAND) && sv_odp_implicit(addr, length))
+		sv_odp_implicit_span(mr);
 	mr->ibv.context = ibpd->context;
 	mr->ibv.pd = ibpd;
 	mr->ibv.addr = addr;
@@ -386,6 +388,7 @@ int sv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr,
 	struct sv_context *ctx;
 	struct sv_pd *old, *pd;
 	unsigned int acc;
+	uint64_t iova;
 	int err;
 
 	if (rereg_bad_input(ibmr, flags, ibpd, addr, length, access)) {
@@ -401,14 +404,17 @@ int sv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr,
 		errno = EINVAL;
 		return IBV_REREG_MR_ERR_INPUT;
 	}
+	iova = (uintptr_t)addr;
 	if (!(flags & IBV_REREG_MR_CHANGE_TRANSLATION)) {
-		addr = mr->addr;
-		length = mr->length;
+		/* as registered (an implicit MR's engine span differs) */
+		addr = mr->ibv.addr;
+		length = mr->ibv.length;
+		iova = sv_odp_implicit(addr, length) ? 0 : mr->iova;
 	}
 	acc = flags & IBV_REREG_MR_CHANGE_ACCESS ? mask_optional(access)
 						 : (unsigned int)mr->access;
 	pd = flags & IBV_REREG_MR_CHANGE_PD ? to_spd(ibpd) : old;
-	err = check_reg(addr, length, acc);
+	err = check_reg(addr, length, iova, acc);
 	if (err) {
 		pthread_mutex_unlock(&ctx->mr_lock);
 		errno = -err;

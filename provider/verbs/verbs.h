@@ -141,6 +141,23 @@ void sv_pd_drop(struct ibv_pd *pd);
 void *sv_dom_alloc(struct ibv_pd *pd, size_t n, size_t size, uint64_t type,
 		   bool *custom);
 void sv_dom_free(struct ibv_pd *pd, void *p, uint64_t type, bool custom);
+/* ib_access_writable(): access that lets anyone write the memory. */
+#define SV_ACCESS_WRITES                                    \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
+
+/* On-demand paging (odp.c).  Implicit ODP: one MR over all memory. */
+static inline bool sv_odp_implicit(const void *addr, size_t length)
+{
+	return !addr && length == SIZE_MAX;
+}
+/* What registration of an ODP MR refuses: 0 or -EINVAL. */
+int sv_odp_check_reg(const void *addr, size_t length, uint64_t iova);
+/* An implicit MR's span for the engine (odp.c): [page 1, 2^63). */
+void sv_odp_implicit_span(struct sv_mr *mr);
+void sv_odp_fill_caps(struct ibv_odp_caps *c);
+int sv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		 uint32_t flags, struct ibv_sge *sg, uint32_t num_sge);
 
 /* Data path entry points, installed in context ops. */
 int sv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,

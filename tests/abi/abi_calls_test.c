@@ -200,6 +200,67 @@ SV_TEST(mw_inline_ops_land_in_provider)
 
 /* Old binaries reach the 1.0 symbols: they fail, they do not crash. */
 /*
+ * ibv_advise_mr has no exported symbol either: a verbs.h inline that
+ * finds verbs_context.advise_mr through verbs_get_ctx_op (the context's
+ * sz must reach it, else the inline answers EOPNOTSUPP itself).  Through
+ * the dlopen'd library: the op is there, and the inline's answers are
+ * the provider's (an ODP MR prefetched, a pinned one ENOENT, bad flags
+ * EINVAL, an unknown advice EOPNOTSUPP from the provider).
+ */
+SV_TEST(advise_mr_inline_lands_in_provider)
+{
+	void *h = lib();
+	struct ibv_device **(*get_list)(int *) = sym(h, "ibv_get_device_list");
+	void (*free_list)(struct ibv_device **) =
+		sym(h, "ibv_free_device_list");
+	struct ibv_context *(*open_dev)(struct ibv_device *) =
+		sym(h, "ibv_open_device");
+	int (*close_dev)(struct ibv_context *) = sym(h, "ibv_close_device");
+	struct ibv_pd *(*alloc_pd)(struct ibv_context *) =
+		sym(h, "ibv_alloc_pd");
+	int (*dealloc_pd)(struct ibv_pd *) = sym(h, "ibv_dealloc_pd");
+	struct ibv_mr *(*reg_mr)(struct ibv_pd *, void *, size_t, int) =
+		sym(h, "ibv_reg_mr");
+	int (*dereg_mr)(struct ibv_mr *) = sym(h, "ibv_dereg_mr");
+	static uint8_t buf[8192] __attribute__((aligned(4096)));
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct ibv_mr *odp, *pinned;
+	struct ibv_sge sg;
+	struct ibv_pd *pd;
+	int n = 0;
+
+	list = get_list(&n);
+	ASSERT_NOT_NULL(list);
+	ASSERT_GE(n, 1);
+	ctx = open_dev(list[0]);
+	ASSERT_NOT_NULL(ctx);
+	ASSERT_NOT_NULL(verbs_get_ctx_op(ctx, advise_mr));
+	pd = alloc_pd(ctx);
+	ASSERT_NOT_NULL(pd);
+	odp = reg_mr(pd, buf, 4096,
+		     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+	pinned = reg_mr(pd, buf + 4096, 4096, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_TRUE(odp && pinned);
+	sg = (struct ibv_sge){(uintptr_t)buf, 4096, odp->lkey};
+	ASSERT_EQ(0, ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+				   IBV_ADVISE_MR_FLAG_FLUSH, &sg, 1));
+	ASSERT_EQ(EINVAL,
+		  ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 2, &sg, 1));
+	ASSERT_EQ(EOPNOTSUPP,
+		  ibv_advise_mr(pd, (enum ibv_advise_mr_advice)9, 0, &sg, 1));
+	sg = (struct ibv_sge){(uintptr_t)buf + 4096, 4096, pinned->lkey};
+	ASSERT_EQ(ENOENT, ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH,
+					IBV_ADVISE_MR_FLAG_FLUSH, &sg, 1));
+	ASSERT_EQ(0, dereg_mr(odp));
+	ASSERT_EQ(0, dereg_mr(pinned));
+	ASSERT_EQ(0, dealloc_pd(pd));
+	ASSERT_EQ(0, close_dev(ctx));
+	free_list(list);
+	dlclose(h);
+}
+
+/*
  * Thread and parent domains have no exported symbol either: ibv_alloc_td,
  * ibv_dealloc_td and ibv_alloc_parent_domain are verbs.h inlines that
  * find their op in struct verbs_context (checked against vctx->sz); the
