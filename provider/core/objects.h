@@ -59,6 +59,9 @@
 #define SV_MAX_MR      (1 << 17)    /* MR table slots; max_mr is one less */
 #define SV_MAX_MR_SIZE (1ull << 40) /* bytes in one MR */
 #define SV_MAX_MW      (1 << 12)    /* window slots; max_mw is one less */
+/* Device memory (verbs/dm.c): max_dm_size, and what a context's DMs may
+ * hold in all; ConnectX-6's on-chip memory (MEMIC) is as big */
+#define SV_MAX_DM_SIZE (256u << 10)
 #define SV_MAX_SRQ     (1 << 14)    /* srq.c enforces the SRQ limits */
 #define SV_MAX_SRQ_WR  16384
 #define SV_MAX_AH      (1 << 16) /* ah.c enforces it (ENOMEM) */
@@ -88,6 +91,7 @@ struct sv_rpeer;
 struct sv_qp;
 struct sv_rmem;
 struct sv_rseg;
+struct sv_dm;
 struct sv_mcast;
 struct sv_mcast_grp;
 struct sv_ud_door;
@@ -200,6 +204,10 @@ struct sv_context {
 	uint32_t nmws;
 	struct sv_mw *mw_free;
 	struct sv_mw *mws[SV_MAX_MW];
+	/* device memory (verbs/dm.c), under mr_lock: the live DMs, and
+	 * their bytes against SV_MAX_DM_SIZE */
+	struct sv_dm *dms;
+	uint64_t dm_bytes;
 };
 
 static inline struct sv_context *to_sctx(struct ibv_context *c)
@@ -244,6 +252,8 @@ struct sv_mr {
 	 * if not re-backed) and the arena offset of its first byte */
 	struct sv_rseg *rseg;
 	uint64_t arena_off;
+	struct sv_dm *dm; /* the device memory it is on (verbs/dm.c), or
+			   * NULL: its MR count drops at deregistration */
 };
 
 /* The MR table's slot of a key (mr.c's head comment says why the low

@@ -50,6 +50,9 @@ static void set_ops(struct sv_context *ctx)
 	ctx->vctx.open_xrcd = sv_open_xrcd;
 	ctx->vctx.close_xrcd = sv_close_xrcd;
 	ctx->vctx.open_qp = sv_open_qp;
+	ctx->vctx.alloc_dm = sv_alloc_dm;
+	ctx->vctx.free_dm = sv_free_dm;
+	ctx->vctx.reg_dm_mr = sv_reg_dm_mr;
 }
 
 /*
@@ -178,6 +181,7 @@ int sv_close_device(struct ibv_context *c)
 	cmd_fd_close(ctx);
 	sv_rmem_fini(ctx);   /* MRs left registered: their memory is private */
 	sv_mw_free_all(ctx); /* windows, as MRs below */
+	sv_dm_free_all(ctx); /* device memory left allocated */
 	/* MRs left registered, in their slots; the rest on the free list */
 	for (uint32_t i = 0; ctx->nmrs && i < SV_MAX_MR; i++)
 		free(ctx->mrs[i]);

@@ -50,6 +50,7 @@
 #include "guard.h"
 #include "objects.h"
 #include "rmem.h"
+#include "verbs.h"
 
 #define SV_ACCESS_KNOWN                                                      \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                  \
@@ -192,8 +193,14 @@ static struct sv_mr *mr_alloc(struct sv_context *ctx, uint32_t *key, int *err)
 	return mr;
 }
 
-struct ibv_mr *sv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length,
-			       uint64_t iova, unsigned int access)
+/*
+ * The MR over [addr, addr+length), named by iova, set up and published
+ * (the arguments checked by the caller); on device memory if dm.  NULL
+ * and errno on failure.
+ */
+struct ibv_mr *sv_mr_publish(struct ibv_pd *ibpd, void *addr, size_t length,
+			     uint64_t iova, unsigned int access,
+			     struct sv_dm *dm)
 {
 	struct sv_context *ctx = to_sctx(ibpd->context);
 	struct sv_pd *pd = to_spd(ibpd);
@@ -201,12 +208,6 @@ struct ibv_mr *sv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length,
 	uint32_t key;
 	int err;
 
-	access = mask_optional(access);
-	err = check_reg(addr, length, access);
-	if (err) {
-		errno = -err;
-		return NULL;
-	}
 	mr = mr_alloc(ctx, &key, &err);
 	if (!mr) {
 		errno = -err;
@@ -219,6 +220,7 @@ struct ibv_mr *sv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length,
 	mr->iova = iova;
 	mr->length = length;
 	mr->access = (int)access;
+	mr->dm = dm;
 	mr->ibv.context = ibpd->context;
 	mr->ibv.pd = ibpd;
 	mr->ibv.addr = addr;
@@ -235,6 +237,20 @@ struct ibv_mr *sv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length,
 	/* re-backed and published for peers; never fails */
 	sv_rmem_reg(ctx, mr);
 	return &mr->ibv;
+}
+
+struct ibv_mr *sv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length,
+			       uint64_t iova, unsigned int access)
+{
+	int err;
+
+	access = mask_optional(access);
+	err = check_reg(addr, length, access);
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	return sv_mr_publish(ibpd, addr, length, iova, access, NULL);
 }
 
 /*
@@ -267,6 +283,7 @@ int sv_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct sv_mr *mr = container_of(ibmr, struct sv_mr, ibv);
 	struct sv_context *ctx = to_sctx(ibmr->context);
+	struct sv_dm *dm;
 	struct sv_pd *pd;
 
 	withdraw_receives(ctx, mr);
@@ -287,10 +304,14 @@ int sv_dereg_mr(struct ibv_mr *ibmr)
 	atomic_store_explicit((_Atomic(struct sv_mr *) *)&ctx->mrs[mr->index],
 			      NULL, memory_order_release);
 	ctx->nmrs--;
+	dm = mr->dm;
+	mr->dm = NULL;
 	mr->next_free = ctx->mr_free;
 	ctx->mr_free = mr;
 	pthread_mutex_unlock(&ctx->mr_lock);
 	sv_pd_put(pd);
+	if (dm)
+		sv_dm_mr_gone(dm);
 	return 0;
 }
 
@@ -337,6 +358,11 @@ int sv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr,
 		pthread_mutex_unlock(&ctx->mr_lock);
 		errno = EINVAL;
 		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (mr->dm) { /* as uverbs' rereg: not an MR on device memory */
+		pthread_mutex_unlock(&ctx->mr_lock);
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_CMD;
 	}
 	if (!(flags & IBV_REREG_MR_CHANGE_TRANSLATION)) {
 		addr = mr->addr;

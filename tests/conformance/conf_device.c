@@ -125,7 +125,7 @@ SV_TEST(device_attrs_ex_consistent)
 	ASSERT_EQ(1000000, ax.hca_core_clock);
 	ASSERT_EQ(~0ull, ax.completion_timestamp_mask);
 	ASSERT_EQ(1, ax.phys_port_cnt_ex);
-	/* no ODP, TSO, RSS, WQs, pacing, raw packets, TM, moderation, DM */
+	/* no ODP, TSO, RSS, WQs, pacing, raw packets, TM, moderation */
 	ASSERT_EQ(0, ax.odp_caps.general_caps);
 	ASSERT_EQ(0, ax.odp_caps.per_transport_caps.rc_odp_caps);
 	ASSERT_EQ(0, ax.odp_caps.per_transport_caps.uc_odp_caps);
@@ -141,7 +141,7 @@ SV_TEST(device_attrs_ex_consistent)
 	ASSERT_EQ(0, ax.raw_packet_caps);
 	ASSERT_EQ(0, ax.tm_caps.max_num_tags);
 	ASSERT_EQ(0, ax.cq_mod_caps.max_cq_count);
-	ASSERT_EQ(0, ax.max_dm_size);
+	ASSERT_EQ(256 << 10, ax.max_dm_size); /* device memory (conf_dm.c) */
 	ASSERT_EQ(0, ax.pci_atomic_caps.fetch_add);
 	ASSERT_EQ(0, ax.pci_atomic_caps.swap);
 	ASSERT_EQ(0, ax.pci_atomic_caps.compare_swap);
