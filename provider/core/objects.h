@@ -59,9 +59,6 @@
 #define SV_MAX_MR      (1 << 17)    /* MR table slots; max_mr is one less */
 #define SV_MAX_MR_SIZE (1ull << 40) /* bytes in one MR */
 #define SV_MAX_MW      (1 << 12)    /* window slots; max_mw is one less */
-/* Device memory (verbs/dm.c): max_dm_size, and what a context's DMs may
- * hold in all; ConnectX-6's on-chip memory (MEMIC) is as big */
-#define SV_MAX_DM_SIZE (256u << 10)
 #define SV_MAX_SRQ     (1 << 14)    /* srq.c enforces the SRQ limits */
 #define SV_MAX_SRQ_WR  16384
 #define SV_MAX_AH      (1 << 16) /* ah.c enforces it (ENOMEM) */
@@ -75,6 +72,9 @@
 #define SV_MAX_MCAST_QP_ATTACH	     56 /* rxe's */
 #define SV_MAX_TOTAL_MCAST_QP_ATTACH 1024
 #define SV_MCAST_QPN		     0xffffffu /* the DQPN of multicast (IB_MULTICAST_QPN) */
+/* Device memory (verbs/dm.c): max_dm_size, and what a context's DMs may
+ * hold in all; ConnectX-6's on-chip memory (MEMIC) is as big */
+#define SV_MAX_DM_SIZE (256u << 10)
 
 /* Objects counted against the device's max_* (sv_obj_get/put). */
 enum sv_obj {

@@ -42,8 +42,8 @@ struct sv_dm {
 	struct sv_dm *next, *prev; /* ctx->dms, under mr_lock */
 };
 
-#define SV_DM_ACCESS                                        \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+#define SV_DM_ACCESS                                         \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |  \
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
 	 IBV_ACCESS_ZERO_BASED)
 

@@ -84,24 +84,23 @@ SV_TEST(dm_alloc_errors)
 	ASSERT_NULL(ibv_alloc_dm(e.ctx, NULL));
 	ASSERT_EQ(EINVAL, errno);
 	/* a comp_mask we do not know (mlx5: EINVAL) */
-	alloc_fails(e.ctx, (struct ibv_alloc_dm_attr){.length = 64,
-						      .comp_mask = 1},
+	alloc_fails(e.ctx,
+		    (struct ibv_alloc_dm_attr){.length = 64, .comp_mask = 1},
 		    EINVAL);
 	alloc_fails(e.ctx, (struct ibv_alloc_dm_attr){.length = 0}, EINVAL);
 	/* past max_dm_size (mlx5's check: EINVAL) */
 	alloc_fails(e.ctx, (struct ibv_alloc_dm_attr){.length = MAX_DM + 1},
 		    EINVAL);
-	alloc_fails(e.ctx, (struct ibv_alloc_dm_attr){.length = ~0ull},
-		    EINVAL);
+	alloc_fails(e.ctx, (struct ibv_alloc_dm_attr){.length = ~0ull}, EINVAL);
 	/* an alignment beyond the page the bytes start on */
-	alloc_fails(e.ctx,
-		    (struct ibv_alloc_dm_attr){.length = 64,
-					       .log_align_req = 13},
-		    EINVAL);
-	alloc_fails(e.ctx,
-		    (struct ibv_alloc_dm_attr){.length = 64,
-					       .log_align_req = 40},
-		    EINVAL);
+	alloc_fails(
+		e.ctx,
+		(struct ibv_alloc_dm_attr){.length = 64, .log_align_req = 13},
+		EINVAL);
+	alloc_fails(
+		e.ctx,
+		(struct ibv_alloc_dm_attr){.length = 64, .log_align_req = 40},
+		EINVAL);
 	/* the context's device memory used up: ENOMEM, until some is freed */
 	d1 = alloc_dm(e.ctx, MAX_DM / 2);
 	d2 = alloc_dm(e.ctx, MAX_DM / 2);
