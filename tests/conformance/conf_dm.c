@@ -50,7 +50,7 @@ static void reg_fails(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t off,
 SV_TEST(dm_caps_alloc_free)
 {
 	struct ibv_device_attr_ex ax;
-	struct sv_end e;
+	struct sv_end e = {0};
 	struct ibv_dm *dm;
 
 	sv_end_open_ctx(&e);
@@ -76,7 +76,7 @@ SV_TEST(dm_caps_alloc_free)
 
 SV_TEST(dm_alloc_errors)
 {
-	struct sv_end e;
+	struct sv_end e = {0};
 	struct ibv_dm *d1, *d2;
 
 	sv_end_open_ctx(&e);
@@ -120,7 +120,7 @@ SV_TEST(dm_alloc_errors)
 SV_TEST(dm_memcpy_bounds)
 {
 	uint8_t in[256], out[256];
-	struct sv_end e;
+	struct sv_end e = {0};
 	struct ibv_dm *dm;
 
 	sv_end_open_ctx(&e);
@@ -162,7 +162,7 @@ SV_TEST(dm_memcpy_bounds)
 SV_TEST(dm_reg_mr_errors_and_busy)
 {
 	const unsigned int zb = IBV_ACCESS_ZERO_BASED;
-	struct sv_end e, other;
+	struct sv_end e = {0}, other = {0};
 	struct ibv_dm *dm;
 	struct ibv_mr *mr, *mr2;
 
@@ -435,7 +435,7 @@ static bool on_arena(const void *addr)
  */
 SV_TEST(dm_is_on_the_arena)
 {
-	struct sv_end e;
+	struct sv_end e = {0};
 	struct ibv_dm *dm;
 	struct ibv_mr *m1, *m2, *m3;
 
@@ -464,7 +464,7 @@ SV_TEST(dm_is_on_the_arena)
  * crash. */
 SV_TEST(dm_close_device_frees_what_is_left)
 {
-	struct sv_end e;
+	struct sv_end e = {0};
 	struct ibv_dm *dm;
 	pid_t pid;
 	int st;
@@ -479,6 +479,7 @@ SV_TEST(dm_close_device_frees_what_is_left)
 	pid = fork();
 	ASSERT_GE(pid, 0);
 	if (!pid) {
+		memset(&e, 0, sizeof(e));
 		sv_end_open_ctx(&e);
 		dm = alloc_dm(e.ctx, DM_LEN);
 		ASSERT_NOT_NULL(dm);
