@@ -205,7 +205,7 @@ struct sv_context {
 	struct sv_mw *mw_free;
 	struct sv_mw *mws[SV_MAX_MW];
 	/* device memory (verbs/dm.c), under mr_lock: the live DMs, and
-	 * their bytes against SV_MAX_DM_SIZE */
+	 * their pages' bytes against SV_MAX_DM_SIZE */
 	struct sv_dm *dms;
 	uint64_t dm_bytes;
 };

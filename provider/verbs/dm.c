@@ -87,16 +87,17 @@ static int dm_memcpy_from(void *host, struct ibv_dm *ibdm, uint64_t off,
 	return 0;
 }
 
-/* Takes len bytes of the context's device memory: -ENOMEM past it. */
+/* Takes the DM's pages from the context's device memory: -ENOMEM past
+ * it (pages, not bytes: 1-byte DMs cannot map a page each for ever). */
 static int dm_take(struct sv_context *ctx, struct sv_dm *dm)
 {
 	int err = 0;
 
 	pthread_mutex_lock(&ctx->mr_lock);
-	if (dm->length > SV_MAX_DM_SIZE - ctx->dm_bytes) {
+	if (dm->map_len > SV_MAX_DM_SIZE - ctx->dm_bytes) {
 		err = -ENOMEM;
 	} else {
-		ctx->dm_bytes += dm->length;
+		ctx->dm_bytes += dm->map_len;
 		dm->prev = NULL;
 		dm->next = ctx->dms;
 		if (ctx->dms)
@@ -110,7 +111,7 @@ static int dm_take(struct sv_context *ctx, struct sv_dm *dm)
 static void dm_give_back(struct sv_context *ctx, struct sv_dm *dm)
 {
 	pthread_mutex_lock(&ctx->mr_lock);
-	ctx->dm_bytes -= dm->length;
+	ctx->dm_bytes -= dm->map_len;
 	if (dm->prev)
 		dm->prev->next = dm->next;
 	else

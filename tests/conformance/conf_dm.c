@@ -101,7 +101,8 @@ SV_TEST(dm_alloc_errors)
 		e.ctx,
 		(struct ibv_alloc_dm_attr){.length = 64, .log_align_req = 40},
 		EINVAL);
-	/* the context's device memory used up: ENOMEM, until some is freed */
+	/* the context's device memory used up: ENOMEM, until some is freed;
+	 * it is counted in pages (a 4-byte DM takes one) */
 	d1 = alloc_dm(e.ctx, MAX_DM / 2);
 	d2 = alloc_dm(e.ctx, MAX_DM / 2);
 	ASSERT_NOT_NULL(d1);
@@ -114,7 +115,11 @@ SV_TEST(dm_alloc_errors)
 		    ENOMEM);
 	ASSERT_OK(ibv_free_dm(d1));
 	ASSERT_OK(ibv_free_dm(d2));
-	sv_end_close(&e);
+	for (int i = 0; i < (int)(MAX_DM / 4096); i++)
+		ASSERT_NOT_NULL(alloc_dm(e.ctx, 1)); /* freed at close */
+	alloc_fails(e.ctx, (struct ibv_alloc_dm_attr){.length = 1}, ENOMEM);
+	ASSERT_OK(ibv_dealloc_pd(e.pd));
+	ASSERT_OK(ibv_close_device(e.ctx));
 }
 
 SV_TEST(dm_memcpy_bounds)
@@ -455,6 +460,44 @@ SV_TEST(dm_is_on_the_arena)
 	ASSERT_OK(ibv_dereg_mr(m1));
 	ASSERT_OK(ibv_dereg_mr(m2));
 	ASSERT_OK(ibv_dereg_mr(m3));
+	ASSERT_OK(ibv_free_dm(dm));
+	sv_end_close(&e);
+}
+
+/* fork: the child gets a private copy of device memory (as of any
+ * memory on the arena), and freeing it there leaves the parent's be. */
+SV_TEST(dm_fork_child_private_copy)
+{
+	struct sv_end e = {0};
+	struct ibv_dm *dm;
+	struct ibv_mr *mr;
+	char got[4];
+	pid_t pid;
+	int st;
+
+	sv_end_open_ctx(&e);
+	dm = alloc_dm(e.ctx, DM_LEN);
+	ASSERT_NOT_NULL(dm);
+	mr = ibv_reg_dm_mr(e.pd, dm, 0, DM_LEN, IBV_ACCESS_ZERO_BASED | REMOTE);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_OK(ibv_memcpy_to_dm(dm, 100, "AAAA", 4));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		ASSERT_OK(ibv_memcpy_from_dm(got, dm, 100, 4));
+		ASSERT_OK(memcmp(got, "AAAA", 4));
+		ASSERT_OK(ibv_memcpy_to_dm(dm, 100, "BBBB", 4));
+		ASSERT_OK(ibv_dereg_mr(mr));
+		ASSERT_OK(ibv_free_dm(dm));
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st));
+	ASSERT_EQ(0, WEXITSTATUS(st));
+	ASSERT_OK(ibv_memcpy_from_dm(got, dm, 100, 4));
+	ASSERT_OK(memcmp(got, "AAAA", 4));
+	ASSERT_TRUE(on_arena(mr->addr));
+	ASSERT_OK(ibv_dereg_mr(mr));
 	ASSERT_OK(ibv_free_dm(dm));
 	sv_end_close(&e);
 }
