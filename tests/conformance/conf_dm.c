@@ -12,12 +12,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "objects.h"
 #include "pair.h"
 
 #define MAX_DM (256u << 10) /* max_dm_size */
 #define DM_LEN (128u << 10)
 #define DM_OFF 4096u /* where the MRs start in their DM */
 #define MR_LEN (64u << 10)
+
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
 #define REMOTE                                              \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
@@ -322,6 +325,45 @@ SV_TEST(dm_send_from_and_receive_into_dm)
 	dm_close(&dp);
 }
 
+/* A large send into a receive on device memory is placed by the sender
+ * (single copy; the QP's placed_sends counts it), from device memory. */
+SV_TEST(dm_send_placed_by_the_sender)
+{
+	sv_test_needs_shm("single-copy sends");
+	struct dm_pair dp;
+	struct ibv_sge ss = {.addr = 0, .length = 32768};
+	struct ibv_sge rs = {.addr = 4096, .length = 32768};
+	struct ibv_recv_wr rwr = {.wr_id = 2, .sg_list = &rs, .num_sge = 1};
+	struct ibv_send_wr wr = {.wr_id = 1,
+				 .sg_list = &ss,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND};
+	struct ibv_recv_wr *rbad;
+	uint8_t *fill = malloc(32768);
+	struct ibv_wc wc;
+	uint64_t placed;
+
+	ASSERT_NOT_NULL(fill);
+	dm_open(&dp);
+	/* one message first: the link is up (connecting is asynchronous) */
+	send_dm_to_dm(&dp, 0, 0, 64, 1);
+	ss.lkey = dp.ma->lkey;
+	rs.lkey = dp.mb->lkey;
+	sv_fill(fill, 32768, 4);
+	ASSERT_OK(ibv_memcpy_to_dm(dp.da, DM_OFF, fill, 32768));
+	placed = LOAD(to_sqp(dp.p.a.qp)->stats.placed_sends);
+	ASSERT_OK(ibv_post_recv(dp.p.b.qp, &rwr, &rbad));
+	ASSERT_OK(post(&dp.p.a, &wr));
+	EXPECT_WC(dp.p.a.scq, IBV_WC_SUCCESS, 1);
+	ASSERT_EQ(placed + 1, LOAD(to_sqp(dp.p.a.qp)->stats.placed_sends));
+	dm_expect(dp.db, DM_OFF + 4096, 32768, 4);
+	WAIT_WC(dp.p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(32768, wc.byte_len);
+	free(fill);
+	dm_close(&dp);
+}
+
 SV_TEST(dm_one_sided_write_read_atomics)
 {
 	struct dm_pair dp;
@@ -372,6 +414,9 @@ SV_TEST(dm_one_sided_write_read_atomics)
 	EXPECT_WC(dp.p.a.scq, IBV_WC_SUCCESS, 4);
 	ASSERT_OK(ibv_memcpy_from_dm(&got, dp.db, DM_OFF + 64, 8));
 	ASSERT_EQ(7, got);
+	/* on one host the initiator did all four in b's DM itself */
+	if (!sv_test_tcp())
+		ASSERT_EQ(4, LOAD(to_sqp(dp.p.a.qp)->stats.direct_ops));
 	dm_close(&dp);
 }
 
