@@ -160,7 +160,10 @@ struct sv_context {
 	struct sv_mr **mrs;	   /* slot = sv_mr_slot(key); never moves */
 	uint32_t nmrs;		   /* slots taken (live or being set up) */
 	uint32_t mr_cap;
-	struct sv_mr *mr_free;	  /* type-stable: MRs are reused */
+	struct sv_mr *mr_free;	/* type-stable: MRs are reused */
+	struct sv_mr *mr_limbo; /* deregistered, not reusable until the
+				 * progress thread took mr_grace (mr.c) */
+	struct sv_async mr_grace;
 	uint32_t mr_rand[64];	  /* getrandom's words for keys (mr.c) */
 	uint32_t mr_nrand;	  /* of them not used yet */
 	struct sv_qp *qp_free;	  /* type-stable: QPs are reused, so a
@@ -222,11 +225,18 @@ struct sv_pd {
 	_Atomic uint32_t users; /* objects created on this PD */
 	uint32_t id;		/* non-zero, unique in the context: the
 				 * key table's pd_id (rmem.c) */
+	struct sv_pd *inner;	/* a parent domain (verbs/domain.c): the
+				 * PD it contains; NULL for a PD */
 };
 
+/* The protection domain of pd: pd itself, or the PD inside a parent
+ * domain, which "is completely interchangeable" with it (man
+ * ibv_alloc_parent_domain): keys and QPs compare these. */
 static inline struct sv_pd *to_spd(struct ibv_pd *pd)
 {
-	return container_of(pd, struct sv_pd, ibv);
+	struct sv_pd *p = container_of(pd, struct sv_pd, ibv);
+
+	return p->inner ? p->inner : p;
 }
 
 static inline void sv_pd_get(struct sv_pd *pd)
@@ -320,6 +330,8 @@ struct sv_cq {
 	struct sv_cqe cur;	   /* the extended API's current completion */
 	uint32_t async_got;	   /* async events handed out for this CQ */
 	_Atomic uint32_t srqs;	   /* XRC SRQs completing here: EBUSY */
+	struct ibv_pd *pdom;	   /* its parent domain, or NULL */
+	bool q_custom;		   /* q is from pdom's allocator */
 };
 
 static inline struct sv_cq *to_scq(struct ibv_cq *cq)
@@ -437,6 +449,8 @@ struct sv_srq {
 	struct sv_lock lock;	/* the queue, limit; inside qp->lock */
 	struct sv_rwqe *q;	/* size slots */
 	struct ibv_sge *sge;	/* max_sge per slot */
+	uint8_t buf_custom;	/* q (bit 0), sge (1): from the parent
+				 * domain's allocator (verbs/domain.c) */
 	uint32_t size;		/* slots, a power of two */
 	uint32_t max;		/* max_wr: at most this many posted */
 	uint32_t max_sge;	/* SGEs per WQE, fixed at creation */
@@ -758,10 +772,12 @@ struct sv_qp {
 	struct sv_cq *scq, *rcq;
 	uint32_t max_inline;
 	uint32_t max_send_sge, max_recv_sge;
-	uint32_t ex_start; /* sq.post at ibv_wr_start */
-	int ex_err;	   /* first error since ibv_wr_start */
-	bool dead;	   /* destroyed: on ctx->qp_free */
-	bool destroying;   /* in ibv_destroy_qp: flushes make no CQEs */
+	uint32_t ex_start;  /* sq.post at ibv_wr_start */
+	int ex_err;	    /* first error since ibv_wr_start */
+	bool dead;	    /* destroyed: on ctx->qp_free */
+	bool destroying;    /* in ibv_destroy_qp: flushes make no CQEs */
+	uint8_t buf_custom; /* queue buffers from the parent domain's
+			     * allocator, a bit each (verbs/qp.c) */
 
 	/* attributes (modify_qp / query_qp) */
 	struct ibv_qp_attr attr; /* what the app set, for query */

@@ -176,7 +176,8 @@ static int ud_set_addr(struct sv_qp *qp, struct sv_swqe *w, struct ibv_ah *ibah,
 {
 	struct sv_ah *ah;
 
-	if (!ibah || ibah->pd != qp->qpx.qp_base.pd || qpn > SV_PSN_MASK)
+	if (!ibah || to_spd(ibah->pd) != to_spd(qp->qpx.qp_base.pd) ||
+	    qpn > SV_PSN_MASK)
 		return EINVAL;
 	ah = to_sah(ibah);
 	w->ud_qpn = qpn;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "cpus.h"
 #include "env.h"
 #include "inject.h"
 #include "rmem.h"
@@ -67,6 +68,14 @@ static int secret_check(const char *v, char *why, size_t n)
 	else
 		return 0;
 	return -EINVAL;
+}
+
+static int cpus_check(const char *v, char *why, size_t n)
+{
+	enum sv_cpus_kind kind;
+	cpu_set_t set;
+
+	return sv_cpus_parse(v, &kind, &set, why, n);
 }
 
 static int subnet_check(const char *v, char *why, size_t n)
@@ -233,6 +242,17 @@ const struct sv_env_row sv_env_rows[SV_ENV_COUNT] = {
 			"host part of its address in this subnet, and a LID "
 			"names that address (unset: a LID is this host's "
 			"only)",
+	},
+	/* cpus.h: why not the process's own binding */
+	[SV_ENV_PROGRESS_CPUS] = {
+		"SOFTVERBS_PROGRESS_CPUS", .type = SV_ENV_T_SPEC,
+		.policy = SV_ENV_DEFAULT, .def_text = "inherit",
+		.syntax = "inherit, all, or a CPU list as taskset -c takes "
+			  "it (0-3,8)",
+		.check = cpus_check, .reader = LIBS,
+		.help = "where each context's progress thread may run: "
+			"inherit (the program's binding), all (any CPU, even "
+			"when the program is bound to fewer), or these CPUs",
 	},
 };
 /* clang-format on */

@@ -13,12 +13,16 @@
  * loop is below the engine and the transports, and calls neither.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "cpus.h"
+#include "env.h"
 #include "evloop.h"
 #include "pcap.h"
 #include "progress.h"
@@ -123,12 +127,46 @@ void sv_progress_async(struct sv_context *ctx, struct sv_async *a,
 	sv_progress_kick(ctx);
 }
 
+/* SOFTVERBS_PROGRESS_CPUS (cpus.h): the CPUs this thread may run on.
+ * "all" asks for every CPU; the kernel keeps those of the cgroup's
+ * cpuset.  A list the kernel refuses leaves the mask as it was, said
+ * once on stderr.  Unset: inherited. */
+static void progress_cpus(void)
+{
+	const char *v = sv_env_str(SV_ENV_PROGRESS_CPUS);
+	enum sv_cpus_kind kind = SV_CPUS_INHERIT;
+	static atomic_bool said;
+	cpu_set_t set;
+	char why[96];
+	int err;
+
+	if (v && sv_cpus_parse(v, &kind, &set, why, sizeof(why)))
+		kind = SV_CPUS_INHERIT; /* refused by env.c already */
+	if (kind == SV_CPUS_INHERIT)
+		return;
+	if (kind == SV_CPUS_ALL) {
+		CPU_ZERO(&set);
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			CPU_SET(c, &set);
+	}
+	err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	if (err && kind == SV_CPUS_LIST && !atomic_exchange(&said, true))
+		fprintf(stderr,
+			"softverbs: SOFTVERBS_PROGRESS_CPUS=%s: %s; the "
+			"progress thread keeps the program's CPUs\n",
+			v, strerror(err));
+}
+
 static void *progress_main(void *arg)
 {
 	struct sv_context *ctx = arg;
 	struct sv_progress *pg = ctx->prog;
 
 	loop_ctx = ctx;
+	progress_cpus();
+	/* named after its CPUs are set (tests/env/progress_cpus.sh waits
+	 * for the name); top -H and gdb show it */
+	pthread_setname_np(pthread_self(), "softverbs-prog");
 	while (!atomic_load(&pg->stop)) {
 		uint64_t now = sv_now_ns(), next, snext;
 		int tmo;

@@ -73,7 +73,7 @@ struct ibv_ah *sv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	}
 	ah->ibv.context = pd->context;
 	ah->ibv.pd = pd;
-	sv_pd_get(to_spd(pd));
+	sv_pd_hold(pd);
 	return &ah->ibv;
 }
 
@@ -85,7 +85,7 @@ int sv_destroy_ah(struct ibv_ah *ibah)
 		return EINVAL;
 	ah = to_sah(ibah);
 	sv_obj_put(to_sctx(ibah->context), SV_OBJ_AH);
-	sv_pd_put(to_spd(ibah->pd));
+	sv_pd_drop(ibah->pd);
 	free(ah);
 	return 0;
 }

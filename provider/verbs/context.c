@@ -50,6 +50,9 @@ static void set_ops(struct sv_context *ctx)
 	ctx->vctx.open_xrcd = sv_open_xrcd;
 	ctx->vctx.close_xrcd = sv_close_xrcd;
 	ctx->vctx.open_qp = sv_open_qp;
+	ctx->vctx.alloc_td = sv_alloc_td;
+	ctx->vctx.dealloc_td = sv_dealloc_td;
+	ctx->vctx.alloc_parent_domain = sv_alloc_parent_domain;
 	ctx->vctx.alloc_dm = sv_alloc_dm;
 	ctx->vctx.free_dm = sv_free_dm;
 	ctx->vctx.reg_dm_mr = sv_reg_dm_mr;
@@ -191,6 +194,12 @@ int sv_close_device(struct ibv_context *c)
 		ctx->mr_free = mr->next_free;
 		free(mr);
 	}
+	while (ctx->mr_limbo) {
+		struct sv_mr *mr = ctx->mr_limbo;
+
+		ctx->mr_limbo = mr->next_free;
+		free(mr);
+	}
 	munmap(ctx->mrs, SV_MR_TABLE_BYTES);
 	pthread_rwlock_destroy(&ctx->qp_lock);
 	pthread_mutex_destroy(&ctx->mr_lock);
@@ -234,8 +243,10 @@ struct ibv_pd *sv_alloc_pd(struct ibv_context *c)
 
 int sv_dealloc_pd(struct ibv_pd *ibpd)
 {
-	struct sv_pd *pd = to_spd(ibpd);
+	struct sv_pd *pd = container_of(ibpd, struct sv_pd, ibv);
 
+	if (pd->inner) /* a parent domain (domain.c) */
+		return sv_dealloc_parent_domain(sv_pdom_of(ibpd));
 	/* acquire: the users' last accesses happen before the free */
 	if (atomic_load_explicit(&pd->users, memory_order_acquire))
 		return EBUSY;

@@ -317,7 +317,8 @@ static uint64_t ex_completion_wallclock_ns(struct ibv_cq_ex *ex)
 
 static struct sv_cq *cq_create(struct ibv_context *c, int cqe,
 			       struct ibv_comp_channel *channel,
-			       void *cq_context, uint64_t wc_flags)
+			       void *cq_context, uint64_t wc_flags,
+			       struct ibv_pd *pdom)
 {
 	struct sv_context *ctx = to_sctx(c);
 	struct sv_cq *cq;
@@ -337,9 +338,15 @@ static struct sv_cq *cq_create(struct ibv_context *c, int cqe,
 	if (!cq)
 		goto err_nomem;
 	cq->size = sv_roundup_pow2((uint32_t)cqe);
-	cq->q = calloc(cq->size, sizeof(*cq->q));
+	cq->pdom = pdom;
+	cq->q = sv_dom_alloc(pdom, cq->size, sizeof(*cq->q), SV_RES_CQ,
+			     &cq->q_custom);
+	if (!cq->q) {
+		err = -errno;
+		goto err_free_cq;
+	}
 	cq->qps = set_alloc(4);
-	if (!cq->q || !cq->qps)
+	if (!cq->qps)
 		goto err_free;
 	cq->ctx = ctx;
 	cq->wc_flags = wc_flags;
@@ -371,12 +378,18 @@ static struct sv_cq *cq_create(struct ibv_context *c, int cqe,
 		channel->refcnt++;
 		pthread_mutex_unlock(&c->mutex);
 	}
+	if (pdom)
+		sv_pd_hold(pdom);
 	return cq;
 
 err_free:
-	free(atomic_load(&cq->qps));
-	free(cq->q);
+	sv_dom_free(pdom, cq->q, SV_RES_CQ, cq->q_custom);
+	err = -ENOMEM;
+err_free_cq:
 	free(cq);
+	sv_obj_put(ctx, SV_OBJ_CQ);
+	errno = -err;
+	return NULL;
 err_nomem:
 	sv_obj_put(ctx, SV_OBJ_CQ);
 	errno = ENOMEM;
@@ -392,16 +405,19 @@ struct ibv_cq *sv_create_cq(struct ibv_context *c, int cqe, void *cq_context,
 		errno = EINVAL;
 		return NULL;
 	}
-	cq = cq_create(c, cqe, channel, cq_context, 0);
+	cq = cq_create(c, cqe, channel, cq_context, 0, NULL);
 	return cq ? (struct ibv_cq *)&cq->ex : NULL;
 }
 
 /*
  * As rdma-core's providers answer ibv_create_cq_ex: an unknown comp_mask
  * bit, a comp_vector we do not have or a PD of another context is
- * EINVAL; a completion field, or a creation flag, we cannot provide is
+ * EINVAL, and so is a PD that is not a parent domain (as mlx5: the CQ
+ * takes the parent domain's allocator for its array, and holds it); a
+ * completion field, or a creation flag, we cannot provide is
  * EOPNOTSUPP.  IBV_CREATE_CQ_ATTR_SINGLE_THREADED is only a promise by
- * the caller, which we may ignore; IGNORE_OVERRUN we do not honour (an
+ * the caller, which we may ignore (the progress thread pushes
+ * completions: the lock stays); IGNORE_OVERRUN we do not honour (an
  * overrun is always IBV_EVENT_CQ_ERR).
  */
 static int check_init_attr_ex(struct ibv_context *c,
@@ -412,8 +428,10 @@ static int check_init_attr_ex(struct ibv_context *c,
 		return -EINVAL;
 	if (attr->comp_vector >= (uint32_t)c->num_comp_vectors)
 		return -EINVAL;
+	/* a parent domain, as mlx5: a plain PD has nothing for a CQ */
 	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
-	    (!attr->parent_domain || attr->parent_domain->context != c))
+	    (!attr->parent_domain || attr->parent_domain->context != c ||
+	     !sv_pdom_of(attr->parent_domain)))
 		return -EINVAL;
 	if (attr->wc_flags & ~(uint64_t)SV_CQ_WC_FLAGS)
 		return -EOPNOTSUPP;
@@ -435,7 +453,10 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *c,
 		return NULL;
 	}
 	cq = cq_create(c, (int)attr->cqe, attr->channel, attr->cq_context,
-		       attr->wc_flags);
+		       attr->wc_flags,
+		       attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD
+			       ? attr->parent_domain
+			       : NULL);
 	return cq ? &cq->ex : NULL;
 }
 
@@ -478,7 +499,9 @@ int sv_destroy_cq(struct ibv_cq *ibcq)
 		free(s);
 	}
 	free(atomic_load(&cq->qps));
-	free(cq->q);
+	sv_dom_free(cq->pdom, cq->q, SV_RES_CQ, cq->q_custom);
+	if (cq->pdom)
+		sv_pd_drop(cq->pdom);
 	sv_obj_put(cq->ctx, SV_OBJ_CQ);
 	free(cq);
 	return 0;
@@ -498,18 +521,19 @@ int sv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	struct sv_cq *cq;
 	struct sv_cqe *q, *old;
 	uint32_t size, oldsize;
+	bool custom, old_custom;
 
 	if (!ibcq || cqe < 1 || cqe > SV_MAX_CQE)
 		return EINVAL;
 	cq = to_scq(ibcq);
 	size = sv_roundup_pow2((uint32_t)cqe);
-	q = calloc(size, sizeof(*q));
+	q = sv_dom_alloc(cq->pdom, size, sizeof(*q), SV_RES_CQ, &custom);
 	if (!q)
-		return ENOMEM;
+		return errno;
 	sv_lock(&cq->lock);
 	if (cq->head - cq->tail > (uint32_t)cqe) {
 		sv_unlock(&cq->lock);
-		free(q);
+		sv_dom_free(cq->pdom, q, SV_RES_CQ, custom);
 		return EINVAL;
 	}
 	old = cq->q;
@@ -519,7 +543,9 @@ int sv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	cq->q = q;
 	cq->size = size;
 	cq->ex.cqe = (int)size;
+	old_custom = cq->q_custom;
+	cq->q_custom = custom;
 	sv_unlock(&cq->lock);
-	free(old);
+	sv_dom_free(cq->pdom, old, SV_RES_CQ, old_custom);
 	return 0;
 }

@@ -49,6 +49,7 @@
 #include "entry.h"
 #include "guard.h"
 #include "objects.h"
+#include "progress.h"
 #include "rmem.h"
 #include "verbs.h"
 
@@ -279,6 +280,67 @@ static void withdraw_receives(struct sv_context *ctx, const struct sv_mr *mr)
 	pthread_rwlock_unlock(&ctx->qp_lock);
 }
 
+/*
+ * Grace periods.  A progress thread that looked a key up reads the MR's
+ * fields (iova, addr, length, access) with no lock until it is done with
+ * that packet or WQE; it keeps no MR from one callback to the next.  So
+ * once it has run a callback queued after an MR's pd went NULL, no
+ * lookup of the old MR is still being used, and its fields may be
+ * written again: a deregistered MR waits in ctx->mr_limbo until then
+ * (mr_grace_cb) before the free list hands it out again, and rereg waits
+ * for one such callback (mr_grace_wait) before it rewrites them.  (An
+ * XRC SRQ may be filled by another context's thread: not covered.)
+ */
+static void mr_grace_cb(struct sv_async *a)
+{
+	struct sv_context *ctx = container_of(a, struct sv_context, mr_grace);
+	struct sv_mr *mr;
+
+	pthread_mutex_lock(&ctx->mr_lock);
+	while ((mr = ctx->mr_limbo)) {
+		ctx->mr_limbo = mr->next_free;
+		mr->next_free = ctx->mr_free;
+		ctx->mr_free = mr;
+	}
+	pthread_mutex_unlock(&ctx->mr_lock);
+}
+
+struct mr_grace {
+	struct sv_async a;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+};
+
+static void mr_grace_done(struct sv_async *a)
+{
+	struct mr_grace *g = container_of(a, struct mr_grace, a);
+
+	pthread_mutex_lock(&g->lock);
+	g->done = true;
+	pthread_cond_signal(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* Back when ctx's progress thread has run a callback queued now; at once
+ * on that thread itself.  Never with mr_lock held (mr_grace_cb takes it). */
+static void mr_grace_wait(struct sv_context *ctx)
+{
+	struct mr_grace g = {.done = false};
+
+	if (sv_progress_ctx() == ctx)
+		return;
+	pthread_mutex_init(&g.lock, NULL);
+	pthread_cond_init(&g.cond, NULL);
+	sv_progress_async(ctx, &g.a, mr_grace_done);
+	pthread_mutex_lock(&g.lock);
+	while (!g.done)
+		pthread_cond_wait(&g.cond, &g.lock);
+	pthread_mutex_unlock(&g.lock);
+	pthread_cond_destroy(&g.cond);
+	pthread_mutex_destroy(&g.lock);
+}
+
 int sv_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct sv_mr *mr = container_of(ibmr, struct sv_mr, ibv);
@@ -306,9 +368,10 @@ int sv_dereg_mr(struct ibv_mr *ibmr)
 	ctx->nmrs--;
 	dm = mr->dm;
 	mr->dm = NULL;
-	mr->next_free = ctx->mr_free;
-	ctx->mr_free = mr;
+	mr->next_free = ctx->mr_limbo; /* reused after a grace period */
+	ctx->mr_limbo = mr;
 	pthread_mutex_unlock(&ctx->mr_lock);
+	sv_progress_async(ctx, &ctx->mr_grace, mr_grace_cb);
 	sv_pd_put(pd);
 	if (dm)
 		sv_dm_mr_gone(dm);
@@ -378,9 +441,13 @@ int sv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr,
 		return IBV_REREG_MR_ERR_CMD;
 	}
 	sv_rmem_dereg(ctx, mr);
-	/* local lookups fail while it changes */
+	/* local lookups fail while it changes, and the fields are rewritten
+	 * once no lookup made before is in use */
 	atomic_store_explicit((_Atomic(struct sv_pd *) *)&mr->pd, NULL,
 			      memory_order_relaxed);
+	pthread_mutex_unlock(&ctx->mr_lock);
+	mr_grace_wait(ctx);
+	pthread_mutex_lock(&ctx->mr_lock);
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
 		mr->addr = addr;
 		mr->iova = (uintptr_t)addr;

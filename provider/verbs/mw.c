@@ -81,7 +81,7 @@ struct ibv_mw *sv_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type)
 	mw->ibv.type = type;
 	mw->ibv.handle = sv_mw_slot(mw->base);
 	mw->ibv.rkey = mw->base | (r_low & 0xff);
-	sv_pd_get(to_spd(ibpd));
+	sv_pd_hold(ibpd);
 	pthread_mutex_lock(&ctx->mw_lock);
 	sv_mw_clear(mw); /* invalid until bound */
 	mw->pd = to_spd(ibpd);
@@ -93,10 +93,12 @@ int sv_dealloc_mw(struct ibv_mw *ibmw)
 {
 	struct sv_mw *mw = container_of(ibmw, struct sv_mw, ibv);
 	struct sv_context *ctx = to_sctx(ibmw->context);
+	struct ibv_pd *ibpd;
 	struct sv_pd *pd;
 
 	pthread_mutex_lock(&ctx->mw_lock);
 	pd = mw->pd;
+	ibpd = ibmw->pd; /* before mw can be reused, once unlocked */
 	if (!pd) {
 		pthread_mutex_unlock(&ctx->mw_lock);
 		return EINVAL; /* deallocated already */
@@ -112,7 +114,7 @@ int sv_dealloc_mw(struct ibv_mw *ibmw)
 	ctx->mw_free = mw;
 	ctx->nmws--;
 	pthread_mutex_unlock(&ctx->mw_lock);
-	sv_pd_put(pd);
+	sv_pd_drop(ibpd);
 	return 0;
 }
 

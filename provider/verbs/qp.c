@@ -337,6 +337,44 @@ out:
 	return err;
 }
 
+/* The queues' buffers, from the parent domain's allocator if the QP's PD
+ * is one with an allocator (domain.c); bit i of buf_custom for free_queues'
+ * bufs[i].  0 or -errno (ENOMEM, or EINVAL from a misaligned alloc). */
+static int alloc_bufs(struct sv_qp *qp)
+{
+	struct ibv_pd *pd = qp->qpx.qp_base.pd;
+	bool c;
+
+	qp->sq.wqe = sv_dom_alloc(pd, qp->sq.size, sizeof(*qp->sq.wqe),
+				  SV_RES_QP, &c);
+	if (!qp->sq.wqe)
+		return -errno;
+	qp->buf_custom |= (uint8_t)c;
+	qp->sq.sge = sv_dom_alloc(pd, (size_t)qp->sq.size * qp->max_send_sge,
+				  sizeof(*qp->sq.sge), SV_RES_QP, &c);
+	if (!qp->sq.sge)
+		return -errno;
+	qp->buf_custom |= (uint8_t)(c << 1);
+	if (qp->max_inline) {
+		qp->sq.inline_buf = sv_dom_alloc(pd, qp->sq.size,
+						 qp->max_inline, SV_RES_QP, &c);
+		if (!qp->sq.inline_buf)
+			return -errno;
+		qp->buf_custom |= (uint8_t)(c << 2);
+	}
+	qp->rq.wqe = sv_dom_alloc(pd, qp->rq.size, sizeof(*qp->rq.wqe),
+				  SV_RES_QP, &c);
+	if (!qp->rq.wqe)
+		return -errno;
+	qp->buf_custom |= (uint8_t)(c << 3);
+	qp->rq.sge = sv_dom_alloc(pd, (size_t)qp->rq.size * qp->max_recv_sge,
+				  sizeof(*qp->rq.sge), SV_RES_QP, &c);
+	if (!qp->rq.sge)
+		return -errno;
+	qp->buf_custom |= (uint8_t)(c << 4);
+	return 0;
+}
+
 /* On an SRQ the RQ is one slot of the SRQ's SGEs: the WQE the responder
  * took (srq.c); max_recv_wr and max_recv_sge are ignored.  XRC_RECV has
  * no SQ and that one slot, for any SRQ's WQE; XRC_SEND has no RQ. */
@@ -371,28 +409,18 @@ static int alloc_queues(struct sv_qp *qp, enum ibv_qp_type type,
 		qp->max_inline = 0;
 	else
 		qp->max_inline = qp->max_send_sge * sizeof(struct ibv_sge);
-	qp->sq.wqe = calloc(qp->sq.size, sizeof(*qp->sq.wqe));
-	qp->sq.sge = calloc((size_t)qp->sq.size * qp->max_send_sge,
-			    sizeof(*qp->sq.sge));
-	qp->rq.wqe = calloc(qp->rq.size, sizeof(*qp->rq.wqe));
-	qp->rq.sge = calloc((size_t)qp->rq.size * qp->max_recv_sge,
-			    sizeof(*qp->rq.sge));
-	if (qp->max_inline)
-		qp->sq.inline_buf =
-			malloc((size_t)qp->sq.size * qp->max_inline);
-	if (!qp->sq.wqe || !qp->sq.sge || !qp->rq.wqe || !qp->rq.sge ||
-	    (qp->max_inline && !qp->sq.inline_buf))
-		return -ENOMEM;
-	return 0;
+	return alloc_bufs(qp);
 }
 
 static void free_queues(struct sv_qp *qp)
 {
-	free(qp->sq.wqe);
-	free(qp->sq.sge);
-	free(qp->sq.inline_buf);
-	free(qp->rq.wqe);
-	free(qp->rq.sge);
+	struct ibv_pd *pd = qp->qpx.qp_base.pd;
+	void *bufs[] = {qp->sq.wqe, qp->sq.sge, qp->sq.inline_buf, qp->rq.wqe,
+			qp->rq.sge};
+
+	for (unsigned int i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+		sv_dom_free(pd, bufs[i], SV_RES_QP, qp->buf_custom & (1u << i));
+	qp->buf_custom = 0;
 	qp->sq.wqe = NULL;
 	qp->rq.wqe = NULL;
 	qp->sq.sge = qp->rq.sge = NULL;
@@ -516,7 +544,7 @@ static void fill_ibqp(struct ibv_qp *ibqp, struct ibv_context *c,
 static void take_refs(struct sv_qp *qp, const struct ibv_qp_init_attr_ex *a)
 {
 	if (a->pd)
-		sv_pd_get(to_spd(a->pd));
+		sv_pd_hold(a->pd);
 	if (qp->srq)
 		atomic_fetch_add(&qp->srq->users, 1);
 	if (qp->xrc.xrcd) {
@@ -581,6 +609,9 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	sv_list_init(&qp->srq_node);
 	qp->xrc.sock = -1;
 	qp->inject.idx = sv_inject_qp_index();
+	/* the PD whose allocator makes the queues (and frees them in
+	 * qp_put); XRC_RECV has none, a->pd may be anything */
+	qp->qpx.qp_base.pd = a->qp_type == IBV_QPT_XRC_RECV ? NULL : a->pd;
 	err = -alloc_queues(qp, a->qp_type, &a->cap);
 	if (err)
 		goto err_free;
@@ -722,7 +753,7 @@ int sv_destroy_qp(struct ibv_qp *ibqp)
 	struct sv_qp *qp = to_sqp(ibqp);
 	struct sv_context *ctx = qp->ctx;
 	/* qp may be reused after put */
-	struct sv_pd *pd = ibqp->pd ? to_spd(ibqp->pd) : NULL;
+	struct ibv_pd *pd = ibqp->pd;
 	struct sv_srq *srq;
 	struct sv_xrcd *xrcd = qp->xrc.xrcd;
 
@@ -791,6 +822,6 @@ int sv_destroy_qp(struct ibv_qp *ibqp)
 		atomic_fetch_sub_explicit(&xrcd->users, 1,
 					  memory_order_release);
 	if (pd)
-		sv_pd_put(pd);
+		sv_pd_drop(pd);
 	return 0;
 }

@@ -14,15 +14,37 @@
 #include "progress.h"
 #include "verbs.h"
 
-static int alloc_queue(struct sv_srq *srq, uint32_t size)
+/* q and sge of one queue, from pd's allocator if it is a parent domain
+ * with one (domain.c); custom: buf_custom's bits for them. */
+static void free_queue(struct ibv_pd *pd, struct sv_rwqe *q,
+		       struct ibv_sge *sge, uint8_t custom)
 {
-	srq->q = calloc(size, sizeof(*srq->q));
-	srq->sge = calloc((size_t)size * srq->max_sge, sizeof(*srq->sge));
-	if (!srq->q || !srq->sge) {
-		free(srq->q);
-		free(srq->sge);
-		return -ENOMEM;
+	sv_dom_free(pd, q, SV_RES_SRQ, custom & 1);
+	sv_dom_free(pd, sge, SV_RES_SRQ, custom & 2);
+}
+
+/* 0 or -errno: ENOMEM, or EINVAL from a parent domain's misaligned
+ * alloc.  On failure srq's queue is untouched. */
+static int alloc_queue(struct sv_srq *srq, struct ibv_pd *pd, uint32_t size)
+{
+	bool cq, cs = false;
+	struct sv_rwqe *q;
+	struct ibv_sge *sge = NULL;
+
+	q = sv_dom_alloc(pd, size, sizeof(*q), SV_RES_SRQ, &cq);
+	if (q)
+		sge = sv_dom_alloc(pd, (size_t)size * srq->max_sge,
+				   sizeof(*sge), SV_RES_SRQ, &cs);
+	if (!sge) {
+		int err = -errno;
+
+		if (q)
+			free_queue(pd, q, NULL, cq);
+		return err;
 	}
+	srq->q = q;
+	srq->sge = sge;
+	srq->buf_custom = (uint8_t)(cq | cs << 1);
 	srq->size = size;
 	return 0;
 }
@@ -52,10 +74,9 @@ static struct ibv_srq *create_srq(struct ibv_pd *ibpd, void *srq_context,
 	}
 	want = attr->max_wr ? attr->max_wr : 1;
 	srq->max_sge = attr->max_sge ? attr->max_sge : 1;
-	if (alloc_queue(srq, sv_roundup_pow2(want))) {
-		err = ENOMEM;
+	err = -alloc_queue(srq, ibpd, sv_roundup_pow2(want));
+	if (err)
 		goto err_free;
-	}
 	srq->max = srq->size;
 	srq->ctx = ctx;
 	sv_list_init(&srq->lenders);
@@ -66,7 +87,7 @@ static struct ibv_srq *create_srq(struct ibv_pd *ibpd, void *srq_context,
 	srq->ibv.handle = (uint32_t)(uintptr_t)srq;
 	pthread_mutex_init(&srq->ibv.mutex, NULL);
 	pthread_cond_init(&srq->ibv.cond, NULL);
-	sv_pd_get(to_spd(ibpd));
+	sv_pd_hold(ibpd);
 	attr->max_wr = srq->max;
 	attr->max_sge = srq->max_sge;
 	attr->srq_limit = 0;
@@ -186,15 +207,14 @@ static int resize(struct sv_srq *srq, uint32_t max_wr)
 {
 	struct sv_srq old = *srq;
 	uint32_t n = srq->post - srq->comp;
+	int err;
 
 	/* the WQEs lent to QPs are the SRQ's too (lend) */
 	if (!max_wr || max_wr > SV_MAX_SRQ_WR || max_wr < n + srq->lent)
 		return -EINVAL;
-	if (alloc_queue(srq, sv_roundup_pow2(max_wr))) {
-		srq->q = old.q;
-		srq->sge = old.sge;
-		return -ENOMEM;
-	}
+	err = alloc_queue(srq, srq->ibv.pd, sv_roundup_pow2(max_wr));
+	if (err)
+		return err;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t from = (old.comp + i) & (old.size - 1);
 
@@ -206,8 +226,7 @@ static int resize(struct sv_srq *srq, uint32_t max_wr)
 	srq->comp = 0;
 	srq->post = n;
 	srq->max = srq->size;
-	free(old.q);
-	free(old.sge);
+	free_queue(srq->ibv.pd, old.q, old.sge, old.buf_custom);
 	return 0;
 }
 
@@ -284,10 +303,9 @@ int sv_destroy_srq(struct ibv_srq *ibsrq)
 	while (ibsrq->events_completed != srq->async_got)
 		pthread_cond_wait(&ibsrq->cond, &ibsrq->mutex);
 	pthread_mutex_unlock(&ibsrq->mutex);
-	sv_pd_put(to_spd(ibsrq->pd));
 	sv_obj_put(srq->ctx, SV_OBJ_SRQ);
-	free(srq->q);
-	free(srq->sge);
+	free_queue(ibsrq->pd, srq->q, srq->sge, srq->buf_custom);
+	sv_pd_drop(ibsrq->pd);
 	free(srq);
 	return 0;
 }

@@ -108,6 +108,58 @@ void sv_xsrq_recv_run(struct sv_srq *srq);
 void sv_xrc_qp_add(struct sv_qp *qp);
 void sv_xrc_qp_del(struct sv_qp *qp);
 
+/* Thread and parent domains (domain.c).  A parent domain is a PD whose
+ * inner is the PD it contains (to_spd resolves it); objects made on it
+ * hold it (sv_pd_hold), and their queue buffers come from its
+ * allocator (sv_dom_alloc). */
+struct sv_td {
+	struct ibv_td ibv;
+	_Atomic uint32_t users; /* parent domains holding it: EBUSY */
+};
+
+struct sv_pdom {
+	struct sv_pd pd;  /* pd.inner: the PD; pd.users: objects on it */
+	struct sv_td *td; /* or NULL */
+	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size,
+		       size_t alignment, uint64_t resource_type);
+	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr,
+		     uint64_t resource_type);
+	void *pd_context;
+};
+
+static inline struct sv_td *to_std(struct ibv_td *td)
+{
+	return container_of(td, struct sv_td, ibv);
+}
+
+/* pd's parent domain, or NULL if pd is a plain PD. */
+static inline struct sv_pdom *sv_pdom_of(struct ibv_pd *pd)
+{
+	struct sv_pd *p = container_of(pd, struct sv_pd, ibv);
+
+	return p->inner ? container_of(p, struct sv_pdom, pd) : NULL;
+}
+
+/* The resource_type the allocator is told: the upper 32 bits a driver id
+ * (RDMA_DRIVER_UNKNOWN, 0: softverbs has none), the lower mlx5dv's codes
+ * for the same objects. */
+#define SV_RES_QP  1ull
+#define SV_RES_SRQ 4ull
+#define SV_RES_CQ  5ull
+
+struct ibv_td *sv_alloc_td(struct ibv_context *c, struct ibv_td_init_attr *a);
+int sv_dealloc_td(struct ibv_td *td);
+struct ibv_pd *sv_alloc_parent_domain(struct ibv_context *c,
+				      struct ibv_parent_domain_init_attr *a);
+int sv_dealloc_parent_domain(struct sv_pdom *dom);
+/* An object made on pd holds its PD and, if pd is a parent domain, that
+ * too (its ibv_dealloc_pd is EBUSY until sv_pd_drop). */
+void sv_pd_hold(struct ibv_pd *pd);
+void sv_pd_drop(struct ibv_pd *pd);
+void *sv_dom_alloc(struct ibv_pd *pd, size_t n, size_t size, uint64_t type,
+		   bool *custom);
+void sv_dom_free(struct ibv_pd *pd, void *p, uint64_t type, bool custom);
+
 /* Data path entry points, installed in context ops. */
 int sv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad);

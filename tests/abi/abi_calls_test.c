@@ -269,6 +269,60 @@ SV_TEST(dm_inline_ops_land_in_provider)
 }
 
 /* Old binaries reach the 1.0 symbols: they fail, they do not crash. */
+/*
+ * Thread and parent domains have no exported symbol either: ibv_alloc_td,
+ * ibv_dealloc_td and ibv_alloc_parent_domain are verbs.h inlines that
+ * find their op in struct verbs_context (checked against vctx->sz); the
+ * parent domain goes with the exported ibv_dealloc_pd.  ibv_modify_cq's
+ * op is absent on purpose: its inline answers EOPNOTSUPP.
+ */
+SV_TEST(td_inline_ops_land_in_provider)
+{
+	void *h = lib();
+	struct ibv_device **(*get_list)(int *) = sym(h, "ibv_get_device_list");
+	void (*free_list)(struct ibv_device **) =
+		sym(h, "ibv_free_device_list");
+	struct ibv_context *(*open_dev)(struct ibv_device *) =
+		sym(h, "ibv_open_device");
+	int (*close_dev)(struct ibv_context *) = sym(h, "ibv_close_device");
+	struct ibv_pd *(*alloc_pd)(struct ibv_context *) =
+		sym(h, "ibv_alloc_pd");
+	int (*dealloc_pd)(struct ibv_pd *) = sym(h, "ibv_dealloc_pd");
+	struct ibv_td_init_attr ta = {0};
+	struct ibv_parent_domain_init_attr pa = {0};
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd, *pdom;
+	struct ibv_td *td;
+	int n = 0;
+
+	list = get_list(&n);
+	ASSERT_NOT_NULL(list);
+	ASSERT_GE(n, 1);
+	ctx = open_dev(list[0]);
+	ASSERT_NOT_NULL(ctx);
+	ASSERT_NOT_NULL(verbs_get_ctx_op(ctx, alloc_td));
+	ASSERT_NOT_NULL(verbs_get_ctx_op(ctx, dealloc_td));
+	ASSERT_NOT_NULL(verbs_get_ctx_op(ctx, alloc_parent_domain));
+	ASSERT_NULL(verbs_get_ctx_op(ctx, modify_cq));
+	pd = alloc_pd(ctx);
+	ASSERT_NOT_NULL(pd);
+	td = ibv_alloc_td(ctx, &ta);
+	ASSERT_NOT_NULL(td);
+	pa.pd = pd;
+	pa.td = td;
+	pdom = ibv_alloc_parent_domain(ctx, &pa);
+	ASSERT_NOT_NULL(pdom);
+	ASSERT_EQ(EBUSY, ibv_dealloc_td(td));
+	ASSERT_EQ(EBUSY, dealloc_pd(pd));
+	ASSERT_EQ(0, dealloc_pd(pdom));
+	ASSERT_EQ(0, ibv_dealloc_td(td));
+	ASSERT_EQ(0, dealloc_pd(pd));
+	ASSERT_EQ(0, close_dev(ctx));
+	free_list(list);
+	dlclose(h);
+}
+
 SV_TEST(compat_1_0_symbols_fail_honestly)
 {
 	void *h = lib();

@@ -126,7 +126,8 @@ if command -v mpirun >/dev/null && [ -x "$mpipp" ]; then
 	export SV_NETNS_TAG="$tag" SV_RUN="$run"
 	# shellcheck disable=SC2086 # $run may be several words (ASan)
 	timeout 180 ip netns exec "$tag-a" $run mpirun --allow-run-as-root \
-		-np 2 -H a,b --mca plm_rsh_agent "$(dirname "$0")/rsh_agent.sh" \
+		-np 2 -H a,b --bind-to none \
+		--mca plm_rsh_agent "$(dirname "$0")/rsh_agent.sh" \
 		--mca oob_tcp_if_include 10.77.0.0/24 --mca pml ucx \
 		-x SOFTVERBS_SUBNET -x UCX_TLS=rc_verbs,ud_verbs:aux \
 		-x UCX_NET_DEVICES=softverbs0:1 "$mpipp" >"$log/mpi" 2>&1

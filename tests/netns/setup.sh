@@ -1,5 +1,6 @@
 # shellcheck shell=sh disable=SC2154,SC2034 # the sourcing script sets and reads these
 # Sourced by netns.sh and netns_cm.sh: three network namespaces a, b, c
+# (SV_NETNS_HOSTS="a b c d" for a fourth, 10.77.0.4)
 # (10.77.0.1-3/24 and fd00:5e::1-3/64) on a bridge of veth pairs (the bridge in a fourth,
 # "hub", so the host's own network is untouched), removed on exit; and
 # the helpers their rows use: in_ns, gid_of (ga/gb/gc set), gid6_of
@@ -12,8 +13,9 @@ skip() {
 [ "$(id -u)" = 0 ] || skip "needs root to make network namespaces"
 command -v ip >/dev/null || skip "needs ip(8) (iproute2)"
 
+hosts=${SV_NETNS_HOSTS:-a b c}
 cleanup() {
-	for n in a b c hub; do
+	for n in $hosts hub; do
 		ip netns pids "$tag-$n" 2>/dev/null | xargs -r kill -9 2>/dev/null
 		ip netns del "$tag-$n" 2>/dev/null
 	done
@@ -26,7 +28,7 @@ ip netns add "$tag-hub" || skip "cannot make a network namespace here"
 ip -n "$tag-hub" link add br0 type bridge
 ip -n "$tag-hub" link set br0 up
 i=1
-for n in a b c; do
+for n in $hosts; do
 	ip netns add "$tag-$n"
 	ip link add "$tag$n" type veth peer name "$tag$n-h"
 	ip link set "$tag$n" netns "$tag-$n"
