@@ -19,9 +19,11 @@
  * local write and remote write, read and atomic, and it lies inside the
  * DM.  A DM with MRs on it cannot be freed (EBUSY: the kernel's usecnt).
  * memcpy beyond the DM's length is EFAULT.  The bound: max_dm_size
- * (SV_MAX_DM_SIZE) per allocation and per context in all; a DM past
- * max_dm_size is EINVAL (mlx5's check), past what the context has left
- * ENOMEM (the kernel's, when the device's memory is used up).
+ * (SV_MAX_DM_SIZE) per allocation and per context in all, counted in
+ * pages; a DM past max_dm_size is EINVAL (mlx5's check), past what the
+ * context has left ENOMEM (the kernel's, when the device's memory is used
+ * up).  Allocating and freeing 256 KiB costs ~3 ms (the move onto the
+ * arena and back); a DM is meant to be made once.
  */
 #include <errno.h>
 #include <stdlib.h>
