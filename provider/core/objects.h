@@ -72,6 +72,9 @@
 #define SV_MAX_MCAST_QP_ATTACH	     56 /* rxe's */
 #define SV_MAX_TOTAL_MCAST_QP_ATTACH 1024
 #define SV_MCAST_QPN		     0xffffffu /* the DQPN of multicast (IB_MULTICAST_QPN) */
+/* Device memory (verbs/dm.c): max_dm_size, and what a context's DMs may
+ * hold in all; ConnectX-6's on-chip memory (MEMIC) is as big */
+#define SV_MAX_DM_SIZE (256u << 10)
 
 /* Objects counted against the device's max_* (sv_obj_get/put). */
 enum sv_obj {
@@ -88,6 +91,7 @@ struct sv_rpeer;
 struct sv_qp;
 struct sv_rmem;
 struct sv_rseg;
+struct sv_dm;
 struct sv_mcast;
 struct sv_mcast_grp;
 struct sv_ud_door;
@@ -203,6 +207,10 @@ struct sv_context {
 	uint32_t nmws;
 	struct sv_mw *mw_free;
 	struct sv_mw *mws[SV_MAX_MW];
+	/* device memory (verbs/dm.c), under mr_lock: the live DMs, and
+	 * their pages' bytes against SV_MAX_DM_SIZE */
+	struct sv_dm *dms;
+	uint64_t dm_bytes;
 };
 
 static inline struct sv_context *to_sctx(struct ibv_context *c)
@@ -254,6 +262,8 @@ struct sv_mr {
 	 * if not re-backed) and the arena offset of its first byte */
 	struct sv_rseg *rseg;
 	uint64_t arena_off;
+	struct sv_dm *dm; /* the device memory it is on (verbs/dm.c), or
+			   * NULL: its MR count drops at deregistration */
 };
 
 /* The MR table's slot of a key (mr.c's head comment says why the low

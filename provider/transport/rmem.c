@@ -489,7 +489,7 @@ static void attach(struct sv_rmem *rm, struct sv_mr *mr)
 		free(s);
 		return;
 	}
-	*s = (struct sv_rseg){b, e, off, 1, rm->segs};
+	*s = (struct sv_rseg){b, e, off, 1, false, rm->segs};
 	rm->segs = s;
 	mr->rseg = s;
 	mr->arena_off = off + (a - b);
@@ -558,6 +558,46 @@ void sv_rmem_dereg(struct sv_context *ctx, struct sv_mr *mr)
 	mr->arena_off = SV_RMEM_NOT_REBACKED;
 	if (s && !--s->refs)
 		seg_release(rm, s);
+	pthread_mutex_unlock(&rm->lock);
+}
+
+int sv_rmem_dm_hold(struct sv_context *ctx, void *p, size_t len)
+{
+	struct sv_rmem *rm = ctx->rmem;
+	uintptr_t b = (uintptr_t)p;
+	struct sv_rseg *s = malloc(sizeof(*s));
+	uint64_t off = 0;
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	pthread_mutex_lock(&rm->lock);
+	err = rmem_make(rm);
+	if (!err)
+		err = reback(rm, b, b + len, &off);
+	if (!err) {
+		*s = (struct sv_rseg){b, b + len, off, 1, true, rm->segs};
+		rm->segs = s;
+	}
+	pthread_mutex_unlock(&rm->lock);
+	if (err)
+		free(s);
+	return err;
+}
+
+void sv_rmem_dm_unhold(struct sv_context *ctx, void *p)
+{
+	struct sv_rmem *rm = ctx->rmem;
+
+	pthread_mutex_lock(&rm->lock);
+	for (struct sv_rseg *s = rm->segs; s; s = s->next) {
+		if (s->dm_hold && s->b == (uintptr_t)p) {
+			s->dm_hold = false;
+			if (!--s->refs)
+				seg_release(rm, s);
+			break;
+		}
+	}
 	pthread_mutex_unlock(&rm->lock);
 }
 

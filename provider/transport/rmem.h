@@ -69,6 +69,17 @@ void sv_rmem_reg(struct sv_context *ctx, struct sv_mr *mr);
  * last MR on them goes.  Idempotent. */
 void sv_rmem_dereg(struct sv_context *ctx, struct sv_mr *mr);
 
+/*
+ * Device memory (verbs/dm.c): the DM's pages, [p, p+len) of fresh private
+ * anonymous memory, page-aligned, moved onto the arena as a segment the
+ * DM holds, so every MR on it is re-backed already and peers reach it
+ * with one copy.  -errno if not (no arena, arena full): the DM then
+ * works through the responder.  unhold drops the hold (free_dm); in a
+ * fork child, which forgot the arena, it finds nothing to drop.
+ */
+int sv_rmem_dm_hold(struct sv_context *ctx, void *p, size_t len);
+void sv_rmem_dm_unhold(struct sv_context *ctx, void *p);
+
 /* Initiator side (see the engine).  A peer's arena and key table. */
 struct sv_rpeer;
 

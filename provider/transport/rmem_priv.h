@@ -24,7 +24,8 @@
 struct sv_rseg {
 	uintptr_t b, e; /* page-rounded */
 	uint64_t off;	/* arena offset of b */
-	uint32_t refs;	/* MRs on it */
+	uint32_t refs;	/* MRs on it, and the device memory's hold */
+	bool dm_hold;	/* device memory made it (sv_rmem_dm_hold) */
 	struct sv_rseg *next;
 };
 

@@ -54,6 +54,9 @@ static void set_ops(struct sv_context *ctx)
 	ctx->vctx.dealloc_td = sv_dealloc_td;
 	ctx->vctx.alloc_parent_domain = sv_alloc_parent_domain;
 	ctx->vctx.advise_mr = sv_advise_mr;
+	ctx->vctx.alloc_dm = sv_alloc_dm;
+	ctx->vctx.free_dm = sv_free_dm;
+	ctx->vctx.reg_dm_mr = sv_reg_dm_mr;
 }
 
 /*
@@ -182,6 +185,7 @@ int sv_close_device(struct ibv_context *c)
 	cmd_fd_close(ctx);
 	sv_rmem_fini(ctx);   /* MRs left registered: their memory is private */
 	sv_mw_free_all(ctx); /* windows, as MRs below */
+	sv_dm_free_all(ctx); /* device memory left allocated */
 	/* MRs left registered, in their slots; the rest on the free list */
 	for (uint32_t i = 0; ctx->nmrs && i < SV_MAX_MR; i++)
 		free(ctx->mrs[i]);

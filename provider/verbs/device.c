@@ -345,8 +345,9 @@ int sv_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr)
  * The extended attributes: orig_attr is ibv_query_device's, the flags
  * the same bits, ODP's caps (odp.c), and every extended capability we
  * do not have zero (no TSO, RSS, WQs, packet pacing, raw packets, tag
- * matching, CQ moderation, device memory, PCI atomics).  attr_size is the
- * caller's structure (older binaries have a shorter one): we fill that much.
+ * matching, CQ moderation, PCI atomics).  Device memory: max_dm_size
+ * (dm.c).  attr_size is the caller's structure (older binaries have a
+ * shorter one): we fill that much.
  */
 int sv_query_device_ex(struct ibv_context *c,
 		       const struct ibv_query_device_ex_input *in,
@@ -367,6 +368,7 @@ int sv_query_device_ex(struct ibv_context *c,
 	a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
 	sv_odp_fill_caps(&a.odp_caps); /* no device_cap_flags bit says ODP */
 	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
+	a.max_dm_size = SV_MAX_DM_SIZE;
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
 	return 0;
 }

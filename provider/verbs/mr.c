@@ -193,8 +193,14 @@ static struct sv_mr *mr_alloc(struct sv_context *ctx, uint32_t *key, int *err)
 	return mr;
 }
 
-struct ibv_mr *sv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length,
-			       uint64_t iova, unsigned int access)
+/*
+ * The MR over [addr, addr+length), named by iova, set up and published
+ * (the arguments checked by the caller); on device memory if dm.  NULL
+ * and errno on failure.
+ */
+struct ibv_mr *sv_mr_publish(struct ibv_pd *ibpd, void *addr, size_t length,
+			     uint64_t iova, unsigned int access,
+			     struct sv_dm *dm)
 {
 	struct sv_context *ctx = to_sctx(ibpd->context);
 	struct sv_pd *pd = to_spd(ibpd);
@@ -202,12 +208,6 @@ struct ibv_mr *sv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length,
 	uint32_t key;
 	int err;
 
-	access = mask_optional(access);
-	err = check_reg(addr, length, iova, access);
-	if (err) {
-		errno = -err;
-		return NULL;
-	}
 	mr = mr_alloc(ctx, &key, &err);
 	if (!mr) {
 		errno = -err;
@@ -222,6 +222,7 @@ struct ibv_mr *sv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length,
 	mr->access = (int)access;
 	if ((access & IBV_ACCESS_ON_DEMAND) && sv_odp_implicit(addr, length))
 		sv_odp_implicit_span(mr);
+	mr->dm = dm;
 	mr->ibv.context = ibpd->context;
 	mr->ibv.pd = ibpd;
 	mr->ibv.addr = addr;
@@ -238,6 +239,20 @@ struct ibv_mr *sv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length,
 	/* re-backed and published for peers; never fails */
 	sv_rmem_reg(ctx, mr);
 	return &mr->ibv;
+}
+
+struct ibv_mr *sv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length,
+			       uint64_t iova, unsigned int access)
+{
+	int err;
+
+	access = mask_optional(access);
+	err = check_reg(addr, length, iova, access);
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	return sv_mr_publish(ibpd, addr, length, iova, access, NULL);
 }
 
 /*
@@ -331,6 +346,7 @@ int sv_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct sv_mr *mr = container_of(ibmr, struct sv_mr, ibv);
 	struct sv_context *ctx = to_sctx(ibmr->context);
+	struct sv_dm *dm;
 	struct sv_pd *pd;
 
 	withdraw_receives(ctx, mr);
@@ -351,11 +367,15 @@ int sv_dereg_mr(struct ibv_mr *ibmr)
 	atomic_store_explicit((_Atomic(struct sv_mr *) *)&ctx->mrs[mr->index],
 			      NULL, memory_order_release);
 	ctx->nmrs--;
+	dm = mr->dm;
+	mr->dm = NULL;
 	mr->next_free = ctx->mr_limbo; /* reused after a grace period */
 	ctx->mr_limbo = mr;
 	pthread_mutex_unlock(&ctx->mr_lock);
 	sv_progress_async(ctx, &ctx->mr_grace, mr_grace_cb);
 	sv_pd_put(pd);
+	if (dm)
+		sv_dm_mr_gone(dm);
 	return 0;
 }
 
@@ -403,6 +423,11 @@ int sv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr,
 		pthread_mutex_unlock(&ctx->mr_lock);
 		errno = EINVAL;
 		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (mr->dm) { /* as uverbs' rereg: not an MR on device memory */
+		pthread_mutex_unlock(&ctx->mr_lock);
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_CMD;
 	}
 	iova = (uintptr_t)addr;
 	if (!(flags & IBV_REREG_MR_CHANGE_TRANSLATION)) {

@@ -70,6 +70,24 @@ void sv_mw_free_all(struct sv_context *ctx);
  * later QP with its number must not reach them). */
 void sv_mw_qp_gone(struct sv_context *ctx, uint32_t qpn);
 
+/* MRs (mr.c): the MR over [addr, addr+length) named by iova, on device
+ * memory if dm, its arguments checked by the caller; NULL and errno. */
+struct ibv_mr *sv_mr_publish(struct ibv_pd *pd, void *addr, size_t length,
+			     uint64_t iova, unsigned int access,
+			     struct sv_dm *dm);
+
+/* Device memory (dm.c): the ops ibv_alloc_dm, ibv_free_dm and
+ * ibv_reg_dm_mr (verbs.h's inlines) call; an MR on a DM going
+ * (ibv_dereg_mr); ibv_close_device frees the DMs left. */
+struct ibv_dm *sv_alloc_dm(struct ibv_context *c,
+			   struct ibv_alloc_dm_attr *attr);
+int sv_free_dm(struct ibv_dm *dm);
+struct ibv_mr *sv_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm,
+			    uint64_t dm_offset, size_t length,
+			    unsigned int access);
+void sv_dm_mr_gone(struct sv_dm *dm);
+void sv_dm_free_all(struct sv_context *ctx);
+
 /* Multicast (verbs/mcast.c). */
 /* ibv_destroy_qp, ibv_close_device: the QP leaves every group (uverbs
  * detaches a destroyed QP).  Caller holds no QP lock. */

@@ -198,6 +198,76 @@ SV_TEST(mw_inline_ops_land_in_provider)
 	dlclose(h);
 }
 
+/*
+ * Device memory has no exported symbol either: ibv_alloc_dm, ibv_free_dm
+ * and ibv_reg_dm_mr are inlines that find their ops in the verbs_context
+ * through verbs_get_ctx_op (sz and abi_compat checked: without them the
+ * inline says EOPNOTSUPP), ibv_memcpy_to_dm/from_dm call the dm's own
+ * pointers.  Each lands in the provider with the right answer.
+ */
+SV_TEST(dm_inline_ops_land_in_provider)
+{
+	void *h = lib();
+	struct ibv_device **(*get_list)(int *) = sym(h, "ibv_get_device_list");
+	void (*free_list)(struct ibv_device **) =
+		sym(h, "ibv_free_device_list");
+	struct ibv_context *(*open_dev)(struct ibv_device *) =
+		sym(h, "ibv_open_device");
+	int (*close_dev)(struct ibv_context *) = sym(h, "ibv_close_device");
+	struct ibv_pd *(*alloc_pd)(struct ibv_context *) =
+		sym(h, "ibv_alloc_pd");
+	int (*dealloc_pd)(struct ibv_pd *) = sym(h, "ibv_dealloc_pd");
+	int (*dereg_mr)(struct ibv_mr *) = sym(h, "ibv_dereg_mr");
+	struct ibv_alloc_dm_attr attr = {.length = 4096};
+	struct ibv_device_attr_ex ax;
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_dm *dm;
+	struct ibv_mr *mr;
+	char out[6] = "";
+	int n = 0;
+
+	list = get_list(&n);
+	ASSERT_NOT_NULL(list);
+	ASSERT_GE(n, 1);
+	ctx = open_dev(list[0]);
+	ASSERT_NOT_NULL(ctx);
+	ASSERT_NOT_NULL(verbs_get_ctx_op(ctx, alloc_dm));
+	ASSERT_NOT_NULL(verbs_get_ctx_op(ctx, free_dm));
+	ASSERT_NOT_NULL(verbs_get_ctx_op(ctx, reg_dm_mr));
+	/* the inline's own op (its fallback is an export we do not link) */
+	ASSERT_OK(verbs_get_ctx_op(ctx, query_device_ex)
+			  ->query_device_ex(ctx, NULL, &ax, sizeof(ax)));
+	ASSERT_EQ(256 << 10, ax.max_dm_size);
+	pd = alloc_pd(ctx);
+	ASSERT_NOT_NULL(pd);
+	dm = ibv_alloc_dm(ctx, &attr);
+	ASSERT_NOT_NULL(dm);
+	ASSERT_TRUE(dm->context == ctx);
+	ASSERT_OK(ibv_memcpy_to_dm(dm, 10, "hello", 6));
+	ASSERT_OK(ibv_memcpy_from_dm(out, dm, 10, 6));
+	ASSERT_STR_EQ("hello", out);
+	ASSERT_EQ(EFAULT, ibv_memcpy_to_dm(dm, 4092, "hello", 6));
+	errno = 0;
+	ASSERT_NULL(ibv_reg_dm_mr(pd, dm, 0, 4096, IBV_ACCESS_LOCAL_WRITE));
+	ASSERT_EQ(EINVAL, errno);
+	mr = ibv_reg_dm_mr(pd, dm, 0, 4096,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ZERO_BASED);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_EQ(EBUSY, ibv_free_dm(dm));
+	ASSERT_EQ(0, dereg_mr(mr));
+	ASSERT_EQ(0, ibv_free_dm(dm));
+	attr.length = (256 << 10) + 1;
+	errno = 0;
+	ASSERT_NULL(ibv_alloc_dm(ctx, &attr));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, dealloc_pd(pd));
+	ASSERT_EQ(0, close_dev(ctx));
+	free_list(list);
+	dlclose(h);
+}
+
 /* Old binaries reach the 1.0 symbols: they fail, they do not crash. */
 /*
  * ibv_advise_mr has no exported symbol either: a verbs.h inline that

@@ -126,7 +126,7 @@ SV_TEST(device_attrs_ex_consistent)
 	ASSERT_EQ(~0ull, ax.completion_timestamp_mask);
 	ASSERT_EQ(1, ax.phys_port_cnt_ex);
 	/* ODP's caps: conf_odp.c.  No TSO, RSS, WQs, pacing, raw packets,
-	 * TM, moderation, DM */
+	 * TM, moderation */
 	ASSERT_EQ(0, ax.xrc_odp_caps);
 	ASSERT_EQ(0, ax.tso_caps.max_tso);
 	ASSERT_EQ(0, ax.tso_caps.supported_qpts);
@@ -138,7 +138,7 @@ SV_TEST(device_attrs_ex_consistent)
 	ASSERT_EQ(0, ax.raw_packet_caps);
 	ASSERT_EQ(0, ax.tm_caps.max_num_tags);
 	ASSERT_EQ(0, ax.cq_mod_caps.max_cq_count);
-	ASSERT_EQ(0, ax.max_dm_size);
+	ASSERT_EQ(256 << 10, ax.max_dm_size); /* device memory (conf_dm.c) */
 	ASSERT_EQ(0, ax.pci_atomic_caps.fetch_add);
 	ASSERT_EQ(0, ax.pci_atomic_caps.swap);
 	ASSERT_EQ(0, ax.pci_atomic_caps.compare_swap);

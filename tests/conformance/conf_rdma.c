@@ -1447,10 +1447,11 @@ SV_TEST(rdma_fetch_add_two_procs_two_threads)
 #define T_LEN	  65536
 
 /*
- * A target process: registers T_LEN bytes (anonymous memory, or a
- * MAP_SHARED file mapping with "file"), connects, says ready, then only
- * waits for 'V' on its pipe and checks what the initiator left.
- * args: up-fd down-fd anon|file.
+ * A target process: registers T_LEN bytes (anonymous memory, a
+ * MAP_SHARED file mapping with "file", or device memory with "dm": a
+ * zero-based MR, its bytes set and read back by ibv_memcpy_to/from_dm),
+ * connects, says ready, then only waits for 'V' on its pipe and checks
+ * what the initiator left.  args: up-fd down-fd anon|file|dm.
  */
 SV_HELPER(rdma_target)
 {
@@ -1458,6 +1459,7 @@ SV_HELPER(rdma_target)
 	struct sv_end e;
 	struct xinfo me, peer;
 	struct ibv_mr *mr;
+	struct ibv_dm *dm = NULL;
 	uint8_t *buf;
 	int up, down, bad = 0;
 	char c = 'R';
@@ -1487,11 +1489,20 @@ SV_HELPER(rdma_target)
 	memset(buf, 0, T_LEN);
 	sv_fill(buf + T_READ, 4096, 21);
 	memcpy(buf + T_CTR, &(uint64_t){1000}, 8);
-	mr = ibv_reg_mr(e.pd, buf, T_LEN, REMOTE_ALL);
+	if (!strcmp(argv[2], "dm")) {
+		dm = ibv_alloc_dm(e.ctx,
+				  &(struct ibv_alloc_dm_attr){.length = T_LEN});
+		ASSERT_NOT_NULL(dm);
+		ASSERT_OK(ibv_memcpy_to_dm(dm, 0, buf, T_LEN));
+		mr = ibv_reg_dm_mr(e.pd, dm, 0, T_LEN,
+				   REMOTE_ALL | IBV_ACCESS_ZERO_BASED);
+	} else {
+		mr = ibv_reg_mr(e.pd, buf, T_LEN, REMOTE_ALL);
+	}
 	ASSERT_NOT_NULL(mr);
 	me = (struct xinfo){.qpn = e.qp->qp_num,
 			    .psn = e.o.psn,
-			    .addr = (uintptr_t)buf,
+			    .addr = dm ? 0 : (uintptr_t)buf,
 			    .rkey = mr->rkey,
 			    .len = T_LEN};
 	xwrite(up, &me, sizeof(me));
@@ -1500,6 +1511,8 @@ SV_HELPER(rdma_target)
 	xwrite(up, &c, 1);
 	if (read(down, &c, 1) != 1 || c != 'V')
 		return 3;
+	if (dm)
+		ASSERT_OK(ibv_memcpy_from_dm(buf, dm, 0, T_LEN));
 	if (sv_check(buf + T_WRITE, 4096, 22) != -1)
 		bad |= 4;
 	for (int i = 0; i < 4096; i++)
@@ -1512,6 +1525,8 @@ SV_HELPER(rdma_target)
 	if (bad)
 		fprintf(stderr, "target: bad 0x%x\n", bad);
 	ASSERT_OK(ibv_dereg_mr(mr));
+	if (dm)
+		ASSERT_OK(ibv_free_dm(dm));
 	sv_end_close(&e);
 	return bad;
 }
@@ -1628,6 +1643,31 @@ SV_TEST(rdma_target_stopped_completes)
 
 	sv_end_open(&a, &o);
 	target_start(&r, &a, "anon");
+	warm_up(&a, &r);
+	stop(r.h.pid);
+	post_five(&a, &r);
+	for (int i = 0; i < 5; i++)
+		WC_OK(a.scq, 1 + (uint64_t)i, ops[i]);
+	check_five(&a);
+	ASSERT_OK(kill(r.h.pid, SIGCONT));
+	target_verify(&r);
+	sv_end_close(&a);
+}
+
+/* The same with the target's MR on device memory: it is on the arena
+ * from allocation, so the initiator does all five itself. */
+SV_TEST(rdma_target_stopped_completes_on_dm)
+{
+	sv_test_needs_shm("one-sided operations the initiator does itself");
+	struct sv_end_opts o = rdma_opts(65536);
+	struct remote_target r;
+	struct sv_end a;
+	static const int ops[] = {IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ,
+				  IBV_WC_FETCH_ADD, IBV_WC_FETCH_ADD,
+				  IBV_WC_FETCH_ADD};
+
+	sv_end_open(&a, &o);
+	target_start(&r, &a, "dm");
 	warm_up(&a, &r);
 	stop(r.h.pid);
 	post_five(&a, &r);

@@ -1353,6 +1353,56 @@ const struct mx_row mx_rows[] = {
 		.deadline_s = RUN,
 		.says = "BW average[MB/sec]",
 	},
+	{
+		.name = "ibv_rc_pingpong_dm",
+		.pkg = "ibverbs-utils",
+		.expect = MX_WORKS,
+		.reason = "device memory (-j): ibv_alloc_dm, a zero-based "
+			  "ibv_reg_dm_mr, ibv_memcpy_to_dm, -c checks it",
+		.server = {"ibv_rc_pingpong", SV0, "-j", "-c", "-n", "100",
+			   "-p", "@PORT@"},
+		.client = {"ibv_rc_pingpong", SV0, "-j", "-c", "-n", "100",
+			   "-p", "@PORT@", "127.0.0.1"},
+		.deadline_s = RUN,
+		.says = "100 iters in",
+	},
+	{
+		.name = "ibv_rc_pingpong_dm_64k",
+		.pkg = "ibverbs-utils",
+		.expect = MX_WORKS,
+		.reason = "64 KiB sends from device memory placed into device "
+			  "memory by the sender (single copy)",
+		.server = {"ibv_rc_pingpong", SV0, "-j", "-c", "-s", "65536",
+			   "-n", "100", "-p", "@PORT@"},
+		.client = {"ibv_rc_pingpong", SV0, "-j", "-c", "-s", "65536",
+			   "-n", "100", "-p", "@PORT@", "127.0.0.1"},
+		.deadline_s = RUN,
+		.says = "100 iters in",
+	},
+	{
+		.name = "ibv_rc_pingpong_dm_tcp",
+		.pkg = "ibverbs-utils",
+		.expect = MX_WORKS,
+		.reason = "device memory over softverbs' TCP transport",
+		.server = {"ibv_rc_pingpong", SV0, "-j", "-c", "-s", "65536",
+			   "-n", "100", "-p", "@PORT@"},
+		.client = {"ibv_rc_pingpong", SV0, "-j", "-c", "-s", "65536",
+			   "-n", "100", "-p", "@PORT@", "127.0.0.1"},
+		.deadline_s = RUN,
+		.env = {"SOFTVERBS_TRANSPORT=tcp"},
+		.says = "100 iters in",
+	},
+	{
+		.name = "ibv_rc_pingpong_dm_too_big",
+		.pkg = "ibverbs-utils",
+		.expect = MX_FAILS,
+		.reason = "a buffer past max_dm_size (256 KiB): refused by the "
+			  "program itself",
+		.client = {"ibv_rc_pingpong", SV0, "-j", "-s", "300000", "-p",
+			   "@PORT@"},
+		.deadline_s = RUN,
+		.says = "Device memory is insufficient",
+	},
 };
 
 const int mx_nrows = sizeof(mx_rows) / sizeof(mx_rows[0]);
