@@ -36,6 +36,23 @@ bool cm_addr_is_any(const struct sockaddr *sa)
 		       sizeof(any6));
 }
 
+/* 127.0.0.0/8, ::1 or ::ffff:127.x.y.z: the host's loopback, which no
+ * RDMA device has (a kernel's rdma_bind_addr finds no device there). */
+bool cm_addr_is_loopback(const struct sockaddr *sa)
+{
+	const struct in6_addr *a6;
+
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)
+				      ->sin_addr.s_addr) >>
+			24) == 127;
+	if (sa->sa_family != AF_INET6)
+		return false;
+	a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+	return IN6_IS_ADDR_LOOPBACK(a6) ||
+	       (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
+}
+
 bool cm_addr_is_multicast(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)

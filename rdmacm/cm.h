@@ -201,6 +201,7 @@ int cm_complete(struct cm_id *c);   /* sync ids: waits for their event */
 /* addr.c */
 int cm_addr_is_local(const struct sockaddr *sa);
 bool cm_addr_is_any(const struct sockaddr *sa);
+bool cm_addr_is_loopback(const struct sockaddr *sa);
 int cm_addr_gid(const struct sockaddr *sa, union ibv_gid *gid, int *index);
 int cm_addr_route_src(const struct sockaddr *dst, struct sockaddr *src);
 void cm_addr_mapped_gid(const struct sockaddr *sa, union ibv_gid *gid);

@@ -320,9 +320,15 @@ static int bind_addr(struct rdma_cm_id *id, struct sockaddr *addr, bool mark)
 	if (ret)
 		return cm_err(-ret);
 	/* a specific address binds the device; a wildcard does too here,
-	 * softverbs0 being the only one */
-	id->verbs = cm_core.ctx;
-	id->port_num = 1;
+	 * softverbs0 being the only one.  A loopback address names no
+	 * device (the kernel's bind finds none: ENODEV): the id is bound,
+	 * with no device till rdma_resolve_addr or a connection request
+	 * gives it softverbs0.  libfabric's verbs provider asks
+	 * rdma_bind_addr of "localhost" whether the device has it; were it
+	 * yes, it would tell peers on other hosts 127.0.0.1 as its address
+	 * (Open MPI's ofi MTL across hosts, tests/netns/netns_mpi.sh). */
+	id->verbs = cm_addr_is_loopback(addr) ? NULL : cm_core.ctx;
+	id->port_num = id->verbs ? 1 : 0;
 	return 0;
 }
 
@@ -438,8 +444,11 @@ CM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 	if (!e) {
 		ret = ENOMEM;
 	} else {
-		if (!status)
+		if (!status) {
 			c->state = CM_ADDR_RESOLVED;
+			id->verbs = cm_core.ctx; /* (a loopback source's) */
+			id->port_num = 1;
+		}
 		cm_event_queue(c, e);
 	}
 	pthread_mutex_unlock(&cm_core.lock);

@@ -601,6 +601,56 @@ SV_TEST(cm_bound_port_never_listening_rejected)
 	rdma_destroy_event_channel(ch);
 }
 
+/*
+ * A loopback address names no device (the kernel's rdma_bind_addr finds
+ * none): bound there, an id has no verbs until rdma_resolve_addr gives it
+ * softverbs0; a wildcard or an interface address binds the device.
+ * libfabric's verbs provider asks exactly this of "localhost" to learn
+ * whether the device owns the address; a yes made it tell peers on other
+ * hosts 127.0.0.1 (tests/netns/netns_mpi.sh).  A listener on 127.0.0.1
+ * still takes connections (cm_connect_accept_data_disconnect).
+ */
+SV_TEST(cm_bind_loopback_names_no_device)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in a = lo(0), any = lo(0), dst;
+	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6};
+	struct rdma_cm_id *l, *l6, *w, *c;
+	uint16_t port;
+
+	ASSERT_OK(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_bind_addr(l, (struct sockaddr *)&a));
+	ASSERT_TRUE(l->verbs == NULL);
+	ASSERT_OK(rdma_listen(l, 4));
+	port = ntohs(rdma_get_src_port(l));
+	ASSERT_NE(0, port);
+
+	a6.sin6_addr = in6addr_loopback;
+	ASSERT_OK(rdma_create_id(ch, &l6, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_bind_addr(l6, (struct sockaddr *)&a6));
+	ASSERT_TRUE(l6->verbs == NULL);
+
+	any.sin_addr.s_addr = htonl(INADDR_ANY);
+	ASSERT_OK(rdma_create_id(ch, &w, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_bind_addr(w, (struct sockaddr *)&any));
+	ASSERT_NOT_NULL(w->verbs);
+
+	/* a loopback source: the device comes with the resolution */
+	a = lo(0);
+	dst = lo(port);
+	ASSERT_OK(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_resolve_addr(c, (struct sockaddr *)&a,
+				    (struct sockaddr *)&dst, 2000));
+	expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	ASSERT_NOT_NULL(c->verbs);
+	ASSERT_EQ(1, c->port_num);
+	rdma_destroy_id(c);
+	rdma_destroy_id(w);
+	rdma_destroy_id(l6);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
 /* 192.0.2.1 (TEST-NET-1) is nobody's here: ADDR_ERROR, not a hang. */
 SV_TEST(cm_address_nobody_has_addr_error)
 {

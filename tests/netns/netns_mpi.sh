@@ -11,9 +11,9 @@
 #     within the deadline (a hang is the failure this row exists for).
 # --bind-to none: mpirun binds each host's first rank to core 0, and
 # namespaces share one machine's CPUs (docs/ucx-mpi-libfabric.md).
-# Not here yet: Open MPI's ofi MTL over verbs;ofi_rxm (the verbs
-# provider advertises 127.0.0.1 across hosts: our rdma_bind_addr of a
-# loopback address gives a device, the kernel's does not), MPICH, NPmpi.
+# Open MPI's ofi MTL over libfabric's verbs;ofi_rxm (rdma_cm between
+# hosts): the ping-pong and the collectives again (ofi_*).  Not here yet:
+# MPICH, NetPIPE.
 #
 # usage: netns_mpi.sh BUILD_DIR
 # Needs root, ip(8) and Open MPI: otherwise it says why and exits 77.
@@ -33,15 +33,22 @@ command -v mpirun >/dev/null || skip "needs mpirun (openmpi-bin)"
 
 export SOFTVERBS_SUBNET=10.77.0.0/24 SV_NETNS_TAG="$tag" SV_RUN="$run"
 
+# Open MPI over UCX, or (ofi_* rows) its ofi MTL over verbs;ofi_rxm
+UCX="--mca pml ucx -x UCX_TLS=rc_verbs,ud_verbs:aux -x UCX_NET_DEVICES=softverbs0:1"
+OFI="--mca pml cm --mca mtl ofi -x FI_PROVIDER=verbs;ofi_rxm"
+
 # mpi NAME DEADLINE HOSTS NP MODE: mpirun's status, its output in $log/NAME
 mpi() {
-	# shellcheck disable=SC2086 # $run may be several words (ASan)
+	case "$1" in
+	ofi_*) how=$OFI ;;
+	*) how=$UCX ;;
+	esac
+	# shellcheck disable=SC2086 # $run may be several words (ASan); $how
 	timeout "$2" ip netns exec "$tag-a" $run mpirun --allow-run-as-root \
 		-np "$4" -H "$3" --bind-to none \
 		--mca plm_rsh_agent "$(dirname "$0")/rsh_agent.sh" \
-		--mca oob_tcp_if_include 10.77.0.0/24 --mca pml ucx \
-		-x SOFTVERBS_SUBNET -x UCX_TLS=rc_verbs,ud_verbs:aux \
-		-x UCX_NET_DEVICES=softverbs0:1 "$job" "$5" >"$log/$1" 2>&1
+		--mca oob_tcp_if_include 10.77.0.0/24 $how \
+		-x SOFTVERBS_SUBNET "$job" "$5" >"$log/$1" 2>&1
 }
 
 ok_row() { # NAME DEADLINE HOSTS NP MODE: exit 0 and "all checked"
@@ -63,6 +70,8 @@ fail() {
 
 ok_row pingpong_2_hosts 240 a,b 2 pingpong
 ok_row collectives_4_hosts 240 a,b,c,d 4 coll
+ok_row ofi_pingpong_2_hosts 240 a,b 2 pingpong
+ok_row ofi_collectives_4_hosts 240 a,b,c,d 4 coll
 
 # the killed rank: mpirun fails (not 0), and does not hang (124)
 mpi killed_rank_4_hosts 240 a,b,c,d 4 kill
