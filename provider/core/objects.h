@@ -191,8 +191,27 @@ struct sv_context {
 	pthread_mutex_t lane_lock;
 	struct sv_lanes_tx *lanes;
 	struct sv_stat *stat; /* counters' memfd (stat.c), or NULL */
-	/* the other end of cmd_fd's socketpair (verbs/context.c) */
+	/* the other end of cmd_fd's socketpair (verbs/context.c), read by
+	 * the progress thread (cmd_pfd): other processes' import requests
+	 * (verbs/import_wire.c); -1 in a context imported from another
+	 * process, whose cmd_fd is the one it was given */
 	int cmd_peer;
+	struct sv_pfd cmd_pfd;
+	/* Import (verbs/import.c).  real: the context objects live in:
+	 * itself, or, for a context ibv_import_device made from a cmd_fd
+	 * of this process, the context that fd belongs to (to_sctx follows
+	 * it); refs: the real context's handles, itself and its in-process
+	 * imports (the last ibv_close_device tears it down); remote: made
+	 * by ibv_import_device from another process's cmd_fd.  The process's
+	 * registry finds a real context by its cmd_fd's inode (imp_node). */
+	struct sv_context *real;
+	_Atomic uint32_t refs;
+	bool remote;
+	struct sv_list imp_node;
+	uint64_t cmd_dev, cmd_ino;
+	/* live PDs an import may name by handle (struct sv_pd.node) */
+	pthread_mutex_t pd_lock;
+	struct sv_list pds;
 	/* memory windows (verbs/mw.c, core/mw.c): slot = sv_mw_slot(key),
 	 * type-stable like MRs; mw_lock serialises every change of a
 	 * window's binding (readers use its seqlock) */
@@ -202,9 +221,11 @@ struct sv_context {
 	struct sv_mw *mws[SV_MAX_MW];
 };
 
+/* The context objects live in: an in-process import's is its original
+ * (verbs/import.c). */
 static inline struct sv_context *to_sctx(struct ibv_context *c)
 {
-	return container_of(c, struct sv_context, vctx.context);
+	return container_of(c, struct sv_context, vctx.context)->real;
 }
 
 /* A PD cannot go while anything created on it lives (the kernel's
@@ -214,11 +235,23 @@ struct sv_pd {
 	_Atomic uint32_t users; /* objects created on this PD */
 	uint32_t id;		/* non-zero, unique in the context: the
 				 * key table's pd_id (rmem.c) */
+	/* Import (verbs/import.c): real is the PD every check compares:
+	 * itself, or the original of a PD ibv_import_pd made in this
+	 * process (to_spd follows it).  On the real PD, under its
+	 * context's pd_lock: refs, its handles (itself and its imports;
+	 * freed at 0), dead once deallocated through one of them, node on
+	 * ctx->pds while importable.  remote: imported from another
+	 * process (a PD of this context standing for that one). */
+	struct sv_pd *real;
+	uint32_t refs;
+	bool dead;
+	bool remote;
+	struct sv_list node;
 };
 
 static inline struct sv_pd *to_spd(struct ibv_pd *pd)
 {
-	return container_of(pd, struct sv_pd, ibv);
+	return container_of(pd, struct sv_pd, ibv)->real;
 }
 
 static inline void sv_pd_get(struct sv_pd *pd)
@@ -244,6 +277,9 @@ struct sv_mr {
 	 * if not re-backed) and the arena offset of its first byte */
 	struct sv_rseg *rseg;
 	uint64_t arena_off;
+	/* made by ibv_import_mr (verbs/import.c): a copy of the MR's
+	 * handle, keys and range, in no table; the keys find the original */
+	bool imported;
 };
 
 /* The MR table's slot of a key (mr.c's head comment says why the low

@@ -56,10 +56,11 @@ static void set_ops(struct sv_context *ctx)
  * context->cmd_fd: a real fd the context owns, as a kernel device's
  * uverbs fd is (programs dup it, pass it with SCM_RIGHTS for
  * ibv_import_device, check it with fcntl).  One end of a Unix
- * socketpair, close-on-exec and non-blocking, the other end kept: the
- * channel a later import will talk to its owner on; today nothing reads
- * it, and the import verbs say EOPNOTSUPP (abi/unsupported.c).  Both
- * are closed at ibv_close_device.
+ * socketpair, close-on-exec and non-blocking, the other end kept and
+ * read by the progress thread: the channel another process's import
+ * talks to us on (verbs/import_wire.c); in this process the registry
+ * finds us by its inode (verbs/import.c).  Both are closed when the
+ * context is torn down (its last handle closed).
  */
 static int cmd_fd_open(struct sv_context *ctx)
 {
@@ -76,7 +77,8 @@ static int cmd_fd_open(struct sv_context *ctx)
 static void cmd_fd_close(struct sv_context *ctx)
 {
 	close(ctx->vctx.context.cmd_fd);
-	close(ctx->cmd_peer);
+	if (ctx->cmd_peer >= 0)
+		close(ctx->cmd_peer);
 	ctx->vctx.context.cmd_fd = ctx->cmd_peer = -1;
 }
 
@@ -102,8 +104,13 @@ struct ibv_context *sv_open_device(struct ibv_device *dev)
 	ctx->vctx.sz = sizeof(ctx->vctx);
 	ctx->vctx.context.device = dev;
 	ctx->vctx.context.abi_compat = (void *)UINTPTR_MAX;
-	ctx->vctx.context.cmd_fd = -1;
+	ctx->vctx.context.cmd_fd = ctx->cmd_peer = ctx->cmd_pfd.fd = -1;
 	ctx->vctx.context.num_comp_vectors = 1;
+	ctx->real = ctx;
+	ctx->refs = 1;
+	sv_list_init(&ctx->imp_node);
+	pthread_mutex_init(&ctx->pd_lock, NULL);
+	sv_list_init(&ctx->pds);
 	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
 	pthread_rwlock_init(&ctx->qp_lock, NULL);
 	pthread_mutex_init(&ctx->mr_lock, NULL);
@@ -144,6 +151,7 @@ struct ibv_context *sv_open_device(struct ibv_device *dev)
 	err = sv_progress_start(ctx, sv_drive_doors_next_ns);
 	if (err)
 		goto err_stat;
+	sv_import_serve(ctx); /* other processes' requests on cmd_peer */
 	return &ctx->vctx.context;
 
 err_stat:
@@ -161,11 +169,12 @@ err_free_ctx:
 	return NULL;
 }
 
-int sv_close_device(struct ibv_context *c)
+/* The last handle of ctx closed: everything goes. */
+static void ctx_teardown(struct sv_context *ctx)
 {
-	struct sv_context *ctx = to_sctx(c);
-
 	sv_qp_close_all(ctx); /* QPs the app did not destroy */
+	if (ctx->cmd_pfd.fd >= 0)
+		sv_progress_del(ctx, &ctx->cmd_pfd);
 	sv_progress_stop(ctx);
 	sv_stat_close(ctx);
 	if (sv_pcap_on)
@@ -194,13 +203,28 @@ int sv_close_device(struct ibv_context *c)
 	pthread_mutex_destroy(&ctx->door_lock);
 	pthread_mutex_destroy(&ctx->lane_lock);
 	pthread_mutex_destroy(&ctx->xsrq_lock);
-	pthread_mutex_destroy(&c->mutex);
+	pthread_mutex_destroy(&ctx->pd_lock);
+	pthread_mutex_destroy(&ctx->vctx.context.mutex);
 	free(ctx);
+}
+
+/* c is the context or an in-process import of it (its own handle, its
+ * own cmd_fd): the context goes with its last handle. */
+int sv_close_device(struct ibv_context *c)
+{
+	struct sv_context *h = container_of(c, struct sv_context, vctx.context);
+	struct sv_context *ctx = h->real;
+
+	if (h != ctx)
+		sv_import_close(h);
+	if (sv_import_put(ctx))
+		ctx_teardown(ctx);
 	return 0;
 }
 
 /* A PD's id names it in the key table (rmem.h): non-zero, unique in the
- * context until 2^32 PDs have been made. */
+ * context until 2^32 PDs have been made.  On ctx->pds, where an import
+ * finds it by handle (verbs/import.c). */
 struct ibv_pd *sv_alloc_pd(struct ibv_context *c)
 {
 	struct sv_context *ctx = to_sctx(c);
@@ -225,17 +249,60 @@ struct ibv_pd *sv_alloc_pd(struct ibv_context *c)
 			 1;
 	while (!pd->id);
 	pd->ibv.handle = pd->id;
+	pd->real = pd;
+	pd->refs = 1;
+	pthread_mutex_lock(&ctx->pd_lock);
+	sv_list_add_tail(&ctx->pds, &pd->node);
+	pthread_mutex_unlock(&ctx->pd_lock);
 	return &pd->ibv;
 }
 
+/* Drops handle h of its real PD, under the context's pd_lock: the real
+ * PD goes with its last handle. */
+static void pd_handle_put(struct sv_context *ctx, struct sv_pd *h)
+{
+	struct sv_pd *pd = h->real;
+
+	if (h != pd)
+		free(h);
+	if (--pd->refs)
+		return;
+	if (!pd->dead)
+		sv_list_del(&pd->node);
+	sv_obj_put(ctx, SV_OBJ_PD);
+	free(pd);
+}
+
+/* The PD, through any of its handles (an import's too, as the kernel's
+ * destroy through an imported handle): EBUSY while objects use it;
+ * then no import finds it, and each other handle frees only itself. */
 int sv_dealloc_pd(struct ibv_pd *ibpd)
 {
-	struct sv_pd *pd = to_spd(ibpd);
+	struct sv_pd *h = container_of(ibpd, struct sv_pd, ibv);
+	struct sv_context *ctx = to_sctx(ibpd->context);
+	struct sv_pd *pd = h->real;
 
+	pthread_mutex_lock(&ctx->pd_lock);
 	/* acquire: the users' last accesses happen before the free */
-	if (atomic_load_explicit(&pd->users, memory_order_acquire))
+	if (atomic_load_explicit(&pd->users, memory_order_acquire)) {
+		pthread_mutex_unlock(&ctx->pd_lock);
 		return EBUSY;
-	sv_obj_put(to_sctx(ibpd->context), SV_OBJ_PD);
-	free(pd);
+	}
+	if (!pd->dead) {
+		pd->dead = true;
+		sv_list_del(&pd->node);
+	}
+	pd_handle_put(ctx, h);
+	pthread_mutex_unlock(&ctx->pd_lock);
 	return 0;
+}
+
+/* ibv_unimport_pd (verbs/import.c): this handle only. */
+void sv_pd_handle_drop(struct sv_pd *h)
+{
+	struct sv_context *ctx = to_sctx(h->ibv.context);
+
+	pthread_mutex_lock(&ctx->pd_lock);
+	pd_handle_put(ctx, h);
+	pthread_mutex_unlock(&ctx->pd_lock);
 }

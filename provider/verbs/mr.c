@@ -50,6 +50,7 @@
 #include "guard.h"
 #include "objects.h"
 #include "rmem.h"
+#include "verbs.h"
 
 #define SV_ACCESS_KNOWN                                                      \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                  \
@@ -269,6 +270,8 @@ int sv_dereg_mr(struct ibv_mr *ibmr)
 	struct sv_context *ctx = to_sctx(ibmr->context);
 	struct sv_pd *pd;
 
+	if (mr->imported) /* a copy: the MR it names goes (import.c) */
+		return sv_import_mr_dereg(mr);
 	withdraw_receives(ctx, mr);
 	/* first: peers that look the key up from now on fail */
 	sv_rmem_dereg(ctx, mr);
@@ -327,6 +330,10 @@ int sv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr,
 
 	if (rereg_bad_input(ibmr, flags, ibpd, addr, length, access)) {
 		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (mr->imported) { /* import.c: a copy of the MR, in no table */
+		errno = EOPNOTSUPP;
 		return IBV_REREG_MR_ERR_INPUT;
 	}
 	ctx = to_sctx(ibmr->context);
