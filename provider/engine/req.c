@@ -50,7 +50,7 @@ static uint32_t train_max(const struct sv_qp *qp)
  */
 static bool translate_sges(struct sv_qp *qp, struct sv_swqe *w)
 {
-	struct sv_pd *pd = container_of(qp->qpx.qp_base.pd, struct sv_pd, ibv);
+	struct sv_pd *pd = to_spd(qp->qpx.qp_base.pd);
 	struct ibv_sge *sg = sv_swqe_sge(qp, w);
 	bool writes = w->op == SV_OP_READ_REQ ||
 		      (sv_opcodes[w->op].mask & SV_M_ATOMIC);
@@ -442,7 +442,7 @@ static void try_place(struct sv_qp *qp, struct sv_swqe *w)
  */
 static void exec_local(struct sv_qp *qp, struct sv_swqe *w)
 {
-	struct sv_pd *pd = container_of(qp->qpx.qp_base.pd, struct sv_pd, ibv);
+	struct sv_pd *pd = to_spd(qp->qpx.qp_base.pd);
 
 	if (w->opcode == IBV_WR_BIND_MW)
 		w->status = (uint8_t)sv_mw_bind(qp, w);
