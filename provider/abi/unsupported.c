@@ -2,9 +2,9 @@
 /*
  * The public verbs softverbs does not implement (yet): ECE, device
  * memory import, dma-buf MRs.  Each fails the way its contract says a
- * missing feature fails -- a positive EOPNOTSUPP, or NULL with errno = EOPNOTSUPP --
- * and never pretends to succeed.  Also the few historical entry points that
- * have nothing to do in a library with no kernel device behind it.
+ * missing feature fails -- a positive EOPNOTSUPP, or NULL with errno =
+ * EOPNOTSUPP -- and never pretends to succeed.  Also the few historical entry
+ * points that have nothing to do in a library with no kernel device behind it.
  */
 #include <errno.h>
 #include <stddef.h>

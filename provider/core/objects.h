@@ -239,9 +239,9 @@ struct sv_pd {
 	 * itself, or the original of a PD ibv_import_pd made in this
 	 * process (to_spd follows it).  On the real PD, under its
 	 * context's pd_lock: refs, its handles (itself and its imports;
-	 * freed at 0), dead once deallocated through one of them, node on
-	 * ctx->pds while importable.  remote: imported from another
-	 * process (a PD of this context standing for that one). */
+	 * freed at 0), dead once deallocated through one of them (no import
+	 * finds it), node on ctx->pds until freed.  remote: imported from
+	 * another process (a PD of this context standing for that one). */
 	struct sv_pd *real;
 	uint32_t refs;
 	bool dead;

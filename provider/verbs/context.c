@@ -203,6 +203,14 @@ static void ctx_teardown(struct sv_context *ctx)
 	pthread_mutex_destroy(&ctx->door_lock);
 	pthread_mutex_destroy(&ctx->lane_lock);
 	pthread_mutex_destroy(&ctx->xsrq_lock);
+	/* PDs whose handles were not all dropped (the original's handle of
+	 * a PD deallocated through an import, PDs left allocated) */
+	while (!sv_list_empty(&ctx->pds)) {
+		struct sv_list *n = ctx->pds.next;
+
+		sv_list_del(n);
+		free(container_of(n, struct sv_pd, node));
+	}
 	pthread_mutex_destroy(&ctx->pd_lock);
 	pthread_mutex_destroy(&ctx->vctx.context.mutex);
 	free(ctx);
@@ -223,8 +231,9 @@ int sv_close_device(struct ibv_context *c)
 }
 
 /* A PD's id names it in the key table (rmem.h): non-zero, unique in the
- * context until 2^32 PDs have been made.  On ctx->pds, where an import
- * finds it by handle (verbs/import.c). */
+ * context until 2^32 PDs have been made.  On ctx->pds until freed
+ * (an import finds it there by handle while it is not dead,
+ * verbs/import.c). */
 struct ibv_pd *sv_alloc_pd(struct ibv_context *c)
 {
 	struct sv_context *ctx = to_sctx(c);
@@ -267,15 +276,15 @@ static void pd_handle_put(struct sv_context *ctx, struct sv_pd *h)
 		free(h);
 	if (--pd->refs)
 		return;
-	if (!pd->dead)
-		sv_list_del(&pd->node);
+	sv_list_del(&pd->node);
 	sv_obj_put(ctx, SV_OBJ_PD);
 	free(pd);
 }
 
 /* The PD, through any of its handles (an import's too, as the kernel's
  * destroy through an imported handle): EBUSY while objects use it;
- * then no import finds it, and each other handle frees only itself. */
+ * then no import finds it (dead), and each other handle frees only
+ * itself. */
 int sv_dealloc_pd(struct ibv_pd *ibpd)
 {
 	struct sv_pd *h = container_of(ibpd, struct sv_pd, ibv);
@@ -288,10 +297,7 @@ int sv_dealloc_pd(struct ibv_pd *ibpd)
 		pthread_mutex_unlock(&ctx->pd_lock);
 		return EBUSY;
 	}
-	if (!pd->dead) {
-		pd->dead = true;
-		sv_list_del(&pd->node);
-	}
+	pd->dead = true;
 	pd_handle_put(ctx, h);
 	pthread_mutex_unlock(&ctx->pd_lock);
 	return 0;

@@ -119,8 +119,8 @@ static struct ibv_context *alias_init(struct sv_context *h,
 	return &h->vctx.context;
 }
 
-__attribute__((format(printf, 2, 3))) static void fail(int err,
-							const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void fail(int err, const char *fmt,
+						       ...)
 {
 	va_list ap;
 
@@ -136,8 +136,8 @@ __attribute__((format(printf, 2, 3))) static void fail(int err,
 static struct ibv_context *remote_new(int fd)
 {
 	struct ibv_device **list = sv_get_device_list(NULL);
-	struct ibv_context *c = list && list[0] ? sv_open_device(list[0]) :
-						  NULL;
+	struct ibv_context *c =
+		list && list[0] ? sv_open_device(list[0]) : NULL;
 	struct sv_context *ctx;
 
 	sv_free_device_list(list);
@@ -216,8 +216,9 @@ uint32_t sv_import_answer(struct sv_context *ctx, const struct sv_imp_req *q,
 		pthread_mutex_lock(&ctx->pd_lock);
 		sv_list_for_each(n, &ctx->pds)
 		{
-			if (container_of(n, struct sv_pd, node)->ibv.handle ==
-			    q->handle)
+			struct sv_pd *pd = container_of(n, struct sv_pd, node);
+
+			if (pd->ibv.handle == q->handle && !pd->dead)
 				st = 0;
 		}
 		pthread_mutex_unlock(&ctx->pd_lock);
@@ -252,7 +253,7 @@ static struct sv_pd *pd_get(struct sv_context *ctx, uint32_t handle)
 	{
 		struct sv_pd *pd = container_of(n, struct sv_pd, node);
 
-		if (pd->ibv.handle == handle) {
+		if (pd->ibv.handle == handle && !pd->dead) {
 			found = pd;
 			pd->refs++;
 			break;
@@ -264,8 +265,7 @@ static struct sv_pd *pd_get(struct sv_context *ctx, uint32_t handle)
 
 /* Another process's PD: a PD of this context standing for it, once the
  * owner says it is live. */
-static struct ibv_pd *import_pd_remote(struct ibv_context *c,
-				       uint32_t handle)
+static struct ibv_pd *import_pd_remote(struct ibv_context *c, uint32_t handle)
 {
 	struct sv_context *ctx = to_sctx(c);
 	struct sv_imp_rep r;
@@ -283,8 +283,7 @@ static struct ibv_pd *import_pd_remote(struct ibv_context *c,
 		return NULL;
 	pd = to_spd(ibpd);
 	pthread_mutex_lock(&ctx->pd_lock);
-	sv_list_del(&pd->node); /* its handle is the other process's */
-	pd->dead = true;
+	pd->dead = true; /* its handle is the other process's: not found */
 	pthread_mutex_unlock(&ctx->pd_lock);
 	pd->remote = true;
 	ibpd->handle = handle;
@@ -332,15 +331,17 @@ void sv_unimport_pd(struct ibv_pd *ibpd)
 		return;
 	h = container_of(ibpd, struct sv_pd, ibv);
 	if (h->real == h && !h->remote) {
-		fprintf(stderr, "softverbs: ibv_unimport_pd: PD %u was not "
-				"imported (ibv_dealloc_pd frees it)\n",
+		fprintf(stderr,
+			"softverbs: ibv_unimport_pd: PD %u was not "
+			"imported (ibv_dealloc_pd frees it)\n",
 			ibpd->handle);
 		return;
 	}
 	if (h->remote &&
 	    atomic_load_explicit(&h->users, memory_order_acquire)) {
-		fprintf(stderr, "softverbs: ibv_unimport_pd: PD %u still has "
-				"objects: kept\n",
+		fprintf(stderr,
+			"softverbs: ibv_unimport_pd: PD %u still has "
+			"objects: kept\n",
 			ibpd->handle);
 		return;
 	}
@@ -415,8 +416,9 @@ void sv_unimport_mr(struct ibv_mr *ibmr)
 		return;
 	m = container_of(ibmr, struct sv_mr, ibv);
 	if (!m->imported) {
-		fprintf(stderr, "softverbs: ibv_unimport_mr: MR %u was not "
-				"imported (ibv_dereg_mr frees it)\n",
+		fprintf(stderr,
+			"softverbs: ibv_unimport_mr: MR %u was not "
+			"imported (ibv_dereg_mr frees it)\n",
 			ibmr->handle);
 		return;
 	}

@@ -35,10 +35,10 @@ struct sv_imp_req {
 struct sv_imp_rep {
 	uint32_t magic;
 	uint16_t version;
-	uint16_t op;	 /* the request's */
-	uint32_t handle; /* the request's */
-	uint32_t status; /* 0, or the errno the import fails with */
-	uint32_t pid;	 /* the owner's process */
+	uint16_t op;		     /* the request's */
+	uint32_t handle;	     /* the request's */
+	uint32_t status;	     /* 0, or the errno the import fails with */
+	uint32_t pid;		     /* the owner's process */
 	uint32_t lkey, rkey, access; /* SV_IMP_MR */
 	uint64_t addr, length;	     /* SV_IMP_MR: in the owner's memory */
 };

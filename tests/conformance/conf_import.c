@@ -20,7 +20,7 @@
 #include "import.h" /* the wire format, for the hostile requests */
 #include "pair.h"
 
-#define RW_ACCESS                                          \
+#define RW_ACCESS                                           \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 	 IBV_ACCESS_REMOTE_READ)
 
@@ -48,8 +48,8 @@ static int count_fds(void)
 
 /* e gets CQs and an RC QP on ctx and pd (not its own), and mr as its MR
  * over buf: an end of pair.h built on imported objects. */
-static void end_on(struct sv_end *e, struct ibv_context *ctx,
-		   struct ibv_pd *pd, struct ibv_mr *mr, uint8_t *buf)
+static void end_on(struct sv_end *e, struct ibv_context *ctx, struct ibv_pd *pd,
+		   struct ibv_mr *mr, uint8_t *buf)
 {
 	struct ibv_qp_init_attr ia = {0};
 	struct ibv_port_attr pa;
@@ -717,7 +717,8 @@ SV_TEST(import_hostile_requests)
 		struct pollfd pp = {.fd = p2[0], .events = POLLIN};
 
 		ASSERT_EQ(1, poll(&pp, 1, 5000));
-		ASSERT_EQ(0, read(p2[0], buf, 1)); /* EOF: the server closed it */
+		ASSERT_EQ(0,
+			  read(p2[0], buf, 1)); /* EOF: the server closed it */
 	}
 	ASSERT_OK(close(p2[0]));
 	ASSERT_OK(pipe2(p2, O_CLOEXEC));
