@@ -202,6 +202,23 @@ struct ibv_context *sv_import_device(int fd)
 	return remote_new(fd);
 }
 
+/* The live MR in slot handle of ctx, under its mr_lock: loaded as
+ * sv_mr_lookup does (the pd last, acquire: a registration on another
+ * thread publishes its fields by it). */
+static struct sv_mr *mr_at(struct sv_context *ctx, uint32_t handle)
+{
+	struct sv_mr *mr;
+
+	if (handle >= SV_MAX_MR)
+		return NULL;
+	mr = atomic_load_explicit((_Atomic(struct sv_mr *) *)&ctx->mrs[handle],
+				  memory_order_acquire);
+	if (!mr || !atomic_load_explicit((_Atomic(struct sv_pd *) *)&mr->pd,
+					 memory_order_acquire))
+		return NULL;
+	return mr;
+}
+
 /* What the owner answers another process (import_wire.c, its progress
  * thread): 0, or the errno the import fails with. */
 uint32_t sv_import_answer(struct sv_context *ctx, const struct sv_imp_req *q,
@@ -209,6 +226,7 @@ uint32_t sv_import_answer(struct sv_context *ctx, const struct sv_imp_req *q,
 {
 	uint32_t st = EINVAL;
 	struct sv_list *n;
+	struct sv_mr *mr;
 
 	if (q->op == SV_IMP_HELLO)
 		return q->handle ? EINVAL : 0;
@@ -224,20 +242,17 @@ uint32_t sv_import_answer(struct sv_context *ctx, const struct sv_imp_req *q,
 		pthread_mutex_unlock(&ctx->pd_lock);
 		return st;
 	}
-	if (q->handle < SV_MAX_MR) {
-		pthread_mutex_lock(&ctx->mr_lock);
-		struct sv_mr *mr = ctx->mrs[q->handle];
-
-		if (mr && mr->pd) {
-			r->lkey = mr->ibv.lkey;
-			r->rkey = mr->ibv.rkey;
-			r->access = (uint32_t)mr->access;
-			r->addr = (uintptr_t)mr->ibv.addr;
-			r->length = mr->length;
-			st = 0;
-		}
-		pthread_mutex_unlock(&ctx->mr_lock);
+	pthread_mutex_lock(&ctx->mr_lock);
+	mr = mr_at(ctx, q->handle);
+	if (mr) {
+		r->lkey = mr->ibv.lkey;
+		r->rkey = mr->ibv.rkey;
+		r->access = (uint32_t)mr->access;
+		r->addr = (uintptr_t)mr->ibv.addr;
+		r->length = mr->length;
+		st = 0;
 	}
+	pthread_mutex_unlock(&ctx->mr_lock);
 	return st;
 }
 
@@ -379,24 +394,21 @@ struct ibv_mr *sv_import_mr(struct ibv_pd *ibpd, uint32_t handle)
 		errno = ENOMEM;
 		return NULL;
 	}
-	mr = NULL;
-	if (handle < SV_MAX_MR) {
-		pthread_mutex_lock(&ctx->mr_lock);
-		mr = ctx->mrs[handle];
-		/* the MR must be live and of this PD (the kernel's handle
-		 * is of the ufile; a PD that is not its own is a mistake) */
-		if (mr && mr->pd && mr->pd == to_spd(ibpd)) {
-			m->ibv = mr->ibv;
-			m->iova = mr->iova;
-			m->addr = mr->addr;
-			m->length = mr->length;
-			m->access = mr->access;
-			m->index = mr->index;
-		} else {
-			mr = NULL;
-		}
-		pthread_mutex_unlock(&ctx->mr_lock);
+	pthread_mutex_lock(&ctx->mr_lock);
+	mr = mr_at(ctx, handle);
+	/* of this PD (the kernel's handle is of the ufile; an MR of
+	 * another PD than the one named is a mistake) */
+	if (mr && mr->pd == to_spd(ibpd)) {
+		m->ibv = mr->ibv;
+		m->iova = mr->iova;
+		m->addr = mr->addr;
+		m->length = mr->length;
+		m->access = mr->access;
+		m->index = mr->index;
+	} else {
+		mr = NULL;
 	}
+	pthread_mutex_unlock(&ctx->mr_lock);
 	if (!mr) {
 		free(m);
 		errno = EINVAL;
@@ -434,10 +446,12 @@ int sv_import_mr_dereg(struct sv_mr *m)
 	int err = EINVAL;
 
 	pthread_mutex_lock(&ctx->mr_lock);
-	mr = ctx->mrs[m->index];
-	pthread_mutex_unlock(&ctx->mr_lock);
+	mr = mr_at(ctx, m->index);
 	/* still the same MR (its key), not one reusing the slot */
-	if (mr && mr->pd && mr->ibv.lkey == m->ibv.lkey)
+	if (mr && mr->ibv.lkey != m->ibv.lkey)
+		mr = NULL;
+	pthread_mutex_unlock(&ctx->mr_lock);
+	if (mr)
 		err = sv_dereg_mr(&mr->ibv);
 	if (!err)
 		free(m);
