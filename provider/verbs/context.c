@@ -62,10 +62,15 @@ static void set_ops(struct sv_context *ctx)
  * finds us by its inode (verbs/import.c).  Both are closed when the
  * context is torn down (its last handle closed).
  */
-static int cmd_fd_open(struct sv_context *ctx)
+static int cmd_fd_open(struct sv_context *ctx, int fd)
 {
 	int sv[2];
 
+	if (fd >= 0) { /* imported from another process: its fd */
+		ctx->vctx.context.cmd_fd = fd;
+		ctx->remote = true;
+		return 0;
+	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK,
 		       0, sv))
 		return -errno;
@@ -76,13 +81,16 @@ static int cmd_fd_open(struct sv_context *ctx)
 
 static void cmd_fd_close(struct sv_context *ctx)
 {
-	close(ctx->vctx.context.cmd_fd);
+	if (ctx->vctx.context.cmd_fd >= 0)
+		close(ctx->vctx.context.cmd_fd);
 	if (ctx->cmd_peer >= 0)
 		close(ctx->cmd_peer);
 	ctx->vctx.context.cmd_fd = ctx->cmd_peer = -1;
 }
 
-struct ibv_context *sv_open_device(struct ibv_device *dev)
+/* cmd_fd: -1, a socket pair of its own; else the fd it was given by
+ * ibv_import_device (another process's context's, verbs/import.c). */
+static struct ibv_context *open_ctx(struct ibv_device *dev, int cmd_fd)
 {
 	struct sv_context *ctx;
 	int err;
@@ -136,7 +144,7 @@ struct ibv_context *sv_open_device(struct ibv_device *dev)
 	err = sv_rmem_init(ctx);
 	if (err)
 		goto err_free;
-	err = cmd_fd_open(ctx);
+	err = cmd_fd_open(ctx, cmd_fd);
 	if (err)
 		goto err_rmem;
 	err = sv_evq_init(&ctx->async);
@@ -158,6 +166,8 @@ err_stat:
 	sv_stat_close(ctx);
 	sv_evq_destroy(&ctx->async);
 err_cmd_fd:
+	if (ctx->remote) /* still the caller's */
+		ctx->vctx.context.cmd_fd = -1;
 	cmd_fd_close(ctx);
 err_rmem:
 	sv_rmem_fini(ctx);
@@ -167,6 +177,16 @@ err_free_ctx:
 	free(ctx);
 	errno = -err;
 	return NULL;
+}
+
+struct ibv_context *sv_open_device(struct ibv_device *dev)
+{
+	return open_ctx(dev, -1);
+}
+
+struct ibv_context *sv_open_imported(struct ibv_device *dev, int cmd_fd)
+{
+	return open_ctx(dev, cmd_fd);
 }
 
 /* The last handle of ctx closed: everything goes. */

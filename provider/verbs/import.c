@@ -34,7 +34,6 @@
 #include <unistd.h>
 
 #include "import.h"
-#include "progress.h"
 #include "verbs.h"
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -53,11 +52,13 @@ static void reg_add(struct sv_context *ctx)
 	pthread_mutex_unlock(&reg_lock);
 }
 
-/* After ibv_open_device: findable here, answering other processes. */
+/* After ibv_open_device: findable here and, unless it is another
+ * process's context imported, answering other processes. */
 void sv_import_serve(struct sv_context *ctx)
 {
 	reg_add(ctx);
-	sv_import_serve_start(ctx);
+	if (ctx->cmd_peer >= 0)
+		sv_import_serve_start(ctx);
 }
 
 /* Drops one handle of ctx: true when it was the last (ctx is then out of
@@ -131,30 +132,15 @@ __attribute__((format(printf, 2, 3))) static void fail(int err, const char *fmt,
 	errno = err;
 }
 
-/* Another process's context: one of ours holding fd, registered under
- * it; its own socket pair goes (nobody can have asked on it yet). */
+/* Another process's context: one of ours holding fd (registered under
+ * it, so that importing it again here shares it). */
 static struct ibv_context *remote_new(int fd)
 {
 	struct ibv_device **list = sv_get_device_list(NULL);
 	struct ibv_context *c =
-		list && list[0] ? sv_open_device(list[0]) : NULL;
-	struct sv_context *ctx;
+		list && list[0] ? sv_open_imported(list[0], fd) : NULL;
 
 	sv_free_device_list(list);
-	if (!c)
-		return NULL;
-	ctx = to_sctx(c);
-	pthread_mutex_lock(&reg_lock);
-	sv_list_del(&ctx->imp_node);
-	pthread_mutex_unlock(&reg_lock);
-	if (ctx->cmd_pfd.fd >= 0)
-		sv_progress_del(ctx, &ctx->cmd_pfd);
-	close(ctx->cmd_peer);
-	close(c->cmd_fd);
-	ctx->cmd_peer = -1;
-	c->cmd_fd = fd;
-	ctx->remote = true;
-	reg_add(ctx);
 	return c;
 }
 

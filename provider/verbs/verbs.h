@@ -61,6 +61,9 @@ int sv_port_mtu_bytes(enum ibv_mtu mtu);
 struct sv_imp_req;
 struct sv_imp_rep;
 void sv_import_serve(struct sv_context *ctx);
+/* ibv_open_device for ibv_import_device of another process's cmd_fd:
+ * the context holds that fd (context.c). */
+struct ibv_context *sv_open_imported(struct ibv_device *dev, int cmd_fd);
 void sv_import_serve_start(struct sv_context *ctx);
 /* Drops a handle of the real context: true if it was the last. */
 bool sv_import_put(struct sv_context *ctx);
