@@ -11,6 +11,8 @@
  */
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -777,4 +779,76 @@ SV_TEST(import_hostile_requests)
 	ASSERT_OK(ibv_dealloc_pd(pd));
 	ASSERT_OK(ibv_close_device(c));
 	ASSERT_EQ(before, count_fds()); /* every fd passed was closed */
+}
+
+/* The owner's progress thread answers (PD and MR lists, under their
+ * locks) while a thread registers and frees MRs and PDs, and this one
+ * imports them in process: every answer well-formed, no race (TSan). */
+struct churn {
+	struct ibv_context *c;
+	struct ibv_pd *pd;
+	_Atomic int stop;
+};
+
+static void *churn_run(void *arg)
+{
+	struct churn *ch = arg;
+	static uint8_t buf[8192];
+
+	while (!atomic_load(&ch->stop)) {
+		struct ibv_pd *pd = ibv_alloc_pd(ch->c);
+		struct ibv_mr *mr;
+
+		if (!pd)
+			abort();
+		mr = ibv_reg_mr(ch->pd, buf, sizeof(buf),
+				IBV_ACCESS_LOCAL_WRITE);
+		if (!mr || ibv_dereg_mr(mr) || ibv_dealloc_pd(pd))
+			abort();
+	}
+	return NULL;
+}
+
+SV_TEST(import_answers_beside_churn)
+{
+	struct sv_imp_req q = {.magic = SV_IMP_MAGIC,
+			       .version = SV_IMP_VERSION};
+	struct churn ch = {.c = open_dev()};
+	struct ibv_context *ic;
+	struct sv_imp_rep r;
+	pthread_t t;
+	int d;
+
+	ch.pd = ibv_alloc_pd(ch.c);
+	ASSERT_NOT_NULL(ch.pd);
+	ic = ibv_import_device(dup(ch.c->cmd_fd));
+	ASSERT_NOT_NULL(ic);
+	d = dup(ch.c->cmd_fd);
+	ASSERT_OK(pthread_create(&t, NULL, churn_run, &ch));
+	for (int i = 0; i < 300; i++) {
+		struct ibv_pd *ipd;
+		struct ibv_mr *imr;
+
+		q.op = i & 1 ? SV_IMP_MR : SV_IMP_PD;
+		q.handle = (uint32_t)(i % 8);
+		ASSERT_EQ(sizeof(r), ask(d, &q, sizeof(q), &r));
+		ASSERT_TRUE(r.status == 0 || r.status == EINVAL);
+		ASSERT_EQ(q.handle, r.handle);
+		/* in process: whatever is live at that moment, or EINVAL */
+		ipd = ibv_import_pd(ic, ch.pd->handle + (uint32_t)(i % 3));
+		if (ipd) {
+			imr = ibv_import_mr(ipd, (uint32_t)(i % 8));
+			if (imr)
+				ibv_unimport_mr(imr);
+			ibv_unimport_pd(ipd);
+		} else {
+			ASSERT_EQ(EINVAL, errno);
+		}
+	}
+	atomic_store(&ch.stop, 1);
+	ASSERT_OK(pthread_join(t, NULL));
+	ASSERT_OK(close(d));
+	ASSERT_OK(ibv_close_device(ic));
+	ASSERT_OK(ibv_dealloc_pd(ch.pd));
+	ASSERT_OK(ibv_close_device(ch.c));
 }
