@@ -192,10 +192,8 @@ struct ibv_context *sv_open_imported(struct ibv_device *dev, int cmd_fd)
 /* The last handle of ctx closed: everything goes. */
 static void ctx_teardown(struct sv_context *ctx)
 {
-	sv_qp_close_all(ctx); /* QPs the app did not destroy */
-	if (ctx->cmd_pfd.fd >= 0)
-		sv_progress_del(ctx, &ctx->cmd_pfd);
-	sv_progress_stop(ctx);
+	sv_qp_close_all(ctx);  /* QPs the app did not destroy */
+	sv_progress_stop(ctx); /* and cmd_pfd with its loop */
 	sv_stat_close(ctx);
 	if (sv_pcap_on)
 		sv_pcap_flush();

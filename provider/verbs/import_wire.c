@@ -213,13 +213,15 @@ static void cmd_event(struct sv_io *io, uint32_t revents)
 {
 	struct sv_pfd *p = container_of(io, struct sv_pfd, io);
 
+	int peer = p->ctx->cmd_peer; /* set before the thread saw it */
+
 	for (int i = 0; i < IMP_BATCH; i++)
-		if (!serve_one(p->ctx, p->fd))
+		if (!serve_one(p->ctx, peer))
 			break;
 	/* every cmd_fd closed (the program closed the context's own too):
 	 * nobody can ask any more, and a hang-up would wake us forever */
 	if ((revents & (EPOLLHUP | EPOLLRDHUP)) &&
-	    recv(p->fd, &(char){0}, 1, MSG_DONTWAIT | MSG_PEEK) == 0)
+	    recv(peer, &(char){0}, 1, MSG_DONTWAIT | MSG_PEEK) == 0)
 		sv_progress_del(p->ctx, p);
 }
 

@@ -524,7 +524,7 @@ SV_HELPER(import_child)
 	me.rkey = mr->rkey;
 	me.addr = (uintptr_t)buf;
 	msg_send(s, &me, -1);
-	/* the test sent 1000 bytes, then wrote 4096 at 8192 */
+	/* the test wrote 4096 bytes at 8192, then sent 1000 */
 	EXPECT_WC(e.rcq, IBV_WC_SUCCESS, 2);
 	(void)msg_recv(s, &m);
 	ASSERT_EQ(-1, sv_check(buf, 1000, 41));
@@ -572,17 +572,21 @@ SV_TEST(import_across_processes_scm_rights)
 	}
 	ASSERT_EQ(-1, msg_recv(ch[0], &h));
 	sv_end_connect(&orig, h.qpn, h.psn);
+	/* the write first: the send after it is what the helper's thread
+	 * sees complete (RC order), so it reads both after that (TSan) */
+	sv_fill(orig.buf + 8192, 4096, 42);
+	rdma_write(&orig, 8192, 4096, h.addr + 8192, h.rkey);
 	sv_fill(orig.buf, 1000, 41);
 	ASSERT_OK(sv_end_send(&orig, 1, 0, 1000, 0));
 	EXPECT_WC(orig.scq, IBV_WC_SUCCESS, 1);
-	sv_fill(orig.buf + 8192, 4096, 42);
-	rdma_write(&orig, 8192, 4096, h.addr + 8192, h.rkey);
 	ASSERT_OK(sv_end_recv(&orig, 2, 16384, 777));
 	msg_send(ch[0], &m, -1);
 	EXPECT_WC(orig.rcq, IBV_WC_SUCCESS, 2);
 	ASSERT_EQ(-1, sv_check(orig.buf + 16384, 777, 43));
 	msg_send(ch[0], &m, -1);
 	sv_proc_wait(&p, 20000);
+	if (!p.exited || p.code)
+		fprintf(stderr, "helper said:\n%s%s", p.out, p.err);
 	ASSERT_TRUE(p.exited);
 	ASSERT_EQ(0, p.code);
 	sv_proc_free(&p);
