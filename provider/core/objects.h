@@ -209,6 +209,7 @@ struct sv_context {
 	bool remote;
 	struct sv_list imp_node;
 	uint64_t cmd_dev, cmd_ino;
+	int cmd_pid; /* who registered it: a forked child asks the owner */
 	/* live PDs an import may name by handle (struct sv_pd.node) */
 	pthread_mutex_t pd_lock;
 	struct sv_list pds;

@@ -47,6 +47,7 @@ static void reg_add(struct sv_context *ctx)
 		return;
 	ctx->cmd_dev = st.st_dev;
 	ctx->cmd_ino = st.st_ino;
+	ctx->cmd_pid = getpid();
 	pthread_mutex_lock(&reg_lock);
 	sv_list_add_tail(&reg, &ctx->imp_node);
 	pthread_mutex_unlock(&reg_lock);
@@ -95,8 +96,11 @@ static struct sv_context *reg_get(const struct stat *st)
 		struct sv_context *c =
 			container_of(n, struct sv_context, imp_node);
 
+		/* a forked child's copy of the registry names its parent's
+		 * contexts, whose threads are not here: the child asks */
 		if (c->cmd_ino == (uint64_t)st->st_ino &&
-		    c->cmd_dev == (uint64_t)st->st_dev) {
+		    c->cmd_dev == (uint64_t)st->st_dev &&
+		    c->cmd_pid == getpid()) {
 			found = c;
 			found->refs++;
 			break;

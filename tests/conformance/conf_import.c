@@ -856,3 +856,49 @@ SV_TEST(import_answers_beside_churn)
 	ASSERT_OK(ibv_dealloc_pd(ch.pd));
 	ASSERT_OK(ibv_close_device(ch.c));
 }
+
+/* A child forked with the context (no exec) has a copy of the process's
+ * registry, naming a context whose threads stayed in the parent: its
+ * import asks the parent on the fd, as any other process does. */
+static struct ibv_context *fork_ctx;
+static uint32_t fork_pd, fork_mr;
+
+static int import_in_child(void)
+{
+	struct ibv_context *ic = ibv_import_device(dup(fork_ctx->cmd_fd));
+	struct ibv_pd *ipd;
+
+	if (!ic)
+		return 2;
+	ipd = ibv_import_pd(ic, fork_pd);
+	if (!ipd)
+		return 3;
+	/* the other process's memory: refused, so the answer came from
+	 * the parent, not from the registry's copy */
+	if (ibv_import_mr(ipd, fork_mr) || errno != EOPNOTSUPP)
+		return 4;
+	ibv_unimport_pd(ipd);
+	return ibv_close_device(ic) ? 5 : 0;
+}
+
+SV_TEST(import_in_forked_child_asks_parent)
+{
+	char lines[4][SV_CHILD_LINE];
+	uint8_t buf[64];
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	int n = 0;
+
+	fork_ctx = open_dev();
+	pd = ibv_alloc_pd(fork_ctx);
+	ASSERT_NOT_NULL(pd);
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(mr);
+	fork_pd = pd->handle;
+	fork_mr = mr->handle;
+	ASSERT_EQ(0, sv_child_env("SV_IMPORT_CHILD", "1", import_in_child,
+				  lines, 4, &n));
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_OK(ibv_dealloc_pd(pd));
+	ASSERT_OK(ibv_close_device(fork_ctx));
+}
