@@ -285,6 +285,63 @@ SV_TEST(import_outlives_original)
 	free(buf);
 }
 
+/* A stranger on the other end of a datagram socket pair: takes the
+ * request's reply socket and answers garbage (or nothing) on it. */
+struct stranger {
+	int fd;
+	bool answer;
+};
+
+static void *stranger_run(void *arg)
+{
+	struct stranger *st = arg;
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	uint8_t req[64], junk[48] = {1, 2, 3};
+	struct iovec iov = {.iov_base = req, .iov_len = sizeof(req)};
+	struct msghdr h = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.buf,
+			   .msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *c;
+	int fd;
+
+	if (recvmsg(st->fd, &h, MSG_CMSG_CLOEXEC) <= 0)
+		return NULL;
+	c = CMSG_FIRSTHDR(&h);
+	if (!c)
+		return NULL;
+	memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+	if (st->answer)
+		(void)!send(fd, junk, sizeof(junk), MSG_NOSIGNAL);
+	close(fd);
+	return NULL;
+}
+
+/* Not softverbs on the other end: EINVAL, whether it answers garbage or
+ * closes the reply socket unanswered. */
+SV_TEST(import_stranger_socket)
+{
+	for (int answer = 0; answer < 2; answer++) {
+		struct stranger st = {.answer = answer};
+		pthread_t t;
+		int p[2];
+
+		ASSERT_OK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
+				     p));
+		st.fd = p[1];
+		ASSERT_OK(pthread_create(&t, NULL, stranger_run, &st));
+		errno = 0;
+		ASSERT_NULL(ibv_import_device(p[0]));
+		ASSERT_EQ(EINVAL, errno);
+		ASSERT_OK(pthread_join(t, NULL));
+		ASSERT_OK(close(p[0]));
+		ASSERT_OK(close(p[1]));
+	}
+}
+
 /* Every refusal, with rdma-core's errno and nothing changed. */
 SV_TEST(import_errors)
 {
