@@ -15,6 +15,7 @@ set(SV_ABI_SOURCES
 	${SV_ABI_DIR}/verbs_context.c
 	${SV_ABI_DIR}/verbs_cq.c
 	${SV_ABI_DIR}/verbs_device.c
+	${SV_ABI_DIR}/verbs_import.c
 	${SV_ABI_DIR}/verbs_mcast.c
 	${SV_ABI_DIR}/verbs_mr.c
 	${SV_ABI_DIR}/verbs_qp.c

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * The public verbs softverbs does not implement (yet): ECE,
- * object import, dma-buf MRs.  Each fails the way its contract says a missing
- * feature fails -- a positive EOPNOTSUPP, or NULL with errno = EOPNOTSUPP --
- * and never pretends to succeed.  Also the few historical entry points that
- * have nothing to do in a library with no kernel device behind it.
+ * The public verbs softverbs does not implement (yet): ECE, device
+ * memory import, dma-buf MRs.  Each fails the way its contract says a
+ * missing feature fails -- a positive EOPNOTSUPP, or NULL with errno =
+ * EOPNOTSUPP -- and never pretends to succeed.  Also the few historical entry
+ * points that have nothing to do in a library with no kernel device behind it.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -24,27 +24,7 @@ SV_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 	return EOPNOTSUPP;
 }
 
-/* Import shares a context's objects through its cmd_fd: the fd is real
- * (verbs/context.c) but no import is served on it yet. */
-SV_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-SV_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
-				       uint32_t pd_handle)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-SV_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
+/* Device memory is not imported (verbs_import.c has the rest). */
 SV_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context,
 				       uint32_t dm_handle)
 {
@@ -52,15 +32,7 @@ SV_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context,
 	return NULL;
 }
 
-/* Nothing can have been imported, so there is nothing to unimport. */
-SV_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
-{
-}
-
-SV_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
-{
-}
-
+/* No DM can have been imported, so there is nothing to unimport. */
 SV_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
 {
 }

@@ -198,8 +198,28 @@ struct sv_context {
 	pthread_mutex_t lane_lock;
 	struct sv_lanes_tx *lanes;
 	struct sv_stat *stat; /* counters' memfd (stat.c), or NULL */
-	/* the other end of cmd_fd's socketpair (verbs/context.c) */
+	/* the other end of cmd_fd's socketpair (verbs/context.c), read by
+	 * the progress thread (cmd_pfd): other processes' import requests
+	 * (verbs/import_wire.c); -1 in a context imported from another
+	 * process, whose cmd_fd is the one it was given */
 	int cmd_peer;
+	struct sv_pfd cmd_pfd;
+	/* Import (verbs/import.c).  real: the context objects live in:
+	 * itself, or, for a context ibv_import_device made from a cmd_fd
+	 * of this process, the context that fd belongs to (to_sctx follows
+	 * it); refs: the real context's handles, itself and its in-process
+	 * imports (the last ibv_close_device tears it down); remote: made
+	 * by ibv_import_device from another process's cmd_fd.  The process's
+	 * registry finds a real context by its cmd_fd's inode (imp_node). */
+	struct sv_context *real;
+	_Atomic uint32_t refs;
+	bool remote;
+	struct sv_list imp_node;
+	uint64_t cmd_dev, cmd_ino;
+	int cmd_pid; /* who registered it: a forked child asks the owner */
+	/* live PDs an import may name by handle (struct sv_pd.node) */
+	pthread_mutex_t pd_lock;
+	struct sv_list pds;
 	/* memory windows (verbs/mw.c, core/mw.c): slot = sv_mw_slot(key),
 	 * type-stable like MRs; mw_lock serialises every change of a
 	 * window's binding (readers use its seqlock) */
@@ -213,9 +233,11 @@ struct sv_context {
 	uint64_t dm_bytes;
 };
 
+/* The context objects live in: an in-process import's is its original
+ * (verbs/import.c). */
 static inline struct sv_context *to_sctx(struct ibv_context *c)
 {
-	return container_of(c, struct sv_context, vctx.context);
+	return container_of(c, struct sv_context, vctx.context)->real;
 }
 
 /* A PD cannot go while anything created on it lives (the kernel's
@@ -227,16 +249,27 @@ struct sv_pd {
 				 * key table's pd_id (rmem.c) */
 	struct sv_pd *inner;	/* a parent domain (verbs/domain.c): the
 				 * PD it contains; NULL for a PD */
+	/* Import (verbs/import.c): real is the PD every check compares:
+	 * itself, or the original of a PD ibv_import_pd made in this
+	 * process (to_spd follows it).  On the real PD, under its
+	 * context's pd_lock: refs, its handles (itself and its imports;
+	 * freed at 0), dead once deallocated through one of them (no import
+	 * finds it), node on ctx->pds until freed.  remote: imported from
+	 * another process (a PD of this context standing for that one). */
+	struct sv_pd *real;
+	uint32_t refs;
+	bool dead;
+	bool remote;
+	struct sv_list node;
 };
 
-/* The protection domain of pd: pd itself, or the PD inside a parent
- * domain, which "is completely interchangeable" with it (man
- * ibv_alloc_parent_domain): keys and QPs compare these. */
+/* The protection domain of pd: pd itself, the original of an import
+ * (verbs/import.c), or the PD inside a parent domain, which "is
+ * completely interchangeable" with it (man ibv_alloc_parent_domain;
+ * domain.c sets its real to that PD's): keys and QPs compare these. */
 static inline struct sv_pd *to_spd(struct ibv_pd *pd)
 {
-	struct sv_pd *p = container_of(pd, struct sv_pd, ibv);
-
-	return p->inner ? p->inner : p;
+	return container_of(pd, struct sv_pd, ibv)->real;
 }
 
 static inline void sv_pd_get(struct sv_pd *pd)
@@ -264,6 +297,9 @@ struct sv_mr {
 	uint64_t arena_off;
 	struct sv_dm *dm; /* the device memory it is on (verbs/dm.c), or
 			   * NULL: its MR count drops at deregistration */
+	/* made by ibv_import_mr (verbs/import.c): a copy of the MR's
+	 * handle, keys and range, in no table; the keys find the original */
+	bool imported;
 };
 
 /* The MR table's slot of a key (mr.c's head comment says why the low

@@ -63,15 +63,21 @@ static void set_ops(struct sv_context *ctx)
  * context->cmd_fd: a real fd the context owns, as a kernel device's
  * uverbs fd is (programs dup it, pass it with SCM_RIGHTS for
  * ibv_import_device, check it with fcntl).  One end of a Unix
- * socketpair, close-on-exec and non-blocking, the other end kept: the
- * channel a later import will talk to its owner on; today nothing reads
- * it, and the import verbs say EOPNOTSUPP (abi/unsupported.c).  Both
- * are closed at ibv_close_device.
+ * socketpair, close-on-exec and non-blocking, the other end kept and
+ * read by the progress thread: the channel another process's import
+ * talks to us on (verbs/import_wire.c); in this process the registry
+ * finds us by its inode (verbs/import.c).  Both are closed when the
+ * context is torn down (its last handle closed).
  */
-static int cmd_fd_open(struct sv_context *ctx)
+static int cmd_fd_open(struct sv_context *ctx, int fd)
 {
 	int sv[2];
 
+	if (fd >= 0) { /* imported from another process: its fd */
+		ctx->vctx.context.cmd_fd = fd;
+		ctx->remote = true;
+		return 0;
+	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK,
 		       0, sv))
 		return -errno;
@@ -82,12 +88,16 @@ static int cmd_fd_open(struct sv_context *ctx)
 
 static void cmd_fd_close(struct sv_context *ctx)
 {
-	close(ctx->vctx.context.cmd_fd);
-	close(ctx->cmd_peer);
+	if (ctx->vctx.context.cmd_fd >= 0)
+		close(ctx->vctx.context.cmd_fd);
+	if (ctx->cmd_peer >= 0)
+		close(ctx->cmd_peer);
 	ctx->vctx.context.cmd_fd = ctx->cmd_peer = -1;
 }
 
-struct ibv_context *sv_open_device(struct ibv_device *dev)
+/* cmd_fd: -1, a socket pair of its own; else the fd it was given by
+ * ibv_import_device (another process's context's, verbs/import.c). */
+static struct ibv_context *open_ctx(struct ibv_device *dev, int cmd_fd)
 {
 	struct sv_context *ctx;
 	int err;
@@ -109,8 +119,13 @@ struct ibv_context *sv_open_device(struct ibv_device *dev)
 	ctx->vctx.sz = sizeof(ctx->vctx);
 	ctx->vctx.context.device = dev;
 	ctx->vctx.context.abi_compat = (void *)UINTPTR_MAX;
-	ctx->vctx.context.cmd_fd = -1;
+	ctx->vctx.context.cmd_fd = ctx->cmd_peer = ctx->cmd_pfd.fd = -1;
 	ctx->vctx.context.num_comp_vectors = 1;
+	ctx->real = ctx;
+	ctx->refs = 1;
+	sv_list_init(&ctx->imp_node);
+	pthread_mutex_init(&ctx->pd_lock, NULL);
+	sv_list_init(&ctx->pds);
 	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
 	pthread_rwlock_init(&ctx->qp_lock, NULL);
 	pthread_mutex_init(&ctx->mr_lock, NULL);
@@ -136,7 +151,7 @@ struct ibv_context *sv_open_device(struct ibv_device *dev)
 	err = sv_rmem_init(ctx);
 	if (err)
 		goto err_free;
-	err = cmd_fd_open(ctx);
+	err = cmd_fd_open(ctx, cmd_fd);
 	if (err)
 		goto err_rmem;
 	err = sv_evq_init(&ctx->async);
@@ -151,12 +166,15 @@ struct ibv_context *sv_open_device(struct ibv_device *dev)
 	err = sv_progress_start(ctx, sv_drive_doors_next_ns);
 	if (err)
 		goto err_stat;
+	sv_import_serve(ctx); /* other processes' requests on cmd_peer */
 	return &ctx->vctx.context;
 
 err_stat:
 	sv_stat_close(ctx);
 	sv_evq_destroy(&ctx->async);
 err_cmd_fd:
+	if (ctx->remote) /* still the caller's */
+		ctx->vctx.context.cmd_fd = -1;
 	cmd_fd_close(ctx);
 err_rmem:
 	sv_rmem_fini(ctx);
@@ -168,12 +186,21 @@ err_free_ctx:
 	return NULL;
 }
 
-int sv_close_device(struct ibv_context *c)
+struct ibv_context *sv_open_device(struct ibv_device *dev)
 {
-	struct sv_context *ctx = to_sctx(c);
+	return open_ctx(dev, -1);
+}
 
-	sv_qp_close_all(ctx); /* QPs the app did not destroy */
-	sv_progress_stop(ctx);
+struct ibv_context *sv_open_imported(struct ibv_device *dev, int cmd_fd)
+{
+	return open_ctx(dev, cmd_fd);
+}
+
+/* The last handle of ctx closed: everything goes. */
+static void ctx_teardown(struct sv_context *ctx)
+{
+	sv_qp_close_all(ctx);  /* QPs the app did not destroy */
+	sv_progress_stop(ctx); /* and cmd_pfd with its loop */
 	sv_stat_close(ctx);
 	if (sv_pcap_on)
 		sv_pcap_flush();
@@ -208,13 +235,37 @@ int sv_close_device(struct ibv_context *c)
 	pthread_mutex_destroy(&ctx->door_lock);
 	pthread_mutex_destroy(&ctx->lane_lock);
 	pthread_mutex_destroy(&ctx->xsrq_lock);
-	pthread_mutex_destroy(&c->mutex);
+	/* PDs whose handles were not all dropped (the original's handle of
+	 * a PD deallocated through an import, PDs left allocated) */
+	while (!sv_list_empty(&ctx->pds)) {
+		struct sv_list *n = ctx->pds.next;
+
+		sv_list_del(n);
+		free(container_of(n, struct sv_pd, node));
+	}
+	pthread_mutex_destroy(&ctx->pd_lock);
+	pthread_mutex_destroy(&ctx->vctx.context.mutex);
 	free(ctx);
+}
+
+/* c is the context or an in-process import of it (its own handle, its
+ * own cmd_fd): the context goes with its last handle. */
+int sv_close_device(struct ibv_context *c)
+{
+	struct sv_context *h = container_of(c, struct sv_context, vctx.context);
+	struct sv_context *ctx = h->real;
+
+	if (h != ctx)
+		sv_import_close(h);
+	if (sv_import_put(ctx))
+		ctx_teardown(ctx);
 	return 0;
 }
 
 /* A PD's id names it in the key table (rmem.h): non-zero, unique in the
- * context until 2^32 PDs have been made. */
+ * context until 2^32 PDs have been made.  On ctx->pds until freed
+ * (an import finds it there by handle while it is not dead,
+ * verbs/import.c). */
 struct ibv_pd *sv_alloc_pd(struct ibv_context *c)
 {
 	struct sv_context *ctx = to_sctx(c);
@@ -239,19 +290,59 @@ struct ibv_pd *sv_alloc_pd(struct ibv_context *c)
 			 1;
 	while (!pd->id);
 	pd->ibv.handle = pd->id;
+	pd->real = pd;
+	pd->refs = 1;
+	pthread_mutex_lock(&ctx->pd_lock);
+	sv_list_add_tail(&ctx->pds, &pd->node);
+	pthread_mutex_unlock(&ctx->pd_lock);
 	return &pd->ibv;
 }
 
+/* Drops handle h of its real PD, under the context's pd_lock: the real
+ * PD goes with its last handle. */
+static void pd_handle_put(struct sv_context *ctx, struct sv_pd *h)
+{
+	struct sv_pd *pd = h->real;
+
+	if (h != pd)
+		free(h);
+	if (--pd->refs)
+		return;
+	sv_list_del(&pd->node);
+	sv_obj_put(ctx, SV_OBJ_PD);
+	free(pd);
+}
+
+/* The PD, through any of its handles (an import's too, as the kernel's
+ * destroy through an imported handle): EBUSY while objects use it;
+ * then no import finds it (dead), and each other handle frees only
+ * itself. */
 int sv_dealloc_pd(struct ibv_pd *ibpd)
 {
-	struct sv_pd *pd = container_of(ibpd, struct sv_pd, ibv);
+	struct sv_pd *h = container_of(ibpd, struct sv_pd, ibv);
+	struct sv_context *ctx = to_sctx(ibpd->context);
+	struct sv_pd *pd = h->real;
 
-	if (pd->inner) /* a parent domain (domain.c) */
+	if (h->inner) /* a parent domain (domain.c) */
 		return sv_dealloc_parent_domain(sv_pdom_of(ibpd));
+	pthread_mutex_lock(&ctx->pd_lock);
 	/* acquire: the users' last accesses happen before the free */
-	if (atomic_load_explicit(&pd->users, memory_order_acquire))
+	if (atomic_load_explicit(&pd->users, memory_order_acquire)) {
+		pthread_mutex_unlock(&ctx->pd_lock);
 		return EBUSY;
-	sv_obj_put(to_sctx(ibpd->context), SV_OBJ_PD);
-	free(pd);
+	}
+	pd->dead = true;
+	pd_handle_put(ctx, h);
+	pthread_mutex_unlock(&ctx->pd_lock);
 	return 0;
+}
+
+/* ibv_unimport_pd (verbs/import.c): this handle only. */
+void sv_pd_handle_drop(struct sv_pd *h)
+{
+	struct sv_context *ctx = to_sctx(h->ibv.context);
+
+	pthread_mutex_lock(&ctx->pd_lock);
+	pd_handle_put(ctx, h);
+	pthread_mutex_unlock(&ctx->pd_lock);
 }

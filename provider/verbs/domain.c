@@ -87,6 +87,7 @@ struct ibv_pd *sv_alloc_parent_domain(struct ibv_context *c,
 		return NULL;
 	}
 	dom->pd.inner = to_spd(a->pd);
+	dom->pd.real = dom->pd.inner; /* to_spd: the PD inside */
 	dom->pd.id = dom->pd.inner->id;
 	dom->pd.ibv.context = c;
 	dom->pd.ibv.handle = dom->pd.inner->ibv.handle;

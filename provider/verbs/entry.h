@@ -54,6 +54,13 @@ int sv_close_device(struct ibv_context *c);
 struct ibv_pd *sv_alloc_pd(struct ibv_context *c);
 int sv_dealloc_pd(struct ibv_pd *pd);
 
+/* Shared objects (import.c). */
+struct ibv_context *sv_import_device(int cmd_fd);
+struct ibv_pd *sv_import_pd(struct ibv_context *c, uint32_t pd_handle);
+void sv_unimport_pd(struct ibv_pd *pd);
+struct ibv_mr *sv_import_mr(struct ibv_pd *pd, uint32_t mr_handle);
+void sv_unimport_mr(struct ibv_mr *mr);
+
 /* MR (mr.c). */
 struct ibv_mr *sv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
 			       uint64_t iova, unsigned int access);

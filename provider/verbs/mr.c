@@ -349,6 +349,8 @@ int sv_dereg_mr(struct ibv_mr *ibmr)
 	struct sv_dm *dm;
 	struct sv_pd *pd;
 
+	if (mr->imported) /* a copy: the MR it names goes (import.c) */
+		return sv_import_mr_dereg(mr);
 	withdraw_receives(ctx, mr);
 	/* first: peers that look the key up from now on fail */
 	sv_rmem_dereg(ctx, mr);
@@ -413,6 +415,10 @@ int sv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr,
 
 	if (rereg_bad_input(ibmr, flags, ibpd, addr, length, access)) {
 		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (mr->imported) { /* import.c: a copy of the MR, in no table */
+		errno = EOPNOTSUPP;
 		return IBV_REREG_MR_ERR_INPUT;
 	}
 	ctx = to_sctx(ibmr->context);

@@ -153,7 +153,7 @@ static int link_start(struct sv_qp *qp)
 		/* our registered memory, for the peer's one-sided
 		 * operations; without it they reach our responder (always,
 		 * for XRC_RECV: the PD is each SRQ's) */
-		.pd_id = pd ? pd->handle : 0,
+		.pd_id = pd ? to_spd(pd)->id : 0,
 		.share_mem = pd != NULL,
 		.dst = &dst,
 		.src = &src,

@@ -55,6 +55,27 @@ void sv_evq_destroy(struct sv_evq *q);
 int sv_av_check(const struct ibv_ah_attr *a, const char *who, bool tcp_ok);
 int sv_port_mtu_bytes(enum ibv_mtu mtu);
 
+/* Import (import.c, import_wire.c; wire/import.h).  After
+ * ibv_open_device, the context is found by its cmd_fd's inode and
+ * answers other processes on cmd_peer (the progress thread). */
+struct sv_imp_req;
+struct sv_imp_rep;
+void sv_import_serve(struct sv_context *ctx);
+/* ibv_open_device for ibv_import_device of another process's cmd_fd:
+ * the context holds that fd (context.c). */
+struct ibv_context *sv_open_imported(struct ibv_device *dev, int cmd_fd);
+void sv_import_serve_start(struct sv_context *ctx);
+/* Drops a handle of the real context: true if it was the last. */
+bool sv_import_put(struct sv_context *ctx);
+/* Frees an in-process import's own handle and its cmd_fd. */
+void sv_import_close(struct sv_context *h);
+uint32_t sv_import_answer(struct sv_context *ctx, const struct sv_imp_req *q,
+			  struct sv_imp_rep *r);
+int sv_imp_ask(int fd, uint16_t op, uint32_t handle, struct sv_imp_rep *r);
+int sv_import_mr_dereg(struct sv_mr *m);
+/* ibv_unimport_pd: drops handle h of its PD (context.c). */
+void sv_pd_handle_drop(struct sv_pd *h);
+
 /* QP (qp.c). */
 void sv_qp_free_all(struct sv_context *ctx);
 /* ibv_close_device: every QP still open is torn down (BYE to peers). */

@@ -3,8 +3,7 @@
  * context->cmd_fd (issue 28 item 6): a real fd each context owns, as a
  * kernel device's uverbs fd is: dup() and fcntl() work on it, it is
  * close-on-exec, each context has its own, and ibv_close_device closes
- * it with no fd left behind.  The import verbs, not implemented, fail
- * cleanly with EOPNOTSUPP on it.
+ * it with no fd left behind.  The import verbs on it: conf_import.c.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -75,33 +74,4 @@ SV_TEST(cmd_fd_is_real_and_closed)
 	for (int i = 0; i < 20; i++)
 		ASSERT_OK(ibv_close_device(open_dev()));
 	ASSERT_EQ(before, count_fds());
-}
-
-SV_TEST(cmd_fd_import_fails_cleanly)
-{
-	struct ibv_context *c = open_dev();
-	struct ibv_pd *pd = ibv_alloc_pd(c);
-	uint8_t buf[64];
-	struct ibv_mr *mr;
-	int d;
-
-	ASSERT_NOT_NULL(pd);
-	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
-	ASSERT_NOT_NULL(mr);
-	d = dup(c->cmd_fd); /* as the shared-PD flow does first */
-	ASSERT_GE(d, 0);
-	errno = 0;
-	ASSERT_NULL(ibv_import_device(d));
-	ASSERT_EQ(EOPNOTSUPP, errno);
-	errno = 0;
-	ASSERT_NULL(ibv_import_pd(c, pd->handle));
-	ASSERT_EQ(EOPNOTSUPP, errno);
-	errno = 0;
-	ASSERT_NULL(ibv_import_mr(pd, mr->handle));
-	ASSERT_EQ(EOPNOTSUPP, errno);
-	ASSERT_OK(close(d));
-	/* the context is untouched and still works */
-	ASSERT_OK(ibv_dereg_mr(mr));
-	ASSERT_OK(ibv_dealloc_pd(pd));
-	ASSERT_OK(ibv_close_device(c));
 }

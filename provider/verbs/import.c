@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Shared objects (issue 28 item 6): ibv_import_device, ibv_import_pd,
+ * ibv_import_mr and their unimports, as the kernel's shared ufile gives
+ * them: contexts made from one cmd_fd share its objects.
+ *
+ * In this process the registry finds the context a cmd_fd belongs to by
+ * the socket's inode (fstat of a dup names the same one).  The import
+ * is a handle of that context: a struct sv_context whose real is the
+ * original, so that every verb on it, and on the objects made through
+ * it, works on the original's (to_sctx): the same MR table, PDs, QPs,
+ * async events (the kernel shares its ufile's async file too).  The
+ * original lives until its last handle is closed.  ibv_import_pd gives
+ * a PD handle whose real is the original PD (to_spd): every PD check
+ * compares equal; ibv_import_mr a copy of the MR's handle, keys and
+ * range: the keys find the original in the table.
+ *
+ * From another process (the fd came with SCM_RIGHTS) the owner answers
+ * on the socket (import_wire.c): ibv_import_device makes a context of
+ * this process that holds the fd (and is registered under it, so that
+ * importing it again here shares it), ibv_import_pd a PD of that
+ * context standing for the original (checked to be live there): MRs
+ * registered and QPs created on it talk to any peer.  ibv_import_mr
+ * names memory of the other process, which this one cannot reach:
+ * EOPNOTSUPP, said on stderr.  Device memory: EOPNOTSUPP.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "import.h"
+#include "verbs.h"
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sv_list reg = {&reg, &reg}; /* real contexts (imp_node) */
+
+static void reg_add(struct sv_context *ctx)
+{
+	struct stat st;
+
+	if (fstat(ctx->vctx.context.cmd_fd, &st))
+		return;
+	ctx->cmd_dev = st.st_dev;
+	ctx->cmd_ino = st.st_ino;
+	ctx->cmd_pid = getpid();
+	pthread_mutex_lock(&reg_lock);
+	sv_list_add_tail(&reg, &ctx->imp_node);
+	pthread_mutex_unlock(&reg_lock);
+}
+
+/* After ibv_open_device: findable here and, unless it is another
+ * process's context imported, answering other processes. */
+void sv_import_serve(struct sv_context *ctx)
+{
+	reg_add(ctx);
+	if (ctx->cmd_peer >= 0)
+		sv_import_serve_start(ctx);
+}
+
+/* Drops one handle of ctx: true when it was the last (ctx is then out of
+ * the registry, so no import takes it any more). */
+bool sv_import_put(struct sv_context *ctx)
+{
+	bool last;
+
+	pthread_mutex_lock(&reg_lock);
+	last = !--ctx->refs;
+	if (last)
+		sv_list_del(&ctx->imp_node);
+	pthread_mutex_unlock(&reg_lock);
+	return last;
+}
+
+/* An in-process import's own handle: its cmd_fd (it was given it). */
+void sv_import_close(struct sv_context *h)
+{
+	close(h->vctx.context.cmd_fd);
+	pthread_mutex_destroy(&h->vctx.context.mutex);
+	free(h);
+}
+
+/* The real context whose cmd_fd st names, with a reference; or NULL. */
+static struct sv_context *reg_get(const struct stat *st)
+{
+	struct sv_context *found = NULL;
+	struct sv_list *n;
+
+	pthread_mutex_lock(&reg_lock);
+	sv_list_for_each(n, &reg)
+	{
+		struct sv_context *c =
+			container_of(n, struct sv_context, imp_node);
+
+		/* a forked child's copy of the registry names its parent's
+		 * contexts, whose threads are not here: the child asks */
+		if (c->cmd_ino == (uint64_t)st->st_ino &&
+		    c->cmd_dev == (uint64_t)st->st_dev &&
+		    c->cmd_pid == getpid()) {
+			found = c;
+			found->refs++;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return found;
+}
+
+/* h, allocated, becomes a handle of real for the program, owning fd. */
+static struct ibv_context *alias_init(struct sv_context *h,
+				      struct sv_context *real, int fd)
+{
+	/* the ops tables, device, async fd: the original's */
+	h->vctx = real->vctx;
+	h->vctx.context.cmd_fd = fd;
+	pthread_mutex_init(&h->vctx.context.mutex, NULL);
+	h->real = real;
+	h->cmd_peer = h->cmd_pfd.fd = -1;
+	sv_list_init(&h->imp_node);
+	return &h->vctx.context;
+}
+
+__attribute__((format(printf, 2, 3))) static void fail(int err, const char *fmt,
+						       ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "softverbs: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	errno = err;
+}
+
+/* Another process's context: one of ours holding fd (registered under
+ * it, so that importing it again here shares it). */
+static struct ibv_context *remote_new(int fd)
+{
+	struct ibv_device **list = sv_get_device_list(NULL);
+	struct ibv_context *c =
+		list && list[0] ? sv_open_imported(list[0], fd) : NULL;
+
+	sv_free_device_list(list);
+	return c;
+}
+
+struct ibv_context *sv_import_device(int fd)
+{
+	struct sv_context *real, *h;
+	struct sv_imp_rep r;
+	int type = 0, dom = 0, err;
+	socklen_t l = sizeof(type);
+	struct stat st;
+
+	/* rdma-core: EINVAL for an fd that is not a device's */
+	if (fd < 0 || fstat(fd, &st) || !S_ISSOCK(st.st_mode)) {
+		fail(EINVAL, "ibv_import_device: fd %d is not a cmd_fd\n", fd);
+		return NULL;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	real = reg_get(&st);
+	if (real)
+		return alias_init(h, real, fd);
+	free(h);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) ||
+	    getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &(socklen_t){4}) ||
+	    type != SOCK_SEQPACKET || dom != AF_UNIX) {
+		fail(EINVAL, "ibv_import_device: fd %d is not a cmd_fd\n", fd);
+		return NULL;
+	}
+	err = sv_imp_ask(fd, SV_IMP_HELLO, 0, &r);
+	if (err == -EIO) {
+		fail(EIO, "ibv_import_device: the context of fd %d is closed\n",
+		     fd);
+		return NULL;
+	}
+	if (err || r.status) {
+		fail(err == -ETIMEDOUT ? ETIMEDOUT : EINVAL,
+		     "ibv_import_device: no softverbs context answers on "
+		     "fd %d\n",
+		     fd);
+		return NULL;
+	}
+	return remote_new(fd);
+}
+
+/* The live MR in slot handle of ctx, under its mr_lock: loaded as
+ * sv_mr_lookup does (the pd last, acquire: a registration on another
+ * thread publishes its fields by it). */
+static struct sv_mr *mr_at(struct sv_context *ctx, uint32_t handle)
+{
+	struct sv_mr *mr;
+
+	if (handle >= SV_MAX_MR)
+		return NULL;
+	mr = atomic_load_explicit((_Atomic(struct sv_mr *) *)&ctx->mrs[handle],
+				  memory_order_acquire);
+	if (!mr || !atomic_load_explicit((_Atomic(struct sv_pd *) *)&mr->pd,
+					 memory_order_acquire))
+		return NULL;
+	return mr;
+}
+
+/* What the owner answers another process (import_wire.c, its progress
+ * thread): 0, or the errno the import fails with. */
+uint32_t sv_import_answer(struct sv_context *ctx, const struct sv_imp_req *q,
+			  struct sv_imp_rep *r)
+{
+	uint32_t st = EINVAL;
+	struct sv_list *n;
+	struct sv_mr *mr;
+
+	if (q->op == SV_IMP_HELLO)
+		return q->handle ? EINVAL : 0;
+	if (q->op == SV_IMP_PD) {
+		pthread_mutex_lock(&ctx->pd_lock);
+		sv_list_for_each(n, &ctx->pds)
+		{
+			struct sv_pd *pd = container_of(n, struct sv_pd, node);
+
+			if (pd->ibv.handle == q->handle && !pd->dead)
+				st = 0;
+		}
+		pthread_mutex_unlock(&ctx->pd_lock);
+		return st;
+	}
+	pthread_mutex_lock(&ctx->mr_lock);
+	mr = mr_at(ctx, q->handle);
+	if (mr) {
+		r->lkey = mr->ibv.lkey;
+		r->rkey = mr->ibv.rkey;
+		r->access = (uint32_t)mr->access;
+		r->addr = (uintptr_t)mr->ibv.addr;
+		r->length = mr->length;
+		st = 0;
+	}
+	pthread_mutex_unlock(&ctx->mr_lock);
+	return st;
+}
+
+/* The live PD of ctx whose handle is handle, with one more handle
+ * counted; or NULL. */
+static struct sv_pd *pd_get(struct sv_context *ctx, uint32_t handle)
+{
+	struct sv_pd *found = NULL;
+	struct sv_list *n;
+
+	pthread_mutex_lock(&ctx->pd_lock);
+	sv_list_for_each(n, &ctx->pds)
+	{
+		struct sv_pd *pd = container_of(n, struct sv_pd, node);
+
+		if (pd->ibv.handle == handle && !pd->dead) {
+			found = pd;
+			pd->refs++;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx->pd_lock);
+	return found;
+}
+
+/* Another process's PD: a PD of this context standing for it, once the
+ * owner says it is live. */
+static struct ibv_pd *import_pd_remote(struct ibv_context *c, uint32_t handle)
+{
+	struct sv_context *ctx = to_sctx(c);
+	struct sv_imp_rep r;
+	struct ibv_pd *ibpd;
+	struct sv_pd *pd;
+	int err;
+
+	err = sv_imp_ask(c->cmd_fd, SV_IMP_PD, handle, &r);
+	if (err || r.status) {
+		errno = err ? -err : (int)r.status;
+		return NULL;
+	}
+	ibpd = sv_alloc_pd(c);
+	if (!ibpd)
+		return NULL;
+	pd = to_spd(ibpd);
+	pthread_mutex_lock(&ctx->pd_lock);
+	pd->dead = true; /* its handle is the other process's: not found */
+	pthread_mutex_unlock(&ctx->pd_lock);
+	pd->remote = true;
+	ibpd->handle = handle;
+	return ibpd;
+}
+
+struct ibv_pd *sv_import_pd(struct ibv_context *c, uint32_t handle)
+{
+	struct sv_context *ctx;
+	struct sv_pd *pd, *h;
+
+	if (!c) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ctx = to_sctx(c);
+	if (ctx->remote)
+		return import_pd_remote(c, handle);
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd = pd_get(ctx, handle);
+	if (!pd) {
+		free(h);
+		errno = EINVAL;
+		return NULL;
+	}
+	h->ibv.context = c;
+	h->ibv.handle = handle;
+	h->id = pd->id;
+	h->real = pd;
+	sv_list_init(&h->node);
+	return &h->ibv;
+}
+
+/* Frees this handle, not the PD (a PD of another process's stands for
+ * it here: it goes, unless something still uses it). */
+void sv_unimport_pd(struct ibv_pd *ibpd)
+{
+	struct sv_pd *h;
+
+	if (!ibpd)
+		return;
+	h = container_of(ibpd, struct sv_pd, ibv);
+	if (h->real == h && !h->remote) {
+		fprintf(stderr,
+			"softverbs: ibv_unimport_pd: PD %u was not "
+			"imported (ibv_dealloc_pd frees it)\n",
+			ibpd->handle);
+		return;
+	}
+	if (h->remote &&
+	    atomic_load_explicit(&h->users, memory_order_acquire)) {
+		fprintf(stderr,
+			"softverbs: ibv_unimport_pd: PD %u still has "
+			"objects: kept\n",
+			ibpd->handle);
+		return;
+	}
+	sv_pd_handle_drop(h);
+}
+
+struct ibv_mr *sv_import_mr(struct ibv_pd *ibpd, uint32_t handle)
+{
+	struct sv_context *ctx;
+	struct sv_mr *mr, *m;
+
+	if (!ibpd) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ctx = to_sctx(ibpd->context);
+	if (ctx->remote) {
+		struct sv_imp_rep r;
+		int err = sv_imp_ask(ibpd->context->cmd_fd, SV_IMP_MR, handle,
+				     &r);
+
+		if (err || r.status) {
+			errno = err ? -err : (int)r.status;
+			return NULL;
+		}
+		fprintf(stderr,
+			"softverbs: ibv_import_mr: MR %u is memory of process "
+			"%u, which this process cannot reach\n",
+			handle, r.pid);
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_lock(&ctx->mr_lock);
+	mr = mr_at(ctx, handle);
+	/* of this PD (the kernel's handle is of the ufile; an MR of
+	 * another PD than the one named is a mistake) */
+	if (mr && mr->pd == to_spd(ibpd)) {
+		m->ibv = mr->ibv;
+		m->iova = mr->iova;
+		m->addr = mr->addr;
+		m->length = mr->length;
+		m->access = mr->access;
+		m->index = mr->index;
+	} else {
+		mr = NULL;
+	}
+	pthread_mutex_unlock(&ctx->mr_lock);
+	if (!mr) {
+		free(m);
+		errno = EINVAL;
+		return NULL;
+	}
+	m->ibv.context = ibpd->context;
+	m->ibv.pd = ibpd;
+	m->imported = true;
+	return &m->ibv;
+}
+
+void sv_unimport_mr(struct ibv_mr *ibmr)
+{
+	struct sv_mr *m;
+
+	if (!ibmr)
+		return;
+	m = container_of(ibmr, struct sv_mr, ibv);
+	if (!m->imported) {
+		fprintf(stderr,
+			"softverbs: ibv_unimport_mr: MR %u was not "
+			"imported (ibv_dereg_mr frees it)\n",
+			ibmr->handle);
+		return;
+	}
+	free(m);
+}
+
+/* ibv_dereg_mr of an imported MR (mr.c): the MR it names goes, as the
+ * kernel's destroy through any handle; then this copy. */
+int sv_import_mr_dereg(struct sv_mr *m)
+{
+	struct sv_context *ctx = to_sctx(m->ibv.context);
+	struct sv_mr *mr;
+	int err = EINVAL;
+
+	pthread_mutex_lock(&ctx->mr_lock);
+	mr = mr_at(ctx, m->index);
+	/* still the same MR (its key), not one reusing the slot */
+	if (mr && mr->ibv.lkey != m->ibv.lkey)
+		mr = NULL;
+	pthread_mutex_unlock(&ctx->mr_lock);
+	if (mr)
+		err = sv_dereg_mr(&mr->ibv);
+	if (!err)
+		free(m);
+	return err;
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The import protocol (verbs/import_wire.c): what a process that was
+ * given a context's cmd_fd (SCM_RIGHTS) asks the context's owner, and
+ * the answer.  A request is one SOCK_SEQPACKET message on the cmd_fd,
+ * exactly struct sv_imp_req, carrying one fd with SCM_RIGHTS: a socket
+ * of the asker's own (a fresh socketpair end) the answer goes back on,
+ * so that no other holder of the cmd_fd can read it.  The answer is
+ * exactly struct sv_imp_rep and carries no fd.  Both sides check every
+ * field: an owner drops a request it cannot read (the asker sees its
+ * socket close), an asker refuses an answer it cannot read.
+ */
+#ifndef SV_IMPORT_WIRE_H
+#define SV_IMPORT_WIRE_H
+
+#include <stdint.h>
+
+#define SV_IMP_MAGIC   0x53564950u /* "SVIP" */
+#define SV_IMP_VERSION 1
+
+enum sv_imp_op {
+	SV_IMP_HELLO = 1, /* is this a softverbs context's cmd_fd? */
+	SV_IMP_PD = 2,	  /* is handle a live PD of it? */
+	SV_IMP_MR = 3,	  /* handle's MR: keys, range, access */
+};
+
+struct sv_imp_req {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t op;	 /* enum sv_imp_op */
+	uint32_t handle; /* PD or MR handle; 0 for HELLO */
+	uint32_t zero;	 /* must be 0 */
+};
+
+struct sv_imp_rep {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t op;		     /* the request's */
+	uint32_t handle;	     /* the request's */
+	uint32_t status;	     /* 0, or the errno the import fails with */
+	uint32_t pid;		     /* the owner's process */
+	uint32_t lkey, rkey, access; /* SV_IMP_MR */
+	uint64_t addr, length;	     /* SV_IMP_MR: in the owner's memory */
+};
+
+_Static_assert(sizeof(struct sv_imp_req) == 16, "import request");
+_Static_assert(sizeof(struct sv_imp_rep) == 48, "import reply");
+
+#endif
