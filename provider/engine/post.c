@@ -36,6 +36,8 @@ static int copy_inline(struct sv_qp *qp, struct sv_swqe *w, uint8_t *dst,
 	for (uint32_t i = 0; i < n; i++) {
 		if (sg[i].length > qp->max_inline - len)
 			return EINVAL;
+		if (!sg[i].length) /* UCX gives {NULL, 0}: no memcpy of it */
+			continue;
 		memcpy(dst + len, (void *)(uintptr_t)sg[i].addr, sg[i].length);
 		len += sg[i].length;
 	}
@@ -719,6 +721,8 @@ static void ex_set_inline_data_list(struct ibv_qp_ex *qx, size_t n,
 			qp->ex_err = EINVAL;
 			return;
 		}
+		if (!buf[i].length) /* {NULL, 0}: nothing to copy */
+			continue;
 		memcpy(qp->sq.inline_buf + (size_t)slot * qp->max_inline + len,
 		       buf[i].addr, buf[i].length);
 		len += (uint32_t)buf[i].length;
