@@ -195,7 +195,16 @@ finish peerhost b
 # is captured; the caller calls again proving the cookie; its hello and
 # proof, replayed byte for byte from the caller's host, are refused.
 start replay a "$ga" b "$gb"
-ip netns exec "$tag-b" "$py" "$here/tcp_attacker.py" sniff "${tag}b" "$DOOR" 4 \
+# the link must be up (it has moved data) before it is cut: the
+# addresses print before the QPs call, and a cut before the first call
+# cuts nothing (on a loaded machine the reconnection never came)
+t=0
+until [ "$(link_bytes b)" -gt 0 ]; do
+	[ $t -ge 400 ] && break
+	t=$((t + 1))
+	sleep 0.05 # ss(8) has no event to wait on
+done
+ip netns exec "$tag-b" "$py" "$here/tcp_attacker.py" sniff "${tag}b" "$DOOR" 20 \
 	"$log/cap" >"$log/sniff.out" 2>&1 &
 sniffer=$!
 wait_for "$log/sniff.out" "ready" || fail "replay: no capture"
