@@ -573,8 +573,9 @@ struct sv_qp_stats {
 	uint64_t tcp_reads;	/* ... recv calls */
 	uint64_t tcp_records;	/* records (packet trains) it put on its TCP
 				 * link, resends included (tcp.c) */
-	uint64_t tcp_slow_acks; /* ACK timeouts with every byte taken by
-				 * the peer's host: kept the connection */
+	uint64_t tcp_slow_acks; /* ACK timeouts while the peer's host took
+				 * what we sent (no retransmission):
+				 * kept the connection */
 	/* UD datagrams (in ud_drops) from another host without a MAC
 	 * that checks, or with one we cannot check (no secret: ud.c) */
 	uint64_t ud_auth_drops;

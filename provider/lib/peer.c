@@ -12,15 +12,18 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
+#include <linux/sockios.h>
 
 /* A TCP address as IPv6 (IPv4 mapped), so both families compare alike. */
 struct peer_addr {
@@ -372,4 +375,20 @@ const char *sv_peer_name(int fd, char *buf, size_t len)
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl))
 		ss.ss_family = AF_UNSPEC;
 	return sv_peer_addr_str((struct sockaddr *)&ss, buf, len);
+}
+
+bool sv_peer_path_retransmits(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	int unacked = -1;
+
+	/* icsk_retransmits: RTOs since data was last acknowledged (a
+	 * zero-window probe counts in tcpi_probes and tcpi_backoff, not
+	 * here) */
+	if (!getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) &&
+	    len >= offsetof(struct tcp_info, tcpi_snd_ssthresh))
+		return ti.tcpi_retransmits;
+	/* no tcp_info: anything not acknowledged is suspect */
+	return ioctl(fd, SIOCOUTQ, &unacked) || unacked;
 }

@@ -85,6 +85,16 @@ int sv_peer_check_now(int fd, const struct sockaddr *want);
  */
 const char *sv_peer_why(int err);
 
+/*
+ * Whether the kernel retransmits what we sent on TCP connection fd: data
+ * unacknowledged past a retransmission timeout, the sign of a path that
+ * is down (TCP_USER_TIMEOUT then ends it).  Bytes merely not acknowledged
+ * yet are not that: the other host delays its ACKs (40 ms and more when
+ * loaded), and a reader that is slow or stopped closes its window, which
+ * the kernel probes without counting a retransmission.
+ */
+bool sv_peer_path_retransmits(int fd);
+
 /* sa's address in words for those lines: "10.77.0.2" (an IPv4-mapped
  * IPv6 one too), "fd00:5e::2", or "?"; into buf (INET6_ADDRSTRLEN). */
 const char *sv_peer_addr_str(const struct sockaddr *sa, char *buf, size_t len);

@@ -17,7 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <linux/sockios.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -288,6 +292,100 @@ SV_TEST(peer_errors_refuse)
 }
 
 /* The words for the transports' one line: one reason per refusal. */
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static struct tcp_info info_of(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	ASSERT_OK(getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len));
+	return ti;
+}
+
+/* A reader that never reads: the writer fills its window, and the
+ * kernel's bytes stay unacknowledged (SIOCOUTQ > 0: what tcp run.c
+ * took for a broken path before, and broke live links on).  The path is
+ * fine: the reader's kernel answers the window probes, and no
+ * retransmission is counted, through two of them. */
+SV_TEST(peer_path_closed_window_is_no_retransmission)
+{
+	union addr la = v4("127.0.0.1");
+	int l = listen_on(&la, false), c, a, small = 4096, unsent = 0;
+	static char junk[65536];
+	uint64_t t0;
+
+	pair(l, &la, port_of(&la), &c, &a);
+	ASSERT_OK(setsockopt(a, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)));
+	ASSERT_FALSE(sv_peer_path_retransmits(c)); /* nothing sent */
+	ASSERT_OK(fcntl(c, F_SETFL, O_NONBLOCK));
+	while (send(c, junk, sizeof(junk), MSG_NOSIGNAL) > 0)
+		;
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_OK(ioctl(c, SIOCOUTQ, &unsent));
+	ASSERT_TRUE(unsent > 0);
+	/* the window probes go out at the RTO (200 ms, doubling: each an
+	 * icsk_backoff; an answered probe is no tcpi_probes) */
+	t0 = mono_ms();
+	while (info_of(c).tcpi_backoff < 2) {
+		ASSERT_FALSE(sv_peer_path_retransmits(c));
+		ASSERT_TRUE(mono_ms() - t0 < 20000);
+		poll(NULL, 0, 10); /* the kernel's timer: nothing to wait on */
+	}
+	ASSERT_FALSE(sv_peer_path_retransmits(c));
+	close(c);
+	close(a);
+	close(l);
+}
+
+/* The other side of the predicate: a SYN the listener drops (its accept
+ * queue is full) is retransmitted, and the connecting socket says so.
+ * (An established path that goes down is the same timer; it needs a
+ * network to cut: netns.tcp_trust and conf_tcp's black hole.) */
+SV_TEST(peer_path_dropped_syn_is_a_retransmission)
+{
+	union addr la = v4("127.0.0.1");
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, c1, c2;
+	socklen_t len = sizeof(la);
+	uint64_t t0;
+
+	ASSERT_TRUE(s >= 0);
+	ASSERT_OK(setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+	ASSERT_OK(bind(s, &la.sa, sizeof(la.in)));
+	ASSERT_OK(listen(s, 0)); /* a queue of one, never accepted */
+	ASSERT_OK(getsockname(s, &la.sa, &len));
+	c1 = connect_to(&la, port_of(&la)); /* fills it */
+	c2 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	ASSERT_TRUE(c2 >= 0);
+	/* another may still fit (the kernel's queue takes backlog + 1) */
+	for (int i = 0; i < 4; i++) {
+		t0 = mono_ms();
+		ASSERT_TRUE(connect(c2, &la.sa, sizeof(la.in)) &&
+			    errno == EINPROGRESS);
+		while (!sv_peer_path_retransmits(c2) &&
+		       info_of(c2).tcpi_state == TCP_SYN_SENT &&
+		       mono_ms() - t0 < 10000)
+			poll(NULL, 0, 10); /* the SYN's timer: 1 s */
+		if (info_of(c2).tcpi_state == TCP_SYN_SENT)
+			break;
+		close(c2); /* it got in: fill the queue with it, again */
+		c2 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			    0);
+		ASSERT_TRUE(c2 >= 0);
+	}
+	ASSERT_EQ(TCP_SYN_SENT, info_of(c2).tcpi_state);
+	ASSERT_TRUE(sv_peer_path_retransmits(c2));
+	close(c2);
+	close(c1);
+	close(s);
+}
+
 SV_TEST(peer_why_names_each_refusal)
 {
 	ASSERT_CONTAINS(sv_peer_why(-EACCES), "address");

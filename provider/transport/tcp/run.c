@@ -101,20 +101,21 @@ void sv_tcp_retransmit(struct sv_link *l)
 	struct sv_tcp *t = l->tcp;
 	uint64_t now = sv_now_ns();
 
-	int unacked = -1;
-
 	if (!t || t->closed || t->gone || t->conn != CONN_READY)
 		return;
-	/* every byte we wrote is with the peer's host (its kernel
-	 * acknowledged them): a new connection would resend nothing that
-	 * was lost.  The peer is slow (thousands of QPs setting up at once,
-	 * a stopped process), and a new call only adds to the doors' work;
-	 * 4,096 pairs over TCP failed on that.  For a while after it was
-	 * last heard: a path that takes bytes and never answers (a black
-	 * hole) is called again then, and runs out of tries.  A dead path
-	 * keeps bytes unacknowledged (and TCP_USER_TIMEOUT ends it) */
-	if (!t->olen && sv_ns_since(now, t->heard_ns) < SLOW_PEER_MAX_NS &&
-	    !ioctl(t->fd, SIOCOUTQ, &unacked) && !unacked) {
+	/* the peer's host takes what we send (its kernel acknowledges it,
+	 * or will: sv_peer_path_retransmits; bytes not yet acknowledged
+	 * broke hundreds of live links among 2,048 pairs on a loaded host,
+	 * the peer's delayed ACKs): a new connection would resend
+	 * nothing that was lost.  The peer is slow (thousands of QPs
+	 * setting up at once, a stopped process), and a new call only adds
+	 * to the doors' work; 4,096 pairs over TCP failed on that.  For a
+	 * while after it was last heard: a path that takes bytes and never
+	 * answers (a black hole) is called again then, and runs out of
+	 * tries.  What we could not write yet (olen) waits for the peer's
+	 * window, which a new connection would not open sooner. */
+	if (sv_ns_since(now, t->heard_ns) < SLOW_PEER_MAX_NS &&
+	    !sv_peer_path_retransmits(t->fd)) {
 		count_call(t, tcp_slow_acks);
 		return;
 	}
@@ -268,16 +269,20 @@ static int take(struct sv_link *l, int sock, const struct sv_hello *h, int *fds,
 		int nfds, const void *body, uint32_t my_qpn, uint32_t expect)
 {
 	struct sv_tcp_hello th;
-	int fd;
+	int fd, err;
 
 	if (nfds != 1 || h->dst_qpn != my_qpn)
 		return -EPROTO;
 	memcpy(&th, body, sizeof(th));
 	fd = fds[0];
 	fds[0] = -1; /* sv_tcp_take's, answered and closed on a refusal */
-	if (sv_tcp_take(l, fd, &th, my_qpn, expect) < 0)
-		return -EPROTO; /* the caller closes sock */
-	close(sock);		/* the Unix connection has done its part */
+	/* a refusal's why goes to the debug line (link.c); the caller
+	 * closes sock.  -EAGAIN and -EMFILE mean something else there (a
+	 * hello still coming; its fds not installed) */
+	err = sv_tcp_take(l, fd, &th, my_qpn, expect);
+	if (err < 0)
+		return err == -EAGAIN || err == -EMFILE ? -EPROTO : err;
+	close(sock); /* the Unix connection has done its part */
 	return 1;
 }
 
