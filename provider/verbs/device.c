@@ -73,7 +73,7 @@ static struct {
 
 bool sv_ctx_is_roce(const struct ibv_context *c)
 {
-	return c && c->device == &sv_roce_dev.dev;
+	return c && c->device && !strcmp(c->device->name, SV_ROCE_DEV_NAME);
 }
 
 /* Once-per-process explanation of a refused address: the EINVAL alone
@@ -363,9 +363,15 @@ int sv_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr)
 	if (!ctx || !attr)
 		return EINVAL;
 	fill_device_attr(attr);
-	if (sv_ctx_is_roce(ctx)) /* rxe's: the netdev's MAC's EUI-64 */
+	if (sv_ctx_is_roce(ctx)) {
+		/* rxe's: the netdev's MAC's EUI-64; RC only (no XRC, no UD
+		 * for multicast) */
 		attr->node_guid = attr->sys_image_guid =
 			htobe64(sv_roce_node_guid());
+		attr->device_cap_flags &= ~(unsigned int)IBV_DEVICE_XRC;
+		attr->max_mcast_grp = attr->max_mcast_qp_attach = 0;
+		attr->max_total_mcast_qp_attach = 0;
+	}
 	return 0;
 }
 
@@ -396,6 +402,9 @@ int sv_query_device_ex(struct ibv_context *c,
 	a.hca_core_clock = 1000000; /* kHz */
 	a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
 	sv_odp_fill_caps(&a.odp_caps); /* no device_cap_flags bit says ODP */
+	if (sv_ctx_is_roce(c)) /* RC only */
+		a.odp_caps.per_transport_caps.uc_odp_caps =
+			a.odp_caps.per_transport_caps.ud_odp_caps = 0;
 	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
 	a.max_dm_size = SV_MAX_DM_SIZE;
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));

@@ -25,6 +25,14 @@
 
 #define ROCE_DEV "softverbs_roce0"
 
+/* rdma-core's infiniband/driver.h (IBVERBS_PRIVATE_34), not shipped */
+enum ibv_gid_type_sysfs {
+	IBV_GID_TYPE_SYSFS_IB_ROCE_V1,
+	IBV_GID_TYPE_SYSFS_ROCE_V2,
+};
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
+		       unsigned int index, enum ibv_gid_type_sysfs *type);
+
 struct roce {
 	struct ibv_context *ctx;
 	char ifname[IF_NAMESIZE];
@@ -117,6 +125,9 @@ SV_TEST(roce_dev_listed_guid)
 	ASSERT_OK(memcmp(&da.node_guid, g, 8)); /* rxe's: the MAC's EUI-64 */
 	ASSERT_EQ(da.node_guid, da.sys_image_guid);
 	ASSERT_EQ(1, da.phys_port_cnt);
+	/* RC only: no XRC, no multicast (UD) claimed */
+	ASSERT_EQ(0, da.device_cap_flags & IBV_DEVICE_XRC);
+	ASSERT_EQ(0, da.max_mcast_grp);
 	list = ibv_get_device_list(NULL);
 	ASSERT_EQ(da.node_guid, ibv_get_device_guid(list[1]));
 	ibv_free_device_list(list);
