@@ -142,8 +142,8 @@ static void rate_str(const struct ibv_port_attr *pa, char *buf, size_t size)
  * interface a RoCE GID belongs to.  An empty entry (the kernel's read
  * fails with EINVAL) and a GID with no interface have no file.
  */
-static int put_gid_attrs(struct ibv_context *ctx, const char *dir,
-			 uint8_t port, int len)
+static int put_gid_attrs(struct ibv_context *ctx, const char *dir, uint8_t port,
+			 int len)
 {
 	char types[PATH_MAX], ndevs[PATH_MAX];
 	int err;

@@ -402,7 +402,7 @@ int sv_query_device_ex(struct ibv_context *c,
 	a.hca_core_clock = 1000000; /* kHz */
 	a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
 	sv_odp_fill_caps(&a.odp_caps); /* no device_cap_flags bit says ODP */
-	if (sv_ctx_is_roce(c)) /* RC only */
+	if (sv_ctx_is_roce(c))	       /* RC only */
 		a.odp_caps.per_transport_caps.uc_odp_caps =
 			a.odp_caps.per_transport_caps.ud_odp_caps = 0;
 	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;

@@ -295,8 +295,8 @@ SV_TEST(roce_dev_av_needs_grh)
 	qa.qp_type = IBV_QPT_RC;
 	ASSERT_NOT_NULL(qp = ibv_create_qp(pd, &qa));
 	ASSERT_OK(ibv_modify_qp(qp, &a,
-				IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+				IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					IBV_QP_ACCESS_FLAGS));
 	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR,
 				 .path_mtu = IBV_MTU_1024,
 				 .dest_qp_num = 0x11,
