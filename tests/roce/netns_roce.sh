@@ -47,12 +47,32 @@ pair rc_pingpong_1MiB 120 "iters in" b c \
 # index from its own table as ibv_devinfo prints a RoCE v2 entry (rxe's
 # layout: the default GID at 0, the veth's IPv4 address at 1).  A capture
 # on a's veth proves the wire: the pingpong's packets are RoCEv2 on UDP
-# 4791, each parsed with its ICRC checked (over TCP there would be none).
+# 4791, each parsed with its ICRC checked (over TCP there would be none);
+# then RoCEv2 over IPv6, the GIDs of the veths' fd00:5e::x.
 roce_gid_of() {
 	in_ns "$1" ibv_devinfo -d softverbs_roce0 -v | sed -n \
 		's/.*GID\[ *\([0-9]*\)\]:[[:space:]]*::ffff:10\.77\.0\.'"$2"', RoCE v2$/\1/p' |
 		head -1
 }
+# the port follows its interface: c's veth at MTU 9000 gives active_mtu
+# 4096, down gives PORT_DOWN; then back as it was
+ip -n "$tag-c" link set "${tag}c" mtu 9000
+o9=$(in_ns c ibv_devinfo -d softverbs_roce0)
+ip -n "$tag-c" link set "${tag}c" down
+od=$(in_ns c ibv_devinfo -d softverbs_roce0)
+ip -n "$tag-c" link set "${tag}c" mtu 1500 up
+o15=$(in_ns c ibv_devinfo -d softverbs_roce0)
+if echo "$o9" | grep -q "active_mtu:[[:space:]]*4096 (5)" &&
+	echo "$o9" | grep -q "PORT_ACTIVE" &&
+	echo "$od" | grep -q "PORT_DOWN" &&
+	echo "$o15" | grep -q "active_mtu:[[:space:]]*1024 (3)" &&
+	echo "$o15" | grep -q "link_layer:[[:space:]]*Ethernet"; then
+	echo "ok   roce_dev_port: MTU 9000 -> 4096, down -> PORT_DOWN, 1500 -> 1024"
+else
+	echo "FAIL roce_dev_port: the port does not follow ${tag}c"
+	printf '%s\n---\n%s\n---\n%s\n' "$o9" "$od" "$o15" | grep -E "state|mtu|---"
+	failed=1
+fi
 ra=$(roce_gid_of a 1)
 rb=$(roce_gid_of b 2)
 R="env -u SOFTVERBS_TRANSPORT"
@@ -96,6 +116,19 @@ elif command -v tshark >/dev/null; then
 	fi
 else
 	echo "note: no tshark: the softverbs_roce0 rows skipped"
+fi
+# RoCEv2 over IPv6: the device's GID of the veth's fd00:5e::x address
+ra6=$(in_ns a ibv_devinfo -d softverbs_roce0 -v |
+	sed -n 's/.*GID\[ *\([0-9]*\)\]:[[:space:]]*fd00:5e::1, RoCE v2$/\1/p')
+rb6=$(in_ns b ibv_devinfo -d softverbs_roce0 -v |
+	sed -n 's/.*GID\[ *\([0-9]*\)\]:[[:space:]]*fd00:5e::2, RoCE v2$/\1/p')
+if [ -n "$ra6" ] && [ -n "$rb6" ]; then
+	pair roce_dev_rc_pingpong_ipv6 60 "iters in" a b \
+		$R ibv_rc_pingpong -d softverbs_roce0 -g "$ra6" -p @P -s 4096 -n 50 -c -- \
+		$R ibv_rc_pingpong -d softverbs_roce0 -g "$rb6" -p @P -s 4096 -n 50 -c $A
+else
+	echo "FAIL roce_dev_ipv6_gids: no RoCE v2 GID of fd00:5e::1/2 ('$ra6'/'$rb6')"
+	failed=1
 fi
 
 if command -v ib_write_bw >/dev/null; then
