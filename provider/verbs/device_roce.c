@@ -193,7 +193,8 @@ static void eth_speed(uint8_t *width, uint8_t *speed)
 	pthread_mutex_unlock(&pick_lock);
 	r.ifr_data = (char *)&cmd;
 	if (fd >= 0 && !ioctl(fd, SIOCETHTOOL, &r))
-		mbs = ethtool_cmd_speed(&cmd);
+		/* ethtool_cmd_speed's, without its int shift (UB) */
+		mbs = (uint32_t)cmd.speed_hi << 16 | cmd.speed;
 	if (fd >= 0)
 		close(fd);
 	if (!mbs || mbs == (uint32_t)SPEED_UNKNOWN || mbs <= 1000)
