@@ -2,7 +2,9 @@
 /*
  * The device softverbs0: the device list, contexts, and what they report —
  * device and port attributes, the LID and the GID table (made by
- * transport/addr.c: this host's addresses).
+ * transport/addr.c: this host's addresses).  The list's second device,
+ * softverbs_roce0, answers from device_roce.c (its context's queries go
+ * there: sv_ctx_is_roce).
  */
 #include <arpa/inet.h>
 #include <errno.h>
