@@ -237,6 +237,9 @@ SV_TEST(roce_dev_gid_table)
 	ASSERT_EQ(-EINVAL, ibv_query_gid_table(r.ctx, t, (size_t)n - 1, 0));
 	ASSERT_EQ(-EINVAL, ibv_query_gid_table(r.ctx, t, 64, 1));
 	ASSERT_EQ(EINVAL, ibv_query_gid_ex(r.ctx, 1, 0, &e, 1));
+	/* an entry shorter than rdma-core 44's */
+	ASSERT_EQ(EINVAL, _ibv_query_gid_ex(r.ctx, 1, 0, &e, 0, 8));
+	ASSERT_EQ(-EINVAL, _ibv_query_gid_table(r.ctx, t, 64, 0, 8));
 	ASSERT_EQ(EINVAL, ibv_query_gid_ex(r.ctx, 0, 0, &e, 0));
 	ASSERT_EQ(EINVAL, ibv_query_gid_ex(r.ctx, 2, 0, &e, 0));
 	ASSERT_EQ(EINVAL, ibv_query_gid_ex(r.ctx, 1, pa.gid_tbl_len, &e, 0));
