@@ -20,6 +20,7 @@
 #include <ftw.h>
 #include <infiniband/verbs.h>
 #include <limits.h>
+#include <net/if.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -135,6 +136,38 @@ static void rate_str(const struct ibv_port_attr *pa, char *buf, size_t size)
 		 tenths % 10 ? ".5" : "", width, name);
 }
 
+/*
+ * gid_attrs/types/<i> and gid_attrs/ndevs/<i>, as the kernel's: the type
+ * of each GID in the table ("IB/RoCE v1", "RoCE v2"), and the net
+ * interface a RoCE GID belongs to.  An empty entry (the kernel's read
+ * fails with EINVAL) and a GID with no interface have no file.
+ */
+static int put_gid_attrs(struct ibv_context *ctx, const char *dir, uint8_t port,
+			 int len)
+{
+	char types[PATH_MAX], ndevs[PATH_MAX];
+	int err;
+
+	err = mkdirf(types, sizeof(types), "%s/gid_attrs", dir);
+	err = err ?: mkdirf(types, sizeof(types), "%s/gid_attrs/types", dir);
+	err = err ?: mkdirf(ndevs, sizeof(ndevs), "%s/gid_attrs/ndevs", dir);
+	for (int i = 0; !err && i < len; i++) {
+		struct ibv_gid_entry e;
+		char name[16], ifname[IF_NAMESIZE];
+
+		if (ibv_query_gid_ex(ctx, port, (uint32_t)i, &e, 0))
+			continue;
+		snprintf(name, sizeof(name), "%d", i);
+		err = put(types, name, "%s",
+			  e.gid_type == IBV_GID_TYPE_ROCE_V2 ? "RoCE v2"
+							     : "IB/RoCE v1");
+		if (!err && e.ndev_ifindex &&
+		    if_indextoname(e.ndev_ifindex, ifname))
+			err = put(ndevs, name, "%s", ifname);
+	}
+	return err;
+}
+
 static int put_port(struct ibv_context *ctx, const char *ports, uint8_t port)
 {
 	struct ibv_port_attr pa;
@@ -177,6 +210,7 @@ static int put_port(struct ibv_context *ctx, const char *ports, uint8_t port)
 			  r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8],
 			  r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
 	}
+	err = err ?: put_gid_attrs(ctx, dir, port, pa.gid_tbl_len);
 	err = err ?: mkdirf(sub, sizeof(sub), "%s/pkeys", dir);
 	for (int i = 0; !err && i < pa.pkey_tbl_len; i++) {
 		char name[16];

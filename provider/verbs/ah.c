@@ -40,7 +40,9 @@ struct ibv_ah *sv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 		errno = EINVAL;
 		return NULL;
 	}
-	err = check_ah(attr);
+	/* an Ethernet port: a GRH, as rxe (rdma_check_ah_attr) */
+	err = sv_ctx_is_roce(pd->context) ? sv_roce_av_check(attr)
+					  : check_ah(attr);
 	if (err) {
 		errno = err;
 		return NULL;

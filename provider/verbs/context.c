@@ -102,7 +102,8 @@ static struct ibv_context *open_ctx(struct ibv_device *dev, int cmd_fd)
 	struct sv_context *ctx;
 	int err;
 
-	if (!dev || strcmp(dev->name, SV_DEV_NAME)) {
+	if (!dev || (strcmp(dev->name, SV_DEV_NAME) &&
+		     strcmp(dev->name, SV_ROCE_DEV_NAME))) {
 		errno = ENODEV;
 		return NULL;
 	}

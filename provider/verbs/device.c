@@ -2,7 +2,9 @@
 /*
  * The device softverbs0: the device list, contexts, and what they report —
  * device and port attributes, the LID and the GID table (made by
- * transport/addr.c: this host's addresses).
+ * transport/addr.c: this host's addresses).  The list's second device,
+ * softverbs_roce0, answers from device_roce.c (its context's queries go
+ * there: sv_ctx_is_roce).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -54,6 +56,27 @@ static struct {
 			.ibdev_path = "/sys/class/infiniband/" SV_DEV_NAME,
 		},
 };
+
+/* The RoCEv2 device (device_roce.c), listed when it has a netdev. */
+static struct {
+	struct ibv_device dev;
+	void *null_ops;
+} sv_roce_dev = {
+	.dev =
+		{
+			.node_type = IBV_NODE_CA,
+			.transport_type = IBV_TRANSPORT_IB,
+			.name = SV_ROCE_DEV_NAME,
+			.dev_name = "uverbs1",
+			.dev_path = "/sys/class/infiniband_verbs/uverbs1",
+			.ibdev_path = "/sys/class/infiniband/" SV_ROCE_DEV_NAME,
+		},
+};
+
+bool sv_ctx_is_roce(const struct ibv_context *c)
+{
+	return c && c->device && !strcmp(c->device->name, SV_ROCE_DEV_NAME);
+}
 
 /* Once-per-process explanation of a refused address: the EINVAL alone
  * says nothing, but a program retrying must not fill stderr. */
@@ -143,7 +166,7 @@ int sv_port_mtu_bytes(enum ibv_mtu mtu)
 
 struct ibv_device **sv_get_device_list(int *num)
 {
-	struct ibv_device **list = calloc(2, sizeof(*list));
+	struct ibv_device **list = calloc(3, sizeof(*list));
 
 	if (!list) {
 		errno = ENOMEM;
@@ -159,8 +182,10 @@ struct ibv_device **sv_get_device_list(int *num)
 		return list;
 	}
 	list[0] = &sv_dev.dev;
+	if (sv_roce_netdev_pick())
+		list[1] = &sv_roce_dev.dev;
 	if (num)
-		*num = 1;
+		*num = list[1] ? 2 : 1;
 	return list;
 }
 
@@ -176,12 +201,13 @@ const char *sv_get_device_name(struct ibv_device *dev)
 
 __be64 sv_get_device_guid(struct ibv_device *dev)
 {
-	return htobe64(sv_node_guid());
+	return htobe64(dev == &sv_roce_dev.dev ? sv_roce_node_guid()
+					       : sv_node_guid());
 }
 
 int sv_get_device_index(struct ibv_device *dev)
 {
-	return dev == &sv_dev.dev ? 0 : -1;
+	return dev == &sv_dev.dev ? 0 : dev == &sv_roce_dev.dev ? 1 : -1;
 }
 
 /*
@@ -235,7 +261,8 @@ int sv_read_sysfs_file(const char *dir, const char *file, char *buf,
 		errno = EINVAL; /* rdma-core would read "(null)/...": none */
 		return -1;
 	}
-	if (!strcmp(dir, sv_dev.dev.ibdev_path)) {
+	if (!strcmp(dir, sv_dev.dev.ibdev_path) ||
+	    !strcmp(dir, sv_roce_dev.dev.ibdev_path)) {
 		for (unsigned int i = 0; i < ARRAY_SIZE(ours); i++) {
 			if (!strcmp(file, ours[i].file)) {
 				snprintf(buf, size, "%s", ours[i].value);
@@ -338,6 +365,15 @@ int sv_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr)
 	if (!ctx || !attr)
 		return EINVAL;
 	fill_device_attr(attr);
+	if (sv_ctx_is_roce(ctx)) {
+		/* rxe's: the netdev's MAC's EUI-64; RC only (no XRC, no UD
+		 * for multicast) */
+		attr->node_guid = attr->sys_image_guid =
+			htobe64(sv_roce_node_guid());
+		attr->device_cap_flags &= ~(unsigned int)IBV_DEVICE_XRC;
+		attr->max_mcast_grp = attr->max_mcast_qp_attach = 0;
+		attr->max_total_mcast_qp_attach = 0;
+	}
 	return 0;
 }
 
@@ -360,13 +396,17 @@ int sv_query_device_ex(struct ibv_context *c,
 	if (attr_size < sizeof(attr->orig_attr))
 		return EINVAL;
 	memset(&a, 0, sizeof(a));
-	fill_device_attr(&a.orig_attr);
+	if (sv_query_device(c, &a.orig_attr))
+		return EINVAL;
 	/* completion timestamps are CLOCK_MONOTONIC ns, all 64 bits: a
 	 * 1 GHz "HCA clock" (cq.c) */
 	a.completion_timestamp_mask = ~0ull;
 	a.hca_core_clock = 1000000; /* kHz */
 	a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
 	sv_odp_fill_caps(&a.odp_caps); /* no device_cap_flags bit says ODP */
+	if (sv_ctx_is_roce(c))	       /* RC only */
+		a.odp_caps.per_transport_caps.uc_odp_caps =
+			a.odp_caps.per_transport_caps.ud_odp_caps = 0;
 	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
 	a.max_dm_size = SV_MAX_DM_SIZE;
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
@@ -422,6 +462,8 @@ int sv_query_port(struct ibv_context *c, uint8_t port,
 {
 	struct ibv_port_attr a;
 
+	if (sv_ctx_is_roce(c))
+		return sv_roce_query_port(port, attr, attr_len);
 	if (port != 1)
 		return EINVAL;
 	fill_port_attr(&a);
@@ -434,6 +476,8 @@ int sv_query_gid(struct ibv_context *c, uint8_t port, int index,
 {
 	union ibv_gid gids[SV_GID_TBL_LEN];
 
+	if (sv_ctx_is_roce(c))
+		return sv_roce_query_gid(port, index, gid);
 	if (port != 1 || index < 0 || index >= SV_GID_TBL_LEN) {
 		errno = EINVAL;
 		return -1;
@@ -456,6 +500,8 @@ int sv_query_pkey(struct ibv_context *c, uint8_t port, int index, __be16 *pkey)
 int sv_query_gid_type(struct ibv_context *c, uint8_t port, unsigned int index,
 		      enum ibv_gid_type_sysfs *type)
 {
+	if (sv_ctx_is_roce(c))
+		return sv_roce_query_gid_type(port, index, type);
 	if (port != 1 || index >= SV_GID_TBL_LEN) {
 		errno = EINVAL;
 		return -1;
@@ -471,6 +517,9 @@ int sv_query_gid_ex(struct ibv_context *c, uint32_t port, uint32_t index,
 	union ibv_gid gids[SV_GID_TBL_LEN];
 	int n;
 
+	if (sv_ctx_is_roce(c))
+		return sv_roce_query_gid_ex(port, index, entry, flags,
+					    entry_size);
 	if (flags || entry_size < sizeof(*entry))
 		return EINVAL;
 	if (port != 1 || index >= SV_GID_TBL_LEN)
@@ -492,6 +541,8 @@ ssize_t sv_query_gid_table(struct ibv_context *c, struct ibv_gid_entry *entries,
 	union ibv_gid gids[SV_GID_TBL_LEN];
 	int n;
 
+	if (sv_ctx_is_roce(c))
+		return sv_roce_query_gid_table(entries, max, flags, entry_size);
 	if (flags || entry_size < sizeof(*entries))
 		return -EINVAL;
 	n = sv_gid_table(gids);

@@ -23,6 +23,7 @@
 #include "qp_attr.h"
 #include "qp_state.h"
 #include "rmem.h"
+#include "roce_link.h"
 #include "stat.h"
 #include "transport.h"
 #include "verbs.h"
@@ -88,7 +89,9 @@ static const struct sv_link_ops *link_route(const struct sv_qp *qp,
 			memset(src, 0, sizeof(*src));
 	}
 	local = !a->is_global || sv_gid_is_local(&a->grh.dgid);
-	ops = sv_transport_for(local);
+	/* softverbs_roce0: RoCEv2 to every peer, whatever the variable */
+	ops = sv_ctx_is_roce(&qp->ctx->vctx.context) ? &sv_roce_link_ops
+						     : sv_transport_for(local);
 	if (a->is_global && sv_gid_sockaddr(&a->grh.dgid, port, dst))
 		return ops;	      /* IPv4 or IPv6 */
 	memset(dst, 0, sizeof(*dst)); /* LID or our link-local GID */

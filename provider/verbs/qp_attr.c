@@ -35,6 +35,12 @@ int sv_qp_check_init_attr(struct ibv_context *ctx,
 	bool srq = a->srq != NULL;
 	int err;
 
+	if (sv_ctx_is_roce(ctx)) { /* RC only on softverbs_roce0 yet */
+		err = sv_roce_qp_type_check(a->qp_type);
+		if (err)
+			return err;
+	}
+
 	if (a->qp_type == IBV_QPT_XRC_SEND || a->qp_type == IBV_QPT_XRC_RECV) {
 		err = check_xrc_attr(ctx, a);
 		if (err || a->qp_type == IBV_QPT_XRC_RECV)
@@ -88,6 +94,8 @@ int sv_qp_check_attr(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 		return EINVAL;
 	if ((mask & IBV_QP_CUR_STATE) && a->cur_qp_state != qp->attr.qp_state)
 		return EINVAL;
+	if ((mask & IBV_QP_AV) && sv_ctx_is_roce(&qp->ctx->vctx.context))
+		return sv_roce_av_check(&a->ah_attr); /* a GRH: Ethernet */
 	if (mask & IBV_QP_AV)
 		return sv_av_check(&a->ah_attr, "ibv_modify_qp",
 				   qp->qpx.qp_base.qp_type != IBV_QPT_UD);

@@ -55,6 +55,31 @@ void sv_evq_destroy(struct sv_evq *q);
 int sv_av_check(const struct ibv_ah_attr *a, const char *who, bool tcp_ok);
 int sv_port_mtu_bytes(enum ibv_mtu mtu);
 
+/* The RoCEv2 device softverbs_roce0 (device_roce.c): one Ethernet port
+ * bound to a net interface, its GIDs the interface's, RoCE v2. */
+#define SV_ROCE_DEV_NAME "softverbs_roce0"
+/* A netdev for it (chosen once per process): false, and it is not
+ * listed, if the host has no interface but loopbacks with IPv4. */
+bool sv_roce_netdev_pick(void);
+/* The context is the RoCE device's (device.c). */
+bool sv_ctx_is_roce(const struct ibv_context *c);
+uint64_t sv_roce_node_guid(void);
+int sv_roce_query_port(uint8_t port, struct ibv_port_attr *attr,
+		       size_t attr_len);
+int sv_roce_query_gid(uint8_t port, int index, union ibv_gid *gid);
+int sv_roce_query_gid_type(uint8_t port, unsigned int index,
+			   enum ibv_gid_type_sysfs *type);
+int sv_roce_query_gid_ex(uint32_t port, uint32_t index,
+			 struct ibv_gid_entry *entry, uint32_t flags,
+			 size_t entry_size);
+ssize_t sv_roce_query_gid_table(struct ibv_gid_entry *entries, size_t max,
+				uint32_t flags, size_t entry_size);
+/* An address vector on the Ethernet port (GRH required): 0 or EINVAL,
+ * said once on stderr. */
+int sv_roce_av_check(const struct ibv_ah_attr *a);
+/* The QP types the device takes: 0 or EOPNOTSUPP. */
+int sv_roce_qp_type_check(enum ibv_qp_type t);
+
 /* Import (import.c, import_wire.c; wire/import.h).  After
  * ibv_open_device, the context is found by its cmd_fd's inode and
  * answers other processes on cmd_peer (the progress thread). */

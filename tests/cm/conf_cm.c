@@ -2828,3 +2828,56 @@ SV_TEST(cm_thread_takes_its_faults)
 	ASSERT_EQ(0, m & (1ull << (SIGBUS - 1)));
 	rdma_destroy_event_channel(ch);
 }
+
+/*
+ * softverbs_roce0 (docs/roce.md): the CM does not cover RoCE yet.  An
+ * address of the RoCE device's interface resolves to softverbs0 (whose
+ * connections go over softverbs' own wire), and a QP asked for on the
+ * id with a PD of softverbs_roce0 is refused at once (EINVAL), with no
+ * wait.  On a host where softverbs_roce0 is not listed: nothing to try.
+ */
+SV_TEST(cm_roce_device_not_resolved_its_pd_refused)
+{
+	struct ibv_qp_init_attr qa = {.cap = {1, 1, 1, 1, 0},
+				      .qp_type = IBV_QPT_RC};
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in a = lo(0);
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *rctx;
+	union ibv_gid g;
+	struct rdma_cm_id *c;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+
+	ASSERT_NOT_NULL(list);
+	if (!list[1]) {
+		printf("SKIP: softverbs_roce0 is not listed here\n");
+		ibv_free_device_list(list);
+		rdma_destroy_event_channel(ch);
+		return;
+	}
+	ASSERT_STR_EQ("softverbs_roce0", ibv_get_device_name(list[1]));
+	rctx = ibv_open_device(list[1]);
+	ibv_free_device_list(list);
+	ASSERT_NOT_NULL(rctx);
+	/* its GID 1: the interface's first IPv4 address */
+	ASSERT_OK(ibv_query_gid(rctx, 1, 1, &g));
+	memcpy(&a.sin_addr, &g.raw[12], 4);
+	ASSERT_OK(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP));
+	ASSERT_OK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000));
+	expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	ASSERT_NOT_NULL(c->verbs);
+	ASSERT_STR_EQ("softverbs0", ibv_get_device_name(c->verbs->device));
+	ASSERT_NOT_NULL(pd = ibv_alloc_pd(rctx));
+	ASSERT_NOT_NULL(cq = ibv_create_cq(rctx, 2, NULL, NULL, 0));
+	qa.send_cq = qa.recv_cq = cq;
+	errno = 0;
+	ASSERT_EQ(-1, rdma_create_qp(c, pd, &qa));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_NULL(c->qp);
+	rdma_destroy_id(c);
+	ASSERT_OK(ibv_destroy_cq(cq));
+	ASSERT_OK(ibv_dealloc_pd(pd));
+	ASSERT_OK(ibv_close_device(rctx));
+	rdma_destroy_event_channel(ch);
+}

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The matrix's devfiles row: run under softverbs-run, reads softverbs0's
+ * The matrix's devfiles row: run under softverbs-run, reads every device's
  * kernel files the way programs do (fopen, open, stat, access, opendir,
  * realpath, readlink) and checks each against what the verbs answer, so
  * the files can never say something ibv_query_port does not.  Prints
@@ -8,10 +8,12 @@
  * and exits 1.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <endian.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <limits.h>
+#include <net/if.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -72,6 +74,41 @@ __attribute__((format(printf, 2, 3))) static void expectf(const char *path,
 	expect(path, want);
 }
 
+/* gid_attrs/types/N and gid_attrs/ndevs/N, as ibv_query_gid_ex says:
+ * a file for each entry it answers, and none for an empty one. */
+static void check_gid_attrs(struct ibv_context *ctx, const char *dir,
+			    uint8_t port, int len)
+{
+	char path[PATH_MAX + 64], ifname[IF_NAMESIZE];
+
+	for (int i = 0; i < len; i++) {
+		struct ibv_gid_entry e;
+		int err = ibv_query_gid_ex(ctx, port, (uint32_t)i, &e, 0);
+
+		snprintf(path, sizeof(path), "%s/gid_attrs/types/%d", dir, i);
+		if (err == ENODATA) {
+			if (!access(path, F_OK))
+				fail("%s exists for an empty GID", path);
+			checks++;
+			continue;
+		}
+		if (err)
+			fail("ibv_query_gid_ex %d: %s", i, strerror(err));
+		expect(path, e.gid_type == IBV_GID_TYPE_ROCE_V2 ? "RoCE v2"
+								: "IB/RoCE v1");
+		snprintf(path, sizeof(path), "%s/gid_attrs/ndevs/%d", dir, i);
+		if (!e.ndev_ifindex) {
+			if (!access(path, F_OK))
+				fail("%s exists for a GID of no netdev", path);
+			checks++;
+		} else if (!if_indextoname(e.ndev_ifindex, ifname)) {
+			fail("netdev %u of GID %d: %m", e.ndev_ifindex, i);
+		} else {
+			expect(path, ifname);
+		}
+	}
+}
+
 static void check_port(struct ibv_context *ctx, const char *dev, uint8_t port)
 {
 	struct ibv_port_attr pa;
@@ -111,6 +148,7 @@ static void check_port(struct ibv_context *ctx, const char *dev, uint8_t port)
 		snprintf(path, sizeof(path), "%s/gids/%d", dir, i);
 		expect(path, want);
 	}
+	check_gid_attrs(ctx, dir, port, pa.gid_tbl_len);
 	for (int i = 0; i < pa.pkey_tbl_len; i++) {
 		if (ibv_query_pkey(ctx, port, i, &pkey))
 			fail("ibv_query_pkey %d: %m", i);
@@ -170,23 +208,27 @@ int main(void)
 
 	if (!list || !list[0])
 		fail("no device");
-	name = ibv_get_device_name(list[0]);
-	ctx = ibv_open_device(list[0]);
-	if (!ctx || ibv_query_device(ctx, &da))
-		fail("%s: %m", name);
-	check_nodes(list[0]);
-	snprintf(path, sizeof(path), SYS "%s/fw_ver", name);
-	expect(path, da.fw_ver);
-	g = be64toh(da.node_guid);
-	snprintf(path, sizeof(path), SYS "%s/node_guid", name);
-	expectf(path, "%04x:%04x:%04x:%04x", (unsigned int)(g >> 48),
-		(unsigned int)(g >> 32) & 0xffff,
-		(unsigned int)(g >> 16) & 0xffff, (unsigned int)g & 0xffff);
-	snprintf(path, sizeof(path), SYS "%s/node_type", name);
-	expect(path, "1: CA");
-	for (uint8_t p = 1; p <= da.phys_port_cnt; p++)
-		check_port(ctx, name, p);
-	ibv_close_device(ctx);
+	/* every device: softverbs0 and softverbs_roce0 */
+	for (int i = 0; list[i]; i++) {
+		name = ibv_get_device_name(list[i]);
+		ctx = ibv_open_device(list[i]);
+		if (!ctx || ibv_query_device(ctx, &da))
+			fail("%s: %m", name);
+		check_nodes(list[i]);
+		snprintf(path, sizeof(path), SYS "%s/fw_ver", name);
+		expect(path, da.fw_ver);
+		g = be64toh(da.node_guid);
+		snprintf(path, sizeof(path), SYS "%s/node_guid", name);
+		expectf(path, "%04x:%04x:%04x:%04x", (unsigned int)(g >> 48),
+			(unsigned int)(g >> 32) & 0xffff,
+			(unsigned int)(g >> 16) & 0xffff,
+			(unsigned int)g & 0xffff);
+		snprintf(path, sizeof(path), SYS "%s/node_type", name);
+		expect(path, "1: CA");
+		for (uint8_t p = 1; p <= da.phys_port_cnt; p++)
+			check_port(ctx, name, p);
+		ibv_close_device(ctx);
+	}
 	ibv_free_device_list(list);
 	printf("devfiles: %d checks passed\n", checks);
 	return 0;

@@ -1403,6 +1403,55 @@ const struct mx_row mx_rows[] = {
 		.deadline_s = RUN,
 		.says = "Device memory is insufficient",
 	},
+
+	/* softverbs_roce0, the RoCEv2 device with an Ethernet port (issue
+	 * 26 item 1, issue 28 item 7; docs/roce.md).  Its pingpongs need two
+	 * addresses: roce.netns runs them across namespaces. */
+	{
+		.name = "ibv_devices_roce",
+		.pkg = "ibverbs-utils",
+		.expect = MX_WORKS,
+		.reason = "softverbs_roce0 listed after softverbs0",
+		.client = {"ibv_devices"},
+		.deadline_s = RUN,
+		.says = "softverbs0",
+		.also_says = "softverbs_roce0",
+	},
+	{
+		.name = "ibv_devinfo_v_roce",
+		.pkg = "ibverbs-utils",
+		.expect = MX_WORKS,
+		.reason = "an Ethernet port, its GIDs RoCE v2 as rxe's (the "
+			  "default GID at 0)",
+		.client = {"ibv_devinfo", "-v", "-d", "softverbs_roce0"},
+		.deadline_s = RUN,
+		.says = "link_layer:\t\tEthernet",
+		.also_says = "GID[  0]:\t\tfe80::",
+	},
+	{
+		.name = "devfiles_sysfs_roce",
+		.pkg = "coreutils",
+		.expect = MX_WORKS,
+		.reason = "devfiles: softverbs_roce0's port, its GID types and "
+			  "net interfaces in sysfs",
+		.client = {"sh", "-c",
+			   "d=/sys/class/infiniband/softverbs_roce0/ports/1; "
+			   "cat $d/link_layer $d/gid_attrs/types/1 && "
+			   "test -s $d/gid_attrs/ndevs/1 && echo ndev ok"},
+		.deadline_s = RUN,
+		.says = "Ethernet\nRoCE v2\nndev ok\n",
+	},
+	{
+		.name = "ibv_ud_pingpong_roce",
+		.pkg = "ibverbs-utils",
+		.expect = MX_FAILS,
+		.reason = "UD on softverbs_roce0: not yet (RC only), refused "
+			  "with EOPNOTSUPP at create",
+		.client = {"ibv_ud_pingpong", "-d", "softverbs_roce0", "-g",
+			   "1", "-p", "@PORT@", "127.0.0.1"},
+		.deadline_s = RUN,
+		.says = "only RC queue pairs",
+	},
 };
 
 const int mx_nrows = sizeof(mx_rows) / sizeof(mx_rows[0]);

@@ -64,7 +64,7 @@ export SOFTVERBS_SUBNET=10.77.0.0/24
 
 # each host's LID is its address's host part
 for h in a:1 b:2 c:3; do
-	lid=$(in_ns "${h%:*}" ibv_devinfo | sed -n 's/.*port_lid:[^0-9]*//p')
+	lid=$(in_ns "${h%:*}" ibv_devinfo -d softverbs0 | sed -n 's/.*port_lid:[^0-9]*//p')
 	if [ "$lid" = "${h#*:}" ]; then
 		echo "ok   lid_${h%:*}: port_lid $lid"
 	else

@@ -6,7 +6,9 @@
 # packets, one MTU's worth of packets, 64 KiB and 1 MiB (trains of 16
 # packets, and more than the receive ring); perftest's RDMA write, read
 # and atomics, whose answers are RoCE responses; then with packets lost
-# and RNR NAKs made up (SOFTVERBS_FAULTS).  Path MTU 1024 (the
+# and RNR NAKs made up (SOFTVERBS_FAULTS).  softverbs_roce0, the
+# Ethernet device, with no SOFTVERBS_TRANSPORT: a pingpong whose packets
+# are captured, and ib_write_bw at the port's MTU.  Path MTU 1024 (the
 # veth's 1500 bytes cannot carry 4096-byte packets: IP_PMTUDISC_DO).
 # Then the capture: every UDP 4791 packet of a pingpong and of a read and
 # an atomic run, both ways, parsed by the codec with its ICRC checked
@@ -39,6 +41,96 @@ done
 pair rc_pingpong_1MiB 120 "iters in" b c \
 	ibv_rc_pingpong $SV -g "$gb" -p @P -s 1048576 -n 20 -c -- \
 	ibv_rc_pingpong $SV -g "$gc" -p @P -s 1048576 -n 20 -c 10.77.0.2
+
+# softverbs_roce0 (issue 26 item 1, issue 28 item 7): the device with an
+# Ethernet port, chosen by -d alone, SOFTVERBS_TRANSPORT unset; the GID
+# index from its own table as ibv_devinfo prints a RoCE v2 entry (rxe's
+# layout: the default GID at 0, the veth's IPv4 address at 1).  A capture
+# on a's veth proves the wire: the pingpong's packets are RoCEv2 on UDP
+# 4791, each parsed with its ICRC checked (over TCP there would be none);
+# then RoCEv2 over IPv6, the GIDs of the veths' fd00:5e::x.
+roce_gid_of() {
+	in_ns "$1" ibv_devinfo -d softverbs_roce0 -v | sed -n \
+		's/.*GID\[ *\([0-9]*\)\]:[[:space:]]*::ffff:10\.77\.0\.'"$2"', RoCE v2$/\1/p' |
+		head -1
+}
+# the port follows its interface: c's veth at MTU 9000 gives active_mtu
+# 4096, down gives PORT_DOWN; then back as it was
+ip -n "$tag-c" link set "${tag}c" mtu 9000
+o9=$(in_ns c ibv_devinfo -d softverbs_roce0)
+ip -n "$tag-c" link set "${tag}c" down
+od=$(in_ns c ibv_devinfo -d softverbs_roce0)
+ip -n "$tag-c" link set "${tag}c" mtu 1500 up
+o15=$(in_ns c ibv_devinfo -d softverbs_roce0)
+if echo "$o9" | grep -q "active_mtu:[[:space:]]*4096 (5)" &&
+	echo "$o9" | grep -q "PORT_ACTIVE" &&
+	echo "$od" | grep -q "PORT_DOWN" &&
+	echo "$o15" | grep -q "active_mtu:[[:space:]]*1024 (3)" &&
+	echo "$o15" | grep -q "link_layer:[[:space:]]*Ethernet"; then
+	echo "ok   roce_dev_port: MTU 9000 -> 4096, down -> PORT_DOWN, 1500 -> 1024"
+else
+	echo "FAIL roce_dev_port: the port does not follow ${tag}c"
+	printf '%s\n---\n%s\n---\n%s\n' "$o9" "$od" "$o15" | grep -E "state|mtu|---"
+	failed=1
+fi
+ra=$(roce_gid_of a 1)
+rb=$(roce_gid_of b 2)
+R="env -u SOFTVERBS_TRANSPORT"
+if [ "$ra" != 1 ] || [ "$rb" != 1 ]; then
+	echo "FAIL roce_dev_gids: the veth's RoCE v2 GID at '$ra'/'$rb', not 1"
+	in_ns a ibv_devinfo -d softverbs_roce0 -v | tail -12
+	failed=1
+elif command -v tshark >/dev/null; then
+	rcap=$log/roce_dev.pcap
+	ip netns exec "$tag-a" tshark -i "${tag}a" -f "udp port 4791" \
+		-F pcap -w "$rcap" >"$log/rcap.log" 2>&1 &
+	rpid=$!
+	t=0
+	until grep -q Capturing "$log/rcap.log"; do
+		t=$((t + 1))
+		[ $t -lt 300 ] || { echo "FAIL tshark: $(cat "$log/rcap.log")"; exit 1; }
+		sleep 0.1 # polling its log, under the deadline above
+	done
+	pair roce_dev_rc_pingpong 60 "iters in" a b \
+		$R ibv_rc_pingpong -d softverbs_roce0 -g "$ra" -p @P -s 4096 -n 50 -c -- \
+		$R ibv_rc_pingpong -d softverbs_roce0 -g "$rb" -p @P -s 4096 -n 50 -c $A
+	sleep 1 # the last packets into the file; then the capture ends
+	kill -INT $(pgrep -P "$rpid") 2>/dev/null
+	wait "$rpid"
+	"$build/tests/roce_gen" parse "$rcap" >"$log/rverdicts" ||
+		{ echo "FAIL roce_gen parse (roce_dev)"; failed=1; }
+	n=$(wc -l <"$log/rverdicts")
+	bad=$(grep -vc '^ok ' "$log/rverdicts")
+	# 50 round trips of 4 packets each way, and their ACKs
+	if [ "$n" -lt 400 ] || [ "$bad" != 0 ]; then
+		echo "FAIL roce_dev_wire: $n RoCEv2 packets, $bad refused"
+		failed=1
+	else
+		echo "ok   roce_dev_wire: $n RoCEv2 packets, every ICRC checked"
+	fi
+	if command -v ib_write_bw >/dev/null; then
+		# no -m: perftest takes the port's active MTU (1024 on 1500)
+		pair roce_dev_ib_write_bw 90 "^ 65536 " a b \
+			$R ib_write_bw -d softverbs_roce0 -x "$ra" -p @P -s 65536 -n 200 -- \
+			$R ib_write_bw -d softverbs_roce0 -x "$rb" -p @P -s 65536 -n 200 $A
+	fi
+else
+	echo "note: no tshark: the softverbs_roce0 rows skipped"
+fi
+# RoCEv2 over IPv6: the device's GID of the veth's fd00:5e::x address
+ra6=$(in_ns a ibv_devinfo -d softverbs_roce0 -v |
+	sed -n 's/.*GID\[ *\([0-9]*\)\]:[[:space:]]*fd00:5e::1, RoCE v2$/\1/p')
+rb6=$(in_ns b ibv_devinfo -d softverbs_roce0 -v |
+	sed -n 's/.*GID\[ *\([0-9]*\)\]:[[:space:]]*fd00:5e::2, RoCE v2$/\1/p')
+if [ -n "$ra6" ] && [ -n "$rb6" ]; then
+	pair roce_dev_rc_pingpong_ipv6 60 "iters in" a b \
+		$R ibv_rc_pingpong -d softverbs_roce0 -g "$ra6" -p @P -s 4096 -n 50 -c -- \
+		$R ibv_rc_pingpong -d softverbs_roce0 -g "$rb6" -p @P -s 4096 -n 50 -c $A
+else
+	echo "FAIL roce_dev_ipv6_gids: no RoCE v2 GID of fd00:5e::1/2 ('$ra6'/'$rb6')"
+	failed=1
+fi
+
 if command -v ib_write_bw >/dev/null; then
 	P="-m 1024"
 	pair ib_write_bw 90 "^ 65536 " a c \
