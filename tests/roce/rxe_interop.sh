@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC2086 # $run is a command line (env ... softverbs-run): split on purpose
 # Issue 26: the RoCEv2 transport against the kernel's Soft-RoCE (rxe) in
 # a QEMU VM (rxe-vm, from ../shared/tools: SV_RXE_VM names it, else
 # rxe-vm on PATH), both roles: Debian's ibv_rc_pingpong on softverbs
@@ -40,12 +41,17 @@ cleanup() {
 trap cleanup EXIT
 export SOFTVERBS_TRANSPORT=roce RXE_VM_QUIET=1
 run="$build/bin/softverbs-run"
+# Under the ASan build, Debian's programs need the runtime loaded first
+# (SV_ASAN_RUNTIME, from CMake), as in tests/netns/setup.sh
+if [ -n "${SV_ASAN_RUNTIME:-}" ]; then
+	run="env LD_PRELOAD=$SV_ASAN_RUNTIME ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 $run"
+fi
 host=${RXE_VM_HOST_IP:-10.99.0.1}
 guest=${RXE_VM_IP:-10.99.0.2}
 # our GID index whose GID is the tap's address (::ffff:10.99.0.1)
 # shellcheck disable=SC2046,SC2183 # the four octets, split on purpose
 hx=$(printf '%02x%02x:%02x%02x' $(echo "$host" | tr . ' '))
-g=$("$vm" exec "$run" ibv_devinfo -v |
+g=$("$vm" exec $run ibv_devinfo -v |
 	sed -n "s/.*GID\[ *\([0-9]*\)\]:.*ffff:$hx\$/\1/p" | head -1)
 [ -n "$g" ] || fail "no softverbs GID for $host"
 port=$((19000 + $$ % 1000))
@@ -54,7 +60,7 @@ port=$((19000 + $$ % 1000))
 sv_server() {
 	name=$1
 	shift
-	"$vm" exec timeout 240 "$run" "$@" >"$tmp/$name.sv" 2>&1 &
+	"$vm" exec timeout 240 $run "$@" >"$tmp/$name.sv" 2>&1 &
 	spid=$!
 	t=0
 	until "$vm" exec ss -Hltn "sport = :$port" | grep -q .; do
@@ -89,7 +95,7 @@ for s in $sizes; do
 		t=$((t + 1))
 		sleep 0.2 # the VM's server to listen (TCG: seconds)
 	done
-	"$vm" exec timeout 240 "$run" ibv_${pp}_pingpong -d softverbs0 -g "$g" \
+	"$vm" exec timeout 240 $run ibv_${pp}_pingpong -d softverbs0 -g "$g" \
 		-p $port -n "$iters" -s "$s" -c "$guest" >"$tmp/${pp}_cli$s.sv" 2>&1
 	src=$?
 	t=0
@@ -134,7 +140,7 @@ for t in "$@"; do
 		sleep 0.2
 	done
 	# shellcheck disable=SC2086
-	"$vm" exec timeout 240 "$run" $t -d softverbs0 -x "$g" -m 1024 \
+	"$vm" exec timeout 240 $run $t -d softverbs0 -x "$g" -m 1024 \
 		-p $port -n "$iters" "$guest" >"$tmp/$name.sv" 2>&1
 	src=$?
 	i=0
