@@ -593,6 +593,10 @@ struct sv_qp_stats {
 	uint64_t roce_drop_icrc, roce_drop_qpt, roce_drop_seg;
 	uint64_t roce_drop_qpn, roce_drop_full;
 	uint64_t roce_reacks, roce_icrc_unchecked;
+	/* UC packets its responder dropped out of sequence: a PSN gap
+	 * (a lost packet) ends the message in progress, and the packets
+	 * up to the next FIRST or ONLY go too (IBA 9.8.3, resp.c) */
+	uint64_t uc_seq_drops;
 	/* the progress thread's looks at it (engine/drive.c): flat in the
 	 * number of other QPs (tests/scale/idle.c) */
 	uint64_t progress_looks;

@@ -813,6 +813,28 @@ static enum resp_result check_psn(struct sv_qp *qp, struct sv_pkt *p,
 	return RESP_NEXT;
 }
 
+/*
+ * UC, a packet not at the PSN we expect (IBA 9.8.3; rxe check_psn): a
+ * packet was lost (or came again, or late).  The message in progress is
+ * dropped, its receive WQE kept for the next (no completion: UC never
+ * says), and a FIRST or ONLY starts afresh at its PSN: false, *d 0, go
+ * on with it.  Any other packet is dropped, and those after it until one
+ * does: true, consumed.
+ */
+static bool uc_resync(struct sv_qp *qp, const struct sv_pkt *p, int32_t *d)
+{
+	qp->resp.in_msg = qp->resp.write = false;
+	qp->resp.drop = false;
+	if (p->seg & SV_SEG_FIRST) {
+		qp->resp.psn = p->psn;
+		*d = 0;
+		return false;
+	}
+	sv_stat_add(qp, uc_seq_drops, 1);
+	sv_link_rx_consume(&qp->link);
+	return true;
+}
+
 /* Acknowledges everything up to the PSN before the one we expect. */
 static void ack_last(struct sv_qp *qp)
 {
@@ -857,6 +879,10 @@ void sv_resp_run(struct sv_qp *qp)
 			sv_resp_pcap_rx(qp, &p, payload);
 		npsn = p.npsn;
 		d = sv_psn_diff(p.psn, qp->resp.psn);
+		if (d != 0 && is_uc(qp) && uc_resync(qp, &p, &d)) {
+			consumed = true;
+			continue;
+		}
 		if (d != 0 || SV_FAULT_ON(drop)) {
 			if (d != 0)
 				sv_stat_add(qp, rx_pkts, 1);

@@ -86,6 +86,7 @@ static const struct {
 	F(roce_drop_full),
 	F(roce_reacks),
 	F(roce_icrc_unchecked),
+	F(uc_seq_drops),
 	F(progress_looks),
 	W(0, "success"),
 	W(1, "loc_len_err"),

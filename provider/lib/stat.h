@@ -16,10 +16,10 @@
 #include <stdint.h>
 
 #define SV_STAT_MAGIC	 0x54535653u /* "SVST" */
-#define SV_STAT_VERSION	 1
+#define SV_STAT_VERSION	 2
 #define SV_STAT_MEMFD	 "softverbs-stat"
 #define SV_STAT_NAME_LEN 32 /* a counter's name, NUL-padded */
-#define SV_STAT_MAX_CTR	 64 /* counters a table may describe */
+#define SV_STAT_MAX_CTR	 96 /* counters a table may describe */
 #define SV_STAT_SLOTS                             \
 	1024 /* QPs shown one by one; more are in \
 	      * the totals only */

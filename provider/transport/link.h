@@ -135,6 +135,7 @@ struct sv_link_conf {
 	struct sv_qp_stats *stats; /* where the link counts its calls */
 	uint32_t mtu;	 /* the QP's path MTU: a packet transport's segment */
 	uint32_t rq_psn; /* the first PSN the peer sends us */
+	bool uc;	 /* an unreliable connection: no ACKs (RoCE) */
 };
 
 /*

@@ -372,8 +372,9 @@ int sv_roce_av_check(const struct ibv_ah_attr *a)
  * device's (SOFTVERBS_TRANSPORT=roce on softverbs0 is where they come). */
 int sv_roce_qp_type_check(enum ibv_qp_type t)
 {
-	if (t == IBV_QPT_RC)
+	if (t == IBV_QPT_RC || t == IBV_QPT_UC)
 		return 0;
-	say_once("only RC queue pairs speak RoCEv2 on this device yet");
+	say_once("only RC and UC queue pairs speak RoCEv2 on this device "
+		 "yet");
 	return EOPNOTSUPP;
 }

@@ -165,6 +165,7 @@ static int link_start(struct sv_qp *qp)
 		.stats = &qp->stats,
 		.mtu = qp->mtu,
 		.rq_psn = qp->attr.rq_psn,
+		.uc = qp->qpx.qp_base.qp_type == IBV_QPT_UC,
 	};
 	const struct sv_link_ops *ops = link_route(qp, &dst, &src);
 	int err;

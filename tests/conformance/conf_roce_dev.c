@@ -7,7 +7,7 @@
  * default GID fe80::EUI-64, then the IPv4-mapped addresses, all RoCE
  * v2, ndev the interface); every error of ibv_query_gid(_ex/_type/
  * _table) and ibv_query_port; an address vector without a GRH refused
- * (EINVAL), QP types other than RC refused (EOPNOTSUPP).  Each test
+ * (EINVAL), QP types other than RC and UC refused (EOPNOTSUPP).  Each test
  * works out the expected values from the interface itself (ioctl,
  * getifaddrs), not from the device.
  */
@@ -289,12 +289,13 @@ SV_TEST(roce_dev_av_needs_grh)
 	ASSERT_EQ(EINVAL, errno);
 
 	qa.send_cq = qa.recv_cq = cq;
-	for (int t = 0; t < 2; t++) { /* UC, UD: not yet on this device */
-		qa.qp_type = t ? IBV_QPT_UD : IBV_QPT_UC;
-		errno = 0;
-		ASSERT_NULL(ibv_create_qp(pd, &qa));
-		ASSERT_EQ(EOPNOTSUPP, errno);
-	}
+	qa.qp_type = IBV_QPT_UD; /* not yet on this device */
+	errno = 0;
+	ASSERT_NULL(ibv_create_qp(pd, &qa));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	qa.qp_type = IBV_QPT_UC; /* UC speaks RoCEv2 (transport/roce/) */
+	ASSERT_NOT_NULL(qp = ibv_create_qp(pd, &qa));
+	ASSERT_OK(ibv_destroy_qp(qp));
 	qa.qp_type = IBV_QPT_RC;
 	ASSERT_NOT_NULL(qp = ibv_create_qp(pd, &qa));
 	ASSERT_OK(ibv_modify_qp(qp, &a,

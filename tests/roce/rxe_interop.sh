@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC2086 # $run is a command line (env ... softverbs-run): split on purpose
 # Issue 26: the RoCEv2 transport against the kernel's Soft-RoCE (rxe) in
 # a QEMU VM (rxe-vm, from ../shared/tools: SV_RXE_VM names it, else
 # rxe-vm on PATH), both roles: Debian's ibv_rc_pingpong on softverbs
@@ -10,10 +11,14 @@
 # answers our reads.  rxe drops a packet whose ICRC is wrong,
 # so each passing row shows it took ours.  Needs root and QEMU; skipped
 # (77) without.
-#   rxe_interop.sh BUILD_DIR [ITERS [SIZES]]
+# The same for ibv_uc_pingpong and ibv_srq_pingpong (issue 26 item 2).
+#   rxe_interop.sh BUILD_DIR [ITERS [SIZES]]   (SV_RXE_PROGS="rc uc srq")
 build=$1
 iters=${2:-20}
 sizes=${3:-"1 1025 8191 20000"}
+# the ibverbs examples to run: ibv_PROG_pingpong (SRQ: 16 RC QPs on the
+# server's SRQ; UC: no ACKs)
+progs=${SV_RXE_PROGS:-"rc uc srq"}
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
 
@@ -36,12 +41,17 @@ cleanup() {
 trap cleanup EXIT
 export SOFTVERBS_TRANSPORT=roce RXE_VM_QUIET=1
 run="$build/bin/softverbs-run"
+# Under the ASan build, Debian's programs need the runtime loaded first
+# (SV_ASAN_RUNTIME, from CMake), as in tests/netns/setup.sh
+if [ -n "${SV_ASAN_RUNTIME:-}" ]; then
+	run="env LD_PRELOAD=$SV_ASAN_RUNTIME ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 $run"
+fi
 host=${RXE_VM_HOST_IP:-10.99.0.1}
 guest=${RXE_VM_IP:-10.99.0.2}
 # our GID index whose GID is the tap's address (::ffff:10.99.0.1)
 # shellcheck disable=SC2046,SC2183 # the four octets, split on purpose
 hx=$(printf '%02x%02x:%02x%02x' $(echo "$host" | tr . ' '))
-g=$("$vm" exec "$run" ibv_devinfo -v |
+g=$("$vm" exec $run ibv_devinfo -v |
 	sed -n "s/.*GID\[ *\([0-9]*\)\]:.*ffff:$hx\$/\1/p" | head -1)
 [ -n "$g" ] || fail "no softverbs GID for $host"
 port=$((19000 + $$ % 1000))
@@ -50,7 +60,7 @@ port=$((19000 + $$ % 1000))
 sv_server() {
 	name=$1
 	shift
-	"$vm" exec timeout 240 "$run" "$@" >"$tmp/$name.sv" 2>&1 &
+	"$vm" exec timeout 240 $run "$@" >"$tmp/$name.sv" 2>&1 &
 	spid=$!
 	t=0
 	until "$vm" exec ss -Hltn "sport = :$port" | grep -q .; do
@@ -72,10 +82,11 @@ check() { # NAME RC_RXE RC_SV WANT [RXE_WANT]: both exited 0, said so
 	echo "ok   $1: $(grep "$4" "$tmp/$1.sv" | tail -1)"
 }
 
+for pp in $progs; do
 for s in $sizes; do
 	# softverbs the client: rxe's server in the background in the VM
 	port=$((port + 1))
-	bg=$("$vm" run --bg "ibv_rc_pingpong -d rxe0 -g 1 -p $port -n $iters -s $s -c")
+	bg=$("$vm" run --bg "ibv_${pp}_pingpong -d rxe0 -g 1 -p $port -n $iters -s $s -c")
 	log=$(echo "$bg" | sed -n 's/.*log=\([^ ]*\).*/\1/p')
 	rc=$(echo "$bg" | sed -n 's/.*rc=\([^ ]*\).*/\1/p')
 	t=0
@@ -84,35 +95,39 @@ for s in $sizes; do
 		t=$((t + 1))
 		sleep 0.2 # the VM's server to listen (TCG: seconds)
 	done
-	"$vm" exec timeout 240 "$run" ibv_rc_pingpong -d softverbs0 -g "$g" \
-		-p $port -n "$iters" -s "$s" -c "$guest" >"$tmp/cli$s.sv" 2>&1
+	"$vm" exec timeout 240 $run ibv_${pp}_pingpong -d softverbs0 -g "$g" \
+		-p $port -n "$iters" -s "$s" -c "$guest" >"$tmp/${pp}_cli$s.sv" 2>&1
 	src=$?
 	t=0
 	until "$vm" run "test -f $rc" || [ $t -ge 100 ]; do
 		t=$((t + 1))
 		sleep 0.2
 	done
-	"$vm" run "cat $log" >"$tmp/cli$s.rxe" 2>&1
-	check "cli$s" "$("$vm" run "cat $rc")" $src "iters in"
+	"$vm" run "cat $log" >"$tmp/${pp}_cli$s.rxe" 2>&1
+	check "${pp}_cli$s" "$("$vm" run "cat $rc")" $src "iters in"
 	# softverbs the server
 	port=$((port + 1))
-	sv_server "srv$s" ibv_rc_pingpong -d softverbs0 -g "$g" -p $port \
+	sv_server "${pp}_srv$s" ibv_${pp}_pingpong -d softverbs0 -g "$g" -p $port \
 		-n "$iters" -s "$s" -c
-	"$vm" run --timeout 240 "ibv_rc_pingpong -d rxe0 -g 1 -p $port \
-		-n $iters -s $s -c $host" >"$tmp/srv$s.rxe" 2>&1
+	"$vm" run --timeout 240 "ibv_${pp}_pingpong -d rxe0 -g 1 -p $port \
+		-n $iters -s $s -c $host" >"$tmp/${pp}_srv$s.rxe" 2>&1
 	rrc=$?
 	wait "$spid"
 	src=$?
 	spid=
-	check "srv$s" $rrc $src "iters in"
+	check "${pp}_srv$s" $rrc $src "iters in"
+done
 done
 
 # perftest: softverbs asks, rxe answers (reads, atomics)
 # (ib_read_lat -o 16: outstanding reads as many as ours: rxe offers 128,
 # which perftest asks of our QP, more than softverbs0 allows; ib_atomic_lat
 # has no -o, so it cannot run against rxe until softverbs0 allows 128)
-for t in "ib_read_lat -s 2048 -o 16" "ib_write_lat -s 3000" \
-	"ib_send_lat -s 5000"; do
+# (SV_RXE_PERF=0: not these)
+[ "${SV_RXE_PERF:-1}" = 0 ] && perf="" ||
+	perf='"ib_read_lat -s 2048 -o 16" "ib_write_lat -s 3000" "ib_send_lat -s 5000"'
+eval "set -- $perf"
+for t in "$@"; do
 	name=$(echo "$t" | cut -d' ' -f1)
 	port=$((port + 1))
 	bg=$("$vm" run --bg "$t -d rxe0 -x 1 -m 1024 -p $port -n $iters")
@@ -125,7 +140,7 @@ for t in "ib_read_lat -s 2048 -o 16" "ib_write_lat -s 3000" \
 		sleep 0.2
 	done
 	# shellcheck disable=SC2086
-	"$vm" exec timeout 240 "$run" $t -d softverbs0 -x "$g" -m 1024 \
+	"$vm" exec timeout 240 $run $t -d softverbs0 -x "$g" -m 1024 \
 		-p $port -n "$iters" "$guest" >"$tmp/$name.sv" 2>&1
 	src=$?
 	i=0
@@ -137,4 +152,4 @@ for t in "ib_read_lat -s 2048 -o 16" "ib_write_lat -s 3000" \
 	# (a latency test's numbers are the client's)
 	check "$name" "$("$vm" run "cat $rc")" $src "^ [0-9]" "local address"
 done
-echo "PASS: ibv_rc_pingpong both ways at $sizes bytes, perftest read/write/send latency, against rxe"
+echo "PASS: ibv_{$progs}_pingpong both ways at $sizes bytes${perf:+, perftest read/write/send latency}, against rxe"

@@ -2,7 +2,9 @@
 /*
  * The RoCEv2 transport's way in: every datagram on the link's socket is
  * parsed as hostile (wire/roce.c: lengths, opcode, headers, pad, ICRC
- * where it can be known), must be for our QP and of RC, and then becomes
+ * where it can be known), must be for our QP and of its type (RC, or UC:
+ * sends and writes only, which the responder takes in PSN order or
+ * drops, IBA 9.8.3), and then becomes
  *  - a request (SEND, WRITE, READ request, atomic): a one-PSN record in
  *    our receive ring, which the responder checks in PSN order;
  *  - a read answer or atomic ACK: a record in our response ring, then, as
@@ -19,6 +21,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "inject.h"
 #include "roce_priv.h"
 
 /* Counts a datagram dropped for reason v. */
@@ -200,6 +203,11 @@ static void take_request(struct sv_link *l, const struct sv_roce_pkt *p)
 		drop(r, SV_ROCE_OPCODE);
 		return;
 	}
+	if (r->tp == SV_IB_UC) { /* no ACKs: the responder judges PSNs */
+		if (!put_record(&l->rx, &h, ext, ext_len, p->payload))
+			roce_count(r, roce_drop_full); /* lost, as on a wire */
+		return;
+	}
 	ack = atomic_load_explicit(&l->rx.hdr->ack, memory_order_acquire);
 	if (SV_ACK_SYN(ack) == SV_NAK_RNR && SV_ACK_PSN(ack) == p->psn &&
 	    r->ack_sent_valid) {
@@ -252,7 +260,8 @@ static bool take(struct sv_link *l, size_t n)
 		r->icrc_strict = true;
 	}
 	if (!v)
-		v = sv_roce_check_qpt(&p, IBV_QPT_RC);
+		v = sv_roce_check_qpt(&p, r->tp == SV_IB_UC ? IBV_QPT_UC
+							    : IBV_QPT_RC);
 	if (!v)
 		v = sv_roce_check_seg(&p, r->mtu);
 	if (v) {
@@ -263,8 +272,18 @@ static bool take(struct sv_link *l, size_t n)
 		roce_count(r, roce_drop_qpn);
 		return true;
 	}
+	/* SOFTVERBS_FAULTS drop on a UC link: lost on the wire, a true PSN
+	 * gap for the responder (RC's losses are the engine's) */
+	if (r->tp == SV_IB_UC && SV_FAULT_ON(drop) &&
+	    sv_inject_hit(sv_inject.drop, sv_inject.seed, SV_FAULT_DROP,
+			  r->my_qpn, p.psn, (uint32_t)r->reads)) {
+		roce_count(r, fault_drops);
+		return true;
+	}
 	if (p.mask & SV_RH_REQ)
 		take_request(l, &p);
+	else if (r->tp == SV_IB_UC)
+		drop(r, SV_ROCE_QPT); /* (none in UC's table) */
 	else if (SV_IB_OPERATION(p.opcode) == SV_IB_ACK)
 		take_aeth(l, p.psn, p.syndrome);
 	else if (p.mask & SV_RH_RESP)

@@ -6,7 +6,8 @@
  * MTU), then is consumed: the engine resends from its WQEs what is lost.
  * The responder's ACK word leaves as an ACK or NAK packet whenever it
  * changed, once per flush: ACKs coalesce to the latest PSN (IBA
- * 9.7.5.1.1).
+ * 9.7.5.1.1).  A UC link (IBA 9.8) sends its sends and writes with UC
+ * opcodes and no AckReq, and never an ACK.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -143,9 +144,8 @@ static bool put_train(struct sv_roce *r, const struct sv_pkt *h,
 		bool last = (h->seg & SV_SEG_LAST) && j == h->npsn - 1;
 		uint32_t off = j * mtu;
 		struct sv_roce_pkt p = {
-			.opcode =
-				(uint8_t)(SV_IB_RC | ib_opcode(h->opcode, first,
-							       last, imm)),
+			.opcode = (uint8_t)(r->tp | ib_opcode(h->opcode, first,
+							      last, imm)),
 			.pkey = 0xffff,
 			.dqpn = r->peer_qpn,
 			.psn = sv_psn_add(h->psn, j),
@@ -157,7 +157,8 @@ static bool put_train(struct sv_roce *r, const struct sv_pkt *h,
 			p.syndrome = 0x1f; /* AETH on FIRST, LAST, ONLY */
 			p.msn = r->msn & SV_PSN_MASK;
 		} else {
-			p.ack_req = j == h->npsn - 1;
+			/* UC: no ACKs, AckReq 0 (IBA 9.2.3) */
+			p.ack_req = r->tp == SV_IB_RC && j == h->npsn - 1;
 			p.se = last && (h->flags & SV_PKT_SOLICITED);
 			p.imm_be = h->imm;
 		}
@@ -185,7 +186,9 @@ static void put_ring(struct sv_link *l, struct sv_ring *g, uint32_t *done)
 		bool sent;
 
 		if (h.flags & (SV_PKT_XRC | SV_PKT_PLACED) ||
-		    !sv_opcode(h.opcode) || h.opcode == SV_OP_WRITE_NOTE)
+		    !sv_opcode(h.opcode) || h.opcode == SV_OP_WRITE_NOTE ||
+		    (r->tp == SV_IB_UC && h.opcode != SV_OP_SEND &&
+		     h.opcode != SV_OP_WRITE))
 			sent = true; /* nothing we speak: not ours to make */
 		else if (h.opcode == SV_OP_SEND || h.opcode == SV_OP_WRITE ||
 			 h.opcode == SV_OP_READ_RESP)
@@ -217,8 +220,8 @@ void sv_roce_flush(struct sv_link *l)
 	r->retry_ns = 0;
 	/* the ACK first: it frees the peer's requester soonest */
 	ack = atomic_load_explicit(&l->rx.hdr->ack, memory_order_acquire);
-	if (SV_ACK_SYN(ack) <= SV_NAK_REM_OP &&
-	    (!r->ack_sent_valid || ack != r->ack_sent)) {
+	if (r->tp == SV_IB_RC && SV_ACK_SYN(ack) <= SV_NAK_REM_OP &&
+	    (!r->ack_sent_valid || ack != r->ack_sent)) { /* UC: none */
 		sv_roce_send_ack(l, ack);
 		r->ack_sent = ack;
 		r->ack_sent_valid = true;

@@ -31,6 +31,7 @@ struct sv_roce {
 	struct sv_roce_ip ip;	   /* what our packets' ICRC covers */
 	struct sv_roce_ip rip;	   /* the peer's, with IP ID 0 */
 	uint32_t my_qpn, peer_qpn, mtu;
+	uint8_t tp;		    /* SV_IB_RC, or SV_IB_UC: no ACKs */
 	uint32_t tx_done;	    /* packets of the tx head record sent */
 	uint32_t rsp_done;	    /* ... of the rsp_tx head record */
 	uint64_t retry_ns;	    /* the socket was full: send then */
