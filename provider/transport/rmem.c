@@ -110,23 +110,56 @@ __attribute__((no_sanitize_address)) static bool page_zero(const uint8_t *p,
 	return true;
 }
 
-/* [p, p+len) into the arena at off, runs of non-zero pages at a time. */
-static int copy_to_arena(int fd, uint64_t off, const uint8_t *p, size_t len)
-{
-	size_t pg = page_size(), i = 0, j;
-	int err;
+/*
+ * Which of n pages from p hold memory, into held[] (/proc/self/pagemap,
+ * fd pm: present or swapped, bits 63 and 62; these flags need no
+ * privilege).  A private anonymous page with neither was never written
+ * (or was discarded) and reads as zeros: page_zero would learn that
+ * with a fault per page, which was 3.4 s of an untouched 512 MiB
+ * registration's 3.8 s here.  All held where pagemap cannot say.
+ */
+#define SV_PM_CHUNK 512 /* pages per pagemap read: 4 KiB of entries */
 
-	while (i < len) {
-		if (page_zero(p + i, pg)) {
-			i += pg;
-			continue;
+static void pages_held(int pm, const uint8_t *p, size_t n, bool *held)
+{
+	uint64_t e[SV_PM_CHUNK];
+	size_t want = n * sizeof(e[0]);
+	off_t at = (off_t)((uintptr_t)p / page_size() * sizeof(e[0]));
+	long r = pm < 0 ? -1 : syscall(SYS_pread64, pm, e, want, at);
+
+	for (size_t i = 0; i < n; i++)
+		held[i] = r != (long)want || (e[i] & (3ull << 62));
+}
+
+/* [p, p+len) into the arena at off, runs of non-zero pages at a time;
+ * pm: /proc/self/pagemap, or -1. */
+static int copy_to_arena(int fd, int pm, uint64_t off, const uint8_t *p,
+			 size_t len)
+{
+	size_t pg = page_size(), npages = len / pg;
+	bool held[SV_PM_CHUNK];
+
+	for (size_t c = 0; c < npages; c += SV_PM_CHUNK) {
+		size_t n = npages - c < SV_PM_CHUNK ? npages - c : SV_PM_CHUNK;
+		size_t i = 0, j;
+		int err;
+
+		pages_held(pm, p + c * pg, n, held);
+		while (i < n) {
+			if (!held[i] || page_zero(p + (c + i) * pg, pg)) {
+				i++;
+				continue;
+			}
+			for (j = i + 1; j < n && held[j] &&
+					!page_zero(p + (c + j) * pg, pg);
+			     j++)
+				;
+			err = pwrite_all(fd, p + (c + i) * pg, (j - i) * pg,
+					 off + (c + i) * pg);
+			if (err)
+				return err;
+			i = j;
 		}
-		for (j = i + pg; j < len && !page_zero(p + j, pg); j += pg)
-			;
-		err = pwrite_all(fd, p + i, j - i, off + i);
-		if (err)
-			return err;
-		i = j;
 	}
 	return 0;
 }
@@ -359,16 +392,21 @@ static int reback(struct sv_rmem *rm, uintptr_t b, uintptr_t e, uint64_t *off)
 	size_t len = e - b;
 	uint64_t o = arena_alloc(rm, len);
 	void *tmp;
-	int err;
+	int err, pm;
 
 	if (o == UINT64_MAX)
 		return -ENOSPC;
+	/* the arena's pages in one call (the populated mapping below
+	 * allocates them all anyway); a hint: if it fails the copy
+	 * allocates, or fails */
+	(void)fallocate(rm->arena_fd, 0, (off_t)o, (off_t)len);
+	pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	sv_guard_window_open(b, e);
 	if (mprotect((void *)b, len, PROT_READ)) {
 		err = -errno;
 		goto err_close;
 	}
-	err = copy_to_arena(rm->arena_fd, o, (const uint8_t *)b, len);
+	err = copy_to_arena(rm->arena_fd, pm, o, (const uint8_t *)b, len);
 	if (err)
 		goto err_unprotect;
 	/* populated: a pinned MR's pages are there from registration on,
@@ -388,6 +426,8 @@ static int reback(struct sv_rmem *rm, uintptr_t b, uintptr_t e, uint64_t *off)
 		goto err_unprotect;
 	}
 	sv_guard_window_close();
+	if (pm >= 0)
+		close(pm);
 	*off = o;
 	return 0;
 
@@ -395,6 +435,8 @@ err_unprotect:
 	mprotect((void *)b, len, PROT_READ | PROT_WRITE);
 err_close:
 	sv_guard_window_close();
+	if (pm >= 0)
+		close(pm);
 	arena_free(rm, o, len);
 	return err;
 }
