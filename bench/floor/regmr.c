@@ -257,14 +257,14 @@ int main(int argc, char **argv)
 			run_floor(&o, &r[i], &d[i]);
 		else
 			run_verbs(&o, pd, &r[i], &d[i]);
-		printf("size=%zu mode=%s access=%s %s=%.4f %s=%.4f "
+		printf("size=%zu mode=%s access=%s %s=%.6f %s=%.6f "
 		       "reg_GBps=%.2f dereg_GBps=%.2f\n",
 		       o.size, o.touched ? "touched" : "untouched",
 		       o.floor_only ? "none" : o.access_name, k1, r[i], k2,
 		       d[i], o.size / r[i] / 1e9, o.size / d[i] / 1e9);
 		fflush(stdout);
 	}
-	printf("median size=%zu %s=%.4f %s=%.4f\n", o.size, k1,
+	printf("median size=%zu %s=%.6f %s=%.6f\n", o.size, k1,
 	       median(r, o.repeats), k2, median(d, o.repeats));
 	if (pd)
 		ibv_dealloc_pd(pd);
