@@ -164,9 +164,43 @@ static int copy_to_arena(int fd, int pm, uint64_t off, const uint8_t *p,
 	return 0;
 }
 
+/* [d, h) of the arena (page aligned) into p at d - off, runs of pages
+ * that view (the same bytes as mapped, readable; or NULL) shows are not
+ * all zeros at a time: zero pages stay untouched holes in p. */
+static int copy_run(int fd, uint64_t off, uint8_t *p, const uint8_t *view,
+		    uint64_t d, uint64_t h)
+{
+	size_t pg = page_size();
+
+	while (d < h) {
+		uint64_t j;
+		int err;
+
+		if (view && page_zero(view + (d - off), pg)) {
+			d += pg;
+			continue;
+		}
+		for (j = d + pg;
+		     view && j < h && !page_zero(view + (j - off), pg); j += pg)
+			;
+		if (!view)
+			j = h;
+		err = pread_all(fd, p + (d - off), (size_t)(j - d), d);
+		if (err)
+			return err;
+		d = j;
+	}
+	return 0;
+}
+
 /* The arena's data extents of [off, off+len) into p (holes stay zero,
- * untouched).  lseek moves the fd's offset, which nothing else uses. */
-static int copy_from_arena(int fd, uint64_t off, uint8_t *p, size_t len)
+ * untouched), skipping the pages of zeros view shows (NULL: none).  A
+ * page the populated mapping faulted in but nobody wrote is data to
+ * SEEK_DATA: an untouched 512 MiB registration's deregistration copied
+ * 512 MiB of zeros into new pages (4.9 s here).  lseek moves the fd's
+ * offset, which nothing else uses. */
+static int copy_from_arena(int fd, uint64_t off, uint8_t *p,
+			   const uint8_t *view, size_t len)
 {
 	uint64_t pos = off, end = off + len;
 
@@ -184,8 +218,7 @@ static int copy_from_arena(int fd, uint64_t off, uint8_t *p, size_t len)
 			return -errno;
 		if ((uint64_t)h > end)
 			h = (off_t)end;
-		err = pread_all(fd, p + (d - (off_t)off), (size_t)(h - d),
-				(uint64_t)d);
+		err = copy_run(fd, off, p, view, (uint64_t)d, (uint64_t)h);
 		if (err)
 			return err;
 		pos = (uint64_t)h;
@@ -459,7 +492,8 @@ static int unback(const struct piece *pc)
 	    mprotect(lo, len, pc->prot & ~PROT_WRITE))
 		err = -errno;
 	if (!err)
-		err = copy_from_arena(pc->fd, pc->off, tmp, len);
+		err = copy_from_arena(pc->fd, pc->off, tmp,
+				      pc->prot & PROT_READ ? lo : NULL, len);
 	if (!err && pc->prot != (PROT_READ | PROT_WRITE) &&
 	    mprotect(tmp, len, pc->prot))
 		err = -errno;
@@ -684,7 +718,7 @@ static void snapshot(void)
 				 frozen[i].prot & ~PROT_WRITE);
 	for (size_t i = 0; i < nfrozen; i++) {
 		if (snaps[i] &&
-		    copy_from_arena(frozen[i].fd, frozen[i].off, snaps[i],
+		    copy_from_arena(frozen[i].fd, frozen[i].off, snaps[i], NULL,
 				    frozen[i].hi - frozen[i].lo)) {
 			munmap(snaps[i], frozen[i].hi - frozen[i].lo);
 			snaps[i] = NULL;
