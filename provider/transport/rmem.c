@@ -132,9 +132,9 @@ static void pages_held(int pm, const uint8_t *p, size_t n, bool *held)
 }
 
 /* [p, p+len) into the arena at off, runs of non-zero pages at a time;
- * pm: /proc/self/pagemap, or -1. */
+ * pm: /proc/self/pagemap, or -1.  *zeros: the pages skipped. */
 static int copy_to_arena(int fd, int pm, uint64_t off, const uint8_t *p,
-			 size_t len)
+			 size_t len, size_t *zeros)
 {
 	size_t pg = page_size(), npages = len / pg;
 	bool held[SV_PM_CHUNK];
@@ -148,6 +148,7 @@ static int copy_to_arena(int fd, int pm, uint64_t off, const uint8_t *p,
 		while (i < n) {
 			if (!held[i] || page_zero(p + (c + i) * pg, pg)) {
 				i++;
+				++*zeros;
 				continue;
 			}
 			for (j = i + 1; j < n && held[j] &&
@@ -420,7 +421,8 @@ static int remap_over(void *from, size_t len, void *to)
  * made read-only (writers wait in guard.c), its bytes copied to the
  * arena, and the arena's pages mapped over it in one mremap.
  */
-static int reback(struct sv_rmem *rm, uintptr_t b, uintptr_t e, uint64_t *off)
+static int reback(struct sv_rmem *rm, uintptr_t b, uintptr_t e, uint64_t *off,
+		  size_t *zeros)
 {
 	size_t len = e - b;
 	uint64_t o = arena_alloc(rm, len);
@@ -439,7 +441,9 @@ static int reback(struct sv_rmem *rm, uintptr_t b, uintptr_t e, uint64_t *off)
 		err = -errno;
 		goto err_close;
 	}
-	err = copy_to_arena(rm->arena_fd, pm, o, (const uint8_t *)b, len);
+	*zeros = 0;
+	err = copy_to_arena(rm->arena_fd, pm, o, (const uint8_t *)b, len,
+			    zeros);
 	if (err)
 		goto err_unprotect;
 	/* populated: a pinned MR's pages are there from registration on,
@@ -478,7 +482,7 @@ err_close:
  * Private anonymous pages with the arena's bytes over one piece, in
  * place (the reverse of reback), while other threads may write it.
  */
-static int unback(const struct piece *pc)
+static int unback(const struct piece *pc, bool scan)
 {
 	size_t len = pc->hi - pc->lo;
 	void *lo = (void *)pc->lo;
@@ -492,8 +496,9 @@ static int unback(const struct piece *pc)
 	    mprotect(lo, len, pc->prot & ~PROT_WRITE))
 		err = -errno;
 	if (!err)
-		err = copy_from_arena(pc->fd, pc->off, tmp,
-				      pc->prot & PROT_READ ? lo : NULL, len);
+		err = copy_from_arena(
+			pc->fd, pc->off, tmp,
+			scan && (pc->prot & PROT_READ) ? lo : NULL, len);
 	if (!err && pc->prot != (PROT_READ | PROT_WRITE) &&
 	    mprotect(tmp, len, pc->prot))
 		err = -errno;
@@ -516,7 +521,8 @@ static void seg_release(struct sv_rmem *rm, struct sv_rseg *s)
 	int err = sv_rmem_collect_pieces(rm, s, &c);
 
 	for (size_t i = 0; !err && i < c.n; i++)
-		err = unback(&c.pc[i]);
+		err = unback(&c.pc[i],
+			     s->zeros >= (s->e - s->b) / page_size() / 2);
 	free(c.pc);
 	if (!err)
 		arena_free(rm, s->off, s->e - s->b);
@@ -545,6 +551,7 @@ static void attach(struct sv_rmem *rm, struct sv_mr *mr)
 	uintptr_t e = (a + mr->length + pg - 1) & ~(pg - 1);
 	struct sv_rseg *s;
 	uint64_t off = 0;
+	size_t zeros = 0;
 
 	for (s = rm->segs; s; s = s->next) {
 		if (b >= s->b && e <= s->e) {
@@ -561,11 +568,11 @@ static void attach(struct sv_rmem *rm, struct sv_mr *mr)
 	s = malloc(sizeof(*s));
 	if (!s)
 		return;
-	if (reback(rm, b, e, &off)) {
+	if (reback(rm, b, e, &off, &zeros)) {
 		free(s);
 		return;
 	}
-	*s = (struct sv_rseg){b, e, off, 1, false, rm->segs};
+	*s = (struct sv_rseg){b, e, off, 1, false, rm->segs, zeros};
 	rm->segs = s;
 	mr->rseg = s;
 	mr->arena_off = off + (a - b);
@@ -643,6 +650,7 @@ int sv_rmem_dm_hold(struct sv_context *ctx, void *p, size_t len)
 	uintptr_t b = (uintptr_t)p;
 	struct sv_rseg *s = malloc(sizeof(*s));
 	uint64_t off = 0;
+	size_t zeros = 0;
 	int err;
 
 	if (!s)
@@ -650,9 +658,10 @@ int sv_rmem_dm_hold(struct sv_context *ctx, void *p, size_t len)
 	pthread_mutex_lock(&rm->lock);
 	err = rmem_make(rm);
 	if (!err)
-		err = reback(rm, b, b + len, &off);
+		err = reback(rm, b, b + len, &off, &zeros);
 	if (!err) {
-		*s = (struct sv_rseg){b, b + len, off, 1, true, rm->segs};
+		*s = (struct sv_rseg){b,    b + len,  off,  1,
+				      true, rm->segs, zeros};
 		rm->segs = s;
 	}
 	pthread_mutex_unlock(&rm->lock);
