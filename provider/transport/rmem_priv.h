@@ -27,6 +27,11 @@ struct sv_rseg {
 	uint32_t refs;	/* MRs on it, and the device memory's hold */
 	bool dm_hold;	/* device memory made it (sv_rmem_dm_hold) */
 	struct sv_rseg *next;
+	/* pages of zeros (or none) at registration: if half or more,
+	 * deregistration reads the pages to skip those still zero (a
+	 * read costs a fault a page on some VMs: not worth it for memory
+	 * that was written) */
+	size_t zeros;
 };
 
 /* A peer's arena and table as we map them (initiator side). */
