@@ -49,6 +49,26 @@ want() {
 }
 row() { ! want "$1" || pair "$@"; }
 
+# cap_start FILE: tshark captures a's veth's RoCEv2 into FILE (pcap),
+# once it says it captures (30 s at most); cap_stop ends it, after the
+# last packets went into the file
+cap_start() {
+	ip netns exec "$tag-a" tshark -i "${tag}a" -f "udp port 4791" \
+		-F pcap -w "$1" >"$1.log" 2>&1 &
+	cap_pid=$!
+	t=0
+	until grep -q Capturing "$1.log"; do
+		t=$((t + 1))
+		[ $t -lt 300 ] || { echo "FAIL tshark: $(cat "$1.log")"; exit 1; }
+		sleep 0.1 # polling its log, under the deadline above
+	done
+}
+cap_stop() {
+	sleep 1 # the last packets into the file (no event says they went)
+	kill -INT $(pgrep -P "$cap_pid") 2>/dev/null
+	wait "$cap_pid"
+}
+
 A=10.77.0.1
 SV="-d softverbs0"
 for s in 1 1025 4096 65536; do
@@ -116,21 +136,11 @@ if [ "$ra" != 1 ] || [ "$rb" != 1 ]; then
 	failed=1
 elif command -v tshark >/dev/null; then
 	rcap=$log/roce_dev.pcap
-	ip netns exec "$tag-a" tshark -i "${tag}a" -f "udp port 4791" \
-		-F pcap -w "$rcap" >"$log/rcap.log" 2>&1 &
-	rpid=$!
-	t=0
-	until grep -q Capturing "$log/rcap.log"; do
-		t=$((t + 1))
-		[ $t -lt 300 ] || { echo "FAIL tshark: $(cat "$log/rcap.log")"; exit 1; }
-		sleep 0.1 # polling its log, under the deadline above
-	done
+	cap_start "$rcap"
 	row roce_dev_rc_pingpong 60 "iters in" a b \
 		$R ibv_rc_pingpong -d softverbs_roce0 -g "$ra" -p @P -s 4096 -n 50 -c -- \
 		$R ibv_rc_pingpong -d softverbs_roce0 -g "$rb" -p @P -s 4096 -n 50 -c $A
-	sleep 1 # the last packets into the file; then the capture ends
-	kill -INT $(pgrep -P "$rpid") 2>/dev/null
-	wait "$rpid"
+	cap_stop
 	"$build/tests/roce_gen" parse "$rcap" >"$log/rverdicts" ||
 		{ echo "FAIL roce_gen parse (roce_dev)"; failed=1; }
 	n=$(wc -l <"$log/rverdicts")
@@ -246,15 +256,7 @@ elif ! want capture; then
 	echo "note: the capture not in SV_ROCE_ROWS"
 else
 	cap=$log/roce.pcap
-	ip netns exec "$tag-a" tshark -i "${tag}a" -f "udp port 4791" \
-		-F pcap -w "$cap" >"$log/cap.log" 2>&1 &
-	cpid=$!
-	t=0
-	until grep -q Capturing "$log/cap.log"; do
-		t=$((t + 1))
-		[ $t -lt 300 ] || { echo "FAIL tshark: $(cat "$log/cap.log")"; exit 1; }
-		sleep 0.1 # polling its log, under the deadline above
-	done
+	cap_start "$cap"
 	pair cap_rc_pingpong 60 "iters in" a b \
 		ibv_rc_pingpong $SV -g "$ga" -p @P -s 3001 -n 20 -c -- \
 		ibv_rc_pingpong $SV -g "$gb" -p @P -s 3001 -n 20 -c $A
@@ -269,9 +271,7 @@ else
 			ib_atomic_lat $SV -x "$ga" -m 1024 -p @P -n 20 -- \
 			ib_atomic_lat $SV -x "$gb" -m 1024 -p @P -n 20 $A
 	fi
-	sleep 1 # the last packets into the file; then the capture ends
-	kill -INT $(pgrep -P "$cpid") 2>/dev/null
-	wait "$cpid"
+	cap_stop
 	"$build/tests/roce_gen" parse "$cap" >"$log/verdicts" ||
 		{ echo "FAIL roce_gen parse"; failed=1; }
 	n=$(wc -l <"$log/verdicts")
