@@ -146,6 +146,8 @@ static void free_roce(struct sv_roce *r)
 		close(r->rx_fd);
 	if (r->tx_fd >= 0)
 		close(r->tx_fd);
+	free(r->obuf);
+	free(r->ibuf);
 	free(r);
 }
 
@@ -170,7 +172,13 @@ static int roce_prepare(struct sv_link *l, const struct sv_link_conf *c)
 	r->epsn = c->rq_psn & SV_PSN_MASK;
 	r->dst = *c->dst;
 	set_port(&r->dst, SV_ROCE_PORT);
-	err = open_sockets(r, c->src);
+	/* the batches' slots: headers, one MTU, pad and ICRC (and, to
+	 * receive, room to see a longer datagram as one) */
+	r->oslot = SV_ROCE_HDR_MAX + c->mtu + 8;
+	r->islot = r->oslot + SV_ROCE_RX_SLACK;
+	r->obuf = malloc((size_t)SV_ROCE_BATCH * r->oslot);
+	r->ibuf = malloc((size_t)SV_ROCE_BATCH * r->islot);
+	err = r->obuf && r->ibuf ? open_sockets(r, c->src) : -ENOMEM;
 	if (!err)
 		err = make_rings(l, c);
 	if (err) {
@@ -228,7 +236,7 @@ static uint64_t roce_next_ns(const struct sv_link *l, uint64_t now)
 {
 	const struct sv_roce *r = sv_roce_of(l);
 
-	if (r && r->held)
+	if (r && sv_roce_held(r))
 		return now + SV_ROCE_RETRY_NS; /* room for it by then */
 	if (r && r->more)
 		return now; /* the engine fills what we emptied */
@@ -248,7 +256,7 @@ static void roce_run_end(struct sv_link *l)
 	if (!r)
 		return;
 	r->defer = false;
-	if (r->held) /* the completer made room */
+	if (sv_roce_held(r)) /* the completer made room */
 		sv_roce_read_in(l);
 	sv_roce_flush(l);
 }
