@@ -153,6 +153,8 @@ static bool request_record(const struct sv_roce_pkt *p, uint32_t mtu,
 	}
 	if (p->se && last)
 		h->flags |= SV_PKT_SOLICITED;
+	if (p->ack_req)
+		h->flags |= SV_PKT_ACK_REQ;
 	if (op <= SV_IB_SEND_ONLY_IMM) {
 		h->opcode = SV_OP_SEND;
 		h->msg_len = p->len;
