@@ -273,7 +273,26 @@ static bool roce_stalled(struct sv_link *l)
 		return false;
 	moved = r->reads != r->seen_reads;
 	r->seen_reads = r->reads;
-	return !moved && !ioctl(r->rx_fd, SIOCINQ, &n) && n > 0;
+	if (r->loud || moved || ioctl(r->rx_fd, SIOCINQ, &n) || n <= 0)
+		return false;
+	r->loud = true; /* the app polls its memory, not the CQ */
+	return true;
+}
+
+/* While the app drives the QP its polls read the socket: the thread
+ * stops waking for each datagram (as over TCP), unless arrivals were
+ * seen waiting unread (loud). */
+static void roce_quiet(struct sv_link *l, bool quiet)
+{
+	struct sv_roce *r = sv_roce_of(l);
+	int n = 0;
+
+	if (!r)
+		return;
+	if (!quiet && r->pfd->quiet && !r->loud &&
+	    !ioctl(r->rx_fd, SIOCINQ, &n) && n > 0)
+		r->loud = true; /* left waiting when the app stopped */
+	sv_progress_quiet(r->ctx, r->pfd, quiet && !r->loud);
 }
 
 static void roce_close(struct sv_link *l, uint32_t my_qpn, bool bye)
@@ -307,5 +326,6 @@ const struct sv_link_ops sv_roce_link_ops = {
 	.run_begin = roce_run_begin,
 	.run_end = roce_run_end,
 	.stalled = roce_stalled,
+	.quiet = roce_quiet,
 	.close = roce_close,
 };

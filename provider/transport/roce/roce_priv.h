@@ -50,6 +50,9 @@ struct sv_roce {
 	bool defer;		    /* the engine runs: flush at its end */
 	uint64_t reads, seen_reads; /* datagrams taken (sv_roce_stalled) */
 	bool more;		    /* we freed room in tx or rsp_tx */
+	bool loud;		    /* arrivals waited unread while the app
+				     * drove the QP: the thread watches the
+				     * socket always (roce_quiet) */
 	/* out.c: datagrams built, not yet taken by the socket, in slots
 	 * of oslot bytes: [ohead, ocount) go first at the next flush */
 	uint8_t *obuf;
