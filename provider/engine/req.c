@@ -168,7 +168,9 @@ static bool window_full(const struct sv_qp *qp, const struct sv_swqe *w)
 	const struct sv_swqe *o = &qp->sq.wqe[qp->sq.comp & (qp->sq.size - 1)];
 	uint32_t base;
 
-	if (!sv_link_lossy(&qp->link) || (o == w && !w->sent))
+	/* UC: nothing is acknowledged (IBA 9.8), nothing waits for it */
+	if (!sv_link_lossy(&qp->link) ||
+	    qp->qpx.qp_base.qp_type == IBV_QPT_UC || (o == w && !w->sent))
 		return false; /* nothing in flight */
 	base = o->first_psn;
 	if (qp->comp.acked_valid && sv_psn_diff(qp->comp.acked, base) >= 0 &&
