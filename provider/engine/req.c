@@ -155,6 +155,30 @@ static uint32_t npsn_of(const struct sv_qp *qp, uint32_t bytes)
 	return bytes ? (bytes + qp->mtu - 1) / qp->mtu : 1;
 }
 
+/* A lossy link (RoCE): the most PSNs in flight, unacknowledged, as rxe
+ * keeps (RXE_MAX_UNACKED_PSNS).  Without it a requester that sends
+ * faster than the peer reads (sendmmsg) overflows the peer's socket,
+ * and every loss resends all that followed it (go-back-N) until
+ * retry_cnt runs out. */
+#define SV_LOSSY_WINDOW 512
+
+/* No new train of w while the window is full (w: the WQE being sent). */
+static bool window_full(const struct sv_qp *qp, const struct sv_swqe *w)
+{
+	const struct sv_swqe *o = &qp->sq.wqe[qp->sq.comp & (qp->sq.size - 1)];
+	uint32_t base;
+
+	/* UC: nothing is acknowledged (IBA 9.8), nothing waits for it */
+	if (!sv_link_lossy(&qp->link) ||
+	    qp->qpx.qp_base.qp_type == IBV_QPT_UC || (o == w && !w->sent))
+		return false; /* nothing in flight */
+	base = o->first_psn;
+	if (qp->comp.acked_valid && sv_psn_diff(qp->comp.acked, base) >= 0 &&
+	    sv_psn_diff(qp->comp.acked, qp->req.psn) < 0)
+		base = sv_psn_add(qp->comp.acked, 1);
+	return sv_psn_diff(qp->req.psn, base) >= SV_LOSSY_WINDOW;
+}
+
 /* Puts as much of one WQE on the link as fits; true when all of it. */
 static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 		     int *err)
@@ -176,6 +200,8 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 
 		if (chunk > tmax)
 			chunk = tmax;
+		if (window_full(qp, w))
+			return false; /* the completer's ACKs reopen it */
 		h.seg = (w->sent ? 0 : SV_SEG_FIRST) |
 			(w->sent + chunk == payload ? SV_SEG_LAST : 0);
 		ext = sv_ext_len(o, h.seg);

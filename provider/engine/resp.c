@@ -919,7 +919,8 @@ void sv_resp_run(struct sv_qp *qp)
 			if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV &&
 			    !qp->resp.in_msg)
 				sv_xrc_unbind(qp); /* the message is done */
-			if (p.seg & SV_SEG_LAST || p.npsn != npsn) {
+			if (p.seg & SV_SEG_LAST || p.npsn != npsn ||
+			    (p.flags & SV_PKT_ACK_REQ)) {
 				ack = true;
 				ack_nak_seq = qp->resp.nak_seq;
 			}

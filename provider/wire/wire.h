@@ -161,6 +161,10 @@ enum sv_pkt_flags {
 				    * SEND_FIRST says none): the message
 				    * ends at its LAST packet, at most the
 				    * receive's length */
+	SV_PKT_ACK_REQ = 1 << 6,   /* a RoCE packet's AckReq (BTH A bit,
+				    * IBA 9.7.5.1.1): the responder acks
+				    * it, mid-message too, so a lossy
+				    * link's window moves */
 };
 
 /* IBA 9.3.6-like XRCETH: the XRC SRQ a request on an XRC QP is for.

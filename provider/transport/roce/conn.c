@@ -146,6 +146,8 @@ static void free_roce(struct sv_roce *r)
 		close(r->rx_fd);
 	if (r->tx_fd >= 0)
 		close(r->tx_fd);
+	free(r->obuf);
+	free(r->ibuf);
 	free(r);
 }
 
@@ -171,7 +173,13 @@ static int roce_prepare(struct sv_link *l, const struct sv_link_conf *c)
 	r->epsn = c->rq_psn & SV_PSN_MASK;
 	r->dst = *c->dst;
 	set_port(&r->dst, SV_ROCE_PORT);
-	err = open_sockets(r, c->src);
+	/* the batches' slots: headers, one MTU, pad and ICRC (and, to
+	 * receive, room to see a longer datagram as one) */
+	r->oslot = SV_ROCE_HDR_MAX + c->mtu + 8;
+	r->islot = r->oslot + SV_ROCE_RX_SLACK;
+	r->obuf = malloc((size_t)SV_ROCE_BATCH * r->oslot);
+	r->ibuf = malloc((size_t)SV_ROCE_BATCH * r->islot);
+	err = r->obuf && r->ibuf ? open_sockets(r, c->src) : -ENOMEM;
 	if (!err)
 		err = make_rings(l, c);
 	if (err) {
@@ -229,7 +237,7 @@ static uint64_t roce_next_ns(const struct sv_link *l, uint64_t now)
 {
 	const struct sv_roce *r = sv_roce_of(l);
 
-	if (r && r->held)
+	if (r && sv_roce_held(r))
 		return now + SV_ROCE_RETRY_NS; /* room for it by then */
 	if (r && r->more)
 		return now; /* the engine fills what we emptied */
@@ -249,7 +257,7 @@ static void roce_run_end(struct sv_link *l)
 	if (!r)
 		return;
 	r->defer = false;
-	if (r->held) /* the completer made room */
+	if (sv_roce_held(r)) /* the completer made room */
 		sv_roce_read_in(l);
 	sv_roce_flush(l);
 }
@@ -266,7 +274,26 @@ static bool roce_stalled(struct sv_link *l)
 		return false;
 	moved = r->reads != r->seen_reads;
 	r->seen_reads = r->reads;
-	return !moved && !ioctl(r->rx_fd, SIOCINQ, &n) && n > 0;
+	if (r->loud || moved || ioctl(r->rx_fd, SIOCINQ, &n) || n <= 0)
+		return false;
+	r->loud = true; /* the app polls its memory, not the CQ */
+	return true;
+}
+
+/* While the app drives the QP its polls read the socket: the thread
+ * stops waking for each datagram (as over TCP), unless arrivals were
+ * seen waiting unread (loud). */
+static void roce_quiet(struct sv_link *l, bool quiet)
+{
+	struct sv_roce *r = sv_roce_of(l);
+	int n = 0;
+
+	if (!r)
+		return;
+	if (!quiet && r->pfd->quiet && !r->loud &&
+	    !ioctl(r->rx_fd, SIOCINQ, &n) && n > 0)
+		r->loud = true; /* left waiting when the app stopped */
+	sv_progress_quiet(r->ctx, r->pfd, quiet && !r->loud);
 }
 
 static void roce_close(struct sv_link *l, uint32_t my_qpn, bool bye)
@@ -300,5 +327,6 @@ const struct sv_link_ops sv_roce_link_ops = {
 	.run_begin = roce_run_begin,
 	.run_end = roce_run_end,
 	.stalled = roce_stalled,
+	.quiet = roce_quiet,
 	.close = roce_close,
 };

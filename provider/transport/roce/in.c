@@ -156,6 +156,8 @@ static bool request_record(const struct sv_roce_pkt *p, uint32_t mtu,
 	}
 	if (p->se && last)
 		h->flags |= SV_PKT_SOLICITED;
+	if (p->ack_req)
+		h->flags |= SV_PKT_ACK_REQ;
 	if (op <= SV_IB_SEND_ONLY_IMM) {
 		h->opcode = SV_OP_SEND;
 		h->msg_len = p->len;
@@ -239,9 +241,9 @@ static void take_request(struct sv_link *l, const struct sv_roce_pkt *p)
 	}
 }
 
-/* One datagram of n bytes in r->in; false: it waits there (a response
+/* One datagram of n bytes at in; false: it waits there (a response
  * without room). */
-static bool take(struct sv_link *l, size_t n)
+static bool take(struct sv_link *l, const uint8_t *in, size_t n)
 {
 	struct sv_roce *r = sv_roce_of(l);
 	struct sv_roce_pkt p;
@@ -251,9 +253,9 @@ static bool take(struct sv_link *l, size_t n)
 	 * that does (softverbs) is verified on every packet from its first
 	 * that matched; one that does not (rxe: random IDs the socket does
 	 * not show) cannot be (roce.h) */
-	v = sv_roce_parse(r->in, n, &r->rip, &p);
+	v = sv_roce_parse(in, n, &r->rip, &p);
 	if (v == SV_ROCE_ICRC_BAD && !r->icrc_strict) {
-		v = sv_roce_parse(r->in, n, NULL, &p);
+		v = sv_roce_parse(in, n, NULL, &p);
 		if (!v)
 			roce_count(r, roce_icrc_unchecked);
 	} else if (!v) {
@@ -293,26 +295,62 @@ static bool take(struct sv_link *l, size_t n)
 	return true;
 }
 
+/* Takes the datagrams read from inext on; false: one waits. */
+static bool take_read(struct sv_link *l)
+{
+	struct sv_roce *r = sv_roce_of(l);
+
+	for (; r->inext < r->icount; r->inext++) {
+		uint32_t n = r->ilen[r->inext];
+
+		if (n > r->islot) { /* truncated: longer than our MTU's */
+			drop(r, SV_ROCE_LEN);
+			continue;
+		}
+		if (!take(l, r->ibuf + (size_t)r->inext * r->islot, n))
+			return false;
+	}
+	return true;
+}
+
+/* Up to SV_ROCE_BATCH datagrams from the socket into our slots: how
+ * many, 0 when none waits. */
+static int read_batch(struct sv_roce *r)
+{
+	struct mmsghdr m[SV_ROCE_BATCH];
+	struct iovec v[SV_ROCE_BATCH];
+	int got;
+
+	for (int i = 0; i < SV_ROCE_BATCH; i++) {
+		v[i].iov_base = r->ibuf + (size_t)i * r->islot;
+		v[i].iov_len = r->islot;
+		m[i].msg_hdr =
+			(struct msghdr){.msg_iov = &v[i], .msg_iovlen = 1};
+	}
+	do
+		got = recvmmsg(r->rx_fd, m, SV_ROCE_BATCH, MSG_DONTWAIT, NULL);
+	while (got < 0 && errno == EINTR);
+	if (got <= 0) /* EAGAIN; ECONNREFUSED: an ICMP error, no data */
+		return 0;
+	for (int i = 0; i < got; i++)
+		r->ilen[i] = m[i].msg_hdr.msg_flags & MSG_TRUNC ? r->islot + 1
+								: m[i].msg_len;
+	r->inext = 0;
+	r->icount = (uint32_t)got;
+	r->reads += (uint64_t)got;
+	return got;
+}
+
 void sv_roce_read_in(struct sv_link *l)
 {
 	struct sv_roce *r = sv_roce_of(l);
 
-	if (!r)
-		return;
-	if (r->held && !take(l, r->held))
+	if (!r || !take_read(l))
 		return; /* still no room: the completer's next run */
-	r->held = 0;
-	for (int i = 0; i < SV_ROCE_RX_BATCH; i++) {
-		ssize_t n = recv(r->rx_fd, r->in, sizeof(r->in), MSG_DONTWAIT);
+	for (int i = 0; i < SV_ROCE_RX_BATCH; i += SV_ROCE_BATCH) {
+		int got = read_batch(r);
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) /* EAGAIN; ECONNREFUSED: an ICMP error, no data */
-			return;
-		r->reads++;
-		if (!take(l, (size_t)n)) {
-			r->held = (size_t)n;
-			return;
-		}
+		if (!take_read(l) || got < SV_ROCE_BATCH)
+			return; /* one waits, or the socket is empty */
 	}
 }

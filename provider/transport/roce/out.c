@@ -7,7 +7,9 @@
  * The responder's ACK word leaves as an ACK or NAK packet whenever it
  * changed, once per flush: ACKs coalesce to the latest PSN (IBA
  * 9.7.5.1.1).  A UC link (IBA 9.8) sends its sends and writes with UC
- * opcodes and no AckReq, and never an ACK.
+ * opcodes and no AckReq, and never an ACK.  A flush queues its datagrams
+ * and hands them to the kernel SV_ROCE_BATCH at a time (sendmmsg): each
+ * is still its own datagram, IP ID 0, so the wire does not change.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,25 +18,66 @@
 
 #include "roce_priv.h"
 
+/* A send error that means "not now": the datagrams wait for retry_ns. */
+static bool full(int err)
+{
+	return err == EAGAIN || err == ENOBUFS;
+}
+
+bool sv_roce_push(struct sv_roce *r)
+{
+	struct mmsghdr m[SV_ROCE_BATCH];
+	struct iovec v[SV_ROCE_BATCH];
+
+	while (r->ohead < r->ocount) {
+		uint32_t n = r->ocount - r->ohead;
+		int s;
+
+		for (uint32_t i = 0; i < n; i++) {
+			v[i].iov_base =
+				r->obuf + (size_t)(r->ohead + i) * r->oslot;
+			v[i].iov_len = r->olen[r->ohead + i];
+			m[i].msg_hdr = (struct msghdr){
+				.msg_name = &r->dst.sa,
+				.msg_namelen = sv_sockaddr_len(&r->dst),
+				.msg_iov = &v[i],
+				.msg_iovlen = 1,
+			};
+		}
+		s = sendmmsg(r->tx_fd, m, n, MSG_DONTWAIT);
+		if (s < 0 && errno == EINTR)
+			continue;
+		if (s < 0 && full(errno)) {
+			r->retry_ns = sv_now_ns() + SV_ROCE_RETRY_NS;
+			return false;
+		}
+		if (s < 0) { /* EMSGSIZE (a path MTU below the QP's),
+			      * unreachable: lost, as on a wire; the
+			      * engine's timer resends */
+			sv_dbg("qp %06x: roce: send: %s\n", r->my_qpn,
+			       strerror(errno));
+			s = 1;
+		}
+		r->ohead += (uint32_t)s;
+	}
+	r->ohead = r->ocount = 0;
+	return true;
+}
+
 bool sv_roce_send(struct sv_roce *r, const struct sv_roce_pkt *p)
 {
-	int n = sv_roce_build(r->buf, sizeof(r->buf), p, &r->ip);
-	ssize_t s;
+	int n;
 
+	if (r->ocount == SV_ROCE_BATCH && !sv_roce_push(r))
+		return false;
+	n = sv_roce_build(r->obuf + (size_t)r->ocount * r->oslot, r->oslot, p,
+			  &r->ip);
 	if (n < 0) { /* our own engine's record: never, but not a crash */
 		sv_dbg("qp %06x: roce: cannot build opcode %#x len %u\n",
 		       r->my_qpn, p->opcode, p->len);
 		return true;
 	}
-	s = sendto(r->tx_fd, r->buf, (size_t)n, MSG_DONTWAIT, &r->dst.sa,
-		   sv_sockaddr_len(&r->dst));
-	if (s < 0 && (errno == EAGAIN || errno == ENOBUFS || errno == EINTR)) {
-		r->retry_ns = sv_now_ns() + SV_ROCE_RETRY_NS;
-		return false;
-	}
-	if (s < 0) /* EMSGSIZE (a path MTU below the QP's), unreachable:
-		    * lost, as on a wire; the engine's timer resends */
-		sv_dbg("qp %06x: roce: send: %s\n", r->my_qpn, strerror(errno));
+	r->olen[r->ocount++] = (uint32_t)n;
 	return true;
 }
 
@@ -218,6 +261,8 @@ void sv_roce_flush(struct sv_link *l)
 	if (r->retry_ns && sv_now_ns() < r->retry_ns)
 		return;
 	r->retry_ns = 0;
+	if (!sv_roce_push(r))
+		return; /* what waits goes first */
 	/* the ACK first: it frees the peer's requester soonest */
 	ack = atomic_load_explicit(&l->rx.hdr->ack, memory_order_acquire);
 	if (r->tp == SV_IB_RC && SV_ACK_SYN(ack) <= SV_NAK_REM_OP &&
@@ -229,4 +274,5 @@ void sv_roce_flush(struct sv_link *l)
 	put_ring(l, &l->rsp_tx, &r->rsp_done);
 	if (!r->retry_ns)
 		put_ring(l, &l->tx, &r->tx_done);
+	sv_roce_push(r);
 }

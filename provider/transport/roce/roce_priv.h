@@ -18,6 +18,13 @@
 #define SV_ROCE_PKT_MAX (SV_ROCE_HDR_MAX + SV_ROCE_MAX_PMTU + 8)
 /* Datagrams taken per look before others get the thread. */
 #define SV_ROCE_RX_BATCH 256
+/* Datagrams per sendmmsg and per recvmmsg: one system call moves a
+ * train (a 16-packet one, and an ACK), where one per packet cost most of
+ * the link's time (docs/roce.md "Speed"). */
+#define SV_ROCE_BATCH 32
+/* Room past the MTU in a receive slot: a longer datagram is truncated
+ * (MSG_TRUNC) and dropped as too long. */
+#define SV_ROCE_RX_SLACK 64
 /* A socket that took nothing (its buffer full): look again then. */
 #define SV_ROCE_RETRY_NS 200000ull
 
@@ -43,10 +50,21 @@ struct sv_roce {
 	bool icrc_strict;	    /* the peer sends IP ID 0: verify all */
 	bool defer;		    /* the engine runs: flush at its end */
 	uint64_t reads, seen_reads; /* datagrams taken (sv_roce_stalled) */
-	size_t held;		    /* a response in `in` waiting for room */
 	bool more;		    /* we freed room in tx or rsp_tx */
-	uint8_t buf[SV_ROCE_PKT_MAX];
-	uint8_t in[SV_ROCE_PKT_MAX + 64];
+	bool loud;		    /* arrivals waited unread while the app
+				     * drove the QP: the thread watches the
+				     * socket always (roce_quiet) */
+	/* out.c: datagrams built, not yet taken by the socket, in slots
+	 * of oslot bytes: [ohead, ocount) go first at the next flush */
+	uint8_t *obuf;
+	uint32_t oslot, ohead, ocount;
+	uint32_t olen[SV_ROCE_BATCH];
+	/* in.c: datagrams read by one recvmmsg, in slots of islot bytes:
+	 * [inext, icount) not taken yet (inext: a response waiting for
+	 * room in our response ring) */
+	uint8_t *ibuf;
+	uint32_t islot, inext, icount;
+	uint32_t ilen[SV_ROCE_BATCH];
 };
 
 static inline struct sv_roce *sv_roce_of(const struct sv_link *l)
@@ -64,13 +82,22 @@ static inline struct sv_roce *sv_roce_of(const struct sv_link *l)
 /* Sends what the engine published (requests, responses) and our ACK
  * word when it changed. */
 void sv_roce_flush(struct sv_link *l);
-/* One datagram built from p to the peer; false if the socket was full
- * (tried again at retry_ns). */
+/* One datagram built from p to the peer, queued for the next
+ * sendmmsg (sv_roce_push); false if the queue is full and the socket
+ * took none of it (tried again at retry_ns). */
 bool sv_roce_send(struct sv_roce *r, const struct sv_roce_pkt *p);
+/* Sends what sv_roce_send queued while the socket takes it; false if
+ * some waits (the socket was full: retry_ns). */
+bool sv_roce_push(struct sv_roce *r);
 /* Our ACK word again, as an AETH packet (a duplicate's answer). */
 void sv_roce_send_ack(struct sv_link *l, uint64_t ack);
 /* in.c */
 /* Takes what arrived on the link's socket into the rings. */
 void sv_roce_read_in(struct sv_link *l);
+/* A datagram read and not taken yet waits (sv_roce_read_in). */
+static inline bool sv_roce_held(const struct sv_roce *r)
+{
+	return r->inext < r->icount;
+}
 
 #endif
