@@ -1445,12 +1445,12 @@ const struct mx_row mx_rows[] = {
 		.name = "ibv_ud_pingpong_roce",
 		.pkg = "ibverbs-utils",
 		.expect = MX_FAILS,
-		.reason = "UD on softverbs_roce0: not yet (RC only), refused "
-			  "with EOPNOTSUPP at create",
+		.reason = "UD on softverbs_roce0: not yet (RC and UC only), "
+			  "refused with EOPNOTSUPP at create",
 		.client = {"ibv_ud_pingpong", "-d", "softverbs_roce0", "-g",
 			   "1", "-p", "@PORT@", "127.0.0.1"},
 		.deadline_s = RUN,
-		.says = "only RC queue pairs",
+		.says = "only RC and UC queue pairs",
 	},
 };
 
