@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+/*
+ * An MPI ping-pong for bench/run's MPI rows across two namespaces (issue
+ * 29 item 3): ranks 0 and 1, SIZE bytes, WARMUP untimed round trips then
+ * ITERS timed ones.  Which transport carries it (pml ucx on softverbs,
+ * ob1/tcp, the ofi MTL) is mpirun's business, not this program's.
+ *
+ * The payload is checked byte for byte, both ways, on every warm-up
+ * round trip and on one more after the clock stops (not on the timed
+ * ones: filling and checking 1 MiB costs more than its trip), each
+ * iteration's pattern different, so a transport that loses or tears
+ * data fails the run.
+ *
+ * usage: mpirun -np 2 ... mpi_pp SIZE ITERS [WARMUP]
+ * prints: "mpi_pp size=SIZE iters=N rtt_us=X bw_GBps=Y" (bw: SIZE bytes
+ * one way per half round trip, 10^9 B/s); exit 0 only when all checked.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned char pat(long i, long it, int from)
+{
+	return (unsigned char)(i * 131 + it * 7 + from * 17 + 1);
+}
+
+static void fill(unsigned char *b, long n, long it, int from)
+{
+	for (long i = 0; i < n; i++)
+		b[i] = pat(i, it, from);
+}
+
+static int check(const unsigned char *b, long n, long it, int from)
+{
+	for (long i = 0; i < n; i++)
+		if (b[i] != pat(i, it, from))
+			return 1;
+	return 0;
+}
+
+/* One round trip; checked: fill before sending, check on arrival. */
+static int trip(unsigned char *b, int n, long it, int rank, int checked)
+{
+	int peer = 1 - rank, bad = 0;
+
+	if (rank == 0) {
+		if (checked)
+			fill(b, n, it, 0);
+		MPI_Send(b, n, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+		if (checked)
+			memset(b, 0, (size_t)n);
+	}
+	MPI_Recv(b, n, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	if (checked)
+		bad = check(b, n, it, peer);
+	if (rank == 1) {
+		if (checked)
+			fill(b, n, it, 1);
+		MPI_Send(b, n, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+		if (checked)
+			memset(b, 0, (size_t)n);
+	}
+	return bad;
+}
+
+static long arg(const char *s, long lo, long hi)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	return *end || v < lo || v > hi ? -1 : v;
+}
+
+int main(int argc, char **argv)
+{
+	int rank, size, bad = 0, all = 0;
+	long n, iters, warm;
+	unsigned char *b;
+	double t0, t;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	n = argc > 2 ? arg(argv[1], 1, 1L << 30) : -1;
+	iters = argc > 2 ? arg(argv[2], 1, 100000000) : -1;
+	warm = argc > 3 ? arg(argv[3], 1, 100000000) : 10;
+	if (size != 2 || n < 0 || iters < 0 || warm < 0) {
+		if (rank == 0)
+			fprintf(stderr,
+				"usage: mpirun -np 2 %s SIZE ITERS "
+				"[WARMUP>=1]\n",
+				argv[0]);
+		MPI_Finalize();
+		return 2;
+	}
+	b = calloc(1, (size_t)n);
+	if (!b)
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	for (long it = 0; it < warm; it++)
+		bad |= trip(b, (int)n, it, rank, 1);
+	MPI_Barrier(MPI_COMM_WORLD);
+	t0 = MPI_Wtime();
+	for (long it = 0; it < iters; it++)
+		bad |= trip(b, (int)n, warm + it, rank, 0);
+	t = MPI_Wtime() - t0;
+	/* one more, checked, after the clock stopped */
+	bad |= trip(b, (int)n, warm + iters, rank, 1);
+	MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+	if (rank == 0) {
+		if (all)
+			printf("mpi_pp size=%ld: BAD DATA\n", n);
+		else
+			printf("mpi_pp size=%ld iters=%ld rtt_us=%.3f "
+			       "bw_GBps=%.6f\n",
+			       n, iters, t / (double)iters * 1e6,
+			       (double)n * 2 * (double)iters / t / 1e9);
+	}
+	free(b);
+	MPI_Finalize();
+	return all != 0;
+}
