@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * An MPI ping-pong for bench/run's MPI rows across two namespaces (issue
- * 29 item 3): ranks 0 and 1, SIZE bytes, WARMUP untimed round trips then
- * ITERS timed ones.  Which transport carries it (pml ucx on softverbs,
- * ob1/tcp, the ofi MTL) is mpirun's business, not this program's.
+ * 29 item 3): ranks 0 and 1, for each size given WARMUP untimed round
+ * trips then ITERS timed ones.  Which transport carries them (pml ucx on
+ * softverbs, ob1/tcp, the ofi MTL) is mpirun's business, not this
+ * program's.
  *
  * The payload is checked byte for byte, both ways, on every warm-up
  * round trip and on one more after the clock stops (not on the timed
@@ -11,9 +12,11 @@
  * iteration's pattern different, so a transport that loses or tears
  * data fails the run.
  *
- * usage: mpirun -np 2 ... mpi_pp SIZE ITERS [WARMUP]
- * prints: "mpi_pp size=SIZE iters=N rtt_us=X bw_GBps=Y" (bw: SIZE bytes
- * one way per half round trip, 10^9 B/s); exit 0 only when all checked.
+ * usage: mpirun -np 2 ... mpi_pp SIZE[,SIZE...] ITERS[,ITERS...] [WARMUP]
+ * (one launch, several sizes, each with its own count; WARMUP default 10)
+ * prints per size: "mpi_pp size=SIZE iters=N rtt_us=X bw_GBps=Y" (bw:
+ * SIZE bytes each way per round trip, 10^9 B/s one direction); exit 0
+ * only when all checked.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -64,37 +67,39 @@ static int trip(unsigned char *b, int n, long it, int rank, int checked)
 	return bad;
 }
 
-static long arg(const char *s, long lo, long hi)
+static long arg(const char *s, char **end, long lo, long hi)
 {
-	char *end;
-	long v = strtol(s, &end, 10);
+	long v = strtol(s, end, 10);
 
-	return *end || v < lo || v > hi ? -1 : v;
+	return *end == s || v < lo || v > hi ? -1 : v;
 }
 
-int main(int argc, char **argv)
+/* "A,B,C" into v[]: the count, or -1 on anything else */
+static int list(const char *s, long *v, int max, long lo, long hi)
 {
-	int rank, size, bad = 0, all = 0;
-	long n, iters, warm;
-	unsigned char *b;
+	int n = 0;
+	char *end;
+
+	while (n < max) {
+		v[n] = arg(s, &end, lo, hi);
+		if (v[n++] < 0)
+			return -1;
+		if (!*end)
+			return n;
+		if (*end != ',')
+			return -1;
+		s = end + 1;
+	}
+	return -1;
+}
+
+/* One size: warm-up round trips checked, ITERS timed, one more checked. */
+static int one(long n, long iters, long warm, int rank)
+{
+	unsigned char *b = calloc(1, (size_t)n);
+	int bad = 0, all = 0;
 	double t0, t;
 
-	MPI_Init(&argc, &argv);
-	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	n = argc > 2 ? arg(argv[1], 1, 1L << 30) : -1;
-	iters = argc > 2 ? arg(argv[2], 1, 100000000) : -1;
-	warm = argc > 3 ? arg(argv[3], 1, 100000000) : 10;
-	if (size != 2 || n < 0 || iters < 0 || warm < 0) {
-		if (rank == 0)
-			fprintf(stderr,
-				"usage: mpirun -np 2 %s SIZE ITERS "
-				"[WARMUP>=1]\n",
-				argv[0]);
-		MPI_Finalize();
-		return 2;
-	}
-	b = calloc(1, (size_t)n);
 	if (!b)
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	for (long it = 0; it < warm; it++)
@@ -107,16 +112,45 @@ int main(int argc, char **argv)
 	/* one more, checked, after the clock stopped */
 	bad |= trip(b, (int)n, warm + iters, rank, 1);
 	MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
-	if (rank == 0) {
-		if (all)
-			printf("mpi_pp size=%ld: BAD DATA\n", n);
-		else
-			printf("mpi_pp size=%ld iters=%ld rtt_us=%.3f "
-			       "bw_GBps=%.6f\n",
-			       n, iters, t / (double)iters * 1e6,
-			       (double)n * 2 * (double)iters / t / 1e9);
-	}
+	if (rank == 0 && all)
+		printf("mpi_pp size=%ld: BAD DATA\n", n);
+	else if (rank == 0)
+		printf("mpi_pp size=%ld iters=%ld rtt_us=%.3f bw_GBps=%.6f\n",
+		       n, iters, t / (double)iters * 1e6,
+		       (double)n * 2 * (double)iters / t / 1e9);
+	fflush(stdout);
 	free(b);
+	return all;
+}
+
+int main(int argc, char **argv)
+{
+	long sizes[16], iters[16], warm = 10;
+	int rank, size, ns = -1, ni = -1, bad = 0;
+	char *end;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (argc == 3 || argc == 4) {
+		ns = list(argv[1], sizes, 16, 1, 1L << 30);
+		ni = list(argv[2], iters, 16, 1, 100000000);
+		if (argc == 4 && (arg(argv[3], &end, 1, 100000) < 0 || *end))
+			ns = -1;
+		else if (argc == 4)
+			warm = arg(argv[3], &end, 1, 100000);
+	}
+	if (size != 2 || ns < 1 || ni != ns) {
+		if (rank == 0)
+			fprintf(stderr,
+				"usage: mpirun -np 2 %s SIZE[,SIZE...] "
+				"ITERS[,ITERS...] [WARMUP]\n",
+				argv[0]);
+		MPI_Finalize();
+		return 2;
+	}
+	for (int i = 0; i < ns && !bad; i++)
+		bad = one(sizes[i], iters[i], warm, rank);
 	MPI_Finalize();
-	return all != 0;
+	return bad != 0;
 }
