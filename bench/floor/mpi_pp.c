@@ -14,9 +14,10 @@
  *
  * usage: mpirun -np 2 ... mpi_pp SIZE[,SIZE...] ITERS[,ITERS...] [WARMUP]
  * (one launch, several sizes, each with its own count; WARMUP default 10)
- * prints per size: "mpi_pp size=SIZE iters=N rtt_us=X bw_GBps=Y" (bw:
- * SIZE bytes each way per round trip, 10^9 B/s one direction); exit 0
- * only when all checked.
+ * prints per size: "mpi_pp size=SIZE iters=N rtt_us=X bw_GBps=Y
+ * stream_GBps=Z" (bw: SIZE bytes each way per round trip; stream: 16
+ * messages in flight one way, as ib_send_bw; 10^9 B/s one direction);
+ * exit 0 only when all checked.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -93,12 +94,67 @@ static int list(const char *s, long *v, int max, long lo, long hi)
 	return -1;
 }
 
-/* One size: warm-up round trips checked, ITERS timed, one more checked. */
+/*
+ * Streaming, as osu_bw and ib_send_bw: rank 0 sends WINDOW messages
+ * back to back, rank 1 receives them all and answers 1 byte; COUNT such
+ * windows timed, then one checked.  Returns 10^9 B/s one way, < 0 when
+ * the checked window's bytes were wrong (on either rank: agreed).
+ */
+#define WINDOW 16
+static void window(unsigned char *b, long n, int rank)
+{
+	MPI_Request rq[WINDOW];
+	unsigned char ack = 0;
+
+	for (int k = 0; k < WINDOW; k++)
+		if (rank == 0)
+			MPI_Isend(b + k * n, (int)n, MPI_BYTE, 1, 2,
+				  MPI_COMM_WORLD, &rq[k]);
+		else
+			MPI_Irecv(b + k * n, (int)n, MPI_BYTE, 0, 2,
+				  MPI_COMM_WORLD, &rq[k]);
+	MPI_Waitall(WINDOW, rq, MPI_STATUSES_IGNORE);
+	if (rank == 0)
+		MPI_Recv(&ack, 1, MPI_BYTE, 1, 3, MPI_COMM_WORLD,
+			 MPI_STATUS_IGNORE);
+	else
+		MPI_Send(&ack, 1, MPI_BYTE, 0, 3, MPI_COMM_WORLD);
+}
+
+static double stream(long n, long count, int rank)
+{
+	unsigned char *b = calloc(WINDOW, (size_t)n);
+	int bad = 0, all = 0;
+	double t0, t;
+
+	if (!b)
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	MPI_Barrier(MPI_COMM_WORLD);
+	t0 = MPI_Wtime();
+	for (long w = 0; w < count; w++)
+		window(b, n, rank);
+	t = MPI_Wtime() - t0;
+	/* one more, checked, after the clock stopped */
+	for (int k = 0; k < WINDOW; k++)
+		if (rank == 0)
+			fill(b + k * n, n, count + k, 0);
+		else
+			memset(b + k * n, 0, (size_t)n);
+	window(b, n, rank);
+	for (int k = 0; rank == 1 && k < WINDOW; k++)
+		bad |= check(b + k * n, n, count + k, 0);
+	MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+	free(b);
+	return all ? -1 : (double)n * WINDOW * (double)count / t / 1e9;
+}
+
+/* One size: warm-up round trips checked, ITERS timed, one more checked;
+ * then ITERS / 4 (at least 2) streamed windows. */
 static int one(long n, long iters, long warm, int rank)
 {
 	unsigned char *b = calloc(1, (size_t)n);
 	int bad = 0, all = 0;
-	double t0, t;
+	double t0, t, st;
 
 	if (!b)
 		MPI_Abort(MPI_COMM_WORLD, 1);
@@ -112,12 +168,15 @@ static int one(long n, long iters, long warm, int rank)
 	/* one more, checked, after the clock stopped */
 	bad |= trip(b, (int)n, warm + iters, rank, 1);
 	MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+	st = all ? 0 : stream(n, iters / 4 > 2 ? iters / 4 : 2, rank);
+	all |= st < 0;
 	if (rank == 0 && all)
 		printf("mpi_pp size=%ld: BAD DATA\n", n);
 	else if (rank == 0)
-		printf("mpi_pp size=%ld iters=%ld rtt_us=%.3f bw_GBps=%.6f\n",
+		printf("mpi_pp size=%ld iters=%ld rtt_us=%.3f bw_GBps=%.6f "
+		       "stream_GBps=%.6f\n",
 		       n, iters, t / (double)iters * 1e6,
-		       (double)n * 2 * (double)iters / t / 1e9);
+		       (double)n * 2 * (double)iters / t / 1e9, st);
 	fflush(stdout);
 	free(b);
 	return all;
