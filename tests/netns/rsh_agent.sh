@@ -9,6 +9,13 @@
 set -eu
 host=$1
 shift
+# SV_NETNS_TMPDIR: a temporary directory per host under it (namespaces
+# share /tmp and the host name: two orteds making their session
+# directories in one tree at once can fail with "File exists")
+if [ -n "${SV_NETNS_TMPDIR:-}" ]; then
+	export TMPDIR="$SV_NETNS_TMPDIR/$host"
+	mkdir -p "$TMPDIR"
+fi
 # SV_RUN may be several words: "env LD_PRELOAD=... softverbs-run"
 # shellcheck disable=SC2086
 exec ip netns exec "$SV_NETNS_TAG-$host" $SV_RUN sh -c "$*"
