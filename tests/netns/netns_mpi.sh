@@ -24,6 +24,10 @@ job="$build/tests/sv_mpi_job"
 tag="svm$$"
 failed=0
 log=$(mktemp -d)
+# each host's orted its own TMPDIR (rsh_agent.sh): the namespaces share
+# /tmp and the host name, and two session directories made at once in one
+# tree failed with "File exists" under load (the bench's MPI rows)
+export SV_NETNS_TMPDIR="$log/tmp"
 SV_NETNS_HOSTS="a b c d"
 
 # shellcheck source=tests/netns/setup.sh disable=SC2154
