@@ -12,16 +12,17 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
+#include "proc_thread.h"
 #include "sv_test.h"
 
 #define ATTR_EV_MS 10000
@@ -138,42 +139,11 @@ static void attr_send(struct attr_side *a, struct attr_side *b)
  * ("softverbs-cm"), or -1 if there is none. */
 static long thread_switches(const char *name)
 {
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	long v = -1;
+	char v[32];
 
-	ASSERT_NOT_NULL(d);
-	while (v < 0 && (e = readdir(d))) {
-		char path[300], buf[64], line[256];
-		FILE *f;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-			 e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		buf[0] = 0;
-		if (!fgets(buf, sizeof(buf), f))
-			buf[0] = 0;
-		fclose(f);
-		buf[strcspn(buf, "\n")] = 0;
-		if (strcmp(buf, name))
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
-			 e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		while (fgets(line, sizeof(line), f))
-			if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) ==
-			    1)
-				break;
-		fclose(f);
-	}
-	closedir(d);
-	return v;
+	if (sv_thread_status(name, "voluntary_ctxt_switches", v, sizeof(v)))
+		return -1;
+	return atol(v);
 }
 
 SV_TEST(cm_rc_qp_as_connected_by_hand)

@@ -5,7 +5,6 @@
  * context's progress thread (named "softverbs-prog" once its CPUs are
  * set), waited for up to 10 s.  Exit 0 with the list, 1 on any failure.
  */
-#include <dirent.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,47 +12,13 @@
 #include <time.h>
 #include <infiniband/verbs.h>
 
+#include "proc_thread.h"
+
 /* The progress thread's Cpus_allowed_list into out; 0, or -1 if no thread
  * is named so yet. */
 static int progress_cpus(char *out, size_t n)
 {
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int ret = -1;
-
-	if (!d)
-		return -1;
-	while (ret && (e = readdir(d))) {
-		char path[300], line[256];
-		FILE *f;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-			 e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (!fgets(line, sizeof(line), f) ||
-		    strcmp(line, "softverbs-prog\n")) {
-			fclose(f);
-			continue;
-		}
-		fclose(f);
-		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
-			 e->d_name);
-		f = fopen(path, "r");
-		while (f && fgets(line, sizeof(line), f))
-			if (!strncmp(line, "Cpus_allowed_list:", 18)) {
-				snprintf(out, n, "%s",
-					 line + 18 + strspn(line + 18, " \t"));
-				ret = 0;
-			}
-		if (f)
-			fclose(f);
-	}
-	closedir(d);
-	return ret;
+	return sv_thread_status("softverbs-prog", "Cpus_allowed_list", out, n);
 }
 
 int main(int argc, char **argv)
@@ -97,7 +62,7 @@ int main(int argc, char **argv)
 		}
 		sched_yield();
 	}
-	printf("%s", cpus);
+	printf("%s\n", cpus);
 	ibv_close_device(ctx);
 	ibv_free_device_list(list);
 	return 0;
