@@ -15,9 +15,10 @@
  * usage: mpirun -np 2 ... mpi_pp SIZE[,SIZE...] ITERS[,ITERS...] [WARMUP]
  * (one launch, several sizes, each with its own count; WARMUP default 10)
  * prints per size: "mpi_pp size=SIZE iters=N rtt_us=X bw_GBps=Y
- * stream_GBps=Z" (bw: SIZE bytes each way per round trip; stream: 16
- * messages in flight one way, as ib_send_bw; 10^9 B/s one direction);
- * exit 0 only when all checked.
+ * stream_GBps=Z rtt_med_us=M" (rtt: the mean; M: the median round trip,
+ * as perftest's t_typical, each timed on rank 0; bw: SIZE bytes each way
+ * per round trip; stream: 16 messages in flight one way, as ib_send_bw;
+ * 10^9 B/s one direction); exit 0 only when all checked.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -66,6 +67,20 @@ static int trip(unsigned char *b, int n, long it, int rank, int checked)
 			memset(b, 0, (size_t)n);
 	}
 	return bad;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* the median of v[0..n-1] (sorted in place), in µs */
+static double median_us(double *v, long n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) * 1e6;
 }
 
 static long arg(const char *s, char **end, long lo, long hi)
@@ -153,18 +168,25 @@ static double stream(long n, long count, int rank)
 static int one(long n, long iters, long warm, int rank)
 {
 	unsigned char *b = calloc(1, (size_t)n);
+	double *rtt = calloc((size_t)iters, sizeof(*rtt));
 	int bad = 0, all = 0;
-	double t0, t, st;
+	double t0, t, st, prev;
 
-	if (!b)
+	if (!b || !rtt)
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	for (long it = 0; it < warm; it++)
 		bad |= trip(b, (int)n, it, rank, 1);
 	MPI_Barrier(MPI_COMM_WORLD);
-	t0 = MPI_Wtime();
-	for (long it = 0; it < iters; it++)
+	t0 = prev = MPI_Wtime();
+	for (long it = 0; it < iters; it++) {
+		double now;
+
 		bad |= trip(b, (int)n, warm + it, rank, 0);
-	t = MPI_Wtime() - t0;
+		now = MPI_Wtime();
+		rtt[it] = now - prev;
+		prev = now;
+	}
+	t = prev - t0;
 	/* one more, checked, after the clock stopped */
 	bad |= trip(b, (int)n, warm + iters, rank, 1);
 	MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
@@ -174,10 +196,12 @@ static int one(long n, long iters, long warm, int rank)
 		printf("mpi_pp size=%ld: BAD DATA\n", n);
 	else if (rank == 0)
 		printf("mpi_pp size=%ld iters=%ld rtt_us=%.3f bw_GBps=%.6f "
-		       "stream_GBps=%.6f\n",
+		       "stream_GBps=%.6f rtt_med_us=%.3f\n",
 		       n, iters, t / (double)iters * 1e6,
-		       (double)n * 2 * (double)iters / t / 1e9, st);
+		       (double)n * 2 * (double)iters / t / 1e9, st,
+		       median_us(rtt, iters));
 	fflush(stdout);
+	free(rtt);
 	free(b);
 	return all;
 }
