@@ -98,6 +98,10 @@ uint32_t sv_import_answer(struct sv_context *ctx, const struct sv_imp_req *q,
 			  struct sv_imp_rep *r);
 int sv_imp_ask(int fd, uint16_t op, uint32_t handle, struct sv_imp_rep *r);
 int sv_import_mr_dereg(struct sv_mr *m);
+/* ibv_import_mr of another process's MR on shared memory (mr.c). */
+struct ibv_mr *sv_mr_import_remote(struct ibv_pd *ibpd, void *addr,
+				   size_t length, uint64_t iova,
+				   unsigned int access, uint32_t key);
 /* ibv_unimport_pd: drops handle h of its PD (context.c). */
 void sv_pd_handle_drop(struct sv_pd *h);
 
@@ -220,6 +224,7 @@ int sv_odp_check_reg(const void *addr, size_t length, uint64_t iova);
 /* An implicit MR's span for the engine (odp.c): [page 1, 2^63). */
 void sv_odp_implicit_span(struct sv_mr *mr);
 void sv_odp_fill_caps(struct ibv_odp_caps *c);
+uint32_t sv_odp_xrc_caps(void);
 int sv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 		 uint32_t flags, struct ibv_sge *sg, uint32_t num_sge);
 

@@ -749,7 +749,7 @@ SV_TEST(import_hostile_requests)
 		for (int i = 0; i < 6; i++)
 			q[i] = good;
 		q[0].magic ^= 1;
-		q[1].version = 2;
+		q[1].version = SV_IMP_VERSION + 1;
 		q[2].op = 0;
 		q[3].op = 99;
 		q[4].zero = 1;

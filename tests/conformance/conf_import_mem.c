@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ibv_import_mr across processes (issue 28 item 6), rdma-core's
+ * tests/test_shared_pd.py flow with the importer a forked child: the
+ * parent registers MRs, the child imports the device, the PD and the MR
+ * on memory both map shared (MAP_SHARED, inherited), and its QP on the
+ * imported PD uses the MR: the lkey in its own sends, the rkey for a
+ * peer's RDMA write and read, which the parent then sees.  Every error:
+ * private memory (the child's copy is not the parent's memory), an
+ * unknown handle, the MR of another PD, a PD that is not the import,
+ * the same MR twice, rereg; and unimport gives the keys back.
+ */
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "pair.h"
+
+#define RW_ACCESS                                           \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+	 IBV_ACCESS_REMOTE_READ)
+#define SHARED_LEN 65536
+
+/* e gets a CQ and an RC QP on ctx and pd, and mr as its MR over buf. */
+static void end_on(struct sv_end *e, struct ibv_context *ctx, struct ibv_pd *pd,
+		   struct ibv_mr *mr, uint8_t *buf)
+{
+	struct ibv_qp_init_attr ia = {0};
+	struct ibv_port_attr pa;
+
+	memset(e, 0, sizeof(*e));
+	e->o = sv_end_opts_default();
+	e->o.qp_access = RW_ACCESS;
+	e->ctx = ctx;
+	e->pd = pd;
+	e->mr = mr;
+	e->buf = buf;
+	ASSERT_OK(ibv_query_port(ctx, 1, &pa));
+	e->lid = pa.lid;
+	e->scq = e->rcq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	ASSERT_NOT_NULL(e->scq);
+	ia.send_cq = ia.recv_cq = e->scq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.sq_sig_all = 1;
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = 16;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 2;
+	e->qp = ibv_create_qp(pd, &ia);
+	ASSERT_NOT_NULL(e->qp);
+}
+
+static void end_off(struct sv_end *e)
+{
+	ASSERT_OK(ibv_destroy_qp(e->qp));
+	ASSERT_OK(ibv_destroy_cq(e->scq));
+}
+
+/* One RDMA write or read of e: its buf[off, off+len) and raddr. */
+static void rdma(struct sv_end *e, enum ibv_wr_opcode op, uint32_t off,
+		 uint32_t len, uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge sg = {.addr = (uintptr_t)e->buf + off,
+			     .length = len,
+			     .lkey = e->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 9,
+				 .sg_list = &sg,
+				 .num_sge = 1,
+				 .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	ASSERT_OK(ibv_post_send(e->qp, &wr, &bad));
+	EXPECT_WC(e->scq, IBV_WC_SUCCESS, 9);
+}
+
+/* The parent's objects, as the forked child sees them (copies). */
+static struct ibv_context *par_ctx;
+static struct ibv_pd *par_pd, *par_pd2;
+static struct ibv_mr *par_shared_mr, *par_priv_mr, *par_other_mr;
+static uint8_t *shared; /* MAP_SHARED: the same pages in both */
+
+static void expect_import_fails(struct ibv_pd *pd, uint32_t handle, int err)
+{
+	errno = 0;
+	ASSERT_NULL(ibv_import_mr(pd, handle));
+	ASSERT_EQ(err, errno);
+}
+
+static int child_imports(void)
+{
+	struct ibv_context *ic = ibv_import_device(dup(par_ctx->cmd_fd));
+	struct ibv_pd *ipd, *ipd2, *spare;
+	struct ibv_mr *imr, *imr2, *bmr;
+	uint8_t *bbuf = aligned_alloc(4096, SHARED_LEN);
+	struct sv_end a, b;
+
+	ASSERT_NOT_NULL(ic);
+	ASSERT_NOT_NULL(bbuf);
+	ipd = ibv_import_pd(ic, par_pd->handle);
+	ASSERT_NOT_NULL(ipd);
+	ipd2 = ibv_import_pd(ic, par_pd2->handle);
+	ASSERT_NOT_NULL(ipd2);
+	spare = ibv_alloc_pd(ic);
+	ASSERT_NOT_NULL(spare);
+
+	/* the errors, before and after the import */
+	expect_import_fails(ipd, par_priv_mr->handle, EOPNOTSUPP);
+	expect_import_fails(ipd, par_other_mr->handle, EINVAL);
+	expect_import_fails(ipd, par_shared_mr->handle ^ 1, EINVAL);
+	expect_import_fails(ipd2, par_shared_mr->handle, EINVAL);
+	expect_import_fails(spare, par_shared_mr->handle, EINVAL);
+	imr = ibv_import_mr(ipd, par_shared_mr->handle);
+	ASSERT_NOT_NULL(imr);
+	ASSERT_EQ(par_shared_mr->lkey, imr->lkey);
+	ASSERT_EQ(par_shared_mr->rkey, imr->rkey);
+	ASSERT_EQ((uintptr_t)shared, (uintptr_t)imr->addr);
+	ASSERT_EQ(SHARED_LEN, imr->length);
+	ASSERT_EQ(par_shared_mr->handle, imr->handle);
+	ASSERT_TRUE(imr->pd == ipd);
+	expect_import_fails(ipd, par_shared_mr->handle, EBUSY);
+	/* the other PD's import takes its MR */
+	imr2 = ibv_import_mr(ipd2, par_other_mr->handle);
+	ASSERT_NOT_NULL(imr2);
+	ASSERT_TRUE(imr2->pd == ipd2);
+	ibv_unimport_mr(imr2);
+	errno = 0;
+	ASSERT_TRUE(ibv_rereg_mr(imr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+				 IBV_ACCESS_LOCAL_WRITE) != 0);
+	ASSERT_EQ(EOPNOTSUPP, errno);
+
+	/* a QP on the imported PD with the MR, a peer on a PD of its own */
+	bmr = ibv_reg_mr(spare, bbuf, SHARED_LEN, RW_ACCESS);
+	ASSERT_NOT_NULL(bmr);
+	end_on(&a, ic, ipd, imr, shared);
+	end_on(&b, ic, spare, bmr, bbuf);
+	sv_end_connect(&a, b.qp->qp_num, b.o.psn);
+	sv_end_connect(&b, a.qp->qp_num, a.o.psn);
+	/* the lkey: a sends the parent's bytes from the shared pages */
+	ASSERT_OK(sv_end_recv(&b, 2, 0, 1000));
+	ASSERT_OK(sv_end_send(&a, 1, 0, 1000, 0));
+	EXPECT_WC(a.scq, IBV_WC_SUCCESS, 1);
+	EXPECT_WC(b.rcq, IBV_WC_SUCCESS, 2);
+	ASSERT_EQ(-1, sv_check(bbuf, 1000, 61));
+	/* the rkey: the peer writes and reads the parent's memory */
+	sv_fill(bbuf + 8192, 4096, 62);
+	rdma(&b, IBV_WR_RDMA_WRITE, 8192, 4096, (uintptr_t)imr->addr + 8192,
+	     imr->rkey);
+	ASSERT_EQ(-1, sv_check(shared + 8192, 4096, 62));
+	rdma(&b, IBV_WR_RDMA_READ, 16384, 2048, (uintptr_t)imr->addr + 16384,
+	     imr->rkey);
+	ASSERT_EQ(-1, sv_check(bbuf + 16384, 2048, 63));
+	/* out of the MR: the peer's request is refused */
+	{
+		struct ibv_sge sg = {.addr = (uintptr_t)bbuf,
+				     .length = 64,
+				     .lkey = bmr->lkey};
+		struct ibv_send_wr wr = {.wr_id = 10,
+					 .sg_list = &sg,
+					 .num_sge = 1,
+					 .opcode = IBV_WR_RDMA_WRITE},
+				   *bad;
+
+		wr.wr.rdma.remote_addr = (uintptr_t)imr->addr + SHARED_LEN - 32;
+		wr.wr.rdma.rkey = imr->rkey;
+		ASSERT_OK(ibv_post_send(b.qp, &wr, &bad));
+		EXPECT_WC(b.scq, IBV_WC_REM_ACCESS_ERR, 10);
+	}
+	end_off(&a);
+	end_off(&b);
+
+	/* unimport gives the key back: imported again, then deregistered */
+	ibv_unimport_mr(imr);
+	imr2 = ibv_import_mr(ipd, par_shared_mr->handle);
+	ASSERT_NOT_NULL(imr2);
+	ASSERT_EQ(par_shared_mr->rkey, imr2->rkey);
+	ASSERT_OK(ibv_dereg_mr(imr2));
+
+	ASSERT_OK(ibv_dereg_mr(bmr));
+	ibv_unimport_pd(ipd);
+	ibv_unimport_pd(ipd2);
+	ASSERT_OK(ibv_dealloc_pd(spare));
+	ASSERT_OK(ibv_close_device(ic));
+	free(bbuf);
+	return 0;
+}
+
+SV_TEST(import_mr_shared_memory_in_forked_child)
+{
+	char lines[8][SV_CHILD_LINE];
+	uint8_t *priv = aligned_alloc(4096, 8192), *other;
+	int n = 0;
+
+#ifdef __SANITIZE_ADDRESS__
+	/* as conf_import.c's import_in_forked_child_asks_parent */
+	if (sv_test_tcp()) {
+		printf("SKIP import_mr_shared_memory_in_forked_child over TCP "
+		       "under ASan: a forked child of the TCP progress hung "
+		       "(conf_import.c)\n");
+		fflush(stdout);
+		exit(77);
+	}
+#endif
+	ASSERT_NOT_NULL(priv);
+	shared = mmap(NULL, SHARED_LEN, PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_TRUE(shared != MAP_FAILED);
+	other = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_TRUE(other != MAP_FAILED);
+	sv_fill(shared, 1000, 61);
+	sv_fill(shared + 16384, 2048, 63);
+	{
+		struct ibv_device **list = ibv_get_device_list(NULL);
+
+		ASSERT_NOT_NULL(list);
+		ASSERT_NOT_NULL(list[0]);
+		par_ctx = ibv_open_device(list[0]);
+		ibv_free_device_list(list);
+		ASSERT_NOT_NULL(par_ctx);
+	}
+	par_pd = ibv_alloc_pd(par_ctx);
+	par_pd2 = ibv_alloc_pd(par_ctx);
+	ASSERT_NOT_NULL(par_pd);
+	ASSERT_NOT_NULL(par_pd2);
+	par_shared_mr = ibv_reg_mr(par_pd, shared, SHARED_LEN, RW_ACCESS);
+	ASSERT_NOT_NULL(par_shared_mr);
+	/* remote access: moved onto the arena, which the child forgets */
+	par_priv_mr = ibv_reg_mr(par_pd, priv, 8192, RW_ACCESS);
+	ASSERT_NOT_NULL(par_priv_mr);
+	/* shared too, on the other PD: imported on that PD's import only */
+	par_other_mr = ibv_reg_mr(par_pd2, other, 4096, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(par_other_mr);
+	ASSERT_EQ(0, sv_child_env("SV_IMPORT_MEM_CHILD", "1", child_imports,
+				  lines, 8, &n));
+	/* what the child's peer wrote through the imported rkey */
+	ASSERT_EQ(-1, sv_check(shared + 8192, 4096, 62));
+	/* the original is untouched by the child's unimport and dereg */
+	ASSERT_OK(ibv_dereg_mr(par_shared_mr));
+	ASSERT_OK(ibv_dereg_mr(par_priv_mr));
+	ASSERT_OK(ibv_dereg_mr(par_other_mr));
+	ASSERT_OK(ibv_dealloc_pd(par_pd));
+	ASSERT_OK(ibv_dealloc_pd(par_pd2));
+	ASSERT_OK(ibv_close_device(par_ctx));
+	ASSERT_OK(munmap(shared, SHARED_LEN));
+	ASSERT_OK(munmap(other, 4096));
+	free(priv);
+}
