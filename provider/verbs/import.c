@@ -23,7 +23,9 @@
  * registered and QPs created on it talk to any peer.  ibv_import_mr
  * names memory of the other process: imported when it is shared memory
  * this process maps at the same address too (import_mr_remote), else
- * EOPNOTSUPP, said on stderr.
+ * EOPNOTSUPP, said on stderr.  ibv_import_dm: in this process a handle
+ * of the same DM (dm.c); another process's DM is on its arena, which
+ * this one does not map: EOPNOTSUPP.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -222,6 +224,8 @@ uint32_t sv_import_answer(struct sv_context *ctx, const struct sv_imp_req *q,
 
 	if (q->op == SV_IMP_HELLO)
 		return q->handle ? EINVAL : 0;
+	if (q->op == SV_IMP_DM)
+		return sv_dm_live(ctx, q->handle, &r->length) ? 0 : EINVAL;
 	if (q->op == SV_IMP_PD) {
 		pthread_mutex_lock(&ctx->pd_lock);
 		sv_list_for_each(n, &ctx->pds)
@@ -530,4 +534,36 @@ int sv_import_mr_dereg(struct sv_mr *m)
 	if (!err)
 		free(m);
 	return err;
+}
+
+/* A DM of this process (in-process import, or one this importing
+ * context allocated itself), else the owner's, which is out of reach. */
+struct ibv_dm *sv_import_dm(struct ibv_context *c, uint32_t handle)
+{
+	struct ibv_dm *dm;
+	struct sv_imp_rep r;
+	int err;
+
+	if (!c) {
+		errno = EINVAL;
+		return NULL;
+	}
+	dm = sv_dm_import(c, handle);
+	if (dm || !to_sctx(c)->remote)
+		return dm;
+	err = sv_imp_ask(c->cmd_fd, SV_IMP_DM, handle, &r);
+	if (err || r.status) {
+		errno = err ? -err : (int)r.status;
+		return NULL;
+	}
+	fail(EOPNOTSUPP,
+	     "ibv_import_dm: DM %u is device memory of process %u (on its "
+	     "arena), which this process does not map\n",
+	     handle, r.pid);
+	return NULL;
+}
+
+void sv_unimport_dm(struct ibv_dm *dm)
+{
+	sv_dm_unimport(dm);
 }

@@ -137,6 +137,10 @@ struct ibv_mr *sv_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm,
 			    unsigned int access);
 void sv_dm_mr_gone(struct sv_dm *dm);
 void sv_dm_free_all(struct sv_context *ctx);
+/* ibv_import_dm / ibv_unimport_dm in this process (import.c calls). */
+struct ibv_dm *sv_dm_import(struct ibv_context *c, uint32_t handle);
+void sv_dm_unimport(struct ibv_dm *dm);
+bool sv_dm_live(struct sv_context *ctx, uint32_t handle, uint64_t *length);
 
 /* Multicast (verbs/mcast.c). */
 /* ibv_destroy_qp, ibv_close_device: the QP leaves every group (uverbs

@@ -22,6 +22,7 @@ enum sv_imp_op {
 	SV_IMP_HELLO = 1, /* is this a softverbs context's cmd_fd? */
 	SV_IMP_PD = 2,	  /* is handle a live PD of it? */
 	SV_IMP_MR = 3,	  /* handle's MR: keys, range, access */
+	SV_IMP_DM = 4,	  /* is handle a live DM of it? (its length) */
 };
 
 struct sv_imp_req {

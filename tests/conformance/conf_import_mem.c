@@ -9,6 +9,8 @@
  * private memory (the child's copy is not the parent's memory), an
  * unknown handle, the MR of another PD, a PD that is not the import,
  * the same MR twice, rereg; and unimport gives the keys back.
+ * ibv_import_dm: in one process a handle of the same DM (bytes, MRs,
+ * free through any handle, unimport); another process's: EOPNOTSUPP.
  */
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -78,6 +80,7 @@ static void rdma(struct sv_end *e, enum ibv_wr_opcode op, uint32_t off,
 static struct ibv_context *par_ctx;
 static struct ibv_pd *par_pd, *par_pd2;
 static struct ibv_mr *par_shared_mr, *par_priv_mr, *par_other_mr;
+static struct ibv_dm *par_dm;
 static uint8_t *shared; /* MAP_SHARED: the same pages in both */
 
 static void expect_import_fails(struct ibv_pd *pd, uint32_t handle, int err)
@@ -110,6 +113,13 @@ static int child_imports(void)
 	expect_import_fails(ipd, par_shared_mr->handle ^ 1, EINVAL);
 	expect_import_fails(ipd2, par_shared_mr->handle, EINVAL);
 	expect_import_fails(spare, par_shared_mr->handle, EINVAL);
+	/* the parent's device memory is on its arena: out of reach */
+	errno = 0;
+	ASSERT_NULL(ibv_import_dm(ic, par_dm->handle));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	errno = 0;
+	ASSERT_NULL(ibv_import_dm(ic, par_dm->handle + 1000));
+	ASSERT_EQ(EINVAL, errno);
 	imr = ibv_import_mr(ipd, par_shared_mr->handle);
 	ASSERT_NOT_NULL(imr);
 	ASSERT_EQ(par_shared_mr->lkey, imr->lkey);
@@ -231,6 +241,12 @@ SV_TEST(import_mr_shared_memory_in_forked_child)
 	/* shared too, on the other PD: imported on that PD's import only */
 	par_other_mr = ibv_reg_mr(par_pd2, other, 4096, IBV_ACCESS_LOCAL_WRITE);
 	ASSERT_NOT_NULL(par_other_mr);
+	{
+		struct ibv_alloc_dm_attr da = {.length = 4096};
+
+		par_dm = ibv_alloc_dm(par_ctx, &da);
+		ASSERT_NOT_NULL(par_dm);
+	}
 	ASSERT_EQ(0, sv_child_env("SV_IMPORT_MEM_CHILD", "1", child_imports,
 				  lines, 8, &n));
 	/* what the child's peer wrote through the imported rkey */
@@ -239,10 +255,87 @@ SV_TEST(import_mr_shared_memory_in_forked_child)
 	ASSERT_OK(ibv_dereg_mr(par_shared_mr));
 	ASSERT_OK(ibv_dereg_mr(par_priv_mr));
 	ASSERT_OK(ibv_dereg_mr(par_other_mr));
+	ASSERT_OK(ibv_free_dm(par_dm));
 	ASSERT_OK(ibv_dealloc_pd(par_pd));
 	ASSERT_OK(ibv_dealloc_pd(par_pd2));
 	ASSERT_OK(ibv_close_device(par_ctx));
 	ASSERT_OK(munmap(shared, SHARED_LEN));
 	ASSERT_OK(munmap(other, 4096));
 	free(priv);
+}
+
+/* ---- ibv_import_dm in one process ---- */
+
+#define DM_ACCESS                                         \
+	(IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE | \
+	 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+
+SV_TEST(import_dm_in_process)
+{
+	struct ibv_alloc_dm_attr da = {.length = 8192};
+	struct sv_end_opts o = sv_end_opts_default();
+	uint8_t in[256], out[256];
+	struct ibv_dm *dm, *idm, *dm2, *idm2;
+	struct ibv_context *ic;
+	struct ibv_mr *dmr;
+	struct sv_pair p;
+
+	o.qp_access = RW_ACCESS;
+	sv_pair_open(&p, &o, &o);
+	dm = ibv_alloc_dm(p.b.ctx, &da);
+	ASSERT_NOT_NULL(dm);
+	ic = ibv_import_device(dup(p.b.ctx->cmd_fd));
+	ASSERT_NOT_NULL(ic);
+	/* errors */
+	errno = 0;
+	ASSERT_NULL(ibv_import_dm(ic, dm->handle + 1000));
+	ASSERT_EQ(EINVAL, errno);
+	errno = 0;
+	ASSERT_NULL(ibv_import_dm(NULL, dm->handle));
+	ASSERT_EQ(EINVAL, errno);
+	idm = ibv_import_dm(ic, dm->handle);
+	ASSERT_NOT_NULL(idm);
+	ASSERT_EQ(dm->handle, idm->handle);
+	ASSERT_TRUE(idm->context == ic);
+	/* the same bytes through either handle, the same bounds */
+	sv_fill(in, sizeof(in), 81);
+	ASSERT_OK(ibv_memcpy_to_dm(idm, 100, in, sizeof(in)));
+	ASSERT_OK(ibv_memcpy_from_dm(out, dm, 100, sizeof(out)));
+	ASSERT_OK(memcmp(in, out, sizeof(in)));
+	ASSERT_EQ(EFAULT, ibv_memcpy_to_dm(idm, 8192 - 8, in, 16));
+	/* an MR on the import: a peer writes into it, the original reads */
+	dmr = ibv_reg_dm_mr(p.b.pd, idm, 0, 4096, DM_ACCESS);
+	ASSERT_NOT_NULL(dmr);
+	sv_fill(p.a.buf, 512, 82);
+	rdma(&p.a, IBV_WR_RDMA_WRITE, 0, 512, 1024, dmr->rkey);
+	ASSERT_OK(ibv_memcpy_from_dm(out, dm, 1024, 256));
+	ASSERT_EQ(-1, sv_check(out, 256, 82));
+	/* busy through every handle while an MR is on it */
+	ASSERT_EQ(EBUSY, ibv_free_dm(idm));
+	ASSERT_EQ(EBUSY, ibv_free_dm(dm));
+	ASSERT_OK(ibv_dereg_mr(dmr));
+	/* unimport of the original: said, nothing freed */
+	ibv_unimport_dm(dm);
+	ibv_unimport_dm(NULL);
+	ASSERT_OK(ibv_memcpy_from_dm(out, dm, 100, sizeof(out)));
+	/* freed through the import: gone for both */
+	ASSERT_OK(ibv_free_dm(idm));
+	errno = 0;
+	ASSERT_NULL(ibv_import_dm(ic, dm->handle));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(EINVAL, ibv_memcpy_from_dm(out, dm, 0, 16));
+	errno = 0;
+	ASSERT_NULL(ibv_reg_dm_mr(p.b.pd, dm, 0, 4096, DM_ACCESS));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_OK(ibv_free_dm(dm)); /* the last handle: the memory goes */
+	/* unimport frees the handle only */
+	dm2 = ibv_alloc_dm(p.b.ctx, &da);
+	ASSERT_NOT_NULL(dm2);
+	idm2 = ibv_import_dm(ic, dm2->handle);
+	ASSERT_NOT_NULL(idm2);
+	ibv_unimport_dm(idm2);
+	ASSERT_OK(ibv_memcpy_to_dm(dm2, 0, in, sizeof(in)));
+	ASSERT_OK(ibv_free_dm(dm2));
+	ASSERT_OK(ibv_close_device(ic));
+	sv_pair_close(&p);
 }
