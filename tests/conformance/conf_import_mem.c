@@ -11,11 +11,18 @@
  * the same MR twice, rereg; and unimport gives the keys back.
  * ibv_import_dm: in one process a handle of the same DM (bytes, MRs,
  * free through any handle, unimport); another process's: EOPNOTSUPP.
+ * A lying owner (wire/import.h) gets nothing the importer does not map.
  */
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "import.h" /* the wire format, for the lying owner */
 #include "pair.h"
 
 #define RW_ACCESS                                           \
@@ -338,4 +345,190 @@ SV_TEST(import_dm_in_process)
 	ASSERT_OK(ibv_free_dm(dm2));
 	ASSERT_OK(ibv_close_device(ic));
 	sv_pair_close(&p);
+}
+
+/* ---- an owner that lies about its MR (wire/import.h) ---- */
+
+/* The other end of a cmd_fd: answers HELLO and PD, and MR with rep. */
+struct liar {
+	int fd;
+	pthread_mutex_t lock;
+	struct sv_imp_rep rep; /* the MR answer: the test sets it */
+};
+
+static void *liar_run(void *arg)
+{
+	struct liar *l = arg;
+
+	for (;;) {
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} u;
+		struct sv_imp_req q;
+		struct iovec iov = {.iov_base = &q, .iov_len = sizeof(q)};
+		struct msghdr h = {.msg_iov = &iov,
+				   .msg_iovlen = 1,
+				   .msg_control = u.buf,
+				   .msg_controllen = sizeof(u.buf)};
+		struct pollfd pf = {.fd = l->fd, .events = POLLIN};
+		struct sv_imp_rep r = {0};
+		struct cmsghdr *c;
+		int fd;
+
+		if (poll(&pf, 1, 10000) != 1 ||
+		    recvmsg(l->fd, &h, MSG_CMSG_CLOEXEC) != sizeof(q))
+			return NULL; /* the test closed its end: done */
+		c = CMSG_FIRSTHDR(&h);
+		if (!c)
+			return NULL;
+		memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+		if (q.op == SV_IMP_MR) {
+			pthread_mutex_lock(&l->lock);
+			r = l->rep;
+			pthread_mutex_unlock(&l->lock);
+		}
+		r.magic = SV_IMP_MAGIC;
+		r.version = SV_IMP_VERSION;
+		r.op = q.op;
+		r.handle = q.handle;
+		r.pid = (uint32_t)getpid();
+		(void)!send(fd, &r, sizeof(r), MSG_NOSIGNAL);
+		close(fd);
+	}
+}
+
+static void liar_says(struct liar *l, const struct sv_imp_rep *r)
+{
+	pthread_mutex_lock(&l->lock);
+	l->rep = *r;
+	pthread_mutex_unlock(&l->lock);
+}
+
+SV_TEST(import_mr_lying_owner)
+{
+	uint8_t *priv = aligned_alloc(4096, 8192), *m;
+	struct liar l = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	struct sv_imp_rep good = {0}, r;
+	struct ibv_context *ic;
+	struct ibv_mr *mr, *own;
+	struct ibv_pd *ipd;
+	struct stat st;
+	pthread_t t;
+	int p[2], mfd;
+
+	ASSERT_NOT_NULL(priv);
+	/* memory this process maps shared: a memfd */
+	mfd = memfd_create("sv_import_liar", MFD_CLOEXEC);
+	ASSERT_GE(mfd, 0);
+	ASSERT_OK(ftruncate(mfd, 16384));
+	m = mmap(NULL, 16384, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	ASSERT_TRUE(m != MAP_FAILED);
+	ASSERT_OK(fstat(mfd, &st));
+	ASSERT_OK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p));
+	l.fd = p[1];
+	ASSERT_OK(pthread_create(&t, NULL, liar_run, &l));
+	ic = ibv_import_device(p[0]);
+	ASSERT_NOT_NULL(ic);
+	ipd = ibv_import_pd(ic, 5);
+	ASSERT_NOT_NULL(ipd);
+	good.lkey = good.rkey = 0x1234567;
+	good.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	good.addr = (uintptr_t)m + 4096;
+	good.iova = good.addr;
+	good.length = 8192;
+	good.pd_handle = 5;
+	good.shared = 1;
+	good.dev_major = major(st.st_dev);
+	good.dev_minor = minor(st.st_dev);
+	good.ino = st.st_ino;
+	good.offset = 4096;
+
+	/* nonsense: EINVAL */
+	for (int i = 0; i < 7; i++) {
+		r = good;
+		switch (i) {
+		case 0:
+			r.rkey ^= 1;
+			break;
+		case 1:
+			r.length = 0;
+			break;
+		case 2:
+			r.length = UINT64_MAX - 100;
+			break;
+		case 3:
+			r.lkey = r.rkey = 0x80000001u;
+			break; /* a window's */
+		case 4:
+			r.access |= 1u << 30;
+			break;
+		case 5:
+			r.shared = 7;
+			break;
+		case 6:
+			r.pd_handle = 6;
+			break; /* not the imported PD's */
+		}
+		liar_says(&l, &r);
+		errno = 0;
+		ASSERT_NULL(ibv_import_mr(ipd, 9));
+		ASSERT_EQ(EINVAL, errno);
+	}
+	/* memory this process does not map as said: EOPNOTSUPP */
+	for (int i = 0; i < 5; i++) {
+		r = good;
+		switch (i) {
+		case 0:
+			r.shared = 0;
+			break;
+		case 1:
+			r.offset = 0;
+			break;
+		case 2:
+			r.ino ^= 1;
+			break;
+		case 3:
+			r.dev_minor ^= 1;
+			break;
+		case 4: /* private memory here, whatever is claimed */
+			r.addr = r.iova = (uintptr_t)priv;
+			break;
+		}
+		liar_says(&l, &r);
+		errno = 0;
+		ASSERT_NULL(ibv_import_mr(ipd, 9));
+		ASSERT_EQ(EOPNOTSUPP, errno);
+	}
+	/* the truth: its memory here, under the keys it names */
+	liar_says(&l, &good);
+	mr = ibv_import_mr(ipd, 9);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_EQ(good.lkey, mr->lkey);
+	ASSERT_EQ(good.addr, (uintptr_t)mr->addr);
+	ASSERT_OK(ibv_dereg_mr(mr));
+	/* a key whose slot is taken here by one of this process's: EBUSY */
+	own = ibv_reg_mr(ipd, priv, 4096, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(own);
+	r = good;
+	r.lkey = r.rkey =
+		(own->lkey & 0x1ffff) | ((own->lkey ^ 0x20000) & 0x7ffe0000);
+	liar_says(&l, &r);
+	errno = 0;
+	ASSERT_NULL(ibv_import_mr(ipd, 9));
+	ASSERT_EQ(EBUSY, errno);
+	/* read-only here, while the MR writes: refused as a registration */
+	ASSERT_OK(mprotect(m, 16384, PROT_READ));
+	liar_says(&l, &good);
+	errno = 0;
+	ASSERT_NULL(ibv_import_mr(ipd, 9));
+	ASSERT_EQ(EFAULT, errno);
+	ASSERT_OK(ibv_dereg_mr(own));
+	ibv_unimport_pd(ipd);
+	ASSERT_OK(ibv_close_device(ic)); /* closes p[0]: the liar ends */
+	ASSERT_OK(pthread_join(t, NULL));
+	ASSERT_OK(close(p[1]));
+	ASSERT_OK(munmap(m, 16384));
+	ASSERT_OK(close(mfd));
+	free(priv);
 }
