@@ -11,7 +11,9 @@
  * the same MR twice, rereg; and unimport gives the keys back.
  * ibv_import_dm: in one process a handle of the same DM (bytes, MRs,
  * free through any handle, unimport); another process's: EOPNOTSUPP.
- * A lying owner (wire/import.h) gets nothing the importer does not map.
+ * The same with another program that was passed the cmd_fd and a memfd
+ * and maps it at the same address (not at another offset).  A lying
+ * owner (wire/import.h) gets nothing the importer does not map.
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -269,6 +271,149 @@ SV_TEST(import_mr_shared_memory_in_forked_child)
 	ASSERT_OK(munmap(shared, SHARED_LEN));
 	ASSERT_OK(munmap(other, 4096));
 	free(priv);
+}
+
+/* ---- another program: the cmd_fd and a memfd passed, mapped there ---- */
+
+/* The memfd mapped at addr (MAP_FIXED_NOREPLACE), from offset off. */
+static uint8_t *map_at(int mfd, uintptr_t addr, off_t off)
+{
+	void *p = mmap((void *)addr, SHARED_LEN, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_FIXED_NOREPLACE, mfd, off);
+
+	if (p != MAP_FAILED && p != (void *)addr) { /* flag not known */
+		munmap(p, SHARED_LEN);
+		p = MAP_FAILED;
+	}
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* argv: sync socket, cmd_fd, memfd, address, PD and MR handles. */
+SV_HELPER(import_mem_helper)
+{
+	int s = atoi(argv[0]), cfd = atoi(argv[1]), mfd = atoi(argv[2]);
+	uintptr_t addr = strtoull(argv[3], NULL, 0);
+	uint32_t pdh = (uint32_t)atoi(argv[4]), mrh = (uint32_t)atoi(argv[5]);
+	uint8_t *bbuf = aligned_alloc(4096, SHARED_LEN), *m;
+	struct ibv_context *ic = ibv_import_device(cfd);
+	struct ibv_pd *ipd, *spare;
+	struct ibv_mr *imr, *bmr;
+	struct sv_end a, b;
+	char done = 1;
+
+	ASSERT_NOT_NULL(ic);
+	ASSERT_NOT_NULL(bbuf);
+	ipd = ibv_import_pd(ic, pdh);
+	ASSERT_NOT_NULL(ipd);
+	/* not mapped here yet: out of reach */
+	expect_import_fails(ipd, mrh, EOPNOTSUPP);
+	/* mapped there, but another part of the memfd: out of reach */
+	m = map_at(mfd, addr, 4096);
+	ASSERT_NOT_NULL(m);
+	expect_import_fails(ipd, mrh, EOPNOTSUPP);
+	ASSERT_OK(munmap(m, SHARED_LEN));
+	/* the same pages at the same address: the MR */
+	m = map_at(mfd, addr, 0);
+	ASSERT_NOT_NULL(m);
+	imr = ibv_import_mr(ipd, mrh);
+	ASSERT_NOT_NULL(imr);
+	ASSERT_EQ(addr, (uintptr_t)imr->addr);
+	spare = ibv_alloc_pd(ic);
+	ASSERT_NOT_NULL(spare);
+	bmr = ibv_reg_mr(spare, bbuf, SHARED_LEN, RW_ACCESS);
+	ASSERT_NOT_NULL(bmr);
+	end_on(&a, ic, ipd, imr, m);
+	end_on(&b, ic, spare, bmr, bbuf);
+	sv_end_connect(&a, b.qp->qp_num, b.o.psn);
+	sv_end_connect(&b, a.qp->qp_num, a.o.psn);
+	ASSERT_OK(sv_end_recv(&b, 2, 0, 3000));
+	ASSERT_OK(sv_end_send(&a, 1, 0, 3000, 0));
+	EXPECT_WC(a.scq, IBV_WC_SUCCESS, 1);
+	EXPECT_WC(b.rcq, IBV_WC_SUCCESS, 2);
+	ASSERT_EQ(-1, sv_check(bbuf, 3000, 91));
+	sv_fill(bbuf + 32768, 8192, 92);
+	rdma(&b, IBV_WR_RDMA_WRITE, 32768, 8192, addr + 32768, imr->rkey);
+	end_off(&a);
+	end_off(&b);
+	ASSERT_OK(ibv_dereg_mr(imr));
+	ASSERT_OK(ibv_dereg_mr(bmr));
+	ibv_unimport_pd(ipd);
+	ASSERT_OK(ibv_dealloc_pd(spare));
+	ASSERT_OK(ibv_close_device(ic));
+	ASSERT_EQ(1, write(s, &done, 1));
+	free(bbuf);
+	return 0;
+}
+
+SV_TEST(import_mr_memfd_in_other_program)
+{
+	struct ibv_context *c = NULL;
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	char a0[16], a1[16], a2[16], a3[32], a4[16], a5[16], done = 0;
+	uintptr_t addr = (uintptr_t)3 << 30;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	struct sv_proc p;
+	uint8_t *m = NULL;
+	int sp[2], mfd, d;
+
+	ASSERT_NOT_NULL(list);
+	ASSERT_NOT_NULL(list[0]);
+	c = ibv_open_device(list[0]);
+	ibv_free_device_list(list);
+	ASSERT_NOT_NULL(c);
+	pd = ibv_alloc_pd(c);
+	ASSERT_NOT_NULL(pd);
+	/* no CLOEXEC: the helper inherits it */
+	mfd = memfd_create("sv_import_mem", 0);
+	ASSERT_GE(mfd, 0);
+	ASSERT_OK(ftruncate(mfd, 2 * SHARED_LEN));
+	/* low in the address space (as conf_odp.c's regions): free in the
+	 * helper too, which maps it at the same address */
+	for (int i = 0; i < 64 && !m; i++) {
+		m = map_at(mfd, addr, 0);
+		if (!m)
+			addr += 1 << 24;
+	}
+	ASSERT_NOT_NULL(m);
+	sv_fill(m, 3000, 91);
+	mr = ibv_reg_mr(pd, m, SHARED_LEN, RW_ACCESS);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_OK(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp));
+	ASSERT_OK(fcntl(sp[0], F_SETFD, FD_CLOEXEC));
+	d = dup(c->cmd_fd); /* no CLOEXEC */
+	ASSERT_GE(d, 0);
+	snprintf(a0, sizeof(a0), "%d", sp[1]);
+	snprintf(a1, sizeof(a1), "%d", d);
+	snprintf(a2, sizeof(a2), "%d", mfd);
+	snprintf(a3, sizeof(a3), "%#lx", (unsigned long)addr);
+	snprintf(a4, sizeof(a4), "%u", pd->handle);
+	snprintf(a5, sizeof(a5), "%u", mr->handle);
+	sv_proc_start_helper(&p, "import_mem_helper",
+			     (char *[]){a0, a1, a2, a3, a4, a5, NULL}, NULL);
+	ASSERT_OK(close(sp[1]));
+	ASSERT_OK(close(d));
+	{
+		struct pollfd pf = {.fd = sp[0], .events = POLLIN};
+
+		ASSERT_EQ(1, poll(&pf, 1, 20000));
+		(void)!read(sp[0], &done, 1);
+	}
+	sv_proc_wait(&p, 20000);
+	if (!p.exited || p.code)
+		fprintf(stderr, "helper said:\n%s%s", p.out, p.err);
+	ASSERT_TRUE(p.exited);
+	ASSERT_EQ(0, p.code);
+	ASSERT_EQ(1, done);
+	sv_proc_free(&p);
+	/* what the helper's peer wrote through the imported rkey */
+	ASSERT_EQ(-1, sv_check(m + 32768, 8192, 92));
+	ASSERT_OK(ibv_dereg_mr(mr));
+	ASSERT_OK(ibv_dealloc_pd(pd));
+	ASSERT_OK(ibv_close_device(c));
+	ASSERT_OK(munmap(m, SHARED_LEN));
+	ASSERT_OK(close(mfd));
+	ASSERT_OK(close(sp[0]));
 }
 
 /* ---- ibv_import_dm in one process ---- */
