@@ -24,19 +24,6 @@ SV_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 	return EOPNOTSUPP;
 }
 
-/* Device memory is not imported (verbs_import.c has the rest). */
-SV_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context,
-				       uint32_t dm_handle)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-/* No DM can have been imported, so there is nothing to unimport. */
-SV_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
-{
-}
-
 /* dma-buf memory is device memory; we only register host memory. */
 SV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 					   size_t length, uint64_t iova, int fd,

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The exported shared-object verbs: ibv_import_device, ibv_import_pd,
- * ibv_import_mr and their unimports (import.c, entry.h).  Device memory's
- * stay in unsupported.c.
+ * ibv_import_mr, ibv_import_dm and their unimports (import.c, entry.h).
  */
 #include <infiniband/verbs.h>
 
@@ -33,4 +32,15 @@ SV_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 SV_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
 {
 	sv_unimport_mr(mr);
+}
+
+SV_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context,
+				       uint32_t dm_handle)
+{
+	return sv_import_dm(context, dm_handle);
+}
+
+SV_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
+{
+	sv_unimport_dm(dm);
 }

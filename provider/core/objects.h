@@ -300,6 +300,9 @@ struct sv_mr {
 	/* made by ibv_import_mr (verbs/import.c): a copy of the MR's
 	 * handle, keys and range, in no table; the keys find the original */
 	bool imported;
+	/* made by ibv_import_mr of another process's MR: this process's
+	 * registration of the same shared memory under its keys */
+	bool imp_remote;
 };
 
 /* The MR table's slot of a key (mr.c's head comment says why the low

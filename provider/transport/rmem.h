@@ -13,6 +13,7 @@
 
 #include <assert.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct sv_context;
@@ -79,6 +80,19 @@ void sv_rmem_dereg(struct sv_context *ctx, struct sv_mr *mr);
  */
 int sv_rmem_dm_hold(struct sv_context *ctx, void *p, size_t len);
 void sv_rmem_dm_unhold(struct sv_context *ctx, void *p);
+
+/*
+ * What backs [b, e) here, for ibv_import_mr across processes
+ * (verbs/import.c): true if it is all shared memory ('s' in
+ * /proc/self/maps) of one object with an inode (a file, memfd, shmem,
+ * MAP_SHARED|MAP_ANONYMOUS), mapped contiguously; its device, inode and
+ * the object's offset at b are then in o.
+ */
+struct sv_mapobj {
+	unsigned int dev_major, dev_minor;
+	uint64_t ino, offset;
+};
+bool sv_rmem_shared_object(uintptr_t b, uintptr_t e, struct sv_mapobj *o);
 
 /* Initiator side (see the engine).  A peer's arena and key table. */
 struct sv_rpeer;

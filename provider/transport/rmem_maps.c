@@ -129,6 +129,47 @@ bool sv_rmem_private_anon(uintptr_t b, uintptr_t e)
 	return !maps_walk(b, e, private_anon_fn, &c) && c.ok;
 }
 
+struct shobj {
+	uintptr_t b, cur, end;
+	struct sv_mapobj o;
+	bool ok;
+};
+
+/* One object's shared pages, contiguous in address and offset. */
+static int shared_fn(const struct vma *v, void *arg)
+{
+	struct shobj *c = arg;
+	uint64_t off;
+
+	if (v->lo > c->cur || v->perm[3] != 's' || !v->ino)
+		return 1;
+	off = v->off + (c->cur - v->lo); /* the object's, at cur */
+	if (c->cur == c->b) {
+		c->o.dev_major = v->dmaj;
+		c->o.dev_minor = v->dmin;
+		c->o.ino = v->ino;
+		c->o.offset = off;
+	} else if (v->dmaj != c->o.dev_major || v->dmin != c->o.dev_minor ||
+		   v->ino != c->o.ino || off != c->o.offset + (c->cur - c->b)) {
+		return 1;
+	}
+	c->cur = v->hi;
+	if (c->cur < c->end)
+		return 0;
+	c->ok = true;
+	return 1;
+}
+
+bool sv_rmem_shared_object(uintptr_t b, uintptr_t e, struct sv_mapobj *o)
+{
+	struct shobj c = {.b = b, .cur = b, .end = e};
+
+	if (e <= b || maps_walk(b, e, shared_fn, &c) || !c.ok)
+		return false;
+	*o = c.o;
+	return true;
+}
+
 /* ---- pieces: what of a segment still maps our arena ---- */
 
 static int collect_fn(const struct vma *v, void *arg)

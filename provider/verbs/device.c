@@ -404,9 +404,11 @@ int sv_query_device_ex(struct ibv_context *c,
 	a.hca_core_clock = 1000000; /* kHz */
 	a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
 	sv_odp_fill_caps(&a.odp_caps); /* no device_cap_flags bit says ODP */
-	if (sv_ctx_is_roce(c))	       /* RC only */
+	a.xrc_odp_caps = sv_odp_xrc_caps();
+	if (sv_ctx_is_roce(c)) /* RC only */
 		a.odp_caps.per_transport_caps.uc_odp_caps =
-			a.odp_caps.per_transport_caps.ud_odp_caps = 0;
+			a.odp_caps.per_transport_caps.ud_odp_caps =
+				a.xrc_odp_caps = 0;
 	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
 	a.max_dm_size = SV_MAX_DM_SIZE;
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));

@@ -26,6 +26,7 @@
  * arena and back); a DM is meant to be made once.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -42,6 +43,14 @@ struct sv_dm {
 	size_t map_len;		   /* length rounded up to pages */
 	_Atomic uint32_t nmrs;	   /* MRs on it (ibv_free_dm: EBUSY) */
 	struct sv_dm *next, *prev; /* ctx->dms, under mr_lock */
+	/* ibv_import_dm (in this process): real is the DM every handle
+	 * names (itself for the one ibv_alloc_dm made); on the real one,
+	 * under mr_lock: refs, its handles (the memory goes with the
+	 * last), dead once freed through any of them (no import finds
+	 * it, memcpy through the others is EINVAL) */
+	struct sv_dm *real;
+	uint32_t refs;
+	_Atomic bool dead;
 };
 
 #define SV_DM_ACCESS                                         \
@@ -51,9 +60,15 @@ struct sv_dm {
 
 static _Atomic uint32_t dm_handles; /* the last ibv_dm.handle given */
 
+/* The DM a handle names (import: ibv_import_dm). */
 static struct sv_dm *to_sdm(struct ibv_dm *dm)
 {
-	return container_of(dm, struct sv_dm, ibv);
+	return container_of(dm, struct sv_dm, ibv)->real;
+}
+
+static bool dm_dead(struct sv_dm *dm)
+{
+	return atomic_load_explicit(&dm->dead, memory_order_acquire);
 }
 
 /* [off, off+len) inside the DM, without overflow. */
@@ -69,6 +84,8 @@ static int dm_memcpy_to(struct ibv_dm *ibdm, uint64_t off, const void *host,
 {
 	struct sv_dm *dm = to_sdm(ibdm);
 
+	if (dm_dead(dm)) /* freed through another handle */
+		return EINVAL;
 	if (!dm_inside(dm, off, len))
 		return EFAULT;
 	if (len && sv_copy_guarded(dm->mem + off, host, len))
@@ -82,6 +99,8 @@ static int dm_memcpy_from(void *host, struct ibv_dm *ibdm, uint64_t off,
 {
 	struct sv_dm *dm = to_sdm(ibdm);
 
+	if (dm_dead(dm))
+		return EINVAL;
 	if (!dm_inside(dm, off, len))
 		return EFAULT;
 	if (len && sv_copy_guarded(host, dm->mem + off, len))
@@ -177,6 +196,8 @@ struct ibv_dm *sv_alloc_dm(struct ibv_context *c,
 	dm->ibv.memcpy_to_dm = dm_memcpy_to;
 	dm->ibv.memcpy_from_dm = dm_memcpy_from;
 	dm->ibv.comp_mask = 0;
+	dm->real = dm;
+	dm->refs = 1;
 	dm->ibv.handle = atomic_fetch_add_explicit(&dm_handles, 1,
 						   memory_order_relaxed) +
 			 1;
@@ -197,22 +218,128 @@ static void dm_release(struct sv_context *ctx, struct sv_dm *dm)
 	free(dm);
 }
 
-/* ibv_free_dm: 0 or a positive errno. */
+/* Drops handle h of its DM (mr_lock held): true when it was the last,
+ * and the DM is then off the context's list; h itself is freed here
+ * unless it is the DM. */
+static bool dm_drop(struct sv_context *ctx, struct sv_dm *h)
+{
+	struct sv_dm *dm = h->real;
+
+	if (h != dm)
+		free(h);
+	if (--dm->refs)
+		return false;
+	ctx->dm_bytes -= dm->map_len;
+	if (dm->prev)
+		dm->prev->next = dm->next;
+	else
+		ctx->dms = dm->next;
+	if (dm->next)
+		dm->next->prev = dm->prev;
+	return true;
+}
+
+/* ibv_free_dm through any handle: the DM is destroyed (as the kernel's
+ * destroy of a shared object), its memory goes with its last handle;
+ * 0 or a positive errno. */
 int sv_free_dm(struct ibv_dm *ibdm)
 {
-	struct sv_dm *dm;
+	struct sv_dm *dm, *h;
 	struct sv_context *ctx;
+	bool last;
 
 	if (!ibdm)
 		return EINVAL;
-	dm = to_sdm(ibdm);
+	h = container_of(ibdm, struct sv_dm, ibv);
+	dm = h->real;
 	ctx = to_sctx(ibdm->context);
+	pthread_mutex_lock(&ctx->mr_lock);
 	/* acquire: the MRs' last use happens before the unmap */
-	if (atomic_load_explicit(&dm->nmrs, memory_order_acquire))
+	if (atomic_load_explicit(&dm->nmrs, memory_order_acquire)) {
+		pthread_mutex_unlock(&ctx->mr_lock);
 		return EBUSY;
-	dm_give_back(ctx, dm);
-	dm_release(ctx, dm);
+	}
+	atomic_store_explicit(&dm->dead, true, memory_order_release);
+	last = dm_drop(ctx, h);
+	pthread_mutex_unlock(&ctx->mr_lock);
+	if (last)
+		dm_release(ctx, dm);
 	return 0;
+}
+
+/* ibv_import_dm in this process: a handle of the live DM of ctx whose
+ * handle is handle; NULL and EINVAL if none. */
+struct ibv_dm *sv_dm_import(struct ibv_context *c, uint32_t handle)
+{
+	struct sv_context *ctx = to_sctx(c);
+	struct sv_dm *h = calloc(1, sizeof(*h)), *dm;
+
+	if (!h) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_lock(&ctx->mr_lock);
+	for (dm = ctx->dms; dm; dm = dm->next)
+		if (dm->ibv.handle == handle && !dm_dead(dm))
+			break;
+	if (dm)
+		dm->refs++;
+	pthread_mutex_unlock(&ctx->mr_lock);
+	if (!dm) {
+		free(h);
+		errno = EINVAL;
+		return NULL;
+	}
+	h->ibv = dm->ibv;
+	h->ibv.context = c;
+	h->real = dm;
+	h->mem = dm->mem;
+	h->length = dm->length;
+	h->map_len = dm->map_len;
+	return &h->ibv;
+}
+
+/* The import protocol's SV_IMP_DM (import.c): whether handle names a live
+ * DM of ctx, and its length. */
+bool sv_dm_live(struct sv_context *ctx, uint32_t handle, uint64_t *length)
+{
+	struct sv_dm *dm;
+
+	pthread_mutex_lock(&ctx->mr_lock);
+	for (dm = ctx->dms; dm; dm = dm->next)
+		if (dm->ibv.handle == handle && !dm_dead(dm))
+			break;
+	if (dm)
+		*length = dm->length;
+	pthread_mutex_unlock(&ctx->mr_lock);
+	return dm != NULL;
+}
+
+/* ibv_unimport_dm: this handle only (a DM it was not imported as: said,
+ * nothing freed). */
+void sv_dm_unimport(struct ibv_dm *ibdm)
+{
+	struct sv_context *ctx;
+	struct sv_dm *h, *dm;
+	bool last;
+
+	if (!ibdm)
+		return;
+	h = container_of(ibdm, struct sv_dm, ibv);
+	dm = h->real;
+	if (h == dm) {
+		fprintf(stderr,
+			"softverbs: ibv_unimport_dm: DM %u was not imported "
+			"(ibv_free_dm frees it)\n",
+			ibdm->handle);
+		return;
+	}
+	ctx = to_sctx(ibdm->context);
+	pthread_mutex_lock(&ctx->mr_lock);
+	last = dm_drop(ctx, h);
+	pthread_mutex_unlock(&ctx->mr_lock);
+	if (last)
+		dm_release(ctx, dm);
 }
 
 void sv_dm_mr_gone(struct sv_dm *dm)
@@ -238,7 +365,8 @@ void sv_dm_free_all(struct sv_context *ctx)
 static int check_reg_dm(struct ibv_pd *pd, struct sv_dm *dm, uint64_t off,
 			size_t len, unsigned int access)
 {
-	if (pd->context != dm->ibv.context)
+	/* the same context through any of its handles (import.c) */
+	if (to_sctx(pd->context) != to_sctx(dm->ibv.context) || dm_dead(dm))
 		return -EINVAL;
 	/* DM MRs are zero-based: the bytes' address is the device's */
 	if (!(access & IBV_ACCESS_ZERO_BASED))

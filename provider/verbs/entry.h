@@ -60,6 +60,8 @@ struct ibv_pd *sv_import_pd(struct ibv_context *c, uint32_t pd_handle);
 void sv_unimport_pd(struct ibv_pd *pd);
 struct ibv_mr *sv_import_mr(struct ibv_pd *pd, uint32_t mr_handle);
 void sv_unimport_mr(struct ibv_mr *mr);
+struct ibv_dm *sv_import_dm(struct ibv_context *c, uint32_t dm_handle);
+void sv_unimport_dm(struct ibv_dm *dm);
 
 /* MR (mr.c). */
 struct ibv_mr *sv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,

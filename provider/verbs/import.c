@@ -21,8 +21,11 @@
  * importing it again here shares it), ibv_import_pd a PD of that
  * context standing for the original (checked to be live there): MRs
  * registered and QPs created on it talk to any peer.  ibv_import_mr
- * names memory of the other process, which this one cannot reach:
- * EOPNOTSUPP, said on stderr.  Device memory: EOPNOTSUPP.
+ * names memory of the other process: imported when it is shared memory
+ * this process maps at the same address too (import_mr_remote), else
+ * EOPNOTSUPP, said on stderr.  ibv_import_dm: in this process a handle
+ * of the same DM (dm.c); another process's DM is on its arena, which
+ * this one does not map: EOPNOTSUPP.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -34,6 +37,7 @@
 #include <unistd.h>
 
 #include "import.h"
+#include "rmem.h"
 #include "verbs.h"
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -220,6 +224,8 @@ uint32_t sv_import_answer(struct sv_context *ctx, const struct sv_imp_req *q,
 
 	if (q->op == SV_IMP_HELLO)
 		return q->handle ? EINVAL : 0;
+	if (q->op == SV_IMP_DM)
+		return sv_dm_live(ctx, q->handle, &r->length) ? 0 : EINVAL;
 	if (q->op == SV_IMP_PD) {
 		pthread_mutex_lock(&ctx->pd_lock);
 		sv_list_for_each(n, &ctx->pds)
@@ -238,11 +244,30 @@ uint32_t sv_import_answer(struct sv_context *ctx, const struct sv_imp_req *q,
 		r->lkey = mr->ibv.lkey;
 		r->rkey = mr->ibv.rkey;
 		r->access = (uint32_t)mr->access;
-		r->addr = (uintptr_t)mr->ibv.addr;
+		r->addr = (uintptr_t)mr->addr;
 		r->length = mr->length;
+		r->iova = mr->iova;
+		r->pd_handle = mr->pd->ibv.handle;
+		/* not importable: device memory, implicit ODP */
+		r->shared = !mr->dm &&
+			    !sv_odp_implicit(mr->ibv.addr, mr->ibv.length);
 		st = 0;
 	}
 	pthread_mutex_unlock(&ctx->mr_lock);
+	if (!st && r->shared) {
+		struct sv_mapobj o;
+
+		/* what backs it now (maps read outside the lock) */
+		r->shared = sv_rmem_shared_object(
+			(uintptr_t)r->addr, (uintptr_t)(r->addr + r->length),
+			&o);
+		if (r->shared) {
+			r->dev_major = o.dev_major;
+			r->dev_minor = o.dev_minor;
+			r->ino = o.ino;
+			r->offset = o.offset;
+		}
+	}
 	return st;
 }
 
@@ -353,6 +378,75 @@ void sv_unimport_pd(struct ibv_pd *ibpd)
 	sv_pd_handle_drop(h);
 }
 
+/* Whether the owner's answer about an MR is one we could have made: keys
+ * of an MR (not a window), a range that does not wrap, known access. */
+static bool mr_rep_sane(const struct sv_imp_rep *r)
+{
+	return r->lkey && r->lkey == r->rkey && !(r->lkey & SV_KEY_MW) &&
+	       r->length && r->addr + r->length > r->addr &&
+	       r->iova + r->length > r->iova &&
+	       !(r->access &
+		 ~(uint32_t)(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+			     IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND |
+			     IBV_ACCESS_HUGETLB |
+			     IBV_ACCESS_RELAXED_ORDERING)) &&
+	       r->shared <= 1;
+}
+
+/*
+ * Another process's MR: its bytes are that process's memory.  Reachable
+ * here only when the owner says they are shared memory of one object
+ * and this process maps the same object, at the same offset, at the
+ * same address (a MAP_SHARED mapping inherited across fork, or a memfd
+ * or file both map there): the import is then this process's
+ * registration of that memory under the MR's keys and iova, on pd, which
+ * must stand for the MR's PD.  Anything else is EOPNOTSUPP.  Whatever
+ * the owner says, what this process gets is memory it maps itself.
+ */
+static struct ibv_mr *import_mr_remote(struct ibv_pd *ibpd, uint32_t handle)
+{
+	struct sv_pd *pd = container_of(ibpd, struct sv_pd, ibv);
+	struct sv_mapobj o;
+	struct sv_imp_rep r;
+	int err;
+
+	err = sv_imp_ask(ibpd->context->cmd_fd, SV_IMP_MR, handle, &r);
+	if (err || r.status) {
+		errno = err ? -err : (int)r.status;
+		return NULL;
+	}
+	if (!mr_rep_sane(&r)) {
+		fail(EINVAL,
+		     "ibv_import_mr: process %u answered nonsense "
+		     "for MR %u\n",
+		     r.pid, handle);
+		return NULL;
+	}
+	/* the PD must be the import of the MR's (as in one process) */
+	if (!pd->remote || pd->real != pd || r.pd_handle != ibpd->handle) {
+		fail(EINVAL,
+		     "ibv_import_mr: MR %u is on PD %u of process %u, not "
+		     "on the import of it\n",
+		     handle, r.pd_handle, r.pid);
+		return NULL;
+	}
+	if (!r.shared ||
+	    !sv_rmem_shared_object((uintptr_t)r.addr,
+				   (uintptr_t)(r.addr + r.length), &o) ||
+	    o.dev_major != r.dev_major || o.dev_minor != r.dev_minor ||
+	    o.ino != r.ino || o.offset != r.offset) {
+		fail(EOPNOTSUPP,
+		     "ibv_import_mr: MR %u is memory of process %u that "
+		     "this process does not map (only shared memory both "
+		     "map at the same address can be imported)\n",
+		     handle, r.pid);
+		return NULL;
+	}
+	return sv_mr_import_remote(ibpd, (void *)(uintptr_t)r.addr,
+				   (size_t)r.length, r.iova, r.access, r.lkey);
+}
+
 struct ibv_mr *sv_import_mr(struct ibv_pd *ibpd, uint32_t handle)
 {
 	struct sv_context *ctx;
@@ -363,22 +457,8 @@ struct ibv_mr *sv_import_mr(struct ibv_pd *ibpd, uint32_t handle)
 		return NULL;
 	}
 	ctx = to_sctx(ibpd->context);
-	if (ctx->remote) {
-		struct sv_imp_rep r;
-		int err = sv_imp_ask(ibpd->context->cmd_fd, SV_IMP_MR, handle,
-				     &r);
-
-		if (err || r.status) {
-			errno = err ? -err : (int)r.status;
-			return NULL;
-		}
-		fprintf(stderr,
-			"softverbs: ibv_import_mr: MR %u is memory of process "
-			"%u, which this process cannot reach\n",
-			handle, r.pid);
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
+	if (ctx->remote)
+		return import_mr_remote(ibpd, handle);
 	m = calloc(1, sizeof(*m));
 	if (!m) {
 		errno = ENOMEM;
@@ -417,6 +497,14 @@ void sv_unimport_mr(struct ibv_mr *ibmr)
 	if (!ibmr)
 		return;
 	m = container_of(ibmr, struct sv_mr, ibv);
+	if (m->imp_remote) { /* this process's registration: it goes */
+		if (sv_dereg_mr(ibmr))
+			fprintf(stderr,
+				"softverbs: ibv_unimport_mr: MR %u: "
+				"deregistration failed\n",
+				ibmr->handle);
+		return;
+	}
 	if (!m->imported) {
 		fprintf(stderr,
 			"softverbs: ibv_unimport_mr: MR %u was not "
@@ -446,4 +534,36 @@ int sv_import_mr_dereg(struct sv_mr *m)
 	if (!err)
 		free(m);
 	return err;
+}
+
+/* A DM of this process (in-process import, or one this importing
+ * context allocated itself), else the owner's, which is out of reach. */
+struct ibv_dm *sv_import_dm(struct ibv_context *c, uint32_t handle)
+{
+	struct ibv_dm *dm;
+	struct sv_imp_rep r;
+	int err;
+
+	if (!c) {
+		errno = EINVAL;
+		return NULL;
+	}
+	dm = sv_dm_import(c, handle);
+	if (dm || !to_sctx(c)->remote)
+		return dm;
+	err = sv_imp_ask(c->cmd_fd, SV_IMP_DM, handle, &r);
+	if (err || r.status) {
+		errno = err ? -err : (int)r.status;
+		return NULL;
+	}
+	fail(EOPNOTSUPP,
+	     "ibv_import_dm: DM %u is device memory of process %u (on its "
+	     "arena), which this process does not map\n",
+	     handle, r.pid);
+	return NULL;
+}
+
+void sv_unimport_dm(struct ibv_dm *dm)
+{
+	sv_dm_unimport(dm);
 }

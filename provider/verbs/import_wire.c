@@ -188,7 +188,7 @@ static bool serve_one(struct sv_context *ctx, int peer)
 	memcpy(&q, buf, sizeof(q));
 	if (fd < 0 || n != (ssize_t)sizeof(q) || !is_socket(fd) ||
 	    q.magic != SV_IMP_MAGIC || q.version != SV_IMP_VERSION || q.zero ||
-	    q.op < SV_IMP_HELLO || q.op > SV_IMP_MR) {
+	    q.op < SV_IMP_HELLO || q.op > SV_IMP_DM) {
 		sv_dbg("import: a request dropped (%zd bytes, fd %d)\n", n, fd);
 		if (fd >= 0)
 			close(fd);

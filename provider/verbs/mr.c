@@ -165,7 +165,8 @@ static uint32_t mr_new_key(struct sv_context *ctx)
 /*
  * A free slot and an MR for it (the free list first: MRs are type-stable),
  * in the slot before the lock is dropped, its pd NULL so lookups fail
- * until sv_reg_mr_iova2 publishes it.  EINVAL: max_mr live.
+ * until sv_reg_mr_iova2 publishes it.  EINVAL: max_mr live.  *key: 0 for
+ * a new key, else the key to take (EBUSY: its slot is taken).
  */
 static struct sv_mr *mr_alloc(struct sv_context *ctx, uint32_t *key, int *err)
 {
@@ -174,6 +175,8 @@ static struct sv_mr *mr_alloc(struct sv_context *ctx, uint32_t *key, int *err)
 	pthread_mutex_lock(&ctx->mr_lock);
 	if (ctx->nmrs >= SV_MAX_MR - 1) {
 		*err = -EINVAL;
+	} else if (*key && ctx->mrs[sv_mr_slot(*key)]) {
+		*err = -EBUSY; /* the key asked for: its slot is taken */
 	} else if (ctx->mr_free) {
 		mr = ctx->mr_free;
 		ctx->mr_free = mr->next_free;
@@ -182,7 +185,8 @@ static struct sv_mr *mr_alloc(struct sv_context *ctx, uint32_t *key, int *err)
 		*err = -ENOMEM;
 	}
 	if (mr) {
-		*key = mr_new_key(ctx);
+		if (!*key)
+			*key = mr_new_key(ctx);
 		mr->index = sv_mr_slot(*key);
 		atomic_store_explicit(
 			(_Atomic(struct sv_mr *) *)&ctx->mrs[mr->index], mr,
@@ -198,14 +202,13 @@ static struct sv_mr *mr_alloc(struct sv_context *ctx, uint32_t *key, int *err)
  * (the arguments checked by the caller); on device memory if dm.  NULL
  * and errno on failure.
  */
-struct ibv_mr *sv_mr_publish(struct ibv_pd *ibpd, void *addr, size_t length,
-			     uint64_t iova, unsigned int access,
-			     struct sv_dm *dm)
+static struct ibv_mr *publish(struct ibv_pd *ibpd, void *addr, size_t length,
+			      uint64_t iova, unsigned int access,
+			      struct sv_dm *dm, uint32_t key)
 {
 	struct sv_context *ctx = to_sctx(ibpd->context);
 	struct sv_pd *pd = to_spd(ibpd);
 	struct sv_mr *mr;
-	uint32_t key;
 	int err;
 
 	mr = mr_alloc(ctx, &key, &err);
@@ -223,6 +226,7 @@ struct ibv_mr *sv_mr_publish(struct ibv_pd *ibpd, void *addr, size_t length,
 	if ((access & IBV_ACCESS_ON_DEMAND) && sv_odp_implicit(addr, length))
 		sv_odp_implicit_span(mr);
 	mr->dm = dm;
+	mr->imp_remote = false;
 	mr->ibv.context = ibpd->context;
 	mr->ibv.pd = ibpd;
 	mr->ibv.addr = addr;
@@ -239,6 +243,39 @@ struct ibv_mr *sv_mr_publish(struct ibv_pd *ibpd, void *addr, size_t length,
 	/* re-backed and published for peers; never fails */
 	sv_rmem_reg(ctx, mr);
 	return &mr->ibv;
+}
+
+struct ibv_mr *sv_mr_publish(struct ibv_pd *ibpd, void *addr, size_t length,
+			     uint64_t iova, unsigned int access,
+			     struct sv_dm *dm)
+{
+	return publish(ibpd, addr, length, iova, access, dm, 0);
+}
+
+/* ibv_import_mr across processes (import.c): this process's registration
+ * of [addr, addr+length), which the caller found is the memory the other
+ * process's MR names, under that MR's key and iova.  Checked as any
+ * registration (its mapping here must allow the access); EBUSY if the
+ * key's slot is taken here. */
+struct ibv_mr *sv_mr_import_remote(struct ibv_pd *ibpd, void *addr,
+				   size_t length, uint64_t iova,
+				   unsigned int access, uint32_t key)
+{
+	struct ibv_mr *ibmr;
+	int err;
+
+	err = check_reg(addr, length, iova, access);
+	if (!err && (access & IBV_ACCESS_ON_DEMAND) &&
+	    sv_odp_implicit(addr, length))
+		err = -EOPNOTSUPP; /* all of the other process's memory */
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	ibmr = publish(ibpd, addr, length, iova, access, NULL, key);
+	if (ibmr)
+		container_of(ibmr, struct sv_mr, ibv)->imp_remote = true;
+	return ibmr;
 }
 
 struct ibv_mr *sv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length,
@@ -417,7 +454,7 @@ int sv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr,
 		errno = EINVAL;
 		return IBV_REREG_MR_ERR_INPUT;
 	}
-	if (mr->imported) { /* import.c: a copy of the MR, in no table */
+	if (mr->imported || mr->imp_remote) { /* import.c */
 		errno = EOPNOTSUPP;
 		return IBV_REREG_MR_ERR_INPUT;
 	}

@@ -74,8 +74,9 @@ void sv_odp_implicit_span(struct sv_mr *mr)
 /*
  * ibv_query_device_ex's odp_caps: what the tests show working with ODP
  * MRs on both sides (tests/conformance/conf_odp.c).  UC has no reads or
- * atomics; UD no RDMA at all and no SRQ (EOPNOTSUPP).  XRC is not
- * claimed: not tested with ODP.
+ * atomics; UD no RDMA at all and no SRQ (EOPNOTSUPP).  XRC
+ * (sv_odp_xrc_caps): send, RDMA and atomics, receives on its SRQs
+ * (tests/conformance/conf_xrc_odp.c).
  */
 void sv_odp_fill_caps(struct ibv_odp_caps *c)
 {
@@ -89,6 +90,16 @@ void sv_odp_fill_caps(struct ibv_odp_caps *c)
 					    IBV_ODP_SUPPORT_WRITE;
 	c->per_transport_caps.ud_odp_caps =
 		IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV;
+}
+
+/* ibv_query_device_ex's xrc_odp_caps: an ODP MR is served by the same
+ * responder and guarded copies whatever the QP type, and an XRC receive
+ * is always an SRQ's (no IBV_ODP_SUPPORT_RECV). */
+uint32_t sv_odp_xrc_caps(void)
+{
+	return IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_WRITE |
+	       IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC |
+	       IBV_ODP_SUPPORT_SRQ_RECV;
 }
 
 /* Faults [p, p+len) in by touching one byte (reading) or one word

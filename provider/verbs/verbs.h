@@ -98,6 +98,10 @@ uint32_t sv_import_answer(struct sv_context *ctx, const struct sv_imp_req *q,
 			  struct sv_imp_rep *r);
 int sv_imp_ask(int fd, uint16_t op, uint32_t handle, struct sv_imp_rep *r);
 int sv_import_mr_dereg(struct sv_mr *m);
+/* ibv_import_mr of another process's MR on shared memory (mr.c). */
+struct ibv_mr *sv_mr_import_remote(struct ibv_pd *ibpd, void *addr,
+				   size_t length, uint64_t iova,
+				   unsigned int access, uint32_t key);
 /* ibv_unimport_pd: drops handle h of its PD (context.c). */
 void sv_pd_handle_drop(struct sv_pd *h);
 
@@ -133,6 +137,10 @@ struct ibv_mr *sv_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm,
 			    unsigned int access);
 void sv_dm_mr_gone(struct sv_dm *dm);
 void sv_dm_free_all(struct sv_context *ctx);
+/* ibv_import_dm / ibv_unimport_dm in this process (import.c calls). */
+struct ibv_dm *sv_dm_import(struct ibv_context *c, uint32_t handle);
+void sv_dm_unimport(struct ibv_dm *dm);
+bool sv_dm_live(struct sv_context *ctx, uint32_t handle, uint64_t *length);
 
 /* Multicast (verbs/mcast.c). */
 /* ibv_destroy_qp, ibv_close_device: the QP leaves every group (uverbs
@@ -220,6 +228,7 @@ int sv_odp_check_reg(const void *addr, size_t length, uint64_t iova);
 /* An implicit MR's span for the engine (odp.c): [page 1, 2^63). */
 void sv_odp_implicit_span(struct sv_mr *mr);
 void sv_odp_fill_caps(struct ibv_odp_caps *c);
+uint32_t sv_odp_xrc_caps(void);
 int sv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 		 uint32_t flags, struct ibv_sge *sg, uint32_t num_sge);
 

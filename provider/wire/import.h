@@ -16,12 +16,13 @@
 #include <stdint.h>
 
 #define SV_IMP_MAGIC   0x53564950u /* "SVIP" */
-#define SV_IMP_VERSION 1
+#define SV_IMP_VERSION 2	   /* 2: the MR's iova, PD and backing */
 
 enum sv_imp_op {
 	SV_IMP_HELLO = 1, /* is this a softverbs context's cmd_fd? */
 	SV_IMP_PD = 2,	  /* is handle a live PD of it? */
 	SV_IMP_MR = 3,	  /* handle's MR: keys, range, access */
+	SV_IMP_DM = 4,	  /* is handle a live DM of it? (its length) */
 };
 
 struct sv_imp_req {
@@ -41,9 +42,19 @@ struct sv_imp_rep {
 	uint32_t pid;		     /* the owner's process */
 	uint32_t lkey, rkey, access; /* SV_IMP_MR */
 	uint64_t addr, length;	     /* SV_IMP_MR: in the owner's memory */
+	uint64_t iova;		     /* SV_IMP_MR: what SGEs and peers name */
+	uint32_t pd_handle;	     /* SV_IMP_MR: its PD's handle */
+	/* SV_IMP_MR: 1 when [addr, addr+length) is, in the owner, shared
+	 * memory of one object (file, memfd, shmem): device and inode as
+	 * /proc/self/maps says them, and the object's offset at addr; an
+	 * importer that maps the same object at the same address reaches
+	 * the MR's bytes (verbs/import.c) */
+	uint32_t shared;
+	uint32_t dev_major, dev_minor;
+	uint64_t ino, offset;
 };
 
 _Static_assert(sizeof(struct sv_imp_req) == 16, "import request");
-_Static_assert(sizeof(struct sv_imp_rep) == 48, "import reply");
+_Static_assert(sizeof(struct sv_imp_rep) == 88, "import reply");
 
 #endif

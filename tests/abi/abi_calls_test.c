@@ -319,8 +319,21 @@ SV_TEST(import_verbs_land_in_provider)
 	ASSERT_NOT_NULL(imr);
 	ASSERT_EQ(mr->lkey, imr->lkey);
 	errno = 0;
-	ASSERT_NULL(import_dm(ic, 0));
-	ASSERT_EQ(EOPNOTSUPP, errno);
+	ASSERT_NULL(import_dm(ic, 0)); /* no DM has handle 0 */
+	ASSERT_EQ(EINVAL, errno);
+	{
+		void (*unimport_dm)(struct ibv_dm *) =
+			sym(h, "ibv_unimport_dm");
+		struct ibv_alloc_dm_attr da = {.length = 4096};
+		struct ibv_dm *dm = ibv_alloc_dm(ctx, &da), *idm;
+
+		ASSERT_NOT_NULL(dm);
+		idm = import_dm(ic, dm->handle);
+		ASSERT_NOT_NULL(idm);
+		ASSERT_EQ(dm->handle, idm->handle);
+		unimport_dm(idm);
+		ASSERT_EQ(0, ibv_free_dm(dm));
+	}
 	unimport_mr(imr);
 	unimport_pd(ipd);
 	ASSERT_EQ(0, close_dev(ic));

@@ -127,7 +127,10 @@ SV_TEST(device_attrs_ex_consistent)
 	ASSERT_EQ(1, ax.phys_port_cnt_ex);
 	/* ODP's caps: conf_odp.c.  No TSO, RSS, WQs, pacing, raw packets,
 	 * TM, moderation */
-	ASSERT_EQ(0, ax.xrc_odp_caps);
+	ASSERT_EQ(IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_WRITE |
+			  IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC |
+			  IBV_ODP_SUPPORT_SRQ_RECV,
+		  ax.xrc_odp_caps); /* conf_xrc_odp.c */
 	ASSERT_EQ(0, ax.tso_caps.max_tso);
 	ASSERT_EQ(0, ax.tso_caps.supported_qpts);
 	ASSERT_EQ(0, ax.rss_caps.supported_qpts);
