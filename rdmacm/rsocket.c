@@ -493,7 +493,8 @@ int rs_cm_progress(struct rs *rs)
 	struct rdma_cm_event *ev;
 	int n = 0;
 
-	if (!rs->ech || rs->state == RS_LISTENING)
+	if (!rs->ech || rs->state == RS_LISTENING ||
+	    !cm_channel_pending(rs->ech))
 		return 0;
 	while (rdma_get_cm_event(rs->ech, &ev) == 0) {
 		on_event(rs, ev);
