@@ -43,6 +43,7 @@ extern const char *const rs_state_names[RS_NSTATES];
 #define RS_IOMAPS     16  /* windows each way */
 #define RS_RING_DEF   (128u << 10)
 #define RS_WBUF_SIZE  (256u << 10) /* riowrite's bounce ring */
+#define RS_SPIN_NS    10000u	   /* polling before a wait sleeps */
 
 /* wr_id: kind in the top byte, a length or slot below */
 enum rs_wr { RS_WR_DATA = 1, RS_WR_CTRL, RS_WR_IOW, RS_WR_RECV };
@@ -133,6 +134,7 @@ void rs_hello_fill(struct rs *rs, struct rs_hello *h);
 int rs_hello_take(struct rs *rs, const void *pdata, uint8_t len);
 int rs_progress(struct rs *rs);		    /* CQ and CM, no wait */
 int rs_wait(struct rs *rs, int timeout_ms); /* comp channel or CM fd */
+bool rs_spin(struct rs *rs); /* polls RS_SPIN_NS: true if something came */
 bool rs_readable(struct rs *rs);
 bool rs_writable(struct rs *rs);
 int rs_send_ctrl(struct rs *rs, enum rs_ctrl_type t, const struct rs_iomap *m);

@@ -29,6 +29,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "cm.h"
 #include "rs.h"
 
 static uint64_t now_ms(void)
@@ -525,15 +526,46 @@ static void eat_cq_events(struct rs *rs)
 	}
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Poll before blocking, as rdma-core's rsockets do (their polling_time):
+ * a peer that answers within RS_SPIN_NS is seen without arming the CQ,
+ * a poll() and the peer's wake-up of our completion channel (a system
+ * call each side).  Only the CQ (which runs the QP's engine) and a flag
+ * of the CM channel are read: no system call.  True if something came.
+ */
+bool rs_spin(struct rs *rs)
+{
+	uint64_t end = now_ns() + RS_SPIN_NS;
+
+	do {
+		if (poll_cq(rs))
+			return true;
+		if (rs->ech && cm_channel_pending(rs->ech))
+			return true;
+	} while (now_ns() < end);
+	return false;
+}
+
 /*
  * Sleeps until the CQ or the CM has something, or timeout_ms (-1: no
- * limit).  The caller re-checks its condition after rs_progress.
+ * limit), after polling for RS_SPIN_NS.  The caller re-checks its
+ * condition after rs_progress.
  */
 int rs_wait(struct rs *rs, int timeout_ms)
 {
 	struct pollfd p[2];
 	int n = 0, ret;
 
+	if (timeout_ms != 0 && rs_spin(rs))
+		return 0;
 	if (rs->cq && !rs->cq_armed) {
 		if (ibv_req_notify_cq(rs->cq, 0) == 0)
 			rs->cq_armed = true;
