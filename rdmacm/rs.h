@@ -44,6 +44,9 @@ extern const char *const rs_state_names[RS_NSTATES];
 #define RS_RING_DEF   (128u << 10)
 #define RS_WBUF_SIZE  (256u << 10) /* riowrite's bounce ring */
 #define RS_SPIN_NS    10000u	   /* polling before a wait sleeps */
+#define RS_CHUNK_MAX  (64u << 10)  /* one RDMA write of stream bytes */
+#define RS_INLINE_DEF 64	   /* RDMA_INLINE's default */
+#define RS_INLINE_MAX 512	   /* and its most */
 
 /* wr_id: kind in the top byte, a length or slot below */
 enum rs_wr { RS_WR_DATA = 1, RS_WR_CTRL, RS_WR_IOW, RS_WR_RECV };
@@ -81,6 +84,7 @@ struct rs {
 	struct ibv_cq *cq;
 	bool cq_armed;
 	struct ibv_qp *qp;
+	uint32_t max_inline; /* chunks up to this go IBV_SEND_INLINE */
 
 	/* receive side: our ring, the peer writes into it */
 	uint8_t *rbuf;

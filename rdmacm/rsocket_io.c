@@ -121,11 +121,18 @@ int rs_io_setup(struct rs *rs)
 	qa.cap.max_recv_wr = RS_RQ_DEPTH;
 	qa.cap.max_send_sge = 1;
 	qa.cap.max_recv_sge = 1;
+	qa.cap.max_inline_data = rs->inline_size < 0 ? 0
+				 : rs->inline_size > RS_INLINE_MAX
+					 ? RS_INLINE_MAX
+					 : (uint32_t)rs->inline_size;
+	rs->max_inline = qa.cap.max_inline_data;
 	if (rdma_create_qp(rs->id, rs->pd, &qa)) {
 		err = -errno;
 		goto err_cq;
 	}
 	rs->qp = rs->id->qp;
+	if (qa.cap.max_inline_data < rs->max_inline)
+		rs->max_inline = qa.cap.max_inline_data;
 	rs->rsize = clamp_ring(rs->rcvbuf);
 	rs->rbuf = ring_alloc(rs->rsize);
 	if (!rs->rbuf)
@@ -678,6 +685,26 @@ static int ready_to_talk(struct rs *rs, bool dontwait)
 	}
 }
 
+/* chunk bytes of the iovecs from (*i, *io_off) to dst */
+static void copy_in(uint8_t *dst, uint64_t chunk, const struct iovec *iov,
+		    int *i, size_t *io_off)
+{
+	for (uint64_t done = 0; done < chunk;) {
+		size_t n = iov[*i].iov_len - *io_off;
+
+		if (n > chunk - done)
+			n = chunk - done;
+		memcpy(dst + done, (const uint8_t *)iov[*i].iov_base + *io_off,
+		       n);
+		done += n;
+		*io_off += n;
+		if (*io_off == iov[*i].iov_len) {
+			(*i)++;
+			*io_off = 0;
+		}
+	}
+}
+
 ssize_t rs_do_send(struct rs *rs, const struct iovec *iov, int iovcnt,
 		   int flags)
 {
@@ -691,7 +718,7 @@ ssize_t rs_do_send(struct rs *rs, const struct iovec *iov, int iovcnt,
 	if (ret)
 		return ret;
 	while (total < want) {
-		uint64_t room, chunk, pos, done;
+		uint64_t room, chunk, pos;
 		struct ibv_sge sge;
 		struct ibv_send_wr wr = {0}, *bad;
 
@@ -709,22 +736,27 @@ ssize_t rs_do_send(struct rs *rs, const struct iovec *iov, int iovcnt,
 			continue;
 		}
 		chunk = want - total < room ? want - total : room;
-		pos = rs->sent % rs->ssize; /* in sbuf; the peer's ring below */
-		for (done = 0; done < chunk;) {
-			size_t n = iov[i].iov_len - io_off;
-
-			if (n > chunk - done)
-				n = chunk - done;
-			memcpy(rs->sbuf + pos + done,
-			       (const uint8_t *)iov[i].iov_base + io_off, n);
-			done += n;
-			io_off += n;
+		/* several writes, not one of the whole ring: the peer reads
+		 * (and gives the room back) while we copy the next one */
+		if (chunk > RS_CHUNK_MAX)
+			chunk = RS_CHUNK_MAX;
+		if (chunk <= rs->max_inline &&
+		    chunk <= iov[i].iov_len - io_off) {
+			/* small: from the program's buffer, inline (the
+			 * bounce ring's bytes go unused) */
+			sge.addr = (uintptr_t)iov[i].iov_base + io_off;
+			wr.send_flags = IBV_SEND_INLINE;
+			io_off += chunk;
 			if (io_off == iov[i].iov_len) {
 				i++;
 				io_off = 0;
 			}
+		} else {
+			pos = rs->sent % rs->ssize; /* in sbuf; the peer's
+						     * ring below */
+			copy_in(rs->sbuf + pos, chunk, iov, &i, &io_off);
+			sge.addr = (uintptr_t)(rs->sbuf + pos);
 		}
-		sge.addr = (uintptr_t)(rs->sbuf + pos);
 		sge.length = (uint32_t)chunk;
 		sge.lkey = rs->smr->lkey;
 		wr.wr_id = RS_WR(RS_WR_DATA, chunk);

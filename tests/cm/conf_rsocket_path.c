@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <rdma/rsocket.h>
 
@@ -148,6 +149,7 @@ static void empty_look(int fd, bool use_rpoll)
 static void pingpong(bool use_rpoll)
 {
 	uint8_t msg[8], got[8];
+	struct timespec t0, t1;
 	long calls = 0;
 	int a, b;
 
@@ -155,6 +157,7 @@ static void pingpong(bool use_rpoll)
 	atomic_store(&n_fcntl, 0);
 	atomic_store(&n_poll, 0);
 	atomic_store(&counting, true);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
 	for (int i = 0; i < ROUNDS; i++) {
 		memset(msg, i, sizeof(msg));
 		/* each receiver looks once before its message is sent: the
@@ -169,12 +172,15 @@ static void pingpong(bool use_rpoll)
 		calls += recv_spin(a, msg, sizeof(msg), use_rpoll);
 		ASSERT_OK(memcmp(msg, got, sizeof(msg)));
 	}
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
 	atomic_store(&counting, false);
 	fprintf(stderr,
 		"%d round trips, %d empty looks, %ld rrecv calls: %ld fcntl, "
-		"%ld poll\n",
+		"%ld poll; %.0f ns of CPU a round trip\n",
 		ROUNDS, 2 * ROUNDS, calls, atomic_load(&n_fcntl),
-		atomic_load(&n_poll));
+		atomic_load(&n_poll),
+		((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) /
+			ROUNDS);
 	ASSERT_GE(calls, 2 * ROUNDS);
 	/* a few CM events (ESTABLISHED) may still be read on the way: each
 	 * costs an fcntl, but not one a message */
