@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rsockets' private side: struct rs and what crosses rsocket.c (the
- * socket calls: table, connect/accept, options, rpoll) and rsocket_io.c
- * (the data path: CQ, credits, stream, iomap).  The wire is rs_wire.h.
+ * socket calls: table, connect/accept, options, rpoll), rsocket_io.c
+ * (the data path: CQ, credits, stream) and rsocket_iomap.c (riomap,
+ * riowrite).  The wire is rs_wire.h.
  *
  * An rsocket's number is the fd of its rdma_cm event channel (an eventfd
  * of channel.c): a real kernel object, so it never collides with a file
@@ -146,7 +147,12 @@ ssize_t rs_do_send(struct rs *rs, const struct iovec *iov, int iovcnt,
 		   int flags);
 ssize_t rs_do_recv(struct rs *rs, const struct iovec *iov, int iovcnt,
 		   int flags);
-int rs_drain(struct rs *rs, int timeout_ms); /* our sends completed */
+int rs_drain(struct rs *rs, int timeout_ms);	    /* our sends completed */
+void *rs_ring_alloc(size_t len);		    /* whole pages, zeroed */
+bool rs_can_talk(const struct rs *rs);		    /* connected, queues up */
+int rs_ready_to_talk(struct rs *rs, bool dontwait); /* waits to connect */
+
+/* rsocket_iomap.c */
 off_t rs_iomap_add(struct rs *rs, void *buf, size_t len, off_t offset);
 int rs_iomap_del(struct rs *rs, void *buf, size_t len);
 size_t rs_iowrite(struct rs *rs, const void *buf, size_t count, off_t offset,
