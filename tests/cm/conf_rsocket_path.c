@@ -182,9 +182,11 @@ static void pingpong(bool use_rpoll)
 		((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) /
 			ROUNDS);
 	ASSERT_GE(calls, 2 * ROUNDS);
-	/* a few CM events (ESTABLISHED) may still be read on the way: each
-	 * costs an fcntl, but not one a message */
-	ASSERT_LE(atomic_load(&n_fcntl), 8);
+	/* once each, not a message: the passive side's ESTABLISHED read
+	 * on the way (rdma_get_cm_event: two), the provider checking the
+	 * seals of the peer's memory as it first attaches it (F_GET_SEALS,
+	 * up to two a direction); seen 2 to 6, before the fix 3,870 */
+	ASSERT_LE(atomic_load(&n_fcntl), 16);
 	ASSERT_EQ(0, atomic_load(&n_poll));
 	ASSERT_OK(rclose(a));
 	ASSERT_OK(rclose(b));
