@@ -87,7 +87,20 @@ static void set_readable(struct cm_channel *ch, bool on)
 	       : read(ch->ch.fd, &v, sizeof(v)) != sizeof(v))
 		cm_log("event channel fd %d: %s failed (%d)\n", ch->ch.fd,
 		       on ? "write" : "read", errno);
-	ch->armed = on;
+	/* written under the lock; cm_channel_pending reads it without */
+	__atomic_store_n(&ch->armed, on, __ATOMIC_RELEASE);
+}
+
+/*
+ * Whether the channel may have an event, without the lock or a system
+ * call (rsockets' data path asks at every progress; rdma_get_cm_event
+ * costs the lock and an fcntl).  A stale false is as good as an event
+ * queued just after the question: the next progress sees it.
+ */
+bool cm_channel_pending(struct rdma_event_channel *channel)
+{
+	return __atomic_load_n(&cm_channel_of(channel)->armed,
+			       __ATOMIC_ACQUIRE);
 }
 
 /* Lock held.  The id's channel gets it. */

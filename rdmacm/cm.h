@@ -194,6 +194,7 @@ struct cm_event *cm_event_new(struct cm_id *c, enum rdma_cm_event_type type,
 void cm_event_queue(struct cm_id *c, struct cm_event *e);
 void cm_channel_drop_events(struct cm_id *c); /* queued ones of c */
 struct cm_channel *cm_channel_create(bool sync);
+bool cm_channel_pending(struct rdma_event_channel *channel); /* no lock */
 void cm_channel_destroy(struct cm_channel *ch);
 int cm_wait_acked(struct cm_id *c); /* waits for c->unacked == 0 */
 int cm_complete(struct cm_id *c);   /* sync ids: waits for their event */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rsockets' private side: struct rs and what crosses rsocket.c (the
- * socket calls: table, connect/accept, options, rpoll) and rsocket_io.c
- * (the data path: CQ, credits, stream, iomap).  The wire is rs_wire.h.
+ * socket calls: table, connect/accept, options, rpoll), rsocket_io.c
+ * (the data path: CQ, credits, stream) and rsocket_iomap.c (riomap,
+ * riowrite).  The wire is rs_wire.h.
  *
  * An rsocket's number is the fd of its rdma_cm event channel (an eventfd
  * of channel.c): a real kernel object, so it never collides with a file
@@ -43,6 +44,10 @@ extern const char *const rs_state_names[RS_NSTATES];
 #define RS_IOMAPS     16  /* windows each way */
 #define RS_RING_DEF   (128u << 10)
 #define RS_WBUF_SIZE  (256u << 10) /* riowrite's bounce ring */
+#define RS_SPIN_NS    10000u	   /* polling before a wait sleeps */
+#define RS_CHUNK_MAX  (64u << 10)  /* one RDMA write of stream bytes */
+#define RS_INLINE_DEF 64	   /* RDMA_INLINE's default */
+#define RS_INLINE_MAX 512	   /* and its most */
 
 /* wr_id: kind in the top byte, a length or slot below */
 enum rs_wr { RS_WR_DATA = 1, RS_WR_CTRL, RS_WR_IOW, RS_WR_RECV };
@@ -80,6 +85,7 @@ struct rs {
 	struct ibv_cq *cq;
 	bool cq_armed;
 	struct ibv_qp *qp;
+	uint32_t max_inline; /* chunks up to this go IBV_SEND_INLINE */
 
 	/* receive side: our ring, the peer writes into it */
 	uint8_t *rbuf;
@@ -133,6 +139,7 @@ void rs_hello_fill(struct rs *rs, struct rs_hello *h);
 int rs_hello_take(struct rs *rs, const void *pdata, uint8_t len);
 int rs_progress(struct rs *rs);		    /* CQ and CM, no wait */
 int rs_wait(struct rs *rs, int timeout_ms); /* comp channel or CM fd */
+bool rs_spin(struct rs *rs); /* polls RS_SPIN_NS: true if something came */
 bool rs_readable(struct rs *rs);
 bool rs_writable(struct rs *rs);
 int rs_send_ctrl(struct rs *rs, enum rs_ctrl_type t, const struct rs_iomap *m);
@@ -140,7 +147,12 @@ ssize_t rs_do_send(struct rs *rs, const struct iovec *iov, int iovcnt,
 		   int flags);
 ssize_t rs_do_recv(struct rs *rs, const struct iovec *iov, int iovcnt,
 		   int flags);
-int rs_drain(struct rs *rs, int timeout_ms); /* our sends completed */
+int rs_drain(struct rs *rs, int timeout_ms);	    /* our sends completed */
+void *rs_ring_alloc(size_t len);		    /* whole pages, zeroed */
+bool rs_can_talk(const struct rs *rs);		    /* connected, queues up */
+int rs_ready_to_talk(struct rs *rs, bool dontwait); /* waits to connect */
+
+/* rsocket_iomap.c */
 off_t rs_iomap_add(struct rs *rs, void *buf, size_t len, off_t offset);
 int rs_iomap_del(struct rs *rs, void *buf, size_t len);
 size_t rs_iowrite(struct rs *rs, const void *buf, size_t count, off_t offset,

@@ -59,14 +59,11 @@ static struct rs *tbl[RS_MAX_FD];
 
 struct rs *rs_lookup(int fd)
 {
-	struct rs *rs = NULL;
-
 	if (fd < 0 || fd >= RS_MAX_FD)
 		return NULL;
-	pthread_mutex_lock(&tbl_lock);
-	rs = tbl[fd];
-	pthread_mutex_unlock(&tbl_lock);
-	return rs;
+	/* no lock: every rsend/rrecv (and a spinning rrecv's every try)
+	 * looks here; the writers store under tbl_lock */
+	return __atomic_load_n(&tbl[fd], __ATOMIC_ACQUIRE);
 }
 
 struct rs *rs_get(int fd)
@@ -123,6 +120,7 @@ static struct rs *rs_new(struct rdma_cm_id *id, struct rdma_event_channel *ch)
 	rs->iomapsize = RS_IOMAPS;
 	rs->sqsize = RS_SQ_DEPTH;
 	rs->rqsize = RS_RQ_DEPTH;
+	rs->inline_size = RS_INLINE_DEF;
 	fl = fcntl(ch->fd, F_GETFL);
 	fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK);
 	if (id)
@@ -135,7 +133,7 @@ static int rs_insert(struct rs *rs)
 	if (rs->fd < 0 || rs->fd >= RS_MAX_FD)
 		return -EMFILE;
 	pthread_mutex_lock(&tbl_lock);
-	tbl[rs->fd] = rs;
+	__atomic_store_n(&tbl[rs->fd], rs, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&tbl_lock);
 	return 0;
 }
@@ -493,7 +491,8 @@ int rs_cm_progress(struct rs *rs)
 	struct rdma_cm_event *ev;
 	int n = 0;
 
-	if (!rs->ech || rs->state == RS_LISTENING)
+	if (!rs->ech || rs->state == RS_LISTENING ||
+	    !cm_channel_pending(rs->ech))
 		return 0;
 	while (rdma_get_cm_event(rs->ech, &ev) == 0) {
 		on_event(rs, ev);
@@ -613,7 +612,7 @@ CM_EXPORT int rclose(int socket)
 	if (!rs)
 		return cm_err(EBADF);
 	pthread_mutex_lock(&tbl_lock);
-	tbl[socket] = NULL;
+	__atomic_store_n(&tbl[socket], NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&tbl_lock);
 	pthread_mutex_lock(&rs->lock);
 	if (rs->state == RS_CONNECTED && !rs->disconnected) {

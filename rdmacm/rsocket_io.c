@@ -29,6 +29,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "cm.h"
 #include "rs.h"
 
 static uint64_t now_ms(void)
@@ -47,7 +48,7 @@ static uint64_t now_ms(void)
  * take the target's responder instead of landing at once (riostream
  * spins on such a buffer's last byte).
  */
-static void *ring_alloc(size_t len)
+void *rs_ring_alloc(size_t len)
 {
 	size_t whole = (len + 4095) & ~(size_t)4095;
 	void *p = NULL;
@@ -120,13 +121,20 @@ int rs_io_setup(struct rs *rs)
 	qa.cap.max_recv_wr = RS_RQ_DEPTH;
 	qa.cap.max_send_sge = 1;
 	qa.cap.max_recv_sge = 1;
+	qa.cap.max_inline_data = rs->inline_size < 0 ? 0
+				 : rs->inline_size > RS_INLINE_MAX
+					 ? RS_INLINE_MAX
+					 : (uint32_t)rs->inline_size;
+	rs->max_inline = qa.cap.max_inline_data;
 	if (rdma_create_qp(rs->id, rs->pd, &qa)) {
 		err = -errno;
 		goto err_cq;
 	}
 	rs->qp = rs->id->qp;
+	if (qa.cap.max_inline_data < rs->max_inline)
+		rs->max_inline = qa.cap.max_inline_data;
 	rs->rsize = clamp_ring(rs->rcvbuf);
-	rs->rbuf = ring_alloc(rs->rsize);
+	rs->rbuf = rs_ring_alloc(rs->rsize);
 	if (!rs->rbuf)
 		goto err_qp;
 	rs->rmr = ibv_reg_mr(rs->pd, rs->rbuf, rs->rsize,
@@ -135,8 +143,8 @@ int rs_io_setup(struct rs *rs)
 		err = -errno;
 		goto err_rbuf;
 	}
-	rs->ctl = ring_alloc((RS_RQ_DEPTH + RS_CTRL_SLOTS) *
-			     sizeof(struct rs_ctrl));
+	rs->ctl = rs_ring_alloc((RS_RQ_DEPTH + RS_CTRL_SLOTS) *
+				sizeof(struct rs_ctrl));
 	if (!rs->ctl)
 		goto err_rmr;
 	rs->ctlmr = ibv_reg_mr(rs->pd, rs->ctl,
@@ -251,7 +259,7 @@ int rs_hello_take(struct rs *rs, const void *pdata, uint8_t len)
 	/* twice the peer's ring: completions that lag never cut the chunks
 	 * small (each chunk costs the peer a receive) */
 	rs->ssize = 2 * size;
-	rs->sbuf = ring_alloc(rs->ssize);
+	rs->sbuf = rs_ring_alloc(rs->ssize);
 	if (!rs->sbuf)
 		return -ENOMEM;
 	rs->smr =
@@ -271,7 +279,7 @@ static int64_t msg_credits(const struct rs *rs)
 	       (int64_t)rs->msgs_sent;
 }
 
-static bool can_talk(const struct rs *rs)
+bool rs_can_talk(const struct rs *rs)
 {
 	return rs->qp && rs->sbuf && rs->state == RS_CONNECTED &&
 	       !rs->disconnected;
@@ -298,7 +306,7 @@ int rs_send_ctrl(struct rs *rs, enum rs_ctrl_type t, const struct rs_iomap *m)
 		(t == RS_CTRL_IOMAP || t == RS_CTRL_UNMAP) ? RS_RESERVE + 1 : 1;
 	int ret;
 
-	if (!can_talk(rs))
+	if (!rs_can_talk(rs))
 		return rs->state == RS_FAILED ? -rs->err : -ENOTCONN;
 	if (msg_credits(rs) < need ||
 	    rs->ctrl_posted - rs->ctrl_done >= RS_CTRL_SLOTS ||
@@ -328,7 +336,7 @@ int rs_send_ctrl(struct rs *rs, enum rs_ctrl_type t, const struct rs_iomap *m)
 
 static void maybe_report(struct rs *rs)
 {
-	if (!can_talk(rs))
+	if (!rs_can_talk(rs))
 		return;
 	if (rs->consumed - rs->consumed_told >= rs->rsize / 2 ||
 	    rs->recvs_done - rs->recvs_told >= RS_RQ_DEPTH / 4)
@@ -525,15 +533,46 @@ static void eat_cq_events(struct rs *rs)
 	}
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Poll before blocking, as rdma-core's rsockets do (their polling_time):
+ * a peer that answers within RS_SPIN_NS is seen without arming the CQ,
+ * a poll() and the peer's wake-up of our completion channel (a system
+ * call each side).  Only the CQ (which runs the QP's engine) and a flag
+ * of the CM channel are read: no system call.  True if something came.
+ */
+bool rs_spin(struct rs *rs)
+{
+	uint64_t end = now_ns() + RS_SPIN_NS;
+
+	do {
+		if (poll_cq(rs))
+			return true;
+		if (rs->ech && cm_channel_pending(rs->ech))
+			return true;
+	} while (now_ns() < end);
+	return false;
+}
+
 /*
  * Sleeps until the CQ or the CM has something, or timeout_ms (-1: no
- * limit).  The caller re-checks its condition after rs_progress.
+ * limit), after polling for RS_SPIN_NS.  The caller re-checks its
+ * condition after rs_progress.
  */
 int rs_wait(struct rs *rs, int timeout_ms)
 {
 	struct pollfd p[2];
 	int n = 0, ret;
 
+	if (timeout_ms != 0 && rs_spin(rs))
+		return 0;
 	if (rs->cq && !rs->cq_armed) {
 		if (ibv_req_notify_cq(rs->cq, 0) == 0)
 			rs->cq_armed = true;
@@ -581,7 +620,7 @@ static uint64_t send_room(const struct rs *rs)
 {
 	uint64_t peer_free, sb_free, contig;
 
-	if (!can_talk(rs) || rs->shut_wr)
+	if (!rs_can_talk(rs) || rs->shut_wr)
 		return 0;
 	if (msg_credits(rs) <= RS_RESERVE ||
 	    rs->sq_used >= RS_SQ_DEPTH - RS_CTRL_SLOTS)
@@ -619,7 +658,7 @@ static bool connected_or_failed(struct rs *rs)
 }
 
 /* Before any byte moves: 0 once connected, or -errno. */
-static int ready_to_talk(struct rs *rs, bool dontwait)
+int rs_ready_to_talk(struct rs *rs, bool dontwait)
 {
 	int ret;
 
@@ -646,6 +685,26 @@ static int ready_to_talk(struct rs *rs, bool dontwait)
 	}
 }
 
+/* chunk bytes of the iovecs from (*i, *io_off) to dst */
+static void copy_in(uint8_t *dst, uint64_t chunk, const struct iovec *iov,
+		    int *i, size_t *io_off)
+{
+	for (uint64_t done = 0; done < chunk;) {
+		size_t n = iov[*i].iov_len - *io_off;
+
+		if (n > chunk - done)
+			n = chunk - done;
+		memcpy(dst + done, (const uint8_t *)iov[*i].iov_base + *io_off,
+		       n);
+		done += n;
+		*io_off += n;
+		if (*io_off == iov[*i].iov_len) {
+			(*i)++;
+			*io_off = 0;
+		}
+	}
+}
+
 ssize_t rs_do_send(struct rs *rs, const struct iovec *iov, int iovcnt,
 		   int flags)
 {
@@ -655,11 +714,11 @@ ssize_t rs_do_send(struct rs *rs, const struct iovec *iov, int iovcnt,
 
 	for (int k = 0; k < iovcnt; k++)
 		want += iov[k].iov_len;
-	ret = ready_to_talk(rs, dontwait);
+	ret = rs_ready_to_talk(rs, dontwait);
 	if (ret)
 		return ret;
 	while (total < want) {
-		uint64_t room, chunk, pos, done;
+		uint64_t room, chunk, pos;
 		struct ibv_sge sge;
 		struct ibv_send_wr wr = {0}, *bad;
 
@@ -677,22 +736,27 @@ ssize_t rs_do_send(struct rs *rs, const struct iovec *iov, int iovcnt,
 			continue;
 		}
 		chunk = want - total < room ? want - total : room;
-		pos = rs->sent % rs->ssize; /* in sbuf; the peer's ring below */
-		for (done = 0; done < chunk;) {
-			size_t n = iov[i].iov_len - io_off;
-
-			if (n > chunk - done)
-				n = chunk - done;
-			memcpy(rs->sbuf + pos + done,
-			       (const uint8_t *)iov[i].iov_base + io_off, n);
-			done += n;
-			io_off += n;
+		/* several writes, not one of the whole ring: the peer reads
+		 * (and gives the room back) while we copy the next one */
+		if (chunk > RS_CHUNK_MAX)
+			chunk = RS_CHUNK_MAX;
+		if (chunk <= rs->max_inline &&
+		    chunk <= iov[i].iov_len - io_off) {
+			/* small: from the program's buffer, inline (the
+			 * bounce ring's bytes go unused) */
+			sge.addr = (uintptr_t)iov[i].iov_base + io_off;
+			wr.send_flags = IBV_SEND_INLINE;
+			io_off += chunk;
 			if (io_off == iov[i].iov_len) {
 				i++;
 				io_off = 0;
 			}
+		} else {
+			pos = rs->sent % rs->ssize; /* in sbuf; the peer's
+						     * ring below */
+			copy_in(rs->sbuf + pos, chunk, iov, &i, &io_off);
+			sge.addr = (uintptr_t)(rs->sbuf + pos);
 		}
-		sge.addr = (uintptr_t)(rs->sbuf + pos);
 		sge.length = (uint32_t)chunk;
 		sge.lkey = rs->smr->lkey;
 		wr.wr_id = RS_WR(RS_WR_DATA, chunk);
@@ -730,7 +794,7 @@ ssize_t rs_do_recv(struct rs *rs, const struct iovec *iov, int iovcnt,
 	if (rs->state == RS_NEW || rs->state == RS_BOUND ||
 	    rs->state == RS_LISTENING)
 		return -ENOTCONN;
-	ret = ready_to_talk(rs, dontwait);
+	ret = rs_ready_to_talk(rs, dontwait);
 	if (ret && ret != -EAGAIN)
 		return ret;
 	if (ret == -EAGAIN && rs->rcvd == rs->consumed)
@@ -783,183 +847,4 @@ ssize_t rs_do_recv(struct rs *rs, const struct iovec *iov, int iovcnt,
 	}
 	maybe_report(rs);
 	return (ssize_t)total;
-}
-
-off_t rs_iomap_add(struct rs *rs, void *buf, size_t len, off_t offset)
-{
-	struct rs_iomap *m = NULL;
-	uint64_t end = 0;
-	int i, ret, limit = RS_IOMAPS;
-
-	if (!buf || !len)
-		return -EINVAL;
-	ret = ready_to_talk(rs, false); /* the window goes to the peer */
-	if (ret)
-		return ret;
-	if (!can_talk(rs))
-		return -ENOTCONN;
-	for (i = 0; i < limit; i++) {
-		if (rs->lmaps[i].used) {
-			if (rs->lmaps[i].offset + rs->lmaps[i].len > end)
-				end = rs->lmaps[i].offset + rs->lmaps[i].len;
-		} else if (!m) {
-			m = &rs->lmaps[i];
-		}
-	}
-	if (!m)
-		return -ENOMEM;
-	if (offset == -1)
-		offset = (off_t)end;
-	if (offset < 0)
-		return -EINVAL;
-	for (i = 0; i < limit; i++) {
-		struct rs_iomap *o = &rs->lmaps[i];
-
-		if (o->used && (uint64_t)offset < o->offset + o->len &&
-		    o->offset < (uint64_t)offset + len)
-			return -EINVAL; /* overlaps a mapping of ours */
-	}
-	m->mr = ibv_reg_mr(rs->pd, buf, len,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (!m->mr)
-		return -errno;
-	m->offset = (uint64_t)offset;
-	m->len = len;
-	m->addr = (uintptr_t)buf;
-	m->rkey = m->mr->rkey;
-	m->used = true;
-	for (;;) {
-		rs_progress(rs);
-		ret = rs_send_ctrl(rs, RS_CTRL_IOMAP, m);
-		if (ret != -EAGAIN)
-			break;
-		rs_wait(rs, -1);
-	}
-	if (ret) {
-		ibv_dereg_mr(m->mr);
-		m->used = false;
-		return ret;
-	}
-	return offset;
-}
-
-int rs_iomap_del(struct rs *rs, void *buf, size_t len)
-{
-	int i, ret;
-
-	for (i = 0; i < RS_IOMAPS; i++) {
-		struct rs_iomap *m = &rs->lmaps[i];
-
-		if (!m->used || m->addr != (uintptr_t)buf || m->len != len)
-			continue;
-		for (;;) {
-			rs_progress(rs);
-			ret = rs_send_ctrl(rs, RS_CTRL_UNMAP, m);
-			if (ret != -EAGAIN)
-				break;
-			rs_wait(rs, -1);
-		}
-		ibv_dereg_mr(m->mr);
-		m->mr = NULL;
-		m->used = false;
-		return 0;
-	}
-	return -EINVAL;
-}
-
-size_t rs_iowrite(struct rs *rs, const void *buf, size_t count, off_t offset,
-		  int flags)
-{
-	bool dontwait = rs->nonblock || (flags & MSG_DONTWAIT);
-	struct rs_iomap *m = NULL;
-	size_t total = 0;
-	int i, ret;
-
-	ret = ready_to_talk(rs, dontwait);
-	if (ret)
-		goto err;
-	rs_progress(rs);
-	for (i = 0; i < RS_IOMAPS; i++) {
-		struct rs_iomap *r = &rs->rmaps[i];
-
-		if (r->used && offset >= 0 && (uint64_t)offset >= r->offset &&
-		    (uint64_t)offset - r->offset <= r->len &&
-		    count <= r->len - ((uint64_t)offset - r->offset)) {
-			m = r;
-			break;
-		}
-	}
-	if (!m) {
-		ret = -EINVAL; /* outside every window the peer mapped */
-		goto err;
-	}
-	if (!rs->wbuf) {
-		rs->wbuf = ring_alloc(RS_WBUF_SIZE);
-		if (!rs->wbuf) {
-			ret = -ENOMEM;
-			goto err;
-		}
-		rs->wmr = ibv_reg_mr(rs->pd, rs->wbuf, RS_WBUF_SIZE,
-				     IBV_ACCESS_LOCAL_WRITE);
-		if (!rs->wmr) {
-			ret = -errno;
-			free(rs->wbuf);
-			rs->wbuf = NULL;
-			goto err;
-		}
-	}
-	while (total < count) {
-		uint64_t pos = rs->wposted % RS_WBUF_SIZE;
-		uint64_t room = RS_WBUF_SIZE - (rs->wposted - rs->wdone);
-		uint64_t chunk = RS_WBUF_SIZE - pos;
-		struct ibv_sge sge;
-		struct ibv_send_wr wr = {0}, *bad;
-
-		if (room < chunk)
-			chunk = room;
-		if (chunk > count - total)
-			chunk = count - total;
-		if (!can_talk(rs)) {
-			ret = rs->state == RS_FAILED ? -rs->err : -EPIPE;
-			goto partial;
-		}
-		if (!chunk || rs->sq_used >= RS_SQ_DEPTH - RS_CTRL_SLOTS) {
-			if (dontwait) {
-				ret = -EAGAIN;
-				goto partial;
-			}
-			rs_wait(rs, -1);
-			rs_progress(rs);
-			continue;
-		}
-		memcpy(rs->wbuf + pos, (const uint8_t *)buf + total, chunk);
-		sge.addr = (uintptr_t)(rs->wbuf + pos);
-		sge.length = (uint32_t)chunk;
-		sge.lkey = rs->wmr->lkey;
-		wr.wr_id = RS_WR(RS_WR_IOW, chunk);
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_RDMA_WRITE;
-		wr.wr.rdma.remote_addr =
-			m->addr + ((uint64_t)offset - m->offset) + total;
-		wr.wr.rdma.rkey = m->rkey;
-		ret = ibv_post_send(rs->qp, &wr, &bad);
-		if (ret) {
-			rs_fail(rs, ECONNRESET);
-			ret = -ECONNRESET;
-			goto partial;
-		}
-		rs->sq_used++;
-		rs->wposted += chunk;
-		total += chunk;
-		rs_progress(rs);
-	}
-	return total;
-
-partial:
-	if (total)
-		return total;
-err:
-	errno = -ret;
-	return (size_t)-1;
 }

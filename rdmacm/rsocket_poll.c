@@ -73,6 +73,14 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* rpoll's wake-up: the completion events of fds' rsockets consumed; their
  * CQs are armed again on the next pass. */
 static void take_cq_events(struct pollfd *fds, nfds_t nfds)
@@ -100,9 +108,9 @@ static void take_cq_events(struct pollfd *fds, nfds_t nfds)
  */
 CM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
-	uint64_t end = timeout > 0 ? mono_ms() + timeout : 0;
+	uint64_t end = timeout > 0 ? mono_ms() + timeout : 0, spin_end = 0;
 	struct pollfd *k;
-	nfds_t i, nk;
+	nfds_t i, nk, nreal;
 	int ready, ret;
 
 	if (nfds > RS_MAX_FD)
@@ -113,16 +121,19 @@ CM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 	for (bool armed = false;;) {
 		ready = 0;
 		nk = 0;
+		nreal = 0;
 		for (i = 0; i < nfds; i++) {
 			struct rs *rs =
 				fds[i].fd >= 0 ? rs_lookup(fds[i].fd) : NULL;
 
 			fds[i].revents = 0;
 			if (!rs) {
-				if (fds[i].fd >= 0)
+				if (fds[i].fd >= 0) {
 					k[nk++] = (struct pollfd){
 						.fd = fds[i].fd,
 						.events = fds[i].events};
+					nreal++;
+				}
 				continue;
 			}
 			pthread_mutex_lock(&rs->lock);
@@ -144,8 +155,9 @@ CM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 			if (fds[i].revents)
 				ready++;
 		}
-		/* the real fds' state too, without waiting */
-		if (nk && poll(k, nk, 0) > 0) {
+		/* the real fds' state too, without waiting (none: no
+		 * system call, the rsockets' own fds say nothing more) */
+		if (nreal && poll(k, nk, 0) > 0) {
 			nfds_t j = 0;
 
 			for (i = 0; i < nfds; i++) {
@@ -167,6 +179,11 @@ CM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 		if (ready || timeout == 0)
 			break;
 		if (!armed) {
+			/* poll for RS_SPIN_NS before sleeping (rs_spin) */
+			if (!spin_end)
+				spin_end = mono_ns() + RS_SPIN_NS;
+			if (mono_ns() < spin_end)
+				continue;
 			armed = true; /* one more pass arms the CQs */
 			continue;
 		}

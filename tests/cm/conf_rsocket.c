@@ -8,8 +8,9 @@
  * readiness, SHUT_WR → the peer reads 0 and can still answer, a killed
  * peer → an error, not a hang, a blocked rrecv that sleeps (its thread's
  * CPU time), riomap + riowrite delivered and checked against the
- * window, and a hostile peer (speaking rs_wire.h through plain rdma_cm
- * and verbs) that gets the connection reset.
+ * window, stream bytes in RDMA writes of at most 64 KiB, and a hostile
+ * peer (speaking rs_wire.h through plain rdma_cm and verbs) that gets the
+ * connection reset.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -640,6 +641,8 @@ SV_TEST(rs_peer_killed_error_not_hang)
 
 /* ---- a hostile peer: rs_wire.h spoken through rdma_cm and verbs ---- */
 
+#define RAW_RING (256u << 10) /* the raw peer's receive ring */
+
 struct raw {
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *id;
@@ -683,6 +686,7 @@ static int raw_connect(struct raw *r, int l, uint16_t port,
 				     .private_data = h,
 				     .private_data_len = sizeof(*h)};
 	struct rdma_cm_event *ev;
+	struct rs_hello hh;
 	uint64_t end = sv_now_ms() + WAIT_MS;
 	int s = -1;
 
@@ -699,10 +703,16 @@ static int raw_connect(struct raw *r, int l, uint16_t port,
 	ASSERT_NOT_NULL(r->cq);
 	qa.send_cq = qa.recv_cq = r->cq;
 	ASSERT_OK(rdma_create_qp(r->id, r->pd, &qa));
-	r->ring = calloc(1, 65536);
-	r->mr = ibv_reg_mr(r->pd, r->ring, 65536,
+	r->ring = calloc(1, RAW_RING);
+	r->mr = ibv_reg_mr(r->pd, r->ring, RAW_RING,
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	ASSERT_NOT_NULL(r->mr);
+	if (h->ring_size <= RAW_RING) { /* where the rsocket may write */
+		hh = *h;
+		hh.ring_addr = (uintptr_t)r->ring;
+		hh.ring_rkey = r->mr->rkey;
+		cp.private_data = &hh;
+	}
 	ASSERT_OK(rdma_connect(r->id, &cp));
 	set_nonblock(l, true);
 	for (;;) {
@@ -733,8 +743,8 @@ static struct rs_hello good_hello(struct raw *r)
 
 	h.ring_size = 65536;
 	h.rq_depth = 16;
-	(void)r; /* the ring's address goes in once it is registered: the
-		  * tests here never let the rsocket write to us */
+	(void)r; /* raw_connect puts the ring's address in once it is
+		  * registered */
 	return h;
 }
 
@@ -856,4 +866,58 @@ SV_TEST(rs_hostile_hello_refused)
 	send_all(a, "ok", 2);
 	ASSERT_OK(rclose(a));
 	ASSERT_OK(rclose(b));
+}
+
+/*
+ * A send bigger than RS_CHUNK_MAX (64 KiB) goes as several RDMA writes
+ * of at most that (issue 27 item 4: the reader copies out one while the
+ * writer copies in the next), never as one write of the whole ring.
+ */
+SV_TEST(rs_stream_writes_at_most_64_kib)
+{
+	struct raw r = {0};
+	uint16_t port;
+	int l = listener(AF_INET, &port), s, writes = 0;
+	struct rs_hello h = good_hello(&r);
+	uint64_t end = sv_now_ms() + WAIT_MS;
+	uint8_t *buf = malloc(RAW_RING);
+	uint32_t got = 0;
+
+	ASSERT_NOT_NULL(buf);
+	h.ring_size = RAW_RING;
+	s = raw_connect(&r, l, port, &h);
+	ASSERT_GE(s, 0);
+	wait_for(s, POLLOUT);
+	for (int i = 0; i < 8; i++) {
+		struct ibv_recv_wr rw = {.wr_id = (uint64_t)i}, *bad;
+
+		ASSERT_OK(ibv_post_recv(r.id->qp, &rw, &bad));
+	}
+	for (uint32_t i = 0; i < RAW_RING; i++)
+		buf[i] = pat(i, 5);
+	ASSERT_EQ((ssize_t)RAW_RING, rsend(s, buf, RAW_RING, MSG_DONTWAIT));
+	while (got < RAW_RING) {
+		struct pollfd p = {.fd = s, .events = POLLIN};
+		struct ibv_wc wc;
+		int n = ibv_poll_cq(r.cq, 1, &wc);
+
+		ASSERT_GE(n, 0);
+		if (!n) {
+			ASSERT_TRUE(sv_now_ms() < end);
+			ASSERT_GE(rpoll(&p, 1, 0), 0); /* the rsocket's side */
+			continue;
+		}
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		ASSERT_EQ(IBV_WC_RECV_RDMA_WITH_IMM, wc.opcode);
+		ASSERT_LE(ntohl(wc.imm_data), 65536u);
+		got += ntohl(wc.imm_data);
+		writes++;
+	}
+	ASSERT_EQ(RAW_RING, got);
+	ASSERT_EQ((int)(RAW_RING / 65536), writes);
+	ASSERT_OK(memcmp(buf, r.ring, RAW_RING));
+	raw_free(&r);
+	ASSERT_OK(rclose(s));
+	ASSERT_OK(rclose(l));
+	free(buf);
 }

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rsockets' riomap/riounmap/riowrite (the protocol is rs_wire.h): a
+ * window of ours is registered for remote write and announced by an
+ * RS_CTRL_IOMAP control message; riowrite is a plain RDMA WRITE from its
+ * own bounce ring (RS_WBUF_SIZE) into a window the peer announced, and
+ * uses none of the peer's receives.  Split from rsocket_io.c (the
+ * stream), whose CQ handling takes the peer's windows (take_iomap).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "rs.h"
+
+off_t rs_iomap_add(struct rs *rs, void *buf, size_t len, off_t offset)
+{
+	struct rs_iomap *m = NULL;
+	uint64_t end = 0;
+	int i, ret, limit = RS_IOMAPS;
+
+	if (!buf || !len)
+		return -EINVAL;
+	ret = rs_ready_to_talk(rs, false); /* the window goes to the peer */
+	if (ret)
+		return ret;
+	if (!rs_can_talk(rs))
+		return -ENOTCONN;
+	for (i = 0; i < limit; i++) {
+		if (rs->lmaps[i].used) {
+			if (rs->lmaps[i].offset + rs->lmaps[i].len > end)
+				end = rs->lmaps[i].offset + rs->lmaps[i].len;
+		} else if (!m) {
+			m = &rs->lmaps[i];
+		}
+	}
+	if (!m)
+		return -ENOMEM;
+	if (offset == -1)
+		offset = (off_t)end;
+	if (offset < 0)
+		return -EINVAL;
+	for (i = 0; i < limit; i++) {
+		struct rs_iomap *o = &rs->lmaps[i];
+
+		if (o->used && (uint64_t)offset < o->offset + o->len &&
+		    o->offset < (uint64_t)offset + len)
+			return -EINVAL; /* overlaps a mapping of ours */
+	}
+	m->mr = ibv_reg_mr(rs->pd, buf, len,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!m->mr)
+		return -errno;
+	m->offset = (uint64_t)offset;
+	m->len = len;
+	m->addr = (uintptr_t)buf;
+	m->rkey = m->mr->rkey;
+	m->used = true;
+	for (;;) {
+		rs_progress(rs);
+		ret = rs_send_ctrl(rs, RS_CTRL_IOMAP, m);
+		if (ret != -EAGAIN)
+			break;
+		rs_wait(rs, -1);
+	}
+	if (ret) {
+		ibv_dereg_mr(m->mr);
+		m->used = false;
+		return ret;
+	}
+	return offset;
+}
+
+int rs_iomap_del(struct rs *rs, void *buf, size_t len)
+{
+	int i, ret;
+
+	for (i = 0; i < RS_IOMAPS; i++) {
+		struct rs_iomap *m = &rs->lmaps[i];
+
+		if (!m->used || m->addr != (uintptr_t)buf || m->len != len)
+			continue;
+		for (;;) {
+			rs_progress(rs);
+			ret = rs_send_ctrl(rs, RS_CTRL_UNMAP, m);
+			if (ret != -EAGAIN)
+				break;
+			rs_wait(rs, -1);
+		}
+		ibv_dereg_mr(m->mr);
+		m->mr = NULL;
+		m->used = false;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+size_t rs_iowrite(struct rs *rs, const void *buf, size_t count, off_t offset,
+		  int flags)
+{
+	bool dontwait = rs->nonblock || (flags & MSG_DONTWAIT);
+	struct rs_iomap *m = NULL;
+	size_t total = 0;
+	int i, ret;
+
+	ret = rs_ready_to_talk(rs, dontwait);
+	if (ret)
+		goto err;
+	rs_progress(rs);
+	for (i = 0; i < RS_IOMAPS; i++) {
+		struct rs_iomap *r = &rs->rmaps[i];
+
+		if (r->used && offset >= 0 && (uint64_t)offset >= r->offset &&
+		    (uint64_t)offset - r->offset <= r->len &&
+		    count <= r->len - ((uint64_t)offset - r->offset)) {
+			m = r;
+			break;
+		}
+	}
+	if (!m) {
+		ret = -EINVAL; /* outside every window the peer mapped */
+		goto err;
+	}
+	if (!rs->wbuf) {
+		rs->wbuf = rs_ring_alloc(RS_WBUF_SIZE);
+		if (!rs->wbuf) {
+			ret = -ENOMEM;
+			goto err;
+		}
+		rs->wmr = ibv_reg_mr(rs->pd, rs->wbuf, RS_WBUF_SIZE,
+				     IBV_ACCESS_LOCAL_WRITE);
+		if (!rs->wmr) {
+			ret = -errno;
+			free(rs->wbuf);
+			rs->wbuf = NULL;
+			goto err;
+		}
+	}
+	while (total < count) {
+		uint64_t pos = rs->wposted % RS_WBUF_SIZE;
+		uint64_t room = RS_WBUF_SIZE - (rs->wposted - rs->wdone);
+		uint64_t chunk = RS_WBUF_SIZE - pos;
+		struct ibv_sge sge;
+		struct ibv_send_wr wr = {0}, *bad;
+
+		if (room < chunk)
+			chunk = room;
+		if (chunk > count - total)
+			chunk = count - total;
+		if (!rs_can_talk(rs)) {
+			ret = rs->state == RS_FAILED ? -rs->err : -EPIPE;
+			goto partial;
+		}
+		if (!chunk || rs->sq_used >= RS_SQ_DEPTH - RS_CTRL_SLOTS) {
+			if (dontwait) {
+				ret = -EAGAIN;
+				goto partial;
+			}
+			rs_wait(rs, -1);
+			rs_progress(rs);
+			continue;
+		}
+		memcpy(rs->wbuf + pos, (const uint8_t *)buf + total, chunk);
+		sge.addr = (uintptr_t)(rs->wbuf + pos);
+		sge.length = (uint32_t)chunk;
+		sge.lkey = rs->wmr->lkey;
+		wr.wr_id = RS_WR(RS_WR_IOW, chunk);
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		wr.wr.rdma.remote_addr =
+			m->addr + ((uint64_t)offset - m->offset) + total;
+		wr.wr.rdma.rkey = m->rkey;
+		ret = ibv_post_send(rs->qp, &wr, &bad);
+		if (ret) {
+			rs_fail(rs, ECONNRESET);
+			ret = -ECONNRESET;
+			goto partial;
+		}
+		rs->sq_used++;
+		rs->wposted += chunk;
+		total += chunk;
+		rs_progress(rs);
+	}
+	return total;
+
+partial:
+	if (total)
+		return total;
+err:
+	errno = -ret;
+	return (size_t)-1;
+}
