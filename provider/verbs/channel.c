@@ -198,6 +198,18 @@ int sv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	return 0;
 }
 
+/* Whether an event waits: under the queue's lock, since the engine adds
+ * them from the progress thread (sv_channel_signal). */
+static bool evq_pending(struct sv_evq *q)
+{
+	bool has;
+
+	pthread_mutex_lock(&q->lock);
+	has = !sv_list_empty(&q->events);
+	pthread_mutex_unlock(&q->lock);
+	return has;
+}
+
 /* Spins on the engine a little before sleeping: a wake-up across CPUs
  * costs ~50 us here, more than most answers take to arrive. */
 static bool spin_for_event(struct sv_channel *ch)
@@ -213,7 +225,7 @@ static bool spin_for_event(struct sv_channel *ch)
 		sv_list_for_each(n, &ctx->qps)
 			sv_qp_drive(container_of(n, struct sv_qp, ctx_node));
 		pthread_rwlock_unlock(&ctx->qp_lock);
-		if (!sv_list_empty((struct sv_list *)&ch->evq.events))
+		if (evq_pending(&ch->evq))
 			return true;
 	} while (sv_now_ns() < end);
 	return poll(&p, 1, 0) == 1;
