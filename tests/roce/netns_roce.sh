@@ -89,12 +89,13 @@ for s in 1 1025 4096 65536; do
 		ibv_uc_pingpong $SV -g "$ga" -p @P -s $s -n 200 -c -- \
 		ibv_uc_pingpong $SV -g "$gb" -p @P -s $s -n 200 -c $A
 done
-# UD is not RoCE yet (docs/roce.md "Not yet"): with SOFTVERBS_TRANSPORT=roce
-# a UD QP speaks softverbs' own UD transport, which this row shows still
-# works between softverbs hosts (its datagrams are not port 4791's)
-row ud_pingpong_own_transport 60 "iters in" a b \
-	ibv_ud_pingpong $SV -g "$ga" -p @P -s 1024 -n 200 -c -- \
-	ibv_ud_pingpong $SV -g "$gb" -p @P -s 1024 -n 200 -c $A
+# UD over RoCEv2 (BTH + DETH to port 4791, docs/roce.md "UD"): with
+# SOFTVERBS_TRANSPORT=roce on softverbs0 too, sizes up to the path MTU
+for s in 1 1024; do
+	row "ud_pingpong_$s" 60 "iters in" a b \
+		ibv_ud_pingpong $SV -g "$ga" -p @P -s $s -n 200 -c -- \
+		ibv_ud_pingpong $SV -g "$gb" -p @P -s $s -n 200 -c $A
+done
 
 # softverbs_roce0 (issue 26 item 1, issue 28 item 7): the device with an
 # Ethernet port, chosen by -d alone, SOFTVERBS_TRANSPORT unset; the GID
@@ -153,6 +154,40 @@ elif command -v tshark >/dev/null; then
 			failed=1
 		else
 			echo "ok   roce_dev_wire: $n RoCEv2 packets, every ICRC checked"
+		fi
+	fi
+	# UD (issue 26): ibv_ud_pingpong with every byte checked (-c), at
+	# sizes up to the port's MTU (1024: the program refuses more); its
+	# packets captured: each parsed with its ICRC checked, UD SEND_ONLY
+	# (opcode 100) with a DETH, from rxe's UDP source port for the QP
+	# (0xc000 and up), decoded by tshark with a DETH and no error
+	if want "roce_dev_ud*"; then
+		ucap=$log/roce_ud.pcap
+		cap_start "$ucap"
+		for s in 1 513 1024; do
+			row "roce_dev_ud_pingpong_$s" 60 "iters in" a b \
+				$R ibv_ud_pingpong -d softverbs_roce0 -g "$ra" -p @P -s $s -n 100 -c -- \
+				$R ibv_ud_pingpong -d softverbs_roce0 -g "$rb" -p @P -s $s -n 100 -c $A
+		done
+		cap_stop
+		"$build/tests/roce_gen" parse "$ucap" >"$log/uverdicts" ||
+			{ echo "FAIL roce_gen parse (UD)"; failed=1; }
+		n=$(wc -l <"$log/uverdicts")
+		bad=$(grep -vc '^ok 100 ' "$log/uverdicts")
+		tshark -n -r "$ucap" -T fields -E separator=\| \
+			-e infiniband.bth.opcode -e infiniband.deth.srcqp \
+			-e udp.srcport -e _ws.malformed -e _ws.expert.severity \
+			>"$log/uts" 2>&1
+		tn=$(awk -F'|' '$1 == 100 && $2 != "" && $3 >= 49152 &&
+			$4 == "" && ($5 == "" || $5 < 6291456)' "$log/uts" | wc -l)
+		# 3 runs of 100 round trips, 2 datagrams each
+		if [ "$n" -lt 600 ] || [ "$bad" != 0 ] || [ "$tn" != "$n" ]; then
+			echo "FAIL roce_dev_ud_wire: $n packets, $bad not UD SEND_ONLY with a right ICRC, $tn decoded by tshark as UD"
+			grep -v '^ok 100 ' "$log/uverdicts" | sort | uniq -c | head -5
+			head -3 "$log/uts"
+			failed=1
+		else
+			echo "ok   roce_dev_ud_wire: $n RoCEv2 UD SEND_ONLY packets, every ICRC checked, tshark decodes a DETH in each"
 		fi
 	fi
 	row roce_dev_uc_pingpong 60 "iters in" a b \

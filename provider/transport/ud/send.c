@@ -168,6 +168,21 @@ static int send_to(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n,
 
 	m.msg_name = &a;
 	m.msg_namelen = sv_link_qp_addr(&a, qpn);
+	if (ip && qp->ud.roce && !w->ud_ip6 && w->ud_grh &&
+	    !IN_MULTICAST(ntohl(ip))) { /* as RoCEv2 (roce_ud.c) */
+		int err = sv_ud_roce_send(qp, w, h, (const uint8_t *)(h + 1));
+
+		if (!err) {
+			sent(qp, w, qpn);
+			return 0;
+		}
+		if (err == -EAGAIN || err == -ENOBUFS)
+			return wait_room(qp, w, qpn);
+		sv_dbg("qp %06x: RoCEv2 datagram to %06x lost: %s\n",
+		       qp->qpx.qp_base.qp_num, qpn, strerror(-err));
+		w->ud_first_ns = 0;
+		return 0;
+	}
 	if (ip) { /* another host's: over UDP, sealed */
 		h->rsvd = 0;
 		if (sv_auth_on()) /* d has room for the trailer */
@@ -293,6 +308,13 @@ static int send_one(struct sv_qp *qp, struct sv_swqe *w)
 		uint8_t data[SV_UD_MTU + sizeof(struct sv_ud_mac)];
 	} d;
 
+	if (qp->ud.roce && w->ud_ip && w->ud_qpn != SV_MCAST_QPN &&
+	    w->length > qp->ud.roce_mtu) {
+		/* IBA C10-93.1.1, as rxe: past the port's MTU, no packet
+		 * and no error */
+		SV_STAT_INC(qp, roce_ud_too_long);
+		return IBV_WC_SUCCESS;
+	}
 	if (w->length > SV_UD_MTU)
 		return IBV_WC_LOC_LEN_ERR; /* IBA 9.8.4: one packet */
 	memset(&d.h, 0, sizeof(d.h));
