@@ -71,6 +71,94 @@ cap_stop() {
 
 A=10.77.0.1
 SV="-d softverbs0"
+
+# The pid of program prog in namespace ns (one of ours: the namespace is)
+pid_in() {
+	for p in $(ip netns pids "$tag-$1"); do
+		[ "$(cat /proc/"$p"/comm 2>/dev/null)" = "$2" ] && echo "$p"
+	done | head -1
+}
+# Waits for file $1 (deadline $2 s): 0 when it came
+wait_file() {
+	t=0
+	until [ -e "$1" ]; do
+		t=$((t + 1))
+		[ $t -lt $(($2 * 10)) ] || return 1
+		sleep 0.1 # another process's file: no event
+	done
+}
+UDX=$build/tests/ud_demux
+ud_demux_rows() {
+	d=$log/udd
+	mkdir "$d"
+	for i in 1 2 3; do
+		# shellcheck disable=SC2086
+		timeout 90 ip netns exec "$tag-b" $run env -u SOFTVERBS_TRANSPORT \
+			"$UDX" recv "$d" r$i 120 0x1234 $A >"$log/udd.r$i" 2>&1 &
+	done
+	# shellcheck disable=SC2086
+	timeout 90 ip netns exec "$tag-a" $run env -u SOFTVERBS_TRANSPORT \
+		"$UDX" send "$d" "$ra" 4 120 0x1234 10.77.0.2 r1 r2 r3 \
+		>"$log/udd.s" 2>&1
+	src=$?
+	ok=1
+	for i in 1 2 3; do
+		wait_file "$d/r$i.done" 30 || ok=0
+	done
+	echo 1 >"$d/end"
+	wait
+	for i in 1 2 3; do
+		grep -q "received 120, all its own" "$log/udd.r$i" || ok=0
+	done
+	if [ $src != 0 ] || [ $ok != 1 ]; then
+		echo "FAIL ud_demux: sender rc $src"
+		tail -n 3 "$log/udd.s" "$log/udd.r1" "$log/udd.r2" "$log/udd.r3"
+		failed=1
+	else
+		echo "ok   ud_demux: 3 processes on one host, each took its own 120 of 360"
+	fi
+}
+# Hostile datagrams to a UD QP of softverbs_roce0 from a plain UDP socket:
+# a wrong Q_Key, a QPN nobody has, a short one, a bad ICRC (from a
+# sender whose first packet showed IP ID 0), an RC opcode; the receiver
+# takes only the 2 good ones, and softverbs-stat counts each drop
+ud_hostile_row() {
+	d=$log/udh
+	mkdir "$d"
+	# shellcheck disable=SC2086
+	timeout 60 ip netns exec "$tag-b" $run env -u SOFTVERBS_TRANSPORT \
+		"$UDX" recv "$d" h 2 0x1234 $A >"$log/udh.r" 2>&1 &
+	timeout 60 ip netns exec "$tag-a" "$UDX" hostile "$d" 0x1234 10.77.0.2 h \
+		>"$log/udh.s" 2>&1
+	src=$?
+	wait_file "$d/h.done" 30
+	rp=$(pid_in b ud_demux)
+	want_ctrs="roce_drop_short roce_drop_icrc roce_drop_qpt roce_drop_qpn ud_drops"
+	t=0
+	seen=""
+	while [ $t -lt 50 ] && [ -n "$rp" ]; do
+		seen=$(ip netns exec "$tag-b" "$build/bin/softverbs-stat" --json "$rp" |
+			python3 -c 'import json,sys
+t=json.loads(sys.stdin.read())
+t=t[0]["total"] if isinstance(t,list) else t["contexts"][0]["total"]
+print(" ".join("%s=%d" % (k, t[k]) for k in sys.argv[1:]))' $want_ctrs 2>&1)
+		case "$seen" in *=0*) ;; *) break ;; esac
+		t=$((t + 1))
+		sleep 0.1 # the table is refreshed every 250 ms
+	done
+	echo 1 >"$d/end"
+	wait
+	all=0
+	case "$seen" in *=[1-9]*\ *=[1-9]*\ *=[1-9]*\ *=[1-9]*\ *=[1-9]*) all=1 ;; esac
+	if [ $src != 0 ] || ! grep -q "received 2, all its own" "$log/udh.r" ||
+		[ $all != 1 ]; then
+		echo "FAIL ud_hostile: sender rc $src, counters: $seen"
+		tail -n 3 "$log/udh.s" "$log/udh.r"
+		failed=1
+	else
+		echo "ok   ud_hostile: 2 good of 7 taken; dropped and counted: $seen"
+	fi
+}
 for s in 1 1025 4096 65536; do
 	row "rc_pingpong_$s" 60 "iters in" a b \
 		ibv_rc_pingpong $SV -g "$ga" -p @P -s $s -n 200 -c -- \
@@ -189,6 +277,16 @@ elif command -v tshark >/dev/null; then
 		else
 			echo "ok   roce_dev_ud_wire: $n RoCEv2 UD SEND_ONLY packets, every ICRC checked, tshark decodes a DETH in each"
 		fi
+	fi
+	# several processes on one host share port 4791: three receivers in
+	# b, one sender in a with 4 QPs (4 UDP source ports, which the kernel
+	# spreads over the receivers' listeners); each receiver takes exactly
+	# its own 120, checked byte by byte (ud_demux.c)
+	if want ud_demux; then
+		ud_demux_rows
+	fi
+	if want ud_hostile; then
+		ud_hostile_row
 	fi
 	row roce_dev_uc_pingpong 60 "iters in" a b \
 		$R ibv_uc_pingpong -d softverbs_roce0 -g "$ra" -p @P -s 4096 -n 50 -c -- \
