@@ -74,7 +74,7 @@ static int roce_socket(struct sv_qp *qp)
 		.sin_port = htons(sv_ud_roce_sport(qp->qpx.qp_base.qp_num))};
 	struct sock_filter drop = BPF_STMT(BPF_RET | BPF_K, 0);
 	struct sock_fprog prog = {.len = 1, .filter = &drop};
-	int one = 1, pmtu = IP_PMTUDISC_DO, fd;
+	int one = 1, pmtu = IP_PMTUDISC_DO, fd, err;
 
 	if (qp->ud.roce_fd >= 0)
 		return qp->ud.roce_fd;
@@ -84,10 +84,17 @@ static int roce_socket(struct sv_qp *qp)
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) ||
-	    setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu)) ||
-	    bind(fd, (struct sockaddr *)&a, sizeof(a))) {
-		int err = -errno;
-
+	    setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu))) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	err = bind(fd, (struct sockaddr *)&a, sizeof(a)) ? -errno : 0;
+	if (err == -EADDRINUSE) { /* another user's: any port, as a NIC may */
+		a.sin_port = 0;
+		err = bind(fd, (struct sockaddr *)&a, sizeof(a)) ? -errno : 0;
+	}
+	if (err) {
 		close(fd);
 		return err;
 	}

@@ -49,6 +49,13 @@
 #include "ud_priv.h"
 #include "wire.h"
 
+/* UD over RoCEv2 past the port's MTU (roce_ud.c): no packet. */
+static bool roce_too_long(const struct sv_qp *qp, const struct sv_swqe *w)
+{
+	return qp->ud.roce && w->ud_ip && w->ud_qpn != SV_MCAST_QPN &&
+	       w->length > qp->ud.roce_mtu;
+}
+
 /* Gathers a WQE's payload into dst (room SV_UD_MTU); -EFAULT or
  * -EINVAL on a bad key, bound or vanished memory. */
 static int gather(struct sv_qp *qp, const struct sv_swqe *w, uint8_t *dst)
@@ -308,8 +315,7 @@ static int send_one(struct sv_qp *qp, struct sv_swqe *w)
 		uint8_t data[SV_UD_MTU + sizeof(struct sv_ud_mac)];
 	} d;
 
-	if (qp->ud.roce && w->ud_ip && w->ud_qpn != SV_MCAST_QPN &&
-	    w->length > qp->ud.roce_mtu) {
+	if (roce_too_long(qp, w)) {
 		/* IBA C10-93.1.1, as rxe: past the port's MTU, no packet
 		 * and no error */
 		SV_STAT_INC(qp, roce_ud_too_long);
@@ -377,7 +383,7 @@ void sv_ud_send_run(struct sv_qp *qp)
 		qp->comp.deadline = 0;
 		qp->sq.send++;
 		qp->sq.comp++;
-		if (st == IBV_WC_SUCCESS) {
+		if (st == IBV_WC_SUCCESS && !roce_too_long(qp, w)) {
 			sv_stat_add(qp, tx_pkts, 1);
 			sv_stat_add(qp, tx_bytes, w->length);
 		}
