@@ -88,18 +88,18 @@ wait_file() {
 	done
 }
 UDX=$build/tests/ud_demux
-ud_demux_rows() {
-	d=$log/udd
+ud_demux_rows() { # NQP: the sender's QPs
+	d=$log/udd$1
 	mkdir "$d"
 	for i in 1 2 3; do
 		# shellcheck disable=SC2086
 		timeout 90 ip netns exec "$tag-b" $run env -u SOFTVERBS_TRANSPORT \
-			"$UDX" recv "$d" r$i 120 0x1234 $A >"$log/udd.r$i" 2>&1 &
+			"$UDX" recv "$d" r$i 120 0x1234 $A >"$d.r$i" 2>&1 &
 	done
 	# shellcheck disable=SC2086
 	timeout 90 ip netns exec "$tag-a" $run env -u SOFTVERBS_TRANSPORT \
-		"$UDX" send "$d" "$ra" 4 120 0x1234 10.77.0.2 r1 r2 r3 \
-		>"$log/udd.s" 2>&1
+		"$UDX" send "$d" "$ra" "$1" 120 0x1234 10.77.0.2 r1 r2 r3 \
+		>"$d.s" 2>&1
 	src=$?
 	ok=1
 	for i in 1 2 3; do
@@ -108,14 +108,14 @@ ud_demux_rows() {
 	echo 1 >"$d/end"
 	wait
 	for i in 1 2 3; do
-		grep -q "received 120, all its own" "$log/udd.r$i" || ok=0
+		grep -q "received 120, all its own" "$d.r$i" || ok=0
 	done
 	if [ $src != 0 ] || [ $ok != 1 ]; then
-		echo "FAIL ud_demux: sender rc $src"
-		tail -n 3 "$log/udd.s" "$log/udd.r1" "$log/udd.r2" "$log/udd.r3"
+		echo "FAIL ud_demux_$1: sender rc $src"
+		tail -n 3 "$d.s" "$d.r1" "$d.r2" "$d.r3"
 		failed=1
 	else
-		echo "ok   ud_demux: 3 processes on one host, each took its own 120 of 360"
+		echo "ok   ud_demux_$1: 3 processes on one host, each took its own 120 of 360 from $1 sender QP(s)"
 	fi
 }
 # Hostile datagrams to a UD QP of softverbs_roce0 from a plain UDP socket:
@@ -280,10 +280,13 @@ elif command -v tshark >/dev/null; then
 	fi
 	# several processes on one host share port 4791: three receivers in
 	# b, one sender in a with 4 QPs (4 UDP source ports, which the kernel
-	# spreads over the receivers' listeners); each receiver takes exactly
-	# its own 120, checked byte by byte (ud_demux.c)
+	# spreads over the receivers' listeners), then with 1 (one 4-tuple:
+	# one listener gets all, so two receivers get theirs only from
+	# another process's listener); each receiver takes exactly its own
+	# 120, checked byte by byte (ud_demux.c)
 	if want ud_demux; then
-		ud_demux_rows
+		ud_demux_rows 4
+		ud_demux_rows 1
 	fi
 	if want ud_hostile; then
 		ud_hostile_row
