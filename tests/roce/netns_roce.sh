@@ -137,6 +137,9 @@ ud_hostile_row() {
 	t=0
 	seen=""
 	while [ $t -lt 50 ] && [ -n "$rp" ]; do
+		# (the context's totals of softverbs-stat --json; the names split
+		# on purpose)
+		# shellcheck disable=SC2086
 		seen=$(ip netns exec "$tag-b" "$build/bin/softverbs-stat" --json "$rp" |
 			python3 -c 'import json,sys
 t=json.loads(sys.stdin.read())
