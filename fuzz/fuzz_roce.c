@@ -8,7 +8,11 @@
  * pad, ICRC), built again from its fields it has the same length and
  * parses to the same fields; and the segmenter's packets, for any
  * message length, MTU and index, lie inside the message and pass the
- * parser's position check.
+ * parser's position check.  Then the UD listener's take of the same
+ * bytes as a RoCEv2 datagram from 10.0.0.1 (transport/ud/roce_ud.c), in a
+ * buffer of exactly the listener's size: one it passes on is a header
+ * the QP's socket accepts (sv_ud_hdr_ok), of a UD opcode, for a QPN it
+ * may pass to, with the parser's payload intact after it.
  *
  * Input: cfg (bit 0 IPv6, bit 1 check the ICRC, bit 2 seal it first,
  * bits 3-5 the QP type asked about, bits 6-7 the MTU), IP ID, UDP source
@@ -19,6 +23,7 @@
 
 #include "fuzz.h"
 #include "roce.h"
+#include "ud/ud_priv.h"
 
 static const enum ibv_qp_type qpts[8] = {
 	IBV_QPT_RC,	  IBV_QPT_UC,	      IBV_QPT_UD,     IBV_QPT_XRC_SEND,
@@ -89,6 +94,61 @@ static void check_segments(uint8_t tp, uint32_t len, uint32_t mtu, uint32_t i,
 	FZ_CHECK(sv_roce_check_seg(&p, mtu) == SV_ROCE_OK);
 }
 
+/* The listener's buffer (door.c: header, MTU, MAC trailer) */
+#define UD_CAP (sizeof(struct sv_ud_hdr) + SV_UD_MTU + sizeof(struct sv_ud_mac))
+
+/* seal: with the ICRC right for that addressing (IP ID 0), so the
+ * listener verifies it (and must not say it could not) */
+static void check_ud_take(const uint8_t *b, size_t n, bool seal)
+{
+	struct sockaddr_in src = {.sin_family = AF_INET,
+				  .sin_port = htons(0xc123),
+				  .sin_addr.s_addr = htonl(0x0a000001)};
+	struct sv_ud_roce_peers peers = {0};
+	struct sv_qp_stats st = {0};
+	struct sv_roce_pkt p;
+	struct sv_ud_hdr h;
+	uint8_t *d, *orig;
+	size_t m = n;
+
+	if (n > UD_CAP)
+		return; /* the listener never reads past its buffer */
+	d = malloc(UD_CAP);
+	orig = malloc(n ? n : 1);
+	memcpy(orig, b, n);
+	if (seal && n >= 16) {
+		struct sv_roce_ip ip = {.sport = 0xc123, .dport = SV_ROCE_PORT};
+		uint32_t c;
+
+		ip.src[10] = ip.src[11] = ip.dst[10] = ip.dst[11] = 0xff;
+		ip.src[12] = ip.dst[12] = 10;
+		ip.src[15] = 1;
+		ip.dst[15] = 2;
+		c = sv_roce_icrc_start(&ip, orig, 12, (uint32_t)n);
+		c = sv_roce_icrc_add(c, orig + 12, n - 16);
+		sv_roce_icrc_put(orig + n - 4, sv_roce_icrc_end(c));
+	}
+	memcpy(d, orig, n);
+	if (sv_ud_roce_take(&peers, &st, d, &m, UD_CAP, &src, htonl(0x0a000002),
+			    0, 64)) {
+		memcpy(&h, d, sizeof(h));
+		FZ_CHECK(sv_ud_hdr_ok(&h, m));
+		FZ_CHECK((h.flags & SV_UD_ROCE) && (h.flags & SV_UD_NET));
+		FZ_CHECK(h.dst_qpn >= 2 && h.dst_qpn < SV_MCAST_QPN);
+		FZ_CHECK(sv_roce_parse(orig, n, NULL, &p) == SV_ROCE_OK);
+		FZ_CHECK(SV_IB_TRANSPORT(p.opcode) == SV_IB_UD);
+		FZ_CHECK(h.len == p.len &&
+			 !memcmp(d + sizeof(h), p.payload, p.len));
+		FZ_CHECK(seal ? st.roce_icrc_unchecked == 0
+			      : st.roce_icrc_unchecked <= 1);
+		if (getenv("FZ_TRACE"))
+			fprintf(stderr, "  taken by the UD listener%s\n",
+				seal ? " (ICRC verified)" : "");
+	}
+	free(orig);
+	free(d);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fz f = {data, size};
@@ -132,6 +192,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fprintf(stderr, "%zu bytes: %s\n", n, sv_roce_verdict_names[v]);
 	if (v == SV_ROCE_OK)
 		check_taken(b, n, &ip, &p, mtu, qpts[(cfg >> 3) & 7]);
+	check_ud_take(b, n, false);
+	check_ud_take(b, n, true);
 	free(b);
 	return 0;
 }

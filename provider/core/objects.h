@@ -193,6 +193,9 @@ struct sv_context {
 	bool udoor_failed;
 	struct sv_ud_door *_Atomic udoor_st; /* the listener's state (ud.c);
 					      * the progress thread reads it */
+	/* the listener's counters of RoCEv2 datagrams it dropped (ud/roce.c,
+	 * in the context's totals: stat.c), in the listener's state */
+	struct sv_qp_stats *udoor_stats;
 	/* UD lanes this context sends on (lane.c), one per destination QP;
 	 * its QPs' sends serialise on lane_lock (inside qp->lock) */
 	pthread_mutex_t lane_lock;
@@ -596,6 +599,9 @@ struct sv_qp_stats {
 	uint64_t roce_drop_icrc, roce_drop_qpt, roce_drop_seg;
 	uint64_t roce_drop_qpn, roce_drop_full;
 	uint64_t roce_reacks, roce_icrc_unchecked;
+	/* UD over RoCEv2 (ud/roce.c): sends longer than the path MTU,
+	 * completed with no packet (IBA C10-93.1.1, as rxe) */
+	uint64_t roce_ud_too_long;
 	/* UC packets its responder dropped out of sequence: a PSN gap
 	 * (a lost packet) ends the message in progress, and the packets
 	 * up to the next FIRST or ONLY go too (IBA 9.8.3, resp.c) */
@@ -773,6 +779,14 @@ struct sv_qp_ud {
 	uint32_t stalled;      /* a QPN whose full queue outlasted a wait:
 				* sends to it are lost at once until one goes
 				* (ud.c wait_room); 0: none */
+	/* UD over RoCEv2 (ud/roce.c), set at create: datagrams to other
+	 * hosts are RoCEv2 packets, and RoCEv2 ones are taken */
+	bool roce;
+	uint32_t roce_mtu; /* the port's active MTU: longer sends go
+			    * nowhere (IBA C10-93.1.1) */
+	uint32_t roce_psn; /* the next BTH PSN, under qp->lock */
+	int roce_fd;	   /* the socket they leave from, at the first
+			    * (-1: none yet) */
 };
 
 /* XRC (xrc.c).  XRC_RECV: the QP's srq/rcq are the SRQ of the message

@@ -110,7 +110,7 @@ const struct sv_env_row sv_env_rows[SV_ENV_COUNT] = {
 			"hosts; tcp: TCP on this host too (and the rdma_cm "
 			"rendezvous); shm: never TCP; roce: RoCEv2 over UDP 4791 to "
 			"every peer (a RoCE NIC, the kernel's rxe, softverbs "
-			"on another host), RC and UC",
+			"on another host), RC, UC and UD",
 	},
 	[SV_ENV_TCP_PORT] = {
 		"SOFTVERBS_TCP_PORT", .type = SV_ENV_T_PORT,

@@ -86,6 +86,7 @@ static const struct {
 	F(roce_drop_full),
 	F(roce_reacks),
 	F(roce_icrc_unchecked),
+	F(roce_ud_too_long),
 	F(uc_seq_drops),
 	F(progress_looks),
 	W(0, "success"),
@@ -176,11 +177,16 @@ void sv_stat_close(struct sv_context *ctx)
 	free(s);
 }
 
-static uint64_t ctr(const struct sv_qp *qp, size_t i)
+static uint64_t ctr_of(const struct sv_qp_stats *st, size_t i)
 {
 	return __atomic_load_n(
-		(const uint64_t *)((const uint8_t *)&qp->stats + names[i].off),
+		(const uint64_t *)((const uint8_t *)st + names[i].off),
 		__ATOMIC_RELAXED);
+}
+
+static uint64_t ctr(const struct sv_qp *qp, size_t i)
+{
+	return ctr_of(&qp->stats, i);
 }
 
 void sv_stat_qp_gone(struct sv_qp *qp)
@@ -219,6 +225,11 @@ uint64_t sv_stat_refresh(struct sv_context *ctx, uint64_t now)
 	h = s->hdr;
 	pthread_mutex_lock(&s->lock);
 	memcpy(tot, s->gone, sizeof(tot));
+	/* the UD listener's drops (RoCEv2 datagrams for no QP of ours, or
+	 * none's: ud/roce.c) are the context's */
+	if (ctx->udoor_stats)
+		for (size_t i = 0; i < SV_STAT_N; i++)
+			tot[i] += ctr_of(ctx->udoor_stats, i);
 	/* odd: a reader retries; the stores below come after it */
 	__atomic_store_n(&h->seq, h->seq + 1, __ATOMIC_RELAXED);
 	atomic_thread_fence(memory_order_release);

@@ -368,13 +368,12 @@ int sv_roce_av_check(const struct ibv_ah_attr *a)
 	return EINVAL;
 }
 
-/* RC only: UC, UD and XRC over the RoCEv2 wire are not yet this
- * device's (SOFTVERBS_TRANSPORT=roce on softverbs0 is where they come). */
+/* RC, UC and UD: XRC over the RoCEv2 wire is not yet this device's. */
 int sv_roce_qp_type_check(enum ibv_qp_type t)
 {
-	if (t == IBV_QPT_RC || t == IBV_QPT_UC)
+	if (t == IBV_QPT_RC || t == IBV_QPT_UC || t == IBV_QPT_UD)
 		return 0;
-	say_once("only RC and UC queue pairs speak RoCEv2 on this device "
+	say_once("only RC, UC and UD queue pairs speak RoCEv2 on this device "
 		 "yet");
 	return EOPNOTSUPP;
 }

@@ -468,6 +468,21 @@ static struct sv_qp *qp_get(struct sv_context *ctx)
 	return qp;
 }
 
+/* UD over RoCEv2 (transport/ud/roce_ud.c): softverbs_roce0's UD QPs,
+ * and every one with SOFTVERBS_TRANSPORT=roce; sends longer than the
+ * port's active MTU go nowhere (IBA C10-93.1.1). */
+static void ud_roce_init(struct sv_qp *qp, struct ibv_context *c)
+{
+	struct ibv_port_attr pa;
+
+	qp->ud.roce_fd = -1;
+	qp->ud.roce_mtu = SV_UD_MTU;
+	qp->ud.roce =
+		sv_ctx_is_roce(c) || sv_transport_mode() == SV_TRANSPORT_ROCE;
+	if (sv_ctx_is_roce(c) && !sv_roce_query_port(1, &pa, sizeof(pa)))
+		qp->ud.roce_mtu = 128u << pa.active_mtu;
+}
+
 /* Caller holds ctx->qp_lock for writing.  The QP no longer counts
  * against max_qp. */
 static void qp_put(struct sv_context *ctx, struct sv_qp *qp)
@@ -478,6 +493,9 @@ static void qp_put(struct sv_context *ctx, struct sv_qp *qp)
 	sv_lanes_rx_close(qp); /* UD: its senders see CLOSED (lane.c) */
 	free(qp->ud.replay);   /* UD: its senders' windows (ud/mac.c) */
 	qp->ud.replay = NULL;
+	if (qp->ud.roce && qp->ud.roce_fd >= 0)
+		close(qp->ud.roce_fd); /* UD over RoCEv2 (ud/roce_ud.c) */
+	qp->ud.roce = false;
 	qp->qpx.qp_base.state = IBV_QPS_RESET;
 	qp->attr.qp_state = IBV_QPS_RESET;
 	qp->dead = true;
@@ -644,6 +662,8 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	qp->ud.mcast_block_self =
 		(a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
 		(a->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB);
+	if (a->qp_type == IBV_QPT_UD)
+		ud_roce_init(qp, c);
 
 	ibqp = &qp->qpx.qp_base;
 	fill_ibqp(ibqp, c, a, qpn);

@@ -232,6 +232,10 @@ enum sv_ud_flags {
 	SV_UD_NET = 1 << 4,	  /* set by the UDP listener that passed it
 				   * on: it came from the network (never
 				   * covered by the MAC) */
+	SV_UD_ROCE = 1 << 5,	  /* set by the listener with SV_UD_NET: it
+				   * came as a RoCEv2 packet (ud/roce.c);
+				   * sgid and dgid are the IP header's
+				   * addresses, rsvd its TOS << 8 | TTL */
 };
 
 struct sv_ud_hdr {
@@ -275,7 +279,7 @@ static inline bool sv_ud_hdr_ok(const struct sv_ud_hdr *h, size_t n)
 	if (n < sizeof(*h) || h->magic != SV_UD_MAGIC ||
 	    h->version != SV_UD_VERSION ||
 	    (h->flags & ~(SV_UD_IMM | SV_UD_SOLICITED | SV_UD_GRH | SV_UD_MAC |
-			  SV_UD_NET)))
+			  SV_UD_NET | SV_UD_ROCE)))
 		return false;
 	mac = (h->flags & SV_UD_MAC) ? sizeof(struct sv_ud_mac) : 0;
 	return h->len <= SV_UD_MTU && n - sizeof(*h) >= mac &&

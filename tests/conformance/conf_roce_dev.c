@@ -7,8 +7,9 @@
  * default GID fe80::EUI-64, then the IPv4-mapped addresses, all RoCE
  * v2, ndev the interface); every error of ibv_query_gid(_ex/_type/
  * _table) and ibv_query_port; an address vector without a GRH refused
- * (EINVAL), QP types other than RC and UC refused (EOPNOTSUPP).  Each test
- * works out the expected values from the interface itself (ioctl,
+ * (EINVAL), QP types other than RC, UC and UD refused (EOPNOTSUPP); a UD
+ * send past the port's MTU completes with no packet (IBA C10-93.1.1).  Each
+ * test works out the expected values from the interface itself (ioctl,
  * getifaddrs), not from the device.
  */
 #include <arpa/inet.h>
@@ -125,7 +126,7 @@ SV_TEST(roce_dev_listed_guid)
 	ASSERT_OK(memcmp(&da.node_guid, g, 8)); /* rxe's: the MAC's EUI-64 */
 	ASSERT_EQ(da.node_guid, da.sys_image_guid);
 	ASSERT_EQ(1, da.phys_port_cnt);
-	/* RC only: no XRC, no multicast (UD) claimed */
+	/* no XRC, no multicast claimed */
 	ASSERT_EQ(0, da.device_cap_flags & IBV_DEVICE_XRC);
 	ASSERT_EQ(0, da.max_mcast_grp);
 	list = ibv_get_device_list(NULL);
@@ -289,10 +290,9 @@ SV_TEST(roce_dev_av_needs_grh)
 	ASSERT_EQ(EINVAL, errno);
 
 	qa.send_cq = qa.recv_cq = cq;
-	qa.qp_type = IBV_QPT_UD; /* not yet on this device */
-	errno = 0;
-	ASSERT_NULL(ibv_create_qp(pd, &qa));
-	ASSERT_EQ(EOPNOTSUPP, errno);
+	qa.qp_type = IBV_QPT_UD; /* UD speaks RoCEv2 (transport/ud/roce_ud.c) */
+	ASSERT_NOT_NULL(qp = ibv_create_qp(pd, &qa));
+	ASSERT_OK(ibv_destroy_qp(qp));
 	qa.qp_type = IBV_QPT_UC; /* UC speaks RoCEv2 (transport/roce/) */
 	ASSERT_NOT_NULL(qp = ibv_create_qp(pd, &qa));
 	ASSERT_OK(ibv_destroy_qp(qp));
@@ -314,6 +314,70 @@ SV_TEST(roce_dev_av_needs_grh)
 					IBV_QP_MAX_DEST_RD_ATOMIC |
 					IBV_QP_MIN_RNR_TIMER));
 	ASSERT_OK(ibv_destroy_qp(qp));
+	ASSERT_OK(ibv_destroy_cq(cq));
+	ASSERT_OK(ibv_dealloc_pd(pd));
+	ASSERT_OK(ibv_close_device(r.ctx));
+}
+
+/* IBA C10-93.1.1, as rxe: a UD send longer than the port's active MTU
+ * emits no packet and completes with success (not LOC_LEN_ERR). */
+SV_TEST(roce_dev_ud_too_long)
+{
+	struct ibv_qp_init_attr qa = {.cap = {1, 1, 1, 1, 0},
+				      .qp_type = IBV_QPT_UD};
+	struct ibv_ah_attr aa = {.port_num = 1, .is_global = 1};
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11};
+	struct ibv_port_attr pa;
+	struct ibv_send_wr w = {.opcode = IBV_WR_SEND,
+				.send_flags = IBV_SEND_SIGNALED,
+				.num_sge = 1},
+			   *bad;
+	struct ibv_sge sg;
+	struct ibv_wc wc;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	struct ibv_qp *qp;
+	struct ibv_ah *ah;
+	static uint8_t buf[8192];
+	struct roce r;
+
+	roce_open(&r);
+	ASSERT_OK(ibv_query_port(r.ctx, 1, &pa));
+	ASSERT_NOT_NULL(pd = ibv_alloc_pd(r.ctx));
+	ASSERT_NOT_NULL(cq = ibv_create_cq(r.ctx, 4, NULL, NULL, 0));
+	ASSERT_NOT_NULL(mr = ibv_reg_mr(pd, buf, sizeof(buf), 0));
+	qa.send_cq = qa.recv_cq = cq;
+	ASSERT_NOT_NULL(qp = ibv_create_qp(pd, &qa));
+	ASSERT_OK(ibv_modify_qp(qp, &a,
+				IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					IBV_QP_QKEY));
+	a.qp_state = IBV_QPS_RTR;
+	ASSERT_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE));
+	a.qp_state = IBV_QPS_RTS;
+	ASSERT_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN));
+	/* TEST-NET-1: no packet may leave for it */
+	aa.grh.dgid.raw[10] = aa.grh.dgid.raw[11] = 0xff;
+	aa.grh.dgid.raw[12] = 192;
+	aa.grh.dgid.raw[14] = 2;
+	aa.grh.dgid.raw[15] = 77;
+	aa.grh.sgid_index = 1;
+	aa.grh.hop_limit = 64;
+	ASSERT_NOT_NULL(ah = ibv_create_ah(pd, &aa));
+	sg = (struct ibv_sge){(uintptr_t)buf, (128u << pa.active_mtu) + 1,
+			      mr->lkey};
+	w.sg_list = &sg;
+	w.wr.ud.ah = ah;
+	w.wr.ud.remote_qpn = 0x12;
+	w.wr.ud.remote_qkey = 0x11;
+	ASSERT_OK(ibv_post_send(qp, &w, &bad));
+	ASSERT_TRUE(sv_wc_poll(cq, &wc, 10000));
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(IBV_WC_SEND, wc.opcode);
+	ASSERT_OK(ibv_destroy_qp(qp));
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ASSERT_OK(ibv_dereg_mr(mr));
 	ASSERT_OK(ibv_destroy_cq(cq));
 	ASSERT_OK(ibv_dealloc_pd(pd));
 	ASSERT_OK(ibv_close_device(r.ctx));

@@ -71,6 +71,97 @@ cap_stop() {
 
 A=10.77.0.1
 SV="-d softverbs0"
+
+# The pid of program prog in namespace ns (one of ours: the namespace is)
+pid_in() {
+	for p in $(ip netns pids "$tag-$1"); do
+		[ "$(cat /proc/"$p"/comm 2>/dev/null)" = "$2" ] && echo "$p"
+	done | head -1
+}
+# Waits for file $1 (deadline $2 s): 0 when it came
+wait_file() {
+	t=0
+	until [ -e "$1" ]; do
+		t=$((t + 1))
+		[ $t -lt $(($2 * 10)) ] || return 1
+		sleep 0.1 # another process's file: no event
+	done
+}
+UDX=$build/tests/ud_demux
+ud_demux_rows() { # NQP: the sender's QPs
+	d=$log/udd$1
+	mkdir "$d"
+	for i in 1 2 3; do
+		# shellcheck disable=SC2086
+		timeout 90 ip netns exec "$tag-b" $run env -u SOFTVERBS_TRANSPORT \
+			"$UDX" recv "$d" r$i 120 0x1234 $A >"$d.r$i" 2>&1 &
+	done
+	# shellcheck disable=SC2086
+	timeout 90 ip netns exec "$tag-a" $run env -u SOFTVERBS_TRANSPORT \
+		"$UDX" send "$d" "$ra" "$1" 120 0x1234 10.77.0.2 r1 r2 r3 \
+		>"$d.s" 2>&1
+	src=$?
+	ok=1
+	for i in 1 2 3; do
+		wait_file "$d/r$i.done" 30 || ok=0
+	done
+	echo 1 >"$d/end"
+	wait
+	for i in 1 2 3; do
+		grep -q "received 120, all its own" "$d.r$i" || ok=0
+	done
+	if [ $src != 0 ] || [ $ok != 1 ]; then
+		echo "FAIL ud_demux_$1: sender rc $src"
+		tail -n 3 "$d.s" "$d.r1" "$d.r2" "$d.r3"
+		failed=1
+	else
+		echo "ok   ud_demux_$1: 3 processes on one host, each took its own 120 of 360 from $1 sender QP(s)"
+	fi
+}
+# Hostile datagrams to a UD QP of softverbs_roce0 from a plain UDP socket:
+# a wrong Q_Key, a QPN nobody has, a short one, a bad ICRC (from a
+# sender whose first packet showed IP ID 0), an RC opcode; the receiver
+# takes only the 2 good ones, and softverbs-stat counts each drop
+ud_hostile_row() {
+	d=$log/udh
+	mkdir "$d"
+	# shellcheck disable=SC2086
+	timeout 60 ip netns exec "$tag-b" $run env -u SOFTVERBS_TRANSPORT \
+		"$UDX" recv "$d" h 2 0x1234 $A >"$log/udh.r" 2>&1 &
+	timeout 60 ip netns exec "$tag-a" "$UDX" hostile "$d" 0x1234 10.77.0.2 h \
+		>"$log/udh.s" 2>&1
+	src=$?
+	wait_file "$d/h.done" 30
+	rp=$(pid_in b ud_demux)
+	want_ctrs="roce_drop_short roce_drop_icrc roce_drop_qpt roce_drop_qpn ud_drops"
+	t=0
+	seen=""
+	while [ $t -lt 50 ] && [ -n "$rp" ]; do
+		# (the context's totals of softverbs-stat --json; the names split
+		# on purpose)
+		# shellcheck disable=SC2086
+		seen=$(ip netns exec "$tag-b" "$build/bin/softverbs-stat" --json "$rp" |
+			python3 -c 'import json,sys
+t=json.loads(sys.stdin.read())
+t=t[0]["total"] if isinstance(t,list) else t["contexts"][0]["total"]
+print(" ".join("%s=%d" % (k, t[k]) for k in sys.argv[1:]))' $want_ctrs 2>&1)
+		case "$seen" in *=0*) ;; *) break ;; esac
+		t=$((t + 1))
+		sleep 0.1 # the table is refreshed every 250 ms
+	done
+	echo 1 >"$d/end"
+	wait
+	all=0
+	case "$seen" in *=[1-9]*\ *=[1-9]*\ *=[1-9]*\ *=[1-9]*\ *=[1-9]*) all=1 ;; esac
+	if [ $src != 0 ] || ! grep -q "received 2, all its own" "$log/udh.r" ||
+		[ $all != 1 ]; then
+		echo "FAIL ud_hostile: sender rc $src, counters: $seen"
+		tail -n 3 "$log/udh.s" "$log/udh.r"
+		failed=1
+	else
+		echo "ok   ud_hostile: 2 good of 7 taken; dropped and counted: $seen"
+	fi
+}
 for s in 1 1025 4096 65536; do
 	row "rc_pingpong_$s" 60 "iters in" a b \
 		ibv_rc_pingpong $SV -g "$ga" -p @P -s $s -n 200 -c -- \
@@ -89,12 +180,13 @@ for s in 1 1025 4096 65536; do
 		ibv_uc_pingpong $SV -g "$ga" -p @P -s $s -n 200 -c -- \
 		ibv_uc_pingpong $SV -g "$gb" -p @P -s $s -n 200 -c $A
 done
-# UD is not RoCE yet (docs/roce.md "Not yet"): with SOFTVERBS_TRANSPORT=roce
-# a UD QP speaks softverbs' own UD transport, which this row shows still
-# works between softverbs hosts (its datagrams are not port 4791's)
-row ud_pingpong_own_transport 60 "iters in" a b \
-	ibv_ud_pingpong $SV -g "$ga" -p @P -s 1024 -n 200 -c -- \
-	ibv_ud_pingpong $SV -g "$gb" -p @P -s 1024 -n 200 -c $A
+# UD over RoCEv2 (BTH + DETH to port 4791, docs/roce.md "UD"): with
+# SOFTVERBS_TRANSPORT=roce on softverbs0 too, sizes up to the path MTU
+for s in 1 1024; do
+	row "ud_pingpong_$s" 60 "iters in" a b \
+		ibv_ud_pingpong $SV -g "$ga" -p @P -s $s -n 200 -c -- \
+		ibv_ud_pingpong $SV -g "$gb" -p @P -s $s -n 200 -c $A
+done
 
 # softverbs_roce0 (issue 26 item 1, issue 28 item 7): the device with an
 # Ethernet port, chosen by -d alone, SOFTVERBS_TRANSPORT unset; the GID
@@ -154,6 +246,53 @@ elif command -v tshark >/dev/null; then
 		else
 			echo "ok   roce_dev_wire: $n RoCEv2 packets, every ICRC checked"
 		fi
+	fi
+	# UD (issue 26): ibv_ud_pingpong with every byte checked (-c), at
+	# sizes up to the port's MTU (1024: the program refuses more); its
+	# packets captured: each parsed with its ICRC checked, UD SEND_ONLY
+	# (opcode 100) with a DETH, from rxe's UDP source port for the QP
+	# (0xc000 and up), decoded by tshark with a DETH and no error
+	if want "roce_dev_ud*"; then
+		ucap=$log/roce_ud.pcap
+		cap_start "$ucap"
+		for s in 1 513 1024; do
+			row "roce_dev_ud_pingpong_$s" 60 "iters in" a b \
+				$R ibv_ud_pingpong -d softverbs_roce0 -g "$ra" -p @P -s $s -n 100 -c -- \
+				$R ibv_ud_pingpong -d softverbs_roce0 -g "$rb" -p @P -s $s -n 100 -c $A
+		done
+		cap_stop
+		"$build/tests/roce_gen" parse "$ucap" >"$log/uverdicts" ||
+			{ echo "FAIL roce_gen parse (UD)"; failed=1; }
+		n=$(wc -l <"$log/uverdicts")
+		bad=$(grep -vc '^ok 100 ' "$log/uverdicts")
+		tshark -n -r "$ucap" -T fields -E separator=\| \
+			-e infiniband.bth.opcode -e infiniband.deth.srcqp \
+			-e udp.srcport -e _ws.malformed -e _ws.expert.severity \
+			>"$log/uts" 2>&1
+		tn=$(awk -F'|' '$1 == 100 && $2 != "" && $3 >= 49152 &&
+			$4 == "" && ($5 == "" || $5 < 6291456)' "$log/uts" | wc -l)
+		# 3 runs of 100 round trips, 2 datagrams each
+		if [ "$n" -lt 600 ] || [ "$bad" != 0 ] || [ "$tn" != "$n" ]; then
+			echo "FAIL roce_dev_ud_wire: $n packets, $bad not UD SEND_ONLY with a right ICRC, $tn decoded by tshark as UD"
+			grep -v '^ok 100 ' "$log/uverdicts" | sort | uniq -c | head -5
+			head -3 "$log/uts"
+			failed=1
+		else
+			echo "ok   roce_dev_ud_wire: $n RoCEv2 UD SEND_ONLY packets, every ICRC checked, tshark decodes a DETH in each"
+		fi
+	fi
+	# several processes on one host share port 4791: three receivers in
+	# b, one sender in a with 4 QPs (4 UDP source ports, which the kernel
+	# spreads over the receivers' listeners), then with 1 (one 4-tuple:
+	# one listener gets all, so two receivers get theirs only from
+	# another process's listener); each receiver takes exactly its own
+	# 120, checked byte by byte (ud_demux.c)
+	if want ud_demux; then
+		ud_demux_rows 4
+		ud_demux_rows 1
+	fi
+	if want ud_hostile; then
+		ud_hostile_row
 	fi
 	row roce_dev_uc_pingpong 60 "iters in" a b \
 		$R ibv_uc_pingpong -d softverbs_roce0 -g "$ra" -p @P -s 4096 -n 50 -c -- \

@@ -11,14 +11,16 @@
 # answers our reads.  rxe drops a packet whose ICRC is wrong,
 # so each passing row shows it took ours.  Needs root and QEMU; skipped
 # (77) without.
-# The same for ibv_uc_pingpong and ibv_srq_pingpong (issue 26 item 2).
-#   rxe_interop.sh BUILD_DIR [ITERS [SIZES]]   (SV_RXE_PROGS="rc uc srq")
+# The same for ibv_uc_pingpong and ibv_srq_pingpong (issue 26 item 2),
+# and ibv_ud_pingpong on softverbs_roce0 (-g 1, as rxe0) at sizes up to
+# the path MTU (SV_RXE_UD_SIZES: 1 1000 1024): UD over RoCEv2.
+#   rxe_interop.sh BUILD_DIR [ITERS [SIZES]]   (SV_RXE_PROGS="rc uc srq ud")
 build=$1
 iters=${2:-20}
 sizes=${3:-"1 1025 8191 20000"}
 # the ibverbs examples to run: ibv_PROG_pingpong (SRQ: 16 RC QPs on the
 # server's SRQ; UC: no ACKs)
-progs=${SV_RXE_PROGS:-"rc uc srq"}
+progs=${SV_RXE_PROGS:-"rc uc srq ud"}
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
 
@@ -83,7 +85,11 @@ check() { # NAME RC_RXE RC_SV WANT [RXE_WANT]: both exited 0, said so
 }
 
 for pp in $progs; do
-for s in $sizes; do
+# UD: one packet a message (the program refuses more than the port's MTU);
+# softverbs_roce0's GID 1 is the tap's address, as rxe0's
+dev=softverbs0 gi=$g psizes=$sizes
+[ "$pp" = ud ] && dev=softverbs_roce0 gi=1 psizes=${SV_RXE_UD_SIZES:-"1 1000 1024"}
+for s in $psizes; do
 	# softverbs the client: rxe's server in the background in the VM
 	port=$((port + 1))
 	bg=$("$vm" run --bg "ibv_${pp}_pingpong -d rxe0 -g 1 -p $port -n $iters -s $s -c")
@@ -95,7 +101,7 @@ for s in $sizes; do
 		t=$((t + 1))
 		sleep 0.2 # the VM's server to listen (TCG: seconds)
 	done
-	"$vm" exec timeout 240 $run ibv_${pp}_pingpong -d softverbs0 -g "$g" \
+	"$vm" exec timeout 240 $run ibv_${pp}_pingpong -d $dev -g "$gi" \
 		-p $port -n "$iters" -s "$s" -c "$guest" >"$tmp/${pp}_cli$s.sv" 2>&1
 	src=$?
 	t=0
@@ -107,7 +113,7 @@ for s in $sizes; do
 	check "${pp}_cli$s" "$("$vm" run "cat $rc")" $src "iters in"
 	# softverbs the server
 	port=$((port + 1))
-	sv_server "${pp}_srv$s" ibv_${pp}_pingpong -d softverbs0 -g "$g" -p $port \
+	sv_server "${pp}_srv$s" ibv_${pp}_pingpong -d $dev -g "$gi" -p $port \
 		-n "$iters" -s "$s" -c
 	"$vm" run --timeout 240 "ibv_${pp}_pingpong -d rxe0 -g 1 -p $port \
 		-n $iters -s $s -c $host" >"$tmp/${pp}_srv$s.rxe" 2>&1
@@ -152,4 +158,4 @@ for t in "$@"; do
 	# (a latency test's numbers are the client's)
 	check "$name" "$("$vm" run "cat $rc")" $src "^ [0-9]" "local address"
 done
-echo "PASS: ibv_{$progs}_pingpong both ways at $sizes bytes${perf:+, perftest read/write/send latency}, against rxe"
+echo "PASS: ibv_{$progs}_pingpong both ways at $sizes bytes (UD: ${SV_RXE_UD_SIZES:-1 1000 1024})${perf:+, perftest read/write/send latency}, against rxe"

@@ -60,6 +60,9 @@ struct sv_ud_door {
 			   * one again; 0: none */
 	socklen_t slen;	  /* d's source address length */
 	uint64_t since, next_ns;
+	uint8_t tos, ttl;	       /* d's IP header's (IPv4) */
+	struct sv_ud_roce_peers peers; /* RoCEv2 senders (roce_ud.c) */
+	struct sv_qp_stats stats;      /* what we dropped of RoCEv2 */
 	struct {
 		struct sv_ud_hdr h;
 		uint8_t data[SV_UD_MTU + sizeof(struct sv_ud_mac)];
@@ -117,9 +120,13 @@ void sv_ud_door_open(struct sv_context *ctx)
 	    setsockopt(d->fd, IPPROTO_IP, IP_MULTICAST_ALL, &(int){0},
 		       sizeof(int)))
 		goto fail;
+	/* a RoCEv2 datagram's receive shows its IPv4 header (roce_ud.c) */
+	setsockopt(d->fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
+	setsockopt(d->fd, IPPROTO_IP, IP_RECVTTL, &one, sizeof(one));
 	if (v6 ? bind(d->fd, (struct sockaddr *)&a6, sizeof(a6))
 	       : bind(d->fd, (struct sockaddr *)&a, sizeof(a)))
 		goto fail;
+	ctx->udoor_stats = &d->stats;
 	ctx->udoor_st = d;
 	sv_pfd_set(&ctx->udoor, door_event, false);
 	sv_progress_add(ctx, &ctx->udoor, d->fd);
@@ -202,6 +209,7 @@ void sv_ud_door_close(struct sv_context *ctx)
 		nanosleep(&tick, NULL);
 		door_drain(ctx, d, end);
 		close(d->fd);
+		ctx->udoor_stats = NULL;
 		free(d);
 		ctx->udoor_st = NULL;
 	}
@@ -227,6 +235,10 @@ static int pass_to(struct sv_context *ctx, struct sv_ud_door *d, size_t n,
 		return 0;
 	if (errno == EAGAIN || errno == ENOBUFS)
 		return -1;
+	if ((d->d.h.flags & SV_UD_ROCE) &&
+	    (errno == ECONNREFUSED || errno == ENOENT))
+		__atomic_store_n(&d->stats.roce_drop_qpn,
+				 d->stats.roce_drop_qpn + 1, __ATOMIC_RELAXED);
 	sv_dbg("udp: datagram for %06x lost: %s\n", qpn, strerror(errno));
 	return 0;
 }
@@ -272,12 +284,21 @@ static int door_pass(struct sv_context *ctx, struct sv_ud_door *d, size_t n)
  * makes it what the QP's socket takes: false to drop it.  Sent to a group
  * it must be a multicast (DQPN 0xffffff) with a GRH naming that group;
  * sent to us, not a multicast. */
-static bool door_check(struct sv_ud_door *d, size_t n,
+static bool door_check(struct sv_ud_door *d, size_t *np,
 		       const union sv_sockaddr *src, socklen_t slen)
 {
 	bool mc = IN_MULTICAST(ntohl(d->dst));
 	uint32_t crc, grp;
+	size_t n = *np;
 
+	/* not ours: a RoCEv2 packet (UD over RoCE, roce_ud.c), from IPv4
+	 * to one of our addresses */
+	if (n <= sizeof(d->d) && (n < 4 || d->d.h.magic != SV_UD_MAGIC) &&
+	    src->sa.sa_family == AF_INET && slen == sizeof(src->in) && d->dst &&
+	    !mc)
+		return sv_ud_roce_take(&d->peers, &d->stats, &d->d, np,
+				       sizeof(d->d), &src->in, d->dst, d->tos,
+				       d->ttl);
 	if (n > sizeof(d->d) ||
 	    (src->sa.sa_family != AF_INET && src->sa.sa_family != AF_INET6) ||
 	    slen != sv_sockaddr_len(src) || !sv_ud_hdr_ok(&d->d.h, n) ||
@@ -323,7 +344,8 @@ static ssize_t door_recv(struct sv_ud_door *d, union sv_sockaddr *src)
 {
 	union {
 		struct cmsghdr c;
-		char buf[CMSG_SPACE(sizeof(struct in_pktinfo))];
+		char buf[CMSG_SPACE(sizeof(struct in_pktinfo)) +
+			 2 * CMSG_SPACE(sizeof(int))];
 	} u;
 	struct iovec iov = {&d->d, sizeof(d->d)};
 	struct msghdr m = {.msg_name = src,
@@ -336,6 +358,7 @@ static ssize_t door_recv(struct sv_ud_door *d, union sv_sockaddr *src)
 
 	d->dst = 0;
 	d->mc_next = 0;
+	d->tos = d->ttl = 0;
 	d->slen = m.msg_namelen;
 	if (n < 0)
 		return -1;
@@ -356,6 +379,17 @@ static ssize_t door_recv(struct sv_ud_door *d, union sv_sockaddr *src)
 
 			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
 			d->dst = pi.ipi_addr.s_addr;
+		} else if (c->cmsg_level == IPPROTO_IP &&
+			   c->cmsg_type == IP_TTL &&
+			   c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+			int v;
+
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			d->ttl = (uint8_t)v;
+		} else if (c->cmsg_level == IPPROTO_IP &&
+			   c->cmsg_type == IP_TOS &&
+			   c->cmsg_len >= CMSG_LEN(1)) {
+			d->tos = *(const uint8_t *)CMSG_DATA(c);
 		}
 	return n;
 }
@@ -395,8 +429,11 @@ static bool door_pump(struct sv_context *ctx, struct sv_ud_door *d,
 
 		if (n < 0)
 			return false; /* EAGAIN: all taken */
-		if (!door_check(d, (size_t)n, &src, d->slen))
+		size_t len = (size_t)n;
+
+		if (!door_check(d, &len, &src, d->slen))
 			continue;
+		n = (ssize_t)len;
 		if (door_pass(ctx, d, (size_t)n)) {
 			/* the QP's socket is full: hold it, and the rest
 			 * in the UDP socket's buffer */

@@ -145,7 +145,11 @@ static void deliver(struct sv_qp *qp, const struct sv_ud_hdr *h,
 		.pkey_index = 0,
 	};
 
-	if (h->flags & SV_UD_GRH) {
+	if (h->flags & SV_UD_ROCE) { /* the IPv4 header, as rxe */
+		sv_ud_roce_grh((uint8_t *)&grh, h);
+		wc.wc_flags |= IBV_WC_GRH;
+		wc.slid = 0; /* RoCE has no LIDs */
+	} else if (h->flags & SV_UD_GRH) {
 		make_grh(&grh, h);
 		wc.wc_flags |= IBV_WC_GRH;
 	}
@@ -212,6 +216,7 @@ static bool take(struct sv_qp *qp, const struct sv_ud_hdr *h, size_t n)
 	/* IBA 10.3.1: RESET and INIT take nothing; in ERR it is flushed */
 	return s >= IBV_QPS_RTR && s != IBV_QPS_ERR && sv_ud_hdr_ok(h, n) &&
 	       for_us(qp, h) && h->qkey == qp->attr.qkey &&
+	       (!(h->flags & SV_UD_ROCE) || qp->ud.roce) &&
 	       qp->rq.comp != qp->rq.post &&
 	       !(SV_FAULT_ON(drop) && fault_drop(qp));
 }
@@ -310,7 +315,9 @@ static void recv_socket(struct sv_qp *qp)
 		}
 		len = (size_t)n;
 		/* from another host (the listener marks it), or a MAC */
+		/* RoCEv2 has none: it is taken only by a RoCE QP (take) */
 		if ((d.h.flags & (SV_UD_NET | SV_UD_MAC)) &&
+		    !(d.h.flags & SV_UD_ROCE) &&
 		    !sv_ud_auth_check(qp, &d.h, &len))
 			continue; /* counted */
 		if (!take(qp, &d.h, len)) {
@@ -336,7 +343,7 @@ static void recv_lanes(struct sv_qp *qp)
 			if (!sv_lane_peek(l, &h, &p))
 				break;
 			if (h.dst_qpn == SV_MCAST_QPN || h.len > SV_UD_MTU ||
-			    (h.flags & (SV_UD_NET | SV_UD_MAC)) ||
+			    (h.flags & (SV_UD_NET | SV_UD_MAC | SV_UD_ROCE)) ||
 			    !take(qp, &h, sizeof(h) + h.len)) {
 				sv_ud_drop(qp);
 			} else {

@@ -49,6 +49,13 @@
 #include "ud_priv.h"
 #include "wire.h"
 
+/* UD over RoCEv2 past the port's MTU (roce_ud.c): no packet. */
+static bool roce_too_long(const struct sv_qp *qp, const struct sv_swqe *w)
+{
+	return qp->ud.roce && w->ud_ip && w->ud_qpn != SV_MCAST_QPN &&
+	       w->length > qp->ud.roce_mtu;
+}
+
 /* Gathers a WQE's payload into dst (room SV_UD_MTU); -EFAULT or
  * -EINVAL on a bad key, bound or vanished memory. */
 static int gather(struct sv_qp *qp, const struct sv_swqe *w, uint8_t *dst)
@@ -168,6 +175,21 @@ static int send_to(struct sv_qp *qp, struct sv_swqe *w, void *d, size_t n,
 
 	m.msg_name = &a;
 	m.msg_namelen = sv_link_qp_addr(&a, qpn);
+	if (ip && qp->ud.roce && !w->ud_ip6 && w->ud_grh &&
+	    !IN_MULTICAST(ntohl(ip))) { /* as RoCEv2 (roce_ud.c) */
+		int err = sv_ud_roce_send(qp, w, h, (const uint8_t *)(h + 1));
+
+		if (!err) {
+			sent(qp, w, qpn);
+			return 0;
+		}
+		if (err == -EAGAIN || err == -ENOBUFS)
+			return wait_room(qp, w, qpn);
+		sv_dbg("qp %06x: RoCEv2 datagram to %06x lost: %s\n",
+		       qp->qpx.qp_base.qp_num, qpn, strerror(-err));
+		w->ud_first_ns = 0;
+		return 0;
+	}
 	if (ip) { /* another host's: over UDP, sealed */
 		h->rsvd = 0;
 		if (sv_auth_on()) /* d has room for the trailer */
@@ -293,6 +315,12 @@ static int send_one(struct sv_qp *qp, struct sv_swqe *w)
 		uint8_t data[SV_UD_MTU + sizeof(struct sv_ud_mac)];
 	} d;
 
+	if (roce_too_long(qp, w)) {
+		/* IBA C10-93.1.1, as rxe: past the port's MTU, no packet
+		 * and no error */
+		SV_STAT_INC(qp, roce_ud_too_long);
+		return IBV_WC_SUCCESS;
+	}
 	if (w->length > SV_UD_MTU)
 		return IBV_WC_LOC_LEN_ERR; /* IBA 9.8.4: one packet */
 	memset(&d.h, 0, sizeof(d.h));
@@ -355,7 +383,7 @@ void sv_ud_send_run(struct sv_qp *qp)
 		qp->comp.deadline = 0;
 		qp->sq.send++;
 		qp->sq.comp++;
-		if (st == IBV_WC_SUCCESS) {
+		if (st == IBV_WC_SUCCESS && !roce_too_long(qp, w)) {
 			sv_stat_add(qp, tx_pkts, 1);
 			sv_stat_add(qp, tx_bytes, w->length);
 		}

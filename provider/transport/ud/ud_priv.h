@@ -12,12 +12,16 @@
  *           each sender's replay window
  *   door.c  the context's UDP listener, which passes datagrams from other
  *           hosts on to their QPs' sockets, and its multicast groups
+ *   roce_ud.c  UD over RoCEv2: a datagram to another host as rxe sends
+ *           it (BTH, DETH), and one that came so, checked by the listener
  */
 #ifndef SV_UD_PRIV_H
 #define SV_UD_PRIV_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include <netinet/in.h>
 
 #include "objects.h"
 #include "wire.h"
@@ -48,5 +52,33 @@ size_t sv_ud_seal(struct sv_qp *qp, void *d, size_t n);
 bool sv_ud_auth_check(struct sv_qp *qp, struct sv_ud_hdr *h, size_t *n);
 /* recv.c: a datagram the QP does not take is dropped and counted. */
 void sv_ud_drop(struct sv_qp *qp);
+
+/* roce_ud.c.  The UDP source port rxe sends a UD QP's packets from. */
+uint16_t sv_ud_roce_sport(uint32_t qpn);
+/* The datagram h + data to w's host as one RoCEv2 packet (UD
+ * SEND_ONLY[_IMM]): 0 sent, or -errno (-EAGAIN: the socket is full).
+ * Under qp->lock. */
+int sv_ud_roce_send(struct sv_qp *qp, const struct sv_swqe *w,
+		    const struct sv_ud_hdr *h, const uint8_t *data);
+/* The senders a listener saw send IP ID 0 (their ICRC checks): held to
+ * it after. */
+#define SV_UD_ROCE_PEERS 64
+struct sv_ud_roce_peers {
+	uint32_t addr[SV_UD_ROCE_PEERS]; /* network order */
+	uint16_t port[SV_UD_ROCE_PEERS];
+	bool used[SV_UD_ROCE_PEERS];
+	uint32_t next;
+};
+/* The listener's RoCEv2 datagram in buf (*n bytes, cap room) from src
+ * to dst (network order; tos, ttl of its IP header): checked, then made
+ * the transport's (struct sv_ud_hdr, SV_UD_ROCE, *n its new length);
+ * false: dropped and counted in st. */
+bool sv_ud_roce_take(struct sv_ud_roce_peers *peers, struct sv_qp_stats *st,
+		     void *buf, size_t *n, size_t cap,
+		     const struct sockaddr_in *src, uint32_t dst, uint8_t tos,
+		     uint8_t ttl);
+/* The 40 bytes a receive's GRH area holds for an SV_UD_ROCE datagram,
+ * as rxe fills it over IPv4: 20 zero, then the IPv4 header. */
+void sv_ud_roce_grh(uint8_t g[SV_GRH_LEN], const struct sv_ud_hdr *h);
 
 #endif
