@@ -88,6 +88,7 @@ static const struct {
 	F(roce_icrc_unchecked),
 	F(uc_seq_drops),
 	F(progress_looks),
+	F(poll_runs),
 	W(0, "success"),
 	W(1, "loc_len_err"),
 	W(2, "loc_qp_op_err"),
