@@ -3,8 +3,9 @@
  * Completion queues: the classic ibv_poll_cq and the extended
  * start/next/end_poll API over one array of completions, arming and
  * solicited-only events, and overrun reported as IBV_EVENT_CQ_ERR (never
- * a silent drop).  Polling first drives the engine of every QP that
- * completes into this CQ: that is the fast path's progress.
+ * a silent drop).  Polling first drives the engine of the QPs that
+ * complete into this CQ, in turn, until one completes something (idle
+ * ones are skipped, engine/drive.c): that is the fast path's progress.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -281,6 +281,9 @@ int main(int argc, char **argv)
 	to_rts(&c, b, a->qp_num);
 	for (int i = 0; i < k; i++)
 		q[i] = make_qp(&c, idle_cq);
+	if (poll && (ibv_destroy_cq(cq_a) || ibv_destroy_cq(cq_b) ||
+		     ibv_destroy_comp_channel(ch)))
+		die("ibv_destroy_cq", EIO); /* unused: events only */
 	for (int i = 0; i + 1 < k; i += 2) {
 		to_rts(&c, q[i], q[i + 1]->qp_num);
 		to_rts(&c, q[i + 1], q[i]->qp_num);
