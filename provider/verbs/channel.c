@@ -208,12 +208,18 @@ static bool spin_for_event(struct sv_channel *ch)
 
 	do {
 		struct sv_list *n;
+		bool got;
 
 		pthread_rwlock_rdlock(&ctx->qp_lock);
 		sv_list_for_each(n, &ctx->qps)
 			sv_qp_drive(container_of(n, struct sv_qp, ctx_node));
 		pthread_rwlock_unlock(&ctx->qp_lock);
-		if (!sv_list_empty((struct sv_list *)&ch->evq.events))
+		/* under its lock: the progress thread queues there too (a
+		 * race TSan saw once idle QPs made this loop fast) */
+		pthread_mutex_lock(&ch->evq.lock);
+		got = !sv_list_empty(&ch->evq.events);
+		pthread_mutex_unlock(&ch->evq.lock);
+		if (got)
 			return true;
 	} while (sv_now_ns() < end);
 	return poll(&p, 1, 0) == 1;
