@@ -365,15 +365,16 @@ struct sv_cq {
 	/* QPs completing here: slots changed in place under ctx->qp_lock,
 	 * read by pollers with no lock; replaced only to grow (cq.c) */
 	struct sv_qp_set *_Atomic qps;
-	struct sv_qp_set *retired; /* outgrown sets, freed with the CQ */
-	uint32_t events_queued;	   /* queued on the channel, not yet got */
-	uint32_t events_got;	   /* handed to the app by get_cq_event */
-	struct sv_list ev_node;	   /* on channel->evq.events when queued */
-	struct sv_cqe cur;	   /* the extended API's current completion */
-	uint32_t async_got;	   /* async events handed out for this CQ */
-	_Atomic uint32_t srqs;	   /* XRC SRQs completing here: EBUSY */
-	struct ibv_pd *pdom;	   /* its parent domain, or NULL */
-	bool q_custom;		   /* q is from pdom's allocator */
+	struct sv_qp_set *retired;   /* outgrown sets, freed with the CQ */
+	_Atomic uint32_t drive_from; /* the set's slot a poll runs first */
+	uint32_t events_queued;	     /* queued on the channel, not yet got */
+	uint32_t events_got;	     /* handed to the app by get_cq_event */
+	struct sv_list ev_node;	     /* on channel->evq.events when queued */
+	struct sv_cqe cur;	     /* the extended API's current completion */
+	uint32_t async_got;	     /* async events handed out for this CQ */
+	_Atomic uint32_t srqs;	     /* XRC SRQs completing here: EBUSY */
+	struct ibv_pd *pdom;	     /* its parent domain, or NULL */
+	bool q_custom;		     /* q is from pdom's allocator */
 };
 
 static inline struct sv_cq *to_scq(struct ibv_cq *cq)
@@ -609,6 +610,10 @@ struct sv_qp_stats {
 	/* the progress thread's looks at it (engine/drive.c): flat in the
 	 * number of other QPs (tests/scale/idle.c) */
 	uint64_t progress_looks;
+	/* the app's polls and posts that ran its engine (engine/drive.c
+	 * sv_qp_drive): an idle QP's stays flat however often its CQ is
+	 * polled (tests/scale/idle.c) */
+	uint64_t poll_runs;
 	/* completions by status (index enum ibv_wc_status, the last slot
 	 * for any status beyond it) */
 	uint64_t wc_err[IBV_WC_TM_RNDV_INCOMPLETE + 2];

@@ -26,7 +26,9 @@
 
 #include "engine.h"
 #include "evloop.h"
+#include "inject.h"
 #include "progress.h"
+#include "resp.h"
 #include "transport.h"
 
 #define SV_ACTIVE_CHECK_MS 5
@@ -62,6 +64,33 @@ void sv_qp_run(struct sv_qp *qp, uint64_t now)
 		sv_link_run_end(&qp->link);
 }
 
+/*
+ * Whether a run of the QP's engine would find nothing to do: an RC or UC
+ * QP in RTS on a shared-memory link with no send queue entry outstanding
+ * (nothing to send, no ACK or timer to wait for), no record at its
+ * ring's tail (one load: a line only the peer's next packet changes),
+ * no read being answered, nothing to read ahead.  Then only a record
+ * from the peer or a post (post.c runs the requester, and the entry
+ * makes this false) gives it work, and a poll skips its run: the poll
+ * of a CQ fed by many idle QPs costs a lock and a few loads for each
+ * (issue 27), not four engine passes.  Conservative: anything else (a
+ * TCP or RoCE link, faults injected, an XRC forward to retry) runs.
+ * Caller holds qp->lock.
+ */
+static bool idle(struct sv_qp *qp)
+{
+	enum ibv_qp_type t = qp->qpx.qp_base.qp_type;
+
+	return qp->attr.qp_state == IBV_QPS_RTS &&
+	       (t == IBV_QPT_RC || t == IBV_QPT_UC) &&
+	       qp->link.ops == &sv_shm_link_ops &&
+	       qp->link.state == SV_LINK_UP && qp->link.tx_ready &&
+	       qp->link.rx_ready && qp->sq.comp == qp->sq.post &&
+	       !__builtin_expect(sv_inject.on, 0) && !qp->xrc.retry_ns &&
+	       !qp->resp.rd_sent && !qp->resp.rnr &&
+	       !sv_ring_ready(&qp->link.rx) && sv_resp_warm_done(qp);
+}
+
 void sv_qp_drive(struct sv_qp *qp)
 {
 	enum ibv_qp_state s;
@@ -93,7 +122,8 @@ void sv_qp_drive(struct sv_qp *qp)
 							 1000000ull);
 		sv_qp_run(qp, 0);
 		sv_link_set_lazy(&qp->link, false);
-	} else {
+	} else if (!idle(qp)) {
+		sv_stat_add(qp, poll_runs, 1);
 		sv_qp_run(qp, 0);
 	}
 	sv_unlock(&qp->lock);

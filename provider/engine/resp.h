@@ -60,6 +60,8 @@ static inline void sv_resp_wc_inv(struct ibv_wc *wc, const struct sv_pkt *p)
 
 /* While idle, reads a little more of the next receive's buffer (warm.c). */
 void sv_resp_warm(struct sv_qp *qp);
+/* Whether sv_resp_warm would do nothing now. */
+bool sv_resp_warm_done(const struct sv_qp *qp);
 
 /* SOFTVERBS_FAULTS at the responder (resp_inject.c): true if this
  * attempt of the message at the head is refused as RNR / as a bad key. */

@@ -74,3 +74,14 @@ void sv_resp_warm(struct sv_qp *qp)
 	if (qp->resp.warm_done >= qp->resp.warm_len)
 		sv_stat_add(qp, warmed_recvs, 1);
 }
+
+bool sv_resp_warm_done(const struct sv_qp *qp)
+{
+	uint32_t len = qp->resp.msg;
+
+	if (qp->qpx.qp_base.qp_type != IBV_QPT_RC || !len ||
+	    len > SV_WARM_RECV_MAX || qp->resp.in_msg || qp->resp.placed)
+		return true;
+	return qp->resp.warm_wqe == qp->rq.comp + 1 &&
+	       qp->resp.warm_done >= qp->resp.warm_len;
+}

@@ -89,6 +89,7 @@ static const struct {
 	F(roce_ud_too_long),
 	F(uc_seq_drops),
 	F(progress_looks),
+	F(poll_runs),
 	W(0, "success"),
 	W(1, "loc_len_err"),
 	W(2, "loc_qp_op_err"),

@@ -3,8 +3,9 @@
  * Completion queues: the classic ibv_poll_cq and the extended
  * start/next/end_poll API over one array of completions, arming and
  * solicited-only events, and overrun reported as IBV_EVENT_CQ_ERR (never
- * a silent drop).  Polling first drives the engine of every QP that
- * completes into this CQ: that is the fast path's progress.
+ * a silent drop).  Polling first drives the engine of the QPs that
+ * complete into this CQ, in turn, until one completes something (idle
+ * ones are skipped, engine/drive.c): that is the fast path's progress.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -40,25 +41,46 @@ void sv_cq_clean(struct sv_cq *cq, uint32_t qpn)
 	sv_unlock(&cq->lock);
 }
 
+static bool cq_empty(struct sv_cq *cq)
+{
+	return atomic_load_explicit(&cq->head, memory_order_acquire) ==
+	       atomic_load_explicit(&cq->tail, memory_order_relaxed);
+}
+
 /*
- * Runs the engine of every QP feeding this CQ.  No lock: the set's slots
- * change in place under ctx->qp_lock (sv_cq_attach_qp), so a pass may
- * miss a QP attached meanwhile or drive one twice or one just detached;
- * QPs are type-stable, so a QP destroyed meanwhile is merely found dead
- * (sv_qp_drive).
+ * Runs the engine of the QPs feeding this CQ, in turn from where the
+ * last poll stopped, until one has put a completion here (or all ran):
+ * with many QPs busy (ibv_srq_pingpong -q 64) a poll that finds work
+ * does not run the others' engines first, and each is still run within
+ * n polls.  No lock: the set's slots change in place under ctx->qp_lock
+ * (sv_cq_attach_qp), so a pass may miss a QP attached meanwhile or drive
+ * one twice or one just detached; QPs are type-stable, so a QP destroyed
+ * meanwhile is merely found dead (sv_qp_drive).  The cursor is a hint:
+ * pollers on several threads may race on it.
  */
 static void drive(struct sv_cq *cq)
 {
 	struct sv_qp_set *set;
-	uint32_t n;
+	uint32_t n, i;
 
 	/* acquire: a grown set's slots and n, copied before it was
 	 * published; then n's release covers slots [0, n) */
 	set = atomic_load_explicit(&cq->qps, memory_order_acquire);
 	n = atomic_load_explicit(&set->n, memory_order_acquire);
-	for (uint32_t i = 0; i < n; i++)
+	if (!n)
+		return;
+	i = atomic_load_explicit(&cq->drive_from, memory_order_relaxed);
+	if (i >= n)
+		i = 0;
+	for (uint32_t k = 0; k < n; k++) {
 		sv_qp_drive(atomic_load_explicit(&set->qp[i],
 						 memory_order_acquire));
+		if (++i == n)
+			i = 0;
+		if (!cq_empty(cq))
+			break;
+	}
+	atomic_store_explicit(&cq->drive_from, i, memory_order_relaxed);
 }
 
 /* The CQ was armed: its QPs are the progress thread's now (flags up,
@@ -73,12 +95,6 @@ static void hand_over(struct sv_cq *cq)
 	for (uint32_t i = 0; i < n; i++)
 		sv_qp_visit(atomic_load_explicit(&set->qp[i],
 						 memory_order_acquire));
-}
-
-static bool cq_empty(struct sv_cq *cq)
-{
-	return atomic_load_explicit(&cq->head, memory_order_acquire) ==
-	       atomic_load_explicit(&cq->tail, memory_order_relaxed);
 }
 
 int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)

@@ -222,4 +222,16 @@ int sv_ring_peek(struct sv_ring *r, struct sv_pkt *pkt,
 /* Receiver: done with the packet sv_ring_peek returned. */
 void sv_ring_consume(struct sv_ring *r);
 
+/* Receiver: whether a record (or a pad) waits at the tail, what
+ * sv_ring_peek would look at first: one load, nothing read beyond it. */
+static inline bool sv_ring_ready(const struct sv_ring *r)
+{
+	const struct sv_pkt *p =
+		(const struct sv_pkt *)(r->data + (r->tail & (r->size - 1)));
+
+	return atomic_load_explicit((_Atomic uint32_t *)&p->seq,
+				    memory_order_relaxed) ==
+	       sv_rec_seq(r->tail);
+}
+
 #endif

@@ -9,11 +9,16 @@
  * the ping-pong: it must not, beyond a few stray timers; a thread that
  * walks every QP per wake-up looks 2 x N x K times (checked once: with
  * such a walk added back after each epoll_wait, this fails).  Also prints the
- * round trip.  Exit 0 on success, 1 on failure.
+ * round trip.  With "poll" as third argument (issue 27) the busy pair
+ * shares the idle QPs' CQ and polls it, and the counter is poll_runs (the
+ * polls' runs of a QP's engine): a poll that runs every QP's engine runs
+ * the idle ones >= 2 x N x K times; it must not run them at all.  Exit
+ * 0 on success, 1 on failure.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,6 +154,26 @@ static void wait_cq(struct ibv_comp_channel *ch, struct ibv_cq *cq, int want)
 	}
 }
 
+/* Waits for `want` completions on cq, by polling it (mode "poll"). */
+static void spin_cq(struct ibv_cq *cq, int want)
+{
+	uint64_t deadline = now_ns() + 30000000000ull;
+
+	do {
+		struct ibv_wc wc[4];
+		int n = ibv_poll_cq(cq, 4, wc);
+
+		if (n < 0)
+			die("ibv_poll_cq", EIO);
+		for (int i = 0; i < n; i++)
+			if (wc[i].status != IBV_WC_SUCCESS)
+				die(ibv_wc_status_str(wc[i].status), EIO);
+		want -= n;
+		if (!n && want > 0 && now_ns() > deadline)
+			die("no completion in 30 s", ETIME);
+	} while (want > 0);
+}
+
 /* Our context's counters (stat.h): the memfd among our fds. */
 static const struct sv_stat_hdr *stat_map(void)
 {
@@ -180,9 +205,11 @@ static const struct sv_stat_hdr *stat_map(void)
 	return h;
 }
 
-/* The thread's looks at QPs other than the two busy ones, from a fresh
- * refresh of the table (it refreshes every SV_STAT_PERIOD_NS). */
-static uint64_t idle_looks(const struct sv_stat_hdr *h, uint32_t a, uint32_t b)
+/* Counter `name` (the thread's looks, the polls' runs) summed over the
+ * QPs other than the two busy ones, from a fresh refresh of the table
+ * (it refreshes every SV_STAT_PERIOD_NS). */
+static uint64_t idle_count(const struct sv_stat_hdr *h, const char *name,
+			   uint32_t a, uint32_t b)
 {
 	const struct sv_stat_slot *sl = (const void *)(h + 1);
 	uint64_t upd = __atomic_load_n(&h->updated_ns, __ATOMIC_ACQUIRE);
@@ -190,7 +217,7 @@ static uint64_t idle_looks(const struct sv_stat_hdr *h, uint32_t a, uint32_t b)
 	int k = -1;
 
 	for (uint32_t i = 0; i < h->nctr; i++)
-		if (!strcmp(h->names[i], "progress_looks"))
+		if (!strcmp(h->names[i], name))
 			k = (int)i;
 	if (k < 0)
 		return UINT64_MAX; /* an older provider: round trips only */
@@ -217,6 +244,10 @@ int main(int argc, char **argv)
 {
 	int k = argc > 1 ? atoi(argv[1]) : 2000;
 	int n = argc > 2 ? atoi(argv[2]) : 200;
+	/* "poll": the busy pair shares the idle QPs' CQ and polls it; the
+	 * polls' runs of the idle QPs' engines are counted (issue 27) */
+	bool poll = argc > 3 && !strcmp(argv[3], "poll");
+	const char *ctr = poll ? "poll_runs" : "progress_looks";
 	struct ibv_device **l = ibv_get_device_list(NULL);
 	struct ibv_comp_channel *ch;
 	struct ibv_cq *cq_a, *cq_b, *idle_cq;
@@ -244,12 +275,15 @@ int main(int argc, char **argv)
 	if (!ch || !cq_a || !cq_b || !idle_cq || !q)
 		die("ibv_create_cq", errno);
 	/* the busy pair first: the first slots of the table are theirs */
-	a = make_qp(&c, cq_a);
-	b = make_qp(&c, cq_b);
+	a = make_qp(&c, poll ? idle_cq : cq_a);
+	b = make_qp(&c, poll ? idle_cq : cq_b);
 	to_rts(&c, a, b->qp_num);
 	to_rts(&c, b, a->qp_num);
 	for (int i = 0; i < k; i++)
 		q[i] = make_qp(&c, idle_cq);
+	if (poll && (ibv_destroy_cq(cq_a) || ibv_destroy_cq(cq_b) ||
+		     ibv_destroy_comp_channel(ch)))
+		die("ibv_destroy_cq", EIO); /* unused: events only */
 	for (int i = 0; i + 1 < k; i += 2) {
 		to_rts(&c, q[i], q[i + 1]->qp_num);
 		to_rts(&c, q[i + 1], q[i]->qp_num);
@@ -257,11 +291,15 @@ int main(int argc, char **argv)
 	h = stat_map();
 	/* the idle QPs' links settle (calls answered, hellos read): until
 	 * a whole refresh period passes without a look at them */
-	before = idle_looks(h, a->qp_num, b->qp_num);
+	before = idle_count(h, ctr, a->qp_num, b->qp_num);
 	t0 = now_ns();
 	for (;;) {
-		uint64_t v = idle_looks(h, a->qp_num, b->qp_num);
+		uint64_t v;
 
+		/* polls run the QPs whose links are not up yet */
+		for (int i = 0; poll && i < 100; i++)
+			spin_cq(idle_cq, 0);
+		v = idle_count(h, ctr, a->qp_num, b->qp_num);
 		if (v == before)
 			break;
 		before = v;
@@ -273,33 +311,41 @@ int main(int argc, char **argv)
 		post_recv(&c, b);
 		post_recv(&c, a);
 		post_send(&c, a);
+		if (poll) {
+			spin_cq(idle_cq, 2); /* a's send, b's receive */
+			post_send(&c, b);
+			spin_cq(idle_cq, 2); /* b's send, a's receive */
+			continue;
+		}
 		wait_cq(ch, cq_b, 1); /* b's receive */
 		post_send(&c, b);
 		wait_cq(ch, cq_a, 2); /* a's send, and its receive */
 		wait_cq(ch, cq_b, 1); /* b's send */
 	}
 	t1 = now_ns();
-	after = idle_looks(h, a->qp_num, b->qp_num);
+	after = idle_count(h, ctr, a->qp_num, b->qp_num);
 	free(q); /* the QPs stay: the process ends */
 	if (after == UINT64_MAX) {
-		printf("sv_idle: %d idle QPs, %d event-driven round trips: "
-		       "%.1f us each (no progress_looks counter)\n",
-		       k, n, (double)(t1 - t0) / n / 1000.0);
+		printf("sv_idle: %d idle QPs, %d %s round trips: "
+		       "%.1f us each (no %s counter)\n",
+		       k, n, poll ? "polled" : "event-driven",
+		       (double)(t1 - t0) / n / 1000.0, ctr);
 		return 77;
 	}
-	printf("sv_idle: %d idle QPs, %d event-driven round trips: %.1f us "
-	       "each; the progress thread looked at idle QPs %llu times "
-	       "meanwhile (%.2f per round trip)\n",
-	       k, n, (double)(t1 - t0) / n / 1000.0,
+	printf("sv_idle: %d idle QPs, %d %s round trips: %.1f us "
+	       "each; %s of idle QPs %llu meanwhile (%.2f per round trip)\n",
+	       k, n, poll ? "polled" : "event-driven",
+	       (double)(t1 - t0) / n / 1000.0, ctr,
 	       (unsigned long long)(after - before),
 	       (double)(after - before) / n);
-	/* a thread that walks every QP per wake-up: >= 2 x n x k */
+	/* a thread that walks every QP per wake-up, or a poll that runs
+	 * every QP's engine: >= 2 x n x k */
 	if (after - before > (uint64_t)k / 10 + 16) {
 		fprintf(stderr,
-			"sv_idle: FAIL: the thread looked at idle QPs %llu "
-			"times in %d round trips (a wake-up costs the number "
-			"of QPs)\n",
-			(unsigned long long)(after - before), n);
+			"sv_idle: FAIL: %s of idle QPs %llu in %d round "
+			"trips (a %s costs the number of QPs)\n",
+			ctr, (unsigned long long)(after - before), n,
+			poll ? "poll" : "wake-up");
 		return 1;
 	}
 	return 0;
