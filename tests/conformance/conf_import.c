@@ -48,41 +48,6 @@ static int count_fds(void)
 	return n;
 }
 
-/* e gets CQs and an RC QP on ctx and pd (not its own), and mr as its MR
- * over buf: an end of pair.h built on imported objects. */
-static void end_on(struct sv_end *e, struct ibv_context *ctx, struct ibv_pd *pd,
-		   struct ibv_mr *mr, uint8_t *buf)
-{
-	struct ibv_qp_init_attr ia = {0};
-	struct ibv_port_attr pa;
-
-	memset(e, 0, sizeof(*e));
-	e->o = sv_end_opts_default();
-	e->o.qp_access = RW_ACCESS;
-	e->ctx = ctx;
-	e->pd = pd;
-	e->mr = mr;
-	e->buf = buf;
-	ASSERT_OK(ibv_query_port(ctx, 1, &pa));
-	e->lid = pa.lid;
-	e->scq = e->rcq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
-	ASSERT_NOT_NULL(e->scq);
-	ia.send_cq = ia.recv_cq = e->scq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.sq_sig_all = 1;
-	ia.cap.max_send_wr = ia.cap.max_recv_wr = 16;
-	ia.cap.max_send_sge = ia.cap.max_recv_sge = 2;
-	e->qp = ibv_create_qp(pd, &ia);
-	ASSERT_NOT_NULL(e->qp);
-}
-
-/* Tears down what end_on made (the QP and CQ), not the objects given. */
-static void end_off(struct sv_end *e)
-{
-	ASSERT_OK(ibv_destroy_qp(e->qp));
-	ASSERT_OK(ibv_destroy_cq(e->scq));
-}
-
 static void reset(struct sv_end *e)
 {
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RESET};
@@ -160,7 +125,7 @@ SV_TEST(import_in_process_rdma_both_ways)
 	ASSERT_TRUE(imr->addr == orig.mr->addr);
 	ASSERT_EQ(orig.mr->length, imr->length);
 
-	end_on(&imp, ic, ipd, imr, orig.buf);
+	sv_end_on_objects(&imp, ic, ipd, imr, orig.buf);
 	connect_ends(&imp, &client);
 	/* the client writes into the imported MR (the original's memory) */
 	sv_fill(client.buf, 4096, 11);
@@ -177,7 +142,7 @@ SV_TEST(import_in_process_rdma_both_ways)
 	ASSERT_EQ(-1, sv_check(client.buf + 32768, 512, 13));
 	/* the PD is the original's: it cannot go while the QP uses it */
 	ASSERT_EQ(EBUSY, ibv_dealloc_pd(orig.pd));
-	end_off(&imp);
+	sv_end_off_objects(&imp);
 	ibv_unimport_mr(imr);
 	ibv_unimport_pd(ipd);
 	ASSERT_OK(ibv_close_device(ic));
@@ -215,8 +180,8 @@ SV_TEST(import_pd_is_the_same_pd)
 	ASSERT_EQ(EBUSY, ibv_dealloc_pd(ipd));
 	mr_o = ibv_reg_mr(pd, buf2, 65536, RW_ACCESS);
 	ASSERT_NOT_NULL(mr_o);
-	end_on(&a, c, pd, mr_i, buf);
-	end_on(&b, ic, ipd, mr_o, buf2);
+	sv_end_on_objects(&a, c, pd, mr_i, buf);
+	sv_end_on_objects(&b, ic, ipd, mr_o, buf2);
 	sv_end_open(&peer, NULL);
 	connect_ends(&a, &peer);
 	sv_fill(buf, 256, 21);
@@ -227,8 +192,8 @@ SV_TEST(import_pd_is_the_same_pd)
 	sv_fill(buf2, 300, 22);
 	send_recv(&b, &peer, 0, 300);
 	ASSERT_EQ(-1, sv_check(peer.buf, 300, 22));
-	end_off(&a);
-	end_off(&b);
+	sv_end_off_objects(&a);
+	sv_end_off_objects(&b);
 	sv_end_close(&peer);
 	ASSERT_OK(ibv_dereg_mr(mr_i));
 	ASSERT_OK(ibv_dereg_mr(mr_o));
@@ -270,13 +235,13 @@ SV_TEST(import_outlives_original)
 	ASSERT_NOT_NULL(ipd);
 	mr = ibv_reg_mr(ipd, buf, 65536, IBV_ACCESS_LOCAL_WRITE);
 	ASSERT_NOT_NULL(mr);
-	end_on(&e, ic, ipd, mr, buf);
+	sv_end_on_objects(&e, ic, ipd, mr, buf);
 	sv_end_open(&peer, NULL);
 	connect_ends(&e, &peer);
 	sv_fill(buf, 100, 31);
 	send_recv(&e, &peer, 0, 100);
 	ASSERT_EQ(-1, sv_check(peer.buf, 100, 31));
-	end_off(&e);
+	sv_end_off_objects(&e);
 	sv_end_close(&peer);
 	ASSERT_OK(ibv_dereg_mr(mr));
 	ASSERT_OK(ibv_dealloc_pd(ipd));
@@ -572,7 +537,7 @@ SV_HELPER(import_child)
 
 	mr = ibv_reg_mr(ipd, buf, 65536, RW_ACCESS);
 	ASSERT_NOT_NULL(mr);
-	end_on(&e, ic, ipd, mr, buf);
+	sv_end_on_objects(&e, ic, ipd, mr, buf);
 	sv_end_connect(&e, m.qpn, m.psn);
 	ASSERT_OK(sv_end_recv(&e, 2, 0, 1000));
 	me.qpn = e.qp->qp_num;
@@ -590,7 +555,7 @@ SV_HELPER(import_child)
 	ASSERT_OK(sv_end_send(&e, 1, 16384, 777, 0));
 	EXPECT_WC(e.scq, IBV_WC_SUCCESS, 1);
 	(void)msg_recv(s, &m); /* the test has it: done */
-	end_off(&e);
+	sv_end_off_objects(&e);
 	ASSERT_OK(ibv_dereg_mr(mr));
 	ibv_unimport_pd(ipd);
 	ASSERT_OK(ibv_dealloc_pd(spare));

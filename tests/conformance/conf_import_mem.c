@@ -32,39 +32,6 @@
 	 IBV_ACCESS_REMOTE_READ)
 #define SHARED_LEN 65536
 
-/* e gets a CQ and an RC QP on ctx and pd, and mr as its MR over buf. */
-static void end_on(struct sv_end *e, struct ibv_context *ctx, struct ibv_pd *pd,
-		   struct ibv_mr *mr, uint8_t *buf)
-{
-	struct ibv_qp_init_attr ia = {0};
-	struct ibv_port_attr pa;
-
-	memset(e, 0, sizeof(*e));
-	e->o = sv_end_opts_default();
-	e->o.qp_access = RW_ACCESS;
-	e->ctx = ctx;
-	e->pd = pd;
-	e->mr = mr;
-	e->buf = buf;
-	ASSERT_OK(ibv_query_port(ctx, 1, &pa));
-	e->lid = pa.lid;
-	e->scq = e->rcq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
-	ASSERT_NOT_NULL(e->scq);
-	ia.send_cq = ia.recv_cq = e->scq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.sq_sig_all = 1;
-	ia.cap.max_send_wr = ia.cap.max_recv_wr = 16;
-	ia.cap.max_send_sge = ia.cap.max_recv_sge = 2;
-	e->qp = ibv_create_qp(pd, &ia);
-	ASSERT_NOT_NULL(e->qp);
-}
-
-static void end_off(struct sv_end *e)
-{
-	ASSERT_OK(ibv_destroy_qp(e->qp));
-	ASSERT_OK(ibv_destroy_cq(e->scq));
-}
-
 /* One RDMA write or read of e: its buf[off, off+len) and raddr. */
 static void rdma(struct sv_end *e, enum ibv_wr_opcode op, uint32_t off,
 		 uint32_t len, uint64_t raddr, uint32_t rkey)
@@ -151,8 +118,8 @@ static int child_imports(void)
 	/* a QP on the imported PD with the MR, a peer on a PD of its own */
 	bmr = ibv_reg_mr(spare, bbuf, SHARED_LEN, RW_ACCESS);
 	ASSERT_NOT_NULL(bmr);
-	end_on(&a, ic, ipd, imr, shared);
-	end_on(&b, ic, spare, bmr, bbuf);
+	sv_end_on_objects(&a, ic, ipd, imr, shared);
+	sv_end_on_objects(&b, ic, spare, bmr, bbuf);
 	sv_end_connect(&a, b.qp->qp_num, b.o.psn);
 	sv_end_connect(&b, a.qp->qp_num, a.o.psn);
 	/* the lkey: a sends the parent's bytes from the shared pages */
@@ -185,8 +152,8 @@ static int child_imports(void)
 		ASSERT_OK(ibv_post_send(b.qp, &wr, &bad));
 		EXPECT_WC(b.scq, IBV_WC_REM_ACCESS_ERR, 10);
 	}
-	end_off(&a);
-	end_off(&b);
+	sv_end_off_objects(&a);
+	sv_end_off_objects(&b);
 
 	/* unimport gives the key back: imported again, then deregistered */
 	ibv_unimport_mr(imr);
@@ -329,8 +296,8 @@ SV_HELPER(import_mem_helper)
 	ASSERT_NOT_NULL(spare);
 	bmr = ibv_reg_mr(spare, bbuf, SHARED_LEN, RW_ACCESS);
 	ASSERT_NOT_NULL(bmr);
-	end_on(&a, ic, ipd, imr, m);
-	end_on(&b, ic, spare, bmr, bbuf);
+	sv_end_on_objects(&a, ic, ipd, imr, m);
+	sv_end_on_objects(&b, ic, spare, bmr, bbuf);
 	sv_end_connect(&a, b.qp->qp_num, b.o.psn);
 	sv_end_connect(&b, a.qp->qp_num, a.o.psn);
 	ASSERT_OK(sv_end_recv(&b, 2, 0, 3000));
@@ -340,8 +307,8 @@ SV_HELPER(import_mem_helper)
 	ASSERT_EQ(-1, sv_check(bbuf, 3000, 91));
 	sv_fill(bbuf + 32768, 8192, 92);
 	rdma(&b, IBV_WR_RDMA_WRITE, 32768, 8192, addr + 32768, imr->rkey);
-	end_off(&a);
-	end_off(&b);
+	sv_end_off_objects(&a);
+	sv_end_off_objects(&b);
 	ASSERT_OK(ibv_dereg_mr(imr));
 	ASSERT_OK(ibv_dereg_mr(bmr));
 	ibv_unimport_pd(ipd);

@@ -96,6 +96,39 @@ void sv_end_open(struct sv_end *e, const struct sv_end_opts *o)
 	ASSERT_GE(ia.cap.max_inline_data, o->max_inline);
 }
 
+void sv_end_on_objects(struct sv_end *e, struct ibv_context *ctx,
+		       struct ibv_pd *pd, struct ibv_mr *mr, uint8_t *buf)
+{
+	struct ibv_qp_init_attr ia = {0};
+	struct ibv_port_attr pa;
+
+	memset(e, 0, sizeof(*e));
+	e->o = sv_end_opts_default();
+	e->o.qp_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			 IBV_ACCESS_REMOTE_READ;
+	e->ctx = ctx;
+	e->pd = pd;
+	e->mr = mr;
+	e->buf = buf;
+	ASSERT_OK(ibv_query_port(ctx, 1, &pa));
+	e->lid = pa.lid;
+	e->scq = e->rcq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	ASSERT_NOT_NULL(e->scq);
+	ia.send_cq = ia.recv_cq = e->scq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.sq_sig_all = 1;
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = 16;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 2;
+	e->qp = ibv_create_qp(pd, &ia);
+	ASSERT_NOT_NULL(e->qp);
+}
+
+void sv_end_off_objects(struct sv_end *e)
+{
+	ASSERT_OK(ibv_destroy_qp(e->qp));
+	ASSERT_OK(ibv_destroy_cq(e->scq));
+}
+
 void sv_end_close(struct sv_end *e)
 {
 	if (e->qp)

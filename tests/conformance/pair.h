@@ -56,6 +56,13 @@ void sv_end_open(struct sv_end *e, const struct sv_end_opts *o);
 /* Opens the device and PD only (for tests that build their own QP). */
 void sv_end_open_ctx(struct sv_end *e);
 void sv_end_close(struct sv_end *e);
+/* An end over objects made elsewhere (an imported PD and MR, say): an RC
+ * QP (16 WRs, 2 SGEs, every send signalled) on one new CQ of 64, in
+ * RESET; qp_access read, write and local write.  sv_end_off_objects
+ * destroys that QP and CQ only, not the objects given. */
+void sv_end_on_objects(struct sv_end *e, struct ibv_context *ctx,
+		       struct ibv_pd *pd, struct ibv_mr *mr, uint8_t *buf);
+void sv_end_off_objects(struct sv_end *e);
 
 /* The attributes and masks the IBA requires, with the end's options. */
 int sv_end_to_init(struct sv_end *e);

@@ -76,15 +76,20 @@ mpi() {
 		-x SOFTVERBS_SUBNET $prog "$@" >"$log/$name" 2>&1
 }
 
-ok_row() { # NAME DEADLINE HOSTS NP MODE: exit 0 and "all checked"
-	mpi "$@"
-	rc=$?
-	if [ $rc -eq 0 ] && grep -q "^all checked" "$log/$1"; then
+# judge NAME RC LAUNCHER: the job's row passed if RC is 0 and its output
+# says "all checked"
+judge() {
+	if [ "$2" -eq 0 ] && grep -q "^all checked" "$log/$1"; then
 		echo "ok   $1: $(grep -v "^all checked" "$log/$1" |
 			grep -E "round trip|checked" | tr '\n' ';')"
 	else
-		fail "$1: mpirun rc $rc"
+		fail "$1: $3 rc $2"
 	fi
+}
+
+ok_row() { # NAME DEADLINE HOSTS NP MODE: exit 0 and "all checked"
+	mpi "$@"
+	judge "$1" $? mpirun
 }
 
 fail() {
@@ -131,13 +136,7 @@ mpich_row() { # NAME DEADLINE HOSTS NP MODE: as ok_row
 		-np "$4" -iface "${tag}a" \
 		-genvlist SOFTVERBS_SUBNET,UCX_TLS,UCX_NET_DEVICES \
 		"$job_mpich" "$5" >"$log/$1" 2>&1
-	rc=$?
-	if [ $rc -eq 0 ] && grep -q "^all checked" "$log/$1"; then
-		echo "ok   $1: $(grep -v "^all checked" "$log/$1" |
-			grep -E "round trip|checked" | tr '\n' ';')"
-	else
-		fail "$1: mpiexec.hydra rc $rc"
-	fi
+	judge "$1" $? mpiexec.hydra
 }
 
 # the killed rank: mpirun fails (not 0), and does not hang (124)

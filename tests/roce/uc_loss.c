@@ -21,13 +21,7 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
+#include "exchange.h"
 
 static int die(const char *what)
 {
@@ -35,41 +29,16 @@ static int die(const char *what)
 	exit(1);
 }
 
-static void put_file(const char *dir, const char *name, unsigned v)
-{
-	char p[512], t[520];
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	snprintf(t, sizeof(t), "%s.tmp", p);
-	f = fopen(t, "w");
-	if (!f || fprintf(f, "%u\n", v) < 0 || fclose(f) || rename(t, p))
-		die(p);
-}
-
 /* The number in DIR/NAME, waiting for it (20 s at most). */
-static unsigned get_file(const char *dir, const char *name)
+static unsigned need(const char *dir, const char *name)
 {
-	char p[512];
-	double end = now() + 20;
-	unsigned v;
+	long v = sv_x_get(dir, name, 20);
 
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	for (;;) {
-		FILE *f = fopen(p, "r");
-
-		if (f && fscanf(f, "%u", &v) == 1) {
-			fclose(f);
-			return v;
-		}
-		if (f)
-			fclose(f);
-		if (now() > end) {
-			fprintf(stderr, "uc_loss: no %s\n", p);
-			exit(1);
-		}
-		usleep(10000); /* another process's file: no event */
+	if (v < 0) {
+		fprintf(stderr, "uc_loss: no %s/%s\n", dir, name);
+		exit(1);
 	}
+	return (unsigned)v;
 }
 
 static uint8_t pattern(uint32_t msg, uint32_t j)
@@ -122,7 +91,7 @@ static int run_send(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr,
 					 .send_flags = IBV_SEND_SIGNALED},
 				   *bad;
 		struct ibv_wc wc;
-		double end = now() + 10;
+		double end = sv_x_now() + 10;
 		int got;
 
 		memcpy(buf, &i, 4);
@@ -130,7 +99,7 @@ static int run_send(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr,
 			buf[j] = pattern(i, j);
 		if (ibv_post_send(qp, &wr, &bad))
 			die("post_send");
-		while ((got = ibv_poll_cq(cq, 1, &wc)) == 0 && now() < end)
+		while ((got = ibv_poll_cq(cq, 1, &wc)) == 0 && sv_x_now() < end)
 			;
 		if (got != 1 || wc.status != IBV_WC_SUCCESS) {
 			fprintf(stderr, "uc_loss: send %u: %s\n", i,
@@ -163,8 +132,8 @@ static int run_recv(const char *dir, struct ibv_cq *cq, uint8_t *buf,
 			die("poll_cq");
 		if (r == 0) {
 			if (!quiet && !access(p, F_OK))
-				quiet = now() + 2;
-			if (quiet && now() > quiet)
+				quiet = sv_x_now() + 2;
+			if (quiet && sv_x_now() > quiet)
 				break;
 			continue;
 		}
@@ -248,14 +217,15 @@ int main(int argc, char **argv)
 	qp = ibv_create_qp(pd, &ia);
 	if (!qp)
 		die("create_qp");
-	put_file(argv[2], send ? "send.qpn" : "recv.qpn", qp->qp_num);
+	sv_x_put("uc_loss", argv[2], send ? "send.qpn" : "recv.qpn",
+		 qp->qp_num);
 	connect_qp(qp, gid, argv[4],
-		   get_file(argv[2], send ? "recv.qpn" : "send.qpn"));
+		   need(argv[2], send ? "recv.qpn" : "send.qpn"));
 	if (send) {
-		get_file(argv[2], "ready");
+		need(argv[2], "ready");
 		int rc = run_send(qp, cq, mr, buf, n, s);
 
-		put_file(argv[2], "done", 1);
+		sv_x_put("uc_loss", argv[2], "done", 1);
 		return rc;
 	}
 	for (uint32_t i = 0; i < n; i++) {
@@ -269,6 +239,6 @@ int main(int argc, char **argv)
 		if (ibv_post_recv(qp, &wr, &bad))
 			die("post_recv");
 	}
-	put_file(argv[2], "ready", 1);
+	sv_x_put("uc_loss", argv[2], "ready", 1);
 	return run_recv(argv[2], cq, buf, n, s);
 }

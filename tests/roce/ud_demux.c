@@ -30,58 +30,16 @@
 #include <infiniband/verbs.h>
 #include <netinet/in.h>
 
+#include "exchange.h"
 #include "roce.h"
 
 #define MAXSZ 1024
 #define SLOT  (40 + MAXSZ)
 
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
-
 static void die(const char *what)
 {
 	fprintf(stderr, "ud_demux: %s: %s\n", what, strerror(errno));
 	exit(1);
-}
-
-static void put_file(const char *dir, const char *name, unsigned v)
-{
-	char p[512], t[520];
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	snprintf(t, sizeof(t), "%s.tmp", p);
-	f = fopen(t, "w");
-	if (!f || fprintf(f, "%u\n", v) < 0 || fclose(f) || rename(t, p))
-		die(p);
-}
-
-/* The number in DIR/NAME: wait up to secs for it; -1 if none came. */
-static long get_file(const char *dir, const char *name, double secs)
-{
-	char p[512];
-	double end = now() + secs;
-	unsigned v;
-
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	for (;;) {
-		FILE *f = fopen(p, "r");
-
-		if (f && fscanf(f, "%u", &v) == 1) {
-			fclose(f);
-			return v;
-		}
-		if (f)
-			fclose(f);
-		if (now() > end)
-			return -1;
-		usleep(10000); /* another process's file: no event */
-	}
 }
 
 static uint8_t pattern(uint32_t qpn, uint32_t seq, uint32_t j)
@@ -174,16 +132,16 @@ static int do_recv(char **av)
 		if (ibv_post_recv(qp, &w, &bad))
 			die("post_recv");
 	}
-	put_file(dir, name, qp->qp_num);
+	sv_x_put("ud_demux", dir, name, qp->qp_num);
 	snprintf(done, sizeof(done), "%s.done", name);
-	end = now() + 60;
-	while (get_file(dir, "end", 0) < 0) {
+	end = sv_x_now() + 60;
+	while (sv_x_get(dir, "end", 0) < 0) {
 		struct ibv_wc wc;
 		int k = ibv_poll_cq(d.cq, 1, &wc);
 		const uint8_t *b, *ip;
 		uint32_t dq, seq, len;
 
-		if (now() > end) {
+		if (sv_x_now() > end) {
 			fprintf(stderr, "ud_demux %s: %u of %u, no end\n", name,
 				got, n);
 			return 1;
@@ -234,7 +192,7 @@ static int do_recv(char **av)
 			return 1;
 		}
 		if (got == n)
-			put_file(dir, done, got);
+			sv_x_put("ud_demux", dir, done, got);
 	}
 	if (got != n) {
 		fprintf(stderr, "ud_demux %s: %u of %u\n", name, got, n);
@@ -262,7 +220,7 @@ static int do_send(char **av, int ac)
 	    inet_pton(AF_INET, av[5], &peer) != 1)
 		die("arguments");
 	for (int i = 0; i < nr; i++) {
-		long v = get_file(dir, av[6 + i], 20);
+		long v = sv_x_get(dir, av[6 + i], 20);
 
 		if (v < 0)
 			die(av[6 + i]);
@@ -289,7 +247,7 @@ static int do_send(char **av, int ac)
 							IBV_SEND_SIGNALED},
 					   *bad;
 			struct ibv_wc wc;
-			double end = now() + 10;
+			double end = sv_x_now() + 10;
 			int got;
 
 			w.wr.ud.ah = ah;
@@ -302,7 +260,7 @@ static int do_send(char **av, int ac)
 			if (ibv_post_send(qps[seq % nqp], &w, &bad))
 				die("post_send");
 			while ((got = ibv_poll_cq(d.cq, 1, &wc)) == 0 &&
-			       now() < end)
+			       sv_x_now() < end)
 				;
 			if (got != 1 || wc.status != IBV_WC_SUCCESS)
 				die("send completion");
@@ -349,7 +307,7 @@ static int do_hostile(char **av)
 			   me;
 	socklen_t ml = sizeof(me);
 	struct sv_roce_ip ip = {.dport = SV_ROCE_PORT};
-	long v = get_file(dir, av[3], 20);
+	long v = sv_x_get(dir, av[3], 20);
 	int fd = socket(AF_INET, SOCK_DGRAM, 0), pmtu = IP_PMTUDISC_DO;
 	uint8_t ud = SV_IB_UD | SV_IB_SEND_ONLY;
 
