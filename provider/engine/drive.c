@@ -79,10 +79,16 @@ void sv_qp_run(struct sv_qp *qp, uint64_t now)
  */
 static bool idle(struct sv_qp *qp)
 {
-	enum ibv_qp_type t = qp->qpx.qp_base.qp_type;
+	enum ibv_qp_type t;
 
-	return qp->attr.qp_state == IBV_QPS_RTS &&
-	       (t == IBV_QPT_RC || t == IBV_QPT_UC) &&
+	/* the state first: a CQ's set may still name a destroyed QP whose
+	 * slot is being made again (QPs are type-stable), and creation
+	 * writes the type without the QP's lock; a QP is RTS only after a
+	 * modify, which takes it */
+	if (qp->attr.qp_state != IBV_QPS_RTS)
+		return false;
+	t = qp->qpx.qp_base.qp_type;
+	return (t == IBV_QPT_RC || t == IBV_QPT_UC) &&
 	       qp->link.ops == &sv_shm_link_ops &&
 	       qp->link.state == SV_LINK_UP && qp->link.tx_ready &&
 	       qp->link.rx_ready && qp->sq.comp == qp->sq.post &&
