@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "env.h"
+#include "ifwatch.h"
 #include "subnet.h"
 #include "transport.h"
 
@@ -159,11 +160,11 @@ static bool ipv6_gid_ok(const struct in6_addr *a)
 	       !IN6_IS_ADDR_MULTICAST(a) && !IN6_IS_ADDR_UNSPECIFIED(a);
 }
 
-/* Fills the GID table; returns its length (at most SV_GID_TBL_LEN).  The
- * IPv4 entries come before the IPv6 ones, whatever order getifaddrs
- * gives, so an IPv4 entry's index does not move when IPv6 addresses
- * come and go (programs and tests pass -g N). */
-int sv_gid_table(union ibv_gid *gids)
+/* Reads the GID table from the interfaces; its length.  The IPv4
+ * entries come before the IPv6 ones, whatever order getifaddrs gives,
+ * so an IPv4 entry's index does not move when IPv6 addresses come and go
+ * (programs and tests pass -g N). */
+static int gid_table_read(union ibv_gid *gids)
 {
 	struct ifaddrs *ifa, *i;
 	uint64_t guid = htobe64(sv_node_guid());
@@ -198,6 +199,57 @@ int sv_gid_table(union ibv_gid *gids)
 		n++;
 	}
 	freeifaddrs(ifa);
+	return n;
+}
+
+/*
+ * The table as last read, and the interface generation it was read at
+ * (lib/ifwatch.h): every ibv_query_gid, and an rdma_cm connection's
+ * set-up about 11 times, asked for it, and each read is a getifaddrs
+ * (~43 us).  Read again only once an address or link changed.
+ */
+static struct {
+	pthread_mutex_t lock;
+	uint64_t gen; /* 0: never read */
+	int n;
+	union ibv_gid gids[SV_GID_TBL_LEN];
+} gid_cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void gid_cache_atfork_child(void)
+{
+	pthread_mutex_init(&gid_cache.lock, NULL);
+}
+
+static pthread_once_t gid_cache_once = PTHREAD_ONCE_INIT;
+
+static void gid_cache_register(void)
+{
+	pthread_atfork(NULL, NULL, gid_cache_atfork_child);
+}
+
+/* Fills the GID table; returns its length (at most SV_GID_TBL_LEN). */
+int sv_gid_table(union ibv_gid *gids)
+{
+	uint64_t gen;
+	int n;
+
+	pthread_once(&gid_cache_once, gid_cache_register);
+	/* before reading: a change during the read moves it again */
+	gen = sv_ifaddr_gen();
+	pthread_mutex_lock(&gid_cache.lock);
+	if (gid_cache.gen == gen) {
+		n = gid_cache.n;
+		memcpy(gids, gid_cache.gids, sizeof(*gids) * SV_GID_TBL_LEN);
+		pthread_mutex_unlock(&gid_cache.lock);
+		return n;
+	}
+	pthread_mutex_unlock(&gid_cache.lock);
+	n = gid_table_read(gids);
+	pthread_mutex_lock(&gid_cache.lock);
+	gid_cache.gen = gen;
+	gid_cache.n = n;
+	memcpy(gid_cache.gids, gids, sizeof(*gids) * SV_GID_TBL_LEN);
+	pthread_mutex_unlock(&gid_cache.lock);
 	return n;
 }
 
