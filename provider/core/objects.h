@@ -620,12 +620,16 @@ struct sv_qp_stats {
 };
 #define SV_STAT_N (sizeof(struct sv_qp_stats) / sizeof(uint64_t))
 
+/* Adds n to a counter of the table st (struct sv_qp_stats *): its one
+ * writer at a time (the QP's engine, or whoever holds what feeds it),
+ * readers anywhere (softverbs-stat): no locked instruction. */
+#define sv_stats_add(st, field, n)                                         \
+	__atomic_store_n(&(st)->field,                                     \
+			 __atomic_load_n(&(st)->field, __ATOMIC_RELAXED) + \
+				 (n),                                      \
+			 __ATOMIC_RELAXED)
 /* Adds n to a counter of qp: the caller runs the QP's engine. */
-#define sv_stat_add(qp, field, n)                                            \
-	__atomic_store_n(                                                    \
-		&(qp)->stats.field,                                          \
-		__atomic_load_n(&(qp)->stats.field, __ATOMIC_RELAXED) + (n), \
-		__ATOMIC_RELAXED)
+#define sv_stat_add(qp, field, n) sv_stats_add(&(qp)->stats, field, n)
 
 /* Counts a completion's status if it is an error. */
 #define sv_stat_wc(qp, st)                                           \

@@ -129,9 +129,10 @@ static int dm_take(struct sv_context *ctx, struct sv_dm *dm)
 	return err;
 }
 
-static void dm_give_back(struct sv_context *ctx, struct sv_dm *dm)
+/* Takes dm off the context's list and its bytes off the total (mr_lock
+ * held). */
+static void dm_unlink(struct sv_context *ctx, struct sv_dm *dm)
 {
-	pthread_mutex_lock(&ctx->mr_lock);
 	ctx->dm_bytes -= dm->map_len;
 	if (dm->prev)
 		dm->prev->next = dm->next;
@@ -139,6 +140,12 @@ static void dm_give_back(struct sv_context *ctx, struct sv_dm *dm)
 		ctx->dms = dm->next;
 	if (dm->next)
 		dm->next->prev = dm->prev;
+}
+
+static void dm_give_back(struct sv_context *ctx, struct sv_dm *dm)
+{
+	pthread_mutex_lock(&ctx->mr_lock);
+	dm_unlink(ctx, dm);
 	pthread_mutex_unlock(&ctx->mr_lock);
 }
 
@@ -229,13 +236,7 @@ static bool dm_drop(struct sv_context *ctx, struct sv_dm *h)
 		free(h);
 	if (--dm->refs)
 		return false;
-	ctx->dm_bytes -= dm->map_len;
-	if (dm->prev)
-		dm->prev->next = dm->next;
-	else
-		ctx->dms = dm->next;
-	if (dm->next)
-		dm->next->prev = dm->prev;
+	dm_unlink(ctx, dm);
 	return true;
 }
 

@@ -24,38 +24,43 @@
 #include "inject.h"
 #include "roce_priv.h"
 
-/* Counts a datagram dropped for reason v. */
-static void drop(struct sv_roce *r, enum sv_roce_verdict v)
+void sv_roce_count_drop(struct sv_qp_stats *st, enum sv_roce_verdict v)
 {
 	switch (v) {
 	case SV_ROCE_SHORT:
-		roce_count(r, roce_drop_short);
+		sv_stats_add(st, roce_drop_short, 1);
 		break;
 	case SV_ROCE_TVER:
-		roce_count(r, roce_drop_tver);
+		sv_stats_add(st, roce_drop_tver, 1);
 		break;
 	case SV_ROCE_OPCODE:
-		roce_count(r, roce_drop_opcode);
+		sv_stats_add(st, roce_drop_opcode, 1);
 		break;
 	case SV_ROCE_TRUNC:
-		roce_count(r, roce_drop_trunc);
+		sv_stats_add(st, roce_drop_trunc, 1);
 		break;
 	case SV_ROCE_PAD:
-		roce_count(r, roce_drop_pad);
+		sv_stats_add(st, roce_drop_pad, 1);
 		break;
 	case SV_ROCE_LEN:
-		roce_count(r, roce_drop_len);
+		sv_stats_add(st, roce_drop_len, 1);
 		break;
 	case SV_ROCE_ICRC_BAD:
-		roce_count(r, roce_drop_icrc);
+		sv_stats_add(st, roce_drop_icrc, 1);
 		break;
 	case SV_ROCE_QPT:
-		roce_count(r, roce_drop_qpt);
+		sv_stats_add(st, roce_drop_qpt, 1);
 		break;
 	default:
-		roce_count(r, roce_drop_seg);
+		sv_stats_add(st, roce_drop_seg, 1);
 		break;
 	}
+}
+
+/* Counts a datagram dropped for reason v. */
+static void drop(struct sv_roce *r, enum sv_roce_verdict v)
+{
+	sv_roce_count_drop(r->stats, v);
 }
 
 /* A record of h and its extension and payload in ring g; false when

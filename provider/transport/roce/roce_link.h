@@ -33,7 +33,14 @@
 #include <stdint.h>
 
 #include "link.h"
+#include "objects.h"
+#include "roce.h"
 
 extern const struct sv_link_ops sv_roce_link_ops;
+
+/* Counts a datagram the codec refused with verdict v in st's
+ * roce_drop_* counters (in.c; the UD path, ud/roce_ud.c, counts there
+ * too). */
+void sv_roce_count_drop(struct sv_qp_stats *st, enum sv_roce_verdict v);
 
 #endif

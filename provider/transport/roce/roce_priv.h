@@ -72,11 +72,7 @@ static inline struct sv_roce *sv_roce_of(const struct sv_link *l)
 	return (struct sv_roce *)l->priv.p;
 }
 
-#define roce_count(r, field)                                               \
-	__atomic_store_n(                                                  \
-		&(r)->stats->field,                                        \
-		__atomic_load_n(&(r)->stats->field, __ATOMIC_RELAXED) + 1, \
-		__ATOMIC_RELAXED)
+#define roce_count(r, field) sv_stats_add((r)->stats, field, 1)
 
 /* out.c */
 /* Sends what the engine published (requests, responses) and our ACK

@@ -46,6 +46,7 @@
 #include "env.h"
 #include "inject.h"
 #include "roce.h"
+#include "roce_link.h"
 #include "transport.h"
 #include "ud_priv.h"
 #include "wire.h"
@@ -56,12 +57,6 @@ uint16_t sv_ud_roce_sport(uint32_t qpn)
 {
 	/* rxe_qp_init_req: RXE_ROCE_V2_SPORT + (hash_32(qpn, 14) & 0x3fff) */
 	return (uint16_t)(0xc000u | ((qpn * GOLDEN_RATIO_32) >> 18));
-}
-
-static void count(uint64_t *field)
-{
-	__atomic_store_n(field, __atomic_load_n(field, __ATOMIC_RELAXED) + 1,
-			 __ATOMIC_RELAXED);
 }
 
 /* The QP's sending socket: bound to its source port (shared: another
@@ -196,40 +191,6 @@ static bool *strict_slot(struct sv_ud_roce_peers *t, uint32_t addr,
 	return &t->used[i];
 }
 
-/* The codec's verdict as a counter of st. */
-static void count_verdict(struct sv_qp_stats *st, enum sv_roce_verdict v)
-{
-	switch (v) {
-	case SV_ROCE_SHORT:
-		count(&st->roce_drop_short);
-		break;
-	case SV_ROCE_TVER:
-		count(&st->roce_drop_tver);
-		break;
-	case SV_ROCE_OPCODE:
-		count(&st->roce_drop_opcode);
-		break;
-	case SV_ROCE_TRUNC:
-		count(&st->roce_drop_trunc);
-		break;
-	case SV_ROCE_PAD:
-		count(&st->roce_drop_pad);
-		break;
-	case SV_ROCE_LEN:
-		count(&st->roce_drop_len);
-		break;
-	case SV_ROCE_ICRC_BAD:
-		count(&st->roce_drop_icrc);
-		break;
-	case SV_ROCE_QPT:
-		count(&st->roce_drop_qpt);
-		break;
-	default:
-		count(&st->roce_drop_seg);
-		break;
-	}
-}
-
 bool sv_ud_roce_take(struct sv_ud_roce_peers *peers, struct sv_qp_stats *st,
 		     void *buf, size_t *n, size_t cap,
 		     const struct sockaddr_in *src, uint32_t dst, uint8_t tos,
@@ -256,21 +217,21 @@ bool sv_ud_roce_take(struct sv_ud_roce_peers *peers, struct sv_qp_stats *st,
 		 * which, a UDP socket cannot say */
 		v = sv_roce_parse(buf, *n, NULL, &p);
 		if (v == SV_ROCE_OK)
-			count(&st->roce_icrc_unchecked);
+			sv_stats_add(st, roce_icrc_unchecked, 1);
 	} else if (v == SV_ROCE_OK && !strict) {
 		strict_slot(peers, src->sin_addr.s_addr, ip.sport, true);
 	}
 	if (v == SV_ROCE_OK)
 		v = sv_roce_check_qpt(&p, IBV_QPT_UD);
 	if (v != SV_ROCE_OK) {
-		count_verdict(st, v);
+		sv_roce_count_drop(st, v);
 		return false;
 	}
 	/* the default P_Key only (as the QP's pkey_index 0); no multicast
 	 * (DQPN 0xffffff), QP0 or QP1 here */
 	if ((p.pkey & 0x7fff) != 0x7fff || p.dqpn == SV_MCAST_QPN ||
 	    p.dqpn < 2 || p.len > SV_UD_MTU || sizeof(h) + p.len > cap) {
-		count(&st->roce_drop_qpn);
+		sv_stats_add(st, roce_drop_qpn, 1);
 		return false;
 	}
 	h.src_qpn = p.src_qpn;
