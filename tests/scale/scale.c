@@ -419,6 +419,13 @@ static struct figures run(const char *name, int sock, const struct opts *o)
 	connect_qps(&s, o);
 	t1 = now_s();
 	f.rts_s = t1 - t0;
+	/* every QP of both sides at RTR before either sends, as a program
+	 * that exchanges its QPNs after its own RTR (ibv_rc_pingpong's
+	 * server) makes sure: a QP before RTR takes no packet, and 2,048
+	 * QPs' RTR on a loaded host outlasts the sender's retry budget
+	 * (7 tries of 67 ms) */
+	xfer(sock, &go, 1, true);
+	xfer(sock, &go, 1, false);
 	traffic(&s, o, name[0] == 'p' ? 1 : 2);
 	f.first_msg_s = now_s() - t0;
 	f.fds_per_qp = (double)(count_fds() - fd0) / o->n;

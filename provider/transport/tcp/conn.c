@@ -371,6 +371,15 @@ static bool call_made(struct sv_tcp *t, uint64_t now)
 		sv_tcp_close_conn(t, now);
 		return false;
 	}
+	if (err == -ENOTCONN) {
+		/* reset as it was made (a door's full queue on a loaded
+		 * host): no answer about whose the door is; call again */
+		sv_dbg("qp %06x: tcp: the call broke as it was made\n",
+		       t->my_qpn);
+		t->turned_away = false;
+		sv_tcp_close_conn(t, now);
+		return false;
+	}
 	if (err) {
 		sv_dbg("qp %06x: tcp: the door at the peer's address "
 		       "is not our peer's: %s\n",
@@ -423,9 +432,9 @@ static void hello_send(struct sv_link *l, uint64_t now)
 			4 * atomic_load_explicit(&t->tctx->pass_ns,
 						 memory_order_relaxed);
 
-		t->door_wait_ns = lately < DOOR_WAIT_NS	     ? DOOR_WAIT_NS
-				  : lately > CONNECT_WAIT_NS ? CONNECT_WAIT_NS
-							     : lately;
+		t->door_wait_ns = lately < DOOR_WAIT_NS	      ? DOOR_WAIT_NS
+				  : lately > DOOR_WAIT_MAX_NS ? DOOR_WAIT_MAX_NS
+							      : lately;
 	}
 	t->hello_ns = now;
 	t->deadline_ns = now + t->door_wait_ns;
@@ -536,8 +545,8 @@ static bool ack_read(struct sv_tcp *t, uint64_t now)
 			sv_dbg("qp %06x: tcp: no door answered in %llu ms\n",
 			       t->my_qpn,
 			       (unsigned long long)t->door_wait_ns / 1000000);
-			t->door_wait_ns = t->door_wait_ns * 2 > CONNECT_WAIT_NS
-						  ? CONNECT_WAIT_NS
+			t->door_wait_ns = t->door_wait_ns * 2 > DOOR_WAIT_MAX_NS
+						  ? DOOR_WAIT_MAX_NS
 						  : t->door_wait_ns * 2;
 			t->wait_ns = 0;
 		}
@@ -569,6 +578,39 @@ static bool ack_read(struct sv_tcp *t, uint64_t now)
 	return t->ack_got >= sizeof(*a);
 }
 
+/* A host by its door's address, in 32 bits (a collision only lets one
+ * host's progress stand for another's) */
+static uint32_t host_key(const union sv_sockaddr *a)
+{
+	return a->sa.sa_family == AF_INET6
+		       ? sv_crc32c(a->in6.sin6_port, &a->in6.sin6_addr,
+				   sizeof(a->in6.sin6_addr))
+		       : sv_crc32c(a->in.sin_port, &a->in.sin_addr,
+				   sizeof(a->in.sin_addr));
+}
+
+static void host_passed(struct sv_tcp_ctx *tc, const union sv_sockaddr *a,
+			uint64_t now)
+{
+	uint32_t key = host_key(a);
+
+	atomic_store_explicit(&tc->passed[key % HOST_PASSES],
+			      (uint64_t)key << 32 | (uint32_t)(now / 1000000),
+			      memory_order_relaxed);
+}
+
+bool sv_tcp_host_passed(struct sv_tcp_ctx *tc, const union sv_sockaddr *a,
+			uint64_t now, uint64_t within_ns)
+{
+	uint32_t key = host_key(a);
+	uint64_t v = atomic_load_explicit(&tc->passed[key % HOST_PASSES],
+					  memory_order_relaxed);
+
+	/* milliseconds mod 2^32: ages below 49 days compare right */
+	return v && (uint32_t)(v >> 32) == key &&
+	       (uint32_t)(now / 1000000) - (uint32_t)v < within_ns / 1000000;
+}
+
 /* The door passed our hello on (SV_TCP_PASSED): the QP's own answer
  * comes next, on the same connection. */
 static void ack_passed(struct sv_link *l, uint64_t now)
@@ -586,7 +628,10 @@ static void ack_passed(struct sv_link *l, uint64_t now)
 		atomic_store_explicit(avg, v - v / 8 + (now - t->hello_ns) / 8,
 				      memory_order_relaxed);
 	}
-	t->deadline_ns = now + CONNECT_WAIT_NS;
+	host_passed(t->tctx, &t->dst, now);
+	/* the QP's process is alive (its door or itself passed us): its
+	 * answer waits for its thread, which may be as busy as its door */
+	t->deadline_ns = now + DOOR_WAIT_MAX_NS;
 	sv_tcp_read_ack(l, now);
 }
 

@@ -93,7 +93,14 @@ bool sv_tcp_setup_waits(const struct sv_link *l, uint64_t now)
 	if (!t || t->turned_away || t->closed || t->gone || t->proto_err)
 		return false;
 	since = t->was_up ? t->redial_ns : t->first_call_ns;
-	return since && sv_ns_since(now, since) < SETUP_WAIT_MAX_NS;
+	if (!since)
+		return false;
+	/* the peer's doors passed a call of ours lately: they work through
+	 * a queue (thousands of links calling at once on a loaded host),
+	 * and ours waits in it; a host that passes none (silent, a black
+	 * hole) runs out of tries */
+	return sv_ns_since(now, since) < SETUP_WAIT_MAX_NS ||
+	       sv_tcp_host_passed(t->tctx, &t->dst, now, SETUP_WAIT_MAX_NS);
 }
 
 void sv_tcp_retransmit(struct sv_link *l)

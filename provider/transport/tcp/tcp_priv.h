@@ -41,8 +41,16 @@ enum conn_state {
  * is left for a new call soon.  The wait is also 4 times what doors took
  * lately (the context's pass_ns: 8,192 QPs calling at once keep doors busy
  * for longer, and calls given up too soon only add to their work), and
- * doubles while doors keep silent, up to CONNECT_WAIT_NS. */
+ * doubles while doors keep silent, up to DOOR_WAIT_MAX_NS. */
 #define DOOR_WAIT_NS 25000000ull
+/* The longest wait for a door, and for the QP it passed us to: a call
+ * given up stays in the door's accept queue (the door reads it, to find
+ * its caller gone), and the call made again waits behind the whole queue.
+ * With a cap of 1 s, 2,048 pairs calling at once on a host at load 13
+ * gave up 45,000 calls in a minute, and the doors spent it on 40,000
+ * callers that had left: the queue never drained.  A stopped process's
+ * door is still left soon while doors pass calls quickly (DOOR_WAIT_NS). */
+#define DOOR_WAIT_MAX_NS 8000000000ull
 /* Calls refused in a row, after the peer answered once, that mean no
  * process of the peer's host has a door any more: its QP is gone (a QP's
  * process keeps its door open while it has a TCP link).  One refusal is
@@ -51,13 +59,17 @@ enum conn_state {
 #define REFUSED_GONE 3
 /* How long a link's first set-up may wait at doors that do not answer
  * (busy: thousands of calls at once; or stopped) before the requester's
- * ACK timer counts its tries again (sv_tcp_setup_waits). */
+ * ACK timer counts its tries again (sv_tcp_setup_waits); and as long
+ * as after the peer's host last passed any call of ours (HOST_PASSES):
+ * its doors work through a queue that ours waits in. */
 #define SETUP_WAIT_MAX_NS 10000000000ull
 /* How long after the peer was last heard an ACK timeout with every byte
  * taken by the peer's host waits for a slow peer instead of calling
  * again (sv_tcp_retransmit); then a black hole (a path that takes bytes
  * and delivers none) is called again and runs out of tries. */
 #define SLOW_PEER_MAX_NS 10000000000ull
+
+#define HOST_PASSES 16
 
 /* The transport's state in a context (its tp_state[SV_TP_TCP]), made
  * at its first TCP link, under the context's door_lock. */
@@ -67,6 +79,10 @@ struct sv_tcp_ctx {
 	/* how long doors took to pass our calls lately (a moving average,
 	 * so that a loaded host's slow doors are waited for) */
 	_Atomic uint64_t pass_ns;
+	/* when a door of a host last passed a call of ours, for a few
+	 * hosts (sv_tcp_host_passed): the host's key in the high 32 bits,
+	 * the millisecond in the low; one word, so one store */
+	_Atomic uint64_t passed[HOST_PASSES];
 };
 
 struct sv_tcp {
@@ -212,6 +228,10 @@ void sv_tcp_close_conn(struct sv_tcp *t, uint64_t now);
 /* Starts a connection to the peer's door and, once it is made, says
  * hello; the answer is read by read_ack. */
 void sv_tcp_connect_step(struct sv_link *l, uint64_t now);
+/* True when a door of the host at a (its address and port) passed a
+ * call of ours within the last within_ns. */
+bool sv_tcp_host_passed(struct sv_tcp_ctx *tc, const union sv_sockaddr *a,
+			uint64_t now, uint64_t within_ns);
 /* The callee's answer to our hello; then the link resumes where it
  * says. */
 void sv_tcp_read_ack(struct sv_link *l, uint64_t now);
