@@ -107,13 +107,38 @@ SV_TEST(rxe_rej_decodes)
 	ASSERT_EQ(148u, cm_mad_pdata_size(CM_MAD_REJ));
 }
 
+SV_TEST(rxe_rep_drep_decode)
+{
+	struct cm_mad m;
+
+	ASSERT_EQ(CM_MAD_OK, cm_mad_decode(rxe_rep, sizeof(rxe_rep), &m));
+	ASSERT_EQ(CM_MAD_REP, m.attr);
+	ASSERT_EQ(0x0779b243u, m.local_id);
+	ASSERT_EQ(0x380b846fu, m.remote_id);
+	ASSERT_EQ(0u, m.qkey);
+	ASSERT_EQ(0x13u, m.qpn);
+	ASSERT_EQ(0x1941ffu, m.psn);
+	ASSERT_EQ(1, m.resp_res);
+	ASSERT_EQ(1, m.init_depth);
+	ASSERT_EQ(15, m.target_ack_delay);
+	ASSERT_EQ(0, m.failover);
+	ASSERT_EQ(0, m.flow_ctrl);
+	ASSERT_EQ(7, m.rnr_retry);
+	ASSERT_EQ(0, m.srq);
+	ASSERT_EQ(0x505400fffe990002ULL, m.ca_guid);
+	ASSERT_EQ(CM_MAD_OK, cm_mad_decode(rxe_drep, sizeof(rxe_drep), &m));
+	ASSERT_EQ(CM_MAD_DREP, m.attr);
+	ASSERT_EQ(0x0779b243u, m.local_id);
+	ASSERT_EQ(0x380b846fu, m.remote_id);
+}
+
 /* The kernel's bytes back, byte for byte: every field the kernel set is
  * a field the codec knows, and nothing else moves. */
 SV_TEST(rxe_mads_reencode_identical)
 {
-	const uint8_t *mads[] = {rxe_req, rxe_rej};
+	const uint8_t *mads[] = {rxe_req, rxe_rej, rxe_rep, rxe_drep};
 
-	for (unsigned int i = 0; i < 2; i++) {
+	for (unsigned int i = 0; i < 4; i++) {
 		struct cm_mad m;
 		uint8_t out[CM_MAD_SIZE];
 

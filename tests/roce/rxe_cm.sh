@@ -1,0 +1,59 @@
+#!/bin/sh
+# Issue 26 item 3, before librdmacm speaks it: the IB CM codec
+# (rdmacm/ib_mad.c) against the kernel's CM.  rping -s listens on rxe0
+# in the VM (rxe-vm, from ../shared/tools: SV_RXE_VM names it; the VM
+# needs RXE_VM_EXTRA_BINS=/usr/bin/rping); cm_probe (tests/roce/cm_probe.c)
+# on the host side of the tap plays an active side's MADs on QP1 over
+# RoCEv2 from a plain UDP socket: REQ (with rdma_cm's cma_hdr), the
+# kernel's REP parsed and answered with an RTU, then DREQ, and the
+# kernel's DREP.  Passes when the probe completed and rping saw the
+# connection end (its DISCONNECTED event, which rdma_cm gives only to an
+# established connection; rping's stdout is lost when it aborts).  Needs root and QEMU; skipped (77) without,
+# or when the VM has no rping.
+#   rxe_cm.sh BUILD_DIR
+build=$1
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+
+[ "$(id -u)" = 0 ] || skip "needs root (tap device, network namespace)"
+vm=${SV_RXE_VM:-$(command -v rxe-vm)}
+[ -x "$vm" ] || skip "no rxe-vm (set SV_RXE_VM to ../shared/tools/rxe-vm)"
+command -v qemu-system-x86_64 >/dev/null || skip "QEMU is not installed"
+[ -x "$build/tests/cm_probe" ] || fail "no $build/tests/cm_probe"
+started=0
+if ! "$vm" status >/dev/null 2>&1; then
+	"$vm" start || fail "rxe-vm start"
+	started=1
+fi
+cleanup() { [ "$started" = 1 ] && "$vm" stop >/dev/null 2>&1; }
+trap cleanup EXIT
+export RXE_VM_QUIET=1
+"$vm" run 'command -v rping' >/dev/null 2>&1 ||
+	skip "the VM has no rping (RXE_VM_EXTRA_BINS=/usr/bin/rping, rebuild)"
+host=${RXE_VM_HOST_IP:-10.99.0.1}
+guest=${RXE_VM_IP:-10.99.0.2}
+port=$((20000 + $$ % 1000))
+bg=$("$vm" run --bg "rping -s -a $guest -p $port -v -C 1")
+log=$(echo "$bg" | sed -n 's/.*log=\([^ ]*\).*/\1/p')
+t=0
+# rdma_cm listens in the kernel: no socket to see; rping says nothing
+# until a connection, so wait for its process to be in rdma_listen
+until "$vm" run "grep -q rping /proc/[0-9]*/comm 2>/dev/null" ||
+	[ $t -ge 100 ]; do
+	t=$((t + 1))
+	sleep 0.2
+done
+out=$("$vm" exec timeout 120 "$build/tests/cm_probe" "$host" "$guest" \
+	"$port" 90 2>&1)
+prc=$?
+echo "$out" | sed 's/^/  probe: /'
+t=0
+until "$vm" run "grep -q 'DISCONNECT EVENT' $log" || [ $t -ge 100 ]; do
+	t=$((t + 1))
+	sleep 0.2
+done
+rlog=$("$vm" run "cat $log" 2>&1)
+echo "$rlog" | sed 's/^/  rping: /' | head -20
+[ $prc = 0 ] || fail "cm_probe exited $prc"
+echo "$rlog" | grep -q "DISCONNECT EVENT" || fail "rping saw no DISCONNECT"
+echo "PASS: REQ REP RTU DREQ DREP with the kernel's CM (rping -s on rxe0)"
