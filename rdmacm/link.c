@@ -322,6 +322,8 @@ int cm_link_connect(struct cm_id *c)
 
 	if (c->tcp)
 		return tcp_connect(c);
+	if (c->ib)
+		return cm_ib_connect(c);
 	for (int any = 0; any < 2 && ret == -ECONNREFUSED; any++) {
 		socklen_t len = link_name(&un, c->id.ps,
 					  &c->id.route.addr.dst_addr, any);
@@ -359,6 +361,8 @@ int cm_link_send(struct cm_id *c, const struct cm_msg *m)
 
 	if (c->sock < 0)
 		return -ENOTCONN;
+	if (c->ib)
+		return cm_ib_send(c, m);
 	/* never block on a peer: a peer that does not read its few CM
 	 * messages is a dead one */
 	n = send(c->sock, m, sizeof(*m), MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -464,6 +468,7 @@ void cm_link_close(struct cm_id *c)
 	}
 	c->connecting = false;
 	c->rlen = 0;
+	cm_ib_close(c);
 	if (c->sock < 0)
 		return;
 	epoll_ctl(cm_core.epfd, EPOLL_CTL_DEL, c->sock, NULL);
@@ -826,6 +831,10 @@ static void read_all(struct cm_id *c)
 
 	if (c->tcp) {
 		read_stream(c);
+		return;
+	}
+	if (c->ib) {
+		cm_ib_read(c);
 		return;
 	}
 	while (c->sock >= 0) {

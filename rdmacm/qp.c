@@ -107,7 +107,9 @@ CM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
 			ret = EINVAL;
 			break;
 		}
-		qp_attr->path_mtu = port_mtu();
+		/* an IB CM link's: what its REQ said (the interface's) */
+		qp_attr->path_mtu =
+			c->ib ? (enum ibv_mtu)c->ib_mtu : port_mtu();
 		qp_attr->dest_qp_num = c->remote.qpn;
 		qp_attr->rq_psn = c->remote.psn;
 		cm_ud_ah_attr(c, &qp_attr->ah_attr);
