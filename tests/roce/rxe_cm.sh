@@ -8,7 +8,8 @@
 # kernel's REP parsed and answered with an RTU, then DREQ, and the
 # kernel's DREP.  Passes when the probe completed and rping saw the
 # connection end (its DISCONNECTED event, which rdma_cm gives only to an
-# established connection; rping's stdout is lost when it aborts).  Needs root and QEMU; skipped (77) without,
+# established connection; rping's stdout is lost when it aborts).
+# Then Debian's rping -c on softverbs (row rping_client, below).  Needs root and QEMU; skipped (77) without,
 # or when the VM has no rping.
 #   rxe_cm.sh BUILD_DIR
 build=$1
@@ -56,4 +57,34 @@ rlog=$("$vm" run "cat $log" 2>&1)
 echo "$rlog" | sed 's/^/  rping: /' | head -20
 [ $prc = 0 ] || fail "cm_probe exited $prc"
 echo "$rlog" | grep -q "DISCONNECT EVENT" || fail "rping saw no DISCONNECT"
-echo "PASS: REQ REP RTU DREQ DREP with the kernel's CM (rping -s on rxe0)"
+echo "ok   cm_probe: REQ REP RTU DREQ DREP with the kernel's CM"
+
+# Debian's rping on our librdmacm (SOFTVERBS_TRANSPORT=roce: the IB CM's
+# MADs, ib_link.c) against rping -s on rxe0: 100 iterations of RDMA READ
+# (rxe reads us), WRITE and SEND, every one validated (-V).  It failed on
+# data before the RoCE responder stopped acknowledging a read's PSN with
+# a bare ACK (rxe completed the read on it, without its data).
+run="$build/bin/softverbs-run"
+if [ -n "${SV_ASAN_RUNTIME:-}" ]; then
+	run="env LD_PRELOAD=$SV_ASAN_RUNTIME ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 $run"
+fi
+iters=${SV_RXE_CM_ITERS:-100}
+port=$((port + 1))
+"$vm" run --bg "rping -s -a $guest -p $port -C $iters" >/dev/null
+t=0
+until "$vm" run "grep -q rping /proc/[0-9]*/comm 2>/dev/null" ||
+	[ $t -ge 100 ]; do
+	t=$((t + 1))
+	sleep 0.2
+done
+# shellcheck disable=SC2086 # $run is a command line
+out=$("$vm" exec timeout 240 env SOFTVERBS_TRANSPORT=roce $run rping -c \
+	-a "$guest" -p $port -v -V -C "$iters" 2>&1)
+rc=$?
+n=$(echo "$out" | grep -c "^ping data: rdma-ping-")
+if [ $rc != 0 ] || [ "$n" != "$iters" ]; then
+	echo "$out" | tail -8 | sed 's/^/  rping: /'
+	fail "rping -c on softverbs: exit $rc, $n of $iters pings"
+fi
+echo "ok   rping_client: $n pings validated against rxe"
+echo "PASS: the IB CM with the kernel's (cm_probe, rping -c -V -C $iters)"
