@@ -93,7 +93,10 @@ struct cm_id {
 	int ib_send_fd; /* ib: the unconnected socket they leave by */
 	uint32_t ib_lid, ib_rid; /* ib: our and the peer's comm IDs */
 	uint8_t ib_mtu;		 /* ib: the path MTU (enum ibv_mtu) */
-	bool connecting;	 /* active TCP: connect() not finished yet */
+	uint32_t ib_flow;	 /* ib: the REQ's flow label (the QP's) */
+	int ib_listen_fd;  /* listener, SOFTVERBS_TRANSPORT=roce: UDP 4791,
+			    * where the IB CM's REQs come, or -1 */
+	bool connecting;   /* active TCP: connect() not finished yet */
 	bool port_watched; /* listener: its TCP socket is in the CM's epoll */
 	int sidr_fd;	   /* UD listener: a TCP socket at its (UDP) port, which
 			    * takes other hosts' SIDR REQs (link.c), or -1 */
@@ -238,7 +241,10 @@ int cm_thread_start(void);
 
 /* ib_link.c: the IB CM's MADs on QP1 over RoCEv2, the link of an id
  * with c->ib (lock held for each) */
-int cm_ib_connect(struct cm_id *c); /* 0 or -errno */
+#define CM_TAG_IB_LISTEN (1ULL << 62) /* epoll data: a listener's REQs */
+int cm_ib_connect(struct cm_id *c);   /* 0 or -errno */
+int cm_ib_listen(struct cm_id *l);    /* 0 or -errno */
+void cm_ib_accept(struct cm_id *l);   /* every REQ waiting */
 int cm_ib_send(struct cm_id *c, const struct cm_msg *m);
 void cm_ib_read(struct cm_id *c); /* every MAD waiting; may free c */
 void cm_ib_close(struct cm_id *c);

@@ -150,6 +150,7 @@ static struct cm_id *id_new(struct rdma_event_channel *channel, void *context,
 	c->sidr_fd = -1;
 	c->bound_fd = -1;
 	c->ib_send_fd = -1;
+	c->ib_listen_fd = -1;
 	c->serial = cm_core.next_serial++;
 	c->resp_res = RDMA_MAX_RESP_RES;
 	c->init_depth = RDMA_MAX_INIT_DEPTH;

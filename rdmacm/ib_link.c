@@ -164,6 +164,11 @@ void cm_ib_close(struct cm_id *c)
 	if (c->ib_send_fd >= 0)
 		close(c->ib_send_fd);
 	c->ib_send_fd = -1;
+	if (c->ib_listen_fd >= 0) {
+		epoll_ctl(cm_core.epfd, EPOLL_CTL_DEL, c->ib_listen_fd, NULL);
+		close(c->ib_listen_fd);
+	}
+	c->ib_listen_fd = -1;
 }
 
 /* The REQ of conn.c's record m: rdma_cm's header then its data. */
@@ -196,8 +201,7 @@ static int req_of(struct cm_id *c, const struct cm_msg *m, struct cm_mad *d)
 			      &c->id.route.addr.dst_addr);
 }
 
-/* conn.c's record m as its MAD: 0, or -EOPNOTSUPP for what the active
- * side never sends (REP, SIDR). */
+/* conn.c's record m as its MAD: 0, or -EOPNOTSUPP (SIDR). */
 static int mad_of(struct cm_id *c, const struct cm_msg *m, struct cm_mad *d)
 {
 	memset(d, 0, sizeof(*d));
@@ -209,6 +213,20 @@ static int mad_of(struct cm_id *c, const struct cm_msg *m, struct cm_mad *d)
 	case CM_MSG_REQ:
 		d->attr = CM_MAD_REQ;
 		return req_of(c, m, d);
+	case CM_MSG_REP:
+		/* the PSN we receive at (conn.c's remote.psn: swapped at
+		 * the REQ, cm_ib_accept) */
+		d->attr = CM_MAD_REP;
+		d->qpn = m->qpn;
+		d->psn = c->remote.psn;
+		d->resp_res = m->resp_res;
+		d->init_depth = m->init_depth;
+		d->target_ack_delay = 15; /* as rxe's */
+		d->rnr_retry = m->rnr_retry > 7 ? 7 : m->rnr_retry;
+		d->srq = m->srq ? 1 : 0;
+		d->ca_guid = be64toh(cm_core.dev_attr.node_guid);
+		memcpy(d->pdata, m->pdata, m->pdata_len);
+		return 0;
 	case CM_MSG_RTU:
 		d->attr = CM_MAD_RTU;
 		return 0;
@@ -221,7 +239,9 @@ static int mad_of(struct cm_id *c, const struct cm_msg *m, struct cm_mad *d)
 		return 0;
 	case CM_MSG_REJ:
 		d->attr = CM_MAD_REJ;
-		d->msg_kind = c->state == CM_REP_RCVD ? 1 : 2;
+		d->msg_kind = c->state == CM_REP_RCVD		     ? 1
+			      : c->listen && c->state <= CM_REQ_RCVD ? 0
+								     : 2;
 		d->reason = m->status;
 		memcpy(d->pdata, m->pdata, m->pdata_len);
 		return 0;
@@ -309,6 +329,9 @@ static bool record_of(struct cm_id *c, const struct cm_mad *d, struct cm_msg *r)
 	case CM_MAD_DREP:
 		r->type = CM_MSG_DREP;
 		return true;
+	case CM_MAD_RTU:
+		r->type = CM_MSG_RTU;
+		return c->listen != NULL;
 	default:
 		return false;
 	}
@@ -378,5 +401,159 @@ void cm_ib_read(struct cm_id *c)
 			c->ib_rid = d.local_id;
 		if (cm_conn_recv(c, &r))
 			return; /* c is gone */
+	}
+}
+
+int cm_ib_listen(struct cm_id *l)
+{
+	struct epoll_event ev = {.events = EPOLLIN,
+				 .data.u64 = l->serial | CM_TAG_IB_LISTEN};
+	int fd = udp_socket(src_of(l), SV_ROCE_PORT, true);
+
+	if (fd < 0) {
+		fprintf(stderr,
+			"softverbs rdmacm: UDP port 4791 for the IB CM's "
+			"REQs: %s\n",
+			strerror(-fd));
+		return fd;
+	}
+	if (epoll_ctl(cm_core.epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		close(fd);
+		return -errno;
+	}
+	l->ib_listen_fd = fd;
+	return 0;
+}
+
+/* A REQ's addresses, believed only where the datagram agrees: the
+ * active side is where it came from (its GID and cma_hdr say so too),
+ * and the passive side an address of ours the listener is bound to. */
+static bool req_addrs(const struct cm_id *l, const struct cm_mad *d,
+		      const struct sockaddr_in *from,
+		      struct sockaddr_storage *src,
+		      struct sockaddr_storage *dst)
+{
+	uint16_t ps, port;
+	const struct sockaddr_in *s4 = (const struct sockaddr_in *)src;
+	const struct sockaddr_in *d4 = (const struct sockaddr_in *)dst;
+	uint8_t g[16];
+
+	if (cm_mad_service_split(d->service_id, &ps, &port) ||
+	    ps != (uint16_t)l->id.ps || port != ntohs(src_of(l)->sin_port) ||
+	    cm_mad_cma_get(d->pdata, htons(port), src, dst) ||
+	    src->ss_family != AF_INET ||
+	    s4->sin_addr.s_addr != from->sin_addr.s_addr)
+		return false;
+	mapped(g, s4);
+	if (memcmp(g, d->primary.local_gid, 16))
+		return false;
+	mapped(g, d4);
+	if (memcmp(g, d->primary.remote_gid, 16) ||
+	    !cm_addr_is_local((const struct sockaddr *)dst))
+		return false;
+	return src_of(l)->sin_addr.s_addr == INADDR_ANY ||
+	       src_of(l)->sin_addr.s_addr == d4->sin_addr.s_addr;
+}
+
+/* A REQ resent (its REP not yet there): an id already has its IDs. */
+static bool req_known(const struct cm_mad *d, const struct sockaddr_in *from)
+{
+	for (const struct cm_id *o = cm_core.ids; o; o = o->next)
+		if (o->ib && o->ib_rid == d->local_id &&
+		    dst_of(o)->sin_addr.s_addr == from->sin_addr.s_addr)
+			return true;
+	return false;
+}
+
+/* conn.c's REQ record of d, for child c. */
+static void req_record(struct cm_id *c, const struct cm_mad *d,
+		       struct cm_msg *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->magic = CM_MAGIC;
+	r->version = CM_VERSION;
+	r->type = CM_MSG_REQ;
+	r->qp_type = d->transport == CM_MAD_TS_UC ? IBV_QPT_UC : IBV_QPT_RC;
+	r->qpn = d->qpn;
+	/* conn.c's remote.psn is what we receive at: ours to choose and
+	 * say in the REP; the REQ's is what we send from (cm_ib_accept) */
+	if (getrandom(&r->psn, sizeof(r->psn), GRND_NONBLOCK) != sizeof(r->psn))
+		r->psn = (uint32_t)cm_now_ms();
+	r->psn &= 0xffffff;
+	r->resp_res = d->resp_res;
+	r->init_depth = d->init_depth;
+	r->retry = d->retry;
+	r->rnr_retry = d->rnr_retry;
+	r->srq = d->srq;
+	mapped(r->gid, dst_of(c));
+	cm_addr_to_wire(&c->id.route.addr.dst_addr, &r->src);
+	cm_addr_to_wire(&c->id.route.addr.src_addr, &r->dst);
+	r->pdata_len = CM_PDATA_REQ;
+	memcpy(r->pdata, d->pdata + CM_MAD_CMA_HDR_SIZE, CM_PDATA_REQ);
+}
+
+/* Lock held: REQ d from `from` to listener l: a child id with its own
+ * QP1 sockets, reported by conn.c as CONNECT_REQUEST. */
+static void new_child(struct cm_id *l, const struct cm_mad *d,
+		      const struct sockaddr_in *from)
+{
+	struct sockaddr_storage src, dst;
+	struct cm_msg r;
+	struct cm_id *c;
+	uint32_t send_psn = d->psn;
+
+	if (!req_addrs(l, d, from, &src, &dst)) {
+		cm_log("id %p: a REQ whose service or addresses are not this "
+		       "listener's: dropped\n",
+		       (void *)l);
+		return;
+	}
+	if (req_known(d, from))
+		return; /* resent; the REP answers it */
+	c = cm_id_new_child(l);
+	if (!c)
+		return;
+	c->state = CM_REQ_WAIT;
+	c->ib = true;
+	memcpy(&c->id.route.addr.src_storage, &dst, sizeof(dst));
+	memcpy(&c->id.route.addr.dst_storage, &src, sizeof(src));
+	if (cm_ib_connect(c)) {
+		cm_id_free(c);
+		return;
+	}
+	c->ib_rid = d->local_id;
+	c->ib_flow = d->primary.flow_label;
+	if (d->mtu < c->ib_mtu)
+		c->ib_mtu = d->mtu;
+	req_record(c, d, &r);
+	if (cm_conn_recv(c, &r))
+		return;	   /* refused (and freed) */
+	c->psn = send_psn; /* the REQ's: what the active side receives at */
+}
+
+void cm_ib_accept(struct cm_id *l)
+{
+	uint8_t b[2048];
+	struct cm_mad d;
+
+	while (l->ib_listen_fd >= 0 && l->state == CM_LISTEN) {
+		struct sockaddr_in from;
+		socklen_t fl = sizeof(from);
+		ssize_t n =
+			recvfrom(l->ib_listen_fd, b, sizeof(b), MSG_DONTWAIT,
+				 (struct sockaddr *)&from, &fl);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n < 0 || fl != sizeof(from) || from.sin_family != AF_INET)
+			continue;
+		if (!take(l, b, n, &d))
+			continue;
+		if (d.attr != CM_MAD_REQ) {
+			cm_log("id %p: MAD 0x%04x at the listener: dropped\n",
+			       (void *)l, d.attr);
+			continue;
+		}
+		new_child(l, &d, &from);
 	}
 }

@@ -307,6 +307,9 @@ int cm_link_listen(struct cm_id *c, int backlog)
 		else
 			ret = tcp_listen(c);
 	}
+	if (!ret && cm_core.roce && c->id.ps == RDMA_PS_TCP &&
+	    c->id.route.addr.src_addr.sa_family == AF_INET)
+		ret = cm_ib_listen(c); /* the IB CM's REQs too (ib_link.c) */
 	if (ret)
 		cm_link_close(c);
 	return ret;
@@ -881,7 +884,12 @@ static void *cm_thread(void *arg)
 					cm_log("wake-up read: %d\n", errno);
 				continue;
 			}
-			c = cm_id_find(evs[i].data.u64 & ~CM_TAG_TCP_LISTEN);
+			c = cm_id_find(evs[i].data.u64 &
+				       ~(CM_TAG_TCP_LISTEN | CM_TAG_IB_LISTEN));
+			if (c && (evs[i].data.u64 & CM_TAG_IB_LISTEN)) {
+				cm_ib_accept(c);
+				continue;
+			}
 			if (c && (evs[i].data.u64 & CM_TAG_TCP_LISTEN)) {
 				if (c->port_watched)
 					accept_tcp(c);

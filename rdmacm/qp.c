@@ -32,6 +32,7 @@ void cm_ud_ah_attr(struct cm_id *c, struct ibv_ah_attr *ah)
 	memcpy(ah->grh.dgid.raw, c->remote.gid, 16);
 	ah->grh.sgid_index = (uint8_t)idx;
 	ah->grh.hop_limit = 64;
+	ah->grh.flow_label = c->ib ? c->ib_flow : 0; /* the REQ's */
 	ah->dlid = c->remote.lid;
 	ah->port_num = 1;
 }
