@@ -14,6 +14,7 @@
 # an atomic run, both ways, parsed by the codec with its ICRC checked
 # against the IP and UDP headers as captured (we send IP ID 0, so every
 # one can be), and decoded by tshark as InfiniBand, none malformed.
+# rdma_cm_*: rping, ucmatose and ib_send_bw -R over the IB CM's MADs.
 #
 # usage: netns_roce.sh BUILD_DIR
 # Needs root and ip(8): otherwise it says why and exits 77 (skipped).
@@ -384,6 +385,20 @@ row rc_pingpong_rnr 120 "iters in" a c \
 	ibv_rc_pingpong $SV -g "$ga" -p @P -s 3000 -n 100 -c -- \
 	ibv_rc_pingpong $SV -g "$gc" -p @P -s 3000 -n 100 -c $A
 unset SOFTVERBS_FAULTS
+
+# The connection manager over RoCE (issue 26 item 3): Debian's rdma_cm
+# programs on our librdmacm, which with SOFTVERBS_TRANSPORT=roce speaks
+# the IB CM's MADs on QP1 (rdmacm/ib_link.c) to the other namespace:
+# rping with every ping validated, ucmatose, perftest's -R
+row rdma_cm_rping 120 "rdma-ping-99:" a b \
+	rping -s -a $A -p @P -C 100 -- \
+	rping -c -a $A -p @P -v -V -C 100
+row rdma_cm_ucmatose 120 "return status 0" a b \
+	ucmatose -p @P -- \
+	ucmatose -s $A -p @P
+row rdma_cm_send_bw 120 "^ 65536" a b \
+	ib_send_bw -R $SV -p @P -n 200 -- \
+	ib_send_bw -R $SV -p @P -n 200 $A
 
 # The capture: on a's veth, while a pingpong, a read and an atomic run.
 if ! command -v tshark >/dev/null; then
