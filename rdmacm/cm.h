@@ -91,6 +91,7 @@ struct cm_id {
 	bool ib;	/* the link is the IB CM's MADs on QP1 over
 			 * RoCEv2 (ib_link.c): sock receives them */
 	int ib_send_fd; /* ib: the unconnected socket they leave by */
+	int ib_port;	/* ib: its receiving socket's index + 1, or 0 */
 	uint32_t ib_lid, ib_rid; /* ib: our and the peer's comm IDs */
 	uint8_t ib_mtu;		 /* ib: the path MTU (enum ibv_mtu) */
 	uint32_t ib_flow;	 /* ib: the REQ's flow label (the QP's) */
@@ -242,6 +243,8 @@ int cm_thread_start(void);
 /* ib_link.c: the IB CM's MADs on QP1 over RoCEv2, the link of an id
  * with c->ib (lock held for each) */
 #define CM_TAG_IB_LISTEN (1ULL << 62) /* epoll data: a listener's REQs */
+#define CM_TAG_IB_PORT	 (1ULL << 61) /* epoll data: a peer's QP1 socket */
+void cm_ib_port_read(int i);	      /* every MAD waiting on socket i */
 int cm_ib_connect(struct cm_id *c);   /* 0 or -errno */
 int cm_ib_listen(struct cm_id *l);    /* 0 or -errno */
 void cm_ib_accept(struct cm_id *l);   /* every REQ waiting */

@@ -31,6 +31,7 @@
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -105,41 +106,85 @@ static int udp_socket(const struct sockaddr_in *at, uint16_t port, bool reuse)
 	return fd;
 }
 
-/* Another id of this process already has c's 4-tuple. */
-static bool tuple_taken(const struct cm_id *c)
-{
-	for (const struct cm_id *o = cm_core.ids; o; o = o->next)
-		if (o != c && o->ib && o->sock >= 0 &&
-		    src_of(o)->sin_addr.s_addr == src_of(c)->sin_addr.s_addr &&
-		    dst_of(o)->sin_addr.s_addr == dst_of(c)->sin_addr.s_addr)
-			return true;
-	return false;
-}
+/*
+ * The receiving sockets, one per (source, destination) address pair of
+ * the process, shared by its ids (perftest -R holds two connections to
+ * one peer): bound to 4791, connected to the peer's QP1 port; a MAD goes
+ * to the id its communication ID names (cm_ib_port_read).  An id holds a
+ * reference (c->ib_port: index + 1) and a dup of the fd as c->sock, so
+ * link.c sees a link; the shared fd is in epoll (CM_TAG_IB_PORT | index).
+ */
+#define CM_IB_PORTS 64
+static struct {
+	int fd;	  /* -1 with refs 0 */
+	int refs; /* ids holding it */
+	uint32_t src, dst;
+} ports[CM_IB_PORTS];
 
-int cm_ib_connect(struct cm_id *c)
+static int port_get(const struct cm_id *c)
 {
 	struct sockaddr_in peer = *dst_of(c);
-	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = c->serial};
-	int fd, ret;
+	struct epoll_event ev = {.events = EPOLLIN};
+	int free_at = -1, fd;
 
-	if (tuple_taken(c)) {
-		fprintf(stderr,
-			"softverbs rdmacm: a second IB CM connection "
-			"to the same address from this process is not "
-			"supported yet (one QP1 4-tuple): UNREACHABLE\n");
-		return -EBUSY;
+	for (int i = 0; i < CM_IB_PORTS; i++) {
+		if (ports[i].refs &&
+		    ports[i].src == src_of(c)->sin_addr.s_addr &&
+		    ports[i].dst == peer.sin_addr.s_addr) {
+			ports[i].refs++;
+			return i;
+		}
+		if (!ports[i].refs && free_at < 0)
+			free_at = i;
 	}
+	if (free_at < 0)
+		return -EMFILE; /* 64 peers at once: said by the caller */
 	fd = udp_socket(src_of(c), SV_ROCE_PORT, true);
 	if (fd < 0)
 		return fd;
 	peer.sin_port = htons(CM_IB_QP1_SPORT);
-	if (connect(fd, (struct sockaddr *)&peer, sizeof(peer))) {
-		ret = -errno;
+	ev.data.u64 = CM_TAG_IB_PORT | (uint64_t)free_at;
+	if (connect(fd, (struct sockaddr *)&peer, sizeof(peer)) ||
+	    epoll_ctl(cm_core.epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		int e = -errno;
+
 		close(fd);
+		return e;
+	}
+	ports[free_at].fd = fd;
+	ports[free_at].refs = 1;
+	ports[free_at].src = src_of(c)->sin_addr.s_addr;
+	ports[free_at].dst = peer.sin_addr.s_addr;
+	return free_at;
+}
+
+static void port_put(int i)
+{
+	if (--ports[i].refs)
+		return;
+	epoll_ctl(cm_core.epfd, EPOLL_CTL_DEL, ports[i].fd, NULL);
+	close(ports[i].fd);
+	ports[i].fd = -1;
+}
+
+int cm_ib_connect(struct cm_id *c)
+{
+	int i = port_get(c), ret;
+
+	if (i < 0) {
+		fprintf(stderr,
+			"softverbs rdmacm: the IB CM's socket to a peer: %s\n",
+			strerror(-i));
+		return i;
+	}
+	c->ib_port = i + 1;
+	c->sock = fcntl(ports[i].fd, F_DUPFD_CLOEXEC, 0);
+	if (c->sock < 0) {
+		ret = -errno;
+		cm_link_close(c);
 		return ret;
 	}
-	c->sock = fd;
-	c->ib_mtu = ib_mtu_of(fd);
+	c->ib_mtu = ib_mtu_of(ports[i].fd);
 	c->ib_send_fd = udp_socket(src_of(c), CM_IB_QP1_SPORT, true);
 	if (c->ib_send_fd < 0) {
 		ret = c->ib_send_fd;
@@ -151,16 +196,14 @@ int cm_ib_connect(struct cm_id *c)
 		c->ib_lid = (uint32_t)cm_now_ms() ^ (uint32_t)c->serial << 16;
 	c->ib_lid |= 1;
 	c->ib_rid = 0;
-	if (epoll_ctl(cm_core.epfd, EPOLL_CTL_ADD, fd, &ev)) {
-		ret = -errno;
-		cm_link_close(c);
-		return ret;
-	}
 	return 0;
 }
 
 void cm_ib_close(struct cm_id *c)
 {
+	if (c->ib_port)
+		port_put(c->ib_port - 1);
+	c->ib_port = 0;
 	if (c->ib_send_fd >= 0)
 		close(c->ib_send_fd);
 	c->ib_send_fd = -1;
@@ -376,31 +419,76 @@ static bool take(struct cm_id *c, const uint8_t *b, ssize_t n, struct cm_mad *d)
 	return true;
 }
 
+/* Lock held: MAD d to c; false if c was freed. */
+static bool deliver(struct cm_id *c, const struct cm_mad *d)
+{
+	struct cm_msg r;
+
+	if (rep_again(c, d))
+		return true;
+	if (!record_of(c, d, &r)) {
+		cm_log("id %p: MAD 0x%04x for comm IDs 0x%08x 0x%08x "
+		       "not ours: dropped\n",
+		       (void *)c, d->attr, d->remote_id, d->local_id);
+		return true;
+	}
+	if (d->attr == CM_MAD_REP)
+		c->ib_rid = d->local_id;
+	return !cm_conn_recv(c, &r);
+}
+
+/* ids read their MADs from the shared socket (cm_ib_port_read) */
 void cm_ib_read(struct cm_id *c)
+{
+	(void)c;
+}
+
+static void new_child(struct cm_id *l, const struct cm_mad *d,
+		      const struct sockaddr_in *from);
+
+/* The id MAD d on port i is for: ours by communication ID, or for a REQ
+ * (a second connection from a peer we have one with) the listener of its
+ * service. */
+static void route(int i, const struct cm_mad *d)
+{
+	struct sockaddr_in from = {.sin_family = AF_INET,
+				   .sin_addr.s_addr = ports[i].dst};
+
+	uint16_t ps, port;
+
+	for (struct cm_id *c = cm_core.ids; c; c = c->next) {
+		if (d->attr == CM_MAD_REQ) {
+			if (c->state != CM_LISTEN || c->ib_listen_fd < 0 ||
+			    cm_mad_service_split(d->service_id, &ps, &port) ||
+			    ps != (uint16_t)c->id.ps ||
+			    port != ntohs(src_of(c)->sin_port))
+				continue;
+			new_child(c, d, &from); /* it checks the rest */
+			return;
+		}
+		if (c->ib && c->ib_port == i + 1 && c->ib_lid == d->remote_id) {
+			deliver(c, d);
+			return;
+		}
+	}
+	cm_log("IB CM MAD 0x%04x for comm ID 0x%08x: no such id: dropped\n",
+	       d->attr, d->remote_id);
+}
+
+void cm_ib_port_read(int i)
 {
 	uint8_t b[2048];
 	struct cm_mad d;
-	struct cm_msg r;
 
-	while (c->sock >= 0) {
-		ssize_t n = recv(c->sock, b, sizeof(b), MSG_DONTWAIT);
+	while (i >= 0 && i < CM_IB_PORTS && ports[i].refs) {
+		ssize_t n = recv(ports[i].fd, b, sizeof(b), MSG_DONTWAIT);
 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
 		if (n < 0) /* ICMP: the peer's port is closed; MADs go on */
 			continue;
-		if (!take(c, b, n, &d) || rep_again(c, &d))
-			continue;
-		if (!record_of(c, &d, &r)) {
-			cm_log("id %p: MAD 0x%04x for comm IDs 0x%08x 0x%08x "
-			       "not ours: dropped\n",
-			       (void *)c, d.attr, d.remote_id, d.local_id);
-			continue;
-		}
-		if (d.attr == CM_MAD_REP)
-			c->ib_rid = d.local_id;
-		if (cm_conn_recv(c, &r))
-			return; /* c is gone */
+		if (take(NULL, b, n, &d))
+			route(i, &d);
 	}
 }
 

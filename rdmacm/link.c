@@ -884,6 +884,11 @@ static void *cm_thread(void *arg)
 					cm_log("wake-up read: %d\n", errno);
 				continue;
 			}
+			if (evs[i].data.u64 & CM_TAG_IB_PORT) {
+				cm_ib_port_read(
+					(int)(evs[i].data.u64 & 0xffff));
+				continue;
+			}
 			c = cm_id_find(evs[i].data.u64 &
 				       ~(CM_TAG_TCP_LISTEN | CM_TAG_IB_LISTEN));
 			if (c && (evs[i].data.u64 & CM_TAG_IB_LISTEN)) {

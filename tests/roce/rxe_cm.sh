@@ -9,7 +9,8 @@
 # kernel's DREP.  Passes when the probe completed and rping saw the
 # connection end (its DISCONNECTED event, which rdma_cm gives only to an
 # established connection; rping's stdout is lost when it aborts).
-# Then Debian's rping -c on softverbs (row rping_client, below).  Needs root and QEMU; skipped (77) without,
+# Then Debian's rping on softverbs, client and server (rows
+# rping_client, rping_server, below).  Needs root and QEMU; skipped (77) without,
 # or when the VM has no rping.
 #   rxe_cm.sh BUILD_DIR
 build=$1
@@ -87,4 +88,34 @@ if [ $rc != 0 ] || [ "$n" != "$iters" ]; then
 	fail "rping -c on softverbs: exit $rc, $n of $iters pings"
 fi
 echo "ok   rping_client: $n pings validated against rxe"
-echo "PASS: the IB CM with the kernel's (cm_probe, rping -c -V -C $iters)"
+
+# softverbs the server: our rping -s takes rxe's REQ (its flow label's
+# UDP source port for the data, as rxe sends from it); rping -c -V in the
+# VM validates every ping (its exit status is lost: Debian's rping aborts
+# at pthread_exit in the VM, which has no libgcc_s; it prints "data
+# mismatch" on a bad one, and ours prints each ping it served)
+port=$((port + 1))
+# shellcheck disable=SC2086 # $run is a command line
+"$vm" exec timeout 240 env SOFTVERBS_TRANSPORT=roce $run rping -s \
+	-a "$host" -p $port -v -C "$iters" >"/tmp/rxe_cm.$$" 2>&1 &
+spid=$!
+t=0
+until "$vm" exec ss -Hltn "sport = :$port" | grep -q .; do
+	t=$((t + 1))
+	[ $t -lt 200 ] || fail "rping -s on softverbs never listened"
+	sleep 0.05 # no event says a port in another namespace listens
+done
+rout=$("$vm" run --timeout 240 "rping -c -a $host -p $port -V -C $iters" 2>&1)
+wait "$spid"
+src=$?
+sout=$(cat "/tmp/rxe_cm.$$")
+rm -f "/tmp/rxe_cm.$$"
+n=$(echo "$sout" | grep -c "^server ping data: rdma-ping-")
+if [ $src != 0 ] || [ "$n" != "$iters" ] ||
+	echo "$rout" | grep -qi "mismatch\|fail"; then
+	echo "$rout" | tail -5 | sed 's/^/  rxe rping: /'
+	echo "$sout" | tail -5 | sed 's/^/  softverbs rping: /'
+	fail "rping -s on softverbs: exit $src, $n of $iters pings"
+fi
+echo "ok   rping_server: $n pings served to rxe's validating client"
+echo "PASS: the IB CM with the kernel's (cm_probe, rping -V -C $iters both ways)"
