@@ -1,32 +1,33 @@
 // SPDX-License-Identifier: MIT
 /*
  * The IB connection manager's MADs on QP1 over RoCEv2: the link of an id
- * with c->ib (SOFTVERBS_TRANSPORT=roce, an RC or UC connection to
- * another host's IPv4 address), behind link.c's seam.  conn.c's state
- * machine is unchanged: its records (struct cm_msg) become MADs here
- * (ib_mad.c) on the way out and MADs become records on the way in, so
- * the kernel's CM on the other side (rxe, a RoCE NIC) sees the REQ,
- * RTU, DREQ, DREP and REJ it expects, and we see its REP, REJ, DREQ,
- * DREP.  Active side only (the passive side's REQ demultiplexing is in
- * docs/roce.md's plan).
+ * with c->ib (SOFTVERBS_TRANSPORT=roce, an RC or UC connection to or
+ * from another host's IPv4 address), behind link.c's seam.  conn.c's
+ * state machine is unchanged: its records (struct cm_msg) become MADs
+ * here (ib_mad.c) on the way out and MADs become records on the way in,
+ * so the kernel's CM on the other side (rxe, a RoCE NIC) or another
+ * softverbs sees the REQ, REP, RTU, REJ, DREQ, DREP it expects.
  *
- * Each id has two UDP sockets.  Its MADs leave from an unconnected one
+ * Sockets.  An id's MADs leave from an unconnected socket of its own
  * bound to (source address, 0xd872) with IP_PMTUDISC_DO, so Linux sends
  * IP ID 0 and our ICRC is right: 0xd872 is the port rxe sends QP1's
- * datagrams from (0xc000 | hash_32(1, 14), rxe_qp.c), which a softverbs
- * peer can expect of us too.  They arrive on one bound to (source
- * address, 4791) with SO_REUSEPORT and connected to (peer, 0xd872): the
- * kernel gives a connected socket the datagrams of its 4-tuple before
- * the reuseport group (the RoCE transport's links and UD door), so the
- * peer's QP1 reaches this id whatever else listens on 4791.  Every
- * datagram is hostile: the RoCE codec checks the packet (a UD SEND to
- * QPN 1 with QP1's Q_Key), cm_mad_decode the MAD, and it must name our
- * communication ID (and the peer's, once its REP gave it); anything else
- * is dropped and logged (SOFTVERBS_DEBUG).  Not yet: MAD retransmission
- * (a lost REQ ends in UNREACHABLE after SOFTVERBS_CM_TIMEOUT_MS, a lost
- * RTU is answered when the REP comes again), MRA, LAP/APR, SIDR, IPv6,
- * and two connections of this host to one peer address at once (one
- * 4-tuple: cm_ib_connect refuses the second in this process).
+ * datagrams from (0xc000 | hash_32(1, 14), rxe_qp.c), so a softverbs
+ * peer sees ours come from it too.  They arrive on one socket per
+ * (source, destination) pair of the process (ports[]), bound to 4791
+ * with SO_REUSEPORT and connected to (peer, 0xd872): the kernel gives a
+ * connected socket its 4-tuple's datagrams before the reuseport group
+ * (the RoCE links' and the UD door's), and the MAD's communication ID
+ * names the id.  A listener also holds an unconnected socket on 4791
+ * for the first REQ from a peer (cm_ib_accept); a REQ from a peer we
+ * already have a socket for comes there and goes to its service's
+ * listener.  Every datagram is hostile: the RoCE codec checks the packet
+ * (a UD SEND to QPN 1 from QPN 1 with QP1's Q_Key), cm_mad_decode the
+ * MAD, and it must name our communication ID (and the peer's, once
+ * known); a REQ must name the listener's service and addresses the
+ * datagram and GIDs agree with.  Anything else is dropped and logged
+ * (SOFTVERBS_DEBUG).  Not yet: MAD retransmission (a lost REQ ends in
+ * UNREACHABLE after SOFTVERBS_CM_TIMEOUT_MS; a REP that comes again is
+ * answered with the RTU again), MRA, LAP/APR, SIDR, IPv6.
  */
 #include <arpa/inet.h>
 #include <endian.h>

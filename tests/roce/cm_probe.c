@@ -11,12 +11,15 @@
  * our communication ID.  The QPN it offers is made up: no data moves.
  * Prints each MAD's fields; exit 0 when REQ -> REP -> RTU -> DREQ -> DREP
  * completed, 1 otherwise (a REJ says its reason).  A probe, not shipped.
- *   cm_probe LOCAL_IPv4 REMOTE_IPv4 PORT [TIMEOUT_S]
+ * `hostile`: every kind of bad MAD once, then 500 REQs for a port nobody
+ * listens on, to a listener at PORT (roce.netns row rdma_cm_hostile).
+ *   cm_probe [hostile] LOCAL_IPv4 REMOTE_IPv4 PORT [TIMEOUT_S]
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +74,25 @@ static int send_mad(int fd, const struct cm_mad *m)
 	printf("sent attr 0x%04x local 0x%08x remote 0x%08x\n", m->attr,
 	       m->local_id, m->remote_id);
 	return 0;
+}
+
+/* n bytes of a MAD as a UD SEND to QP1 (or, raw, the bytes alone). */
+static void send_bytes(int fd, const uint8_t *mad, uint32_t n, bool raw)
+{
+	uint8_t pkt[4096];
+	struct sv_roce_pkt p = {.opcode = SV_IB_UD | SV_IB_SEND_ONLY,
+				.pkey = 0xffff,
+				.dqpn = 1,
+				.psn = psn++ & 0xffffff,
+				.qkey = CM_MAD_QKEY,
+				.src_qpn = 1,
+				.payload = mad,
+				.len = n};
+	int len = raw ? (int)n : sv_roce_build(pkt, sizeof(pkt), &p, &ip);
+
+	if (len > 0 && sendto(fd, raw ? mad : pkt, (size_t)len, 0,
+			      (struct sockaddr *)&peer, sizeof(peer)) != len)
+		perror("cm_probe: sendto");
 }
 
 /* The next CM MAD from the peer within deadline: 0, or -ETIMEDOUT. */
@@ -151,6 +173,57 @@ static struct cm_mad req_for(uint16_t port, uint32_t id)
 	return m;
 }
 
+static struct cm_mad req_for(uint16_t port, uint32_t id);
+
+/* Every kind of bad MAD once, then a flood of REQs for a port nobody
+ * listens on, to a listener at PORT: it must drop them all (and say why
+ * with SOFTVERBS_DEBUG=1) and still take a real client after. */
+static int hostile(int fd, uint16_t port)
+{
+	uint8_t mad[CM_MAD_SIZE + 8];
+	struct cm_mad m = req_for(port, 0x1234567);
+
+	cm_mad_encode(&m, mad);
+	send_bytes(fd, mad, 40, true);		     /* not RoCE at all */
+	send_bytes(fd, mad, CM_MAD_SIZE - 1, false); /* a short MAD */
+	mad[1] = 0x01;				     /* the SM's class */
+	send_bytes(fd, mad, CM_MAD_SIZE, false);
+	mad[1] = CM_MAD_CLASS;
+	mad[2] = 1; /* class version */
+	send_bytes(fd, mad, CM_MAD_SIZE, false);
+	mad[2] = CM_MAD_CLASS_VERSION;
+	mad[3] = 0x83; /* a response */
+	send_bytes(fd, mad, CM_MAD_SIZE, false);
+	mad[3] = CM_MAD_METHOD_SEND;
+	mad[17] = 0x30; /* no such attribute */
+	send_bytes(fd, mad, CM_MAD_SIZE, false);
+	mad[17] = CM_MAD_LAP;
+	send_bytes(fd, mad, CM_MAD_SIZE, false);
+	mad[17] = CM_MAD_REQ;
+	mad[24 + 32] = mad[24 + 33] = 0; /* a REQ naming QP1 as its QP */
+	mad[24 + 34] = 1;
+	send_bytes(fd, mad, CM_MAD_SIZE, false);
+	/* an RTU and a DREQ for comm IDs nobody has */
+	m = (struct cm_mad){.method = CM_MAD_METHOD_SEND,
+			    .attr = CM_MAD_RTU,
+			    .local_id = 77,
+			    .remote_id = 78};
+	send_mad(fd, &m);
+	m.attr = CM_MAD_DREQ;
+	send_mad(fd, &m);
+	/* a REQ whose rdma_cm header claims another source address */
+	m = req_for(port, 0x2345679);
+	m.pdata[19] ^= 1;
+	send_mad(fd, &m);
+	for (uint32_t i = 0; i < 500; i++) { /* a flood, no listener */
+		m = req_for((uint16_t)(port + 1), 0x10000001 + 2 * i);
+		cm_mad_encode(&m, mad);
+		send_bytes(fd, mad, CM_MAD_SIZE, false);
+	}
+	printf("cm_probe: hostile MADs sent\n");
+	return 0;
+}
+
 /* Waits for attr answering id; a REJ ends the probe. */
 static int expect(int fd, uint64_t deadline, uint16_t attr, uint32_t id,
 		  struct cm_mad *m)
@@ -176,8 +249,15 @@ int main(int argc, char **argv)
 	uint64_t deadline;
 	struct cm_mad m, rep;
 
+	bool bad = argc > 1 && !strcmp(argv[1], "hostile");
+
+	if (bad) {
+		argv++;
+		argc--;
+	}
 	if (argc < 4) {
-		fprintf(stderr, "usage: cm_probe LOCAL REMOTE PORT [SECS]\n");
+		fprintf(stderr,
+			"usage: cm_probe [hostile] LOCAL REMOTE PORT [SECS]\n");
 		return 2;
 	}
 	me = (struct sockaddr_in){.sin_family = AF_INET,
@@ -197,6 +277,8 @@ int main(int argc, char **argv)
 	mapped(ip.src, &me.sin_addr);
 	mapped(ip.dst, &peer.sin_addr);
 	ip.sport = SV_ROCE_PORT;
+	if (bad)
+		return hostile(fd, (uint16_t)atoi(argv[3]));
 	srandom((unsigned int)getpid());
 	id = (uint32_t)random() | 1;
 	m = req_for((uint16_t)atoi(argv[3]), id);
