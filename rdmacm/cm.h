@@ -83,12 +83,21 @@ struct cm_id {
 	uint64_t serial;      /* the CM thread's epoll handle (never reused) */
 	struct cm_id *next, *prev; /* every live id (cm_core.ids) */
 	enum cm_state state;
-	int sock;	 /* the CM link (SEQPACKET or TCP) or listener, or -1 */
-	int port_fd;	 /* holds the IP port in the kernel's space, or -1; a
-			  * listener's accepts the TCP rendezvous */
-	bool tcp;	 /* the link is a TCP stream (another host, or
-			  * SOFTVERBS_TRANSPORT=tcp) */
-	bool connecting; /* active TCP: connect() not finished yet */
+	int sock;	/* the CM link (SEQPACKET or TCP) or listener, or -1 */
+	int port_fd;	/* holds the IP port in the kernel's space, or -1; a
+			 * listener's accepts the TCP rendezvous */
+	bool tcp;	/* the link is a TCP stream (another host, or
+			 * SOFTVERBS_TRANSPORT=tcp) */
+	bool ib;	/* the link is the IB CM's MADs on QP1 over
+			 * RoCEv2 (ib_link.c): sock receives them */
+	int ib_send_fd; /* ib: the unconnected socket they leave by */
+	int ib_port;	/* ib: its receiving socket's index + 1, or 0 */
+	uint32_t ib_lid, ib_rid; /* ib: our and the peer's comm IDs */
+	uint8_t ib_mtu;		 /* ib: the path MTU (enum ibv_mtu) */
+	uint32_t ib_flow;	 /* ib: the REQ's flow label (the QP's) */
+	int ib_listen_fd;  /* listener, SOFTVERBS_TRANSPORT=roce: UDP 4791,
+			    * where the IB CM's REQs come, or -1 */
+	bool connecting;   /* active TCP: connect() not finished yet */
 	bool port_watched; /* listener: its TCP socket is in the CM's epoll */
 	int sidr_fd;	   /* UD listener: a TCP socket at its (UDP) port, which
 			    * takes other hosts' SIDR REQs (link.c), or -1 */
@@ -158,6 +167,8 @@ struct cm_core {
 	uint16_t lid;
 	bool force_tcp; /* SOFTVERBS_TRANSPORT=tcp: rendezvous over TCP on
 			 * one host too */
+	bool roce;	/* SOFTVERBS_TRANSPORT=roce: the IB CM's MADs to
+			 * other hosts (ib_link.c) */
 	unsigned int rep_wait_ms; /* how long a REQ waits for its answer
 				   * (SOFTVERBS_CM_TIMEOUT_MS) */
 };
@@ -228,6 +239,18 @@ void cm_link_kick(void); /* the CM thread re-reads what to retry */
 uint64_t cm_now_ms(void);
 void cm_link_close(struct cm_id *c);
 int cm_thread_start(void);
+
+/* ib_link.c: the IB CM's MADs on QP1 over RoCEv2, the link of an id
+ * with c->ib (lock held for each) */
+#define CM_TAG_IB_LISTEN (1ULL << 62) /* epoll data: a listener's REQs */
+#define CM_TAG_IB_PORT	 (1ULL << 61) /* epoll data: a peer's QP1 socket */
+void cm_ib_port_read(int i);	      /* every MAD waiting on socket i */
+int cm_ib_connect(struct cm_id *c);   /* 0 or -errno */
+int cm_ib_listen(struct cm_id *l);    /* 0 or -errno */
+void cm_ib_accept(struct cm_id *l);   /* every REQ waiting */
+int cm_ib_send(struct cm_id *c, const struct cm_msg *m);
+void cm_ib_read(struct cm_id *c); /* every MAD waiting; may free c */
+void cm_ib_close(struct cm_id *c);
 
 /* link_auth.c: the shared secret on TCP links (lock held for each) */
 bool cm_auth_needed(void);	    /* a secret is set (or unreadable) */

@@ -101,6 +101,8 @@ int cm_core_init(void)
 		cm_debug = sv_env_bool(SV_ENV_DEBUG);
 		cm_core.force_tcp =
 			sv_env_uint(SV_ENV_TRANSPORT) == SV_TRANSPORT_TCP;
+		cm_core.roce =
+			sv_env_uint(SV_ENV_TRANSPORT) == SV_TRANSPORT_ROCE;
 		cm_core.rep_wait_ms =
 			(unsigned int)sv_env_uint(SV_ENV_CM_TIMEOUT_MS);
 		/* the secret read and OpenSSL's HMAC fetched now (tens of
@@ -147,6 +149,8 @@ static struct cm_id *id_new(struct rdma_event_channel *channel, void *context,
 	c->port_fd = -1;
 	c->sidr_fd = -1;
 	c->bound_fd = -1;
+	c->ib_send_fd = -1;
+	c->ib_listen_fd = -1;
 	c->serial = cm_core.next_serial++;
 	c->resp_res = RDMA_MAX_RESP_RES;
 	c->init_depth = RDMA_MAX_INIT_DEPTH;
@@ -405,7 +409,11 @@ static int resolve_dst(struct cm_id *c, const struct sockaddr *dst)
 		return ret;
 	if (cm_addr_is_any((struct sockaddr *)src))
 		set_src(src, (struct sockaddr *)&route);
-	c->tcp = true;
+	/* SOFTVERBS_TRANSPORT=roce: an RC or UC connection to another
+	 * host's IPv4 address speaks the IB CM's MADs (ib_link.c) */
+	c->ib = cm_core.roce && dst->sa_family == AF_INET && !cm_is_ud(c) &&
+		c->id.ps == RDMA_PS_TCP;
+	c->tcp = !c->ib;
 	return 0;
 }
 

@@ -307,6 +307,9 @@ int cm_link_listen(struct cm_id *c, int backlog)
 		else
 			ret = tcp_listen(c);
 	}
+	if (!ret && cm_core.roce && c->id.ps == RDMA_PS_TCP &&
+	    c->id.route.addr.src_addr.sa_family == AF_INET)
+		ret = cm_ib_listen(c); /* the IB CM's REQs too (ib_link.c) */
 	if (ret)
 		cm_link_close(c);
 	return ret;
@@ -322,6 +325,8 @@ int cm_link_connect(struct cm_id *c)
 
 	if (c->tcp)
 		return tcp_connect(c);
+	if (c->ib)
+		return cm_ib_connect(c);
 	for (int any = 0; any < 2 && ret == -ECONNREFUSED; any++) {
 		socklen_t len = link_name(&un, c->id.ps,
 					  &c->id.route.addr.dst_addr, any);
@@ -359,6 +364,8 @@ int cm_link_send(struct cm_id *c, const struct cm_msg *m)
 
 	if (c->sock < 0)
 		return -ENOTCONN;
+	if (c->ib)
+		return cm_ib_send(c, m);
 	/* never block on a peer: a peer that does not read its few CM
 	 * messages is a dead one */
 	n = send(c->sock, m, sizeof(*m), MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -464,6 +471,7 @@ void cm_link_close(struct cm_id *c)
 	}
 	c->connecting = false;
 	c->rlen = 0;
+	cm_ib_close(c);
 	if (c->sock < 0)
 		return;
 	epoll_ctl(cm_core.epfd, EPOLL_CTL_DEL, c->sock, NULL);
@@ -828,6 +836,10 @@ static void read_all(struct cm_id *c)
 		read_stream(c);
 		return;
 	}
+	if (c->ib) {
+		cm_ib_read(c);
+		return;
+	}
 	while (c->sock >= 0) {
 		ssize_t n =
 			recv(c->sock, &m, sizeof(m), MSG_DONTWAIT | MSG_TRUNC);
@@ -872,7 +884,17 @@ static void *cm_thread(void *arg)
 					cm_log("wake-up read: %d\n", errno);
 				continue;
 			}
-			c = cm_id_find(evs[i].data.u64 & ~CM_TAG_TCP_LISTEN);
+			if (evs[i].data.u64 & CM_TAG_IB_PORT) {
+				cm_ib_port_read(
+					(int)(evs[i].data.u64 & 0xffff));
+				continue;
+			}
+			c = cm_id_find(evs[i].data.u64 &
+				       ~(CM_TAG_TCP_LISTEN | CM_TAG_IB_LISTEN));
+			if (c && (evs[i].data.u64 & CM_TAG_IB_LISTEN)) {
+				cm_ib_accept(c);
+				continue;
+			}
 			if (c && (evs[i].data.u64 & CM_TAG_TCP_LISTEN)) {
 				if (c->port_watched)
 					accept_tcp(c);

@@ -32,6 +32,7 @@ void cm_ud_ah_attr(struct cm_id *c, struct ibv_ah_attr *ah)
 	memcpy(ah->grh.dgid.raw, c->remote.gid, 16);
 	ah->grh.sgid_index = (uint8_t)idx;
 	ah->grh.hop_limit = 64;
+	ah->grh.flow_label = c->ib ? c->ib_flow : 0; /* the REQ's */
 	ah->dlid = c->remote.lid;
 	ah->port_num = 1;
 }
@@ -107,7 +108,9 @@ CM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
 			ret = EINVAL;
 			break;
 		}
-		qp_attr->path_mtu = port_mtu();
+		/* an IB CM link's: what its REQ said (the interface's) */
+		qp_attr->path_mtu =
+			c->ib ? (enum ibv_mtu)c->ib_mtu : port_mtu();
 		qp_attr->dest_qp_num = c->remote.qpn;
 		qp_attr->rq_psn = c->remote.psn;
 		cm_ud_ah_attr(c, &qp_attr->ah_attr);

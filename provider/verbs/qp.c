@@ -166,6 +166,10 @@ static int link_start(struct sv_qp *qp)
 		.mtu = qp->mtu,
 		.rq_psn = qp->attr.rq_psn,
 		.uc = qp->qpx.qp_base.qp_type == IBV_QPT_UC,
+		.flow_label =
+			qp->attr.ah_attr.is_global
+				? qp->attr.ah_attr.grh.flow_label & 0xfffff
+				: 0,
 	};
 	const struct sv_link_ops *ops = link_route(qp, &dst, &src);
 	int err;

@@ -541,14 +541,18 @@ int sv_roce_segment(uint8_t transport, enum sv_roce_msg kind, uint32_t len,
 	return 0;
 }
 
+uint16_t sv_roce_fl_sport(uint32_t fl)
+{
+	uint32_t lo = (fl & 0x3fff) ^ ((fl & 0xfc000) >> 14);
+
+	return (uint16_t)(0xc000 | lo);
+}
+
 uint16_t sv_roce_sport(uint32_t qpn_a, uint32_t qpn_b)
 {
 	uint64_t v = (uint64_t)qpn_a * qpn_b;
-	uint32_t fl, lo;
 
 	v ^= v >> 20;
 	v ^= v >> 40;
-	fl = (uint32_t)(v & 0xfffff);
-	lo = (fl & 0x3fff) ^ ((fl & 0xfc000) >> 14);
-	return (uint16_t)(0xc000 | lo);
+	return sv_roce_fl_sport((uint32_t)(v & 0xfffff));
 }

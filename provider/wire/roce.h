@@ -261,6 +261,11 @@ enum sv_roce_verdict sv_roce_check_seg(const struct sv_roce_pkt *p,
  * port. */
 uint16_t sv_roce_sport(uint32_t qpn_a, uint32_t qpn_b);
 
+/* The UDP source port of a flow label (the kernel's
+ * rdma_flow_label_to_udp_sport): a QP whose address vector has one sends
+ * from it (rxe), as an rdma_cm connection's does when its REQ gave one. */
+uint16_t sv_roce_fl_sport(uint32_t flow_label);
+
 /* A message's kinds as the segmenter knows them. */
 enum sv_roce_msg {
 	SV_ROCE_MSG_SEND,

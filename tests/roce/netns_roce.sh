@@ -14,6 +14,7 @@
 # an atomic run, both ways, parsed by the codec with its ICRC checked
 # against the IP and UDP headers as captured (we send IP ID 0, so every
 # one can be), and decoded by tshark as InfiniBand, none malformed.
+# rdma_cm_*: rping, ucmatose and ib_send_bw -R over the IB CM's MADs.
 #
 # usage: netns_roce.sh BUILD_DIR
 # Needs root and ip(8): otherwise it says why and exits 77 (skipped).
@@ -384,6 +385,63 @@ row rc_pingpong_rnr 120 "iters in" a c \
 	ibv_rc_pingpong $SV -g "$ga" -p @P -s 3000 -n 100 -c -- \
 	ibv_rc_pingpong $SV -g "$gc" -p @P -s 3000 -n 100 -c $A
 unset SOFTVERBS_FAULTS
+
+# The connection manager over RoCE (issue 26 item 3): Debian's rdma_cm
+# programs on our librdmacm, which with SOFTVERBS_TRANSPORT=roce speaks
+# the IB CM's MADs on QP1 (rdmacm/ib_link.c) to the other namespace:
+# rping with every ping validated, ucmatose, perftest's -R
+row rdma_cm_rping 120 "rdma-ping-99:" a b \
+	rping -s -a $A -p @P -C 100 -- \
+	rping -c -a $A -p @P -v -V -C 100
+row rdma_cm_ucmatose 120 "return status 0" a b \
+	ucmatose -p @P -- \
+	ucmatose -s $A -p @P
+row rdma_cm_send_bw 120 "^ 65536" a b \
+	ib_send_bw -R $SV -p @P -n 200 -- \
+	ib_send_bw -R $SV -p @P -n 200 $A
+
+# Hostile MADs (issue 26 item 3): a plain UDP socket in b sends rping's
+# listener in a every kind of bad MAD (not RoCE, short, another class and
+# version, a response, no such attribute, LAP, a REQ naming QP1, an RTU
+# and a DREQ for comm IDs nobody has, a REQ whose rdma_cm header lies
+# about its source) and 500 REQs for a port nobody listens on; each is
+# dropped with its reason (SOFTVERBS_DEBUG=1 says it; of the flood, what
+# the socket's buffer held: at least 50), and a real rping from b
+# connects after, every ping validated.
+if want rdma_cm_hostile; then
+	port=$((port + 1))
+	timeout 120 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 $run \
+		rping -s -a $A -p $port -C 10 >"$log/hm.s" 2>&1 &
+	spid=$!
+	listening a $port
+	ip netns exec "$tag-b" "$build/tests/cm_probe" hostile 10.77.0.2 $A \
+		$port >"$log/hm.p" 2>&1
+	prc=$?
+	timeout 60 ip netns exec "$tag-b" $run rping -c -a $A -p $port -v -V \
+		-C 10 >"$log/hm.c" 2>&1
+	rc=$?
+	wait $spid
+	src=$?
+	miss=""
+	for r in "not a GSI MAD" cm_mad_drop_len cm_mad_drop_class \
+		cm_mad_drop_version cm_mad_drop_method cm_mad_drop_attr \
+		cm_mad_drop_unsupported cm_mad_drop_field "at the listener" \
+		"not this listener"; do
+		grep -q "$r" "$log/hm.s" || miss="$miss [$r]"
+	done
+	n=$(grep -c "not this listener" "$log/hm.s")
+	if [ $prc != 0 ] || [ $rc != 0 ] || [ $src != 0 ] || [ -n "$miss" ] ||
+		[ "$n" -lt 50 ] || ! grep -q "rdma-ping-9:" "$log/hm.c"; then
+		echo "FAIL rdma_cm_hostile: probe $prc client $rc server $src," \
+			"$n foreign REQs dropped, reasons missing:$miss"
+		tail -5 "$log/hm.c" | sed 's/^/  client: /'
+		grep -v "^softverbs\[" "$log/hm.s" | tail -5 | sed 's/^/  server: /'
+		failed=1
+	else
+		echo "ok   rdma_cm_hostile: every bad MAD dropped with its" \
+			"reason, $n foreign REQs, then rping -V connected"
+	fi
+fi
 
 # The capture: on a's veth, while a pingpong, a read and an atomic run.
 if ! command -v tshark >/dev/null; then

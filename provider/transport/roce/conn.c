@@ -61,12 +61,15 @@ static int udp_socket(const union sv_sockaddr *addr)
 }
 
 /* The two sockets: rx bound to our :4791 and connected to the peer's
- * source port for the pair; tx bound to that port on our address, IP ID
+ * source port for the pair (the flow label's, if the address vector has
+ * one, as rxe's); tx bound to that port on our address, IP ID
  * 0 and DF (IP_PMTUDISC_DO), so our ICRC is right (roce.h).  -errno. */
-static int open_sockets(struct sv_roce *r, const union sv_sockaddr *src)
+static int open_sockets(struct sv_roce *r, const union sv_sockaddr *src,
+			uint32_t flow_label)
 {
 	union sv_sockaddr me = *src, peer = r->dst;
-	uint16_t sport = sv_roce_sport(r->my_qpn, r->peer_qpn);
+	uint16_t sport = flow_label ? sv_roce_fl_sport(flow_label)
+				    : sv_roce_sport(r->my_qpn, r->peer_qpn);
 	socklen_t len = sizeof(me);
 	int pmtu = IP_PMTUDISC_DO, rcv = 4 << 20;
 
@@ -179,7 +182,8 @@ static int roce_prepare(struct sv_link *l, const struct sv_link_conf *c)
 	r->islot = r->oslot + SV_ROCE_RX_SLACK;
 	r->obuf = malloc((size_t)SV_ROCE_BATCH * r->oslot);
 	r->ibuf = malloc((size_t)SV_ROCE_BATCH * r->islot);
-	err = r->obuf && r->ibuf ? open_sockets(r, c->src) : -ENOMEM;
+	err = r->obuf && r->ibuf ? open_sockets(r, c->src, c->flow_label)
+				 : -ENOMEM;
 	if (!err)
 		err = make_rings(l, c);
 	if (err) {

@@ -230,7 +230,8 @@ static void take_request(struct sv_link *l, const struct sv_roce_pkt *p)
 		 * not); the packet still goes to it, which judges its PSN
 		 * (one we saw may never have been taken: SOFTVERBS_FAULTS
 		 * drop), answers a read again and an atomic from its cache */
-		sv_roce_send_ack(l, ack);
+		if (!sv_roce_answered_by_response(r, ack))
+			sv_roce_send_ack(l, ack);
 		roce_count(r, roce_reacks);
 	}
 	if (!put_record(&l->rx, &h, ext, ext_len, p->payload)) {
@@ -240,6 +241,12 @@ static void take_request(struct sv_link *l, const struct sv_roce_pkt *p)
 		return;
 	}
 	if (d == 0) {
+		if (h.opcode == SV_OP_READ_REQ || h.opcode == SV_OP_CMP_SWAP ||
+		    h.opcode == SV_OP_FETCH_ADD) {
+			r->rd_first = p->psn;
+			r->rd_last = sv_psn_add(p->psn, h.npsn - 1);
+			r->rd_valid = true;
+		}
 		r->epsn = sv_psn_add(r->epsn, h.npsn);
 		if (h.seg & SV_SEG_LAST)
 			r->msn = (r->msn + 1) & SV_PSN_MASK;

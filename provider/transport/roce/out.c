@@ -267,7 +267,8 @@ void sv_roce_flush(struct sv_link *l)
 	ack = atomic_load_explicit(&l->rx.hdr->ack, memory_order_acquire);
 	if (r->tp == SV_IB_RC && SV_ACK_SYN(ack) <= SV_NAK_REM_OP &&
 	    (!r->ack_sent_valid || ack != r->ack_sent)) { /* UC: none */
-		sv_roce_send_ack(l, ack);
+		if (!sv_roce_answered_by_response(r, ack))
+			sv_roce_send_ack(l, ack);
 		r->ack_sent = ack;
 		r->ack_sent_valid = true;
 	}

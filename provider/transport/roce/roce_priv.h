@@ -46,6 +46,11 @@ struct sv_roce {
 	bool ack_sent_valid;	    /* (any yet) */
 	uint32_t epsn;		    /* the next request PSN, as seen here */
 	uint32_t msn;		    /* messages the peer sent us, for AETH */
+	uint32_t rd_first, rd_last; /* the PSNs of the last read or atomic
+				     * taken: its response acknowledges
+				     * them, never a bare ACK (rxe completes
+				     * a read an ACK names, without data) */
+	bool rd_valid;		    /* (any yet) */
 	uint32_t nak_seq;	    /* NAKs the peer sent us (the ack word) */
 	bool icrc_strict;	    /* the peer sends IP ID 0: verify all */
 	bool defer;		    /* the engine runs: flush at its end */
@@ -94,6 +99,17 @@ void sv_roce_read_in(struct sv_link *l);
 static inline bool sv_roce_held(const struct sv_roce *r)
 {
 	return r->inext < r->icount;
+}
+
+/* ack names a read's or an atomic's PSN: its response says it (IBA
+ * 9.7.5.1.1: a read request is acknowledged by its response); a bare
+ * ACK there makes rxe complete the read without its data. */
+static inline bool sv_roce_answered_by_response(const struct sv_roce *r,
+						uint64_t ack)
+{
+	return r->rd_valid && SV_ACK_SYN(ack) == SV_ACK &&
+	       sv_psn_diff(SV_ACK_PSN(ack), r->rd_first) >= 0 &&
+	       sv_psn_diff(SV_ACK_PSN(ack), r->rd_last) <= 0;
 }
 
 #endif

@@ -1,0 +1,648 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The IB connection manager's MADs on QP1 over RoCEv2: the link of an id
+ * with c->ib (SOFTVERBS_TRANSPORT=roce, an RC or UC connection to or
+ * from another host's IPv4 address), behind link.c's seam.  conn.c's
+ * state machine is unchanged: its records (struct cm_msg) become MADs
+ * here (ib_mad.c) on the way out and MADs become records on the way in,
+ * so the kernel's CM on the other side (rxe, a RoCE NIC) or another
+ * softverbs sees the REQ, REP, RTU, REJ, DREQ, DREP it expects.
+ *
+ * Sockets.  An id's MADs leave from an unconnected socket of its own
+ * bound to (source address, 0xd872) with IP_PMTUDISC_DO, so Linux sends
+ * IP ID 0 and our ICRC is right: 0xd872 is the port rxe sends QP1's
+ * datagrams from (0xc000 | hash_32(1, 14), rxe_qp.c), so a softverbs
+ * peer sees ours come from it too.  They arrive on one socket per
+ * (source, destination) pair of the process (ports[]), bound to 4791
+ * with SO_REUSEPORT and connected to (peer, 0xd872): the kernel gives a
+ * connected socket its 4-tuple's datagrams before the reuseport group
+ * (the RoCE links' and the UD door's), and the MAD's communication ID
+ * names the id.  A listener also holds an unconnected socket on 4791
+ * for the first REQ from a peer (cm_ib_accept); a REQ from a peer we
+ * already have a socket for comes there and goes to its service's
+ * listener.  Every datagram is hostile: the RoCE codec checks the packet
+ * (a UD SEND to QPN 1 from QPN 1 with QP1's Q_Key), cm_mad_decode the
+ * MAD, and it must name our communication ID (and the peer's, once
+ * known); a REQ must name the listener's service and addresses the
+ * datagram and GIDs agree with.  Anything else is dropped and logged
+ * (SOFTVERBS_DEBUG).  Not yet: MAD retransmission (a lost REQ ends in
+ * UNREACHABLE after SOFTVERBS_CM_TIMEOUT_MS; a REP that comes again is
+ * answered with the RTU again), MRA, LAP/APR, SIDR, IPv6.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cm.h"
+#include "ib_mad.h"
+#include "roce.h" /* provider/wire/roce.h: the RoCEv2 codec */
+
+#define CM_IB_QP1_SPORT 0xd872 /* rxe's QP1 source port */
+#define CM_IB_TIMEOUT	0x14   /* CM response timeouts: 4.3 s */
+#define CM_IB_ACK_TO	0x13   /* the path's ACK timeout, as rxe's REQ */
+
+static uint32_t ib_psn; /* our QP1's PSNs (lock held) */
+
+static const struct sockaddr_in *src_of(const struct cm_id *c)
+{
+	return (const struct sockaddr_in *)&c->id.route.addr.src_addr;
+}
+
+static const struct sockaddr_in *dst_of(const struct cm_id *c)
+{
+	return (const struct sockaddr_in *)&c->id.route.addr.dst_addr;
+}
+
+static void mapped(uint8_t gid[16], const struct sockaddr_in *a)
+{
+	memset(gid, 0, 16);
+	gid[10] = gid[11] = 0xff;
+	memcpy(gid + 12, &a->sin_addr, 4);
+}
+
+/* The largest IB MTU a RoCEv2 packet of which fits the link's MTU (the
+ * kernel's iboe_get_mtu: GRH/IP, UDP, BTH, XRC, AtomicETH, ICRC). */
+static uint8_t ib_mtu_of(int fd)
+{
+	int mtu = 1500;
+	socklen_t l = sizeof(mtu);
+
+	if (getsockopt(fd, IPPROTO_IP, IP_MTU, &mtu, &l))
+		mtu = 1500;
+	mtu -= 40 + 8 + 12 + 4 + 28 + 4;
+	if (mtu >= 4096)
+		return IBV_MTU_4096;
+	if (mtu >= 2048)
+		return IBV_MTU_2048;
+	if (mtu >= 1024)
+		return IBV_MTU_1024;
+	return mtu >= 512 ? IBV_MTU_512 : IBV_MTU_256;
+}
+
+static int udp_socket(const struct sockaddr_in *at, uint16_t port, bool reuse)
+{
+	struct sockaddr_in a = *at;
+	int on = 1, df = IP_PMTUDISC_DO;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	a.sin_port = htons(port);
+	if ((reuse &&
+	     setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on))) ||
+	    setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &df, sizeof(df)) ||
+	    bind(fd, (struct sockaddr *)&a, sizeof(a))) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+/*
+ * The receiving sockets, one per (source, destination) address pair of
+ * the process, shared by its ids (perftest -R holds two connections to
+ * one peer): bound to 4791, connected to the peer's QP1 port; a MAD goes
+ * to the id its communication ID names (cm_ib_port_read).  An id holds a
+ * reference (c->ib_port: index + 1) and a dup of the fd as c->sock, so
+ * link.c sees a link; the shared fd is in epoll (CM_TAG_IB_PORT | index).
+ */
+#define CM_IB_PORTS 64
+static struct {
+	int fd;	  /* -1 with refs 0 */
+	int refs; /* ids holding it */
+	uint32_t src, dst;
+} ports[CM_IB_PORTS];
+
+static int port_get(const struct cm_id *c)
+{
+	struct sockaddr_in peer = *dst_of(c);
+	struct epoll_event ev = {.events = EPOLLIN};
+	int free_at = -1, fd;
+
+	for (int i = 0; i < CM_IB_PORTS; i++) {
+		if (ports[i].refs &&
+		    ports[i].src == src_of(c)->sin_addr.s_addr &&
+		    ports[i].dst == peer.sin_addr.s_addr) {
+			ports[i].refs++;
+			return i;
+		}
+		if (!ports[i].refs && free_at < 0)
+			free_at = i;
+	}
+	if (free_at < 0)
+		return -EMFILE; /* 64 peers at once: said by the caller */
+	fd = udp_socket(src_of(c), SV_ROCE_PORT, true);
+	if (fd < 0)
+		return fd;
+	peer.sin_port = htons(CM_IB_QP1_SPORT);
+	ev.data.u64 = CM_TAG_IB_PORT | (uint64_t)free_at;
+	if (connect(fd, (struct sockaddr *)&peer, sizeof(peer)) ||
+	    epoll_ctl(cm_core.epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	ports[free_at].fd = fd;
+	ports[free_at].refs = 1;
+	ports[free_at].src = src_of(c)->sin_addr.s_addr;
+	ports[free_at].dst = peer.sin_addr.s_addr;
+	return free_at;
+}
+
+static void port_put(int i)
+{
+	if (--ports[i].refs)
+		return;
+	epoll_ctl(cm_core.epfd, EPOLL_CTL_DEL, ports[i].fd, NULL);
+	close(ports[i].fd);
+	ports[i].fd = -1;
+}
+
+int cm_ib_connect(struct cm_id *c)
+{
+	int i = port_get(c), ret;
+
+	if (i < 0) {
+		fprintf(stderr,
+			"softverbs rdmacm: the IB CM's socket to a peer: %s\n",
+			strerror(-i));
+		return i;
+	}
+	c->ib_port = i + 1;
+	c->sock = fcntl(ports[i].fd, F_DUPFD_CLOEXEC, 0);
+	if (c->sock < 0) {
+		ret = -errno;
+		cm_link_close(c);
+		return ret;
+	}
+	c->ib_mtu = ib_mtu_of(ports[i].fd);
+	c->ib_send_fd = udp_socket(src_of(c), CM_IB_QP1_SPORT, true);
+	if (c->ib_send_fd < 0) {
+		ret = c->ib_send_fd;
+		cm_link_close(c);
+		return ret;
+	}
+	if (getrandom(&c->ib_lid, sizeof(c->ib_lid), GRND_NONBLOCK) !=
+	    sizeof(c->ib_lid))
+		c->ib_lid = (uint32_t)cm_now_ms() ^ (uint32_t)c->serial << 16;
+	c->ib_lid |= 1;
+	c->ib_rid = 0;
+	return 0;
+}
+
+void cm_ib_close(struct cm_id *c)
+{
+	if (c->ib_port)
+		port_put(c->ib_port - 1);
+	c->ib_port = 0;
+	if (c->ib_send_fd >= 0)
+		close(c->ib_send_fd);
+	c->ib_send_fd = -1;
+	if (c->ib_listen_fd >= 0) {
+		epoll_ctl(cm_core.epfd, EPOLL_CTL_DEL, c->ib_listen_fd, NULL);
+		close(c->ib_listen_fd);
+	}
+	c->ib_listen_fd = -1;
+}
+
+/* The REQ of conn.c's record m: rdma_cm's header then its data. */
+static int req_of(struct cm_id *c, const struct cm_msg *m, struct cm_mad *d)
+{
+	d->service_id = cm_mad_service_id((uint16_t)c->id.ps,
+					  ntohs(dst_of(c)->sin_port));
+	d->ca_guid = be64toh(cm_core.dev_attr.node_guid);
+	d->qpn = m->qpn;
+	d->psn = m->psn;
+	d->resp_res = m->resp_res;
+	d->init_depth = m->init_depth;
+	d->remote_cm_timeout = d->local_cm_timeout = CM_IB_TIMEOUT;
+	d->transport = m->qp_type == IBV_QPT_UC ? CM_MAD_TS_UC : CM_MAD_TS_RC;
+	d->retry = m->retry > 7 ? 7 : m->retry;
+	d->rnr_retry = m->rnr_retry > 7 ? 7 : m->rnr_retry;
+	d->max_cm_retries = 15;
+	d->srq = m->srq ? 1 : 0;
+	d->pkey = 0xffff;
+	d->mtu = c->ib_mtu;
+	d->primary.local_lid = d->primary.remote_lid = 0xffff;
+	mapped(d->primary.local_gid, src_of(c));
+	mapped(d->primary.remote_gid, dst_of(c));
+	d->primary.hop_limit = 64;
+	d->primary.ack_timeout = CM_IB_ACK_TO;
+	if (m->pdata_len > cm_mad_pdata_size(CM_MAD_REQ) - CM_MAD_CMA_HDR_SIZE)
+		return -EINVAL;
+	memcpy(d->pdata + CM_MAD_CMA_HDR_SIZE, m->pdata, m->pdata_len);
+	return cm_mad_cma_put(d->pdata, &c->id.route.addr.src_addr,
+			      &c->id.route.addr.dst_addr);
+}
+
+/* conn.c's record m as its MAD: 0, or -EOPNOTSUPP (SIDR). */
+static int mad_of(struct cm_id *c, const struct cm_msg *m, struct cm_mad *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->method = CM_MAD_METHOD_SEND;
+	d->tid = c->ib_lid;
+	d->local_id = c->ib_lid;
+	d->remote_id = c->ib_rid;
+	switch (m->type) {
+	case CM_MSG_REQ:
+		d->attr = CM_MAD_REQ;
+		return req_of(c, m, d);
+	case CM_MSG_REP:
+		/* the PSN we receive at (conn.c's remote.psn: swapped at
+		 * the REQ, cm_ib_accept) */
+		d->attr = CM_MAD_REP;
+		d->qpn = m->qpn;
+		d->psn = c->remote.psn;
+		d->resp_res = m->resp_res;
+		d->init_depth = m->init_depth;
+		d->target_ack_delay = 15; /* as rxe's */
+		d->rnr_retry = m->rnr_retry > 7 ? 7 : m->rnr_retry;
+		d->srq = m->srq ? 1 : 0;
+		d->ca_guid = be64toh(cm_core.dev_attr.node_guid);
+		memcpy(d->pdata, m->pdata, m->pdata_len);
+		return 0;
+	case CM_MSG_RTU:
+		d->attr = CM_MAD_RTU;
+		return 0;
+	case CM_MSG_DREQ:
+		d->attr = CM_MAD_DREQ;
+		d->qpn = c->remote.qpn;
+		return 0;
+	case CM_MSG_DREP:
+		d->attr = CM_MAD_DREP;
+		return 0;
+	case CM_MSG_REJ:
+		d->attr = CM_MAD_REJ;
+		d->msg_kind = c->state == CM_REP_RCVD		     ? 1
+			      : c->listen && c->state <= CM_REQ_RCVD ? 0
+								     : 2;
+		d->reason = m->status;
+		memcpy(d->pdata, m->pdata, m->pdata_len);
+		return 0;
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+static int send_mad(struct cm_id *c, const struct cm_mad *d)
+{
+	uint8_t mad[CM_MAD_SIZE], pkt[CM_MAD_SIZE + SV_ROCE_HDR_MAX + 8];
+	struct sv_roce_pkt p = {.opcode = SV_IB_UD | SV_IB_SEND_ONLY,
+				.pkey = 0xffff,
+				.dqpn = 1,
+				.psn = ib_psn++ & 0xffffff,
+				.qkey = CM_MAD_QKEY,
+				.src_qpn = 1,
+				.payload = mad,
+				.len = CM_MAD_SIZE};
+	struct sv_roce_ip ip = {.sport = CM_IB_QP1_SPORT};
+	struct sockaddr_in to = *dst_of(c);
+	int n, ret = cm_mad_encode(d, mad);
+
+	if (ret)
+		return ret;
+	mapped(ip.src, src_of(c));
+	mapped(ip.dst, dst_of(c));
+	n = sv_roce_build(pkt, sizeof(pkt), &p, &ip);
+	if (n < 0)
+		return n;
+	to.sin_port = htons(SV_ROCE_PORT);
+	if (sendto(c->ib_send_fd, pkt, (size_t)n, MSG_DONTWAIT,
+		   (struct sockaddr *)&to, sizeof(to)) != n)
+		return -errno;
+	cm_log("id %p: IB CM MAD 0x%04x sent (comm IDs 0x%08x 0x%08x)\n",
+	       (void *)c, d->attr, d->local_id, d->remote_id);
+	return 0;
+}
+
+int cm_ib_send(struct cm_id *c, const struct cm_msg *m)
+{
+	struct cm_mad d;
+	int ret = mad_of(c, m, &d);
+
+	return ret ? ret : send_mad(c, &d);
+}
+
+/* The peer's MAD d as conn.c's record r: false if the active side takes
+ * no such MAD, or it names other IDs. */
+static bool record_of(struct cm_id *c, const struct cm_mad *d, struct cm_msg *r)
+{
+	if (d->remote_id != c->ib_lid ||
+	    (c->ib_rid && d->attr != CM_MAD_REJ && d->local_id != c->ib_rid))
+		return false;
+	memset(r, 0, sizeof(*r));
+	r->magic = CM_MAGIC;
+	r->version = CM_VERSION;
+	r->qp_type = c->id.qp_type;
+	mapped(r->gid, dst_of(c));
+	switch (d->attr) {
+	case CM_MAD_REP:
+		/* the IB CM's starting PSNs are what each side receives at
+		 * (the kernel's CM: the active side's rq_psn is its REQ's, its
+		 * sq_psn the REP's), conn.c's what each sends from: swap */
+		r->type = CM_MSG_REP;
+		r->qpn = d->qpn;
+		r->psn = c->psn;
+		c->psn = d->psn;
+		r->resp_res = d->resp_res;
+		r->init_depth = d->init_depth;
+		r->rnr_retry = d->rnr_retry;
+		r->srq = d->srq;
+		r->pdata_len = CM_PDATA_REP;
+		memcpy(r->pdata, d->pdata, CM_PDATA_REP);
+		return true;
+	case CM_MAD_REJ:
+		r->type = CM_MSG_REJ;
+		r->status = d->reason > 255 ? 255 : (uint8_t)d->reason;
+		r->pdata_len = CM_PDATA_REJ;
+		memcpy(r->pdata, d->pdata, CM_PDATA_REJ);
+		return true;
+	case CM_MAD_DREQ:
+		r->type = CM_MSG_DREQ;
+		return d->qpn == (c->id.qp ? c->id.qp->qp_num : 0);
+	case CM_MAD_DREP:
+		r->type = CM_MSG_DREP;
+		return true;
+	case CM_MAD_RTU:
+		r->type = CM_MSG_RTU;
+		return c->listen != NULL;
+	default:
+		return false;
+	}
+}
+
+/* A REP again: our RTU was lost (answer it again) or the peer resends. */
+static bool rep_again(struct cm_id *c, const struct cm_mad *d)
+{
+	struct cm_mad rtu = {.method = CM_MAD_METHOD_SEND,
+			     .attr = CM_MAD_RTU,
+			     .tid = c->ib_lid,
+			     .local_id = c->ib_lid,
+			     .remote_id = c->ib_rid};
+
+	if (d->attr != CM_MAD_REP || !c->ib_rid || d->local_id != c->ib_rid)
+		return false;
+	if (c->state == CM_ESTABLISHED)
+		send_mad(c, &rtu);
+	return true;
+}
+
+/* One datagram from the peer's QP1: its MAD, checked, or false. */
+static bool take(struct cm_id *c, const uint8_t *b, ssize_t n, struct cm_mad *d)
+{
+	struct sv_roce_pkt p;
+	enum sv_roce_verdict rv;
+	enum cm_mad_verdict v;
+
+	rv = sv_roce_parse(b, (size_t)n, NULL, &p);
+	if (rv != SV_ROCE_OK || p.opcode != (SV_IB_UD | SV_IB_SEND_ONLY) ||
+	    p.dqpn != 1 || p.qkey != CM_MAD_QKEY || p.src_qpn != 1) {
+		cm_log("id %p: not a GSI MAD (%s): dropped\n", (void *)c,
+		       rv < SV_ROCE_VERDICTS ? sv_roce_verdict_names[rv] : "?");
+		return false;
+	}
+	v = cm_mad_decode(p.payload, p.len, d);
+	if (v != CM_MAD_OK) {
+		cm_log("id %p: MAD dropped: %s\n", (void *)c,
+		       cm_mad_verdict_name(v));
+		return false;
+	}
+	return true;
+}
+
+/* Lock held: MAD d to c; false if c was freed. */
+static bool deliver(struct cm_id *c, const struct cm_mad *d)
+{
+	struct cm_msg r;
+
+	if (rep_again(c, d))
+		return true;
+	if (!record_of(c, d, &r)) {
+		cm_log("id %p: MAD 0x%04x for comm IDs 0x%08x 0x%08x "
+		       "not ours: dropped\n",
+		       (void *)c, d->attr, d->remote_id, d->local_id);
+		return true;
+	}
+	if (d->attr == CM_MAD_REP)
+		c->ib_rid = d->local_id;
+	return !cm_conn_recv(c, &r);
+}
+
+/* ids read their MADs from the shared socket (cm_ib_port_read) */
+void cm_ib_read(struct cm_id *c)
+{
+	(void)c;
+}
+
+static void new_child(struct cm_id *l, const struct cm_mad *d,
+		      const struct sockaddr_in *from);
+
+/* The id MAD d on port i is for: ours by communication ID, or for a REQ
+ * (a second connection from a peer we have one with) the listener of its
+ * service. */
+static void route(int i, const struct cm_mad *d)
+{
+	struct sockaddr_in from = {.sin_family = AF_INET,
+				   .sin_addr.s_addr = ports[i].dst};
+
+	uint16_t ps, port;
+
+	for (struct cm_id *c = cm_core.ids; c; c = c->next) {
+		if (d->attr == CM_MAD_REQ) {
+			if (c->state != CM_LISTEN || c->ib_listen_fd < 0 ||
+			    cm_mad_service_split(d->service_id, &ps, &port) ||
+			    ps != (uint16_t)c->id.ps ||
+			    port != ntohs(src_of(c)->sin_port))
+				continue;
+			new_child(c, d, &from); /* it checks the rest */
+			return;
+		}
+		if (c->ib && c->ib_port == i + 1 && c->ib_lid == d->remote_id) {
+			deliver(c, d);
+			return;
+		}
+	}
+	cm_log("IB CM MAD 0x%04x for comm ID 0x%08x: no such id: dropped\n",
+	       d->attr, d->remote_id);
+}
+
+void cm_ib_port_read(int i)
+{
+	uint8_t b[2048];
+	struct cm_mad d;
+
+	while (i >= 0 && i < CM_IB_PORTS && ports[i].refs) {
+		ssize_t n = recv(ports[i].fd, b, sizeof(b), MSG_DONTWAIT);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n < 0) /* ICMP: the peer's port is closed; MADs go on */
+			continue;
+		if (take(NULL, b, n, &d))
+			route(i, &d);
+	}
+}
+
+int cm_ib_listen(struct cm_id *l)
+{
+	struct epoll_event ev = {.events = EPOLLIN,
+				 .data.u64 = l->serial | CM_TAG_IB_LISTEN};
+	int fd = udp_socket(src_of(l), SV_ROCE_PORT, true);
+
+	if (fd < 0) {
+		fprintf(stderr,
+			"softverbs rdmacm: UDP port 4791 for the IB CM's "
+			"REQs: %s\n",
+			strerror(-fd));
+		return fd;
+	}
+	if (epoll_ctl(cm_core.epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		close(fd);
+		return -errno;
+	}
+	l->ib_listen_fd = fd;
+	return 0;
+}
+
+/* A REQ's addresses, believed only where the datagram agrees: the
+ * active side is where it came from (its GID and cma_hdr say so too),
+ * and the passive side an address of ours the listener is bound to. */
+static bool req_addrs(const struct cm_id *l, const struct cm_mad *d,
+		      const struct sockaddr_in *from,
+		      struct sockaddr_storage *src,
+		      struct sockaddr_storage *dst)
+{
+	uint16_t ps, port;
+	const struct sockaddr_in *s4 = (const struct sockaddr_in *)src;
+	const struct sockaddr_in *d4 = (const struct sockaddr_in *)dst;
+	uint8_t g[16];
+
+	if (cm_mad_service_split(d->service_id, &ps, &port) ||
+	    ps != (uint16_t)l->id.ps || port != ntohs(src_of(l)->sin_port) ||
+	    cm_mad_cma_get(d->pdata, htons(port), src, dst) ||
+	    src->ss_family != AF_INET ||
+	    s4->sin_addr.s_addr != from->sin_addr.s_addr)
+		return false;
+	mapped(g, s4);
+	if (memcmp(g, d->primary.local_gid, 16))
+		return false;
+	mapped(g, d4);
+	if (memcmp(g, d->primary.remote_gid, 16) ||
+	    !cm_addr_is_local((const struct sockaddr *)dst))
+		return false;
+	return src_of(l)->sin_addr.s_addr == INADDR_ANY ||
+	       src_of(l)->sin_addr.s_addr == d4->sin_addr.s_addr;
+}
+
+/* A REQ resent (its REP not yet there): an id already has its IDs. */
+static bool req_known(const struct cm_mad *d, const struct sockaddr_in *from)
+{
+	for (const struct cm_id *o = cm_core.ids; o; o = o->next)
+		if (o->ib && o->ib_rid == d->local_id &&
+		    dst_of(o)->sin_addr.s_addr == from->sin_addr.s_addr)
+			return true;
+	return false;
+}
+
+/* conn.c's REQ record of d, for child c. */
+static void req_record(struct cm_id *c, const struct cm_mad *d,
+		       struct cm_msg *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->magic = CM_MAGIC;
+	r->version = CM_VERSION;
+	r->type = CM_MSG_REQ;
+	r->qp_type = d->transport == CM_MAD_TS_UC ? IBV_QPT_UC : IBV_QPT_RC;
+	r->qpn = d->qpn;
+	/* conn.c's remote.psn is what we receive at: ours to choose and
+	 * say in the REP; the REQ's is what we send from (cm_ib_accept) */
+	if (getrandom(&r->psn, sizeof(r->psn), GRND_NONBLOCK) != sizeof(r->psn))
+		r->psn = (uint32_t)cm_now_ms();
+	r->psn &= 0xffffff;
+	r->resp_res = d->resp_res;
+	r->init_depth = d->init_depth;
+	r->retry = d->retry;
+	r->rnr_retry = d->rnr_retry;
+	r->srq = d->srq;
+	mapped(r->gid, dst_of(c));
+	cm_addr_to_wire(&c->id.route.addr.dst_addr, &r->src);
+	cm_addr_to_wire(&c->id.route.addr.src_addr, &r->dst);
+	r->pdata_len = CM_PDATA_REQ;
+	memcpy(r->pdata, d->pdata + CM_MAD_CMA_HDR_SIZE, CM_PDATA_REQ);
+}
+
+/* Lock held: REQ d from `from` to listener l: a child id with its own
+ * QP1 sockets, reported by conn.c as CONNECT_REQUEST. */
+static void new_child(struct cm_id *l, const struct cm_mad *d,
+		      const struct sockaddr_in *from)
+{
+	struct sockaddr_storage src, dst;
+	struct cm_msg r;
+	struct cm_id *c;
+	uint32_t send_psn = d->psn;
+
+	if (!req_addrs(l, d, from, &src, &dst)) {
+		cm_log("id %p: a REQ whose service or addresses are not this "
+		       "listener's: dropped\n",
+		       (void *)l);
+		return;
+	}
+	if (req_known(d, from))
+		return; /* resent; the REP answers it */
+	c = cm_id_new_child(l);
+	if (!c)
+		return;
+	c->state = CM_REQ_WAIT;
+	c->ib = true;
+	memcpy(&c->id.route.addr.src_storage, &dst, sizeof(dst));
+	memcpy(&c->id.route.addr.dst_storage, &src, sizeof(src));
+	if (cm_ib_connect(c)) {
+		cm_id_free(c);
+		return;
+	}
+	c->ib_rid = d->local_id;
+	c->ib_flow = d->primary.flow_label;
+	if (d->mtu < c->ib_mtu)
+		c->ib_mtu = d->mtu;
+	req_record(c, d, &r);
+	if (cm_conn_recv(c, &r))
+		return;	   /* refused (and freed) */
+	c->psn = send_psn; /* the REQ's: what the active side receives at */
+}
+
+void cm_ib_accept(struct cm_id *l)
+{
+	uint8_t b[2048];
+	struct cm_mad d;
+
+	while (l->ib_listen_fd >= 0 && l->state == CM_LISTEN) {
+		struct sockaddr_in from;
+		socklen_t fl = sizeof(from);
+		ssize_t n =
+			recvfrom(l->ib_listen_fd, b, sizeof(b), MSG_DONTWAIT,
+				 (struct sockaddr *)&from, &fl);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n < 0 || fl != sizeof(from) || from.sin_family != AF_INET)
+			continue;
+		if (!take(l, b, n, &d))
+			continue;
+		if (d.attr != CM_MAD_REQ) {
+			cm_log("id %p: MAD 0x%04x at the listener: dropped\n",
+			       (void *)l, d.attr);
+			continue;
+		}
+		new_child(l, &d, &from);
+	}
+}

@@ -1,0 +1,121 @@
+#!/bin/sh
+# Issue 26 item 3, before librdmacm speaks it: the IB CM codec
+# (rdmacm/ib_mad.c) against the kernel's CM.  rping -s listens on rxe0
+# in the VM (rxe-vm, from ../shared/tools: SV_RXE_VM names it; the VM
+# needs RXE_VM_EXTRA_BINS=/usr/bin/rping); cm_probe (tests/roce/cm_probe.c)
+# on the host side of the tap plays an active side's MADs on QP1 over
+# RoCEv2 from a plain UDP socket: REQ (with rdma_cm's cma_hdr), the
+# kernel's REP parsed and answered with an RTU, then DREQ, and the
+# kernel's DREP.  Passes when the probe completed and rping saw the
+# connection end (its DISCONNECTED event, which rdma_cm gives only to an
+# established connection; rping's stdout is lost when it aborts).
+# Then Debian's rping on softverbs, client and server (rows
+# rping_client, rping_server, below).  Needs root and QEMU; skipped (77) without,
+# or when the VM has no rping.
+#   rxe_cm.sh BUILD_DIR
+build=$1
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+
+[ "$(id -u)" = 0 ] || skip "needs root (tap device, network namespace)"
+vm=${SV_RXE_VM:-$(command -v rxe-vm)}
+[ -x "$vm" ] || skip "no rxe-vm (set SV_RXE_VM to ../shared/tools/rxe-vm)"
+command -v qemu-system-x86_64 >/dev/null || skip "QEMU is not installed"
+[ -x "$build/tests/cm_probe" ] || fail "no $build/tests/cm_probe"
+started=0
+if ! "$vm" status >/dev/null 2>&1; then
+	"$vm" start || fail "rxe-vm start"
+	started=1
+fi
+cleanup() { [ "$started" = 1 ] && "$vm" stop >/dev/null 2>&1; }
+trap cleanup EXIT
+export RXE_VM_QUIET=1
+"$vm" run 'command -v rping' >/dev/null 2>&1 ||
+	skip "the VM has no rping (RXE_VM_EXTRA_BINS=/usr/bin/rping, rebuild)"
+host=${RXE_VM_HOST_IP:-10.99.0.1}
+guest=${RXE_VM_IP:-10.99.0.2}
+port=$((20000 + $$ % 1000))
+bg=$("$vm" run --bg "rping -s -a $guest -p $port -v -C 1")
+log=$(echo "$bg" | sed -n 's/.*log=\([^ ]*\).*/\1/p')
+t=0
+# rdma_cm listens in the kernel: no socket to see; rping says nothing
+# until a connection, so wait for its process to be in rdma_listen
+until "$vm" run "grep -q rping /proc/[0-9]*/comm 2>/dev/null" ||
+	[ $t -ge 100 ]; do
+	t=$((t + 1))
+	sleep 0.2
+done
+out=$("$vm" exec timeout 120 "$build/tests/cm_probe" "$host" "$guest" \
+	"$port" 90 2>&1)
+prc=$?
+echo "$out" | sed 's/^/  probe: /'
+t=0
+until "$vm" run "grep -q 'DISCONNECT EVENT' $log" || [ $t -ge 100 ]; do
+	t=$((t + 1))
+	sleep 0.2
+done
+rlog=$("$vm" run "cat $log" 2>&1)
+echo "$rlog" | sed 's/^/  rping: /' | head -20
+[ $prc = 0 ] || fail "cm_probe exited $prc"
+echo "$rlog" | grep -q "DISCONNECT EVENT" || fail "rping saw no DISCONNECT"
+echo "ok   cm_probe: REQ REP RTU DREQ DREP with the kernel's CM"
+
+# Debian's rping on our librdmacm (SOFTVERBS_TRANSPORT=roce: the IB CM's
+# MADs, ib_link.c) against rping -s on rxe0: 100 iterations of RDMA READ
+# (rxe reads us), WRITE and SEND, every one validated (-V).  It failed on
+# data before the RoCE responder stopped acknowledging a read's PSN with
+# a bare ACK (rxe completed the read on it, without its data).
+run="$build/bin/softverbs-run"
+if [ -n "${SV_ASAN_RUNTIME:-}" ]; then
+	run="env LD_PRELOAD=$SV_ASAN_RUNTIME ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 $run"
+fi
+iters=${SV_RXE_CM_ITERS:-100}
+port=$((port + 1))
+"$vm" run --bg "rping -s -a $guest -p $port -C $iters" >/dev/null
+t=0
+until "$vm" run "grep -q rping /proc/[0-9]*/comm 2>/dev/null" ||
+	[ $t -ge 100 ]; do
+	t=$((t + 1))
+	sleep 0.2
+done
+# shellcheck disable=SC2086 # $run is a command line
+out=$("$vm" exec timeout 240 env SOFTVERBS_TRANSPORT=roce $run rping -c \
+	-a "$guest" -p $port -v -V -C "$iters" 2>&1)
+rc=$?
+n=$(echo "$out" | grep -c "^ping data: rdma-ping-")
+if [ $rc != 0 ] || [ "$n" != "$iters" ]; then
+	echo "$out" | tail -8 | sed 's/^/  rping: /'
+	fail "rping -c on softverbs: exit $rc, $n of $iters pings"
+fi
+echo "ok   rping_client: $n pings validated against rxe"
+
+# softverbs the server: our rping -s takes rxe's REQ (its flow label's
+# UDP source port for the data, as rxe sends from it); rping -c -V in the
+# VM validates every ping (its exit status is lost: Debian's rping aborts
+# at pthread_exit in the VM, which has no libgcc_s; it prints "data
+# mismatch" on a bad one, and ours prints each ping it served)
+port=$((port + 1))
+# shellcheck disable=SC2086 # $run is a command line
+"$vm" exec timeout 240 env SOFTVERBS_TRANSPORT=roce $run rping -s \
+	-a "$host" -p $port -v -C "$iters" >"/tmp/rxe_cm.$$" 2>&1 &
+spid=$!
+t=0
+until "$vm" exec ss -Hltn "sport = :$port" | grep -q .; do
+	t=$((t + 1))
+	[ $t -lt 200 ] || fail "rping -s on softverbs never listened"
+	sleep 0.05 # no event says a port in another namespace listens
+done
+rout=$("$vm" run --timeout 240 "rping -c -a $host -p $port -V -C $iters" 2>&1)
+wait "$spid"
+src=$?
+sout=$(cat "/tmp/rxe_cm.$$")
+rm -f "/tmp/rxe_cm.$$"
+n=$(echo "$sout" | grep -c "^server ping data: rdma-ping-")
+if [ $src != 0 ] || [ "$n" != "$iters" ] ||
+	echo "$rout" | grep -qi "mismatch\|fail"; then
+	echo "$rout" | tail -5 | sed 's/^/  rxe rping: /'
+	echo "$sout" | tail -5 | sed 's/^/  softverbs rping: /'
+	fail "rping -s on softverbs: exit $src, $n of $iters pings"
+fi
+echo "ok   rping_server: $n pings served to rxe's validating client"
+echo "PASS: the IB CM with the kernel's (cm_probe, rping -V -C $iters both ways)"
