@@ -20,7 +20,7 @@ pt() { # side dir tool args...
 	kill $srv 2>/dev/null
 	wait $srv
 	echo "$out" | awk -v s=$side -v t=$tool -v r=$i -v l=$l \
-		'$1 ~ /^[0-9]+$/ && NF >= 6 { if (t ~ /_bw/) print r, s, t, $1, "bw_MBps", $4, "load=" l;
+		'$1 ~ /^[0-9]+$/ && NF >= 5 { if (t ~ /_bw/) print r, s, t, $1, "bw_MBps", $4, "load=" l;
 		 else print r, s, t, $1, "typ_us", $5, "avg_us", $6, "load=" l }'
 }
 ucx() { # test size extra...
