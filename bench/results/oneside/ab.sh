@@ -4,8 +4,12 @@
 # client on CPU 1 and the server on CPU 0, with the load average beside
 # each figure.  A tree is DIR/bin/softverbs-run + DIR/lib/libibverbs.so.1
 # (a copy of a build's).  Usage: ab.sh BEFORE_DIR AFTER_DIR [ROUNDS] [N]
+# ROWS (perftest: ib_write_lat ib_read_lat ib_atomic_lat ib_read_bw) and
+# UCX (put get fadd get_bw) pick the rows; all by default.
 # Prints: round side test size median_us avg_us load
 B=$1 A=$2 R=${3:-3} N=${4:-200000}
+ROWS=${ROWS:-ib_write_lat ib_read_lat ib_atomic_lat ib_read_bw}
+UCX=${UCX:-put get fadd get_bw}
 port() { echo $((20000 + $(od -An -N2 -tu2 /dev/urandom) % 30000)); }
 pt() { # side dir tool args...
 	side=$1 dir=$2 tool=$3; shift 3
@@ -13,7 +17,7 @@ pt() { # side dir tool args...
 	timeout 150 nice -n 19 taskset -c 0 "$dir/bin/softverbs-run" $tool \
 		-d softverbs0 -i 1 -p $p -n $N -F "$@" >/dev/null 2>&1 &
 	srv=$!
-	sleep 0.3
+	sleep 1
 	l=$(cut -d' ' -f1 /proc/loadavg)
 	out=$(timeout 120 nice -n 19 taskset -c 1 "$dir/bin/softverbs-run" \
 		$tool -d softverbs0 -i 1 -p $p -n $N -F "$@" 127.0.0.1 2>&1)
@@ -29,7 +33,7 @@ ucx() { # test size extra...
 	UCX_TLS=posix,self timeout 150 nice -n 19 ucx_perftest -p $p -c 0 \
 		>/dev/null 2>&1 &
 	srv=$!
-	sleep 0.3
+	sleep 1
 	l=$(cut -d' ' -f1 /proc/loadavg)
 	UCX_TLS=posix,self timeout 120 nice -n 19 ucx_perftest 127.0.0.1 -p $p \
 		-c 1 -t $t -s $s -n $N -w 1000 "$@" 2>&1 |
@@ -41,13 +45,20 @@ ucx() { # test size extra...
 for i in $(seq $R); do
 	for side in before after; do
 		[ $side = before ] && d=$B || d=$A
-		pt $side $d ib_write_lat -s 8
-		pt $side $d ib_read_lat -s 8
-		pt $side $d ib_atomic_lat -A FETCH_AND_ADD
-		pt $side $d ib_read_bw -s 4096
+		for t in $ROWS; do
+			case $t in
+			ib_write_lat|ib_read_lat) pt $side $d $t -s 8 ;;
+			ib_atomic_lat) pt $side $d $t -A FETCH_AND_ADD ;;
+			ib_read_bw) pt $side $d $t -s 4096 ;;
+			esac
+		done
 	done
-	ucx ucp_put_lat 8
-	ucx ucp_get 8 -O 1
-	ucx ucp_fadd 8 -O 1
-	ucx ucp_get 4096
+	for t in $UCX; do
+		case $t in
+		put) ucx ucp_put_lat 8 ;;
+		get) ucx ucp_get 8 -O 1 ;;
+		fadd) ucx ucp_fadd 8 -O 1 ;;
+		get_bw) ucx ucp_get 4096 ;;
+		esac
+	done
 done
