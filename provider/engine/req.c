@@ -149,10 +149,14 @@ static void put_ext(const struct sv_swqe *w, uint8_t *ext)
 	}
 }
 
-/* PSNs a request of `bytes` takes: one per path MTU, at least one. */
+/* PSNs a request of `bytes` takes: one per path MTU, at least one.  The
+ * path MTU is a power of two (256 << path_mtu): a shift, not a division
+ * (a division was a few percent of a small one-sided post). */
 static uint32_t npsn_of(const struct sv_qp *qp, uint32_t bytes)
 {
-	return bytes ? (bytes + qp->mtu - 1) / qp->mtu : 1;
+	return bytes ? (uint32_t)(((uint64_t)bytes + qp->mtu - 1) >>
+				  __builtin_ctz(qp->mtu))
+		     : 1;
 }
 
 /* A lossy link (RoCE): the most PSNs in flight, unacknowledged, as rxe
@@ -614,7 +618,7 @@ void sv_req_run(struct sv_qp *qp)
 	if (qp->attr.qp_state != IBV_QPS_RTS || qp->link.state != SV_LINK_UP ||
 	    !qp->link.tx_ready || qp->sq.stopped)
 		return;
-	tmax = train_max(qp);
+	tmax = 0; /* train_max() divides: only when a train is sent */
 	if (unlikely(sv_inject.on))
 		qp->inject.delay_until = 0; /* set again if delay_us holds */
 	while (qp->sq.send != qp->sq.post) {
@@ -649,7 +653,9 @@ void sv_req_run(struct sv_qp *qp)
 		} else if (!w->sent && !w->placed &&
 			   (try_place(qp, w), w->status)) {
 			/* its memory faulted under the copy */
-		} else if (!send_wqe(qp, w, tmax, &err)) {
+		} else if (!send_wqe(qp, w,
+				     tmax ? tmax : (tmax = train_max(qp)),
+				     &err)) {
 			wrote |= qp->link.tx.head != head;
 			break;
 		} else {
