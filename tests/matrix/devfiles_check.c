@@ -207,7 +207,8 @@ static void check_foreign(void)
 {
 	static const char *const paths[] = {
 		SYS "qib0", SYS "hfi1_0/ports/1/state",
-		"/sys/class/infiniband_verbs/uverbs99", "/dev/infiniband/umad0"};
+		"/sys/class/infiniband_verbs/uverbs99",
+		"/dev/infiniband/umad0"};
 	const char *tmp = getenv("TMPDIR");
 	char prefix[64];
 	struct dirent *e;
