@@ -23,6 +23,7 @@
 #include <net/if.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -425,17 +426,80 @@ static size_t ours(const char *path)
 	return 0;
 }
 
+/* Our devices' names, read once (under tree_lock): as class/infiniband
+ * names them (ibdev) and as class/infiniband_verbs and /dev/infiniband do
+ * (uverbsN). */
+#define MAX_NAMES 32
+static char ibdev_names[MAX_NAMES][64], dev_names[MAX_NAMES][64];
+static int n_names = -1;
+
+static void read_names(void)
+{
+	struct ibv_device **list;
+	int n = 0;
+
+	list = ibv_get_device_list(&n);
+	n_names = 0;
+	for (int i = 0; list && i < n && n_names < MAX_NAMES; i++, n_names++) {
+		snprintf(ibdev_names[n_names], sizeof(ibdev_names[0]), "%s",
+			 ibv_get_device_name(list[i]));
+		snprintf(dev_names[n_names], sizeof(dev_names[0]), "%s",
+			 list[i]->dev_name);
+	}
+	if (list)
+		ibv_free_device_list(list);
+}
+
+/*
+ * Whether `path` (ours, its prefix `n` long) names, right under the
+ * prefix, an entry the tree will not have: another driver's device, as
+ * libfabric's psm providers stat /sys/class/infiniband/qib0 and hfi1_0
+ * in every program that loads libfabric.  That is ENOENT, and making the
+ * tree for it (some 250 files on the disk, and their removal at exit)
+ * cost more than the rest of softverbs' start (bench/results/libfabric).
+ */
+static bool foreign(const char *path, size_t n)
+{
+	const char *c = path + n;
+	size_t len;
+	bool ibdev = n == strlen("/sys/class/infiniband");
+
+	if (*c != '/')
+		return false;
+	len = strcspn(++c, "/");
+	if (!len || (c[0] == '.' && (len == 1 || (len == 2 && c[1] == '.'))))
+		return false;
+	if (n == strlen("/sys/class/infiniband_verbs") &&
+	    len == strlen("abi_version") && !strncmp(c, "abi_version", len))
+		return false;
+	if (n_names < 0)
+		read_names();
+	for (int i = 0; i < n_names; i++) {
+		const char *name = ibdev ? ibdev_names[i] : dev_names[i];
+
+		if (strlen(name) == len && !strncmp(name, c, len))
+			return false;
+	}
+	return true;
+}
+
 /*
  * `path` itself, or, for a path of ours, its place in the tree (made on
  * first use) written into buf; NULL with errno if that cannot be.
  */
 static const char *xlate(const char *path, char *buf, size_t size)
 {
+	size_t n = ours(path);
 	int state;
 
-	if (!ours(path))
+	if (!n)
 		return path;
 	pthread_mutex_lock(&tree_lock);
+	if (!tree_state && foreign(path, n)) {
+		pthread_mutex_unlock(&tree_lock);
+		errno = ENOENT;
+		return NULL;
+	}
 	if (!tree_state)
 		tree_state = make_tree() ? -1 : 1;
 	state = tree_state;

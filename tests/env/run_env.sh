@@ -36,12 +36,31 @@ grep -q '^SOFTVERBS_DEBUG=0	# default$' "$out/env" || fail "DEBUG's default not 
 grep -q '^# bool: 0 or 1; default: 0; bad value: warn, use the default' \
 	"$out/env" || fail "DEBUG's type, range, default and policy not shown"
 
-# a program's usual error path: no device, one line from us (in an ASan
-# build the runtime goes first, as tests/programs does)
+# in an ASan build the runtime goes first for what runs under
+# softverbs-run below, as tests/programs does
 if [ -n "${SV_ASAN_RUNTIME:-}" ]; then
 	export LD_PRELOAD="$SV_ASAN_RUNTIME"
 	export ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0
 fi
+
+# the library directory, canonical, however softverbs-run is named: an
+# absolute path is taken as it is (no subshell), a relative one, one with
+# "." or ".." or "//", or a PATH lookup are resolved as before
+lib=$(cd "$b/lib" && pwd)
+bin=$(cd "$b/bin" && pwd)
+for how in "$bin/softverbs-run" "$bin/../bin/softverbs-run" \
+	"$bin/./softverbs-run" "$bin//softverbs-run" ./softverbs-run \
+	../bin/softverbs-run path; do
+	if [ "$how" = path ]; then
+		got=$(cd / && PATH="$bin:$PATH" softverbs-run sh -c 'echo "$LD_LIBRARY_PATH"')
+	else
+		got=$(cd "$bin" && "$how" sh -c 'echo "$LD_LIBRARY_PATH"')
+	fi
+	[ "${got%%:*}" = "$lib" ] ||
+		fail "run as $how: LD_LIBRARY_PATH starts $got, not $lib"
+done
+
+# a program's usual error path: no device, one line from us
 rc=0
 SOFTVERBS_TCP_PORT=99999 "$run" "$b/bin/rc_pingpong" >"$out/pp" 2>"$out/pp.err" || rc=$?
 [ $rc != 0 ] || fail "rc_pingpong succeeded with SOFTVERBS_TCP_PORT=99999"

@@ -197,6 +197,44 @@ static void check_nodes(struct ibv_device *dev)
 	checks++;
 }
 
+/*
+ * Another driver's device, before anything else: libfabric's psm
+ * providers stat class/infiniband/qib0 and hfi1_0 in every program that
+ * loads libfabric.  ENOENT, and no tree made for it (it cost more than
+ * the rest of softverbs' start, bench/results/libfabric).
+ */
+static void check_foreign(void)
+{
+	static const char *const paths[] = {
+		SYS "qib0", SYS "hfi1_0/ports/1/state",
+		"/sys/class/infiniband_verbs/uverbs99",
+		"/dev/infiniband/umad0"};
+	const char *tmp = getenv("TMPDIR");
+	char prefix[64];
+	struct dirent *e;
+	struct stat st;
+	DIR *d;
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		if (!stat(paths[i], &st) || errno != ENOENT)
+			fail("stat %s: not ENOENT (%m)", paths[i]);
+		checks++;
+	}
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	snprintf(prefix, sizeof(prefix), "softverbs-devfiles.%d.",
+		 (int)getpid());
+	d = opendir(tmp);
+	if (!d)
+		fail("opendir %s: %m", tmp);
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, prefix, strlen(prefix)))
+			fail("a stat of another device made the tree %s/%s",
+			     tmp, e->d_name);
+	closedir(d);
+	checks++;
+}
+
 int main(void)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
@@ -206,6 +244,7 @@ int main(void)
 	const char *name;
 	uint64_t g;
 
+	check_foreign();
 	if (!list || !list[0])
 		fail("no device");
 	/* every device: softverbs0 and softverbs_roce0 */
