@@ -145,6 +145,9 @@ struct cm_id {
 };
 
 #define CM_GID_CACHE 16
+/* How long rdma_disconnect's DREQ waits for its DREP before the id is
+ * DISCONNECTED anyway (the IB CM's DREQ retries, then timewait) */
+#define CM_DREP_WAIT_MS 2000u
 
 struct cm_core {
 	pthread_mutex_t lock;

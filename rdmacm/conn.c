@@ -450,6 +450,17 @@ int cm_conn_retry_all(void)
 			}
 			continue;
 		}
+		if (c->state == CM_DREQ_SENT && c->rep_until_ms) {
+			if (now < c->rep_until_ms) {
+				next = next < c->rep_until_ms ? next
+							      : c->rep_until_ms;
+			} else {
+				cm_log("id %p: no DREP in %u ms\n", (void *)c,
+				       CM_DREP_WAIT_MS);
+				disconnected(c);
+			}
+			continue;
+		}
 		if (!c->deadline_ms || c->sock < 0 ||
 		    !(c->connecting || c->state == CM_REQ_WAIT || c->auth))
 			continue;
@@ -717,10 +728,17 @@ CM_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	case CM_REP_RCVD:
 	case CM_REQ_SENT:
 		msg_init(c, &m, CM_MSG_DREQ);
-		if (cm_link_send(c, &m))
+		if (cm_link_send(c, &m)) {
 			disconnected(c); /* the peer is gone already */
-		else
+		} else {
+			/* IB: a DREQ whose DREP does not come ends in
+			 * timewait, reported DISCONNECTED; a peer's host
+			 * answers it even after its process ended, but a
+			 * datagram link's peer is the process (ib_link.c) */
 			c->state = CM_DREQ_SENT;
+			c->rep_until_ms = cm_now_ms() + CM_DREP_WAIT_MS;
+			cm_link_kick();
+		}
 		break;
 	case CM_DREQ_SENT:
 	case CM_DISCONNECTED:

@@ -1805,6 +1805,42 @@ SV_TEST(cm_peer_killed_after_established_disconnected)
 	sv_proc_free(&p);
 }
 
+/* rdma_disconnect toward a peer that never answers (stopped): its DREQ
+ * waits CM_DREP_WAIT_MS (2 s) for a DREP, then the id is DISCONNECTED
+ * anyway, as the IB CM's DREQ ends in timewait.  Before, the id waited in
+ * DREQ_SENT for ever (ib_send_bw -R hung at its end over RoCE when the
+ * server had gone first). */
+SV_TEST(cm_disconnect_unanswered_still_disconnects)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_conn_param cp = {.responder_resources = 1,
+				     .initiator_depth = 1};
+	struct rdma_cm_id *c;
+	struct sv_proc p;
+	uint64_t t0;
+	int fds[2];
+	uint16_t port;
+
+	start_server(&p, fds, "accept");
+	port = (uint16_t)read_uint(fds[0]);
+	c = resolved(ch, RDMA_PS_TCP, port);
+	make_qp(c, IBV_QPT_RC);
+	ASSERT_OK(rdma_connect(c, &cp));
+	expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED);
+	ASSERT_EQ(1, read_uint(fds[0]));
+	ASSERT_OK(kill(p.pid, SIGSTOP));
+	t0 = sv_now_ms();
+	ASSERT_OK(rdma_disconnect(c));
+	expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED);
+	ASSERT_TRUE(sv_now_ms() - t0 >= 1500); /* it did wait for a DREP */
+	sv_proc_kill(&p);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(c);
+	rdma_destroy_event_channel(ch);
+	close(fds[0]);
+	sv_proc_free(&p);
+}
+
 /* ---- the CM's own sockets, attacked ---- */
 
 /* The listener's abstract name (rdmacm/link.c's link_name). */
