@@ -419,6 +419,17 @@ void cm_conn_link_up(struct cm_id *c, int err)
 		cm_link_close(c);
 }
 
+/* True once now is at or past until; else the earlier of *next and
+ * until is the thread's next look. */
+static bool past(uint64_t until, uint64_t now, uint64_t *next)
+{
+	if (now >= until)
+		return true;
+	if (until < *next)
+		*next = until;
+	return false;
+}
+
 /*
  * Lock held: retries ids waiting for a listener (each millisecond) and
  * ends TCP links past their deadline: a connect with no answer is
@@ -439,10 +450,7 @@ int cm_conn_retry_all(void)
 		}
 		if (c->state == CM_REQ_SENT && !c->connecting &&
 		    c->rep_until_ms) {
-			if (now < c->rep_until_ms) {
-				next = next < c->rep_until_ms ? next
-							      : c->rep_until_ms;
-			} else {
+			if (past(c->rep_until_ms, now, &next)) {
 				cm_log("id %p: no answer to the REQ in %u ms\n",
 				       (void *)c, cm_core.rep_wait_ms);
 				fail(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT,
@@ -451,10 +459,7 @@ int cm_conn_retry_all(void)
 			continue;
 		}
 		if (c->state == CM_DREQ_SENT && c->rep_until_ms) {
-			if (now < c->rep_until_ms) {
-				next = next < c->rep_until_ms ? next
-							      : c->rep_until_ms;
-			} else {
+			if (past(c->rep_until_ms, now, &next)) {
 				cm_log("id %p: no DREP in %u ms\n", (void *)c,
 				       CM_DREP_WAIT_MS);
 				disconnected(c);
@@ -464,10 +469,8 @@ int cm_conn_retry_all(void)
 		if (!c->deadline_ms || c->sock < 0 ||
 		    !(c->connecting || c->state == CM_REQ_WAIT || c->auth))
 			continue;
-		if (now < c->deadline_ms) {
-			next = next < c->deadline_ms ? next : c->deadline_ms;
+		if (!past(c->deadline_ms, now, &next))
 			continue;
-		}
 		cm_log("id %p (%s): TCP link past its deadline\n", (void *)c,
 		       cm_state_names[c->state]);
 		if (c->state == CM_REQ_WAIT) {

@@ -20,6 +20,7 @@
 #include <sched.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1778,24 +1779,33 @@ SV_TEST(cm_listener_killed_rejected)
 	sv_proc_free(&p);
 }
 
-/* A peer killed after ESTABLISHED: DISCONNECTED here, soon. */
-SV_TEST(cm_peer_killed_after_established_disconnected)
+/* An RC connection to an "accept" server process, ESTABLISHED on both
+ * sides (the server said so on fds[0]); the active id. */
+static struct rdma_cm_id *established_with_server(struct rdma_event_channel *ch,
+						  struct sv_proc *p, int fds[2])
 {
-	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct rdma_conn_param cp = {.responder_resources = 1,
 				     .initiator_depth = 1};
 	struct rdma_cm_id *c;
-	struct sv_proc p;
-	int fds[2];
-	uint16_t port;
 
-	start_server(&p, fds, "accept");
-	port = (uint16_t)read_uint(fds[0]);
-	c = resolved(ch, RDMA_PS_TCP, port);
+	start_server(p, fds, "accept");
+	c = resolved(ch, RDMA_PS_TCP, (uint16_t)read_uint(fds[0]));
 	make_qp(c, IBV_QPT_RC);
 	ASSERT_OK(rdma_connect(c, &cp));
 	expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED);
 	ASSERT_EQ(1, read_uint(fds[0]));
+	return c;
+}
+
+/* A peer killed after ESTABLISHED: DISCONNECTED here, soon. */
+SV_TEST(cm_peer_killed_after_established_disconnected)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *c;
+	struct sv_proc p;
+	int fds[2];
+
+	c = established_with_server(ch, &p, fds);
 	sv_proc_kill(&p);
 	expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED);
 	rdma_destroy_qp(c);
@@ -1813,22 +1823,16 @@ SV_TEST(cm_peer_killed_after_established_disconnected)
 SV_TEST(cm_disconnect_unanswered_still_disconnects)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct rdma_conn_param cp = {.responder_resources = 1,
-				     .initiator_depth = 1};
 	struct rdma_cm_id *c;
 	struct sv_proc p;
 	uint64_t t0;
-	int fds[2];
-	uint16_t port;
+	int fds[2], st;
 
-	start_server(&p, fds, "accept");
-	port = (uint16_t)read_uint(fds[0]);
-	c = resolved(ch, RDMA_PS_TCP, port);
-	make_qp(c, IBV_QPT_RC);
-	ASSERT_OK(rdma_connect(c, &cp));
-	expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED);
-	ASSERT_EQ(1, read_uint(fds[0]));
+	c = established_with_server(ch, &p, fds);
 	ASSERT_OK(kill(p.pid, SIGSTOP));
+	/* stopped before our DREQ leaves, not as it arrives */
+	ASSERT_EQ(p.pid, waitpid(p.pid, &st, WUNTRACED));
+	ASSERT_TRUE(WIFSTOPPED(st));
 	t0 = sv_now_ms();
 	ASSERT_OK(rdma_disconnect(c));
 	expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED);
