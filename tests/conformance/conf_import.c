@@ -911,19 +911,7 @@ SV_TEST(import_in_forked_child_asks_parent)
 	struct ibv_mr *mr;
 	int n = 0;
 
-#ifdef __SANITIZE_ADDRESS__
-	/* Under ASan over TCP the forked child (of a process whose progress
-	 * and door threads run) hung once in a loaded fresh-clone run and
-	 * once in 3 by hand, never in 24 tries idle or beside two busy
-	 * loops; not found yet whether it is a lock of ours or the
-	 * sanitizer's held at fork.  The plain build runs it. */
-	if (sv_test_tcp()) {
-		printf("SKIP import_in_forked_child_asks_parent over TCP "
-		       "under ASan: the forked child hung (see the test)\n");
-		fflush(stdout);
-		exit(77);
-	}
-#endif
+	sv_skip_forked_child_under_sanitizer();
 	fork_ctx = open_dev();
 	pd = ibv_alloc_pd(fork_ctx);
 	ASSERT_NOT_NULL(pd);

@@ -177,23 +177,7 @@ SV_TEST(import_mr_shared_memory_in_forked_child)
 	uint8_t *priv = aligned_alloc(4096, 8192), *other;
 	int n = 0;
 
-#ifdef __SANITIZE_THREAD__
-	/* TSan dies when a child of a threaded process starts threads */
-	printf("SKIP import_mr_shared_memory_in_forked_child under TSan: "
-	       "no threads after a multi-threaded fork\n");
-	fflush(stdout);
-	exit(77);
-#endif
-#ifdef __SANITIZE_ADDRESS__
-	/* as conf_import.c's import_in_forked_child_asks_parent */
-	if (sv_test_tcp()) {
-		printf("SKIP import_mr_shared_memory_in_forked_child over TCP "
-		       "under ASan: a forked child of the TCP progress hung "
-		       "(conf_import.c)\n");
-		fflush(stdout);
-		exit(77);
-	}
-#endif
+	sv_skip_forked_child_under_sanitizer();
 	ASSERT_NOT_NULL(priv);
 	shared = mmap(NULL, SHARED_LEN, PROT_READ | PROT_WRITE,
 		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);

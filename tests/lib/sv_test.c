@@ -197,6 +197,8 @@ void sv_wait_listening(int port, pid_t pid, int timeout_ms)
 	}
 }
 
+#define SV_CHILD_DEADLINE_S 20
+
 int sv_child_env(const char *name, const char *value, int (*fn)(void),
 		 char lines[][SV_CHILD_LINE], int max, int *nlines)
 {
@@ -211,6 +213,12 @@ int sv_child_env(const char *name, const char *value, int (*fn)(void),
 	pid = fork();
 	ASSERT_TRUE(pid >= 0);
 	if (pid == 0) {
+		/* a child that hangs dies of SIGALRM: the test fails in
+		 * SV_CHILD_DEADLINE_S, not at ctest's timeout (and not in
+		 * the parent's on_deadline, which kills the parent's helpers)
+		 */
+		signal(SIGALRM, SIG_DFL);
+		alarm(SV_CHILD_DEADLINE_S);
 		dup2(fd, 2);
 		setenv(name, value, 1);
 		_exit(fn());
@@ -223,8 +231,25 @@ int sv_child_env(const char *name, const char *value, int (*fn)(void),
 		printf("child said: %s", lines[n++]);
 	fclose(f);
 	*nlines = n;
+	if (WIFSIGNALED(st))
+		sv_test_fail(__FILE__, __LINE__, "child killed by signal %d%s",
+			     WTERMSIG(st),
+			     WTERMSIG(st) == SIGALRM
+				     ? " (it ran past its deadline)"
+				     : "");
 	ASSERT_TRUE(WIFEXITED(st));
 	return WEXITSTATUS(st);
+}
+
+void sv_skip_forked_child_under_sanitizer(void)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	printf("SKIP %s under a sanitizer: a child forked from a threaded "
+	       "process cannot allocate safely there (sv_test.h)\n",
+	       current_test);
+	fflush(stdout);
+	exit(77);
+#endif
 }
 
 void sv_proc_start(struct sv_proc *p, char *const argv[], char *const env[])

@@ -131,6 +131,19 @@ int sv_child_env(const char *name, const char *value, int (*fn)(void),
 		 char lines[][SV_CHILD_LINE], int max, int *nlines);
 
 /*
+ * Skips the test (exit 77) in a sanitized build when it needs a child
+ * forked, without exec, from a process whose other threads run, and that
+ * child allocates or starts threads.  glibc's malloc takes its locks
+ * around fork; the allocators of gcc 12's and clang 14's sanitizers do
+ * not (libasan.so.8 has no fork interceptor), so a child forked while
+ * another thread held one of their mutexes waits on it for ever (seen:
+ * the child's first thread, in AsanThread::Init's calloc, 3 runs in 40).
+ * TSan refuses threads in such a child outright.  The plain build runs
+ * the test.
+ */
+void sv_skip_forked_child_under_sanitizer(void);
+
+/*
  * A spawned helper process.  Its stdout and stderr go to files that
  * sv_proc_wait() reads back into out/err.  Helpers are killed when the
  * test fails or exits.
