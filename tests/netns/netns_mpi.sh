@@ -18,7 +18,9 @@
 # UCX and over ofi (netpipe_*: skipped without NPopenmpi).
 # MPICH (Debian's is ch4:ucx) with the job built by mpicc.mpich
 # (sv_mpi_job_mpich), its hydra launcher through the same agent:
-# mpich_pingpong_2_hosts, mpich_collectives_4_hosts (skipped without it).
+# mpich_pingpong_2_hosts, mpich_collectives_4_hosts and
+# mpich_killed_rank_4_hosts (as killed_rank_4_hosts: mpiexec.hydra must
+# fail, not hang) (skipped without it).
 #
 # usage: netns_mpi.sh BUILD_DIR [openmpi|more]
 # (openmpi, the default: the Open MPI rows and the killed rank, ctest
@@ -123,12 +125,7 @@ np_row() { # NAME
 # MPICH: mpiexec.hydra starts a proxy a host through the agent; -iface:
 # the proxies call back to a's veth address (the host name resolves to
 # nothing these namespaces reach)
-mpich_row() { # NAME DEADLINE HOSTS NP MODE: as ok_row
-	if ! command -v mpiexec.hydra >/dev/null || [ ! -x "$job_mpich" ]; then
-		echo "skip $1: needs mpiexec.hydra and $job_mpich (mpich, libmpich-dev)"
-		return
-	fi
-	ran=$((ran + 1))
+mpich() { # NAME DEADLINE HOSTS NP MODE: mpiexec.hydra's status
 	UCX_TLS=rc_verbs,ud_verbs:aux \
 		UCX_NET_DEVICES=softverbs0:1 timeout "$2" \
 		ip netns exec "$tag-a" mpiexec.hydra -launcher rsh \
@@ -136,21 +133,44 @@ mpich_row() { # NAME DEADLINE HOSTS NP MODE: as ok_row
 		-np "$4" -iface "${tag}a" \
 		-genvlist SOFTVERBS_SUBNET,UCX_TLS,UCX_NET_DEVICES \
 		"$job_mpich" "$5" >"$log/$1" 2>&1
+}
+
+have_mpich() { # NAME: true if MPICH's rows can run, else says why
+	if ! command -v mpiexec.hydra >/dev/null || [ ! -x "$job_mpich" ]; then
+		echo "skip $1: needs mpiexec.hydra and $job_mpich (mpich, libmpich-dev)"
+		return 1
+	fi
+	ran=$((ran + 1))
+}
+
+mpich_row() { # NAME DEADLINE HOSTS NP MODE: as ok_row
+	have_mpich "$1" || return
+	mpich "$@"
 	judge "$1" $? mpiexec.hydra
 }
 
-# the killed rank: mpirun fails (not 0), and does not hang (124)
+# the killed rank: the launcher fails (not 0), does not hang (124), and
+# the survivors did not go on to the end
+judge_killed() { # NAME RC LAUNCHER
+	if [ "$2" -ne 0 ] && [ "$2" -ne 124 ] &&
+		! grep -q "1000 allreduces without" "$log/$1"; then
+		echo "ok   $1: $3 rc $2:" \
+			"$(grep -m1 -iE "signal|killed|exited|abort|terminat" \
+				"$log/$1")"
+	else
+		fail "$1: $3 rc $2 (0: it went on; 124: hung)"
+	fi
+}
+
 killed_row() {
 	mpi killed_rank_4_hosts 240 a,b,c,d 4 kill
-	rc=$?
-	if [ $rc -ne 0 ] && [ $rc -ne 124 ] &&
-		! grep -q "1000 allreduces without" "$log/killed_rank_4_hosts"; then
-		echo "ok   killed_rank_4_hosts: mpirun rc $rc:" \
-			"$(grep -m1 -iE "signal|killed|exited|abort" \
-				"$log/killed_rank_4_hosts")"
-	else
-		fail "killed_rank_4_hosts: mpirun rc $rc (0: it went on; 124: hung)"
-	fi
+	judge_killed killed_rank_4_hosts $? mpirun
+}
+
+mpich_killed_row() {
+	have_mpich mpich_killed_rank_4_hosts || return
+	mpich mpich_killed_rank_4_hosts 240 a,b,c,d 4 kill
+	judge_killed mpich_killed_rank_4_hosts $? mpiexec.hydra
 }
 
 case $rows in
@@ -166,6 +186,7 @@ more)
 	np_row ofi_netpipe_2_hosts
 	mpich_row mpich_pingpong_2_hosts 240 a,b 2 pingpong
 	mpich_row mpich_collectives_4_hosts 240 a,b,c,d 4 coll
+	mpich_killed_row
 	[ $ran -gt 0 ] || skip "needs NPopenmpi (netpipe-openmpi) or MPICH"
 	;;
 *)
