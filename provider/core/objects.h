@@ -57,6 +57,7 @@
 #define SV_MAX_PD      (1 << 15)
 #define SV_MAX_MSG     (1u << 31)
 #define SV_MAX_MR      (1 << 17)    /* MR table slots; max_mr is one less */
+#define SV_IMP_HELD    64 /* other processes' MR imports a context holds */
 #define SV_MAX_MR_SIZE (1ull << 40) /* bytes in one MR */
 #define SV_MAX_MW      (1 << 12)    /* window slots; max_mw is one less */
 #define SV_MAX_SRQ     (1 << 14)    /* srq.c enforces the SRQ limits */
@@ -164,6 +165,15 @@ struct sv_context {
 	struct sv_mr *mr_limbo; /* deregistered, not reusable until the
 				 * progress thread took mr_grace (mr.c) */
 	struct sv_async mr_grace;
+	/* other processes' imports of this context's MRs (verbs/import.c),
+	 * under mr_lock: a socket of each importer's, written to and closed
+	 * when the MR is deregistered or re-registered (or we exit), which
+	 * revokes the import there (sv_mr_revoked); at most SV_IMP_HELD */
+	struct sv_imp_held {
+		uint32_t key;
+		int fd;
+	} imp_held[SV_IMP_HELD];
+	uint32_t imp_nheld;
 	uint32_t mr_rand[64];	  /* getrandom's words for keys (mr.c) */
 	uint32_t mr_nrand;	  /* of them not used yet */
 	struct sv_qp *qp_free;	  /* type-stable: QPs are reused, so a
@@ -304,8 +314,13 @@ struct sv_mr {
 	 * handle, keys and range, in no table; the keys find the original */
 	bool imported;
 	/* made by ibv_import_mr of another process's MR: this process's
-	 * registration of the same shared memory under its keys */
+	 * registration of the same shared memory under its keys; imp_fd
+	 * the socket the owner holds the other end of (a byte or its close
+	 * revokes the import: core/mr.c), closed after the grace period
+	 * (verbs/mr.c); imp_revoked once a lookup saw that */
 	bool imp_remote;
+	int imp_fd;
+	atomic_bool imp_revoked;
 };
 
 /* The MR table's slot of a key (mr.c's head comment says why the low
