@@ -57,7 +57,6 @@
 #define SV_MAX_PD      (1 << 15)
 #define SV_MAX_MSG     (1u << 31)
 #define SV_MAX_MR      (1 << 17)    /* MR table slots; max_mr is one less */
-#define SV_IMP_HELD    64 /* other processes' MR imports a context holds */
 #define SV_MAX_MR_SIZE (1ull << 40) /* bytes in one MR */
 #define SV_MAX_MW      (1 << 12)    /* window slots; max_mw is one less */
 #define SV_MAX_SRQ     (1 << 14)    /* srq.c enforces the SRQ limits */
@@ -149,6 +148,9 @@ struct sv_evq {
 	int fd;
 	struct sv_list events; /* struct sv_async_ev, or CQs for channels */
 };
+
+/* Other processes' MR imports a context holds (verbs/import.c). */
+#define SV_IMP_HELD 64
 
 struct sv_context {
 	struct verbs_context vctx; /* ->context is what apps hold */

@@ -259,8 +259,8 @@ static void held_prune(struct sv_context *ctx)
 
 /* A copy of the importer's socket fd, kept for MR handle while it is
  * still the MR of key: 0, or the errno the import fails with. */
-static uint32_t held_add(struct sv_context *ctx, uint32_t handle,
-			 uint32_t key, int fd)
+static uint32_t held_add(struct sv_context *ctx, uint32_t handle, uint32_t key,
+			 int fd)
 {
 	uint32_t st = 0;
 	struct sv_mr *mr;
