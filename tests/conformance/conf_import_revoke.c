@@ -11,7 +11,7 @@
  * SV_TEST is its own process); it registers an MR on MAP_SHARED memory
  * made before the fork, so both map the same pages at the same address,
  * passes its cmd_fd back with SCM_RIGHTS and then does what the test
- * says on a control socket: deregister, or die.
+ * says on a control socket: deregister, re-register, or die.
  */
 #include <dirent.h>
 #include <poll.h>
@@ -83,6 +83,11 @@ static void owner_run(int ctl, uint8_t *mem)
 			_exit(0); /* dies with everything registered */
 		if (cmd == 'D')
 			ok = ibv_dereg_mr(mr) ? 'e' : 'd';
+		if (cmd == 'A') /* the same MR, its access again */
+			ok = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL,
+					  NULL, 0, RW_ACCESS)
+				     ? 'e'
+				     : 'a';
 		if (write(ctl, &ok, 1) != 1)
 			_exit(4);
 	}
@@ -252,8 +257,14 @@ static void works_then_revoked(struct owner *o, char cmd, char answer)
 	/* the import is a handle: dropping it is still fine */
 	ASSERT_OK(ibv_dereg_mr(im.imr));
 	errno = 0;
-	ASSERT_NULL(ibv_import_mr(im.ipd, o->h.mr));
-	ASSERT_EQ(cmd == 'X' ? EIO : EINVAL, errno);
+	im.imr = ibv_import_mr(im.ipd, o->h.mr);
+	if (cmd == 'A') { /* re-registered: importable again */
+		ASSERT_NOT_NULL(im.imr);
+		ASSERT_OK(ibv_dereg_mr(im.imr));
+	} else {
+		ASSERT_NULL(im.imr);
+		ASSERT_EQ(cmd == 'X' ? EIO : EINVAL, errno);
+	}
 	import_end(&im);
 }
 
@@ -263,6 +274,16 @@ SV_TEST(import_mr_revoked_at_owner_dereg)
 
 	owner_start(&o);
 	works_then_revoked(&o, 'D', 'd');
+	owner_end(&o);
+}
+
+/* A rereg may move the MR (translation, PD, access): its imports go. */
+SV_TEST(import_mr_revoked_at_owner_rereg)
+{
+	struct owner o;
+
+	owner_start(&o);
+	works_then_revoked(&o, 'A', 'a');
 	owner_end(&o);
 }
 
