@@ -32,6 +32,8 @@ void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited);
 /* Looks up an lkey/rkey; NULL if it names no live MR of this PD (mr.c). */
 struct sv_mr *sv_mr_lookup(struct sv_context *ctx, uint32_t key,
 			   struct sv_pd *pd);
+/* Whether an import of another process's MR was revoked (mr.c). */
+bool sv_mr_revoked(struct sv_mr *mr);
 /* Where [addr, addr+len) of key is in our memory, if key names a live MR
  * of pd with every bit of access and the range is inside it; else NULL. */
 uint8_t *sv_mr_at(struct sv_context *ctx, uint32_t key, struct sv_pd *pd,

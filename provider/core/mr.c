@@ -5,8 +5,42 @@
  * calls it: the requester's and responder's SGEs and RDMA keys, the UD
  * transport, XRC delivery; so it is in core/, below them all.
  */
+#include <errno.h>
+#include <sys/socket.h>
+
 #include "core.h"
 #include "objects.h"
+
+/*
+ * An import of another process's MR (verbs/import.c) dies with the
+ * owner's MR: the owner writes a byte to the socket it holds of ours and
+ * closes it at its ibv_dereg_mr or ibv_rereg_mr, and the kernel closes
+ * it when the owner exits.  So a byte or the end of file there revokes
+ * it; nothing there, it lives.  Checked at every lookup (one recv with
+ * MSG_PEEK, imported MRs only), so a use after the owner's dereg
+ * returned fails, as on hardware, with no thread to wait for.
+ */
+bool sv_mr_revoked(struct sv_mr *mr)
+{
+	int saved = errno;
+	bool live;
+	char c;
+	ssize_t n;
+
+	if (atomic_load_explicit(&mr->imp_revoked, memory_order_relaxed))
+		return true;
+	if (mr->imp_fd < 0)
+		return false;
+	do
+		n = recv(mr->imp_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	live = n < 0 && errno == EAGAIN;
+	errno = saved; /* the callers' errno is not ours to change */
+	if (live)
+		return false;
+	atomic_store_explicit(&mr->imp_revoked, true, memory_order_relaxed);
+	return true;
+}
 
 /* pd first (acquire): an MR is published by its pd (release, after its
  * keys), so a pd we see came with the keys written before it. */
@@ -25,6 +59,8 @@ struct sv_mr *sv_mr_lookup(struct sv_context *ctx, uint32_t key,
 				 memory_order_acquire) != pd ||
 	    atomic_load_explicit((_Atomic uint32_t *)&mr->ibv.lkey,
 				 memory_order_relaxed) != key)
+		return NULL;
+	if (__builtin_expect(mr->imp_remote, 0) && sv_mr_revoked(mr))
 		return NULL;
 	return mr;
 }

@@ -149,6 +149,9 @@ struct sv_evq {
 	struct sv_list events; /* struct sv_async_ev, or CQs for channels */
 };
 
+/* Other processes' MR imports a context holds (verbs/import.c). */
+#define SV_IMP_HELD 64
+
 struct sv_context {
 	struct verbs_context vctx; /* ->context is what apps hold */
 	pthread_rwlock_t qp_lock;  /* qps list and cq->qps membership */
@@ -164,6 +167,15 @@ struct sv_context {
 	struct sv_mr *mr_limbo; /* deregistered, not reusable until the
 				 * progress thread took mr_grace (mr.c) */
 	struct sv_async mr_grace;
+	/* other processes' imports of this context's MRs (verbs/import.c),
+	 * under mr_lock: a socket of each importer's, written to and closed
+	 * when the MR is deregistered or re-registered (or we exit), which
+	 * revokes the import there (sv_mr_revoked); at most SV_IMP_HELD */
+	struct sv_imp_held {
+		uint32_t key;
+		int fd;
+	} imp_held[SV_IMP_HELD];
+	uint32_t imp_nheld;
 	uint32_t mr_rand[64];	  /* getrandom's words for keys (mr.c) */
 	uint32_t mr_nrand;	  /* of them not used yet */
 	struct sv_qp *qp_free;	  /* type-stable: QPs are reused, so a
@@ -304,8 +316,13 @@ struct sv_mr {
 	 * handle, keys and range, in no table; the keys find the original */
 	bool imported;
 	/* made by ibv_import_mr of another process's MR: this process's
-	 * registration of the same shared memory under its keys */
+	 * registration of the same shared memory under its keys; imp_fd
+	 * the socket the owner holds the other end of (a byte or its close
+	 * revokes the import: core/mr.c), closed after the grace period
+	 * (verbs/mr.c); imp_revoked once a lookup saw that */
 	bool imp_remote;
+	int imp_fd;
+	atomic_bool imp_revoked;
 };
 
 /* The MR table's slot of a key (mr.c's head comment says why the low

@@ -215,8 +215,12 @@ static void ctx_teardown(struct sv_context *ctx)
 	sv_mw_free_all(ctx); /* windows, as MRs below */
 	sv_dm_free_all(ctx); /* device memory left allocated */
 	/* MRs left registered, in their slots; the rest on the free list */
+	sv_import_revoke(ctx, 0); /* other processes' imports of ours */
 	for (uint32_t i = 0; ctx->nmrs && i < SV_MAX_MR; i++)
-		free(ctx->mrs[i]);
+		if (ctx->mrs[i]) {
+			sv_mr_imp_close(ctx->mrs[i]);
+			free(ctx->mrs[i]);
+		}
 	while (ctx->mr_free) {
 		struct sv_mr *mr = ctx->mr_free;
 
@@ -227,6 +231,7 @@ static void ctx_teardown(struct sv_context *ctx)
 		struct sv_mr *mr = ctx->mr_limbo;
 
 		ctx->mr_limbo = mr->next_free;
+		sv_mr_imp_close(mr);
 		free(mr);
 	}
 	munmap(ctx->mrs, SV_MR_TABLE_BYTES);

@@ -28,6 +28,7 @@
  * this one does not map: EOPNOTSUPP.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,7 +181,7 @@ struct ibv_context *sv_import_device(int fd)
 		fail(EINVAL, "ibv_import_device: fd %d is not a cmd_fd\n", fd);
 		return NULL;
 	}
-	err = sv_imp_ask(fd, SV_IMP_HELLO, 0, &r);
+	err = sv_imp_ask(fd, SV_IMP_HELLO, 0, &r, NULL);
 	if (err == -EIO) {
 		fail(EIO, "ibv_import_device: the context of fd %d is closed\n",
 		     fd);
@@ -213,10 +214,87 @@ static struct sv_mr *mr_at(struct sv_context *ctx, uint32_t handle)
 	return mr;
 }
 
+/*
+ * Revocation.  An importer of one of our MRs holds one end of the socket
+ * it asked on; we keep a copy of the other (imp_held, under mr_lock) and,
+ * when the MR is deregistered or re-registered, write one byte to it and
+ * close it, never waiting (MSG_DONTWAIT: a full socket loses the byte,
+ * the close still tells); at our exit the kernel closes it.  The
+ * importer's lookups of the key fail from then on (core/mr.c).  At most
+ * SV_IMP_HELD are kept: when full, those whose importer closed its end
+ * (or wrote to it, which no softverbs importer does) are dropped first,
+ * then the import is refused (ENOSPC), so an importer can cost us at
+ * most SV_IMP_HELD fds and never keeps an MR or its memory alive.
+ */
+static void held_drop(struct sv_context *ctx, uint32_t i)
+{
+	(void)!send(ctx->imp_held[i].fd, "R", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	close(ctx->imp_held[i].fd);
+	ctx->imp_held[i] = ctx->imp_held[--ctx->imp_nheld];
+}
+
+void sv_import_revoke(struct sv_context *ctx, uint32_t key)
+{
+	for (uint32_t i = 0; i < ctx->imp_nheld;)
+		if (!key || ctx->imp_held[i].key == key)
+			held_drop(ctx, i);
+		else
+			i++;
+}
+
+/* Under mr_lock: the importers that hung up (their end closed). */
+static void held_prune(struct sv_context *ctx)
+{
+	for (uint32_t i = 0; i < ctx->imp_nheld;) {
+		char c;
+		ssize_t n = recv(ctx->imp_held[i].fd, &c, 1,
+				 MSG_PEEK | MSG_DONTWAIT);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			i++;
+		else
+			held_drop(ctx, i);
+	}
+}
+
+/* A copy of the importer's socket fd, kept for MR handle while it is
+ * still the MR of key: 0, or the errno the import fails with. */
+static uint32_t held_add(struct sv_context *ctx, uint32_t handle, uint32_t key,
+			 int fd)
+{
+	uint32_t st = 0;
+	struct sv_mr *mr;
+
+	pthread_mutex_lock(&ctx->mr_lock);
+	mr = mr_at(ctx, handle);
+	if (!mr || mr->ibv.lkey != key) {
+		st = EINVAL; /* deregistered meanwhile */
+	} else {
+		if (ctx->imp_nheld == SV_IMP_HELD)
+			held_prune(ctx);
+		if (ctx->imp_nheld == SV_IMP_HELD) {
+			sv_dbg("import: MR %u: %d imports held already\n",
+			       handle, SV_IMP_HELD);
+			st = ENOSPC;
+		} else {
+			int c = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+
+			if (c < 0)
+				st = (uint32_t)errno;
+			else
+				ctx->imp_held[ctx->imp_nheld++] =
+					(struct sv_imp_held){key, c};
+		}
+	}
+	pthread_mutex_unlock(&ctx->mr_lock);
+	return st;
+}
+
 /* What the owner answers another process (import_wire.c, its progress
- * thread): 0, or the errno the import fails with. */
+ * thread): 0, or the errno the import fails with.  reply_fd: the asker's
+ * socket, a copy of which an importable MR's answer keeps. */
 uint32_t sv_import_answer(struct sv_context *ctx, const struct sv_imp_req *q,
-			  struct sv_imp_rep *r)
+			  struct sv_imp_rep *r, int reply_fd)
 {
 	uint32_t st = EINVAL;
 	struct sv_list *n;
@@ -266,6 +344,8 @@ uint32_t sv_import_answer(struct sv_context *ctx, const struct sv_imp_req *q,
 			r->dev_minor = o.dev_minor;
 			r->ino = o.ino;
 			r->offset = o.offset;
+			/* the import's lifeline, or no import */
+			st = held_add(ctx, q->handle, r->lkey, reply_fd);
 		}
 	}
 	return st;
@@ -303,7 +383,7 @@ static struct ibv_pd *import_pd_remote(struct ibv_context *c, uint32_t handle)
 	struct sv_pd *pd;
 	int err;
 
-	err = sv_imp_ask(c->cmd_fd, SV_IMP_PD, handle, &r);
+	err = sv_imp_ask(c->cmd_fd, SV_IMP_PD, handle, &r, NULL);
 	if (err || r.status) {
 		errno = err ? -err : (int)r.status;
 		return NULL;
@@ -404,47 +484,66 @@ static bool mr_rep_sane(const struct sv_imp_rep *r)
  * must stand for the MR's PD.  Anything else is EOPNOTSUPP.  Whatever
  * the owner says, what this process gets is memory it maps itself.
  */
-static struct ibv_mr *import_mr_remote(struct ibv_pd *ibpd, uint32_t handle)
+/* Whether the owner's answer r about MR handle names memory this
+ * process maps so, on pd, the import of the MR's PD; else errno. */
+static bool import_mr_checked(struct ibv_pd *ibpd, uint32_t handle,
+			      const struct sv_imp_rep *r)
 {
 	struct sv_pd *pd = container_of(ibpd, struct sv_pd, ibv);
 	struct sv_mapobj o;
-	struct sv_imp_rep r;
-	int err;
 
-	err = sv_imp_ask(ibpd->context->cmd_fd, SV_IMP_MR, handle, &r);
-	if (err || r.status) {
-		errno = err ? -err : (int)r.status;
-		return NULL;
-	}
-	if (!mr_rep_sane(&r)) {
+	if (!mr_rep_sane(r)) {
 		fail(EINVAL,
 		     "ibv_import_mr: process %u answered nonsense "
 		     "for MR %u\n",
-		     r.pid, handle);
-		return NULL;
+		     r->pid, handle);
+		return false;
 	}
 	/* the PD must be the import of the MR's (as in one process) */
-	if (!pd->remote || pd->real != pd || r.pd_handle != ibpd->handle) {
+	if (!pd->remote || pd->real != pd || r->pd_handle != ibpd->handle) {
 		fail(EINVAL,
 		     "ibv_import_mr: MR %u is on PD %u of process %u, not "
 		     "on the import of it\n",
-		     handle, r.pd_handle, r.pid);
-		return NULL;
+		     handle, r->pd_handle, r->pid);
+		return false;
 	}
-	if (!r.shared ||
-	    !sv_rmem_shared_object((uintptr_t)r.addr,
-				   (uintptr_t)(r.addr + r.length), &o) ||
-	    o.dev_major != r.dev_major || o.dev_minor != r.dev_minor ||
-	    o.ino != r.ino || o.offset != r.offset) {
+	if (!r->shared ||
+	    !sv_rmem_shared_object((uintptr_t)r->addr,
+				   (uintptr_t)(r->addr + r->length), &o) ||
+	    o.dev_major != r->dev_major || o.dev_minor != r->dev_minor ||
+	    o.ino != r->ino || o.offset != r->offset) {
 		fail(EOPNOTSUPP,
 		     "ibv_import_mr: MR %u is memory of process %u that "
 		     "this process does not map (only shared memory both "
 		     "map at the same address can be imported)\n",
-		     handle, r.pid);
+		     handle, r->pid);
+		return false;
+	}
+	return true;
+}
+
+static struct ibv_mr *import_mr_remote(struct ibv_pd *ibpd, uint32_t handle)
+{
+	struct sv_imp_rep r;
+	int err, life = -1;
+
+	err = sv_imp_ask(ibpd->context->cmd_fd, SV_IMP_MR, handle, &r, &life);
+	if (err || r.status) {
+		if (life >= 0)
+			close(life);
+		errno = err ? -err : (int)r.status;
 		return NULL;
 	}
+	if (!import_mr_checked(ibpd, handle, &r)) {
+		close(life);
+		return NULL;
+	}
+	/* the owner keeps the other end of life: written to or closed when
+	 * the MR goes, which revokes the import (core/mr.c); ours goes with
+	 * the import (mr.c, which closes it on failure) */
 	return sv_mr_import_remote(ibpd, (void *)(uintptr_t)r.addr,
-				   (size_t)r.length, r.iova, r.access, r.lkey);
+				   (size_t)r.length, r.iova, r.access, r.lkey,
+				   life);
 }
 
 struct ibv_mr *sv_import_mr(struct ibv_pd *ibpd, uint32_t handle)
@@ -551,7 +650,7 @@ struct ibv_dm *sv_import_dm(struct ibv_context *c, uint32_t handle)
 	dm = sv_dm_import(c, handle);
 	if (dm || !to_sctx(c)->remote)
 		return dm;
-	err = sv_imp_ask(c->cmd_fd, SV_IMP_DM, handle, &r);
+	err = sv_imp_ask(c->cmd_fd, SV_IMP_DM, handle, &r, NULL);
 	if (err || r.status) {
 		errno = err ? -err : (int)r.status;
 		return NULL;

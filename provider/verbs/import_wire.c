@@ -6,7 +6,8 @@
  * hostile input: exactly one fixed-size message with exactly one socket
  * passed, the right magic, version and op, or it is dropped (its fds
  * closed).  The owner never blocks on an asker: it answers with
- * MSG_DONTWAIT on the asker's socket and closes it, and reads a bounded
+ * MSG_DONTWAIT on the asker's socket and closes it (an MR's importer's:
+ * keeps a copy, the import's lifeline, import.c), and reads a bounded
  * number of requests per wake-up, so a flood costs the thread turns,
  * never a stall.
  */
@@ -102,8 +103,11 @@ static int recv_rep(int fd, const struct sv_imp_req *q, struct sv_imp_rep *r,
 
 /* Asks the owner of cmd_fd fd: 0 and its answer in *r (whose status may
  * be an error of the import), or -errno: EIO the owner is gone (its end
- * closed), ETIMEDOUT no answer in IMP_WAIT_MS, EPROTO not an answer. */
-int sv_imp_ask(int fd, uint16_t op, uint32_t handle, struct sv_imp_rep *r)
+ * closed), ETIMEDOUT no answer in IMP_WAIT_MS, EPROTO not an answer.
+ * keep: where our end of the reply socket goes on success (an MR's
+ * import watches it: the owner keeps the other end, import.c), or NULL. */
+int sv_imp_ask(int fd, uint16_t op, uint32_t handle, struct sv_imp_rep *r,
+	       int *keep)
 {
 	struct sv_imp_req q = {.magic = SV_IMP_MAGIC,
 			       .version = SV_IMP_VERSION,
@@ -121,7 +125,10 @@ int sv_imp_ask(int fd, uint16_t op, uint32_t handle, struct sv_imp_rep *r)
 		err = -EIO;
 	if (!err)
 		err = recv_rep(sp[0], &q, r, deadline);
-	close(sp[0]);
+	if (!err && keep)
+		*keep = sp[0];
+	else
+		close(sp[0]);
 	return err;
 }
 
@@ -200,8 +207,9 @@ static bool serve_one(struct sv_context *ctx, int peer)
 	r.op = q.op;
 	r.handle = q.handle;
 	r.pid = (uint32_t)getpid();
-	r.status = (uint32_t)sv_import_answer(ctx, &q, &r);
-	/* never waits: an asker that does not read loses its answer */
+	r.status = (uint32_t)sv_import_answer(ctx, &q, &r, fd);
+	/* never waits: an asker that does not read loses its answer (an
+	 * MR's importer: the owner kept a copy of fd, import.c) */
 	(void)!send(fd, &r, sizeof(r), MSG_DONTWAIT | MSG_NOSIGNAL);
 	close(fd);
 	return true;

@@ -204,7 +204,7 @@ static struct sv_mr *mr_alloc(struct sv_context *ctx, uint32_t *key, int *err)
  */
 static struct ibv_mr *publish(struct ibv_pd *ibpd, void *addr, size_t length,
 			      uint64_t iova, unsigned int access,
-			      struct sv_dm *dm, uint32_t key)
+			      struct sv_dm *dm, uint32_t key, int imp_fd)
 {
 	struct sv_context *ctx = to_sctx(ibpd->context);
 	struct sv_pd *pd = to_spd(ibpd);
@@ -226,7 +226,9 @@ static struct ibv_mr *publish(struct ibv_pd *ibpd, void *addr, size_t length,
 	if ((access & IBV_ACCESS_ON_DEMAND) && sv_odp_implicit(addr, length))
 		sv_odp_implicit_span(mr);
 	mr->dm = dm;
-	mr->imp_remote = false;
+	mr->imp_remote = imp_fd >= 0;
+	mr->imp_fd = imp_fd;
+	atomic_store_explicit(&mr->imp_revoked, false, memory_order_relaxed);
 	mr->ibv.context = ibpd->context;
 	mr->ibv.pd = ibpd;
 	mr->ibv.addr = addr;
@@ -249,7 +251,7 @@ struct ibv_mr *sv_mr_publish(struct ibv_pd *ibpd, void *addr, size_t length,
 			     uint64_t iova, unsigned int access,
 			     struct sv_dm *dm)
 {
-	return publish(ibpd, addr, length, iova, access, dm, 0);
+	return publish(ibpd, addr, length, iova, access, dm, 0, -1);
 }
 
 /* ibv_import_mr across processes (import.c): this process's registration
@@ -259,7 +261,8 @@ struct ibv_mr *sv_mr_publish(struct ibv_pd *ibpd, void *addr, size_t length,
  * key's slot is taken here. */
 struct ibv_mr *sv_mr_import_remote(struct ibv_pd *ibpd, void *addr,
 				   size_t length, uint64_t iova,
-				   unsigned int access, uint32_t key)
+				   unsigned int access, uint32_t key,
+				   int imp_fd)
 {
 	struct ibv_mr *ibmr;
 	int err;
@@ -269,12 +272,13 @@ struct ibv_mr *sv_mr_import_remote(struct ibv_pd *ibpd, void *addr,
 	    sv_odp_implicit(addr, length))
 		err = -EOPNOTSUPP; /* all of the other process's memory */
 	if (err) {
+		close(imp_fd);
 		errno = -err;
 		return NULL;
 	}
-	ibmr = publish(ibpd, addr, length, iova, access, NULL, key);
-	if (ibmr)
-		container_of(ibmr, struct sv_mr, ibv)->imp_remote = true;
+	ibmr = publish(ibpd, addr, length, iova, access, NULL, key, imp_fd);
+	if (!ibmr)
+		close(imp_fd);
 	return ibmr;
 }
 
@@ -329,6 +333,16 @@ static void withdraw_receives(struct sv_context *ctx, const struct sv_mr *mr)
  * for one such callback (mr_grace_wait) before it rewrites them.  (An
  * XRC SRQ may be filled by another context's thread: not covered.)
  */
+/* An import's socket (the owner holds its other end), once no lookup
+ * can be peeking at it: the owner sees our end close (import.c). */
+void sv_mr_imp_close(struct sv_mr *mr)
+{
+	if (mr->imp_remote && mr->imp_fd >= 0)
+		close(mr->imp_fd);
+	mr->imp_fd = -1;
+	mr->imp_remote = false;
+}
+
 static void mr_grace_cb(struct sv_async *a)
 {
 	struct sv_context *ctx = container_of(a, struct sv_context, mr_grace);
@@ -337,6 +351,7 @@ static void mr_grace_cb(struct sv_async *a)
 	pthread_mutex_lock(&ctx->mr_lock);
 	while ((mr = ctx->mr_limbo)) {
 		ctx->mr_limbo = mr->next_free;
+		sv_mr_imp_close(mr); /* no lookup peeks at it any more */
 		mr->next_free = ctx->mr_free;
 		ctx->mr_free = mr;
 	}
@@ -406,6 +421,7 @@ int sv_dereg_mr(struct ibv_mr *ibmr)
 	atomic_store_explicit((_Atomic(struct sv_mr *) *)&ctx->mrs[mr->index],
 			      NULL, memory_order_release);
 	ctx->nmrs--;
+	sv_import_revoke(ctx, mr->ibv.lkey); /* other processes' imports */
 	dm = mr->dm;
 	mr->dm = NULL;
 	mr->next_free = ctx->mr_limbo; /* reused after a grace period */
@@ -489,6 +505,8 @@ int sv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr,
 		return IBV_REREG_MR_ERR_CMD;
 	}
 	sv_rmem_dereg(ctx, mr);
+	/* other processes' imports name the old MR: revoked */
+	sv_import_revoke(ctx, mr->ibv.lkey);
 	/* local lookups fail while it changes, and the fields are rewritten
 	 * once no lookup made before is in use */
 	atomic_store_explicit((_Atomic(struct sv_pd *) *)&mr->pd, NULL,

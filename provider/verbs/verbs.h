@@ -94,14 +94,24 @@ void sv_import_serve_start(struct sv_context *ctx);
 bool sv_import_put(struct sv_context *ctx);
 /* Frees an in-process import's own handle and its cmd_fd. */
 void sv_import_close(struct sv_context *h);
+/* The owner's answer; an MR's importer's socket reply_fd is kept (a
+ * copy: sv_import_revoke writes to it and closes it). */
 uint32_t sv_import_answer(struct sv_context *ctx, const struct sv_imp_req *q,
-			  struct sv_imp_rep *r);
-int sv_imp_ask(int fd, uint16_t op, uint32_t handle, struct sv_imp_rep *r);
+			  struct sv_imp_rep *r, int reply_fd);
+/* keep: NULL, or where the reply socket goes (else closed). */
+int sv_imp_ask(int fd, uint16_t op, uint32_t handle, struct sv_imp_rep *r,
+	       int *keep);
+/* Under mr_lock: revokes other processes' imports of the MR of key
+ * (all of them: key 0, at ibv_close_device). */
+void sv_import_revoke(struct sv_context *ctx, uint32_t key);
 int sv_import_mr_dereg(struct sv_mr *m);
 /* ibv_import_mr of another process's MR on shared memory (mr.c). */
 struct ibv_mr *sv_mr_import_remote(struct ibv_pd *ibpd, void *addr,
 				   size_t length, uint64_t iova,
-				   unsigned int access, uint32_t key);
+				   unsigned int access, uint32_t key,
+				   int imp_fd);
+/* Closes an import's socket once no lookup can use it (mr.c). */
+void sv_mr_imp_close(struct sv_mr *mr);
 /* ibv_unimport_pd: drops handle h of its PD (context.c). */
 void sv_pd_handle_drop(struct sv_pd *h);
 
