@@ -17,6 +17,7 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
+#include "idtab.h"
 #include "wire.h"
 
 #define CM_EXPORT __attribute__((visibility("default")))
@@ -81,7 +82,8 @@ struct cm_mcast {
 struct cm_id {
 	struct rdma_cm_id id; /* what the program sees: first */
 	uint64_t serial;      /* the CM thread's epoll handle (never reused) */
-	struct cm_id *next, *prev; /* every live id (cm_core.ids) */
+	struct cm_idtab_node by_serial; /* in cm_core.by_serial, key serial */
+	struct cm_id *next, *prev;	/* every live id (cm_core.ids) */
 	enum cm_state state;
 	int sock;	/* the CM link (SEQPACKET or TCP) or listener, or -1 */
 	int port_fd;	/* holds the IP port in the kernel's space, or -1; a
@@ -151,7 +153,8 @@ struct cm_id {
 
 struct cm_core {
 	pthread_mutex_t lock;
-	struct cm_id *ids; /* list head */
+	struct cm_id *ids;	   /* list head */
+	struct cm_idtab by_serial; /* the same ids by serial (cm_id_find) */
 	uint64_t next_serial;
 	int epfd;     /* the CM thread's sockets */
 	int wake_fd;  /* eventfd in epfd (serial 0): retries to run */

@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,10 +123,11 @@ int cm_core_init(void)
 
 struct cm_id *cm_id_find(uint64_t serial)
 {
-	for (struct cm_id *c = cm_core.ids; c; c = c->next)
-		if (c->serial == serial)
-			return c;
-	return NULL;
+	struct cm_idtab_node *n = cm_idtab_find(&cm_core.by_serial, serial);
+
+	return n ? (struct cm_id *)((char *)n -
+				    offsetof(struct cm_id, by_serial))
+		 : NULL;
 }
 
 bool cm_is_ud(const struct cm_id *c)
@@ -152,6 +154,11 @@ static struct cm_id *id_new(struct rdma_event_channel *channel, void *context,
 	c->ib_send_fd = -1;
 	c->ib_listen_fd = -1;
 	c->serial = cm_core.next_serial++;
+	c->by_serial.key = c->serial;
+	if (cm_idtab_insert(&cm_core.by_serial, &c->by_serial)) {
+		free(c);
+		return NULL;
+	}
 	c->resp_res = RDMA_MAX_RESP_RES;
 	c->init_depth = RDMA_MAX_INIT_DEPTH;
 	pthread_cond_init(&c->acked, NULL);
@@ -179,6 +186,7 @@ struct cm_id *cm_id_new_child(struct cm_id *listener)
 
 void cm_id_free(struct cm_id *c)
 {
+	cm_idtab_remove(&cm_core.by_serial, &c->by_serial);
 	if (c->prev)
 		c->prev->next = c->next;
 	else

@@ -22,13 +22,9 @@ char sv_tsan_wire;
 
 #define SV_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
-static int map_ring(struct sv_ring *r, int fd, uint64_t size, uint32_t ndesc)
+static void set_ring(struct sv_ring *r, void *p, size_t len, uint64_t size,
+		     uint32_t ndesc)
 {
-	size_t len = SV_RING_DATA_OFF + size + ndesc * sizeof(struct sv_rdesc);
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-
-	if (p == MAP_FAILED)
-		return -errno;
 	memset(r, 0, sizeof(*r));
 	r->hdr = p;
 	r->data = (uint8_t *)p + SV_RING_DATA_OFF;
@@ -36,6 +32,16 @@ static int map_ring(struct sv_ring *r, int fd, uint64_t size, uint32_t ndesc)
 	r->map_len = len;
 	r->ndesc = ndesc;
 	r->desc = ndesc ? (struct sv_rdesc *)(r->data + size) : NULL;
+}
+
+static int map_ring(struct sv_ring *r, int fd, uint64_t size, uint32_t ndesc)
+{
+	size_t len = SV_RING_DATA_OFF + size + ndesc * sizeof(struct sv_rdesc);
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	if (p == MAP_FAILED)
+		return -errno;
+	set_ring(r, p, len, size, ndesc);
 	return 0;
 }
 
@@ -75,32 +81,62 @@ err_close:
 	return err;
 }
 
+/* The largest ring a peer may hand us: 1 GiB of data and 65536 descs. */
+#define SV_RING_MAX_LEN \
+	(SV_RING_DATA_OFF + (1ull << 30) + 65536 * sizeof(struct sv_rdesc))
+
+/* The fields the receiver wrote once before sharing the fd (not its
+ * atomics, which it may be writing now), read once each: the checks
+ * and the ring use the copy, never the peer's memory again. */
+static void hdr_fields(struct sv_ring_hdr *h,
+		       const volatile struct sv_ring_hdr *m)
+{
+	h->magic = m->magic;
+	h->version = m->version;
+	h->size = m->size;
+	h->data_off = m->data_off;
+	h->rx_qpn = m->rx_qpn;
+	h->ndesc = m->ndesc;
+	h->desc_off = m->desc_off;
+}
+
 int sv_ring_attach(struct sv_ring *r, int fd, uint32_t rx_qpn)
 {
 	struct sv_ring_hdr hdr;
 	struct stat st;
-	int seals, err;
+	size_t len;
+	void *p;
+	int seals;
 
 	/* The seals make sure the peer cannot shrink it under us (SIGBUS). */
 	seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || (seals & SV_SEALS) != SV_SEALS)
 		return -EPROTO;
-	if (fstat(fd, &st) || st.st_size < (off_t)(SV_RING_DATA_OFF + 4096))
+	if (fstat(fd, &st) || st.st_size < (off_t)(SV_RING_DATA_OFF + 4096) ||
+	    (uint64_t)st.st_size > SV_RING_MAX_LEN)
 		return -EPROTO;
-	if (pread(fd, &hdr, sizeof(hdr), 0) != sizeof(hdr))
-		return -EPROTO;
+	/* The sealed size is the whole ring: map it, then check the header
+	 * through the mapping (a copy: the peer may write it meanwhile),
+	 * rather than a pread of it first (a syscall per ring). */
+	len = (size_t)st.st_size;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	hdr_fields(&hdr, p);
 	if (hdr.magic != SV_RING_MAGIC || hdr.version != SV_RING_VERSION ||
 	    hdr.data_off != SV_RING_DATA_OFF || hdr.rx_qpn != rx_qpn ||
 	    hdr.size < 4096 || (hdr.size & (hdr.size - 1)) ||
 	    hdr.size > (1ull << 30) || (hdr.ndesc & (hdr.ndesc - 1)) ||
 	    hdr.ndesc > 65536 || hdr.desc_off != SV_RING_DATA_OFF + hdr.size ||
-	    (uint64_t)st.st_size != SV_RING_DATA_OFF + hdr.size +
-					    hdr.ndesc * sizeof(struct sv_rdesc))
+	    (uint64_t)st.st_size !=
+		    SV_RING_DATA_OFF + hdr.size +
+			    hdr.ndesc * sizeof(struct sv_rdesc)) {
+		munmap(p, len);
 		return -EPROTO;
-	err = map_ring(r, fd, hdr.size, hdr.ndesc);
-	if (!err)
-		atomic_store(&r->hdr->tx_sleep, 1); /* as rx_sleep above */
-	return err;
+	}
+	set_ring(r, p, len, hdr.size, hdr.ndesc);
+	atomic_store(&r->hdr->tx_sleep, 1); /* as rx_sleep above */
+	return 0;
 }
 
 void sv_ring_unmap(struct sv_ring *r)
