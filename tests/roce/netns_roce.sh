@@ -400,6 +400,46 @@ row rdma_cm_send_bw 120 "^ 65536" a b \
 	ib_send_bw -R $SV -p @P -n 200 -- \
 	ib_send_bw -R $SV -p @P -n 200 $A
 
+# MAD retransmission (issue 26 item 3): both sides lose MADs on purpose
+# (SOFTVERBS_CM_MAD_DROP: the client its first 2 REQs and its first
+# RTU, the server its first 2 REPs), each try 300 ms
+# (SOFTVERBS_CM_TIMEOUT_MS 4800 / 16): the REQ and REP are resent (a REQ
+# again answered with the REP again, a REP again with the RTU again),
+# rping connects and every ping is validated; the server sent its REP
+# once as new (one connection, not two).  Without the resending the
+# client ends UNREACHABLE.
+if want rdma_cm_mad_loss; then
+	port=$((port + 1))
+	timeout 120 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 \
+		SOFTVERBS_CM_TIMEOUT_MS=4800 SOFTVERBS_CM_MAD_DROP=rep=2 \
+		$run rping -s -a $A -p $port -C 100 >"$log/ml.s" 2>&1 &
+	spid=$!
+	listening a $port
+	timeout 60 ip netns exec "$tag-b" env SOFTVERBS_DEBUG=1 \
+		SOFTVERBS_CM_TIMEOUT_MS=4800 \
+		SOFTVERBS_CM_MAD_DROP=req=2,rtu=1 \
+		$run rping -c -a $A -p $port -v -V -C 100 >"$log/ml.c" 2>&1
+	rc=$?
+	wait $spid
+	src=$?
+	lost_c=$(grep -c "lost on purpose" "$log/ml.c")
+	lost_s=$(grep -c "lost on purpose" "$log/ml.s")
+	req_again=$(grep -c "MAD 0x0010 resent" "$log/ml.c")
+	rep_new=$(grep -c "MAD 0x0013 sent" "$log/ml.s")
+	if [ $rc != 0 ] || [ $src != 0 ] || [ "$lost_c" != 3 ] ||
+		[ "$lost_s" -lt 2 ] || [ "$req_again" -lt 2 ] ||
+		[ "$rep_new" != 1 ] || ! grep -q "rdma-ping-99:" "$log/ml.c"; then
+		echo "FAIL rdma_cm_mad_loss: client $rc server $src, lost" \
+			"$lost_c/$lost_s, REQs resent $req_again, REPs new $rep_new"
+		grep -v "^softverbs\[" "$log/ml.c" | tail -5 | sed 's/^/  client: /'
+		grep -v "^softverbs\[" "$log/ml.s" | tail -5 | sed 's/^/  server: /'
+		failed=1
+	else
+		echo "ok   rdma_cm_mad_loss: $lost_c and $lost_s MADs lost," \
+			"$req_again REQs resent, one REP, rping -V -C 100 done"
+	fi
+fi
+
 # Hostile MADs (issue 26 item 3): a plain UDP socket in b sends rping's
 # listener in a every kind of bad MAD (not RoCE, short, another class and
 # version, a response, no such attribute, LAP, a REQ naming QP1, an RTU
