@@ -44,6 +44,7 @@
 #include "cm.h"
 #include "env.h"
 #include "ib_mad.h"
+#include "ib_stat.h"
 #include "roce.h" /* provider/wire/roce.h: the RoCEv2 codec */
 
 #define CM_IB_QP1_SPORT 0xd872 /* rxe's QP1 source port */
@@ -51,29 +52,6 @@
 #define CM_IB_ACK_TO	0x13   /* the path's ACK timeout, as rxe's REQ */
 
 static uint32_t ib_psn; /* our QP1's PSNs (lock held) */
-
-/* What the IB CM's MADs did in this process (lock held): sent, resent,
- * received, duplicates answered, retries run out, dropped by reason. */
-enum cm_ib_ctr {
-	CM_IB_SENT,
-	CM_IB_RESENT,
-	CM_IB_RECV,
-	CM_IB_DUP_REQ, /* a REQ again: its REP again */
-	CM_IB_DUP_REP, /* a REP again: its RTU again */
-	CM_IB_GAVE_UP, /* a REQ's, REP's or DREQ's retries ran out */
-	CM_IB_SEND_ERR,
-	CM_IB_DROP_FAULT,    /* SOFTVERBS_CM_MAD_DROP */
-	CM_IB_DROP_PKT,	     /* not a GSI MAD (the RoCE codec, QPNs, Q_Key) */
-	CM_IB_DROP_MAD,	     /* cm_mad_decode's verdict not OK */
-	CM_IB_DROP_NOT_OURS, /* comm IDs, service, addresses */
-	CM_IB_NCTR
-};
-static uint64_t ib_ctr[CM_IB_NCTR];
-
-static void cm_ib_count(enum cm_ib_ctr k)
-{
-	ib_ctr[k]++;
-}
 
 static void again_drop(struct cm_id *c);
 

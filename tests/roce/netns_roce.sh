@@ -406,13 +406,14 @@ row rdma_cm_send_bw 120 "^ 65536" a b \
 # (SOFTVERBS_CM_TIMEOUT_MS 4800 / 16): the REQ and REP are resent (a REQ
 # again answered with the REP again, a REP again with the RTU again),
 # rping connects and every ping is validated; the server sent its REP
-# once as new (one connection, not two).  Without the resending the
+# once as new (one connection, not two), and its softverbs-stat shows
+# the IB CM's counters (MADs sent, resent, 2 lost on purpose).  Without the resending the
 # client ends UNREACHABLE.
 if want rdma_cm_mad_loss; then
 	port=$((port + 1))
 	timeout 120 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 \
 		SOFTVERBS_CM_TIMEOUT_MS=4800 SOFTVERBS_CM_MAD_DROP=rep=2 \
-		$run rping -s -a $A -p $port -C 100 >"$log/ml.s" 2>&1 &
+		$run rping -s -P -a $A -p $port -C 100 >"$log/ml.s" 2>&1 &
 	spid=$!
 	listening a $port
 	timeout 60 ip netns exec "$tag-b" env SOFTVERBS_DEBUG=1 \
@@ -420,23 +421,39 @@ if want rdma_cm_mad_loss; then
 		SOFTVERBS_CM_MAD_DROP=req=2,rtu=1 \
 		$run rping -c -a $A -p $port -v -V -C 100 >"$log/ml.c" 2>&1
 	rc=$?
+	# the persistent server's IB CM counters (softverbs-stat's context 0)
+	rp=$(pid_in a rping)
+	ctrs=$(ip netns exec "$tag-a" "$build/bin/softverbs-stat" --json "$rp" |
+		python3 -c 'import json,sys
+t=json.loads(sys.stdin.read())
+cs=t if isinstance(t,list) else t["contexts"]
+for c in cs:
+	if "cm_mad_sent" in c["total"]:
+		print(" ".join("%s=%d" % (k, c["total"][k]) for k in sys.argv[1:]))' \
+			cm_mad_sent cm_mad_resent cm_mad_drop_fault cm_mad_dup_req \
+			cm_mad_dup_rep cm_mad_recv 2>&1)
+	kill "$spid"
 	wait $spid
-	src=$?
 	lost_c=$(grep -c "lost on purpose" "$log/ml.c")
 	lost_s=$(grep -c "lost on purpose" "$log/ml.s")
 	req_again=$(grep -c "MAD 0x0010 resent" "$log/ml.c")
 	rep_new=$(grep -c "MAD 0x0013 sent" "$log/ml.s")
-	if [ $rc != 0 ] || [ $src != 0 ] || [ "$lost_c" != 3 ] ||
-		[ "$lost_s" -lt 2 ] || [ "$req_again" -lt 2 ] ||
+	case "$ctrs" in
+	cm_mad_sent=[1-9]*\ cm_mad_resent=[1-9]*\ cm_mad_drop_fault=2\ *) ;;
+	*) rep_new="$rep_new (counters: $ctrs)" ;;
+	esac
+	if [ $rc != 0 ] || [ "$lost_c" != 3 ] ||
+		[ "$lost_s" != 2 ] || [ "$req_again" -lt 2 ] ||
 		[ "$rep_new" != 1 ] || ! grep -q "rdma-ping-99:" "$log/ml.c"; then
-		echo "FAIL rdma_cm_mad_loss: client $rc server $src, lost" \
+		echo "FAIL rdma_cm_mad_loss: client $rc, lost" \
 			"$lost_c/$lost_s, REQs resent $req_again, REPs new $rep_new"
 		grep -v "^softverbs\[" "$log/ml.c" | tail -5 | sed 's/^/  client: /'
 		grep -v "^softverbs\[" "$log/ml.s" | tail -5 | sed 's/^/  server: /'
 		failed=1
 	else
 		echo "ok   rdma_cm_mad_loss: $lost_c and $lost_s MADs lost," \
-			"$req_again REQs resent, one REP, rping -V -C 100 done"
+			"$req_again REQs resent, one REP, rping -V -C 100 done;" \
+			"server's $ctrs"
 	fi
 fi
 
