@@ -457,6 +457,41 @@ for c in cs:
 	fi
 fi
 
+# A REP whose retries run out (the server loses every REP it sends; each
+# try 100 ms): the server's id ends RDMA_CM_EVENT_UNREACHABLE with
+# -ETIMEDOUT, as the kernel's IB_CM_REP_ERROR, after 15 resends by its
+# timer (more: each REQ that comes again is answered with it); the
+# client's REQ ends the same way.  Without the resending the server's id
+# waited in REP_SENT for ever (ucmatose's server hung to the deadline).
+if want rdma_cm_rep_gave_up; then
+	port=$((port + 1))
+	timeout 60 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 \
+		SOFTVERBS_CM_TIMEOUT_MS=1600 SOFTVERBS_CM_MAD_DROP=rep=1000 \
+		$run ucmatose -p $port -c 1 >"$log/rg.s" 2>&1 &
+	spid=$!
+	listening a $port
+	timeout 30 ip netns exec "$tag-b" env SOFTVERBS_CM_TIMEOUT_MS=1600 \
+		$run ucmatose -s $A -p $port -c 1 >"$log/rg.c" 2>&1
+	rc=$?
+	wait $spid
+	src=$?
+	resent=$(grep -c "MAD 0x0013 resent" "$log/rg.s")
+	if [ $rc = 124 ] || [ $src = 124 ] || [ "$resent" -lt 15 ] ||
+		! grep -q "MAD 0x0013 unanswered after 15 retries" "$log/rg.s" ||
+		! grep -q "UNREACHABLE.*-110" "$log/rg.c" ||
+		! grep -q "UNREACHABLE.*-110" "$log/rg.s"; then
+		echo "FAIL rdma_cm_rep_gave_up: client $rc server $src," \
+			"REPs resent $resent"
+		grep -v "^softverbs" "$log/rg.c" | tail -5 | sed 's/^/  client: /'
+		grep -v "^softverbs" "$log/rg.s" | tail -5 | sed 's/^/  server: /'
+		failed=1
+	else
+		echo "ok   rdma_cm_rep_gave_up: $resent REPs resent (15 by" \
+			"the timer, the rest answering REQs again), both ends" \
+			"UNREACHABLE -ETIMEDOUT"
+	fi
+fi
+
 # Hostile MADs (issue 26 item 3): a plain UDP socket in b sends rping's
 # listener in a every kind of bad MAD (not RoCE, short, another class and
 # version, a response, no such attribute, LAP, a REQ naming QP1, an RTU
