@@ -64,7 +64,8 @@ int sv_env_cm_drop_parse(const char *v, unsigned int n[SV_CM_DROP_KINDS])
 			return -EINVAL;
 		errno = 0;
 		x = strtoul(v + k + 1, &end, 10);
-		if (errno || x > 1000 || (*end && *end != ','))
+		if (errno || x > 1000 || (*end && *end != ',') ||
+		    (*end == ',' && !end[1]))
 			return -EINVAL;
 		n[i] = (unsigned int)x;
 		v = *end ? end + 1 : end;

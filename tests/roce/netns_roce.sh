@@ -432,8 +432,8 @@ for c in cs:
 		print(" ".join("%s=%d" % (k, c["total"][k]) for k in sys.argv[1:]))' \
 			cm_mad_sent cm_mad_resent cm_mad_drop_fault cm_mad_dup_req \
 			cm_mad_dup_rep cm_mad_recv 2>&1)
-	kill "$spid"
-	wait $spid
+	kill "$spid" 2>/dev/null
+	wait $spid 2>/dev/null
 	lost_c=$(grep -c "lost on purpose" "$log/ml.c")
 	lost_s=$(grep -c "lost on purpose" "$log/ml.s")
 	req_again=$(grep -c "MAD 0x0010 resent" "$log/ml.c")
@@ -473,7 +473,7 @@ if want rdma_cm_rep_gave_up; then
 	timeout 30 ip netns exec "$tag-b" env SOFTVERBS_CM_TIMEOUT_MS=1600 \
 		$run ucmatose -s $A -p $port -c 1 >"$log/rg.c" 2>&1
 	rc=$?
-	wait $spid
+	wait $spid 2>/dev/null
 	src=$?
 	resent=$(grep -c "MAD 0x0013 resent" "$log/rg.s")
 	if [ $rc = 124 ] || [ $src = 124 ] || [ "$resent" -lt 15 ] ||
@@ -512,7 +512,7 @@ if want rdma_cm_hostile; then
 	timeout 60 ip netns exec "$tag-b" $run rping -c -a $A -p $port -v -V \
 		-C 10 >"$log/hm.c" 2>&1
 	rc=$?
-	wait $spid
+	wait $spid 2>/dev/null
 	src=$?
 	miss=""
 	for r in "not a GSI MAD" cm_mad_drop_len cm_mad_drop_class \
