@@ -33,12 +33,14 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cm.h"
@@ -54,6 +56,7 @@
 static uint32_t ib_psn; /* our QP1's PSNs (lock held) */
 
 static void again_drop(struct cm_id *c);
+static bool orphan_adopt(struct cm_id *c);
 
 static const struct sockaddr_in *src_of(const struct cm_id *c)
 {
@@ -207,6 +210,10 @@ int cm_ib_connect(struct cm_id *c)
 
 void cm_ib_close(struct cm_id *c)
 {
+	if (c->destroying && c->ib_again && c->state == CM_DREQ_SENT &&
+	    c->ib_again_state == CM_DREQ_SENT && c->ib_port &&
+	    c->ib_send_fd >= 0)
+		orphan_adopt(c);
 	if (c->ib_port)
 		port_put(c->ib_port - 1);
 	c->ib_port = 0;
@@ -344,8 +351,10 @@ static bool drop_now(uint16_t attr)
 /* The 256 bytes of a MAD to the peer's QP1 as a RoCEv2 UD SEND (a new
  * PSN each time, the same transaction ID when resent, as the kernel's
  * MAD layer resends). */
-static int send_bytes(struct cm_id *c, const uint8_t mad[CM_MAD_SIZE],
-		      uint16_t attr, bool again)
+static int send_raw(int fd, const struct sockaddr_in *src,
+		    const struct sockaddr_in *dst,
+		    const uint8_t mad[CM_MAD_SIZE], uint16_t attr, bool again,
+		    const void *c)
 {
 	uint8_t pkt[CM_MAD_SIZE + SV_ROCE_HDR_MAX + 8];
 	struct sv_roce_pkt p = {.opcode = SV_IB_UD | SV_IB_SEND_ONLY,
@@ -357,34 +366,41 @@ static int send_bytes(struct cm_id *c, const uint8_t mad[CM_MAD_SIZE],
 				.payload = mad,
 				.len = CM_MAD_SIZE};
 	struct sv_roce_ip ip = {.sport = CM_IB_QP1_SPORT};
-	struct sockaddr_in to = *dst_of(c);
+	struct sockaddr_in to = *dst;
 	int n;
 
 	if (drop_now(attr)) {
 		cm_log("id %p: IB CM MAD 0x%04x %s: lost on purpose "
 		       "(SOFTVERBS_CM_MAD_DROP)\n",
-		       (void *)c, attr, again ? "resent" : "sent");
+		       c, attr, again ? "resent" : "sent");
 		cm_ib_count(again ? CM_IB_RESENT : CM_IB_SENT);
 		cm_ib_count(CM_IB_DROP_FAULT);
 		return 0;
 	}
-	mapped(ip.src, src_of(c));
-	mapped(ip.dst, dst_of(c));
+	mapped(ip.src, src);
+	mapped(ip.dst, dst);
 	n = sv_roce_build(pkt, sizeof(pkt), &p, &ip);
 	if (n < 0)
 		return n;
 	to.sin_port = htons(SV_ROCE_PORT);
-	if (sendto(c->ib_send_fd, pkt, (size_t)n, MSG_DONTWAIT,
-		   (struct sockaddr *)&to, sizeof(to)) != n) {
+	if (sendto(fd, pkt, (size_t)n, MSG_DONTWAIT, (struct sockaddr *)&to,
+		   sizeof(to)) != n) {
 		cm_ib_count(CM_IB_SEND_ERR);
 		return -errno;
 	}
 	cm_ib_count(again ? CM_IB_RESENT : CM_IB_SENT);
-	cm_log("id %p: IB CM MAD 0x%04x %s (comm IDs 0x%08x 0x%08x)\n",
-	       (void *)c, attr, again ? "resent" : "sent",
+	cm_log("id %p: IB CM MAD 0x%04x %s (comm IDs 0x%08x 0x%08x)\n", c, attr,
+	       again ? "resent" : "sent",
 	       be32toh(*(const uint32_t *)(mad + CM_MAD_HDR_SIZE)),
 	       be32toh(*(const uint32_t *)(mad + CM_MAD_HDR_SIZE + 4)));
 	return 0;
+}
+
+static int send_bytes(struct cm_id *c, const uint8_t mad[CM_MAD_SIZE],
+		      uint16_t attr, bool again)
+{
+	return send_raw(c->ib_send_fd, src_of(c), dst_of(c), mad, attr, again,
+			c);
 }
 
 /*
@@ -445,6 +461,140 @@ static uint16_t again_attr(const struct cm_id *c)
 						  : CM_MAD_DREQ;
 }
 
+/*
+ * A DREQ whose id is destroyed before its DREP came (rping's client
+ * destroys its id just after rdma_disconnect) goes on being resent, as
+ * the kernel's CM goes on after the process: the id's two sockets are
+ * kept until the DREP (or a DREQ of the peer's) names it or its tries
+ * run out, and the process's exit waits for that, CM_DREP_WAIT_MS at
+ * most (orphans_wait).
+ */
+#define CM_IB_ORPHANS 16
+static struct orphan {
+	bool used;
+	uint8_t n; /* resent so far */
+	int fd, port;
+	uint32_t lid, rid;
+	uint64_t next_ms;
+	struct sockaddr_in src, dst;
+	uint8_t mad[CM_MAD_SIZE];
+} orphans[CM_IB_ORPHANS];
+static int norphans;
+static pid_t orphans_pid;
+static pthread_cond_t orphans_gone = PTHREAD_COND_INITIALIZER;
+
+/* Lock held: c, being destroyed, leaves its DREQ here: true if taken
+ * (with c's sockets). */
+static bool orphan_adopt(struct cm_id *c)
+{
+	for (int i = 0; i < CM_IB_ORPHANS; i++) {
+		struct orphan *o = &orphans[i];
+
+		if (o->used)
+			continue;
+		o->used = true;
+		o->n = c->ib_again_n;
+		o->fd = c->ib_send_fd;
+		o->port = c->ib_port - 1;
+		o->lid = c->ib_lid;
+		o->rid = c->ib_rid;
+		o->next_ms = c->ib_again_ms;
+		o->src = *src_of(c);
+		o->dst = *dst_of(c);
+		memcpy(o->mad, c->ib_again, CM_MAD_SIZE);
+		norphans++;
+		orphans_pid = getpid();
+		c->ib_send_fd = -1;
+		c->ib_port = 0;
+		cm_link_kick();
+		return true;
+	}
+	return false;
+}
+
+static void orphan_end(struct orphan *o)
+{
+	o->used = false;
+	close(o->fd);
+	port_put(o->port);
+	if (!--norphans)
+		pthread_cond_broadcast(&orphans_gone);
+}
+
+/* Lock held: MAD d on port i answers an orphan's DREQ: true if so. */
+static bool orphan_answered(int i, const struct cm_mad *d)
+{
+	for (int k = 0; k < CM_IB_ORPHANS; k++) {
+		struct orphan *o = &orphans[k];
+		struct cm_mad drep = {.method = CM_MAD_METHOD_SEND,
+				      .attr = CM_MAD_DREP,
+				      .tid = o->lid,
+				      .local_id = o->lid,
+				      .remote_id = o->rid};
+		uint8_t mad[CM_MAD_SIZE];
+
+		if (!o->used || o->port != i || d->remote_id != o->lid ||
+		    d->local_id != o->rid ||
+		    (d->attr != CM_MAD_DREP && d->attr != CM_MAD_DREQ))
+			continue;
+		if (d->attr == CM_MAD_DREQ && !cm_mad_encode(&drep, mad))
+			send_raw(o->fd, &o->src, &o->dst, mad, CM_MAD_DREP,
+				 false, NULL);
+		cm_log("a destroyed id's DREQ answered (comm ID 0x%08x)\n",
+		       o->lid);
+		orphan_end(o);
+		return true;
+	}
+	return false;
+}
+
+/* The orphans' resends; next lowered to the next one due. */
+static void orphans_resend(uint64_t now, uint64_t *next)
+{
+	for (int k = 0; k < CM_IB_ORPHANS; k++) {
+		struct orphan *o = &orphans[k];
+
+		if (!o->used)
+			continue;
+		if (now >= o->next_ms) {
+			if (o->n >= CM_IB_RETRIES) {
+				cm_ib_count(CM_IB_GAVE_UP);
+				orphan_end(o);
+				continue;
+			}
+			o->n++;
+			send_raw(o->fd, &o->src, &o->dst, o->mad, CM_MAD_DREQ,
+				 true, NULL);
+			o->next_ms = now + again_ms(CM_DREQ_SENT);
+		}
+		if (o->next_ms < *next)
+			*next = o->next_ms;
+	}
+}
+
+/* At the process's exit: its orphans' DREPs waited for, CM_DREP_WAIT_MS
+ * at most (the CM thread still runs). */
+__attribute__((destructor)) static void orphans_wait(void)
+{
+	struct timespec ts;
+
+	if (!cm_core.thread_started)
+		return;
+	pthread_mutex_lock(&cm_core.lock);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += CM_DREP_WAIT_MS / 1000;
+	ts.tv_nsec += (long)(CM_DREP_WAIT_MS % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	while (norphans && orphans_pid == getpid() &&
+	       pthread_cond_timedwait(&orphans_gone, &cm_core.lock, &ts) !=
+		       ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&cm_core.lock);
+}
+
 int cm_ib_resend_all(int timeout)
 {
 	uint64_t now = cm_now_ms(), next = UINT64_MAX;
@@ -480,6 +630,7 @@ int cm_ib_resend_all(int timeout)
 		if (c->ib_again_ms < next)
 			next = c->ib_again_ms;
 	}
+	orphans_resend(now, &next);
 	if (next == UINT64_MAX)
 		return timeout;
 	t = next > now ? (int)(next - now) : 0;
@@ -650,6 +801,8 @@ static void route(int i, const struct cm_mad *d)
 			return;
 		}
 	}
+	if (orphan_answered(i, d))
+		return;
 	cm_ib_count(CM_IB_DROP_NOT_OURS);
 	cm_log("IB CM MAD 0x%04x for comm ID 0x%08x: no such id: dropped\n",
 	       d->attr, d->remote_id);

@@ -401,11 +401,13 @@ row rdma_cm_send_bw 120 "^ 65536" a b \
 	ib_send_bw -R $SV -p @P -n 200 $A
 
 # MAD retransmission (issue 26 item 3): both sides lose MADs on purpose
-# (SOFTVERBS_CM_MAD_DROP: the client its first 2 REQs and its first
-# RTU, the server its first 2 REPs), each try 300 ms
+# (SOFTVERBS_CM_MAD_DROP: the client its first 2 REQs, its first RTU
+# and its DREQ, the server its first 2 REPs), each try 300 ms
 # (SOFTVERBS_CM_TIMEOUT_MS 4800 / 16): the REQ and REP are resent (a REQ
 # again answered with the REP again, a REP again with the RTU again),
-# rping connects and every ping is validated; the server sent its REP
+# rping connects and every ping is validated; the client's DREQ is
+# resent after rping destroyed its id and the persistent server's
+# connection ends DISCONNECTED (without: it waits for ever); the server sent its REP
 # once as new (one connection, not two), and its softverbs-stat shows
 # the IB CM's counters (MADs sent, resent, 2 lost on purpose).  Without the resending the
 # client ends UNREACHABLE.
@@ -418,9 +420,18 @@ if want rdma_cm_mad_loss; then
 	listening a $port
 	timeout 60 ip netns exec "$tag-b" env SOFTVERBS_DEBUG=1 \
 		SOFTVERBS_CM_TIMEOUT_MS=4800 \
-		SOFTVERBS_CM_MAD_DROP=req=2,rtu=1 \
+		SOFTVERBS_CM_MAD_DROP=req=2,rtu=1,dreq=1 \
 		$run rping -c -a $A -p $port -v -V -C 100 >"$log/ml.c" 2>&1
 	rc=$?
+	# the client's DREQ, lost, resent after rping destroyed its id (its
+	# exit waits for the DREP): the persistent server's connection ends
+	t=0
+	until grep -q "queued RDMA_CM_EVENT_DISCONNECTED" "$log/ml.s" ||
+		[ $t -ge 50 ]; do
+		t=$((t + 1))
+		sleep 0.1 # polling the server's log, under this deadline
+	done
+	disc=$(grep -c "queued RDMA_CM_EVENT_DISCONNECTED" "$log/ml.s")
 	# the persistent server's IB CM counters (softverbs-stat's context 0)
 	rp=$(pid_in a rping)
 	ctrs=$(ip netns exec "$tag-a" "$build/bin/softverbs-stat" --json "$rp" |
@@ -442,10 +453,10 @@ for c in cs:
 	cm_mad_sent=[1-9]*\ cm_mad_resent=[1-9]*\ cm_mad_drop_fault=2\ *) ;;
 	*) rep_new="$rep_new (counters: $ctrs)" ;;
 	esac
-	if [ $rc != 0 ] || [ "$lost_c" != 3 ] ||
+	if [ $rc != 0 ] || [ "$lost_c" != 4 ] || [ "$disc" != 1 ] ||
 		[ "$lost_s" != 2 ] || [ "$req_again" -lt 2 ] ||
 		[ "$rep_new" != 1 ] || ! grep -q "rdma-ping-99:" "$log/ml.c"; then
-		echo "FAIL rdma_cm_mad_loss: client $rc, lost" \
+		echo "FAIL rdma_cm_mad_loss: client $rc, disconnected $disc, lost" \
 			"$lost_c/$lost_s, REQs resent $req_again, REPs new $rep_new"
 		grep -v "^softverbs\[" "$log/ml.c" | tail -5 | sed 's/^/  client: /'
 		grep -v "^softverbs\[" "$log/ml.s" | tail -5 | sed 's/^/  server: /'
