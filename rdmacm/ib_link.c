@@ -26,8 +26,10 @@
  * known); a REQ must name the listener's service and addresses the
  * datagram and GIDs agree with.  Anything else is dropped and logged
  * (SOFTVERBS_DEBUG).  A REQ, REP or DREQ is resent until answered
- * (cm_ib_resend_all); a REQ that comes again is answered with its REP
- * again, a REP with its RTU again.  Not yet: MRA, LAP/APR, SIDR, IPv6.
+ * (cm_ib_resend_all; a DREQ even after rdma_destroy_id: orphans[]); a
+ * REQ that comes again is answered with its REP again, a REP with its
+ * RTU again.  Counters: ib_stat.c.  Not yet: MRA, LAP/APR, SIDR, IPv6,
+ * a timewait.
  */
 #include <arpa/inet.h>
 #include <endian.h>
