@@ -504,7 +504,7 @@ static bool orphan_adopt(struct cm_id *c)
 		o->src = *src_of(c);
 		o->dst = *dst_of(c);
 		memcpy(o->mad, c->ib_again, CM_MAD_SIZE);
-		norphans++;
+		__atomic_add_fetch(&norphans, 1, __ATOMIC_RELAXED);
 		orphans_pid = getpid();
 		c->ib_send_fd = -1;
 		c->ib_port = 0;
@@ -519,7 +519,7 @@ static void orphan_end(struct orphan *o)
 	o->used = false;
 	close(o->fd);
 	port_put(o->port);
-	if (!--norphans)
+	if (!__atomic_sub_fetch(&norphans, 1, __ATOMIC_RELAXED))
 		pthread_cond_broadcast(&orphans_gone);
 }
 
@@ -580,7 +580,11 @@ __attribute__((destructor)) static void orphans_wait(void)
 {
 	struct timespec ts;
 
-	if (!cm_core.thread_started)
+	/* looked at unlocked first: a child forked while the CM thread held
+	 * the lock has it held for ever, and no orphans of its own */
+	if (!cm_core.thread_started ||
+	    !__atomic_load_n(&norphans, __ATOMIC_RELAXED) ||
+	    orphans_pid != getpid())
 		return;
 	pthread_mutex_lock(&cm_core.lock);
 	clock_gettime(CLOCK_REALTIME, &ts);
