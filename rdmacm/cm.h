@@ -97,6 +97,11 @@ struct cm_id {
 	uint32_t ib_lid, ib_rid; /* ib: our and the peer's comm IDs */
 	uint8_t ib_mtu;		 /* ib: the path MTU (enum ibv_mtu) */
 	uint32_t ib_flow;	 /* ib: the REQ's flow label (the QP's) */
+	uint8_t *ib_again;	 /* ib: the REQ, REP or DREQ resent until
+				  * answered (CM_MAD_SIZE bytes), or NULL */
+	uint64_t ib_again_ms;	 /* ib: when it goes again */
+	uint8_t ib_again_n;	 /* ib: resent so far */
+	uint8_t ib_again_state;	 /* ib: the state that waits for its answer */
 	int ib_listen_fd;  /* listener, SOFTVERBS_TRANSPORT=roce: UDP 4791,
 			    * where the IB CM's REQs come, or -1 */
 	bool connecting;   /* active TCP: connect() not finished yet */
@@ -257,6 +262,10 @@ void cm_ib_accept(struct cm_id *l);   /* every REQ waiting */
 int cm_ib_send(struct cm_id *c, const struct cm_msg *m);
 void cm_ib_read(struct cm_id *c); /* every MAD waiting; may free c */
 void cm_ib_close(struct cm_id *c);
+/* The REQs, REPs and DREQs not yet answered sent again when due (a REP
+ * whose retries ran out ends UNREACHABLE): timeout (the CM thread's
+ * epoll timeout, -1 none) lowered to the next one due */
+int cm_ib_resend_all(int timeout);
 
 /* link_auth.c: the shared secret on TCP links (lock held for each) */
 bool cm_auth_needed(void);	    /* a secret is set (or unreadable) */

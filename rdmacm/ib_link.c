@@ -25,23 +25,30 @@
  * MAD, and it must name our communication ID (and the peer's, once
  * known); a REQ must name the listener's service and addresses the
  * datagram and GIDs agree with.  Anything else is dropped and logged
- * (SOFTVERBS_DEBUG).  Not yet: MAD retransmission (a lost REQ ends in
- * UNREACHABLE after SOFTVERBS_CM_TIMEOUT_MS; a REP that comes again is
- * answered with the RTU again), MRA, LAP/APR, SIDR, IPv6.
+ * (SOFTVERBS_DEBUG).  A REQ, REP or DREQ is resent until answered
+ * (cm_ib_resend_all; a DREQ even after rdma_destroy_id: orphans[]); a
+ * REQ that comes again is answered with its REP again, a REP with its
+ * RTU again.  Counters: ib_stat.c.  Not yet: MRA, LAP/APR, SIDR, IPv6,
+ * a timewait.
  */
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cm.h"
+#include "env.h"
 #include "ib_mad.h"
+#include "ib_stat.h"
 #include "roce.h" /* provider/wire/roce.h: the RoCEv2 codec */
 
 #define CM_IB_QP1_SPORT 0xd872 /* rxe's QP1 source port */
@@ -49,6 +56,9 @@
 #define CM_IB_ACK_TO	0x13   /* the path's ACK timeout, as rxe's REQ */
 
 static uint32_t ib_psn; /* our QP1's PSNs (lock held) */
+
+static void again_drop(struct cm_id *c);
+static bool orphan_adopt(struct cm_id *c);
 
 static const struct sockaddr_in *src_of(const struct cm_id *c)
 {
@@ -202,9 +212,14 @@ int cm_ib_connect(struct cm_id *c)
 
 void cm_ib_close(struct cm_id *c)
 {
+	if (c->destroying && c->ib_again && c->state == CM_DREQ_SENT &&
+	    c->ib_again_state == CM_DREQ_SENT && c->ib_port &&
+	    c->ib_send_fd >= 0)
+		orphan_adopt(c);
 	if (c->ib_port)
 		port_put(c->ib_port - 1);
 	c->ib_port = 0;
+	again_drop(c);
 	if (c->ib_send_fd >= 0)
 		close(c->ib_send_fd);
 	c->ib_send_fd = -1;
@@ -294,9 +309,56 @@ static int mad_of(struct cm_id *c, const struct cm_msg *m, struct cm_mad *d)
 	}
 }
 
-static int send_mad(struct cm_id *c, const struct cm_mad *d)
+/* SOFTVERBS_CM_MAD_DROP's kind of attribute attr, or -1. */
+static int drop_kind(uint16_t attr)
 {
-	uint8_t mad[CM_MAD_SIZE], pkt[CM_MAD_SIZE + SV_ROCE_HDR_MAX + 8];
+	switch (attr) {
+	case CM_MAD_REQ:
+		return SV_CM_DROP_REQ;
+	case CM_MAD_REP:
+		return SV_CM_DROP_REP;
+	case CM_MAD_RTU:
+		return SV_CM_DROP_RTU;
+	case CM_MAD_REJ:
+		return SV_CM_DROP_REJ;
+	case CM_MAD_DREQ:
+		return SV_CM_DROP_DREQ;
+	case CM_MAD_DREP:
+		return SV_CM_DROP_DREP;
+	default:
+		return -1;
+	}
+}
+
+/* Lock held: true if SOFTVERBS_CM_MAD_DROP says this MAD is lost. */
+static bool drop_now(uint16_t attr)
+{
+	static unsigned int left[SV_CM_DROP_KINDS];
+	static bool loaded;
+	int k = drop_kind(attr);
+
+	if (!loaded) {
+		const char *v = sv_env_str(SV_ENV_CM_MAD_DROP);
+
+		loaded = true;
+		if (v && sv_env_cm_drop_parse(v, left))
+			memset(left, 0, sizeof(left));
+	}
+	if (k < 0 || !left[k])
+		return false;
+	left[k]--;
+	return true;
+}
+
+/* The 256 bytes of a MAD to the peer's QP1 as a RoCEv2 UD SEND (a new
+ * PSN each time, the same transaction ID when resent, as the kernel's
+ * MAD layer resends). */
+static int send_raw(int fd, const struct sockaddr_in *src,
+		    const struct sockaddr_in *dst,
+		    const uint8_t mad[CM_MAD_SIZE], uint16_t attr, bool again,
+		    const void *c)
+{
+	uint8_t pkt[CM_MAD_SIZE + SV_ROCE_HDR_MAX + 8];
 	struct sv_roce_pkt p = {.opcode = SV_IB_UD | SV_IB_SEND_ONLY,
 				.pkey = 0xffff,
 				.dqpn = 1,
@@ -306,23 +368,291 @@ static int send_mad(struct cm_id *c, const struct cm_mad *d)
 				.payload = mad,
 				.len = CM_MAD_SIZE};
 	struct sv_roce_ip ip = {.sport = CM_IB_QP1_SPORT};
-	struct sockaddr_in to = *dst_of(c);
-	int n, ret = cm_mad_encode(d, mad);
+	struct sockaddr_in to = *dst;
+	int n;
 
-	if (ret)
-		return ret;
-	mapped(ip.src, src_of(c));
-	mapped(ip.dst, dst_of(c));
+	if (drop_now(attr)) {
+		cm_log("id %p: IB CM MAD 0x%04x %s: lost on purpose "
+		       "(SOFTVERBS_CM_MAD_DROP)\n",
+		       c, attr, again ? "resent" : "sent");
+		cm_ib_count(again ? CM_IB_RESENT : CM_IB_SENT);
+		cm_ib_count(CM_IB_DROP_FAULT);
+		return 0;
+	}
+	mapped(ip.src, src);
+	mapped(ip.dst, dst);
 	n = sv_roce_build(pkt, sizeof(pkt), &p, &ip);
 	if (n < 0)
 		return n;
 	to.sin_port = htons(SV_ROCE_PORT);
-	if (sendto(c->ib_send_fd, pkt, (size_t)n, MSG_DONTWAIT,
-		   (struct sockaddr *)&to, sizeof(to)) != n)
+	if (sendto(fd, pkt, (size_t)n, MSG_DONTWAIT, (struct sockaddr *)&to,
+		   sizeof(to)) != n) {
+		cm_ib_count(CM_IB_SEND_ERR);
 		return -errno;
-	cm_log("id %p: IB CM MAD 0x%04x sent (comm IDs 0x%08x 0x%08x)\n",
-	       (void *)c, d->attr, d->local_id, d->remote_id);
+	}
+	cm_ib_count(again ? CM_IB_RESENT : CM_IB_SENT);
+	cm_log("id %p: IB CM MAD 0x%04x %s (comm IDs 0x%08x 0x%08x)\n", c, attr,
+	       again ? "resent" : "sent",
+	       be32toh(*(const uint32_t *)(mad + CM_MAD_HDR_SIZE)),
+	       be32toh(*(const uint32_t *)(mad + CM_MAD_HDR_SIZE + 4)));
 	return 0;
+}
+
+static int send_bytes(struct cm_id *c, const uint8_t mad[CM_MAD_SIZE],
+		      uint16_t attr, bool again)
+{
+	return send_raw(c->ib_send_fd, src_of(c), dst_of(c), mad, attr, again,
+			c);
+}
+
+/*
+ * MAD retransmission, as the kernel's CM (cm.c, mad.c): a REQ, REP or
+ * DREQ goes again every again_ms until its answer moves the id out of
+ * the state that waits for it, at most CM_IB_RETRIES times (rdma_cm's
+ * CMA_MAX_CM_RETRIES).  A REQ's whole wait is SOFTVERBS_CM_TIMEOUT_MS
+ * (then UNREACHABLE, conn.c), a REP's the same (then UNREACHABLE,
+ * -ETIMEDOUT, as the kernel's IB_CM_REP_ERROR), a DREQ's CM_DREP_WAIT_MS
+ * (then DISCONNECTED, conn.c): each split into CM_IB_RETRIES + 1 tries.
+ * The kernel's tries last 4.3 s (response timeout 20) plus twice the
+ * packet life time; 64 s / 16 is 4 s.
+ */
+#define CM_IB_RETRIES 15
+
+static unsigned int again_ms(uint8_t state)
+{
+	unsigned int w =
+		state == CM_DREQ_SENT ? CM_DREP_WAIT_MS : cm_core.rep_wait_ms;
+
+	w /= CM_IB_RETRIES + 1;
+	return w < 10 ? 10 : w;
+}
+
+static void again_drop(struct cm_id *c)
+{
+	free(c->ib_again);
+	c->ib_again = NULL;
+}
+
+/* Lock held: MAD mad, just sent, is kept to go again if it waits for an
+ * answer. */
+static void again_arm(struct cm_id *c, uint16_t attr,
+		      const uint8_t mad[CM_MAD_SIZE])
+{
+	uint8_t st = attr == CM_MAD_REQ	   ? CM_REQ_SENT
+		     : attr == CM_MAD_REP  ? CM_REP_SENT
+		     : attr == CM_MAD_DREQ ? CM_DREQ_SENT
+					   : CM_NSTATES;
+
+	if (st == CM_NSTATES)
+		return;
+	if (!c->ib_again)
+		c->ib_again = malloc(CM_MAD_SIZE);
+	if (!c->ib_again)
+		return; /* sent once, as before: the wait still ends it */
+	memcpy(c->ib_again, mad, CM_MAD_SIZE);
+	c->ib_again_state = st;
+	c->ib_again_n = 0;
+	c->ib_again_ms = cm_now_ms() + again_ms(st);
+	cm_link_kick(); /* the CM thread's timeout sees it */
+}
+
+static uint16_t again_attr(const struct cm_id *c)
+{
+	return c->ib_again_state == CM_REQ_SENT	  ? CM_MAD_REQ
+	       : c->ib_again_state == CM_REP_SENT ? CM_MAD_REP
+						  : CM_MAD_DREQ;
+}
+
+/*
+ * A DREQ whose id is destroyed before its DREP came (rping's client
+ * destroys its id just after rdma_disconnect) goes on being resent, as
+ * the kernel's CM goes on after the process: the id's two sockets are
+ * kept until the DREP (or a DREQ of the peer's) names it or its tries
+ * run out, and the process's exit waits for that, CM_DREP_WAIT_MS at
+ * most (orphans_wait).
+ */
+#define CM_IB_ORPHANS 16
+static struct orphan {
+	bool used;
+	uint8_t n; /* resent so far */
+	int fd, port;
+	uint32_t lid, rid;
+	uint64_t next_ms;
+	struct sockaddr_in src, dst;
+	uint8_t mad[CM_MAD_SIZE];
+} orphans[CM_IB_ORPHANS];
+static int norphans;
+static pid_t orphans_pid;
+static pthread_cond_t orphans_gone = PTHREAD_COND_INITIALIZER;
+
+/* Lock held: c, being destroyed, leaves its DREQ here: true if taken
+ * (with c's sockets). */
+static bool orphan_adopt(struct cm_id *c)
+{
+	for (int i = 0; i < CM_IB_ORPHANS; i++) {
+		struct orphan *o = &orphans[i];
+
+		if (o->used)
+			continue;
+		o->used = true;
+		o->n = c->ib_again_n;
+		o->fd = c->ib_send_fd;
+		o->port = c->ib_port - 1;
+		o->lid = c->ib_lid;
+		o->rid = c->ib_rid;
+		o->next_ms = c->ib_again_ms;
+		o->src = *src_of(c);
+		o->dst = *dst_of(c);
+		memcpy(o->mad, c->ib_again, CM_MAD_SIZE);
+		__atomic_add_fetch(&norphans, 1, __ATOMIC_RELAXED);
+		orphans_pid = getpid();
+		c->ib_send_fd = -1;
+		c->ib_port = 0;
+		cm_link_kick();
+		return true;
+	}
+	return false;
+}
+
+static void orphan_end(struct orphan *o)
+{
+	o->used = false;
+	close(o->fd);
+	port_put(o->port);
+	if (!__atomic_sub_fetch(&norphans, 1, __ATOMIC_RELAXED))
+		pthread_cond_broadcast(&orphans_gone);
+}
+
+/* Lock held: MAD d on port i answers an orphan's DREQ: true if so. */
+static bool orphan_answered(int i, const struct cm_mad *d)
+{
+	for (int k = 0; k < CM_IB_ORPHANS; k++) {
+		struct orphan *o = &orphans[k];
+		struct cm_mad drep = {.method = CM_MAD_METHOD_SEND,
+				      .attr = CM_MAD_DREP,
+				      .tid = o->lid,
+				      .local_id = o->lid,
+				      .remote_id = o->rid};
+		uint8_t mad[CM_MAD_SIZE];
+
+		if (!o->used || o->port != i || d->remote_id != o->lid ||
+		    d->local_id != o->rid ||
+		    (d->attr != CM_MAD_DREP && d->attr != CM_MAD_DREQ))
+			continue;
+		if (d->attr == CM_MAD_DREQ && !cm_mad_encode(&drep, mad))
+			send_raw(o->fd, &o->src, &o->dst, mad, CM_MAD_DREP,
+				 false, NULL);
+		cm_log("a destroyed id's DREQ answered (comm ID 0x%08x)\n",
+		       o->lid);
+		orphan_end(o);
+		return true;
+	}
+	return false;
+}
+
+/* The orphans' resends; next lowered to the next one due. */
+static void orphans_resend(uint64_t now, uint64_t *next)
+{
+	for (int k = 0; k < CM_IB_ORPHANS; k++) {
+		struct orphan *o = &orphans[k];
+
+		if (!o->used)
+			continue;
+		if (now >= o->next_ms) {
+			if (o->n >= CM_IB_RETRIES) {
+				cm_ib_count(CM_IB_GAVE_UP);
+				orphan_end(o);
+				continue;
+			}
+			o->n++;
+			send_raw(o->fd, &o->src, &o->dst, o->mad, CM_MAD_DREQ,
+				 true, NULL);
+			o->next_ms = now + again_ms(CM_DREQ_SENT);
+		}
+		if (o->next_ms < *next)
+			*next = o->next_ms;
+	}
+}
+
+/* At the process's exit: its orphans' DREPs waited for, CM_DREP_WAIT_MS
+ * at most (the CM thread still runs). */
+__attribute__((destructor)) static void orphans_wait(void)
+{
+	struct timespec ts;
+
+	/* looked at unlocked first: a child forked while the CM thread held
+	 * the lock has it held for ever, and no orphans of its own */
+	if (!cm_core.thread_started ||
+	    !__atomic_load_n(&norphans, __ATOMIC_RELAXED) ||
+	    orphans_pid != getpid())
+		return;
+	pthread_mutex_lock(&cm_core.lock);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += CM_DREP_WAIT_MS / 1000;
+	ts.tv_nsec += (long)(CM_DREP_WAIT_MS % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	while (norphans && orphans_pid == getpid() &&
+	       pthread_cond_timedwait(&orphans_gone, &cm_core.lock, &ts) !=
+		       ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&cm_core.lock);
+}
+
+int cm_ib_resend_all(int timeout)
+{
+	uint64_t now = cm_now_ms(), next = UINT64_MAX;
+	struct cm_id *c, *n;
+	int t;
+
+	for (c = cm_core.ids; c; c = n) {
+		n = c->next;
+		if (!c->ib_again)
+			continue;
+		if (c->state != c->ib_again_state || c->ib_send_fd < 0) {
+			again_drop(c); /* answered, or the id moved on */
+			continue;
+		}
+		if (now < c->ib_again_ms) {
+			if (c->ib_again_ms < next)
+				next = c->ib_again_ms;
+			continue;
+		}
+		if (c->ib_again_n >= CM_IB_RETRIES) {
+			cm_log("id %p: MAD 0x%04x unanswered after %u "
+			       "retries\n",
+			       (void *)c, again_attr(c), CM_IB_RETRIES);
+			cm_ib_count(CM_IB_GAVE_UP);
+			again_drop(c);
+			if (c->state == CM_REP_SENT)
+				cm_conn_lost(c); /* UNREACHABLE, -ETIMEDOUT */
+			continue; /* a REQ's, a DREQ's wait ends it */
+		}
+		c->ib_again_n++;
+		send_bytes(c, c->ib_again, again_attr(c), true);
+		c->ib_again_ms = now + again_ms(c->ib_again_state);
+		if (c->ib_again_ms < next)
+			next = c->ib_again_ms;
+	}
+	orphans_resend(now, &next);
+	if (next == UINT64_MAX)
+		return timeout;
+	t = next > now ? (int)(next - now) : 0;
+	return timeout < 0 || t < timeout ? t : timeout;
+}
+
+static int send_mad(struct cm_id *c, const struct cm_mad *d)
+{
+	uint8_t mad[CM_MAD_SIZE];
+	int ret = cm_mad_encode(d, mad);
+
+	if (!ret)
+		ret = send_bytes(c, mad, d->attr, false);
+	if (!ret)
+		again_arm(c, d->attr, mad);
+	return ret;
 }
 
 int cm_ib_send(struct cm_id *c, const struct cm_msg *m)
@@ -392,6 +722,7 @@ static bool rep_again(struct cm_id *c, const struct cm_mad *d)
 
 	if (d->attr != CM_MAD_REP || !c->ib_rid || d->local_id != c->ib_rid)
 		return false;
+	cm_ib_count(CM_IB_DUP_REP);
 	if (c->state == CM_ESTABLISHED)
 		send_mad(c, &rtu);
 	return true;
@@ -404,15 +735,18 @@ static bool take(struct cm_id *c, const uint8_t *b, ssize_t n, struct cm_mad *d)
 	enum sv_roce_verdict rv;
 	enum cm_mad_verdict v;
 
+	cm_ib_count(CM_IB_RECV);
 	rv = sv_roce_parse(b, (size_t)n, NULL, &p);
 	if (rv != SV_ROCE_OK || p.opcode != (SV_IB_UD | SV_IB_SEND_ONLY) ||
 	    p.dqpn != 1 || p.qkey != CM_MAD_QKEY || p.src_qpn != 1) {
+		cm_ib_count(CM_IB_DROP_PKT);
 		cm_log("id %p: not a GSI MAD (%s): dropped\n", (void *)c,
 		       rv < SV_ROCE_VERDICTS ? sv_roce_verdict_names[rv] : "?");
 		return false;
 	}
 	v = cm_mad_decode(p.payload, p.len, d);
 	if (v != CM_MAD_OK) {
+		cm_ib_count(CM_IB_DROP_MAD);
 		cm_log("id %p: MAD dropped: %s\n", (void *)c,
 		       cm_mad_verdict_name(v));
 		return false;
@@ -428,6 +762,7 @@ static bool deliver(struct cm_id *c, const struct cm_mad *d)
 	if (rep_again(c, d))
 		return true;
 	if (!record_of(c, d, &r)) {
+		cm_ib_count(CM_IB_DROP_NOT_OURS);
 		cm_log("id %p: MAD 0x%04x for comm IDs 0x%08x 0x%08x "
 		       "not ours: dropped\n",
 		       (void *)c, d->attr, d->remote_id, d->local_id);
@@ -472,6 +807,9 @@ static void route(int i, const struct cm_mad *d)
 			return;
 		}
 	}
+	if (orphan_answered(i, d))
+		return;
+	cm_ib_count(CM_IB_DROP_NOT_OURS);
 	cm_log("IB CM MAD 0x%04x for comm ID 0x%08x: no such id: dropped\n",
 	       d->attr, d->remote_id);
 }
@@ -544,14 +882,16 @@ static bool req_addrs(const struct cm_id *l, const struct cm_mad *d,
 	       src_of(l)->sin_addr.s_addr == d4->sin_addr.s_addr;
 }
 
-/* A REQ resent (its REP not yet there): an id already has its IDs. */
-static bool req_known(const struct cm_mad *d, const struct sockaddr_in *from)
+/* A REQ resent (its REP lost, or not yet there): an id already has its
+ * IDs, or NULL. */
+static struct cm_id *req_known(const struct cm_mad *d,
+			       const struct sockaddr_in *from)
 {
-	for (const struct cm_id *o = cm_core.ids; o; o = o->next)
+	for (struct cm_id *o = cm_core.ids; o; o = o->next)
 		if (o->ib && o->ib_rid == d->local_id &&
 		    dst_of(o)->sin_addr.s_addr == from->sin_addr.s_addr)
-			return true;
-	return false;
+			return o;
+	return NULL;
 }
 
 /* conn.c's REQ record of d, for child c. */
@@ -592,13 +932,20 @@ static void new_child(struct cm_id *l, const struct cm_mad *d,
 	uint32_t send_psn = d->psn;
 
 	if (!req_addrs(l, d, from, &src, &dst)) {
+		cm_ib_count(CM_IB_DROP_NOT_OURS);
 		cm_log("id %p: a REQ whose service or addresses are not this "
 		       "listener's: dropped\n",
 		       (void *)l);
 		return;
 	}
-	if (req_known(d, from))
-		return; /* resent; the REP answers it */
+	c = req_known(d, from);
+	if (c) { /* resent: never a second connection; its REP again */
+		cm_ib_count(CM_IB_DUP_REQ);
+		if (c->state == CM_REP_SENT && c->ib_again &&
+		    c->ib_again_state == CM_REP_SENT)
+			send_bytes(c, c->ib_again, CM_MAD_REP, true);
+		return;
+	}
 	c = cm_id_new_child(l);
 	if (!c)
 		return;
@@ -639,6 +986,7 @@ void cm_ib_accept(struct cm_id *l)
 		if (!take(l, b, n, &d))
 			continue;
 		if (d.attr != CM_MAD_REQ) {
+			cm_ib_count(CM_IB_DROP_NOT_OURS);
 			cm_log("id %p: MAD 0x%04x at the listener: dropped\n",
 			       (void *)l, d.attr);
 			continue;

@@ -909,7 +909,7 @@ static void *cm_thread(void *arg)
 			else
 				read_all(c);
 		}
-		timeout = cm_conn_retry_all();
+		timeout = cm_ib_resend_all(cm_conn_retry_all());
 		pthread_mutex_unlock(&cm_core.lock);
 	}
 	return NULL;

@@ -42,6 +42,49 @@ static int faults_check(const char *v, char *why, size_t n)
 	return -EINVAL;
 }
 
+static const char *const cm_drop_names[SV_CM_DROP_KINDS] = {
+	"req", "rep", "rtu", "rej", "dreq", "drep",
+};
+
+int sv_env_cm_drop_parse(const char *v, unsigned int n[SV_CM_DROP_KINDS])
+{
+	memset(n, 0, SV_CM_DROP_KINDS * sizeof(n[0]));
+	while (*v) {
+		size_t k = strcspn(v, "=");
+		unsigned long x;
+		char *end;
+		int i;
+
+		for (i = 0; i < SV_CM_DROP_KINDS; i++)
+			if (strlen(cm_drop_names[i]) == k &&
+			    !strncmp(v, cm_drop_names[i], k))
+				break;
+		if (i == SV_CM_DROP_KINDS || v[k] != '=' || v[k + 1] < '0' ||
+		    v[k + 1] > '9')
+			return -EINVAL;
+		errno = 0;
+		x = strtoul(v + k + 1, &end, 10);
+		if (errno || x > 1000 || (*end && *end != ',') ||
+		    (*end == ',' && !end[1]))
+			return -EINVAL;
+		n[i] = (unsigned int)x;
+		v = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
+static int cm_drop_check(const char *v, char *why, size_t n)
+{
+	unsigned int k[SV_CM_DROP_KINDS];
+
+	if (!sv_env_cm_drop_parse(v, k))
+		return 0;
+	snprintf(why, n,
+		 "not a list of KIND=N (KIND req rep rtu rej dreq "
+		 "drep, N 0..1000)");
+	return -EINVAL;
+}
+
 /* A secret file must be ours alone: a secret others can read is none. */
 static int secret_check(const char *v, char *why, size_t n)
 {
@@ -213,6 +256,19 @@ const struct sv_env_row sv_env_rows[SV_ENV_COUNT] = {
 		.policy = SV_ENV_DEFAULT, .unit = "ms", .reader = LIBCM,
 		.help = "how long a connection (or SIDR) request waits for "
 			"its answer before RDMA_CM_EVENT_UNREACHABLE",
+	},
+	/* A fault hook for the IB CM's MADs over RoCE (ib_link.c): the
+	 * first N of a kind are not sent, as if lost, so the MAD
+	 * retransmission is tested (tests/roce/netns_roce.sh) */
+	[SV_ENV_CM_MAD_DROP] = {
+		"SOFTVERBS_CM_MAD_DROP", .type = SV_ENV_T_SPEC,
+		.policy = SV_ENV_DEFAULT, .def_text = "none",
+		.syntax = "comma-separated KIND=N (KIND req rep rtu rej dreq "
+			  "drep, N 0..1000)",
+		.check = cm_drop_check, .reader = LIBCM,
+		.help = "SOFTVERBS_TRANSPORT=roce: the first N IB CM MADs of "
+			"each kind this process sends are lost on purpose "
+			"(counted as dropped, resent as lost ones are)",
 	},
 	[SV_ENV_DEVFILES] = {
 		"SOFTVERBS_DEVFILES", BOOL(1), .policy = SV_ENV_DEFAULT,

@@ -33,6 +33,7 @@ enum sv_env_id {
 	SV_ENV_PCAP,
 	SV_ENV_PCAP_SNAP,
 	SV_ENV_CM_TIMEOUT_MS,
+	SV_ENV_CM_MAD_DROP,
 	SV_ENV_DEVFILES,
 	SV_ENV_SECRET_FILE,
 	SV_ENV_SUBNET,
@@ -108,6 +109,19 @@ static inline bool sv_env_bool(enum sv_env_id id)
 }
 /* path, spec: the string in effect, or NULL (unset, empty or refused). */
 const char *sv_env_str(enum sv_env_id id);
+
+/* SOFTVERBS_CM_MAD_DROP's kinds, in the order of n[] below. */
+enum sv_cm_drop_kind {
+	SV_CM_DROP_REQ,
+	SV_CM_DROP_REP,
+	SV_CM_DROP_RTU,
+	SV_CM_DROP_REJ,
+	SV_CM_DROP_DREQ,
+	SV_CM_DROP_DREP,
+	SV_CM_DROP_KINDS
+};
+/* "req=N,rep=N,...": 0 and n[kind] (the others 0), or -EINVAL. */
+int sv_env_cm_drop_parse(const char *v, unsigned int n[SV_CM_DROP_KINDS]);
 
 /* A REFUSE row has a bad value: softverbs0 must not open. */
 bool sv_env_refused(void);

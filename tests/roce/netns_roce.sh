@@ -400,6 +400,109 @@ row rdma_cm_send_bw 120 "^ 65536" a b \
 	ib_send_bw -R $SV -p @P -n 200 -- \
 	ib_send_bw -R $SV -p @P -n 200 $A
 
+# MAD retransmission (issue 26 item 3): both sides lose MADs on purpose
+# (SOFTVERBS_CM_MAD_DROP: the client its first 2 REQs, its first RTU
+# and its DREQ, the server its first 2 REPs), each try 300 ms
+# (SOFTVERBS_CM_TIMEOUT_MS 4800 / 16): the REQ and REP are resent (a REQ
+# again answered with the REP again, a REP again with the RTU again),
+# rping connects and every ping is validated; the client's DREQ is
+# resent after rping destroyed its id and the persistent server's
+# connection ends DISCONNECTED (without: it waits for ever); the server sent its REP
+# once as new (one connection, not two), and its softverbs-stat shows
+# the IB CM's counters (MADs sent, resent, 2 lost on purpose).  Without the resending the
+# client ends UNREACHABLE.
+if want rdma_cm_mad_loss; then
+	port=$((port + 1))
+	timeout 120 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 \
+		SOFTVERBS_CM_TIMEOUT_MS=4800 SOFTVERBS_CM_MAD_DROP=rep=2 \
+		$run rping -s -P -a $A -p $port -C 100 >"$log/ml.s" 2>&1 &
+	spid=$!
+	listening a $port
+	timeout 60 ip netns exec "$tag-b" env SOFTVERBS_DEBUG=1 \
+		SOFTVERBS_CM_TIMEOUT_MS=4800 \
+		SOFTVERBS_CM_MAD_DROP=req=2,rtu=1,dreq=1 \
+		$run rping -c -a $A -p $port -v -V -C 100 >"$log/ml.c" 2>&1
+	rc=$?
+	# the client's DREQ, lost, resent after rping destroyed its id (its
+	# exit waits for the DREP): the persistent server's connection ends
+	t=0
+	until grep -q "queued RDMA_CM_EVENT_DISCONNECTED" "$log/ml.s" ||
+		[ $t -ge 50 ]; do
+		t=$((t + 1))
+		sleep 0.1 # polling the server's log, under this deadline
+	done
+	disc=$(grep -c "queued RDMA_CM_EVENT_DISCONNECTED" "$log/ml.s")
+	# the persistent server's IB CM counters (softverbs-stat's context 0)
+	rp=$(pid_in a rping)
+	ctrs=$(ip netns exec "$tag-a" "$build/bin/softverbs-stat" --json "$rp" |
+		python3 -c 'import json,sys
+t=json.loads(sys.stdin.read())
+cs=t if isinstance(t,list) else t["contexts"]
+for c in cs:
+	if "cm_mad_sent" in c["total"]:
+		print(" ".join("%s=%d" % (k, c["total"][k]) for k in sys.argv[1:]))' \
+			cm_mad_sent cm_mad_resent cm_mad_drop_fault cm_mad_dup_req \
+			cm_mad_dup_rep cm_mad_recv 2>&1)
+	kill "$spid" 2>/dev/null
+	wait $spid 2>/dev/null
+	lost_c=$(grep -c "lost on purpose" "$log/ml.c")
+	lost_s=$(grep -c "lost on purpose" "$log/ml.s")
+	req_again=$(grep -c "MAD 0x0010 resent" "$log/ml.c")
+	rep_new=$(grep -c "MAD 0x0013 sent" "$log/ml.s")
+	case "$ctrs" in
+	cm_mad_sent=[1-9]*\ cm_mad_resent=[1-9]*\ cm_mad_drop_fault=2\ *) ;;
+	*) rep_new="$rep_new (counters: $ctrs)" ;;
+	esac
+	if [ $rc != 0 ] || [ "$lost_c" != 4 ] || [ "$disc" != 1 ] ||
+		[ "$lost_s" != 2 ] || [ "$req_again" -lt 2 ] ||
+		[ "$rep_new" != 1 ] || ! grep -q "rdma-ping-99:" "$log/ml.c"; then
+		echo "FAIL rdma_cm_mad_loss: client $rc, disconnected $disc, lost" \
+			"$lost_c/$lost_s, REQs resent $req_again, REPs new $rep_new"
+		grep -v "^softverbs\[" "$log/ml.c" | tail -5 | sed 's/^/  client: /'
+		grep -v "^softverbs\[" "$log/ml.s" | tail -5 | sed 's/^/  server: /'
+		failed=1
+	else
+		echo "ok   rdma_cm_mad_loss: $lost_c and $lost_s MADs lost," \
+			"$req_again REQs resent, one REP, rping -V -C 100 done;" \
+			"server's $ctrs"
+	fi
+fi
+
+# A REP whose retries run out (the server loses every REP it sends; each
+# try 100 ms): the server's id ends RDMA_CM_EVENT_UNREACHABLE with
+# -ETIMEDOUT, as the kernel's IB_CM_REP_ERROR, after 15 resends by its
+# timer (more: each REQ that comes again is answered with it); the
+# client's REQ ends the same way.  Without the resending the server's id
+# waited in REP_SENT for ever (ucmatose's server hung to the deadline).
+if want rdma_cm_rep_gave_up; then
+	port=$((port + 1))
+	timeout 60 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 \
+		SOFTVERBS_CM_TIMEOUT_MS=1600 SOFTVERBS_CM_MAD_DROP=rep=1000 \
+		$run ucmatose -p $port -c 1 >"$log/rg.s" 2>&1 &
+	spid=$!
+	listening a $port
+	timeout 30 ip netns exec "$tag-b" env SOFTVERBS_CM_TIMEOUT_MS=1600 \
+		$run ucmatose -s $A -p $port -c 1 >"$log/rg.c" 2>&1
+	rc=$?
+	wait $spid 2>/dev/null
+	src=$?
+	resent=$(grep -c "MAD 0x0013 resent" "$log/rg.s")
+	if [ $rc = 124 ] || [ $src = 124 ] || [ "$resent" -lt 15 ] ||
+		! grep -q "MAD 0x0013 unanswered after 15 retries" "$log/rg.s" ||
+		! grep -q "UNREACHABLE.*-110" "$log/rg.c" ||
+		! grep -q "UNREACHABLE.*-110" "$log/rg.s"; then
+		echo "FAIL rdma_cm_rep_gave_up: client $rc server $src," \
+			"REPs resent $resent"
+		grep -v "^softverbs" "$log/rg.c" | tail -5 | sed 's/^/  client: /'
+		grep -v "^softverbs" "$log/rg.s" | tail -5 | sed 's/^/  server: /'
+		failed=1
+	else
+		echo "ok   rdma_cm_rep_gave_up: $resent REPs resent (15 by" \
+			"the timer, the rest answering REQs again), both ends" \
+			"UNREACHABLE -ETIMEDOUT"
+	fi
+fi
+
 # Hostile MADs (issue 26 item 3): a plain UDP socket in b sends rping's
 # listener in a every kind of bad MAD (not RoCE, short, another class and
 # version, a response, no such attribute, LAP, a REQ naming QP1, an RTU
@@ -420,7 +523,7 @@ if want rdma_cm_hostile; then
 	timeout 60 ip netns exec "$tag-b" $run rping -c -a $A -p $port -v -V \
 		-C 10 >"$log/hm.c" 2>&1
 	rc=$?
-	wait $spid
+	wait $spid 2>/dev/null
 	src=$?
 	miss=""
 	for r in "not a GSI MAD" cm_mad_drop_len cm_mad_drop_class \

@@ -166,6 +166,31 @@ SV_TEST(env_parsers)
 	parse_is(SV_ENV_FAULTS, "drop=1.5", 0, 0);
 	parse_is(SV_ENV_FAULTS, "junk", 0, 0);
 	parse_is(SV_ENV_MCAST_DIR, "anything at all", 1, 0);
+	parse_is(SV_ENV_CM_MAD_DROP, "req=2,rep=1,drep=1000", 1, 0);
+	parse_is(SV_ENV_CM_MAD_DROP, "req=1001", 0, 0);
+	parse_is(SV_ENV_CM_MAD_DROP, "lap=1", 0, 0);
+	parse_is(SV_ENV_CM_MAD_DROP, "req=", 0, 0);
+	parse_is(SV_ENV_CM_MAD_DROP, "req=1,", 0, 0);
+	parse_is(SV_ENV_CM_MAD_DROP, "req=-1", 0, 0);
+}
+
+/* SOFTVERBS_CM_MAD_DROP's counts, kind by kind (ib_link.c loses that
+ * many of each) */
+SV_TEST(env_cm_mad_drop)
+{
+	unsigned int n[SV_CM_DROP_KINDS];
+
+	ASSERT_OK(sv_env_cm_drop_parse("rep=3,req=2,dreq=7", n));
+	ASSERT_EQ(2, n[SV_CM_DROP_REQ]);
+	ASSERT_EQ(3, n[SV_CM_DROP_REP]);
+	ASSERT_EQ(0, n[SV_CM_DROP_RTU]);
+	ASSERT_EQ(0, n[SV_CM_DROP_REJ]);
+	ASSERT_EQ(7, n[SV_CM_DROP_DREQ]);
+	ASSERT_EQ(0, n[SV_CM_DROP_DREP]);
+	ASSERT_OK(sv_env_cm_drop_parse("", n));
+	ASSERT_EQ(0, n[SV_CM_DROP_REQ]);
+	ASSERT_EQ(-EINVAL, sv_env_cm_drop_parse("rtu=1,drep", n));
+	ASSERT_EQ(-EINVAL, sv_env_cm_drop_parse("reqq=1", n));
 }
 
 /* A REFUSE row: one line naming variable, value and range; refused;
