@@ -353,7 +353,13 @@ static int ack_mode(int k, int n)
 	spin_cq(cq, k); /* the second sends, acknowledged now */
 	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
 		die("the peer failed", EIO);
-	free(q); /* the QPs stay: the process ends */
+	for (int i = 0; i < k; i++)
+		if (ibv_destroy_qp(q[i]))
+			die("ibv_destroy_qp", EIO);
+	free(q);
+	if (ibv_destroy_cq(cq) || ibv_dereg_mr(c.mr) || ibv_dealloc_pd(c.pd) ||
+	    ibv_close_device(c.ctx))
+		die("closing the context", EIO);
 	if (before == UINT64_MAX || after == UINT64_MAX) {
 		printf("sv_idle: no poll_runs counter\n");
 		return 77;
