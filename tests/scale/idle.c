@@ -285,6 +285,8 @@ static struct ibv_qp **ack_side(struct ctx *c, struct ibv_cq **cq, int k,
 	struct ibv_qp **q = calloc((size_t)k, sizeof(*q));
 	uint32_t *mine = calloc((size_t)k, sizeof(*mine));
 	uint32_t *theirs = calloc((size_t)k, sizeof(*theirs));
+	struct ibv_mr *mr;
+	char *rb;
 
 	open_ctx(c);
 	*cq = ibv_create_cq(c->ctx, 2 * k + 8, NULL, NULL, 0);
@@ -296,11 +298,26 @@ static struct ibv_qp **ack_side(struct ctx *c, struct ibv_cq **cq, int k,
 	}
 	xfer(wr, mine, k * sizeof(*mine), true);
 	xfer(rd, theirs, k * sizeof(*theirs), false);
+	/* the child's receives, each its own 8 bytes: two QPs' messages
+	 * are scattered at once (by the poll and the progress thread) */
+	rb = parent ? MAP_FAILED
+		    : mmap(NULL, (size_t)k * 16, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	mr = rb != MAP_FAILED ? ibv_reg_mr(c->pd, rb, (size_t)k * 16,
+					   IBV_ACCESS_LOCAL_WRITE)
+			      : NULL;
+	if (!parent && !mr)
+		die("ibv_reg_mr", errno);
 	for (int i = 0; i < k; i++) {
 		to_rts(c, q[i], theirs[i]);
-		if (!parent) {
-			post_recv(c, q[i]);
-			post_recv(c, q[i]);
+		for (int j = 0; !parent && j < 2; j++) {
+			struct ibv_sge sg = {(uintptr_t)(rb + (2 * i + j) * 8),
+					     8, mr->lkey};
+			struct ibv_recv_wr rw = {.sg_list = &sg, .num_sge = 1};
+			struct ibv_recv_wr *bad;
+
+			if (ibv_post_recv(q[i], &rw, &bad))
+				die("ibv_post_recv", EIO);
 		}
 	}
 	free(mine);
