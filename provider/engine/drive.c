@@ -73,10 +73,34 @@ void sv_qp_run(struct sv_qp *qp, uint64_t now)
  * from the peer or a post (post.c runs the requester, and the entry
  * makes this false) gives it work, and a poll skips its run: the poll
  * of a CQ fed by many idle QPs costs a lock and a few loads for each
- * (issue 27), not four engine passes.  Conservative: anything else (a
- * TCP or RoCE link, faults injected, an XRC forward to retry) runs.
- * Caller holds qp->lock.
+ * (issue 27), not four engine passes.  Also idle: a QP whose entries
+ * are all on the link and wait only for the peer's ACK (acked_only).
+ * Conservative: anything else (a TCP or RoCE link, faults injected, an
+ * XRC forward to retry) runs.  Caller holds qp->lock.
  */
+/*
+ * A QP with send entries outstanding that waits only for the peer: all
+ * of them on the link (sq.send == sq.post, none stopped by a failure),
+ * the peer's ACK/NAK word as the completer last took it, no response
+ * record on the response ring, no RNR timer running, and the oldest
+ * entry neither failed nor finished (the completer would complete it).
+ * Its run would only read those words again: the completer's ACK timer
+ * on an up shared-memory link without loss only re-arms itself (comp.c:
+ * a late ACK there is a slow peer, never an error), and a peer that goes
+ * away changes the link's state, which idle() checks.  Without this,
+ * ibv_srq_pingpong -q N ran all N QPs' engines on every poll, each with
+ * its one send in flight (issue 27).  Caller holds qp->lock.
+ */
+static bool acked_only(struct sv_qp *qp)
+{
+	const struct sv_swqe *w = &qp->sq.wqe[qp->sq.comp & (qp->sq.size - 1)];
+
+	return qp->sq.send == qp->sq.post && !qp->sq.stopped &&
+	       !qp->comp.rnr_wait && !w->status && !w->done &&
+	       !sv_ring_ready(&qp->link.rsp_rx) &&
+	       sv_link_ack_get(&qp->link) == qp->comp.ack;
+}
+
 static bool idle(struct sv_qp *qp)
 {
 	enum ibv_qp_type t;
@@ -91,10 +115,10 @@ static bool idle(struct sv_qp *qp)
 	return (t == IBV_QPT_RC || t == IBV_QPT_UC) &&
 	       qp->link.ops == &sv_shm_link_ops &&
 	       qp->link.state == SV_LINK_UP && qp->link.tx_ready &&
-	       qp->link.rx_ready && qp->sq.comp == qp->sq.post &&
-	       !__builtin_expect(sv_inject.on, 0) && !qp->xrc.retry_ns &&
-	       !qp->resp.rd_sent && !qp->resp.rnr &&
-	       !sv_ring_ready(&qp->link.rx) && sv_resp_warm_done(qp);
+	       qp->link.rx_ready && !__builtin_expect(sv_inject.on, 0) &&
+	       !qp->xrc.retry_ns && !qp->resp.rd_sent && !qp->resp.rnr &&
+	       !sv_ring_ready(&qp->link.rx) && sv_resp_warm_done(qp) &&
+	       (qp->sq.comp == qp->sq.post || acked_only(qp));
 }
 
 void sv_qp_drive(struct sv_qp *qp)

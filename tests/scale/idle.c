@@ -12,8 +12,15 @@
  * round trip.  With "poll" as third argument (issue 27) the busy pair
  * shares the idle QPs' CQ and polls it, and the counter is poll_runs (the
  * polls' runs of a QP's engine): a poll that runs every QP's engine runs
- * the idle ones >= 2 x N x K times; it must not run them at all.  Exit
- * 0 on success, 1 on failure.
+ * the idle ones >= 2 x N x K times; it must not run them at all.  With
+ * "ack" (issue 27, ibv_srq_pingpong -q N's case): K QPs on one CQ, each
+ * with a send on its way to a peer in a child process that is stopped
+ * (SIGSTOP) before it can acknowledge; N polls of the CQ must not run
+ * those QPs' engines (they wait for the peer's ACK word and nothing
+ * else): a poll that runs every QP with a send outstanding runs them
+ * N x K times (checked: 12,800 for 64 QPs and 200 polls without
+ * drive.c acked_only).  Then the child goes on and every send
+ * completes.  Exit 0 on success, 1 on failure.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -23,7 +30,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -240,6 +249,152 @@ static uint64_t idle_count(const struct sv_stat_hdr *h, const char *name,
 	}
 }
 
+static void xfer(int fd, void *p, size_t n, bool wr)
+{
+	ssize_t r = wr ? write(fd, p, n) : read(fd, p, n);
+
+	if (r != (ssize_t)n)
+		die(wr ? "pipe write" : "pipe read", r < 0 ? errno : EPIPE);
+}
+
+static struct ctx *open_ctx(struct ctx *c)
+{
+	struct ibv_device **l = ibv_get_device_list(NULL);
+	struct ibv_port_attr pa;
+
+	if (!l || !l[0])
+		die("no RDMA device (run under softverbs-run)", ENODEV);
+	c->ctx = ibv_open_device(l[0]);
+	ibv_free_device_list(l);
+	if (!c->ctx || !(c->pd = ibv_alloc_pd(c->ctx)))
+		die("ibv_open_device", errno);
+	c->mr = ibv_reg_mr(c->pd, c->buf, sizeof(c->buf),
+			   IBV_ACCESS_LOCAL_WRITE);
+	if (!c->mr || ibv_query_port(c->ctx, 1, &pa))
+		die("ibv_reg_mr", errno);
+	c->lid = pa.lid;
+	return c;
+}
+
+/* K QPs of one context, one of the two sides of "ack" mode: the child
+ * (!parent) receives two messages on each and polls until it has them;
+ * the parent sends them.  QPNs are swapped over the pipes. */
+static struct ibv_qp **ack_side(struct ctx *c, struct ibv_cq **cq, int k,
+				int rd, int wr, bool parent)
+{
+	struct ibv_qp **q = calloc((size_t)k, sizeof(*q));
+	uint32_t *mine = calloc((size_t)k, sizeof(*mine));
+	uint32_t *theirs = calloc((size_t)k, sizeof(*theirs));
+	struct ibv_mr *mr;
+	char *rb;
+
+	open_ctx(c);
+	*cq = ibv_create_cq(c->ctx, 2 * k + 8, NULL, NULL, 0);
+	if (!q || !mine || !theirs || !*cq)
+		die("ibv_create_cq", errno);
+	for (int i = 0; i < k; i++) {
+		q[i] = make_qp(c, *cq);
+		mine[i] = q[i]->qp_num;
+	}
+	xfer(wr, mine, k * sizeof(*mine), true);
+	xfer(rd, theirs, k * sizeof(*theirs), false);
+	/* the child's receives, each its own 8 bytes: two QPs' messages
+	 * are scattered at once (by the poll and the progress thread) */
+	rb = parent ? MAP_FAILED
+		    : mmap(NULL, (size_t)k * 16, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	mr = rb != MAP_FAILED ? ibv_reg_mr(c->pd, rb, (size_t)k * 16,
+					   IBV_ACCESS_LOCAL_WRITE)
+			      : NULL;
+	if (!parent && !mr)
+		die("ibv_reg_mr", errno);
+	for (int i = 0; i < k; i++) {
+		to_rts(c, q[i], theirs[i]);
+		for (int j = 0; !parent && j < 2; j++) {
+			struct ibv_sge sg = {(uintptr_t)(rb + (2 * i + j) * 8),
+					     8, mr->lkey};
+			struct ibv_recv_wr rw = {.sg_list = &sg, .num_sge = 1};
+			struct ibv_recv_wr *bad;
+
+			if (ibv_post_recv(q[i], &rw, &bad))
+				die("ibv_post_recv", EIO);
+		}
+	}
+	free(mine);
+	free(theirs);
+	return q;
+}
+
+/* Mode "ack": see the head of the file. */
+static int ack_mode(int k, int n)
+{
+	const struct sv_stat_hdr *h;
+	int up[2], down[2], st;
+	struct ibv_qp **q;
+	struct ibv_cq *cq;
+	uint64_t before, after;
+	struct ctx c;
+	char go = 1;
+	pid_t pid;
+
+	/* before any device or thread of ours: the child is a clean one */
+	if (pipe(up) || pipe(down))
+		die("pipe", errno);
+	pid = fork();
+	if (pid < 0)
+		die("fork", errno);
+	if (pid == 0) {
+		q = ack_side(&c, &cq, k, down[0], up[1], false);
+		xfer(up[1], &go, 1, true); /* receives posted */
+		spin_cq(cq, 2 * k);	   /* stopped meanwhile, for a while */
+		_exit(0);
+	}
+	q = ack_side(&c, &cq, k, up[0], down[1], true);
+	xfer(up[0], &go, 1, false);
+	/* one message each: the links are up, the peer answers */
+	for (int i = 0; i < k; i++)
+		post_send(&c, q[i]);
+	spin_cq(cq, k);
+	if (kill(pid, SIGSTOP) || waitpid(pid, &st, WUNTRACED) != pid ||
+	    !WIFSTOPPED(st))
+		die("stopping the peer", errno);
+	for (int i = 0; i < k; i++)
+		post_send(&c, q[i]);
+	h = stat_map();
+	before = idle_count(h, "poll_runs", 0, 0);
+	for (int i = 0; i < n; i++)
+		spin_cq(cq, 0); /* nothing can complete: no ACK comes */
+	after = idle_count(h, "poll_runs", 0, 0);
+	if (kill(pid, SIGCONT))
+		die("SIGCONT", errno);
+	spin_cq(cq, k); /* the second sends, acknowledged now */
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		die("the peer failed", EIO);
+	for (int i = 0; i < k; i++)
+		if (ibv_destroy_qp(q[i]))
+			die("ibv_destroy_qp", EIO);
+	free(q);
+	if (ibv_destroy_cq(cq) || ibv_dereg_mr(c.mr) || ibv_dealloc_pd(c.pd) ||
+	    ibv_close_device(c.ctx))
+		die("closing the context", EIO);
+	if (before == UINT64_MAX || after == UINT64_MAX) {
+		printf("sv_idle: no poll_runs counter\n");
+		return 77;
+	}
+	printf("sv_idle: %d QPs each waiting for an ACK, %d polls: "
+	       "poll_runs %llu meanwhile\n",
+	       k, n, (unsigned long long)(after - before));
+	/* a poll that runs every QP with a send outstanding: n x k */
+	if (after - before > (uint64_t)k + 16) {
+		fprintf(stderr,
+			"sv_idle: FAIL: poll_runs %llu in %d polls of %d "
+			"QPs that only wait for an ACK (a poll runs each)\n",
+			(unsigned long long)(after - before), n, k);
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int k = argc > 1 ? atoi(argv[1]) : 2000;
@@ -248,7 +403,7 @@ int main(int argc, char **argv)
 	 * polls' runs of the idle QPs' engines are counted (issue 27) */
 	bool poll = argc > 3 && !strcmp(argv[3], "poll");
 	const char *ctr = poll ? "poll_runs" : "progress_looks";
-	struct ibv_device **l = ibv_get_device_list(NULL);
+	struct ibv_device **l;
 	struct ibv_comp_channel *ch;
 	struct ibv_cq *cq_a, *cq_b, *idle_cq;
 	struct ibv_qp *a, *b, **q;
@@ -257,6 +412,10 @@ int main(int argc, char **argv)
 	uint64_t before, after, t0, t1;
 	struct ctx c;
 
+	/* "ack": QPs waiting for an ACK are not run by a poll (issue 27) */
+	if (argc > 3 && !strcmp(argv[3], "ack"))
+		return ack_mode(k, n);
+	l = ibv_get_device_list(NULL);
 	if (!l || !l[0])
 		die("no RDMA device (run under softverbs-run)", ENODEV);
 	c.ctx = ibv_open_device(l[0]);
