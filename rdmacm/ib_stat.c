@@ -10,6 +10,7 @@
  * works and shows nothing.
  */
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -80,7 +81,7 @@ void cm_ib_count(enum cm_ib_ctr k)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	s = tbl->seq;
 	__atomic_store_n(&tbl->seq, s + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	atomic_thread_fence(memory_order_release);
 	tbl->total[k]++;
 	tbl->updated_ns =
 		(uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
