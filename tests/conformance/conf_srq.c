@@ -142,7 +142,7 @@ SV_TEST(srq_create_modify_query_destroy)
 	struct ibv_device_attr da;
 	struct ibv_srq_attr q;
 	struct ibv_srq *srq;
-	struct sv_end e;
+	struct sv_end e = {0}; /* sv_end_close frees what is set */
 
 	sv_end_open_ctx(&e);
 	ASSERT_OK(ibv_query_device(e.ctx, &da));
