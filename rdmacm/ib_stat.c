@@ -9,13 +9,10 @@
  * (SOFTVERBS_TRANSPORT=roce's first MAD); if it cannot be made the CM
  * works and shows nothing.
  */
-#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "ib_stat.h"
 #include "stat.h" /* provider/lib/stat.h: the table's layout */
@@ -39,30 +36,13 @@ static bool tried;
 
 static void open_table(void)
 {
-	int fd = memfd_create(SV_STAT_MEMFD, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	struct sv_stat_hdr *h;
+	int fd; /* stays open: softverbs-stat finds the table by it */
 
 	tried = true;
-	if (fd < 0)
+	h = sv_stat_table_new(CM_IB_NCTR, 0, &fd);
+	if (!h)
 		return;
-	if (ftruncate(fd, (off_t)SV_STAT_SIZE) ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
-		close(fd);
-		return;
-	}
-	h = mmap(NULL, SV_STAT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (h == MAP_FAILED) {
-		close(fd);
-		return;
-	}
-	/* the fd stays open: softverbs-stat finds the table by it */
-	h->version = SV_STAT_VERSION;
-	h->hdr_size = sizeof(*h);
-	h->slot_size = sizeof(struct sv_stat_slot);
-	h->nslots = SV_STAT_SLOTS;
-	h->nctr = CM_IB_NCTR;
-	h->pid = (uint32_t)getpid();
-	h->ctx_id = 0;
 	for (int i = 0; i < CM_IB_NCTR; i++)
 		strncpy(h->names[i], names[i], SV_STAT_NAME_LEN - 1);
 	__atomic_store_n(&h->magic, SV_STAT_MAGIC, __ATOMIC_RELEASE);

@@ -16,7 +16,6 @@
  * If the memfd cannot be made the device works and shows nothing.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,26 +130,12 @@ int sv_stat_open(struct sv_context *ctx)
 
 	if (!s)
 		return -ENOMEM;
-	s->fd = memfd_create(SV_STAT_MEMFD, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (s->fd < 0)
+	h = sv_stat_table_new(SV_STAT_N, atomic_fetch_add(&ctx_ids, 1) + 1,
+			      &s->fd);
+	if (!h)
 		goto err_free;
-	if (ftruncate(s->fd, (off_t)SV_STAT_SIZE) ||
-	    fcntl(s->fd, F_ADD_SEALS,
-		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL))
-		goto err_close;
-	h = mmap(NULL, SV_STAT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd,
-		 0);
-	if (h == MAP_FAILED)
-		goto err_close;
 	s->hdr = h;
 	pthread_mutex_init(&s->lock, NULL);
-	h->version = SV_STAT_VERSION;
-	h->hdr_size = sizeof(*h);
-	h->slot_size = sizeof(struct sv_stat_slot);
-	h->nslots = SV_STAT_SLOTS;
-	h->nctr = SV_STAT_N;
-	h->pid = (uint32_t)getpid();
-	h->ctx_id = atomic_fetch_add(&ctx_ids, 1) + 1;
 	for (size_t i = 0; i < SV_STAT_N; i++)
 		strncpy(h->names[i], names[i].name, SV_STAT_NAME_LEN - 1);
 	/* last: a reader takes the table for ours once it sees the magic */
@@ -158,8 +143,6 @@ int sv_stat_open(struct sv_context *ctx)
 	ctx->stat = s;
 	return 0;
 
-err_close:
-	close(s->fd);
 err_free:
 	free(s);
 	return -errno;

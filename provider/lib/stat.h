@@ -61,6 +61,13 @@ static_assert(sizeof(struct sv_stat_slot) == 16 + 8 * SV_STAT_MAX_CTR,
 	(sizeof(struct sv_stat_hdr) + \
 	 (uint64_t)SV_STAT_SLOTS * sizeof(struct sv_stat_slot))
 
+/* A sealed memfd of SV_STAT_SIZE, mapped, its header's layout fields
+ * set for nctr counters of context ctx_id (stat_table.c); the caller
+ * writes the names, then the magic (release) last, for a reader takes
+ * the table once it sees that.  *fd: the memfd, to keep open (the tool
+ * finds the table by it).  NULL and errno if it cannot be had. */
+struct sv_stat_hdr *sv_stat_table_new(uint32_t nctr, uint32_t ctx_id, int *fd);
+
 struct sv_context;
 struct sv_qp;
 
