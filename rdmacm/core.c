@@ -7,7 +7,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +14,8 @@
 #include <unistd.h>
 
 #include "cm.h"
-#include "env.h" /* provider/lib/env.h: the SOFTVERBS_* table */
+#include "env.h"  /* provider/lib/env.h: the SOFTVERBS_* table */
+#include "util.h" /* provider/lib/util.h: container_of */
 
 struct cm_core cm_core = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -125,9 +125,7 @@ struct cm_id *cm_id_find(uint64_t serial)
 {
 	struct cm_idtab_node *n = cm_idtab_find(&cm_core.by_serial, serial);
 
-	return n ? (struct cm_id *)((char *)n -
-				    offsetof(struct cm_id, by_serial))
-		 : NULL;
+	return n ? container_of(n, struct cm_id, by_serial) : NULL;
 }
 
 bool cm_is_ud(const struct cm_id *c)

@@ -427,8 +427,13 @@ static unsigned int again_ms(uint8_t state)
 	return w < 10 ? 10 : w;
 }
 
+/* ids with a MAD kept (lock held): 0, cm_ib_resend_all walks none */
+static unsigned int nagain;
+
 static void again_drop(struct cm_id *c)
 {
+	if (c->ib_again)
+		nagain--;
 	free(c->ib_again);
 	c->ib_again = NULL;
 }
@@ -445,10 +450,12 @@ static void again_arm(struct cm_id *c, uint16_t attr,
 
 	if (st == CM_NSTATES)
 		return;
-	if (!c->ib_again)
+	if (!c->ib_again) {
 		c->ib_again = malloc(CM_MAD_SIZE);
-	if (!c->ib_again)
-		return; /* sent once, as before: the wait still ends it */
+		if (!c->ib_again)
+			return; /* sent once, as before: the wait ends it */
+		nagain++;
+	}
 	memcpy(c->ib_again, mad, CM_MAD_SIZE);
 	c->ib_again_state = st;
 	c->ib_again_n = 0;
@@ -588,12 +595,7 @@ __attribute__((destructor)) static void orphans_wait(void)
 		return;
 	pthread_mutex_lock(&cm_core.lock);
 	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += CM_DREP_WAIT_MS / 1000;
-	ts.tv_nsec += (long)(CM_DREP_WAIT_MS % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	ts.tv_sec += (CM_DREP_WAIT_MS + 999) / 1000; /* whole seconds */
 	while (norphans && orphans_pid == getpid() &&
 	       pthread_cond_timedwait(&orphans_gone, &cm_core.lock, &ts) !=
 		       ETIMEDOUT)
@@ -607,6 +609,8 @@ int cm_ib_resend_all(int timeout)
 	struct cm_id *c, *n;
 	int t;
 
+	if (!nagain && !norphans)
+		return timeout;
 	for (c = cm_core.ids; c; c = n) {
 		n = c->next;
 		if (!c->ib_again)
