@@ -252,6 +252,17 @@ void sv_skip_forked_child_under_sanitizer(void)
 #endif
 }
 
+void sv_skip_under_tsan(const char *why)
+{
+#if defined(__SANITIZE_THREAD__)
+	printf("SKIP %s under TSan: %s\n", current_test, why);
+	fflush(stdout);
+	exit(77);
+#else
+	(void)why;
+#endif
+}
+
 void sv_proc_start(struct sv_proc *p, char *const argv[], char *const env[])
 {
 	static int seq;

@@ -144,6 +144,14 @@ int sv_child_env(const char *name, const char *value, int (*fn)(void),
 void sv_skip_forked_child_under_sanitizer(void);
 
 /*
+ * Skips the test (exit 77) under ThreadSanitizer, printing why: for a
+ * test whose threads are ordered by something TSan cannot see, such as
+ * the page protection and fault of rmem.c's guard window (a writer
+ * faults and waits while the provider moves the pages it writes).
+ */
+void sv_skip_under_tsan(const char *why);
+
+/*
  * A spawned helper process.  Its stdout and stderr go to files that
  * sv_proc_wait() reads back into out/err.  Helpers are killed when the
  * test fails or exits.
