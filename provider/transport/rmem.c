@@ -39,23 +39,6 @@ static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sv_rmem *all_rmem;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
-/* Our own stack: its frames (ours, and the signal frame a fault in the
- * window needs) would be written while it is read-only. */
-static bool on_own_stack(uintptr_t b, uintptr_t e)
-{
-	pthread_attr_t a;
-	void *lo;
-	size_t len;
-	bool on = true; /* unknown: do not move */
-
-	if (pthread_getattr_np(pthread_self(), &a))
-		return on;
-	if (!pthread_attr_getstack(&a, &lo, &len))
-		on = b < (uintptr_t)lo + len && (uintptr_t)lo < e;
-	pthread_attr_destroy(&a);
-	return on;
-}
-
 /* ---- copies that bypass the sanitizers' interceptors ----
  * The range holds malloc's redzones and other objects: ASan must not
  * check our copy of it, so the kernel does the copy (raw syscalls). */
@@ -563,7 +546,7 @@ static void attach(struct sv_rmem *rm, struct sv_mr *mr)
 		if (b < s->e && s->b < e)
 			return; /* partly on a segment: not re-backed */
 	}
-	if (!sv_rmem_private_anon(b, e) || on_own_stack(b, e))
+	if (!sv_rmem_private_anon(b, e))
 		return;
 	s = malloc(sizeof(*s));
 	if (!s)

@@ -85,7 +85,8 @@ struct collect {
 };
 
 /* rmem_maps.c: true if [b, e) is private anonymous read-write memory,
- * what malloc and mmap hand out. */
+ * what malloc and mmap hand out, and no part of the calling thread's
+ * stack. */
 bool sv_rmem_private_anon(uintptr_t b, uintptr_t e);
 /* rmem_maps.c: appends the pieces of s to *c (c->pc grows with realloc);
  * 0 or -errno. */

@@ -31,14 +31,13 @@
  * or holds another key (equal with chance 2^-31; rxe's 8-bit variant
  * repeats every 256 registrations of a slot).  The words come from
  * getrandom 64 at a time (ctx->mr_rand): a registration costs no system
- * call more (it already reads /proc/self/maps; reg+dereg of 4 KiB took
+ * call more (it already looks at our mappings; reg+dereg of 4 KiB took
  * 269 us of CPU before and after).  The price: MRs are spread over the
  * table's 1 MiB and the key table's 5 MiB, whose pages a slot's first use
  * makes resident: after 10,000 registrations 1 MiB of anonymous and 5 MiB
  * of shared memory more than with sequential keys, bounded there.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -48,6 +47,7 @@
 #include "engine.h"
 #include "entry.h"
 #include "guard.h"
+#include "maps.h"
 #include "objects.h"
 #include "progress.h"
 #include "rmem.h"
@@ -59,44 +59,43 @@
 	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | \
 	 IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING)
 
+/* check_range's walk: every page from cur to end mapped, readable, and
+ * writable if write. */
+struct range_walk {
+	uintptr_t cur, end;
+	bool write, ok;
+};
+
+static int range_fn(const struct sv_vma *v, void *arg)
+{
+	struct range_walk *w = arg;
+
+	if (v->lo > w->cur || v->perm[0] != 'r' ||
+	    (w->write && v->perm[1] != 'w'))
+		return 1; /* a hole, or a page we may not touch */
+	w->cur = v->hi;
+	w->ok = w->cur >= w->end;
+	return w->ok;
+}
+
 /*
  * The kernel pins a range at registration, for writing when the access
  * lets anyone write (FOLL_WRITE), and fails with EFAULT what it cannot
  * pin: a hole, PROT_NONE, or a read-only mapping asked to be writable.
- * We pin nothing, so we ask /proc/self/maps the same question: every
- * page of [addr, addr+len) mapped readable, and writable if write.
+ * We pin nothing, so we ask our mappings (lib/maps.c) the same question:
+ * every page of [addr, addr+len) mapped readable, and writable if write.
  */
 static int check_range(const void *addr, size_t len, bool write)
 {
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t cur = (uintptr_t)addr & ~(page - 1);
-	uintptr_t end = ((uintptr_t)addr + len + page - 1) & ~(page - 1);
-	FILE *f = fopen("/proc/self/maps", "re");
-	char *line = NULL;
-	size_t cap = 0;
-	int err = -EFAULT;
+	struct range_walk w = {
+		.cur = (uintptr_t)addr & ~(page - 1),
+		.end = ((uintptr_t)addr + len + page - 1) & ~(page - 1),
+		.write = write,
+	};
+	int err = sv_maps_walk(w.cur, w.end, range_fn, &w);
 
-	if (!f)
-		return -errno;
-	while (getline(&line, &cap, f) > 0) {
-		unsigned long lo, hi;
-		char perm[5];
-
-		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perm) != 3)
-			break;
-		if (hi <= cur)
-			continue;
-		if (lo > cur || perm[0] != 'r' || (write && perm[1] != 'w'))
-			break; /* a hole, or a page we may not touch */
-		cur = hi;
-		if (cur >= end) {
-			err = 0;
-			break;
-		}
-	}
-	free(line);
-	fclose(f);
-	return err;
+	return err ? err : w.ok ? 0 : -EFAULT;
 }
 
 /* What the kernel would refuse, as -errno.  An ODP MR's memory is not
