@@ -401,7 +401,10 @@ static int alloc_queues(struct sv_qp *qp, enum ibv_qp_type type,
 	qp->sq.size = sv_roundup_pow2(cap->max_send_wr ? cap->max_send_wr : 1);
 	qp->rq.size = sv_roundup_pow2(qp->rq.max ? qp->rq.max : 1);
 	if (qp->srq && type == IBV_QPT_RC) /* WQEs lent for single copy */
-		qp->rq.size = SV_SRQ_LEND;
+		qp->rq.size = qp->srq->size > SV_SRQ_LEND ? SV_SRQ_LEND
+			      : qp->srq->size < SV_SRQ_LEND_MIN
+				      ? SV_SRQ_LEND_MIN
+				      : qp->srq->size;
 	qp->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
 	qp->max_recv_sge = qp->srq	       ? qp->srq->max_sge
 			   : cap->max_recv_sge ? cap->max_recv_sge
