@@ -25,8 +25,13 @@ bool sv_srq_take(struct sv_srq *srq, struct sv_qp *qp);
 /* Gives the SRQ back the WQEs lent to qp that its peer has not claimed
  * (before its link closes: to ERROR, RESET).  Caller holds qp->lock. */
 void sv_srq_return(struct sv_qp *qp);
-/* WQEs an RC QP on an SRQ may hold lent (its RQ's slots). */
-#define SV_SRQ_LEND 64
+/* WQEs an RC QP on an SRQ may hold lent (its RQ's slots, verbs/qp.c):
+ * the SRQ's slots, at least SV_SRQ_LEND_MIN and at most SV_SRQ_LEND.
+ * Enough for a send window (ib_send_bw's 128): with 64, half of it found
+ * no described receive, went through the ring unplaced and filled it,
+ * and the rest waited off the link while the sender spun (issue 27). */
+#define SV_SRQ_LEND	256
+#define SV_SRQ_LEND_MIN 64
 
 /* QP: the error transition and the link's close (engine/qp_error.c),
  * the extended post ops (post.c). */

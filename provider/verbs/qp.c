@@ -400,8 +400,18 @@ static int alloc_queues(struct sv_qp *qp, enum ibv_qp_type type,
 	qp->rq.max = no_rq ? 0 : cap->max_recv_wr;
 	qp->sq.size = sv_roundup_pow2(cap->max_send_wr ? cap->max_send_wr : 1);
 	qp->rq.size = sv_roundup_pow2(qp->rq.max ? qp->rq.max : 1);
-	if (qp->srq && type == IBV_QPT_RC) /* WQEs lent for single copy */
-		qp->rq.size = SV_SRQ_LEND;
+	if (qp->srq && type == IBV_QPT_RC) { /* WQEs lent for single copy */
+		uint32_t n;
+
+		/* its slots now (a resize holds the lock); a later growth
+		 * does not change this QP's */
+		sv_lock(&qp->srq->lock);
+		n = qp->srq->size;
+		sv_unlock(&qp->srq->lock);
+		qp->rq.size = n > SV_SRQ_LEND	    ? SV_SRQ_LEND
+			      : n < SV_SRQ_LEND_MIN ? SV_SRQ_LEND_MIN
+						    : n;
+	}
 	qp->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
 	qp->max_recv_sge = qp->srq	       ? qp->srq->max_sge
 			   : cap->max_recv_sge ? cap->max_recv_sge

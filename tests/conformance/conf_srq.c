@@ -8,6 +8,7 @@
  * process and from 4; single copy into receives the SRQ lends its QPs
  * (placed, taken back for another QP, returned when the QP fails).
  */
+#include "objects.h"
 #include "pair.h"
 
 #include <errno.h>
@@ -753,6 +754,81 @@ SV_TEST(srq_single_copy_is_placed_by_the_sender)
 	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 102);
 	ASSERT_EQ(-1, sv_check(p.b.buf + 2 * 65536, 512, 6));
 	srq_pair_close(&p);
+}
+
+/* The sender's placed sends (req.c try_place), read as the test does
+ * in conf_single_copy.c. */
+static uint64_t placed_of(struct ibv_qp *qp)
+{
+	return __atomic_load_n(&to_sqp(qp)->stats.placed_sends,
+			       __ATOMIC_RELAXED);
+}
+
+#define WIN 128 /* ib_send_bw's send window (tx depth) */
+
+/* ib_send_bw --use-srq: a window of 128 sends of 16 KiB into an SRQ of
+ * 256 receives.  The SRQ lends b's QP enough receives that the whole
+ * window finds its receives described and is placed (srq.c lend, at most
+ * SV_SRQ_LEND).  With 64 slots, half of it went through the ring
+ * unplaced, filled it, and the rest waited off the link while the
+ * sender's polls ran its QP: 2.5-7.9 million runs per 100,000 sends
+ * (issue 27). */
+SV_TEST(srq_lends_a_whole_send_window)
+{
+	sv_test_needs_shm("single-copy sends");
+	struct sv_end_opts o = sv_end_opts_default();
+	struct ibv_send_wr wr[WIN], *bad = NULL;
+	struct ibv_sge sg = {.length = 16384};
+	struct ibv_srq *srq;
+	struct sv_end a, b;
+	struct ibv_wc wc;
+	uint64_t before;
+
+	o.cqe = 1024;
+	o.max_send_wr = 256;
+	o.buf_len = (WIN + 1) * 16384;
+	sv_end_open(&a, &o);
+	sv_end_open(&b, &o);
+	srq = make_srq(&b, 256, 1);
+	ASSERT_OK(ibv_destroy_qp(b.qp));
+	b.qp = make_qp(&b, srq);
+	connect_qp(&a, a.qp, 0x100, b.qp->qp_num, 0x200);
+	connect_qp(&b, b.qp, 0x200, a.qp->qp_num, 0x100);
+	for (int i = 0; i <= WIN; i++)
+		ASSERT_OK(post_srq(&b, srq, (uint64_t)i, 16384 * (size_t)i,
+				   16384));
+	/* the first message lends b's QP the SRQ's next receives */
+	ASSERT_OK(send_on(&a, a.qp, 1000, 0, 64));
+	EXPECT_WC(b.rcq, IBV_WC_SUCCESS, 0);
+	EXPECT_WC(a.scq, IBV_WC_SUCCESS, 1000);
+	before = placed_of(a.qp);
+	sg.addr = (uintptr_t)a.buf;
+	sg.lkey = a.mr->lkey;
+	sv_fill(a.buf, 16384, 9);
+	for (int i = 0; i < WIN; i++)
+		wr[i] = (struct ibv_send_wr){.wr_id = (uint64_t)i,
+					     .next = i + 1 < WIN ? &wr[i + 1]
+								 : NULL,
+					     .sg_list = &sg,
+					     .num_sge = 1,
+					     .opcode = IBV_WR_SEND,
+					     .send_flags = IBV_SEND_SIGNALED};
+	ASSERT_OK(ibv_post_send(a.qp, wr, &bad));
+	for (int i = 0; i < WIN; i++) {
+		WAIT_WC(b.rcq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		ASSERT_EQ((uint64_t)i + 1, wc.wr_id); /* the SRQ's order */
+		ASSERT_EQ(16384, wc.byte_len);
+		ASSERT_EQ(-1,
+			  sv_check(b.buf + 16384 * (size_t)(i + 1), 16384, 9));
+		EXPECT_WC(a.scq, IBV_WC_SUCCESS, (uint64_t)i);
+	}
+	ASSERT_EQ(before + WIN, placed_of(a.qp));
+	ASSERT_OK(ibv_destroy_qp(b.qp));
+	b.qp = NULL;
+	ASSERT_OK(ibv_destroy_srq(srq));
+	sv_end_close(&a);
+	sv_end_close(&b);
 }
 
 /* Two QPs of b on one SRQ of 8 receives.  b's first QP takes one message
