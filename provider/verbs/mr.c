@@ -38,14 +38,15 @@
  * of shared memory more than with sequential keys, bounded there.
  */
 #include <errno.h>
-#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "auth.h"
+#include "core.h"
 #include "engine.h"
 #include "entry.h"
 #include "guard.h"
@@ -219,11 +220,14 @@ static void imp_event(struct sv_io *io, uint32_t revents)
 	(void)revents;
 	if (fd < 0)
 		return;
-	do
-		n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
-	if (n < 0 && errno == EAGAIN)
-		return;
+	/* the owner's dereg moved our word before it wrote: no need to look */
+	if (!sv_mr_revoked(mr)) {
+		do
+			n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+		while (n < 0 && errno == EINTR);
+		if (n < 0 && errno == EAGAIN)
+			return;
+	}
 	atomic_store_explicit(&mr->imp_revoked, true, memory_order_release);
 	/* level-triggered, and it stays readable: watched no more */
 	sv_progress_del(p->ctx, p);
