@@ -23,9 +23,9 @@ bool sv_mr_revoked(struct sv_mr *mr)
 {
 	if (atomic_load_explicit(&mr->imp_revoked, memory_order_relaxed))
 		return true;
-	return mr->imp_word && atomic_load_explicit(mr->imp_word,
-						    memory_order_acquire) !=
-				       mr->imp_gen;
+	return mr->imp_word &&
+	       atomic_load_explicit(mr->imp_word, memory_order_acquire) !=
+		       mr->imp_gen;
 }
 
 /* pd first (acquire): an MR is published by its pd (release, after its

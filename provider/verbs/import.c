@@ -250,7 +250,8 @@ static void held_drop(struct sv_context *ctx, uint32_t i)
 void sv_import_revoke(struct sv_context *ctx, uint32_t key)
 {
 	for (uint32_t i = 0; ctx->imp_nheld && i < SV_IMP_HELD; i++)
-		if (ctx->imp_held[i].key && (!key || ctx->imp_held[i].key == key))
+		if (ctx->imp_held[i].key &&
+		    (!key || ctx->imp_held[i].key == key))
 			held_drop(ctx, i);
 }
 
@@ -418,8 +419,7 @@ uint32_t sv_import_answer(struct sv_context *ctx, const struct sv_imp_req *q,
 			r->ino = o.ino;
 			r->offset = o.offset;
 			/* the import's lifeline, or no import */
-			st = held_add(ctx, q->handle, r->lkey, reply_fd,
-				      r);
+			st = held_add(ctx, q->handle, r->lkey, reply_fd, r);
 		}
 	}
 	return st;
@@ -545,8 +545,8 @@ static bool mr_rep_sane(const struct sv_imp_rep *r)
 			     IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND |
 			     IBV_ACCESS_HUGETLB |
 			     IBV_ACCESS_RELAXED_ORDERING)) &&
-	       r->shared <= 1 &&
-	       r->word < SV_IMP_PAGE / sizeof(uint64_t) && !r->zero;
+	       r->shared <= 1 && r->word < SV_IMP_PAGE / sizeof(uint64_t) &&
+	       !r->zero;
 }
 
 /*
@@ -642,8 +642,8 @@ static struct ibv_mr *import_mr_remote(struct ibv_pd *ibpd, uint32_t handle)
 	struct sv_imp_rep r;
 	int err, page = -1;
 
-	err = sv_imp_ask(ibpd->context->cmd_fd, SV_IMP_MR, handle, &r,
-			 &life.fd, &page);
+	err = sv_imp_ask(ibpd->context->cmd_fd, SV_IMP_MR, handle, &r, &life.fd,
+			 &page);
 	if (err || r.status) {
 		if (life.fd >= 0)
 			close(life.fd);

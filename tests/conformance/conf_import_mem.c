@@ -625,7 +625,7 @@ SV_TEST(import_mr_lying_owner)
 		case 6:
 			r.pd_handle = 6;
 			break; /* not the imported PD's */
-		case 7: /* past the revocation page */
+		case 7:	       /* past the revocation page */
 			r.word = SV_IMP_PAGE / sizeof(uint64_t);
 			break;
 		case 8:
