@@ -213,11 +213,20 @@ static void imp_event(struct sv_io *io, uint32_t revents)
 {
 	struct sv_pfd *p = container_of(io, struct sv_pfd, io);
 	struct sv_mr *mr = container_of(p, struct sv_mr, imp_pfd);
-	int fd = __atomic_load_n(&mr->imp_fd, __ATOMIC_RELAXED);
 	ssize_t n;
 	char c;
+	int fd;
 
 	(void)revents;
+	/* acquire: a live MR's fields, written before its pd (publish);
+	 * none: deregistered here (its grace callback, ours, closes the
+	 * fd), or a reuse not registered yet */
+	if (!atomic_load_explicit((_Atomic(struct sv_pd *) *)&mr->pd,
+				  memory_order_acquire)) {
+		sv_progress_del(p->ctx, p);
+		return;
+	}
+	fd = __atomic_load_n(&mr->imp_fd, __ATOMIC_RELAXED);
 	if (fd < 0)
 		return;
 	/* the owner's dereg moved our word before it wrote: no need to look */
