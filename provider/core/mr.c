@@ -5,41 +5,27 @@
  * calls it: the requester's and responder's SGEs and RDMA keys, the UD
  * transport, XRC delivery; so it is in core/, below them all.
  */
-#include <errno.h>
-#include <sys/socket.h>
-
 #include "core.h"
 #include "objects.h"
 
 /*
  * An import of another process's MR (verbs/import.c) dies with the
- * owner's MR: the owner writes a byte to the socket it holds of ours and
- * closes it at its ibv_dereg_mr or ibv_rereg_mr, and the kernel closes
- * it when the owner exits.  So a byte or the end of file there revokes
- * it; nothing there, it lives.  Checked at every lookup (one recv with
- * MSG_PEEK, imported MRs only), so a use after the owner's dereg
- * returned fails, as on hardware, with no thread to wait for.
+ * owner's MR.  The owner moves the import's word in its revocation page
+ * (mapped read-only here) at its ibv_dereg_mr or ibv_rereg_mr before
+ * that returns (a release store under its mr_lock); we load it with
+ * acquire, so a use after the owner's dereg returned fails, as on
+ * hardware, at the cost of one load per lookup (no syscall).  The
+ * owner's death moves no word: the socket it held of ours hangs up
+ * then, which the progress thread sees and marks (imp_revoked, verbs/
+ * mr.c), a little later than the death, as on hardware.
  */
 bool sv_mr_revoked(struct sv_mr *mr)
 {
-	int saved = errno;
-	bool live;
-	char c;
-	ssize_t n;
-
 	if (atomic_load_explicit(&mr->imp_revoked, memory_order_relaxed))
 		return true;
-	if (mr->imp_fd < 0)
-		return false;
-	do
-		n = recv(mr->imp_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
-	live = n < 0 && errno == EAGAIN;
-	errno = saved; /* the callers' errno is not ours to change */
-	if (live)
-		return false;
-	atomic_store_explicit(&mr->imp_revoked, true, memory_order_relaxed);
-	return true;
+	return mr->imp_word &&
+	       atomic_load_explicit(mr->imp_word, memory_order_acquire) !=
+		       mr->imp_gen;
 }
 
 /* pd first (acquire): an MR is published by its pd (release, after its

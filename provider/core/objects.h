@@ -168,14 +168,25 @@ struct sv_context {
 				 * progress thread took mr_grace (mr.c) */
 	struct sv_async mr_grace;
 	/* other processes' imports of this context's MRs (verbs/import.c),
-	 * under mr_lock: a socket of each importer's, written to and closed
-	 * when the MR is deregistered or re-registered (or we exit), which
+	 * under mr_lock: entry i (key 0: free) holds a socket of its
+	 * importer's and owns word i of the revocation page imp_page (a
+	 * sealed memfd, imp_page_fd, made at the first import, which every
+	 * importer maps read-only); when the MR is deregistered or
+	 * re-registered (or we close) word i moves on, then the socket is
+	 * written to and closed (the kernel closes it if we die), which
 	 * revokes the import there (sv_mr_revoked); at most SV_IMP_HELD */
 	struct sv_imp_held {
 		uint32_t key;
 		int fd;
 	} imp_held[SV_IMP_HELD];
 	uint32_t imp_nheld;
+	_Atomic uint64_t *imp_page;
+	int imp_page_fd;
+	/* a context imported from another process: its owner's revocation
+	 * page mapped read-only (under mr_lock; NULL until the first MR
+	 * import), and which memfd it is */
+	const _Atomic uint64_t *imp_rpage;
+	uint64_t imp_rpage_dev, imp_rpage_ino;
 	uint32_t mr_rand[64];	  /* getrandom's words for keys (mr.c) */
 	uint32_t mr_nrand;	  /* of them not used yet */
 	struct sv_qp *qp_free;	  /* type-stable: QPs are reused, so a
@@ -316,13 +327,19 @@ struct sv_mr {
 	 * handle, keys and range, in no table; the keys find the original */
 	bool imported;
 	/* made by ibv_import_mr of another process's MR: this process's
-	 * registration of the same shared memory under its keys; imp_fd
-	 * the socket the owner holds the other end of (a byte or its close
-	 * revokes the import: core/mr.c), closed after the grace period
-	 * (verbs/mr.c); imp_revoked once a lookup saw that */
+	 * registration of the same shared memory under its keys.  imp_word:
+	 * its word in the owner's revocation page (ctx->imp_rpage), alive
+	 * while it holds imp_gen (core/mr.c: one load per lookup); imp_fd
+	 * the socket the owner holds the other end of (its close, the
+	 * owner's death, revokes the import: imp_pfd, watched by the
+	 * progress thread), closed after the grace period (verbs/mr.c);
+	 * imp_revoked once the progress thread saw that */
 	bool imp_remote;
 	int imp_fd;
 	atomic_bool imp_revoked;
+	const _Atomic uint64_t *imp_word;
+	uint64_t imp_gen;
+	struct sv_pfd imp_pfd;
 };
 
 /* The MR table's slot of a key (mr.c's head comment says why the low

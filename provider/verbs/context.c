@@ -234,6 +234,7 @@ static void ctx_teardown(struct sv_context *ctx)
 		sv_mr_imp_close(mr);
 		free(mr);
 	}
+	sv_import_pages_close(ctx); /* no MR loads from them any more */
 	munmap(ctx->mrs, SV_MR_TABLE_BYTES);
 	pthread_rwlock_destroy(&ctx->qp_lock);
 	pthread_mutex_destroy(&ctx->mr_lock);

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -181,7 +182,7 @@ struct ibv_context *sv_import_device(int fd)
 		fail(EINVAL, "ibv_import_device: fd %d is not a cmd_fd\n", fd);
 		return NULL;
 	}
-	err = sv_imp_ask(fd, SV_IMP_HELLO, 0, &r, NULL);
+	err = sv_imp_ask(fd, SV_IMP_HELLO, 0, &r, NULL, NULL);
 	if (err == -EIO) {
 		fail(EIO, "ibv_import_device: the context of fd %d is closed\n",
 		     fd);
@@ -216,53 +217,116 @@ static struct sv_mr *mr_at(struct sv_context *ctx, uint32_t handle)
 
 /*
  * Revocation.  An importer of one of our MRs holds one end of the socket
- * it asked on; we keep a copy of the other (imp_held, under mr_lock) and,
- * when the MR is deregistered or re-registered, write one byte to it and
- * close it, never waiting (MSG_DONTWAIT: a full socket loses the byte,
- * the close still tells); at our exit the kernel closes it.  The
- * importer's lookups of the key fail from then on (core/mr.c).  At most
+ * it asked on; we keep a copy of the other in a free entry i of imp_held
+ * (under mr_lock), and the answer carries our revocation page, a memfd
+ * of SV_IMP_PAGE bytes sealed so that nobody maps it writable again or
+ * resizes it (F_SEAL_FUTURE_WRITE, SHRINK, GROW, SEAL: our own mapping
+ * is the only writable one), with the entry's word i and its value.
+ * When the MR is deregistered or re-registered (or we close) word i
+ * moves on (release, under mr_lock, before the dereg returns): the
+ * importer's next lookup loads it (core/mr.c) and fails.  Then we write
+ * one byte to the socket and close it, never waiting (MSG_DONTWAIT); at
+ * our exit the kernel closes it, which the importer's progress thread
+ * sees (verbs/mr.c).  Words only grow, so an entry reused by the next
+ * import never gives an old import its value back.  At most
  * SV_IMP_HELD are kept: when full, those whose importer closed its end
  * (or wrote to it, which no softverbs importer does) are dropped first,
  * then the import is refused (ENOSPC), so an importer can cost us at
- * most SV_IMP_HELD fds and never keeps an MR or its memory alive.
+ * most SV_IMP_HELD fds and one page per context, and never keeps an MR
+ * or its memory alive, nor write any word.
  */
+_Static_assert(SV_IMP_HELD * sizeof(uint64_t) <= SV_IMP_PAGE, "words");
+
 static void held_drop(struct sv_context *ctx, uint32_t i)
 {
+	atomic_fetch_add_explicit(&ctx->imp_page[i], 1, memory_order_release);
 	(void)!send(ctx->imp_held[i].fd, "R", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 	close(ctx->imp_held[i].fd);
-	ctx->imp_held[i] = ctx->imp_held[--ctx->imp_nheld];
+	ctx->imp_held[i].key = 0;
+	ctx->imp_held[i].fd = -1;
+	ctx->imp_nheld--;
 }
 
 void sv_import_revoke(struct sv_context *ctx, uint32_t key)
 {
-	for (uint32_t i = 0; i < ctx->imp_nheld;)
-		if (!key || ctx->imp_held[i].key == key)
+	for (uint32_t i = 0; ctx->imp_nheld && i < SV_IMP_HELD; i++)
+		if (ctx->imp_held[i].key &&
+		    (!key || ctx->imp_held[i].key == key))
 			held_drop(ctx, i);
-		else
-			i++;
+}
+
+/* At the context's teardown, after sv_import_revoke(ctx, 0): our page
+ * goes (importers' mappings keep the memfd), and our mapping of an
+ * owner's. */
+void sv_import_pages_close(struct sv_context *ctx)
+{
+	if (ctx->imp_page) {
+		munmap(ctx->imp_page, SV_IMP_PAGE);
+		close(ctx->imp_page_fd);
+		ctx->imp_page = NULL;
+	}
+	if (ctx->imp_rpage) {
+		munmap((void *)ctx->imp_rpage, SV_IMP_PAGE);
+		ctx->imp_rpage = NULL;
+	}
+}
+
+/* Under mr_lock: the revocation page, made at the first import: 0 or an
+ * errno. */
+static uint32_t page_make(struct sv_context *ctx)
+{
+	int fd;
+	void *p;
+
+	if (ctx->imp_page)
+		return 0;
+	fd = memfd_create("softverbs-revoke", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return (uint32_t)errno;
+	if (ftruncate(fd, SV_IMP_PAGE))
+		goto err;
+	p = mmap(NULL, SV_IMP_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		goto err;
+	/* ours stays the only writable mapping */
+	if (fcntl(fd, F_ADD_SEALS,
+		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE |
+			  F_SEAL_SEAL)) {
+		munmap(p, SV_IMP_PAGE);
+		goto err;
+	}
+	ctx->imp_page = p;
+	ctx->imp_page_fd = fd;
+	return 0;
+err:
+	fprintf(stderr, "softverbs: import: no revocation page: %s\n",
+		strerror(errno));
+	close(fd);
+	return ENOMEM;
 }
 
 /* Under mr_lock: the importers that hung up (their end closed). */
 static void held_prune(struct sv_context *ctx)
 {
-	for (uint32_t i = 0; i < ctx->imp_nheld;) {
+	for (uint32_t i = 0; i < SV_IMP_HELD; i++) {
 		char c;
-		ssize_t n = recv(ctx->imp_held[i].fd, &c, 1,
-				 MSG_PEEK | MSG_DONTWAIT);
+		ssize_t n;
 
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			i++;
-		else
+		if (!ctx->imp_held[i].key)
+			continue;
+		n = recv(ctx->imp_held[i].fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+		if (!(n < 0 && (errno == EAGAIN || errno == EINTR)))
 			held_drop(ctx, i);
 	}
 }
 
 /* A copy of the importer's socket fd, kept for MR handle while it is
- * still the MR of key: 0, or the errno the import fails with. */
+ * still the MR of key, and its word in r: 0, or the errno the import
+ * fails with. */
 static uint32_t held_add(struct sv_context *ctx, uint32_t handle, uint32_t key,
-			 int fd)
+			 int fd, struct sv_imp_rep *r)
 {
-	uint32_t st = 0;
+	uint32_t st = 0, i = 0;
 	struct sv_mr *mr;
 
 	pthread_mutex_lock(&ctx->mr_lock);
@@ -277,13 +341,23 @@ static uint32_t held_add(struct sv_context *ctx, uint32_t handle, uint32_t key,
 			       handle, SV_IMP_HELD);
 			st = ENOSPC;
 		} else {
+			st = page_make(ctx);
+		}
+		while (!st && ctx->imp_held[i].key)
+			i++;
+		if (!st) {
 			int c = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 
-			if (c < 0)
+			if (c < 0) {
 				st = (uint32_t)errno;
-			else
-				ctx->imp_held[ctx->imp_nheld++] =
-					(struct sv_imp_held){key, c};
+			} else {
+				ctx->imp_held[i] = (struct sv_imp_held){key, c};
+				ctx->imp_nheld++;
+				r->word = i;
+				r->gen = atomic_load_explicit(
+					&ctx->imp_page[i],
+					memory_order_relaxed);
+			}
 		}
 	}
 	pthread_mutex_unlock(&ctx->mr_lock);
@@ -345,7 +419,7 @@ uint32_t sv_import_answer(struct sv_context *ctx, const struct sv_imp_req *q,
 			r->ino = o.ino;
 			r->offset = o.offset;
 			/* the import's lifeline, or no import */
-			st = held_add(ctx, q->handle, r->lkey, reply_fd);
+			st = held_add(ctx, q->handle, r->lkey, reply_fd, r);
 		}
 	}
 	return st;
@@ -383,7 +457,7 @@ static struct ibv_pd *import_pd_remote(struct ibv_context *c, uint32_t handle)
 	struct sv_pd *pd;
 	int err;
 
-	err = sv_imp_ask(c->cmd_fd, SV_IMP_PD, handle, &r, NULL);
+	err = sv_imp_ask(c->cmd_fd, SV_IMP_PD, handle, &r, NULL, NULL);
 	if (err || r.status) {
 		errno = err ? -err : (int)r.status;
 		return NULL;
@@ -471,7 +545,46 @@ static bool mr_rep_sane(const struct sv_imp_rep *r)
 			     IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND |
 			     IBV_ACCESS_HUGETLB |
 			     IBV_ACCESS_RELAXED_ORDERING)) &&
-	       r->shared <= 1;
+	       r->shared <= 1 && r->word < SV_IMP_PAGE / sizeof(uint64_t) &&
+	       !r->zero;
+}
+
+/*
+ * The owner's revocation page, passed as fd with its answer: mapped
+ * read-only once per context (every answer must pass the same memfd).
+ * It must be one we can load from without a fault, whatever the owner
+ * does later: a regular file of SV_IMP_PAGE bytes sealed against
+ * shrinking.  0, or the errno the import fails with.
+ */
+static int page_map(struct sv_context *ctx, int fd)
+{
+	struct stat st;
+	int seals, err = 0;
+	void *p;
+
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_size != SV_IMP_PAGE)
+		return EPROTO;
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		return EPROTO;
+	pthread_mutex_lock(&ctx->mr_lock);
+	if (ctx->imp_rpage) {
+		if (ctx->imp_rpage_dev != (uint64_t)st.st_dev ||
+		    ctx->imp_rpage_ino != (uint64_t)st.st_ino)
+			err = EPROTO; /* one owner, one page */
+	} else {
+		p = mmap(NULL, SV_IMP_PAGE, PROT_READ, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED) {
+			err = errno;
+		} else {
+			ctx->imp_rpage = p;
+			ctx->imp_rpage_dev = (uint64_t)st.st_dev;
+			ctx->imp_rpage_ino = (uint64_t)st.st_ino;
+		}
+	}
+	pthread_mutex_unlock(&ctx->mr_lock);
+	return err;
 }
 
 /*
@@ -524,26 +637,47 @@ static bool import_mr_checked(struct ibv_pd *ibpd, uint32_t handle,
 
 static struct ibv_mr *import_mr_remote(struct ibv_pd *ibpd, uint32_t handle)
 {
+	struct sv_context *ctx = to_sctx(ibpd->context);
+	struct sv_imp_life life = {.fd = -1};
 	struct sv_imp_rep r;
-	int err, life = -1;
+	int err, page = -1;
 
-	err = sv_imp_ask(ibpd->context->cmd_fd, SV_IMP_MR, handle, &r, &life);
+	err = sv_imp_ask(ibpd->context->cmd_fd, SV_IMP_MR, handle, &r, &life.fd,
+			 &page);
 	if (err || r.status) {
-		if (life >= 0)
-			close(life);
+		if (life.fd >= 0)
+			close(life.fd);
+		if (page >= 0)
+			close(page);
 		errno = err ? -err : (int)r.status;
 		return NULL;
 	}
 	if (!import_mr_checked(ibpd, handle, &r)) {
-		close(life);
+		close(life.fd);
+		if (page >= 0)
+			close(page);
 		return NULL;
 	}
-	/* the owner keeps the other end of life: written to or closed when
-	 * the MR goes, which revokes the import (core/mr.c); ours goes with
-	 * the import (mr.c, which closes it on failure) */
+	err = page_map(ctx, page);
+	if (page >= 0)
+		close(page);
+	if (err) {
+		close(life.fd);
+		fail(err,
+		     "ibv_import_mr: process %u answered for MR %u with no "
+		     "revocation page we can map (%s)\n",
+		     r.pid, handle, strerror(err));
+		return NULL;
+	}
+	/* the owner moves our word when the MR goes, and keeps the other
+	 * end of life.fd (closed when it dies): either revokes the import
+	 * (core/mr.c, mr.c); ours goes with the import (mr.c, which closes
+	 * it on failure) */
+	life.word = &ctx->imp_rpage[r.word];
+	life.gen = r.gen;
 	return sv_mr_import_remote(ibpd, (void *)(uintptr_t)r.addr,
 				   (size_t)r.length, r.iova, r.access, r.lkey,
-				   life);
+				   &life);
 }
 
 struct ibv_mr *sv_import_mr(struct ibv_pd *ibpd, uint32_t handle)
@@ -650,7 +784,7 @@ struct ibv_dm *sv_import_dm(struct ibv_context *c, uint32_t handle)
 	dm = sv_dm_import(c, handle);
 	if (dm || !to_sctx(c)->remote)
 		return dm;
-	err = sv_imp_ask(c->cmd_fd, SV_IMP_DM, handle, &r, NULL);
+	err = sv_imp_ask(c->cmd_fd, SV_IMP_DM, handle, &r, NULL, NULL);
 	if (err || r.status) {
 		errno = err ? -err : (int)r.status;
 		return NULL;

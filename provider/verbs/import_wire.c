@@ -70,10 +70,48 @@ static int send_req(int fd, const struct sv_imp_req *q, int reply_fd,
 	}
 }
 
-static int recv_rep(int fd, const struct sv_imp_req *q, struct sv_imp_rep *r,
-		    uint64_t deadline)
+/* The fds an answer m carried: the first, if page is not NULL and it
+ * carried exactly one, goes to *page; every other is closed.  false if
+ * some were lost (truncated). */
+static bool rep_fds(struct msghdr *m, int *page)
 {
+	bool ok = !(m->msg_flags & MSG_CTRUNC);
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+		size_t n;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
+			if (page && *page < 0)
+				*page = fd;
+			else {
+				close(fd);
+				ok = false;
+			}
+		}
+	}
+	if (!ok && page && *page >= 0) {
+		close(*page);
+		*page = -1;
+	}
+	return ok;
+}
+
+static int recv_rep(int fd, const struct sv_imp_req *q, struct sv_imp_rep *r,
+		    uint64_t deadline, int *page)
+{
+	union {
+		char buf[CMSG_SPACE(IMP_MAX_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} u;
 	uint8_t buf[sizeof(*r) + 1];
+	struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
+	struct msghdr m;
 	struct pollfd p = {.fd = fd, .events = POLLIN};
 	ssize_t n;
 
@@ -84,12 +122,17 @@ static int recv_rep(int fd, const struct sv_imp_req *q, struct sv_imp_rep *r,
 			continue;
 		if (k <= 0)
 			return -ETIMEDOUT;
-		/* no control buffer: fds an answer carries are closed */
-		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		m = (struct msghdr){.msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = u.buf,
+				    .msg_controllen = sizeof(u.buf)};
+		n = recvmsg(fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		break;
 	}
+	if (n >= 0 && !rep_fds(&m, page))
+		return -EPROTO; /* fds we did not ask for, or lost */
 	if (n == 0)
 		return -EPROTO; /* dropped unanswered: not a request it reads */
 	if (n != (ssize_t)sizeof(*r))
@@ -105,9 +148,11 @@ static int recv_rep(int fd, const struct sv_imp_req *q, struct sv_imp_rep *r,
  * be an error of the import), or -errno: EIO the owner is gone (its end
  * closed), ETIMEDOUT no answer in IMP_WAIT_MS, EPROTO not an answer.
  * keep: where our end of the reply socket goes on success (an MR's
- * import watches it: the owner keeps the other end, import.c), or NULL. */
+ * import watches it: the owner keeps the other end, import.c), or NULL;
+ * page: where the fd the answer carried goes (-1: none; on failure
+ * always -1), or NULL: an answer must carry none. */
 int sv_imp_ask(int fd, uint16_t op, uint32_t handle, struct sv_imp_rep *r,
-	       int *keep)
+	       int *keep, int *page)
 {
 	struct sv_imp_req q = {.magic = SV_IMP_MAGIC,
 			       .version = SV_IMP_VERSION,
@@ -123,8 +168,14 @@ int sv_imp_ask(int fd, uint16_t op, uint32_t handle, struct sv_imp_rep *r,
 	if (err == -EPIPE || err == -ECONNRESET || err == -ENOTCONN ||
 	    err == -ECONNREFUSED)
 		err = -EIO;
+	if (page)
+		*page = -1;
 	if (!err)
-		err = recv_rep(sp[0], &q, r, deadline);
+		err = recv_rep(sp[0], &q, r, deadline, page);
+	if (err && page && *page >= 0) {
+		close(*page);
+		*page = -1;
+	}
 	if (!err && keep)
 		*keep = sp[0];
 	else
@@ -170,6 +221,30 @@ static bool is_socket(int fd)
 	return !fstat(fd, &st) && S_ISSOCK(st.st_mode);
 }
 
+static void send_rep(int fd, const struct sv_imp_rep *r, int page)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {.iov_base = (void *)r, .iov_len = sizeof(*r)};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+
+	if (page >= 0) {
+		struct cmsghdr *c;
+
+		memset(&u, 0, sizeof(u));
+		m.msg_control = u.buf;
+		m.msg_controllen = sizeof(u.buf);
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &page, sizeof(int));
+	}
+	(void)!sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
 /* One request read from cmd_peer; false when there is none left. */
 static bool serve_one(struct sv_context *ctx, int peer)
 {
@@ -209,8 +284,12 @@ static bool serve_one(struct sv_context *ctx, int peer)
 	r.pid = (uint32_t)getpid();
 	r.status = (uint32_t)sv_import_answer(ctx, &q, &r, fd);
 	/* never waits: an asker that does not read loses its answer (an
-	 * MR's importer: the owner kept a copy of fd, import.c) */
-	(void)!send(fd, &r, sizeof(r), MSG_DONTWAIT | MSG_NOSIGNAL);
+	 * MR's importer: the owner kept a copy of fd, import.c); an MR's
+	 * carries the revocation page (made before its answer, kept until
+	 * this thread is stopped) */
+	send_rep(fd, &r,
+		 q.op == SV_IMP_MR && !r.status && r.shared ? ctx->imp_page_fd
+							    : -1);
 	close(fd);
 	return true;
 }

@@ -41,9 +41,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "auth.h"
+#include "core.h"
 #include "engine.h"
 #include "entry.h"
 #include "guard.h"
@@ -201,9 +203,48 @@ static struct sv_mr *mr_alloc(struct sv_context *ctx, uint32_t *key, int *err)
  * (the arguments checked by the caller); on device memory if dm.  NULL
  * and errno on failure.
  */
+/* The progress thread: the socket whose other end the owner of an
+ * imported MR holds said something (a byte: the owner's dereg, whose
+ * word already moved; the end: the owner closed it, or died).  Peeked
+ * first: an event taken before the MR's reuse may name its next import,
+ * whose socket is quiet. */
+static void imp_event(struct sv_io *io, uint32_t revents)
+{
+	struct sv_pfd *p = container_of(io, struct sv_pfd, io);
+	struct sv_mr *mr = container_of(p, struct sv_mr, imp_pfd);
+	ssize_t n;
+	char c;
+	int fd;
+
+	(void)revents;
+	/* acquire: a live MR's fields, written before its pd (publish);
+	 * none: deregistered here (its grace callback, ours, closes the
+	 * fd), or a reuse not registered yet */
+	if (!atomic_load_explicit((_Atomic(struct sv_pd *) *)&mr->pd,
+				  memory_order_acquire)) {
+		sv_progress_del(p->ctx, p);
+		return;
+	}
+	fd = __atomic_load_n(&mr->imp_fd, __ATOMIC_RELAXED);
+	if (fd < 0)
+		return;
+	/* the owner's dereg moved our word before it wrote: no need to look */
+	if (!sv_mr_revoked(mr)) {
+		do
+			n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+		while (n < 0 && errno == EINTR);
+		if (n < 0 && errno == EAGAIN)
+			return;
+	}
+	atomic_store_explicit(&mr->imp_revoked, true, memory_order_release);
+	/* level-triggered, and it stays readable: watched no more */
+	sv_progress_del(p->ctx, p);
+}
+
 static struct ibv_mr *publish(struct ibv_pd *ibpd, void *addr, size_t length,
 			      uint64_t iova, unsigned int access,
-			      struct sv_dm *dm, uint32_t key, int imp_fd)
+			      struct sv_dm *dm, uint32_t key,
+			      const struct sv_imp_life *life)
 {
 	struct sv_context *ctx = to_sctx(ibpd->context);
 	struct sv_pd *pd = to_spd(ibpd);
@@ -225,8 +266,10 @@ static struct ibv_mr *publish(struct ibv_pd *ibpd, void *addr, size_t length,
 	if ((access & IBV_ACCESS_ON_DEMAND) && sv_odp_implicit(addr, length))
 		sv_odp_implicit_span(mr);
 	mr->dm = dm;
-	mr->imp_remote = imp_fd >= 0;
-	mr->imp_fd = imp_fd;
+	mr->imp_remote = life != NULL;
+	__atomic_store_n(&mr->imp_fd, life ? life->fd : -1, __ATOMIC_RELAXED);
+	mr->imp_word = life ? life->word : NULL;
+	mr->imp_gen = life ? life->gen : 0;
 	atomic_store_explicit(&mr->imp_revoked, false, memory_order_relaxed);
 	mr->ibv.context = ibpd->context;
 	mr->ibv.pd = ibpd;
@@ -243,6 +286,10 @@ static struct ibv_mr *publish(struct ibv_pd *ibpd, void *addr, size_t length,
 			      memory_order_release);
 	/* re-backed and published for peers; never fails */
 	sv_rmem_reg(ctx, mr);
+	if (life) { /* the owner's death: seen by the progress thread */
+		sv_pfd_set(&mr->imp_pfd, imp_event, false);
+		sv_progress_add(ctx, &mr->imp_pfd, life->fd);
+	}
 	return &mr->ibv;
 }
 
@@ -250,7 +297,7 @@ struct ibv_mr *sv_mr_publish(struct ibv_pd *ibpd, void *addr, size_t length,
 			     uint64_t iova, unsigned int access,
 			     struct sv_dm *dm)
 {
-	return publish(ibpd, addr, length, iova, access, dm, 0, -1);
+	return publish(ibpd, addr, length, iova, access, dm, 0, NULL);
 }
 
 /* ibv_import_mr across processes (import.c): this process's registration
@@ -261,7 +308,7 @@ struct ibv_mr *sv_mr_publish(struct ibv_pd *ibpd, void *addr, size_t length,
 struct ibv_mr *sv_mr_import_remote(struct ibv_pd *ibpd, void *addr,
 				   size_t length, uint64_t iova,
 				   unsigned int access, uint32_t key,
-				   int imp_fd)
+				   const struct sv_imp_life *life)
 {
 	struct ibv_mr *ibmr;
 	int err;
@@ -271,13 +318,13 @@ struct ibv_mr *sv_mr_import_remote(struct ibv_pd *ibpd, void *addr,
 	    sv_odp_implicit(addr, length))
 		err = -EOPNOTSUPP; /* all of the other process's memory */
 	if (err) {
-		close(imp_fd);
+		close(life->fd);
 		errno = -err;
 		return NULL;
 	}
-	ibmr = publish(ibpd, addr, length, iova, access, NULL, key, imp_fd);
+	ibmr = publish(ibpd, addr, length, iova, access, NULL, key, life);
 	if (!ibmr)
-		close(imp_fd);
+		close(life->fd);
 	return ibmr;
 }
 
@@ -333,12 +380,14 @@ static void withdraw_receives(struct sv_context *ctx, const struct sv_mr *mr)
  * XRC SRQ may be filled by another context's thread: not covered.)
  */
 /* An import's socket (the owner holds its other end), once no lookup
- * can be peeking at it: the owner sees our end close (import.c). */
+ * can be using the MR and the progress thread no longer watches it (or
+ * is gone): the owner sees our end close (import.c). */
 void sv_mr_imp_close(struct sv_mr *mr)
 {
 	if (mr->imp_remote && mr->imp_fd >= 0)
 		close(mr->imp_fd);
-	mr->imp_fd = -1;
+	__atomic_store_n(&mr->imp_fd, -1, __ATOMIC_RELAXED);
+	mr->imp_word = NULL;
 	mr->imp_remote = false;
 }
 
@@ -350,7 +399,9 @@ static void mr_grace_cb(struct sv_async *a)
 	pthread_mutex_lock(&ctx->mr_lock);
 	while ((mr = ctx->mr_limbo)) {
 		ctx->mr_limbo = mr->next_free;
-		sv_mr_imp_close(mr); /* no lookup peeks at it any more */
+		if (mr->imp_remote) /* watched no more (this thread's) */
+			sv_progress_del(ctx, &mr->imp_pfd);
+		sv_mr_imp_close(mr); /* no lookup uses it any more */
 		mr->next_free = ctx->mr_free;
 		ctx->mr_free = mr;
 	}

@@ -98,18 +98,30 @@ void sv_import_close(struct sv_context *h);
  * copy: sv_import_revoke writes to it and closes it). */
 uint32_t sv_import_answer(struct sv_context *ctx, const struct sv_imp_req *q,
 			  struct sv_imp_rep *r, int reply_fd);
-/* keep: NULL, or where the reply socket goes (else closed). */
+/* keep: NULL, or where the reply socket goes (else closed); page: NULL,
+ * or where the fd an answer carries goes (-1: none). */
 int sv_imp_ask(int fd, uint16_t op, uint32_t handle, struct sv_imp_rep *r,
-	       int *keep);
+	       int *keep, int *page);
 /* Under mr_lock: revokes other processes' imports of the MR of key
  * (all of them: key 0, at ibv_close_device). */
 void sv_import_revoke(struct sv_context *ctx, uint32_t key);
+/* At teardown: the revocation pages, ours and the owner's we map. */
+void sv_import_pages_close(struct sv_context *ctx);
 int sv_import_mr_dereg(struct sv_mr *m);
-/* ibv_import_mr of another process's MR on shared memory (mr.c). */
+/* What keeps an import of another process's MR alive (import.c): the
+ * socket the owner holds the other end of, and its word in the owner's
+ * revocation page with the value it has while the MR lives. */
+struct sv_imp_life {
+	int fd;
+	const _Atomic uint64_t *word;
+	uint64_t gen;
+};
+/* ibv_import_mr of another process's MR on shared memory (mr.c); closes
+ * life->fd on failure. */
 struct ibv_mr *sv_mr_import_remote(struct ibv_pd *ibpd, void *addr,
 				   size_t length, uint64_t iova,
 				   unsigned int access, uint32_t key,
-				   int imp_fd);
+				   const struct sv_imp_life *life);
 /* Closes an import's socket once no lookup can use it (mr.c). */
 void sv_mr_imp_close(struct sv_mr *mr);
 /* ibv_unimport_pd: drops handle h of its PD (context.c). */

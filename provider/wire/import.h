@@ -6,17 +6,23 @@
  * exactly struct sv_imp_req, carrying one fd with SCM_RIGHTS: a socket
  * of the asker's own (a fresh socketpair end) the answer goes back on,
  * so that no other holder of the cmd_fd can read it.  The answer is
- * exactly struct sv_imp_rep and carries no fd.  Both sides check every
- * field: an owner drops a request it cannot read (the asker sees its
- * socket close), an asker refuses an answer it cannot read.
+ * exactly struct sv_imp_rep; an SV_IMP_MR answer of status 0, shared 1, carries
+ * one fd with SCM_RIGHTS, the owner's revocation page (a sealed memfd of
+ * SV_IMP_PAGE bytes of uint64_t words: word is the import's, gen its
+ * value now; the owner moves it when the MR goes), any other none.
+ * Both sides check every field: an owner drops a request it cannot read
+ * (the asker sees its socket close), an asker refuses an answer it
+ * cannot read.
  */
 #ifndef SV_IMPORT_WIRE_H
 #define SV_IMPORT_WIRE_H
 
 #include <stdint.h>
 
+/* 2: the MR's iova, PD and backing; 3: its revocation page's word */
+#define SV_IMP_VERSION 3
 #define SV_IMP_MAGIC   0x53564950u /* "SVIP" */
-#define SV_IMP_VERSION 2	   /* 2: the MR's iova, PD and backing */
+#define SV_IMP_PAGE    4096	   /* bytes of the revocation page */
 
 enum sv_imp_op {
 	SV_IMP_HELLO = 1, /* is this a softverbs context's cmd_fd? */
@@ -52,9 +58,13 @@ struct sv_imp_rep {
 	uint32_t shared;
 	uint32_t dev_major, dev_minor;
 	uint64_t ino, offset;
+	/* SV_IMP_MR, shared: the import's word in the revocation page the
+	 * answer carries, and its value while the MR lives */
+	uint32_t word, zero;
+	uint64_t gen;
 };
 
 _Static_assert(sizeof(struct sv_imp_req) == 16, "import request");
-_Static_assert(sizeof(struct sv_imp_rep) == 88, "import reply");
+_Static_assert(sizeof(struct sv_imp_rep) == 104, "import reply");
 
 #endif

@@ -454,12 +454,52 @@ SV_TEST(import_dm_in_process)
 
 /* ---- an owner that lies about its MR (wire/import.h) ---- */
 
-/* The other end of a cmd_fd: answers HELLO and PD, and MR with rep. */
+/* The other end of a cmd_fd: answers HELLO and PD, and MR with rep and
+ * the fd page (its revocation page; none if -1). */
 struct liar {
 	int fd;
 	pthread_mutex_t lock;
 	struct sv_imp_rep rep; /* the MR answer: the test sets it */
+	int page;
 };
+
+/* What the liar's MR answers carry, with SCM_RIGHTS if page >= 0. */
+static void liar_send(int fd, const struct sv_imp_rep *r, int page)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {.iov_base = (void *)r, .iov_len = sizeof(*r)};
+	struct msghdr h = {.msg_iov = &iov, .msg_iovlen = 1};
+
+	if (page >= 0) {
+		struct cmsghdr *c;
+
+		memset(&u, 0, sizeof(u));
+		h.msg_control = u.buf;
+		h.msg_controllen = sizeof(u.buf);
+		c = CMSG_FIRSTHDR(&h);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &page, sizeof(int));
+	}
+	(void)!sendmsg(fd, &h, MSG_NOSIGNAL);
+}
+
+/* A revocation page as an owner makes one (import.c): a memfd of
+ * SV_IMP_PAGE bytes sealed against shrinking, unless the test says. */
+static int liar_page(size_t size, unsigned int seals)
+{
+	int fd = memfd_create("sv_liar_page", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	ASSERT_GE(fd, 0);
+	ASSERT_OK(ftruncate(fd, (off_t)size));
+	if (seals)
+		ASSERT_OK(fcntl(fd, F_ADD_SEALS, seals));
+	return fd;
+}
 
 static void *liar_run(void *arg)
 {
@@ -479,7 +519,7 @@ static void *liar_run(void *arg)
 		struct pollfd pf = {.fd = l->fd, .events = POLLIN};
 		struct sv_imp_rep r = {0};
 		struct cmsghdr *c;
-		int fd;
+		int fd, page = -1;
 
 		if (poll(&pf, 1, 10000) != 1 ||
 		    recvmsg(l->fd, &h, MSG_CMSG_CLOEXEC) != sizeof(q))
@@ -491,6 +531,7 @@ static void *liar_run(void *arg)
 		if (q.op == SV_IMP_MR) {
 			pthread_mutex_lock(&l->lock);
 			r = l->rep;
+			page = l->page;
 			pthread_mutex_unlock(&l->lock);
 		}
 		r.magic = SV_IMP_MAGIC;
@@ -498,7 +539,7 @@ static void *liar_run(void *arg)
 		r.op = q.op;
 		r.handle = q.handle;
 		r.pid = (uint32_t)getpid();
-		(void)!send(fd, &r, sizeof(r), MSG_NOSIGNAL);
+		liar_send(fd, &r, page);
 		close(fd);
 	}
 }
@@ -510,17 +551,25 @@ static void liar_says(struct liar *l, const struct sv_imp_rep *r)
 	pthread_mutex_unlock(&l->lock);
 }
 
+static void liar_passes(struct liar *l, int page)
+{
+	pthread_mutex_lock(&l->lock);
+	l->page = page;
+	pthread_mutex_unlock(&l->lock);
+}
+
 SV_TEST(import_mr_lying_owner)
 {
 	uint8_t *priv = aligned_alloc(4096, 8192), *m;
-	struct liar l = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	struct liar l = {.lock = PTHREAD_MUTEX_INITIALIZER, .page = -1};
 	struct sv_imp_rep good = {0}, r;
 	struct ibv_context *ic;
 	struct ibv_mr *mr, *own;
 	struct ibv_pd *ipd;
 	struct stat st;
 	pthread_t t;
-	int p[2], mfd;
+	int p[2], mfd, page, other;
+	uint64_t *rp;
 
 	ASSERT_NOT_NULL(priv);
 	/* memory this process maps shared: a memfd */
@@ -549,8 +598,10 @@ SV_TEST(import_mr_lying_owner)
 	good.ino = st.st_ino;
 	good.offset = 4096;
 
+	page = liar_page(SV_IMP_PAGE, F_SEAL_SHRINK);
+	liar_passes(&l, page);
 	/* nonsense: EINVAL */
-	for (int i = 0; i < 7; i++) {
+	for (int i = 0; i < 9; i++) {
 		r = good;
 		switch (i) {
 		case 0:
@@ -574,6 +625,12 @@ SV_TEST(import_mr_lying_owner)
 		case 6:
 			r.pd_handle = 6;
 			break; /* not the imported PD's */
+		case 7:	       /* past the revocation page */
+			r.word = SV_IMP_PAGE / sizeof(uint64_t);
+			break;
+		case 8:
+			r.zero = 1;
+			break;
 		}
 		liar_says(&l, &r);
 		errno = 0;
@@ -605,13 +662,44 @@ SV_TEST(import_mr_lying_owner)
 		ASSERT_NULL(ibv_import_mr(ipd, 9));
 		ASSERT_EQ(EOPNOTSUPP, errno);
 	}
-	/* the truth: its memory here, under the keys it names */
+	/* no revocation page, or one we could fault on: EPROTO */
+	liar_says(&l, &good);
+	for (int i = 0; i < 4; i++) {
+		int bad = i == 0   ? -1
+			  : i == 1 ? liar_page(SV_IMP_PAGE, 0)
+			  : i == 2 ? liar_page(SV_IMP_PAGE / 2, F_SEAL_SHRINK)
+				   : socket(AF_UNIX, SOCK_DGRAM, 0);
+
+		liar_passes(&l, bad);
+		errno = 0;
+		ASSERT_NULL(ibv_import_mr(ipd, 9));
+		ASSERT_EQ(EPROTO, errno);
+		if (bad >= 0)
+			close(bad);
+	}
+	/* the truth: its memory here, under the keys it names, alive while
+	 * its word holds gen */
+	liar_passes(&l, page);
+	good.word = 3;
+	good.gen = 77;
+	rp = mmap(NULL, SV_IMP_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, page,
+		  0);
+	ASSERT_TRUE(rp != MAP_FAILED);
+	rp[3] = 77;
 	liar_says(&l, &good);
 	mr = ibv_import_mr(ipd, 9);
 	ASSERT_NOT_NULL(mr);
 	ASSERT_EQ(good.lkey, mr->lkey);
 	ASSERT_EQ(good.addr, (uintptr_t)mr->addr);
 	ASSERT_OK(ibv_dereg_mr(mr));
+	/* one owner, one page: another one is refused */
+	other = liar_page(SV_IMP_PAGE, F_SEAL_SHRINK);
+	liar_passes(&l, other);
+	errno = 0;
+	ASSERT_NULL(ibv_import_mr(ipd, 9));
+	ASSERT_EQ(EPROTO, errno);
+	ASSERT_OK(close(other));
+	liar_passes(&l, page);
 	/* a key whose slot is taken here by one of this process's: EBUSY */
 	own = ibv_reg_mr(ipd, priv, 4096, IBV_ACCESS_LOCAL_WRITE);
 	ASSERT_NOT_NULL(own);
@@ -635,5 +723,7 @@ SV_TEST(import_mr_lying_owner)
 	ASSERT_OK(close(p[1]));
 	ASSERT_OK(munmap(m, 16384));
 	ASSERT_OK(close(mfd));
+	ASSERT_OK(munmap(rp, SV_IMP_PAGE));
+	ASSERT_OK(close(page));
 	free(priv);
 }

@@ -14,12 +14,20 @@
  * says on a control socket: deregister, re-register, or die.
  */
 #include <dirent.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "import.h" /* the wire format, for the hostile importer */
@@ -223,6 +231,14 @@ static void write_imported(struct importer *im, int i, uint64_t id,
 	EXPECT_WC(im->b[i].scq, st, id);
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 /* Both keys work before; after the owner's MR is gone, the lkey's use is
  * a local protection error and the rkey's a remote access error. */
 static void works_then_revoked(struct owner *o, char cmd, char answer)
@@ -247,10 +263,25 @@ static void works_then_revoked(struct owner *o, char cmd, char answer)
 		ASSERT_EQ(o->pid, waitpid(o->pid, &st, 0));
 		o->pid = 0;
 	}
-	/* gone: the lkey in our own send, the rkey in a peer's write */
+	/* gone: the lkey in our own send, the rkey in a peer's write; at
+	 * once after a dereg or rereg returned (the owner's word moved),
+	 * a moment after a death (our progress thread sees its socket hang
+	 * up): sends until then succeed */
 	ASSERT_OK(sv_end_recv(&im.b[0], 6, 0, 1000));
-	ASSERT_OK(sv_end_send(&im.a[0], 4, 0, 1000, 0));
-	EXPECT_WC(im.a[0].scq, IBV_WC_LOC_PROT_ERR, 4);
+	for (uint64_t id = 4, t0 = now_ms();; id += 10) {
+		struct ibv_wc w;
+
+		ASSERT_OK(sv_end_send(&im.a[0], id, 0, 1000, 0));
+		WAIT_WC(im.a[0].scq, &w, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(id, w.wr_id);
+		if (w.status == IBV_WC_LOC_PROT_ERR)
+			break;
+		ASSERT_EQ(IBV_WC_SUCCESS, w.status);
+		ASSERT_EQ('X', cmd);
+		ASSERT_LE(now_ms() - t0, (uint64_t)WAIT_MS);
+		EXPECT_WC(im.b[0].rcq, IBV_WC_SUCCESS, 6);
+		ASSERT_OK(sv_end_recv(&im.b[0], 6, 0, 1000));
+	}
 	sv_fill(im.bbuf, 256, 43);
 	write_imported(&im, 1, 5, IBV_WC_REM_ACCESS_ERR);
 	ASSERT_EQ(-1, sv_check(o->mem + 4096, 256, 42));
@@ -420,6 +451,128 @@ SV_TEST(import_mr_hostile_importer_bounded)
 	}
 	ASSERT_OK(ibv_dereg_mr(imr));
 	ibv_unimport_pd(ipd);
+	ASSERT_OK(ibv_close_device(ic));
+	owner_end(&o);
+}
+
+/* ---- the revocation page (one load per lookup) ---- */
+
+/*
+ * The importer's recv(MSG_PEEK)s all say "nothing there" (seccomp), as
+ * if it never looked at its socket: the owner's dereg still revokes the
+ * import at once after it returned, since the importer's lookups load
+ * the owner's word, not the socket.
+ */
+SV_TEST(import_mr_revoked_with_socket_unread)
+{
+#if defined(__x86_64__)
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_recvfrom, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, args[3])),
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, MSG_PEEK, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EAGAIN),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
+	struct owner o;
+	char c;
+
+	owner_start(&o); /* the owner is not filtered */
+	ASSERT_OK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+	ASSERT_OK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog));
+	/* the filter works: a byte there is not seen */
+	{
+		int sp[2];
+
+		ASSERT_OK(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp));
+		ASSERT_EQ(1, write(sp[1], "x", 1));
+		errno = 0;
+		ASSERT_EQ(-1, recv(sp[0], &c, 1, MSG_PEEK | MSG_DONTWAIT));
+		ASSERT_EQ(EAGAIN, errno);
+		close(sp[0]);
+		close(sp[1]);
+	}
+	works_then_revoked(&o, 'D', 'd');
+	owner_end(&o);
+#else
+	fprintf(stderr, "skip: a seccomp filter for x86_64 only\n");
+	exit(77);
+#endif
+}
+
+/*
+ * What a hostile importer gets with an MR's answer: the owner's
+ * revocation page, which it can read (its word holds gen while the MR
+ * lives, and has moved once the owner's dereg returned) but never write,
+ * map writable, resize or unseal.
+ */
+SV_TEST(import_mr_revocation_page_read_only)
+{
+	union {
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct sv_imp_rep r;
+	struct iovec iov = {.iov_base = &r, .iov_len = sizeof(r)};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.buf,
+			   .msg_controllen = sizeof(u.buf)};
+	struct ibv_context *ic;
+	struct pollfd p;
+	struct owner o;
+	struct stat st;
+	uint64_t *page;
+	int s, fd;
+
+	owner_start(&o);
+	ic = ibv_import_device(o.cmd_fd);
+	ASSERT_NOT_NULL(ic);
+	s = raw_ask(ic->cmd_fd, o.h.mr);
+	p = (struct pollfd){.fd = s, .events = POLLIN};
+	ASSERT_EQ(1, poll(&p, 1, WAIT_MS));
+	ASSERT_EQ((ssize_t)sizeof(r), recvmsg(s, &m, MSG_CMSG_CLOEXEC));
+	ASSERT_EQ(0u, r.status);
+	ASSERT_EQ(1u, r.shared);
+	ASSERT_NOT_NULL(CMSG_FIRSTHDR(&m));
+	ASSERT_EQ(CMSG_LEN(sizeof(int)), CMSG_FIRSTHDR(&m)->cmsg_len);
+	memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(int));
+	ASSERT_OK(fstat(fd, &st));
+	ASSERT_EQ((off_t)SV_IMP_PAGE, st.st_size);
+	ASSERT_LE(r.word, SV_IMP_PAGE / sizeof(uint64_t) - 1);
+	/* no way to write it */
+	errno = 0;
+	ASSERT_EQ(-1, write(fd, "x", 1));
+	ASSERT_EQ(EPERM, errno);
+	errno = 0;
+	ASSERT_EQ(-1, ftruncate(fd, 0));
+	ASSERT_EQ(EPERM, errno);
+	errno = 0;
+	ASSERT_EQ(-1, fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE));
+	ASSERT_EQ(EPERM, errno);
+	errno = 0;
+	ASSERT_TRUE(mmap(NULL, SV_IMP_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 fd, 0) == MAP_FAILED);
+	ASSERT_EQ(EPERM, errno);
+	page = mmap(NULL, SV_IMP_PAGE, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_TRUE(page != MAP_FAILED);
+	errno = 0;
+	ASSERT_EQ(-1, mprotect(page, SV_IMP_PAGE, PROT_READ | PROT_WRITE));
+	ASSERT_EQ(EACCES, errno);
+	/* its word: gen while the MR lives, moved once the dereg returned */
+	ASSERT_EQ(r.gen, __atomic_load_n(&page[r.word], __ATOMIC_ACQUIRE));
+	ASSERT_EQ('d', owner_do(&o, 'D'));
+	ASSERT_NE(r.gen, __atomic_load_n(&page[r.word], __ATOMIC_ACQUIRE));
+	ASSERT_OK(munmap(page, SV_IMP_PAGE));
+	close(fd);
+	close(s);
 	ASSERT_OK(ibv_close_device(ic));
 	owner_end(&o);
 }
