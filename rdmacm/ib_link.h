@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What ib_link.c (the IB CM's MADs on QP1 over RoCEv2), ib_resend.c (their
+ * retransmission) and ib_sidr.c (SIDR for UD ids) share, inside rdmacm/:
+ * every function with cm_core.lock held.
+ */
+#ifndef SV_CM_IB_LINK_H
+#define SV_CM_IB_LINK_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cm.h"
+#include "ib_mad.h"
+
+static inline const struct sockaddr_in *cm_ib_src(const struct cm_id *c)
+{
+	return (const struct sockaddr_in *)&c->id.route.addr.src_addr;
+}
+
+static inline const struct sockaddr_in *cm_ib_dst(const struct cm_id *c)
+{
+	return (const struct sockaddr_in *)&c->id.route.addr.dst_addr;
+}
+
+/* ib_link.c */
+/* The 256 bytes of a MAD from src to dst's QP1 as a RoCEv2 UD SEND on
+ * fd (SOFTVERBS_CM_MAD_DROP may lose it on purpose); c only for logs:
+ * 0 or -errno. */
+int cm_ib_send_raw(int fd, const struct sockaddr_in *src,
+		   const struct sockaddr_in *dst,
+		   const uint8_t mad[CM_MAD_SIZE], uint16_t attr, bool again,
+		   const void *c);
+void cm_ib_port_put(int i); /* a receiving socket's reference dropped */
+
+/* ib_resend.c */
+void cm_ib_again_drop(struct cm_id *c); /* its kept MAD forgotten */
+/* MAD mad, just sent, kept to go again if it waits for an answer. */
+void cm_ib_again_arm(struct cm_id *c, uint16_t attr,
+		     const uint8_t mad[CM_MAD_SIZE]);
+/* c, being destroyed, leaves its DREQ to be resent: true if taken
+ * (with c's sockets). */
+bool cm_ib_orphan_adopt(struct cm_id *c);
+/* MAD d on receiving socket i answers an orphan's DREQ: true if so. */
+bool cm_ib_orphan_answered(int i, const struct cm_mad *d);
+
+#endif
