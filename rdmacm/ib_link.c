@@ -52,9 +52,8 @@
 #include "ib_stat.h"
 #include "roce.h" /* provider/wire/roce.h: the RoCEv2 codec */
 
-#define CM_IB_QP1_SPORT 0xd872 /* rxe's QP1 source port */
-#define CM_IB_TIMEOUT	0x14   /* CM response timeouts: 4.3 s */
-#define CM_IB_ACK_TO	0x13   /* the path's ACK timeout, as rxe's REQ */
+#define CM_IB_TIMEOUT 0x14 /* CM response timeouts: 4.3 s */
+#define CM_IB_ACK_TO  0x13 /* the path's ACK timeout, as rxe's REQ */
 
 static uint32_t ib_psn; /* our QP1's PSNs (lock held) */
 
@@ -84,7 +83,7 @@ static uint8_t ib_mtu_of(int fd)
 	return mtu >= 512 ? IBV_MTU_512 : IBV_MTU_256;
 }
 
-static int udp_socket(const struct sockaddr_in *at, uint16_t port, bool reuse)
+int cm_ib_udp_socket(const struct sockaddr_in *at, uint16_t port, bool reuse)
 {
 	struct sockaddr_in a = *at;
 	int on = 1, df = IP_PMTUDISC_DO;
@@ -138,7 +137,7 @@ static int port_get(const struct cm_id *c)
 	}
 	if (free_at < 0)
 		return -EMFILE; /* 64 peers at once: said by the caller */
-	fd = udp_socket(cm_ib_src(c), SV_ROCE_PORT, true);
+	fd = cm_ib_udp_socket(cm_ib_src(c), SV_ROCE_PORT, true);
 	if (fd < 0)
 		return fd;
 	peer.sin_port = htons(CM_IB_QP1_SPORT);
@@ -184,7 +183,7 @@ int cm_ib_connect(struct cm_id *c)
 		return ret;
 	}
 	c->ib_mtu = ib_mtu_of(ports[i].fd);
-	c->ib_send_fd = udp_socket(cm_ib_src(c), CM_IB_QP1_SPORT, true);
+	c->ib_send_fd = cm_ib_udp_socket(cm_ib_src(c), CM_IB_QP1_SPORT, true);
 	if (c->ib_send_fd < 0) {
 		ret = c->ib_send_fd;
 		cm_link_close(c);
@@ -248,7 +247,7 @@ static int req_of(struct cm_id *c, const struct cm_msg *m, struct cm_mad *d)
 			      &c->id.route.addr.dst_addr);
 }
 
-/* conn.c's record m as its MAD: 0, or -EOPNOTSUPP (SIDR). */
+/* conn.c's record m as its MAD: 0, or -errno. */
 static int mad_of(struct cm_id *c, const struct cm_msg *m, struct cm_mad *d)
 {
 	memset(d, 0, sizeof(*d));
@@ -284,6 +283,9 @@ static int mad_of(struct cm_id *c, const struct cm_msg *m, struct cm_mad *d)
 	case CM_MSG_DREP:
 		d->attr = CM_MAD_DREP;
 		return 0;
+	case CM_MSG_SIDR_REQ:
+	case CM_MSG_SIDR_REP:
+		return cm_ib_sidr_mad(c, m, d);
 	case CM_MSG_REJ:
 		d->attr = CM_MAD_REJ;
 		d->msg_kind = c->state == CM_REP_RCVD		     ? 1
@@ -302,8 +304,10 @@ static int drop_kind(uint16_t attr)
 {
 	switch (attr) {
 	case CM_MAD_REQ:
+	case CM_MAD_SIDR_REQ:
 		return SV_CM_DROP_REQ;
 	case CM_MAD_REP:
+	case CM_MAD_SIDR_REP:
 		return SV_CM_DROP_REP;
 	case CM_MAD_RTU:
 		return SV_CM_DROP_RTU;
@@ -402,6 +406,8 @@ static int send_mad(struct cm_id *c, const struct cm_mad *d)
 		ret = send_bytes(c, mad, d->attr, false);
 	if (!ret)
 		cm_ib_again_arm(c, d->attr, mad);
+	if (!ret && d->attr == CM_MAD_SIDR_REP)
+		cm_ib_sidr_keep(c, mad); /* for its REQ again */
 	return ret;
 }
 
@@ -417,14 +423,16 @@ int cm_ib_send(struct cm_id *c, const struct cm_msg *m)
  * no such MAD, or it names other IDs. */
 static bool record_of(struct cm_id *c, const struct cm_mad *d, struct cm_msg *r)
 {
-	if (d->remote_id != c->ib_lid ||
-	    (c->ib_rid && d->attr != CM_MAD_REJ && d->local_id != c->ib_rid))
-		return false;
 	memset(r, 0, sizeof(*r));
 	r->magic = CM_MAGIC;
 	r->version = CM_VERSION;
 	r->qp_type = c->id.qp_type;
 	mapped(r->gid, cm_ib_dst(c));
+	if (d->attr == CM_MAD_SIDR_REP) /* its request ID is ours */
+		return cm_ib_sidr_record(c, d, r);
+	if (d->remote_id != c->ib_lid ||
+	    (c->ib_rid && d->attr != CM_MAD_REJ && d->local_id != c->ib_rid))
+		return false;
 	switch (d->attr) {
 	case CM_MAD_REP:
 		/* the IB CM's starting PSNs are what each side receives at
@@ -532,27 +540,47 @@ void cm_ib_read(struct cm_id *c)
 static void new_child(struct cm_id *l, const struct cm_mad *d,
 		      const struct sockaddr_in *from);
 
-/* The id MAD d on port i is for: ours by communication ID, or for a REQ
- * (a second connection from a peer we have one with) the listener of its
- * service. */
+/* A REQ or SIDR REQ from `from` to the listener of its service (which
+ * checks the rest); a SIDR REQ nobody here listens for may be answered
+ * "unsupported" (ib_sidr.c); else dropped. */
+static void to_listener(const struct cm_mad *d, const struct sockaddr_in *from)
+{
+	uint16_t ps, port;
+
+	for (struct cm_id *c = cm_core.ids; c; c = c->next) {
+		if (c->state != CM_LISTEN || c->ib_listen_fd < 0 ||
+		    cm_mad_service_split(d->service_id, &ps, &port) ||
+		    ps != (uint16_t)c->id.ps ||
+		    port != ntohs(cm_ib_src(c)->sin_port))
+			continue;
+		new_child(c, d, from);
+		return;
+	}
+	if (d->attr == CM_MAD_SIDR_REQ) {
+		if (!cm_ib_sidr_again(d, from))
+			cm_ib_sidr_unserved(d, from);
+		return;
+	}
+	cm_ib_count(CM_IB_DROP_NOT_OURS);
+	cm_log("a REQ whose service is not a listener's of this process (not "
+	       "this listener's): dropped\n");
+}
+
+/* The id MAD d on port i is for: ours by communication ID (a SIDR REP:
+ * by its request ID), or for a REQ (a second connection from a peer we
+ * have one with) the listener of its service. */
 static void route(int i, const struct cm_mad *d)
 {
 	struct sockaddr_in from = {.sin_family = AF_INET,
 				   .sin_addr.s_addr = ports[i].dst};
+	uint32_t to = d->attr == CM_MAD_SIDR_REP ? d->local_id : d->remote_id;
 
-	uint16_t ps, port;
-
+	if (d->attr == CM_MAD_REQ || d->attr == CM_MAD_SIDR_REQ) {
+		to_listener(d, &from);
+		return;
+	}
 	for (struct cm_id *c = cm_core.ids; c; c = c->next) {
-		if (d->attr == CM_MAD_REQ) {
-			if (c->state != CM_LISTEN || c->ib_listen_fd < 0 ||
-			    cm_mad_service_split(d->service_id, &ps, &port) ||
-			    ps != (uint16_t)c->id.ps ||
-			    port != ntohs(cm_ib_src(c)->sin_port))
-				continue;
-			new_child(c, d, &from); /* it checks the rest */
-			return;
-		}
-		if (c->ib && c->ib_port == i + 1 && c->ib_lid == d->remote_id) {
+		if (c->ib && c->ib_port == i + 1 && c->ib_lid == to) {
 			deliver(c, d);
 			return;
 		}
@@ -561,7 +589,7 @@ static void route(int i, const struct cm_mad *d)
 		return;
 	cm_ib_count(CM_IB_DROP_NOT_OURS);
 	cm_log("IB CM MAD 0x%04x for comm ID 0x%08x: no such id: dropped\n",
-	       d->attr, d->remote_id);
+	       d->attr, to);
 }
 
 void cm_ib_port_read(int i)
@@ -585,7 +613,7 @@ int cm_ib_listen(struct cm_id *l)
 {
 	struct epoll_event ev = {.events = EPOLLIN,
 				 .data.u64 = l->serial | CM_TAG_IB_LISTEN};
-	int fd = udp_socket(cm_ib_src(l), SV_ROCE_PORT, true);
+	int fd = cm_ib_udp_socket(cm_ib_src(l), SV_ROCE_PORT, true);
 
 	if (fd < 0) {
 		fprintf(stderr,
@@ -621,13 +649,16 @@ static bool req_addrs(const struct cm_id *l, const struct cm_mad *d,
 	    src->ss_family != AF_INET ||
 	    s4->sin_addr.s_addr != from->sin_addr.s_addr)
 		return false;
-	mapped(g, s4);
-	if (memcmp(g, d->primary.local_gid, 16))
+	if (!cm_addr_is_local((const struct sockaddr *)dst))
 		return false;
-	mapped(g, d4);
-	if (memcmp(g, d->primary.remote_gid, 16) ||
-	    !cm_addr_is_local((const struct sockaddr *)dst))
-		return false;
+	if (d->attr == CM_MAD_REQ) { /* a SIDR REQ has no path */
+		mapped(g, s4);
+		if (memcmp(g, d->primary.local_gid, 16))
+			return false;
+		mapped(g, d4);
+		if (memcmp(g, d->primary.remote_gid, 16))
+			return false;
+	}
 	return cm_ib_src(l)->sin_addr.s_addr == INADDR_ANY ||
 	       cm_ib_src(l)->sin_addr.s_addr == d4->sin_addr.s_addr;
 }
@@ -639,12 +670,13 @@ static struct cm_id *req_known(const struct cm_mad *d,
 {
 	for (struct cm_id *o = cm_core.ids; o; o = o->next)
 		if (o->ib && o->ib_rid == d->local_id &&
+		    cm_is_ud(o) == (d->attr == CM_MAD_SIDR_REQ) &&
 		    cm_ib_dst(o)->sin_addr.s_addr == from->sin_addr.s_addr)
 			return o;
 	return NULL;
 }
 
-/* conn.c's REQ record of d, for child c. */
+/* conn.c's REQ (or SIDR REQ) record of d, for child c. */
 static void req_record(struct cm_id *c, const struct cm_mad *d,
 		       struct cm_msg *r)
 {
@@ -653,6 +685,17 @@ static void req_record(struct cm_id *c, const struct cm_mad *d,
 	r->version = CM_VERSION;
 	r->type = CM_MSG_REQ;
 	r->qp_type = d->transport == CM_MAD_TS_UC ? IBV_QPT_UC : IBV_QPT_RC;
+	mapped(r->gid, cm_ib_dst(c));
+	cm_addr_to_wire(&c->id.route.addr.dst_addr, &r->src);
+	cm_addr_to_wire(&c->id.route.addr.src_addr, &r->dst);
+	if (d->attr == CM_MAD_SIDR_REQ) { /* a service, no QP of its own */
+		r->type = CM_MSG_SIDR_REQ;
+		r->qp_type = IBV_QPT_UD;
+		r->pdata_len = CM_PDATA_SIDR_REQ;
+		memcpy(r->pdata, d->pdata + CM_MAD_CMA_HDR_SIZE,
+		       CM_PDATA_SIDR_REQ);
+		return;
+	}
 	r->qpn = d->qpn;
 	/* conn.c's remote.psn is what we receive at: ours to choose and
 	 * say in the REP; the REQ's is what we send from (cm_ib_accept) */
@@ -664,9 +707,6 @@ static void req_record(struct cm_id *c, const struct cm_mad *d,
 	r->retry = d->retry;
 	r->rnr_retry = d->rnr_retry;
 	r->srq = d->srq;
-	mapped(r->gid, cm_ib_dst(c));
-	cm_addr_to_wire(&c->id.route.addr.dst_addr, &r->src);
-	cm_addr_to_wire(&c->id.route.addr.src_addr, &r->dst);
 	r->pdata_len = CM_PDATA_REQ;
 	memcpy(r->pdata, d->pdata + CM_MAD_CMA_HDR_SIZE, CM_PDATA_REQ);
 }
@@ -688,6 +728,8 @@ static void new_child(struct cm_id *l, const struct cm_mad *d,
 		       (void *)l);
 		return;
 	}
+	if (d->attr == CM_MAD_SIDR_REQ && cm_ib_sidr_again(d, from))
+		return; /* answered: its REP again */
 	c = req_known(d, from);
 	if (c) { /* resent: never a second connection; its REP again */
 		cm_ib_count(CM_IB_DUP_REQ);
@@ -708,8 +750,9 @@ static void new_child(struct cm_id *l, const struct cm_mad *d,
 		return;
 	}
 	c->ib_rid = d->local_id;
+	c->ib_tid = d->tid;
 	c->ib_flow = d->primary.flow_label;
-	if (d->mtu < c->ib_mtu)
+	if (d->attr == CM_MAD_REQ && d->mtu < c->ib_mtu)
 		c->ib_mtu = d->mtu;
 	req_record(c, d, &r);
 	if (cm_conn_recv(c, &r))
@@ -735,12 +778,12 @@ void cm_ib_accept(struct cm_id *l)
 			continue;
 		if (!take(l, b, n, &d))
 			continue;
-		if (d.attr != CM_MAD_REQ) {
+		if (d.attr != CM_MAD_REQ && d.attr != CM_MAD_SIDR_REQ) {
 			cm_ib_count(CM_IB_DROP_NOT_OURS);
 			cm_log("id %p: MAD 0x%04x at the listener: dropped\n",
 			       (void *)l, d.attr);
 			continue;
 		}
-		new_child(l, &d, &from);
+		to_listener(&d, &from); /* this one's, or another's */
 	}
 }

@@ -24,7 +24,12 @@ static inline const struct sockaddr_in *cm_ib_dst(const struct cm_id *c)
 	return (const struct sockaddr_in *)&c->id.route.addr.dst_addr;
 }
 
+#define CM_IB_QP1_SPORT 0xd872 /* rxe's QP1 source port */
+
 /* ib_link.c */
+/* A UDP socket bound to (at's address, port), SO_REUSEPORT if reuse,
+ * IP_PMTUDISC_DO (IP ID 0): its fd or -errno. */
+int cm_ib_udp_socket(const struct sockaddr_in *at, uint16_t port, bool reuse);
 /* The 256 bytes of a MAD from src to dst's QP1 as a RoCEv2 UD SEND on
  * fd (SOFTVERBS_CM_MAD_DROP may lose it on purpose); c only for logs:
  * 0 or -errno. */
@@ -44,5 +49,21 @@ void cm_ib_again_arm(struct cm_id *c, uint16_t attr,
 bool cm_ib_orphan_adopt(struct cm_id *c);
 /* MAD d on receiving socket i answers an orphan's DREQ: true if so. */
 bool cm_ib_orphan_answered(int i, const struct cm_mad *d);
+
+/* ib_sidr.c: SIDR for UD ids */
+/* conn.c's SIDR REQ or REP record m as its MAD d (d's header filled):
+ * 0 or -EINVAL. */
+int cm_ib_sidr_mad(struct cm_id *c, const struct cm_msg *m, struct cm_mad *d);
+/* The peer's SIDR REP d as conn.c's record r (common fields filled):
+ * false if it answers another request or service. */
+bool cm_ib_sidr_record(struct cm_id *c, const struct cm_mad *d,
+		       struct cm_msg *r);
+void cm_ib_sidr_keep(struct cm_id *c, const uint8_t mad[CM_MAD_SIZE]);
+/* A SIDR REQ from `from` whose REP was sent: true (its REP again). */
+bool cm_ib_sidr_again(const struct cm_mad *d, const struct sockaddr_in *from);
+/* A SIDR REQ no listener of ours takes: "unsupported" when nobody on
+ * this host holds its port, else dropped. */
+void cm_ib_sidr_unserved(const struct cm_mad *d,
+			 const struct sockaddr_in *from);
 
 #endif

@@ -58,8 +58,8 @@ void cm_ib_again_drop(struct cm_id *c)
 void cm_ib_again_arm(struct cm_id *c, uint16_t attr,
 		     const uint8_t mad[CM_MAD_SIZE])
 {
-	uint8_t st = attr == CM_MAD_REQ	   ? CM_REQ_SENT
-		     : attr == CM_MAD_REP  ? CM_REP_SENT
+	uint8_t st = attr == CM_MAD_REQ || attr == CM_MAD_SIDR_REQ ? CM_REQ_SENT
+		     : attr == CM_MAD_REP			   ? CM_REP_SENT
 		     : attr == CM_MAD_DREQ ? CM_DREQ_SENT
 					   : CM_NSTATES;
 
@@ -78,11 +78,10 @@ void cm_ib_again_arm(struct cm_id *c, uint16_t attr,
 	cm_link_kick(); /* the CM thread's timeout sees it */
 }
 
+/* The kept MAD's attribute (a REQ_SENT id's may be a SIDR REQ). */
 static uint16_t again_attr(const struct cm_id *c)
 {
-	return c->ib_again_state == CM_REQ_SENT	  ? CM_MAD_REQ
-	       : c->ib_again_state == CM_REP_SENT ? CM_MAD_REP
-						  : CM_MAD_DREQ;
+	return (uint16_t)(c->ib_again[16] << 8 | c->ib_again[17]);
 }
 
 /*

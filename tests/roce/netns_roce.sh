@@ -14,7 +14,8 @@
 # an atomic run, both ways, parsed by the codec with its ICRC checked
 # against the IP and UDP headers as captured (we send IP ID 0, so every
 # one can be), and decoded by tshark as InfiniBand, none malformed.
-# rdma_cm_*: rping, ucmatose and ib_send_bw -R over the IB CM's MADs.
+# rdma_cm_*: rping, ucmatose and ib_send_bw -R over the IB CM's MADs,
+# udaddy over SIDR.
 #
 # usage: netns_roce.sh BUILD_DIR
 # Needs root and ip(8): otherwise it says why and exits 77 (skipped).
@@ -543,6 +544,106 @@ if want rdma_cm_hostile; then
 	else
 		echo "ok   rdma_cm_hostile: every bad MAD dropped with its" \
 			"reason, $n foreign REQs, then rping -V connected"
+	fi
+fi
+
+# SIDR over RoCE (issue 26 item 3): Debian's udaddy (UD, RDMA_PS_UDP,
+# its fixed port 7174), whose rdma_connect sends a SIDR REQ to the
+# listener's QP1 (MAD 0x0017) and whose listener answers a SIDR REP
+# (0x0018) with its QPN and Q_Key: the client's ESTABLISHED carries them
+# (udaddy makes its AH from it), the server's CONNECT_REQUEST is UD.
+# -C 0: no messages, which do not arrive yet (docs/roce.md, "Limits
+# now": the listener's port-4791 socket takes the UD datagrams meant for
+# the door).  sidr_run NAME CLIENT_ENV SERVER_ENV [CONNECTIONS]: both
+# must end 0 ("return status 0"; with CONNECTIONS 2 the server waits for
+# a second client and is ended), the client must have sent the SIDR REQ
+# and the server the SIDR REP (SOFTVERBS_DEBUG=1 logs each MAD): before
+# SIDR over RoCE a UD id took the TCP rendezvous and no MAD was sent.
+sidr_run() {
+	n=$1
+	timeout 60 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 $3 $run \
+		udaddy -b $A -c "${4:-1}" -C 0 >"$log/$n.s" 2>&1 &
+	spid=$!
+	listening a 7174 # the UD listener's ports are bound by then
+	timeout 60 ip netns exec "$tag-b" env SOFTVERBS_DEBUG=1 $2 $run \
+		udaddy -s $A -C 0 >"$log/$n.c" 2>&1
+	rc=$?
+	[ "${4:-1}" = 1 ] || kill $spid 2>/dev/null
+	wait $spid 2>/dev/null
+	src=$?
+	[ "${4:-1}" = 1 ] || src=0
+	req=$(grep -c "MAD 0x0017 sent" "$log/$n.c")
+	reqa=$(grep -c "MAD 0x0017 resent" "$log/$n.c")
+	rep=$(grep -c "MAD 0x0018 sent" "$log/$n.s")
+	repa=$(grep -c "MAD 0x0018 resent" "$log/$n.s")
+	lost=$(grep -c "lost on purpose" "$log/$n.c" "$log/$n.s" |
+		awk -F: '{s += $2} END {print s}')
+}
+sidr_check() { # NAME OK: says ok or FAIL
+	if [ "$2" = 1 ] && [ $rc = 0 ] && [ $src = 0 ] &&
+		grep -q "return status 0" "$log/$1.c" &&
+		grep -q "RDMA_CM_EVENT_ESTABLISHED" "$log/$1.c" &&
+		grep -q "RDMA_CM_EVENT_CONNECT_REQUEST" "$log/$1.s"; then
+		echo "ok   $1: SIDR REQ sent $req (+$reqa again), SIDR REP" \
+			"$rep (+$repa again), $lost lost on purpose," \
+			"ESTABLISHED with the server's QPN and Q_Key"
+	else
+		echo "FAIL $1: client rc $rc, server rc $src, SIDR REQ $req" \
+			"(+$reqa), REP $rep (+$repa), lost $lost"
+		grep -v "^softverbs\[" "$log/$1.c" | tail -6 | sed 's/^/  client: /'
+		grep -v "^softverbs\[" "$log/$1.s" | tail -6 | sed 's/^/  server: /'
+		failed=1
+	fi
+}
+if want rdma_cm_udaddy; then
+	sidr_run rdma_cm_udaddy "" ""
+	ok=0
+	[ "$req" = 1 ] && [ "$reqa" = 0 ] && [ "$rep" = 1 ] && ok=1
+	sidr_check rdma_cm_udaddy $ok
+fi
+# The same with the client's first SIDR REQ and the server's first SIDR
+# REP lost on purpose (each try 300 ms): the REQ is resent by its timer,
+# the REQ that comes again after the REP was sent is answered with the
+# same REP again (not a second CONNECT_REQUEST: the server, waiting
+# for 2, sees one), and udaddy completes.
+if want rdma_cm_udaddy_loss; then
+	sidr_run rdma_cm_udaddy_loss \
+		"SOFTVERBS_CM_TIMEOUT_MS=4800 SOFTVERBS_CM_MAD_DROP=req=1" \
+		"SOFTVERBS_CM_TIMEOUT_MS=4800 SOFTVERBS_CM_MAD_DROP=rep=1" 2
+	ok=0
+	[ "$reqa" -ge 2 ] && [ "$rep" = 1 ] && [ "$repa" -ge 1 ] &&
+		[ "$lost" = 2 ] &&
+		grep -q "SIDR REQ again.*its REP again" "$log/rdma_cm_udaddy_loss.s" &&
+		[ "$(grep -c "queued RDMA_CM_EVENT_CONNECT_REQUEST" \
+			"$log/rdma_cm_udaddy_loss.s")" = 1 ] && ok=1
+	sidr_check rdma_cm_udaddy_loss $ok
+fi
+# A SIDR REQ for a UDP service nobody listens on (udaddy's 7174, while
+# only rping listens in a): the listening process answers a SIDR REP
+# "unsupported" (status 1, as the kernel's CM) since no socket there
+# holds UDP port 7174, and udaddy ends RDMA_CM_EVENT_UNREACHABLE with
+# status 1 at once (without it: after its 64 s of resends).
+if want rdma_cm_sidr_unreachable; then
+	port=$((port + 1))
+	timeout 60 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 $run \
+		rping -s -a $A -p $port -C 1 >"$log/su.s" 2>&1 &
+	spid=$!
+	listening a $port
+	timeout 30 ip netns exec "$tag-b" $run udaddy -s $A -C 1 \
+		>"$log/su.c" 2>&1
+	rc=$?
+	kill $spid 2>/dev/null
+	wait $spid 2>/dev/null
+	if [ $rc = 0 ] || [ $rc = 124 ] ||
+		! grep -q "UNREACHABLE, error: 1" "$log/su.c" ||
+		! grep -q "nobody listens: unsupported" "$log/su.s"; then
+		echo "FAIL rdma_cm_sidr_unreachable: udaddy rc $rc"
+		tail -4 "$log/su.c" | sed 's/^/  client: /'
+		grep -v "^softverbs\[" "$log/su.s" | tail -4 | sed 's/^/  server: /'
+		failed=1
+	else
+		echo "ok   rdma_cm_sidr_unreachable: $(grep UNREACHABLE "$log/su.c" |
+			head -1)"
 	fi
 fi
 
