@@ -28,8 +28,8 @@
  * (SOFTVERBS_DEBUG).  A REQ, REP or DREQ is resent until answered
  * (ib_resend.c; a DREQ even after rdma_destroy_id: its orphans); a
  * REQ that comes again is answered with its REP again, a REP with its
- * RTU again.  Counters: ib_stat.c.  Not yet: MRA, LAP/APR, SIDR, IPv6,
- * a timewait.
+ * RTU again.  A UD id's SIDR REQ and REP: ib_sidr.c.  Counters:
+ * ib_stat.c.  Not yet: MRA, LAP/APR, IPv6, a timewait.
  */
 #include <arpa/inet.h>
 #include <endian.h>
