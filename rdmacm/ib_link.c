@@ -613,8 +613,17 @@ int cm_ib_listen(struct cm_id *l)
 {
 	struct epoll_event ev = {.events = EPOLLIN,
 				 .data.u64 = l->serial | CM_TAG_IB_LISTEN};
-	int fd = cm_ib_udp_socket(cm_ib_src(l), SV_ROCE_PORT, true);
+	int fd = cm_ib_udp_socket(cm_ib_src(l), SV_ROCE_PORT, true), on = 1;
 
+	/* where a datagram was sent, its TOS and TTL: UD data passed on
+	 * (ib_door.c) shows them */
+	if (fd >= 0 &&
+	    (setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on)) ||
+	     setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof(on)) ||
+	     setsockopt(fd, IPPROTO_IP, IP_RECVTTL, &on, sizeof(on)))) {
+		close(fd);
+		fd = -errno;
+	}
 	if (fd < 0) {
 		fprintf(stderr,
 			"softverbs rdmacm: UDP port 4791 for the IB CM's "
@@ -760,21 +769,72 @@ static void new_child(struct cm_id *l, const struct cm_mad *d,
 	c->psn = send_psn; /* the REQ's: what the active side receives at */
 }
 
+/* One datagram at a listener's socket: n bytes, and where it was sent,
+ * its TOS and TTL (IP_PKTINFO, IP_RECVTOS, IP_RECVTTL). */
+static ssize_t listen_recv(int fd, uint8_t *b, size_t cap,
+			   struct sockaddr_in *from, uint32_t *dst,
+			   uint8_t *tos, uint8_t *ttl)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(struct in_pktinfo)) +
+			 2 * CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {.iov_base = b, .iov_len = cap};
+	struct msghdr m = {.msg_name = from,
+			   .msg_namelen = sizeof(*from),
+			   .msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.buf,
+			   .msg_controllen = sizeof(u.buf)};
+	ssize_t n = recvmsg(fd, &m, MSG_DONTWAIT);
+	int v;
+
+	*dst = 0;
+	*tos = 0;
+	*ttl = 0;
+	if (n < 0 || m.msg_namelen != sizeof(*from) ||
+	    from->sin_family != AF_INET || (m.msg_flags & MSG_TRUNC))
+		return n < 0 ? n : -2; /* -2: not one to read */
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+		if (c->cmsg_level != IPPROTO_IP)
+			continue;
+		if (c->cmsg_type == IP_PKTINFO &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(struct in_pktinfo))) {
+			struct in_pktinfo pi;
+
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			*dst = pi.ipi_addr.s_addr;
+		} else if ((c->cmsg_type == IP_TOS || c->cmsg_type == IP_TTL) &&
+			   c->cmsg_len >= CMSG_LEN(1)) {
+			v = 0;
+			memcpy(&v, CMSG_DATA(c),
+			       c->cmsg_type == IP_TOS ? 1 : sizeof(int));
+			*(c->cmsg_type == IP_TOS ? tos : ttl) = (uint8_t)v;
+		}
+	}
+	return n;
+}
+
 void cm_ib_accept(struct cm_id *l)
 {
-	uint8_t b[2048];
+	uint8_t b[SV_UD_DOOR_BUF];
 	struct cm_mad d;
 
 	while (l->ib_listen_fd >= 0 && l->state == CM_LISTEN) {
 		struct sockaddr_in from;
-		socklen_t fl = sizeof(from);
-		ssize_t n =
-			recvfrom(l->ib_listen_fd, b, sizeof(b), MSG_DONTWAIT,
-				 (struct sockaddr *)&from, &fl);
+		uint32_t dst;
+		uint8_t tos, ttl;
+		ssize_t n = listen_recv(l->ib_listen_fd, b, sizeof(b), &from,
+					&dst, &tos, &ttl);
 
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		if (n < 0 && n != -2 && (errno == EAGAIN || errno == EINTR))
 			return;
-		if (n < 0 || fl != sizeof(from) || from.sin_family != AF_INET)
+		if (n < 0)
+			continue;
+		/* UD data to a QP the door would have had (ib_door.c) */
+		if (cm_ib_door_pass(b, (size_t)n, sizeof(b), &from, dst, tos,
+				    ttl))
 			continue;
 		if (!take(l, b, n, &d))
 			continue;

@@ -50,6 +50,17 @@ bool cm_ib_orphan_adopt(struct cm_id *c);
 /* MAD d on receiving socket i answers an orphan's DREQ: true if so. */
 bool cm_ib_orphan_answered(int i, const struct cm_mad *d);
 
+/* ib_door.c: UD data at a listener's socket */
+/* A listener's datagram buffer: a UD datagram of SV_UD_MTU bytes, and
+ * its 64-byte transport header (ib_door.c rewrites it in place). */
+#define SV_UD_DOOR_BUF (4096 + 64 + 128)
+/* Datagram b (n bytes of cap) from `from` to dst (network order), TOS
+ * tos, TTL ttl: true if it was RoCE UD data for a QP (passed on to the
+ * QP's socket, or dropped as bad), false if it is the IB CM's to read. */
+bool cm_ib_door_pass(uint8_t *b, size_t n, size_t cap,
+		     const struct sockaddr_in *from, uint32_t dst, uint8_t tos,
+		     uint8_t ttl);
+
 /* ib_sidr.c: SIDR for UD ids */
 /* conn.c's SIDR REQ or REP record m as its MAD d (d's header filled):
  * 0 or -EINVAL. */

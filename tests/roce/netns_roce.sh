@@ -551,27 +551,33 @@ fi
 # its fixed port 7174), whose rdma_connect sends a SIDR REQ to the
 # listener's QP1 (MAD 0x0017) and whose listener answers a SIDR REP
 # (0x0018) with its QPN and Q_Key: the client's ESTABLISHED carries them
-# (udaddy makes its AH from it), the server's CONNECT_REQUEST is UD.
-# -C 0: no messages, which do not arrive yet (docs/roce.md, "Limits
-# now": the listener's port-4791 socket takes the UD datagrams meant for
-# the door).  sidr_run NAME CLIENT_ENV SERVER_ENV [CONNECTIONS]: both
-# must end 0 ("return status 0"; with CONNECTIONS 2 the server waits for
-# a second client and is ended), the client must have sent the SIDR REQ
-# and the server the SIDR REP (SOFTVERBS_DEBUG=1 logs each MAD): before
-# SIDR over RoCE a UD id took the TCP rendezvous and no MAD was sent.
+# (udaddy makes its AH from it), the server's CONNECT_REQUEST is UD; then
+# 10 messages each way over RoCE UD (the server answers from each wc's
+# GRH: ibv_create_ah_from_wc).  The messages reach the server's QP while
+# it listens: its IB CM socket, which outranks the UD door, passes them
+# on (rdmacm/ib_door.c; without it udaddy's server never gets one).
+# sidr_run NAME CLIENT_ENV SERVER_ENV CONNECTIONS MESSAGES: both must end
+# 0 ("return status 0"; with CONNECTIONS 2 the server waits for a
+# second client and is ended), with MESSAGES both say "data transfers
+# complete", the client must have sent the SIDR REQ and the server the
+# SIDR REP (SOFTVERBS_DEBUG=1 logs each MAD): before SIDR over RoCE a UD
+# id took the TCP rendezvous and no MAD was sent.
 sidr_run() {
 	n=$1
 	timeout 60 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 $3 $run \
-		udaddy -b $A -c "${4:-1}" -C 0 >"$log/$n.s" 2>&1 &
+		udaddy -b $A -c "$4" -C "$5" >"$log/$n.s" 2>&1 &
 	spid=$!
 	listening a 7174 # the UD listener's ports are bound by then
 	timeout 60 ip netns exec "$tag-b" env SOFTVERBS_DEBUG=1 $2 $run \
-		udaddy -s $A -C 0 >"$log/$n.c" 2>&1
+		udaddy -s $A -C "$5" >"$log/$n.c" 2>&1
 	rc=$?
-	[ "${4:-1}" = 1 ] || kill $spid 2>/dev/null
+	[ "$4" = 1 ] || kill $spid 2>/dev/null
 	wait $spid 2>/dev/null
 	src=$?
-	[ "${4:-1}" = 1 ] || src=0
+	[ "$4" = 1 ] || src=0
+	msgs=$5 data=1
+	[ "$5" = 0 ] || { grep -q "data transfers complete" "$log/$n.c" &&
+		grep -q "data transfers complete" "$log/$n.s"; } || data=0
 	req=$(grep -c "MAD 0x0017 sent" "$log/$n.c")
 	reqa=$(grep -c "MAD 0x0017 resent" "$log/$n.c")
 	rep=$(grep -c "MAD 0x0018 sent" "$log/$n.s")
@@ -580,15 +586,16 @@ sidr_run() {
 		awk -F: '{s += $2} END {print s}')
 }
 sidr_check() { # NAME OK: says ok or FAIL
-	if [ "$2" = 1 ] && [ $rc = 0 ] && [ $src = 0 ] &&
+	if [ "$2" = 1 ] && [ $rc = 0 ] && [ $src = 0 ] && [ $data = 1 ] &&
 		grep -q "return status 0" "$log/$1.c" &&
 		grep -q "RDMA_CM_EVENT_ESTABLISHED" "$log/$1.c" &&
 		grep -q "RDMA_CM_EVENT_CONNECT_REQUEST" "$log/$1.s"; then
 		echo "ok   $1: SIDR REQ sent $req (+$reqa again), SIDR REP" \
 			"$rep (+$repa again), $lost lost on purpose," \
-			"ESTABLISHED with the server's QPN and Q_Key"
+			"ESTABLISHED with the server's QPN and Q_Key," \
+			"$msgs messages each way"
 	else
-		echo "FAIL $1: client rc $rc, server rc $src, SIDR REQ $req" \
+		echo "FAIL $1: client rc $rc, server rc $src, data $data, SIDR REQ $req" \
 			"(+$reqa), REP $rep (+$repa), lost $lost"
 		grep -v "^softverbs\[" "$log/$1.c" | tail -6 | sed 's/^/  client: /'
 		grep -v "^softverbs\[" "$log/$1.s" | tail -6 | sed 's/^/  server: /'
@@ -596,7 +603,7 @@ sidr_check() { # NAME OK: says ok or FAIL
 	fi
 }
 if want rdma_cm_udaddy; then
-	sidr_run rdma_cm_udaddy "" ""
+	sidr_run rdma_cm_udaddy "" "" 1 10
 	ok=0
 	[ "$req" = 1 ] && [ "$reqa" = 0 ] && [ "$rep" = 1 ] && ok=1
 	sidr_check rdma_cm_udaddy $ok
@@ -605,11 +612,11 @@ fi
 # REP lost on purpose (each try 300 ms): the REQ is resent by its timer,
 # the REQ that comes again after the REP was sent is answered with the
 # same REP again (not a second CONNECT_REQUEST: the server, waiting
-# for 2, sees one), and udaddy completes.
+# for 2, sees one; no messages: it waits), and udaddy's client completes.
 if want rdma_cm_udaddy_loss; then
 	sidr_run rdma_cm_udaddy_loss \
 		"SOFTVERBS_CM_TIMEOUT_MS=4800 SOFTVERBS_CM_MAD_DROP=req=1" \
-		"SOFTVERBS_CM_TIMEOUT_MS=4800 SOFTVERBS_CM_MAD_DROP=rep=1" 2
+		"SOFTVERBS_CM_TIMEOUT_MS=4800 SOFTVERBS_CM_MAD_DROP=rep=1" 2 0
 	ok=0
 	[ "$reqa" -ge 2 ] && [ "$rep" = 1 ] && [ "$repa" -ge 1 ] &&
 		[ "$lost" = 2 ] &&
