@@ -28,8 +28,9 @@
  * (SOFTVERBS_DEBUG).  A REQ, REP or DREQ is resent until answered
  * (ib_resend.c; a DREQ even after rdma_destroy_id: its orphans); a
  * REQ that comes again is answered with its REP again, a REP with its
- * RTU again.  A UD id's SIDR REQ and REP: ib_sidr.c.  Counters:
- * ib_stat.c.  Not yet: MRA, LAP/APR, IPv6, a timewait.
+ * RTU again, a DREQ after the id closed with its DREP again for a time
+ * (timewait: ib_resend.c).  A UD id's SIDR REQ and REP: ib_sidr.c.
+ * Counters: ib_stat.c.  Not yet: MRA, LAP/APR, IPv6.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -154,6 +155,11 @@ static int port_get(const struct cm_id *c)
 	ports[free_at].src = cm_ib_src(c)->sin_addr.s_addr;
 	ports[free_at].dst = peer.sin_addr.s_addr;
 	return free_at;
+}
+
+void cm_ib_port_hold(int i)
+{
+	ports[i].refs++;
 }
 
 void cm_ib_port_put(int i)
@@ -408,6 +414,8 @@ static int send_mad(struct cm_id *c, const struct cm_mad *d)
 		cm_ib_again_arm(c, d->attr, mad);
 	if (!ret && d->attr == CM_MAD_SIDR_REP)
 		cm_ib_sidr_keep(c, mad); /* for its REQ again */
+	if (!ret && d->attr == CM_MAD_DREP)
+		cm_ib_timewait_arm(c, mad); /* for its DREQ again */
 	return ret;
 }
 
@@ -585,7 +593,7 @@ static void route(int i, const struct cm_mad *d)
 			return;
 		}
 	}
-	if (cm_ib_orphan_answered(i, d))
+	if (cm_ib_orphan_answered(i, d) || cm_ib_timewait_answered(i, d))
 		return;
 	cm_ib_count(CM_IB_DROP_NOT_OURS);
 	cm_log("IB CM MAD 0x%04x for comm ID 0x%08x: no such id: dropped\n",

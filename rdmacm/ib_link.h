@@ -39,7 +39,15 @@ int cm_ib_send_raw(int fd, const struct sockaddr_in *src,
 		   const void *c);
 void cm_ib_port_put(int i); /* a receiving socket's reference dropped */
 
+void cm_ib_port_hold(int i); /* one more reference to socket i */
+
 /* ib_resend.c */
+/* Timewait: our DREP mad, just sent, answers a DREQ that comes again
+ * after c closed, CM_DREP_WAIT_MS long. */
+void cm_ib_timewait_arm(struct cm_id *c, const uint8_t mad[CM_MAD_SIZE]);
+/* MAD d on receiving socket i is a DREQ a timewait answers: true if so
+ * (answered). */
+bool cm_ib_timewait_answered(int i, const struct cm_mad *d);
 void cm_ib_again_drop(struct cm_id *c); /* its kept MAD forgotten */
 /* MAD mad, just sent, kept to go again if it waits for an answer. */
 void cm_ib_again_arm(struct cm_id *c, uint16_t attr,

@@ -9,6 +9,7 @@
  * (cm_ib_orphan_adopt, cm_ib_orphan_answered: ib_link.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +196,91 @@ static void orphans_resend(uint64_t now, uint64_t *next)
 	}
 }
 
+/*
+ * Timewait, as the kernel's CM keeps a connection's IDs after its DREP
+ * (IBA 12.9.7): a DREQ that comes again (our DREP was lost) is answered
+ * with the same DREP for CM_DREP_WAIT_MS, the DREQ sender's whole wait.
+ * Each entry holds a dup of the id's sending socket and a reference to
+ * its receiving one, so the DREQ still arrives after the id is closed.
+ * CM_IB_TIMEWAIT at most: the oldest is ended early for a new one.
+ */
+#define CM_IB_TIMEWAIT 16
+static struct timewait {
+	int fd; /* -1: free */
+	int port;
+	uint32_t lid, rid;
+	uint64_t until_ms;
+	struct sockaddr_in src, dst;
+	uint8_t mad[CM_MAD_SIZE];
+} timewait[CM_IB_TIMEWAIT] = {[0 ... CM_IB_TIMEWAIT - 1] = {.fd = -1}};
+static unsigned int ntimewait, timewait_next;
+
+static void timewait_drop(struct timewait *t)
+{
+	close(t->fd);
+	t->fd = -1;
+	cm_ib_port_put(t->port);
+	ntimewait--;
+}
+
+void cm_ib_timewait_arm(struct cm_id *c, const uint8_t mad[CM_MAD_SIZE])
+{
+	struct timewait *t = &timewait[timewait_next++ % CM_IB_TIMEWAIT];
+	int fd;
+
+	if (!c->ib_port || c->ib_send_fd < 0)
+		return;
+	fd = fcntl(c->ib_send_fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return; /* no timewait: a DREQ again goes unanswered */
+	if (t->fd >= 0)
+		timewait_drop(t);
+	t->fd = fd;
+	t->port = c->ib_port - 1;
+	cm_ib_port_hold(t->port);
+	t->lid = c->ib_lid;
+	t->rid = c->ib_rid;
+	t->until_ms = cm_now_ms() + CM_DREP_WAIT_MS;
+	t->src = *cm_ib_src(c);
+	t->dst = *cm_ib_dst(c);
+	memcpy(t->mad, mad, CM_MAD_SIZE);
+	ntimewait++;
+	cm_link_kick(); /* the CM thread's timeout sees its end */
+}
+
+bool cm_ib_timewait_answered(int i, const struct cm_mad *d)
+{
+	for (int k = 0; k < CM_IB_TIMEWAIT; k++) {
+		struct timewait *t = &timewait[k];
+
+		if (t->fd < 0 || t->port != i || d->attr != CM_MAD_DREQ ||
+		    d->remote_id != t->lid || d->local_id != t->rid)
+			continue;
+		cm_log("timewait: a DREQ again (comm ID 0x%08x): its DREP "
+		       "again\n",
+		       t->lid);
+		cm_ib_send_raw(t->fd, &t->src, &t->dst, t->mad, CM_MAD_DREP,
+			       true, NULL);
+		return true;
+	}
+	return false;
+}
+
+/* The timewaits past their time ended; next lowered to the next end. */
+static void timewait_end(uint64_t now, uint64_t *next)
+{
+	for (int k = 0; k < CM_IB_TIMEWAIT && ntimewait; k++) {
+		struct timewait *t = &timewait[k];
+
+		if (t->fd < 0)
+			continue;
+		if (now >= t->until_ms)
+			timewait_drop(t);
+		else if (t->until_ms < *next)
+			*next = t->until_ms;
+	}
+}
+
 /* At the process's exit: its orphans' DREPs waited for, CM_DREP_WAIT_MS
  * at most (the CM thread still runs). */
 __attribute__((destructor)) static void orphans_wait(void)
@@ -223,7 +309,7 @@ int cm_ib_resend_all(int timeout)
 	struct cm_id *c, *n;
 	int t;
 
-	if (!nagain && !norphans)
+	if (!nagain && !norphans && !ntimewait)
 		return timeout;
 	for (c = cm_core.ids; c; c = n) {
 		n = c->next;
@@ -256,6 +342,7 @@ int cm_ib_resend_all(int timeout)
 			next = c->ib_again_ms;
 	}
 	orphans_resend(now, &next);
+	timewait_end(now, &next);
 	if (next == UINT64_MAX)
 		return timeout;
 	t = next > now ? (int)(next - now) : 0;

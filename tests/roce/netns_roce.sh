@@ -654,6 +654,41 @@ if want rdma_cm_sidr_unreachable; then
 	fi
 fi
 
+# Timewait (issue 26 item 3): the persistent rping server loses its first
+# DREP on purpose (SOFTVERBS_CM_MAD_DROP=drep=1); the client's DREQ,
+# resent after rping destroyed its id (every 125 ms), comes to a
+# connection the server has closed, and the server's timewait answers it
+# with the same DREP again, so the client's orphan DREQ is answered
+# instead of running out its 15 tries.  Without timewait the resent
+# DREQs are dropped ("no such id") and the client's log says it gave up.
+if want rdma_cm_timewait; then
+	port=$((port + 1))
+	timeout 60 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 \
+		SOFTVERBS_CM_MAD_DROP=drep=1 \
+		$run rping -s -P -a $A -p $port -C 10 >"$log/tw.s" 2>&1 &
+	spid=$!
+	listening a $port
+	timeout 30 ip netns exec "$tag-b" env SOFTVERBS_DEBUG=1 \
+		$run rping -c -a $A -p $port -v -V -C 10 >"$log/tw.c" 2>&1
+	rc=$?
+	kill "$spid" 2>/dev/null
+	wait $spid 2>/dev/null
+	lost=$(grep -c "MAD 0x0016 sent: lost on purpose" "$log/tw.s")
+	again=$(grep -c "timewait: a DREQ again" "$log/tw.s")
+	if [ $rc != 0 ] || [ "$lost" != 1 ] || [ "$again" -lt 1 ] ||
+		! grep -q "a destroyed id's DREQ answered" "$log/tw.c" ||
+		grep -q "unanswered\|gave up" "$log/tw.c"; then
+		echo "FAIL rdma_cm_timewait: client $rc, DREP lost $lost," \
+			"DREQs answered in timewait $again"
+		grep -v "^softverbs\[" "$log/tw.c" | tail -4 | sed 's/^/  client: /'
+		grep -v "^softverbs\[" "$log/tw.s" | tail -4 | sed 's/^/  server: /'
+		failed=1
+	else
+		echo "ok   rdma_cm_timewait: the first DREP lost, $again DREQ(s)" \
+			"again answered from timewait, the client's DREQ answered"
+	fi
+fi
+
 # The capture: on a's veth, while a pingpong, a read and an atomic run.
 if ! command -v tshark >/dev/null; then
 	echo "note: no tshark: the capture check skipped"
