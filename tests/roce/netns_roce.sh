@@ -508,7 +508,8 @@ fi
 # listener in a every kind of bad MAD (not RoCE, short, another class and
 # version, a response, no such attribute, LAP, a REQ naming QP1, an RTU
 # and a DREQ for comm IDs nobody has, a REQ whose rdma_cm header lies
-# about its source) and 500 REQs for a port nobody listens on; each is
+# about its source, a SIDR REQ whose header lies, one for the TCP port
+# space, a SIDR REP nobody asked for) and 500 REQs for a port nobody listens on; each is
 # dropped with its reason (SOFTVERBS_DEBUG=1 says it; of the flood, what
 # the socket's buffer held: at least 50), and a real rping from b
 # connects after, every ping validated.
@@ -530,7 +531,8 @@ if want rdma_cm_hostile; then
 	for r in "not a GSI MAD" cm_mad_drop_len cm_mad_drop_class \
 		cm_mad_drop_version cm_mad_drop_method cm_mad_drop_attr \
 		cm_mad_drop_unsupported cm_mad_drop_field "at the listener" \
-		"not this listener"; do
+		"not this listener" "SIDR REQ whose service or addresses" \
+		"MAD 0x0018 at the listener"; do
 		grep -q "$r" "$log/hm.s" || miss="$miss [$r]"
 	done
 	n=$(grep -c "not this listener" "$log/hm.s")
