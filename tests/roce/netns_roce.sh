@@ -566,10 +566,12 @@ fi
 # id took the TCP rendezvous and no MAD was sent.
 sidr_run() {
 	n=$1
+	# shellcheck disable=SC2086 # $3 and $run are word lists
 	timeout 60 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 $3 $run \
 		udaddy -b $A -c "$4" -C "$5" >"$log/$n.s" 2>&1 &
 	spid=$!
 	listening a 7174 # the UD listener's ports are bound by then
+	# shellcheck disable=SC2086 # $2 and $run are word lists
 	timeout 60 ip netns exec "$tag-b" env SOFTVERBS_DEBUG=1 $2 $run \
 		udaddy -s $A -C "$5" >"$log/$n.c" 2>&1
 	rc=$?
@@ -634,10 +636,12 @@ fi
 # status 1 at once (without it: after its 64 s of resends).
 if want rdma_cm_sidr_unreachable; then
 	port=$((port + 1))
+	# shellcheck disable=SC2086 # $run is a command line
 	timeout 60 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 $run \
 		rping -s -a $A -p $port -C 1 >"$log/su.s" 2>&1 &
 	spid=$!
 	listening a $port
+	# shellcheck disable=SC2086 # $run is a command line
 	timeout 30 ip netns exec "$tag-b" $run udaddy -s $A -C 1 \
 		>"$log/su.c" 2>&1
 	rc=$?
@@ -665,11 +669,13 @@ fi
 # DREQs are dropped ("no such id") and the client's log says it gave up.
 if want rdma_cm_timewait; then
 	port=$((port + 1))
+	# shellcheck disable=SC2086 # $run is a command line
 	timeout 60 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 \
 		SOFTVERBS_CM_MAD_DROP=drep=1 \
 		$run rping -s -P -a $A -p $port -C 10 >"$log/tw.s" 2>&1 &
 	spid=$!
 	listening a $port
+	# shellcheck disable=SC2086 # $run is a command line
 	timeout 30 ip netns exec "$tag-b" env SOFTVERBS_DEBUG=1 \
 		$run rping -c -a $A -p $port -v -V -C 10 >"$log/tw.c" 2>&1
 	rc=$?
