@@ -405,7 +405,7 @@ void cm_route_fill(struct cm_id *c)
 		return;
 	cm_addr_gid(&c->id.route.addr.src_addr, &p->sgid, &idx);
 	cm_addr_gid(&c->id.route.addr.dst_addr, &p->dgid, &idx);
-	if (c->tcp) /* another host: its address's GID */
+	if (c->tcp || c->ib) /* another host: its address's GID */
 		cm_addr_mapped_gid(&c->id.route.addr.dst_addr, &p->dgid);
 	p->slid = p->dlid = htobe16(cm_core.lid);
 	p->pkey = htobe16(0xffff);

@@ -94,7 +94,10 @@ struct cm_id {
 			 * RoCEv2 (ib_link.c): sock receives them */
 	int ib_send_fd; /* ib: the unconnected socket they leave by */
 	int ib_port;	/* ib: its receiving socket's index + 1, or 0 */
-	uint32_t ib_lid, ib_rid; /* ib: our and the peer's comm IDs */
+	uint32_t ib_lid, ib_rid; /* ib: our and the peer's comm IDs (SIDR:
+				  * the active side's request ID) */
+	uint64_t ib_tid;	 /* ib, SIDR passive: the REQ's transaction
+				  * ID, which its REP repeats */
 	uint8_t ib_mtu;		 /* ib: the path MTU (enum ibv_mtu) */
 	uint32_t ib_flow;	 /* ib: the REQ's flow label (the QP's) */
 	uint8_t *ib_again;	 /* ib: the REQ, REP or DREQ resent until

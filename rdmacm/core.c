@@ -416,9 +416,11 @@ static int resolve_dst(struct cm_id *c, const struct sockaddr *dst)
 	if (cm_addr_is_any((struct sockaddr *)src))
 		set_src(src, (struct sockaddr *)&route);
 	/* SOFTVERBS_TRANSPORT=roce: an RC or UC connection to another
-	 * host's IPv4 address speaks the IB CM's MADs (ib_link.c) */
-	c->ib = cm_core.roce && dst->sa_family == AF_INET && !cm_is_ud(c) &&
-		c->id.ps == RDMA_PS_TCP;
+	 * host's IPv4 address speaks the IB CM's MADs (ib_link.c), a UD
+	 * id's SIDR too (ib_sidr.c) */
+	c->ib = cm_core.roce && dst->sa_family == AF_INET &&
+		(cm_is_ud(c) ? c->id.ps == RDMA_PS_UDP
+			     : c->id.ps == RDMA_PS_TCP);
 	c->tcp = !c->ib;
 	return 0;
 }

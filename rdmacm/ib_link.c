@@ -26,10 +26,11 @@
  * known); a REQ must name the listener's service and addresses the
  * datagram and GIDs agree with.  Anything else is dropped and logged
  * (SOFTVERBS_DEBUG).  A REQ, REP or DREQ is resent until answered
- * (cm_ib_resend_all; a DREQ even after rdma_destroy_id: orphans[]); a
+ * (ib_resend.c; a DREQ even after rdma_destroy_id: its orphans); a
  * REQ that comes again is answered with its REP again, a REP with its
- * RTU again.  Counters: ib_stat.c.  Not yet: MRA, LAP/APR, SIDR, IPv6,
- * a timewait.
+ * RTU again, a DREQ after the id closed with its DREP again for a time
+ * (timewait: ib_resend.c).  A UD id's SIDR REQ and REP: ib_sidr.c.
+ * Counters: ib_stat.c.  Not yet: MRA, LAP/APR, IPv6.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -48,27 +49,14 @@
 #include "cm.h"
 #include "env.h"
 #include "ib_mad.h"
+#include "ib_link.h"
 #include "ib_stat.h"
 #include "roce.h" /* provider/wire/roce.h: the RoCEv2 codec */
 
-#define CM_IB_QP1_SPORT 0xd872 /* rxe's QP1 source port */
-#define CM_IB_TIMEOUT	0x14   /* CM response timeouts: 4.3 s */
-#define CM_IB_ACK_TO	0x13   /* the path's ACK timeout, as rxe's REQ */
+#define CM_IB_TIMEOUT 0x14 /* CM response timeouts: 4.3 s */
+#define CM_IB_ACK_TO  0x13 /* the path's ACK timeout, as rxe's REQ */
 
 static uint32_t ib_psn; /* our QP1's PSNs (lock held) */
-
-static void again_drop(struct cm_id *c);
-static bool orphan_adopt(struct cm_id *c);
-
-static const struct sockaddr_in *src_of(const struct cm_id *c)
-{
-	return (const struct sockaddr_in *)&c->id.route.addr.src_addr;
-}
-
-static const struct sockaddr_in *dst_of(const struct cm_id *c)
-{
-	return (const struct sockaddr_in *)&c->id.route.addr.dst_addr;
-}
 
 static void mapped(uint8_t gid[16], const struct sockaddr_in *a)
 {
@@ -96,7 +84,7 @@ static uint8_t ib_mtu_of(int fd)
 	return mtu >= 512 ? IBV_MTU_512 : IBV_MTU_256;
 }
 
-static int udp_socket(const struct sockaddr_in *at, uint16_t port, bool reuse)
+int cm_ib_udp_socket(const struct sockaddr_in *at, uint16_t port, bool reuse)
 {
 	struct sockaddr_in a = *at;
 	int on = 1, df = IP_PMTUDISC_DO;
@@ -134,13 +122,13 @@ static struct {
 
 static int port_get(const struct cm_id *c)
 {
-	struct sockaddr_in peer = *dst_of(c);
+	struct sockaddr_in peer = *cm_ib_dst(c);
 	struct epoll_event ev = {.events = EPOLLIN};
 	int free_at = -1, fd;
 
 	for (int i = 0; i < CM_IB_PORTS; i++) {
 		if (ports[i].refs &&
-		    ports[i].src == src_of(c)->sin_addr.s_addr &&
+		    ports[i].src == cm_ib_src(c)->sin_addr.s_addr &&
 		    ports[i].dst == peer.sin_addr.s_addr) {
 			ports[i].refs++;
 			return i;
@@ -150,7 +138,7 @@ static int port_get(const struct cm_id *c)
 	}
 	if (free_at < 0)
 		return -EMFILE; /* 64 peers at once: said by the caller */
-	fd = udp_socket(src_of(c), SV_ROCE_PORT, true);
+	fd = cm_ib_udp_socket(cm_ib_src(c), SV_ROCE_PORT, true);
 	if (fd < 0)
 		return fd;
 	peer.sin_port = htons(CM_IB_QP1_SPORT);
@@ -164,12 +152,17 @@ static int port_get(const struct cm_id *c)
 	}
 	ports[free_at].fd = fd;
 	ports[free_at].refs = 1;
-	ports[free_at].src = src_of(c)->sin_addr.s_addr;
+	ports[free_at].src = cm_ib_src(c)->sin_addr.s_addr;
 	ports[free_at].dst = peer.sin_addr.s_addr;
 	return free_at;
 }
 
-static void port_put(int i)
+void cm_ib_port_hold(int i)
+{
+	ports[i].refs++;
+}
+
+void cm_ib_port_put(int i)
 {
 	if (--ports[i].refs)
 		return;
@@ -196,7 +189,7 @@ int cm_ib_connect(struct cm_id *c)
 		return ret;
 	}
 	c->ib_mtu = ib_mtu_of(ports[i].fd);
-	c->ib_send_fd = udp_socket(src_of(c), CM_IB_QP1_SPORT, true);
+	c->ib_send_fd = cm_ib_udp_socket(cm_ib_src(c), CM_IB_QP1_SPORT, true);
 	if (c->ib_send_fd < 0) {
 		ret = c->ib_send_fd;
 		cm_link_close(c);
@@ -215,11 +208,11 @@ void cm_ib_close(struct cm_id *c)
 	if (c->destroying && c->ib_again && c->state == CM_DREQ_SENT &&
 	    c->ib_again_state == CM_DREQ_SENT && c->ib_port &&
 	    c->ib_send_fd >= 0)
-		orphan_adopt(c);
+		cm_ib_orphan_adopt(c);
 	if (c->ib_port)
-		port_put(c->ib_port - 1);
+		cm_ib_port_put(c->ib_port - 1);
 	c->ib_port = 0;
-	again_drop(c);
+	cm_ib_again_drop(c);
 	if (c->ib_send_fd >= 0)
 		close(c->ib_send_fd);
 	c->ib_send_fd = -1;
@@ -234,7 +227,7 @@ void cm_ib_close(struct cm_id *c)
 static int req_of(struct cm_id *c, const struct cm_msg *m, struct cm_mad *d)
 {
 	d->service_id = cm_mad_service_id((uint16_t)c->id.ps,
-					  ntohs(dst_of(c)->sin_port));
+					  ntohs(cm_ib_dst(c)->sin_port));
 	d->ca_guid = be64toh(cm_core.dev_attr.node_guid);
 	d->qpn = m->qpn;
 	d->psn = m->psn;
@@ -249,8 +242,8 @@ static int req_of(struct cm_id *c, const struct cm_msg *m, struct cm_mad *d)
 	d->pkey = 0xffff;
 	d->mtu = c->ib_mtu;
 	d->primary.local_lid = d->primary.remote_lid = 0xffff;
-	mapped(d->primary.local_gid, src_of(c));
-	mapped(d->primary.remote_gid, dst_of(c));
+	mapped(d->primary.local_gid, cm_ib_src(c));
+	mapped(d->primary.remote_gid, cm_ib_dst(c));
 	d->primary.hop_limit = 64;
 	d->primary.ack_timeout = CM_IB_ACK_TO;
 	if (m->pdata_len > cm_mad_pdata_size(CM_MAD_REQ) - CM_MAD_CMA_HDR_SIZE)
@@ -260,7 +253,7 @@ static int req_of(struct cm_id *c, const struct cm_msg *m, struct cm_mad *d)
 			      &c->id.route.addr.dst_addr);
 }
 
-/* conn.c's record m as its MAD: 0, or -EOPNOTSUPP (SIDR). */
+/* conn.c's record m as its MAD: 0, or -errno. */
 static int mad_of(struct cm_id *c, const struct cm_msg *m, struct cm_mad *d)
 {
 	memset(d, 0, sizeof(*d));
@@ -296,6 +289,9 @@ static int mad_of(struct cm_id *c, const struct cm_msg *m, struct cm_mad *d)
 	case CM_MSG_DREP:
 		d->attr = CM_MAD_DREP;
 		return 0;
+	case CM_MSG_SIDR_REQ:
+	case CM_MSG_SIDR_REP:
+		return cm_ib_sidr_mad(c, m, d);
 	case CM_MSG_REJ:
 		d->attr = CM_MAD_REJ;
 		d->msg_kind = c->state == CM_REP_RCVD		     ? 1
@@ -314,8 +310,10 @@ static int drop_kind(uint16_t attr)
 {
 	switch (attr) {
 	case CM_MAD_REQ:
+	case CM_MAD_SIDR_REQ:
 		return SV_CM_DROP_REQ;
 	case CM_MAD_REP:
+	case CM_MAD_SIDR_REP:
 		return SV_CM_DROP_REP;
 	case CM_MAD_RTU:
 		return SV_CM_DROP_RTU;
@@ -353,10 +351,10 @@ static bool drop_now(uint16_t attr)
 /* The 256 bytes of a MAD to the peer's QP1 as a RoCEv2 UD SEND (a new
  * PSN each time, the same transaction ID when resent, as the kernel's
  * MAD layer resends). */
-static int send_raw(int fd, const struct sockaddr_in *src,
-		    const struct sockaddr_in *dst,
-		    const uint8_t mad[CM_MAD_SIZE], uint16_t attr, bool again,
-		    const void *c)
+int cm_ib_send_raw(int fd, const struct sockaddr_in *src,
+		   const struct sockaddr_in *dst,
+		   const uint8_t mad[CM_MAD_SIZE], uint16_t attr, bool again,
+		   const void *c)
 {
 	uint8_t pkt[CM_MAD_SIZE + SV_ROCE_HDR_MAX + 8];
 	struct sv_roce_pkt p = {.opcode = SV_IB_UD | SV_IB_SEND_ONLY,
@@ -401,250 +399,8 @@ static int send_raw(int fd, const struct sockaddr_in *src,
 static int send_bytes(struct cm_id *c, const uint8_t mad[CM_MAD_SIZE],
 		      uint16_t attr, bool again)
 {
-	return send_raw(c->ib_send_fd, src_of(c), dst_of(c), mad, attr, again,
-			c);
-}
-
-/*
- * MAD retransmission, as the kernel's CM (cm.c, mad.c): a REQ, REP or
- * DREQ goes again every again_ms until its answer moves the id out of
- * the state that waits for it, at most CM_IB_RETRIES times (rdma_cm's
- * CMA_MAX_CM_RETRIES).  A REQ's whole wait is SOFTVERBS_CM_TIMEOUT_MS
- * (then UNREACHABLE, conn.c), a REP's the same (then UNREACHABLE,
- * -ETIMEDOUT, as the kernel's IB_CM_REP_ERROR), a DREQ's CM_DREP_WAIT_MS
- * (then DISCONNECTED, conn.c): each split into CM_IB_RETRIES + 1 tries.
- * The kernel's tries last 4.3 s (response timeout 20) plus twice the
- * packet life time; 64 s / 16 is 4 s.
- */
-#define CM_IB_RETRIES 15
-
-static unsigned int again_ms(uint8_t state)
-{
-	unsigned int w =
-		state == CM_DREQ_SENT ? CM_DREP_WAIT_MS : cm_core.rep_wait_ms;
-
-	w /= CM_IB_RETRIES + 1;
-	return w < 10 ? 10 : w;
-}
-
-/* ids with a MAD kept (lock held): 0, cm_ib_resend_all walks none */
-static unsigned int nagain;
-
-static void again_drop(struct cm_id *c)
-{
-	if (c->ib_again)
-		nagain--;
-	free(c->ib_again);
-	c->ib_again = NULL;
-}
-
-/* Lock held: MAD mad, just sent, is kept to go again if it waits for an
- * answer. */
-static void again_arm(struct cm_id *c, uint16_t attr,
-		      const uint8_t mad[CM_MAD_SIZE])
-{
-	uint8_t st = attr == CM_MAD_REQ	   ? CM_REQ_SENT
-		     : attr == CM_MAD_REP  ? CM_REP_SENT
-		     : attr == CM_MAD_DREQ ? CM_DREQ_SENT
-					   : CM_NSTATES;
-
-	if (st == CM_NSTATES)
-		return;
-	if (!c->ib_again) {
-		c->ib_again = malloc(CM_MAD_SIZE);
-		if (!c->ib_again)
-			return; /* sent once, as before: the wait ends it */
-		nagain++;
-	}
-	memcpy(c->ib_again, mad, CM_MAD_SIZE);
-	c->ib_again_state = st;
-	c->ib_again_n = 0;
-	c->ib_again_ms = cm_now_ms() + again_ms(st);
-	cm_link_kick(); /* the CM thread's timeout sees it */
-}
-
-static uint16_t again_attr(const struct cm_id *c)
-{
-	return c->ib_again_state == CM_REQ_SENT	  ? CM_MAD_REQ
-	       : c->ib_again_state == CM_REP_SENT ? CM_MAD_REP
-						  : CM_MAD_DREQ;
-}
-
-/*
- * A DREQ whose id is destroyed before its DREP came (rping's client
- * destroys its id just after rdma_disconnect) goes on being resent, as
- * the kernel's CM goes on after the process: the id's two sockets are
- * kept until the DREP (or a DREQ of the peer's) names it or its tries
- * run out, and the process's exit waits for that, CM_DREP_WAIT_MS at
- * most (orphans_wait).
- */
-#define CM_IB_ORPHANS 16
-static struct orphan {
-	bool used;
-	uint8_t n; /* resent so far */
-	int fd, port;
-	uint32_t lid, rid;
-	uint64_t next_ms;
-	struct sockaddr_in src, dst;
-	uint8_t mad[CM_MAD_SIZE];
-} orphans[CM_IB_ORPHANS];
-static int norphans;
-static pid_t orphans_pid;
-static pthread_cond_t orphans_gone = PTHREAD_COND_INITIALIZER;
-
-/* Lock held: c, being destroyed, leaves its DREQ here: true if taken
- * (with c's sockets). */
-static bool orphan_adopt(struct cm_id *c)
-{
-	for (int i = 0; i < CM_IB_ORPHANS; i++) {
-		struct orphan *o = &orphans[i];
-
-		if (o->used)
-			continue;
-		o->used = true;
-		o->n = c->ib_again_n;
-		o->fd = c->ib_send_fd;
-		o->port = c->ib_port - 1;
-		o->lid = c->ib_lid;
-		o->rid = c->ib_rid;
-		o->next_ms = c->ib_again_ms;
-		o->src = *src_of(c);
-		o->dst = *dst_of(c);
-		memcpy(o->mad, c->ib_again, CM_MAD_SIZE);
-		__atomic_add_fetch(&norphans, 1, __ATOMIC_RELAXED);
-		orphans_pid = getpid();
-		c->ib_send_fd = -1;
-		c->ib_port = 0;
-		cm_link_kick();
-		return true;
-	}
-	return false;
-}
-
-static void orphan_end(struct orphan *o)
-{
-	o->used = false;
-	close(o->fd);
-	port_put(o->port);
-	if (!__atomic_sub_fetch(&norphans, 1, __ATOMIC_RELAXED))
-		pthread_cond_broadcast(&orphans_gone);
-}
-
-/* Lock held: MAD d on port i answers an orphan's DREQ: true if so. */
-static bool orphan_answered(int i, const struct cm_mad *d)
-{
-	for (int k = 0; k < CM_IB_ORPHANS; k++) {
-		struct orphan *o = &orphans[k];
-		struct cm_mad drep = {.method = CM_MAD_METHOD_SEND,
-				      .attr = CM_MAD_DREP,
-				      .tid = o->lid,
-				      .local_id = o->lid,
-				      .remote_id = o->rid};
-		uint8_t mad[CM_MAD_SIZE];
-
-		if (!o->used || o->port != i || d->remote_id != o->lid ||
-		    d->local_id != o->rid ||
-		    (d->attr != CM_MAD_DREP && d->attr != CM_MAD_DREQ))
-			continue;
-		if (d->attr == CM_MAD_DREQ && !cm_mad_encode(&drep, mad))
-			send_raw(o->fd, &o->src, &o->dst, mad, CM_MAD_DREP,
-				 false, NULL);
-		cm_log("a destroyed id's DREQ answered (comm ID 0x%08x)\n",
-		       o->lid);
-		orphan_end(o);
-		return true;
-	}
-	return false;
-}
-
-/* The orphans' resends; next lowered to the next one due. */
-static void orphans_resend(uint64_t now, uint64_t *next)
-{
-	for (int k = 0; k < CM_IB_ORPHANS; k++) {
-		struct orphan *o = &orphans[k];
-
-		if (!o->used)
-			continue;
-		if (now >= o->next_ms) {
-			if (o->n >= CM_IB_RETRIES) {
-				cm_ib_count(CM_IB_GAVE_UP);
-				orphan_end(o);
-				continue;
-			}
-			o->n++;
-			send_raw(o->fd, &o->src, &o->dst, o->mad, CM_MAD_DREQ,
-				 true, NULL);
-			o->next_ms = now + again_ms(CM_DREQ_SENT);
-		}
-		if (o->next_ms < *next)
-			*next = o->next_ms;
-	}
-}
-
-/* At the process's exit: its orphans' DREPs waited for, CM_DREP_WAIT_MS
- * at most (the CM thread still runs). */
-__attribute__((destructor)) static void orphans_wait(void)
-{
-	struct timespec ts;
-
-	/* looked at unlocked first: a child forked while the CM thread held
-	 * the lock has it held for ever, and no orphans of its own */
-	if (!cm_core.thread_started ||
-	    !__atomic_load_n(&norphans, __ATOMIC_RELAXED) ||
-	    orphans_pid != getpid())
-		return;
-	pthread_mutex_lock(&cm_core.lock);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (CM_DREP_WAIT_MS + 999) / 1000; /* whole seconds */
-	while (norphans && orphans_pid == getpid() &&
-	       pthread_cond_timedwait(&orphans_gone, &cm_core.lock, &ts) !=
-		       ETIMEDOUT)
-		;
-	pthread_mutex_unlock(&cm_core.lock);
-}
-
-int cm_ib_resend_all(int timeout)
-{
-	uint64_t now = cm_now_ms(), next = UINT64_MAX;
-	struct cm_id *c, *n;
-	int t;
-
-	if (!nagain && !norphans)
-		return timeout;
-	for (c = cm_core.ids; c; c = n) {
-		n = c->next;
-		if (!c->ib_again)
-			continue;
-		if (c->state != c->ib_again_state || c->ib_send_fd < 0) {
-			again_drop(c); /* answered, or the id moved on */
-			continue;
-		}
-		if (now < c->ib_again_ms) {
-			if (c->ib_again_ms < next)
-				next = c->ib_again_ms;
-			continue;
-		}
-		if (c->ib_again_n >= CM_IB_RETRIES) {
-			cm_log("id %p: MAD 0x%04x unanswered after %u "
-			       "retries\n",
-			       (void *)c, again_attr(c), CM_IB_RETRIES);
-			cm_ib_count(CM_IB_GAVE_UP);
-			again_drop(c);
-			if (c->state == CM_REP_SENT)
-				cm_conn_lost(c); /* UNREACHABLE, -ETIMEDOUT */
-			continue; /* a REQ's, a DREQ's wait ends it */
-		}
-		c->ib_again_n++;
-		send_bytes(c, c->ib_again, again_attr(c), true);
-		c->ib_again_ms = now + again_ms(c->ib_again_state);
-		if (c->ib_again_ms < next)
-			next = c->ib_again_ms;
-	}
-	orphans_resend(now, &next);
-	if (next == UINT64_MAX)
-		return timeout;
-	t = next > now ? (int)(next - now) : 0;
-	return timeout < 0 || t < timeout ? t : timeout;
+	return cm_ib_send_raw(c->ib_send_fd, cm_ib_src(c), cm_ib_dst(c), mad,
+			      attr, again, c);
 }
 
 static int send_mad(struct cm_id *c, const struct cm_mad *d)
@@ -655,7 +411,11 @@ static int send_mad(struct cm_id *c, const struct cm_mad *d)
 	if (!ret)
 		ret = send_bytes(c, mad, d->attr, false);
 	if (!ret)
-		again_arm(c, d->attr, mad);
+		cm_ib_again_arm(c, d->attr, mad);
+	if (!ret && d->attr == CM_MAD_SIDR_REP)
+		cm_ib_sidr_keep(c, mad); /* for its REQ again */
+	if (!ret && d->attr == CM_MAD_DREP)
+		cm_ib_timewait_arm(c, mad); /* for its DREQ again */
 	return ret;
 }
 
@@ -671,14 +431,16 @@ int cm_ib_send(struct cm_id *c, const struct cm_msg *m)
  * no such MAD, or it names other IDs. */
 static bool record_of(struct cm_id *c, const struct cm_mad *d, struct cm_msg *r)
 {
-	if (d->remote_id != c->ib_lid ||
-	    (c->ib_rid && d->attr != CM_MAD_REJ && d->local_id != c->ib_rid))
-		return false;
 	memset(r, 0, sizeof(*r));
 	r->magic = CM_MAGIC;
 	r->version = CM_VERSION;
 	r->qp_type = c->id.qp_type;
-	mapped(r->gid, dst_of(c));
+	mapped(r->gid, cm_ib_dst(c));
+	if (d->attr == CM_MAD_SIDR_REP) /* its request ID is ours */
+		return cm_ib_sidr_record(c, d, r);
+	if (d->remote_id != c->ib_lid ||
+	    (c->ib_rid && d->attr != CM_MAD_REJ && d->local_id != c->ib_rid))
+		return false;
 	switch (d->attr) {
 	case CM_MAD_REP:
 		/* the IB CM's starting PSNs are what each side receives at
@@ -786,36 +548,56 @@ void cm_ib_read(struct cm_id *c)
 static void new_child(struct cm_id *l, const struct cm_mad *d,
 		      const struct sockaddr_in *from);
 
-/* The id MAD d on port i is for: ours by communication ID, or for a REQ
- * (a second connection from a peer we have one with) the listener of its
- * service. */
+/* A REQ or SIDR REQ from `from` to the listener of its service (which
+ * checks the rest); a SIDR REQ nobody here listens for may be answered
+ * "unsupported" (ib_sidr.c); else dropped. */
+static void to_listener(const struct cm_mad *d, const struct sockaddr_in *from)
+{
+	uint16_t ps, port;
+
+	for (struct cm_id *c = cm_core.ids; c; c = c->next) {
+		if (c->state != CM_LISTEN || c->ib_listen_fd < 0 ||
+		    cm_mad_service_split(d->service_id, &ps, &port) ||
+		    ps != (uint16_t)c->id.ps ||
+		    port != ntohs(cm_ib_src(c)->sin_port))
+			continue;
+		new_child(c, d, from);
+		return;
+	}
+	if (d->attr == CM_MAD_SIDR_REQ) {
+		if (!cm_ib_sidr_again(d, from))
+			cm_ib_sidr_unserved(d, from);
+		return;
+	}
+	cm_ib_count(CM_IB_DROP_NOT_OURS);
+	cm_log("a REQ whose service is not a listener's of this process (not "
+	       "this listener's): dropped\n");
+}
+
+/* The id MAD d on port i is for: ours by communication ID (a SIDR REP:
+ * by its request ID), or for a REQ (a second connection from a peer we
+ * have one with) the listener of its service. */
 static void route(int i, const struct cm_mad *d)
 {
 	struct sockaddr_in from = {.sin_family = AF_INET,
 				   .sin_addr.s_addr = ports[i].dst};
+	uint32_t to = d->attr == CM_MAD_SIDR_REP ? d->local_id : d->remote_id;
 
-	uint16_t ps, port;
-
+	if (d->attr == CM_MAD_REQ || d->attr == CM_MAD_SIDR_REQ) {
+		to_listener(d, &from);
+		return;
+	}
 	for (struct cm_id *c = cm_core.ids; c; c = c->next) {
-		if (d->attr == CM_MAD_REQ) {
-			if (c->state != CM_LISTEN || c->ib_listen_fd < 0 ||
-			    cm_mad_service_split(d->service_id, &ps, &port) ||
-			    ps != (uint16_t)c->id.ps ||
-			    port != ntohs(src_of(c)->sin_port))
-				continue;
-			new_child(c, d, &from); /* it checks the rest */
-			return;
-		}
-		if (c->ib && c->ib_port == i + 1 && c->ib_lid == d->remote_id) {
+		if (c->ib && c->ib_port == i + 1 && c->ib_lid == to) {
 			deliver(c, d);
 			return;
 		}
 	}
-	if (orphan_answered(i, d))
+	if (cm_ib_orphan_answered(i, d) || cm_ib_timewait_answered(i, d))
 		return;
 	cm_ib_count(CM_IB_DROP_NOT_OURS);
 	cm_log("IB CM MAD 0x%04x for comm ID 0x%08x: no such id: dropped\n",
-	       d->attr, d->remote_id);
+	       d->attr, to);
 }
 
 void cm_ib_port_read(int i)
@@ -839,8 +621,17 @@ int cm_ib_listen(struct cm_id *l)
 {
 	struct epoll_event ev = {.events = EPOLLIN,
 				 .data.u64 = l->serial | CM_TAG_IB_LISTEN};
-	int fd = udp_socket(src_of(l), SV_ROCE_PORT, true);
+	int fd = cm_ib_udp_socket(cm_ib_src(l), SV_ROCE_PORT, true), on = 1;
 
+	/* where a datagram was sent, its TOS and TTL: UD data passed on
+	 * (ib_door.c) shows them */
+	if (fd >= 0 &&
+	    (setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on)) ||
+	     setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof(on)) ||
+	     setsockopt(fd, IPPROTO_IP, IP_RECVTTL, &on, sizeof(on)))) {
+		close(fd);
+		fd = -errno;
+	}
 	if (fd < 0) {
 		fprintf(stderr,
 			"softverbs rdmacm: UDP port 4791 for the IB CM's "
@@ -870,20 +661,23 @@ static bool req_addrs(const struct cm_id *l, const struct cm_mad *d,
 	uint8_t g[16];
 
 	if (cm_mad_service_split(d->service_id, &ps, &port) ||
-	    ps != (uint16_t)l->id.ps || port != ntohs(src_of(l)->sin_port) ||
+	    ps != (uint16_t)l->id.ps || port != ntohs(cm_ib_src(l)->sin_port) ||
 	    cm_mad_cma_get(d->pdata, htons(port), src, dst) ||
 	    src->ss_family != AF_INET ||
 	    s4->sin_addr.s_addr != from->sin_addr.s_addr)
 		return false;
-	mapped(g, s4);
-	if (memcmp(g, d->primary.local_gid, 16))
+	if (!cm_addr_is_local((const struct sockaddr *)dst))
 		return false;
-	mapped(g, d4);
-	if (memcmp(g, d->primary.remote_gid, 16) ||
-	    !cm_addr_is_local((const struct sockaddr *)dst))
-		return false;
-	return src_of(l)->sin_addr.s_addr == INADDR_ANY ||
-	       src_of(l)->sin_addr.s_addr == d4->sin_addr.s_addr;
+	if (d->attr == CM_MAD_REQ) { /* a SIDR REQ has no path */
+		mapped(g, s4);
+		if (memcmp(g, d->primary.local_gid, 16))
+			return false;
+		mapped(g, d4);
+		if (memcmp(g, d->primary.remote_gid, 16))
+			return false;
+	}
+	return cm_ib_src(l)->sin_addr.s_addr == INADDR_ANY ||
+	       cm_ib_src(l)->sin_addr.s_addr == d4->sin_addr.s_addr;
 }
 
 /* A REQ resent (its REP lost, or not yet there): an id already has its
@@ -893,12 +687,13 @@ static struct cm_id *req_known(const struct cm_mad *d,
 {
 	for (struct cm_id *o = cm_core.ids; o; o = o->next)
 		if (o->ib && o->ib_rid == d->local_id &&
-		    dst_of(o)->sin_addr.s_addr == from->sin_addr.s_addr)
+		    cm_is_ud(o) == (d->attr == CM_MAD_SIDR_REQ) &&
+		    cm_ib_dst(o)->sin_addr.s_addr == from->sin_addr.s_addr)
 			return o;
 	return NULL;
 }
 
-/* conn.c's REQ record of d, for child c. */
+/* conn.c's REQ (or SIDR REQ) record of d, for child c. */
 static void req_record(struct cm_id *c, const struct cm_mad *d,
 		       struct cm_msg *r)
 {
@@ -907,6 +702,17 @@ static void req_record(struct cm_id *c, const struct cm_mad *d,
 	r->version = CM_VERSION;
 	r->type = CM_MSG_REQ;
 	r->qp_type = d->transport == CM_MAD_TS_UC ? IBV_QPT_UC : IBV_QPT_RC;
+	mapped(r->gid, cm_ib_dst(c));
+	cm_addr_to_wire(&c->id.route.addr.dst_addr, &r->src);
+	cm_addr_to_wire(&c->id.route.addr.src_addr, &r->dst);
+	if (d->attr == CM_MAD_SIDR_REQ) { /* a service, no QP of its own */
+		r->type = CM_MSG_SIDR_REQ;
+		r->qp_type = IBV_QPT_UD;
+		r->pdata_len = CM_PDATA_SIDR_REQ;
+		memcpy(r->pdata, d->pdata + CM_MAD_CMA_HDR_SIZE,
+		       CM_PDATA_SIDR_REQ);
+		return;
+	}
 	r->qpn = d->qpn;
 	/* conn.c's remote.psn is what we receive at: ours to choose and
 	 * say in the REP; the REQ's is what we send from (cm_ib_accept) */
@@ -918,9 +724,6 @@ static void req_record(struct cm_id *c, const struct cm_mad *d,
 	r->retry = d->retry;
 	r->rnr_retry = d->rnr_retry;
 	r->srq = d->srq;
-	mapped(r->gid, dst_of(c));
-	cm_addr_to_wire(&c->id.route.addr.dst_addr, &r->src);
-	cm_addr_to_wire(&c->id.route.addr.src_addr, &r->dst);
 	r->pdata_len = CM_PDATA_REQ;
 	memcpy(r->pdata, d->pdata + CM_MAD_CMA_HDR_SIZE, CM_PDATA_REQ);
 }
@@ -942,6 +745,8 @@ static void new_child(struct cm_id *l, const struct cm_mad *d,
 		       (void *)l);
 		return;
 	}
+	if (d->attr == CM_MAD_SIDR_REQ && cm_ib_sidr_again(d, from))
+		return; /* answered: its REP again */
 	c = req_known(d, from);
 	if (c) { /* resent: never a second connection; its REP again */
 		cm_ib_count(CM_IB_DUP_REQ);
@@ -962,8 +767,9 @@ static void new_child(struct cm_id *l, const struct cm_mad *d,
 		return;
 	}
 	c->ib_rid = d->local_id;
+	c->ib_tid = d->tid;
 	c->ib_flow = d->primary.flow_label;
-	if (d->mtu < c->ib_mtu)
+	if (d->attr == CM_MAD_REQ && d->mtu < c->ib_mtu)
 		c->ib_mtu = d->mtu;
 	req_record(c, d, &r);
 	if (cm_conn_recv(c, &r))
@@ -971,30 +777,81 @@ static void new_child(struct cm_id *l, const struct cm_mad *d,
 	c->psn = send_psn; /* the REQ's: what the active side receives at */
 }
 
+/* One datagram at a listener's socket: n bytes, and where it was sent,
+ * its TOS and TTL (IP_PKTINFO, IP_RECVTOS, IP_RECVTTL). */
+static ssize_t listen_recv(int fd, uint8_t *b, size_t cap,
+			   struct sockaddr_in *from, uint32_t *dst,
+			   uint8_t *tos, uint8_t *ttl)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(struct in_pktinfo)) +
+			 2 * CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {.iov_base = b, .iov_len = cap};
+	struct msghdr m = {.msg_name = from,
+			   .msg_namelen = sizeof(*from),
+			   .msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.buf,
+			   .msg_controllen = sizeof(u.buf)};
+	ssize_t n = recvmsg(fd, &m, MSG_DONTWAIT);
+	int v;
+
+	*dst = 0;
+	*tos = 0;
+	*ttl = 0;
+	if (n < 0 || m.msg_namelen != sizeof(*from) ||
+	    from->sin_family != AF_INET || (m.msg_flags & MSG_TRUNC))
+		return n < 0 ? n : -2; /* -2: not one to read */
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+		if (c->cmsg_level != IPPROTO_IP)
+			continue;
+		if (c->cmsg_type == IP_PKTINFO &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(struct in_pktinfo))) {
+			struct in_pktinfo pi;
+
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			*dst = pi.ipi_addr.s_addr;
+		} else if ((c->cmsg_type == IP_TOS || c->cmsg_type == IP_TTL) &&
+			   c->cmsg_len >= CMSG_LEN(1)) {
+			v = 0;
+			memcpy(&v, CMSG_DATA(c),
+			       c->cmsg_type == IP_TOS ? 1 : sizeof(int));
+			*(c->cmsg_type == IP_TOS ? tos : ttl) = (uint8_t)v;
+		}
+	}
+	return n;
+}
+
 void cm_ib_accept(struct cm_id *l)
 {
-	uint8_t b[2048];
+	uint8_t b[SV_UD_DOOR_BUF];
 	struct cm_mad d;
 
 	while (l->ib_listen_fd >= 0 && l->state == CM_LISTEN) {
 		struct sockaddr_in from;
-		socklen_t fl = sizeof(from);
-		ssize_t n =
-			recvfrom(l->ib_listen_fd, b, sizeof(b), MSG_DONTWAIT,
-				 (struct sockaddr *)&from, &fl);
+		uint32_t dst;
+		uint8_t tos, ttl;
+		ssize_t n = listen_recv(l->ib_listen_fd, b, sizeof(b), &from,
+					&dst, &tos, &ttl);
 
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		if (n < 0 && n != -2 && (errno == EAGAIN || errno == EINTR))
 			return;
-		if (n < 0 || fl != sizeof(from) || from.sin_family != AF_INET)
+		if (n < 0)
+			continue;
+		/* UD data to a QP the door would have had (ib_door.c) */
+		if (cm_ib_door_pass(b, (size_t)n, sizeof(b), &from, dst, tos,
+				    ttl))
 			continue;
 		if (!take(l, b, n, &d))
 			continue;
-		if (d.attr != CM_MAD_REQ) {
+		if (d.attr != CM_MAD_REQ && d.attr != CM_MAD_SIDR_REQ) {
 			cm_ib_count(CM_IB_DROP_NOT_OURS);
 			cm_log("id %p: MAD 0x%04x at the listener: dropped\n",
 			       (void *)l, d.attr);
 			continue;
 		}
-		new_child(l, &d, &from);
+		to_listener(&d, &from); /* this one's, or another's */
 	}
 }

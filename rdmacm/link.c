@@ -307,9 +307,10 @@ int cm_link_listen(struct cm_id *c, int backlog)
 		else
 			ret = tcp_listen(c);
 	}
-	if (!ret && cm_core.roce && c->id.ps == RDMA_PS_TCP &&
+	if (!ret && cm_core.roce &&
+	    (c->id.ps == RDMA_PS_TCP || c->id.ps == RDMA_PS_UDP) &&
 	    c->id.route.addr.src_addr.sa_family == AF_INET)
-		ret = cm_ib_listen(c); /* the IB CM's REQs too (ib_link.c) */
+		ret = cm_ib_listen(c); /* the IB CM's (SIDR) REQs too */
 	if (ret)
 		cm_link_close(c);
 	return ret;

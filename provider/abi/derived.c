@@ -116,6 +116,12 @@ static int ah_attr_from_ipv4(struct ibv_context *context,
 	map_ipv4_to_ipv6(ip4.daddr, &our_gid);
 	idx = find_gid_index(context, port_num, &our_gid,
 			     IBV_GID_TYPE_SYSFS_ROCE_V2);
+	/* softverbs0's GIDs say IB/RoCE v1, yet with
+	 * SOFTVERBS_TRANSPORT=roce its UD QPs receive RoCEv2 over IPv4
+	 * (udaddy's server answers from the wc): the GID of that address */
+	if (idx < 0) /* the walk ends at the table's end, errno EINVAL */
+		idx = find_gid_index(context, port_num, &our_gid,
+				     IBV_GID_TYPE_SYSFS_IB_ROCE_V1);
 	if (idx < 0)
 		return idx;
 

@@ -598,3 +598,83 @@ SV_TEST(cma_hdr)
 	h[1] = 0x50;
 	ASSERT_EQ(-EPROTO, cm_mad_cma_get(h, 0, &src, &dst));
 }
+
+/* SIDR as the kernel's CM lays it out (IBA tables 119 and 120, the byte
+ * places written here): a SIDR REQ to rdma_cm's UDP port space with its
+ * cma_hdr and private data, a SIDR REP with QPN, Q_Key, status and data,
+ * each decoded field by field; a request ID 0 and an info length past
+ * its 72 bytes dropped. */
+SV_TEST(sidr_req_rep_decode)
+{
+	uint8_t b[CM_MAD_SIZE] = {1, 7, 2, 3};
+	struct sockaddr_storage src, dst;
+	uint16_t ps, port;
+	struct cm_mad m;
+
+	/* SIDR REQ: tid, attribute 0x0017, request ID, P_Key, service ID */
+	memcpy(b + 8, "\x00\x00\x00\x01\x02\x03\x04\x05", 8);
+	b[16] = 0x00, b[17] = 0x17;
+	memcpy(b + 24, "\xa1\xb2\xc3\xd4", 4);
+	b[28] = b[29] = 0xff;
+	memcpy(b + 32, "\x00\x00\x00\x00\x01\x11\x1c\x06", 8); /* port 7174 */
+	b[40] = 0;					 /* cma_hdr version */
+	b[41] = 4 << 4;					 /* IPv4 */
+	b[42] = 0x9c, b[43] = 0x40;			 /* source port 40000 */
+	memcpy(b + 40 + 4 + 12, "\x0a\x4d\x00\x02", 4);	 /* 10.77.0.2 */
+	memcpy(b + 40 + 20 + 12, "\x0a\x4d\x00\x01", 4); /* 10.77.0.1 */
+	b[40 + 36] = 0x5a;				 /* the program's */
+	b[255] = 0xa5;
+	ASSERT_EQ(CM_MAD_OK, cm_mad_decode(b, sizeof(b), &m));
+	ASSERT_EQ(CM_MAD_SIDR_REQ, m.attr);
+	ASSERT_EQ(0x0102030405ULL, m.tid);
+	ASSERT_EQ(0xa1b2c3d4u, m.local_id);
+	ASSERT_EQ(0xffff, m.pkey);
+	ASSERT_EQ(0x1111c06ULL, m.service_id);
+	ASSERT_OK(cm_mad_service_split(m.service_id, &ps, &port));
+	ASSERT_EQ(CM_MAD_PS_UDP, ps);
+	ASSERT_EQ(7174, port);
+	ASSERT_OK(cm_mad_cma_get(m.pdata, htons(port), &src, &dst));
+	ASSERT_EQ(AF_INET, src.ss_family);
+	ASSERT_EQ(htonl(0x0a4d0002),
+		  ((struct sockaddr_in *)&src)->sin_addr.s_addr);
+	ASSERT_EQ(htons(40000), ((struct sockaddr_in *)&src)->sin_port);
+	ASSERT_EQ(htonl(0x0a4d0001),
+		  ((struct sockaddr_in *)&dst)->sin_addr.s_addr);
+	ASSERT_EQ(htons(7174), ((struct sockaddr_in *)&dst)->sin_port);
+	ASSERT_EQ(0x5a, m.pdata[36]);
+	ASSERT_EQ(0xa5, m.pdata[215]);
+	memset(b + 24, 0, 4); /* request ID 0 */
+	ASSERT_EQ(CM_MAD_DROP_FIELD, cm_mad_decode(b, sizeof(b), &m));
+
+	/* SIDR REP: request ID, status, info length, vendor ID around the
+	 * QPN, service ID, Q_Key (RDMA_UDP_QKEY), info, private data */
+	memset(b + 16, 0, sizeof(b) - 16);
+	b[16] = 0x00, b[17] = 0x18;
+	memcpy(b + 24, "\xa1\xb2\xc3\xd4", 4);
+	b[28] = 0;			       /* status OK */
+	b[29] = 2;			       /* 2 bytes of info */
+	b[30] = 0x12, b[31] = 0x34;	       /* vendor ID high */
+	memcpy(b + 32, "\x00\x00\x2a\x56", 4); /* QPN 42, vendor */
+	memcpy(b + 36, "\x00\x00\x00\x00\x01\x11\x1c\x06", 8);
+	memcpy(b + 44, "\x01\x23\x45\x67", 4); /* Q_Key */
+	b[48] = 0xee, b[49] = 0xdd;	       /* info */
+	b[120] = 0x11, b[255] = 0x22;	       /* private data */
+	ASSERT_EQ(CM_MAD_OK, cm_mad_decode(b, sizeof(b), &m));
+	ASSERT_EQ(CM_MAD_SIDR_REP, m.attr);
+	ASSERT_EQ(0xa1b2c3d4u, m.local_id);
+	ASSERT_EQ(0, m.sidr_status);
+	ASSERT_EQ(2, m.info_len);
+	ASSERT_EQ(0x123456u, m.vendor_id);
+	ASSERT_EQ(42u, m.qpn);
+	ASSERT_EQ(0x1111c06ULL, m.service_id);
+	ASSERT_EQ(0x01234567u, m.qkey);
+	ASSERT_EQ(0xee, m.info[0]);
+	ASSERT_EQ(0xdd, m.info[1]);
+	ASSERT_EQ(0x11, m.pdata[0]);
+	ASSERT_EQ(0x22, m.pdata[135]);
+	b[28] = 1; /* "unsupported": a status, decoded as it is */
+	ASSERT_EQ(CM_MAD_OK, cm_mad_decode(b, sizeof(b), &m));
+	ASSERT_EQ(1, m.sidr_status);
+	b[29] = 73; /* more info than its field */
+	ASSERT_EQ(CM_MAD_DROP_FIELD, cm_mad_decode(b, sizeof(b), &m));
+}

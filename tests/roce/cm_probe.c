@@ -215,6 +215,31 @@ static int hostile(int fd, uint16_t port)
 	m = req_for(port, 0x2345679);
 	m.pdata[19] ^= 1;
 	send_mad(fd, &m);
+	/* SIDR: a REQ whose rdma_cm header lies about its source, one for
+	 * the TCP port space, a REP nobody asked for; none is answered */
+	m = (struct cm_mad){.method = CM_MAD_METHOD_SEND,
+			    .attr = CM_MAD_SIDR_REQ,
+			    .local_id = 0x3456789,
+			    .pkey = 0xffff,
+			    .service_id = cm_mad_service_id(
+				    CM_MAD_PS_UDP, (uint16_t)(port + 2))};
+	{
+		struct sockaddr_in dst = peer, src = me;
+
+		dst.sin_port = htons((uint16_t)(port + 2));
+		src.sin_addr.s_addr ^= htonl(1);
+		cm_mad_cma_put(m.pdata, (struct sockaddr *)&src,
+			       (struct sockaddr *)&dst);
+	}
+	send_mad(fd, &m);
+	m.service_id = cm_mad_service_id(CM_MAD_PS_TCP, (uint16_t)(port + 2));
+	send_mad(fd, &m);
+	m = (struct cm_mad){.method = CM_MAD_METHOD_SEND,
+			    .attr = CM_MAD_SIDR_REP,
+			    .local_id = 0x456789a,
+			    .qpn = 0x123,
+			    .qkey = 0x01234567};
+	send_mad(fd, &m);
 	for (uint32_t i = 0; i < 500; i++) { /* a flood, no listener */
 		m = req_for((uint16_t)(port + 1), 0x10000001 + 2 * i);
 		cm_mad_encode(&m, mad);

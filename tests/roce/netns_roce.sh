@@ -14,7 +14,8 @@
 # an atomic run, both ways, parsed by the codec with its ICRC checked
 # against the IP and UDP headers as captured (we send IP ID 0, so every
 # one can be), and decoded by tshark as InfiniBand, none malformed.
-# rdma_cm_*: rping, ucmatose and ib_send_bw -R over the IB CM's MADs.
+# rdma_cm_*: rping, ucmatose and ib_send_bw -R over the IB CM's MADs,
+# udaddy over SIDR.
 #
 # usage: netns_roce.sh BUILD_DIR
 # Needs root and ip(8): otherwise it says why and exits 77 (skipped).
@@ -507,7 +508,8 @@ fi
 # listener in a every kind of bad MAD (not RoCE, short, another class and
 # version, a response, no such attribute, LAP, a REQ naming QP1, an RTU
 # and a DREQ for comm IDs nobody has, a REQ whose rdma_cm header lies
-# about its source) and 500 REQs for a port nobody listens on; each is
+# about its source, a SIDR REQ whose header lies, one for the TCP port
+# space, a SIDR REP nobody asked for) and 500 REQs for a port nobody listens on; each is
 # dropped with its reason (SOFTVERBS_DEBUG=1 says it; of the flood, what
 # the socket's buffer held: at least 50), and a real rping from b
 # connects after, every ping validated.
@@ -529,7 +531,8 @@ if want rdma_cm_hostile; then
 	for r in "not a GSI MAD" cm_mad_drop_len cm_mad_drop_class \
 		cm_mad_drop_version cm_mad_drop_method cm_mad_drop_attr \
 		cm_mad_drop_unsupported cm_mad_drop_field "at the listener" \
-		"not this listener"; do
+		"not this listener" "SIDR REQ whose service or addresses" \
+		"MAD 0x0018 at the listener"; do
 		grep -q "$r" "$log/hm.s" || miss="$miss [$r]"
 	done
 	n=$(grep -c "not this listener" "$log/hm.s")
@@ -543,6 +546,154 @@ if want rdma_cm_hostile; then
 	else
 		echo "ok   rdma_cm_hostile: every bad MAD dropped with its" \
 			"reason, $n foreign REQs, then rping -V connected"
+	fi
+fi
+
+# SIDR over RoCE (issue 26 item 3): Debian's udaddy (UD, RDMA_PS_UDP,
+# its fixed port 7174), whose rdma_connect sends a SIDR REQ to the
+# listener's QP1 (MAD 0x0017) and whose listener answers a SIDR REP
+# (0x0018) with its QPN and Q_Key: the client's ESTABLISHED carries them
+# (udaddy makes its AH from it), the server's CONNECT_REQUEST is UD; then
+# 10 messages each way over RoCE UD (the server answers from each wc's
+# GRH: ibv_create_ah_from_wc).  The messages reach the server's QP while
+# it listens: its IB CM socket, which outranks the UD door, passes them
+# on (rdmacm/ib_door.c; without it udaddy's server never gets one).
+# sidr_run NAME CLIENT_ENV SERVER_ENV CONNECTIONS MESSAGES: both must end
+# 0 ("return status 0"; with CONNECTIONS 2 the server waits for a
+# second client and is ended), with MESSAGES both say "data transfers
+# complete", the client must have sent the SIDR REQ and the server the
+# SIDR REP (SOFTVERBS_DEBUG=1 logs each MAD): before SIDR over RoCE a UD
+# id took the TCP rendezvous and no MAD was sent.
+sidr_run() {
+	n=$1
+	# shellcheck disable=SC2086 # $3 and $run are word lists
+	timeout 60 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 $3 $run \
+		udaddy -b $A -c "$4" -C "$5" >"$log/$n.s" 2>&1 &
+	spid=$!
+	listening a 7174 # the UD listener's ports are bound by then
+	# shellcheck disable=SC2086 # $2 and $run are word lists
+	timeout 60 ip netns exec "$tag-b" env SOFTVERBS_DEBUG=1 $2 $run \
+		udaddy -s $A -C "$5" >"$log/$n.c" 2>&1
+	rc=$?
+	[ "$4" = 1 ] || kill $spid 2>/dev/null
+	wait $spid 2>/dev/null
+	src=$?
+	[ "$4" = 1 ] || src=0
+	msgs=$5 data=1
+	[ "$5" = 0 ] || { grep -q "data transfers complete" "$log/$n.c" &&
+		grep -q "data transfers complete" "$log/$n.s"; } || data=0
+	req=$(grep -c "MAD 0x0017 sent" "$log/$n.c")
+	reqa=$(grep -c "MAD 0x0017 resent" "$log/$n.c")
+	rep=$(grep -c "MAD 0x0018 sent" "$log/$n.s")
+	repa=$(grep -c "MAD 0x0018 resent" "$log/$n.s")
+	lost=$(grep -c "lost on purpose" "$log/$n.c" "$log/$n.s" |
+		awk -F: '{s += $2} END {print s}')
+}
+sidr_check() { # NAME OK: says ok or FAIL
+	if [ "$2" = 1 ] && [ $rc = 0 ] && [ $src = 0 ] && [ $data = 1 ] &&
+		grep -q "return status 0" "$log/$1.c" &&
+		grep -q "RDMA_CM_EVENT_ESTABLISHED" "$log/$1.c" &&
+		grep -q "RDMA_CM_EVENT_CONNECT_REQUEST" "$log/$1.s"; then
+		echo "ok   $1: SIDR REQ sent $req (+$reqa again), SIDR REP" \
+			"$rep (+$repa again), $lost lost on purpose," \
+			"ESTABLISHED with the server's QPN and Q_Key," \
+			"$msgs messages each way"
+	else
+		echo "FAIL $1: client rc $rc, server rc $src, data $data, SIDR REQ $req" \
+			"(+$reqa), REP $rep (+$repa), lost $lost"
+		grep -v "^softverbs\[" "$log/$1.c" | tail -6 | sed 's/^/  client: /'
+		grep -v "^softverbs\[" "$log/$1.s" | tail -6 | sed 's/^/  server: /'
+		failed=1
+	fi
+}
+if want rdma_cm_udaddy; then
+	sidr_run rdma_cm_udaddy "" "" 1 10
+	ok=0
+	[ "$req" = 1 ] && [ "$reqa" = 0 ] && [ "$rep" = 1 ] && ok=1
+	sidr_check rdma_cm_udaddy $ok
+fi
+# The same with the client's first SIDR REQ and the server's first SIDR
+# REP lost on purpose (each try 300 ms): the REQ is resent by its timer,
+# the REQ that comes again after the REP was sent is answered with the
+# same REP again (not a second CONNECT_REQUEST: the server, waiting
+# for 2, sees one; no messages: it waits), and udaddy's client completes.
+if want rdma_cm_udaddy_loss; then
+	sidr_run rdma_cm_udaddy_loss \
+		"SOFTVERBS_CM_TIMEOUT_MS=4800 SOFTVERBS_CM_MAD_DROP=req=1" \
+		"SOFTVERBS_CM_TIMEOUT_MS=4800 SOFTVERBS_CM_MAD_DROP=rep=1" 2 0
+	ok=0
+	[ "$reqa" -ge 2 ] && [ "$rep" = 1 ] && [ "$repa" -ge 1 ] &&
+		[ "$lost" = 2 ] &&
+		grep -q "SIDR REQ again.*its REP again" "$log/rdma_cm_udaddy_loss.s" &&
+		[ "$(grep -c "queued RDMA_CM_EVENT_CONNECT_REQUEST" \
+			"$log/rdma_cm_udaddy_loss.s")" = 1 ] && ok=1
+	sidr_check rdma_cm_udaddy_loss $ok
+fi
+# A SIDR REQ for a UDP service nobody listens on (udaddy's 7174, while
+# only rping listens in a): the listening process answers a SIDR REP
+# "unsupported" (status 1, as the kernel's CM) since no socket there
+# holds UDP port 7174, and udaddy ends RDMA_CM_EVENT_UNREACHABLE with
+# status 1 at once (without it: after its 64 s of resends).
+if want rdma_cm_sidr_unreachable; then
+	port=$((port + 1))
+	# shellcheck disable=SC2086 # $run is a command line
+	timeout 60 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 $run \
+		rping -s -a $A -p $port -C 1 >"$log/su.s" 2>&1 &
+	spid=$!
+	listening a $port
+	# shellcheck disable=SC2086 # $run is a command line
+	timeout 30 ip netns exec "$tag-b" $run udaddy -s $A -C 1 \
+		>"$log/su.c" 2>&1
+	rc=$?
+	kill $spid 2>/dev/null
+	wait $spid 2>/dev/null
+	if [ $rc = 0 ] || [ $rc = 124 ] ||
+		! grep -q "UNREACHABLE, error: 1" "$log/su.c" ||
+		! grep -q "nobody listens: unsupported" "$log/su.s"; then
+		echo "FAIL rdma_cm_sidr_unreachable: udaddy rc $rc"
+		tail -4 "$log/su.c" | sed 's/^/  client: /'
+		grep -v "^softverbs\[" "$log/su.s" | tail -4 | sed 's/^/  server: /'
+		failed=1
+	else
+		echo "ok   rdma_cm_sidr_unreachable: $(grep UNREACHABLE "$log/su.c" |
+			head -1)"
+	fi
+fi
+
+# Timewait (issue 26 item 3): the persistent rping server loses its first
+# DREP on purpose (SOFTVERBS_CM_MAD_DROP=drep=1); the client's DREQ,
+# resent after rping destroyed its id (every 125 ms), comes to a
+# connection the server has closed, and the server's timewait answers it
+# with the same DREP again, so the client's orphan DREQ is answered
+# instead of running out its 15 tries.  Without timewait the resent
+# DREQs are dropped ("no such id") and the client's log says it gave up.
+if want rdma_cm_timewait; then
+	port=$((port + 1))
+	# shellcheck disable=SC2086 # $run is a command line
+	timeout 60 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 \
+		SOFTVERBS_CM_MAD_DROP=drep=1 \
+		$run rping -s -P -a $A -p $port -C 10 >"$log/tw.s" 2>&1 &
+	spid=$!
+	listening a $port
+	# shellcheck disable=SC2086 # $run is a command line
+	timeout 30 ip netns exec "$tag-b" env SOFTVERBS_DEBUG=1 \
+		$run rping -c -a $A -p $port -v -V -C 10 >"$log/tw.c" 2>&1
+	rc=$?
+	kill "$spid" 2>/dev/null
+	wait $spid 2>/dev/null
+	lost=$(grep -c "MAD 0x0016 sent: lost on purpose" "$log/tw.s")
+	again=$(grep -c "timewait: a DREQ again" "$log/tw.s")
+	if [ $rc != 0 ] || [ "$lost" != 1 ] || [ "$again" -lt 1 ] ||
+		! grep -q "a destroyed id's DREQ answered" "$log/tw.c" ||
+		grep -q "unanswered\|gave up" "$log/tw.c"; then
+		echo "FAIL rdma_cm_timewait: client $rc, DREP lost $lost," \
+			"DREQs answered in timewait $again"
+		grep -v "^softverbs\[" "$log/tw.c" | tail -4 | sed 's/^/  client: /'
+		grep -v "^softverbs\[" "$log/tw.s" | tail -4 | sed 's/^/  server: /'
+		failed=1
+	else
+		echo "ok   rdma_cm_timewait: the first DREP lost, $again DREQ(s)" \
+			"again answered from timewait, the client's DREQ answered"
 	fi
 fi
 

@@ -11,7 +11,8 @@
 # established connection; rping's stdout is lost when it aborts).
 # Then Debian's rping on softverbs, client and server (rows
 # rping_client, rping_server, below).  Needs root and QEMU; skipped (77) without,
-# or when the VM has no rping.
+# or when the VM has no rping.  Then udaddy both ways (SIDR), if the VM
+# has it.
 #   rxe_cm.sh BUILD_DIR
 build=$1
 skip() { echo "SKIP: $*"; exit 77; }
@@ -118,4 +119,56 @@ if [ $src != 0 ] || [ "$n" != "$iters" ] ||
 	fail "rping -s on softverbs: exit $src, $n of $iters pings"
 fi
 echo "ok   rping_server: $n pings served to rxe's validating client"
+
+# SIDR with the kernel's CM (rdmacm/ib_sidr.c): Debian's udaddy, 10
+# messages each way over RoCE UD, softverbs the client then the server.
+# Needs udaddy in the VM (RXE_VM_EXTRA_BINS=/usr/bin/udaddy and a
+# rebuild, or at /mnt/host/udaddy with RXE_VM_SHARE); else said and left.
+ud=$("$vm" run 'command -v udaddy || ls /mnt/host/udaddy' 2>/dev/null |
+	head -1)
+if [ -z "$ud" ]; then
+	echo "note: the VM has no udaddy: SIDR rows udaddy_client/server not run"
+else
+	"$vm" run --bg "$ud -b $guest -C 10 >/tmp/udaddy.s 2>&1" >/dev/null
+	t=0
+	until "$vm" run "grep -q udaddy /proc/[0-9]*/comm 2>/dev/null" ||
+		[ $t -ge 100 ]; do
+		t=$((t + 1))
+		sleep 0.2
+	done
+	# shellcheck disable=SC2086 # $run is a command line
+	out=$("$vm" exec timeout 120 env SOFTVERBS_TRANSPORT=roce $run \
+		udaddy -s "$guest" -C 10 2>&1)
+	rc=$?
+	sv=$("$vm" run "cat /tmp/udaddy.s")
+	if [ $rc != 0 ] || ! echo "$out" | grep -q "data transfers complete" ||
+		! echo "$sv" | grep -q "data transfers complete"; then
+		echo "$out" | tail -5 | sed 's/^/  udaddy: /'
+		echo "$sv" | tail -5 | sed 's/^/  rxe udaddy: /'
+		fail "udaddy -s on softverbs against rxe: exit $rc"
+	fi
+	echo "ok   udaddy_client: SIDR to the kernel's CM, 10 messages each way"
+	# shellcheck disable=SC2086 # $run is a command line
+	"$vm" exec timeout 120 env SOFTVERBS_TRANSPORT=roce $run udaddy \
+		-b "$host" -C 10 >"/tmp/rxe_ud.$$" 2>&1 &
+	spid=$!
+	t=0
+	until "$vm" exec ss -Hltn "sport = :7174" | grep -q .; do
+		t=$((t + 1))
+		[ $t -lt 200 ] || fail "udaddy on softverbs never listened"
+		sleep 0.05 # no event says a port in another namespace listens
+	done
+	rout=$("$vm" run --timeout 120 "$ud -s $host -C 10" 2>&1)
+	wait "$spid"
+	src=$?
+	sout=$(cat "/tmp/rxe_ud.$$")
+	rm -f "/tmp/rxe_ud.$$"
+	if [ $src != 0 ] || ! echo "$sout" | grep -q "data transfers complete" ||
+		! echo "$rout" | grep -q "data transfers complete"; then
+		echo "$rout" | tail -5 | sed 's/^/  rxe udaddy: /'
+		echo "$sout" | tail -5 | sed 's/^/  udaddy: /'
+		fail "udaddy on softverbs, the server: exit $src"
+	fi
+	echo "ok   udaddy_server: rxe's SIDR REQ answered, 10 messages each way"
+fi
 echo "PASS: the IB CM with the kernel's (cm_probe, rping -V -C $iters both ways)"
