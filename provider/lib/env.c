@@ -268,7 +268,8 @@ const struct sv_env_row sv_env_rows[SV_ENV_COUNT] = {
 		.check = cm_drop_check, .reader = LIBCM,
 		.help = "SOFTVERBS_TRANSPORT=roce: the first N IB CM MADs of "
 			"each kind this process sends are lost on purpose "
-			"(counted as dropped, resent as lost ones are)",
+			"(counted as dropped, resent as lost ones are); "
+			"req and rep count SIDR REQs and REPs too",
 	},
 	[SV_ENV_DEVFILES] = {
 		"SOFTVERBS_DEVFILES", BOOL(1), .policy = SV_ENV_DEFAULT,
