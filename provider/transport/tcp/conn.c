@@ -572,6 +572,7 @@ static bool ack_read(struct sv_tcp *t, uint64_t now)
 
 	n = recv(t->fd, (uint8_t *)a + t->ack_got, sizeof(*a) - t->ack_got,
 		 MSG_DONTWAIT);
+	count_call(t, tcp_reads);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
 		if (now < t->deadline_ns)
 			return false;
