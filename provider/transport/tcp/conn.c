@@ -201,37 +201,11 @@ void sv_tcp_out_reset(struct sv_tcp *t)
 	t->omore = false;
 }
 
-/* A place among the context's calls at the doors (CALLS_MAX), or false:
- * the call waits for one. */
-static bool call_admit(struct sv_tcp *t)
-{
-	if (t->admitted)
-		return true;
-	if (atomic_fetch_add_explicit(&t->tctx->calls, 1,
-				      memory_order_relaxed) >= CALLS_MAX) {
-		atomic_fetch_sub_explicit(&t->tctx->calls, 1,
-					  memory_order_relaxed);
-		return false;
-	}
-	t->admitted = true;
-	return true;
-}
-
-/* The call left the doors (passed on, answered, given up): its place
- * is the next call's. */
-static void call_leave(struct sv_tcp *t)
-{
-	if (!t->admitted)
-		return;
-	t->admitted = false;
-	atomic_fetch_sub_explicit(&t->tctx->calls, 1, memory_order_relaxed);
-}
-
 /* The connection (or our call) closed and forgotten, with what was
  * half read or half sent on it. */
 void sv_tcp_drop_conn(struct sv_tcp *t)
 {
-	call_leave(t);
+	sv_tcp_call_leave(t);
 	/* out of epoll before the number can be anyone's again */
 	sv_progress_del(t->ctx, t->pfd);
 	if (t->fd >= 0 && t->conn != CONN_READY) {
@@ -323,7 +297,7 @@ static void call_start(struct sv_tcp *t, uint64_t now)
 	}
 	if (!t->first_call_ns)
 		t->first_call_ns = now;
-	if (!call_admit(t)) {
+	if (!sv_tcp_call_admit(t)) {
 		/* the doors have enough of ours: a place frees as one is
 		 * passed on (a few ms each); not counted as a failure */
 		count_call(t, tcp_calls_paced);
@@ -495,7 +469,7 @@ void sv_tcp_connect_step(struct sv_link *l, uint64_t now)
 static void conn_up(struct sv_tcp *t, uint32_t epoch, uint64_t tx_sent,
 		    uint64_t rsp_sent)
 {
-	call_leave(t);
+	sv_tcp_call_leave(t);
 	t->conn = CONN_READY;
 	t->epoch = epoch;
 	t->tx_sent = tx_sent;
@@ -653,7 +627,7 @@ static void ack_passed(struct sv_link *l, uint64_t now)
 {
 	struct sv_tcp *t = l->tcp;
 
-	call_leave(t); /* the door is done with it */
+	sv_tcp_call_leave(t); /* the door is done with it */
 	t->alive = true;
 	t->ack_got = 0;
 	t->door_wait_ns = 0;

@@ -60,6 +60,10 @@ static bool call_due(struct sv_tcp *t, uint64_t now)
 	    !atomic_load_explicit(&t->pfd->rung, memory_order_relaxed))
 		return false;
 	t->io = false;
+	/* taken here, before the socket is read (a new event sets it
+	 * again): else, while the app holds the QP, the thread cannot take
+	 * it and every poll reads the socket again */
+	atomic_store_explicit(&t->pfd->rung, false, memory_order_relaxed);
 	return true;
 }
 

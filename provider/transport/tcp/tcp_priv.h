@@ -71,7 +71,7 @@ enum conn_state {
 
 #define HOST_PASSES 16
 /* A context's calls at the doors at once (connecting, or their hello not
- * passed on yet); the rest wait for a place (call_admit, conn.c).  A
+ * passed on yet); the rest wait for a place (sv_tcp_call_admit).  A
  * door's accept queue is FIFO: 8,192 links (4,096 pairs) calling at once
  * on a loaded host queued for longer than a caller waits, callers gave
  * up and called again, and the doors spent whole seconds reading the
@@ -274,6 +274,12 @@ void sv_tcp_put_frame(struct sv_tcp *t, uint16_t type, uint16_t ring,
 		      uint32_t len, uint64_t pos, const void *body,
 		      uint32_t body_len, bool copy);
 /* door.c */
+/* A place among the context's calls at the doors (CALLS_MAX), or false:
+ * the call waits for one. */
+bool sv_tcp_call_admit(struct sv_tcp *t);
+/* The call left the doors (passed on, answered, given up): its place is
+ * the next call's. */
+void sv_tcp_call_leave(struct sv_tcp *t);
 /* After the progress thread stopped (its epoll set is gone). */
 uint64_t sv_tcp_door_next_ns(struct sv_context *ctx, uint64_t now);
 
