@@ -301,6 +301,10 @@ static void call_start(struct sv_tcp *t, uint64_t now)
 		/* the doors have enough of ours: a place frees as one is
 		 * passed on (a few ms each); not counted as a failure */
 		count_call(t, tcp_calls_paced);
+		/* an answer of the last call (NO_QP: the peer QP not at
+		 * RTR yet when it came) says nothing of the next: the
+		 * set-up waits for it (sv_tcp_setup_waits) */
+		t->turned_away = false;
 		t->next_ns = sv_link_backoff(&t->wait_ns, now);
 		return;
 	}
