@@ -617,6 +617,9 @@ struct sv_qp_stats {
 	uint64_t tcp_slow_acks; /* ACK timeouts while the peer's host took
 				 * what we sent (no retransmission):
 				 * kept the connection */
+	/* calls held back: the context had CALLS_MAX at the doors
+	 * (tcp/door.c sv_tcp_call_admit) */
+	uint64_t tcp_calls_paced;
 	/* UD datagrams (in ud_drops) from another host without a MAC
 	 * that checks, or with one we cannot check (no secret: ud.c) */
 	uint64_t ud_auth_drops;

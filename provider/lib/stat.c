@@ -70,6 +70,7 @@ static const struct {
 	F(tcp_reads),
 	F(tcp_records),
 	F(tcp_slow_acks),
+	F(tcp_calls_paced),
 	F(ud_auth_drops),
 	F(ud_replay_drops),
 	F(roce_drop_short),

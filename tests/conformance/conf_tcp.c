@@ -898,6 +898,36 @@ static uint64_t tcp_calls(struct sv_end *e, bool sends)
 		     : __atomic_load_n(&qp->stats.tcp_reads, __ATOMIC_RELAXED);
 }
 
+/* An app's polls leave a link's call alone while it waits (tcp/run.c
+ * call_due): its answer comes as an event on the call's socket, or the
+ * wait ends at a deadline.  Every poll of the QP's CQ runs its engine;
+ * before, each such run read the call's socket (a recv that found
+ * nothing), and 4,096 links calling at once cost the app's thread 4-5
+ * times the CPU of the progress thread whose door passes the calls. */
+SV_TEST(tcp_polls_leave_a_waiting_call_alone)
+{
+	struct sv_pair p;
+	pid_t pid = through(F_SILENT, &p, 7);
+	uint64_t r0, reads, polls = 0, t0;
+	struct ibv_wc wc;
+
+	ASSERT_OK(sv_end_send(&p.a, 9, 0, 64, 0));
+	r0 = tcp_calls(&p.a, false);
+	t0 = now_ms();
+	while (now_ms() - t0 < 300) {
+		ASSERT_EQ(0, ibv_poll_cq(p.a.scq, 1, &wc));
+		polls++;
+	}
+	reads = tcp_calls(&p.a, false) - r0;
+	printf("%llu polls of a calling link's CQ in 300 ms: %llu recv\n",
+	       (unsigned long long)polls, (unsigned long long)reads);
+	ASSERT_TRUE(polls >= 1000); /* else this proves nothing */
+	/* door waits of 25 ms, doubling, and events: a few dozen */
+	ASSERT_TRUE(reads <= 100);
+	sv_pair_close(&p);
+	proxy_stop(pid);
+}
+
 /* One read takes all there is (tcp.c read_in: a read that does not fill
  * the buffer is the last, no second one to find EAGAIN): 2N messages of
  * a ping-pong take at most 4.5N reads, empty polls included (10N

@@ -205,6 +205,7 @@ void sv_tcp_out_reset(struct sv_tcp *t)
  * half read or half sent on it. */
 void sv_tcp_drop_conn(struct sv_tcp *t)
 {
+	sv_tcp_call_leave(t);
 	/* out of epoll before the number can be anyone's again */
 	sv_progress_del(t->ctx, t->pfd);
 	if (t->fd >= 0 && t->conn != CONN_READY) {
@@ -294,9 +295,20 @@ static void call_start(struct sv_tcp *t, uint64_t now)
 		t->proto_err = true; /* nothing can be trusted */
 		return;
 	}
-	t->fd = -1;
 	if (!t->first_call_ns)
 		t->first_call_ns = now;
+	if (!sv_tcp_call_admit(t)) {
+		/* the doors have enough of ours: a place frees as one is
+		 * passed on (a few ms each); not counted as a failure */
+		count_call(t, tcp_calls_paced);
+		/* an answer of the last call (NO_QP: the peer QP not at
+		 * RTR yet when it came) says nothing of the next: the
+		 * set-up waits for it (sv_tcp_setup_waits) */
+		t->turned_away = false;
+		t->next_ns = sv_link_backoff(&t->wait_ns, now);
+		return;
+	}
+	t->fd = -1;
 	if (fd < 0)
 		fd = socket(t->dst.sa.sa_family,
 			    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -461,6 +473,7 @@ void sv_tcp_connect_step(struct sv_link *l, uint64_t now)
 static void conn_up(struct sv_tcp *t, uint32_t epoch, uint64_t tx_sent,
 		    uint64_t rsp_sent)
 {
+	sv_tcp_call_leave(t);
 	t->conn = CONN_READY;
 	t->epoch = epoch;
 	t->tx_sent = tx_sent;
@@ -537,6 +550,7 @@ static bool ack_read(struct sv_tcp *t, uint64_t now)
 
 	n = recv(t->fd, (uint8_t *)a + t->ack_got, sizeof(*a) - t->ack_got,
 		 MSG_DONTWAIT);
+	count_call(t, tcp_reads);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
 		if (now < t->deadline_ns)
 			return false;
@@ -617,6 +631,7 @@ static void ack_passed(struct sv_link *l, uint64_t now)
 {
 	struct sv_tcp *t = l->tcp;
 
+	sv_tcp_call_leave(t); /* the door is done with it */
 	t->alive = true;
 	t->ack_got = 0;
 	t->door_wait_ns = 0;

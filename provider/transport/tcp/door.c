@@ -201,6 +201,32 @@ static void pend_drop(struct sv_context *ctx, struct door_pend *p)
 		close(fd);
 }
 
+/* A place among the context's calls at the doors (CALLS_MAX), or false:
+ * the call waits for one. */
+bool sv_tcp_call_admit(struct sv_tcp *t)
+{
+	if (t->admitted)
+		return true;
+	if (atomic_fetch_add_explicit(&t->tctx->calls, 1,
+				      memory_order_relaxed) >= CALLS_MAX) {
+		atomic_fetch_sub_explicit(&t->tctx->calls, 1,
+					  memory_order_relaxed);
+		return false;
+	}
+	t->admitted = true;
+	return true;
+}
+
+/* The call left the doors (passed on, answered, given up): its place
+ * is the next call's. */
+void sv_tcp_call_leave(struct sv_tcp *t)
+{
+	if (!t->admitted)
+		return;
+	t->admitted = false;
+	atomic_fetch_sub_explicit(&t->tctx->calls, 1, memory_order_relaxed);
+}
+
 /* After the progress thread stopped (its epoll set is gone). */
 void sv_tcp_door_close(struct sv_context *ctx)
 {

@@ -70,6 +70,15 @@ enum conn_state {
 #define SLOW_PEER_MAX_NS 10000000000ull
 
 #define HOST_PASSES 16
+/* A context's calls at the doors at once (connecting, or their hello not
+ * passed on yet); the rest wait for a place (sv_tcp_call_admit).  A
+ * door's accept queue is FIFO: 8,192 links (4,096 pairs) calling at once
+ * on a loaded host queued for longer than a caller waits, callers gave
+ * up and called again, and the doors spent whole seconds reading the
+ * hellos of callers that had left (2-4 of every 5 read, a debug log at
+ * load 15), so no call passed for 8-10 s and set-ups ran out.  With the
+ * queue bounded a call is passed within a caller's wait. */
+#define CALLS_MAX 64
 
 /* The transport's state in a context (its tp_state[SV_TP_TCP]), made
  * at its first TCP link, under the context's door_lock. */
@@ -79,6 +88,8 @@ struct sv_tcp_ctx {
 	/* how long doors took to pass our calls lately (a moving average,
 	 * so that a loaded host's slow doors are waited for) */
 	_Atomic uint64_t pass_ns;
+	/* our calls at the doors now (CALLS_MAX) */
+	_Atomic int calls;
 	/* when a door of a host last passed a call of ours, for a few
 	 * hosts (sv_tcp_host_passed): the host's key in the high 32 bits,
 	 * the millisecond in the low; one word, so one store */
@@ -135,6 +146,9 @@ struct sv_tcp {
 	uint64_t deadline_ns;	/* CONN_CONNECTING, _HELLO: give up then */
 	uint64_t door_wait_ns;	/* the door's time to pass us (DOOR_WAIT_NS) */
 	uint64_t hello_ns;	/* when our hello went */
+	bool io;		/* our call's socket had an event since the
+				 * call was last looked at (call_due) */
+	bool admitted;		/* our call holds a place (CALLS_MAX) */
 	uint64_t down_since;	/* when our connection broke after the peer
 				 * answered; 0 while it is up */
 	uint32_t refused;	/* calls refused in a row */
@@ -260,6 +274,12 @@ void sv_tcp_put_frame(struct sv_tcp *t, uint16_t type, uint16_t ring,
 		      uint32_t len, uint64_t pos, const void *body,
 		      uint32_t body_len, bool copy);
 /* door.c */
+/* A place among the context's calls at the doors (CALLS_MAX), or false:
+ * the call waits for one. */
+bool sv_tcp_call_admit(struct sv_tcp *t);
+/* The call left the doors (passed on, answered, given up): its place is
+ * the next call's. */
+void sv_tcp_call_leave(struct sv_tcp *t);
 /* After the progress thread stopped (its epoll set is gone). */
 uint64_t sv_tcp_door_next_ns(struct sv_context *ctx, uint64_t now);
 
