@@ -56,7 +56,9 @@ static bool call_due(struct sv_tcp *t, uint64_t now)
 {
 	if (t->conn != CONN_CONNECTING && t->conn != CONN_HELLO)
 		return true;
-	if (!t->io && now < t->deadline_ns &&
+	/* a quiet socket (EPOLLIN off, sv_tcp_quiet) raises no event: looked
+	 * at by every run, as before */
+	if (!t->io && now < t->deadline_ns && !t->pfd->quiet &&
 	    !atomic_load_explicit(&t->pfd->rung, memory_order_relaxed))
 		return false;
 	t->io = false;
@@ -229,7 +231,11 @@ void sv_tcp_quiet(struct sv_link *l, bool quiet)
 	 * between waits of its own (on its memory, say) */
 	if (!quiet && t->pfd->quiet && !t->loud && unread(t))
 		go_loud(t, "till the app stopped driving");
-	sv_progress_quiet(t->ctx, t->pfd, quiet && !t->loud);
+	/* a call's socket stays loud: its answer must raise the event that
+	 * the app's polls wait for (call_due); it waited unread till the
+	 * call's deadline, up to 8 s, when the thread quieted it */
+	sv_progress_quiet(t->ctx, t->pfd,
+			  quiet && !t->loud && t->conn == CONN_READY);
 }
 
 int sv_tcp_fd(const struct sv_link *l)
