@@ -32,8 +32,6 @@
 #include "link.h" /* provider/transport/link.h: sv_link_qp_addr */
 #include "roce.h" /* provider/wire/roce.h: the RoCEv2 codec */
 
-#define DOOR_MCAST_QPN 0xffffffu /* IB_MULTICAST_QPN */
-
 static int fwd_fd = -1; /* the unbound datagram socket it leaves by */
 
 static void mapped4(uint8_t g[16], uint32_t a)
@@ -59,25 +57,13 @@ bool cm_ib_door_pass(uint8_t *b, size_t n, size_t cap,
 	if (sv_roce_parse(b, n, NULL, &p) != SV_ROCE_OK || p.dqpn == 1 ||
 	    sv_roce_check_qpt(&p, IBV_QPT_UD) != SV_ROCE_OK)
 		return false;
-	if (!dst || (p.pkey & 0x7fff) != 0x7fff || p.dqpn == DOOR_MCAST_QPN ||
-	    p.dqpn < 2 || p.len > SV_UD_MTU || sizeof(h) + p.len > cap) {
+	if (!dst || !sv_roce_ud_hdr(&p, tos, ttl, cap, &h)) {
 		cm_ib_count(CM_IB_DROP_PKT);
 		cm_log("UD datagram at the IB CM's socket for QPN 0x%06x: "
 		       "dropped\n",
 		       p.dqpn);
 		return true;
 	}
-	h.src_qpn = p.src_qpn;
-	h.dst_qpn = p.dqpn;
-	h.qkey = p.qkey;
-	h.len = p.len;
-	h.rsvd = (uint32_t)tos << 8 | ttl;
-	if (SV_IB_OPERATION(p.opcode) == SV_IB_SEND_ONLY_IMM) {
-		h.flags |= SV_UD_IMM;
-		h.imm = p.imm_be;
-	}
-	if (p.se)
-		h.flags |= SV_UD_SOLICITED;
 	mapped4(h.sgid, from->sin_addr.s_addr);
 	mapped4(h.dgid, dst);
 	memmove(b + sizeof(h), p.payload, p.len);

@@ -34,6 +34,7 @@
 #include "evloop.h"
 #include "link.h"
 #include "util.h"
+#include "wire.h" /* SV_MCAST_QPN */
 
 /*
  * Exports live in abi/ alone (DESIGN.md, "provider/"): abi/export.h is not
@@ -71,7 +72,6 @@
 #define SV_MAX_MCAST_GRP	     256
 #define SV_MAX_MCAST_QP_ATTACH	     56 /* rxe's */
 #define SV_MAX_TOTAL_MCAST_QP_ATTACH 1024
-#define SV_MCAST_QPN		     0xffffffu /* the DQPN of multicast (IB_MULTICAST_QPN) */
 /* Device memory (verbs/dm.c): max_dm_size, and what a context's DMs may
  * hold in all; ConnectX-6's on-chip memory (MEMIC) is as big */
 #define SV_MAX_DM_SIZE (256u << 10)

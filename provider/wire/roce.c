@@ -556,3 +556,23 @@ uint16_t sv_roce_sport(uint32_t qpn_a, uint32_t qpn_b)
 	v ^= v >> 40;
 	return sv_roce_fl_sport((uint32_t)(v & 0xfffff));
 }
+
+bool sv_roce_ud_hdr(const struct sv_roce_pkt *p, uint8_t tos, uint8_t ttl,
+		    size_t cap, struct sv_ud_hdr *h)
+{
+	if ((p->pkey & 0x7fff) != 0x7fff || p->dqpn == SV_MCAST_QPN ||
+	    p->dqpn < 2 || p->len > SV_UD_MTU || sizeof(*h) + p->len > cap)
+		return false;
+	h->src_qpn = p->src_qpn;
+	h->dst_qpn = p->dqpn;
+	h->qkey = p->qkey;
+	h->len = p->len;
+	h->rsvd = (uint32_t)tos << 8 | ttl;
+	if (SV_IB_OPERATION(p->opcode) == SV_IB_SEND_ONLY_IMM) {
+		h->flags |= SV_UD_IMM;
+		h->imm = p->imm_be;
+	}
+	if (p->se)
+		h->flags |= SV_UD_SOLICITED;
+	return true;
+}

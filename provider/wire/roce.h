@@ -248,6 +248,17 @@ enum sv_roce_verdict sv_roce_parse(const uint8_t *b, size_t n,
 enum sv_roce_verdict sv_roce_check_qpt(const struct sv_roce_pkt *p,
 				       enum ibv_qp_type t);
 
+/*
+ * The UD datagram header (wire.h) of a parsed RoCE UD packet p, as a UD
+ * QP's socket takes it: QPNs, Q_Key, length, tos and ttl as received in
+ * rsvd, immediate and solicited flags (magic, version, the other flags
+ * and the GIDs are the caller's).  False, h untouched, for what no UD QP
+ * here takes: a P_Key other than the default, multicast, QP0 or QP1, a
+ * payload past SV_UD_MTU, or header and payload past cap bytes.
+ */
+bool sv_roce_ud_hdr(const struct sv_roce_pkt *p, uint8_t tos, uint8_t ttl,
+		    size_t cap, struct sv_ud_hdr *h);
+
 /* SV_ROCE_SEG_LEN unless p's payload fits its position at path MTU mtu
  * (IBA 9.7.7: FIRST and MIDDLE exactly one MTU, LAST 1..MTU, ONLY
  * 0..MTU); packets without payload pass. */

@@ -220,8 +220,9 @@ enum sv_syndrome {
  */
 #define SV_UD_MAGIC   0x53565544u /* "SVUD" */
 #define SV_UD_VERSION 1
-#define SV_UD_MTU     4096 /* the port's active MTU: longest payload */
-#define SV_GRH_LEN    40   /* the GRH at the start of a receive buffer */
+#define SV_UD_MTU     4096	/* the port's active MTU: longest payload */
+#define SV_MCAST_QPN  0xffffffu /* the DQPN of multicast (IB_MULTICAST_QPN) */
+#define SV_GRH_LEN    40	/* the GRH at the start of a receive buffer */
 
 enum sv_ud_flags {
 	SV_UD_IMM = 1 << 0,	  /* imm is valid */

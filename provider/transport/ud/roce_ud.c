@@ -229,22 +229,10 @@ bool sv_ud_roce_take(struct sv_ud_roce_peers *peers, struct sv_qp_stats *st,
 	}
 	/* the default P_Key only (as the QP's pkey_index 0); no multicast
 	 * (DQPN 0xffffff), QP0 or QP1 here */
-	if ((p.pkey & 0x7fff) != 0x7fff || p.dqpn == SV_MCAST_QPN ||
-	    p.dqpn < 2 || p.len > SV_UD_MTU || sizeof(h) + p.len > cap) {
+	if (!sv_roce_ud_hdr(&p, tos, ttl, cap, &h)) {
 		sv_stats_add(st, roce_drop_qpn, 1);
 		return false;
 	}
-	h.src_qpn = p.src_qpn;
-	h.dst_qpn = p.dqpn;
-	h.qkey = p.qkey;
-	h.len = p.len;
-	h.rsvd = (uint32_t)tos << 8 | ttl;
-	if (SV_IB_OPERATION(p.opcode) == SV_IB_SEND_ONLY_IMM) {
-		h.flags |= SV_UD_IMM;
-		h.imm = p.imm_be;
-	}
-	if (p.se)
-		h.flags |= SV_UD_SOLICITED;
 	memcpy(h.sgid, ip.src, 16);
 	memcpy(h.dgid, ip.dst, 16);
 	/* the payload after the header (it moves up: memmove) */
