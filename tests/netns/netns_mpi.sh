@@ -61,7 +61,7 @@ mpi() {
 	*ofi_*) how=$OFI ;;
 	*) how=$UCX ;;
 	esac
-	name=$1 deadline=$2 hosts=$3 np=$4
+	name=$1 deadline=$2 where=$3 np=$4
 	shift 4
 	if [ "$1" = np ]; then
 		shift
@@ -72,7 +72,7 @@ mpi() {
 	# shellcheck disable=SC2086 # $run may be several words (ASan); $how
 	# shellcheck disable=SC2086 # $prog: the job, or nothing
 	timeout "$deadline" ip netns exec "$tag-a" $run mpirun \
-		--allow-run-as-root -np "$np" -H "$hosts" --bind-to none \
+		--allow-run-as-root -np "$np" -H "$where" --bind-to none \
 		--mca plm_rsh_agent "$(dirname "$0")/rsh_agent.sh" \
 		--mca oob_tcp_if_include 10.77.0.0/24 $how \
 		-x SOFTVERBS_SUBNET $prog "$@" >"$log/$name" 2>&1

@@ -14,22 +14,36 @@ skip() {
 command -v ip >/dev/null || skip "needs ip(8) (iproute2)"
 
 hosts=${SV_NETNS_HOSTS:-a b c}
+# cleanup removes the namespaces it finds in sv_ns_made, the list of those
+# made, not ones named from $hosts: a sourcing script may reuse that name
+# (netns_mpi.sh's mpi() set hosts=a,b,c,d and left four namespaces behind
+# each run; netns_cleanup.sh)
+sv_ns_made=
+sv_ns_add() { # NAME: makes namespace NAME and lists it for cleanup
+	ip netns add "$1" || return
+	sv_ns_made="$sv_ns_made $1"
+}
 cleanup() {
-	for n in $hosts hub; do
-		ip netns pids "$tag-$n" 2>/dev/null | xargs -r kill -9 2>/dev/null
-		ip netns del "$tag-$n" 2>/dev/null
+	for ns in $sv_ns_made; do
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+		ip netns del "$ns" 2>/dev/null
 	done
+	sv_ns_made=
 	rm -rf "$log"
 }
-trap cleanup EXIT INT TERM
+# a signal ends the script (the EXIT trap then cleans up), not only the
+# cleanup: rows went on after it with their namespaces gone
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # hub holds the bridge; a, b, c each a veth into it, 10.77.0.1-3/24
-ip netns add "$tag-hub" || skip "cannot make a network namespace here"
+sv_ns_add "$tag-hub" || skip "cannot make a network namespace here"
 ip -n "$tag-hub" link add br0 type bridge
 ip -n "$tag-hub" link set br0 up
 i=1
 for n in $hosts; do
-	ip netns add "$tag-$n"
+	sv_ns_add "$tag-$n" || exit 1
 	ip link add "$tag$n" type veth peer name "$tag$n-h"
 	ip link set "$tag$n" netns "$tag-$n"
 	ip link set "$tag$n-h" netns "$tag-hub"
