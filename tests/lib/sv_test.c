@@ -35,6 +35,8 @@ static struct {
 static int nhelpers;
 
 static pid_t procs[MAX_PROCS];
+/* each helper's stdout and stderr files (sv_proc_start), until reaped */
+static char proc_files[MAX_PROCS][2][64];
 static int nprocs;
 static bool own_group; /* helpers lead process groups, killed as groups */
 static const char *current_test;
@@ -69,14 +71,45 @@ void sv_helper_register(const char *name, sv_helper_fn fn)
 	nhelpers++;
 }
 
-static void kill_helpers(void)
+/* Writes the last 2 KiB of a helper's output file to stderr. */
+static void show_tail(pid_t pid, const char *path)
+{
+	const char *what = strstr(path, ".err") ? "stderr" : "stdout";
+	int fd = open(path, O_RDONLY);
+	off_t end, from;
+	char buf[2048];
+	ssize_t n;
+
+	if (fd < 0)
+		return;
+	end = lseek(fd, 0, SEEK_END);
+	from = end > (off_t)sizeof(buf) ? end - (off_t)sizeof(buf) : 0;
+	if (end > 0 && lseek(fd, from, SEEK_SET) == from) {
+		n = read(fd, buf, sizeof(buf));
+		if (n > 0)
+			fprintf(stderr,
+				"--- helper %d %s (last %zd bytes):\n%.*s\n",
+				(int)pid, what, n, (int)n, buf);
+	}
+	close(fd);
+}
+
+/* Kills the helpers not reaped yet and removes their output files, after
+ * showing their tails when the test failed (the helper's own words about
+ * why are often the cause). */
+static void kill_helpers(bool failed)
 {
 	for (int i = 0; i < nprocs; i++) {
-		if (procs[i] > 0) {
-			kill_proc(procs[i], SIGKILL);
-			waitpid(procs[i], NULL, 0);
-			procs[i] = 0;
+		if (procs[i] <= 0)
+			continue;
+		kill_proc(procs[i], SIGKILL);
+		waitpid(procs[i], NULL, 0);
+		for (int f = 0; f < 2; f++) {
+			if (failed)
+				show_tail(procs[i], proc_files[i][f]);
+			unlink(proc_files[i][f]);
 		}
+		procs[i] = 0;
 	}
 }
 
@@ -90,7 +123,7 @@ void sv_test_fail(const char *file, int line, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-	kill_helpers();
+	kill_helpers(true);
 	exit(1);
 }
 
@@ -101,9 +134,13 @@ static void on_deadline(int sig)
 
 	(void)r;
 	(void)sig;
-	for (int i = 0; i < nprocs; i++)
-		if (procs[i] > 0)
-			kill_proc(procs[i], SIGKILL);
+	for (int i = 0; i < nprocs; i++) {
+		if (procs[i] <= 0)
+			continue;
+		kill_proc(procs[i], SIGKILL);
+		unlink(proc_files[i][0]); /* async-signal-safe */
+		unlink(proc_files[i][1]);
+	}
 	_exit(1);
 }
 
@@ -299,6 +336,8 @@ void sv_proc_start(struct sv_proc *p, char *const argv[], char *const env[])
 	if (own_group)
 		setpgid(pid, pid); /* no race with a kill before the exec */
 	p->pid = pid;
+	memcpy(proc_files[nprocs][0], p->out_path, sizeof(p->out_path));
+	memcpy(proc_files[nprocs][1], p->err_path, sizeof(p->err_path));
 	procs[nprocs++] = pid;
 }
 
@@ -491,7 +530,7 @@ int main(int argc, char **argv)
 		signal(SIGPIPE, SIG_IGN);
 		alarm(dl ? (unsigned int)atoi(dl) : 60);
 		tests[i].fn();
-		kill_helpers();
+		kill_helpers(false);
 		printf("PASS %s\n", current_test);
 		return 0;
 	}

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The test harness itself (tests/lib/sv_test.c): a test that fails with a
+ * helper process still running shows the helper's last output on its own
+ * stderr (the helper often says why), and leaves none of the helpers'
+ * output files behind in /tmp (17 pairs of them were found there, left
+ * by failed runs).
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sv_test.h"
+
+#define MARK "harness-talker-was-here"
+
+/* Says something on both streams, then waits to be killed. */
+SV_HELPER(harness_talker)
+{
+	(void)argc;
+	(void)argv;
+	printf("%s on stdout\n", MARK);
+	fprintf(stderr, "%s on stderr\n", MARK);
+	fflush(NULL);
+	pause(); /* until killed (SIGKILL) */
+	return 0;
+}
+
+/* Starts the talker, waits until it has spoken, then fails. */
+SV_HELPER(harness_failer)
+{
+	struct sv_proc t;
+	uint64_t deadline = sv_now_ms() + 20000;
+	char path[64];
+
+	(void)argc;
+	(void)argv;
+	sv_proc_start_helper(&t, "harness_talker", NULL, NULL);
+	snprintf(path, sizeof(path), "%s", t.err_path);
+	for (unsigned int us = 50;; sv_backoff(&us)) {
+		char buf[128] = "";
+		int fd = open(path, O_RDONLY);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+		if (fd >= 0)
+			close(fd);
+		if (n > 0 && strstr(buf, MARK))
+			break;
+		if (sv_now_ms() > deadline)
+			return 3; /* not the failure the test waits for */
+	}
+	printf("talker %d\n", (int)t.pid);
+	fflush(stdout);
+	sv_test_fail(__FILE__, __LINE__, "failing on purpose");
+	return 0;
+}
+
+SV_TEST(failure_shows_helper_output_and_cleans_up)
+{
+	struct sv_proc f;
+	char path[96];
+	int talker = 0;
+	const char *p;
+	pid_t failer;
+
+	sv_proc_start_helper(&f, "harness_failer", NULL, NULL);
+	failer = f.pid;
+	sv_proc_wait(&f, 30000);
+	ASSERT_TRUE(f.exited);
+	ASSERT_EQ(1, f.code);
+	ASSERT_TRUE(strstr(f.err, "failing on purpose") != NULL);
+	ASSERT_TRUE(strstr(f.err, MARK " on stdout") != NULL);
+	ASSERT_TRUE(strstr(f.err, MARK " on stderr") != NULL);
+	p = strstr(f.out, "talker ");
+	ASSERT_TRUE(p != NULL);
+	talker = atoi(p + 7);
+	ASSERT_TRUE(talker > 0);
+	ASSERT_TRUE(kill(talker, 0) != 0); /* killed with the failure */
+	/* the failer's files for its talker: /tmp/svt.FAILER.0.* */
+	snprintf(path, sizeof(path), "/tmp/svt.%d.0.out", (int)failer);
+	ASSERT_TRUE(access(path, F_OK) != 0);
+	snprintf(path, sizeof(path), "/tmp/svt.%d.0.err", (int)failer);
+	ASSERT_TRUE(access(path, F_OK) != 0);
+	sv_proc_free(&f);
+}
