@@ -18,6 +18,7 @@
 #include <rdma/rdma_verbs.h>
 
 #include "idtab.h"
+#include "timed.h"
 #include "wire.h"
 
 #define CM_EXPORT __attribute__((visibility("default")))
@@ -83,6 +84,7 @@ struct cm_id {
 	struct rdma_cm_id id; /* what the program sees: first */
 	uint64_t serial;      /* the CM thread's epoll handle (never reused) */
 	struct cm_idtab_node by_serial; /* in cm_core.by_serial, key serial */
+	struct cm_timed_node timed;	/* in cm_core.timed: a deadline armed */
 	struct cm_id *next, *prev;	/* every live id (cm_core.ids) */
 	enum cm_state state;
 	int sock;	/* the CM link (SEQPACKET or TCP) or listener, or -1 */
@@ -163,6 +165,7 @@ struct cm_core {
 	pthread_mutex_t lock;
 	struct cm_id *ids;	   /* list head */
 	struct cm_idtab by_serial; /* the same ids by serial (cm_id_find) */
+	struct cm_timed timed;	   /* ids with a deadline (cm_conn_retry_all) */
 	uint64_t next_serial;
 	int epfd;     /* the CM thread's sockets */
 	int wake_fd;  /* eventfd in epfd (serial 0): retries to run */
@@ -285,6 +288,9 @@ void cm_conn_lost(struct cm_id *c); /* may free c (never reported) */
 struct cm_id *cm_conn_incoming(struct cm_id *listener, int sock);
 void cm_conn_link_up(struct cm_id *c, int err); /* TCP connect's end */
 int cm_conn_retry_all(void); /* lock held; epoll's timeout: -1 none */
+/* Lock held: c has a deadline or a retry for cm_conn_retry_all (after
+ * every change that may give it one: a missed call is a hang) */
+void cm_conn_timed(struct cm_id *c);
 int cm_conn_process_rep(struct cm_id *c, struct cm_event *e);
 void cm_id_free(struct cm_id *c); /* lock held; unlinks and frees */
 

@@ -8,6 +8,7 @@
  * events librdmacm's man pages describe.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -382,6 +383,7 @@ static void connect_result(struct cm_id *c, int ret)
 	    (cm_now_ms() < c->grace_until_ms || cm_link_dst_bound(c))) {
 		if (c->state != CM_REQ_RETRY) {
 			c->state = CM_REQ_RETRY;
+			cm_conn_timed(c);
 			cm_link_kick();
 		}
 		return;
@@ -402,6 +404,7 @@ static void connect_result(struct cm_id *c, int ret)
 		fail(c, RDMA_CM_EVENT_UNREACHABLE, ret, NULL);
 	else
 		c->state = CM_REQ_SENT;
+	cm_conn_timed(c); /* a REP's deadline, or the TCP connect's */
 }
 
 static void try_connect(struct cm_id *c)
@@ -430,61 +433,129 @@ static bool past(uint64_t until, uint64_t now, uint64_t *next)
 	return false;
 }
 
+/* Whether c has something for cm_conn_retry_all: a retry, or a
+ * deadline it looks at (the tests below, one each). */
+static bool has_timer(const struct cm_id *c)
+{
+	if (c->state == CM_REQ_RETRY)
+		return true;
+	if (c->state == CM_REQ_SENT && !c->connecting && c->rep_until_ms)
+		return true;
+	if (c->state == CM_DREQ_SENT && c->rep_until_ms)
+		return true;
+	return c->deadline_ms && c->sock >= 0 &&
+	       (c->connecting || c->state == CM_REQ_WAIT || c->auth);
+}
+
+void cm_conn_timed(struct cm_id *c)
+{
+	cm_timed_arm(&cm_core.timed, &c->timed);
+}
+
+/* Lock held: c's retry, or its deadline if past (else *next lowered to
+ * it).  True if c was freed. */
+static bool run_timer(struct cm_id *c, uint64_t now, uint64_t *next)
+{
+	if (c->state == CM_REQ_RETRY) {
+		try_connect(c);
+		if (c->state == CM_REQ_RETRY)
+			*next = now + 1;
+	}
+	if (c->state == CM_REQ_SENT && !c->connecting && c->rep_until_ms) {
+		if (past(c->rep_until_ms, now, next)) {
+			cm_log("id %p: no answer to the REQ in %u ms\n",
+			       (void *)c, cm_core.rep_wait_ms);
+			fail(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL);
+		}
+		return false;
+	}
+	if (c->state == CM_DREQ_SENT && c->rep_until_ms) {
+		if (past(c->rep_until_ms, now, next)) {
+			cm_log("id %p: no DREP in %u ms\n", (void *)c,
+			       CM_DREP_WAIT_MS);
+			disconnected(c);
+		}
+		return false;
+	}
+	if (!c->deadline_ms || c->sock < 0 ||
+	    !(c->connecting || c->state == CM_REQ_WAIT || c->auth))
+		return false;
+	if (!past(c->deadline_ms, now, next))
+		return false;
+	cm_log("id %p (%s): TCP link past its deadline\n", (void *)c,
+	       cm_state_names[c->state]);
+	if (c->state == CM_REQ_WAIT) {
+		cm_id_free(c);
+		return true;
+	}
+	cm_link_close(c);
+	if (c->state == CM_REQ_SENT)
+		fail(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL);
+	return false;
+}
+
+#ifdef SV_CM_CHECK_TIMED
+/* Debug builds (SV_CM_CHECK_TIMED): every id with a timer is in the
+ * set (a missed cm_conn_timed is an id that would never time out). */
+static void check_timed(void)
+{
+	for (struct cm_id *c = cm_core.ids; c; c = c->next) {
+		if (has_timer(c) && !c->timed.on) {
+			fprintf(stderr,
+				"softverbs rdmacm: id %p (%s) has a timer "
+				"but is not in the timed set\n",
+				(void *)c, cm_state_names[c->state]);
+			abort();
+		}
+	}
+}
+#endif
+
 /*
  * Lock held: retries ids waiting for a listener (each millisecond) and
  * ends TCP links past their deadline: a connect with no answer is
  * UNREACHABLE (-ETIMEDOUT), an accepted stream whose REQ did not come is
- * dropped unreported.  Returns the CM thread's epoll timeout.
+ * dropped unreported.  Walks only the ids with a timer (cm_core.timed),
+ * each left there while it has one.  Returns the CM thread's epoll
+ * timeout.
  */
 int cm_conn_retry_all(void)
 {
 	uint64_t now = cm_now_ms(), next = UINT64_MAX;
-	struct cm_id *c, *n;
+	uint64_t adds = cm_core.timed.adds;
+	struct cm_timed_node *t, *tn;
 
-	for (c = cm_core.ids; c; c = n) {
-		n = c->next;
-		if (c->state == CM_REQ_RETRY) {
-			try_connect(c);
-			if (c->state == CM_REQ_RETRY)
-				next = now + 1;
-		}
-		if (c->state == CM_REQ_SENT && !c->connecting &&
-		    c->rep_until_ms) {
-			if (past(c->rep_until_ms, now, &next)) {
-				cm_log("id %p: no answer to the REQ in %u ms\n",
-				       (void *)c, cm_core.rep_wait_ms);
-				fail(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT,
-				     NULL);
-			}
-			continue;
-		}
-		if (c->state == CM_DREQ_SENT && c->rep_until_ms) {
-			if (past(c->rep_until_ms, now, &next)) {
-				cm_log("id %p: no DREP in %u ms\n", (void *)c,
-				       CM_DREP_WAIT_MS);
-				disconnected(c);
-			}
-			continue;
-		}
-		if (!c->deadline_ms || c->sock < 0 ||
-		    !(c->connecting || c->state == CM_REQ_WAIT || c->auth))
-			continue;
-		if (!past(c->deadline_ms, now, &next))
-			continue;
-		cm_log("id %p (%s): TCP link past its deadline\n", (void *)c,
-		       cm_state_names[c->state]);
-		if (c->state == CM_REQ_WAIT) {
-			cm_id_free(c);
-		} else {
-			cm_link_close(c);
-			if (c->state == CM_REQ_SENT)
-				fail(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT,
-				     NULL);
-		}
+	cm_core.timed.walks++;
+	for (t = cm_core.timed.head; t; t = tn) {
+		struct cm_id *c =
+			(struct cm_id *)((char *)t -
+					 offsetof(struct cm_id, timed));
+
+		tn = t->next;
+		cm_core.timed.visits++;
+		if (!run_timer(c, now, &next) && !has_timer(c))
+			cm_timed_disarm(&cm_core.timed, &c->timed);
 	}
+#ifdef SV_CM_CHECK_TIMED
+	check_timed();
+#endif
+	if (cm_core.timed.adds != adds)
+		return 0; /* armed ahead of the walk: look again at once */
 	if (next == UINT64_MAX)
 		return -1;
 	return next > now ? (int)(next - now) : 0;
+}
+
+/* SOFTVERBS_DEBUG: what the CM thread's walks cost, said at exit (the
+ * lock only if free: exit may come while another thread holds it). */
+__attribute__((destructor)) static void say_walks(void)
+{
+	if (!cm_debug || pthread_mutex_trylock(&cm_core.lock))
+		return;
+	cm_log("CM thread: %llu walks of the timed ids, %llu ids visited\n",
+	       (unsigned long long)cm_core.timed.walks,
+	       (unsigned long long)cm_core.timed.visits);
+	pthread_mutex_unlock(&cm_core.lock);
 }
 
 CM_EXPORT int rdma_connect(struct rdma_cm_id *id,
@@ -740,6 +811,7 @@ CM_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 			 * datagram link's peer is the process (ib_link.c) */
 			c->state = CM_DREQ_SENT;
 			c->rep_until_ms = cm_now_ms() + CM_DREP_WAIT_MS;
+			cm_conn_timed(c);
 			cm_link_kick();
 		}
 		break;

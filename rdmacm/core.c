@@ -185,6 +185,7 @@ struct cm_id *cm_id_new_child(struct cm_id *listener)
 void cm_id_free(struct cm_id *c)
 {
 	cm_idtab_remove(&cm_core.by_serial, &c->by_serial);
+	cm_timed_disarm(&cm_core.timed, &c->timed);
 	if (c->prev)
 		c->prev->next = c->next;
 	else

@@ -270,6 +270,7 @@ static int tcp_connect(struct cm_id *c)
 		cm_link_close(c);
 		return ret;
 	}
+	cm_conn_timed(c);
 	cm_link_kick(); /* the CM thread's timeout sees the deadline */
 	return 0;
 }
@@ -442,6 +443,7 @@ static void half_open_join(struct cm_id *l, struct cm_id *c, uint64_t wait_ms)
 	while (l->nhalf >= CM_HALF_OPEN && half_open_drop_oldest(l))
 		;
 	c->deadline_ms = cm_now_ms() + wait_ms;
+	cm_conn_timed(c);
 	c->half_of = l;
 	c->half_prev = l->half_tail;
 	c->half_next = NULL;
@@ -819,6 +821,7 @@ static void connect_done(struct cm_id *c)
 			if (!err) {
 				c->deadline_ms =
 					cm_now_ms() + CM_TCP_REQ_WAIT_MS;
+				cm_conn_timed(c);
 				return;
 			}
 		}

@@ -10,7 +10,11 @@
  * After fork the child shares the parent's socket, and a notice it read
  * would be lost to the parent: the child never reads it, but opens its
  * own (and closes its copy only if the fd still is that socket: the
- * program may have closed and reused the number).
+ * program may have closed and reused the number).  The child knows it is
+ * one by its pthread_atfork handler's flag, not by a getpid per call
+ * (issue 27 item 3: three per rdma_cm connection per side); a child made
+ * by a raw clone(2) that runs no handlers would read the parent's socket
+ * (glibc's fork, vfork+exec and posix_spawn are fine).
  */
 #include "ifwatch.h"
 
@@ -26,7 +30,8 @@ static struct {
 	pthread_mutex_t lock;
 	int fd;		/* the socket; -1: none (every call moves) */
 	uint32_t port;	/* its netlink port id: ours if getsockname agrees */
-	pid_t pid;	/* the process that opened it; 0: not yet */
+	bool opened;	/* tried to open it (this process or its parent) */
+	bool forked;	/* a child since: its own socket at its next call */
 	uint64_t gen;	/* current generation */
 	uint64_t moves; /* times it moved */
 } w = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
@@ -94,6 +99,7 @@ static bool drain(void)
 static void atfork_child(void)
 {
 	pthread_mutex_init(&w.lock, NULL);
+	w.forked = w.opened;
 }
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -105,19 +111,19 @@ static void register_atfork(void)
 
 uint64_t sv_ifaddr_gen(void)
 {
-	pid_t me = getpid();
 	bool moved;
 	uint64_t g;
 
 	pthread_once(&once, register_atfork);
 	pthread_mutex_lock(&w.lock);
-	if (w.pid != me) {
+	if (!w.opened || w.forked) {
 		/* first use, or a forked child: a socket of its own, and
 		 * whatever was derived before is not known to be current */
-		if (w.pid && w.fd >= 0 && still_ours(w.fd, w.port))
+		if (w.forked && w.fd >= 0 && still_ours(w.fd, w.port))
 			close(w.fd);
 		w.fd = watch_open(&w.port);
-		w.pid = me;
+		w.opened = true;
+		w.forked = false;
 		moved = true;
 	} else {
 		moved = w.fd < 0 || drain();

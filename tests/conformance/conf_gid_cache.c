@@ -7,6 +7,10 @@
  * getifaddrs, so libibverbs' calls come here first and go on to the next
  * definition (the sanitizer's or libc's) by RTLD_NEXT, counted.
  *   gid_table_read_once: 1,000 queries, at most 2 reads;
+ *   gid_table_asks_no_pid: 1,000 queries, at most 2 getpid calls (the
+ *     fork check was a getpid per query, 3 per rdma_cm connection per
+ *     side: it is the pthread_atfork child handler's flag now); and a
+ *     forked child still queries (its own socket);
  *   gid_table_follows_addresses: in a network namespace of its own
  *     (root; else skipped), an address added to lo is in the very next
  *     query, and gone from the one after it is removed.
@@ -23,6 +27,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -40,6 +45,18 @@ int getifaddrs(struct ifaddrs **ifap)
 							 "getifaddrs");
 	atomic_fetch_add(&n_getifaddrs, 1);
 	return next(ifap);
+}
+
+static atomic_long n_getpid;
+
+pid_t getpid(void)
+{
+	static pid_t (*next)(void);
+
+	if (!next)
+		next = (pid_t(*)(void))dlsym(RTLD_NEXT, "getpid");
+	atomic_fetch_add(&n_getpid, 1);
+	return next();
 }
 
 static struct ibv_context *open_dev(void)
@@ -91,6 +108,32 @@ SV_TEST(gid_table_read_once)
 	 * host may move it once or twice */
 	reads = atomic_load(&n_getifaddrs) - before;
 	ASSERT_LE(reads, 2);
+	ASSERT_OK(ibv_close_device(c));
+}
+
+SV_TEST(gid_table_asks_no_pid)
+{
+	struct ibv_context *c = open_dev();
+	union ibv_gid first, g;
+	long before;
+	pid_t pid;
+	int st;
+
+	ASSERT_OK(ibv_query_gid(c, 1, 0, &first));
+	before = atomic_load(&n_getpid);
+	for (int i = 0; i < 1000; i++)
+		ASSERT_OK(ibv_query_gid(c, 1, i % 2, &g));
+	ASSERT_LE(atomic_load(&n_getpid) - before, 2); /* was 1,000 */
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) /* the child's first look opens its own socket */
+		_exit(ibv_query_gid(c, 1, 0, &g) ||
+		      memcmp(&g, &first, sizeof(g)) ||
+		      ibv_query_gid(c, 1, 0, &g));
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ASSERT_OK(ibv_query_gid(c, 1, 0, &g)); /* and the parent's still is */
+	ASSERT_EQ(0, memcmp(&g, &first, sizeof(g)));
 	ASSERT_OK(ibv_close_device(c));
 }
 
