@@ -253,8 +253,18 @@ uint64_t sv_stat_refresh(struct sv_context *ctx, uint64_t now)
 	h->updated_ns = real_ns();
 	__atomic_store_n(&h->seq, h->seq + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&s->lock);
-	/* at most once a period, whatever wakes the thread */
-	s->next_ns = now + SV_STAT_PERIOD_NS;
+	/* at most once a period, whatever wakes the thread, and at least
+	 * four walks' time after this one ended: with thousands of QPs (or
+	 * under TSan) a walk can outlast the period, and walks back to back
+	 * held qp_lock's read side for ever, starving create_qp's write
+	 * side (limit_qp_count ran past 60 s under TSan) */
+	{
+		uint64_t end = sv_now_ns(), gap = 4 * (end - now);
+
+		s->next_ns =
+			end +
+			(gap > SV_STAT_PERIOD_NS ? gap : SV_STAT_PERIOD_NS);
+	}
 	/* no QPs, nothing moves: no timer (a wake-up after the period,
 	 * for a new QP's link, refreshes) */
 	return live ? s->next_ns : UINT64_MAX;
