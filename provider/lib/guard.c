@@ -28,6 +28,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <ucontext.h>
 
 #include "guard.h"
 #include "util.h"
@@ -127,6 +128,17 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 
 	if (env && si->si_code > 0) {
 		armed = NULL;
+		/*
+		 * Leave with the mask the copy ran under (the kernel saved it
+		 * in uc), not the one we were called with: whoever runs us may
+		 * have blocked more than our sa_mask (TSan's wrapper blocks
+		 * every signal, a program's handler chaining to ours its own
+		 * sa_mask), and a thread left with SIGSEGV blocked is killed
+		 * at its next fault.  A syscall on the fault path only.
+		 */
+		if (uc)
+			pthread_sigmask(SIG_SETMASK,
+					&((ucontext_t *)uc)->uc_sigmask, NULL);
 		siglongjmp(*env, 1);
 	}
 	chain(sig, si, uc);
@@ -187,6 +199,23 @@ int sv_copy_guarded(void *dst, const void *src, size_t n)
 	return 0;
 }
 
+/*
+ * Under TSan only: an instrumented atomic holds a lock of TSan's runtime
+ * across the access, and leaving a fault there by siglongjmp leaves it
+ * held, so the thread's next atomic waits for ever.  An atomic or of 0
+ * that TSan does not see (inline assembly) takes the fault first, outside
+ * TSan; the atomic TSan sees then runs on a word known writable.  (A
+ * page taken away between the two still hangs: TSan builds only.)
+ */
+static inline void probe_writable(uint64_t *p)
+{
+#if defined(__SANITIZE_THREAD__) && defined(__x86_64__)
+	__asm__ volatile("lock orq $0, %0" : "+m"(*p) : : "memory");
+#else
+	(void)p;
+#endif
+}
+
 /* Separate frame, as copy_armed. */
 static __attribute__((noinline)) uint64_t
 atomic_armed(sigjmp_buf *env, uint64_t *p, uint64_t compare, uint64_t value,
@@ -196,6 +225,7 @@ atomic_armed(sigjmp_buf *env, uint64_t *p, uint64_t compare, uint64_t value,
 
 	armed = env;
 	atomic_signal_fence(memory_order_seq_cst);
+	probe_writable(p);
 	if (fetch_add)
 		old = __atomic_fetch_add(p, value, __ATOMIC_SEQ_CST);
 	else

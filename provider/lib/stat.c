@@ -197,6 +197,7 @@ static uint64_t real_ns(void)
 
 uint64_t sv_stat_refresh(struct sv_context *ctx, uint64_t now)
 {
+	const struct sv_qp_stats *us;
 	struct sv_stat *s = ctx->stat;
 	struct sv_stat_hdr *h;
 	uint64_t tot[SV_STAT_N];
@@ -212,9 +213,12 @@ uint64_t sv_stat_refresh(struct sv_context *ctx, uint64_t now)
 	memcpy(tot, s->gone, sizeof(tot));
 	/* the UD listener's drops (RoCEv2 datagrams for no QP of ours, or
 	 * none's: ud/roce.c) are the context's */
-	if (ctx->udoor_stats)
+	/* acquire: the door (ud/door.c) is opened, and its pointer
+	 * published, by an app thread while this thread may refresh */
+	us = __atomic_load_n(&ctx->udoor_stats, __ATOMIC_ACQUIRE);
+	if (us)
 		for (size_t i = 0; i < SV_STAT_N; i++)
-			tot[i] += ctr_of(ctx->udoor_stats, i);
+			tot[i] += ctr_of(us, i);
 	/* odd: a reader retries; the stores below come after it */
 	__atomic_store_n(&h->seq, h->seq + 1, __ATOMIC_RELAXED);
 	atomic_thread_fence(memory_order_release);
@@ -249,8 +253,18 @@ uint64_t sv_stat_refresh(struct sv_context *ctx, uint64_t now)
 	h->updated_ns = real_ns();
 	__atomic_store_n(&h->seq, h->seq + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&s->lock);
-	/* at most once a period, whatever wakes the thread */
-	s->next_ns = now + SV_STAT_PERIOD_NS;
+	/* at most once a period, whatever wakes the thread, and at least
+	 * four walks' time after this one ended: with thousands of QPs (or
+	 * under TSan) a walk can outlast the period, and walks back to back
+	 * held qp_lock's read side for ever, starving create_qp's write
+	 * side (limit_qp_count ran past 60 s under TSan) */
+	{
+		uint64_t end = sv_now_ns(), gap = 4 * (end - now);
+
+		s->next_ns =
+			end +
+			(gap > SV_STAT_PERIOD_NS ? gap : SV_STAT_PERIOD_NS);
+	}
 	/* no QPs, nothing moves: no timer (a wake-up after the period,
 	 * for a new QP's link, refreshes) */
 	return live ? s->next_ns : UINT64_MAX;

@@ -126,7 +126,8 @@ void sv_ud_door_open(struct sv_context *ctx)
 	if (v6 ? bind(d->fd, (struct sockaddr *)&a6, sizeof(a6))
 	       : bind(d->fd, (struct sockaddr *)&a, sizeof(a)))
 		goto fail;
-	ctx->udoor_stats = &d->stats;
+	/* release: stat.c's refresh on the progress thread reads it */
+	__atomic_store_n(&ctx->udoor_stats, &d->stats, __ATOMIC_RELEASE);
 	ctx->udoor_st = d;
 	sv_pfd_set(&ctx->udoor, door_event, false);
 	sv_progress_add(ctx, &ctx->udoor, d->fd);
@@ -209,7 +210,7 @@ void sv_ud_door_close(struct sv_context *ctx)
 		nanosleep(&tick, NULL);
 		door_drain(ctx, d, end);
 		close(d->fd);
-		ctx->udoor_stats = NULL;
+		__atomic_store_n(&ctx->udoor_stats, NULL, __ATOMIC_RELAXED);
 		free(d);
 		ctx->udoor_st = NULL;
 	}
