@@ -238,6 +238,20 @@ err:
 	return -1;
 }
 
+/*
+ * id->qp is the program's, and the CM thread's too: it names the QP in
+ * the messages it makes and moves it to ERR on a REJ, under cm_core.lock.
+ * So the QP is made known, and forgotten, under that lock: the thread
+ * sees a QP that lives or none (a QP destroyed beside its DREP raced, and
+ * the slot may hold another QP by then).
+ */
+static void set_qp(struct rdma_cm_id *id, struct ibv_qp *qp)
+{
+	pthread_mutex_lock(&cm_core.lock);
+	id->qp = qp;
+	pthread_mutex_unlock(&cm_core.lock);
+}
+
 static int init_qp(struct cm_id *c, struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT};
@@ -294,7 +308,7 @@ CM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 		}
 		if (!id->pd)
 			id->pd = attr->pd;
-		id->qp = qp;
+		set_qp(id, qp);
 		return 0;
 	}
 	if (create_cqs(id,
@@ -319,7 +333,7 @@ CM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 	if (ret)
 		goto err_qp;
 	id->pd = qp->pd;
-	id->qp = qp;
+	set_qp(id, qp);
 	return 0;
 
 err_qp:
@@ -351,11 +365,12 @@ CM_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 
 CM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 {
+	struct ibv_qp *qp = id->qp;
 	/* an XRC_RECV QP made on an id of another type: same rule */
-	bool xrc = id->qp && id->qp->qp_type == IBV_QPT_XRC_RECV;
+	bool xrc = qp && qp->qp_type == IBV_QPT_XRC_RECV;
 
-	ibv_destroy_qp(id->qp);
-	id->qp = NULL;
+	set_qp(id, NULL);
+	ibv_destroy_qp(qp);
 	if (!xrc || !id->srq)
 		destroy_cqs(id);
 }

@@ -270,6 +270,59 @@ SV_TEST(cm_connect_accept_data_disconnect)
 }
 
 /*
+ * The program destroys its QP while the CM thread answers the peer's DREQ
+ * (rsockets' rclose does, as the peer closes too): the DREP names the
+ * QP (msg_init reads id->qp) under cm_core.lock, and rdma_destroy_qp
+ * cleared id->qp without it, a race TSan reported in a whole-conformance
+ * run (test_conf_rsocket.tcp.rs_stream_several_mib_both_ways).  Here the
+ * answer is known sent (DISCONNECTED queued after it: the channel's fd is
+ * readable, looked at with poll, which orders nothing) before the QP is
+ * destroyed, so under TSan the race shows every run without the lock.
+ */
+SV_TEST(cm_qp_destroyed_while_the_peer_disconnects)
+{
+	struct rdma_event_channel *sch = rdma_create_event_channel();
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	struct rdma_conn_param cp = {.retry_count = 7, .rnr_retry_count = 7};
+	struct pollfd p;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c, *s;
+	uint64_t end;
+	uint16_t port;
+
+	ASSERT_NOT_NULL(sch);
+	ASSERT_NOT_NULL(cch);
+	l = listener(sch, RDMA_PS_TCP, &port);
+	c = resolved(cch, RDMA_PS_TCP, port);
+	make_qp(c, IBV_QPT_RC);
+	ASSERT_OK(rdma_connect(c, &cp));
+	ev = expect_ev(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	s = ev->id;
+	ASSERT_OK(rdma_ack_cm_event(ev));
+	make_qp(s, IBV_QPT_RC);
+	ASSERT_OK(rdma_accept(s, &cp));
+	expect_ack(cch, RDMA_CM_EVENT_ESTABLISHED);
+	expect_ack(sch, RDMA_CM_EVENT_ESTABLISHED);
+
+	ASSERT_OK(rdma_disconnect(c));
+	p = (struct pollfd){.fd = sch->fd, .events = POLLIN};
+	end = sv_now_ms() + EV_MS;
+	while (poll(&p, 1, 10) != 1)
+		ASSERT_TRUE(sv_now_ms() < end);
+	/* the DREP was made: its read of s->qp came first */
+	rdma_destroy_qp(s);
+	ASSERT_TRUE(s->qp == NULL);
+	expect_ack(sch, RDMA_CM_EVENT_DISCONNECTED);
+	expect_ack(cch, RDMA_CM_EVENT_DISCONNECTED);
+	rdma_destroy_qp(c);
+	ASSERT_OK(rdma_destroy_id(s));
+	ASSERT_OK(rdma_destroy_id(c));
+	ASSERT_OK(rdma_destroy_id(l));
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(sch);
+}
+
+/*
  * The peer takes our message, sends its own and disconnects at once.  A
  * program that reads its non-blocking channel between CQ polls (libfabric's
  * ofi_rxm) must have polled both completions — our send the peer ACKed,
