@@ -409,12 +409,18 @@ struct sv_cq {
 	_Atomic uint32_t srqs;	     /* XRC SRQs completing here: EBUSY */
 	struct ibv_pd *pdom;	     /* its parent domain, or NULL */
 	bool q_custom;		     /* q is from pdom's allocator */
+	/* slots of the set attach and detach read or wrote (under
+	 * ctx->qp_lock for writing): their cost, which a test holds flat
+	 * in the number of QPs (conf_device.c) */
+	uint64_t set_visits;
 };
 
 static inline struct sv_cq *to_scq(struct ibv_cq *cq)
 {
 	return container_of((struct ibv_cq_ex *)cq, struct sv_cq, ex);
 }
+
+#define SV_NO_SLOT UINT32_MAX /* sv_qp.cq_slot: in no set */
 
 /* A CQ's QPs.  Written under ctx->qp_lock; pollers read n, then slots. */
 struct sv_qp_set {
@@ -874,6 +880,9 @@ struct sv_qp {
 	struct sv_lock lock; /* everything below but the lists */
 	struct sv_list ctx_node;
 	struct sv_cq *scq, *rcq;
+	/* its slots in scq's and rcq's QP sets, or SV_NO_SLOT (cq.c; under
+	 * ctx->qp_lock for writing): one only if scq is rcq */
+	uint32_t cq_slot[2];
 	uint32_t max_inline;
 	uint32_t max_send_sge, max_recv_sge;
 	uint32_t ex_start;  /* sq.post at ibv_wr_start */

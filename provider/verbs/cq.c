@@ -169,50 +169,88 @@ static struct sv_qp_set *grow(struct sv_cq *cq, struct sv_qp_set *old)
 	return set;
 }
 
-/* Caller holds ctx->qp_lock for writing (as for detach). */
-int sv_cq_attach_qp(struct sv_cq *cq, struct sv_qp *qp)
+/* Where qp keeps its slot in cq's set.  A QP is in its send CQ's set
+ * and in its receive CQ's, once if they are one CQ (cq_slot[0] then). */
+static uint32_t *slot_of(struct sv_cq *cq, struct sv_qp *qp)
+{
+	return cq == qp->scq ? &qp->cq_slot[0] : &qp->cq_slot[1];
+}
+
+/* O(1): the QP's slot says whether it is in the set already (a QP whose
+ * send and receive CQ are one), so there is no scan for a duplicate. */
+static int attach(struct sv_cq *cq, struct sv_qp *qp)
 {
 	struct sv_qp_set *set = atomic_load(&cq->qps);
 	uint32_t n = atomic_load_explicit(&set->n, memory_order_relaxed);
+	uint32_t *slot = slot_of(cq, qp);
 
-	for (uint32_t i = 0; i < n; i++)
-		if (atomic_load_explicit(&set->qp[i], memory_order_relaxed) ==
-		    qp)
-			return 0;
+	if (*slot != SV_NO_SLOT)
+		return 0;
 	if (n == set->cap) {
 		set = grow(cq, set);
 		if (!set)
 			return -ENOMEM;
 	}
+	cq->set_visits++;
 	/* release: the QP is initialized before a poller can reach it */
 	atomic_store_explicit(&set->qp[n], qp, memory_order_release);
 	/* release: slot n is written before pollers count it */
 	atomic_store_explicit(&set->n, n + 1, memory_order_release);
+	*slot = n;
 	return 0;
 }
 
-/* The last slot moves into qp's: a poller that read the old n still finds
- * a live QP (or qp itself) in every slot it reads.  No allocation. */
-void sv_cq_detach_qp(struct sv_cq *cq, struct sv_qp *qp)
+/* O(1): the last slot moves into qp's, and its QP learns its new slot.
+ * A poller that read the old n still finds a live QP (or qp itself) in
+ * every slot it reads.  No allocation. */
+static void detach(struct sv_cq *cq, struct sv_qp *qp)
 {
 	struct sv_qp_set *set = atomic_load(&cq->qps);
 	uint32_t n = atomic_load_explicit(&set->n, memory_order_relaxed);
+	uint32_t *slot = slot_of(cq, qp);
+	uint32_t i = *slot;
+	struct sv_qp *last;
 
-	for (uint32_t i = 0; i < n; i++) {
-		if (atomic_load_explicit(&set->qp[i], memory_order_relaxed) !=
-		    qp)
-			continue;
-		/* release: the moved QP was published by its attach */
-		atomic_store_explicit(
-			&set->qp[i],
-			atomic_load_explicit(&set->qp[n - 1],
-					     memory_order_relaxed),
-			memory_order_release);
-		/* release: the moved slot before n shrinks past its old
-		 * place */
-		atomic_store_explicit(&set->n, n - 1, memory_order_release);
+	if (i == SV_NO_SLOT)
+		return;
+	cq->set_visits += 2;
+	if (i >= n ||
+	    atomic_load_explicit(&set->qp[i], memory_order_relaxed) != qp) {
+		sv_dbg("cq: qp %06x not in its slot %u of %u\n",
+		       qp->qpx.qp_base.qp_num, i, n);
 		return;
 	}
+	last = atomic_load_explicit(&set->qp[n - 1], memory_order_relaxed);
+	/* release: the moved QP was published by its attach */
+	atomic_store_explicit(&set->qp[i], last, memory_order_release);
+	*slot_of(cq, last) = i;
+	/* release: the moved slot before n shrinks past its old place */
+	atomic_store_explicit(&set->n, n - 1, memory_order_release);
+	*slot = SV_NO_SLOT;
+}
+
+/* Into the sets of its send and receive CQs (either may be NULL), which
+ * pollers drive.  Caller holds ctx->qp_lock for writing. */
+int sv_cq_attach_qp(struct sv_qp *qp)
+{
+	qp->cq_slot[0] = qp->cq_slot[1] = SV_NO_SLOT;
+	if (qp->scq && attach(qp->scq, qp))
+		return -ENOMEM;
+	if (qp->rcq && attach(qp->rcq, qp)) {
+		if (qp->scq)
+			detach(qp->scq, qp);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Out of the sets it is in.  Caller holds ctx->qp_lock for writing. */
+void sv_cq_detach_qp(struct sv_qp *qp)
+{
+	if (qp->scq)
+		detach(qp->scq, qp);
+	if (qp->rcq)
+		detach(qp->rcq, qp);
 }
 
 static uint32_t cq_nqps(struct sv_cq *cq)

@@ -683,10 +683,7 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	fill_ibqp(ibqp, c, a, qpn);
 
 	pthread_rwlock_wrlock(&ctx->qp_lock);
-	if ((qp->scq && sv_cq_attach_qp(qp->scq, qp)) ||
-	    (qp->rcq && sv_cq_attach_qp(qp->rcq, qp))) {
-		if (qp->scq)
-			sv_cq_detach_qp(qp->scq, qp);
+	if (sv_cq_attach_qp(qp)) {
 		pthread_rwlock_unlock(&ctx->qp_lock);
 		err = ENOMEM;
 		goto err_close;
@@ -801,10 +798,7 @@ int sv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_rwlock_wrlock(&ctx->qp_lock);
 	sv_list_del(&qp->ctx_node);
 	atomic_store_explicit(&qp->listed, false, memory_order_relaxed);
-	if (qp->scq)
-		sv_cq_detach_qp(qp->scq, qp);
-	if (qp->rcq && ibqp->qp_type != IBV_QPT_XRC_RECV)
-		sv_cq_detach_qp(qp->rcq, qp);
+	sv_cq_detach_qp(qp); /* O(1): it knows its slots (cq.c) */
 	sv_progress_del(ctx, &qp->pfd[0]);
 	sv_mw_qp_gone(ctx, ibqp->qp_num); /* its type 2 windows (mw.c) */
 	sv_lock(&qp->lock);

@@ -37,8 +37,8 @@ static inline void sv_obj_put(struct sv_context *ctx, enum sv_obj k)
 
 /* Removes every completion of QP qpn not polled yet (ibv_destroy_qp). */
 void sv_cq_clean(struct sv_cq *cq, uint32_t qpn);
-int sv_cq_attach_qp(struct sv_cq *cq, struct sv_qp *qp);
-void sv_cq_detach_qp(struct sv_cq *cq, struct sv_qp *qp);
+int sv_cq_attach_qp(struct sv_qp *qp);
+void sv_cq_detach_qp(struct sv_qp *qp);
 
 /* Async events (channel.c; core.h's sv_async_event queues them).  Drops
  * the queued events of a CQ or QP being destroyed. */

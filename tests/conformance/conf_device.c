@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "objects.h"
 #include "pair.h"
 
 static void query(struct sv_end *e, struct ibv_device_attr *da)
@@ -505,6 +506,130 @@ SV_TEST(limit_qp_count)
 	for (n++; n > 0; n--)
 		ASSERT_OK(ibv_destroy_qp(qps[n - 1]));
 	free(qps);
+	ASSERT_OK(ibv_destroy_cq(cq));
+	sv_end_close(&e);
+}
+
+/*
+ * Creating and destroying a QP costs the same beside 4n QPs on its CQs as
+ * beside n (issue 25: limit_qp_count's 16,384 QPs took O(n^2), a scan of
+ * the CQ's QP set per attach and per detach).  Counted in the set's slots
+ * that attach and detach visit, which load does not blur.
+ */
+static int ptr_cmp(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* What a poller of cq sees: each live QP of qps[0, n) once, no other. */
+static void check_set(struct ibv_cq *cq, struct ibv_qp **qps, int n)
+{
+	struct sv_qp_set *set = atomic_load(&to_scq(cq)->qps);
+	uint32_t used = atomic_load(&set->n);
+	uintptr_t *in = calloc((size_t)n + 1, sizeof(*in));
+	uintptr_t *live = calloc((size_t)n + 1, sizeof(*live));
+	uint32_t nlive = 0;
+
+	ASSERT_NOT_NULL(in);
+	ASSERT_NOT_NULL(live);
+	for (int i = 0; i < n; i++)
+		if (qps[i])
+			live[nlive++] = (uintptr_t)to_sqp(qps[i]);
+	ASSERT_EQ(nlive, used);
+	for (uint32_t i = 0; i < used; i++)
+		in[i] = (uintptr_t)atomic_load(&set->qp[i]);
+	qsort(in, used, sizeof(*in), ptr_cmp);
+	qsort(live, nlive, sizeof(*live), ptr_cmp);
+	for (uint32_t i = 0; i < used; i++)
+		ASSERT_EQ(live[i], in[i]);
+	free(in);
+	free(live);
+}
+
+static void destroy_slot(struct ibv_qp **qps, int i)
+{
+	ASSERT_OK(ibv_destroy_qp(qps[i]));
+	qps[i] = NULL;
+}
+
+/* n QPs completing into scq and rcq, destroyed in an order that moves
+ * slots (every other one from the oldest, then the rest newest first):
+ * the slots visited, per QP. */
+static uint64_t churn(struct sv_end *e, struct ibv_cq *scq, struct ibv_cq *rcq,
+		      int n)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp **qps = calloc((size_t)n, sizeof(*qps));
+	uint64_t before = to_scq(scq)->set_visits +
+			  (rcq != scq ? to_scq(rcq)->set_visits : 0);
+	uint64_t after;
+
+	ASSERT_NOT_NULL(qps);
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = scq;
+	ia.recv_cq = rcq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap = (struct ibv_qp_cap){1, 1, 1, 1, 0};
+	for (int i = 0; i < n; i++) {
+		qps[i] = ibv_create_qp(e->pd, &ia);
+		ASSERT_NOT_NULL(qps[i]);
+	}
+	check_set(scq, qps, n);
+	check_set(rcq, qps, n);
+	for (int i = 0; i < n; i += 2)
+		destroy_slot(qps, i);
+	check_set(scq, qps, n);
+	check_set(rcq, qps, n);
+	for (int i = n - 1; i >= 0; i--)
+		if (qps[i])
+			destroy_slot(qps, i);
+	check_set(scq, qps, n);
+	check_set(rcq, qps, n);
+	free(qps);
+	after = to_scq(scq)->set_visits +
+		(rcq != scq ? to_scq(rcq)->set_visits : 0);
+	return (after - before) / (uint64_t)n;
+}
+
+SV_TEST(limit_qp_create_cost_flat_in_qps)
+{
+	const int n = 128;
+	struct ibv_cq *cq, *cq2;
+	struct rlimit rl;
+	struct sv_end e;
+	uint64_t one[2], four[2];
+
+	memset(&e, 0, sizeof(e));
+	sv_end_open_ctx(&e);
+	ASSERT_OK(getrlimit(RLIMIT_NOFILE, &rl));
+	if (rl.rlim_cur < (rlim_t)(4 * n + 256)) {
+		rl.rlim_cur = rl.rlim_max;
+		ASSERT_OK(setrlimit(RLIMIT_NOFILE, &rl));
+	}
+	ASSERT_GE(rl.rlim_cur, (rlim_t)(4 * n + 256));
+	cq = ibv_create_cq(e.ctx, 1, NULL, NULL, 0);
+	cq2 = ibv_create_cq(e.ctx, 1, NULL, NULL, 0);
+	ASSERT_NOT_NULL(cq);
+	ASSERT_NOT_NULL(cq2);
+	/* one CQ for both queues (in its set once), and two */
+	one[0] = churn(&e, cq, cq, n);
+	four[0] = churn(&e, cq, cq, 4 * n);
+	one[1] = churn(&e, cq, cq2, n);
+	four[1] = churn(&e, cq, cq2, 4 * n);
+	fprintf(stderr,
+		"slots visited per QP: one CQ %llu and %llu, two CQs "
+		"%llu and %llu (%d and %d QPs)\n",
+		(unsigned long long)one[0], (unsigned long long)four[0],
+		(unsigned long long)one[1], (unsigned long long)four[1], n,
+		4 * n);
+	for (int i = 0; i < 2; i++) {
+		ASSERT_GE(one[i], 1); /* the counter counts */
+		ASSERT_EQ(one[i], four[i]);
+		ASSERT_LE(four[i], 8);
+	}
+	ASSERT_OK(ibv_destroy_cq(cq2));
 	ASSERT_OK(ibv_destroy_cq(cq));
 	sv_end_close(&e);
 }

@@ -1455,6 +1455,19 @@ const struct mx_row mx_rows[] = {
 		.deadline_s = RUN,
 		.says = "100 iters in",
 	},
+	{
+		.name = "ibv_srq_pingpong_128_qps",
+		.pkg = "ibverbs-utils",
+		.expect = MX_WORKS,
+		.reason = "128 RC QPs on one CQ and SRQ each side, created and "
+			  "destroyed (a CQ's QP set, issue 25)",
+		.server = {"ibv_srq_pingpong", SV0, "-q", "128", "-n", "100",
+			   "-p", "@PORT@"},
+		.client = {"ibv_srq_pingpong", SV0, "-q", "128", "-n", "100",
+			   "-p", "@PORT@", "127.0.0.1"},
+		.deadline_s = RUN,
+		.says = "100 iters in",
+	},
 };
 
 const int mx_nrows = sizeof(mx_rows) / sizeof(mx_rows[0]);
