@@ -107,6 +107,14 @@ struct cm_id {
 	uint64_t ib_again_ms;	 /* ib: when it goes again */
 	uint8_t ib_again_n;	 /* ib: resent so far */
 	uint8_t ib_again_state;	 /* ib: the state that waits for its answer */
+	/* ib_link.c's indexes (issue 27 item 3: each MAD walked every id) */
+	struct cm_idtab_node ib_by_lid;	    /* ib: key its port and ib_lid */
+	struct cm_idtab_node ib_by_rid;	    /* ib, ib_rid known: key the peer's
+					     * address and ib_rid */
+	struct cm_idtab_node ib_by_service; /* IB CM listener: key its
+					     * port space and port */
+	struct cm_timed_node ib_again_node; /* ib_again set: ib_resend.c's
+					     * list, which it walks */
 	int ib_listen_fd;  /* listener, SOFTVERBS_TRANSPORT=roce: UDP 4791,
 			    * where the IB CM's REQs come, or -1 */
 	bool connecting;   /* active TCP: connect() not finished yet */

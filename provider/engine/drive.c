@@ -357,6 +357,9 @@ void sv_qp_on_listen(struct sv_io *io, uint32_t revents)
 	(void)revents;
 	if (!qp)
 		return;
+	/* before the lock: whoever holds it next (the app's modify or run,
+	 * or listen_step) accepts what came */
+	sv_link_listener_readable(&qp->link);
 	locked(qp, container_of(io, struct sv_pfd, io), listen_step);
 	visit(qp);
 }
