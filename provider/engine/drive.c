@@ -347,6 +347,10 @@ static void locked(struct sv_qp *qp, struct sv_pfd *p,
 static void listen_step(struct sv_qp *qp, struct sv_pfd *p)
 {
 	(void)p;
+	/* its EPOLLIN edge: this step accepts what came (set here, on a
+	 * listed QP under its lock: a stale event of a destroyed QP whose
+	 * slot is being made again writes nothing) */
+	sv_link_listener_readable(&qp->link);
 	sv_qp_link_step(qp);
 }
 
@@ -357,9 +361,6 @@ void sv_qp_on_listen(struct sv_io *io, uint32_t revents)
 	(void)revents;
 	if (!qp)
 		return;
-	/* before the lock: whoever holds it next (the app's modify or run,
-	 * or listen_step) accepts what came */
-	sv_link_listener_readable(&qp->link);
 	locked(qp, container_of(io, struct sv_pfd, io), listen_step);
 	visit(qp);
 }
