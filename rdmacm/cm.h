@@ -276,6 +276,7 @@ void cm_ib_accept(struct cm_id *l);   /* every REQ waiting */
 int cm_ib_send(struct cm_id *c, const struct cm_msg *m);
 void cm_ib_read(struct cm_id *c); /* every MAD waiting; may free c */
 void cm_ib_close(struct cm_id *c);
+void cm_ib_forget(struct cm_id *c); /* c is being freed: out of the index */
 /* The REQs, REPs and DREQs not yet answered sent again when due (a REP
  * whose retries ran out ends UNREACHABLE): timeout (the CM thread's
  * epoll timeout, -1 none) lowered to the next one due */

@@ -180,7 +180,7 @@ void cm_ib_port_put(int i)
  * port).  Keys may repeat (a peer picks its IDs; two listeners on one
  * port at two addresses): a lookup looks at each id of its key and
  * checks every field of it, as the walk did.  ids_looked counts the ids
- * looked at, for SOFTVERBS_DEBUG's exit line (cm_ib_say_counts).
+ * looked at, for SOFTVERBS_DEBUG's exit line (say_counts).
  */
 static struct cm_idtab by_lid, by_rid, by_service;
 static uint64_t mads_routed, ids_looked;
@@ -298,8 +298,9 @@ int cm_ib_connect(struct cm_id *c)
 
 void cm_ib_close(struct cm_id *c)
 {
+	/* by_rid keeps it until it is freed (cm_ib_forget): a REQ that
+	 * comes again for a connection closed since is still not new */
 	cm_idtab_remove(&by_lid, &c->ib_by_lid);
-	cm_idtab_remove(&by_rid, &c->ib_by_rid);
 	cm_idtab_remove(&by_service, &c->ib_by_service);
 	if (c->destroying && c->ib_again && c->state == CM_DREQ_SENT &&
 	    c->ib_again_state == CM_DREQ_SENT && c->ib_port &&
@@ -638,6 +639,11 @@ static bool deliver(struct cm_id *c, const struct cm_mad *d)
 		return true; /* resent: it may fit then */
 	}
 	return !cm_conn_recv(c, &r);
+}
+
+void cm_ib_forget(struct cm_id *c)
+{
+	cm_idtab_remove(&by_rid, &c->ib_by_rid);
 }
 
 /* ids read their MADs from the shared socket (cm_ib_port_read) */
