@@ -31,16 +31,22 @@
 #include "sv_test.h"
 
 static atomic_long n_accept, n_eagain, n_taken;
+static int (*next_accept4)(int, struct sockaddr *, socklen_t *, int);
+
+/* resolved before any thread (the progress threads call accept4) */
+__attribute__((constructor)) static void find_accept4(void)
+{
+	next_accept4 = (int (*)(int, struct sockaddr *, socklen_t *, int))dlsym(
+		RTLD_NEXT, "accept4");
+}
 
 int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
-	static int (*next)(int, struct sockaddr *, socklen_t *, int);
 	int r, e;
 
-	if (!next)
-		next = (int (*)(int, struct sockaddr *, socklen_t *, int))dlsym(
-			RTLD_NEXT, "accept4");
-	r = next(fd, addr, len, flags);
+	if (!next_accept4)
+		find_accept4(); /* called before our constructor ran */
+	r = next_accept4(fd, addr, len, flags);
 	e = errno;
 	atomic_fetch_add(&n_accept, 1);
 	if (r >= 0)
