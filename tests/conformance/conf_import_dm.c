@@ -360,6 +360,8 @@ SV_TEST(import_dm_across_processes_both_ways)
 		  dm_rdma(&im, IBV_WR_RDMA_WRITE, 0, 64, 0, 3));
 	/* our handle: busy while our MR is on it; freed by the owner only */
 	ASSERT_EQ(EBUSY, ibv_free_dm(im.idm));
+	ibv_unimport_dm(im.idm); /* kept (said): our MR is on it */
+	ASSERT_EQ(EINVAL, ibv_memcpy_to_dm(im.idm, 0, im.bbuf, 8));
 	ASSERT_OK(ibv_dereg_mr(im.dmr));
 	ASSERT_EQ(EOPNOTSUPP, ibv_free_dm(im.idm));
 	ibv_unimport_dm(im.idm);
