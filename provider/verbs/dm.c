@@ -24,6 +24,12 @@
  * context has left ENOMEM (the kernel's, when the device's memory is used
  * up).  Allocating and freeing 256 KiB costs ~3 ms (the move onto the
  * arena and back); a DM is meant to be made once.
+ *
+ * Another process that was passed the cmd_fd imports a DM (import.c):
+ * at its first such import the DM moves off the arena onto a memfd of
+ * its own (dm_move), which the owner passes and the importer maps
+ * (sv_dm_import_remote); the owner's ibv_free_dm or death revokes the
+ * import (dm_usable, and its MRs as imported MRs are).
  */
 #include <errno.h>
 #include <fcntl.h>
