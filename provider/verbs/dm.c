@@ -62,8 +62,8 @@ struct sv_dm {
 	struct sv_dm *real;
 	uint32_t refs;
 	_Atomic bool dead;
-	/* on the real one: the memcpy ops and ibv_reg_dm_mr hold it read,
-	 * the move onto a memfd of its own (dm_move) write */
+	/* on the real one: ibv_reg_dm_mr holds it read, the move onto a
+	 * memfd of its own (dm_move) write */
 	pthread_rwlock_t move;
 	/* the owner's: the DM's own memfd once another process imported it
 	 * (-1 until then: on the arena) */
@@ -131,21 +131,21 @@ static bool dm_usable(struct sv_dm *dm)
 }
 
 /* ibv_memcpy_to_dm: 0 or a positive errno (EINVAL freed, or its owner
- * gone; EFAULT outside the DM, or a host buffer we cannot read). */
+ * gone; EFAULT outside the DM, or a host buffer we cannot read).  No
+ * lock: a guarded copy that writes while the DM moves (dm_move) waits in
+ * the fault handler, then writes the new mapping. */
 static int dm_memcpy_to(struct ibv_dm *ibdm, uint64_t off, const void *host,
 			size_t len)
 {
 	struct sv_dm *dm = to_sdm(ibdm);
 	int err = 0;
 
-	pthread_rwlock_rdlock(&dm->move);
 	if (!dm_usable(dm))
 		err = EINVAL;
 	else if (!dm_inside(dm, off, len))
 		err = EFAULT;
 	else if (len && sv_copy_guarded(dm->mem + off, host, len))
 		err = EFAULT;
-	pthread_rwlock_unlock(&dm->move);
 	return err;
 }
 
@@ -156,14 +156,12 @@ static int dm_memcpy_from(void *host, struct ibv_dm *ibdm, uint64_t off,
 	struct sv_dm *dm = to_sdm(ibdm);
 	int err = 0;
 
-	pthread_rwlock_rdlock(&dm->move);
 	if (!dm_usable(dm))
 		err = EINVAL;
 	else if (!dm_inside(dm, off, len))
 		err = EFAULT;
 	else if (len && sv_copy_guarded(host, dm->mem + off, len))
 		err = EFAULT;
-	pthread_rwlock_unlock(&dm->move);
 	return err;
 }
 
@@ -545,11 +543,26 @@ static int dm_move(struct sv_context *ctx, struct sv_dm *dm)
 		goto err;
 	/* off the arena: private memory with the DM's bytes again */
 	sv_rmem_dm_unhold(ctx, dm->mem);
-	memcpy(tmp, dm->mem, dm->map_len);
-	/* straight to the kernel, as rmem.c (interposers drop FIXED) */
-	if (syscall(SYS_mremap, tmp, dm->map_len, dm->map_len,
-		    MREMAP_MAYMOVE | MREMAP_FIXED, dm->mem) == -1)
+	/* read-only while its bytes move: the memcpy ops' guarded writes
+	 * wait in the handler (guard.c), then retry on the new pages */
+	sv_guard_window_open((uintptr_t)dm->mem,
+			     (uintptr_t)dm->mem + dm->map_len);
+	err = mprotect(dm->mem, dm->map_len, PROT_READ) ? errno : 0;
+	if (!err) {
+		memcpy(tmp, dm->mem, dm->map_len);
+		/* straight to the kernel, as rmem.c (interposers drop
+		 * FIXED) */
+		if (syscall(SYS_mremap, tmp, dm->map_len, dm->map_len,
+			    MREMAP_MAYMOVE | MREMAP_FIXED, dm->mem) == -1) {
+			err = errno;
+			mprotect(dm->mem, dm->map_len, PROT_READ | PROT_WRITE);
+		}
+	}
+	sv_guard_window_close();
+	if (err) {
+		errno = err;
 		goto err;
+	}
 	dm->memfd = fd;
 	return 0;
 err:

@@ -21,6 +21,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -653,4 +654,109 @@ SV_TEST(import_dm_lying_owner)
 	close(mem);
 	close(sp[0]);
 	close(sp[1]);
+}
+
+/* ---- the move while the owner writes ---- */
+
+/* argv: sync socket, cmd_fd, DM handle.  Imports the DM (the owner moves
+ * it meanwhile), says so, and once told sends back the DM's first word. */
+SV_HELPER(import_dm_reader)
+{
+	int s = atoi(argv[0]), cfd = atoi(argv[1]);
+	uint32_t h = (uint32_t)atoi(argv[2]);
+	struct ibv_context *ic = ibv_import_device(cfd);
+	struct ibv_dm *dm = ic ? ibv_import_dm(ic, h) : NULL;
+	uint64_t v = 0;
+	char c = 1;
+
+	if (!dm)
+		return 2;
+	if (write(s, &c, 1) != 1 || read(s, &c, 1) != 1)
+		return 3;
+	if (ibv_memcpy_from_dm(&v, dm, 0, sizeof(v)) ||
+	    write(s, &v, sizeof(v)) != (ssize_t)sizeof(v))
+		return 4;
+	ibv_unimport_dm(dm);
+	return ibv_close_device(ic) ? 5 : 0;
+}
+
+struct writer {
+	struct ibv_dm *dm;
+	atomic_bool stop;
+	uint64_t last; /* read after the join */
+	int err;
+};
+
+/* Writes 1, 2, 3... into the DM's first word until told to stop. */
+static void *writer_run(void *arg)
+{
+	struct writer *w = arg;
+
+	while (!atomic_load(&w->stop)) {
+		uint64_t v = w->last + 1;
+
+		w->err = ibv_memcpy_to_dm(w->dm, 0, &v, sizeof(v));
+		if (w->err)
+			break;
+		w->last = v;
+	}
+	return NULL;
+}
+
+/* The owner's thread writes while another process's import moves the DM
+ * off the arena: no write is lost, both sides see the last. */
+SV_TEST(import_dm_moved_while_owner_writes)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_alloc_dm_attr da = {.length = DM_LEN};
+	struct writer w = {0};
+	char a0[16], a1[16], a2[16], c = 0;
+	struct ibv_context *ctx;
+	struct pollfd pf;
+	struct sv_proc p;
+	uint64_t v = 0, mine = 0;
+	pthread_t t;
+	int sp[2], d;
+
+	ASSERT_NOT_NULL(list);
+	ASSERT_NOT_NULL(list[0]);
+	ctx = ibv_open_device(list[0]);
+	ibv_free_device_list(list);
+	ASSERT_NOT_NULL(ctx);
+	w.dm = ibv_alloc_dm(ctx, &da);
+	ASSERT_NOT_NULL(w.dm);
+	ASSERT_OK(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp));
+	ASSERT_OK(fcntl(sp[0], F_SETFD, FD_CLOEXEC));
+	d = dup(ctx->cmd_fd); /* no CLOEXEC: the helper inherits it */
+	ASSERT_GE(d, 0);
+	snprintf(a0, sizeof(a0), "%d", sp[1]);
+	snprintf(a1, sizeof(a1), "%d", d);
+	snprintf(a2, sizeof(a2), "%u", w.dm->handle);
+	ASSERT_OK(pthread_create(&t, NULL, writer_run, &w));
+	sv_proc_start_helper(&p, "import_dm_reader",
+			     (char *[]){a0, a1, a2, NULL}, NULL);
+	ASSERT_OK(close(sp[1]));
+	ASSERT_OK(close(d));
+	pf = (struct pollfd){.fd = sp[0], .events = POLLIN};
+	ASSERT_EQ(1, poll(&pf, 1, 20000));
+	ASSERT_EQ(1, read(sp[0], &c, 1)); /* imported: moved */
+	atomic_store(&w.stop, true);
+	ASSERT_OK(pthread_join(t, NULL));
+	ASSERT_OK(w.err);
+	ASSERT_TRUE(w.last > 0);
+	ASSERT_EQ(1, write(sp[0], &c, 1));
+	ASSERT_EQ(1, poll(&pf, 1, 20000));
+	ASSERT_EQ((ssize_t)sizeof(v), read(sp[0], &v, sizeof(v)));
+	sv_proc_wait(&p, 20000);
+	if (!p.exited || p.code)
+		fprintf(stderr, "helper said:\n%s%s", p.out, p.err);
+	ASSERT_TRUE(p.exited);
+	ASSERT_EQ(0, p.code);
+	sv_proc_free(&p);
+	ASSERT_OK(ibv_memcpy_from_dm(&mine, w.dm, 0, sizeof(mine)));
+	ASSERT_EQ(w.last, mine);
+	ASSERT_EQ(w.last, v);
+	ASSERT_OK(ibv_free_dm(w.dm));
+	ASSERT_OK(ibv_close_device(ctx));
+	ASSERT_OK(close(sp[0]));
 }
