@@ -101,6 +101,29 @@ static bool dm_inside(const struct sv_dm *dm, uint64_t off, uint64_t len)
 	return off <= dm->length && len <= dm->length - off;
 }
 
+/* Under TSan: the move's reads of the DM's bytes (rmem.c's unback, then
+ * our copy) and the memcpy ops' guarded writes are ordered by guard
+ * windows (the range read-only while it moves, writers waiting in the
+ * fault handler) and mremap, which TSan does not see: the move's own
+ * accesses are not recorded (the writers' among themselves still are).
+ * Nothing otherwise. */
+#if defined(__SANITIZE_THREAD__)
+void __tsan_ignore_thread_begin(void);
+void __tsan_ignore_thread_end(void);
+static void dm_tsan_ignore(bool on)
+{
+	if (on)
+		__tsan_ignore_thread_begin();
+	else
+		__tsan_ignore_thread_end();
+}
+#else
+static void dm_tsan_ignore(bool on)
+{
+	(void)on;
+}
+#endif
+
 /* Whether another process's DM is still its owner's: its word unmoved
  * (the owner's ibv_free_dm moves it before it returns) and the socket
  * the owner holds quiet (a byte: freed; its end: the owner is gone). */
@@ -172,18 +195,25 @@ static int dm_take(struct sv_context *ctx, struct sv_dm *dm)
 	int err = 0;
 
 	pthread_mutex_lock(&ctx->mr_lock);
-	if (dm->map_len > SV_MAX_DM_SIZE - ctx->dm_bytes) {
+	if (dm->map_len > SV_MAX_DM_SIZE - ctx->dm_bytes)
 		err = -ENOMEM;
-	} else {
+	else
 		ctx->dm_bytes += dm->map_len;
-		dm->prev = NULL;
-		dm->next = ctx->dms;
-		if (ctx->dms)
-			ctx->dms->prev = dm;
-		ctx->dms = dm;
-	}
 	pthread_mutex_unlock(&ctx->mr_lock);
 	return err;
+}
+
+/* Puts dm, made whole, on the context's list, where imports (and the
+ * progress thread's answers to other processes) find it. */
+static void dm_link(struct sv_context *ctx, struct sv_dm *dm)
+{
+	pthread_mutex_lock(&ctx->mr_lock);
+	dm->prev = NULL;
+	dm->next = ctx->dms;
+	if (ctx->dms)
+		ctx->dms->prev = dm;
+	ctx->dms = dm;
+	pthread_mutex_unlock(&ctx->mr_lock);
 }
 
 /* Takes dm off the context's list and its bytes off the total (mr_lock
@@ -203,7 +233,7 @@ static void dm_unlink(struct sv_context *ctx, struct sv_dm *dm)
 static void dm_give_back(struct sv_context *ctx, struct sv_dm *dm)
 {
 	pthread_mutex_lock(&ctx->mr_lock);
-	dm_unlink(ctx, dm);
+	ctx->dm_bytes -= dm->map_len;
 	pthread_mutex_unlock(&ctx->mr_lock);
 }
 
@@ -268,6 +298,7 @@ struct ibv_dm *sv_alloc_dm(struct ibv_context *c,
 	dm->ibv.handle = atomic_fetch_add_explicit(&dm_handles, 1,
 						   memory_order_relaxed) +
 			 1;
+	dm_link(ctx, dm);
 	return &dm->ibv;
 
 err_give_back:
@@ -541,6 +572,7 @@ static int dm_move(struct sv_context *ctx, struct sv_dm *dm)
 		   0);
 	if (tmp == MAP_FAILED)
 		goto err;
+	dm_tsan_ignore(true);
 	/* off the arena: private memory with the DM's bytes again */
 	sv_rmem_dm_unhold(ctx, dm->mem);
 	/* read-only while its bytes move: the memcpy ops' guarded writes
@@ -559,6 +591,7 @@ static int dm_move(struct sv_context *ctx, struct sv_dm *dm)
 		}
 	}
 	sv_guard_window_close();
+	dm_tsan_ignore(false);
 	if (err) {
 		errno = err;
 		goto err;
@@ -691,13 +724,7 @@ struct ibv_dm *sv_dm_import_remote(struct ibv_context *c, uint32_t handle,
 	dm->word = life->word;
 	dm->gen = life->gen;
 	pthread_rwlock_init(&dm->move, NULL);
-	pthread_mutex_lock(&ctx->mr_lock);
-	dm->prev = NULL;
-	dm->next = ctx->dms;
-	if (ctx->dms)
-		ctx->dms->prev = dm;
-	ctx->dms = dm;
-	pthread_mutex_unlock(&ctx->mr_lock);
+	dm_link(ctx, dm);
 	return &dm->ibv;
 err:
 	free(dm);
