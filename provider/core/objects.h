@@ -174,10 +174,12 @@ struct sv_context {
 	 * importer maps read-only); when the MR is deregistered or
 	 * re-registered (or we close) word i moves on, then the socket is
 	 * written to and closed (the kernel closes it if we die), which
-	 * revokes the import there (sv_mr_revoked); at most SV_IMP_HELD */
+	 * revokes the import there (sv_mr_revoked); at most SV_IMP_HELD.
+	 * dm: key is a DM's handle, revoked by its ibv_free_dm (dm.c) */
 	struct sv_imp_held {
 		uint32_t key;
 		int fd;
+		bool dm;
 	} imp_held[SV_IMP_HELD];
 	uint32_t imp_nheld;
 	_Atomic uint64_t *imp_page;

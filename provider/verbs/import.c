@@ -24,8 +24,8 @@
  * names memory of the other process: imported when it is shared memory
  * this process maps at the same address too (import_mr_remote), else
  * EOPNOTSUPP, said on stderr.  ibv_import_dm: in this process a handle
- * of the same DM (dm.c); another process's DM is on its arena, which
- * this one does not map: EOPNOTSUPP.
+ * of the same DM (dm.c); another process's: the owner moves the DM onto
+ * a memfd of its own and passes it (dm.c), which this process maps.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -182,7 +182,7 @@ struct ibv_context *sv_import_device(int fd)
 		fail(EINVAL, "ibv_import_device: fd %d is not a cmd_fd\n", fd);
 		return NULL;
 	}
-	err = sv_imp_ask(fd, SV_IMP_HELLO, 0, &r, NULL, NULL);
+	err = sv_imp_ask(fd, SV_IMP_HELLO, 0, &r, NULL, NULL, NULL);
 	if (err == -EIO) {
 		fail(EIO, "ibv_import_device: the context of fd %d is closed\n",
 		     fd);
@@ -244,6 +244,7 @@ static void held_drop(struct sv_context *ctx, uint32_t i)
 	close(ctx->imp_held[i].fd);
 	ctx->imp_held[i].key = 0;
 	ctx->imp_held[i].fd = -1;
+	ctx->imp_held[i].dm = false;
 	ctx->imp_nheld--;
 }
 
@@ -251,7 +252,15 @@ void sv_import_revoke(struct sv_context *ctx, uint32_t key)
 {
 	for (uint32_t i = 0; ctx->imp_nheld && i < SV_IMP_HELD; i++)
 		if (ctx->imp_held[i].key &&
-		    (!key || ctx->imp_held[i].key == key))
+		    (!key ||
+		     (ctx->imp_held[i].key == key && !ctx->imp_held[i].dm)))
+			held_drop(ctx, i);
+}
+
+void sv_import_revoke_dm(struct sv_context *ctx, uint32_t handle)
+{
+	for (uint32_t i = 0; ctx->imp_nheld && i < SV_IMP_HELD; i++)
+		if (ctx->imp_held[i].key == handle && ctx->imp_held[i].dm)
 			held_drop(ctx, i);
 }
 
@@ -320,46 +329,49 @@ static void held_prune(struct sv_context *ctx)
 	}
 }
 
+uint32_t sv_import_hold(struct sv_context *ctx, uint32_t key, bool dm, int fd,
+			struct sv_imp_rep *r)
+{
+	uint32_t st, i = 0;
+	int c;
+
+	if (ctx->imp_nheld == SV_IMP_HELD)
+		held_prune(ctx);
+	if (ctx->imp_nheld == SV_IMP_HELD) {
+		sv_dbg("import: %s %u: %d imports held already\n",
+		       dm ? "DM" : "MR", key, SV_IMP_HELD);
+		return ENOSPC;
+	}
+	st = page_make(ctx);
+	if (st)
+		return st;
+	while (ctx->imp_held[i].key)
+		i++;
+	c = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (c < 0)
+		return (uint32_t)errno;
+	ctx->imp_held[i] = (struct sv_imp_held){key, c, dm};
+	ctx->imp_nheld++;
+	r->word = i;
+	r->gen = atomic_load_explicit(&ctx->imp_page[i], memory_order_relaxed);
+	return 0;
+}
+
 /* A copy of the importer's socket fd, kept for MR handle while it is
  * still the MR of key, and its word in r: 0, or the errno the import
  * fails with. */
 static uint32_t held_add(struct sv_context *ctx, uint32_t handle, uint32_t key,
 			 int fd, struct sv_imp_rep *r)
 {
-	uint32_t st = 0, i = 0;
+	uint32_t st;
 	struct sv_mr *mr;
 
 	pthread_mutex_lock(&ctx->mr_lock);
 	mr = mr_at(ctx, handle);
-	if (!mr || mr->ibv.lkey != key) {
+	if (!mr || mr->ibv.lkey != key)
 		st = EINVAL; /* deregistered meanwhile */
-	} else {
-		if (ctx->imp_nheld == SV_IMP_HELD)
-			held_prune(ctx);
-		if (ctx->imp_nheld == SV_IMP_HELD) {
-			sv_dbg("import: MR %u: %d imports held already\n",
-			       handle, SV_IMP_HELD);
-			st = ENOSPC;
-		} else {
-			st = page_make(ctx);
-		}
-		while (!st && ctx->imp_held[i].key)
-			i++;
-		if (!st) {
-			int c = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-
-			if (c < 0) {
-				st = (uint32_t)errno;
-			} else {
-				ctx->imp_held[i] = (struct sv_imp_held){key, c};
-				ctx->imp_nheld++;
-				r->word = i;
-				r->gen = atomic_load_explicit(
-					&ctx->imp_page[i],
-					memory_order_relaxed);
-			}
-		}
-	}
+	else
+		st = sv_import_hold(ctx, key, false, fd, r);
 	pthread_mutex_unlock(&ctx->mr_lock);
 	return st;
 }
@@ -368,7 +380,7 @@ static uint32_t held_add(struct sv_context *ctx, uint32_t handle, uint32_t key,
  * thread): 0, or the errno the import fails with.  reply_fd: the asker's
  * socket, a copy of which an importable MR's answer keeps. */
 uint32_t sv_import_answer(struct sv_context *ctx, const struct sv_imp_req *q,
-			  struct sv_imp_rep *r, int reply_fd)
+			  struct sv_imp_rep *r, int reply_fd, int *dm_fd)
 {
 	uint32_t st = EINVAL;
 	struct sv_list *n;
@@ -377,7 +389,7 @@ uint32_t sv_import_answer(struct sv_context *ctx, const struct sv_imp_req *q,
 	if (q->op == SV_IMP_HELLO)
 		return q->handle ? EINVAL : 0;
 	if (q->op == SV_IMP_DM)
-		return sv_dm_live(ctx, q->handle, &r->length) ? 0 : EINVAL;
+		return sv_dm_share(ctx, q->handle, reply_fd, r, dm_fd);
 	if (q->op == SV_IMP_PD) {
 		pthread_mutex_lock(&ctx->pd_lock);
 		sv_list_for_each(n, &ctx->pds)
@@ -457,7 +469,7 @@ static struct ibv_pd *import_pd_remote(struct ibv_context *c, uint32_t handle)
 	struct sv_pd *pd;
 	int err;
 
-	err = sv_imp_ask(c->cmd_fd, SV_IMP_PD, handle, &r, NULL, NULL);
+	err = sv_imp_ask(c->cmd_fd, SV_IMP_PD, handle, &r, NULL, NULL, NULL);
 	if (err || r.status) {
 		errno = err ? -err : (int)r.status;
 		return NULL;
@@ -556,7 +568,7 @@ static bool mr_rep_sane(const struct sv_imp_rep *r)
  * does later: a regular file of SV_IMP_PAGE bytes sealed against
  * shrinking.  0, or the errno the import fails with.
  */
-static int page_map(struct sv_context *ctx, int fd)
+int sv_import_page_map(struct sv_context *ctx, int fd)
 {
 	struct stat st;
 	int seals, err = 0;
@@ -643,7 +655,7 @@ static struct ibv_mr *import_mr_remote(struct ibv_pd *ibpd, uint32_t handle)
 	int err, page = -1;
 
 	err = sv_imp_ask(ibpd->context->cmd_fd, SV_IMP_MR, handle, &r, &life.fd,
-			 &page);
+			 &page, NULL);
 	if (err || r.status) {
 		if (life.fd >= 0)
 			close(life.fd);
@@ -658,7 +670,7 @@ static struct ibv_mr *import_mr_remote(struct ibv_pd *ibpd, uint32_t handle)
 			close(page);
 		return NULL;
 	}
-	err = page_map(ctx, page);
+	err = sv_import_page_map(ctx, page);
 	if (page >= 0)
 		close(page);
 	if (err) {
@@ -769,13 +781,73 @@ int sv_import_mr_dereg(struct sv_mr *m)
 	return err;
 }
 
+/* Whether the owner's answer about a DM is one we could have made: a
+ * length a DM can have, a word of the page, every other field 0. */
+static bool dm_rep_sane(const struct sv_imp_rep *r)
+{
+	return r->length && r->length <= SV_MAX_DM_SIZE && !r->lkey &&
+	       !r->rkey && !r->access && !r->addr && !r->iova &&
+	       !r->pd_handle && !r->shared && !r->dev_major && !r->dev_minor &&
+	       !r->ino && !r->offset &&
+	       r->word < SV_IMP_PAGE / sizeof(uint64_t) && !r->zero;
+}
+
+/* Another process's DM: its own memfd, which the owner passes with its
+ * revocation page (wire/import.h), mapped here (dm.c checks it).  What a
+ * lying owner can give us is a memfd of the DM's size, sealed: never
+ * more than that, and never a mapping that can fault. */
+static struct ibv_dm *import_dm_remote(struct ibv_context *c, uint32_t handle)
+{
+	struct sv_context *ctx = to_sctx(c);
+	struct sv_imp_life life = {.fd = -1};
+	struct sv_imp_rep r;
+	int err, page = -1, mem = -1;
+
+	err = sv_imp_ask(c->cmd_fd, SV_IMP_DM, handle, &r, &life.fd, &page,
+			 &mem);
+	if (!err && !r.status && (!dm_rep_sane(&r) || mem < 0)) {
+		fail(EPROTO,
+		     "ibv_import_dm: process %u answered nonsense for DM "
+		     "%u\n",
+		     r.pid, handle);
+		err = -EPROTO;
+	}
+	if (!err && !r.status) {
+		int e = sv_import_page_map(ctx, page);
+
+		if (e)
+			fail(e,
+			     "ibv_import_dm: process %u answered for DM %u "
+			     "with no revocation page we can map (%s)\n",
+			     r.pid, handle, strerror(e));
+		err = -e;
+	}
+	if (page >= 0)
+		close(page);
+	if (err || r.status) {
+		if (life.fd >= 0)
+			close(life.fd);
+		if (mem >= 0)
+			close(mem);
+		errno = err ? -err : (int)r.status;
+		if (errno == EBUSY)
+			fprintf(stderr,
+				"softverbs: ibv_import_dm: DM %u has MRs in "
+				"its process: deregister them before the "
+				"first import from another process\n",
+				handle);
+		return NULL;
+	}
+	life.word = &ctx->imp_rpage[r.word];
+	life.gen = r.gen;
+	return sv_dm_import_remote(c, handle, r.length, mem, &life);
+}
+
 /* A DM of this process (in-process import, or one this importing
- * context allocated itself), else the owner's, which is out of reach. */
+ * context allocated itself), else the owner's, mapped here. */
 struct ibv_dm *sv_import_dm(struct ibv_context *c, uint32_t handle)
 {
 	struct ibv_dm *dm;
-	struct sv_imp_rep r;
-	int err;
 
 	if (!c) {
 		errno = EINVAL;
@@ -784,16 +856,7 @@ struct ibv_dm *sv_import_dm(struct ibv_context *c, uint32_t handle)
 	dm = sv_dm_import(c, handle);
 	if (dm || !to_sctx(c)->remote)
 		return dm;
-	err = sv_imp_ask(c->cmd_fd, SV_IMP_DM, handle, &r, NULL, NULL);
-	if (err || r.status) {
-		errno = err ? -err : (int)r.status;
-		return NULL;
-	}
-	fail(EOPNOTSUPP,
-	     "ibv_import_dm: DM %u is device memory of process %u (on its "
-	     "arena), which this process does not map\n",
-	     handle, r.pid);
-	return NULL;
+	return import_dm_remote(c, handle);
 }
 
 void sv_unimport_dm(struct ibv_dm *dm)

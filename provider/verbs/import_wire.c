@@ -70,10 +70,11 @@ static int send_req(int fd, const struct sv_imp_req *q, int reply_fd,
 	}
 }
 
-/* The fds an answer m carried: the first, if page is not NULL and it
- * carried exactly one, goes to *page; every other is closed.  false if
- * some were lost (truncated). */
-static bool rep_fds(struct msghdr *m, int *page)
+/* The fds an answer m carried: the first goes to *page if page is not
+ * NULL, the second to *mem if mem is not NULL; any other is closed.
+ * false if some were lost (truncated) or not asked for; then none is
+ * kept. */
+static bool rep_fds(struct msghdr *m, int *page, int *mem)
 {
 	bool ok = !(m->msg_flags & MSG_CTRUNC);
 
@@ -87,23 +88,31 @@ static bool rep_fds(struct msghdr *m, int *page)
 			int fd;
 
 			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
-			if (page && *page < 0)
+			if (page && *page < 0) {
 				*page = fd;
-			else {
+			} else if (page && mem && *mem < 0) {
+				*mem = fd;
+			} else {
 				close(fd);
 				ok = false;
 			}
 		}
 	}
-	if (!ok && page && *page >= 0) {
-		close(*page);
-		*page = -1;
+	if (!ok) {
+		if (page && *page >= 0)
+			close(*page);
+		if (mem && *mem >= 0)
+			close(*mem);
+		if (page)
+			*page = -1;
+		if (mem)
+			*mem = -1;
 	}
 	return ok;
 }
 
 static int recv_rep(int fd, const struct sv_imp_req *q, struct sv_imp_rep *r,
-		    uint64_t deadline, int *page)
+		    uint64_t deadline, int *page, int *mem)
 {
 	union {
 		char buf[CMSG_SPACE(IMP_MAX_FDS * sizeof(int))];
@@ -131,7 +140,7 @@ static int recv_rep(int fd, const struct sv_imp_req *q, struct sv_imp_rep *r,
 			continue;
 		break;
 	}
-	if (n >= 0 && !rep_fds(&m, page))
+	if (n >= 0 && !rep_fds(&m, page, mem))
 		return -EPROTO; /* fds we did not ask for, or lost */
 	if (n == 0)
 		return -EPROTO; /* dropped unanswered: not a request it reads */
@@ -150,9 +159,10 @@ static int recv_rep(int fd, const struct sv_imp_req *q, struct sv_imp_rep *r,
  * keep: where our end of the reply socket goes on success (an MR's
  * import watches it: the owner keeps the other end, import.c), or NULL;
  * page: where the fd the answer carried goes (-1: none; on failure
- * always -1), or NULL: an answer must carry none. */
+ * always -1), or NULL: an answer must carry none; mem: the same for a
+ * second fd (NULL: none). */
 int sv_imp_ask(int fd, uint16_t op, uint32_t handle, struct sv_imp_rep *r,
-	       int *keep, int *page)
+	       int *keep, int *page, int *mem)
 {
 	struct sv_imp_req q = {.magic = SV_IMP_MAGIC,
 			       .version = SV_IMP_VERSION,
@@ -170,11 +180,17 @@ int sv_imp_ask(int fd, uint16_t op, uint32_t handle, struct sv_imp_rep *r,
 		err = -EIO;
 	if (page)
 		*page = -1;
+	if (mem)
+		*mem = -1;
 	if (!err)
-		err = recv_rep(sp[0], &q, r, deadline, page);
+		err = recv_rep(sp[0], &q, r, deadline, page, mem);
 	if (err && page && *page >= 0) {
 		close(*page);
 		*page = -1;
+	}
+	if (err && mem && *mem >= 0) {
+		close(*mem);
+		*mem = -1;
 	}
 	if (!err && keep)
 		*keep = sp[0];
@@ -221,26 +237,28 @@ static bool is_socket(int fd)
 	return !fstat(fd, &st) && S_ISSOCK(st.st_mode);
 }
 
-static void send_rep(int fd, const struct sv_imp_rep *r, int page)
+/* The answer r with fds[0..n) (SCM_RIGHTS), never waiting. */
+static void send_rep(int fd, const struct sv_imp_rep *r, const int *fds,
+		     size_t n)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(2 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = {.iov_base = (void *)r, .iov_len = sizeof(*r)};
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
 
-	if (page >= 0) {
+	if (n) {
 		struct cmsghdr *c;
 
 		memset(&u, 0, sizeof(u));
 		m.msg_control = u.buf;
-		m.msg_controllen = sizeof(u.buf);
+		m.msg_controllen = CMSG_SPACE(n * sizeof(int));
 		c = CMSG_FIRSTHDR(&m);
 		c->cmsg_level = SOL_SOCKET;
 		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &page, sizeof(int));
+		c->cmsg_len = CMSG_LEN(n * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, n * sizeof(int));
 	}
 	(void)!sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
@@ -260,8 +278,9 @@ static bool serve_one(struct sv_context *ctx, int peer)
 			   .msg_control = u.buf,
 			   .msg_controllen = sizeof(u.buf)};
 	struct sv_imp_rep r;
+	int fd, fds[2], dm_fd = -1;
+	size_t nfds = 0;
 	ssize_t n;
-	int fd;
 
 	n = recvmsg(peer, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0)
@@ -282,14 +301,21 @@ static bool serve_one(struct sv_context *ctx, int peer)
 	r.op = q.op;
 	r.handle = q.handle;
 	r.pid = (uint32_t)getpid();
-	r.status = (uint32_t)sv_import_answer(ctx, &q, &r, fd);
+	r.status = (uint32_t)sv_import_answer(ctx, &q, &r, fd, &dm_fd);
 	/* never waits: an asker that does not read loses its answer (an
-	 * MR's importer: the owner kept a copy of fd, import.c); an MR's
-	 * carries the revocation page (made before its answer, kept until
-	 * this thread is stopped) */
-	send_rep(fd, &r,
-		 q.op == SV_IMP_MR && !r.status && r.shared ? ctx->imp_page_fd
-							    : -1);
+	 * MR's or DM's importer: the owner kept a copy of fd, import.c); an
+	 * MR's carries the revocation page (made before its answer, kept
+	 * until this thread is stopped), a DM's that page and a copy of the
+	 * DM's memfd (dm.c) */
+	if (!r.status && ((q.op == SV_IMP_MR && r.shared) ||
+			  (q.op == SV_IMP_DM && dm_fd >= 0))) {
+		fds[nfds++] = ctx->imp_page_fd;
+		if (q.op == SV_IMP_DM)
+			fds[nfds++] = dm_fd;
+	}
+	send_rep(fd, &r, fds, nfds);
+	if (dm_fd >= 0)
+		close(dm_fd);
 	close(fd);
 	return true;
 }

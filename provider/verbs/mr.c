@@ -300,6 +300,23 @@ struct ibv_mr *sv_mr_publish(struct ibv_pd *ibpd, void *addr, size_t length,
 	return publish(ibpd, addr, length, iova, access, dm, 0, NULL);
 }
 
+/* An MR on another process's device memory (dm.c: the DM's memfd mapped
+ * here), checked by the caller: revoked, as an imported MR, when the DM's
+ * owner frees it or dies (life: its word, and a copy of the DM's socket,
+ * the MR's own). */
+struct ibv_mr *sv_mr_publish_watched(struct ibv_pd *ibpd, void *addr,
+				     size_t length, unsigned int access,
+				     struct sv_dm *dm,
+				     const struct sv_imp_life *life)
+{
+	struct ibv_mr *ibmr;
+
+	ibmr = publish(ibpd, addr, length, 0, access, dm, 0, life);
+	if (!ibmr)
+		close(life->fd);
+	return ibmr;
+}
+
 /* ibv_import_mr across processes (import.c): this process's registration
  * of [addr, addr+length), which the caller found is the memory the other
  * process's MR names, under that MR's key and iova.  Checked as any

@@ -94,17 +94,29 @@ void sv_import_serve_start(struct sv_context *ctx);
 bool sv_import_put(struct sv_context *ctx);
 /* Frees an in-process import's own handle and its cmd_fd. */
 void sv_import_close(struct sv_context *h);
-/* The owner's answer; an MR's importer's socket reply_fd is kept (a
- * copy: sv_import_revoke writes to it and closes it). */
+/* The owner's answer; an MR's or DM's importer's socket reply_fd is kept
+ * (a copy: sv_import_revoke writes to it and closes it); a DM's answer
+ * sets *dm_fd to a copy of its memfd, for the caller to pass and close. */
 uint32_t sv_import_answer(struct sv_context *ctx, const struct sv_imp_req *q,
-			  struct sv_imp_rep *r, int reply_fd);
-/* keep: NULL, or where the reply socket goes (else closed); page: NULL,
- * or where the fd an answer carries goes (-1: none). */
+			  struct sv_imp_rep *r, int reply_fd, int *dm_fd);
+/* keep: NULL, or where the reply socket goes (else closed); page, mem:
+ * NULL, or where the first and second fd an answer carries go (-1:
+ * none). */
 int sv_imp_ask(int fd, uint16_t op, uint32_t handle, struct sv_imp_rep *r,
-	       int *keep, int *page);
+	       int *keep, int *page, int *mem);
 /* Under mr_lock: revokes other processes' imports of the MR of key
- * (all of them: key 0, at ibv_close_device). */
+ * (all of them, DMs' too: key 0, at ibv_close_device). */
 void sv_import_revoke(struct sv_context *ctx, uint32_t key);
+/* Under mr_lock: revokes other processes' imports of DM handle. */
+void sv_import_revoke_dm(struct sv_context *ctx, uint32_t handle);
+/* Under mr_lock: keeps a copy of an importer's socket fd for the MR of
+ * key (dm: for the DM of handle key), with its word in r: 0 or the errno
+ * the import fails with. */
+uint32_t sv_import_hold(struct sv_context *ctx, uint32_t key, bool dm, int fd,
+			struct sv_imp_rep *r);
+/* An importing context: maps its owner's revocation page (fd, checked):
+ * 0 or an errno. */
+int sv_import_page_map(struct sv_context *ctx, int fd);
 /* At teardown: the revocation pages, ours and the owner's we map. */
 void sv_import_pages_close(struct sv_context *ctx);
 int sv_import_mr_dereg(struct sv_mr *m);
@@ -122,6 +134,12 @@ struct ibv_mr *sv_mr_import_remote(struct ibv_pd *ibpd, void *addr,
 				   size_t length, uint64_t iova,
 				   unsigned int access, uint32_t key,
 				   const struct sv_imp_life *life);
+/* An MR on another process's DM (dm.c): revoked with it, by life (its
+ * fd: a copy the MR owns, closed on failure). */
+struct ibv_mr *sv_mr_publish_watched(struct ibv_pd *ibpd, void *addr,
+				     size_t length, unsigned int access,
+				     struct sv_dm *dm,
+				     const struct sv_imp_life *life);
 /* Closes an import's socket once no lookup can use it (mr.c). */
 void sv_mr_imp_close(struct sv_mr *mr);
 /* ibv_unimport_pd: drops handle h of its PD (context.c). */
@@ -162,7 +180,17 @@ void sv_dm_free_all(struct sv_context *ctx);
 /* ibv_import_dm / ibv_unimport_dm in this process (import.c calls). */
 struct ibv_dm *sv_dm_import(struct ibv_context *c, uint32_t handle);
 void sv_dm_unimport(struct ibv_dm *dm);
-bool sv_dm_live(struct sv_context *ctx, uint32_t handle, uint64_t *length);
+/* The owner's SV_IMP_DM (dm.c): the DM of handle on a memfd of its own,
+ * importer fd's socket kept; 0 and *length, *memfd (a copy), r's word,
+ * or an errno. */
+uint32_t sv_dm_share(struct sv_context *ctx, uint32_t handle, int fd,
+		     struct sv_imp_rep *r, int *memfd);
+/* The importer's: another process's DM of handle, of length bytes, on
+ * memfd (checked here; closed), revoked by life (its fd closed on
+ * failure). */
+struct ibv_dm *sv_dm_import_remote(struct ibv_context *c, uint32_t handle,
+				   uint64_t length, int memfd,
+				   const struct sv_imp_life *life);
 
 /* Multicast (verbs/mcast.c). */
 /* ibv_destroy_qp, ibv_close_device: the QP leaves every group (uverbs

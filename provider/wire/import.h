@@ -9,7 +9,10 @@
  * exactly struct sv_imp_rep; an SV_IMP_MR answer of status 0, shared 1, carries
  * one fd with SCM_RIGHTS, the owner's revocation page (a sealed memfd of
  * SV_IMP_PAGE bytes of uint64_t words: word is the import's, gen its
- * value now; the owner moves it when the MR goes), any other none.
+ * value now; the owner moves it when the MR goes); an SV_IMP_DM answer
+ * of status 0 two: that page, then the DM's own memfd (length bytes
+ * rounded up to pages, sealed F_SEAL_SHRINK|GROW|SEAL, writable: the
+ * DM's bytes and nothing else, verbs/dm.c); any other none.
  * Both sides check every field: an owner drops a request it cannot read
  * (the asker sees its socket close), an asker refuses an answer it
  * cannot read.
@@ -19,8 +22,9 @@
 
 #include <stdint.h>
 
-/* 2: the MR's iova, PD and backing; 3: its revocation page's word */
-#define SV_IMP_VERSION 3
+/* 2: the MR's iova, PD and backing; 3: its revocation page's word;
+ * 4: a DM's memfd and word */
+#define SV_IMP_VERSION 4
 #define SV_IMP_MAGIC   0x53564950u /* "SVIP" */
 #define SV_IMP_PAGE    4096	   /* bytes of the revocation page */
 
@@ -28,7 +32,7 @@ enum sv_imp_op {
 	SV_IMP_HELLO = 1, /* is this a softverbs context's cmd_fd? */
 	SV_IMP_PD = 2,	  /* is handle a live PD of it? */
 	SV_IMP_MR = 3,	  /* handle's MR: keys, range, access */
-	SV_IMP_DM = 4,	  /* is handle a live DM of it? (its length) */
+	SV_IMP_DM = 4,	  /* handle's DM: its length, memfd and word */
 };
 
 struct sv_imp_req {
@@ -47,7 +51,8 @@ struct sv_imp_rep {
 	uint32_t status;	     /* 0, or the errno the import fails with */
 	uint32_t pid;		     /* the owner's process */
 	uint32_t lkey, rkey, access; /* SV_IMP_MR */
-	uint64_t addr, length;	     /* SV_IMP_MR: in the owner's memory */
+	uint64_t addr, length;	     /* SV_IMP_MR: in the owner's memory;
+				      * SV_IMP_DM: length, the DM's */
 	uint64_t iova;		     /* SV_IMP_MR: what SGEs and peers name */
 	uint32_t pd_handle;	     /* SV_IMP_MR: its PD's handle */
 	/* SV_IMP_MR: 1 when [addr, addr+length) is, in the owner, shared
@@ -58,8 +63,9 @@ struct sv_imp_rep {
 	uint32_t shared;
 	uint32_t dev_major, dev_minor;
 	uint64_t ino, offset;
-	/* SV_IMP_MR, shared: the import's word in the revocation page the
-	 * answer carries, and its value while the MR lives */
+	/* SV_IMP_MR, shared, and SV_IMP_DM: the import's word in the
+	 * revocation page the answer carries, and its value while the MR
+	 * (the DM) lives */
 	uint32_t word, zero;
 	uint64_t gen;
 };
