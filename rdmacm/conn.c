@@ -8,7 +8,6 @@
  * events librdmacm's man pages describe.
  */
 #include <errno.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 #include <unistd.h>
 
 #include "cm.h"
+#include "util.h" /* provider/lib/util.h: container_of */
 
 /* How long a connect waits for an explicitly bound port to listen, and
  * for any port (the time hardware's route lookup and REQ take: perftest
@@ -527,9 +527,7 @@ int cm_conn_retry_all(void)
 
 	cm_core.timed.walks++;
 	for (t = cm_core.timed.head; t; t = tn) {
-		struct cm_id *c =
-			(struct cm_id *)((char *)t -
-					 offsetof(struct cm_id, timed));
+		struct cm_id *c = container_of(t, struct cm_id, timed);
 
 		tn = t->next;
 		cm_core.timed.visits++;
