@@ -334,10 +334,14 @@ static inline uint64_t sv_link_ack_get(struct sv_link *l)
 }
 
 /* Responder: room for a response (read data, atomic result), or NULL
- * while the peer has not consumed enough of them. */
+ * while the peer has not consumed enough of them, or while we have not
+ * taken its hello: a peer that took ours can send before its own is out
+ * of our listener's queue, and its reads wait for the ring to answer on. */
 static inline void *sv_link_rsp_reserve(struct sv_link *l, uint32_t len,
 					int *err)
 {
+	if (__builtin_expect(!l->tx_ready, 0))
+		return NULL;
 	return sv_ring_reserve(&l->rsp_tx, len, err);
 }
 

@@ -151,10 +151,9 @@ static void make_shared(struct hr *H)
  * receive descriptors in the ring we hand it, and with share our arena
  * and key table in our hello.
  */
-static void hr_setup(struct hr *H, int zone_access, uint32_t ndesc, bool share)
+static void hr_open(struct hr *H, int zone_access, uint32_t ndesc, bool share)
 {
 	struct sv_end_opts o = sv_end_opts_default();
-	int fds[4];
 
 	memset(H, 0, sizeof(*H));
 	H->arena_fd = H->table_fd = -1;
@@ -173,18 +172,27 @@ static void hr_setup(struct hr *H, int zone_access, uint32_t ndesc, bool share)
 	H->my_rsp = sv_peer_ring(H->f.qpn, SV_RING_MAGIC, true, false);
 	view_map(&H->req, H->my_ring, ndesc);
 	view_map(&H->rsp, H->my_rsp, 0);
-	fds[0] = H->my_ring;
-	fds[1] = H->my_rsp;
-	if (share) {
+	if (share)
 		make_shared(H);
-		fds[2] = H->arena_fd;
-		fds[3] = H->table_fd;
-	}
-	sv_fake_hello(&H->f, H->v.qp->qp_num, fds, share ? 4 : 2, 1);
 	memcpy(H->z.snap, H->z.data, H->z.datalen);
 	H->vsnap = malloc(o.buf_len);
 	ASSERT_NOT_NULL(H->vsnap);
 	memcpy(H->vsnap, H->v.buf, o.buf_len);
+}
+
+/* Our hello: the victim maps the rings we give it (and our memory). */
+static void hr_hello(struct hr *H)
+{
+	int fds[4] = {H->my_ring, H->my_rsp, H->arena_fd, H->table_fd};
+
+	sv_fake_hello(&H->f, H->v.qp->qp_num, fds, H->arena_fd >= 0 ? 4 : 2,
+		      1);
+}
+
+static void hr_setup(struct hr *H, int zone_access, uint32_t ndesc, bool share)
+{
+	hr_open(H, zone_access, ndesc, share);
+	hr_hello(H);
 }
 
 static void hr_close(struct hr *H)
@@ -668,6 +676,62 @@ SV_TEST(hostile_rdma_read_npsn_mismatch)
 {
 	read_npsn(1);
 	read_npsn(100);
+}
+
+/*
+ * A peer has our hello as soon as it accepted our call, and can send
+ * before its own hello is out of our listener's queue: a read (or an
+ * atomic) then has no response ring to be answered on yet.  It waits in
+ * our ring, however often the app polls, and is answered when the hello
+ * comes, by the progress thread with no poll needed.  Before, the
+ * responder wrote into the unmapped ring and crashed.
+ */
+static void answered_after_hello(bool atomic)
+{
+	static uint8_t buf[SV_MAX_REC];
+	_Atomic uint32_t *seq;
+	struct sv_pkt p;
+	uint64_t end;
+	struct hr H;
+
+	hr_open(&H, REMOTE_ALL, 0, false);
+	if (atomic)
+		forge_atomic(&H, SV_OP_FETCH_ADD, H.z.mr->rkey, iova(&H) + 64);
+	else
+		forge_read(&H, H.z.mr->rkey, iova(&H), 64, 1, 0);
+	for (int i = 0; i < 1000; i++)
+		drive(&H);
+	seq = (_Atomic uint32_t *)(H.rsp.data + offsetof(struct sv_pkt, seq));
+	ASSERT_EQ(0, atomic_load(seq));
+	ASSERT_EQ(IBV_QPS_RTS, sv_end_state(&H.v));
+	hr_hello(&H);
+	end = sv_now_ms() + SV_WC_TIMEOUT_MS;
+	while (atomic_load(seq) != sv_rec_seq(0))
+		ASSERT_TRUE(sv_now_ms() < end); /* no poll: the progress
+						 * thread answers */
+	p = next_rec(&H, &H.rsp, buf, sizeof(buf));
+	ASSERT_EQ(atomic ? SV_OP_ATOMIC_RESP : SV_OP_READ_RESP, p.opcode);
+	ASSERT_EQ(RPSN, p.psn);
+	if (atomic) {
+		UNTOUCHED_BUT(&H, 64 + 64, 64 + 72);
+	} else {
+		ASSERT_EQ(64, p.len);
+		for (uint32_t i = 0; i < p.len; i++)
+			ASSERT_EQ(FILL, buf[i]);
+		UNTOUCHED(&H);
+	}
+	ASSERT_EQ(IBV_QPS_RTS, sv_end_state(&H.v));
+	hr_close(&H);
+}
+
+SV_TEST(hostile_rdma_read_before_hello)
+{
+	answered_after_hello(false);
+}
+
+SV_TEST(hostile_rdma_atomic_before_hello)
+{
+	answered_after_hello(true);
 }
 
 SV_TEST(hostile_rdma_read_with_payload)
