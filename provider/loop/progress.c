@@ -191,7 +191,7 @@ static void *progress_main(void *arg)
 	return NULL;
 }
 
-void sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd)
+int sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd)
 {
 	uint32_t ev = EPOLLIN | EPOLLRDHUP;
 	int err;
@@ -209,6 +209,7 @@ void sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd)
 	err = sv_io_start(&ctx->prog->loop, &p->io, fd, ev);
 	if (err)
 		sv_dbg("epoll add %d: %s\n", fd, strerror(-err));
+	return err;
 }
 
 /* New events for p, as its quiet and out say. */
