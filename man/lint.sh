@@ -50,6 +50,12 @@ for page in "$@"; do
 		echo "FAIL $page: no '.TH $name $sect ...' line"
 		failed=1
 	fi
+	# a control character (a form feed where \f was meant) is
+	# silently dropped by -Tutf8, and the font change with it
+	if LC_ALL=C grep -n "$(printf '[\001-\010\013-\037\177]')" "$page"; then
+		echo "FAIL $page: control characters (above)"
+		failed=1
+	fi
 	check "$page" "groff -ww -z -man -Tutf8" \
 		groff -ww -z -man -Tutf8 "$page"
 	if command -v man >/dev/null 2>&1; then

@@ -645,6 +645,10 @@ struct sv_qp_stats {
 	uint64_t roce_drop_icrc, roce_drop_qpt, roce_drop_seg;
 	uint64_t roce_drop_qpn, roce_drop_full;
 	uint64_t roce_reacks, roce_icrc_unchecked;
+	/* datagrams read on our socket for another link of this process
+	 * that shares it (two QP pairs, one UDP source port:
+	 * transport/roce/share.c), passed to that link */
+	uint64_t roce_passed;
 	/* UD over RoCEv2 (ud/roce.c): sends longer than the path MTU,
 	 * completed with no packet (IBA C10-93.1.1, as rxe) */
 	uint64_t roce_ud_too_long;

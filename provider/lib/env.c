@@ -311,6 +311,15 @@ const struct sv_env_row sv_env_rows[SV_ENV_COUNT] = {
 			"inherit (the program's binding), all (any CPU, even "
 			"when the program is bound to fewer), or these CPUs",
 	},
+	[SV_ENV_ROCE_SPORT] = {
+		"SOFTVERBS_ROCE_SPORT", .type = SV_ENV_T_PORT,
+		.policy = SV_ENV_REFUSE, .def = 0, .min = 0, .max = 65535,
+		.reader = LIBS,
+		.help = "the UDP source port of every RoCEv2 QP pair; 0: "
+			"from the two QPNs, as rxe and NICs do.  Set it on "
+			"both sides, softverbs to softverbs only (a firewall "
+			"that opens one port; a test of pairs that share one)",
+	},
 };
 /* clang-format on */
 

@@ -86,6 +86,7 @@ static const struct {
 	F(roce_drop_full),
 	F(roce_reacks),
 	F(roce_icrc_unchecked),
+	F(roce_passed),
 	F(roce_ud_too_long),
 	F(uc_seq_drops),
 	F(progress_looks),

@@ -397,6 +397,26 @@ row rdma_cm_rping 120 "rdma-ping-99:" a b \
 row rdma_cm_ucmatose 120 "return status 0" a b \
 	ucmatose -p @P -- \
 	ucmatose -s $A -p @P
+# QP pairs that share one UDP source port (transport/roce/share.c): with
+# SOFTVERBS_ROCE_SPORT on both sides every pair has one four-tuple, so the
+# kernel hands each datagram to one of the process's sockets for it, and
+# the links pass each other what is not theirs.  16 QPs on an SRQ with
+# every byte checked (it passes without the sharing too: its count is of
+# all QPs' receives); 8 QPs of ib_write_bw and ucmatose's 50 connections
+# at once, which fail without it (the pairs whose datagrams went to
+# another link's socket were never answered: among 100 connections two
+# share a port one run in four, and ucmatose -c 100 hung)
+export SOFTVERBS_ROCE_SPORT=50000
+row roce_one_sport_srq_pingpong 90 "iters in" a b \
+	ibv_srq_pingpong $SV -g "$ga" -p @P -s 4096 -n 50 -c -- \
+	ibv_srq_pingpong $SV -g "$gb" -p @P -s 4096 -n 50 -c $A
+row roce_one_sport_write_bw 90 "^ 65536 " a b \
+	ib_write_bw $SV -x "$ga" -m 1024 -p @P -q 8 -s 65536 -n 200 -- \
+	ib_write_bw $SV -x "$gb" -m 1024 -p @P -q 8 -s 65536 -n 200 $A
+row rdma_cm_one_sport_ucmatose 120 "return status 0" a b \
+	ucmatose -p @P -c 50 -- \
+	ucmatose -s $A -p @P -c 50
+unset SOFTVERBS_ROCE_SPORT
 row rdma_cm_send_bw 120 "^ 65536" a b \
 	ib_send_bw -R $SV -p @P -n 200 -- \
 	ib_send_bw -R $SV -p @P -n 200 $A

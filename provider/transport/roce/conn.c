@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <linux/sockios.h>
 
+#include "env.h"
 #include "progress.h"
 #include "roce_priv.h"
 
@@ -41,8 +42,7 @@ static void set_port(union sv_sockaddr *a, uint16_t port)
 		a->in.sin_port = htons(port);
 }
 
-/* A UDP socket bound to addr (port included) that shares it. */
-static int udp_socket(const union sv_sockaddr *addr)
+int sv_roce_udp_socket(const union sv_sockaddr *addr)
 {
 	int one = 1, fd = socket(addr->sa.sa_family,
 				 SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -68,26 +68,26 @@ static int open_sockets(struct sv_roce *r, const union sv_sockaddr *src,
 			uint32_t flow_label)
 {
 	union sv_sockaddr me = *src, peer = r->dst;
-	uint16_t sport = flow_label ? sv_roce_fl_sport(flow_label)
-				    : sv_roce_sport(r->my_qpn, r->peer_qpn);
+	uint16_t sport = (uint16_t)sv_env_uint(SV_ENV_ROCE_SPORT);
 	socklen_t len = sizeof(me);
-	int pmtu = IP_PMTUDISC_DO, rcv = 4 << 20;
+	int pmtu = IP_PMTUDISC_DO, err;
 
+	if (!sport)
+		sport = flow_label ? sv_roce_fl_sport(flow_label)
+				   : sv_roce_sport(r->my_qpn, r->peer_qpn);
 	if (me.sa.sa_family != peer.sa.sa_family) {
 		memset(&me, 0, sizeof(me));
 		me.sa.sa_family = peer.sa.sa_family;
 	}
 	set_port(&me, SV_ROCE_PORT);
-	r->rx_fd = udp_socket(&me);
-	if (r->rx_fd < 0)
-		return r->rx_fd;
-	setsockopt(r->rx_fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
 	set_port(&peer, sport);
-	if (connect(r->rx_fd, &peer.sa, sv_sockaddr_len(&peer)) ||
-	    getsockname(r->rx_fd, &me.sa, &len))
+	err = sv_roce_share_open(r, &me, &peer, sport);
+	if (err)
+		return err;
+	if (getsockname(r->rx_fd, &me.sa, &len))
 		return -errno;
 	set_port(&me, sport); /* our address, as the kernel chose it */
-	r->tx_fd = udp_socket(&me);
+	r->tx_fd = sv_roce_udp_socket(&me);
 	if (r->tx_fd < 0)
 		return r->tx_fd;
 	if (me.sa.sa_family == AF_INET6)
@@ -145,6 +145,7 @@ static int make_rings(struct sv_link *l, const struct sv_link_conf *c)
 
 static void free_roce(struct sv_roce *r)
 {
+	sv_roce_share_close(r);
 	if (r->rx_fd >= 0)
 		close(r->rx_fd);
 	if (r->tx_fd >= 0)
@@ -241,8 +242,10 @@ static uint64_t roce_next_ns(const struct sv_link *l, uint64_t now)
 {
 	const struct sv_roce *r = sv_roce_of(l);
 
-	if (r && sv_roce_held(r))
-		return now + SV_ROCE_RETRY_NS; /* room for it by then */
+	if (r && (sv_roce_held(r) ||
+		  atomic_load_explicit(&r->mail_n, memory_order_relaxed)))
+		return now + SV_ROCE_RETRY_NS; /* room for it by then; what
+						* another member read for us */
 	if (r && r->more)
 		return now; /* the engine fills what we emptied */
 	return r && r->retry_ns ? r->retry_ns : UINT64_MAX;
@@ -278,7 +281,11 @@ static bool roce_stalled(struct sv_link *l)
 		return false;
 	moved = r->reads != r->seen_reads;
 	r->seen_reads = r->reads;
-	if (r->loud || moved || ioctl(r->rx_fd, SIOCINQ, &n) || n <= 0)
+	if (atomic_load_explicit(&r->mail_n, memory_order_relaxed))
+		n = 1; /* another member read it for us (share.c) */
+	else if (ioctl(r->rx_fd, SIOCINQ, &n))
+		n = 0;
+	if (r->loud || moved || n <= 0)
 		return false;
 	r->loud = true; /* the app polls its memory, not the CQ */
 	return true;
@@ -295,7 +302,8 @@ static void roce_quiet(struct sv_link *l, bool quiet)
 	if (!r)
 		return;
 	if (!quiet && r->pfd->quiet && !r->loud &&
-	    !ioctl(r->rx_fd, SIOCINQ, &n) && n > 0)
+	    (atomic_load_explicit(&r->mail_n, memory_order_relaxed) ||
+	     (!ioctl(r->rx_fd, SIOCINQ, &n) && n > 0)))
 		r->loud = true; /* left waiting when the app stopped */
 	sv_progress_quiet(r->ctx, r->pfd, quiet && !r->loud);
 }

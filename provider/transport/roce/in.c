@@ -315,6 +315,8 @@ static bool take_read(struct sv_link *l)
 	for (; r->inext < r->icount; r->inext++) {
 		uint32_t n = r->ilen[r->inext];
 
+		if (n == SV_ROCE_GONE)
+			continue; /* passed to the link it is for (share.c) */
 		if (n > r->islot) { /* truncated: longer than our MTU's */
 			drop(r, SV_ROCE_LEN);
 			continue;
@@ -325,9 +327,7 @@ static bool take_read(struct sv_link *l)
 	return true;
 }
 
-/* Up to SV_ROCE_BATCH datagrams from the socket into our slots: how
- * many, 0 when none waits. */
-static int read_batch(struct sv_roce *r)
+int sv_roce_recv(struct sv_roce *r)
 {
 	struct mmsghdr m[SV_ROCE_BATCH];
 	struct iovec v[SV_ROCE_BATCH];
@@ -360,9 +360,12 @@ void sv_roce_read_in(struct sv_link *l)
 	if (!r || !take_read(l))
 		return; /* still no room: the completer's next run */
 	for (int i = 0; i < SV_ROCE_RX_BATCH; i += SV_ROCE_BATCH) {
-		int got = read_batch(r);
+		bool more = atomic_load_explicit(&r->shared,
+						 memory_order_acquire)
+				    ? sv_roce_share_read(r)
+				    : sv_roce_recv(r) == SV_ROCE_BATCH;
 
-		if (!take_read(l) || got < SV_ROCE_BATCH)
+		if (!take_read(l) || !more)
 			return; /* one waits, or the socket is empty */
 	}
 }

@@ -24,8 +24,9 @@
  * (sv_roce_sport, wire/roce.h), which rxe sends from and we send from too: a
  * connected UDP socket wins the kernel's lookup over the reuseport group, so
  * every softverbs process of a host shares port 4791 and each link gets its own
- * peer's packets.  Limit: two QP pairs between the same two addresses whose
- * QPNs give the same source port (1 in 16,384) cannot both be up.
+ * peer's packets.  Two QP pairs between the same two addresses whose QPNs
+ * give the same source port (1 in 16,384) share one socket when they are
+ * in one process (share.c); in two processes, they cannot both be up.
  */
 #ifndef SV_ROCE_LINK_H
 #define SV_ROCE_LINK_H

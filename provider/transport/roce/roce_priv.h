@@ -7,6 +7,7 @@
 #ifndef SV_ROCE_PRIV_H
 #define SV_ROCE_PRIV_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -27,6 +28,10 @@
 #define SV_ROCE_RX_SLACK 64
 /* A socket that took nothing (its buffer full): look again then. */
 #define SV_ROCE_RETRY_NS 200000ull
+/* ilen of a slot whose datagram went to another link (share.c). */
+#define SV_ROCE_GONE UINT32_MAX
+/* Datagrams another link of its group can hold for a link (share.c). */
+#define SV_ROCE_MAIL 64u
 
 struct sv_roce {
 	struct sv_context *ctx;
@@ -70,6 +75,19 @@ struct sv_roce {
 	uint8_t *ibuf;
 	uint32_t islot, inext, icount;
 	uint32_t ilen[SV_ROCE_BATCH];
+	/* share.c: the four-tuple of rx_fd, our place among the process's
+	 * links (listed, snext), whether another has it too (shared: we
+	 * read under its lock), and the datagrams another member read for
+	 * us (mail: mail_n from mail_head, in slots of islot bytes) */
+	union sv_sockaddr key_me, key_peer;
+	uint16_t sport;
+	bool listed;
+	atomic_bool shared;
+	struct sv_roce *snext;
+	uint8_t *mail;
+	uint32_t mail_head;
+	_Atomic uint32_t mail_n;
+	uint32_t mail_len[SV_ROCE_MAIL];
 };
 
 static inline struct sv_roce *sv_roce_of(const struct sv_link *l)
@@ -95,6 +113,25 @@ void sv_roce_send_ack(struct sv_link *l, uint64_t ack);
 /* in.c */
 /* Takes what arrived on the link's socket into the rings. */
 void sv_roce_read_in(struct sv_link *l);
+/* Up to SV_ROCE_BATCH datagrams from the socket into our slots: how
+ * many, 0 when none waits. */
+int sv_roce_recv(struct sv_roce *r);
+/* conn.c */
+/* A UDP socket bound to addr (port included) that shares it: -errno. */
+int sv_roce_udp_socket(const union sv_sockaddr *addr);
+/* share.c */
+/* r's receive socket (rx_fd): a new one bound to me and connected to
+ * peer, or a duplicate of the socket of the link of this process that
+ * has that four-tuple already (the two then pass each other what they
+ * read); r joins the process's links.  -errno. */
+int sv_roce_share_open(struct sv_roce *r, const union sv_sockaddr *me,
+		       const union sv_sockaddr *peer, uint16_t sport);
+/* r leaves the process's links (before rx_fd closes). */
+void sv_roce_share_close(struct sv_roce *r);
+/* sv_roce_recv for a link that shares its socket: our mailbox first,
+ * else the socket, passing on what is another member's; whether more
+ * may wait. */
+bool sv_roce_share_read(struct sv_roce *r);
 /* A datagram read and not taken yet waits (sv_roce_read_in). */
 static inline bool sv_roce_held(const struct sv_roce *r)
 {

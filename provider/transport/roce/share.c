@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: MIT
+/*
+ * RoCEv2 links of one process that share a receive socket.  A link's
+ * socket is bound to our :4791 and connected to the peer's address and
+ * the pair's UDP source port (roce_link.h), and the source port comes
+ * from the two QPNs in 14 bits: among 100 QP pairs between two hosts,
+ * two share a port one run in four.  The kernel then has two sockets
+ * for one four-tuple and gives each datagram to one of them; the other
+ * link's peer was never answered (ucmatose -c 100 hung both ends).
+ *
+ * So a link whose four-tuple a link of this process has already takes a
+ * duplicate of that link's socket, and the links of one four-tuple (a
+ * group) pass each other what they read: whoever reads the socket, under
+ * share_lock, puts each datagram whose BTH names another member's QPN in
+ * that member's mailbox before it lets go of the lock, and a member
+ * empties its mailbox before it reads the socket, under the same lock.
+ * Every member's epoll entry sees each arrival (one socket, several
+ * entries), so the member a datagram is for is woken after it came,
+ * looks under the lock after whoever took it, and finds it: in the
+ * socket or in its mailbox.  A full mailbox drops (the peer resends, as
+ * for a loss on the wire).  Links of other processes cannot share this
+ * way; two processes' pairs with one four-tuple stay a limit
+ * (docs/roce.md).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "roce_priv.h"
+
+#define MAIL SV_ROCE_MAIL
+/* Buckets of the process's links, by source port. */
+#define BUCKETS 256u
+
+static pthread_mutex_t share_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sv_roce *bucket[BUCKETS];
+
+static bool same_addr(const union sv_sockaddr *a, const union sv_sockaddr *b)
+{
+	if (a->sa.sa_family != b->sa.sa_family)
+		return false;
+	if (a->sa.sa_family == AF_INET6)
+		return a->in6.sin6_port == b->in6.sin6_port &&
+		       !memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, 16);
+	return a->in.sin_port == b->in.sin_port &&
+	       a->in.sin_addr.s_addr == b->in.sin_addr.s_addr;
+}
+
+static struct sv_roce **head_of(uint16_t sport)
+{
+	return &bucket[sport % BUCKETS];
+}
+
+/* The first link of r's four-tuple but r (caller holds share_lock). */
+static struct sv_roce *group_of(const struct sv_roce *r)
+{
+	for (struct sv_roce *o = *head_of(r->sport); o; o = o->snext)
+		if (o != r && same_addr(&o->key_me, &r->key_me) &&
+		    same_addr(&o->key_peer, &r->key_peer))
+			return o;
+	return NULL;
+}
+
+/* The member of r's group whose QP is qpn (caller holds share_lock). */
+static struct sv_roce *member(const struct sv_roce *r, uint32_t qpn)
+{
+	for (struct sv_roce *o = *head_of(r->sport); o; o = o->snext)
+		if (o != r && o->my_qpn == qpn &&
+		    same_addr(&o->key_me, &r->key_me) &&
+		    same_addr(&o->key_peer, &r->key_peer))
+			return o;
+	return NULL;
+}
+
+int sv_roce_share_open(struct sv_roce *r, const union sv_sockaddr *me,
+		       const union sv_sockaddr *peer, uint16_t sport)
+{
+	int rcv = 4 << 20, fd;
+	struct sv_roce *o;
+
+	r->key_me = *me;
+	r->key_peer = *peer;
+	r->sport = sport;
+	pthread_mutex_lock(&share_lock);
+	o = group_of(r);
+	if (o) {
+		fd = fcntl(o->rx_fd, F_DUPFD_CLOEXEC, 0);
+		if (fd < 0)
+			fd = -errno;
+	} else {
+		fd = sv_roce_udp_socket(me);
+		if (fd >= 0) {
+			setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv,
+				   sizeof(rcv));
+			if (connect(fd, &peer->sa, sv_sockaddr_len(peer))) {
+				close(fd);
+				fd = -errno;
+			}
+		}
+	}
+	if (fd >= 0) {
+		r->rx_fd = fd;
+		r->snext = *head_of(sport);
+		*head_of(sport) = r;
+		r->listed = true;
+		if (o) {
+			/* the whole group: o's older members are shared
+			 * already, o itself may not be */
+			atomic_store_explicit(&o->shared, true,
+					      memory_order_release);
+			atomic_store_explicit(&r->shared, true,
+					      memory_order_release);
+		}
+	}
+	pthread_mutex_unlock(&share_lock);
+	return fd < 0 ? fd : 0;
+}
+
+void sv_roce_share_close(struct sv_roce *r)
+{
+	if (!r->listed)
+		return;
+	pthread_mutex_lock(&share_lock);
+	for (struct sv_roce **p = head_of(r->sport); *p; p = &(*p)->snext)
+		if (*p == r) {
+			*p = r->snext;
+			break;
+		}
+	r->listed = false;
+	free(r->mail);
+	r->mail = NULL;
+	atomic_store_explicit(&r->mail_n, 0, memory_order_relaxed);
+	pthread_mutex_unlock(&share_lock);
+}
+
+/* A datagram of n bytes into o's mailbox; false if it is full (caller
+ * holds share_lock). */
+static bool mail_put(struct sv_roce *o, const uint8_t *d, uint32_t n)
+{
+	uint32_t k = atomic_load_explicit(&o->mail_n, memory_order_relaxed);
+
+	if (!o->mail)
+		o->mail = malloc((size_t)MAIL * o->islot);
+	if (!o->mail || k == MAIL || n > o->islot)
+		return false;
+	k = (o->mail_head + k) % MAIL;
+	memcpy(o->mail + (size_t)k * o->islot, d, n);
+	o->mail_len[k] = n;
+	atomic_fetch_add_explicit(&o->mail_n, 1, memory_order_relaxed);
+	return true;
+}
+
+/* Our mailbox into our slots (caller holds share_lock): how many. */
+static uint32_t mail_take(struct sv_roce *r)
+{
+	uint32_t k = atomic_load_explicit(&r->mail_n, memory_order_relaxed);
+
+	if (k > SV_ROCE_BATCH)
+		k = SV_ROCE_BATCH;
+	for (uint32_t i = 0; i < k; i++) {
+		uint32_t at = (r->mail_head + i) % MAIL;
+
+		memcpy(r->ibuf + (size_t)i * r->islot,
+		       r->mail + (size_t)at * r->islot, r->mail_len[at]);
+		r->ilen[i] = r->mail_len[at];
+	}
+	r->mail_head = (r->mail_head + k) % MAIL;
+	atomic_fetch_sub_explicit(&r->mail_n, k, memory_order_relaxed);
+	r->inext = 0;
+	r->icount = k;
+	return k;
+}
+
+/* The destination QPN in a datagram's BTH (bytes 5-7), or our own when it has none
+ * (too short: the parser drops it as ours). */
+static uint32_t dqpn_of(const struct sv_roce *r, const uint8_t *d,
+			uint32_t n)
+{
+	if (n < SV_ROCE_BTH || n > r->islot)
+		return r->my_qpn;
+	return (uint32_t)d[5] << 16 | (uint32_t)d[6] << 8 | d[7];
+}
+
+bool sv_roce_share_read(struct sv_roce *r)
+{
+	bool more;
+	int got;
+
+	pthread_mutex_lock(&share_lock);
+	if (mail_take(r)) {
+		pthread_mutex_unlock(&share_lock);
+		return true; /* the socket next */
+	}
+	got = sv_roce_recv(r);
+	for (int i = 0; i < got; i++) {
+		uint8_t *d = r->ibuf + (size_t)i * r->islot;
+		uint32_t q = dqpn_of(r, d, r->ilen[i]);
+		struct sv_roce *o = q == r->my_qpn ? NULL : member(r, q);
+
+		if (!o)
+			continue; /* ours, or nobody's: take() judges */
+		if (mail_put(o, d, r->ilen[i]))
+			roce_count(r, roce_passed);
+		else
+			roce_count(r, roce_drop_full);
+		r->ilen[i] = SV_ROCE_GONE;
+	}
+	more = got == SV_ROCE_BATCH;
+	pthread_mutex_unlock(&share_lock);
+	return more;
+}
