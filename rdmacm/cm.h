@@ -107,6 +107,14 @@ struct cm_id {
 	uint64_t ib_again_ms;	 /* ib: when it goes again */
 	uint8_t ib_again_n;	 /* ib: resent so far */
 	uint8_t ib_again_state;	 /* ib: the state that waits for its answer */
+	/* ib_link.c's indexes (issue 27 item 3: each MAD walked every id) */
+	struct cm_idtab_node ib_by_lid;	    /* ib: key its port and ib_lid */
+	struct cm_idtab_node ib_by_rid;	    /* ib, ib_rid known: key the peer's
+					     * address and ib_rid */
+	struct cm_idtab_node ib_by_service; /* IB CM listener: key its
+					     * port space and port */
+	struct cm_timed_node ib_again_node; /* ib_again set: ib_resend.c's
+					     * list, which it walks */
 	int ib_listen_fd;  /* listener, SOFTVERBS_TRANSPORT=roce: UDP 4791,
 			    * where the IB CM's REQs come, or -1 */
 	bool connecting;   /* active TCP: connect() not finished yet */
@@ -268,6 +276,7 @@ void cm_ib_accept(struct cm_id *l);   /* every REQ waiting */
 int cm_ib_send(struct cm_id *c, const struct cm_msg *m);
 void cm_ib_read(struct cm_id *c); /* every MAD waiting; may free c */
 void cm_ib_close(struct cm_id *c);
+void cm_ib_forget(struct cm_id *c); /* c is being freed: out of the index */
 /* The REQs, REPs and DREQs not yet answered sent again when due (a REP
  * whose retries ran out ends UNREACHABLE): timeout (the CM thread's
  * epoll timeout, -1 none) lowered to the next one due */

@@ -186,6 +186,7 @@ void cm_id_free(struct cm_id *c)
 {
 	cm_idtab_remove(&cm_core.by_serial, &c->by_serial);
 	cm_timed_disarm(&cm_core.timed, &c->timed);
+	cm_ib_forget(c);
 	if (c->prev)
 		c->prev->next = c->next;
 	else

@@ -52,6 +52,7 @@
 #include "ib_link.h"
 #include "ib_stat.h"
 #include "roce.h" /* provider/wire/roce.h: the RoCEv2 codec */
+#include "util.h" /* provider/lib/util.h: container_of */
 
 #define CM_IB_TIMEOUT 0x14 /* CM response timeouts: 4.3 s */
 #define CM_IB_ACK_TO  0x13 /* the path's ACK timeout, as rxe's REQ */
@@ -171,6 +172,98 @@ void cm_ib_port_put(int i)
 	ports[i].fd = -1;
 }
 
+/*
+ * The ids a MAD can be for, indexed (issue 27 item 3: route, req_known
+ * and to_listener walked every live id for each MAD, under
+ * cm_core.lock): by our communication ID on its receiving socket, by the
+ * peer's with its address, and the listeners by service (port space and
+ * port).  Keys may repeat (a peer picks its IDs; two listeners on one
+ * port at two addresses): a lookup looks at each id of its key and
+ * checks every field of it, as the walk did.  ids_looked counts the ids
+ * looked at, for SOFTVERBS_DEBUG's exit line (say_counts).
+ */
+static struct cm_idtab by_lid, by_rid, by_service;
+static uint64_t mads_routed, ids_looked;
+
+static uint64_t lid_key(int port, uint32_t lid)
+{
+	return (uint64_t)(port + 1) << 32 | lid;
+}
+
+static uint64_t rid_key(uint32_t addr, uint32_t rid)
+{
+	return (uint64_t)addr << 32 | rid;
+}
+
+static uint64_t service_key(uint16_t ps, uint16_t port)
+{
+	return (uint64_t)ps << 16 | port;
+}
+
+#define ID_OF(n, member) container_of(n, struct cm_id, member)
+
+/* The peer's communication ID is rid (0: not known), indexed. */
+static int set_rid(struct cm_id *c, uint32_t rid)
+{
+	cm_idtab_remove(&by_rid, &c->ib_by_rid);
+	c->ib_rid = rid;
+	if (!rid)
+		return 0;
+	c->ib_by_rid.key = rid_key(cm_ib_dst(c)->sin_addr.s_addr, rid);
+	return cm_idtab_insert(&by_rid, &c->ib_by_rid);
+}
+
+/* Our communication ID for c on its socket: random, odd, and no other
+ * id's on that socket (a MAD names one id). */
+static int pick_lid(struct cm_id *c)
+{
+	for (int tries = 0;; tries++) {
+		if (getrandom(&c->ib_lid, sizeof(c->ib_lid), GRND_NONBLOCK) !=
+		    sizeof(c->ib_lid))
+			c->ib_lid = (uint32_t)cm_now_ms() ^
+				    (uint32_t)c->serial << 16 ^ (uint32_t)tries;
+		c->ib_lid |= 1;
+		c->ib_by_lid.key = lid_key(c->ib_port - 1, c->ib_lid);
+		if (!cm_idtab_find(&by_lid, c->ib_by_lid.key) || tries >= 64)
+			break;
+	}
+	return cm_idtab_insert(&by_lid, &c->ib_by_lid);
+}
+
+/* The id whose communication ID is lid on receiving socket i, or NULL. */
+static struct cm_id *id_by_lid(int i, uint32_t lid)
+{
+	struct cm_idtab_node *n = cm_idtab_find(&by_lid, lid_key(i, lid));
+
+	for (; n; n = cm_idtab_next(&by_lid, n)) {
+		struct cm_id *c = ID_OF(n, ib_by_lid);
+
+		ids_looked++;
+		if (c->ib && c->ib_port == i + 1 && c->ib_lid == lid)
+			return c;
+	}
+	return NULL;
+}
+
+/* SOFTVERBS_DEBUG, at exit, in a process that used the IB CM: what its
+ * lookups and resend walks cost (the lock only if free: exit may come
+ * while another thread holds it). */
+__attribute__((destructor)) static void say_counts(void)
+{
+	uint64_t walks, visits;
+
+	if (!cm_debug || pthread_mutex_trylock(&cm_core.lock))
+		return;
+	cm_ib_resend_counts(&walks, &visits);
+	if (mads_routed || walks)
+		cm_log("IB CM: %llu MADs routed, %llu ids looked at; %llu "
+		       "resend walks, %llu ids visited\n",
+		       (unsigned long long)mads_routed,
+		       (unsigned long long)ids_looked,
+		       (unsigned long long)walks, (unsigned long long)visits);
+	pthread_mutex_unlock(&cm_core.lock);
+}
+
 int cm_ib_connect(struct cm_id *c)
 {
 	int i = port_get(c), ret;
@@ -181,6 +274,8 @@ int cm_ib_connect(struct cm_id *c)
 			strerror(-i));
 		return i;
 	}
+	cm_idtab_remove(&by_lid, &c->ib_by_lid); /* a link made again */
+	set_rid(c, 0);
 	c->ib_port = i + 1;
 	c->sock = fcntl(ports[i].fd, F_DUPFD_CLOEXEC, 0);
 	if (c->sock < 0) {
@@ -195,16 +290,18 @@ int cm_ib_connect(struct cm_id *c)
 		cm_link_close(c);
 		return ret;
 	}
-	if (getrandom(&c->ib_lid, sizeof(c->ib_lid), GRND_NONBLOCK) !=
-	    sizeof(c->ib_lid))
-		c->ib_lid = (uint32_t)cm_now_ms() ^ (uint32_t)c->serial << 16;
-	c->ib_lid |= 1;
-	c->ib_rid = 0;
-	return 0;
+	ret = pick_lid(c);
+	if (ret)
+		cm_link_close(c);
+	return ret;
 }
 
 void cm_ib_close(struct cm_id *c)
 {
+	/* by_rid keeps it until it is freed (cm_ib_forget): a REQ that
+	 * comes again for a connection closed since is still not new */
+	cm_idtab_remove(&by_lid, &c->ib_by_lid);
+	cm_idtab_remove(&by_service, &c->ib_by_service);
 	if (c->destroying && c->ib_again && c->state == CM_DREQ_SENT &&
 	    c->ib_again_state == CM_DREQ_SENT && c->ib_port &&
 	    c->ib_send_fd >= 0)
@@ -534,9 +631,19 @@ static bool deliver(struct cm_id *c, const struct cm_mad *d)
 		       (void *)c, d->attr, d->remote_id, d->local_id);
 		return true;
 	}
-	if (d->attr == CM_MAD_REP)
-		c->ib_rid = d->local_id;
+	if (d->attr == CM_MAD_REP && set_rid(c, d->local_id)) {
+		cm_log("id %p: no memory to index the REP's comm ID: "
+		       "dropped\n",
+		       (void *)c);
+		set_rid(c, 0);
+		return true; /* resent: it may fit then */
+	}
 	return !cm_conn_recv(c, &r);
+}
+
+void cm_ib_forget(struct cm_id *c)
+{
+	cm_idtab_remove(&by_rid, &c->ib_by_rid);
 }
 
 /* ids read their MADs from the shared socket (cm_ib_port_read) */
@@ -554,10 +661,16 @@ static void new_child(struct cm_id *l, const struct cm_mad *d,
 static void to_listener(const struct cm_mad *d, const struct sockaddr_in *from)
 {
 	uint16_t ps, port;
+	struct cm_idtab_node *n = NULL;
 
-	for (struct cm_id *c = cm_core.ids; c; c = c->next) {
+	mads_routed++;
+	if (!cm_mad_service_split(d->service_id, &ps, &port))
+		n = cm_idtab_find(&by_service, service_key(ps, port));
+	for (; n; n = cm_idtab_next(&by_service, n)) {
+		struct cm_id *c = ID_OF(n, ib_by_service);
+
+		ids_looked++;
 		if (c->state != CM_LISTEN || c->ib_listen_fd < 0 ||
-		    cm_mad_service_split(d->service_id, &ps, &port) ||
 		    ps != (uint16_t)c->id.ps ||
 		    port != ntohs(cm_ib_src(c)->sin_port))
 			continue;
@@ -583,15 +696,17 @@ static void route(int i, const struct cm_mad *d)
 				   .sin_addr.s_addr = ports[i].dst};
 	uint32_t to = d->attr == CM_MAD_SIDR_REP ? d->local_id : d->remote_id;
 
+	struct cm_id *c;
+
 	if (d->attr == CM_MAD_REQ || d->attr == CM_MAD_SIDR_REQ) {
 		to_listener(d, &from);
 		return;
 	}
-	for (struct cm_id *c = cm_core.ids; c; c = c->next) {
-		if (c->ib && c->ib_port == i + 1 && c->ib_lid == to) {
-			deliver(c, d);
-			return;
-		}
+	mads_routed++;
+	c = id_by_lid(i, to);
+	if (c) {
+		deliver(c, d);
+		return;
 	}
 	if (cm_ib_orphan_answered(i, d) || cm_ib_timewait_answered(i, d))
 		return;
@@ -639,9 +754,18 @@ int cm_ib_listen(struct cm_id *l)
 			strerror(-fd));
 		return fd;
 	}
-	if (epoll_ctl(cm_core.epfd, EPOLL_CTL_ADD, fd, &ev)) {
+	l->ib_by_service.key =
+		service_key((uint16_t)l->id.ps, ntohs(cm_ib_src(l)->sin_port));
+	if (cm_idtab_insert(&by_service, &l->ib_by_service)) {
 		close(fd);
-		return -errno;
+		return -ENOMEM;
+	}
+	if (epoll_ctl(cm_core.epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		int e = -errno;
+
+		cm_idtab_remove(&by_service, &l->ib_by_service);
+		close(fd);
+		return e;
 	}
 	l->ib_listen_fd = fd;
 	return 0;
@@ -685,11 +809,18 @@ static bool req_addrs(const struct cm_id *l, const struct cm_mad *d,
 static struct cm_id *req_known(const struct cm_mad *d,
 			       const struct sockaddr_in *from)
 {
-	for (struct cm_id *o = cm_core.ids; o; o = o->next)
+	struct cm_idtab_node *n = cm_idtab_find(
+		&by_rid, rid_key(from->sin_addr.s_addr, d->local_id));
+
+	for (; n; n = cm_idtab_next(&by_rid, n)) {
+		struct cm_id *o = ID_OF(n, ib_by_rid);
+
+		ids_looked++;
 		if (o->ib && o->ib_rid == d->local_id &&
 		    cm_is_ud(o) == (d->attr == CM_MAD_SIDR_REQ) &&
 		    cm_ib_dst(o)->sin_addr.s_addr == from->sin_addr.s_addr)
 			return o;
+	}
 	return NULL;
 }
 
@@ -766,7 +897,10 @@ static void new_child(struct cm_id *l, const struct cm_mad *d,
 		cm_id_free(c);
 		return;
 	}
-	c->ib_rid = d->local_id;
+	if (set_rid(c, d->local_id)) { /* its REQ again finds it */
+		cm_id_free(c);
+		return;
+	}
 	c->ib_tid = d->tid;
 	c->ib_flow = d->primary.flow_label;
 	if (d->attr == CM_MAD_REQ && d->mtu < c->ib_mtu)

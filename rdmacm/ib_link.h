@@ -49,6 +49,9 @@ void cm_ib_timewait_arm(struct cm_id *c, const uint8_t mad[CM_MAD_SIZE]);
  * (answered). */
 bool cm_ib_timewait_answered(int i, const struct cm_mad *d);
 void cm_ib_again_drop(struct cm_id *c); /* its kept MAD forgotten */
+/* cm_ib_resend_all's walks of the ids with a MAD kept, and the ids they
+ * looked at, ever (SOFTVERBS_DEBUG's exit line) */
+void cm_ib_resend_counts(uint64_t *walks, uint64_t *visits);
 /* MAD mad, just sent, kept to go again if it waits for an answer. */
 void cm_ib_again_arm(struct cm_id *c, uint16_t attr,
 		     const uint8_t mad[CM_MAD_SIZE]);

@@ -20,6 +20,7 @@
 #include "ib_link.h"
 #include "ib_mad.h"
 #include "ib_stat.h"
+#include "util.h" /* provider/lib/util.h: container_of */
 
 /*
  * MAD retransmission, as the kernel's CM (cm.c, mad.c): a REQ, REP or
@@ -43,13 +44,15 @@ static unsigned int again_ms(uint8_t state)
 	return w < 10 ? 10 : w;
 }
 
-/* ids with a MAD kept (lock held): 0, cm_ib_resend_all walks none */
-static unsigned int nagain;
+/* The ids with a MAD kept (c->ib_again), which cm_ib_resend_all walks
+ * (issue 27 item 3: it walked every live id at each CM-thread wake-up
+ * while one waited); lock held.  walks and visits count for
+ * SOFTVERBS_DEBUG's exit line (cm_ib_say_counts). */
+static struct cm_timed again_ids;
 
 void cm_ib_again_drop(struct cm_id *c)
 {
-	if (c->ib_again)
-		nagain--;
+	cm_timed_disarm(&again_ids, &c->ib_again_node);
 	free(c->ib_again);
 	c->ib_again = NULL;
 }
@@ -70,7 +73,7 @@ void cm_ib_again_arm(struct cm_id *c, uint16_t attr,
 		c->ib_again = malloc(CM_MAD_SIZE);
 		if (!c->ib_again)
 			return; /* sent once, as before: the wait ends it */
-		nagain++;
+		cm_timed_arm(&again_ids, &c->ib_again_node);
 	}
 	memcpy(c->ib_again, mad, CM_MAD_SIZE);
 	c->ib_again_state = st;
@@ -303,18 +306,26 @@ __attribute__((destructor)) static void orphans_wait(void)
 	pthread_mutex_unlock(&cm_core.lock);
 }
 
+void cm_ib_resend_counts(uint64_t *walks, uint64_t *visits)
+{
+	*walks = again_ids.walks;
+	*visits = again_ids.visits;
+}
+
 int cm_ib_resend_all(int timeout)
 {
 	uint64_t now = cm_now_ms(), next = UINT64_MAX;
-	struct cm_id *c, *n;
+	struct cm_timed_node *a, *an;
 	int t;
 
-	if (!nagain && !norphans && !ntimewait)
+	if (!again_ids.n && !norphans && !ntimewait)
 		return timeout;
-	for (c = cm_core.ids; c; c = n) {
-		n = c->next;
-		if (!c->ib_again)
-			continue;
+	again_ids.walks++;
+	for (a = again_ids.head; a; a = an) {
+		struct cm_id *c = container_of(a, struct cm_id, ib_again_node);
+
+		an = a->next;
+		again_ids.visits++;
 		if (c->state != c->ib_again_state || c->ib_send_fd < 0) {
 			cm_ib_again_drop(c); /* answered, or the id moved on */
 			continue;

@@ -83,3 +83,15 @@ struct cm_idtab_node *cm_idtab_find(struct cm_idtab *t, uint64_t key)
 	}
 	return NULL;
 }
+
+struct cm_idtab_node *cm_idtab_next(struct cm_idtab *t, struct cm_idtab_node *n)
+{
+	uint64_t key = n->key;
+
+	for (n = n->next; n; n = n->next) {
+		t->probes++;
+		if (n->key == key)
+			return n;
+	}
+	return NULL;
+}

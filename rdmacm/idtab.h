@@ -27,5 +27,9 @@ struct cm_idtab {
 int cm_idtab_insert(struct cm_idtab *t, struct cm_idtab_node *n);
 void cm_idtab_remove(struct cm_idtab *t, struct cm_idtab_node *n);
 struct cm_idtab_node *cm_idtab_find(struct cm_idtab *t, uint64_t key);
+/* The next node after n (found) with n's key, or NULL: tables whose keys
+ * may repeat (ib_link.c's) look at each. */
+struct cm_idtab_node *cm_idtab_next(struct cm_idtab *t,
+				    struct cm_idtab_node *n);
 
 #endif

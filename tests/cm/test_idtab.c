@@ -99,3 +99,40 @@ SV_TEST(idtab_empty_table_finds_nothing)
 	cm_idtab_remove(&t, &nodes[0]);
 	ASSERT_EQ(0, t.n);
 }
+
+/* Repeated keys (ib_link.c's tables: a peer chooses its comm IDs): find
+ * then next give each node of the key once, none of another key, in a
+ * bounded number of probes; one removed is gone, the others stay. */
+SV_TEST(idtab_next_gives_each_node_of_a_repeated_key)
+{
+	struct cm_idtab t = {0};
+	struct cm_idtab_node *n;
+	unsigned int seen, mask;
+
+	for (unsigned int i = 0; i < 1000; i++) {
+		/* 5 nodes share key 7 (0, 200, ...), the rest their own */
+		nodes[i].key = i % 200 == 0 ? 7 : 1000 + i;
+		ASSERT_OK(cm_idtab_insert(&t, &nodes[i]));
+	}
+	seen = mask = 0;
+	for (n = cm_idtab_find(&t, 7); n; n = cm_idtab_next(&t, n)) {
+		unsigned int i = (unsigned int)(n - nodes);
+
+		ASSERT_EQ(7, n->key);
+		ASSERT_EQ(0, i % 200);
+		ASSERT_EQ(0, mask & (1u << (i / 200)));
+		mask |= 1u << (i / 200);
+		seen++;
+	}
+	ASSERT_EQ(5, seen);
+	ASSERT_LE(t.probes, 5 + 16); /* one chain's length, not 1,000 */
+	cm_idtab_remove(&t, &nodes[400]);
+	seen = 0;
+	for (n = cm_idtab_find(&t, 7); n; n = cm_idtab_next(&t, n)) {
+		ASSERT_TRUE(n != &nodes[400]);
+		seen++;
+	}
+	ASSERT_EQ(4, seen);
+	ASSERT_NULL(cm_idtab_find(&t, 6));
+	drop(&t);
+}

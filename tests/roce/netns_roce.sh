@@ -717,6 +717,49 @@ if want rdma_cm_timewait; then
 	fi
 fi
 
+# The IB CM's lookups (issue 27 item 3): ucmatose makes 100 connections
+# at once each way; every MAD found its id by an index (our comm ID, the
+# peer's, the listener's service: rdmacm/ib_link.c), where it walked
+# every live id (~50 per MAD at 100 connections; the listener, the
+# oldest id, last of all).  SOFTVERBS_DEBUG's exit line of each side
+# says how many MADs were routed and ids looked at: at most 2 per MAD;
+# and the resend walks' ids visited (those with a MAD kept), said.
+# lookups_ok ROUTED LOOKED WALKS VISITED: at least 100 MADs, 2 ids each
+lookups_ok() {
+	[ $# = 4 ] && [ "$1" -ge 100 ] && [ "$2" -le $(($1 * 2)) ]
+}
+if want rdma_cm_lookups; then
+	port=$((port + 1))
+	# shellcheck disable=SC2086 # $run is a command line
+	timeout 120 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 \
+		$run ucmatose -p $port -c 100 >"$log/lk.s" 2>&1 &
+	spid=$!
+	listening a $port
+	# shellcheck disable=SC2086 # $run is a command line
+	timeout 100 ip netns exec "$tag-b" env SOFTVERBS_DEBUG=1 \
+		$run ucmatose -s $A -p $port -c 100 >"$log/lk.c" 2>&1
+	rc=$?
+	wait $spid 2>/dev/null
+	src=$?
+	ok=1
+	said=""
+	for f in lk.s lk.c; do
+		l=$(grep -o "IB CM: [0-9]* MADs routed, [0-9]* ids looked at; [0-9]* resend walks, [0-9]* ids visited" "$log/$f" | tail -1)
+		# shellcheck disable=SC2046 # the four numbers, as words
+		lookups_ok $(echo "$l" | tr -cs '0-9' ' ') || ok=0
+		said="$said ${f#lk.}: [$l]"
+	done
+	if [ $rc != 0 ] || [ $src != 0 ] || [ $ok != 1 ] ||
+		[ "$(grep -c "return status 0" "$log/lk.c")" -lt 1 ]; then
+		echo "FAIL rdma_cm_lookups: client $rc server $src;$said"
+		grep -v "^softverbs" "$log/lk.c" | tail -4 | sed 's/^/  client: /'
+		grep -v "^softverbs" "$log/lk.s" | tail -4 | sed 's/^/  server: /'
+		failed=1
+	else
+		echo "ok   rdma_cm_lookups: 100 connections each way;$said"
+	fi
+fi
+
 # The capture: on a's veth, while a pingpong, a read and an atomic run.
 if ! command -v tshark >/dev/null; then
 	echo "note: no tshark: the capture check skipped"
