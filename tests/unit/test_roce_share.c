@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: MIT
+/*
+ * RoCEv2 links of one process on one four-tuple (transport/roce/
+ * share.c): the second takes a duplicate of the first's socket, and each
+ * datagram reaches the link its BTH names exactly once, whichever of
+ * them read it, with both reading at once from their own threads as a
+ * QP's app and the progress thread do.  Real UDP sockets on 127.0.0.1;
+ * the reads and the socket's making are this file's stand-ins for
+ * in.c's and conn.c's (the same calls, without the engine).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "roce_priv.h"
+#include "sv_test.h"
+
+#define N     20000u /* datagrams sent, half to each link */
+#define SLOT  256u
+#define QPN_A 0x000a11u
+#define QPN_B 0x000b22u
+
+int sv_roce_udp_socket(const union sv_sockaddr *addr)
+{
+	int one = 1, fd = socket(AF_INET,
+				 SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	if (bind(fd, &addr->sa, sizeof(addr->in))) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int sv_roce_recv(struct sv_roce *r)
+{
+	struct mmsghdr m[SV_ROCE_BATCH];
+	struct iovec v[SV_ROCE_BATCH];
+	int got;
+
+	for (int i = 0; i < SV_ROCE_BATCH; i++) {
+		v[i].iov_base = r->ibuf + (size_t)i * r->islot;
+		v[i].iov_len = r->islot;
+		m[i].msg_hdr =
+			(struct msghdr){.msg_iov = &v[i], .msg_iovlen = 1};
+	}
+	got = recvmmsg(r->rx_fd, m, SV_ROCE_BATCH, MSG_DONTWAIT, NULL);
+	if (got <= 0)
+		return 0;
+	for (int i = 0; i < got; i++)
+		r->ilen[i] = m[i].msg_len;
+	r->inext = 0;
+	r->icount = (uint32_t)got;
+	return got;
+}
+
+struct end {
+	struct sv_roce r;
+	struct sv_qp_stats st;
+	uint8_t *seen;		/* by sequence number: times taken */
+	_Atomic uint32_t taken; /* datagrams that came to us */
+	_Atomic uint32_t wrong; /* ... for another QPN */
+	_Atomic bool stop;
+};
+
+static void end_init(struct end *e, uint32_t qpn)
+{
+	memset(e, 0, sizeof(*e));
+	e->r.my_qpn = qpn;
+	e->r.islot = SLOT;
+	e->r.rx_fd = -1;
+	e->r.stats = &e->st;
+	e->r.ibuf = malloc((size_t)SV_ROCE_BATCH * SLOT);
+	e->seen = calloc(N, 1);
+	ASSERT_TRUE(e->r.ibuf && e->seen);
+}
+
+static void end_fini(struct end *e)
+{
+	sv_roce_share_close(&e->r);
+	close(e->r.rx_fd);
+	free(e->r.ibuf);
+	free(e->seen);
+}
+
+/* One link's reader: takes what its reads give, as in.c's take_read. */
+static void *reader(void *arg)
+{
+	struct end *e = arg;
+
+	while (!atomic_load(&e->stop)) {
+		sv_roce_share_read(&e->r);
+		for (uint32_t i = 0; i < e->r.icount; i++) {
+			const uint8_t *d = e->r.ibuf + (size_t)i * SLOT;
+			uint32_t q, seq;
+
+			if (e->r.ilen[i] == SV_ROCE_GONE)
+				continue;
+			q = (uint32_t)d[5] << 16 | (uint32_t)d[6] << 8 | d[7];
+			memcpy(&seq, d + 12, 4);
+			if (q != e->r.my_qpn || seq >= N) {
+				atomic_fetch_add(&e->wrong, 1);
+				continue;
+			}
+			e->seen[seq]++;
+			atomic_fetch_add(&e->taken, 1);
+		}
+		e->r.icount = 0;
+	}
+	return NULL;
+}
+
+static uint16_t port_of(int fd)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+
+	ASSERT_OK(getsockname(fd, (struct sockaddr *)&a, &len));
+	return ntohs(a.sin_port);
+}
+
+SV_TEST(roce_share_each_datagram_reaches_its_link_once)
+{
+	union sv_sockaddr me = {.in = {.sin_family = AF_INET}};
+	union sv_sockaddr peer = {.in = {.sin_family = AF_INET}};
+	struct end a, b;
+	pthread_t ta, tb;
+	uint8_t d[64] = {0};
+	int tx, probe;
+	uint64_t end;
+
+	me.in.sin_addr.s_addr = peer.in.sin_addr.s_addr = htonl(0x7f000001);
+	/* the peer: a plain socket the datagrams come from */
+	tx = sv_roce_udp_socket(&peer);
+	ASSERT_TRUE(tx >= 0);
+	peer.in.sin_port = htons(port_of(tx));
+	probe = sv_roce_udp_socket(&me); /* a free port for "our 4791" */
+	ASSERT_TRUE(probe >= 0);
+	me.in.sin_port = htons(port_of(probe));
+	close(probe);
+
+	end_init(&a, QPN_A);
+	end_init(&b, QPN_B);
+	ASSERT_OK(sv_roce_share_open(&a.r, &me, &peer, ntohs(peer.in.sin_port)));
+	ASSERT_TRUE(!atomic_load(&a.r.shared)); /* alone: no lock */
+	ASSERT_OK(sv_roce_share_open(&b.r, &me, &peer, ntohs(peer.in.sin_port)));
+	ASSERT_TRUE(atomic_load(&a.r.shared) && atomic_load(&b.r.shared));
+	ASSERT_TRUE(a.r.rx_fd != b.r.rx_fd);
+	ASSERT_OK(connect(tx, &me.sa, sizeof(me.in)));
+
+	ASSERT_OK(pthread_create(&ta, NULL, reader, &a));
+	ASSERT_OK(pthread_create(&tb, NULL, reader, &b));
+	end = sv_now_ms() + 30000;
+	for (uint32_t seq = 0; seq < N; seq++) {
+		uint32_t q = seq & 1 ? QPN_B : QPN_A;
+
+		/* at most 64 in flight, 32 for each: a mailbox (64) never
+		 * overflows, however late its reader runs */
+		while (seq - atomic_load(&a.taken) - atomic_load(&b.taken) -
+			       atomic_load(&a.wrong) - atomic_load(&b.wrong) >=
+		       64) {
+			ASSERT_TRUE(sv_now_ms() < end);
+			sched_yield();
+		}
+		d[5] = (uint8_t)(q >> 16);
+		d[6] = (uint8_t)(q >> 8);
+		d[7] = (uint8_t)q;
+		memcpy(d + 12, &seq, 4);
+		ASSERT_EQ(sizeof(d), send(tx, d, sizeof(d), 0));
+	}
+	while (atomic_load(&a.taken) + atomic_load(&b.taken) +
+		       a.st.roce_drop_full + b.st.roce_drop_full <
+	       N) {
+		ASSERT_TRUE(sv_now_ms() < end);
+		sched_yield();
+	}
+	atomic_store(&a.stop, true);
+	atomic_store(&b.stop, true);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+
+	ASSERT_EQ(0, atomic_load(&a.wrong));
+	ASSERT_EQ(0, atomic_load(&b.wrong));
+	ASSERT_EQ(0, a.st.roce_drop_full + b.st.roce_drop_full);
+	for (uint32_t seq = 0; seq < N; seq++)
+		ASSERT_EQ(1, (seq & 1 ? b.seen : a.seen)[seq]);
+	/* both read, and both passed the other's on */
+	ASSERT_TRUE(a.st.roce_passed > 0 && b.st.roce_passed > 0);
+	ASSERT_EQ(N, atomic_load(&a.taken) + atomic_load(&b.taken));
+
+	/* b gone: its QPN's datagrams stay with a (nobody's: the parser
+	 * drops them), a's still come */
+	end_fini(&b);
+	for (uint32_t i = 0; i < 2; i++) {
+		uint32_t q = i ? QPN_B : QPN_A, seq = i;
+
+		d[5] = (uint8_t)(q >> 16);
+		d[6] = (uint8_t)(q >> 8);
+		d[7] = (uint8_t)q;
+		memcpy(d + 12, &seq, 4);
+		ASSERT_EQ(sizeof(d), send(tx, d, sizeof(d), 0));
+	}
+	a.stop = false;
+	memset(a.seen, 0, N);
+	atomic_store(&a.taken, 0);
+	ASSERT_OK(pthread_create(&ta, NULL, reader, &a));
+	while (atomic_load(&a.taken) + atomic_load(&a.wrong) < 2) {
+		ASSERT_TRUE(sv_now_ms() < end);
+		sched_yield();
+	}
+	atomic_store(&a.stop, true);
+	pthread_join(ta, NULL);
+	ASSERT_EQ(1, atomic_load(&a.taken));
+	ASSERT_EQ(1, atomic_load(&a.wrong));
+	end_fini(&a);
+	close(tx);
+}
+
+SV_TEST(roce_share_other_tuples_stay_apart)
+{
+	union sv_sockaddr me = {.in = {.sin_family = AF_INET}};
+	union sv_sockaddr peer = {.in = {.sin_family = AF_INET}};
+	struct end a, b;
+	int tx, probe;
+
+	me.in.sin_addr.s_addr = peer.in.sin_addr.s_addr = htonl(0x7f000001);
+	tx = sv_roce_udp_socket(&peer);
+	ASSERT_TRUE(tx >= 0);
+	peer.in.sin_port = htons(port_of(tx));
+	probe = sv_roce_udp_socket(&me);
+	ASSERT_TRUE(probe >= 0);
+	me.in.sin_port = htons(port_of(probe));
+	close(probe);
+	end_init(&a, QPN_A);
+	end_init(&b, QPN_B);
+	ASSERT_OK(sv_roce_share_open(&a.r, &me, &peer, ntohs(peer.in.sin_port)));
+	/* the same port, another peer address: its own socket */
+	peer.in.sin_addr.s_addr = htonl(0x7f000002);
+	ASSERT_OK(sv_roce_share_open(&b.r, &me, &peer, ntohs(peer.in.sin_port)));
+	ASSERT_TRUE(!atomic_load(&a.r.shared) && !atomic_load(&b.r.shared));
+	end_fini(&a);
+	end_fini(&b);
+	close(tx);
+}
