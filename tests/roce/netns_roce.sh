@@ -417,6 +417,64 @@ row rdma_cm_one_sport_ucmatose 120 "return status 0" a b \
 	ucmatose -p @P -c 50 -- \
 	ucmatose -s $A -p @P -c 50
 unset SOFTVERBS_ROCE_SPORT
+# Two processes' pairs on one four-tuple: that cannot be shared, so the
+# second pair's move to RTR fails at once with EADDRINUSE and says why
+# (share.c's claim), where it was up and never answered; the first pair
+# runs on to its end
+if want roce_one_sport_two_processes; then
+	export SOFTVERBS_ROCE_SPORT=50001
+	p1=$((port + 1))
+	p2=$((port + 2))
+	port=$p2
+	# shellcheck disable=SC2086 # $run is a command line
+	timeout 90 ip netns exec "$tag-a" $run ib_write_bw $SV -x "$ga" \
+		-m 1024 -p $p1 -D 8 >"$log/x1.s" 2>&1 &
+	s1=$!
+	listening a $p1
+	# shellcheck disable=SC2086
+	timeout 90 ip netns exec "$tag-b" $run ib_write_bw $SV -x "$gb" \
+		-m 1024 -p $p1 -D 8 $A >"$log/x1.c" 2>&1 &
+	c1=$!
+	t=0 # the first pair is up once both ends claimed the four-tuple
+	until [ "$(ip netns exec "$tag-a" grep -c softverbs-roce /proc/net/unix)" -ge 1 ] &&
+		[ "$(ip netns exec "$tag-b" grep -c softverbs-roce /proc/net/unix)" -ge 1 ] ||
+		[ $t -ge 300 ]; do
+		t=$((t + 1))
+		sleep 0.1 # another namespace's sockets: no event says
+	done
+	t0=$(date +%s)
+	# shellcheck disable=SC2086
+	timeout 60 ip netns exec "$tag-a" $run ibv_rc_pingpong $SV -g "$ga" \
+		-p $p2 -n 10 >"$log/x2.s" 2>&1 &
+	s2=$!
+	listening a $p2
+	# shellcheck disable=SC2086
+	timeout 60 ip netns exec "$tag-b" $run ibv_rc_pingpong $SV -g "$gb" \
+		-p $p2 -n 10 $A >"$log/x2.c" 2>&1
+	rc2=$?
+	wait $s2
+	src2=$?
+	took=$(($(date +%s) - t0))
+	wait $c1
+	rc1=$?
+	wait $s1
+	src1=$?
+	unset SOFTVERBS_ROCE_SPORT
+	said=$(cat "$log/x2.c" "$log/x2.s" | grep -c "cannot be up beside it")
+	if [ $rc1 != 0 ] || [ $src1 != 0 ] || [ $rc2 = 0 ] || [ $rc2 = 124 ] ||
+		[ $src2 = 0 ] || [ $src2 = 124 ] || [ $took -gt 20 ] ||
+		[ "$said" -lt 1 ]; then
+		echo "FAIL roce_one_sport_two_processes: first pair $rc1/$src1," \
+			"second $rc2/$src2 in ${took}s, said $said"
+		tail -5 "$log/x1.c" | sed 's/^/  first client: /'
+		tail -5 "$log/x2.c" | sed 's/^/  second client: /'
+		tail -5 "$log/x2.s" | sed 's/^/  second server: /'
+		failed=1
+	else
+		echo "ok   roce_one_sport_two_processes: the second pair refused" \
+			"in ${took}s ($rc2/$src2), the first ran on"
+	fi
+fi
 row rdma_cm_send_bw 120 "^ 65536" a b \
 	ib_send_bw -R $SV -p @P -n 200 -- \
 	ib_send_bw -R $SV -p @P -n 200 $A

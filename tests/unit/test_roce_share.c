@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "roce_priv.h"
@@ -251,4 +252,58 @@ SV_TEST(roce_share_other_tuples_stay_apart)
 	end_fini(&a);
 	end_fini(&b);
 	close(tx);
+}
+
+/* A link of another process has the four-tuple: ours fails with
+ * EADDRINUSE (it would be up and never answered), and is made once that
+ * process is gone. */
+SV_TEST(roce_share_other_process_tuple_refused)
+{
+	union sv_sockaddr me = {.in = {.sin_family = AF_INET}};
+	union sv_sockaddr peer = {.in = {.sin_family = AF_INET}};
+	int up[2], down[2], tx, probe, st;
+	struct end a;
+	pid_t child;
+	char c;
+
+	me.in.sin_addr.s_addr = peer.in.sin_addr.s_addr = htonl(0x7f000001);
+	tx = sv_roce_udp_socket(&peer);
+	ASSERT_TRUE(tx >= 0);
+	peer.in.sin_port = htons(port_of(tx));
+	probe = sv_roce_udp_socket(&me);
+	ASSERT_TRUE(probe >= 0);
+	me.in.sin_port = htons(port_of(probe));
+	close(probe);
+	ASSERT_OK(pipe(up));
+	ASSERT_OK(pipe(down));
+	child = fork();
+	ASSERT_TRUE(child >= 0);
+	if (child == 0) {
+		struct end b;
+
+		end_init(&b, QPN_B);
+		c = sv_roce_share_open(&b.r, &me, &peer,
+				       ntohs(peer.in.sin_port))
+			    ? 'n'
+			    : 'y';
+		if (write(up[1], &c, 1) != 1 || read(down[0], &c, 1) != 1)
+			_exit(2);
+		_exit(0); /* its links go with it */
+	}
+	ASSERT_EQ(1, read(up[0], &c, 1));
+	ASSERT_EQ('y', c);
+	end_init(&a, QPN_A);
+	ASSERT_EQ(-EADDRINUSE,
+		  sv_roce_share_open(&a.r, &me, &peer, ntohs(peer.in.sin_port)));
+	ASSERT_EQ(-1, a.r.rx_fd);
+	ASSERT_EQ(1, write(down[1], "x", 1));
+	ASSERT_EQ(child, waitpid(child, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ASSERT_OK(sv_roce_share_open(&a.r, &me, &peer, ntohs(peer.in.sin_port)));
+	end_fini(&a);
+	close(tx);
+	for (int i = 0; i < 2; i++) {
+		close(up[i]);
+		close(down[i]);
+	}
 }

@@ -82,6 +82,7 @@ struct sv_roce {
 	union sv_sockaddr key_me, key_peer;
 	uint16_t sport;
 	bool listed;
+	int claim_fd; /* the four-tuple's claim for this process */
 	atomic_bool shared;
 	struct sv_roce *snext;
 	uint8_t *mail;
@@ -123,7 +124,8 @@ int sv_roce_udp_socket(const union sv_sockaddr *addr);
 /* r's receive socket (rx_fd): a new one bound to me and connected to
  * peer, or a duplicate of the socket of the link of this process that
  * has that four-tuple already (the two then pass each other what they
- * read); r joins the process's links.  -errno. */
+ * read); r joins the process's links.  -errno: -EADDRINUSE when a link
+ * of another process has the four-tuple (said on stderr). */
 int sv_roce_share_open(struct sv_roce *r, const union sv_sockaddr *me,
 		       const union sv_sockaddr *peer, uint16_t sport);
 /* r leaves the process's links (before rx_fd closes). */

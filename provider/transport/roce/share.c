@@ -18,15 +18,24 @@
  * entries), so the member a datagram is for is woken after it came,
  * looks under the lock after whoever took it, and finds it: in the
  * socket or in its mailbox.  A full mailbox drops (the peer resends, as
- * for a loss on the wire).  Links of other processes cannot share this
- * way; two processes' pairs with one four-tuple stay a limit
- * (docs/roce.md).
+ * for a loss on the wire).
+ *
+ * Links of other processes cannot share this way.  So the first link of
+ * a four-tuple in a process binds an abstract unix socket named after it
+ * (per network namespace, as the four-tuple is), and its group's members
+ * hold duplicates: a link of another process whose bind finds the name
+ * taken fails its move to RTR with EADDRINUSE and says why, where it
+ * would have been up and never answered (docs/roce.md).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "roce_priv.h"
@@ -75,23 +84,125 @@ static struct sv_roce *member(const struct sv_roce *r, uint32_t qpn)
 	return NULL;
 }
 
+/* "ADDR:PORT" of a. */
+static void addr_text(const union sv_sockaddr *a, char *buf, size_t n)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+
+	if (a->sa.sa_family == AF_INET6) {
+		inet_ntop(AF_INET6, &a->in6.sin6_addr, ip, sizeof(ip));
+		snprintf(buf, n, "[%s]:%u", ip, ntohs(a->in6.sin6_port));
+	} else {
+		inet_ntop(AF_INET, &a->in.sin_addr, ip, sizeof(ip));
+		snprintf(buf, n, "%s:%u", ip, ntohs(a->in.sin_port));
+	}
+}
+
+/* The 18 bytes of a's address (IPv4 mapped) and port, as hex. */
+static int addr_hex(const union sv_sockaddr *a, char *out)
+{
+	uint8_t b[18] = {[10] = 0xff, [11] = 0xff};
+	int k = 0;
+
+	if (a->sa.sa_family == AF_INET6) {
+		memcpy(b, &a->in6.sin6_addr, 16);
+		memcpy(b + 16, &a->in6.sin6_port, 2);
+	} else {
+		memcpy(b + 12, &a->in.sin_addr, 4);
+		memcpy(b + 16, &a->in.sin_port, 2);
+	}
+	for (int i = 0; i < 18; i++)
+		k += sprintf(out + k, "%02x", b[i]);
+	return k;
+}
+
+/* The claim of r's four-tuple for this process: a bound abstract unix
+ * socket, or -EADDRINUSE (said on stderr) when another process has it. */
+static int claim(const struct sv_roce *r)
+{
+	static const char tag[] = "softverbs-roce ";
+	struct sockaddr_un u = {.sun_family = AF_UNIX};
+	char me[64], peer[64], *at = u.sun_path + 1;
+	int fd, n = (int)sizeof(tag) - 1;
+
+	memcpy(at, tag, (size_t)n);
+	n += addr_hex(&r->key_me, at + n);
+	n += addr_hex(&r->key_peer, at + n); /* 1 + 15 + 72 bytes */
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&u,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			     (size_t)n))) {
+		int err = -errno;
+
+		close(fd);
+		addr_text(&r->key_me, me, sizeof(me));
+		addr_text(&r->key_peer, peer, sizeof(peer));
+		if (err == -EADDRINUSE)
+			fprintf(stderr,
+				"softverbs: qp %06x: RoCEv2: a QP pair of "
+				"another process has %s <- %s (the UDP source "
+				"port of both pairs' QPNs): this one cannot "
+				"be up beside it\n",
+				r->my_qpn, me, peer);
+		return err;
+	}
+	return fd;
+}
+
+/* me as the kernel will have it once a socket bound to it connects to
+ * peer: a wildcard address becomes the one the route to peer gives (two
+ * links, one bound to our address and one to the wildcard, have one
+ * four-tuple once connected). */
+static void local_of(const union sv_sockaddr *me,
+		     const union sv_sockaddr *peer, union sv_sockaddr *out)
+{
+	static const uint8_t any6[16];
+	union sv_sockaddr got;
+	socklen_t len = sizeof(got);
+	bool any = me->sa.sa_family == AF_INET6
+			   ? !memcmp(&me->in6.sin6_addr, any6, 16)
+			   : me->in.sin_addr.s_addr == htonl(INADDR_ANY);
+	int fd;
+
+	*out = *me;
+	if (!any)
+		return;
+	fd = socket(peer->sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (!connect(fd, &peer->sa, sv_sockaddr_len(peer)) &&
+	    !getsockname(fd, &got.sa, &len) &&
+	    got.sa.sa_family == me->sa.sa_family) {
+		if (got.sa.sa_family == AF_INET6)
+			out->in6.sin6_addr = got.in6.sin6_addr;
+		else
+			out->in.sin_addr = got.in.sin_addr;
+	}
+	close(fd);
+}
+
 int sv_roce_share_open(struct sv_roce *r, const union sv_sockaddr *me,
 		       const union sv_sockaddr *peer, uint16_t sport)
 {
-	int rcv = 4 << 20, fd;
+	int rcv = 4 << 20, fd, lock;
 	struct sv_roce *o;
 
-	r->key_me = *me;
+	local_of(me, peer, &r->key_me);
 	r->key_peer = *peer;
 	r->sport = sport;
 	pthread_mutex_lock(&share_lock);
 	o = group_of(r);
 	if (o) {
-		fd = fcntl(o->rx_fd, F_DUPFD_CLOEXEC, 0);
+		lock = fcntl(o->claim_fd, F_DUPFD_CLOEXEC, 0);
+		fd = lock < 0 ? -1 : fcntl(o->rx_fd, F_DUPFD_CLOEXEC, 0);
 		if (fd < 0)
 			fd = -errno;
 	} else {
-		fd = sv_roce_udp_socket(me);
+		lock = fd = claim(r);
+		if (fd >= 0)
+			fd = sv_roce_udp_socket(me);
 		if (fd >= 0) {
 			setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv,
 				   sizeof(rcv));
@@ -101,8 +212,11 @@ int sv_roce_share_open(struct sv_roce *r, const union sv_sockaddr *me,
 			}
 		}
 	}
+	if (fd < 0 && lock >= 0)
+		close(lock);
 	if (fd >= 0) {
 		r->rx_fd = fd;
+		r->claim_fd = lock;
 		r->snext = *head_of(sport);
 		*head_of(sport) = r;
 		r->listed = true;
@@ -130,6 +244,7 @@ void sv_roce_share_close(struct sv_roce *r)
 			break;
 		}
 	r->listed = false;
+	close(r->claim_fd);
 	free(r->mail);
 	r->mail = NULL;
 	atomic_store_explicit(&r->mail_n, 0, memory_order_relaxed);
