@@ -4,9 +4,8 @@
  * share.c): the second takes a duplicate of the first's socket, and each
  * datagram reaches the link its BTH names exactly once, whichever of
  * them read it, with both reading at once from their own threads as a
- * QP's app and the progress thread do.  Real UDP sockets on 127.0.0.1;
- * the reads and the socket's making are this file's stand-ins for
- * in.c's and conn.c's (the same calls, without the engine).
+ * QP's app and the progress thread do; and a four-tuple another process
+ * has is refused.  share.c alone, on real UDP sockets on 127.0.0.1.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,46 +23,6 @@
 #define SLOT  256u
 #define QPN_A 0x000a11u
 #define QPN_B 0x000b22u
-
-int sv_roce_udp_socket(const union sv_sockaddr *addr)
-{
-	int one = 1, fd = socket(AF_INET,
-				 SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -errno;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-	if (bind(fd, &addr->sa, sizeof(addr->in))) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	return fd;
-}
-
-int sv_roce_recv(struct sv_roce *r)
-{
-	struct mmsghdr m[SV_ROCE_BATCH];
-	struct iovec v[SV_ROCE_BATCH];
-	int got;
-
-	for (int i = 0; i < SV_ROCE_BATCH; i++) {
-		v[i].iov_base = r->ibuf + (size_t)i * r->islot;
-		v[i].iov_len = r->islot;
-		m[i].msg_hdr =
-			(struct msghdr){.msg_iov = &v[i], .msg_iovlen = 1};
-	}
-	got = recvmmsg(r->rx_fd, m, SV_ROCE_BATCH, MSG_DONTWAIT, NULL);
-	if (got <= 0)
-		return 0;
-	for (int i = 0; i < got; i++)
-		r->ilen[i] = m[i].msg_len;
-	r->inext = 0;
-	r->icount = (uint32_t)got;
-	return got;
-}
 
 struct end {
 	struct sv_roce r;
@@ -130,6 +89,25 @@ static uint16_t port_of(int fd)
 	return ntohs(a.sin_port);
 }
 
+/* A four-tuple on 127.0.0.1: me, a free port standing for our 4791,
+ * and peer, the port of the returned socket the datagrams come from. */
+static int tuple(union sv_sockaddr *me, union sv_sockaddr *peer)
+{
+	int tx, probe;
+
+	me->in = (struct sockaddr_in){.sin_family = AF_INET};
+	me->in.sin_addr.s_addr = htonl(0x7f000001);
+	peer->in = me->in;
+	tx = sv_roce_udp_socket(peer);
+	ASSERT_TRUE(tx >= 0);
+	peer->in.sin_port = htons(port_of(tx));
+	probe = sv_roce_udp_socket(me);
+	ASSERT_TRUE(probe >= 0);
+	me->in.sin_port = htons(port_of(probe));
+	close(probe);
+	return tx;
+}
+
 SV_TEST(roce_share_each_datagram_reaches_its_link_once)
 {
 	union sv_sockaddr me = {.in = {.sin_family = AF_INET}};
@@ -137,18 +115,10 @@ SV_TEST(roce_share_each_datagram_reaches_its_link_once)
 	struct end a, b;
 	pthread_t ta, tb;
 	uint8_t d[64] = {0};
-	int tx, probe;
 	uint64_t end;
+	int tx;
 
-	me.in.sin_addr.s_addr = peer.in.sin_addr.s_addr = htonl(0x7f000001);
-	/* the peer: a plain socket the datagrams come from */
-	tx = sv_roce_udp_socket(&peer);
-	ASSERT_TRUE(tx >= 0);
-	peer.in.sin_port = htons(port_of(tx));
-	probe = sv_roce_udp_socket(&me); /* a free port for "our 4791" */
-	ASSERT_TRUE(probe >= 0);
-	me.in.sin_port = htons(port_of(probe));
-	close(probe);
+	tx = tuple(&me, &peer);
 
 	end_init(&a, QPN_A);
 	end_init(&b, QPN_B);
@@ -232,16 +202,9 @@ SV_TEST(roce_share_other_tuples_stay_apart)
 	union sv_sockaddr me = {.in = {.sin_family = AF_INET}};
 	union sv_sockaddr peer = {.in = {.sin_family = AF_INET}};
 	struct end a, b;
-	int tx, probe;
+	int tx;
 
-	me.in.sin_addr.s_addr = peer.in.sin_addr.s_addr = htonl(0x7f000001);
-	tx = sv_roce_udp_socket(&peer);
-	ASSERT_TRUE(tx >= 0);
-	peer.in.sin_port = htons(port_of(tx));
-	probe = sv_roce_udp_socket(&me);
-	ASSERT_TRUE(probe >= 0);
-	me.in.sin_port = htons(port_of(probe));
-	close(probe);
+	tx = tuple(&me, &peer);
 	end_init(&a, QPN_A);
 	end_init(&b, QPN_B);
 	ASSERT_OK(sv_roce_share_open(&a.r, &me, &peer, ntohs(peer.in.sin_port)));
@@ -261,19 +224,12 @@ SV_TEST(roce_share_other_process_tuple_refused)
 {
 	union sv_sockaddr me = {.in = {.sin_family = AF_INET}};
 	union sv_sockaddr peer = {.in = {.sin_family = AF_INET}};
-	int up[2], down[2], tx, probe, st;
+	int up[2], down[2], tx, st;
 	struct end a;
 	pid_t child;
 	char c;
 
-	me.in.sin_addr.s_addr = peer.in.sin_addr.s_addr = htonl(0x7f000001);
-	tx = sv_roce_udp_socket(&peer);
-	ASSERT_TRUE(tx >= 0);
-	peer.in.sin_port = htons(port_of(tx));
-	probe = sv_roce_udp_socket(&me);
-	ASSERT_TRUE(probe >= 0);
-	me.in.sin_port = htons(port_of(probe));
-	close(probe);
+	tx = tuple(&me, &peer);
 	ASSERT_OK(pipe(up));
 	ASSERT_OK(pipe(down));
 	child = fork();

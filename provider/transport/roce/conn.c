@@ -42,23 +42,6 @@ static void set_port(union sv_sockaddr *a, uint16_t port)
 		a->in.sin_port = htons(port);
 }
 
-int sv_roce_udp_socket(const union sv_sockaddr *addr)
-{
-	int one = 1, fd = socket(addr->sa.sa_family,
-				 SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -errno;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-	if (bind(fd, &addr->sa, sv_sockaddr_len(addr))) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	return fd;
-}
 
 /* The two sockets: rx bound to our :4791 and connected to the peer's
  * source port for the pair (the flow label's, if the address vector has

@@ -327,32 +327,6 @@ static bool take_read(struct sv_link *l)
 	return true;
 }
 
-int sv_roce_recv(struct sv_roce *r)
-{
-	struct mmsghdr m[SV_ROCE_BATCH];
-	struct iovec v[SV_ROCE_BATCH];
-	int got;
-
-	for (int i = 0; i < SV_ROCE_BATCH; i++) {
-		v[i].iov_base = r->ibuf + (size_t)i * r->islot;
-		v[i].iov_len = r->islot;
-		m[i].msg_hdr =
-			(struct msghdr){.msg_iov = &v[i], .msg_iovlen = 1};
-	}
-	do
-		got = recvmmsg(r->rx_fd, m, SV_ROCE_BATCH, MSG_DONTWAIT, NULL);
-	while (got < 0 && errno == EINTR);
-	if (got <= 0) /* EAGAIN; ECONNREFUSED: an ICMP error, no data */
-		return 0;
-	for (int i = 0; i < got; i++)
-		r->ilen[i] = m[i].msg_hdr.msg_flags & MSG_TRUNC ? r->islot + 1
-								: m[i].msg_len;
-	r->inext = 0;
-	r->icount = (uint32_t)got;
-	r->reads += (uint64_t)got;
-	return got;
-}
-
 void sv_roce_read_in(struct sv_link *l)
 {
 	struct sv_roce *r = sv_roce_of(l);

@@ -114,13 +114,13 @@ void sv_roce_send_ack(struct sv_link *l, uint64_t ack);
 /* in.c */
 /* Takes what arrived on the link's socket into the rings. */
 void sv_roce_read_in(struct sv_link *l);
+/* share.c: the link's sockets, and the receive socket shared by links
+ * of one four-tuple */
+/* A UDP socket bound to addr (port included) that shares it: -errno. */
+int sv_roce_udp_socket(const union sv_sockaddr *addr);
 /* Up to SV_ROCE_BATCH datagrams from the socket into our slots: how
  * many, 0 when none waits. */
 int sv_roce_recv(struct sv_roce *r);
-/* conn.c */
-/* A UDP socket bound to addr (port included) that shares it: -errno. */
-int sv_roce_udp_socket(const union sv_sockaddr *addr);
-/* share.c */
 /* r's receive socket (rx_fd): a new one bound to me and connected to
  * peer, or a duplicate of the socket of the link of this process that
  * has that four-tuple already (the two then pass each other what they

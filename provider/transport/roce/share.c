@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * RoCEv2 links of one process that share a receive socket.  A link's
+ * The RoCEv2 link's sockets: made (sv_roce_udp_socket), read
+ * (sv_roce_recv), and shared by the links of one process that have one
+ * four-tuple.  A link's
  * socket is bound to our :4791 and connected to the peer's address and
  * the pair's UDP source port (roce_link.h), and the source port comes
  * from the two QPNs in 14 bits: among 100 QP pairs between two hosts,
@@ -35,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -61,6 +64,50 @@ static bool same_addr(const union sv_sockaddr *a, const union sv_sockaddr *b)
 static struct sv_roce **head_of(uint16_t sport)
 {
 	return &bucket[sport % BUCKETS];
+}
+
+int sv_roce_udp_socket(const union sv_sockaddr *addr)
+{
+	int one = 1, fd = socket(addr->sa.sa_family,
+				 SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	if (bind(fd, &addr->sa, sv_sockaddr_len(addr))) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int sv_roce_recv(struct sv_roce *r)
+{
+	struct mmsghdr m[SV_ROCE_BATCH];
+	struct iovec v[SV_ROCE_BATCH];
+	int got;
+
+	for (int i = 0; i < SV_ROCE_BATCH; i++) {
+		v[i].iov_base = r->ibuf + (size_t)i * r->islot;
+		v[i].iov_len = r->islot;
+		m[i].msg_hdr =
+			(struct msghdr){.msg_iov = &v[i], .msg_iovlen = 1};
+	}
+	do
+		got = recvmmsg(r->rx_fd, m, SV_ROCE_BATCH, MSG_DONTWAIT, NULL);
+	while (got < 0 && errno == EINTR);
+	if (got <= 0) /* EAGAIN; ECONNREFUSED: an ICMP error, no data */
+		return 0;
+	for (int i = 0; i < got; i++)
+		r->ilen[i] = m[i].msg_hdr.msg_flags & MSG_TRUNC ? r->islot + 1
+								: m[i].msg_len;
+	r->inext = 0;
+	r->icount = (uint32_t)got;
+	r->reads += (uint64_t)got;
+	return got;
 }
 
 /* The first link of r's four-tuple but r (caller holds share_lock). */
