@@ -82,6 +82,38 @@ void cm_ib_again_arm(struct cm_id *c, uint16_t attr,
 	cm_link_kick(); /* the CM thread's timeout sees it */
 }
 
+/* The longest wait an MRA may ask for: 4.096 us x 2^31 is 2.4 hours;
+ * the kernel's rdma_cm asks 2^24 (68.7 s, CMA_CM_MRA_SETTING) of every
+ * REQ a userspace listener has not accepted yet. */
+#define CM_MRA_HOLD_MAX_MS 300000u
+
+bool cm_ib_again_hold(struct cm_id *c, uint8_t msg_kind,
+		      uint8_t service_timeout)
+{
+	uint8_t st = msg_kind == 0 ? CM_REQ_SENT : CM_REP_SENT;
+	uint64_t hold, now = cm_now_ms();
+
+	if (msg_kind > 1 || !c->ib_again || c->ib_again_state != st ||
+	    c->state != st || c->ib_again[16] != 0 ||
+	    c->ib_again[17] != (msg_kind ? CM_MAD_REP : CM_MAD_REQ))
+		return false;
+	/* 4.096 us x 2^service_timeout, in ms; then the usual try (as
+	 * the kernel's cm_mra_handler: the MRA's time and a packet's
+	 * life, then the MAD goes again) */
+	hold = (4096ull << (service_timeout & 31)) / 1000000u;
+	if (hold > CM_MRA_HOLD_MAX_MS)
+		hold = CM_MRA_HOLD_MAX_MS;
+	hold += again_ms(st);
+	if (c->ib_again_ms < now + hold)
+		c->ib_again_ms = now + hold;
+	/* a REQ's whole wait (conn.c) lasts past the hold by one try */
+	if (st == CM_REQ_SENT && c->rep_until_ms &&
+	    c->rep_until_ms < c->ib_again_ms + again_ms(st))
+		c->rep_until_ms = c->ib_again_ms + again_ms(st);
+	cm_link_kick();
+	return true;
+}
+
 /* The kept MAD's attribute (a REQ_SENT id's may be a SIDR REQ). */
 static uint16_t again_attr(const struct cm_id *c)
 {

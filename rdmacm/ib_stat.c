@@ -25,6 +25,7 @@ static const char *const names[CM_IB_NCTR] = {
 	[CM_IB_DUP_REP] = "cm_mad_dup_rep",
 	[CM_IB_GAVE_UP] = "cm_mad_gave_up",
 	[CM_IB_SEND_ERR] = "cm_mad_send_err",
+	[CM_IB_MRA] = "cm_mad_mra",
 	[CM_IB_DROP_FAULT] = "cm_mad_drop_fault",
 	[CM_IB_DROP_PKT] = "cm_mad_drop_pkt",
 	[CM_IB_DROP_MAD] = "cm_mad_drop_mad",

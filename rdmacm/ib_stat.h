@@ -16,6 +16,7 @@ enum cm_ib_ctr {
 	CM_IB_DUP_REP,	     /* a REP again: its RTU again */
 	CM_IB_GAVE_UP,	     /* a REQ's, REP's, DREQ's retries ran out */
 	CM_IB_SEND_ERR,	     /* sendto failed */
+	CM_IB_MRA,	     /* an MRA held our kept REQ or REP */
 	CM_IB_DROP_FAULT,    /* lost on purpose: SOFTVERBS_CM_MAD_DROP */
 	CM_IB_DROP_PKT,	     /* not a GSI MAD (RoCE codec, QPNs, Q_Key) */
 	CM_IB_DROP_MAD,	     /* cm_mad_decode said no */

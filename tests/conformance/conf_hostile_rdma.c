@@ -185,8 +185,7 @@ static void hr_hello(struct hr *H)
 {
 	int fds[4] = {H->my_ring, H->my_rsp, H->arena_fd, H->table_fd};
 
-	sv_fake_hello(&H->f, H->v.qp->qp_num, fds, H->arena_fd >= 0 ? 4 : 2,
-		      1);
+	sv_fake_hello(&H->f, H->v.qp->qp_num, fds, H->arena_fd >= 0 ? 4 : 2, 1);
 }
 
 static void hr_setup(struct hr *H, int zone_access, uint32_t ndesc, bool share)

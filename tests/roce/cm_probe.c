@@ -13,7 +13,10 @@
  * completed, 1 otherwise (a REJ says its reason).  A probe, not shipped.
  * `hostile`: every kind of bad MAD once, then 500 REQs for a port nobody
  * listens on, to a listener at PORT (roce.netns row rdma_cm_hostile).
- *   cm_probe [hostile] LOCAL_IPv4 REMOTE_IPv4 PORT [TIMEOUT_S]
+ * `mra`: to the REP, an MRA asking 4.096 us x 2^19 (2.1 s), then counts
+ * the REPs that come again in the next 1.5 s (printed) before the RTU
+ * (roce.netns row rdma_cm_mra).
+ *   cm_probe [hostile|mra] LOCAL_IPv4 REMOTE_IPv4 PORT [TIMEOUT_S]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,6 +35,8 @@
 
 static struct sockaddr_in me, peer;
 static struct sv_roce_ip ip;
+static int tx_fd = -1; /* mra: sends from rxe's QP1 port, as our CM's
+			* sockets expect (ib_link.h CM_IB_QP1_SPORT) */
 static uint32_t psn = 1;
 
 static uint64_t now_ms(void)
@@ -68,8 +73,8 @@ static int send_mad(int fd, const struct cm_mad *m)
 	n = sv_roce_build(pkt, sizeof(pkt), &p, &ip);
 	if (n < 0)
 		return n;
-	if (sendto(fd, pkt, (size_t)n, 0, (struct sockaddr *)&peer,
-		   sizeof(peer)) != n)
+	if (sendto(tx_fd >= 0 ? tx_fd : fd, pkt, (size_t)n, 0,
+		   (struct sockaddr *)&peer, sizeof(peer)) != n)
 		return -errno;
 	printf("sent attr 0x%04x local 0x%08x remote 0x%08x\n", m->attr,
 	       m->local_id, m->remote_id);
@@ -275,14 +280,16 @@ int main(int argc, char **argv)
 	struct cm_mad m, rep;
 
 	bool bad = argc > 1 && !strcmp(argv[1], "hostile");
+	bool mra = argc > 1 && !strcmp(argv[1], "mra");
 
-	if (bad) {
+	if (bad || mra) {
 		argv++;
 		argc--;
 	}
 	if (argc < 4) {
 		fprintf(stderr,
-			"usage: cm_probe [hostile] LOCAL REMOTE PORT [SECS]\n");
+			"usage: cm_probe [hostile|mra] LOCAL REMOTE PORT "
+			"[SECS]\n");
 		return 2;
 	}
 	me = (struct sockaddr_in){.sin_family = AF_INET,
@@ -304,6 +311,20 @@ int main(int argc, char **argv)
 	ip.sport = SV_ROCE_PORT;
 	if (bad)
 		return hostile(fd, (uint16_t)atoi(argv[3]));
+	if (mra) {
+		struct sockaddr_in qp1 = me;
+
+		qp1.sin_port = htons(0xd872);
+		tx_fd = socket(AF_INET, SOCK_DGRAM, 0);
+		if (tx_fd < 0 ||
+		    setsockopt(tx_fd, IPPROTO_IP, IP_MTU_DISCOVER, &on,
+			       sizeof(on)) ||
+		    bind(tx_fd, (struct sockaddr *)&qp1, sizeof(qp1))) {
+			perror("cm_probe: socket at LOCAL:0xd872");
+			return 1;
+		}
+		ip.sport = 0xd872;
+	}
 	srandom((unsigned int)getpid());
 	id = (uint32_t)random() | 1;
 	m = req_for((uint16_t)atoi(argv[3]), id);
@@ -313,6 +334,23 @@ int main(int argc, char **argv)
 	       "rnr_retry %u srq %u ca_guid 0x%016llx\n",
 	       rep.qpn, rep.psn, rep.resp_res, rep.init_depth, rep.rnr_retry,
 	       rep.srq, (unsigned long long)rep.ca_guid);
+	if (mra) {
+		uint64_t until = now_ms() + 1500;
+		unsigned int again = 0;
+
+		m = (struct cm_mad){.method = CM_MAD_METHOD_SEND,
+				    .tid = id,
+				    .attr = CM_MAD_MRA,
+				    .local_id = id,
+				    .remote_id = rep.local_id,
+				    .msg_kind = 1,
+				    .service_timeout = 19};
+		if (send_mad(fd, &m))
+			return 1;
+		while (recv_mad(fd, until, &m) == 0)
+			again += m.attr == CM_MAD_REP && m.remote_id == id;
+		printf("REPs again during the MRA's hold: %u\n", again);
+	}
 	m = (struct cm_mad){.method = CM_MAD_METHOD_SEND,
 			    .tid = id,
 			    .attr = CM_MAD_RTU,

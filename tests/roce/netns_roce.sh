@@ -627,6 +627,38 @@ if want rdma_cm_hostile; then
 	fi
 fi
 
+# An MRA (IBA 12.6.6): the kernel's rdma_cm sends one for every REQ its
+# userspace listener has not accepted yet, asking 68.7 s.  cm_probe from
+# b answers the listener's REP with an MRA asking 2.1 s: none of the REPs
+# that SOFTVERBS_CM_TIMEOUT_MS=1600 resends every 100 ms may come in the
+# next 1.5 s (before, every MRA was dropped as not ours and the REPs went
+# on); then the probe's RTU, DREQ and DREP, and rping's server ends 0
+if want rdma_cm_mra; then
+	port=$((port + 1))
+	timeout 120 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 \
+		SOFTVERBS_CM_TIMEOUT_MS=1600 $run \
+		rping -s -a $A -p $port -C 10 >"$log/mra.s" 2>&1 &
+	spid=$!
+	listening a $port
+	ip netns exec "$tag-b" "$build/tests/cm_probe" mra 10.77.0.2 $A \
+		$port 30 >"$log/mra.p" 2>&1
+	prc=$?
+	wait $spid 2>/dev/null
+	src=$?
+	again=$(sed -n 's/^REPs again during the MRA.s hold: //p' "$log/mra.p")
+	if [ $prc != 0 ] || [ $src != 0 ] || [ "$again" != 0 ] ||
+		! grep -q "MRA: our REP waits" "$log/mra.s"; then
+		echo "FAIL rdma_cm_mra: probe $prc, server $src, REPs again" \
+			"in the hold: [$again]"
+		tail -8 "$log/mra.p" | sed 's/^/  probe: /'
+		grep -v "^softverbs\[" "$log/mra.s" | tail -5 | sed 's/^/  server: /'
+		failed=1
+	else
+		echo "ok   rdma_cm_mra: no REP again in the MRA's 1.5 s;" \
+			"RTU, DREQ, DREP after it"
+	fi
+fi
+
 # SIDR over RoCE (issue 26 item 3): Debian's udaddy (UD, RDMA_PS_UDP,
 # its fixed port 7174), whose rdma_connect sends a SIDR REQ to the
 # listener's QP1 (MAD 0x0017) and whose listener answers a SIDR REP

@@ -122,9 +122,11 @@ SV_TEST(roce_share_each_datagram_reaches_its_link_once)
 
 	end_init(&a, QPN_A);
 	end_init(&b, QPN_B);
-	ASSERT_OK(sv_roce_share_open(&a.r, &me, &peer, ntohs(peer.in.sin_port)));
+	ASSERT_OK(
+		sv_roce_share_open(&a.r, &me, &peer, ntohs(peer.in.sin_port)));
 	ASSERT_TRUE(!atomic_load(&a.r.shared)); /* alone: no lock */
-	ASSERT_OK(sv_roce_share_open(&b.r, &me, &peer, ntohs(peer.in.sin_port)));
+	ASSERT_OK(
+		sv_roce_share_open(&b.r, &me, &peer, ntohs(peer.in.sin_port)));
 	ASSERT_TRUE(atomic_load(&a.r.shared) && atomic_load(&b.r.shared));
 	ASSERT_TRUE(a.r.rx_fd != b.r.rx_fd);
 	ASSERT_OK(connect(tx, &me.sa, sizeof(me.in)));
@@ -207,10 +209,12 @@ SV_TEST(roce_share_other_tuples_stay_apart)
 	tx = tuple(&me, &peer);
 	end_init(&a, QPN_A);
 	end_init(&b, QPN_B);
-	ASSERT_OK(sv_roce_share_open(&a.r, &me, &peer, ntohs(peer.in.sin_port)));
+	ASSERT_OK(
+		sv_roce_share_open(&a.r, &me, &peer, ntohs(peer.in.sin_port)));
 	/* the same port, another peer address: its own socket */
 	peer.in.sin_addr.s_addr = htonl(0x7f000002);
-	ASSERT_OK(sv_roce_share_open(&b.r, &me, &peer, ntohs(peer.in.sin_port)));
+	ASSERT_OK(
+		sv_roce_share_open(&b.r, &me, &peer, ntohs(peer.in.sin_port)));
 	ASSERT_TRUE(!atomic_load(&a.r.shared) && !atomic_load(&b.r.shared));
 	end_fini(&a);
 	end_fini(&b);
@@ -249,13 +253,14 @@ SV_TEST(roce_share_other_process_tuple_refused)
 	ASSERT_EQ(1, read(up[0], &c, 1));
 	ASSERT_EQ('y', c);
 	end_init(&a, QPN_A);
-	ASSERT_EQ(-EADDRINUSE,
-		  sv_roce_share_open(&a.r, &me, &peer, ntohs(peer.in.sin_port)));
+	ASSERT_EQ(-EADDRINUSE, sv_roce_share_open(&a.r, &me, &peer,
+						  ntohs(peer.in.sin_port)));
 	ASSERT_EQ(-1, a.r.rx_fd);
 	ASSERT_EQ(1, write(down[1], "x", 1));
 	ASSERT_EQ(child, waitpid(child, &st, 0));
 	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	ASSERT_OK(sv_roce_share_open(&a.r, &me, &peer, ntohs(peer.in.sin_port)));
+	ASSERT_OK(
+		sv_roce_share_open(&a.r, &me, &peer, ntohs(peer.in.sin_port)));
 	end_fini(&a);
 	close(tx);
 	for (int i = 0; i < 2; i++) {

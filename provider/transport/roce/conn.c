@@ -42,7 +42,6 @@ static void set_port(union sv_sockaddr *a, uint16_t port)
 		a->in.sin_port = htons(port);
 }
 
-
 /* The two sockets: rx bound to our :4791 and connected to the peer's
  * source port for the pair (the flow label's, if the address vector has
  * one, as rxe's); tx bound to that port on our address, IP ID

@@ -316,7 +316,7 @@ static bool take_read(struct sv_link *l)
 		uint32_t n = r->ilen[r->inext];
 
 		if (n == SV_ROCE_GONE)
-			continue; /* passed to the link it is for (share.c) */
+			continue;   /* passed to the link it is for (share.c) */
 		if (n > r->islot) { /* truncated: longer than our MTU's */
 			drop(r, SV_ROCE_LEN);
 			continue;
@@ -334,10 +334,10 @@ void sv_roce_read_in(struct sv_link *l)
 	if (!r || !take_read(l))
 		return; /* still no room: the completer's next run */
 	for (int i = 0; i < SV_ROCE_RX_BATCH; i += SV_ROCE_BATCH) {
-		bool more = atomic_load_explicit(&r->shared,
-						 memory_order_acquire)
-				    ? sv_roce_share_read(r)
-				    : sv_roce_recv(r) == SV_ROCE_BATCH;
+		bool more =
+			atomic_load_explicit(&r->shared, memory_order_acquire)
+				? sv_roce_share_read(r)
+				: sv_roce_recv(r) == SV_ROCE_BATCH;
 
 		if (!take_read(l) || !more)
 			return; /* one waits, or the socket is empty */

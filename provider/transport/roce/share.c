@@ -202,8 +202,8 @@ static int claim(const struct sv_roce *r)
  * peer: a wildcard address becomes the one the route to peer gives (two
  * links, one bound to our address and one to the wildcard, have one
  * four-tuple once connected). */
-static void local_of(const union sv_sockaddr *me,
-		     const union sv_sockaddr *peer, union sv_sockaddr *out)
+static void local_of(const union sv_sockaddr *me, const union sv_sockaddr *peer,
+		     union sv_sockaddr *out)
 {
 	static const uint8_t any6[16];
 	union sv_sockaddr got;
@@ -336,10 +336,9 @@ static uint32_t mail_take(struct sv_roce *r)
 	return k;
 }
 
-/* The destination QPN in a datagram's BTH (bytes 5-7), or our own when it has none
- * (too short: the parser drops it as ours). */
-static uint32_t dqpn_of(const struct sv_roce *r, const uint8_t *d,
-			uint32_t n)
+/* The destination QPN in a datagram's BTH (bytes 5-7), or our own when it has
+ * none (too short: the parser drops it as ours). */
+static uint32_t dqpn_of(const struct sv_roce *r, const uint8_t *d, uint32_t n)
 {
 	if (n < SV_ROCE_BTH || n > r->islot)
 		return r->my_qpn;
