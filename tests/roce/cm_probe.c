@@ -15,8 +15,10 @@
  * listens on, to a listener at PORT (roce.netns row rdma_cm_hostile).
  * `mra`: to the REP, an MRA asking 4.096 us x 2^19 (2.1 s), then counts
  * the REPs that come again in the next 1.5 s (printed) before the RTU
- * (roce.netns row rdma_cm_mra).
- *   cm_probe [hostile|mra] LOCAL_IPv4 REMOTE_IPv4 PORT [TIMEOUT_S]
+ * (roce.netns row rdma_cm_mra).  `mra-req`: the passive side instead:
+ * to the first REQ from REMOTE, the same MRA, the REQs again counted
+ * likewise, then a REJ (consumer reject); PORT unused.
+ *   cm_probe [hostile|mra|mra-req] LOCAL_IPv4 REMOTE_IPv4 PORT [SECS]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -272,6 +274,41 @@ static int expect(int fd, uint64_t deadline, uint16_t attr, uint32_t id,
 	return -ETIMEDOUT;
 }
 
+/* mra-req: the passive side of one REQ, which an MRA holds, then a REJ
+ * ends (the count of REQs again in the hold printed): 0, or 1. */
+static int held_req(int fd, uint64_t deadline, uint32_t id)
+{
+	struct cm_mad req, m;
+	uint64_t until;
+	unsigned int again = 0;
+
+	do {
+		if (recv_mad(fd, deadline, &req))
+			return 1;
+	} while (req.attr != CM_MAD_REQ);
+	m = (struct cm_mad){.method = CM_MAD_METHOD_SEND,
+			    .tid = req.tid,
+			    .attr = CM_MAD_MRA,
+			    .local_id = id,
+			    .remote_id = req.local_id,
+			    .msg_kind = 0,
+			    .service_timeout = 19};
+	if (send_mad(fd, &m))
+		return 1;
+	until = now_ms() + 1500;
+	while (recv_mad(fd, until, &m) == 0)
+		again += m.attr == CM_MAD_REQ && m.local_id == req.local_id;
+	printf("REQs again during the MRA's hold: %u\n", again);
+	m = (struct cm_mad){.method = CM_MAD_METHOD_SEND,
+			    .tid = req.tid,
+			    .attr = CM_MAD_REJ,
+			    .local_id = id,
+			    .remote_id = req.local_id,
+			    .msg_kind = 0,
+			    .reason = 28}; /* consumer reject */
+	return send_mad(fd, &m) ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	int on = IP_PMTUDISC_DO, fd;
@@ -281,15 +318,16 @@ int main(int argc, char **argv)
 
 	bool bad = argc > 1 && !strcmp(argv[1], "hostile");
 	bool mra = argc > 1 && !strcmp(argv[1], "mra");
+	bool mra_req = argc > 1 && !strcmp(argv[1], "mra-req");
 
-	if (bad || mra) {
+	if (bad || mra || mra_req) {
 		argv++;
 		argc--;
 	}
 	if (argc < 4) {
-		fprintf(stderr,
-			"usage: cm_probe [hostile|mra] LOCAL REMOTE PORT "
-			"[SECS]\n");
+		fprintf(stderr, "usage: cm_probe [hostile|mra|mra-req] LOCAL "
+				"REMOTE PORT "
+				"[SECS]\n");
 		return 2;
 	}
 	me = (struct sockaddr_in){.sin_family = AF_INET,
@@ -311,7 +349,7 @@ int main(int argc, char **argv)
 	ip.sport = SV_ROCE_PORT;
 	if (bad)
 		return hostile(fd, (uint16_t)atoi(argv[3]));
-	if (mra) {
+	if (mra || mra_req) {
 		struct sockaddr_in qp1 = me;
 
 		qp1.sin_port = htons(0xd872);
@@ -327,6 +365,8 @@ int main(int argc, char **argv)
 	}
 	srandom((unsigned int)getpid());
 	id = (uint32_t)random() | 1;
+	if (mra_req)
+		return held_req(fd, deadline, id);
 	m = req_for((uint16_t)atoi(argv[3]), id);
 	if (send_mad(fd, &m) || expect(fd, deadline, CM_MAD_REP, id, &rep))
 		return 1;

@@ -657,6 +657,37 @@ if want rdma_cm_mra; then
 		echo "ok   rdma_cm_mra: no REP again in the MRA's 1.5 s;" \
 			"RTU, DREQ, DREP after it"
 	fi
+	# the active side: our rping client's REQ held by the probe's MRA
+	# (no REQ again in 1.5 s, SOFTVERBS_CM_TIMEOUT_MS=1600 resending
+	# every 100 ms), then rejected: the client fails at once
+	ip netns exec "$tag-a" "$build/tests/cm_probe" mra-req $A 10.77.0.2 \
+		0 30 >"$log/mrq.p" 2>&1 &
+	ppid=$!
+	t=0 # the probe's socket at A:4791
+	until ip netns exec "$tag-a" ss -Hlun "sport = :4791" | grep -q . ||
+		[ $t -ge 100 ]; do
+		t=$((t + 1))
+		sleep 0.1 # another namespace's sockets: no event says
+	done
+	timeout 30 ip netns exec "$tag-b" env SOFTVERBS_DEBUG=1 \
+		SOFTVERBS_CM_TIMEOUT_MS=1600 $run \
+		rping -c -a $A -p $port -C 1 >"$log/mrq.c" 2>&1
+	rc=$?
+	wait $ppid
+	prc=$?
+	again=$(sed -n 's/^REQs again during the MRA.s hold: //p' "$log/mrq.p")
+	if [ $prc != 0 ] || [ $rc = 0 ] || [ $rc = 124 ] ||
+		[ "$again" != 0 ] ||
+		! grep -q "MRA: our REQ waits" "$log/mrq.c"; then
+		echo "FAIL rdma_cm_mra_req: probe $prc, client $rc, REQs again" \
+			"in the hold: [$again]"
+		tail -6 "$log/mrq.p" | sed 's/^/  probe: /'
+		grep -v "^softverbs\[" "$log/mrq.c" | tail -5 | sed 's/^/  client: /'
+		failed=1
+	else
+		echo "ok   rdma_cm_mra_req: no REQ again in the MRA's 1.5 s;" \
+			"the REJ ended the client ($rc)"
+	fi
 fi
 
 # SIDR over RoCE (issue 26 item 3): Debian's udaddy (UD, RDMA_PS_UDP,
