@@ -31,7 +31,7 @@
  * RTU again, a DREQ after the id closed with its DREP again for a time
  * (timewait: ib_resend.c).  A UD id's SIDR REQ and REP: ib_sidr.c.
  * Counters: ib_stat.c.  An MRA holds our kept REQ or REP for the time
- * it asks (ib_resend.c cm_ib_again_hold).  Not yet: LAP/APR, IPv6.
+ * it asks (ib_resend.c cm_ib_mra).  Not yet: LAP/APR, IPv6.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -626,15 +626,7 @@ static bool deliver(struct cm_id *c, const struct cm_mad *d)
 	if (rep_again(c, d))
 		return true;
 	if (d->attr == CM_MAD_MRA) {
-		if (cm_ib_again_hold(c, d->msg_kind, d->service_timeout)) {
-			cm_ib_count(CM_IB_MRA);
-			cm_log("id %p: MRA: our %s waits 4.096 us x 2^%u\n",
-			       (void *)c, d->msg_kind ? "REP" : "REQ",
-			       d->service_timeout);
-			return true;
-		}
-		cm_ib_count(CM_IB_DROP_NOT_OURS);
-		cm_log("id %p: MRA for no MAD we keep: dropped\n", (void *)c);
+		cm_ib_mra(c, d); /* its hold (ib_resend.c) */
 		return true;
 	}
 	if (!record_of(c, d, &r)) {

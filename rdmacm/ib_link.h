@@ -55,11 +55,10 @@ void cm_ib_resend_counts(uint64_t *walks, uint64_t *visits);
 /* MAD mad, just sent, kept to go again if it waits for an answer. */
 void cm_ib_again_arm(struct cm_id *c, uint16_t attr,
 		     const uint8_t mad[CM_MAD_SIZE]);
-/* An MRA for c's kept REQ (msg_kind 0) or REP (1): the peer has it and
- * asks us to wait service_timeout (IBA 12.6.6); true if it was for the
- * MAD c keeps. */
-bool cm_ib_again_hold(struct cm_id *c, uint8_t msg_kind,
-		      uint8_t service_timeout);
+/* MRA d for c: the peer has c's kept REQ (msg_kind 0) or REP (1) and
+ * asks us to wait its service_timeout (IBA 12.6.6): the resends hold;
+ * one for a MAD c does not keep is dropped (counted, logged). */
+void cm_ib_mra(struct cm_id *c, const struct cm_mad *d);
 /* c, being destroyed, leaves its DREQ to be resent: true if taken
  * (with c's sockets). */
 bool cm_ib_orphan_adopt(struct cm_id *c);

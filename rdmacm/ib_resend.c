@@ -5,8 +5,9 @@
  * and sent again until its answer comes or its tries run out; a DREQ
  * whose id is destroyed before its DREP kept in orphans[] with the id's
  * sockets.  The CM thread drives it (cm_ib_resend_all, cm.h); ib_link.c
- * keeps and drops (cm_ib_again_arm, cm_ib_again_drop) and hands over
- * (cm_ib_orphan_adopt, cm_ib_orphan_answered: ib_link.h).
+ * keeps and drops (cm_ib_again_arm, cm_ib_again_drop), holds on an MRA
+ * (cm_ib_mra) and hands over (cm_ib_orphan_adopt, cm_ib_orphan_answered:
+ * ib_link.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -87,8 +88,8 @@ void cm_ib_again_arm(struct cm_id *c, uint16_t attr,
  * REQ a userspace listener has not accepted yet. */
 #define CM_MRA_HOLD_MAX_MS 300000u
 
-bool cm_ib_again_hold(struct cm_id *c, uint8_t msg_kind,
-		      uint8_t service_timeout)
+static bool again_hold(struct cm_id *c, uint8_t msg_kind,
+		       uint8_t service_timeout)
 {
 	uint8_t st = msg_kind == 0 ? CM_REQ_SENT : CM_REP_SENT;
 	uint64_t hold, now = cm_now_ms();
@@ -112,6 +113,18 @@ bool cm_ib_again_hold(struct cm_id *c, uint8_t msg_kind,
 		c->rep_until_ms = c->ib_again_ms + again_ms(st);
 	cm_link_kick();
 	return true;
+}
+
+void cm_ib_mra(struct cm_id *c, const struct cm_mad *d)
+{
+	if (again_hold(c, d->msg_kind, d->service_timeout)) {
+		cm_ib_count(CM_IB_MRA);
+		cm_log("id %p: MRA: our %s waits 4.096 us x 2^%u\n", (void *)c,
+		       d->msg_kind ? "REP" : "REQ", d->service_timeout);
+		return;
+	}
+	cm_ib_count(CM_IB_DROP_NOT_OURS);
+	cm_log("id %p: MRA for no MAD we keep: dropped\n", (void *)c);
 }
 
 /* The kept MAD's attribute (a REQ_SENT id's may be a SIDR REQ). */
