@@ -207,8 +207,6 @@ int fz_peer_open(struct fz_peer *p, uint32_t ndesc)
 	err = sv_link_bind(&p->l, SV_LINK_SOCK, &p->qpn);
 	if (err)
 		return err;
-	/* no progress thread watches our listener: every accept tries */
-	p->l.accept_always = true;
 	err = sv_link_prepare(&p->l, &sv_shm_link_ops,
 			      &(struct sv_link_conf){.my_qpn = p->qpn,
 						     .ring_size = 16384,

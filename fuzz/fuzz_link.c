@@ -252,9 +252,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	sv_link_init(&r.vl);
 	FZ_CHECK(sv_link_bind(&r.vl, SV_LINK_SOCK, &r.vqpn) == 0);
-	/* no progress thread watches the victim's listener: each accept
-	 * command tries (else none took a connection after the gating) */
-	r.vl.accept_always = true;
 	FZ_CHECK(sv_link_prepare(
 			 &r.vl, &sv_shm_link_ops,
 			 &(struct sv_link_conf){.my_qpn = r.vqpn,
