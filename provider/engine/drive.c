@@ -347,10 +347,6 @@ static void locked(struct sv_qp *qp, struct sv_pfd *p,
 static void listen_step(struct sv_qp *qp, struct sv_pfd *p)
 {
 	(void)p;
-	/* its EPOLLIN edge: this step accepts what came (set here, on a
-	 * listed QP under its lock: a stale event of a destroyed QP whose
-	 * slot is being made again writes nothing) */
-	sv_link_listener_readable(&qp->link);
 	sv_qp_link_step(qp);
 }
 

@@ -191,7 +191,7 @@ static void *progress_main(void *arg)
 	return NULL;
 }
 
-int sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd)
+void sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd)
 {
 	uint32_t ev = EPOLLIN | EPOLLRDHUP;
 	int err;
@@ -209,7 +209,6 @@ int sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd)
 	err = sv_io_start(&ctx->prog->loop, &p->io, fd, ev);
 	if (err)
 		sv_dbg("epoll add %d: %s\n", fd, strerror(-err));
-	return err;
 }
 
 /* New events for p, as its quiet and out say. */

@@ -28,9 +28,8 @@ void sv_progress_timer_stop(struct sv_context *ctx, struct sv_timer *t);
 /* Has the thread call cb(a) soon (any thread); nothing if a is queued. */
 void sv_progress_async(struct sv_context *ctx, struct sv_async *a,
 		       sv_async_cb *cb);
-/* Registers p (its callback: sv_pfd_set) for fd in ctx's loop: 0, or
- * -errno (said with SOFTVERBS_DEBUG; its events will not come). */
-int sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd);
+/* Registers p (its callback: sv_pfd_set) for fd in ctx's loop. */
+void sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd);
 void sv_progress_del(struct sv_context *ctx, struct sv_pfd *p);
 /* An edge-triggered socket of ours (a TCP link's): out, whether room to
  * send wakes the thread too. */

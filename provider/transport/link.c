@@ -308,12 +308,6 @@ int sv_link_accept(struct sv_link *l, uint32_t my_qpn, uint32_t expect)
 			return r;
 		got |= r;
 	}
-	/* nothing arrived since the queue was last drained: no accept4
-	 * (cleared first: a connection after this makes a new edge) */
-	if (!l->accept_always &&
-	    !atomic_exchange_explicit(&l->accept_ready, false,
-				      memory_order_acq_rel))
-		return got;
 	while ((fd = accept4(l->listen_fd, NULL, NULL,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
 		int i;
@@ -326,11 +320,8 @@ int sv_link_accept(struct sv_link *l, uint32_t my_qpn, uint32_t expect)
 		l->pend_fd[i] = fd;
 		l->pend_ns[i] = now;
 		r = try_pending(l, i, my_qpn, expect, now);
-		if (r < 0) {
-			/* stopped short of EAGAIN: more may wait */
-			sv_link_listener_readable(l);
+		if (r < 0)
 			return r;
-		}
 		got |= r;
 	}
 	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
@@ -338,7 +329,6 @@ int sv_link_accept(struct sv_link *l, uint32_t my_qpn, uint32_t expect)
 		/* a connection waits that we cannot take yet */
 		r = -errno;
 		l->next_accept_ns = sv_link_backoff(&wait, now);
-		sv_link_listener_readable(l);
 		return r;
 	}
 	l->next_accept_ns = 0;

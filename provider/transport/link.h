@@ -245,17 +245,8 @@ struct sv_link {
 	int pend_fd[SV_LINK_PENDING]; /* accepted, hello not yet read */
 	uint64_t pend_ns[SV_LINK_PENDING]; /* when each was accepted */
 	uint64_t next_accept_ns; /* retry time for a failed accept, or 0 */
-	/* accept4 only when the listener may hold a connection (issue 27
-	 * item 3: it was tried ~3 times per QP with nothing there): the
-	 * progress thread's EPOLLIN edge on listen_fd (edge triggered, so
-	 * one per new connection) sets accept_ready
-	 * (sv_link_listener_readable), sv_link_accept clears it before it
-	 * drains the queue to EAGAIN and sets it again when it stops short;
-	 * accept_always when the listener is not in the loop */
-	atomic_bool accept_ready;
-	bool accept_always;
-	struct sv_tcp *tcp; /* the TCP transport's state (tcp/), or NULL;
-			     * only transport/tcp/ reads it */
+	struct sv_tcp *tcp;	 /* the TCP transport's state (tcp/), or NULL;
+				  * only transport/tcp/ reads it */
 	/* the transport's own state (shm.c's), opaque here */
 	union {
 		uint64_t w[SV_LINK_PRIV_WORDS];
@@ -487,12 +478,6 @@ int sv_link_step(struct sv_link *l, uint32_t my_qpn, uint32_t expect);
  * (or -ENFILE...) when a connection or our peer's fds could not be taken
  * (out of fds). */
 int sv_link_accept(struct sv_link *l, uint32_t my_qpn, uint32_t expect);
-/* The progress thread saw listen_fd readable: the next sv_link_accept
- * takes what waits there (any thread: an atomic flag). */
-static inline void sv_link_listener_readable(struct sv_link *l)
-{
-	atomic_store_explicit(&l->accept_ready, true, memory_order_release);
-}
 /* The transport's goodbye (if bye) and close, then the rings, the
  * pending connections; the QP's socket stays (sv_link_unbind).  The link
  * is IDLE with no transport after. */

@@ -691,10 +691,7 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	sv_list_add_tail(&ctx->qps, &qp->ctx_node);
 	atomic_store_explicit(&qp->listed, true, memory_order_relaxed);
 	pthread_rwlock_unlock(&ctx->qp_lock);
-	/* its connections announced by EPOLLIN (a pending one too: epoll
-	 * reports it at the add); not in the loop, every step accepts */
-	if (sv_progress_add(ctx, &qp->pfd[0], qp->link.listen_fd))
-		qp->link.accept_always = true;
+	sv_progress_add(ctx, &qp->pfd[0], qp->link.listen_fd);
 	take_refs(qp, a);
 
 	report_caps(qp, &a->cap);
