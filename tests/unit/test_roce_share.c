@@ -108,13 +108,22 @@ static int tuple(union sv_sockaddr *me, union sv_sockaddr *peer)
 	return tx;
 }
 
+/* One datagram from tx: a BTH naming QPN q, then sequence number seq. */
+static void send_one(int tx, uint32_t q, uint32_t seq)
+{
+	uint8_t d[64] = {[5] = (uint8_t)(q >> 16),
+			 [6] = (uint8_t)(q >> 8),
+			 [7] = (uint8_t)q};
+
+	memcpy(d + 12, &seq, 4);
+	ASSERT_EQ(sizeof(d), send(tx, d, sizeof(d), 0));
+}
+
 SV_TEST(roce_share_each_datagram_reaches_its_link_once)
 {
-	union sv_sockaddr me = {.in = {.sin_family = AF_INET}};
-	union sv_sockaddr peer = {.in = {.sin_family = AF_INET}};
+	union sv_sockaddr me, peer;
 	struct end a, b;
 	pthread_t ta, tb;
-	uint8_t d[64] = {0};
 	uint64_t end;
 	int tx;
 
@@ -145,11 +154,7 @@ SV_TEST(roce_share_each_datagram_reaches_its_link_once)
 			ASSERT_TRUE(sv_now_ms() < end);
 			sched_yield();
 		}
-		d[5] = (uint8_t)(q >> 16);
-		d[6] = (uint8_t)(q >> 8);
-		d[7] = (uint8_t)q;
-		memcpy(d + 12, &seq, 4);
-		ASSERT_EQ(sizeof(d), send(tx, d, sizeof(d), 0));
+		send_one(tx, q, seq);
 	}
 	while (atomic_load(&a.taken) + atomic_load(&b.taken) +
 		       a.st.roce_drop_full + b.st.roce_drop_full <
@@ -177,11 +182,7 @@ SV_TEST(roce_share_each_datagram_reaches_its_link_once)
 	for (uint32_t i = 0; i < 2; i++) {
 		uint32_t q = i ? QPN_B : QPN_A, seq = i;
 
-		d[5] = (uint8_t)(q >> 16);
-		d[6] = (uint8_t)(q >> 8);
-		d[7] = (uint8_t)q;
-		memcpy(d + 12, &seq, 4);
-		ASSERT_EQ(sizeof(d), send(tx, d, sizeof(d), 0));
+		send_one(tx, q, seq);
 	}
 	a.stop = false;
 	memset(a.seen, 0, N);
@@ -201,8 +202,7 @@ SV_TEST(roce_share_each_datagram_reaches_its_link_once)
 
 SV_TEST(roce_share_other_tuples_stay_apart)
 {
-	union sv_sockaddr me = {.in = {.sin_family = AF_INET}};
-	union sv_sockaddr peer = {.in = {.sin_family = AF_INET}};
+	union sv_sockaddr me, peer;
 	struct end a, b;
 	int tx;
 
@@ -226,8 +226,7 @@ SV_TEST(roce_share_other_tuples_stay_apart)
  * process is gone. */
 SV_TEST(roce_share_other_process_tuple_refused)
 {
-	union sv_sockaddr me = {.in = {.sin_family = AF_INET}};
-	union sv_sockaddr peer = {.in = {.sin_family = AF_INET}};
+	union sv_sockaddr me, peer;
 	int up[2], down[2], tx, st;
 	struct end a;
 	pid_t child;
