@@ -210,6 +210,10 @@ uint64_t sv_stat_refresh(struct sv_context *ctx, uint64_t now)
 	if (now < s->next_ns)
 		return s->next_ns;
 	h = s->hdr;
+	/* the walk's own start: now is the loop's, before its timers ran
+	 * (under load their runs took seconds, and four times that kept
+	 * the table stale past sv_idle's 5 s) */
+	now = sv_now_ns();
 	pthread_mutex_lock(&s->lock);
 	memcpy(tot, s->gone, sizeof(tot));
 	/* the UD listener's drops (RoCEv2 datagrams for no QP of ours, or

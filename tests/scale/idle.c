@@ -222,7 +222,10 @@ static uint64_t idle_count(const struct sv_stat_hdr *h, const char *name,
 {
 	const struct sv_stat_slot *sl = (const void *)(h + 1);
 	uint64_t upd = __atomic_load_n(&h->updated_ns, __ATOMIC_ACQUIRE);
-	uint64_t deadline = now_ns() + 5000000000ull, looks = 0;
+	/* a refresh that never comes, not a slow one: a walk of 2,000
+	 * QPs on a loaded machine may be preempted, and the next waits
+	 * four walks' time (provider/lib/stat.c) */
+	uint64_t deadline = now_ns() + 30000000000ull, looks = 0;
 	int k = -1;
 
 	for (uint32_t i = 0; i < h->nctr; i++)
@@ -233,7 +236,7 @@ static uint64_t idle_count(const struct sv_stat_hdr *h, const char *name,
 	/* wait for the next refresh, then copy under its seqcount */
 	while (__atomic_load_n(&h->updated_ns, __ATOMIC_ACQUIRE) == upd)
 		if (now_ns() > deadline)
-			die("the counters were not refreshed in 5 s", ETIME);
+			die("the counters were not refreshed in 30 s", ETIME);
 		else
 			usleep(10000);
 	for (;;) {
