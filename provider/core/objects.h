@@ -268,6 +268,21 @@ static inline struct sv_context *to_sctx(struct ibv_context *c)
 	return container_of(c, struct sv_context, vctx.context)->real;
 }
 
+/* One context's handles are one namespace, as the kernel's ufile's.  A
+ * process that imported another's context (ibv_import_device of its
+ * cmd_fd) gives what it makes there (PDs, MRs, DMs) handles with this
+ * bit; the owner's never have it (their numbers stay below it).  So an
+ * import verb on that context finds a handle with the bit in this
+ * process and any other at the owner, and never one for the other
+ * (verbs/import.c). */
+#define SV_HANDLE_HERE 0x80000000u
+
+/* The handle of the object numbered n (below SV_HANDLE_HERE) of ctx. */
+static inline uint32_t sv_handle_of(const struct sv_context *ctx, uint32_t n)
+{
+	return ctx->remote ? n | SV_HANDLE_HERE : n;
+}
+
 /* A PD cannot go while anything created on it lives (the kernel's
  * usecnt): MRs, MWs and QPs take a reference (AHs, SRQs must too). */
 struct sv_pd {

@@ -270,7 +270,8 @@ int sv_close_device(struct ibv_context *c)
 }
 
 /* A PD's id names it in the key table (rmem.h): non-zero, unique in the
- * context until 2^32 PDs have been made.  On ctx->pds until freed
+ * context until 2^31 PDs have been made (its handle: the id, with
+ * SV_HANDLE_HERE on an imported context).  On ctx->pds until freed
  * (an import finds it there by handle while it is not dead,
  * verbs/import.c). */
 struct ibv_pd *sv_alloc_pd(struct ibv_context *c)
@@ -292,11 +293,12 @@ struct ibv_pd *sv_alloc_pd(struct ibv_context *c)
 	}
 	pd->ibv.context = c;
 	do
-		pd->id = atomic_fetch_add_explicit(&ctx->pd_ids, 1,
-						   memory_order_relaxed) +
-			 1;
+		pd->id = (atomic_fetch_add_explicit(&ctx->pd_ids, 1,
+						    memory_order_relaxed) +
+			  1) &
+			 ~SV_HANDLE_HERE;
 	while (!pd->id);
-	pd->ibv.handle = pd->id;
+	pd->ibv.handle = sv_handle_of(ctx, pd->id);
 	pd->real = pd;
 	pd->refs = 1;
 	pthread_mutex_lock(&ctx->pd_lock);

@@ -260,6 +260,7 @@ struct ibv_dm *sv_alloc_dm(struct ibv_context *c,
 	long pg = sysconf(_SC_PAGESIZE);
 	struct sv_dm *dm;
 	int err = check_alloc(attr);
+	uint32_t n;
 
 	if (err) {
 		errno = -err;
@@ -295,9 +296,13 @@ struct ibv_dm *sv_alloc_dm(struct ibv_context *c,
 	dm->refs = 1;
 	dm->memfd = dm->life_fd = -1;
 	pthread_rwlock_init(&dm->move, NULL);
-	dm->ibv.handle = atomic_fetch_add_explicit(&dm_handles, 1,
-						   memory_order_relaxed) +
-			 1;
+	do /* (see SV_HANDLE_HERE) */
+		n = (atomic_fetch_add_explicit(&dm_handles, 1,
+					       memory_order_relaxed) +
+		     1) &
+		    ~SV_HANDLE_HERE;
+	while (!n);
+	dm->ibv.handle = sv_handle_of(ctx, n);
 	dm_link(ctx, dm);
 	return &dm->ibv;
 

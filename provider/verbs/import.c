@@ -496,7 +496,7 @@ struct ibv_pd *sv_import_pd(struct ibv_context *c, uint32_t handle)
 		return NULL;
 	}
 	ctx = to_sctx(c);
-	if (ctx->remote)
+	if (ctx->remote && !(handle & SV_HANDLE_HERE))
 		return import_pd_remote(c, handle);
 	h = calloc(1, sizeof(*h));
 	if (!h) {
@@ -687,6 +687,7 @@ static struct ibv_mr *import_mr_remote(struct ibv_pd *ibpd, uint32_t handle)
 	 * it on failure) */
 	life.word = &ctx->imp_rpage[r.word];
 	life.gen = r.gen;
+	life.handle = handle;
 	return sv_mr_import_remote(ibpd, (void *)(uintptr_t)r.addr,
 				   (size_t)r.length, r.iova, r.access, r.lkey,
 				   &life);
@@ -702,7 +703,7 @@ struct ibv_mr *sv_import_mr(struct ibv_pd *ibpd, uint32_t handle)
 		return NULL;
 	}
 	ctx = to_sctx(ibpd->context);
-	if (ctx->remote)
+	if (ctx->remote && !(handle & SV_HANDLE_HERE))
 		return import_mr_remote(ibpd, handle);
 	m = calloc(1, sizeof(*m));
 	if (!m) {
@@ -710,10 +711,11 @@ struct ibv_mr *sv_import_mr(struct ibv_pd *ibpd, uint32_t handle)
 		return NULL;
 	}
 	pthread_mutex_lock(&ctx->mr_lock);
-	mr = mr_at(ctx, handle);
-	/* of this PD (the kernel's handle is of the ufile; an MR of
-	 * another PD than the one named is a mistake) */
-	if (mr && mr->pd == to_spd(ibpd)) {
+	mr = mr_at(ctx, handle & ~SV_HANDLE_HERE);
+	/* its handle (with the bit or without, as ctx gives them), of this
+	 * PD (the kernel's handle is of the ufile; an MR of another PD than
+	 * the one named is a mistake) */
+	if (mr && mr->ibv.handle == handle && mr->pd == to_spd(ibpd)) {
 		m->ibv = mr->ibv;
 		m->iova = mr->iova;
 		m->addr = mr->addr;
@@ -844,19 +846,17 @@ static struct ibv_dm *import_dm_remote(struct ibv_context *c, uint32_t handle)
 }
 
 /* A DM of this process (in-process import, or one this importing
- * context allocated itself), else the owner's, mapped here. */
+ * context allocated itself: its handle has SV_HANDLE_HERE), else the
+ * owner's, mapped here. */
 struct ibv_dm *sv_import_dm(struct ibv_context *c, uint32_t handle)
 {
-	struct ibv_dm *dm;
-
 	if (!c) {
 		errno = EINVAL;
 		return NULL;
 	}
-	dm = sv_dm_import(c, handle);
-	if (dm || !to_sctx(c)->remote)
-		return dm;
-	return import_dm_remote(c, handle);
+	if (to_sctx(c)->remote && !(handle & SV_HANDLE_HERE))
+		return import_dm_remote(c, handle);
+	return sv_dm_import(c, handle);
 }
 
 void sv_unimport_dm(struct ibv_dm *dm)

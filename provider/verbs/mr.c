@@ -275,7 +275,10 @@ static struct ibv_mr *publish(struct ibv_pd *ibpd, void *addr, size_t length,
 	mr->ibv.pd = ibpd;
 	mr->ibv.addr = addr;
 	mr->ibv.length = length;
-	mr->ibv.handle = mr->index;
+	/* an import of another process's MR: that MR's handle, as
+	 * ibv_import_mr's in one process */
+	mr->ibv.handle = life && life->handle ? life->handle
+					      : sv_handle_of(ctx, mr->index);
 	atomic_store_explicit((_Atomic uint32_t *)&mr->ibv.rkey, key,
 			      memory_order_relaxed);
 	atomic_store_explicit((_Atomic uint32_t *)&mr->ibv.lkey, key,

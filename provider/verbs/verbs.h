@@ -127,6 +127,7 @@ struct sv_imp_life {
 	int fd;
 	const _Atomic uint64_t *word;
 	uint64_t gen;
+	uint32_t handle; /* an MR import's: the owner's MR's; else 0 */
 };
 /* ibv_import_mr of another process's MR on shared memory (mr.c); closes
  * life->fd on failure. */

@@ -547,6 +547,76 @@ static void import_fails(struct ibv_context *ic, int err)
 		ASSERT_LE(now_ms() - t0, (uint64_t)WAIT_MS);
 }
 
+/*
+ * One context's handles are one namespace (the kernel's ufile's): what
+ * this process makes on the imported context never has the handle of
+ * the owner's object, and an import verb there finds each by its own.
+ * Both processes start their DM and PD numbers at the same place (the
+ * owner is forked before any was made), so before SV_HANDLE_HERE our
+ * own DM hid the owner's: ibv_import_dm of the owner's handle gave back
+ * our own memory.
+ */
+SV_TEST(import_handles_apart_from_the_owners)
+{
+	struct ibv_alloc_dm_attr da = {.length = DM_LEN};
+	struct ibv_pd *own_pd, *own_pd2, *ipd;
+	struct ibv_dm *own_dm, *own_dm2, *idm;
+	struct ibv_context *ic;
+	struct ibv_mr *own_mr, *own_mr2;
+	uint8_t *buf = aligned_alloc(4096, BUF_LEN);
+	struct owner o;
+
+	ASSERT_NOT_NULL(buf);
+	owner_start(&o);
+	ic = ibv_import_device(o.cmd_fd);
+	ASSERT_NOT_NULL(ic);
+	own_pd = ibv_alloc_pd(ic);
+	own_dm = ibv_alloc_dm(ic, &da);
+	ASSERT_NOT_NULL(own_pd);
+	ASSERT_NOT_NULL(own_dm);
+	ASSERT_OK(dm_fill(own_dm, 0, DM_LEN, 90));
+	ASSERT_NE(o.h.pd, own_pd->handle);
+	ASSERT_NE(o.h.dm, own_dm->handle);
+	/* the owner's DM by its handle: the owner's bytes */
+	ASSERT_EQ('d', owner_do(&o, 'D'));
+	idm = ibv_import_dm(ic, o.h.dm);
+	ASSERT_NOT_NULL(idm);
+	ASSERT_EQ(o.h.dm, idm->handle);
+	ASSERT_TRUE(dm_is(idm, 0, DM_LEN, 81));
+	/* ours by its handle: a second handle of ours, not asked of the
+	 * owner (which knows no such DM) */
+	own_dm2 = ibv_import_dm(ic, own_dm->handle);
+	ASSERT_NOT_NULL(own_dm2);
+	ASSERT_TRUE(dm_is(own_dm2, 0, DM_LEN, 90));
+	/* the same for PDs and MRs: ours is ours, the owner's the owner's */
+	own_mr = ibv_reg_mr(own_pd, buf, BUF_LEN, RW_ACCESS);
+	ASSERT_NOT_NULL(own_mr);
+	own_pd2 = ibv_import_pd(ic, own_pd->handle);
+	ASSERT_NOT_NULL(own_pd2);
+	own_mr2 = ibv_import_mr(own_pd2, own_mr->handle);
+	ASSERT_NOT_NULL(own_mr2);
+	ASSERT_EQ(own_mr->lkey, own_mr2->lkey);
+	ipd = ibv_import_pd(ic, o.h.pd);
+	ASSERT_NOT_NULL(ipd);
+	ASSERT_EQ(o.h.pd, ipd->handle);
+	ASSERT_NE(own_pd->handle, ipd->handle);
+	/* our MR is not on the owner's PD */
+	errno = 0;
+	ASSERT_NULL(ibv_import_mr(ipd, own_mr->handle));
+	ASSERT_EQ(EINVAL, errno);
+	ibv_unimport_mr(own_mr2);
+	ASSERT_OK(ibv_dereg_mr(own_mr));
+	ibv_unimport_pd(ipd);
+	ibv_unimport_pd(own_pd2);
+	ibv_unimport_dm(own_dm2);
+	ibv_unimport_dm(idm);
+	ASSERT_OK(ibv_free_dm(own_dm));
+	ASSERT_OK(ibv_dealloc_pd(own_pd));
+	ASSERT_OK(ibv_close_device(ic));
+	owner_end(&o);
+	free(buf);
+}
+
 SV_TEST(import_dm_lying_owner)
 {
 	struct liar l = {.lock = PTHREAD_MUTEX_INITIALIZER};
