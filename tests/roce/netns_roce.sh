@@ -881,6 +881,180 @@ if want rdma_cm_lookups; then
 	fi
 fi
 
+# MADs the kernel gives the wrong process of the host (rdmacm/ib_pass.c):
+# each process is its own IB CM, and the kernel picks which of the host's
+# sockets on 4791 gets a datagram.  Two clients in b connect to one server
+# address at once: both hold a socket connected to (a, 0xd872) on b's
+# 4791, one 4-tuple, and the kernel gives every MAD of it to one of them.
+# The other's REP, DREQ... are passed to it by the comm ID they name (its
+# prefix's name); before, they were dropped as not ours and one client
+# hung until the other had gone (here: its deadline).  5 rounds, both
+# clients started together, so each order comes.
+if want rdma_cm_two_clients; then
+	ok=1
+	said=""
+	for r in 1 2 3 4 5; do
+		port=$((port + 1))
+		# shellcheck disable=SC2086 # $run is a command line
+		timeout 40 ip netns exec "$tag-a" $run ucmatose -p $port -c 2 \
+			>"$log/tc.s$r" 2>&1 &
+		spid=$!
+		listening a $port
+		for k in 1 2; do
+			# shellcheck disable=SC2086 # $run is a command line
+			timeout 30 ip netns exec "$tag-b" env SOFTVERBS_DEBUG=1 \
+				$run ucmatose -s $A -p $port -c 1 \
+				>"$log/tc.c$r.$k" 2>&1 &
+			eval "c$k=\$!"
+		done
+		# shellcheck disable=SC2154 # c1, c2: set by the eval above
+		wait "$c1"
+		rc1=$?
+		wait "$c2"
+		rc2=$?
+		wait "$spid"
+		src=$?
+		p1=$(grep -c "passed to the process that has it" "$log/tc.c$r.1")
+		p2=$(grep -c "passed to the process that has it" "$log/tc.c$r.2")
+		said="$said [$rc1 $rc2 $src: passed $p1/$p2]"
+		if [ $rc1 != 0 ] || [ $rc2 != 0 ] || [ $src != 0 ] ||
+			! grep -q "return status 0" "$log/tc.c$r.1" ||
+			! grep -q "return status 0" "$log/tc.c$r.2"; then
+			ok=0
+		fi
+	done
+	if [ $ok != 1 ]; then
+		echo "FAIL rdma_cm_two_clients: rounds (client, client," \
+			"server: MADs passed by each client):$said"
+		grep -hv "^softverbs" "$log/tc.c5.1" "$log/tc.c5.2" | tail -4 |
+			sed 's/^/  client: /'
+		failed=1
+	else
+		echo "ok   rdma_cm_two_clients: 5 rounds of two clients at once," \
+			"all connected; (client, client, server: passed):$said"
+	fi
+fi
+
+# A peer's first REQ is unconnected: the kernel gives it to one member of
+# the reuseport group on a's 4791 by the hash of its 4-tuple (b's or c's
+# address and 0xd872: the same member every time).  Here three other
+# processes listen on a's address (ucmatose on other ports) and one has a
+# UD QP (its UD door) before the server does; 6 connections, from b and
+# from c, each to a new server (ucmatose -c 1).  The member that gets
+# the REQ passes it to the listening process by its service (port space,
+# port, address); before, another listener dropped it as not its service
+# and the client never connected (rxe's resends hash the same way).
+if want rdma_cm_first_req; then
+	others=""
+	for k in 1 2 3; do
+		port=$((port + 1))
+		# shellcheck disable=SC2086 # $run is a command line
+		timeout 300 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 $run \
+			ucmatose -b $A -p $port >"$log/fr.x$k" 2>&1 &
+		others="$others $!"
+		listening a $port
+	done
+	port=$((port + 1))
+	# shellcheck disable=SC2086 # $run is a command line
+	timeout 300 ip netns exec "$tag-a" $run ibv_ud_pingpong $SV -g "$ga" \
+		-p $port >"$log/fr.ud" 2>&1 &
+	others="$others $!"
+	listening a $port
+	n=0
+	said=""
+	for i in 1 2 3 4 5 6; do
+		ns=b
+		[ $((i % 2)) = 0 ] && ns=c
+		port=$((port + 1))
+		# shellcheck disable=SC2086 # $run is a command line
+		timeout 30 ip netns exec "$tag-a" $run ucmatose -b $A -p $port \
+			-c 1 >"$log/fr.s$i" 2>&1 &
+		spid=$!
+		listening a $port
+		# shellcheck disable=SC2086 # $run is a command line
+		timeout 20 ip netns exec "$tag-$ns" $run ucmatose -s $A \
+			-p $port -c 1 >"$log/fr.c$i" 2>&1
+		rc=$?
+		wait $spid
+		src=$?
+		said="$said $ns:$rc/$src"
+		[ $rc = 0 ] && [ $src = 0 ] &&
+			grep -q "return status 0" "$log/fr.c$i" && n=$((n + 1))
+	done
+	for p in $others; do
+		kill "$p" 2>/dev/null
+	done
+	wait
+	passed=$(cat "$log"/fr.x* | grep -c "passed to the process that has it")
+	if [ $n != 6 ]; then
+		echo "FAIL rdma_cm_first_req: $n of 6 connected (client/server" \
+			"rc:$said); REQs passed by the other listeners: $passed"
+		grep -hv "^softverbs" "$log/fr.x1" | tail -3 | sed 's/^/  other: /'
+		failed=1
+	else
+		echo "ok   rdma_cm_first_req: 6 of 6 connected beside 3 other" \
+			"listeners and a UD door; REQs they passed on: $passed"
+	fi
+fi
+
+# The hostile side of passing: tests/roce/cm_pass_probe.py, in a, sends
+# to the listening rping's service name what another process of the host
+# might: a well-formed passed REQ from another user (nobody: dropped as
+# not our user, whatever it says), headers that are short, of another
+# magic, length or key, one whose MAD is bad (its checks say why), and a
+# flood of 20000 (sent MSG_DONTWAIT: the kernel's queue bounds what we
+# hold; each is read and dropped).  Then a real rping from b connects.
+if want rdma_cm_pass_hostile; then
+	port=$((port + 1))
+	# shellcheck disable=SC2086 # $run is a command line
+	timeout 120 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 $run \
+		rping -s -a $A -p $port -C 10 >"$log/ph.s" 2>&1 &
+	spid=$!
+	listening a $port
+	probe="$(dirname "$0")/cm_pass_probe.py"
+	ip netns exec "$tag-a" setpriv --reuid=65534 --regid=65534 \
+		--clear-groups /usr/bin/python3 "$probe" other_user $port $A \
+		>"$log/ph.u" 2>&1
+	urc=$?
+	ip netns exec "$tag-a" /usr/bin/python3 "$probe" malformed $port $A \
+		>"$log/ph.m" 2>&1
+	mrc=$?
+	ip netns exec "$tag-a" /usr/bin/python3 "$probe" flood $port $A \
+		>"$log/ph.f" 2>&1
+	frc=$?
+	# shellcheck disable=SC2086 # $run is a command line
+	timeout 60 ip netns exec "$tag-b" $run rping -c -a $A -p $port -v -V \
+		-C 10 >"$log/ph.c" 2>&1
+	rc=$?
+	wait $spid
+	src=$?
+	nu=$(grep -c "the sender is not our user" "$log/ph.s")
+	miss=""
+	for r in "not a passed MAD" "a malformed header" \
+		"not a CM MAD that names its owner" "not this listener's service" \
+		"cm_mad_drop_field\|cm_mad_drop_len\|MAD dropped"; do
+		grep -q "passed to us by another process: $r\|$r" "$log/ph.s" ||
+			miss="$miss [$r]"
+	done
+	nd=$(grep -c "passed to us by another process" "$log/ph.s")
+	sent=$(sed -n 's/^flood: \([0-9]*\) sent.*/\1/p' "$log/ph.f")
+	if [ $urc != 0 ] || [ $mrc != 0 ] || [ $frc != 0 ] || [ $rc != 0 ] ||
+		[ $src != 0 ] || [ "$nu" -lt 1 ] || [ -n "$miss" ] ||
+		[ "$nd" -lt "${sent:-1}" ] ||
+		! grep -q "rdma-ping-9:" "$log/ph.c"; then
+		echo "FAIL rdma_cm_pass_hostile: probes $urc $mrc $frc, client" \
+			"$rc, server $src; $nu from another user, $nd dropped" \
+			"of $sent flooded; reasons missing:$miss"
+		cat "$log/ph.u" "$log/ph.m" "$log/ph.f" | tail -4 | sed 's/^/  probe: /'
+		grep -v "^softverbs\[" "$log/ph.s" | tail -4 | sed 's/^/  server: /'
+		failed=1
+	else
+		echo "ok   rdma_cm_pass_hostile: $nu passed REQ(s) from another" \
+			"user dropped, each malformed kind dropped with its reason," \
+			"$nd in all ($(cat "$log/ph.f")), then rping -V connected"
+	fi
+fi
+
 # The capture: on a's veth, while a pingpong, a read and an atomic run.
 if ! command -v tshark >/dev/null; then
 	echo "note: no tshark: the capture check skipped"
