@@ -887,9 +887,24 @@ fi
 # address at once: both hold a socket connected to (a, 0xd872) on b's
 # 4791, one 4-tuple, and the kernel gives every MAD of it to one of them.
 # The other's REP, DREQ... are passed to it by the comm ID they name (its
-# prefix's name); before, they were dropped as not ours and one client
-# hung until the other had gone (here: its deadline).  5 rounds, both
-# clients started together, so each order comes.
+# prefix's name); before, they were dropped as not ours (counted here
+# from the clients' SOFTVERBS_DEBUG logs: none may be) and a client
+# hung until the other had gone (here, often, its deadline).  5 rounds,
+# both clients started together, so each order comes.
+# stolen LOG1 LOG2: how many MADs each client dropped as "no such id"
+# that named a comm ID the other sent its REQ with
+stolen() {
+	n=0
+	for pair in "$1 $2" "$2 $1"; do
+		# shellcheck disable=SC2086 # two file names
+		set -- $pair
+		for id in $(sed -n 's/.*MAD 0x0010 sent (comm IDs \(0x[0-9a-f]*\).*/\1/p' "$1"); do
+			k=$(grep -c "for comm ID $id: no such id: dropped" "$2")
+			n=$((n + k))
+		done
+	done
+	echo $n
+}
 if want rdma_cm_two_clients; then
 	ok=1
 	said=""
@@ -916,8 +931,13 @@ if want rdma_cm_two_clients; then
 		src=$?
 		p1=$(grep -c "passed to the process that has it" "$log/tc.c$r.1")
 		p2=$(grep -c "passed to the process that has it" "$log/tc.c$r.2")
-		said="$said [$rc1 $rc2 $src: passed $p1/$p2]"
+		# the MADs one client dropped that named the other's comm ID
+		# (it may still finish: once the other has gone, a resend
+		# reaches it)
+		lost=$(stolen "$log/tc.c$r.1" "$log/tc.c$r.2")
+		said="$said [$rc1 $rc2 $src: passed $p1/$p2, lost $lost]"
 		if [ $rc1 != 0 ] || [ $rc2 != 0 ] || [ $src != 0 ] ||
+			[ "$lost" != 0 ] ||
 			! grep -q "return status 0" "$log/tc.c$r.1" ||
 			! grep -q "return status 0" "$log/tc.c$r.2"; then
 			ok=0
