@@ -4,11 +4,18 @@
 abstract name what another softverbs process would pass, and worse.
 
 usage: cm_pass_probe.py other_user|malformed|flood PORT ADDR
+       cm_pass_probe.py door_listen PORT ADDR READY_FILE
+       cm_pass_probe.py door_send PORT ADDR
   other_user: 10 well-formed passed REQs (run it as another user: each is
               dropped as not our user, before anything in it is read)
   malformed:  one of each malformed kind, as our user
   flood:      20000 datagrams, MSG_DONTWAIT: prints how many the kernel's
               queue took ("flood: N sent, M refused")
+  door_listen: binds the name a listener of PORT at ADDR has (nothing
+              else: the UD door is the host's only member on 4791),
+              touches READY_FILE, and checks the first datagram passed
+              to it is door_send's REQ, from 10.77.0.2 to ADDR (10 s)
+  door_send:  from 10.77.0.2 port 0xd872, that REQ to ADDR:4791
 ADDR: the listener's IPv4 address (its name has it); port space TCP.
 Exit 0 when everything was sent (what the listener did is in its log).
 """
@@ -90,6 +97,27 @@ def main():
                     raise
                 full += 1
         print("flood: %d sent, %d refused by the full queue" % (sent, full))
+        return 0
+    if mode == "door_listen":  # a listener's name only: what comes?
+        s.bind(to)
+        open(sys.argv[4], "w").close()  # ready
+        try:
+            b = s.recv(4096)
+        except socket.timeout:
+            print("door_listen: nothing passed to the name in 10 s")
+            return 1
+        magic, version, by, n = struct.unpack("<IBBH", b[:8])
+        frm, dst = socket.inet_ntoa(b[8:12]), socket.inet_ntoa(b[12:16])
+        ok = (magic == MAGIC and version == 1 and by == 2 and
+              n == len(req) and b[16:] == req and frm == peer and dst == addr)
+        print("door_listen: %s: by %d from %s to %s, %d bytes" %
+              ("passed ok" if ok else "WRONG", by, frm, dst, n))
+        return 0 if ok else 1
+    if mode == "door_send":  # the peer's first REQ, over UDP to 4791
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        u.bind((peer, 0xD872))
+        u.sendto(req, (addr, 4791))
+        print("door_send: a REQ for port %d sent to %s" % (port, addr))
         return 0
     print(__doc__)
     return 2

@@ -1017,6 +1017,41 @@ if want rdma_cm_first_req; then
 	fi
 fi
 
+# The UD door's part: in a, the only member on 4791 is a UD QP's door
+# (ibv_ud_pingpong waiting for its peer), and the listener is the probe,
+# which holds only a listener's name (softverbs/cm/svc/...).  A REQ from
+# b to a:4791 reaches the door, which passes it by its service: the
+# probe checks the header and that the datagram is the REQ as sent.
+# Before, the door dropped QP1's datagrams.
+if want rdma_cm_door_req; then
+	port=$((port + 1))
+	# shellcheck disable=SC2086 # $run is a command line
+	timeout 60 ip netns exec "$tag-a" $run ibv_ud_pingpong $SV -g "$ga" \
+		-p $port >"$log/dr.ud" 2>&1 &
+	udp=$!
+	listening a $port
+	port=$((port + 1))
+	probe="$(dirname "$0")/cm_pass_probe.py"
+	timeout 20 ip netns exec "$tag-a" /usr/bin/python3 "$probe" \
+		door_listen $port $A "$log/dr.ready" >"$log/dr.l" 2>&1 &
+	lpid=$!
+	wait_file "$log/dr.ready" 10
+	ip netns exec "$tag-b" /usr/bin/python3 "$probe" door_send $port $A \
+		>"$log/dr.s" 2>&1
+	wait $lpid
+	lrc=$?
+	kill $udp 2>/dev/null
+	wait $udp 2>/dev/null
+	if [ $lrc != 0 ]; then
+		echo "FAIL rdma_cm_door_req: the REQ at the UD door was not" \
+			"passed to the listener's name (probe $lrc)"
+		cat "$log/dr.l" "$log/dr.s" | sed 's/^/  probe: /'
+		failed=1
+	else
+		echo "ok   rdma_cm_door_req: $(cat "$log/dr.l")"
+	fi
+fi
+
 # The hostile side of passing: tests/roce/cm_pass_probe.py, in a, sends
 # to the listening rping's service name what another process of the host
 # might: a well-formed passed REQ from another user (nobody: dropped as
@@ -1024,6 +1059,17 @@ fi
 # magic, length or key, one whose MAD is bad (its checks say why), and a
 # flood of 20000 (sent MSG_DONTWAIT: the kernel's queue bounds what we
 # hold; each is read and dropped).  Then a real rping from b connects.
+# pass_ctrs PID: the IB CM's passing counters of process PID in a
+pass_ctrs() {
+	ip netns exec "$tag-a" "$build/bin/softverbs-stat" --json "$1" |
+		python3 -c 'import json,sys
+t=json.loads(sys.stdin.read())
+cs=t if isinstance(t,list) else t["contexts"]
+for c in cs:
+	if "cm_mad_sent" in c["total"]:
+		print(" ".join("%s=%d" % (k, c["total"][k]) for k in sys.argv[1:]))' \
+			cm_mad_drop_pass cm_mad_pass_recv 2>&1
+}
 if want rdma_cm_pass_hostile; then
 	port=$((port + 1))
 	# shellcheck disable=SC2086 # $run is a command line
@@ -1042,6 +1088,19 @@ if want rdma_cm_pass_hostile; then
 	ip netns exec "$tag-a" /usr/bin/python3 "$probe" flood $port $A \
 		>"$log/ph.f" 2>&1
 	frc=$?
+	sent=$(sed -n 's/^flood: \([0-9]*\) sent.*/\1/p' "$log/ph.f")
+	# its counters: every one of them dropped as passed, but the two
+	# whose header agrees (their MADs' checks drop them): 10 from
+	# nobody, 8 malformed headers, the flood's; until they are read
+	# (10 s at most)
+	want_ctrs="cm_mad_drop_pass=$((18 + ${sent:-0})) cm_mad_pass_recv=2"
+	rp=$(pid_in a rping)
+	t=0
+	until [ "$(pass_ctrs "$rp")" = "$want_ctrs" ] || [ $t -ge 100 ]; do
+		t=$((t + 1))
+		sleep 0.1 # polling another process's counters, under a deadline
+	done
+	ctrs=$(pass_ctrs "$rp")
 	# shellcheck disable=SC2086 # $run is a command line
 	timeout 60 ip netns exec "$tag-b" $run rping -c -a $A -p $port -v -V \
 		-C 10 >"$log/ph.c" 2>&1
@@ -1057,21 +1116,23 @@ if want rdma_cm_pass_hostile; then
 			miss="$miss [$r]"
 	done
 	nd=$(grep -c "passed to us by another process" "$log/ph.s")
-	sent=$(sed -n 's/^flood: \([0-9]*\) sent.*/\1/p' "$log/ph.f")
 	if [ $urc != 0 ] || [ $mrc != 0 ] || [ $frc != 0 ] || [ $rc != 0 ] ||
+		[ "$ctrs" != "$want_ctrs" ] ||
 		[ $src != 0 ] || [ "$nu" -lt 1 ] || [ -n "$miss" ] ||
 		[ "$nd" -lt "${sent:-1}" ] ||
 		! grep -q "rdma-ping-9:" "$log/ph.c"; then
 		echo "FAIL rdma_cm_pass_hostile: probes $urc $mrc $frc, client" \
 			"$rc, server $src; $nu from another user, $nd dropped" \
-			"of $sent flooded; reasons missing:$miss"
+			"of $sent flooded; counters [$ctrs], not [$want_ctrs];" \
+			"reasons missing:$miss"
 		cat "$log/ph.u" "$log/ph.m" "$log/ph.f" | tail -4 | sed 's/^/  probe: /'
 		grep -v "^softverbs\[" "$log/ph.s" | tail -4 | sed 's/^/  server: /'
 		failed=1
 	else
 		echo "ok   rdma_cm_pass_hostile: $nu passed REQ(s) from another" \
 			"user dropped, each malformed kind dropped with its reason," \
-			"$nd in all ($(cat "$log/ph.f")), then rping -V connected"
+			"$nd in all ($(cat "$log/ph.f"); $ctrs), then rping -V" \
+			"connected"
 	fi
 fi
 
