@@ -18,6 +18,8 @@
  * QP's abstract socket by its destination QPN, whichever process has it.
  * The QP checks it again as any datagram (recv.c).  What is dropped is
  * logged (SOFTVERBS_DEBUG) and counted as not a MAD (cm_mad_drop_pkt).
+ * Also here: the read of one datagram at a listener's socket with where
+ * it was sent, its TOS and TTL (cm_ib_listen_recv).
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -31,7 +31,10 @@
  * RTU again, a DREQ after the id closed with its DREP again for a time
  * (timewait: ib_resend.c).  A UD id's SIDR REQ and REP: ib_sidr.c.
  * Counters: ib_stat.c.  An MRA holds our kept REQ or REP for the time
- * it asks (ib_resend.c cm_ib_mra).  Not yet: LAP/APR, IPv6.
+ * it asks (ib_resend.c cm_ib_mra).  A MAD for another process of the
+ * host (two processes' sockets on one 4-tuple; a first REQ the
+ * reuseport group gave us) is passed to it by its comm ID's prefix or
+ * its service (ib_pass.c).  Not yet: LAP/APR, IPv6.
  */
 #include <arpa/inet.h>
 #include <endian.h>

@@ -63,7 +63,12 @@ struct sv_cm_pass_key sv_cm_pass_key_of(const uint8_t *b, size_t n)
 	const uint8_t *m;
 	uint64_t sid;
 
-	if (n > SV_CM_PASS_PKT_MAX || sv_roce_parse(b, n, NULL, &p) ||
+	/* the door asks of every RoCE datagram: BTH's opcode (UD SEND_ONLY)
+	 * and DQPN (1) first, without parsing */
+	if (n < SV_ROCE_BTH || n > SV_CM_PASS_PKT_MAX ||
+	    b[0] != (SV_IB_UD | SV_IB_SEND_ONLY) || b[5] || b[6] || b[7] != 1)
+		return k;
+	if (sv_roce_parse(b, n, NULL, &p) ||
 	    p.opcode != (SV_IB_UD | SV_IB_SEND_ONLY) || p.dqpn != 1 ||
 	    p.qkey != CM_QKEY || p.len != MAD_SIZE ||
 	    p.payload[MAD_CLASS] != CM_CLASS)
