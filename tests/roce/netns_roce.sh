@@ -15,7 +15,9 @@
 # against the IP and UDP headers as captured (we send IP ID 0, so every
 # one can be), and decoded by tshark as InfiniBand, none malformed.
 # rdma_cm_*: rping, ucmatose and ib_send_bw -R over the IB CM's MADs,
-# udaddy over SIDR.
+# udaddy over SIDR; MADs the kernel gave the wrong process of a host
+# passed to the right one (two clients at once, a first REQ among other
+# listeners and a UD door, and a hostile process of the host).
 #
 # usage: netns_roce.sh BUILD_DIR
 # Needs root and ip(8): otherwise it says why and exits 77 (skipped).
@@ -898,6 +900,7 @@ stolen() {
 	for pair in "$1 $2" "$2 $1"; do
 		# shellcheck disable=SC2086 # two file names
 		set -- $pair
+		# shellcheck disable=SC2013 # the IDs are words
 		for id in $(sed -n 's/.*MAD 0x0010 sent (comm IDs \(0x[0-9a-f]*\).*/\1/p' "$1"); do
 			k=$(grep -c "for comm ID $id: no such id: dropped" "$2")
 			n=$((n + k))
@@ -915,14 +918,14 @@ if want rdma_cm_two_clients; then
 			>"$log/tc.s$r" 2>&1 &
 		spid=$!
 		listening a $port
-		for k in 1 2; do
-			# shellcheck disable=SC2086 # $run is a command line
-			timeout 30 ip netns exec "$tag-b" env SOFTVERBS_DEBUG=1 \
-				$run ucmatose -s $A -p $port -c 1 \
-				>"$log/tc.c$r.$k" 2>&1 &
-			eval "c$k=\$!"
-		done
-		# shellcheck disable=SC2154 # c1, c2: set by the eval above
+		# shellcheck disable=SC2086 # $run is a command line
+		timeout 30 ip netns exec "$tag-b" env SOFTVERBS_DEBUG=1 \
+			$run ucmatose -s $A -p $port -c 1 >"$log/tc.c$r.1" 2>&1 &
+		c1=$!
+		# shellcheck disable=SC2086 # $run is a command line
+		timeout 30 ip netns exec "$tag-b" env SOFTVERBS_DEBUG=1 \
+			$run ucmatose -s $A -p $port -c 1 >"$log/tc.c$r.2" 2>&1 &
+		c2=$!
 		wait "$c1"
 		rc1=$?
 		wait "$c2"
