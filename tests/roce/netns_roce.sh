@@ -715,8 +715,8 @@ sidr_run() {
 	spid=$!
 	listening a 7174 # the UD listener's ports are bound by then
 	# shellcheck disable=SC2086 # $2 and $run are word lists
-	timeout 60 ip netns exec "$tag-b" env SOFTVERBS_DEBUG=1 $2 $run \
-		udaddy -s $A -C "$5" >"$log/$n.c" 2>&1
+	timeout 60 ip netns exec "$tag-${sidr_ns:-b}" env SOFTVERBS_DEBUG=1 \
+		$2 $run udaddy -s $A -C "$5" >"$log/$n.c" 2>&1
 	rc=$?
 	[ "$4" = 1 ] || kill $spid 2>/dev/null
 	wait $spid 2>/dev/null
@@ -838,6 +838,34 @@ if want rdma_cm_timewait; then
 		echo "ok   rdma_cm_timewait: the first DREP lost, $again DREQ(s)" \
 			"again answered from timewait, the client's DREQ answered"
 	fi
+fi
+
+# A SIDR REQ is a first REQ too: with three other listeners (ucmatose)
+# on a's address in the reuseport group, udaddy's REQs from b and from c
+# (two 4-tuples, two hashes) reach its server by being passed on by its
+# service (RDMA_PS_UDP, 7174); before, the member the hash picked dropped
+# it (the port is held on the host: not "unsupported") and the client
+# ended UNREACHABLE (SOFTVERBS_CM_TIMEOUT_MS=8000 here).
+if want rdma_cm_udaddy_others; then
+	others=""
+	for k in 1 2 3; do
+		port=$((port + 1))
+		# shellcheck disable=SC2086 # $run is a command line
+		timeout 120 ip netns exec "$tag-a" $run ucmatose -b $A -p $port \
+			>"$log/uo.x$k" 2>&1 &
+		others="$others $!"
+		listening a $port
+	done
+	for sidr_ns in b c; do
+		sidr_run "rdma_cm_udaddy_others_$sidr_ns" \
+			SOFTVERBS_CM_TIMEOUT_MS=8000 "" 1 2
+		sidr_check "rdma_cm_udaddy_others_$sidr_ns" 1
+	done
+	sidr_ns=b
+	for p in $others; do
+		kill "$p" 2>/dev/null
+	done
+	wait
 fi
 
 # The IB CM's lookups (issue 27 item 3): ucmatose makes 100 connections
