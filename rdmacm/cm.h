@@ -117,6 +117,9 @@ struct cm_id {
 					     * list, which it walks */
 	int ib_listen_fd;  /* listener, SOFTVERBS_TRANSPORT=roce: UDP 4791,
 			    * where the IB CM's REQs come, or -1 */
+	int ib_pass_fd;	   /* IB CM listener: its service's abstract name,
+			    * where other processes pass its REQs
+			    * (ib_pass.c), or -1 */
 	bool connecting;   /* active TCP: connect() not finished yet */
 	bool port_watched; /* listener: its TCP socket is in the CM's epoll */
 	int sidr_fd;	   /* UD listener: a TCP socket at its (UDP) port, which
@@ -269,10 +272,15 @@ int cm_thread_start(void);
  * with c->ib (lock held for each) */
 #define CM_TAG_IB_LISTEN (1ULL << 62) /* epoll data: a listener's REQs */
 #define CM_TAG_IB_PORT	 (1ULL << 61) /* epoll data: a peer's QP1 socket */
-void cm_ib_port_read(int i);	      /* every MAD waiting on socket i */
-int cm_ib_connect(struct cm_id *c);   /* 0 or -errno */
-int cm_ib_listen(struct cm_id *l);    /* 0 or -errno */
-void cm_ib_accept(struct cm_id *l);   /* every REQ waiting */
+#define CM_TAG_IB_PASS                                                     \
+	(1ULL << 60)		       /* epoll data: MADs passed to us by \
+					* another process (ib_pass.c): the \
+					* listener's serial, 0 our comm IDs' */
+void cm_ib_pass_read(uint64_t serial); /* every MAD passed there */
+void cm_ib_port_read(int i);	       /* every MAD waiting on socket i */
+int cm_ib_connect(struct cm_id *c);    /* 0 or -errno */
+int cm_ib_listen(struct cm_id *l);     /* 0 or -errno */
+void cm_ib_accept(struct cm_id *l);    /* every REQ waiting */
 int cm_ib_send(struct cm_id *c, const struct cm_msg *m);
 void cm_ib_read(struct cm_id *c); /* every MAD waiting; may free c */
 void cm_ib_close(struct cm_id *c);

@@ -151,6 +151,7 @@ static struct cm_id *id_new(struct rdma_event_channel *channel, void *context,
 	c->bound_fd = -1;
 	c->ib_send_fd = -1;
 	c->ib_listen_fd = -1;
+	c->ib_pass_fd = -1;
 	c->serial = cm_core.next_serial++;
 	c->by_serial.key = c->serial;
 	if (cm_idtab_insert(&cm_core.by_serial, &c->by_serial)) {

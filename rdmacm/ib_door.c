@@ -18,6 +18,8 @@
  * QP's abstract socket by its destination QPN, whichever process has it.
  * The QP checks it again as any datagram (recv.c).  What is dropped is
  * logged (SOFTVERBS_DEBUG) and counted as not a MAD (cm_mad_drop_pkt).
+ * Also here: the read of one datagram at a listener's socket with where
+ * it was sent, its TOS and TTL (cm_ib_listen_recv).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -77,4 +79,51 @@ bool cm_ib_door_pass(uint8_t *b, size_t n, size_t cap,
 		cm_log("UD datagram for QPN 0x%06x: lost: %s\n", p.dqpn,
 		       strerror(errno));
 	return true;
+}
+
+/* One datagram at a listener's socket: n bytes, and where it was sent,
+ * its TOS and TTL (IP_PKTINFO, IP_RECVTOS, IP_RECVTTL). */
+ssize_t cm_ib_listen_recv(int fd, uint8_t *b, size_t cap,
+			  struct sockaddr_in *from, uint32_t *dst, uint8_t *tos,
+			  uint8_t *ttl)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(struct in_pktinfo)) +
+			 2 * CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {.iov_base = b, .iov_len = cap};
+	struct msghdr m = {.msg_name = from,
+			   .msg_namelen = sizeof(*from),
+			   .msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.buf,
+			   .msg_controllen = sizeof(u.buf)};
+	ssize_t n = recvmsg(fd, &m, MSG_DONTWAIT);
+	int v;
+
+	*dst = 0;
+	*tos = 0;
+	*ttl = 0;
+	if (n < 0 || m.msg_namelen != sizeof(*from) ||
+	    from->sin_family != AF_INET || (m.msg_flags & MSG_TRUNC))
+		return n < 0 ? n : -2; /* -2: not one to read */
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+		if (c->cmsg_level != IPPROTO_IP)
+			continue;
+		if (c->cmsg_type == IP_PKTINFO &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(struct in_pktinfo))) {
+			struct in_pktinfo pi;
+
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			*dst = pi.ipi_addr.s_addr;
+		} else if ((c->cmsg_type == IP_TOS || c->cmsg_type == IP_TTL) &&
+			   c->cmsg_len >= CMSG_LEN(1)) {
+			v = 0;
+			memcpy(&v, CMSG_DATA(c),
+			       c->cmsg_type == IP_TOS ? 1 : sizeof(int));
+			*(c->cmsg_type == IP_TOS ? tos : ttl) = (uint8_t)v;
+		}
+	}
+	return n;
 }

@@ -31,7 +31,10 @@
  * RTU again, a DREQ after the id closed with its DREP again for a time
  * (timewait: ib_resend.c).  A UD id's SIDR REQ and REP: ib_sidr.c.
  * Counters: ib_stat.c.  An MRA holds our kept REQ or REP for the time
- * it asks (ib_resend.c cm_ib_mra).  Not yet: LAP/APR, IPv6.
+ * it asks (ib_resend.c cm_ib_mra).  A MAD for another process of the
+ * host (two processes' sockets on one 4-tuple; a first REQ the
+ * reuseport group gave us) is passed to it by its comm ID's prefix or
+ * its service (ib_pass.c).  Not yet: LAP/APR, IPv6.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -214,16 +217,18 @@ static int set_rid(struct cm_id *c, uint32_t rid)
 	return cm_idtab_insert(&by_rid, &c->ib_by_rid);
 }
 
-/* Our communication ID for c on its socket: random, odd, and no other
- * id's on that socket (a MAD names one id). */
+/* Our communication ID for c on its socket: the process's prefix (its
+ * top 16 bits, no other process's on the host: ib_pass.c), the rest
+ * random and odd, and no other id's on that socket (a MAD names one). */
 static int pick_lid(struct cm_id *c)
 {
 	for (int tries = 0;; tries++) {
 		if (getrandom(&c->ib_lid, sizeof(c->ib_lid), GRND_NONBLOCK) !=
 		    sizeof(c->ib_lid))
 			c->ib_lid = (uint32_t)cm_now_ms() ^
-				    (uint32_t)c->serial << 16 ^ (uint32_t)tries;
-		c->ib_lid |= 1;
+				    (uint32_t)c->serial << 8 ^ (uint32_t)tries;
+		c->ib_lid = (uint32_t)cm_ib_pass_prefix() << 16 |
+			    (c->ib_lid & 0xffff) | 1;
 		c->ib_by_lid.key = lid_key(c->ib_port - 1, c->ib_lid);
 		if (!cm_idtab_find(&by_lid, c->ib_by_lid.key) || tries >= 64)
 			break;
@@ -303,6 +308,7 @@ void cm_ib_close(struct cm_id *c)
 	 * comes again for a connection closed since is still not new */
 	cm_idtab_remove(&by_lid, &c->ib_by_lid);
 	cm_idtab_remove(&by_service, &c->ib_by_service);
+	cm_ib_pass_unlisten(c);
 	if (c->destroying && c->ib_again && c->state == CM_DREQ_SENT &&
 	    c->ib_again_state == CM_DREQ_SENT && c->ib_port &&
 	    c->ib_send_fd >= 0)
@@ -592,8 +598,7 @@ static bool rep_again(struct cm_id *c, const struct cm_mad *d)
 	return true;
 }
 
-/* One datagram from the peer's QP1: its MAD, checked, or false. */
-static bool take(struct cm_id *c, const uint8_t *b, ssize_t n, struct cm_mad *d)
+bool cm_ib_take(const uint8_t *b, ssize_t n, struct cm_mad *d)
 {
 	struct sv_roce_pkt p;
 	enum sv_roce_verdict rv;
@@ -604,15 +609,14 @@ static bool take(struct cm_id *c, const uint8_t *b, ssize_t n, struct cm_mad *d)
 	if (rv != SV_ROCE_OK || p.opcode != (SV_IB_UD | SV_IB_SEND_ONLY) ||
 	    p.dqpn != 1 || p.qkey != CM_MAD_QKEY || p.src_qpn != 1) {
 		cm_ib_count(CM_IB_DROP_PKT);
-		cm_log("id %p: not a GSI MAD (%s): dropped\n", (void *)c,
+		cm_log("IB CM: not a GSI MAD (%s): dropped\n",
 		       rv < SV_ROCE_VERDICTS ? sv_roce_verdict_names[rv] : "?");
 		return false;
 	}
 	v = cm_mad_decode(p.payload, p.len, d);
 	if (v != CM_MAD_OK) {
 		cm_ib_count(CM_IB_DROP_MAD);
-		cm_log("id %p: MAD dropped: %s\n", (void *)c,
-		       cm_mad_verdict_name(v));
+		cm_log("IB CM: MAD dropped: %s\n", cm_mad_verdict_name(v));
 		return false;
 	}
 	return true;
@@ -660,11 +664,15 @@ void cm_ib_read(struct cm_id *c)
 static void new_child(struct cm_id *l, const struct cm_mad *d,
 		      const struct sockaddr_in *from);
 
-/* A REQ or SIDR REQ from `from` to the listener of its service (which
- * checks the rest); a SIDR REQ nobody here listens for may be answered
- * "unsupported" (ib_sidr.c); else dropped. */
-static void to_listener(const struct cm_mad *d, const struct sockaddr_in *from)
+/* A REQ or SIDR REQ (rx) to the listener of its service (which checks
+ * the rest); one for no listener of ours goes to the process that
+ * listens (ib_pass.c); a SIDR REQ nobody here listens for may be
+ * answered "unsupported" (ib_sidr.c); else dropped. */
+static void to_listener(const struct cm_mad *d, const struct cm_ib_rx *rx)
 {
+	struct sockaddr_in from4 = {.sin_family = AF_INET,
+				    .sin_addr.s_addr = rx->from};
+	const struct sockaddr_in *from = &from4;
 	uint16_t ps, port;
 	struct cm_idtab_node *n = NULL;
 
@@ -682,6 +690,8 @@ static void to_listener(const struct cm_mad *d, const struct sockaddr_in *from)
 		new_child(c, d, from);
 		return;
 	}
+	if (cm_ib_pass(rx))
+		return;
 	if (d->attr == CM_MAD_SIDR_REQ) {
 		if (!cm_ib_sidr_again(d, from))
 			cm_ib_sidr_unserved(d, from);
@@ -695,16 +705,13 @@ static void to_listener(const struct cm_mad *d, const struct sockaddr_in *from)
 /* The id MAD d on port i is for: ours by communication ID (a SIDR REP:
  * by its request ID), or for a REQ (a second connection from a peer we
  * have one with) the listener of its service. */
-static void route(int i, const struct cm_mad *d)
+static void route(int i, const struct cm_mad *d, const struct cm_ib_rx *rx)
 {
-	struct sockaddr_in from = {.sin_family = AF_INET,
-				   .sin_addr.s_addr = ports[i].dst};
 	uint32_t to = d->attr == CM_MAD_SIDR_REP ? d->local_id : d->remote_id;
-
 	struct cm_id *c;
 
 	if (d->attr == CM_MAD_REQ || d->attr == CM_MAD_SIDR_REQ) {
-		to_listener(d, &from);
+		to_listener(d, rx);
 		return;
 	}
 	mads_routed++;
@@ -713,7 +720,8 @@ static void route(int i, const struct cm_mad *d)
 		deliver(c, d);
 		return;
 	}
-	if (cm_ib_orphan_answered(i, d) || cm_ib_timewait_answered(i, d))
+	if (cm_ib_orphan_answered(i, d) || cm_ib_timewait_answered(i, d) ||
+	    cm_ib_pass(rx)) /* another process's id on this 4-tuple */
 		return;
 	cm_ib_count(CM_IB_DROP_NOT_OURS);
 	cm_log("IB CM MAD 0x%04x for comm ID 0x%08x: no such id: dropped\n",
@@ -732,9 +740,36 @@ void cm_ib_port_read(int i)
 			return;
 		if (n < 0) /* ICMP: the peer's port is closed; MADs go on */
 			continue;
-		if (take(NULL, b, n, &d))
-			route(i, &d);
+		if (cm_ib_take(b, n, &d)) {
+			struct cm_ib_rx rx = {b, (size_t)n, ports[i].dst,
+					      ports[i].src, false};
+
+			route(i, &d, &rx);
+		}
 	}
+}
+
+void cm_ib_passed(const struct cm_mad *d, const struct cm_ib_rx *rx,
+		  bool to_service)
+{
+	int i;
+
+	if (to_service) {
+		to_listener(d, rx); /* rx->passed: never passed again */
+		return;
+	}
+	for (i = 0; i < CM_IB_PORTS; i++)
+		if (ports[i].refs && ports[i].src == rx->to &&
+		    ports[i].dst == rx->from)
+			break;
+	if (i < CM_IB_PORTS) {
+		route(i, d, rx);
+		return;
+	}
+	cm_ib_count(CM_IB_DROP_NOT_OURS);
+	cm_log("IB CM MAD 0x%04x passed to us: we talk to no such peer: "
+	       "dropped\n",
+	       d->attr);
 }
 
 int cm_ib_listen(struct cm_id *l)
@@ -773,6 +808,7 @@ int cm_ib_listen(struct cm_id *l)
 		return e;
 	}
 	l->ib_listen_fd = fd;
+	cm_ib_pass_listen(l); /* said if not: l works without */
 	return 0;
 }
 
@@ -916,53 +952,6 @@ static void new_child(struct cm_id *l, const struct cm_mad *d,
 	c->psn = send_psn; /* the REQ's: what the active side receives at */
 }
 
-/* One datagram at a listener's socket: n bytes, and where it was sent,
- * its TOS and TTL (IP_PKTINFO, IP_RECVTOS, IP_RECVTTL). */
-static ssize_t listen_recv(int fd, uint8_t *b, size_t cap,
-			   struct sockaddr_in *from, uint32_t *dst,
-			   uint8_t *tos, uint8_t *ttl)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(struct in_pktinfo)) +
-			 2 * CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {.iov_base = b, .iov_len = cap};
-	struct msghdr m = {.msg_name = from,
-			   .msg_namelen = sizeof(*from),
-			   .msg_iov = &iov,
-			   .msg_iovlen = 1,
-			   .msg_control = u.buf,
-			   .msg_controllen = sizeof(u.buf)};
-	ssize_t n = recvmsg(fd, &m, MSG_DONTWAIT);
-	int v;
-
-	*dst = 0;
-	*tos = 0;
-	*ttl = 0;
-	if (n < 0 || m.msg_namelen != sizeof(*from) ||
-	    from->sin_family != AF_INET || (m.msg_flags & MSG_TRUNC))
-		return n < 0 ? n : -2; /* -2: not one to read */
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-		if (c->cmsg_level != IPPROTO_IP)
-			continue;
-		if (c->cmsg_type == IP_PKTINFO &&
-		    c->cmsg_len >= CMSG_LEN(sizeof(struct in_pktinfo))) {
-			struct in_pktinfo pi;
-
-			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
-			*dst = pi.ipi_addr.s_addr;
-		} else if ((c->cmsg_type == IP_TOS || c->cmsg_type == IP_TTL) &&
-			   c->cmsg_len >= CMSG_LEN(1)) {
-			v = 0;
-			memcpy(&v, CMSG_DATA(c),
-			       c->cmsg_type == IP_TOS ? 1 : sizeof(int));
-			*(c->cmsg_type == IP_TOS ? tos : ttl) = (uint8_t)v;
-		}
-	}
-	return n;
-}
-
 void cm_ib_accept(struct cm_id *l)
 {
 	uint8_t b[SV_UD_DOOR_BUF];
@@ -972,8 +961,8 @@ void cm_ib_accept(struct cm_id *l)
 		struct sockaddr_in from;
 		uint32_t dst;
 		uint8_t tos, ttl;
-		ssize_t n = listen_recv(l->ib_listen_fd, b, sizeof(b), &from,
-					&dst, &tos, &ttl);
+		ssize_t n = cm_ib_listen_recv(l->ib_listen_fd, b, sizeof(b),
+					      &from, &dst, &tos, &ttl);
 
 		if (n < 0 && n != -2 && (errno == EAGAIN || errno == EINTR))
 			return;
@@ -983,14 +972,19 @@ void cm_ib_accept(struct cm_id *l)
 		if (cm_ib_door_pass(b, (size_t)n, sizeof(b), &from, dst, tos,
 				    ttl))
 			continue;
-		if (!take(l, b, n, &d))
+		if (!cm_ib_take(b, n, &d))
 			continue;
+		struct cm_ib_rx rx = {b, (size_t)n, from.sin_addr.s_addr, dst,
+				      false};
+
 		if (d.attr != CM_MAD_REQ && d.attr != CM_MAD_SIDR_REQ) {
+			if (cm_ib_pass(&rx)) /* another process's comm ID */
+				continue;
 			cm_ib_count(CM_IB_DROP_NOT_OURS);
 			cm_log("id %p: MAD 0x%04x at the listener: dropped\n",
 			       (void *)l, d.attr);
 			continue;
 		}
-		to_listener(&d, &from); /* this one's, or another's */
+		to_listener(&d, &rx); /* this one's, or another's */
 	}
 }

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "cm.h"
 #include "ib_mad.h"
@@ -75,6 +76,45 @@ bool cm_ib_orphan_answered(int i, const struct cm_mad *d);
 bool cm_ib_door_pass(uint8_t *b, size_t n, size_t cap,
 		     const struct sockaddr_in *from, uint32_t dst, uint8_t tos,
 		     uint8_t ttl);
+
+/* One datagram at a listener's socket fd into b (cap bytes): its length,
+ * where it came from, where it was sent (network order), its TOS and
+ * TTL (IP_PKTINFO, IP_RECVTOS, IP_RECVTTL); -1 with errno, or -2: not
+ * one to read (truncated, not IPv4). */
+ssize_t cm_ib_listen_recv(int fd, uint8_t *b, size_t cap,
+			  struct sockaddr_in *from, uint32_t *dst, uint8_t *tos,
+			  uint8_t *ttl);
+
+/* A MAD's datagram as it came, for passing it on (ib_pass.c): b, n
+ * bytes, from the peer's address to ours (network order); passed: it
+ * came from another process of the host, and goes nowhere else. */
+struct cm_ib_rx {
+	const uint8_t *b;
+	size_t n;
+	uint32_t from, to;
+	bool passed;
+};
+
+/* ib_pass.c: MADs the kernel gave the wrong process of the host */
+/* The top 16 bits of our comm IDs, ours on the host (its name bound at
+ * the first call; without a name, a random one). */
+uint16_t cm_ib_pass_prefix(void);
+/* rx's MAD, which no id of ours takes, to the process it is for (by
+ * how key names it): true if passed (counted); false if it is ours, or
+ * came passed, or its owner is not found (the caller drops it). */
+bool cm_ib_pass(const struct cm_ib_rx *rx);
+/* Listener l's service name bound (its REQs that reach another process
+ * come to it): 0, or -errno (said; l works without it). */
+int cm_ib_pass_listen(struct cm_id *l);
+void cm_ib_pass_unlisten(struct cm_id *l);
+/* ib_link.c: MAD d that another process passed us, checked as from the
+ * wire (rx->passed): to our id by comm ID (to_service false), or to the
+ * listener of its service. */
+void cm_ib_passed(const struct cm_mad *d, const struct cm_ib_rx *rx,
+		  bool to_service);
+/* ib_link.c: one datagram from a peer's QP1, n bytes at b: its MAD
+ * checked (counted and logged if not), or false. */
+bool cm_ib_take(const uint8_t *b, ssize_t n, struct cm_mad *d);
 
 /* ib_sidr.c: SIDR for UD ids */
 /* conn.c's SIDR REQ or REP record m as its MAD d (d's header filled):

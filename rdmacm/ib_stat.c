@@ -30,6 +30,10 @@ static const char *const names[CM_IB_NCTR] = {
 	[CM_IB_DROP_PKT] = "cm_mad_drop_pkt",
 	[CM_IB_DROP_MAD] = "cm_mad_drop_mad",
 	[CM_IB_DROP_NOT_OURS] = "cm_mad_drop_not_ours",
+	[CM_IB_PASSED] = "cm_mad_passed",
+	[CM_IB_PASS_LOST] = "cm_mad_pass_lost",
+	[CM_IB_PASS_RECV] = "cm_mad_pass_recv",
+	[CM_IB_DROP_PASS] = "cm_mad_drop_pass",
 };
 
 static struct sv_stat_hdr *tbl;

@@ -21,6 +21,11 @@ enum cm_ib_ctr {
 	CM_IB_DROP_PKT,	     /* not a GSI MAD (RoCE codec, QPNs, Q_Key) */
 	CM_IB_DROP_MAD,	     /* cm_mad_decode said no */
 	CM_IB_DROP_NOT_OURS, /* comm IDs, service or addresses not ours */
+	CM_IB_PASSED,	     /* another process's: passed to it (ib_pass.c) */
+	CM_IB_PASS_LOST,     /* another process's, which could not be passed
+			      * (no such name: gone; its queue full) */
+	CM_IB_PASS_RECV,     /* passed to us by another process, taken */
+	CM_IB_DROP_PASS,     /* passed to us: not our user, or malformed */
 	CM_IB_NCTR
 };
 

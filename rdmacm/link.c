@@ -888,6 +888,11 @@ static void *cm_thread(void *arg)
 					cm_log("wake-up read: %d\n", errno);
 				continue;
 			}
+			if (evs[i].data.u64 & CM_TAG_IB_PASS) {
+				cm_ib_pass_read(evs[i].data.u64 &
+						~CM_TAG_IB_PASS);
+				continue;
+			}
 			if (evs[i].data.u64 & CM_TAG_IB_PORT) {
 				cm_ib_port_read(
 					(int)(evs[i].data.u64 & 0xffff));

@@ -15,7 +15,9 @@
 # against the IP and UDP headers as captured (we send IP ID 0, so every
 # one can be), and decoded by tshark as InfiniBand, none malformed.
 # rdma_cm_*: rping, ucmatose and ib_send_bw -R over the IB CM's MADs,
-# udaddy over SIDR.
+# udaddy over SIDR; MADs the kernel gave the wrong process of a host
+# passed to the right one (two clients at once, a first REQ among other
+# listeners and a UD door, and a hostile process of the host).
 #
 # usage: netns_roce.sh BUILD_DIR
 # Needs root and ip(8): otherwise it says why and exits 77 (skipped).
@@ -713,8 +715,8 @@ sidr_run() {
 	spid=$!
 	listening a 7174 # the UD listener's ports are bound by then
 	# shellcheck disable=SC2086 # $2 and $run are word lists
-	timeout 60 ip netns exec "$tag-b" env SOFTVERBS_DEBUG=1 $2 $run \
-		udaddy -s $A -C "$5" >"$log/$n.c" 2>&1
+	timeout 60 ip netns exec "$tag-${sidr_ns:-b}" env SOFTVERBS_DEBUG=1 \
+		$2 $run udaddy -s $A -C "$5" >"$log/$n.c" 2>&1
 	rc=$?
 	[ "$4" = 1 ] || kill $spid 2>/dev/null
 	wait $spid 2>/dev/null
@@ -838,6 +840,34 @@ if want rdma_cm_timewait; then
 	fi
 fi
 
+# A SIDR REQ is a first REQ too: with three other listeners (ucmatose)
+# on a's address in the reuseport group, udaddy's REQs from b and from c
+# (two 4-tuples, two hashes) reach its server by being passed on by its
+# service (RDMA_PS_UDP, 7174); before, the member the hash picked dropped
+# it (the port is held on the host: not "unsupported") and the client
+# ended UNREACHABLE (SOFTVERBS_CM_TIMEOUT_MS=8000 here).
+if want rdma_cm_udaddy_others; then
+	others=""
+	for k in 1 2 3; do
+		port=$((port + 1))
+		# shellcheck disable=SC2086 # $run is a command line
+		timeout 120 ip netns exec "$tag-a" $run ucmatose -b $A -p $port \
+			>"$log/uo.x$k" 2>&1 &
+		others="$others $!"
+		listening a $port
+	done
+	for sidr_ns in b c; do
+		sidr_run "rdma_cm_udaddy_others_$sidr_ns" \
+			SOFTVERBS_CM_TIMEOUT_MS=8000 "" 1 2
+		sidr_check "rdma_cm_udaddy_others_$sidr_ns" 1
+	done
+	sidr_ns=b
+	for p in $others; do
+		kill "$p" 2>/dev/null
+	done
+	wait
+fi
+
 # The IB CM's lookups (issue 27 item 3): ucmatose makes 100 connections
 # at once each way; every MAD found its id by an index (our comm ID, the
 # peer's, the listener's service: rdmacm/ib_link.c), where it walked
@@ -878,6 +908,262 @@ if want rdma_cm_lookups; then
 		failed=1
 	else
 		echo "ok   rdma_cm_lookups: 100 connections each way;$said"
+	fi
+fi
+
+# MADs the kernel gives the wrong process of the host (rdmacm/ib_pass.c):
+# each process is its own IB CM, and the kernel picks which of the host's
+# sockets on 4791 gets a datagram.  Two clients in b connect to one server
+# address at once: both hold a socket connected to (a, 0xd872) on b's
+# 4791, one 4-tuple, and the kernel gives every MAD of it to one of them.
+# The other's REP, DREQ... are passed to it by the comm ID they name (its
+# prefix's name); before, they were dropped as not ours (counted here
+# from the clients' SOFTVERBS_DEBUG logs: none may be) and a client
+# hung until the other had gone (here, often, its deadline).  5 rounds,
+# both clients started together, so each order comes.
+# stolen LOG1 LOG2: how many MADs each client dropped as "no such id"
+# that named a comm ID the other sent its REQ with
+stolen() {
+	n=0
+	for pair in "$1 $2" "$2 $1"; do
+		# shellcheck disable=SC2086 # two file names
+		set -- $pair
+		# shellcheck disable=SC2013 # the IDs are words
+		for id in $(sed -n 's/.*MAD 0x0010 sent (comm IDs \(0x[0-9a-f]*\).*/\1/p' "$1"); do
+			k=$(grep -c "for comm ID $id: no such id: dropped" "$2")
+			n=$((n + k))
+		done
+	done
+	echo $n
+}
+if want rdma_cm_two_clients; then
+	ok=1
+	said=""
+	for r in 1 2 3 4 5; do
+		port=$((port + 1))
+		# shellcheck disable=SC2086 # $run is a command line
+		timeout 40 ip netns exec "$tag-a" $run ucmatose -p $port -c 2 \
+			>"$log/tc.s$r" 2>&1 &
+		spid=$!
+		listening a $port
+		# shellcheck disable=SC2086 # $run is a command line
+		timeout 30 ip netns exec "$tag-b" env SOFTVERBS_DEBUG=1 \
+			$run ucmatose -s $A -p $port -c 1 >"$log/tc.c$r.1" 2>&1 &
+		c1=$!
+		# shellcheck disable=SC2086 # $run is a command line
+		timeout 30 ip netns exec "$tag-b" env SOFTVERBS_DEBUG=1 \
+			$run ucmatose -s $A -p $port -c 1 >"$log/tc.c$r.2" 2>&1 &
+		c2=$!
+		wait "$c1"
+		rc1=$?
+		wait "$c2"
+		rc2=$?
+		wait "$spid"
+		src=$?
+		p1=$(grep -c "passed to the process that has it" "$log/tc.c$r.1")
+		p2=$(grep -c "passed to the process that has it" "$log/tc.c$r.2")
+		# the MADs one client dropped that named the other's comm ID
+		# (it may still finish: once the other has gone, a resend
+		# reaches it)
+		lost=$(stolen "$log/tc.c$r.1" "$log/tc.c$r.2")
+		said="$said [$rc1 $rc2 $src: passed $p1/$p2, lost $lost]"
+		if [ $rc1 != 0 ] || [ $rc2 != 0 ] || [ $src != 0 ] ||
+			[ "$lost" != 0 ] ||
+			! grep -q "return status 0" "$log/tc.c$r.1" ||
+			! grep -q "return status 0" "$log/tc.c$r.2"; then
+			ok=0
+		fi
+	done
+	if [ $ok != 1 ]; then
+		echo "FAIL rdma_cm_two_clients: rounds (client, client," \
+			"server: MADs passed by each client):$said"
+		grep -hv "^softverbs" "$log/tc.c5.1" "$log/tc.c5.2" | tail -4 |
+			sed 's/^/  client: /'
+		failed=1
+	else
+		echo "ok   rdma_cm_two_clients: 5 rounds of two clients at once," \
+			"all connected; (client, client, server: passed):$said"
+	fi
+fi
+
+# A peer's first REQ is unconnected: the kernel gives it to one member of
+# the reuseport group on a's 4791 by the hash of its 4-tuple (b's or c's
+# address and 0xd872: the same member every time).  Here three other
+# processes listen on a's address (ucmatose on other ports) and one has a
+# UD QP (its UD door) before the server does; 6 connections, from b and
+# from c, each to a new server (ucmatose -c 1).  The member that gets
+# the REQ passes it to the listening process by its service (port space,
+# port, address); before, another listener dropped it as not its service
+# and the client never connected (rxe's resends hash the same way).
+if want rdma_cm_first_req; then
+	others=""
+	for k in 1 2 3; do
+		port=$((port + 1))
+		# shellcheck disable=SC2086 # $run is a command line
+		timeout 300 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 $run \
+			ucmatose -b $A -p $port >"$log/fr.x$k" 2>&1 &
+		others="$others $!"
+		listening a $port
+	done
+	port=$((port + 1))
+	# shellcheck disable=SC2086 # $run is a command line
+	timeout 300 ip netns exec "$tag-a" $run ibv_ud_pingpong $SV -g "$ga" \
+		-p $port >"$log/fr.ud" 2>&1 &
+	others="$others $!"
+	listening a $port
+	n=0
+	said=""
+	for i in 1 2 3 4 5 6; do
+		ns=b
+		[ $((i % 2)) = 0 ] && ns=c
+		port=$((port + 1))
+		# shellcheck disable=SC2086 # $run is a command line
+		timeout 30 ip netns exec "$tag-a" $run ucmatose -b $A -p $port \
+			-c 1 >"$log/fr.s$i" 2>&1 &
+		spid=$!
+		listening a $port
+		# shellcheck disable=SC2086 # $run is a command line
+		timeout 20 ip netns exec "$tag-$ns" $run ucmatose -s $A \
+			-p $port -c 1 >"$log/fr.c$i" 2>&1
+		rc=$?
+		wait $spid
+		src=$?
+		said="$said $ns:$rc/$src"
+		[ $rc = 0 ] && [ $src = 0 ] &&
+			grep -q "return status 0" "$log/fr.c$i" && n=$((n + 1))
+	done
+	for p in $others; do
+		kill "$p" 2>/dev/null
+	done
+	wait
+	passed=$(cat "$log"/fr.x* | grep -c "passed to the process that has it")
+	if [ $n != 6 ]; then
+		echo "FAIL rdma_cm_first_req: $n of 6 connected (client/server" \
+			"rc:$said); REQs passed by the other listeners: $passed"
+		grep -hv "^softverbs" "$log/fr.x1" | tail -3 | sed 's/^/  other: /'
+		failed=1
+	else
+		echo "ok   rdma_cm_first_req: 6 of 6 connected beside 3 other" \
+			"listeners and a UD door; REQs they passed on: $passed"
+	fi
+fi
+
+# The UD door's part: in a, the only member on 4791 is a UD QP's door
+# (ibv_ud_pingpong waiting for its peer), and the listener is the probe,
+# which holds only a listener's name (softverbs/cm/svc/...).  A REQ from
+# b to a:4791 reaches the door, which passes it by its service: the
+# probe checks the header and that the datagram is the REQ as sent.
+# Before, the door dropped QP1's datagrams.
+if want rdma_cm_door_req; then
+	port=$((port + 1))
+	# shellcheck disable=SC2086 # $run is a command line
+	timeout 60 ip netns exec "$tag-a" $run ibv_ud_pingpong $SV -g "$ga" \
+		-p $port >"$log/dr.ud" 2>&1 &
+	udp=$!
+	listening a $port
+	port=$((port + 1))
+	probe="$(dirname "$0")/cm_pass_probe.py"
+	timeout 20 ip netns exec "$tag-a" /usr/bin/python3 "$probe" \
+		door_listen $port $A "$log/dr.ready" >"$log/dr.l" 2>&1 &
+	lpid=$!
+	wait_file "$log/dr.ready" 10
+	ip netns exec "$tag-b" /usr/bin/python3 "$probe" door_send $port $A \
+		>"$log/dr.s" 2>&1
+	wait $lpid
+	lrc=$?
+	kill $udp 2>/dev/null
+	wait $udp 2>/dev/null
+	if [ $lrc != 0 ]; then
+		echo "FAIL rdma_cm_door_req: the REQ at the UD door was not" \
+			"passed to the listener's name (probe $lrc)"
+		cat "$log/dr.l" "$log/dr.s" | sed 's/^/  probe: /'
+		failed=1
+	else
+		echo "ok   rdma_cm_door_req: $(cat "$log/dr.l")"
+	fi
+fi
+
+# The hostile side of passing: tests/roce/cm_pass_probe.py, in a, sends
+# to the listening rping's service name what another process of the host
+# might: a well-formed passed REQ from another user (nobody: dropped as
+# not our user, whatever it says), headers that are short, of another
+# magic, length or key, one whose MAD is bad (its checks say why), and a
+# flood of 20000 (sent MSG_DONTWAIT: the kernel's queue bounds what we
+# hold; each is read and dropped).  Then a real rping from b connects.
+# pass_ctrs PID: the IB CM's passing counters of process PID in a
+pass_ctrs() {
+	ip netns exec "$tag-a" "$build/bin/softverbs-stat" --json "$1" |
+		python3 -c 'import json,sys
+t=json.loads(sys.stdin.read())
+cs=t if isinstance(t,list) else t["contexts"]
+for c in cs:
+	if "cm_mad_sent" in c["total"]:
+		print(" ".join("%s=%d" % (k, c["total"][k]) for k in sys.argv[1:]))' \
+			cm_mad_drop_pass cm_mad_pass_recv 2>&1
+}
+if want rdma_cm_pass_hostile; then
+	port=$((port + 1))
+	# shellcheck disable=SC2086 # $run is a command line
+	timeout 120 ip netns exec "$tag-a" env SOFTVERBS_DEBUG=1 $run \
+		rping -s -a $A -p $port -C 10 >"$log/ph.s" 2>&1 &
+	spid=$!
+	listening a $port
+	probe="$(dirname "$0")/cm_pass_probe.py"
+	ip netns exec "$tag-a" setpriv --reuid=65534 --regid=65534 \
+		--clear-groups /usr/bin/python3 "$probe" other_user $port $A \
+		>"$log/ph.u" 2>&1
+	urc=$?
+	ip netns exec "$tag-a" /usr/bin/python3 "$probe" malformed $port $A \
+		>"$log/ph.m" 2>&1
+	mrc=$?
+	ip netns exec "$tag-a" /usr/bin/python3 "$probe" flood $port $A \
+		>"$log/ph.f" 2>&1
+	frc=$?
+	sent=$(sed -n 's/^flood: \([0-9]*\) sent.*/\1/p' "$log/ph.f")
+	# its counters: every one of them dropped as passed, but the two
+	# whose header agrees (their MADs' checks drop them): 10 from
+	# nobody, 8 malformed headers, the flood's; until they are read
+	# (10 s at most)
+	want_ctrs="cm_mad_drop_pass=$((18 + ${sent:-0})) cm_mad_pass_recv=2"
+	rp=$(pid_in a rping)
+	t=0
+	until [ "$(pass_ctrs "$rp")" = "$want_ctrs" ] || [ $t -ge 100 ]; do
+		t=$((t + 1))
+		sleep 0.1 # polling another process's counters, under a deadline
+	done
+	ctrs=$(pass_ctrs "$rp")
+	# shellcheck disable=SC2086 # $run is a command line
+	timeout 60 ip netns exec "$tag-b" $run rping -c -a $A -p $port -v -V \
+		-C 10 >"$log/ph.c" 2>&1
+	rc=$?
+	wait $spid
+	src=$?
+	nu=$(grep -c "the sender is not our user" "$log/ph.s")
+	miss=""
+	for r in "not a passed MAD" "a malformed header" \
+		"not a CM MAD that names its owner" "not this listener's service" \
+		"cm_mad_drop_field\|cm_mad_drop_len\|MAD dropped"; do
+		grep -q "passed to us by another process: $r\|$r" "$log/ph.s" ||
+			miss="$miss [$r]"
+	done
+	nd=$(grep -c "passed to us by another process" "$log/ph.s")
+	if [ $urc != 0 ] || [ $mrc != 0 ] || [ $frc != 0 ] || [ $rc != 0 ] ||
+		[ "$ctrs" != "$want_ctrs" ] ||
+		[ $src != 0 ] || [ "$nu" -lt 1 ] || [ -n "$miss" ] ||
+		[ "$nd" -lt "${sent:-1}" ] ||
+		! grep -q "rdma-ping-9:" "$log/ph.c"; then
+		echo "FAIL rdma_cm_pass_hostile: probes $urc $mrc $frc, client" \
+			"$rc, server $src; $nu from another user, $nd dropped" \
+			"of $sent flooded; counters [$ctrs], not [$want_ctrs];" \
+			"reasons missing:$miss"
+		cat "$log/ph.u" "$log/ph.m" "$log/ph.f" | tail -4 | sed 's/^/  probe: /'
+		grep -v "^softverbs\[" "$log/ph.s" | tail -4 | sed 's/^/  server: /'
+		failed=1
+	else
+		echo "ok   rdma_cm_pass_hostile: $nu passed REQ(s) from another" \
+			"user dropped, each malformed kind dropped with its reason," \
+			"$nd in all ($(cat "$log/ph.f"); $ctrs), then rping -V" \
+			"connected"
 	fi
 fi
 

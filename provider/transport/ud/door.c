@@ -285,7 +285,7 @@ static int door_pass(struct sv_context *ctx, struct sv_ud_door *d, size_t n)
  * makes it what the QP's socket takes: false to drop it.  Sent to a group
  * it must be a multicast (DQPN 0xffffff) with a GRH naming that group;
  * sent to us, not a multicast. */
-static bool door_check(struct sv_ud_door *d, size_t *np,
+static bool door_check(struct sv_context *ctx, struct sv_ud_door *d, size_t *np,
 		       const union sv_sockaddr *src, socklen_t slen)
 {
 	bool mc = IN_MULTICAST(ntohl(d->dst));
@@ -296,10 +296,15 @@ static bool door_check(struct sv_ud_door *d, size_t *np,
 	 * to one of our addresses */
 	if (n <= sizeof(d->d) && (n < 4 || d->d.h.magic != SV_UD_MAGIC) &&
 	    src->sa.sa_family == AF_INET && slen == sizeof(src->in) && d->dst &&
-	    !mc)
+	    !mc) {
+		/* QP1's: an IB CM MAD, passed to the process it is for */
+		if (sv_ud_roce_qp1(ctx->ud_fwd_fd, &d->stats, &d->d, n,
+				   &src->in, d->dst))
+			return false;
 		return sv_ud_roce_take(&d->peers, &d->stats, &d->d, np,
 				       sizeof(d->d), &src->in, d->dst, d->tos,
 				       d->ttl);
+	}
 	if (n > sizeof(d->d) ||
 	    (src->sa.sa_family != AF_INET && src->sa.sa_family != AF_INET6) ||
 	    slen != sv_sockaddr_len(src) || !sv_ud_hdr_ok(&d->d.h, n) ||
@@ -432,7 +437,7 @@ static bool door_pump(struct sv_context *ctx, struct sv_ud_door *d,
 			return false; /* EAGAIN: all taken */
 		size_t len = (size_t)n;
 
-		if (!door_check(d, &len, &src, d->slen))
+		if (!door_check(ctx, d, &len, &src, d->slen))
 			continue;
 		n = (ssize_t)len;
 		if (door_pass(ctx, d, (size_t)n)) {

@@ -33,6 +33,12 @@
  * source port) whose packet verifies with ID 0 is remembered (softverbs
  * sends ID 0) and held to it from then on; a peer never seen to (rxe:
  * random IDs) is taken unverified and counted (roce_icrc_unchecked).
+ *
+ * QP1: with SOFTVERBS_TRANSPORT=roce a process's librdmacm is its own IB
+ * CM, and a peer's first REQ (an unconnected datagram to 4791) may come
+ * to a listener of this group.  It goes on to the listening process by
+ * the REQ's service, and any other CM MAD by the comm ID it names
+ * (wire/cm_pass.h, rdmacm/ib_pass.c), which checks it all again.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -43,6 +49,7 @@
 #include <linux/filter.h>
 #include <netinet/in.h>
 
+#include "cm_pass.h"
 #include "env.h"
 #include "inject.h"
 #include "roce.h"
@@ -239,6 +246,25 @@ bool sv_ud_roce_take(struct sv_ud_roce_peers *peers, struct sv_qp_stats *st,
 	memmove((uint8_t *)buf + sizeof(h), p.payload, p.len);
 	memcpy(buf, &h, sizeof(h));
 	*n = sizeof(h) + p.len;
+	return true;
+}
+
+bool sv_ud_roce_qp1(int fwd, struct sv_qp_stats *st, const void *buf, size_t n,
+		    const struct sockaddr_in *src, uint32_t dst)
+{
+	struct sv_cm_pass_key k = sv_cm_pass_key_of(buf, n);
+	int ret;
+
+	if (k.by == SV_CM_PASS_NONE)
+		return false;
+	ret = sv_cm_pass_send(fwd, &k, buf, n, src->sin_addr.s_addr, dst);
+	if (ret) {
+		sv_stats_add(st, roce_drop_qpn, 1);
+		sv_dbg("udp: an IB CM MAD for %s 0x%x: lost: %s\n",
+		       k.by == SV_CM_PASS_BY_ID ? "comm ID" : "port",
+		       k.by == SV_CM_PASS_BY_ID ? k.id : k.port,
+		       strerror(-ret));
+	}
 	return true;
 }
 

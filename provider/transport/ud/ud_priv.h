@@ -77,6 +77,12 @@ bool sv_ud_roce_take(struct sv_ud_roce_peers *peers, struct sv_qp_stats *st,
 		     void *buf, size_t *n, size_t cap,
 		     const struct sockaddr_in *src, uint32_t dst, uint8_t tos,
 		     uint8_t ttl);
+/* A datagram at the listener that is QP1's (the IB CM's MADs, which a
+ * UD QP never takes): passed on fwd to the process the MAD is for, by
+ * its comm ID or its service (wire/cm_pass.h; lost: counted in st's
+ * roce_drop_qpn).  False if it is not QP1's CM MAD. */
+bool sv_ud_roce_qp1(int fwd, struct sv_qp_stats *st, const void *buf, size_t n,
+		    const struct sockaddr_in *src, uint32_t dst);
 /* The 40 bytes a receive's GRH area holds for an SV_UD_ROCE datagram,
  * as rxe fills it over IPv4: 20 zero, then the IPv4 header. */
 void sv_ud_roce_grh(uint8_t g[SV_GRH_LEN], const struct sv_ud_hdr *h);
