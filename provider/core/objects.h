@@ -411,6 +411,11 @@ struct sv_cq {
 	_Atomic uint32_t srqs;	     /* XRC SRQs completing here: EBUSY */
 	struct ibv_pd *pdom;	     /* its parent domain, or NULL */
 	bool q_custom;		     /* q is from pdom's allocator */
+	/* the readiness set (transport/link.h) of the connections of its
+	 * QPs' links that run (TCP): -1 until the first such QP's RTR
+	 * (sv_cq_ready_set); a poll of two QPs or more asks it which have
+	 * bytes waiting and skips the idle rest (engine/drive.c) */
+	_Atomic int ready_set;
 	/* slots of the set attach and detach read or wrote (under
 	 * ctx->qp_lock for writing): their cost, which a test holds flat
 	 * in the number of QPs (conf_device.c) */
@@ -940,6 +945,11 @@ struct sv_qp {
 	 * visit is queued; 0: never): new work due sooner asks for a look
 	 * (sv_qp_note_work) */
 	_Atomic uint64_t look_at;
+	/* a poll found its link's connection readable in its CQ's
+	 * readiness set: the next poll that reaches it runs it
+	 * (engine/drive.c; kept too when a reused QP is zeroed: a late
+	 * poller may mark it, and a stale mark costs one run) */
+	atomic_bool readable;
 	struct sv_qp_prog prog; /* progress thread */
 };
 

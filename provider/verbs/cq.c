@@ -10,9 +10,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "progress.h"
+#include "transport.h"
 #include "verbs.h"
 
 #define SV_CQ_WC_FLAGS                                                         \
@@ -62,6 +64,8 @@ static void drive(struct sv_cq *cq)
 {
 	struct sv_qp_set *set;
 	uint32_t n, i;
+	bool polled = false;
+	int rs;
 
 	/* acquire: a grown set's slots and n, copied before it was
 	 * published; then n's release covers slots [0, n) */
@@ -69,18 +73,47 @@ static void drive(struct sv_cq *cq)
 	n = atomic_load_explicit(&set->n, memory_order_acquire);
 	if (!n)
 		return;
+	/* TCP links: one epoll_wait says which have bytes waiting, and the
+	 * idle rest are skipped (drive.c runs_idle).  Not for one QP: its
+	 * run's one recv(2) answers as well, and the call would be one
+	 * more on the single pair's round trip */
+	rs = n > 1 ? atomic_load_explicit(&cq->ready_set, memory_order_relaxed)
+		   : -1;
+	if (rs >= 0)
+		polled = sv_drive_ready(rs, n);
 	i = atomic_load_explicit(&cq->drive_from, memory_order_relaxed);
 	if (i >= n)
 		i = 0;
 	for (uint32_t k = 0; k < n; k++) {
-		sv_qp_drive(atomic_load_explicit(&set->qp[i],
-						 memory_order_acquire));
+		sv_qp_drive(
+			atomic_load_explicit(&set->qp[i], memory_order_acquire),
+			polled);
 		if (++i == n)
 			i = 0;
 		if (!cq_empty(cq))
 			break;
 	}
 	atomic_store_explicit(&cq->drive_from, i, memory_order_relaxed);
+}
+
+int sv_cq_ready_set(struct sv_cq *cq)
+{
+	int rs = atomic_load(&cq->ready_set), mine = -1;
+
+	if (rs >= 0)
+		return rs;
+	mine = sv_readyset_open();
+	if (mine < 0) {
+		sv_dbg("cq: no readiness set (%s): its polls run every TCP "
+		       "link\n",
+		       strerror(-mine));
+		return -1;
+	}
+	/* two QPs' modifies at once: one set, the other closed */
+	if (atomic_compare_exchange_strong(&cq->ready_set, &rs, mine))
+		return mine;
+	close(mine);
+	return rs;
 }
 
 /* The CQ was armed: its QPs are the progress thread's now (flags up,
@@ -399,6 +432,7 @@ static struct sv_cq *cq_create(struct ibv_context *c, int cqe,
 		err = -errno;
 		goto err_free_cq;
 	}
+	atomic_init(&cq->ready_set, -1);
 	cq->qps = set_alloc(4);
 	if (!cq->qps)
 		goto err_free;
@@ -553,6 +587,8 @@ int sv_destroy_cq(struct ibv_cq *ibcq)
 		free(s);
 	}
 	free(atomic_load(&cq->qps));
+	if (atomic_load(&cq->ready_set) >= 0)
+		close(atomic_load(&cq->ready_set));
 	sv_dom_free(cq->pdom, cq->q, SV_RES_CQ, cq->q_custom);
 	if (cq->pdom)
 		sv_pd_drop(cq->pdom);
