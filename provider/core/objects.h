@@ -156,6 +156,10 @@ struct sv_context {
 	struct verbs_context vctx; /* ->context is what apps hold */
 	pthread_rwlock_t qp_lock;  /* qps list and cq->qps membership */
 	struct sv_list qps;	   /* struct sv_qp.ctx_node */
+	/* CQs with a readiness set (struct sv_cq.ready_set), under
+	 * vctx.context.mutex: the context's close closes the sets of those
+	 * the app did not destroy */
+	struct sv_list ready_cqs;
 	pthread_mutex_t xsrq_lock; /* xsrqs; inside qp->lock, outside
 				    * srq->lock */
 	struct sv_list xsrqs;	   /* XRC SRQs (struct sv_srq.ctx_node) */
@@ -412,10 +416,13 @@ struct sv_cq {
 	struct ibv_pd *pdom;	     /* its parent domain, or NULL */
 	bool q_custom;		     /* q is from pdom's allocator */
 	/* the readiness set (transport/link.h) of the connections of its
-	 * QPs' links that run (TCP): -1 until the first such QP's RTR
-	 * (sv_cq_ready_set); a poll of two QPs or more asks it which have
-	 * bytes waiting and skips the idle rest (engine/drive.c) */
+	 * QPs' links that may idle (TCP; links_idle: one reached RTR): made
+	 * by the first poll of two QPs or more, which asks it which have
+	 * bytes waiting and skips the idle rest (engine/drive.c); -1 before,
+	 * -2 if it could not be made (every poll runs those links) */
 	_Atomic int ready_set;
+	atomic_bool links_idle;
+	struct sv_list ready_node; /* on ctx->ready_cqs while it has one */
 	/* slots of the set attach and detach read or wrote (under
 	 * ctx->qp_lock for writing): their cost, which a test holds flat
 	 * in the number of QPs (conf_device.c) */

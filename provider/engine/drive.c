@@ -133,17 +133,17 @@ static bool idle(struct sv_qp *qp)
 
 /*
  * idle() for a link that runs (TCP), asked only by a poll whose CQ's
- * readiness set was just asked which connections have bytes waiting
+ * readiness set (set) was just asked which connections have bytes waiting
  * (sv_drive_ready): the QP was not among them (readable, taken here),
  * the engine is idle, its send entries (if any) wait only for the peer's
  * ACK and their timer is not due (over TCP it retransmits: comp.c), no
  * connection waits in its listener, and the link says it is idle
- * (sv_link_idle: its connection in the readiness sets, nothing to send).
+ * (sv_link_idle: its connection in the set, nothing to send).
  * Then a run would only read the socket and find nothing: a poll of a
  * CQ with 1,000 idle TCP QPs costs one epoll_wait and a lock and a few
  * loads for each, not 1,000 recv(2)s.  Caller holds qp->lock.
  */
-static bool runs_idle(struct sv_qp *qp)
+static bool runs_idle(struct sv_qp *qp, int set)
 {
 	if (atomic_load_explicit(&qp->readable, memory_order_relaxed)) {
 		/* before the run reads: bytes after it are found again */
@@ -157,7 +157,7 @@ static bool runs_idle(struct sv_qp *qp)
 	    !(acked_only(qp) && qp->comp.deadline &&
 	      sv_now_ns() < qp->comp.deadline))
 		return false;
-	return sv_link_idle(&qp->link);
+	return sv_link_idle(&qp->link, set);
 }
 
 bool sv_drive_ready(int set, uint32_t nqps)
@@ -182,7 +182,7 @@ bool sv_drive_ready(int set, uint32_t nqps)
 	return true;
 }
 
-void sv_qp_drive(struct sv_qp *qp, bool polled)
+void sv_qp_drive(struct sv_qp *qp, int set)
 {
 	enum ibv_qp_state s;
 
@@ -203,7 +203,7 @@ void sv_qp_drive(struct sv_qp *qp, bool polled)
 	    __builtin_expect(sv_link_runs(&qp->link), 0)) {
 		uint64_t t;
 
-		if (polled && runs_idle(qp)) {
+		if (set >= 0 && runs_idle(qp, set)) {
 			sv_unlock(&qp->lock);
 			return;
 		}

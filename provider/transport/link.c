@@ -437,31 +437,22 @@ int sv_readyset_open(void)
 	return fd < 0 ? -errno : fd;
 }
 
-bool sv_readyset_join(const int *sets, int n, int fd, struct sv_link *l)
+bool sv_readyset_join(int set, int fd, struct sv_link *l)
 {
-	bool all = true;
+	/* level triggered: bytes a run left unread (its buffer was full)
+	 * are found again by the next poll */
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = l};
 
-	for (int i = 0; i < n; i++) {
-		/* level triggered: bytes a run left unread (its buffer was
-		 * full) are found again by the next poll */
-		struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP,
-					 .data.ptr = l};
-
-		if (epoll_ctl(sets[i], EPOLL_CTL_ADD, fd, &ev) &&
-		    errno != EEXIST) {
-			sv_dbg("readiness set %d: fd %d: %s: every poll runs "
-			       "its link\n",
-			       sets[i], fd, strerror(errno));
-			all = false;
-		}
-	}
-	return all;
+	if (!epoll_ctl(set, EPOLL_CTL_ADD, fd, &ev) || errno == EEXIST)
+		return true;
+	sv_dbg("readiness set %d: fd %d: %s: every poll runs its link\n", set,
+	       fd, strerror(errno));
+	return false;
 }
 
-void sv_readyset_leave(const int *sets, int n, int fd)
+void sv_readyset_leave(int set, int fd)
 {
-	for (int i = 0; i < n; i++)
-		epoll_ctl(sets[i], EPOLL_CTL_DEL, fd, NULL);
+	epoll_ctl(set, EPOLL_CTL_DEL, fd, NULL);
 }
 
 int sv_readyset_wait(int set, struct sv_link **out, int max)

@@ -222,8 +222,13 @@ static bool spin_for_event(struct sv_channel *ch)
 		struct sv_list *n;
 
 		pthread_rwlock_rdlock(&ctx->qp_lock);
-		sv_list_for_each(n, &ctx->qps) sv_qp_drive(
-			container_of(n, struct sv_qp, ctx_node), false);
+		sv_list_for_each(n, &ctx->qps)
+		{
+			struct sv_qp *qp =
+				container_of(n, struct sv_qp, ctx_node);
+
+			sv_qp_drive(qp, -1);
+		}
 		pthread_rwlock_unlock(&ctx->qp_lock);
 		if (evq_pending(&ch->evq))
 			return true;

@@ -49,6 +49,47 @@ static bool cq_empty(struct sv_cq *cq)
 	       atomic_load_explicit(&cq->tail, memory_order_relaxed);
 }
 
+/* The CQ's readiness set (transport/link.h), made now if it has none:
+ * its fd, or -2 if none could be made (its polls run every TCP link, as
+ * they did before it had one). */
+static int ready_set(struct sv_cq *cq)
+{
+	struct sv_context *ctx = cq->ctx;
+	int rs = atomic_load_explicit(&cq->ready_set, memory_order_relaxed);
+	int mine;
+
+	if (rs != -1)
+		return rs;
+	pthread_mutex_lock(&ctx->vctx.context.mutex);
+	rs = atomic_load(&cq->ready_set); /* another poller's, maybe */
+	if (rs == -1) {
+		mine = sv_readyset_open();
+		if (mine < 0)
+			sv_dbg("cq: no readiness set (%s): its polls run "
+			       "every TCP link\n",
+			       strerror(-mine));
+		else
+			sv_list_add_tail(&ctx->ready_cqs, &cq->ready_node);
+		rs = mine < 0 ? -2 : mine;
+		atomic_store(&cq->ready_set, rs);
+	}
+	pthread_mutex_unlock(&ctx->vctx.context.mutex);
+	return rs;
+}
+
+void sv_cq_close_ready_sets(struct sv_context *ctx)
+{
+	pthread_mutex_lock(&ctx->vctx.context.mutex);
+	while (!sv_list_empty(&ctx->ready_cqs)) {
+		struct sv_cq *cq = container_of(ctx->ready_cqs.next,
+						struct sv_cq, ready_node);
+
+		sv_list_del(&cq->ready_node);
+		close(atomic_exchange(&cq->ready_set, -2));
+	}
+	pthread_mutex_unlock(&ctx->vctx.context.mutex);
+}
+
 /*
  * Runs the engine of the QPs feeding this CQ, in turn from where the
  * last poll stopped, until one has put a completion here (or all ran):
@@ -64,8 +105,7 @@ static void drive(struct sv_cq *cq)
 {
 	struct sv_qp_set *set;
 	uint32_t n, i;
-	bool polled = false;
-	int rs;
+	int rs = -1;
 
 	/* acquire: a grown set's slots and n, copied before it was
 	 * published; then n's release covers slots [0, n) */
@@ -77,43 +117,24 @@ static void drive(struct sv_cq *cq)
 	 * idle rest are skipped (drive.c runs_idle).  Not for one QP: its
 	 * run's one recv(2) answers as well, and the call would be one
 	 * more on the single pair's round trip */
-	rs = n > 1 ? atomic_load_explicit(&cq->ready_set, memory_order_relaxed)
-		   : -1;
-	if (rs >= 0)
-		polled = sv_drive_ready(rs, n);
+	if (n > 1 &&
+	    atomic_load_explicit(&cq->links_idle, memory_order_relaxed))
+		rs = ready_set(cq);
+	if (rs >= 0 && !sv_drive_ready(rs, n))
+		rs = -1;
 	i = atomic_load_explicit(&cq->drive_from, memory_order_relaxed);
 	if (i >= n)
 		i = 0;
 	for (uint32_t k = 0; k < n; k++) {
 		sv_qp_drive(
 			atomic_load_explicit(&set->qp[i], memory_order_acquire),
-			polled);
+			rs);
 		if (++i == n)
 			i = 0;
 		if (!cq_empty(cq))
 			break;
 	}
 	atomic_store_explicit(&cq->drive_from, i, memory_order_relaxed);
-}
-
-int sv_cq_ready_set(struct sv_cq *cq)
-{
-	int rs = atomic_load(&cq->ready_set), mine = -1;
-
-	if (rs >= 0)
-		return rs;
-	mine = sv_readyset_open();
-	if (mine < 0) {
-		sv_dbg("cq: no readiness set (%s): its polls run every TCP "
-		       "link\n",
-		       strerror(-mine));
-		return -1;
-	}
-	/* two QPs' modifies at once: one set, the other closed */
-	if (atomic_compare_exchange_strong(&cq->ready_set, &rs, mine))
-		return mine;
-	close(mine);
-	return rs;
 }
 
 /* The CQ was armed: its QPs are the progress thread's now (flags up,
@@ -587,8 +608,12 @@ int sv_destroy_cq(struct ibv_cq *ibcq)
 		free(s);
 	}
 	free(atomic_load(&cq->qps));
-	if (atomic_load(&cq->ready_set) >= 0)
+	pthread_mutex_lock(&cq->ctx->vctx.context.mutex);
+	if (atomic_load(&cq->ready_set) >= 0) {
+		sv_list_del(&cq->ready_node);
 		close(atomic_load(&cq->ready_set));
+	}
+	pthread_mutex_unlock(&cq->ctx->vctx.context.mutex);
 	sv_dom_free(cq->pdom, cq->q, SV_RES_CQ, cq->q_custom);
 	if (cq->pdom)
 		sv_pd_drop(cq->pdom);

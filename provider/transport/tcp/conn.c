@@ -111,8 +111,6 @@ int sv_tcp_prepare(struct sv_link *l, const struct sv_link_conf *c)
 	t->ctx = c->ctx;
 	t->tctx = tctx;
 	t->pfd = c->pfd_conn;
-	t->nsets = c->nsets > 2 ? 2 : c->nsets;
-	memcpy(t->sets, c->sets, sizeof(t->sets));
 	t->pend_pfd = c->pfd_acc;
 	t->pend_fd = -1;
 	t->fd = -1;
@@ -210,9 +208,9 @@ void sv_tcp_drop_conn(struct sv_tcp *t)
 	sv_tcp_call_leave(t);
 	/* out of epoll before the number can be anyone's again */
 	sv_progress_del(t->ctx, t->pfd);
-	if (t->watched) /* and out of the pollers' readiness sets */
-		sv_readyset_leave(t->sets, t->nsets, t->fd);
-	t->watched = false;
+	while (t->nsets) /* and out of the pollers' readiness sets */
+		sv_readyset_leave(t->sets[--t->nsets], t->fd);
+	t->unwatched = false;
 	if (t->fd >= 0 && t->conn != CONN_READY) {
 		/* a call given up (no answer, crossed, refused) carries no
 		 * link data: reset it, so that it leaves no TIME_WAIT behind.

@@ -353,22 +353,27 @@ static uint64_t next_ns(const struct sv_link *l, uint64_t now)
  * came up sets it).  Anything else — a call, a connection down, a peer
  * gone — runs as before, every poll.
  */
-static bool tcp_idle(struct sv_link *l)
+static bool tcp_idle(struct sv_link *l, int set)
 {
 	struct sv_tcp *t = l->tcp;
+	int i;
 
-	if (!t || !t->nsets || t->conn != CONN_READY || !l->tx_ready ||
+	if (!t || t->unwatched || t->conn != CONN_READY || !l->tx_ready ||
 	    t->closed || t->gone || t->proto_err || t->pend_fd >= 0 ||
 	    !t->user_timeout_ms ||
 	    atomic_load_explicit(&t->pfd->hup, memory_order_relaxed) ||
 	    !sv_tcp_all_sent(l))
 		return false;
-	if (!t->watched) {
-		/* this time the run reads what came before the set knew */
-		t->watched = sv_readyset_join(t->sets, t->nsets, t->fd, l);
-		return false;
-	}
-	return true;
+	for (i = 0; i < t->nsets; i++)
+		if (t->sets[i] == set)
+			return true;
+	/* a QP is on two CQs at most; this time the run reads what came
+	 * before the set knew */
+	if (t->nsets < 2 && sv_readyset_join(set, t->fd, l))
+		t->sets[t->nsets++] = set;
+	else
+		t->unwatched = true;
+	return false;
 }
 
 /* An event on the link's socket (fd -1: the QP's doorbell watch, which

@@ -162,11 +162,12 @@ struct sv_tcp {
 	bool turned_away;	/* the last call was answered: no such QP,
 				 * refused, or no door (sv_tcp_setup_waits) */
 	uint64_t owed_ns;	/* since when a state of ours waits */
-	/* the readiness sets of the QP's CQs (link.h sv_readyset_*), and
-	 * whether the connection is in all of them (tcp_idle) */
+	/* the readiness sets (link.h) of the QP's CQs the connection is in
+	 * (tcp_idle joins them; the connection leaves them as it closes),
+	 * and whether one would not take it (then polls run the link) */
 	int sets[2];
 	int nsets;
-	bool watched;
+	bool unwatched;
 	uint64_t in_bytes;	/* read from the connection */
 	uint64_t seen_in_bytes; /* in_bytes at the thread's last look */
 	/* trust (tcp.h's head comment) */
