@@ -15,8 +15,11 @@
  * the idle ones >= 2 x N x K times; it must not run them at all.  Over
  * TCP (SOFTVERBS_TRANSPORT=tcp) the count adds tcp_reads, the recv(2)s on
  * the idle QPs' sockets: a poll that runs every TCP QP reads each socket
- * (checked: 500 idle TCP QPs, 200 round trips, before drive.c runs_idle
- * and the CQs' readiness sets: tcp_reads ~ 2 x N x K).  With
+ * (checked: 500 idle TCP QPs, before drive.c runs_idle and the CQs'
+ * readiness sets: tcp_reads 76,977 in 200 round trips, 149,000-217,000
+ * in 500; a poll stops at the first QP that completes something).  In
+ * "poll" mode each idle pair first exchanges one message, so that its
+ * links are up (over TCP they are called through the doors, paced).  With
  * "ack" (issue 27, ibv_srq_pingpong -q N's case): K QPs on one CQ, each
  * with a send on its way to a peer in a child process that is stopped
  * (SIGSTOP) before it can acknowledge; N polls of the CQ must not run
@@ -544,11 +547,11 @@ int main(int argc, char **argv)
 			poll ? "poll" : "wake-up");
 		return 1;
 	}
-	/* over TCP, a poll that reads every link's socket: >= 2 x n x k
-	 * recv(2)s.  Some reads remain: the progress thread takes a QP
-	 * the app has not driven for 5 ms (a loaded host preempts it) and
-	 * runs it once (about 300 in 2,000 round trips of 500 QPs at load
-	 * 10) */
+	/* over TCP, a poll that reads every link's socket: ~n x k
+	 * recv(2)s.  A few remain, none of them a poll's (poll_runs 0):
+	 * 0-330 in 200-2,000 round trips of 500 QPs at load 4-12, the
+	 * progress thread's (it takes a QP the app has not driven for
+	 * 5 ms, on a loaded host that preempts it, and runs it once) */
 	if (poll && after[1] - before[1] > (uint64_t)n * k / 10 + 16) {
 		fprintf(stderr,
 			"sv_idle: FAIL: %s of idle QPs %llu in %d round "

@@ -345,8 +345,9 @@ static uint64_t next_ns(const struct sv_link *l, uint64_t now)
  * Whether an app's poll may skip the link's run (link.h ops.idle): the
  * connection is up and in every readiness set of the QP's CQs, so a
  * poll that did not find it readable there knows a read would find
- * nothing (a poll then costs one epoll_wait, not a recv(2) per link:
- * 500 idle links on a polled CQ made a round trip 16 ms); nothing of
+ * nothing (a poll then costs one epoll_wait, not a recv(2) per link: 500
+ * idle links on a polled CQ made a round trip 1.1-1.3 ms, 0.32-0.36 ms
+ * now, sv_idle 500 500 poll at load 4-5); nothing of
  * ours waits to go (sv_tcp_all_sent: with a state held for a lazy ACK,
  * polls run the link until it is pushed); no challenged caller, no
  * hang-up said, and the user timeout set (the run after the connection
