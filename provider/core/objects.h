@@ -638,7 +638,7 @@ struct sv_qp_stats {
 				 * what we sent (no retransmission):
 				 * kept the connection */
 	/* calls held back: the context had CALLS_MAX at the doors
-	 * (tcp/door.c sv_tcp_call_admit) */
+	 * (transport/tcp/door.c: a call waits for a place) */
 	uint64_t tcp_calls_paced;
 	/* UD datagrams (in ud_drops) from another host without a MAC
 	 * that checks, or with one we cannot check (no secret: ud.c) */

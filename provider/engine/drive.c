@@ -127,7 +127,7 @@ static bool engine_idle(struct sv_qp *qp)
  */
 static bool idle(struct sv_qp *qp)
 {
-	return engine_idle(qp) && qp->link.ops == &sv_shm_link_ops &&
+	return engine_idle(qp) && sv_link_rings_shared(&qp->link) &&
 	       (qp->sq.comp == qp->sq.post || acked_only(qp));
 }
 

@@ -446,6 +446,14 @@ static inline bool sv_link_owed(const struct sv_link *l, uint64_t now)
 	return l->ops && l->ops->owed && l->ops->owed(l, now);
 }
 
+/* The link's rings are the peer's own (shared memory): what a run of the
+ * engine would find, the engine's loads of them say (engine/drive.c idle),
+ * with no run of the link. */
+static inline bool sv_link_rings_shared(const struct sv_link *l)
+{
+	return l->ops == &sv_shm_link_ops;
+}
+
 /* A poll of the CQ with readiness set `set` may skip the link's run
  * (struct sv_link_ops.idle). */
 static inline bool sv_link_idle(struct sv_link *l, int set)
