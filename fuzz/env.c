@@ -237,7 +237,7 @@ int fz_peer_handshake(struct fz_peer *p, struct fz_env *e, struct ibv_qp *qp,
 		if (now_ns() > deadline)
 			return -ETIMEDOUT;
 		ibv_poll_cq(e->cq, 0, NULL); /* drives the victim's connect */
-		sv_qp_drive(v);
+		sv_qp_drive(v, -1);
 	}
 	if (r < 0)
 		return r;
@@ -247,7 +247,7 @@ int fz_peer_handshake(struct fz_peer *p, struct fz_env *e, struct ibv_qp *qp,
 	while (v->link.state != SV_LINK_UP) {
 		if (now_ns() > deadline || v->qpx.qp_base.state == IBV_QPS_ERR)
 			return -ETIMEDOUT;
-		sv_qp_drive(v);
+		sv_qp_drive(v, -1);
 	}
 	p->up = true;
 	return 0;

@@ -156,6 +156,10 @@ struct sv_context {
 	struct verbs_context vctx; /* ->context is what apps hold */
 	pthread_rwlock_t qp_lock;  /* qps list and cq->qps membership */
 	struct sv_list qps;	   /* struct sv_qp.ctx_node */
+	/* CQs with a readiness set (struct sv_cq.ready_set), under
+	 * vctx.context.mutex: the context's close closes the sets of those
+	 * the app did not destroy */
+	struct sv_list ready_cqs;
 	pthread_mutex_t xsrq_lock; /* xsrqs; inside qp->lock, outside
 				    * srq->lock */
 	struct sv_list xsrqs;	   /* XRC SRQs (struct sv_srq.ctx_node) */
@@ -426,6 +430,14 @@ struct sv_cq {
 	_Atomic uint32_t srqs;	     /* XRC SRQs completing here: EBUSY */
 	struct ibv_pd *pdom;	     /* its parent domain, or NULL */
 	bool q_custom;		     /* q is from pdom's allocator */
+	/* the readiness set (transport/link.h) of the connections of its
+	 * QPs' links that may idle (TCP; links_idle: one reached RTR): made
+	 * by the first poll of two QPs or more, which asks it which have
+	 * bytes waiting and skips the idle rest (engine/drive.c); -1 before,
+	 * -2 if it could not be made (every poll runs those links) */
+	_Atomic int ready_set;
+	atomic_bool links_idle;
+	struct sv_list ready_node; /* on ctx->ready_cqs while it has one */
 	/* slots of the set attach and detach read or wrote (under
 	 * ctx->qp_lock for writing): their cost, which a test holds flat
 	 * in the number of QPs (conf_device.c) */
@@ -641,7 +653,7 @@ struct sv_qp_stats {
 				 * what we sent (no retransmission):
 				 * kept the connection */
 	/* calls held back: the context had CALLS_MAX at the doors
-	 * (tcp/door.c sv_tcp_call_admit) */
+	 * (transport/tcp/door.c: a call waits for a place) */
 	uint64_t tcp_calls_paced;
 	/* UD datagrams (in ud_drops) from another host without a MAC
 	 * that checks, or with one we cannot check (no secret: ud.c) */
@@ -955,6 +967,11 @@ struct sv_qp {
 	 * visit is queued; 0: never): new work due sooner asks for a look
 	 * (sv_qp_note_work) */
 	_Atomic uint64_t look_at;
+	/* a poll found its link's connection readable in its CQ's
+	 * readiness set: the next poll that reaches it runs it
+	 * (engine/drive.c; kept too when a reused QP is zeroed: a late
+	 * poller may mark it, and a stale mark costs one run) */
+	atomic_bool readable;
 	struct sv_qp_prog prog; /* progress thread */
 };
 

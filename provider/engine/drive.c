@@ -65,20 +65,6 @@ void sv_qp_run(struct sv_qp *qp, uint64_t now)
 }
 
 /*
- * Whether a run of the QP's engine would find nothing to do: an RC or UC
- * QP in RTS on a shared-memory link with no send queue entry outstanding
- * (nothing to send, no ACK or timer to wait for), no record at its
- * ring's tail (one load: a line only the peer's next packet changes),
- * no read being answered, nothing to read ahead.  Then only a record
- * from the peer or a post (post.c runs the requester, and the entry
- * makes this false) gives it work, and a poll skips its run: the poll
- * of a CQ fed by many idle QPs costs a lock and a few loads for each
- * (issue 27), not four engine passes.  Also idle: a QP whose entries
- * are all on the link and wait only for the peer's ACK (acked_only).
- * Conservative: anything else (a TCP or RoCE link, faults injected, an
- * XRC forward to retry) runs.  Caller holds qp->lock.
- */
-/*
  * A QP with send entries outstanding that waits only for the peer: all
  * of them on the link (sq.send == sq.post, none stopped by a failure),
  * the peer's ACK/NAK word as the completer last took it, no response
@@ -86,8 +72,9 @@ void sv_qp_run(struct sv_qp *qp, uint64_t now)
  * entry neither failed nor finished (the completer would complete it).
  * Its run would only read those words again: the completer's ACK timer
  * on an up shared-memory link without loss only re-arms itself (comp.c:
- * a late ACK there is a slow peer, never an error), and a peer that goes
- * away changes the link's state, which idle() checks.  Without this,
+ * a late ACK there is a slow peer, never an error; over TCP it is not,
+ * runs_idle() skips it only while its timer is not due), and a peer that
+ * goes away changes the link's state, which idle() checks.  Without this,
  * ibv_srq_pingpong -q N ran all N QPs' engines on every poll, each with
  * its one send in flight (issue 27).  Caller holds qp->lock.
  */
@@ -101,7 +88,11 @@ static bool acked_only(struct sv_qp *qp)
 	       sv_link_ack_get(&qp->link) == qp->comp.ack;
 }
 
-static bool idle(struct sv_qp *qp)
+/* What idle() and runs_idle() both ask of the engine: an RC or UC QP in
+ * RTS, its link up both ways, no fault injected, no XRC forward to retry,
+ * no read being answered, no RNR NAK standing, nothing on the receive ring,
+ * nothing to read ahead. */
+static bool engine_idle(struct sv_qp *qp)
 {
 	enum ibv_qp_type t;
 
@@ -113,15 +104,85 @@ static bool idle(struct sv_qp *qp)
 		return false;
 	t = qp->qpx.qp_base.qp_type;
 	return (t == IBV_QPT_RC || t == IBV_QPT_UC) &&
-	       qp->link.ops == &sv_shm_link_ops &&
 	       qp->link.state == SV_LINK_UP && qp->link.tx_ready &&
 	       qp->link.rx_ready && !__builtin_expect(sv_inject.on, 0) &&
 	       !qp->xrc.retry_ns && !qp->resp.rd_sent && !qp->resp.rnr &&
-	       !sv_ring_ready(&qp->link.rx) && sv_resp_warm_done(qp) &&
+	       !sv_ring_ready(&qp->link.rx) && sv_resp_warm_done(qp);
+}
+
+/*
+ * Whether a run of the QP's engine would find nothing to do: an RC or UC
+ * QP in RTS on a shared-memory link with no send queue entry outstanding
+ * (nothing to send, no ACK or timer to wait for), no record at its
+ * ring's tail (one load: a line only the peer's next packet changes),
+ * no read being answered, nothing to read ahead.  Then only a record
+ * from the peer or a post (post.c runs the requester, and the entry
+ * makes this false) gives it work, and a poll skips its run: the poll
+ * of a CQ fed by many idle QPs costs a lock and a few loads for each
+ * (issue 27), not four engine passes.  Also idle: a QP whose entries
+ * are all on the link and wait only for the peer's ACK (acked_only).
+ * Conservative: anything else (a RoCE link, faults injected, an XRC
+ * forward to retry) runs; a TCP link has its own test, runs_idle().
+ * Caller holds qp->lock.
+ */
+static bool idle(struct sv_qp *qp)
+{
+	return engine_idle(qp) && sv_link_rings_shared(&qp->link) &&
 	       (qp->sq.comp == qp->sq.post || acked_only(qp));
 }
 
-void sv_qp_drive(struct sv_qp *qp)
+/*
+ * idle() for a link that runs (TCP), asked only by a poll whose CQ's
+ * readiness set (set) was just asked which connections have bytes waiting
+ * (sv_drive_ready): the QP was not among them (readable, taken here),
+ * the engine is idle, its send entries (if any) wait only for the peer's
+ * ACK and their timer is not due (over TCP it retransmits: comp.c), no
+ * connection waits in its listener, and the link says it is idle
+ * (sv_link_idle: its connection in the set, nothing to send).
+ * Then a run would only read the socket and find nothing: a poll of a
+ * CQ with 1,000 idle TCP QPs costs one epoll_wait and a lock and a few
+ * loads for each, not 1,000 recv(2)s.  Caller holds qp->lock.
+ */
+static bool runs_idle(struct sv_qp *qp, int set)
+{
+	if (atomic_load_explicit(&qp->readable, memory_order_relaxed)) {
+		/* before the run reads: bytes after it are found again */
+		atomic_store_explicit(&qp->readable, false,
+				      memory_order_relaxed);
+		return false;
+	}
+	if (!engine_idle(qp) || sv_link_has_pending(&qp->link))
+		return false;
+	if (qp->sq.comp != qp->sq.post &&
+	    !(acked_only(qp) && qp->comp.deadline &&
+	      sv_now_ns() < qp->comp.deadline))
+		return false;
+	return sv_link_idle(&qp->link, set);
+}
+
+bool sv_drive_ready(int set, uint32_t nqps)
+{
+	struct sv_link *l[SV_READYSET_MAX];
+
+	/* level triggered: more than a call's worth ready are the next
+	 * call's (the kernel returns the ones it gave last) */
+	for (uint32_t calls = 0; calls <= nqps / SV_READYSET_MAX; calls++) {
+		int n = sv_readyset_wait(set, l, SV_READYSET_MAX);
+
+		if (n < 0)
+			return false;
+		for (int i = 0; i < n; i++)
+			atomic_store_explicit(
+				&container_of(l[i], struct sv_qp, link)
+					 ->readable,
+				true, memory_order_relaxed);
+		if (n < SV_READYSET_MAX)
+			break;
+	}
+	return true;
+}
+
+void sv_qp_drive(struct sv_qp *qp, int set)
 {
 	enum ibv_qp_state s;
 
@@ -140,12 +201,18 @@ void sv_qp_drive(struct sv_qp *qp)
 	 * again in the slot a poller still holds is being set up) */
 	if (s >= IBV_QPS_RTR && s != IBV_QPS_ERR &&
 	    __builtin_expect(sv_link_runs(&qp->link), 0)) {
+		uint64_t t;
+
+		if (set >= 0 && runs_idle(qp, set)) {
+			sv_unlock(&qp->lock);
+			return;
+		}
 		/* our ACKs may wait for the app's reply, if a late one
 		 * cannot make the peer time out: its timeout is unknown
 		 * here, ours is the best guess (the thread looks every
 		 * SV_ACTIVE_CHECK_MS) */
-		uint64_t t = sv_qp_ack_timeout_ns(qp);
-
+		t = sv_qp_ack_timeout_ns(qp);
+		sv_stat_add(qp, poll_runs, 1);
 		sv_link_set_lazy(&qp->link,
 				 !qp->attr.timeout ||
 					 t >= 4 * SV_ACTIVE_CHECK_MS *

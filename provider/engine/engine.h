@@ -134,8 +134,16 @@ void sv_qp_on_ud(struct sv_io *io, uint32_t revents);
 /* The context's deadlines outside the loop's heap (the doors' callers in
  * wait, TCP's and UDP's): the progress thread's next_ns. */
 uint64_t sv_drive_doors_next_ns(struct sv_context *ctx, uint64_t now);
-/* Runs the engine for one QP if it has work; the fast path of poll/post. */
-void sv_qp_drive(struct sv_qp *qp);
+/* Runs the engine for one QP if it has work; the fast path of poll/post.
+ * set: the caller's CQ's readiness set, just asked (sv_drive_ready), so a
+ * link that runs (TCP) and was not found readable may be skipped; -1:
+ * none, every such link runs. */
+void sv_qp_drive(struct sv_qp *qp, int set);
+/* Asks a CQ's readiness set (transport/link.h) which of its nqps QPs'
+ * connections have bytes waiting, and marks those QPs (readable) for
+ * the poll's sv_qp_drive; false if it could not be asked (then the
+ * poll passes no set). */
+bool sv_drive_ready(int set, uint32_t nqps);
 /* now: the time if the caller knows it, else 0 (the engine may skip
  * its timers to save clock reads). */
 void sv_qp_run(struct sv_qp *qp, uint64_t now);

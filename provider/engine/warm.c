@@ -82,6 +82,11 @@ bool sv_resp_warm_done(const struct sv_qp *qp)
 	if (qp->qpx.qp_base.qp_type != IBV_QPT_RC || !len ||
 	    len > SV_WARM_RECV_MAX || qp->resp.in_msg || qp->resp.placed)
 		return true;
+	/* no receive posted: nothing to read ahead until one is, and its
+	 * post changes rq.post (an SRQ's lent WQEs are under its lock: it
+	 * is asked by a run) */
+	if (!qp->srq && qp->rq.comp == qp->rq.post)
+		return true;
 	return qp->resp.warm_wqe == qp->rq.comp + 1 &&
 	       qp->resp.warm_done >= qp->resp.warm_len;
 }

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -427,6 +428,44 @@ void sv_link_set_sleep(struct sv_link *l, bool sleep)
 		set_flag(&l->tx.hdr->tx_sleep, sleep);
 		set_flag(&l->rsp_tx.hdr->tx_sleep, sleep);
 	}
+}
+
+int sv_readyset_open(void)
+{
+	int fd = epoll_create1(EPOLL_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+bool sv_readyset_join(int set, int fd, struct sv_link *l)
+{
+	/* level triggered: bytes a run left unread (its buffer was full)
+	 * are found again by the next poll */
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = l};
+
+	if (!epoll_ctl(set, EPOLL_CTL_ADD, fd, &ev) || errno == EEXIST)
+		return true;
+	sv_dbg("readiness set %d: fd %d: %s: every poll runs its link\n", set,
+	       fd, strerror(errno));
+	return false;
+}
+
+void sv_readyset_leave(int set, int fd)
+{
+	epoll_ctl(set, EPOLL_CTL_DEL, fd, NULL);
+}
+
+int sv_readyset_wait(int set, struct sv_link **out, int max)
+{
+	struct epoll_event ev[SV_READYSET_MAX];
+	int n;
+
+	if (max > SV_READYSET_MAX)
+		max = SV_READYSET_MAX;
+	n = epoll_wait(set, ev, max, 0);
+	for (int i = 0; i < n; i++)
+		out[i] = ev[i].data.ptr;
+	return n < 0 ? -errno : n;
 }
 
 int sv_transport_mode(void)

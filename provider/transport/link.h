@@ -198,6 +198,15 @@ struct sv_link_ops {
 	bool (*setup_waits)(const struct sv_link *l, uint64_t now);
 	/* When the link next needs a look (UINT64_MAX: on events). */
 	uint64_t (*next_ns)(const struct sv_link *l, uint64_t now);
+	/* A link that runs (run != NULL), as a poll of a CQ of its QP
+	 * would run it: true when that run would only read its connection
+	 * and find nothing, because the connection is in the CQ's readiness
+	 * set (a poll that found it readable there runs it) and nothing else
+	 * waits — nothing to send, no state owed, no call or caller in
+	 * progress.  Joins set when its connection is not in it yet (false
+	 * that time), and leaves it before closing that connection.  NULL:
+	 * never idle, every poll runs the link (engine/drive.c). */
+	bool (*idle)(struct sv_link *l, int set);
 	/* Around one run of the engine (sv_qp_run).  May be NULL. */
 	void (*run_begin)(struct sv_link *l);
 	void (*run_end)(struct sv_link *l);
@@ -437,6 +446,21 @@ static inline bool sv_link_owed(const struct sv_link *l, uint64_t now)
 	return l->ops && l->ops->owed && l->ops->owed(l, now);
 }
 
+/* The link's rings are the peer's own (shared memory): what a run of the
+ * engine would find, the engine's loads of them say (engine/drive.c idle),
+ * with no run of the link. */
+static inline bool sv_link_rings_shared(const struct sv_link *l)
+{
+	return l->ops == &sv_shm_link_ops;
+}
+
+/* A poll of the CQ with readiness set `set` may skip the link's run
+ * (struct sv_link_ops.idle). */
+static inline bool sv_link_idle(struct sv_link *l, int set)
+{
+	return l->ops && l->ops->idle && l->ops->idle(l, set);
+}
+
 /* The completer's ACK timer ran out with the link up (comp.c): a
  * transport that can lose what it sent resends (ops->retransmit). */
 static inline void sv_link_retransmit(struct sv_link *l)
@@ -498,6 +522,31 @@ int sv_link_check_peer(struct sv_link *l, int fd, uint32_t my_qpn,
 bool sv_link_sender_ok(struct msghdr *m);
 /* The next retry time after a failure; *wait_ns doubles (1..100 ms). */
 uint64_t sv_link_backoff(uint64_t *wait_ns, uint64_t now);
+
+/*
+ * Readiness sets: an epoll instance per CQ (verbs/cq.c makes it at the
+ * first poll of two QPs or more, one of them with a link that may idle),
+ * holding those links' connections, level triggered, each with its link
+ * as data.  A poll asks it once (sv_readyset_wait, timeout 0) which links
+ * have bytes waiting, runs those, and skips the idle rest (struct
+ * sv_link_ops.idle, which joins the set).  A connection leaves its sets
+ * before its fd is closed.
+ */
+/* The most links one sv_readyset_wait returns. */
+#define SV_READYSET_MAX 64
+/* A new set: its fd, or -errno. */
+int sv_readyset_open(void);
+/* fd (with l as its data) into set; true when it is in it (already
+ * there counts).  Else the link stays unwatched there, and every poll of
+ * that set's CQ runs it. */
+bool sv_readyset_join(int set, int fd, struct sv_link *l);
+/* fd out of set. */
+void sv_readyset_leave(int set, int fd);
+/* Up to max links of set whose connection has bytes (or an error, or
+ * the peer's close) waiting now, into out: how many, never blocking;
+ * -errno on an error.  A link may be one whose QP was destroyed since (QPs
+ * are type-stable: a spurious run finds it in RESET). */
+int sv_readyset_wait(int set, struct sv_link **out, int max);
 
 /* SOFTVERBS_TRANSPORT (enum sv_transport, env.h). */
 int sv_transport_mode(void);

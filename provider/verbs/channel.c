@@ -223,7 +223,12 @@ static bool spin_for_event(struct sv_channel *ch)
 
 		pthread_rwlock_rdlock(&ctx->qp_lock);
 		sv_list_for_each(n, &ctx->qps)
-			sv_qp_drive(container_of(n, struct sv_qp, ctx_node));
+		{
+			struct sv_qp *qp =
+				container_of(n, struct sv_qp, ctx_node);
+
+			sv_qp_drive(qp, -1);
+		}
 		pthread_rwlock_unlock(&ctx->qp_lock);
 		if (evq_pending(&ch->evq))
 			return true;

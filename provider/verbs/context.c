@@ -136,6 +136,7 @@ static struct ibv_context *open_ctx(struct ibv_device *dev, int cmd_fd)
 	pthread_mutex_init(&ctx->lane_lock, NULL);
 	ctx->ud_tx_fd = ctx->ud_fwd_fd = ctx->udoor.fd = ctx->ud_tx6_fd = -1;
 	sv_list_init(&ctx->qps);
+	sv_list_init(&ctx->ready_cqs);
 	pthread_mutex_init(&ctx->xsrq_lock, NULL);
 	sv_list_init(&ctx->xsrqs);
 	set_ops(ctx);
@@ -200,8 +201,9 @@ struct ibv_context *sv_open_imported(struct ibv_device *dev, int cmd_fd)
 /* The last handle of ctx closed: everything goes. */
 static void ctx_teardown(struct sv_context *ctx)
 {
-	sv_qp_close_all(ctx);  /* QPs the app did not destroy */
-	sv_progress_stop(ctx); /* and cmd_pfd with its loop */
+	sv_qp_close_all(ctx);	     /* QPs the app did not destroy */
+	sv_cq_close_ready_sets(ctx); /* ... CQs: their fds */
+	sv_progress_stop(ctx);	     /* and cmd_pfd with its loop */
 	sv_stat_close(ctx);
 	if (sv_pcap_on)
 		sv_pcap_flush();

@@ -10,9 +10,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "progress.h"
+#include "transport.h"
 #include "verbs.h"
 
 #define SV_CQ_WC_FLAGS                                                         \
@@ -47,6 +49,47 @@ static bool cq_empty(struct sv_cq *cq)
 	       atomic_load_explicit(&cq->tail, memory_order_relaxed);
 }
 
+/* The CQ's readiness set (transport/link.h), made now if it has none:
+ * its fd, or -2 if none could be made (its polls run every TCP link, as
+ * they did before it had one). */
+static int ready_set(struct sv_cq *cq)
+{
+	struct sv_context *ctx = cq->ctx;
+	int rs = atomic_load_explicit(&cq->ready_set, memory_order_relaxed);
+	int mine;
+
+	if (rs != -1)
+		return rs;
+	pthread_mutex_lock(&ctx->vctx.context.mutex);
+	rs = atomic_load(&cq->ready_set); /* another poller's, maybe */
+	if (rs == -1) {
+		mine = sv_readyset_open();
+		if (mine < 0)
+			sv_dbg("cq: no readiness set (%s): its polls run "
+			       "every TCP link\n",
+			       strerror(-mine));
+		else
+			sv_list_add_tail(&ctx->ready_cqs, &cq->ready_node);
+		rs = mine < 0 ? -2 : mine;
+		atomic_store(&cq->ready_set, rs);
+	}
+	pthread_mutex_unlock(&ctx->vctx.context.mutex);
+	return rs;
+}
+
+void sv_cq_close_ready_sets(struct sv_context *ctx)
+{
+	pthread_mutex_lock(&ctx->vctx.context.mutex);
+	while (!sv_list_empty(&ctx->ready_cqs)) {
+		struct sv_cq *cq = container_of(ctx->ready_cqs.next,
+						struct sv_cq, ready_node);
+
+		sv_list_del(&cq->ready_node);
+		close(atomic_exchange(&cq->ready_set, -2));
+	}
+	pthread_mutex_unlock(&ctx->vctx.context.mutex);
+}
+
 /*
  * Runs the engine of the QPs feeding this CQ, in turn from where the
  * last poll stopped, until one has put a completion here (or all ran):
@@ -62,6 +105,7 @@ static void drive(struct sv_cq *cq)
 {
 	struct sv_qp_set *set;
 	uint32_t n, i;
+	int rs = -1;
 
 	/* acquire: a grown set's slots and n, copied before it was
 	 * published; then n's release covers slots [0, n) */
@@ -69,12 +113,22 @@ static void drive(struct sv_cq *cq)
 	n = atomic_load_explicit(&set->n, memory_order_acquire);
 	if (!n)
 		return;
+	/* TCP links: one epoll_wait says which have bytes waiting, and the
+	 * idle rest are skipped (drive.c runs_idle).  Not for one QP: its
+	 * run's one recv(2) answers as well, and the call would be one
+	 * more on the single pair's round trip */
+	if (n > 1 &&
+	    atomic_load_explicit(&cq->links_idle, memory_order_relaxed))
+		rs = ready_set(cq);
+	if (rs >= 0 && !sv_drive_ready(rs, n))
+		rs = -1;
 	i = atomic_load_explicit(&cq->drive_from, memory_order_relaxed);
 	if (i >= n)
 		i = 0;
 	for (uint32_t k = 0; k < n; k++) {
-		sv_qp_drive(atomic_load_explicit(&set->qp[i],
-						 memory_order_acquire));
+		sv_qp_drive(
+			atomic_load_explicit(&set->qp[i], memory_order_acquire),
+			rs);
 		if (++i == n)
 			i = 0;
 		if (!cq_empty(cq))
@@ -399,6 +453,7 @@ static struct sv_cq *cq_create(struct ibv_context *c, int cqe,
 		err = -errno;
 		goto err_free_cq;
 	}
+	atomic_init(&cq->ready_set, -1);
 	cq->qps = set_alloc(4);
 	if (!cq->qps)
 		goto err_free;
@@ -553,6 +608,12 @@ int sv_destroy_cq(struct ibv_cq *ibcq)
 		free(s);
 	}
 	free(atomic_load(&cq->qps));
+	pthread_mutex_lock(&cq->ctx->vctx.context.mutex);
+	if (atomic_load(&cq->ready_set) >= 0) {
+		sv_list_del(&cq->ready_node);
+		close(atomic_load(&cq->ready_set));
+	}
+	pthread_mutex_unlock(&cq->ctx->vctx.context.mutex);
 	sv_dom_free(cq->pdom, cq->q, SV_RES_CQ, cq->q_custom);
 	if (cq->pdom)
 		sv_pd_drop(cq->pdom);

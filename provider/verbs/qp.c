@@ -174,6 +174,12 @@ static int link_start(struct sv_qp *qp)
 	const struct sv_link_ops *ops = link_route(qp, &dst, &src);
 	int err;
 
+	/* a link that may idle (TCP): the polls of its CQs ask their
+	 * readiness sets which links have bytes waiting (cq.c drive) */
+	if (ops->idle && qp->scq)
+		atomic_store(&qp->scq->links_idle, true);
+	if (ops->idle && qp->rcq)
+		atomic_store(&qp->rcq->links_idle, true);
 	qp->link.state = SV_LINK_CONNECTING;
 	err = sv_link_prepare(&qp->link, ops, &c);
 	if (err) {

@@ -39,6 +39,9 @@ static inline void sv_obj_put(struct sv_context *ctx, enum sv_obj k)
 void sv_cq_clean(struct sv_cq *cq, uint32_t qpn);
 int sv_cq_attach_qp(struct sv_qp *qp);
 void sv_cq_detach_qp(struct sv_qp *qp);
+/* The readiness sets of the CQs the app did not destroy (the context's
+ * close, after its QPs'). */
+void sv_cq_close_ready_sets(struct sv_context *ctx);
 
 /* Async events (channel.c; core.h's sv_async_event queues them).  Drops
  * the queued events of a CQ or QP being destroyed. */

@@ -12,7 +12,14 @@
  * round trip.  With "poll" as third argument (issue 27) the busy pair
  * shares the idle QPs' CQ and polls it, and the counter is poll_runs (the
  * polls' runs of a QP's engine): a poll that runs every QP's engine runs
- * the idle ones >= 2 x N x K times; it must not run them at all.  With
+ * the idle ones >= 2 x N x K times; it must not run them at all.  Over
+ * TCP (SOFTVERBS_TRANSPORT=tcp) the count adds tcp_reads, the recv(2)s on
+ * the idle QPs' sockets: a poll that runs every TCP QP reads each socket
+ * (checked: 500 idle TCP QPs, before drive.c runs_idle and the CQs'
+ * readiness sets: tcp_reads 76,977 in 200 round trips, 149,000-217,000
+ * in 500; a poll stops at the first QP that completes something).  In
+ * "poll" mode each idle pair first exchanges one message, so that its
+ * links are up (over TCP they are called through the doors, paced).  With
  * "ack" (issue 27, ibv_srq_pingpong -q N's case): K QPs on one CQ, each
  * with a send on its way to a peer in a child process that is stopped
  * (SIGSTOP) before it can acknowledge; N polls of the CQ must not run
@@ -214,25 +221,29 @@ static const struct sv_stat_hdr *stat_map(void)
 	return h;
 }
 
-/* Counter `name` (the thread's looks, the polls' runs) summed over the
- * QPs other than the two busy ones, from a fresh refresh of the table
- * (it refreshes every SV_STAT_PERIOD_NS). */
-static uint64_t idle_count(const struct sv_stat_hdr *h, const char *name,
-			   uint32_t a, uint32_t b)
+/* Counters names[0..nn) (the thread's looks, the polls' runs, the TCP
+ * links' reads) each summed over the QPs other than the two busy ones, into
+ * v[], from one fresh refresh of the table (it refreshes every
+ * SV_STAT_PERIOD_NS); false if the provider lacks one. */
+static bool idle_counts(const struct sv_stat_hdr *h, const char *const *names,
+			int nn, uint32_t a, uint32_t b, uint64_t *v)
 {
 	const struct sv_stat_slot *sl = (const void *)(h + 1);
 	uint64_t upd = __atomic_load_n(&h->updated_ns, __ATOMIC_ACQUIRE);
 	/* a refresh that never comes, not a slow one: a walk of 2,000
 	 * QPs on a loaded machine may be preempted, and the next waits
 	 * four walks' time (provider/lib/stat.c) */
-	uint64_t deadline = now_ns() + 30000000000ull, looks = 0;
-	int k = -1;
+	uint64_t deadline = now_ns() + 30000000000ull;
+	int k[4];
 
-	for (uint32_t i = 0; i < h->nctr; i++)
-		if (!strcmp(h->names[i], name))
-			k = (int)i;
-	if (k < 0)
-		return UINT64_MAX; /* an older provider: round trips only */
+	for (int j = 0; j < nn && j < 4; j++) {
+		k[j] = -1;
+		for (uint32_t i = 0; i < h->nctr; i++)
+			if (!strcmp(h->names[i], names[j]))
+				k[j] = (int)i;
+		if (k[j] < 0)
+			return false; /* an older provider: round trips only */
+	}
 	/* wait for the next refresh, then copy under its seqcount */
 	while (__atomic_load_n(&h->updated_ns, __ATOMIC_ACQUIRE) == upd)
 		if (now_ns() > deadline)
@@ -242,14 +253,25 @@ static uint64_t idle_count(const struct sv_stat_hdr *h, const char *name,
 	for (;;) {
 		uint64_t s = __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE);
 
-		looks = h->total[k];
-		for (uint32_t i = 0; i < h->nqps; i++)
-			if (sl[i].qpn == a || sl[i].qpn == b)
-				looks -= sl[i].c[k];
+		for (int j = 0; j < nn && j < 4; j++) {
+			v[j] = h->total[k[j]];
+			for (uint32_t i = 0; i < h->nqps; i++)
+				if (sl[i].qpn == a || sl[i].qpn == b)
+					v[j] -= sl[i].c[k[j]];
+		}
 		atomic_thread_fence(memory_order_acquire);
 		if (!(s & 1) && s == __atomic_load_n(&h->seq, __ATOMIC_RELAXED))
-			return looks;
+			return true;
 	}
+}
+
+/* One counter (idle_counts); UINT64_MAX if the provider lacks it. */
+static uint64_t idle_count(const struct sv_stat_hdr *h, const char *name,
+			   uint32_t a, uint32_t b)
+{
+	uint64_t v;
+
+	return idle_counts(h, &name, 1, a, b, &v) ? v : UINT64_MAX;
 }
 
 static void xfer(int fd, void *p, size_t n, bool wr)
@@ -398,21 +420,51 @@ static int ack_mode(int k, int n)
 	return 0;
 }
 
+/* One message on each idle pair q[i] -> q[i + 1], into a receive buffer of
+ * its own: two QPs' messages are scattered at once (by the poll and the
+ * progress thread). */
+static void greet_pairs(struct ctx *c, struct ibv_qp **q, int k,
+			struct ibv_cq *cq)
+{
+	char *rb = calloc((size_t)k + 1, 8);
+	struct ibv_mr *mr = rb ? ibv_reg_mr(c->pd, rb, ((size_t)k + 1) * 8,
+					    IBV_ACCESS_LOCAL_WRITE)
+			       : NULL;
+
+	if (!mr)
+		die("ibv_reg_mr", errno);
+	for (int i = 0; i + 1 < k; i += 2) {
+		struct ibv_sge sg = {(uintptr_t)(rb + i * 8), 8, mr->lkey};
+		struct ibv_recv_wr wr = {.sg_list = &sg, .num_sge = 1}, *bad;
+
+		if (ibv_post_recv(q[i + 1], &wr, &bad))
+			die("ibv_post_recv", EIO);
+		post_send(c, q[i]);
+	}
+	spin_cq(cq, k / 2 * 2); /* every receive is done with rb */
+	if (ibv_dereg_mr(mr))
+		die("ibv_dereg_mr", EIO);
+	free(rb);
+}
+
 int main(int argc, char **argv)
 {
 	int k = argc > 1 ? atoi(argv[1]) : 2000;
 	int n = argc > 2 ? atoi(argv[2]) : 200;
 	/* "poll": the busy pair shares the idle QPs' CQ and polls it; the
-	 * polls' runs of the idle QPs' engines are counted (issue 27) */
+	 * polls' runs of the idle QPs' engines are counted (issue 27), and
+	 * over TCP their recv(2)s (a run reads the link's socket) */
 	bool poll = argc > 3 && !strcmp(argv[3], "poll");
-	const char *ctr = poll ? "poll_runs" : "progress_looks";
+	const char *ctr[2] = {poll ? "poll_runs" : "progress_looks",
+			      "tcp_reads"};
+	int nctr = poll ? 2 : 1;
 	struct ibv_device **l;
 	struct ibv_comp_channel *ch;
 	struct ibv_cq *cq_a, *cq_b, *idle_cq;
 	struct ibv_qp *a, *b, **q;
 	const struct sv_stat_hdr *h;
 	struct ibv_port_attr pa;
-	uint64_t before, after, t0, t1;
+	uint64_t before[2], after[2], t0, t1;
 	struct ctx c;
 
 	/* "ack": QPs waiting for an ACK are not run by a poll (issue 27) */
@@ -432,7 +484,7 @@ int main(int argc, char **argv)
 	ch = ibv_create_comp_channel(c.ctx);
 	cq_a = ibv_create_cq(c.ctx, 8, NULL, ch, 0);
 	cq_b = ibv_create_cq(c.ctx, 8, NULL, ch, 0);
-	idle_cq = ibv_create_cq(c.ctx, 8, NULL, NULL, 0);
+	idle_cq = ibv_create_cq(c.ctx, poll ? 2 * k + 8 : 8, NULL, NULL, 0);
 	q = calloc((size_t)k + 1, sizeof(*q));
 	if (!ch || !cq_a || !cq_b || !idle_cq || !q)
 		die("ibv_create_cq", errno);
@@ -450,21 +502,28 @@ int main(int argc, char **argv)
 		to_rts(&c, q[i], q[i + 1]->qp_num);
 		to_rts(&c, q[i + 1], q[i]->qp_num);
 	}
+	/* "poll": one message on each idle pair, so that its link is up
+	 * (over TCP, calls through the doors, paced: seconds for hundreds
+	 * of links on a loaded host, which a quiet refresh period below
+	 * did not always outlast); then they are idle */
+	if (poll)
+		greet_pairs(&c, q, k, idle_cq);
 	h = stat_map();
 	/* the idle QPs' links settle (calls answered, hellos read): until
 	 * a whole refresh period passes without a look at them */
-	before = idle_count(h, ctr, a->qp_num, b->qp_num);
+	if (!idle_counts(h, ctr, nctr, a->qp_num, b->qp_num, before))
+		before[0] = UINT64_MAX;
 	t0 = now_ns();
-	for (;;) {
-		uint64_t v;
+	for (; before[0] != UINT64_MAX;) {
+		uint64_t v[2];
 
 		/* polls run the QPs whose links are not up yet */
 		for (int i = 0; poll && i < 100; i++)
 			spin_cq(idle_cq, 0);
-		v = idle_count(h, ctr, a->qp_num, b->qp_num);
-		if (v == before)
+		idle_counts(h, ctr, nctr, a->qp_num, b->qp_num, v);
+		if (!memcmp(v, before, nctr * sizeof(v[0])))
 			break;
-		before = v;
+		memcpy(before, v, sizeof(v));
 		if (now_ns() - t0 > 10000000000ull)
 			break; /* never still: the count below says so */
 	}
@@ -485,29 +544,45 @@ int main(int argc, char **argv)
 		wait_cq(ch, cq_b, 1); /* b's send */
 	}
 	t1 = now_ns();
-	after = idle_count(h, ctr, a->qp_num, b->qp_num);
 	free(q); /* the QPs stay: the process ends */
-	if (after == UINT64_MAX) {
+	if (before[0] == UINT64_MAX ||
+	    !idle_counts(h, ctr, nctr, a->qp_num, b->qp_num, after)) {
 		printf("sv_idle: %d idle QPs, %d %s round trips: "
 		       "%.1f us each (no %s counter)\n",
 		       k, n, poll ? "polled" : "event-driven",
-		       (double)(t1 - t0) / n / 1000.0, ctr);
+		       (double)(t1 - t0) / n / 1000.0, ctr[0]);
 		return 77;
 	}
 	printf("sv_idle: %d idle QPs, %d %s round trips: %.1f us "
-	       "each; %s of idle QPs %llu meanwhile (%.2f per round trip)\n",
+	       "each; %s of idle QPs %llu meanwhile (%.2f per round trip)",
 	       k, n, poll ? "polled" : "event-driven",
-	       (double)(t1 - t0) / n / 1000.0, ctr,
-	       (unsigned long long)(after - before),
-	       (double)(after - before) / n);
+	       (double)(t1 - t0) / n / 1000.0, ctr[0],
+	       (unsigned long long)(after[0] - before[0]),
+	       (double)(after[0] - before[0]) / n);
+	if (poll)
+		printf("; %s %llu", ctr[1],
+		       (unsigned long long)(after[1] - before[1]));
+	printf("\n");
 	/* a thread that walks every QP per wake-up, or a poll that runs
 	 * every QP's engine: >= 2 x n x k */
-	if (after - before > (uint64_t)k / 10 + 16) {
+	if (after[0] - before[0] > (uint64_t)k / 10 + 16) {
 		fprintf(stderr,
 			"sv_idle: FAIL: %s of idle QPs %llu in %d round "
 			"trips (a %s costs the number of QPs)\n",
-			ctr, (unsigned long long)(after - before), n,
+			ctr[0], (unsigned long long)(after[0] - before[0]), n,
 			poll ? "poll" : "wake-up");
+		return 1;
+	}
+	/* over TCP, a poll that reads every link's socket: ~n x k
+	 * recv(2)s.  A few remain, none of them a poll's (poll_runs 0):
+	 * 0-330 in 200-2,000 round trips of 500 QPs at load 4-12, the
+	 * progress thread's (it takes a QP the app has not driven for
+	 * 5 ms, on a loaded host that preempts it, and runs it once) */
+	if (poll && after[1] - before[1] > (uint64_t)n * k / 10 + 16) {
+		fprintf(stderr,
+			"sv_idle: FAIL: %s of idle QPs %llu in %d round "
+			"trips (a poll reads every TCP link)\n",
+			ctr[1], (unsigned long long)(after[1] - before[1]), n);
 		return 1;
 	}
 	return 0;

@@ -208,6 +208,9 @@ void sv_tcp_drop_conn(struct sv_tcp *t)
 	sv_tcp_call_leave(t);
 	/* out of epoll before the number can be anyone's again */
 	sv_progress_del(t->ctx, t->pfd);
+	while (t->nsets) /* and out of the pollers' readiness sets */
+		sv_readyset_leave(t->sets[--t->nsets], t->fd);
+	t->unwatched = false;
 	if (t->fd >= 0 && t->conn != CONN_READY) {
 		/* a call given up (no answer, crossed, refused) carries no
 		 * link data: reset it, so that it leaves no TIME_WAIT behind.

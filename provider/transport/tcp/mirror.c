@@ -342,16 +342,22 @@ static void put_records(struct sv_tcp *t, struct sv_ring *r, uint16_t ring,
 	}
 }
 
-/* Our state (ACK word, consumer indexes, RNR) when it changed. */
-static void put_state(struct sv_link *l)
+/* Our state now: the ACK word, consumer indexes, RNR. */
+static struct sv_tcp_state state_now(const struct sv_link *l)
 {
-	struct sv_tcp *t = l->tcp;
-	struct sv_tcp_state s = {
+	return (struct sv_tcp_state){
 		.rx_tail = atomic_load(&l->rx.hdr->tail),
 		.ack = atomic_load(&l->rx.hdr->ack),
 		.rsp_tail = atomic_load(&l->rsp_rx.hdr->tail),
 		.rnr = atomic_load(&l->rx.hdr->rnr),
 	};
+}
+
+/* Our state when it changed. */
+static void put_state(struct sv_link *l)
+{
+	struct sv_tcp *t = l->tcp;
+	struct sv_tcp_state s = state_now(l);
 
 	if (t->sent_valid && !memcmp(&s, &t->sent, sizeof(s)))
 		return;
@@ -499,4 +505,17 @@ bool sv_tcp_rnr_abort(struct sv_link *l)
 	sv_tcp_flush(l);
 	l->tcp->defer = defer;
 	return true;
+}
+
+bool sv_tcp_all_sent(const struct sv_link *l)
+{
+	const struct sv_tcp *t = l->tcp;
+	struct sv_tcp_state s;
+
+	if (t->oi != t->on || t->want_out || t->owed_ns || t->abort_pending ||
+	    t->tx_sent != l->tx.head || t->rsp_sent != l->rsp_tx.head ||
+	    !t->sent_valid)
+		return false;
+	s = state_now(l);
+	return !memcmp(&s, &t->sent, sizeof(s));
 }

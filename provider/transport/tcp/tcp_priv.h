@@ -162,6 +162,12 @@ struct sv_tcp {
 	bool turned_away;	/* the last call was answered: no such QP,
 				 * refused, or no door (sv_tcp_setup_waits) */
 	uint64_t owed_ns;	/* since when a state of ours waits */
+	/* the readiness sets (link.h) of the QP's CQs the connection is in
+	 * (tcp_idle joins them; the connection leaves them as it closes),
+	 * and whether one would not take it (then polls run the link) */
+	int sets[2];
+	int nsets;
+	bool unwatched;
 	uint64_t in_bytes;	/* read from the connection */
 	uint64_t seen_in_bytes; /* in_bytes at the thread's last look */
 	/* trust (tcp.h's head comment) */
@@ -273,6 +279,9 @@ void sv_tcp_read_in(struct sv_link *l);
 void sv_tcp_put_frame(struct sv_tcp *t, uint16_t type, uint16_t ring,
 		      uint32_t len, uint64_t pos, const void *body,
 		      uint32_t body_len, bool copy);
+/* Nothing of ours waits to go: every record published is in a frame, every
+ * frame sent, our state as last sent, none held (owed) or asked for. */
+bool sv_tcp_all_sent(const struct sv_link *l);
 /* door.c */
 /* A place among the context's calls at the doors (CALLS_MAX), or false:
  * the call waits for one. */
