@@ -55,6 +55,7 @@
 #include "cm_pass.h" /* provider/wire/cm_pass.h: the names, the header */
 #include "ib_link.h"
 #include "ib_stat.h"
+#include "link.h" /* provider/transport/link.h: sv_link_sender_ok */
 
 #define PASS_TRIES 64 /* prefixes tried before going without a name */
 #define PASS_BATCH 64 /* datagrams read per wake-up (level-triggered) */
@@ -169,33 +170,23 @@ void cm_ib_pass_unlisten(struct cm_id *l)
 	l->ib_pass_fd = -1;
 }
 
-/* The sender's credentials in m are our user's; fds it sent are closed. */
+/* The sender's credentials in m are our user's (sv_link_sender_ok);
+ * fds it sent are closed. */
 static bool sender_ours(struct msghdr *m)
 {
-	bool ok = false;
-
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
-		struct ucred cr;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 
-		if (c->cmsg_level != SOL_SOCKET)
-			continue;
-		if (c->cmsg_type == SCM_RIGHTS) { /* none are taken */
-			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue; /* none are taken */
+		for (size_t j = 0; j < k; j++) {
+			int fd;
 
-			for (size_t j = 0; j < k; j++) {
-				int fd;
-
-				memcpy(&fd, CMSG_DATA(c) + j * sizeof(int),
-				       sizeof(fd));
-				close(fd);
-			}
-		} else if (c->cmsg_type == SCM_CREDENTIALS &&
-			   c->cmsg_len >= CMSG_LEN(sizeof(cr))) {
-			memcpy(&cr, CMSG_DATA(c), sizeof(cr));
-			ok = cr.uid == getuid() || cr.uid == geteuid();
+			memcpy(&fd, CMSG_DATA(c) + j * sizeof(int), sizeof(fd));
+			close(fd);
 		}
 	}
-	return ok;
+	return sv_link_sender_ok(m);
 }
 
 /* A passed datagram: h then its datagram (n bytes in all), sent to the

@@ -386,21 +386,6 @@ void sv_link_close(struct sv_link *l, uint32_t my_qpn, bool bye)
 	l->state = SV_LINK_IDLE;
 }
 
-bool sv_link_sender_ok(struct msghdr *m)
-{
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
-		struct ucred cr;
-
-		if (c->cmsg_level != SOL_SOCKET ||
-		    c->cmsg_type != SCM_CREDENTIALS ||
-		    c->cmsg_len < CMSG_LEN(sizeof(cr)))
-			continue;
-		memcpy(&cr, CMSG_DATA(c), sizeof(cr));
-		return cr.uid == getuid() || cr.uid == geteuid();
-	}
-	return false;
-}
-
 void sv_link_ring_doorbell(int fd)
 {
 	char b = 0;

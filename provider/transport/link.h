@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "ring.h"
 
@@ -517,9 +518,24 @@ uint64_t sv_link_next_ns(const struct sv_link *l, uint64_t now);
 int sv_link_check_peer(struct sv_link *l, int fd, uint32_t my_qpn,
 		       const char *what);
 /* A datagram's sender is our user: its SCM_CREDENTIALS (the socket has
- * SO_PASSCRED); false if there were none.  UD (ud/recv.c) and XRC forwarding
- * (xrc.c) take nothing from anyone else. */
-bool sv_link_sender_ok(struct msghdr *m);
+ * SO_PASSCRED); false if there were none.  UD (ud/recv.c), XRC forwarding
+ * (xrc.c) and the IB CM's passed MADs (rdmacm/ib_pass.c) take nothing
+ * from anyone else.  Inline: librdmacm has its own copy of no provider
+ * function. */
+static inline bool sv_link_sender_ok(struct msghdr *m)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+		struct ucred cr;
+
+		if (c->cmsg_level != SOL_SOCKET ||
+		    c->cmsg_type != SCM_CREDENTIALS ||
+		    c->cmsg_len < CMSG_LEN(sizeof(cr)))
+			continue;
+		memcpy(&cr, CMSG_DATA(c), sizeof(cr));
+		return cr.uid == getuid() || cr.uid == geteuid();
+	}
+	return false;
+}
 /* The next retry time after a failure; *wait_ns doubles (1..100 ms). */
 uint64_t sv_link_backoff(uint64_t *wait_ns, uint64_t now);
 
