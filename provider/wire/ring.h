@@ -50,6 +50,8 @@
 #define SV_RING_VERSION	 7	     /* 7: receive descriptors */
 #define SV_RING_DATA_OFF 4096u
 #define SV_REC_ALIGN	 64u
+/* An emptied ring starts over from this far into a lap (ring.c) */
+#define SV_RING_REWIND 16384u
 
 /* ack word: psn[0:24] syndrome[24:32] rnr_timer[32:40] nak_seq[40:64] */
 #define SV_ACK_PSN(a)	((uint32_t)(a)&SV_PSN_MASK)
@@ -148,6 +150,8 @@ struct sv_ring {
 	uint64_t tail_cache;   /* sender: last tail seen */
 	uint64_t poisoned;     /* sender: the last position whose seq word
 				* sv_ring_poison wrote (valid if >= head) */
+	uint64_t rewind_at;    /* sender: head from which an emptied ring
+				* is started over next (sv_ring_reserve) */
 	uint64_t tail;	       /* receiver: next byte to read */
 	uint32_t cur_rec;      /* receiver: validated length of the peeked */
 	struct sv_rdesc *desc; /* receive descriptors, ndesc of them */

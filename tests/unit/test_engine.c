@@ -232,6 +232,65 @@ SV_TEST(ring_peek_takes_a_pad_to_the_end)
 	pair_close(&p);
 }
 
+/* A ping-pong's records stay in the ring's first SV_RING_REWIND bytes
+ * (and one record): each time the receiver has emptied the ring, the
+ * next record past them starts the ring over. */
+SV_TEST(ring_emptied_starts_over)
+{
+	struct pair p;
+	uint64_t highest = 0;
+
+	pair_open(&p, 64 * SV_RING_REWIND);
+	for (int i = 0; i < 2000; i++) {
+		ASSERT_TRUE(put(&p, 4000, (uint8_t)i));
+		if ((p.tx.last_pos & (p.tx.size - 1)) > highest)
+			highest = p.tx.last_pos & (p.tx.size - 1);
+		take(&p, 4000, (uint8_t)i);
+	}
+	ASSERT_TRUE(p.rx.tail > 2 * p.rx.size); /* laps were made */
+	ASSERT_TRUE(highest < SV_RING_REWIND);
+	pair_close(&p);
+}
+
+/* A receiver that lags keeps the whole ring: a ring that is not empty
+ * is never started over early, so it holds as many records as before. */
+SV_TEST(ring_busy_keeps_its_whole_lap)
+{
+	struct pair p;
+	uint64_t size = 8 * SV_RING_REWIND;
+	int n = 0;
+
+	pair_open(&p, size);
+	ASSERT_TRUE(put(&p, 100, 0xee)); /* one in, one out: empty */
+	take(&p, 100, 0xee);
+	while (put(&p, 4000, (uint8_t)n)) /* 4,032-byte records */
+		n++;
+	/* everything from offset 128 to the end, and the first line is
+	 * the only free one after the wrap: nothing lost to a pad */
+	ASSERT_EQ((int)((size - 128) / 4032), n);
+	for (int i = 0; i < n; i++)
+		take(&p, 4000, (uint8_t)i);
+	pair_close(&p);
+}
+
+/* The look at the consumer index that decides a start-over checks it
+ * as a full ring's does. */
+SV_TEST(ring_start_over_refuses_a_corrupt_tail)
+{
+	struct pair p;
+	int err = 0;
+
+	pair_open(&p, 8 * SV_RING_REWIND);
+	for (int i = 0; i < 5; i++) { /* 20 KiB in: past SV_RING_REWIND */
+		ASSERT_TRUE(put(&p, 4000, (uint8_t)i));
+		take(&p, 4000, (uint8_t)i);
+	}
+	atomic_store(&p.rx.hdr->tail, 1ull << 40); /* past our head */
+	ASSERT_TRUE(sv_ring_reserve(&p.tx, 64, &err) == NULL);
+	ASSERT_EQ(-EPROTO, err);
+	pair_close(&p);
+}
+
 /* sv_ring_attach: a ring a peer hands us must be ours in every field. */
 SV_TEST(ring_attach_validates_the_header)
 {
