@@ -952,8 +952,9 @@ struct sv_qp {
 	struct sv_qp_pcap pcap;	  /* capture */
 	struct sv_link link;	  /* the connection, once there is one */
 	struct sv_pfd pfd[3];	  /* listener, conn (our doorbell), acc */
-	struct sv_qp *next_free;  /* on ctx->qp_free once destroyed */
-	uint32_t async_got;	  /* async events handed out */
+	struct sv_pfd pend_pfd[SV_LINK_PENDING]; /* link.pend_fd's */
+	struct sv_qp *next_free; /* on ctx->qp_free once destroyed */
+	uint32_t async_got;	 /* async events handed out */
 	/* on ctx->qps (set and cleared under ctx->qp_lock for writing, so
 	 * a reader of that lock sees the list's truth in O(1); kept, like
 	 * drives, when a reused QP is zeroed) */

@@ -193,8 +193,10 @@ void sv_qp_drive(struct sv_qp *qp, int set)
 		atomic_load_explicit(&qp->prog.drives, memory_order_relaxed) +
 			1,
 		memory_order_relaxed);
-	/* someone else in the engine for this QP: it makes the progress */
-	if (!sv_trylock(&qp->lock))
+	/* someone else in the engine for this QP, or waiting to be (the
+	 * progress thread taking a caller's connection): it makes the
+	 * progress */
+	if (!sv_trylock_polite(&qp->lock))
 		return;
 	s = qp->attr.qp_state;
 	/* as sv_qp_run: the link is only looked at from RTR on (a QP made
@@ -297,6 +299,11 @@ static uint64_t look(struct sv_qp *qp)
 		/* new rings start asleep (ring.c): this clears them */
 		sv_link_set_sleep(&qp->link, false);
 		sv_lanes_rx_sleep(qp, false); /* UD lanes (lane.c) */
+		/* a caller that came while the app held the QP: its runs take
+		 * it over TCP (sv_qp_run), but a shared-memory link that is
+		 * up has no run to do it */
+		if (sv_link_has_pending(&qp->link))
+			sv_qp_link_step(qp);
 		/* over TCP its polls read what arrives: we stop watching (a
 		 * wake-up per message took half the time of a small one
 		 * across hosts), unless what arrives waits unread — the app
@@ -417,14 +424,29 @@ static void listen_step(struct sv_qp *qp, struct sv_pfd *p)
 	sv_qp_link_step(qp);
 }
 
+/*
+ * A caller in the QP's listener, or a pending caller's hello (link.c).
+ * Taken by whoever holds the QP: a QP the app drives is held by its poll
+ * most of the time, and waiting for it here took 3-21 ms (the lock is not
+ * fair, and its holder may be preempted); its next run takes the caller
+ * (sv_qp_run: the link has a connection pending).
+ */
 void sv_qp_on_listen(struct sv_io *io, uint32_t revents)
 {
 	struct sv_qp *qp = pfd_qp(io);
+	struct sv_context *ctx = sv_progress_ctx();
 
 	(void)revents;
 	if (!qp)
 		return;
-	locked(qp, container_of(io, struct sv_pfd, io), listen_step);
+	atomic_store_explicit(&qp->link.accept_due, true, memory_order_relaxed);
+	pthread_rwlock_rdlock(&ctx->qp_lock);
+	if (atomic_load_explicit(&qp->listed, memory_order_relaxed) &&
+	    sv_trylock(&qp->lock)) {
+		listen_step(qp, container_of(io, struct sv_pfd, io));
+		sv_unlock(&qp->lock);
+	}
+	pthread_rwlock_unlock(&ctx->qp_lock);
 	visit(qp);
 }
 

@@ -18,9 +18,14 @@ int sv_debug;
 
 void sv_lock_slow(struct sv_lock *l)
 {
+	/* seen by sv_trylock_polite: a polite taker leaves it to us */
+	atomic_fetch_add_explicit(&l->waiting, 1, memory_order_relaxed);
 	for (unsigned int spins = 0;; spins++) {
-		if (sv_trylock(l))
+		if (sv_trylock(l)) {
+			atomic_fetch_sub_explicit(&l->waiting, 1,
+						  memory_order_relaxed);
 			return;
+		}
 		if (spins < 64) {
 #if defined(__x86_64__) || defined(__i386__)
 			__builtin_ia32_pause();

@@ -138,12 +138,27 @@ static inline uint32_t sv_roundup_pow2(uint32_t v)
  */
 struct sv_lock {
 	_Atomic int held;
+	_Atomic int waiting; /* threads in sv_lock_slow */
 };
 
 static inline bool sv_trylock(struct sv_lock *l)
 {
 	return !atomic_load_explicit(&l->held, memory_order_relaxed) &&
 	       !atomic_exchange_explicit(&l->held, 1, memory_order_acquire);
+}
+
+/*
+ * sv_trylock for a taker that only helps (an app's poll driving a QP
+ * that someone else can drive too): it defers to a thread that waits for
+ * the lock.  The lock is not fair, and a poll loop that takes it again
+ * a few nanoseconds after each release starved the progress thread's
+ * sv_lock for 3-21 ms, the time a caller's connection waited to be taken
+ * (ibv_rc_pingpong across namespaces).
+ */
+static inline bool sv_trylock_polite(struct sv_lock *l)
+{
+	return !atomic_load_explicit(&l->waiting, memory_order_relaxed) &&
+	       sv_trylock(l);
 }
 
 void sv_lock_slow(struct sv_lock *l);

@@ -16,6 +16,7 @@
  * one is a directory under transport/, an ops table, and a row here.
  */
 #include "link.h"
+#include "progress.h"
 #include "roce_link.h"
 #include "shm.h"
 #include "tcp.h"
@@ -220,6 +221,26 @@ static int take_msg(struct sv_link *l, int fd, uint32_t my_qpn, uint32_t expect)
 	return err;
 }
 
+/*
+ * Whether the loop watches pending connection i (on), so that its hello,
+ * when it comes, steps the link at once.  A peer connects, then sends its
+ * hello, and the listener's event may have us accept in between: unwatched,
+ * that hello waited for the next look at the QP, 10 ms later, or longer
+ * while the app drives it (5-16 ms of each TCP link's set-up, the door's
+ * pass to the QP).  Off before the fd is closed or handed on.
+ */
+static void pend_watch(struct sv_link *l, int i, bool on)
+{
+	struct sv_pfd *p = l->pend_pfd ? &l->pend_pfd[i] : NULL;
+
+	if (!p || !l->ctx)
+		return;
+	if (on && p->fd < 0)
+		sv_progress_add(l->ctx, p, l->pend_fd[i]);
+	else if (!on && p->fd >= 0)
+		sv_progress_del(l->ctx, p);
+}
+
 /* Reads the message of pending connection i; 1 if the link took it,
  * -EMFILE if our peer's hello came but its fds could not be taken. */
 static int try_pending(struct sv_link *l, int i, uint32_t my_qpn,
@@ -227,10 +248,14 @@ static int try_pending(struct sv_link *l, int i, uint32_t my_qpn,
 {
 	int fd = l->pend_fd[i], err;
 
+	/* unwatched first: the transport may watch the fd itself */
+	pend_watch(l, i, false);
 	err = take_msg(l, fd, my_qpn, expect);
 	if (err == -EAGAIN &&
-	    sv_ns_since(now, l->pend_ns[i]) < SV_HELLO_WAIT_NS)
+	    sv_ns_since(now, l->pend_ns[i]) < SV_HELLO_WAIT_NS) {
+		pend_watch(l, i, true);
 		return 0; /* connected, hello still coming */
+	}
 	l->pend_fd[i] = -1;
 	if (err < 0) {
 		sv_dbg("qp %06x: dropped a peer: %s\n", my_qpn,
@@ -243,7 +268,8 @@ static int try_pending(struct sv_link *l, int i, uint32_t my_qpn,
 
 bool sv_link_has_pending(const struct sv_link *l)
 {
-	if (l->next_accept_ns)
+	if (l->next_accept_ns ||
+	    atomic_load_explicit(&l->accept_due, memory_order_relaxed))
 		return true;
 	for (int i = 0; i < SV_LINK_PENDING; i++)
 		if (l->pend_fd[i] >= 0)
@@ -279,6 +305,7 @@ static int pending_slot(struct sv_link *l)
 		if (l->pend_ns[i] < l->pend_ns[oldest])
 			oldest = i;
 	}
+	pend_watch(l, oldest, false);
 	close(l->pend_fd[oldest]);
 	l->pend_fd[oldest] = -1;
 	return oldest;
@@ -301,6 +328,8 @@ int sv_link_accept(struct sv_link *l, uint32_t my_qpn, uint32_t expect)
 	if (l->next_accept_ns > now)
 		return 0; /* out of fds a moment ago: the listener is edge
 			   * triggered, so we come back on the timer */
+	/* before the accepts: a caller after them raises a new edge */
+	atomic_store_explicit(&l->accept_due, false, memory_order_relaxed);
 	for (int i = 0; i < SV_LINK_PENDING; i++) {
 		if (l->pend_fd[i] < 0)
 			continue;
@@ -372,6 +401,7 @@ void sv_link_close(struct sv_link *l, uint32_t my_qpn, bool bye)
 		sv_ring_unmap(&l->rsp_tx);
 	}
 	for (int i = 0; i < SV_LINK_PENDING; i++) {
+		pend_watch(l, i, false);
 		if (l->pend_fd[i] >= 0)
 			close(l->pend_fd[i]);
 		l->pend_fd[i] = -1;

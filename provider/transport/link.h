@@ -254,9 +254,16 @@ struct sv_link {
 	int listen_fd;		      /* our QP's listener; holds the QPN */
 	int pend_fd[SV_LINK_PENDING]; /* accepted, hello not yet read */
 	uint64_t pend_ns[SV_LINK_PENDING]; /* when each was accepted */
+	/* the loop's watch of each pend_fd, so that its hello wakes the
+	 * QP (the QP's; NULL: unwatched), and that loop's context */
+	struct sv_pfd *pend_pfd;
+	struct sv_context *ctx;
 	uint64_t next_accept_ns; /* retry time for a failed accept, or 0 */
-	struct sv_tcp *tcp;	 /* the TCP transport's state (tcp/), or NULL;
-				  * only transport/tcp/ reads it */
+	/* a caller waits in our listener, for whoever holds the QP next
+	 * (the progress thread found it held: drive.c sv_qp_on_listen) */
+	atomic_bool accept_due;
+	struct sv_tcp *tcp; /* the TCP transport's state (tcp/), or NULL;
+			     * only transport/tcp/ reads it */
 	/* the transport's own state (shm.c's), opaque here */
 	union {
 		uint64_t w[SV_LINK_PRIV_WORDS];

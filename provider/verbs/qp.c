@@ -624,6 +624,15 @@ static void init_pfds(struct sv_qp *qp, enum ibv_qp_type type)
 		qp->pfd[i].quiet = false;
 		qp->pfd[i].out = false;
 	}
+	/* a caller's connection whose hello is still coming (link.c):
+	 * its hello steps the link as the listener's event does */
+	for (int i = 0; i < SV_LINK_PENDING; i++) {
+		sv_pfd_set(&qp->pend_pfd[i], sv_qp_on_listen, true);
+		qp->pend_pfd[i].fd = -1;
+		qp->pend_pfd[i].qp = qp;
+		qp->pend_pfd[i].srq = NULL;
+	}
+	qp->link.pend_pfd = qp->pend_pfd;
 }
 
 static struct ibv_qp *create_qp(struct ibv_context *c,
@@ -666,6 +675,7 @@ static struct ibv_qp *create_qp(struct ibv_context *c,
 	if (err)
 		goto err_free;
 	qp->ctx = ctx;
+	qp->link.ctx = ctx; /* whose loop watches its callers (link.c) */
 	if (a->qp_type == IBV_QPT_UD)
 		sv_ud_door_open(ctx); /* datagrams from other hosts */
 	if (a->qp_type == IBV_QPT_XRC_RECV) {
