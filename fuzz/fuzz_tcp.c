@@ -292,11 +292,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fz f = {data, size};
 	struct fz_env *e = (private_door_port(), fz_env());
 	struct run r = {.f = &f};
+	bool opened;
 	int fds;
 
 	tcp_listener(); /* once, before the fds are counted */
 	/* the context's door, which a TCP link's prepare opens once */
-	if (!sv_tcp_door_open(to_sctx(e->ctx)))
+	if (!sv_tcp_door_open(to_sctx(e->ctx), &opened))
 		return 0;
 	fds = fz_count_fds();
 

@@ -163,23 +163,32 @@ static bool load_tail(struct sv_ring *r, int *err)
 /*
  * Sender: whether the record about to be reserved at offset off should
  * start the ring over instead (a pad to the end first): the receiver has
- * consumed everything (the ring is empty) and off is SV_RING_REWIND or
- * more into the lap.  A ping-pong then keeps to the ring's first few
- * pages instead of walking all of it: its first lap touched a new page
- * every 4 KiB message on both sides, at a page fault each, and 14 us
- * each on a shadow-paging VM (ibv_rc_pingpong -s 4096 across hosts: 130
- * us a round trip for its first 250, 30 after).  A QP that talks little
- * also keeps few of its ring's pages resident.  The tail is loaded at
- * most once per SV_RING_REWIND bytes sent (rewind_at): a stream that
- * keeps the ring busy pays one load of its line per that many bytes.
- * -EPROTO in *err if the peer corrupted the consumer index.
+ * consumed everything (the ring is empty) and off is an eighth of the
+ * ring, and at least SV_RING_REWIND, into the lap.  A ping-pong then
+ * keeps to the ring's first pages instead of walking all of it: its
+ * first lap touched a new page every 4 KiB message on both sides, at a
+ * page fault each, and 14 us each on a shadow-paging VM (ibv_rc_pingpong
+ * -s 4096 across hosts: 130 us a round trip for its first 250, 30
+ * after).  A QP that talks little also keeps few of its ring's pages
+ * resident.  The cost: until the receiver passes the pad, the room is
+ * off, not the whole ring (the pad's first line must stay for it to
+ * read), hence an eighth: room for any message up to that while the
+ * receiver catches up; a producer that cannot wait for room (RoCE's
+ * receive path, which drops what does not fit: UC 64 KiB messages were
+ * lost with a 16 KiB start-over) sets no_rewind.  The tail is loaded at
+ * most once per that many bytes sent (rewind_at): a stream that keeps
+ * the ring busy pays one load of its line per that many bytes.  -EPROTO
+ * in *err if the peer corrupted the consumer index.
  */
 static bool rewind_now(struct sv_ring *r, uint64_t off, int *err)
 {
-	if (off < SV_RING_REWIND || r->head < r->rewind_at ||
+	uint64_t from =
+		r->size / 8 > SV_RING_REWIND ? r->size / 8 : SV_RING_REWIND;
+
+	if (off < from || r->head < r->rewind_at || r->no_rewind ||
 	    r->size < 4 * SV_RING_REWIND)
 		return false;
-	r->rewind_at = r->head + SV_RING_REWIND;
+	r->rewind_at = r->head + from;
 	if (r->tail_cache != r->head && !load_tail(r, err))
 		return false;
 	return r->tail_cache == r->head;

@@ -50,7 +50,8 @@
 #define SV_RING_VERSION	 7	     /* 7: receive descriptors */
 #define SV_RING_DATA_OFF 4096u
 #define SV_REC_ALIGN	 64u
-/* An emptied ring starts over from this far into a lap (ring.c) */
+/* An emptied ring starts over from an eighth of a lap, at least this far
+ * into it (ring.c rewind_now) */
 #define SV_RING_REWIND 16384u
 
 /* ack word: psn[0:24] syndrome[24:32] rnr_timer[32:40] nak_seq[40:64] */
@@ -152,6 +153,8 @@ struct sv_ring {
 				* sv_ring_poison wrote (valid if >= head) */
 	uint64_t rewind_at;    /* sender: head from which an emptied ring
 				* is started over next (sv_ring_reserve) */
+	bool no_rewind;	       /* sender: never started over early (a
+				* producer that cannot wait for room) */
 	uint64_t tail;	       /* receiver: next byte to read */
 	uint32_t cur_rec;      /* receiver: validated length of the peeked */
 	struct sv_rdesc *desc; /* receive descriptors, ndesc of them */

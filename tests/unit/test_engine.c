@@ -232,23 +232,67 @@ SV_TEST(ring_peek_takes_a_pad_to_the_end)
 	pair_close(&p);
 }
 
-/* A ping-pong's records stay in the ring's first SV_RING_REWIND bytes
- * (and one record): each time the receiver has emptied the ring, the
- * next record past them starts the ring over. */
+/* The highest ring offset a ping-pong of n records of plen bytes uses. */
+static uint64_t pingpong_reach(struct pair *p, int n, uint32_t plen)
+{
+	uint64_t highest = 0;
+
+	for (int i = 0; i < n; i++) {
+		ASSERT_TRUE(put(p, plen, (uint8_t)i));
+		if ((p->tx.last_pos & (p->tx.size - 1)) > highest)
+			highest = p->tx.last_pos & (p->tx.size - 1);
+		take(p, plen, (uint8_t)i);
+	}
+	return highest;
+}
+
+/* A ping-pong's records stay in the ring's first eighth (and one
+ * record): each time the receiver has emptied the ring, the next record
+ * past it starts the ring over. */
 SV_TEST(ring_emptied_starts_over)
 {
 	struct pair p;
-	uint64_t highest = 0;
+	uint64_t highest;
 
 	pair_open(&p, 64 * SV_RING_REWIND);
-	for (int i = 0; i < 2000; i++) {
-		ASSERT_TRUE(put(&p, 4000, (uint8_t)i));
-		if ((p.tx.last_pos & (p.tx.size - 1)) > highest)
-			highest = p.tx.last_pos & (p.tx.size - 1);
-		take(&p, 4000, (uint8_t)i);
-	}
+	highest = pingpong_reach(&p, 2000, 4000);
 	ASSERT_TRUE(p.rx.tail > 2 * p.rx.size); /* laps were made */
-	ASSERT_TRUE(highest < SV_RING_REWIND);
+	ASSERT_TRUE(highest < p.tx.size / 8);
+	pair_close(&p);
+}
+
+/* After a start-over, an eighth of the ring is free at once, before the
+ * receiver passes the pad: a burst that must not wait for room (RoCE's
+ * receive path) fits, up to that. */
+SV_TEST(ring_start_over_leaves_an_eighth)
+{
+	struct pair p;
+	uint64_t size = 64 * SV_RING_REWIND;
+	int n = 0;
+
+	pair_open(&p, size);
+	/* to just past an eighth, each record taken: the next starts over */
+	while (p.tx.head < size / 8) {
+		ASSERT_TRUE(put(&p, 4000, (uint8_t)n));
+		take(&p, 4000, (uint8_t)n);
+		n++;
+	}
+	ASSERT_TRUE(put(&p, 4000, (uint8_t)n++));
+	ASSERT_EQ(0u, p.tx.last_pos & (size - 1)); /* started over */
+	for (uint64_t got = 4032; got + 4032 <= size / 8; got += 4032)
+		ASSERT_TRUE(put(&p, 4000, (uint8_t)n++));
+	pair_close(&p);
+}
+
+/* A ring marked no_rewind (a producer that drops what does not fit)
+ * walks the whole lap as before. */
+SV_TEST(ring_no_rewind_walks_the_lap)
+{
+	struct pair p;
+
+	pair_open(&p, 64 * SV_RING_REWIND);
+	p.tx.no_rewind = true;
+	ASSERT_TRUE(pingpong_reach(&p, 2000, 4000) >= p.tx.size - 2 * 4032);
 	pair_close(&p);
 }
 

@@ -118,6 +118,9 @@ static int make_rings(struct sv_link *l, const struct sv_link_conf *c)
 	}
 	if (err)
 		return err;
+	/* what arrives goes into rx and rsp_rx, or is dropped: those never
+	 * start over early, which leaves less room for a while (ring.c) */
+	l->rx.no_rewind = l->rsp_rx.no_rewind = true;
 	/* our copies of the peer's headers: nobody sleeps there */
 	atomic_store(&l->tx.hdr->rx_sleep, 0);
 	atomic_store(&l->rsp_tx.hdr->rx_sleep, 0);

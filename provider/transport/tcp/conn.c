@@ -92,9 +92,10 @@ int sv_tcp_prepare(struct sv_link *l, const struct sv_link_conf *c)
 	uint64_t ring_size = c->ring_size;
 	struct sv_tcp_ctx *tctx;
 	struct sv_tcp *t;
+	bool opened;
 	int err = -ENOMEM;
 
-	tctx = sv_tcp_door_open(c->ctx); /* the peer calls us there */
+	tctx = sv_tcp_door_open(c->ctx, &opened); /* the peer calls us there */
 	if (!tctx)
 		return -ENOMEM;
 	t = calloc(1, sizeof(*t));
@@ -118,7 +119,13 @@ int sv_tcp_prepare(struct sv_link *l, const struct sv_link_conf *c)
 	t->my_qpn = my_qpn;
 	t->peer_qpn = peer_qpn;
 	t->first = my_qpn <= peer_qpn;
-	t->next_ns = t->first ? 0 : sv_now_ns() + SV_TCP_CALLEE_WAIT_NS;
+	/* a door opened just now took none of the peer's calls: a peer at
+	 * RTR before us was refused and backs off (1, 2, 4 ms ...), and we
+	 * call it at once instead (ibv_rc_pingpong's server goes to RTR
+	 * first: half its runs waited 1-4 ms more for the link) */
+	t->next_ns = t->first || opened
+			     ? 0
+			     : sv_now_ns() + SV_TCP_CALLEE_WAIT_NS;
 	/* the fds the link will hold, now: out of fds is modify_qp's
 	 * error, not a send that never completes (a socket to call with,
 	 * and a place for the peer's, which the kernel installs at its

@@ -138,13 +138,14 @@ static int door_socket(void)
 
 static void door_io(struct sv_io *io, uint32_t revents);
 
-struct sv_tcp_ctx *sv_tcp_door_open(struct sv_context *ctx)
+struct sv_tcp_ctx *sv_tcp_door_open(struct sv_context *ctx, bool *opened)
 {
 	static atomic_bool said;
 	struct sv_tcp_door *d;
 	struct sv_tcp_ctx *tc;
 	int fd;
 
+	*opened = false;
 	/* the secret read and its keys derived now (at RTR), not in the
 	 * first set-up: 5-6 ms more for a first connection across two
 	 * namespaces when they were (bench/tcp_trust.sh) */
@@ -177,6 +178,7 @@ struct sv_tcp_ctx *sv_tcp_door_open(struct sv_context *ctx)
 	}
 	atomic_store_explicit(&tc->door, d, memory_order_release);
 	sv_progress_add(ctx, &d->lfd, fd);
+	*opened = true;
 	goto out;
 fail:
 	tc->failed = true;

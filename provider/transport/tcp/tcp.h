@@ -23,7 +23,8 @@
  * caller's, sv_tcp_spare).  Who calls: the QP with the smaller QPN calls
  * at once, and again at once after a break; the other only takes calls,
  * unless none came for SV_TCP_CALLEE_WAIT_NS (its peer's calls cannot
- * reach it, or its peer is gone: its own calls find that out).  Equal
+ * reach it, or its peer is gone: its own calls find that out), or its
+ * process opened its door at this RTR (the peer's calls were refused).  Equal
  * QPNs (two hosts) both call.  Two calls that cross resolve to one: a QP
  * with a call of its own in flight takes the peer's only if the peer's
  * (QPN, nonce) is smaller than its own call's, else answers BUSY; both
@@ -312,9 +313,10 @@ void sv_tcp_close(struct sv_link *l, bool bye);
 
 /* The context's listener on the well-known port, opened at its first TCP
  * link (a failure is said once, and only a peer calling us notices): the
- * context's TCP state, NULL if out of memory. */
+ * context's TCP state, NULL if out of memory; *opened: this call opened
+ * it (a peer's earlier calls found no door of ours). */
 struct sv_tcp_ctx;
-struct sv_tcp_ctx *sv_tcp_door_open(struct sv_context *ctx);
+struct sv_tcp_ctx *sv_tcp_door_open(struct sv_context *ctx, bool *opened);
 void sv_tcp_door_close(struct sv_context *ctx);
 /* When a caller that has not said hello is dropped. */
 uint64_t sv_tcp_door_next_ns(struct sv_context *ctx, uint64_t now);
