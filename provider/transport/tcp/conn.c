@@ -123,9 +123,8 @@ int sv_tcp_prepare(struct sv_link *l, const struct sv_link_conf *c)
 	 * RTR before us was refused and backs off (1, 2, 4 ms ...), and we
 	 * call it at once instead (ibv_rc_pingpong's server goes to RTR
 	 * first: half its runs waited 1-4 ms more for the link) */
-	t->next_ns = t->first || opened
-			     ? 0
-			     : sv_now_ns() + SV_TCP_CALLEE_WAIT_NS;
+	t->next_ns =
+		t->first || opened ? 0 : sv_now_ns() + SV_TCP_CALLEE_WAIT_NS;
 	/* the fds the link will hold, now: out of fds is modify_qp's
 	 * error, not a send that never completes (a socket to call with,
 	 * and a place for the peer's, which the kernel installs at its
