@@ -1109,10 +1109,24 @@ if want rdma_cm_pass_hostile; then
 	spid=$!
 	listening a $port
 	probe="$(dirname "$0")/cm_pass_probe.py"
-	ip netns exec "$tag-a" setpriv --reuid=65534 --regid=65534 \
-		--clear-groups /usr/bin/python3 "$probe" other_user $port $A \
-		>"$log/ph.u" 2>&1
-	urc=$?
+	# another user must be able to read the probe: a tree under a
+	# directory only we may enter (a clone in mktemp -d's) is not, and
+	# that part is then skipped, said, not failed for nothing counted
+	ou=10 other=""
+	if ! setpriv --reuid=65534 --regid=65534 --clear-groups \
+		test -r "$probe"; then
+		ou=0
+		other=" (another user's part skipped: UID 65534 cannot read $probe)"
+	fi
+	urc=0
+	if [ $ou != 0 ]; then
+		ip netns exec "$tag-a" setpriv --reuid=65534 --regid=65534 \
+			--clear-groups /usr/bin/python3 "$probe" other_user \
+			$port $A >"$log/ph.u" 2>&1
+		urc=$?
+	else
+		: >"$log/ph.u"
+	fi
 	ip netns exec "$tag-a" /usr/bin/python3 "$probe" malformed $port $A \
 		>"$log/ph.m" 2>&1
 	mrc=$?
@@ -1124,7 +1138,7 @@ if want rdma_cm_pass_hostile; then
 	# whose header agrees (their MADs' checks drop them): 10 from
 	# nobody, 8 malformed headers, the flood's; until they are read
 	# (10 s at most)
-	want_ctrs="cm_mad_drop_pass=$((18 + ${sent:-0})) cm_mad_pass_recv=2"
+	want_ctrs="cm_mad_drop_pass=$((ou + 8 + ${sent:-0})) cm_mad_pass_recv=2"
 	rp=$(pid_in a rping)
 	t=0
 	until [ "$(pass_ctrs "$rp")" = "$want_ctrs" ] || [ $t -ge 100 ]; do
@@ -1149,7 +1163,8 @@ if want rdma_cm_pass_hostile; then
 	nd=$(grep -c "passed to us by another process" "$log/ph.s")
 	if [ $urc != 0 ] || [ $mrc != 0 ] || [ $frc != 0 ] || [ $rc != 0 ] ||
 		[ "$ctrs" != "$want_ctrs" ] ||
-		[ $src != 0 ] || [ "$nu" -lt 1 ] || [ -n "$miss" ] ||
+		[ $src != 0 ] || { [ $ou != 0 ] && [ "$nu" -lt 1 ]; } ||
+		[ -n "$miss" ] ||
 		[ "$nd" -lt "${sent:-1}" ] ||
 		! grep -q "rdma-ping-9:" "$log/ph.c"; then
 		echo "FAIL rdma_cm_pass_hostile: probes $urc $mrc $frc, client" \
@@ -1163,7 +1178,7 @@ if want rdma_cm_pass_hostile; then
 		echo "ok   rdma_cm_pass_hostile: $nu passed REQ(s) from another" \
 			"user dropped, each malformed kind dropped with its reason," \
 			"$nd in all ($(cat "$log/ph.f"); $ctrs), then rping -V" \
-			"connected"
+			"connected$other"
 	fi
 fi
 
