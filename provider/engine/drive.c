@@ -221,6 +221,12 @@ void sv_qp_drive(struct sv_qp *qp, int set)
 							 1000000ull);
 		sv_qp_run(qp, 0);
 		sv_link_set_lazy(&qp->link, false);
+		/* a state held for the reply (tcp/mirror.c state_may_wait)
+		 * goes at our next poll, or else at the thread's next look:
+		 * it must look within a check period.  It does for a QP the
+		 * app drives; one it took (asleep) is asked to. */
+		if (sv_link_owed(&qp->link, UINT64_MAX))
+			sv_qp_note_work(qp, sv_now_ns() + SV_ACTIVE_CHECK_NS);
 	} else if (!idle(qp)) {
 		sv_stat_add(qp, poll_runs, 1);
 		sv_qp_run(qp, 0);

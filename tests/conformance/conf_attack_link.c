@@ -623,6 +623,40 @@ SV_TEST(attack_peer_acks_then_dies)
 	}
 }
 
+/* The other side of attack_peer_acks_then_dies: sends the peer's host
+ * took but its process never read (stopped, then killed) fail; none is
+ * reported delivered.  Over TCP a FIN says the peer read all its host
+ * took, and its last ACK may have gone with it (tcp/mirror.c
+ * state_may_wait, sv_tcp_peer_eof); a socket closed with bytes unread
+ * sends a reset, which says nothing of the kind. */
+SV_TEST(attack_peer_killed_unread_sends_fail)
+{
+	struct sv_end e;
+	struct ibv_wc wc;
+	pid_t pid = spawn_peer(16, 'p', &e);
+	int st;
+
+	ASSERT_OK(kill(pid, SIGSTOP));
+	ASSERT_EQ(pid, waitpid(pid, &st, WUNTRACED));
+	ASSERT_TRUE(WIFSTOPPED(st));
+	for (int i = 0; i < 4; i++)
+		ASSERT_OK(sv_end_send(&e, (uint64_t)i, 0, 64, 0));
+	/* in the stopped peer's socket (or ring) by now; nothing completes */
+	ASSERT_FALSE(sv_wc_poll(e.scq, &wc, 200));
+	ASSERT_OK(kill(pid, SIGKILL));
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	for (int i = 0; i < 4; i++) {
+		WAIT_WC(e.scq, &wc, SV_WC_TIMEOUT_MS);
+		if (wc.status == IBV_WC_SUCCESS)
+			sv_test_fail(__FILE__, __LINE__,
+				     "send %d of 4, never read by the peer "
+				     "it went to, completed with success",
+				     (int)wc.wr_id);
+	}
+	close(e.o.cqe);
+	sv_end_close(&e);
+}
+
 /* A QP with nothing in flight, only receives posted, learns that its
  * peer's process died: ERROR, IBV_EVENT_QP_FATAL, the receives flushed;
  * never a wait for ever (over TCP: its calls again are answered "no such

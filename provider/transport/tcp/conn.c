@@ -176,20 +176,6 @@ err_free:
 	return err;
 }
 
-void sv_tcp_spare(struct sv_link *l, bool hold)
-{
-	struct sv_tcp *t = l->tcp;
-
-	if (!t)
-		return;
-	if (!hold && t->spare >= 0) {
-		close(t->spare);
-		t->spare = -1;
-	} else if (hold && t->spare < 0 && t->conn != CONN_READY) {
-		t->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	}
-}
-
 /* When we call next: after a backoff; the QP that does not call first
  * leaves its peer SV_TCP_CALLEE_WAIT_NS to call it. */
 static void call_later(struct sv_tcp *t, uint64_t now)
@@ -204,7 +190,15 @@ static void call_later(struct sv_tcp *t, uint64_t now)
 void sv_tcp_out_reset(struct sv_tcp *t)
 {
 	t->olen = t->oi = t->on = t->obytes = 0;
-	t->omore = false;
+}
+
+/* The socket's close is to send a reset (no FIN, no TIME_WAIT). */
+static void close_with_reset(struct sv_tcp *t)
+{
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+	if (t->fd >= 0)
+		setsockopt(t->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 }
 
 /* The connection (or our call) closed and forgotten, with what was
@@ -217,15 +211,12 @@ void sv_tcp_drop_conn(struct sv_tcp *t)
 	while (t->nsets) /* and out of the pollers' readiness sets */
 		sv_readyset_leave(t->sets[--t->nsets], t->fd);
 	t->unwatched = false;
-	if (t->fd >= 0 && t->conn != CONN_READY) {
+	if (t->fd >= 0 && t->conn != CONN_READY)
 		/* a call given up (no answer, crossed, refused) carries no
 		 * link data: reset it, so that it leaves no TIME_WAIT behind.
 		 * Thousands of those to the one door port make every later
 		 * connect() walk them for a free source port */
-		struct linger lg = {.l_onoff = 1, .l_linger = 0};
-
-		setsockopt(t->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	}
+		close_with_reset(t);
 	if (t->fd >= 0)
 		close(t->fd);
 	t->fd = -1;
@@ -253,6 +244,12 @@ void sv_tcp_close_conn(struct sv_tcp *t, uint64_t now)
 		else
 			t->down_since = now;
 	}
+	/* a reset, not a FIN: a FIN tells the peer that our process (or
+	 * QP) ended having read all it took (sv_tcp_peer_eof), and we
+	 * break a connection for other reasons (its bytes damaged, a broken
+	 * protocol, a dead path) with what we did not take read.  What we
+	 * had not sent yet goes again on the next connection. */
+	close_with_reset(t);
 	sv_tcp_drop_conn(t);
 	t->alive = false;
 	if (t->spare < 0) /* the peer's next call needs a place */
@@ -498,6 +495,10 @@ static void conn_up(struct sv_tcp *t, uint32_t epoch, uint64_t tx_sent,
 	t->owed_ns = 0;
 	t->ioff = t->ilen = 0;
 	t->sent_valid = false;
+	/* a new stream; the peer answered, so no FIN of before counts */
+	t->out_put = t->out_sent = 0;
+	t->took_n = 0;
+	t->eof_valid = false;
 	if (t->spare >= 0) {
 		close(t->spare);
 		t->spare = -1;
@@ -816,8 +817,9 @@ static int take_call(struct sv_link *l, int fd, const struct sv_tcp_hello *h,
 	}
 	fcntl(fd, F_SETFL, O_RDWR | O_NONBLOCK);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	/* a newer connection replaces the older, and the socket we held
-	 * to call with */
+	/* a newer connection replaces the older (reset, as
+	 * sv_tcp_close_conn), and the socket we held to call with */
+	close_with_reset(t);
 	sv_tcp_drop_conn(t);
 	t->fd = fd;
 	conn_up(t, a.epoch, rx_recv, rsp_recv);

@@ -139,6 +139,77 @@ static int take_frame(struct sv_link *l, const struct sv_tcp_frame *f,
 	return -EPROTO;
 }
 
+/* The connection ended (n 0: the peer's FIN) or broke (n < 0). */
+static void hang_up(struct sv_tcp *t, ssize_t n)
+{
+	sv_dbg("qp %06x: tcp: the connection %s\n", t->my_qpn,
+	       n ? strerror(errno) : "closed");
+	if (!n)
+		sv_tcp_peer_eof(t);
+	sv_tcp_close_conn(t, sv_now_ns());
+}
+
+/*
+ * The peer's FIN (a read of 0): its process ended, or its QP without a
+ * goodbye, having read every byte its host took — a socket closed with
+ * bytes unread sends a reset instead, and our links break a connection
+ * for any other reason with a reset (sv_tcp_close_conn).  So each of our
+ * request records within the bytes its host acknowledged (SIOCOUTQ:
+ * ours not acknowledged yet) was read, and taken by its responder in the
+ * same run, whose NAKs and RNR waits are never held (state_may_wait).
+ * Its plain ACK may have been: held back in its memory, it went with
+ * the process.  Noted here; taken only if the peer proves gone
+ * (sv_tcp_eof_ack), as an HCA that received the packets would have
+ * acknowledged them.  A peer killed between its read and its responder's
+ * run acknowledges so what its responder never took: it is dead either
+ * way.
+ */
+void sv_tcp_peer_eof(struct sv_tcp *t)
+{
+	int unacked = 0;
+	uint64_t took;
+
+	t->eof_valid = false;
+	if (ioctl(t->fd, SIOCOUTQ, &unacked) || unacked < 0 ||
+	    (uint64_t)unacked > t->out_sent)
+		return;
+	took = t->out_sent - (uint64_t)unacked;
+	for (uint32_t k = 0; k < TOOK_RECS && k < t->took_n; k++) {
+		uint32_t i = (t->took_n - 1 - k) % TOOK_RECS;
+
+		if (t->took[i].end <= took) {
+			t->eof_psn = t->took[i].psn;
+			t->eof_valid = true;
+			return;
+		}
+	}
+}
+
+/* The peer is gone: the ACK its FIN implied (sv_tcp_peer_eof), if its
+ * last word was a plain ACK before it, for the completer's last run. */
+void sv_tcp_eof_ack(struct sv_link *l)
+{
+	struct sv_tcp *t = l->tcp;
+	uint64_t ack =
+		atomic_load_explicit(&l->tx.hdr->ack, memory_order_relaxed);
+	bool none = ack == SV_ACK_NONE;
+
+	if (!t->eof_valid)
+		return;
+	t->eof_valid = false;
+	if ((!none && (SV_ACK_SYN(ack) != SV_ACK ||
+		       sv_psn_diff(t->eof_psn, SV_ACK_PSN(ack)) <= 0)) ||
+	    atomic_load(&l->tx.hdr->rnr) != SV_RNR_NONE)
+		return;
+	sv_dbg("qp %06x: tcp: the peer's host took up to PSN %06x before it "
+	       "went\n",
+	       t->my_qpn, t->eof_psn);
+	atomic_store_explicit(
+		&l->tx.hdr->ack,
+		sv_ack_word(t->eof_psn, SV_ACK, 0, none ? 0 : SV_ACK_SEQ(ack)),
+		memory_order_release);
+}
+
 /* Body bytes a frame header announces, or -1 if it is not a frame. */
 static int64_t body_len(const struct sv_tcp_frame *f)
 {
@@ -197,9 +268,7 @@ void sv_tcp_read_in(struct sv_link *l)
 			return;
 		}
 		if (n <= 0) { /* hang-up: a call again, or it is gone */
-			sv_dbg("qp %06x: tcp: the connection %s\n", t->my_qpn,
-			       n ? strerror(errno) : "closed");
-			sv_tcp_close_conn(t, sv_now_ns());
+			hang_up(t, n);
 			return;
 		}
 		t->ilen += (uint32_t)n;
@@ -304,11 +373,23 @@ void sv_tcp_put_frame(struct sv_tcp *t, uint16_t type, uint16_t ring,
 		n += body_len;
 	}
 	t->olen += n;
+	t->out_put += n;
 	put_piece(t, h, n);
 	if (!copy && body_len) {
 		put_piece(t, body, body_len);
 		t->obytes += body_len;
+		t->out_put += body_len;
 	}
+}
+
+/* A request record just put: where it ends in the stream, and its last
+ * packet's PSN (sv_tcp_peer_eof). */
+static void note_took(struct sv_tcp *t, const struct sv_pkt *p)
+{
+	uint32_t i = t->took_n++ % TOOK_RECS;
+
+	t->took[i].end = t->out_put;
+	t->took[i].psn = sv_psn_add(p->psn, p->npsn - 1);
 }
 
 /* Appends the records published at *sent onwards while they fit. */
@@ -337,6 +418,8 @@ static void put_records(struct sv_tcp *t, struct sv_ring *r, uint16_t ring,
 			sv_tcp_put_frame(t, SV_TF_REC, ring, len, *sent, p, len,
 					 false);
 			count_call(t, tcp_records);
+			if (ring == SV_TR_REQ)
+				note_took(t, p);
 		}
 		*sent += len;
 	}
@@ -370,40 +453,48 @@ static void put_state(struct sv_link *l)
 }
 
 /*
- * Whether a state of ours, alone in the pieces, may wait in the kernel
- * (MSG_MORE) for the next frame to ride with: while the app's poll runs
- * the engine (lazy), a state that only moves on (an ACK, room in our
- * rings) waits for the reply a ping-pong posts at once, or
- * SV_TCP_ACK_DELAY_NS, after which the app's next poll or the progress
- * thread's look pushes it (sv_tcp_owed).  Each state alone costs a TCP
+ * Whether a state of ours, alone in the pieces, may wait in our memory
+ * for the next frame to ride with: while the app's poll runs the engine
+ * (lazy), a state that only moves on (a plain ACK or none, room in our
+ * rings)
+ * waits for the reply a ping-pong posts at once: the app's polls send it
+ * after SV_TCP_ACK_DELAY_NS, and if they stop, the progress thread's next
+ * look does (sv_tcp_owed; drive.c has it look within a check period).
+ * Nothing else pushes it: a state the kernel held (MSG_MORE) went with
+ * any segment that came in.  Each state alone costs a TCP
  * segment, and across hosts that was half of a small message's way (IBA
- * 9.7.5.1.1: a responder may coalesce ACKs).  Held by the kernel, not
- * by us, it still goes if the process ends right after its poll (the
- * socket's close sends what is queued): the peer's send completes as on
- * hardware (attack_peer_acks_then_dies: held in our memory instead, that
- * ACK was lost with the process).  An RNR change never waits, nor room
- * the peer may wait for.
+ * 9.7.5.1.1: a responder may coalesce ACKs); held in the kernel instead
+ * (MSG_MORE), it cost a system call a message, a quarter of the round
+ * trip.  If the process ends before it goes, the peer learns what our
+ * host took from our FIN (sv_tcp_peer_eof): its send completes as on
+ * hardware (attack_peer_acks_then_dies).  A NAK or an RNR change never
+ * waits, nor room the peer may wait for.
  */
 static bool state_may_wait(const struct sv_link *l)
 {
 	const struct sv_tcp *t = l->tcp;
 
 	return t->lazy && t->prev_valid && t->sent.rnr == t->prev.rnr &&
+	       (SV_ACK_SYN(t->sent.ack) == SV_ACK ||
+		t->sent.ack == SV_ACK_NONE /* UC */) &&
 	       t->on == 1 &&
 	       t->olen == sizeof(struct sv_tcp_frame) +
 				  sizeof(struct sv_tcp_state) &&
 	       t->rx_recv - t->sent.rx_tail < l->rx.size / 4 &&
-	       t->rsp_recv - t->sent.rsp_tail < l->rsp_rx.size / 4;
+	       t->rsp_recv - t->sent.rsp_tail < l->rsp_rx.size / 4 &&
+	       (!t->owed_ns || sv_now_ns() - t->owed_ns < SV_TCP_ACK_DELAY_NS);
 }
 
-/* Sends what the kernel holds of ours (TCP_NODELAY pushes it). */
-static void push_held(struct sv_tcp *t)
+/* The state alone in the pieces waits (state_may_wait): taken back, as
+ * if never put; the next flush puts the state of then. */
+static void hold_state(struct sv_tcp *t)
 {
-	int one = 1;
-
-	t->owed_ns = 0;
-	if (t->conn == CONN_READY)
-		setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	t->out_put -= t->olen;
+	t->sent = t->prev;
+	t->sent_valid = t->prev_valid;
+	sv_tcp_out_reset(t);
+	if (!t->owed_ns)
+		t->owed_ns = sv_now_ns();
 }
 
 /* n bytes of the pieces went. */
@@ -436,9 +527,7 @@ void sv_tcp_flush(struct sv_link *l)
 			ssize_t n;
 
 			sv_tsan_sent();
-			n = sendmsg(t->fd, &m,
-				    MSG_DONTWAIT | MSG_NOSIGNAL |
-					    (t->omore ? MSG_MORE : 0));
+			n = sendmsg(t->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
 
 			count_call(t, tcp_sends);
 			if (n < 0 && errno != EAGAIN && errno != EINTR) {
@@ -449,8 +538,10 @@ void sv_tcp_flush(struct sv_link *l)
 					sv_tcp_close_conn(t, sv_now_ns());
 				return;
 			}
-			if (n > 0)
+			if (n > 0) {
 				out_advance(t, (size_t)n);
+				t->out_sent += (uint64_t)n;
+			}
 			if (t->oi < t->on) {
 				/* the thread comes back with room (or the
 				 * app's next poll does) */
@@ -460,10 +551,7 @@ void sv_tcp_flush(struct sv_link *l)
 				t->want_out = true;
 				return;
 			}
-			if (!t->omore)
-				t->owed_ns = 0; /* it went with this */
-			else if (!t->owed_ns)
-				t->owed_ns = sv_now_ns();
+			t->owed_ns = 0; /* our state went with these */
 		}
 		if (t->want_out) {
 			sv_progress_want_out(t->ctx, t->pfd, false);
@@ -481,12 +569,11 @@ void sv_tcp_flush(struct sv_link *l)
 		put_records(t, &l->rsp_tx, SV_TR_RSP, &t->rsp_sent);
 		if (!t->on)
 			break;
-		t->omore = state_may_wait(l);
+		if (state_may_wait(l)) {
+			hold_state(t);
+			break;
+		}
 	}
-	t->omore = false;
-	if (t->owed_ns &&
-	    (!t->lazy || sv_now_ns() - t->owed_ns >= SV_TCP_ACK_DELAY_NS))
-		push_held(t);
 }
 
 bool sv_tcp_rnr_abort(struct sv_link *l)

@@ -97,6 +97,8 @@ enum sv_link_state sv_tcp_run(struct sv_link *l, uint32_t peer_qpn,
 		user_timeout(t, ack_timeout_ns);
 	sv_tcp_read_in(l);
 	sv_tcp_flush(l);
+	if (t->gone)
+		sv_tcp_eof_ack(l);
 	if (t->proto_err || t->gone)
 		return SV_LINK_DEAD;
 	if (t->closed)
@@ -236,6 +238,20 @@ void sv_tcp_quiet(struct sv_link *l, bool quiet)
 	 * call's deadline, up to 8 s, when the thread quieted it */
 	sv_progress_quiet(t->ctx, t->pfd,
 			  quiet && !t->loud && t->conn == CONN_READY);
+}
+
+void sv_tcp_spare(struct sv_link *l, bool hold)
+{
+	struct sv_tcp *t = l->tcp;
+
+	if (!t)
+		return;
+	if (!hold && t->spare >= 0) {
+		close(t->spare);
+		t->spare = -1;
+	} else if (hold && t->spare < 0 && t->conn != CONN_READY) {
+		t->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
 }
 
 int sv_tcp_fd(const struct sv_link *l)

@@ -32,6 +32,11 @@ enum conn_state {
 #define OBUF_LEN \
 	(OIOV * sizeof(struct sv_tcp_frame) + sizeof(struct sv_tcp_state))
 #define OUT_MAX (1024u * 1024)
+/* Request records remembered with their place in the stream: those a
+ * FIN may show the peer's host took (sv_tcp_peer_eof).  A round trip's
+ * worth at any rate; older ones were long acknowledged, or the peer
+ * still holds so many that it was not simply taking them. */
+#define TOOK_RECS 64u
 /* A connection that does not complete in this long is tried again. */
 #define CONNECT_WAIT_NS 1000000000ull
 /* How long the door the kernel picked may take to pass our hello on, at
@@ -130,7 +135,19 @@ struct sv_tcp {
 	struct sv_tcp_state sent; /* last state sent */
 	struct sv_tcp_state prev; /* the one before it */
 	bool sent_valid, prev_valid;
-	bool omore; /* the pieces go with MSG_MORE (state_may_wait) */
+	/* What the peer's host took of this connection, for its end
+	 * (sv_tcp_peer_eof): the frame bytes put in the pieces and handed to
+	 * the kernel, and where our latest request records end in that
+	 * stream, each with the PSN of its last packet (a ring, latest at
+	 * took_n - 1) */
+	uint64_t out_put, out_sent;
+	struct {
+		uint64_t end;
+		uint32_t psn;
+	} took[TOOK_RECS];
+	uint32_t took_n;
+	bool eof_valid;		     /* the peer's FIN said it took eof_psn */
+	uint32_t eof_psn;	     /* (sv_tcp_peer_eof, sv_tcp_eof_ack) */
 	struct sv_tcp_hello_ack ack; /* being read on fd */
 	uint32_t ack_got;
 	uint8_t *obuf;		/* frame headers and states to send */
@@ -161,7 +178,8 @@ struct sv_tcp {
 				 * set-up's do (sv_tcp_setup_waits); 0 */
 	bool turned_away;	/* the last call was answered: no such QP,
 				 * refused, or no door (sv_tcp_setup_waits) */
-	uint64_t owed_ns;	/* since when a state of ours waits */
+	uint64_t owed_ns;	/* since when a state of ours waits, held
+				 * back in our memory (state_may_wait) */
 	/* the readiness sets (link.h) of the QP's CQs the connection is in
 	 * (tcp_idle joins them; the connection leaves them as it closes),
 	 * and whether one would not take it (then polls run the link) */
@@ -245,6 +263,8 @@ void sv_tcp_drop_conn(struct sv_tcp *t);
 /* The connection broke, or our call failed: we call again (or wait for
  * the peer's call) after a while. */
 void sv_tcp_close_conn(struct sv_tcp *t, uint64_t now);
+void sv_tcp_peer_eof(struct sv_tcp *t);
+void sv_tcp_eof_ack(struct sv_link *l);
 /* Starts a connection to the peer's door and, once it is made, says
  * hello; the answer is read by read_ack. */
 void sv_tcp_connect_step(struct sv_link *l, uint64_t now);
