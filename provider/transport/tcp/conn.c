@@ -190,6 +190,7 @@ static void call_later(struct sv_tcp *t, uint64_t now)
 void sv_tcp_out_reset(struct sv_tcp *t)
 {
 	t->olen = t->oi = t->on = t->obytes = 0;
+	t->omore = false;
 }
 
 /* The socket's close is to send a reset (no FIN, no TIME_WAIT). */
@@ -497,6 +498,7 @@ static void conn_up(struct sv_tcp *t, uint32_t epoch, uint64_t tx_sent,
 	t->sent_valid = false;
 	/* a new stream; the peer answered, so no FIN of before counts */
 	t->out_put = t->out_sent = 0;
+	t->replies = true;
 	t->took_n = 0;
 	t->eof_valid = false;
 	if (t->spare >= 0) {

@@ -134,6 +134,10 @@ struct sv_tcp {
 	uint64_t peer_rx_size, peer_rsp_size;
 	struct sv_tcp_state sent; /* last state sent */
 	struct sv_tcp_state prev; /* the one before it */
+	struct sv_tcp_state held; /* the one waiting in our memory */
+	bool omore;		  /* the pieces go with MSG_MORE */
+	bool in_kernel; /* the state waiting (owed_ns) is the kernel's */
+	bool replies;	/* our last waiting state went with records */
 	bool sent_valid, prev_valid;
 	/* What the peer's host took of this connection, for its end
 	 * (sv_tcp_peer_eof): the frame bytes put in the pieces and handed to
