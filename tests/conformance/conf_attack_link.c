@@ -623,6 +623,18 @@ SV_TEST(attack_peer_acks_then_dies)
 	}
 }
 
+/* The peer stopped (SIGSTOP), then 4 sends to it (wr_id 0-3). */
+static void stop_and_send(pid_t pid, struct sv_end *e)
+{
+	int st;
+
+	ASSERT_OK(kill(pid, SIGSTOP));
+	ASSERT_EQ(pid, waitpid(pid, &st, WUNTRACED));
+	ASSERT_TRUE(WIFSTOPPED(st));
+	for (int i = 0; i < 4; i++)
+		ASSERT_OK(sv_end_send(e, (uint64_t)i, 0, 64, 0));
+}
+
 /* The other side of attack_peer_acks_then_dies: sends the peer's host
  * took but its process never read (stopped, then killed) fail; none is
  * reported delivered.  Over TCP a FIN says the peer read all its host
@@ -636,11 +648,7 @@ SV_TEST(attack_peer_killed_unread_sends_fail)
 	pid_t pid = spawn_peer(16, 'p', &e);
 	int st;
 
-	ASSERT_OK(kill(pid, SIGSTOP));
-	ASSERT_EQ(pid, waitpid(pid, &st, WUNTRACED));
-	ASSERT_TRUE(WIFSTOPPED(st));
-	for (int i = 0; i < 4; i++)
-		ASSERT_OK(sv_end_send(&e, (uint64_t)i, 0, 64, 0));
+	stop_and_send(pid, &e);
 	/* in the stopped peer's socket (or ring) by now; nothing completes */
 	ASSERT_FALSE(sv_wc_poll(e.scq, &wc, 200));
 	ASSERT_OK(kill(pid, SIGKILL));
@@ -705,11 +713,7 @@ SV_TEST(attack_peer_stopped)
 	pid_t pid = spawn_peer(16, 'p', &e);
 	int st;
 
-	ASSERT_OK(kill(pid, SIGSTOP));
-	ASSERT_EQ(pid, waitpid(pid, &st, WUNTRACED));
-	ASSERT_TRUE(WIFSTOPPED(st));
-	for (int i = 0; i < 4; i++)
-		ASSERT_OK(sv_end_send(&e, (uint64_t)i, 0, 64, 0));
+	stop_and_send(pid, &e);
 	/* longer than the ACK timeout's 500 ms x 8 tries: nothing fails */
 	t0 = sv_now_ms();
 	while (sv_now_ms() - t0 < 5000)
