@@ -245,12 +245,11 @@ void sv_tcp_close_conn(struct sv_tcp *t, uint64_t now)
 		else
 			t->down_since = now;
 	}
-	/* a reset, not a FIN: a FIN tells the peer that our process (or
-	 * QP) ended having read all it took (sv_tcp_peer_eof), and we
-	 * break a connection for other reasons (its bytes damaged, a broken
-	 * protocol, a dead path) with what we did not take read.  What we
-	 * had not sent yet goes again on the next connection. */
-	close_with_reset(t);
+	/* a reset, not a FIN (which says our process or QP ended having
+	 * read all it took: sv_tcp_peer_eof); unsent bytes go again on the
+	 * next connection; calls not answered yet: sv_tcp_drop_conn */
+	if (t->conn == CONN_READY)
+		close_with_reset(t);
 	sv_tcp_drop_conn(t);
 	t->alive = false;
 	if (t->spare < 0) /* the peer's next call needs a place */
@@ -819,9 +818,10 @@ static int take_call(struct sv_link *l, int fd, const struct sv_tcp_hello *h,
 	}
 	fcntl(fd, F_SETFL, O_RDWR | O_NONBLOCK);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	/* a newer connection replaces the older (reset, as
-	 * sv_tcp_close_conn), and the socket we held to call with */
-	close_with_reset(t);
+	/* a newer connection replaces the older (reset: close_conn) and
+	 * the socket we held to call with */
+	if (t->conn == CONN_READY)
+		close_with_reset(t);
 	sv_tcp_drop_conn(t);
 	t->fd = fd;
 	conn_up(t, a.epoch, rx_recv, rsp_recv);

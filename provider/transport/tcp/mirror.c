@@ -602,11 +602,11 @@ void sv_tcp_flush(struct sv_link *l)
 			break;
 		/* held by us while replies take our states along, else by
 		 * the kernel (a stream's receiver: see state_may_wait) */
-		if (state_may_wait(l) && t->replies) {
+		t->omore = state_may_wait(l);
+		if (t->omore && t->replies) {
 			hold_state(t);
 			break;
 		}
-		t->omore = state_may_wait(l);
 	}
 	t->omore = false;
 	if (t->owed_ns && t->in_kernel &&
