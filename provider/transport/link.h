@@ -449,6 +449,51 @@ static inline bool sv_link_stalled(struct sv_link *l)
 	return l->ops && l->ops->stalled && l->ops->stalled(l);
 }
 
+/*
+ * Who reads a socket's arrivals while the app drives the QP (the TCP and
+ * RoCE transports' stalled and quiet).  The app's polls read them, so the
+ * progress thread stops watching the socket (quiet) — unless arrivals
+ * wait unread across a whole look period: the app drives the QP but waits
+ * on its memory for an RDMA write our responder must do (ib_write_lat).
+ * Then the thread takes each arrival (loud).  Loud lasts while the thread
+ * reads a share of what comes: a look period in which the app's own runs
+ * read all but an eighth of it makes the socket quiet again.  Loud for
+ * ever, a connection that stalled once — libfabric's rxm registers its
+ * buffers after the first message came, before it polls — woke the thread
+ * on every later message for nothing (the app had read it), and the
+ * thread took the app's CPU: fi_pingpong's round trip 2x.  Units are the
+ * transport's (bytes, datagrams).
+ */
+struct sv_readers {
+	uint64_t in, by_thread;	       /* taken, of them by the thread */
+	uint64_t seen_in, seen_thread; /* at the thread's last look */
+	bool loud;
+};
+
+/* n more taken from the socket, by the progress thread or not. */
+static inline void sv_readers_took(struct sv_readers *r, uint64_t n,
+				   bool thread)
+{
+	r->in += n;
+	if (thread)
+		r->by_thread += n;
+}
+
+/* The thread's look at a QP the app drives: quiet again if the app kept
+ * up.  Whether nothing came since the last look while quiet: then what
+ * waits unread (the caller asks the socket) has stalled. */
+static inline bool sv_readers_look(struct sv_readers *r)
+{
+	uint64_t came = r->in - r->seen_in;
+	uint64_t ours = r->by_thread - r->seen_thread;
+
+	r->seen_in = r->in;
+	r->seen_thread = r->by_thread;
+	if (r->loud && came && ours * 8 <= came)
+		r->loud = false;
+	return !r->loud && !came;
+}
+
 static inline bool sv_link_owed(const struct sv_link *l, uint64_t now)
 {
 	return l->ops && l->ops->owed && l->ops->owed(l, now);

@@ -913,6 +913,55 @@ SV_TEST(tcp_write_to_a_memory_poller_is_served)
 	sv_pair_close(&p);
 }
 
+/* Whether the progress thread watches b's connection for arrivals
+ * (EPOLLIN on: it is the thread's QP, or a loud one). */
+static bool conn_watched(struct sv_pair *p)
+{
+	return !__atomic_load_n(&to_sqp(p->b.qp)->pfd[1].quiet,
+				__ATOMIC_RELAXED);
+}
+
+/* A message waits unread while b's program does something else for a
+ * few check periods: the thread takes b's QP, and, as arrivals waited
+ * unread, runs it on each arrival from then on (loud: the shape of
+ * tcp_write_to_a_memory_poller_is_served).  Then b's polls read all that
+ * comes again (a ping-pong): within a few looks the thread stops
+ * watching the connection (link.h, sv_readers).  Loud stayed for ever:
+ * libfabric's rxm, whose first message waits while it registers its
+ * buffers, had every later message wake the thread for nothing (the app
+ * read it first), which took the app's CPU (fi_pingpong 2x slower). */
+SV_TEST(tcp_loud_link_quiets_when_polls_keep_up)
+{
+	struct sv_pair p;
+	struct ibv_wc wc;
+	uint64_t t0;
+	int pings = 0;
+
+	tcp_pair(&p, 14);
+	/* up, and b's polls read it: quiet (its set-up may have been loud) */
+	t0 = now_ms();
+	do {
+		ASSERT_TRUE(now_ms() - t0 < 5000);
+		sv_pair_ping(&p);
+	} while (conn_watched(&p));
+	ASSERT_OK(sv_end_recv(&p.b, 1, 0, 64));
+	ASSERT_OK(sv_end_send(&p.a, 2, 0, 64, 0));
+	WAIT_WC(p.a.scq, &wc, SV_WC_TIMEOUT_MS); /* b's thread acked it */
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_TRUE(conn_watched(&p));
+	WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	t0 = now_ms();
+	while (conn_watched(&p)) {
+		ASSERT_TRUE(now_ms() - t0 < 5000);
+		sv_pair_ping(&p);
+		pings++;
+	}
+	printf("quiet again after %llu ms of a ping-pong (%d pings)\n",
+	       (unsigned long long)(now_ms() - t0), pings);
+	sv_pair_close(&p);
+}
+
 /* A link is one TCP connection (tcp.h): one socket on each side, the
  * two ends of the same connection, and none once the QPs are gone (two
  * one-way connections, four sockets, before SV_TCP_VERSION 2). */

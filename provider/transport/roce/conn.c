@@ -255,24 +255,21 @@ static void roce_run_end(struct sv_link *l)
 }
 
 /* Datagrams wait unread while the app drives the QP (it polls its
- * memory for a write, say): the thread runs it. */
+ * memory for a write, say): the thread runs it (link.h, sv_readers). */
 static bool roce_stalled(struct sv_link *l)
 {
 	struct sv_roce *r = sv_roce_of(l);
-	bool moved;
 	int n = 0;
 
-	if (!r)
+	if (!r || !sv_readers_look(&r->rd))
 		return false;
-	moved = r->reads != r->seen_reads;
-	r->seen_reads = r->reads;
 	if (atomic_load_explicit(&r->mail_n, memory_order_relaxed))
 		n = 1; /* another member read it for us (share.c) */
 	else if (ioctl(r->rx_fd, SIOCINQ, &n))
 		n = 0;
-	if (r->loud || moved || n <= 0)
+	if (n <= 0)
 		return false;
-	r->loud = true; /* the app polls its memory, not the CQ */
+	r->rd.loud = true; /* the app polls its memory, not the CQ */
 	return true;
 }
 
@@ -286,11 +283,11 @@ static void roce_quiet(struct sv_link *l, bool quiet)
 
 	if (!r)
 		return;
-	if (!quiet && r->pfd->quiet && !r->loud &&
+	if (!quiet && r->pfd->quiet && !r->rd.loud &&
 	    (atomic_load_explicit(&r->mail_n, memory_order_relaxed) ||
 	     (!ioctl(r->rx_fd, SIOCINQ, &n) && n > 0)))
-		r->loud = true; /* left waiting when the app stopped */
-	sv_progress_quiet(r->ctx, r->pfd, quiet && !r->loud);
+		r->rd.loud = true; /* left waiting when the app stopped */
+	sv_progress_quiet(r->ctx, r->pfd, quiet && !r->rd.loud);
 }
 
 static void roce_close(struct sv_link *l, uint32_t my_qpn, bool bye)

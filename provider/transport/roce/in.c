@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 
 #include "inject.h"
+#include "progress.h"
 #include "roce_priv.h"
 
 void sv_roce_count_drop(struct sv_qp_stats *st, enum sv_roce_verdict v)
@@ -290,7 +291,7 @@ static bool take(struct sv_link *l, const uint8_t *in, size_t n)
 	 * gap for the responder (RC's losses are the engine's) */
 	if (r->tp == SV_IB_UC && SV_FAULT_ON(drop) &&
 	    sv_inject_hit(sv_inject.drop, sv_inject.seed, SV_FAULT_DROP,
-			  r->my_qpn, p.psn, (uint32_t)r->reads)) {
+			  r->my_qpn, p.psn, (uint32_t)r->rd.in)) {
 		roce_count(r, fault_drops);
 		return true;
 	}
@@ -327,11 +328,9 @@ static bool take_read(struct sv_link *l)
 	return true;
 }
 
-void sv_roce_read_in(struct sv_link *l)
+static void read_batches(struct sv_link *l, struct sv_roce *r)
 {
-	struct sv_roce *r = sv_roce_of(l);
-
-	if (!r || !take_read(l))
+	if (!take_read(l))
 		return; /* still no room: the completer's next run */
 	for (int i = 0; i < SV_ROCE_RX_BATCH; i += SV_ROCE_BATCH) {
 		bool more =
@@ -342,4 +341,18 @@ void sv_roce_read_in(struct sv_link *l)
 		if (!take_read(l) || !more)
 			return; /* one waits, or the socket is empty */
 	}
+}
+
+void sv_roce_read_in(struct sv_link *l)
+{
+	struct sv_roce *r = sv_roce_of(l);
+	uint64_t in;
+
+	if (!r)
+		return;
+	in = r->rd.in;
+	read_batches(l, r);
+	/* what the progress thread took (link.h, sv_readers) */
+	if (sv_progress_ctx())
+		r->rd.by_thread += r->rd.in - in;
 }

@@ -59,11 +59,10 @@ struct sv_roce {
 	uint32_t nak_seq;	    /* NAKs the peer sent us (the ack word) */
 	bool icrc_strict;	    /* the peer sends IP ID 0: verify all */
 	bool defer;		    /* the engine runs: flush at its end */
-	uint64_t reads, seen_reads; /* datagrams taken (sv_roce_stalled) */
-	bool more;		    /* we freed room in tx or rsp_tx */
-	bool loud;		    /* arrivals waited unread while the app
-				     * drove the QP: the thread watches the
-				     * socket always (roce_quiet) */
+	/* datagrams taken, and whether the thread takes each arrival,
+	 * driven or not (link.h, roce_stalled) */
+	struct sv_readers rd;
+	bool more; /* we freed room in tx or rsp_tx */
 	/* out.c: datagrams built, not yet taken by the socket, in slots
 	 * of oslot bytes: [ohead, ocount) go first at the next flush */
 	uint8_t *obuf;

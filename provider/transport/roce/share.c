@@ -106,7 +106,7 @@ int sv_roce_recv(struct sv_roce *r)
 								: m[i].msg_len;
 	r->inext = 0;
 	r->icount = (uint32_t)got;
-	r->reads += (uint64_t)got;
+	r->rd.in += (uint64_t)got; /* by whom: sv_roce_read_in */
 	return got;
 }
 

@@ -272,7 +272,7 @@ void sv_tcp_read_in(struct sv_link *l)
 			return;
 		}
 		t->ilen += (uint32_t)n;
-		t->in_bytes += (uint64_t)n;
+		sv_readers_took(&t->rd, (uint64_t)n, sv_progress_ctx());
 		for (off = t->ioff;;) {
 			struct sv_tcp_frame f;
 			const uint8_t *body;

@@ -203,21 +203,27 @@ static bool unread(const struct sv_tcp *t)
 static void go_loud(struct sv_tcp *t, const char *why)
 {
 	sv_dbg("qp %06x: tcp: arrivals waited unread %s: the thread takes "
-	       "each from now on\n",
+	       "each while it reads a share of them\n",
 	       t->my_qpn, why);
-	t->loud = true;
+	t->rd.loud = true;
 }
 
 bool sv_tcp_stalled(struct sv_link *l)
 {
 	struct sv_tcp *t = l->tcp;
-	bool moved;
+	bool was_loud;
 
-	if (!t || t->loud)
+	if (!t)
 		return false;
-	moved = t->in_bytes != t->seen_in_bytes;
-	t->seen_in_bytes = t->in_bytes;
-	if (moved || !unread(t))
+	was_loud = t->rd.loud;
+	if (!sv_readers_look(&t->rd)) {
+		if (was_loud && !t->rd.loud)
+			sv_dbg("qp %06x: tcp: the app's polls read what "
+			       "comes again: the thread stops watching\n",
+			       t->my_qpn);
+		return false;
+	}
+	if (!unread(t))
 		return false;
 	go_loud(t, "while the app drives");
 	return true;
@@ -231,13 +237,13 @@ void sv_tcp_quiet(struct sv_link *l, bool quiet)
 		return;
 	/* the app stopped driving it with something waiting: it drives it
 	 * between waits of its own (on its memory, say) */
-	if (!quiet && t->pfd->quiet && !t->loud && unread(t))
+	if (!quiet && t->pfd->quiet && !t->rd.loud && unread(t))
 		go_loud(t, "till the app stopped driving");
 	/* a call's socket stays loud: its answer must raise the event that
 	 * the app's polls wait for (call_due); it waited unread till the
 	 * call's deadline, up to 8 s, when the thread quieted it */
 	sv_progress_quiet(t->ctx, t->pfd,
-			  quiet && !t->loud && t->conn == CONN_READY);
+			  quiet && !t->rd.loud && t->conn == CONN_READY);
 }
 
 void sv_tcp_spare(struct sv_link *l, bool hold)

@@ -122,8 +122,6 @@ struct sv_tcp {
 	bool defer;	    /* the engine runs: flush at its end */
 	bool lazy;	    /* the app's poll runs it: our state may wait
 			     * for the next frame (sv_tcp_set_lazy) */
-	bool loud;	    /* the thread runs it on every arrival, driven
-			     * or not (sv_tcp_stalled) */
 	int spare;	    /* held for the peer's socket (sv_tcp_spare) */
 	unsigned int user_timeout_ms; /* TCP_USER_TIMEOUT set on fd */
 	uint32_t my_qpn, peer_qpn;
@@ -190,8 +188,9 @@ struct sv_tcp {
 	int sets[2];
 	int nsets;
 	bool unwatched;
-	uint64_t in_bytes;	/* read from the connection */
-	uint64_t seen_in_bytes; /* in_bytes at the thread's last look */
+	/* bytes read from the connection, and whether the thread takes
+	 * each arrival, driven or not (link.h, sv_tcp_stalled) */
+	struct sv_readers rd;
 	/* trust (tcp.h's head comment) */
 	bool has_cookie;    /* the link's cookie is known (first connection) */
 	bool got_frame;	    /* a frame came since the cookie was set: no
