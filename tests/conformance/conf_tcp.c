@@ -1071,6 +1071,67 @@ SV_TEST(tcp_read_takes_all_there_is)
 	sv_pair_close(&p);
 }
 
+/* A poll right after one that read the socket empty does not read it
+ * again (tcp/mirror.c read_may_wait): libfabric's rxm polls a CQ till it
+ * is empty before it replies, and that poll's recv found nothing, a
+ * system call a side for every message.  b takes each message, then at
+ * once polls its empty CQ: that poll made a recv every time before; a
+ * quarter is allowed for preemptions longer than the window. */
+SV_TEST(tcp_poll_after_an_emptying_read_skips_its_recv)
+{
+	enum { N = 200 };
+	struct sv_pair p;
+	struct ibv_wc wc;
+	int recvs = 0;
+
+	tcp_pair(&p, 14);
+	sv_pair_ping(&p); /* the link is up */
+	for (int i = 0; i < N; i++) {
+		uint64_t r0;
+
+		ASSERT_OK(sv_end_recv(&p.b, 1, 0, 64));
+		ASSERT_OK(sv_end_send(&p.a, 2, 64, 8, 0));
+		WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		r0 = tcp_calls(&p.b, false);
+		ASSERT_EQ(0, ibv_poll_cq(p.b.rcq, 1, &wc));
+		recvs += tcp_calls(&p.b, false) != r0;
+		WAIT_WC(p.a.scq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	}
+	printf("%d polls right after an emptying read: %d recv\n", N, recvs);
+	ASSERT_TRUE(recvs <= N / 4);
+	sv_pair_close(&p);
+}
+
+/* ... and one poll at most: of three polls of b's empty CQ right after
+ * such a read, the second and the third read the socket. */
+SV_TEST(tcp_skipped_read_is_one_poll_at_most)
+{
+	enum { N = 50 };
+	struct sv_pair p;
+	struct ibv_wc wc;
+
+	tcp_pair(&p, 14);
+	sv_pair_ping(&p); /* the link is up */
+	for (int i = 0; i < N; i++) {
+		uint64_t r0;
+
+		ASSERT_OK(sv_end_recv(&p.b, 1, 0, 64));
+		ASSERT_OK(sv_end_send(&p.a, 2, 64, 8, 0));
+		WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		ASSERT_EQ(0, ibv_poll_cq(p.b.rcq, 1, &wc));
+		r0 = tcp_calls(&p.b, false);
+		ASSERT_EQ(0, ibv_poll_cq(p.b.rcq, 1, &wc));
+		ASSERT_EQ(0, ibv_poll_cq(p.b.rcq, 1, &wc));
+		ASSERT_EQ(r0 + 2, tcp_calls(&p.b, false));
+		WAIT_WC(p.a.scq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	}
+	sv_pair_close(&p);
+}
+
 /* The ACK a poll holds for the reply (tcp/mirror.c state_may_wait) goes
  * even if no reply comes and the app polls that QP no more: the thread
  * looks within its check period (drive.c sv_qp_drive asks it to).  Each

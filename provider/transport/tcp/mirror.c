@@ -237,10 +237,47 @@ static int64_t body_len(const struct sv_tcp_frame *f)
  * either: it spares the socket's lock on an empty poll, but costs a system call
  * on every arrival (8 B ib_send_lat across namespaces: 3.70-3.81 µs typical one
  * way with it, 3.52-3.63 without). */
+/*
+ * Whether an app's poll may skip its read: the one right after a poll
+ * that read the socket empty, within DRAINED_NS of it.  Programs that
+ * poll a CQ till it is empty before they act (libfabric's rxm: each
+ * fi_cq_read polls the verbs CQ first) made that second poll, and its
+ * recv found nothing: a system call, 1-2 µs here, on each side of every
+ * message of a ping-pong, before the reply went.  What the peer sends
+ * unasked in that window waits one poll more; a reply cannot come that
+ * soon (ours has not gone).  Only the app's polls (lazy) skip and note.
+ */
+static bool read_may_wait(struct sv_tcp *t)
+{
+	uint64_t d = t->drained_ns;
+
+	if (!t->lazy || !d)
+		return false;
+	t->drained_ns = 0; /* one poll at most */
+	return sv_now_ns() - d < DRAINED_NS &&
+	       !atomic_load_explicit(&t->pfd->hup, memory_order_relaxed);
+}
+
+/* Whether a read of n bytes into room took all there was: it did not
+ * fill the buffer (no second recv to find EAGAIN) ... unless the edge
+ * that brought it said the peer hung up: then its EOF is here too, and
+ * no new edge comes.  An app's poll notes when (read_may_wait). */
+static bool took_all(struct sv_tcp *t, size_t n, uint32_t room)
+{
+	if (n >= room ||
+	    atomic_load_explicit(&t->pfd->hup, memory_order_relaxed))
+		return false;
+	if (t->lazy)
+		t->drained_ns = sv_now_ns();
+	return true;
+}
+
 void sv_tcp_read_in(struct sv_link *l)
 {
 	struct sv_tcp *t = l->tcp;
 
+	if (read_may_wait(t))
+		return;
 	while (t->conn == CONN_READY && !t->closed) {
 		uint32_t off, room;
 		ssize_t n;
@@ -328,10 +365,7 @@ void sv_tcp_read_in(struct sv_link *l)
 			off += sizeof(f) + (uint32_t)b;
 		}
 		t->ioff = off;
-		/* ... unless the edge that brought it said the peer hung
-		 * up: then its EOF is here too, and no new edge comes */
-		if ((uint32_t)n < room &&
-		    !atomic_load_explicit(&t->pfd->hup, memory_order_relaxed))
+		if (took_all(t, (size_t)n, room))
 			return;
 	}
 }
