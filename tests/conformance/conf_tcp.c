@@ -1071,6 +1071,18 @@ SV_TEST(tcp_read_takes_all_there_is)
 	sv_pair_close(&p);
 }
 
+/* a sends b an 8-byte message and b's poll takes it (its read empties
+ * the socket: nothing else is on the way). */
+static void b_takes_one(struct sv_pair *p)
+{
+	struct ibv_wc wc;
+
+	ASSERT_OK(sv_end_recv(&p->b, 1, 0, 64));
+	ASSERT_OK(sv_end_send(&p->a, 2, 64, 8, 0));
+	WAIT_WC(p->b.rcq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+}
+
 /* A poll right after one that read the socket empty does not read it
  * again (tcp/mirror.c read_may_wait): libfabric's rxm polls a CQ till it
  * is empty before it replies, and that poll's recv found nothing, a
@@ -1089,10 +1101,7 @@ SV_TEST(tcp_poll_after_an_emptying_read_skips_its_recv)
 	for (int i = 0; i < N; i++) {
 		uint64_t r0;
 
-		ASSERT_OK(sv_end_recv(&p.b, 1, 0, 64));
-		ASSERT_OK(sv_end_send(&p.a, 2, 64, 8, 0));
-		WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
-		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		b_takes_one(&p);
 		r0 = tcp_calls(&p.b, false);
 		ASSERT_EQ(0, ibv_poll_cq(p.b.rcq, 1, &wc));
 		recvs += tcp_calls(&p.b, false) != r0;
@@ -1117,10 +1126,7 @@ SV_TEST(tcp_skipped_read_is_one_poll_at_most)
 	for (int i = 0; i < N; i++) {
 		uint64_t r0;
 
-		ASSERT_OK(sv_end_recv(&p.b, 1, 0, 64));
-		ASSERT_OK(sv_end_send(&p.a, 2, 64, 8, 0));
-		WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
-		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		b_takes_one(&p);
 		ASSERT_EQ(0, ibv_poll_cq(p.b.rcq, 1, &wc));
 		r0 = tcp_calls(&p.b, false);
 		ASSERT_EQ(0, ibv_poll_cq(p.b.rcq, 1, &wc));
