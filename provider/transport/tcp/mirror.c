@@ -227,16 +227,6 @@ static int64_t body_len(const struct sv_tcp_frame *f)
 	return -1;
 }
 
-/* Reads and applies everything the peer sent so far: a read that does
- * not fill the buffer took all there was (what comes after is a new
- * event for the thread, or the app's next poll reads it), so no second
- * read to find EAGAIN — but for the peer's hang-up (t->pfd->hup): its
- * FIN came with the bytes before it, under one edge, so we read on to
- * the EOF (without that the QP never learned its peer had died:
- * test_conf.tcp.attack_peer_acks_then_dies).  No poll(2) before the read
- * either: it spares the socket's lock on an empty poll, but costs a system call
- * on every arrival (8 B ib_send_lat across namespaces: 3.70-3.81 µs typical one
- * way with it, 3.52-3.63 without). */
 /*
  * Whether an app's poll may skip its read: the one right after a poll
  * that read the socket empty, within DRAINED_NS of it.  Programs that
@@ -272,6 +262,17 @@ static bool took_all(struct sv_tcp *t, size_t n, uint32_t room)
 	return true;
 }
 
+/* Reads and applies everything the peer sent so far: a read that does
+ * not fill the buffer took all there was (what comes after is a new
+ * event for the thread, or the app's next poll reads it), so no second
+ * read to find EAGAIN — but for the peer's hang-up (t->pfd->hup): its
+ * FIN came with the bytes before it, under one edge, so we read on to
+ * the EOF (without that the QP never learned its peer had died:
+ * test_conf.tcp.attack_peer_acks_then_dies).  No poll(2) before the read
+ * either: it spares the socket's lock on an empty poll, but costs a system call
+ * on every arrival (8 B ib_send_lat across namespaces: 3.70-3.81 µs typical one
+ * way with it, 3.52-3.63 without).  The app's poll right after one that
+ * read it empty may not read at all (read_may_wait). */
 void sv_tcp_read_in(struct sv_link *l)
 {
 	struct sv_tcp *t = l->tcp;
