@@ -229,7 +229,7 @@ static int64_t body_len(const struct sv_tcp_frame *f)
 
 /*
  * Whether an app's poll may skip its read: the one right after a poll
- * that read the socket empty, within DRAINED_NS of it.  Programs that
+ * that read the socket empty, within SV_TCP_DRAINED_NS of it.  Programs that
  * poll a CQ till it is empty before they act (libfabric's rxm: each
  * fi_cq_read polls the verbs CQ first) made that second poll, and its
  * recv found nothing: a system call, 1-2 µs here, on each side of every
@@ -244,7 +244,7 @@ static bool read_may_wait(struct sv_tcp *t)
 	if (!t->lazy || !d)
 		return false;
 	t->drained_ns = 0; /* one poll at most */
-	return sv_now_ns() - d < DRAINED_NS &&
+	return sv_now_ns() - d < SV_TCP_DRAINED_NS &&
 	       !atomic_load_explicit(&t->pfd->hup, memory_order_relaxed);
 }
 

@@ -276,6 +276,9 @@ void sv_tcp_run_end(struct sv_link *l);
  * long (mirror.c, state_may_wait). */
 #define SV_TCP_ACK_DELAY_NS 20000ull
 void sv_tcp_set_lazy(struct sv_link *l, bool lazy);
+/* How soon after an app's poll read the connection empty its next poll
+ * leaves the socket alone (mirror.c, read_may_wait). */
+#define SV_TCP_DRAINED_NS 10000ull
 /* A state of ours has waited SV_TCP_ACK_DELAY_NS: the thread pushes it. */
 bool sv_tcp_owed(const struct sv_link *l, uint64_t now);
 /* For a QP the app drives, the thread stops watching what arrives on the

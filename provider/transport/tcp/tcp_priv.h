@@ -37,9 +37,6 @@ enum conn_state {
  * worth at any rate; older ones were long acknowledged, or the peer
  * still holds so many that it was not simply taking them. */
 #define TOOK_RECS 64u
-/* How soon after an app's poll read the connection empty its next poll
- * leaves the socket alone (sv_tcp_read_in). */
-#define DRAINED_NS 10000ull
 /* A connection that does not complete in this long is tried again. */
 #define CONNECT_WAIT_NS 1000000000ull
 /* How long the door the kernel picked may take to pass our hello on, at
@@ -185,7 +182,7 @@ struct sv_tcp {
 				 * refused, or no door (sv_tcp_setup_waits) */
 	uint64_t drained_ns;	/* an app's poll read the socket empty
 				 * (sv_tcp_read_in): its next poll within
-				 * DRAINED_NS does not ask again */
+				 * SV_TCP_DRAINED_NS does not ask again */
 	uint64_t owed_ns;	/* since when a state of ours waits, held
 				 * back in our memory (state_may_wait) */
 	/* the readiness sets (link.h) of the QP's CQs the connection is in
