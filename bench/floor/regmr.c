@@ -8,12 +8,16 @@
  * run it under softverbs-run to measure softverbs.
  *
  *   regmr [-s SIZE] [-n REPEATS] [-a remote|local] [-m touched|untouched]
- *         [-f] [-T DEADLINE]
+ *         [-c] [-f] [-T DEADLINE]
  *
  * -f: the floor only (no device).  Every repeat maps SIZE bytes of
  * private anonymous memory afresh (mmap; THP as the system's default),
  * touches it if -m touched (a page-sized stride of stores), registers it,
- * deregisters it, and unmaps it.  One line per repeat:
+ * deregisters it, and unmaps it.  -c: first two RC QPs of the context
+ * are connected to each other, a peer on this host (softverbs moves
+ * registered memory onto its shared arena only once a peer on this host
+ * could map it: -c measures that move, without -c registration only
+ * records the MR).  One line per repeat:
  *   size=N mode=touched access=remote reg_s=X dereg_s=Y reg_GBps=...
  * then one "median" line; '#' lines are comments for people.
  */
@@ -35,6 +39,7 @@ struct opts {
 	int access;
 	const char *access_name;
 	int touched;
+	int connected;
 	int floor_only;
 	unsigned int deadline_s;
 };
@@ -83,7 +88,7 @@ static void parse(int argc, char **argv, struct opts *o)
 			   .access_name = "remote",
 			   .touched = 1,
 			   .deadline_s = 300};
-	while ((c = getopt(argc, argv, "s:n:a:m:fT:")) != -1) {
+	while ((c = getopt(argc, argv, "s:n:a:m:cfT:")) != -1) {
 		switch (c) {
 		case 's':
 			o->size = parse_size(optarg);
@@ -113,6 +118,9 @@ static void parse(int argc, char **argv, struct opts *o)
 				exit(2);
 			}
 			break;
+		case 'c':
+			o->connected = 1;
+			break;
 		case 'f':
 			o->floor_only = 1;
 			break;
@@ -123,7 +131,7 @@ static void parse(int argc, char **argv, struct opts *o)
 			fprintf(stderr,
 				"usage: regmr [-s SIZE] [-n REPEATS] "
 				"[-a remote|local] [-m touched|untouched] "
-				"[-f] [-T DEADLINE]\n");
+				"[-c] [-f] [-T DEADLINE]\n");
 			exit(2);
 		}
 	}
@@ -216,6 +224,64 @@ static void run_verbs(const struct opts *o, struct ibv_pd *pd, double *reg,
 	munmap(p, o->size);
 }
 
+/* RESET -> INIT -> RTR -> RTS of qp toward dest on this port. */
+static void to_rts(struct ibv_qp *qp, uint32_t dest, uint16_t lid)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+
+	errno = ibv_modify_qp(qp, &a,
+			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				      IBV_QP_ACCESS_FLAGS);
+	if (errno)
+		die("ibv_modify_qp INIT");
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR,
+				 .path_mtu = IBV_MTU_1024,
+				 .dest_qp_num = dest,
+				 .max_dest_rd_atomic = 1,
+				 .min_rnr_timer = 12,
+				 .ah_attr = {.dlid = lid, .port_num = 1}};
+	errno = ibv_modify_qp(qp, &a,
+			      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				      IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				      IBV_QP_MAX_DEST_RD_ATOMIC |
+				      IBV_QP_MIN_RNR_TIMER);
+	if (errno)
+		die("ibv_modify_qp RTR");
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
+				 .timeout = 14,
+				 .retry_cnt = 7,
+				 .rnr_retry = 7,
+				 .max_rd_atomic = 1};
+	errno = ibv_modify_qp(qp, &a,
+			      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+				      IBV_QP_MAX_QP_RD_ATOMIC);
+	if (errno)
+		die("ibv_modify_qp RTS");
+}
+
+/* -c: two RC QPs of ctx connected to each other (kept to the end). */
+static void connect_pair(struct ibv_context *ctx, struct ibv_pd *pd)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	struct ibv_qp_init_attr ia = {.qp_type = IBV_QPT_RC,
+				      .cap = {.max_send_wr = 1,
+					      .max_recv_wr = 1,
+					      .max_send_sge = 1,
+					      .max_recv_sge = 1}};
+	struct ibv_port_attr pa;
+	struct ibv_qp *q[2];
+
+	if (!cq || ibv_query_port(ctx, 1, &pa))
+		die("ibv_create_cq");
+	ia.send_cq = ia.recv_cq = cq;
+	for (int i = 0; i < 2; i++)
+		if (!(q[i] = ibv_create_qp(pd, &ia)))
+			die("ibv_create_qp");
+	for (int i = 0; i < 2; i++)
+		to_rts(q[i], q[1 - i]->qp_num, pa.lid);
+}
+
 static struct ibv_pd *open_pd(struct ibv_context **ctx)
 {
 	int n;
@@ -255,10 +321,13 @@ int main(int argc, char **argv)
 		       o.size);
 	} else {
 		pd = open_pd(&ctx);
+		if (o.connected)
+			connect_pair(ctx, pd);
 		printf("# ibv_reg_mr/ibv_dereg_mr of %zu bytes, %s, %s "
-		       "access, on %s\n",
+		       "access, on %s%s\n",
 		       o.size, o.touched ? "touched" : "untouched",
-		       o.access_name, ibv_get_device_name(ctx->device));
+		       o.access_name, ibv_get_device_name(ctx->device),
+		       o.connected ? ", a QP pair of it connected" : "");
 	}
 	for (int i = 0; i < o.repeats; i++) {
 		if (o.floor_only)

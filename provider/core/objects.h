@@ -339,9 +339,14 @@ struct sv_mr {
 	uint32_t index; /* slot in ctx->mrs: sv_mr_slot(key) */
 	struct sv_mr *next_free;
 	/* rmem.c, under its lock: the re-backed segment holding the MR (NULL
-	 * if not re-backed) and the arena offset of its first byte */
+	 * if not re-backed) and the arena offset of its first byte (written
+	 * with a release store, read without the lock: post.c); rmem_wait
+	 * on its list of MRs to move when the context first shares its
+	 * memory with a peer (rmem_waits says if on it) */
 	struct sv_rseg *rseg;
 	uint64_t arena_off;
+	struct sv_list rmem_wait;
+	bool rmem_waits;
 	struct sv_dm *dm; /* the device memory it is on (verbs/dm.c), or
 			   * NULL: its MR count drops at deregistration */
 	/* made by ibv_import_mr (verbs/import.c): a copy of the MR's
@@ -545,6 +550,10 @@ struct sv_rwqe {
 	 * placed send (post.c sv_rq_withdraw): the bytes may have gone to
 	 * the memory the MR left, so a placed send into it fails */
 	bool stale;
+	/* shown to the peer as pieces of our shared memory (post.c
+	 * describe, until withdrawn): a placed send into any other receive
+	 * is a peer's lie, and fails as into a stale one */
+	bool placeable;
 };
 
 /*

@@ -372,32 +372,37 @@ static void describe(struct sv_qp *qp, uint32_t i)
 	struct sv_pd *pd = to_spd(qp->qpx.qp_base.pd);
 	struct sv_ring *rx = &qp->link.rx;
 	struct sv_rdesc *d = &rx->desc[i & (rx->ndesc - 1)];
-	const struct sv_rwqe *r = &qp->rq.wqe[i & (qp->rq.size - 1)];
+	struct sv_rwqe *r = &qp->rq.wqe[i & (qp->rq.size - 1)];
 	const struct ibv_sge *sg =
 		&qp->rq.sge[(size_t)(i & (qp->rq.size - 1)) * qp->max_recv_sge];
 	uint32_t n = 0;
 
 	for (uint32_t k = 0; k < r->num_sge; k++) {
 		struct sv_mr *mr;
+		uint64_t off = SV_RMEM_NOT_REBACKED;
 
 		if (!sg[k].length)
 			continue;
 		mr = sv_mr_lookup(qp->ctx, sg[k].lkey, pd);
+		/* acquire: the pages are on the arena (rmem.c set_off; an
+		 * MR waiting to move says it is not, for now) */
+		if (mr)
+			off = __atomic_load_n(&mr->arena_off, __ATOMIC_ACQUIRE);
 		if (n == SV_RDESC_SGE || !mr ||
 		    !(mr->access & IBV_ACCESS_LOCAL_WRITE) ||
-		    mr->arena_off == SV_RMEM_NOT_REBACKED ||
-		    sg[k].addr < mr->iova ||
+		    off == SV_RMEM_NOT_REBACKED || sg[k].addr < mr->iova ||
 		    sg[k].addr - mr->iova > mr->length ||
 		    sg[k].length > mr->length - (sg[k].addr - mr->iova)) {
 			n = 0; /* the responder copies, and checks */
 			break;
 		}
-		d->sge[n].off = mr->arena_off + (sg[k].addr - mr->iova);
+		d->sge[n].off = off + (sg[k].addr - mr->iova);
 		d->sge[n].len = sg[k].length;
 		n++;
 	}
 	d->nsge = n;
 	d->length = r->length;
+	r->placeable = n > 0;
 	/* release: the pieces before the seq that vouches for them */
 	atomic_store_explicit(&d->seq, i + 1, memory_order_release);
 }
@@ -445,6 +450,7 @@ void sv_rq_withdraw(struct sv_qp *qp, uint64_t off, uint64_t len)
 			continue;
 		}
 		d->nsge = 0;
+		qp->rq.wqe[i & (qp->rq.size - 1)].placeable = false;
 		/* release: not placeable, before the seq says so */
 		atomic_store_explicit(&d->seq, i + 1, memory_order_release);
 	}
@@ -459,6 +465,7 @@ void sv_rwqe_fill(struct sv_rwqe *r, struct ibv_sge *sge,
 		len += wr->sg_list[i].length;
 	r->wr_id = wr->wr_id;
 	r->stale = false;
+	r->placeable = false;
 	r->num_sge = (uint32_t)wr->num_sge;
 	r->length = len > SV_MAX_MSG ? SV_MAX_MSG : (uint32_t)len;
 	if (wr->num_sge)

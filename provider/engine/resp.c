@@ -210,8 +210,9 @@ static enum resp_result recv_placed(struct sv_qp *qp, const struct sv_pkt *p)
 		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_LOC_LEN_ERR);
 	}
 	/* IBA 9.7.5.2.4: the receive as it stands now (its MR may have
-	 * moved PD, memory or access since it was described) */
-	if (r->stale ||
+	 * moved PD, memory or access since it was described; one never
+	 * described could not be placed into) */
+	if (r->stale || !r->placeable ||
 	    !sv_sges_writable(qp->ctx, sv_resp_pd(qp), sv_rwqe_sge(qp, r),
 			      r->num_sge, p->msg_len))
 		return fatal(qp, p, SV_NAK_REM_OP, IBV_WC_LOC_PROT_ERR);

@@ -28,6 +28,8 @@ static void move_oldest(struct sv_srq *srq, struct sv_qp *qp)
 	uint32_t to = qp->rq.post & (qp->rq.size - 1);
 
 	qp->rq.wqe[to] = srq->q[slot];
+	/* shown to this QP's peer only once described here (lend) */
+	qp->rq.wqe[to].placeable = false;
 	memcpy(&qp->rq.sge[(size_t)to * qp->max_recv_sge],
 	       &srq->sge[(size_t)slot * srq->max_sge],
 	       srq->q[slot].num_sge * sizeof(struct ibv_sge));

@@ -188,6 +188,14 @@ const struct sv_env_row sv_env_rows[SV_ENV_COUNT] = {
 		.help = "0: memory registered without remote access stays "
 			"private (sends go through the ring: two copies)",
 	},
+	[SV_ENV_MOVE_AT_REG] = {
+		"SOFTVERBS_MOVE_AT_REG", BOOL(0), .policy = SV_ENV_DEFAULT,
+		.reader = LIBS,
+		.help = "1: ibv_reg_mr moves shared memory onto the arena at "
+			"once; 0: at the context's first connection on this "
+			"host (memory of programs whose peers are all on "
+			"other hosts never moves)",
+	},
 	[SV_ENV_SINGLE_COPY_MIN] = {
 		"SOFTVERBS_SINGLE_COPY_MIN",
 		UINT(SV_SINGLE_COPY_MIN, 0, UINT32_MAX),

@@ -524,6 +524,13 @@ static void seg_release(struct sv_rmem *rm, struct sv_rseg *s)
 	free(s);
 }
 
+/* mr's arena offset, for the lock-free readers (post.c describes a
+ * receive by it): the pages are on the arena before the offset says so. */
+static void set_off(struct sv_mr *mr, uint64_t off)
+{
+	__atomic_store_n(&mr->arena_off, off, __ATOMIC_RELEASE);
+}
+
 /* Puts mr on a segment: an existing one holding all its pages, else a new
  * one if its pages are private anonymous memory no segment touches. */
 static void attach(struct sv_rmem *rm, struct sv_mr *mr)
@@ -540,7 +547,7 @@ static void attach(struct sv_rmem *rm, struct sv_mr *mr)
 		if (b >= s->b && e <= s->e) {
 			s->refs++;
 			mr->rseg = s;
-			mr->arena_off = s->off + (a - s->b);
+			set_off(mr, s->off + (a - s->b));
 			return;
 		}
 		if (b < s->e && s->b < e)
@@ -558,7 +565,7 @@ static void attach(struct sv_rmem *rm, struct sv_mr *mr)
 	*s = (struct sv_rseg){b, e, off, 1, false, rm->segs, zeros};
 	rm->segs = s;
 	mr->rseg = s;
-	mr->arena_off = off + (a - b);
+	set_off(mr, off + (a - b));
 }
 
 /* ---- the key table (seqlock writer; we are the only one) ---- */
@@ -589,24 +596,73 @@ static void entry_clear(struct sv_rkey_entry *en)
 
 /* ---- target side: the verbs' hooks ---- */
 
+/* Publishes mr's entry (offset and all) in the key table, if there is
+ * one.  rm->lock held. */
+static void publish(struct sv_rmem *rm, const struct sv_mr *mr)
+{
+	if (rm->table)
+		entry_write(&rm->ent[mr->index], mr->ibv.rkey, mr->iova,
+			    mr->length, mr->arena_off, (uint32_t)mr->access,
+			    mr->pd->id);
+}
+
+/*
+ * The first time our arena goes to a peer on this host: the MRs that
+ * waited move onto it now, in the order they were registered (so the
+ * same MRs share a segment as if each had moved at its registration),
+ * and their entries say where.  Until then no process could reach the
+ * arena, and moving memory onto it was only cost: two copies of every
+ * written page (a 512 MiB registration 0.4-0.5 s here, and its
+ * deregistration 0.4-1 s), and the hazards of re-backing for programs
+ * whose peers are all on other hosts.  rm->lock held.
+ */
+static void share(struct sv_rmem *rm)
+{
+	if (rm->shared)
+		return;
+	rm->shared = true;
+	while (!sv_list_empty(&rm->waiting)) {
+		struct sv_mr *mr =
+			container_of(rm->waiting.next, struct sv_mr, rmem_wait);
+
+		sv_list_del(&mr->rmem_wait);
+		mr->rmem_waits = false;
+		attach(rm, mr);
+		if (mr->arena_off != SV_RMEM_NOT_REBACKED)
+			publish(rm, mr);
+	}
+}
+
+/* mr leaves the list of MRs waiting to move, if on it.  rm->lock held. */
+static void unwait(struct sv_mr *mr)
+{
+	if (mr->rmem_waits)
+		sv_list_del(&mr->rmem_wait);
+	mr->rmem_waits = false;
+}
+
 void sv_rmem_reg(struct sv_context *ctx, struct sv_mr *mr)
 {
 	struct sv_rmem *rm = ctx->rmem;
 
 	pthread_mutex_lock(&rm->lock);
 	mr->rseg = NULL;
-	mr->arena_off = SV_RMEM_NOT_REBACKED;
+	set_off(mr, SV_RMEM_NOT_REBACKED);
 	/* an ODP MR stays where it is: its pages are whatever the address
-	 * space holds when the responder copies (verbs/odp.c) */
+	 * space holds when the responder copies (verbs/odp.c); the others
+	 * move now if a peer may map the arena, else when one first may */
 	if ((mr->access & sv_rmem_shared_access()) && !rmem_make(rm) &&
-	    !(mr->access & IBV_ACCESS_ON_DEMAND))
-		attach(rm, mr);
+	    !(mr->access & IBV_ACCESS_ON_DEMAND)) {
+		if (rm->shared) {
+			attach(rm, mr);
+		} else {
+			sv_list_add_tail(&rm->waiting, &mr->rmem_wait);
+			mr->rmem_waits = true;
+		}
+	}
 	/* before the table exists no MR has remote access (it is made at
 	 * the first that has), so none is missing from it */
-	if (rm->table)
-		entry_write(&rm->ent[mr->index], mr->ibv.rkey, mr->iova,
-			    mr->length, mr->arena_off, (uint32_t)mr->access,
-			    mr->pd->id);
+	publish(rm, mr);
 	pthread_mutex_unlock(&rm->lock);
 }
 
@@ -619,9 +675,10 @@ void sv_rmem_dereg(struct sv_context *ctx, struct sv_mr *mr)
 	/* first: a peer that looks after this finds no MR */
 	if (rm->table && rm->ent[mr->index].key == mr->ibv.rkey)
 		entry_clear(&rm->ent[mr->index]);
+	unwait(mr);
 	s = mr->rseg;
 	mr->rseg = NULL;
-	mr->arena_off = SV_RMEM_NOT_REBACKED;
+	set_off(mr, SV_RMEM_NOT_REBACKED);
 	if (s && !--s->refs)
 		seg_release(rm, s);
 	pthread_mutex_unlock(&rm->lock);
@@ -669,6 +726,19 @@ void sv_rmem_dm_unhold(struct sv_context *ctx, void *p)
 	pthread_mutex_unlock(&rm->lock);
 }
 
+int sv_rmem_share(struct sv_context *ctx)
+{
+	struct sv_rmem *rm = ctx->rmem;
+	int err;
+
+	pthread_mutex_lock(&rm->lock);
+	err = rmem_make(rm);
+	if (!err)
+		share(rm);
+	pthread_mutex_unlock(&rm->lock);
+	return err;
+}
+
 int sv_rmem_fds(struct sv_context *ctx, int *arena_fd, int *table_fd)
 {
 	struct sv_rmem *rm = ctx->rmem;
@@ -677,6 +747,7 @@ int sv_rmem_fds(struct sv_context *ctx, int *arena_fd, int *table_fd)
 	pthread_mutex_lock(&rm->lock);
 	err = rmem_make(rm);
 	if (!err) {
+		share(rm);
 		*arena_fd = rm->arena_fd;
 		*table_fd = rm->table_fd;
 	}
@@ -790,6 +861,10 @@ static void forget(struct sv_rmem *rm)
 		ctx->mrs[i]->rseg = NULL;
 		ctx->mrs[i]->arena_off = SV_RMEM_NOT_REBACKED;
 	}
+	/* nor the parent's peers: the child's memory waits for its own */
+	while (!sv_list_empty(&rm->waiting))
+		unwait(container_of(rm->waiting.next, struct sv_mr, rmem_wait));
+	rm->shared = sv_env_bool(SV_ENV_MOVE_AT_REG);
 	while (rm->segs) {
 		struct sv_rseg *s = rm->segs;
 
@@ -851,6 +926,8 @@ int sv_rmem_init(struct sv_context *ctx)
 	pthread_once(&atfork_once, atfork_install);
 	rm->ctx = ctx;
 	rm->arena_fd = rm->table_fd = -1;
+	sv_list_init(&rm->waiting);
+	rm->shared = sv_env_bool(SV_ENV_MOVE_AT_REG);
 	pthread_mutex_init(&rm->lock, NULL);
 	ctx->rmem = rm;
 	pthread_mutex_lock(&all_lock);

@@ -97,8 +97,17 @@ bool sv_rmem_shared_object(uintptr_t b, uintptr_t e, struct sv_mapobj *o);
 /* Initiator side (see the engine).  A peer's arena and key table. */
 struct sv_rpeer;
 
-/* For the hello: our fds (created lazily); -errno.  rmem keeps them. */
+/* For the hello: our fds (created lazily); -errno.  rmem keeps them.
+ * Shares the context's memory first (sv_rmem_share). */
 int sv_rmem_fds(struct sv_context *ctx, int *arena_fd, int *table_fd);
+/*
+ * A peer on this host may map our arena from now on (a link to one is
+ * being made): the MRs that waited move onto it, and later ones move at
+ * registration.  Before the link's receive descriptors are written, so
+ * that receives posted before it are shown in shared memory.  -errno if
+ * there is no arena (then memory stays where it is).
+ */
+int sv_rmem_share(struct sv_context *ctx);
 /*
  * Validates fds a peer handed us (memfds sealed against shrinking, sizes,
  * the table's magic and version), maps them (arena read-write shared,

@@ -60,6 +60,11 @@ struct sv_rmem {
 	struct sv_rkey_entry *ent;
 	struct range *free;
 	struct sv_rseg *segs;
+	/* our arena's fds went to a peer (sv_rmem_fds): MRs move onto the
+	 * arena at registration; before, they wait on waiting (their
+	 * rmem_wait), in registration order */
+	bool shared;
+	struct sv_list waiting;
 	struct sv_rpeer *peers;
 	struct sv_rmem *next; /* on all_rmem */
 };

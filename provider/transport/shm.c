@@ -123,6 +123,11 @@ static int prepare(struct sv_link *l, const struct sv_link_conf *c)
 	s->pfd_acc = c->pfd_acc;
 	s->pd_id = c->pd_id;
 	s->share_mem = c->share_mem;
+	/* the peer will map our arena: what waited moves now, before the
+	 * receives posted so far are described (verbs/qp.c); if there is
+	 * no arena, the hello offers none either */
+	if (s->share_mem)
+		(void)sv_rmem_share(c->ctx);
 	s->next_connect_ns = s->connect_wait_ns = 0;
 	l->train_max = SV_MAX_TRAIN;
 	if (!l->rx_ready) {

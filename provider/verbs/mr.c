@@ -371,7 +371,7 @@ struct ibv_mr *sv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length,
  */
 static void withdraw_receives(struct sv_context *ctx, const struct sv_mr *mr)
 {
-	uint64_t off = mr->arena_off;
+	uint64_t off = __atomic_load_n(&mr->arena_off, __ATOMIC_ACQUIRE);
 	struct sv_list *n;
 
 	if (off == SV_RMEM_NOT_REBACKED || !mr->pd)

@@ -523,6 +523,91 @@ static void claim_first(struct sv_fake *f, uint64_t end)
 	}
 }
 
+/* A placed send of 64 bytes, as a single-copy sender's header says it. */
+static struct sv_pkt placed_send(void)
+{
+	return (struct sv_pkt){.opcode = SV_OP_SEND,
+			       .seg = SV_SEG_ONLY,
+			       .flags = SV_PKT_PLACED,
+			       .psn = 0x100,
+			       .npsn = 1,
+			       .msg_len = 64,
+			       .rec_len = sv_peer_rec_len(0)};
+}
+
+/* v (its receives posted in INIT) to RTS toward the fake f, which takes
+ * v's connection and answers with its hello (rings *ring, *rsp). */
+static void fake_sender_up(struct sv_end *v, struct sv_fake *f, int *ring,
+			   int *rsp)
+{
+	ASSERT_OK(sv_end_to_rtr(v, f->qpn, 0x100));
+	ASSERT_OK(sv_end_to_rts(v));
+	sv_fake_accept(f, v->qp->qp_num);
+	*ring = sv_peer_ring(f->qpn, SV_RING_MAGIC, true, false);
+	*rsp = sv_peer_ring(f->qpn, SV_RING_MAGIC, true, false);
+	sv_fake_hello(f, v->qp->qp_num, (int[]){*ring, *rsp}, 2, 0);
+}
+
+/* f, having claimed v's first receive (wr_id), says it placed a send
+ * there: that fails with LOC_PROT_ERR, f gets NAK remote operation
+ * error, v goes to ERROR. */
+static void placed_send_fails(struct sv_end *v, struct sv_fake *f,
+			      uint64_t wr_id, uint64_t end)
+{
+	struct sv_pkt p = placed_send();
+
+	sv_fake_put(f, &f->rx, &p, NULL, 0, p.rec_len);
+	EXPECT_WC(v->rcq, IBV_WC_LOC_PROT_ERR, wr_id);
+	while (SV_ACK_SYN(atomic_load(&f->rx.hdr->ack)) != SV_NAK_REM_OP)
+		ASSERT_TRUE(sv_now_ms() < end);
+	ASSERT_EQ(IBV_QPS_ERR, sv_end_state(v));
+}
+
+/* A peer that says it placed a send into a receive we never showed it in
+ * shared memory (its buffer is a shared mapping, which never moves onto
+ * the arena: no description) lies: the receive fails as a stale one
+ * would, and never completes with bytes the peer did not send. */
+SV_TEST(errors_placed_send_into_an_undescribed_receive)
+{
+	sv_test_needs_shm("a placed send's header");
+	struct scene s = {0};
+	struct sv_end *v = &s.p.b;
+	uint64_t end = sv_now_ms() + SV_WC_TIMEOUT_MS;
+	uint8_t *shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct ibv_sge sg = {(uintptr_t)shared, 256, 0};
+	struct ibv_recv_wr wr = {.wr_id = 78, .sg_list = &sg, .num_sge = 1};
+	struct ibv_recv_wr *bad;
+	struct ibv_mr *mr;
+	struct sv_fake f;
+	int ring, rsp;
+
+	ASSERT_TRUE(shared != MAP_FAILED);
+	sv_fake_bind(&f);
+	sv_end_open(v, NULL);
+	s.pd2 = ibv_alloc_pd(v->ctx);
+	ASSERT_NOT_NULL(s.pd2);
+	mr = ibv_reg_mr(v->pd, shared, 4096, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(mr);
+	sg.lkey = mr->lkey;
+	ASSERT_OK(sv_end_to_init(v));
+	ASSERT_OK(ibv_post_recv(v->qp, &wr, &bad));
+	fake_sender_up(v, &f, &ring, &rsp);
+	ASSERT_TRUE(f.rx.ndesc > 0);
+	/* shown with no pieces: not placeable; the liar claims it anyway */
+	while (atomic_load(&f.rx.desc[0].seq) != 1)
+		ASSERT_TRUE(sv_now_ms() < end);
+	ASSERT_EQ(0, f.rx.desc[0].nsge);
+	claim_first(&f, end);
+	placed_send_fails(v, &f, 78, end);
+	close(ring);
+	close(rsp);
+	sv_fake_close(&f);
+	ASSERT_OK(ibv_dereg_mr(mr));
+	close_scene(&s);
+	munmap(shared, 4096);
+}
+
 SV_TEST(errors_placed_send_into_a_changed_receive)
 {
 	sv_test_needs_shm("a placed send's header");
@@ -530,13 +615,6 @@ SV_TEST(errors_placed_send_into_a_changed_receive)
 					    RECV_ACCESS, RECV_GONE, RECV_REREG};
 
 	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
-		struct sv_pkt p = {.opcode = SV_OP_SEND,
-				   .seg = SV_SEG_ONLY,
-				   .flags = SV_PKT_PLACED,
-				   .psn = 0x100,
-				   .npsn = 1,
-				   .msg_len = 64,
-				   .rec_len = sv_peer_rec_len(0)};
 		struct scene s = {0};
 		struct sv_end *v = &s.p.b;
 		uint64_t end = sv_now_ms() + SV_WC_TIMEOUT_MS;
@@ -549,19 +627,10 @@ SV_TEST(errors_placed_send_into_a_changed_receive)
 		ASSERT_NOT_NULL(s.pd2);
 		ASSERT_OK(sv_end_to_init(v));
 		ASSERT_OK(sv_end_recv(v, 77, 0, 256));
-		ASSERT_OK(sv_end_to_rtr(v, f.qpn, 0x100));
-		ASSERT_OK(sv_end_to_rts(v));
-		sv_fake_accept(&f, v->qp->qp_num);
-		ring = sv_peer_ring(f.qpn, SV_RING_MAGIC, true, false);
-		rsp = sv_peer_ring(f.qpn, SV_RING_MAGIC, true, false);
-		sv_fake_hello(&f, v->qp->qp_num, (int[]){ring, rsp}, 2, 0);
-		claim_first(&f, end);
+		fake_sender_up(v, &f, &ring, &rsp);
+		claim_first(&f, end); /* then the MR changes */
 		change_mr(&s, faults[i]);
-		sv_fake_put(&f, &f.rx, &p, NULL, 0, p.rec_len);
-		EXPECT_WC(v->rcq, IBV_WC_LOC_PROT_ERR, 77);
-		while (SV_ACK_SYN(atomic_load(&f.rx.hdr->ack)) != SV_NAK_REM_OP)
-			ASSERT_TRUE(sv_now_ms() < end);
-		ASSERT_EQ(IBV_QPS_ERR, sv_end_state(v));
+		placed_send_fails(v, &f, 77, end);
 		close(ring);
 		close(rsp);
 		sv_fake_close(&f);

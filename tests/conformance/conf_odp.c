@@ -286,6 +286,7 @@ SV_TEST(odp_rereg_to_and_from_odp)
 
 	memset(&e, 0, sizeof(e));
 	sv_end_open_ctx(&e);
+	sv_end_share_memory(&e); /* non-ODP memory moves at once */
 	memset(r, 0x3c, 4 * PAGE);
 	mr = ibv_reg_mr(e.pd, r, 4 * PAGE, REMOTE_ALL);
 	ASSERT_NOT_NULL(mr);

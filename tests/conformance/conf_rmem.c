@@ -84,8 +84,19 @@ static void *map_anon(size_t len)
 	return p;
 }
 
+/* SOFTVERBS_MOVE_AT_REG=1: registration moves memory onto the arena at
+ * once, over either transport, as it does once a context has shared its
+ * memory with a peer on this host (before that it waits by default:
+ * rmem_waits_until_shared).  Before the library reads its environment,
+ * which it does at its first use in this process (one test each). */
+static void move_at_reg(void)
+{
+	ASSERT_OK(setenv("SOFTVERBS_MOVE_AT_REG", "1", 1));
+}
+
 static void open_ctx(struct sv_end *e)
 {
+	move_at_reg();
 	memset(e, 0, sizeof(*e));
 	sv_end_open_ctx(e);
 }
@@ -384,6 +395,7 @@ SV_TEST(rmem_untouched_pages_not_read)
 	o.buf_len = len;
 	o.mr_access = REMOTE_RW;
 	o.qp_access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	move_at_reg();
 	sv_pair_open(&p, &o, &o);
 	(void)madvise(m, len, MADV_NOHUGEPAGE); /* a fault per 4 KiB page */
 	/* want made apart: reading m maps the zero page under it */
@@ -842,6 +854,7 @@ SV_TEST(rmem_send_recv_on_rebacked)
 	struct sv_pair p;
 
 	o.buf_len = 256 * 1024;
+	move_at_reg();
 	sv_pair_open(&p, &o, &o);
 	ASSERT_OK(ibv_rereg_mr(p.a.mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL,
 			       0, REMOTE_RW));
@@ -988,6 +1001,123 @@ SV_TEST(rmem_key_table_describes_mr)
 	ASSERT_EQ(0, memcmp(p + 1010, "peer", 4));
 	ASSERT_OK(munmap(p, MIB));
 	close_ctx(&e);
+}
+
+/* The entry a peer would read for mr (the key table through its fd). */
+static struct sv_rkey_entry entry_of(const struct ibv_mr *mr)
+{
+	int tfd = memfd_named("softverbs-keys");
+	struct sv_rkey_entry en;
+	struct sv_rkey_hdr h;
+
+	ASSERT_GE(tfd, 0);
+	ASSERT_EQ(sizeof(h), pread(tfd, &h, sizeof(h), 0));
+	ASSERT_EQ(sizeof(en),
+		  pread(tfd, &en, sizeof(en),
+			(off_t)(h.entries_off +
+				(mr->rkey & (h.nentries - 1)) * sizeof(en))));
+	ASSERT_EQ(0, en.gen & 1);
+	ASSERT_EQ(mr->rkey, en.key);
+	return en;
+}
+
+/*
+ * Before a peer on this host could map the arena, registration moves
+ * nothing (it copied every written page twice, 0.4-0.5 s for 512 MiB,
+ * for programs whose peers are all on other hosts): the MR is published
+ * "not re-backed" and its memory stays private.  The first share moves
+ * what waited, in registration order (an MR inside an earlier one shares
+ * its segment), bytes intact, and the entries then say where; an MR
+ * deregistered while it waited never moves; later ones move at once.
+ */
+SV_TEST(rmem_waits_until_shared)
+{
+	const size_t pg = 4096, len = 16 * pg;
+	uint8_t *p = map_anon(len);
+	struct ibv_mr *a, *b, *gone, *c;
+	struct sv_end e;
+
+	sv_test_needs_shm("over TCP no peer maps our memory: nothing moves");
+	memset(&e, 0, sizeof(e));
+	sv_end_open_ctx(&e); /* not shared */
+	sv_fill(p, len, 3);
+	a = ibv_reg_mr(e.pd, p, 8 * pg, REMOTE_RW);
+	b = ibv_reg_mr(e.pd, p + pg, pg, REMOTE_RW); /* inside a */
+	gone = ibv_reg_mr(e.pd, p + 12 * pg, pg, REMOTE_RW);
+	ASSERT_NOT_NULL(a);
+	ASSERT_NOT_NULL(b);
+	ASSERT_NOT_NULL(gone);
+	for (size_t i = 0; i < len; i += pg)
+		ASSERT_TRUE(private_anon(p + i));
+	ASSERT_EQ(SV_RMEM_NOT_REBACKED, entry_of(a).arena_off);
+	ASSERT_EQ(SV_RMEM_NOT_REBACKED, entry_of(b).arena_off);
+	ASSERT_OK(ibv_dereg_mr(gone));
+	sv_fill(p, len, 4); /* still the program's memory */
+	ASSERT_TRUE(sv_end_share_memory(&e));
+	ASSERT_TRUE(on_arena(p));
+	ASSERT_TRUE(on_arena(p + 8 * pg - 1));
+	ASSERT_FALSE(on_arena(p + 8 * pg));
+	ASSERT_FALSE(on_arena(p + 12 * pg));
+	ASSERT_EQ(-1, sv_check(p, len, 4));
+	ASSERT_NE(SV_RMEM_NOT_REBACKED, entry_of(a).arena_off);
+	ASSERT_EQ(entry_of(a).arena_off + pg, entry_of(b).arena_off);
+	c = ibv_reg_mr(e.pd, p + 12 * pg, pg, REMOTE_RW);
+	ASSERT_NOT_NULL(c);
+	ASSERT_TRUE(on_arena(p + 12 * pg));
+	ASSERT_OK(ibv_dereg_mr(a));
+	ASSERT_TRUE(on_arena(p + pg)); /* b holds the segment */
+	ASSERT_OK(ibv_dereg_mr(b));
+	ASSERT_OK(ibv_dereg_mr(c));
+	for (size_t i = 0; i < len; i += pg)
+		ASSERT_TRUE(private_anon(p + i));
+	ASSERT_EQ(-1, sv_check(p, len, 4));
+	ASSERT_OK(munmap(p, len));
+	close_ctx(&e);
+}
+
+/* Over a connection on this host the connect itself shares: memory
+ * registered before it moves then, and the peer's one-sided operations
+ * on it land in our memory.  Over TCP no peer maps it: it never moves,
+ * and the responder does the same. */
+SV_TEST(rmem_connect_moves_what_waited)
+{
+	struct sv_end_opts o = sv_end_opts_default();
+	uint64_t v = 0x1122334455667788ull;
+	bool moves = !sv_test_tcp();
+	struct sv_pair p;
+
+	o.mr_access = REMOTE_RW;
+	o.qp_access = REMOTE_RW;
+	sv_end_open(&p.a, &o);
+	o.psn = 0x5678;
+	sv_end_open(&p.b, &o);
+	ASSERT_FALSE(on_arena(p.a.buf)); /* registered, not yet shared */
+	ASSERT_FALSE(on_arena(p.b.buf));
+	sv_fill(p.b.buf, o.buf_len, 5);
+	sv_end_connect(&p.a, p.b.qp->qp_num, p.b.o.psn);
+	sv_end_connect(&p.b, p.a.qp->qp_num, p.a.o.psn);
+	ASSERT_EQ(moves, on_arena(p.a.buf));
+	ASSERT_EQ(moves, on_arena(p.b.buf));
+	ASSERT_EQ(-1, sv_check(p.b.buf, o.buf_len, 5));
+	/* a's write lands in b's memory */
+	memcpy(p.a.buf, &v, sizeof(v));
+	{
+		struct ibv_sge sg = {(uintptr_t)p.a.buf, sizeof(v),
+				     p.a.mr->lkey};
+		struct ibv_send_wr wr = {
+			.wr_id = 9,
+			.sg_list = &sg,
+			.num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = IBV_SEND_SIGNALED,
+			.wr.rdma = {(uintptr_t)p.b.buf + 64, p.b.mr->rkey}};
+		struct ibv_send_wr *bad;
+
+		ASSERT_OK(ibv_post_send(p.a.qp, &wr, &bad));
+	}
+	EXPECT_WC(p.a.scq, IBV_WC_SUCCESS, 9);
+	ASSERT_EQ(0, memcmp(p.b.buf + 64, &v, sizeof(v)));
+	sv_pair_close(&p);
 }
 
 static void *reg_stack_buffer(void *arg)

@@ -51,6 +51,32 @@ void sv_end_open_ctx(struct sv_end *e)
 	e->lid = pa.lid;
 }
 
+bool sv_end_share_memory(struct sv_end *e)
+{
+	struct ibv_cq *cq = ibv_create_cq(e->ctx, 4, NULL, NULL, 0);
+	struct ibv_qp_init_attr ia = {.qp_type = IBV_QPT_RC,
+				      .cap = {.max_send_wr = 1,
+					      .max_recv_wr = 1,
+					      .max_send_sge = 1,
+					      .max_recv_sge = 1}};
+	struct sv_end q[2];
+
+	ASSERT_NOT_NULL(cq);
+	ia.send_cq = ia.recv_cq = cq;
+	for (int i = 0; i < 2; i++) {
+		q[i] = *e;
+		q[i].o = sv_end_opts_default();
+		q[i].qp = ibv_create_qp(e->pd, &ia);
+		ASSERT_NOT_NULL(q[i].qp);
+	}
+	for (int i = 0; i < 2; i++)
+		sv_end_connect(&q[i], q[1 - i].qp->qp_num, q[1 - i].o.psn);
+	for (int i = 0; i < 2; i++)
+		ASSERT_OK(ibv_destroy_qp(q[i].qp));
+	ASSERT_OK(ibv_destroy_cq(cq));
+	return !sv_test_tcp();
+}
+
 void sv_end_open(struct sv_end *e, const struct sv_end_opts *o)
 {
 	struct ibv_qp_init_attr ia;

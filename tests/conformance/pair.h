@@ -55,6 +55,12 @@ struct sv_end_opts sv_end_opts_default(void);
 void sv_end_open(struct sv_end *e, const struct sv_end_opts *o);
 /* Opens the device and PD only (for tests that build their own QP). */
 void sv_end_open_ctx(struct sv_end *e);
+/* Connects two QPs of e's context to each other, then destroys them.
+ * Over shared memory (not SOFTVERBS_TRANSPORT=tcp) that first connection
+ * on this host hands the context's memory to a peer (rmem.c): what was
+ * registered moves onto the arena, and what is registered from now on
+ * moves at once.  Returns whether it did (false over TCP). */
+bool sv_end_share_memory(struct sv_end *e);
 void sv_end_close(struct sv_end *e);
 /* An end over objects made elsewhere (an imported PD and MR, say): an RC
  * QP (16 WRs, 2 SGEs, every send signalled) on one new CQ of 64, in
