@@ -160,12 +160,19 @@ struct sv_context {
 	 * vctx.context.mutex: the context's close closes the sets of those
 	 * the app did not destroy */
 	struct sv_list ready_cqs;
-	pthread_mutex_t xsrq_lock; /* xsrqs; inside qp->lock, outside
-				    * srq->lock */
-	struct sv_list xsrqs;	   /* XRC SRQs (struct sv_srq.ctx_node) */
-	pthread_mutex_t mr_lock;   /* MR table allocation */
-	struct sv_mr **mrs;	   /* slot = sv_mr_slot(key); never moves */
-	uint32_t nmrs;		   /* slots taken (live or being set up) */
+	/* CQs with QPs the progress thread left to the app's polls (parked:
+	 * engine/drive.c) and its one timer that checks they are still
+	 * polled; the list and each CQ's park_node under park_lock, which
+	 * comes after a QP's lock */
+	pthread_mutex_t park_lock;
+	struct sv_list park_cqs;
+	struct sv_timer park_timer; /* the progress thread's */
+	pthread_mutex_t xsrq_lock;  /* xsrqs; inside qp->lock, outside
+				     * srq->lock */
+	struct sv_list xsrqs;	    /* XRC SRQs (struct sv_srq.ctx_node) */
+	pthread_mutex_t mr_lock;    /* MR table allocation */
+	struct sv_mr **mrs;	    /* slot = sv_mr_slot(key); never moves */
+	uint32_t nmrs;		    /* slots taken (live or being set up) */
 	uint32_t mr_cap;
 	struct sv_mr *mr_free;	/* type-stable: MRs are reused */
 	struct sv_mr *mr_limbo; /* deregistered, not reusable until the
@@ -443,6 +450,13 @@ struct sv_cq {
 	_Atomic int ready_set;
 	atomic_bool links_idle;
 	struct sv_list ready_node; /* on ctx->ready_cqs while it has one */
+	/* its drives by polls (a hint: racing pollers may lose one), and,
+	 * for the progress thread's park check (engine/drive.c), the count
+	 * it saw last and its place on ctx->park_cqs (under park_lock) */
+	_Atomic uint64_t polls;
+	uint64_t park_seen;
+	bool park_listed;
+	struct sv_list park_node;
 	/* slots of the set attach and detach read or wrote (under
 	 * ctx->qp_lock for writing): their cost, which a test holds flat
 	 * in the number of QPs (conf_device.c) */
@@ -695,6 +709,9 @@ struct sv_qp_stats {
 	/* the progress thread's looks at it (engine/drive.c): flat in the
 	 * number of other QPs (tests/scale/idle.c) */
 	uint64_t progress_looks;
+	/* of those, looks at it parked on a CQ the app stopped polling
+	 * (engine/drive.c park_check) */
+	uint64_t progress_swept;
 	/* the app's polls and posts that ran its engine (engine/drive.c
 	 * sv_qp_drive): an idle QP's stays flat however often its CQ is
 	 * polled (tests/scale/idle.c) */
@@ -914,6 +931,8 @@ struct sv_qp_prog {
 	_Atomic uint64_t drives; /* app-thread engine runs (a hint) */
 	uint64_t seen_drives;	 /* progress thread: drives last look */
 	uint64_t active_ns;	 /* progress thread: drives last moved */
+	uint64_t seen_polls;	 /* progress thread: rcq's polls last look */
+	bool parked;		 /* progress thread: left to rcq's polls */
 };
 
 struct sv_qp {

@@ -13,7 +13,8 @@
  * This is decided per QP: an app may poll one CQ and leave another QP's
  * sends to us.  A wake-up looks only at the QPs it concerns (an event of
  * theirs, a timer due, a visit asked for), never at every QP: a QP with
- * nothing pending has no timer and costs nothing.
+ * nothing pending has no timer and costs nothing, nor does an idle one
+ * the app's polls of its CQ drive (parked: one check per CQ).
  *
  * Why here and not in loop/: this is the engine's policy (it runs the
  * requester, responder and completer, and reads their deadlines and the
@@ -259,6 +260,80 @@ static uint64_t next_ns(struct sv_qp *qp, uint64_t now)
 	return next;
 }
 
+static void park_check(struct sv_timer *t, uint64_t now);
+
+/*
+ * Parking.  A QP the app drives is looked at once per check period, to
+ * see that it still does: per QP, that is O(QPs) looks a second (500 idle
+ * TCP QPs on a polled CQ: 7,700 looks in 0.5 s, each a lock and an ioctl).
+ * But an idle QP on a receive CQ the app keeps polling needs no look of
+ * its own: those polls run it (a record on its ring, bytes on its socket
+ * found by the CQ's readiness set, a post of the app's asks for a look).
+ * So such a QP is left to the polls (parked: no timer), and one timer of
+ * the context checks, once a period, that each CQ with parked QPs is still
+ * polled; the QPs of one that was not are looked at then, as their own
+ * timers would have.  Idle: the engine (engine_idle), nothing on the send
+ * queue, no call pending, nothing owed or held by the link, not stalled,
+ * and for a link that runs (TCP) its connection in the CQ's readiness set
+ * with nothing to send (sv_link_idle).  Caller holds qp->lock.
+ */
+static bool parkable(struct sv_qp *qp, bool stalled)
+{
+	struct sv_cq *cq = qp->rcq;
+	uint64_t polls;
+	int set;
+
+	if (!cq || qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV)
+		return false;
+	polls = atomic_load_explicit(&cq->polls, memory_order_relaxed);
+	if (polls == qp->prog.seen_polls) {
+		return false; /* not polled since our last look */
+	}
+	qp->prog.seen_polls = polls;
+	if (stalled || !engine_idle(qp) || qp->sq.comp != qp->sq.post ||
+	    sv_link_has_pending(&qp->link) ||
+	    sv_link_owed(&qp->link, UINT64_MAX))
+		return false;
+	if (!sv_link_runs(&qp->link))
+		return sv_link_rings_shared(&qp->link);
+	set = atomic_load_explicit(&cq->ready_set, memory_order_relaxed);
+	return set >= 0 && sv_link_idle(&qp->link, set);
+}
+
+/* Leaves qp to its receive CQ's polls; the context's check timer runs
+ * while any CQ has parked QPs.  The progress thread, under qp->lock. */
+static void park(struct sv_context *ctx, struct sv_qp *qp, uint64_t now)
+{
+	struct sv_cq *cq = qp->rcq;
+
+	qp->prog.parked = true;
+	pthread_mutex_lock(&ctx->park_lock);
+	if (!cq->park_listed) {
+		cq->park_listed = true;
+		cq->park_seen =
+			atomic_load_explicit(&cq->polls, memory_order_relaxed);
+		sv_list_add_tail(&ctx->park_cqs, &cq->park_node);
+	}
+	pthread_mutex_unlock(&ctx->park_lock);
+	if (!ctx->park_timer.idx) {
+		ctx->park_timer.cb = park_check;
+		if (sv_progress_timer_start(ctx, &ctx->park_timer,
+					    now + SV_ACTIVE_CHECK_NS))
+			sv_dbg("no memory for the park check's timer\n");
+	}
+}
+
+void sv_drive_cq_gone(struct sv_cq *cq)
+{
+	struct sv_context *ctx = cq->ctx;
+
+	pthread_mutex_lock(&ctx->park_lock);
+	if (cq->park_listed)
+		sv_list_del(&cq->park_node);
+	cq->park_listed = false;
+	pthread_mutex_unlock(&ctx->park_lock);
+}
+
 /*
  * One look at one QP (the progress thread; caller holds ctx->qp_lock for
  * reading, and qp is listed).  A QP the application drove in the last
@@ -269,17 +344,21 @@ static uint64_t next_ns(struct sv_qp *qp, uint64_t now)
  * check period, ours at its earliest timer, UINT64_MAX for never (its
  * events, or new work, bring us back).
  */
-static uint64_t look(struct sv_qp *qp)
+static uint64_t look(struct sv_qp *qp, bool swept)
 {
 	uint64_t now = sv_now_ns(), drives, next;
-	bool mine, rung;
+	bool mine, rung, stalled = false;
 
 	/* the app's, unless undriven for a whole check period (a look right
-	 * after another proves nothing) or armed */
+	 * after another proves nothing) or armed.  Swept from a parked
+	 * state (park_check): what moved drives meanwhile was the polls of
+	 * a CQ that has stopped, not the app driving this QP since */
 	drives = atomic_load_explicit(&qp->prog.drives, memory_order_relaxed);
-	if (drives != qp->prog.seen_drives)
+	swept = swept && qp->prog.parked;
+	if (drives != qp->prog.seen_drives && !swept)
 		qp->prog.active_ns = now;
 	qp->prog.seen_drives = drives;
+	qp->prog.parked = false;
 	/* an XRC_RECV QP is always ours: it has no CQ, so no poll runs it
 	 * (a spin in ibv_get_cq_event drives it, then sleeps with its flags
 	 * down: the peer would not ring us) */
@@ -295,6 +374,8 @@ static uint64_t look(struct sv_qp *qp)
 		return now + SV_ACTIVE_CHECK_NS;
 	}
 	sv_stat_add(qp, progress_looks, 1);
+	if (swept)
+		sv_stat_add(qp, progress_swept, 1);
 	rung = atomic_load_explicit(&qp->pfd[1].rung, memory_order_relaxed);
 	if (rung) {
 		/* before draining: a ring after it is a new edge */
@@ -319,11 +400,17 @@ static uint64_t look(struct sv_qp *qp)
 		 * trip); and we send an ACK the app's polls let wait
 		 * (sv_link_set_lazy) */
 		if (sv_link_runs(&qp->link)) {
-			bool stalled = sv_link_stalled(&qp->link);
-
+			stalled = sv_link_stalled(&qp->link);
 			sv_link_quiet(&qp->link, true);
 			if (rung || stalled || sv_link_owed(&qp->link, now))
 				sv_qp_run(qp, now);
+		}
+		if (parkable(qp, stalled)) {
+			park(qp->ctx, qp, now);
+			atomic_store(&qp->look_at,
+				     0); /* a post asks for a look */
+			sv_unlock(&qp->lock);
+			return UINT64_MAX;
 		}
 		next = qp->prog.active_ns + SV_ACTIVE_CHECK_NS;
 		atomic_store(&qp->look_at, next);
@@ -356,14 +443,14 @@ static void qp_timer(struct sv_timer *t, uint64_t now);
  * O(1) whether it is alive.  Then its one timer goes where look() says.
  * The progress thread only.
  */
-static void visit(struct sv_qp *qp)
+static void visit_as(struct sv_qp *qp, bool swept)
 {
 	struct sv_context *ctx = sv_progress_ctx();
 	uint64_t next = UINT64_MAX;
 
 	pthread_rwlock_rdlock(&ctx->qp_lock);
 	if (atomic_load_explicit(&qp->listed, memory_order_relaxed))
-		next = look(qp);
+		next = look(qp, swept);
 	pthread_rwlock_unlock(&ctx->qp_lock);
 	if (next == UINT64_MAX) {
 		sv_progress_timer_stop(ctx, &qp->timer);
@@ -376,6 +463,88 @@ static void visit(struct sv_qp *qp)
 		       qp->qpx.qp_base.qp_num);
 		atomic_store(&qp->look_at, 0);
 	}
+}
+
+static void visit(struct sv_qp *qp)
+{
+	visit_as(qp, false);
+}
+
+/* The parked QPs of cq into q[], *n of them (at most cap); a QP's prog
+ * is read under its lock (its creation zeroes it there).  A QP whose lock
+ * is taken is someone's to drive: it is looked at too, as its timer would
+ * have.  Only a try: park_lock comes after a QP's lock. */
+static void parked_of(struct sv_cq *cq, struct sv_qp **q, uint32_t *n,
+		      uint32_t cap)
+{
+	struct sv_qp_set *set =
+		atomic_load_explicit(&cq->qps, memory_order_acquire);
+	uint32_t k = atomic_load_explicit(&set->n, memory_order_acquire);
+
+	for (uint32_t i = 0; i < k && *n < cap; i++) {
+		struct sv_qp *qp =
+			atomic_load_explicit(&set->qp[i], memory_order_acquire);
+		bool parked = true;
+
+		if (sv_trylock(&qp->lock)) {
+			parked = qp->prog.parked;
+			sv_unlock(&qp->lock);
+		}
+		if (parked)
+			q[(*n)++] = qp;
+	}
+}
+
+/*
+ * The context's park check (see park): a CQ polled since the last check
+ * keeps its QPs parked; the parked QPs of one that was not are looked at
+ * now (visit_as swept), outside park_lock, which comes after a QP's lock.
+ * The CQ's set is read under park_lock (its destroy takes the CQ off the
+ * list first: sv_drive_cq_gone).  The progress thread.
+ */
+static void park_check(struct sv_timer *t, uint64_t now)
+{
+	struct sv_context *ctx = sv_progress_ctx();
+	struct sv_list *pos, *next;
+	struct sv_qp **q = NULL;
+	uint32_t n = 0, cap = 0;
+	bool more;
+
+	(void)t;
+	pthread_mutex_lock(&ctx->park_lock);
+	for (pos = ctx->park_cqs.next; pos != &ctx->park_cqs; pos = next) {
+		struct sv_cq *cq = container_of(pos, struct sv_cq, park_node);
+		uint64_t polls =
+			atomic_load_explicit(&cq->polls, memory_order_relaxed);
+		uint32_t k = atomic_load_explicit(
+			&atomic_load_explicit(&cq->qps, memory_order_acquire)
+				 ->n,
+			memory_order_acquire);
+		struct sv_qp **grown;
+
+		next = pos->next;
+		if (polls != cq->park_seen) {
+			cq->park_seen = polls;
+			continue;
+		}
+		grown = realloc(q, (size_t)(cap + k) * sizeof(*q));
+		if (!grown)
+			continue; /* next time */
+		q = grown;
+		cap += k;
+		parked_of(cq, q, &n, cap);
+		sv_list_del(pos);
+		cq->park_listed = false;
+	}
+	more = !sv_list_empty(&ctx->park_cqs);
+	pthread_mutex_unlock(&ctx->park_lock);
+	for (uint32_t i = 0; i < n; i++)
+		visit_as(q[i], true);
+	free(q);
+	if (more && !ctx->park_timer.idx &&
+	    sv_progress_timer_start(ctx, &ctx->park_timer,
+				    now + SV_ACTIVE_CHECK_NS))
+		sv_dbg("no memory for the park check's timer\n");
 }
 
 static void qp_timer(struct sv_timer *t, uint64_t now)

@@ -144,6 +144,8 @@ void sv_qp_drive(struct sv_qp *qp, int set);
  * the poll's sv_qp_drive; false if it could not be asked (then the
  * poll passes no set). */
 bool sv_drive_ready(int set, uint32_t nqps);
+/* cq is being destroyed: the progress thread's park check forgets it. */
+void sv_drive_cq_gone(struct sv_cq *cq);
 /* now: the time if the caller knows it, else 0 (the engine may skip
  * its timers to save clock reads). */
 void sv_qp_run(struct sv_qp *qp, uint64_t now);

@@ -90,6 +90,7 @@ static const struct {
 	F(roce_ud_too_long),
 	F(uc_seq_drops),
 	F(progress_looks),
+	F(progress_swept),
 	F(poll_runs),
 	W(0, "success"),
 	W(1, "loc_len_err"),

@@ -137,6 +137,8 @@ static struct ibv_context *open_ctx(struct ibv_device *dev, int cmd_fd)
 	ctx->ud_tx_fd = ctx->ud_fwd_fd = ctx->udoor.fd = ctx->ud_tx6_fd = -1;
 	sv_list_init(&ctx->qps);
 	sv_list_init(&ctx->ready_cqs);
+	sv_list_init(&ctx->park_cqs);
+	pthread_mutex_init(&ctx->park_lock, NULL);
 	pthread_mutex_init(&ctx->xsrq_lock, NULL);
 	sv_list_init(&ctx->xsrqs);
 	set_ops(ctx);
@@ -240,6 +242,7 @@ static void ctx_teardown(struct sv_context *ctx)
 	munmap(ctx->mrs, SV_MR_TABLE_BYTES);
 	pthread_rwlock_destroy(&ctx->qp_lock);
 	pthread_mutex_destroy(&ctx->mr_lock);
+	pthread_mutex_destroy(&ctx->park_lock);
 	pthread_mutex_destroy(&ctx->mcast_lock);
 	pthread_mutex_destroy(&ctx->door_lock);
 	pthread_mutex_destroy(&ctx->lane_lock);

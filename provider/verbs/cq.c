@@ -113,6 +113,12 @@ static void drive(struct sv_cq *cq)
 	n = atomic_load_explicit(&set->n, memory_order_acquire);
 	if (!n)
 		return;
+	/* polled: the progress thread leaves its idle QPs to us (drive.c
+	 * park) while this moves */
+	atomic_store_explicit(
+		&cq->polls,
+		atomic_load_explicit(&cq->polls, memory_order_relaxed) + 1,
+		memory_order_relaxed);
 	/* TCP links: one epoll_wait says which have bytes waiting, and the
 	 * idle rest are skipped (drive.c runs_idle).  Not for one QP: its
 	 * run's one recv(2) answers as well, and the call would be one
@@ -580,6 +586,7 @@ int sv_destroy_cq(struct ibv_cq *ibcq)
 		return EBUSY;
 	}
 	pthread_rwlock_unlock(&cq->ctx->qp_lock);
+	sv_drive_cq_gone(cq);
 	if (ch) {
 		struct sv_channel *sch =
 			container_of(ch, struct sv_channel, ibv);
