@@ -434,14 +434,18 @@ struct sv_cq {
 	struct sv_qp_set *_Atomic qps;
 	struct sv_qp_set *retired;   /* outgrown sets, freed with the CQ */
 	_Atomic uint32_t drive_from; /* the set's slot a poll runs first */
-	uint32_t events_queued;	     /* queued on the channel, not yet got */
-	uint32_t events_got;	     /* handed to the app by get_cq_event */
-	struct sv_list ev_node;	     /* on channel->evq.events when queued */
-	struct sv_cqe cur;	     /* the extended API's current completion */
-	uint32_t async_got;	     /* async events handed out for this CQ */
-	_Atomic uint32_t srqs;	     /* XRC SRQs completing here: EBUSY */
-	struct ibv_pd *pdom;	     /* its parent domain, or NULL */
-	bool q_custom;		     /* q is from pdom's allocator */
+	/* its drives by polls (a hint: racing pollers may lose one), beside
+	 * drive_from, which each poll writes too: no line more on a poll;
+	 * the progress thread's park check reads it (engine/drive.c) */
+	_Atomic uint64_t polls;
+	uint32_t events_queued; /* queued on the channel, not yet got */
+	uint32_t events_got;	/* handed to the app by get_cq_event */
+	struct sv_list ev_node; /* on channel->evq.events when queued */
+	struct sv_cqe cur;	/* the extended API's current completion */
+	uint32_t async_got;	/* async events handed out for this CQ */
+	_Atomic uint32_t srqs;	/* XRC SRQs completing here: EBUSY */
+	struct ibv_pd *pdom;	/* its parent domain, or NULL */
+	bool q_custom;		/* q is from pdom's allocator */
 	/* the readiness set (transport/link.h) of the connections of its
 	 * QPs' links that may idle (TCP; links_idle: one reached RTR): made
 	 * by the first poll of two QPs or more, which asks it which have
@@ -450,10 +454,8 @@ struct sv_cq {
 	_Atomic int ready_set;
 	atomic_bool links_idle;
 	struct sv_list ready_node; /* on ctx->ready_cqs while it has one */
-	/* its drives by polls (a hint: racing pollers may lose one), and,
-	 * for the progress thread's park check (engine/drive.c), the count
-	 * it saw last and its place on ctx->park_cqs (under park_lock) */
-	_Atomic uint64_t polls;
+	/* the progress thread's park check: the polls it saw last, and
+	 * the CQ's place on ctx->park_cqs (under park_lock) */
 	uint64_t park_seen;
 	bool park_listed;
 	struct sv_list park_node;

@@ -286,9 +286,8 @@ static bool parkable(struct sv_qp *qp, bool stalled)
 	if (!cq || qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV)
 		return false;
 	polls = atomic_load_explicit(&cq->polls, memory_order_relaxed);
-	if (polls == qp->prog.seen_polls) {
+	if (polls == qp->prog.seen_polls)
 		return false; /* not polled since our last look */
-	}
 	qp->prog.seen_polls = polls;
 	if (stalled || !engine_idle(qp) || qp->sq.comp != qp->sq.post ||
 	    sv_link_has_pending(&qp->link) ||

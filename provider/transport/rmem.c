@@ -742,16 +742,14 @@ int sv_rmem_share(struct sv_context *ctx)
 int sv_rmem_fds(struct sv_context *ctx, int *arena_fd, int *table_fd)
 {
 	struct sv_rmem *rm = ctx->rmem;
-	int err;
+	int err = sv_rmem_share(ctx);
 
-	pthread_mutex_lock(&rm->lock);
-	err = rmem_make(rm);
+	/* made under the lock just taken; only the close and a fork child
+	 * change them again */
 	if (!err) {
-		share(rm);
 		*arena_fd = rm->arena_fd;
 		*table_fd = rm->table_fd;
 	}
-	pthread_mutex_unlock(&rm->lock);
 	return err;
 }
 
