@@ -328,6 +328,15 @@ const struct sv_env_row sv_env_rows[SV_ENV_COUNT] = {
 			"both sides, softverbs to softverbs only (a firewall "
 			"that opens one port; a test of pairs that share one)",
 	},
+	[SV_ENV_ROCE_GSO] = {
+		"SOFTVERBS_ROCE_GSO", BOOL(1), .policy = SV_ENV_DEFAULT,
+		.reader = LIBS,
+		.help = "1: a RoCEv2 QP hands a train's packets to the kernel "
+			"as one UDP GSO message (cut into the same packets, "
+			"IPv4 IDs 0, 1, 2...) and reads arrivals in UDP GRO "
+			"bundles; 0: a system call moves datagrams one by "
+			"one, IPv4 ID 0",
+	},
 };
 /* clang-format on */
 

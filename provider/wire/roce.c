@@ -11,6 +11,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "roce.h"
 
@@ -65,10 +68,11 @@ static uint32_t le32(const uint8_t *p)
 
 /* The tables exist: sv_roce_icrc_start, which every ICRC begins with,
  * made them. */
-uint32_t sv_roce_icrc_add(uint32_t crc, const void *buf, size_t n)
+uint32_t sv_roce_crc_tables(uint32_t crc, const void *buf, size_t n)
 {
 	const uint8_t *p = buf;
 
+	pthread_once(&crc_once, crc_init);
 	for (; n >= 8; n -= 8, p += 8) {
 		uint32_t a = crc ^ le32(p), b = le32(p + 4);
 
@@ -80,6 +84,148 @@ uint32_t sv_roce_icrc_add(uint32_t crc, const void *buf, size_t n)
 	while (n--)
 		crc = crc_tab[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
 	return crc;
+}
+
+#if defined(__x86_64__)
+/*
+ * The same CRC by carry-less multiplication (Gopal et al., "Fast CRC
+ * Computation for Generic Polynomials Using PCLMULQDQ", Intel, 2009):
+ * four 128-bit lanes fold forward 64 bytes at a time, fold into one,
+ * then 128 bits reduce to 32 (a fold and a Barrett reduction).  The
+ * constants are x^k mod P for the reflected polynomial at the distances
+ * each fold spans, and P and floor(x^64 / P) for Barrett.  n >= 64 and
+ * a multiple of 16.  A 1 KiB payload takes about a tenth of the tables'
+ * time, on both sides of every RoCE packet.
+ */
+__attribute__((target("pclmul,sse4.1"))) static uint32_t
+crc_clmul(uint32_t crc, const uint8_t *p, size_t n)
+{
+	const __m128i k1k2 = _mm_set_epi64x(0x1c6e41596, 0x154442bd4);
+	const __m128i k3k4 = _mm_set_epi64x(0x0ccaa009e, 0x1751997d0);
+	const __m128i k5 = _mm_set_epi64x(0, 0x163cd6124);
+	const __m128i pu = _mm_set_epi64x(0x1f7011641, 0x1db710641);
+	const __m128i low32 = _mm_set_epi32(0, 0, 0, -1);
+	__m128i x1 = _mm_loadu_si128((const __m128i *)p),
+		x2 = _mm_loadu_si128((const __m128i *)(p + 16)),
+		x3 = _mm_loadu_si128((const __m128i *)(p + 32)),
+		x4 = _mm_loadu_si128((const __m128i *)(p + 48)), t;
+
+#define FOLD(x, k, next)                                                \
+	(_mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00),  \
+				     _mm_clmulepi64_si128(x, k, 0x11)), \
+		       next))
+	x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)crc));
+	for (p += 64, n -= 64; n >= 64; p += 64, n -= 64) {
+		x1 = FOLD(x1, k1k2, _mm_loadu_si128((const __m128i *)p));
+		x2 = FOLD(x2, k1k2, _mm_loadu_si128((const __m128i *)(p + 16)));
+		x3 = FOLD(x3, k1k2, _mm_loadu_si128((const __m128i *)(p + 32)));
+		x4 = FOLD(x4, k1k2, _mm_loadu_si128((const __m128i *)(p + 48)));
+	}
+	x1 = FOLD(x1, k3k4, x2);
+	x1 = FOLD(x1, k3k4, x3);
+	x1 = FOLD(x1, k3k4, x4);
+	for (; n >= 16; p += 16, n -= 16)
+		x1 = FOLD(x1, k3k4, _mm_loadu_si128((const __m128i *)p));
+#undef FOLD
+	/* 128 bits to 64 (the low half times x^(64+32) mod P), then to 32 */
+	x1 = _mm_xor_si128(_mm_clmulepi64_si128(k3k4, x1, 0x01),
+			   _mm_srli_si128(x1, 8));
+	t = _mm_srli_si128(x1, 4);
+	x1 = _mm_xor_si128(
+		_mm_clmulepi64_si128(_mm_and_si128(x1, low32), k5, 0x00), t);
+	/* Barrett: q = (x mod x^32) * u, r = x + (q mod x^32) * P */
+	t = _mm_and_si128(
+		_mm_clmulepi64_si128(_mm_and_si128(x1, low32), pu, 0x10),
+		low32);
+	x1 = _mm_xor_si128(_mm_clmulepi64_si128(t, pu, 0x00), x1);
+	return (uint32_t)_mm_extract_epi32(x1, 1);
+}
+
+static bool have_clmul(void)
+{
+	static int have = -1;
+
+	if (have < 0)
+		have = __builtin_cpu_supports("pclmul") &&
+		       __builtin_cpu_supports("sse4.1");
+	return have;
+}
+#endif
+
+uint32_t sv_roce_icrc_add(uint32_t crc, const void *buf, size_t n)
+{
+#if defined(__x86_64__)
+	if (n >= 64 && have_clmul()) {
+		size_t m = n & ~(size_t)15;
+
+		crc = crc_clmul(crc, buf, m);
+		buf = (const uint8_t *)buf + m;
+		n -= m;
+	}
+#endif
+	return sv_roce_crc_tables(crc, buf, n);
+}
+
+/* a * b modulo the CRC's polynomial, both reflected (bit 31 is x^0) */
+static uint32_t gf2_mul(uint32_t a, uint32_t b)
+{
+	uint32_t p = 0;
+
+	for (uint32_t m = 1u << 31; m; m >>= 1) {
+		if (a & m)
+			p ^= b;
+		b = b & 1 ? (b >> 1) ^ 0xedb88320u : b >> 1;
+	}
+	return p;
+}
+
+/* x^(8 n) modulo the polynomial: what n zero bytes do to a register */
+static uint32_t zeros_op(uint32_t n)
+{
+	uint32_t r = 1u << 31, sq = 1u << 23; /* x^0; x^8 */
+
+	for (; n; n >>= 1, sq = gf2_mul(sq, sq))
+		if (n & 1)
+			r = gf2_mul(r, sq);
+	return r;
+}
+
+/* Whether icrc is the ICRC good_id0 would be with IPv4 ID k, for some k
+ * in [1, span), of an n-byte UDP payload (ICRC included).  The ICRC is
+ * affine in the bytes it covers: with ID k, it differs from ID 0's by
+ * the CRC (register 0, no inversions) of k's two bytes followed by the
+ * zeros that stand for the rest, that is: the 26 header bytes after the
+ * ID and the n - 4 bytes of the packet before its ICRC. */
+static bool icrc_of_id(uint32_t icrc, uint32_t good_id0, size_t n,
+		       uint32_t span)
+{
+	/* what IDs 1, 2, 4... do at the last length seen: a train's
+	 * packets have one length */
+	static __thread struct {
+		size_t n;
+		uint32_t d[6];
+	} memo;
+	uint32_t diff = icrc ^ good_id0, x = 0;
+
+	span = span > 64 ? 64 : 1u << (31 - __builtin_clz(span)); /* 2^m */
+	if (memo.n != n) {
+		uint32_t shift = zeros_op((uint32_t)n + 18);
+
+		for (int i = 0; i < 6; i++) {
+			uint32_t b = 1u << i, c = crc_tab[0][0];
+
+			c = crc_tab[0][(c ^ b) & 0xff] ^ (c >> 8);
+			memo.d[i] = gf2_mul(c, shift);
+		}
+		memo.n = n;
+	}
+	/* k in Gray-code order: one XOR a step */
+	for (uint32_t k = 1; k < span; k++) {
+		x ^= memo.d[__builtin_ctz(k)];
+		if (x == diff)
+			return true;
+	}
+	return false;
 }
 
 /* -- the opcode table's questions ----------------------------------- */
@@ -330,6 +476,15 @@ uint32_t sv_roce_hdr_put(uint8_t *h, const struct sv_roce_pkt *p)
 	return (uint32_t)(x - h);
 }
 
+uint32_t sv_roce_pkt_len(const struct sv_roce_pkt *p)
+{
+	uint32_t m = sv_roce_op_mask(p->opcode);
+
+	if (!m || (p->len && !(m & SV_RH_PAYLOAD)) || p->len > SV_ROCE_MAX_PMTU)
+		return 0;
+	return sv_roce_hdr_len(m) + p->len + (-p->len & 3) + SV_ROCE_ICRC;
+}
+
 int sv_roce_build(uint8_t *out, size_t cap, const struct sv_roce_pkt *p,
 		  const struct sv_roce_ip *ip)
 {
@@ -406,6 +561,12 @@ static uint32_t icrc_of(const uint8_t *b, size_t n, const struct sv_roce_ip *ip)
 	return sv_roce_icrc_end(crc);
 }
 
+void sv_roce_reseal(uint8_t *b, size_t n, const struct sv_roce_ip *ip)
+{
+	if (n >= SV_ROCE_BTH + SV_ROCE_ICRC)
+		sv_roce_icrc_put(b + n - SV_ROCE_ICRC, icrc_of(b, n, ip));
+}
+
 enum sv_roce_verdict sv_roce_parse(const uint8_t *b, size_t n,
 				   const struct sv_roce_ip *ip,
 				   struct sv_roce_pkt *p)
@@ -420,8 +581,14 @@ enum sv_roce_verdict sv_roce_parse(const uint8_t *b, size_t n,
 		return SV_ROCE_LEN;
 	k.icrc = le32(b + n - SV_ROCE_ICRC);
 	/* first: a damaged packet is that, not its damage's symptom */
-	if (ip && icrc_of(b, n, ip) != k.icrc)
-		return SV_ROCE_ICRC_BAD;
+	if (ip) {
+		uint32_t good = icrc_of(b, n, ip);
+
+		if (good != k.icrc &&
+		    !(ip->id_span > 1 && !ip->ip_id && sv_roce_ip_is_v4(ip) &&
+		      icrc_of_id(k.icrc, good, n, ip->id_span)))
+			return SV_ROCE_ICRC_BAD;
+	}
 	if (b[1] & 0x0f)
 		return SV_ROCE_TVER;
 	m = sv_roce_op_mask(b[0]);

@@ -166,8 +166,14 @@ struct sv_roce_ip {
 	uint8_t src[16], dst[16]; /* IPv4-mapped (::ffff:a.b.c.d): IPv4 */
 	uint16_t sport, dport;	  /* dport 0 means SV_ROCE_PORT */
 	uint16_t ip_id;		  /* IPv4 Identification as on the wire */
-	bool no_df;		  /* IPv4: DF clear (a fragmentable packet) */
-	uint8_t ttl;		  /* 0: 64; not covered (framing only) */
+	/* parse, IPv4, ip_id 0: IDs 1 .. id_span - 1 (a power of two, at most
+	 * 64) are right too. A sender's UDP GSO run leaves as segments with IDs
+	 * 0, 1, 2... (the kernel or NIC counts them from the super-packet's 0),
+	 * and a receiver cannot know which segment it holds.  Accepting 64 IDs
+	 * costs the check 6 of its 32 bits against damage. */
+	uint8_t id_span;
+	bool no_df;  /* IPv4: DF clear (a fragmentable packet) */
+	uint8_t ttl; /* 0: 64; not covered (framing only) */
 };
 
 bool sv_roce_ip_is_v4(const struct sv_roce_ip *ip);
@@ -196,6 +202,9 @@ uint32_t sv_roce_hdr_put(uint8_t *h, const struct sv_roce_pkt *p);
 uint32_t sv_roce_icrc_start(const struct sv_roce_ip *ip, const uint8_t *hdr,
 			    uint32_t hlen, uint32_t payload_len);
 uint32_t sv_roce_icrc_add(uint32_t crc, const void *p, size_t n);
+/* sv_roce_icrc_add by tables alone, whatever the CPU has (tests compare
+ * the carry-less multiplication's result with it). */
+uint32_t sv_roce_crc_tables(uint32_t crc, const void *p, size_t n);
 static inline uint32_t sv_roce_icrc_end(uint32_t crc)
 {
 	return ~crc;
@@ -209,11 +218,18 @@ static inline void sv_roce_icrc_put(uint8_t *at, uint32_t icrc)
 	at[3] = (uint8_t)(icrc >> 24);
 }
 
+/* The length sv_roce_build makes of p (headers, payload, pad, ICRC), 0
+ * if it would refuse it. */
+uint32_t sv_roce_pkt_len(const struct sv_roce_pkt *p);
+
 /* The whole UDP payload of p (headers, payload, pad, ICRC for ip) at
  * out: its length, or -ENOSPC (cap too small) or -EINVAL (an opcode we
  * do not speak, a payload where it carries none, len > 4096). */
 int sv_roce_build(uint8_t *out, size_t cap, const struct sv_roce_pkt *p,
 		  const struct sv_roce_ip *ip);
+
+/* The ICRC of the built UDP payload b (n bytes) made again for ip. */
+void sv_roce_reseal(uint8_t *b, size_t n, const struct sv_roce_ip *ip);
 
 /* Why a received packet was refused (sv_roce_verdict_names[]). */
 enum sv_roce_verdict {

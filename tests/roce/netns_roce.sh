@@ -12,8 +12,10 @@
 # veth's 1500 bytes cannot carry 4096-byte packets: IP_PMTUDISC_DO).
 # Then the capture: every UDP 4791 packet of a pingpong and of a read and
 # an atomic run, both ways, parsed by the codec with its ICRC checked
-# against the IP and UDP headers as captured (we send IP ID 0, so every
-# one can be), and decoded by tshark as InfiniBand, none malformed.
+# against the IP and UDP headers as captured (we send IP ID 0, or the
+# IDs 0, 1, 2... the kernel gives the datagrams it cuts from a UDP GSO
+# run, so every one can be), and decoded by tshark as InfiniBand, none
+# malformed.
 # rdma_cm_*: rping, ucmatose and ib_send_bw -R over the IB CM's MADs,
 # udaddy over SIDR; MADs the kernel gave the wrong process of a host
 # passed to the right one (two clients at once, a first REQ among other
@@ -55,8 +57,13 @@ row() { ! want "$1" || pair "$@"; }
 
 # cap_start FILE: tshark captures a's veth's RoCEv2 into FILE (pcap),
 # once it says it captures (30 s at most); cap_stop ends it, after the
-# last packets went into the file
+# last packets went into the file.  A veth carries a UDP GSO run whole
+# (SOFTVERBS_ROCE_GSO): while it captures, both ends of a's link cut
+# runs, as a NIC does, so the capture holds the datagrams the kernel
+# made, their IP IDs 0, 1, 2..., each ICRC checked against its ID
 cap_start() {
+	ip -n "$tag-a" link set "${tag}a" gso_max_segs 1
+	ip -n "$tag-hub" link set "${tag}a-h" gso_max_segs 1
 	ip netns exec "$tag-a" tshark -i "${tag}a" -f "udp port 4791" \
 		-F pcap -w "$1" >"$1.log" 2>&1 &
 	cap_pid=$!
@@ -71,6 +78,8 @@ cap_stop() {
 	sleep 1 # the last packets into the file (no event says they went)
 	kill -INT $(pgrep -P "$cap_pid") 2>/dev/null
 	wait "$cap_pid"
+	ip -n "$tag-a" link set "${tag}a" gso_max_segs 65535
+	ip -n "$tag-hub" link set "${tag}a-h" gso_max_segs 65535
 }
 
 A=10.77.0.1
@@ -1207,6 +1216,20 @@ else
 	cap_stop
 	"$build/tests/roce_gen" parse "$cap" >"$log/verdicts" ||
 		{ echo "FAIL roce_gen parse"; failed=1; }
+	# the pingpong's 3001 bytes are three packets: runs of three, IDs
+	# 0, 1 and 2 (one ID more at least shows the kernel counted them)
+	if ! ids=$(tshark -n -r "$cap" -T fields -e ip.id 2>/dev/null | sort -u | tr '\n' ' '); then
+		echo "FAIL: tshark cannot read the capture's IP IDs"
+		failed=1
+	elif [ "${SOFTVERBS_ROCE_GSO:-1}" = 1 ]; then
+		case " $ids" in
+		*" 0x0001 "*0x0002*) echo "ok   GSO runs cut with IP IDs: $ids" ;;
+		*)
+			echo "FAIL: no IP IDs 1 and 2 captured (no GSO run?): $ids"
+			failed=1
+			;;
+		esac
+	fi
 	n=$(wc -l <"$log/verdicts")
 	bad=$(grep -vc '^ok ' "$log/verdicts")
 	ops=$(awk '{print $2}' "$log/verdicts" | sort -u | tr '\n' ' ')

@@ -274,6 +274,29 @@ SV_TEST(icrc_crc_is_crc32_ieee)
 	}
 }
 
+/* The CRC by carry-less multiplication (64 bytes and more, where the CPU
+ * has it) is the tables' at every length, alignment and register. */
+SV_TEST(icrc_fast_crc_is_the_tables_one)
+{
+	static uint8_t b[4200];
+
+	for (size_t i = 0; i < sizeof(b); i++)
+		b[i] = (uint8_t)rnd();
+	for (size_t n = 0; n <= 1100; n += n < 200 ? 1 : 37)
+		for (size_t off = 0; off < 16; off += 5) {
+			uint32_t crc = rnd();
+
+			ASSERT_EQ(sv_roce_crc_tables(crc, b + off, n),
+				  sv_roce_icrc_add(crc, b + off, n));
+		}
+	ASSERT_EQ(sv_roce_crc_tables(0xffffffffu, b, 4200),
+		  sv_roce_icrc_add(0xffffffffu, b, 4200));
+	/* the check value of CRC-32 at a length the fast path takes */
+	memset(b, 'a', 64);
+	ASSERT_EQ(sv_roce_crc_tables(0xffffffffu, b, 64),
+		  sv_roce_icrc_add(0xffffffffu, b, 64));
+}
+
 /* One SEND_ONLY of 5 bytes over ip; returns its length. */
 static int one_send(uint8_t *buf, const struct sv_roce_ip *ip)
 {
@@ -345,6 +368,56 @@ SV_TEST(icrc_covers_ipv4_id_and_df)
 	ASSERT_EQ(SV_ROCE_ICRC_BAD, sv_roce_parse(buf, (size_t)n, &o, &q));
 	/* so such a receiver passes NULL: everything but the ICRC checked */
 	ASSERT_EQ(SV_ROCE_OK, sv_roce_parse(buf, (size_t)n, NULL, &q));
+}
+
+/* A GSO run's segments carry IPv4 IDs 0, 1, 2...: a receiver with
+ * id_span 64 takes IDs 0-63 (each checked against a packet built with
+ * that ID, at every length an MTU's segments take), none past them, and
+ * still refuses damage. */
+SV_TEST(icrc_takes_the_ids_of_a_gso_run)
+{
+	static uint8_t payload[4096];
+	uint32_t lens[] = {0, 1, 5, 1024, 1023, 4096};
+
+	for (uint32_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)rnd();
+	for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+		struct sv_roce_pkt p = {.opcode = SV_IB_SEND_MIDDLE,
+					.pkey = 0xffff,
+					.dqpn = 0x11,
+					.psn = 7,
+					.payload = payload,
+					.len = lens[l]};
+		struct sv_roce_ip ip = ip_of(false), rx = ip_of(false);
+		struct sv_roce_pkt q;
+		static uint8_t buf[4200];
+		int n;
+
+		rx.id_span = 64;
+		for (uint32_t id = 0; id < 70; id++) {
+			ip.ip_id = (uint16_t)id;
+			n = sv_roce_build(buf, sizeof(buf), &p, &ip);
+			ASSERT_TRUE(n > 0);
+			ASSERT_EQ(id < 64 ? SV_ROCE_OK : SV_ROCE_ICRC_BAD,
+				  sv_roce_parse(buf, (size_t)n, &rx, &q));
+			/* without the span, only ID 0 */
+			rx.id_span = 0;
+			ASSERT_EQ(id == 0 ? SV_ROCE_OK : SV_ROCE_ICRC_BAD,
+				  sv_roce_parse(buf, (size_t)n, &rx, &q));
+			rx.id_span = 64;
+			/* a flipped bit is damage at every ID */
+			buf[n / 2] ^= 0x08;
+			ASSERT_EQ(SV_ROCE_ICRC_BAD,
+				  sv_roce_parse(buf, (size_t)n, &rx, &q));
+			buf[n / 2] ^= 0x08;
+		}
+		/* ID 0x1234: no span covers it */
+		ip.ip_id = 0x1234;
+		n = sv_roce_build(buf, sizeof(buf), &p, &ip);
+		ASSERT_EQ(SV_ROCE_ICRC_BAD,
+			  sv_roce_parse(buf, (size_t)n, &rx, &q));
+		ASSERT_EQ(sv_roce_pkt_len(&p), (uint32_t)n);
+	}
 }
 
 /* Writes b with its ICRC fixed for ip: a malformed packet that is

@@ -52,7 +52,8 @@ static int open_sockets(struct sv_roce *r, const union sv_sockaddr *src,
 	union sv_sockaddr me = *src, peer = r->dst;
 	uint16_t sport = (uint16_t)sv_env_uint(SV_ENV_ROCE_SPORT);
 	socklen_t len = sizeof(me);
-	int pmtu = IP_PMTUDISC_DO, err;
+	int pmtu = IP_PMTUDISC_DO, err, gso;
+	socklen_t glen = sizeof(gso);
 
 	if (!sport)
 		sport = flow_label ? sv_roce_fl_sport(flow_label)
@@ -78,6 +79,21 @@ static int open_sockets(struct sv_roce *r, const union sv_sockaddr *src,
 	else
 		setsockopt(r->tx_fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu,
 			   sizeof(pmtu));
+	/* UDP GSO and GRO where the kernel has them (4.18, 5.0 on) and the
+	 * user allows.  rx_fd may be another link's of this process, GRO
+	 * already on: that socket's bundles are read as bundles */
+	r->gso = sv_env_bool(SV_ENV_ROCE_GSO) &&
+		 !getsockopt(r->tx_fd, SOL_UDP, UDP_SEGMENT, &gso, &glen);
+	gso = 1;
+	if (r->gso)
+		setsockopt(r->rx_fd, SOL_UDP, UDP_GRO, &gso, sizeof(gso));
+	glen = sizeof(gso);
+	r->gro = !getsockopt(r->rx_fd, SOL_UDP, UDP_GRO, &gso, &glen) && gso;
+	if (r->gro) {
+		r->gbuf = malloc((size_t)SV_ROCE_GRO_MSGS * SV_ROCE_GRO_BUF);
+		if (!r->gbuf)
+			return -ENOMEM;
+	}
 	ip_of(&me, r->ip.src);
 	ip_of(&r->dst, r->ip.dst);
 	r->ip.sport = sport;
@@ -86,6 +102,7 @@ static int open_sockets(struct sv_roce *r, const union sv_sockaddr *src,
 	memcpy(r->rip.dst, r->ip.src, 16);
 	r->rip.sport = sport;
 	r->rip.dport = SV_ROCE_PORT;
+	r->rip.id_span = 64; /* a peer's GSO runs (roce.h) */
 	return 0;
 }
 
@@ -137,6 +154,7 @@ static void free_roce(struct sv_roce *r)
 		close(r->tx_fd);
 	free(r->obuf);
 	free(r->ibuf);
+	free(r->gbuf);
 	free(r);
 }
 

@@ -322,7 +322,7 @@ static bool take_read(struct sv_link *l)
 			drop(r, SV_ROCE_LEN);
 			continue;
 		}
-		if (!take(l, r->ibuf + (size_t)r->inext * r->islot, n))
+		if (!take(l, r->iptr[r->inext], n))
 			return false;
 	}
 	return true;
@@ -336,7 +336,7 @@ static void read_batches(struct sv_link *l, struct sv_roce *r)
 		bool more =
 			atomic_load_explicit(&r->shared, memory_order_acquire)
 				? sv_roce_share_read(r)
-				: sv_roce_recv(r) == SV_ROCE_BATCH;
+				: sv_roce_recv(r) > 0 && r->ifull;
 
 		if (!take_read(l) || !more)
 			return; /* one waits, or the socket is empty */

@@ -8,8 +8,13 @@
  * changed, once per flush: ACKs coalesce to the latest PSN (IBA
  * 9.7.5.1.1).  A UC link (IBA 9.8) sends its sends and writes with UC
  * opcodes and no AckReq, and never an ACK.  A flush queues its datagrams
- * and hands them to the kernel SV_ROCE_BATCH at a time (sendmmsg): each
- * is still its own datagram, IP ID 0, so the wire does not change.
+ * and hands them to the kernel SV_ROCE_BATCH at a time (sendmmsg).  Where
+ * the kernel takes UDP GSO, a run of datagrams of one length (a train's
+ * packets) is one message with UDP_SEGMENT: one trip through the stack
+ * and the veth or NIC, cut into the same datagrams on the way out.  The
+ * kernel gives the segments IPv4 IDs 0, 1, 2... (an unconnected socket
+ * with DF sends ID 0; GSO counts up from it), so each datagram's ICRC is
+ * made for its place in its run (docs/roce.md "Speed").
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,38 +23,100 @@
 
 #include "roce_priv.h"
 
+/* A control message that carries UDP_SEGMENT's size, aligned. */
+union sv_gso_cmsg {
+	char buf[CMSG_SPACE(sizeof(uint16_t))];
+	struct cmsghdr h;
+};
+
 /* A send error that means "not now": the datagrams wait for retry_ns. */
 static bool full(int err)
 {
 	return err == EAGAIN || err == ENOBUFS;
 }
 
+/* A GSO run's datagrams, bytes in all: the IPv4 total length is 16 bits */
+#define GSO_MAX_BYTES 60000u
+
+/* The message of run [i, j) of the queue in m: one datagram, or a
+ * super-packet of j - i that the kernel cuts at olen[i] (UDP_SEGMENT). */
+static void run_msg(struct sv_roce *r, uint32_t i, uint32_t j,
+		    struct mmsghdr *m, struct iovec *v, union sv_gso_cmsg *c)
+{
+	for (uint32_t k = i; k < j; k++) {
+		v[k].iov_base = r->obuf + (size_t)k * r->oslot;
+		v[k].iov_len = r->olen[k];
+	}
+	m->msg_hdr = (struct msghdr){
+		.msg_name = &r->dst.sa,
+		.msg_namelen = sv_sockaddr_len(&r->dst),
+		.msg_iov = &v[i],
+		.msg_iovlen = j - i,
+	};
+	if (j - i > 1) {
+		struct cmsghdr *h = &c->h;
+
+		h->cmsg_level = SOL_UDP;
+		h->cmsg_type = UDP_SEGMENT;
+		h->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+		*(uint16_t *)CMSG_DATA(h) = (uint16_t)r->olen[i];
+		m->msg_hdr.msg_control = c->buf;
+		m->msg_hdr.msg_controllen = sizeof(c->buf);
+	}
+}
+
+/* The queue's datagrams again with the ICRC of IPv4 ID 0, to be sent
+ * one by one: the kernel refused a super-packet (a device or path that
+ * cannot cut it), and GSO stays off for the link. */
+static void gso_refused(struct sv_roce *r, int err)
+{
+	uint32_t i = r->ohead, j = r->ocount;
+
+	sv_dbg("qp %06x: roce: UDP GSO refused (%s): datagrams one by one\n",
+	       r->my_qpn, strerror(err));
+	r->gso = false;
+	for (uint32_t k = i; k < j; k++)
+		if (r->oseg[k]) {
+			r->ip.ip_id = 0;
+			sv_roce_reseal(r->obuf + (size_t)k * r->oslot,
+				       r->olen[k], &r->ip);
+			r->oseg[k] = 0;
+		}
+}
+
 bool sv_roce_push(struct sv_roce *r)
 {
 	struct mmsghdr m[SV_ROCE_BATCH];
 	struct iovec v[SV_ROCE_BATCH];
+	union sv_gso_cmsg c[SV_ROCE_BATCH];
+	uint32_t first[SV_ROCE_BATCH + 1];
 
 	while (r->ohead < r->ocount) {
-		uint32_t n = r->ocount - r->ohead;
+		uint32_t n = 0, i = r->ohead;
 		int s;
 
-		for (uint32_t i = 0; i < n; i++) {
-			v[i].iov_base =
-				r->obuf + (size_t)(r->ohead + i) * r->oslot;
-			v[i].iov_len = r->olen[r->ohead + i];
-			m[i].msg_hdr = (struct msghdr){
-				.msg_name = &r->dst.sa,
-				.msg_namelen = sv_sockaddr_len(&r->dst),
-				.msg_iov = &v[i],
-				.msg_iovlen = 1,
-			};
+		while (i < r->ocount) { /* one message a run */
+			uint32_t j = i + 1;
+
+			while (j < r->ocount && r->oseg[j])
+				j++;
+			first[n] = i;
+			run_msg(r, i, j, &m[n], v, &c[n]);
+			n++;
+			i = j;
 		}
+		first[n] = r->ocount;
 		s = sendmmsg(r->tx_fd, m, n, MSG_DONTWAIT);
 		if (s < 0 && errno == EINTR)
 			continue;
 		if (s < 0 && full(errno)) {
 			r->retry_ns = sv_now_ns() + SV_ROCE_RETRY_NS;
 			return false;
+		}
+		if (s < 0 && m[0].msg_hdr.msg_iovlen > 1 &&
+		    (errno == EIO || errno == EINVAL || errno == EMSGSIZE)) {
+			gso_refused(r, errno);
+			continue;
 		}
 		if (s < 0) { /* EMSGSIZE (a path MTU below the QP's),
 			      * unreachable: lost, as on a wire; the
@@ -58,10 +125,27 @@ bool sv_roce_push(struct sv_roce *r)
 			       strerror(errno));
 			s = 1;
 		}
-		r->ohead += (uint32_t)s;
+		r->ohead = first[s];
 	}
 	r->ohead = r->ocount = 0;
 	return true;
+}
+
+/* The place in the queue's last run of a datagram of len bytes queued
+ * now, 0 if it starts a run: a run's datagrams but its last have one
+ * length, and it fits one UDP datagram of at most UDP_MAX_SEGMENTS. */
+static uint8_t run_place(const struct sv_roce *r, uint32_t len)
+{
+	uint32_t i = r->ocount, k, seg;
+
+	if (!r->gso || i == r->ohead || !len)
+		return 0;
+	k = r->oseg[i - 1] + 1u;
+	seg = r->olen[i - k];
+	if (r->olen[i - 1] != seg || len > seg || k >= 64 ||
+	    (k + 1) * seg > GSO_MAX_BYTES)
+		return 0;
+	return (uint8_t)k;
 }
 
 bool sv_roce_send(struct sv_roce *r, const struct sv_roce_pkt *p)
@@ -70,6 +154,8 @@ bool sv_roce_send(struct sv_roce *r, const struct sv_roce_pkt *p)
 
 	if (r->ocount == SV_ROCE_BATCH && !sv_roce_push(r))
 		return false;
+	r->oseg[r->ocount] = run_place(r, sv_roce_pkt_len(p));
+	r->ip.ip_id = r->oseg[r->ocount]; /* what the kernel will write */
 	n = sv_roce_build(r->obuf + (size_t)r->ocount * r->oslot, r->oslot, p,
 			  &r->ip);
 	if (n < 0) { /* our own engine's record: never, but not a crash */

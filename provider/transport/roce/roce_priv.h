@@ -7,6 +7,7 @@
 #ifndef SV_ROCE_PRIV_H
 #define SV_ROCE_PRIV_H
 
+#include <netinet/udp.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -14,6 +15,10 @@
 #include "roce.h"
 #include "roce_link.h"
 #include "transport.h"
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103 /* linux/udp.h: a UDP GSO message's segment size */
+#endif
 
 /* The longest datagram we build: headers, one MTU, pad, ICRC. */
 #define SV_ROCE_PKT_MAX (SV_ROCE_HDR_MAX + SV_ROCE_MAX_PMTU + 8)
@@ -23,6 +28,14 @@
  * train (a 16-packet one, and an ACK), where one per packet cost most of
  * the link's time (docs/roce.md "Speed"). */
 #define SV_ROCE_BATCH 32
+/* UDP GRO: buffers per recvmmsg, each room for one bundle (an IPv4
+ * datagram's most), of at most 64 segments (the kernel's UDP GRO). */
+#define SV_ROCE_GRO_MSGS 4
+#define SV_ROCE_GRO_BUF	 65536u
+#define SV_ROCE_RX_SEGS	 (SV_ROCE_GRO_MSGS * 64)
+#ifndef UDP_GRO
+#define UDP_GRO 104 /* linux/udp.h: bundles of segments, their size */
+#endif
 /* Room past the MTU in a receive slot: a longer datagram is truncated
  * (MSG_TRUNC) and dropped as too long. */
 #define SV_ROCE_RX_SLACK 64
@@ -68,12 +81,23 @@ struct sv_roce {
 	uint8_t *obuf;
 	uint32_t oslot, ohead, ocount;
 	uint32_t olen[SV_ROCE_BATCH];
-	/* in.c: datagrams read by one recvmmsg, in slots of islot bytes:
+	/* UDP GSO: consecutive datagrams of one length (the last of them
+	 * may be shorter) leave as one super-packet, which the kernel or
+	 * the NIC cuts into them with IPv4 IDs 0, 1, 2...: oseg is each
+	 * one's place in its run, the ID its ICRC was made for */
+	uint8_t oseg[SV_ROCE_BATCH];
+	bool gso; /* the kernel takes UDP_SEGMENT, and the user allows it */
+	/* in.c: datagrams read by one recvmmsg, at iptr: slots of islot
+	 * bytes in ibuf, or segments of the UDP GRO bundles in gbuf;
 	 * [inext, icount) not taken yet (inext: a response waiting for
-	 * room in our response ring) */
-	uint8_t *ibuf;
+	 * room in our response ring); ifull: the read filled every buffer,
+	 * more may wait */
+	uint8_t *ibuf, *gbuf;
 	uint32_t islot, inext, icount;
-	uint32_t ilen[SV_ROCE_BATCH];
+	bool gro; /* rx_fd has UDP_GRO: gbuf, SV_ROCE_GRO_MSGS bundles */
+	bool ifull;
+	uint32_t ilen[SV_ROCE_RX_SEGS];
+	uint8_t *iptr[SV_ROCE_RX_SEGS];
 	/* share.c: the four-tuple of rx_fd, our place among the process's
 	 * links (listed, snext), whether another has it too (shared: we
 	 * read under its lock), and the datagrams another member read for
@@ -117,8 +141,9 @@ void sv_roce_read_in(struct sv_link *l);
  * of one four-tuple */
 /* A UDP socket bound to addr (port included) that shares it: -errno. */
 int sv_roce_udp_socket(const union sv_sockaddr *addr);
-/* Up to SV_ROCE_BATCH datagrams from the socket into our slots: how
- * many, 0 when none waits. */
+/* What waits on the socket, up to SV_ROCE_BATCH datagrams or
+ * SV_ROCE_GRO_MSGS bundles, at iptr: how many datagrams, 0 when none
+ * waits (ifull: there may be more). */
 int sv_roce_recv(struct sv_roce *r);
 /* r's receive socket (rx_fd): a new one bound to me and connected to
  * peer, or a duplicate of the socket of the link of this process that

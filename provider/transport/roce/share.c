@@ -84,14 +84,78 @@ int sv_roce_udp_socket(const union sv_sockaddr *addr)
 	return fd;
 }
 
+/* The bundles of a GRO socket into segments at iptr: how many. */
+static int recv_gro(struct sv_roce *r)
+{
+	struct mmsghdr m[SV_ROCE_GRO_MSGS];
+	struct iovec v[SV_ROCE_GRO_MSGS];
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr h;
+	} c[SV_ROCE_GRO_MSGS];
+	uint32_t k = 0;
+	int got;
+
+	for (int i = 0; i < SV_ROCE_GRO_MSGS; i++) {
+		v[i].iov_base = r->gbuf + (size_t)i * SV_ROCE_GRO_BUF;
+		v[i].iov_len = SV_ROCE_GRO_BUF;
+		m[i].msg_hdr =
+			(struct msghdr){.msg_iov = &v[i],
+					.msg_iovlen = 1,
+					.msg_control = c[i].buf,
+					.msg_controllen = sizeof(c[i].buf)};
+	}
+	do
+		got = recvmmsg(r->rx_fd, m, SV_ROCE_GRO_MSGS, MSG_DONTWAIT,
+			       NULL);
+	while (got < 0 && errno == EINTR);
+	if (got <= 0)
+		return 0;
+	for (int i = 0; i < got; i++) {
+		struct msghdr *h = &m[i].msg_hdr;
+		uint8_t *d = v[i].iov_base;
+		uint32_t len = m[i].msg_len, seg = len;
+
+		for (struct cmsghdr *x = CMSG_FIRSTHDR(h); x;
+		     x = CMSG_NXTHDR(h, x))
+			if (x->cmsg_level == SOL_UDP &&
+			    x->cmsg_type == UDP_GRO &&
+			    x->cmsg_len >= CMSG_LEN(sizeof(int))) {
+				int g;
+
+				memcpy(&g, CMSG_DATA(x), sizeof(g));
+				if (g > 0 && (uint32_t)g < len)
+					seg = (uint32_t)g;
+			}
+		if (h->msg_flags & MSG_TRUNC) { /* none of ours: too long */
+			r->iptr[k] = d;
+			r->ilen[k++] = r->islot + 1;
+			continue;
+		}
+		/* the kernel bundles at most 64: more is a bug, not data */
+		for (uint32_t off = 0; off < len && k < SV_ROCE_RX_SEGS;
+		     off += seg) {
+			r->iptr[k] = d + off;
+			r->ilen[k++] = len - off < seg ? len - off : seg;
+		}
+	}
+	r->inext = 0;
+	r->icount = k;
+	r->ifull = got == SV_ROCE_GRO_MSGS;
+	r->rd.in += k; /* by whom: sv_roce_read_in */
+	return (int)k;
+}
+
 int sv_roce_recv(struct sv_roce *r)
 {
 	struct mmsghdr m[SV_ROCE_BATCH];
 	struct iovec v[SV_ROCE_BATCH];
 	int got;
 
+	if (r->gro)
+		return recv_gro(r);
 	for (int i = 0; i < SV_ROCE_BATCH; i++) {
-		v[i].iov_base = r->ibuf + (size_t)i * r->islot;
+		v[i].iov_base = r->iptr[i] = r->ibuf + (size_t)i * r->islot;
 		v[i].iov_len = r->islot;
 		m[i].msg_hdr =
 			(struct msghdr){.msg_iov = &v[i], .msg_iovlen = 1};
@@ -106,6 +170,7 @@ int sv_roce_recv(struct sv_roce *r)
 								: m[i].msg_len;
 	r->inext = 0;
 	r->icount = (uint32_t)got;
+	r->ifull = got == SV_ROCE_BATCH;
 	r->rd.in += (uint64_t)got; /* by whom: sv_roce_read_in */
 	return got;
 }
@@ -325,8 +390,9 @@ static uint32_t mail_take(struct sv_roce *r)
 	for (uint32_t i = 0; i < k; i++) {
 		uint32_t at = (r->mail_head + i) % MAIL;
 
-		memcpy(r->ibuf + (size_t)i * r->islot,
-		       r->mail + (size_t)at * r->islot, r->mail_len[at]);
+		r->iptr[i] = r->ibuf + (size_t)i * r->islot;
+		memcpy(r->iptr[i], r->mail + (size_t)at * r->islot,
+		       r->mail_len[at]);
 		r->ilen[i] = r->mail_len[at];
 	}
 	r->mail_head = (r->mail_head + k) % MAIL;
@@ -357,7 +423,7 @@ bool sv_roce_share_read(struct sv_roce *r)
 	}
 	got = sv_roce_recv(r);
 	for (int i = 0; i < got; i++) {
-		uint8_t *d = r->ibuf + (size_t)i * r->islot;
+		uint8_t *d = r->iptr[i];
 		uint32_t q = dqpn_of(r, d, r->ilen[i]);
 		struct sv_roce *o = q == r->my_qpn ? NULL : member(r, q);
 
@@ -369,7 +435,7 @@ bool sv_roce_share_read(struct sv_roce *r)
 			roce_count(r, roce_drop_full);
 		r->ilen[i] = SV_ROCE_GONE;
 	}
-	more = got == SV_ROCE_BATCH;
+	more = got > 0 && r->ifull;
 	pthread_mutex_unlock(&share_lock);
 	return more;
 }
