@@ -701,6 +701,12 @@ struct sv_qp_stats {
 	 * that shares it (two QP pairs, one UDP source port:
 	 * transport/roce/share.c), passed to that link */
 	uint64_t roce_passed;
+	/* ACK and NAK packets our RoCEv2 responder sent (duplicates'
+	 * again included), and of them the ACKs that waited for the app's
+	 * reply and left in its system call (roce/out.c ack_waits); UDP
+	 * GSO messages sent (runs of 2 datagrams or more), UDP GRO bundles
+	 * read (2 or more) */
+	uint64_t roce_acks, roce_acks_joined, roce_gso_sends, roce_gro_reads;
 	/* UD over RoCEv2 (ud/roce.c): sends longer than the path MTU,
 	 * completed with no packet (IBA C10-93.1.1, as rxe) */
 	uint64_t roce_ud_too_long;

@@ -1191,6 +1191,51 @@ if want rdma_cm_pass_hostile; then
 	fi
 fi
 
+# ack_join: in a ping-pong (ib_send_lat 8 B) the responder's ACK waits
+# for the reply the app posts at once and leaves in its system call
+# (roce/out.c ack_waits; softverbs-stat roce_acks_joined).  Read from
+# the running client once it sent 2,000 ACKs: at least one in ten joined
+# (0 without the wait; 40-90 % here, less when the two share a CPU).
+if want ack_join && command -v ib_send_lat >/dev/null; then
+	port=$((port + 1))
+	# shellcheck disable=SC2086
+	timeout 60 ip netns exec "$tag-a" $run ib_send_lat $SV -x "$ga" -m 1024 \
+		-s 8 -n 1000000 -p $port >"$log/aj.s" 2>&1 &
+	ajs=$!
+	listening a "$port"
+	# shellcheck disable=SC2086
+	timeout 60 ip netns exec "$tag-b" $run ib_send_lat $SV -x "$gb" -m 1024 \
+		-s 8 -n 1000000 -p $port $A >"$log/aj.c" 2>&1 &
+	ajc=$!
+	t=0
+	seen=""
+	while [ $t -lt 300 ]; do
+		rp=$(pid_in b ib_send_lat)
+		# shellcheck disable=SC2086
+		[ -n "$rp" ] &&
+			seen=$(ip netns exec "$tag-b" "$build/bin/softverbs-stat" --json "$rp" 2>/dev/null |
+				python3 -c 'import json,sys
+t=json.loads(sys.stdin.read())
+t=t[0]["total"] if isinstance(t,list) else t["contexts"][0]["total"]
+print(t["roce_acks"], t["roce_acks_joined"])' 2>/dev/null)
+		case "$seen" in [2-9][0-9][0-9][0-9]\ * | [0-9][0-9][0-9][0-9][0-9]*\ *) break ;; esac
+		t=$((t + 1))
+		sleep 0.1 # the table is refreshed every 250 ms
+	done
+	kill "$ajc" "$ajs" 2>/dev/null
+	wait "$ajc" "$ajs" 2>/dev/null
+	acks=${seen% *}
+	joined=${seen#* }
+	if [ -z "$seen" ] || [ "${acks:-0}" -lt 2000 ] ||
+		[ $((joined * 10)) -lt "$acks" ]; then
+		echo "FAIL ack_join: ACKs sent, joined: '$seen' (want 2000 or more, a tenth joined)"
+		tail -n 3 "$log/aj.c" "$log/aj.s"
+		failed=1
+	else
+		echo "ok   ack_join: $joined of $acks ACKs left with the app's reply"
+	fi
+fi
+
 # The capture: on a's veth, while a pingpong, a read and an atomic run.
 if ! command -v tshark >/dev/null; then
 	echo "note: no tshark: the capture check skipped"

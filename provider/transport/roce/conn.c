@@ -308,6 +308,12 @@ static void roce_quiet(struct sv_link *l, bool quiet)
 	sv_progress_quiet(r->ctx, r->pfd, quiet && !r->rd.loud);
 }
 
+static void roce_set_lazy(struct sv_link *l, bool lazy)
+{
+	if (sv_roce_of(l))
+		sv_roce_of(l)->lazy = lazy;
+}
+
 static void roce_close(struct sv_link *l, uint32_t my_qpn, bool bye)
 {
 	struct sv_roce *r = sv_roce_of(l);
@@ -317,6 +323,7 @@ static void roce_close(struct sv_link *l, uint32_t my_qpn, bool bye)
 		return;
 	if (bye) { /* our last ACK: the peer's last send completes */
 		r->defer = false;
+		r->lazy = false;
 		r->retry_ns = 0;
 		sv_roce_flush(l);
 	}
@@ -338,6 +345,8 @@ const struct sv_link_ops sv_roce_link_ops = {
 	.next_ns = roce_next_ns,
 	.run_begin = roce_run_begin,
 	.run_end = roce_run_end,
+	.set_lazy = roce_set_lazy,
+	.owed = sv_roce_owed,
 	.stalled = roce_stalled,
 	.quiet = roce_quiet,
 	.close = roce_close,

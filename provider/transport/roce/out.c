@@ -109,6 +109,9 @@ bool sv_roce_push(struct sv_roce *r)
 		s = sendmmsg(r->tx_fd, m, n, MSG_DONTWAIT);
 		if (s < 0 && errno == EINTR)
 			continue;
+		for (int k = 0; k < s; k++)
+			if (m[k].msg_hdr.msg_iovlen > 1)
+				roce_count(r, roce_gso_sends);
 		if (s < 0 && full(errno)) {
 			r->retry_ns = sv_now_ns() + SV_ROCE_RETRY_NS;
 			return false;
@@ -196,7 +199,8 @@ void sv_roce_send_ack(struct sv_link *l, uint64_t ack)
 				.syndrome = aeth_of(ack),
 				.msn = r->msn & SV_PSN_MASK};
 
-	sv_roce_send(r, &p);
+	if (sv_roce_send(r, &p))
+		roce_count(r, roce_acks);
 }
 
 /* The IBA opcode of packet (first, last) of a message of op. */
@@ -337,6 +341,39 @@ static void put_ring(struct sv_link *l, struct sv_ring *g, uint32_t *done)
 		       r->my_qpn);
 }
 
+/*
+ * Whether our new ACK, a plain one alone in this flush, waits for the
+ * reply a ping-pong's app posts at once: while the app's polls run the
+ * link (lazy; engine/drive.c sets it only where a late ACK cannot make
+ * the peer time out).  It then leaves with that reply, one sendmmsg a
+ * message instead of two (IBA 9.7.5.1.1: a responder may coalesce ACKs);
+ * the TCP wire holds its state so (tcp/mirror.c state_may_wait).  At
+ * most SV_ROCE_ACK_DELAY_NS: the next flush after sends it, the app's
+ * next poll or, when the polls stop, the progress thread (sv_roce_owed).
+ * A NAK, an RNR NAK, or an ACK with anything else to send never waits.
+ */
+static bool ack_waits(struct sv_link *l, struct sv_roce *r, uint64_t ack)
+{
+	uint64_t now;
+
+	if (!r->lazy || SV_ACK_SYN(ack) != SV_ACK || r->retry_ns ||
+	    sv_ring_ready(&l->tx) || sv_ring_ready(&l->rsp_tx))
+		return false;
+	now = sv_now_ns();
+	if (!r->ack_owed_ns)
+		r->ack_owed_ns = now | 1; /* (0: none) */
+	return now - r->ack_owed_ns < SV_ROCE_ACK_DELAY_NS;
+}
+
+bool sv_roce_owed(const struct sv_link *l, uint64_t now)
+{
+	const struct sv_roce *r = sv_roce_of(l);
+
+	return r && r->ack_owed_ns &&
+	       (now == UINT64_MAX ||
+		now - r->ack_owed_ns >= SV_ROCE_ACK_DELAY_NS);
+}
+
 void sv_roce_flush(struct sv_link *l)
 {
 	struct sv_roce *r = sv_roce_of(l);
@@ -352,11 +389,16 @@ void sv_roce_flush(struct sv_link *l)
 	/* the ACK first: it frees the peer's requester soonest */
 	ack = atomic_load_explicit(&l->rx.hdr->ack, memory_order_acquire);
 	if (r->tp == SV_IB_RC && SV_ACK_SYN(ack) <= SV_NAK_REM_OP &&
-	    (!r->ack_sent_valid || ack != r->ack_sent)) { /* UC: none */
+	    (!r->ack_sent_valid || ack != r->ack_sent) && /* UC: none */
+	    !ack_waits(l, r, ack)) {
 		if (!sv_roce_answered_by_response(r, ack))
 			sv_roce_send_ack(l, ack);
+		if (r->ack_owed_ns &&
+		    (sv_ring_ready(&l->tx) || sv_ring_ready(&l->rsp_tx)))
+			roce_count(r, roce_acks_joined);
 		r->ack_sent = ack;
 		r->ack_sent_valid = true;
+		r->ack_owed_ns = 0;
 	}
 	put_ring(l, &l->rsp_tx, &r->rsp_done);
 	if (!r->retry_ns)

@@ -41,6 +41,9 @@
 #define SV_ROCE_RX_SLACK 64
 /* A socket that took nothing (its buffer full): look again then. */
 #define SV_ROCE_RETRY_NS 200000ull
+/* How long a plain ACK may wait for the app's reply (out.c ack_waits):
+ * the TCP wire's SV_TCP_ACK_DELAY_NS. */
+#define SV_ROCE_ACK_DELAY_NS 20000ull
 /* ilen of a slot whose datagram went to another link (share.c). */
 #define SV_ROCE_GONE UINT32_MAX
 /* Datagrams another link of its group can hold for a link (share.c). */
@@ -72,6 +75,8 @@ struct sv_roce {
 	uint32_t nak_seq;	    /* NAKs the peer sent us (the ack word) */
 	bool icrc_strict;	    /* the peer sends IP ID 0: verify all */
 	bool defer;		    /* the engine runs: flush at its end */
+	bool lazy;		    /* the app's poll runs us (set_lazy) */
+	uint64_t ack_owed_ns;	    /* a plain ACK waits since (0: none) */
 	/* datagrams taken, and whether the thread takes each arrival,
 	 * driven or not (link.h, roce_stalled) */
 	struct sv_readers rd;
@@ -125,6 +130,9 @@ static inline struct sv_roce *sv_roce_of(const struct sv_link *l)
 /* Sends what the engine published (requests, responses) and our ACK
  * word when it changed. */
 void sv_roce_flush(struct sv_link *l);
+/* An ACK waits for the app's reply (lazy): since long enough that the
+ * thread must send it (now), or at all (now UINT64_MAX). */
+bool sv_roce_owed(const struct sv_link *l, uint64_t now);
 /* One datagram built from p to the peer, queued for the next
  * sendmmsg (sv_roce_push); false if the queue is full and the socket
  * took none of it (tried again at retry_ns). */

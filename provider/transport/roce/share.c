@@ -132,6 +132,8 @@ static int recv_gro(struct sv_roce *r)
 			r->ilen[k++] = r->islot + 1;
 			continue;
 		}
+		if (seg < len)
+			roce_count(r, roce_gro_reads);
 		/* the kernel bundles at most 64: more is a bug, not data */
 		for (uint32_t off = 0; off < len && k < SV_ROCE_RX_SEGS;
 		     off += seg) {

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The RoCEv2 link's way out and in (transport/roce/out.c, share.c) on
+ * real UDP sockets on 127.0.0.1: a train of equal datagrams leaves as
+ * one UDP GSO message and arrives as one UDP GRO bundle, cut back into
+ * the same datagrams, each with the ICRC of its place in the run (IPv4
+ * ID k: what the kernel gives segment k) that the parser takes with
+ * id_span and refuses without it; datagrams of other lengths start a
+ * run of their own; SOFTVERBS_ROCE_GSO=0's path sends each alone, ID 0.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "roce_priv.h"
+#include "sv_test.h"
+
+#define MTU 1024u
+
+/* A kernel without UDP_GRO (before 5.0): the test cannot run. */
+static void no_gro(void)
+{
+	printf("SKIP: this kernel has no UDP_GRO\n");
+	exit(77);
+}
+
+struct end {
+	struct sv_roce r;
+	struct sv_qp_stats st;
+};
+
+static uint16_t port_of(int fd)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+
+	ASSERT_OK(getsockname(fd, (struct sockaddr *)&a, &len));
+	return ntohs(a.sin_port);
+}
+
+static void addr_of(uint8_t out[16], const union sv_sockaddr *a)
+{
+	memset(out, 0, 16);
+	out[10] = out[11] = 0xff;
+	memcpy(out + 12, &a->in.sin_addr, 4);
+}
+
+/* s sends to r over 127.0.0.1, r reads with GRO (if it can: 0 if not). */
+static int pair(struct end *s, struct end *r, bool gso)
+{
+	union sv_sockaddr sa = {.in = {.sin_family = AF_INET}}, ra;
+	int one = 1, on = 0;
+	socklen_t len = sizeof(on);
+
+	memset(s, 0, sizeof(*s));
+	memset(r, 0, sizeof(*r));
+	sa.in.sin_addr.s_addr = htonl(0x7f000001);
+	ra = sa;
+	s->r.tx_fd = sv_roce_udp_socket(&sa);
+	r->r.rx_fd = sv_roce_udp_socket(&ra);
+	ASSERT_TRUE(s->r.tx_fd >= 0 && r->r.rx_fd >= 0);
+	sa.in.sin_port = htons(port_of(s->r.tx_fd));
+	ra.in.sin_port = htons(port_of(r->r.rx_fd));
+	s->r.dst = ra;
+	addr_of(s->r.ip.src, &sa);
+	addr_of(s->r.ip.dst, &ra);
+	s->r.ip.sport = ntohs(sa.in.sin_port);
+	s->r.ip.dport = ntohs(ra.in.sin_port);
+	r->r.rip = s->r.ip;
+	r->r.rip.id_span = 64;
+	s->r.stats = &s->st;
+	r->r.stats = &r->st;
+	s->r.oslot = SV_ROCE_HDR_MAX + MTU + 8;
+	s->r.obuf = malloc((size_t)SV_ROCE_BATCH * s->r.oslot);
+	r->r.islot = s->r.oslot + SV_ROCE_RX_SLACK;
+	r->r.ibuf = malloc((size_t)SV_ROCE_BATCH * r->r.islot);
+	ASSERT_TRUE(s->r.obuf && r->r.ibuf);
+	s->r.gso = gso;
+	if (!gso)
+		return 1;
+	if (setsockopt(r->r.rx_fd, SOL_UDP, UDP_GRO, &one, sizeof(one)) ||
+	    getsockopt(r->r.rx_fd, SOL_UDP, UDP_GRO, &on, &len) || !on)
+		return 0;
+	r->r.gro = true;
+	r->r.gbuf = malloc((size_t)SV_ROCE_GRO_MSGS * SV_ROCE_GRO_BUF);
+	ASSERT_TRUE(r->r.gbuf != NULL);
+	return 1;
+}
+
+static void fini(struct end *e)
+{
+	if (e->r.tx_fd > 0)
+		close(e->r.tx_fd);
+	if (e->r.rx_fd > 0)
+		close(e->r.rx_fd);
+	free(e->r.obuf);
+	free(e->r.ibuf);
+	free(e->r.gbuf);
+}
+
+/* Packet j of a SEND of len bytes (FIRST, MIDDLE..., LAST) at psn. */
+static void send_pkt(struct end *s, const uint8_t *data, uint32_t len,
+		     uint32_t psn, uint32_t j)
+{
+	uint32_t n = (len + MTU - 1) / MTU, off = j * MTU;
+	struct sv_roce_pkt p = {
+		.opcode = n == 1       ? SV_IB_SEND_ONLY
+			  : j == 0     ? SV_IB_SEND_FIRST
+			  : j == n - 1 ? SV_IB_SEND_LAST
+				       : SV_IB_SEND_MIDDLE,
+		.pkey = 0xffff,
+		.dqpn = 0x42,
+		.psn = psn + j,
+		.payload = data + off,
+		.len = len - off < MTU ? len - off : MTU,
+	};
+
+	ASSERT_TRUE(sv_roce_send(&s->r, &p));
+}
+
+/* Reads until want datagrams came (5 s at most); each parsed with the
+ * receiver's id_span, and checked: PSN in order from psn, payload. */
+static void read_all(struct end *r, const uint8_t *data, uint32_t psn,
+		     uint32_t want, uint32_t *id_k)
+{
+	uint64_t end = sv_now_ms() + 5000;
+	uint32_t got = 0, off = 0;
+
+	*id_k = 0;
+	while (got < want) {
+		ASSERT_TRUE(sv_now_ms() < end);
+		if (!sv_roce_recv(&r->r))
+			continue;
+		for (uint32_t i = 0; i < r->r.icount; i++, got++) {
+			struct sv_roce_pkt p;
+			struct sv_roce_ip id0 = r->r.rip;
+
+			ASSERT_EQ(SV_ROCE_OK,
+				  sv_roce_parse(r->r.iptr[i], r->r.ilen[i],
+						&r->r.rip, &p));
+			ASSERT_EQ(psn + got, p.psn);
+			ASSERT_OK(memcmp(p.payload, data + off, p.len));
+			off += p.len;
+			/* made for an ID other than 0: a run's k-th */
+			id0.id_span = 0;
+			if (sv_roce_parse(r->r.iptr[i], r->r.ilen[i], &id0,
+					  &p) == SV_ROCE_ICRC_BAD)
+				(*id_k)++;
+		}
+	}
+	ASSERT_EQ(want, got);
+}
+
+SV_TEST(roce_gso_train_is_one_message_and_one_bundle)
+{
+	static uint8_t data[40 * MTU];
+	struct end s, r;
+	uint32_t id_k;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 31 + 7);
+	if (!pair(&s, &r, true))
+		no_gro();
+	/* 5 packets: 4 of one MTU, a shorter LAST: one run */
+	for (uint32_t j = 0; j < 5; j++)
+		send_pkt(&s, data, 4 * MTU + 300, 100, j);
+	ASSERT_TRUE(sv_roce_push(&s.r));
+	ASSERT_EQ(1, s.st.roce_gso_sends);
+	read_all(&r, data, 100, 5, &id_k);
+	ASSERT_EQ(4, id_k); /* IDs 1-4 */
+	ASSERT_EQ(1, r.st.roce_gro_reads);
+
+	/* 40 packets: the queue holds 32, so two runs */
+	s.st.roce_gso_sends = r.st.roce_gro_reads = 0;
+	for (uint32_t j = 0; j < 40; j++)
+		send_pkt(&s, data, 40 * MTU, 200, j);
+	ASSERT_TRUE(sv_roce_push(&s.r));
+	ASSERT_EQ(2, s.st.roce_gso_sends);
+	read_all(&r, data, 200, 40, &id_k);
+	ASSERT_EQ(31 + 7, id_k);
+	fini(&s);
+	fini(&r);
+}
+
+/* A short datagram ends a run; a longer one after it starts one. */
+SV_TEST(roce_gso_runs_break_at_a_longer_datagram)
+{
+	static uint8_t data[8 * MTU];
+	struct end s, r;
+	uint32_t id_k;
+
+	if (!pair(&s, &r, true))
+		no_gro();
+	send_pkt(&s, data, 10, 1, 0);		   /* ONLY, short: run 1 */
+	for (uint32_t j = 0; j < 3; j++)	   /* FIRST, MIDDLE, LAST */
+		send_pkt(&s, data, 3 * MTU, 2, j); /* run 2 (longer) */
+	for (uint32_t j = 0; j < 3; j++)
+		send_pkt(&s, data, 3 * MTU, 5, j); /* run 2 goes on */
+	ASSERT_TRUE(sv_roce_push(&s.r));
+	ASSERT_EQ(1, s.st.roce_gso_sends); /* the ONLY went alone */
+	ASSERT_EQ(0, s.r.ocount);
+	fini(&r);
+	/* each alone when GSO is off: ID 0 on every one */
+	fini(&s);
+	ASSERT_TRUE(pair(&s, &r, false));
+	for (uint32_t j = 0; j < 3; j++)
+		send_pkt(&s, data, 3 * MTU, 7, j);
+	ASSERT_TRUE(sv_roce_push(&s.r));
+	ASSERT_EQ(0, s.st.roce_gso_sends);
+	r.r.rip.id_span = 0; /* ID 0 only */
+	read_all(&r, data, 7, 3, &id_k);
+	ASSERT_EQ(0, id_k);
+	fini(&s);
+	fini(&r);
+}
