@@ -189,7 +189,7 @@ static uint8_t aeth_of(uint64_t ack)
 	}
 }
 
-void sv_roce_send_ack(struct sv_link *l, uint64_t ack)
+bool sv_roce_send_ack(struct sv_link *l, uint64_t ack)
 {
 	struct sv_roce *r = sv_roce_of(l);
 	struct sv_roce_pkt p = {.opcode = SV_IB_RC | SV_IB_ACK,
@@ -199,8 +199,10 @@ void sv_roce_send_ack(struct sv_link *l, uint64_t ack)
 				.syndrome = aeth_of(ack),
 				.msn = r->msn & SV_PSN_MASK};
 
-	if (sv_roce_send(r, &p))
-		roce_count(r, roce_acks);
+	if (!sv_roce_send(r, &p))
+		return false;
+	roce_count(r, roce_acks);
+	return true;
 }
 
 /* The IBA opcode of packet (first, last) of a message of op. */
@@ -352,12 +354,19 @@ static void put_ring(struct sv_link *l, struct sv_ring *g, uint32_t *done)
  * next poll or, when the polls stop, the progress thread (sv_roce_owed).
  * A NAK, an RNR NAK, or an ACK with anything else to send never waits.
  */
+/* Datagrams of ours go in this flush: queued, or in our rings. */
+static bool with_others(struct sv_link *l, const struct sv_roce *r)
+{
+	return r->ocount > r->ohead || sv_ring_ready(&l->tx) ||
+	       sv_ring_ready(&l->rsp_tx);
+}
+
 static bool ack_waits(struct sv_link *l, struct sv_roce *r, uint64_t ack)
 {
 	uint64_t now;
 
 	if (!r->lazy || SV_ACK_SYN(ack) != SV_ACK || r->retry_ns ||
-	    sv_ring_ready(&l->tx) || sv_ring_ready(&l->rsp_tx))
+	    with_others(l, r))
 		return false;
 	now = sv_now_ns();
 	if (!r->ack_owed_ns)
@@ -374,10 +383,30 @@ bool sv_roce_owed(const struct sv_link *l, uint64_t now)
 		now - r->ack_owed_ns >= SV_ROCE_ACK_DELAY_NS);
 }
 
+/* Our ACK word out when it changed and need not wait (ack_waits); if
+ * the queue is full and the socket took none of it, at the next flush. */
+static void ack_out(struct sv_link *l, struct sv_roce *r)
+{
+	uint64_t ack =
+		atomic_load_explicit(&l->rx.hdr->ack, memory_order_acquire);
+
+	if (r->tp != SV_IB_RC || SV_ACK_SYN(ack) > SV_NAK_REM_OP ||
+	    (r->ack_sent_valid && ack == r->ack_sent) || /* UC: none */
+	    ack_waits(l, r, ack))
+		return;
+	if (!sv_roce_answered_by_response(r, ack) && !sv_roce_send_ack(l, ack))
+		return;
+	if (r->ack_owed_ns && with_others(l, r))
+		roce_count(r, roce_acks_joined);
+	r->ack_sent = ack;
+	r->ack_sent_valid = true;
+	r->ack_owed_ns = 0;
+}
+
 void sv_roce_flush(struct sv_link *l)
 {
 	struct sv_roce *r = sv_roce_of(l);
-	uint64_t ack;
+	bool ack_last;
 
 	if (!r || r->defer)
 		return;
@@ -386,22 +415,16 @@ void sv_roce_flush(struct sv_link *l)
 	r->retry_ns = 0;
 	if (!sv_roce_push(r))
 		return; /* what waits goes first */
-	/* the ACK first: it frees the peer's requester soonest */
-	ack = atomic_load_explicit(&l->rx.hdr->ack, memory_order_acquire);
-	if (r->tp == SV_IB_RC && SV_ACK_SYN(ack) <= SV_NAK_REM_OP &&
-	    (!r->ack_sent_valid || ack != r->ack_sent) && /* UC: none */
-	    !ack_waits(l, r, ack)) {
-		if (!sv_roce_answered_by_response(r, ack))
-			sv_roce_send_ack(l, ack);
-		if (r->ack_owed_ns &&
-		    (sv_ring_ready(&l->tx) || sv_ring_ready(&l->rsp_tx)))
-			roce_count(r, roce_acks_joined);
-		r->ack_sent = ack;
-		r->ack_sent_valid = true;
-		r->ack_owed_ns = 0;
-	}
+	/* the ACK first, where it frees the peer's requester soonest; after
+	 * our requests where GSO sends them: the last of their run, one
+	 * trip through the stack for both (an ACK is never longer) */
+	ack_last = r->gso && sv_ring_ready(&l->tx);
+	if (!ack_last)
+		ack_out(l, r);
 	put_ring(l, &l->rsp_tx, &r->rsp_done);
 	if (!r->retry_ns)
 		put_ring(l, &l->tx, &r->tx_done);
+	if (ack_last && !r->retry_ns)
+		ack_out(l, r);
 	sv_roce_push(r);
 }

@@ -140,8 +140,9 @@ bool sv_roce_send(struct sv_roce *r, const struct sv_roce_pkt *p);
 /* Sends what sv_roce_send queued while the socket takes it; false if
  * some waits (the socket was full: retry_ns). */
 bool sv_roce_push(struct sv_roce *r);
-/* Our ACK word again, as an AETH packet (a duplicate's answer). */
-void sv_roce_send_ack(struct sv_link *l, uint64_t ack);
+/* Our ACK word as an AETH packet, queued; false if the queue is full
+ * and the socket took none of it. */
+bool sv_roce_send_ack(struct sv_link *l, uint64_t ack);
 /* in.c */
 /* Takes what arrived on the link's socket into the rings. */
 void sv_roce_read_in(struct sv_link *l);
