@@ -302,6 +302,89 @@ SV_TEST(rmem_rebacked_pages_populated_at_registration)
 	close_ctx(&e);
 }
 
+/* The arena offset of the page holding addr (its mapping's file offset),
+ * or -1 if addr is not on an arena. */
+static long long arena_off(const void *addr)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[1024];
+	long long off = -1;
+
+	ASSERT_NOT_NULL(f);
+	while (off < 0 && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, pgoff;
+		int pos = 0;
+
+		if (sscanf(line, "%lx-%lx %*4s %lx %*x:%*x %*u %n", &lo, &hi,
+			   &pgoff, &pos) < 3 ||
+		    !pos)
+			continue;
+		if ((uintptr_t)addr < lo || (uintptr_t)addr >= hi ||
+		    strncmp(line + pos, "/memfd:softverbs-arena", 22))
+			continue;
+		off = (long long)(pgoff + ((uintptr_t)addr & ~4095ul) - lo);
+	}
+	fclose(f);
+	return off;
+}
+
+/* An fd of this process's arena, found in /proc/self/fd. */
+static int arena_fd(void)
+{
+	char path[64], link[256];
+
+	for (int fd = 3; fd < 1024; fd++) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		if (!strncmp(link, "/memfd:softverbs-arena", 22))
+			return fd;
+	}
+	return -1;
+}
+
+/* rmem.c arena_span: MRs registered one after the other (QEMU's
+ * migration: 1 MiB chunks) are not one extent of the arena: each ends in
+ * a hole, so a deregistration's lseek(SEEK_HOLE) stops at its own end
+ * instead of walking every later MR's pages (quadratic). */
+SV_TEST(rmem_arena_hole_after_each_mr)
+{
+	enum { N = 4 };
+	size_t len = 64 * 4096;
+	struct ibv_mr *mr[N];
+	uint8_t *p[N];
+	struct sv_end e;
+	int fd;
+
+	open_ctx(&e);
+	for (int i = 0; i < N; i++) {
+		p[i] = map_anon(len);
+		sv_fill(p[i], len, (uint8_t)(i + 1));
+		mr[i] = ibv_reg_mr(e.pd, p[i], len, REMOTE_RW);
+		ASSERT_NOT_NULL(mr[i]);
+	}
+	fd = arena_fd();
+	ASSERT_GE(fd, 0);
+	for (int i = 0; i < N; i++) {
+		long long o = arena_off(p[i]);
+
+		ASSERT_GE(o, 0);
+		ASSERT_EQ(o, (long long)lseek(fd, o, SEEK_DATA));
+		ASSERT_EQ(o + (long long)len,
+			  (long long)lseek(fd, o, SEEK_HOLE));
+	}
+	for (int i = 0; i < N; i++) {
+		ASSERT_OK(ibv_dereg_mr(mr[i]));
+		ASSERT_EQ(-1, sv_check(p[i], len, (uint8_t)(i + 1)));
+		ASSERT_OK(munmap(p[i], len));
+	}
+	close_ctx(&e);
+}
+
 /* True if the system gives huge pages to memory that asks (THP). */
 static bool thp_on_madvise(void)
 {
