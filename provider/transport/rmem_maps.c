@@ -4,7 +4,7 @@
  * malloc: a fork child walks them too): whether it is private anonymous
  * memory, which rmem.c may re-back, and the pieces of a segment that
  * still map our arena, which it makes private again at deregistration
- * or snapshots before a fork.
+ * or snapshots before a fork; and which of them hold data (mincore).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -146,4 +146,43 @@ int sv_rmem_collect_pieces(const struct sv_rmem *rm, const struct sv_rseg *s,
 	c->s = s;
 	err = sv_maps_walk(s->b, s->e, collect_fn, c);
 	return err ? err : c->err;
+}
+
+/*
+ * rmem.c's copy back: which of the n pages at 'at' (mapped from the
+ * arena fd at off) hold data, held[i] set.  A page resident in the page
+ * cache (mincore) does; one that is not is a hole, or swapped out, which
+ * lseek(SEEK_DATA) tells
+ * apart (it returns the page itself if data, else where data starts
+ * again: the pages before that are holes too).  Not lseek(SEEK_HOLE)
+ * from each run: it walks the page cache to the next hole, and ranges
+ * registered one after the other are one extent of the arena (QEMU's
+ * migration registers 512 MRs of 1 MiB in a row; deregistering them
+ * walked every later one: 0.9 s of CPU after a 0.6 s migration of 512
+ * MiB, quadratic in the size).  If mincore fails, all pages count.
+ */
+void sv_rmem_pages_data(int fd, const uint8_t *at, uint64_t off, size_t n,
+			unsigned char *held)
+{
+	size_t pg = page_size();
+
+	if (mincore((void *)at, n * pg, held)) {
+		memset(held, 1, n);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		off_t o = (off_t)(off + i * pg), d;
+
+		if (held[i] & 1)
+			continue;
+		d = lseek(fd, o, SEEK_DATA);
+		if (d == o || (d < 0 && errno != ENXIO)) {
+			held[i] = 1; /* data, or cannot tell: copied */
+			continue;
+		}
+		/* a hole up to d (ENXIO: to the end) */
+		for (; i < n && (d < 0 || (off_t)(off + i * pg) < d); i++)
+			held[i] = 0;
+		i--;
+	}
 }

@@ -93,6 +93,10 @@ struct collect {
  * what malloc and mmap hand out, and no part of the calling thread's
  * stack. */
 bool sv_rmem_private_anon(uintptr_t b, uintptr_t e);
+/* rmem_maps.c: held[i] set if page i of the n at 'at', mapped from the
+ * arena fd at off, holds data (resident, or swapped out). */
+void sv_rmem_pages_data(int fd, const uint8_t *at, uint64_t off, size_t n,
+			unsigned char *held);
 /* rmem_maps.c: appends the pieces of s to *c (c->pc grows with realloc);
  * 0 or -errno. */
 int sv_rmem_collect_pieces(const struct sv_rmem *rm, const struct sv_rseg *s,

@@ -302,6 +302,93 @@ SV_TEST(rmem_rebacked_pages_populated_at_registration)
 	close_ctx(&e);
 }
 
+/* The arena offset of the page holding addr (its mapping's file offset),
+ * or -1 if addr is not on an arena. */
+static long long arena_off(const void *addr)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[1024];
+	long long off = -1;
+
+	ASSERT_NOT_NULL(f);
+	while (off < 0 && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, pgoff;
+		int pos = 0;
+
+		if (sscanf(line, "%lx-%lx %*4s %lx %*x:%*x %*u %n", &lo, &hi,
+			   &pgoff, &pos) < 3 ||
+		    !pos)
+			continue;
+		if ((uintptr_t)addr < lo || (uintptr_t)addr >= hi ||
+		    strncmp(line + pos, "/memfd:softverbs-arena", 22))
+			continue;
+		off = (long long)(pgoff + ((uintptr_t)addr & ~4095ul) - lo);
+	}
+	fclose(f);
+	return off;
+}
+
+/* lseek as the library calls it, recorded while armed: the furthest
+ * offset a call on an fd answered (how far the kernel looked). */
+static atomic_bool lseek_armed;
+static atomic_llong lseek_furthest;
+
+static off_t lseek_recorded(int fd, off_t off, int whence)
+{
+	off_t r = (off_t)syscall(SYS_lseek, fd, off, whence);
+
+	if (atomic_load(&lseek_armed) && r > atomic_load(&lseek_furthest))
+		atomic_store(&lseek_furthest, (long long)r);
+	return r;
+}
+
+off_t lseek(int fd, off_t off, int whence)
+{
+	return lseek_recorded(fd, off, whence);
+}
+
+off_t lseek64(int fd, off_t off, int whence)
+{
+	return lseek_recorded(fd, off, whence);
+}
+
+/* rmem.c copy_from_arena: MRs registered one after the other (QEMU's
+ * migration: 1 MiB chunks) lie back to back on the arena, one extent of
+ * data; deregistering one must not look past its own range (an
+ * lseek(SEEK_HOLE) from it walked every later MR's pages: quadratic). */
+SV_TEST(rmem_dereg_looks_at_its_range_only)
+{
+	enum { N = 4 };
+	size_t len = 64 * 4096;
+	struct ibv_mr *mr[N];
+	uint8_t *p[N];
+	struct sv_end e;
+	long long o0;
+
+	open_ctx(&e);
+	for (int i = 0; i < N; i++) {
+		p[i] = map_anon(len);
+		sv_fill(p[i], len, (uint8_t)(i + 1));
+		mr[i] = ibv_reg_mr(e.pd, p[i], len, REMOTE_RW);
+		ASSERT_NOT_NULL(mr[i]);
+	}
+	o0 = arena_off(p[0]);
+	ASSERT_GE(o0, 0);
+	atomic_store(&lseek_furthest, -1);
+	atomic_store(&lseek_armed, true);
+	ASSERT_OK(ibv_dereg_mr(mr[0]));
+	atomic_store(&lseek_armed, false);
+	ASSERT_TRUE(atomic_load(&lseek_furthest) <= o0 + (long long)len);
+	ASSERT_EQ(-1, sv_check(p[0], len, 1));
+	for (int i = 1; i < N; i++) {
+		ASSERT_OK(ibv_dereg_mr(mr[i]));
+		ASSERT_EQ(-1, sv_check(p[i], len, (uint8_t)(i + 1)));
+	}
+	for (int i = 0; i < N; i++)
+		ASSERT_OK(munmap(p[i], len));
+	close_ctx(&e);
+}
+
 /* True if the system gives huge pages to memory that asks (THP). */
 static bool thp_on_madvise(void)
 {
