@@ -1234,6 +1234,42 @@ print(t["roce_acks"], t["roce_acks_joined"])' 2>/dev/null)
 	else
 		echo "ok   ack_join: $joined of $acks ACKs left with the app's reply"
 	fi
+	# a stream's receiver (ib_send_bw's server) never replies: its ACKs
+	# wait and go alone, none counted joined
+	port=$((port + 1))
+	# shellcheck disable=SC2086
+	timeout 60 ip netns exec "$tag-a" $run ib_send_bw $SV -x "$ga" -m 1024 \
+		-s 65536 -n 1000000 -p $port >"$log/ajb.s" 2>&1 &
+	ajs=$!
+	listening a "$port"
+	# shellcheck disable=SC2086
+	timeout 60 ip netns exec "$tag-b" $run ib_send_bw $SV -x "$gb" -m 1024 \
+		-s 65536 -n 1000000 -p $port $A >"$log/ajb.c" 2>&1 &
+	ajc=$!
+	t=0
+	seen=""
+	while [ $t -lt 300 ]; do
+		rp=$(pid_in a ib_send_bw)
+		# shellcheck disable=SC2086
+		[ -n "$rp" ] &&
+			seen=$(ip netns exec "$tag-a" "$build/bin/softverbs-stat" --json "$rp" 2>/dev/null |
+				python3 -c 'import json,sys
+t=json.loads(sys.stdin.read())
+t=t[0]["total"] if isinstance(t,list) else t["contexts"][0]["total"]
+print(t["roce_acks"], t["roce_acks_joined"])' 2>/dev/null)
+		case "$seen" in [2-9][0-9][0-9]\ * | [0-9][0-9][0-9][0-9]*\ *) break ;; esac
+		t=$((t + 1))
+		sleep 0.1 # the table is refreshed every 250 ms
+	done
+	kill "$ajc" "$ajs" 2>/dev/null
+	wait "$ajc" "$ajs" 2>/dev/null
+	if [ -z "$seen" ] || [ "${seen% *}" -lt 200 ] || [ "${seen#* }" != 0 ]; then
+		echo "FAIL ack_join_stream: the receiver's ACKs sent, joined: '$seen' (want 200 or more, none joined)"
+		tail -n 3 "$log/ajb.c" "$log/ajb.s"
+		failed=1
+	else
+		echo "ok   ack_join_stream: ${seen% *} ACKs of a stream's receiver, none joined"
+	fi
 fi
 
 # The capture: on a's veth, while a pingpong, a read and an atomic run.

@@ -389,14 +389,17 @@ static void ack_out(struct sv_link *l, struct sv_roce *r)
 {
 	uint64_t ack =
 		atomic_load_explicit(&l->rx.hdr->ack, memory_order_acquire);
+	bool joined;
 
 	if (r->tp != SV_IB_RC || SV_ACK_SYN(ack) > SV_NAK_REM_OP ||
 	    (r->ack_sent_valid && ack == r->ack_sent) || /* UC: none */
 	    ack_waits(l, r, ack))
 		return;
+	/* it waited, and goes with datagrams of ours (before it is one) */
+	joined = r->ack_owed_ns && with_others(l, r);
 	if (!sv_roce_answered_by_response(r, ack) && !sv_roce_send_ack(l, ack))
 		return;
-	if (r->ack_owed_ns && with_others(l, r))
+	if (joined)
 		roce_count(r, roce_acks_joined);
 	r->ack_sent = ack;
 	r->ack_sent_valid = true;
