@@ -197,31 +197,28 @@ static uint32_t zeros_op(uint32_t n)
  * zeros that stand for the rest, that is: the 26 header bytes after the
  * ID and the n - 4 bytes of the packet before its ICRC. */
 static bool icrc_of_id(uint32_t icrc, uint32_t good_id0, size_t n,
-		       uint32_t span)
+		       uint32_t span, struct sv_roce_idmemo *memo)
 {
-	/* what IDs 1, 2, 4... do at the last length seen: a train's
-	 * packets have one length */
-	static __thread struct {
-		size_t n;
-		uint32_t d[6];
-	} memo;
+	struct sv_roce_idmemo own = {0};
 	uint32_t diff = icrc ^ good_id0, x = 0;
 
+	if (!memo)
+		memo = &own;
 	span = span > 64 ? 64 : 1u << (31 - __builtin_clz(span)); /* 2^m */
-	if (memo.n != n) {
+	if (memo->n != n) {
 		uint32_t shift = zeros_op((uint32_t)n + 18);
 
 		for (int i = 0; i < 6; i++) {
 			uint32_t b = 1u << i, c = crc_tab[0][0];
 
 			c = crc_tab[0][(c ^ b) & 0xff] ^ (c >> 8);
-			memo.d[i] = gf2_mul(c, shift);
+			memo->d[i] = gf2_mul(c, shift);
 		}
-		memo.n = n;
+		memo->n = n;
 	}
 	/* k in Gray-code order: one XOR a step */
 	for (uint32_t k = 1; k < span; k++) {
-		x ^= memo.d[__builtin_ctz(k)];
+		x ^= memo->d[__builtin_ctz(k)];
 		if (x == diff)
 			return true;
 	}
@@ -586,7 +583,7 @@ enum sv_roce_verdict sv_roce_parse(const uint8_t *b, size_t n,
 
 		if (good != k.icrc &&
 		    !(ip->id_span > 1 && !ip->ip_id && sv_roce_ip_is_v4(ip) &&
-		      icrc_of_id(k.icrc, good, n, ip->id_span)))
+		      icrc_of_id(k.icrc, good, n, ip->id_span, ip->memo)))
 			return SV_ROCE_ICRC_BAD;
 	}
 	if (b[1] & 0x0f)

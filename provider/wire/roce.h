@@ -162,6 +162,14 @@ struct sv_roce_pkt {
  * the addresses and ports, it says what an unconnected UDP socket with
  * IP_PMTUDISC_DO sends: DF set, ID 0.
  */
+/* What IPv4 IDs 1, 2, 4 ... 32 change in the ICRC of a datagram of n
+ * bytes (sv_roce_parse with id_span): kept by a receiver, so that a
+ * train's packets, of one length, cost it one computation. */
+struct sv_roce_idmemo {
+	size_t n;
+	uint32_t d[6];
+};
+
 struct sv_roce_ip {
 	uint8_t src[16], dst[16]; /* IPv4-mapped (::ffff:a.b.c.d): IPv4 */
 	uint16_t sport, dport;	  /* dport 0 means SV_ROCE_PORT */
@@ -172,6 +180,7 @@ struct sv_roce_ip {
 	 * and a receiver cannot know which segment it holds.  Accepting 64 IDs
 	 * costs the check 6 of its 32 bits against damage. */
 	uint8_t id_span;
+	struct sv_roce_idmemo *memo; /* ... its memo, NULL: none */
 	bool no_df;  /* IPv4: DF clear (a fragmentable packet) */
 	uint8_t ttl; /* 0: 64; not covered (framing only) */
 };

@@ -378,6 +378,7 @@ SV_TEST(icrc_takes_the_ids_of_a_gso_run)
 {
 	static uint8_t payload[4096];
 	uint32_t lens[] = {0, 1, 5, 1024, 1023, 4096};
+	struct sv_roce_idmemo memo = {0}; /* one, across lengths */
 
 	for (uint32_t i = 0; i < sizeof(payload); i++)
 		payload[i] = (uint8_t)rnd();
@@ -394,6 +395,7 @@ SV_TEST(icrc_takes_the_ids_of_a_gso_run)
 		int n;
 
 		rx.id_span = 64;
+		rx.memo = l % 2 ? &memo : NULL; /* with a memo, and without */
 		for (uint32_t id = 0; id < 70; id++) {
 			ip.ip_id = (uint16_t)id;
 			n = sv_roce_build(buf, sizeof(buf), &p, &ip);

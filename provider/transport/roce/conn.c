@@ -103,6 +103,7 @@ static int open_sockets(struct sv_roce *r, const union sv_sockaddr *src,
 	r->rip.sport = sport;
 	r->rip.dport = SV_ROCE_PORT;
 	r->rip.id_span = 64; /* a peer's GSO runs (roce.h) */
+	r->rip.memo = &r->idmemo;
 	return 0;
 }
 

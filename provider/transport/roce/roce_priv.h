@@ -58,6 +58,7 @@ struct sv_roce {
 	union sv_sockaddr dst;	   /* the peer's address, port 4791 */
 	struct sv_roce_ip ip;	   /* what our packets' ICRC covers */
 	struct sv_roce_ip rip;	   /* the peer's, with IP ID 0 */
+	struct sv_roce_idmemo idmemo; /* rip's (id_span) */
 	uint32_t my_qpn, peer_qpn, mtu;
 	uint8_t tp;		    /* SV_IB_RC, or SV_IB_UC: no ACKs */
 	uint32_t tx_done;	    /* packets of the tx head record sent */
