@@ -68,11 +68,10 @@ static uint32_t le32(const uint8_t *p)
 
 /* The tables exist: sv_roce_icrc_start, which every ICRC begins with,
  * made them. */
-uint32_t sv_roce_crc_tables(uint32_t crc, const void *buf, size_t n)
+static uint32_t crc_tables(uint32_t crc, const void *buf, size_t n)
 {
 	const uint8_t *p = buf;
 
-	pthread_once(&crc_once, crc_init);
 	for (; n >= 8; n -= 8, p += 8) {
 		uint32_t a = crc ^ le32(p), b = le32(p + 4);
 
@@ -163,7 +162,13 @@ uint32_t sv_roce_icrc_add(uint32_t crc, const void *buf, size_t n)
 		n -= m;
 	}
 #endif
-	return sv_roce_crc_tables(crc, buf, n);
+	return crc_tables(crc, buf, n);
+}
+
+uint32_t sv_roce_crc_tables(uint32_t crc, const void *buf, size_t n)
+{
+	pthread_once(&crc_once, crc_init);
+	return crc_tables(crc, buf, n);
 }
 
 /* a * b modulo the CRC's polynomial, both reflected (bit 31 is x^0) */
@@ -194,8 +199,9 @@ static uint32_t zeros_op(uint32_t n)
  * in [1, span), of an n-byte UDP payload (ICRC included).  The ICRC is
  * affine in the bytes it covers: with ID k, it differs from ID 0's by
  * the CRC (register 0, no inversions) of k's two bytes followed by the
- * zeros that stand for the rest, that is: the 26 header bytes after the
- * ID and the n - 4 bytes of the packet before its ICRC. */
+ * zeros that stand for the rest: the 22 bytes of the IPv4 and UDP
+ * headers after the ID and the n - 4 bytes of the packet before its
+ * ICRC.  k < 256: its first byte is 0, which leaves register 0 at 0. */
 static bool icrc_of_id(uint32_t icrc, uint32_t good_id0, size_t n,
 		       uint32_t span, struct sv_roce_idmemo *memo)
 {
@@ -208,12 +214,8 @@ static bool icrc_of_id(uint32_t icrc, uint32_t good_id0, size_t n,
 	if (memo->n != n) {
 		uint32_t shift = zeros_op((uint32_t)n + 18);
 
-		for (int i = 0; i < 6; i++) {
-			uint32_t b = 1u << i, c = crc_tab[0][0];
-
-			c = crc_tab[0][(c ^ b) & 0xff] ^ (c >> 8);
-			memo->d[i] = gf2_mul(c, shift);
-		}
+		for (int i = 0; i < 6; i++)
+			memo->d[i] = gf2_mul(crc_tab[0][1u << i], shift);
 		memo->n = n;
 	}
 	/* k in Gray-code order: one XOR a step */

@@ -1191,39 +1191,51 @@ if want rdma_cm_pass_hostile; then
 	fi
 fi
 
-# ack_join: in a ping-pong (ib_send_lat 8 B) the responder's ACK waits
-# for the reply the app posts at once and leaves in its system call
-# (roce/out.c ack_waits; softverbs-stat roce_acks_joined).  Read from
-# the running client once it sent 2,000 ACKs: at least one in ten joined
-# (0 without the wait; 40-90 % here, less when the two share a CPU).
-if want ack_join && command -v ib_send_lat >/dev/null; then
-	port=$((port + 1))
+# acks_of NS MIN PROG ARGS...: PROG ARGS runs as server in a and client
+# in b (endless) on $port; once PROG in NS sent MIN ACKs (30 s at most),
+# prints its softverbs-stat "roce_acks roce_acks_joined", and both end.
+# (In $(...): the caller moves port on.)
+acks_of() {
+	ns=$1 min=$2
+	shift 2
 	# shellcheck disable=SC2086
-	timeout 60 ip netns exec "$tag-a" $run ib_send_lat $SV -x "$ga" -m 1024 \
-		-s 8 -n 1000000 -p $port >"$log/aj.s" 2>&1 &
+	timeout 60 ip netns exec "$tag-a" $run "$@" -x "$ga" -p $port \
+		>"$log/aj.s" 2>&1 &
 	ajs=$!
 	listening a "$port"
 	# shellcheck disable=SC2086
-	timeout 60 ip netns exec "$tag-b" $run ib_send_lat $SV -x "$gb" -m 1024 \
-		-s 8 -n 1000000 -p $port $A >"$log/aj.c" 2>&1 &
+	timeout 60 ip netns exec "$tag-b" $run "$@" -x "$gb" -p $port $A \
+		>"$log/aj.c" 2>&1 &
 	ajc=$!
 	t=0
 	seen=""
 	while [ $t -lt 300 ]; do
-		rp=$(pid_in b ib_send_lat)
-		# shellcheck disable=SC2086
+		rp=$(pid_in "$ns" "$1")
 		[ -n "$rp" ] &&
-			seen=$(ip netns exec "$tag-b" "$build/bin/softverbs-stat" --json "$rp" 2>/dev/null |
+			seen=$(ip netns exec "$tag-$ns" "$build/bin/softverbs-stat" --json "$rp" 2>/dev/null |
 				python3 -c 'import json,sys
 t=json.loads(sys.stdin.read())
 t=t[0]["total"] if isinstance(t,list) else t["contexts"][0]["total"]
 print(t["roce_acks"], t["roce_acks_joined"])' 2>/dev/null)
-		case "$seen" in [2-9][0-9][0-9][0-9]\ * | [0-9][0-9][0-9][0-9][0-9]*\ *) break ;; esac
+		[ -n "$seen" ] && [ "${seen% *}" -ge "$min" ] && break
 		t=$((t + 1))
 		sleep 0.1 # the table is refreshed every 250 ms
 	done
 	kill "$ajc" "$ajs" 2>/dev/null
 	wait "$ajc" "$ajs" 2>/dev/null
+	echo "$seen"
+}
+
+# ack_join: in a ping-pong (ib_send_lat 8 B) the responder's ACK waits
+# for the reply the app posts at once and leaves in its system call
+# (roce/out.c ack_waits; softverbs-stat roce_acks_joined).  Read from
+# the running client once it sent 2,000 ACKs: at least one in ten joined
+# (0 without the wait; 40-90 % here, less when the two share a CPU).
+# ack_join_stream: a stream's receiver (ib_send_bw's server) never
+# replies: its ACKs wait and go alone, none counted joined.
+if want ack_join && command -v ib_send_lat >/dev/null; then
+	port=$((port + 1))
+	seen=$(acks_of b 2000 ib_send_lat $SV -m 1024 -s 8 -n 1000000)
 	acks=${seen% *}
 	joined=${seen#* }
 	if [ -z "$seen" ] || [ "${acks:-0}" -lt 2000 ] ||
@@ -1234,38 +1246,11 @@ print(t["roce_acks"], t["roce_acks_joined"])' 2>/dev/null)
 	else
 		echo "ok   ack_join: $joined of $acks ACKs left with the app's reply"
 	fi
-	# a stream's receiver (ib_send_bw's server) never replies: its ACKs
-	# wait and go alone, none counted joined
 	port=$((port + 1))
-	# shellcheck disable=SC2086
-	timeout 60 ip netns exec "$tag-a" $run ib_send_bw $SV -x "$ga" -m 1024 \
-		-s 65536 -n 1000000 -p $port >"$log/ajb.s" 2>&1 &
-	ajs=$!
-	listening a "$port"
-	# shellcheck disable=SC2086
-	timeout 60 ip netns exec "$tag-b" $run ib_send_bw $SV -x "$gb" -m 1024 \
-		-s 65536 -n 1000000 -p $port $A >"$log/ajb.c" 2>&1 &
-	ajc=$!
-	t=0
-	seen=""
-	while [ $t -lt 300 ]; do
-		rp=$(pid_in a ib_send_bw)
-		# shellcheck disable=SC2086
-		[ -n "$rp" ] &&
-			seen=$(ip netns exec "$tag-a" "$build/bin/softverbs-stat" --json "$rp" 2>/dev/null |
-				python3 -c 'import json,sys
-t=json.loads(sys.stdin.read())
-t=t[0]["total"] if isinstance(t,list) else t["contexts"][0]["total"]
-print(t["roce_acks"], t["roce_acks_joined"])' 2>/dev/null)
-		case "$seen" in [2-9][0-9][0-9]\ * | [0-9][0-9][0-9][0-9]*\ *) break ;; esac
-		t=$((t + 1))
-		sleep 0.1 # the table is refreshed every 250 ms
-	done
-	kill "$ajc" "$ajs" 2>/dev/null
-	wait "$ajc" "$ajs" 2>/dev/null
+	seen=$(acks_of a 200 ib_send_bw $SV -m 1024 -s 65536 -n 1000000)
 	if [ -z "$seen" ] || [ "${seen% *}" -lt 200 ] || [ "${seen#* }" != 0 ]; then
 		echo "FAIL ack_join_stream: the receiver's ACKs sent, joined: '$seen' (want 200 or more, none joined)"
-		tail -n 3 "$log/ajb.c" "$log/ajb.s"
+		tail -n 3 "$log/aj.c" "$log/aj.s"
 		failed=1
 	else
 		echo "ok   ack_join_stream: ${seen% *} ACKs of a stream's receiver, none joined"

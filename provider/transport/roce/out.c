@@ -134,18 +134,19 @@ bool sv_roce_push(struct sv_roce *r)
 	return true;
 }
 
-/* The place in the queue's last run of a datagram of len bytes queued
- * now, 0 if it starts a run: a run's datagrams but its last have one
+/* The place in the queue's last run of p's datagram queued now, 0 if
+ * it starts a run: a run's datagrams but its last have one
  * length, and it fits one UDP datagram of at most UDP_MAX_SEGMENTS. */
-static uint8_t run_place(const struct sv_roce *r, uint32_t len)
+static uint8_t run_place(const struct sv_roce *r, const struct sv_roce_pkt *p)
 {
-	uint32_t i = r->ocount, k, seg;
+	uint32_t i = r->ocount, k, seg, len;
 
-	if (!r->gso || i == r->ohead || !len)
+	if (!r->gso || i == r->ohead)
 		return 0;
 	k = r->oseg[i - 1] + 1u;
 	seg = r->olen[i - k];
-	if (r->olen[i - 1] != seg || len > seg || k >= 64 ||
+	len = sv_roce_pkt_len(p);
+	if (!len || r->olen[i - 1] != seg || len > seg || k >= 64 ||
 	    (k + 1) * seg > GSO_MAX_BYTES)
 		return 0;
 	return (uint8_t)k;
@@ -157,7 +158,7 @@ bool sv_roce_send(struct sv_roce *r, const struct sv_roce_pkt *p)
 
 	if (r->ocount == SV_ROCE_BATCH && !sv_roce_push(r))
 		return false;
-	r->oseg[r->ocount] = run_place(r, sv_roce_pkt_len(p));
+	r->oseg[r->ocount] = run_place(r, p);
 	r->ip.ip_id = r->oseg[r->ocount]; /* what the kernel will write */
 	n = sv_roce_build(r->obuf + (size_t)r->ocount * r->oslot, r->oslot, p,
 			  &r->ip);
@@ -343,6 +344,13 @@ static void put_ring(struct sv_link *l, struct sv_ring *g, uint32_t *done)
 		       r->my_qpn);
 }
 
+/* Datagrams of ours go in this flush: queued, or in our rings. */
+static bool with_others(struct sv_link *l, const struct sv_roce *r)
+{
+	return r->ocount > r->ohead || sv_ring_ready(&l->tx) ||
+	       sv_ring_ready(&l->rsp_tx);
+}
+
 /*
  * Whether our new ACK, a plain one alone in this flush, waits for the
  * reply a ping-pong's app posts at once: while the app's polls run the
@@ -354,13 +362,6 @@ static void put_ring(struct sv_link *l, struct sv_ring *g, uint32_t *done)
  * next poll or, when the polls stop, the progress thread (sv_roce_owed).
  * A NAK, an RNR NAK, or an ACK with anything else to send never waits.
  */
-/* Datagrams of ours go in this flush: queued, or in our rings. */
-static bool with_others(struct sv_link *l, const struct sv_roce *r)
-{
-	return r->ocount > r->ohead || sv_ring_ready(&l->tx) ||
-	       sv_ring_ready(&l->rsp_tx);
-}
-
 static bool ack_waits(struct sv_link *l, struct sv_roce *r, uint64_t ack)
 {
 	uint64_t now;
@@ -378,9 +379,9 @@ bool sv_roce_owed(const struct sv_link *l, uint64_t now)
 {
 	const struct sv_roce *r = sv_roce_of(l);
 
+	/* (now UINT64_MAX: whatever waits) */
 	return r && r->ack_owed_ns &&
-	       (now == UINT64_MAX ||
-		now - r->ack_owed_ns >= SV_ROCE_ACK_DELAY_NS);
+	       now - r->ack_owed_ns >= SV_ROCE_ACK_DELAY_NS;
 }
 
 /* Our ACK word out when it changed and need not wait (ack_waits); if

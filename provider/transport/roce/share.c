@@ -127,16 +127,18 @@ static int recv_gro(struct sv_roce *r)
 				if (g > 0 && (uint32_t)g < len)
 					seg = (uint32_t)g;
 			}
-		if (h->msg_flags & MSG_TRUNC) { /* none of ours: too long */
-			r->iptr[k] = d;
-			r->ilen[k++] = r->islot + 1;
-			continue;
-		}
-		if (seg < len)
+		if (h->msg_flags & MSG_TRUNC)
+			seg = len = r->islot + 1; /* none of ours: too long */
+		else if (seg < len)
 			roce_count(r, roce_gro_reads);
-		/* the kernel bundles at most 64: more is a bug, not data */
-		for (uint32_t off = 0; off < len && k < SV_ROCE_RX_SEGS;
-		     off += seg) {
+		/* GRO bundles 64 at most, but another process's GSO message
+		 * reaches us whole through a veth (up to UDP_MAX_SEGMENTS,
+		 * 128 in newer kernels): what finds no room is lost */
+		for (uint32_t off = 0; off < len; off += seg) {
+			if (k == SV_ROCE_RX_SEGS) {
+				roce_count(r, roce_drop_full);
+				continue;
+			}
 			r->iptr[k] = d + off;
 			r->ilen[k++] = len - off < seg ? len - off : seg;
 		}
