@@ -274,8 +274,6 @@ int sv_ring_peek(struct sv_ring *r, struct sv_pkt *pkt, const uint8_t **payload)
 
 void sv_ring_consume(struct sv_ring *r)
 {
-	r->tail += r->cur_rec;
-	r->cur_rec = 0;
-	/* release: we are done reading the record before the sender reuses */
-	atomic_store_explicit(&r->hdr->tail, r->tail, memory_order_release);
+	sv_ring_skip(r);
+	sv_ring_release_skipped(r);
 }

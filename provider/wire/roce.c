@@ -86,46 +86,25 @@ static uint32_t crc_tables(uint32_t crc, const void *buf, size_t n)
 }
 
 #if defined(__x86_64__)
-/*
- * The same CRC by carry-less multiplication (Gopal et al., "Fast CRC
- * Computation for Generic Polynomials Using PCLMULQDQ", Intel, 2009):
- * four 128-bit lanes fold forward 64 bytes at a time, fold into one,
- * then 128 bits reduce to 32 (a fold and a Barrett reduction).  The
- * constants are x^k mod P for the reflected polynomial at the distances
- * each fold spans, and P and floor(x^64 / P) for Barrett.  n >= 64 and
- * a multiple of 16.  A 1 KiB payload takes about a tenth of the tables'
- * time, on both sides of every RoCE packet.
- */
-__attribute__((target("pclmul,sse4.1"))) static uint32_t
-crc_clmul(uint32_t crc, const uint8_t *p, size_t n)
-{
-	const __m128i k1k2 = _mm_set_epi64x(0x1c6e41596, 0x154442bd4);
-	const __m128i k3k4 = _mm_set_epi64x(0x0ccaa009e, 0x1751997d0);
-	const __m128i k5 = _mm_set_epi64x(0, 0x163cd6124);
-	const __m128i pu = _mm_set_epi64x(0x1f7011641, 0x1db710641);
-	const __m128i low32 = _mm_set_epi32(0, 0, 0, -1);
-	__m128i x1 = _mm_loadu_si128((const __m128i *)p),
-		x2 = _mm_loadu_si128((const __m128i *)(p + 16)),
-		x3 = _mm_loadu_si128((const __m128i *)(p + 32)),
-		x4 = _mm_loadu_si128((const __m128i *)(p + 48)), t;
-
+#define CRC_TARGET "pclmul,sse4.1"
 #define FOLD(x, k, next)                                                \
 	(_mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00),  \
 				     _mm_clmulepi64_si128(x, k, 0x11)), \
 		       next))
-	x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)crc));
-	for (p += 64, n -= 64; n >= 64; p += 64, n -= 64) {
-		x1 = FOLD(x1, k1k2, _mm_loadu_si128((const __m128i *)p));
-		x2 = FOLD(x2, k1k2, _mm_loadu_si128((const __m128i *)(p + 16)));
-		x3 = FOLD(x3, k1k2, _mm_loadu_si128((const __m128i *)(p + 32)));
-		x4 = FOLD(x4, k1k2, _mm_loadu_si128((const __m128i *)(p + 48)));
-	}
-	x1 = FOLD(x1, k3k4, x2);
-	x1 = FOLD(x1, k3k4, x3);
-	x1 = FOLD(x1, k3k4, x4);
+
+/* The register x1, 16 bytes folded so far, on through n more (a
+ * multiple of 16), then reduced to the CRC. */
+__attribute__((target(CRC_TARGET))) static inline uint32_t
+crc_fold_end(__m128i x1, const uint8_t *p, size_t n)
+{
+	const __m128i k3k4 = _mm_set_epi64x(0x0ccaa009e, 0x1751997d0);
+	const __m128i k5 = _mm_set_epi64x(0, 0x163cd6124);
+	const __m128i pu = _mm_set_epi64x(0x1f7011641, 0x1db710641);
+	const __m128i low32 = _mm_set_epi32(0, 0, 0, -1);
+	__m128i t;
+
 	for (; n >= 16; p += 16, n -= 16)
 		x1 = FOLD(x1, k3k4, _mm_loadu_si128((const __m128i *)p));
-#undef FOLD
 	/* 128 bits to 64 (the low half times x^(64+32) mod P), then to 32 */
 	x1 = _mm_xor_si128(_mm_clmulepi64_si128(k3k4, x1, 0x01),
 			   _mm_srli_si128(x1, 8));
@@ -140,6 +119,93 @@ crc_clmul(uint32_t crc, const uint8_t *p, size_t n)
 	return (uint32_t)_mm_extract_epi32(x1, 1);
 }
 
+/*
+ * The same CRC by carry-less multiplication (Gopal et al., "Fast CRC
+ * Computation for Generic Polynomials Using PCLMULQDQ", Intel, 2009):
+ * four 128-bit lanes fold forward 64 bytes at a time, fold into one,
+ * then 128 bits reduce to 32 (a fold and a Barrett reduction).  A fold
+ * across d bits multiplies the low 64 bits by x^(d+32) mod P and the
+ * high by x^(d-32) mod P (reflected, shifted left one); Barrett uses P
+ * and floor(x^64 / P).  n >= 64 and a multiple of 16.  A 1 KiB payload
+ * takes about a tenth of the tables' time, on both sides of every RoCE
+ * packet.
+ */
+__attribute__((target(CRC_TARGET))) static uint32_t
+crc_clmul(uint32_t crc, const uint8_t *p, size_t n)
+{
+	const __m128i k1k2 = _mm_set_epi64x(0x1c6e41596, 0x154442bd4);
+	const __m128i k3k4 = _mm_set_epi64x(0x0ccaa009e, 0x1751997d0);
+	__m128i x1 = _mm_loadu_si128((const __m128i *)p),
+		x2 = _mm_loadu_si128((const __m128i *)(p + 16)),
+		x3 = _mm_loadu_si128((const __m128i *)(p + 32)),
+		x4 = _mm_loadu_si128((const __m128i *)(p + 48));
+
+	x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)crc));
+	for (p += 64, n -= 64; n >= 64; p += 64, n -= 64) {
+		x1 = FOLD(x1, k1k2, _mm_loadu_si128((const __m128i *)p));
+		x2 = FOLD(x2, k1k2, _mm_loadu_si128((const __m128i *)(p + 16)));
+		x3 = FOLD(x3, k1k2, _mm_loadu_si128((const __m128i *)(p + 32)));
+		x4 = FOLD(x4, k1k2, _mm_loadu_si128((const __m128i *)(p + 48)));
+	}
+	x1 = FOLD(x1, k3k4, x2);
+	x1 = FOLD(x1, k3k4, x3);
+	x1 = FOLD(x1, k3k4, x4);
+	return crc_fold_end(x1, p, n);
+}
+
+#define VCRC_TARGET "avx512f,avx512bw,vpclmulqdq,pclmul,sse4.1"
+#define VFOLD(x, k, next)                                                     \
+	_mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(x, k, 0x00),       \
+				  _mm512_clmulepi64_epi128(x, k, 0x11), next, \
+				  0x96)
+
+/*
+ * The same with VPCLMULQDQ: sixteen 128-bit lanes in four 512-bit
+ * registers fold forward 256 bytes at a time (d = 2048), the four
+ * registers fold into one (d = 512), its lanes into one (d = 384, 256,
+ * 128), and crc_fold_end goes on.  n >= 256 and a multiple of 16: about
+ * three times crc_clmul's speed at 1 KiB.
+ */
+__attribute__((target(VCRC_TARGET))) static uint32_t
+crc_vclmul(uint32_t crc, const uint8_t *p, size_t n)
+{
+	const __m512i k2048 = _mm512_broadcast_i32x4(
+		_mm_set_epi64x(0x1322d1430, 0x11542778a));
+	const __m512i k512 = _mm512_broadcast_i32x4(
+		_mm_set_epi64x(0x1c6e41596, 0x154442bd4));
+	/* lane j of the last register to lane 3: d = 384, 256, 128, none */
+	const __m512i klanes =
+		_mm512_set_epi64(0, 0, 0x0ccaa009e, 0x1751997d0, 0x15a546366,
+				 0x0f1da05aa, 0x174359406, 0x03db1ecdc);
+	__m512i x0 = _mm512_xor_si512(
+			_mm512_loadu_si512(p),
+			_mm512_zextsi128_si512(_mm_cvtsi32_si128((int)crc))),
+		x1 = _mm512_loadu_si512(p + 64),
+		x2 = _mm512_loadu_si512(p + 128),
+		x3 = _mm512_loadu_si512(p + 192), t;
+	__m128i x;
+
+	for (p += 256, n -= 256; n >= 256; p += 256, n -= 256) {
+		x0 = VFOLD(x0, k2048, _mm512_loadu_si512(p));
+		x1 = VFOLD(x1, k2048, _mm512_loadu_si512(p + 64));
+		x2 = VFOLD(x2, k2048, _mm512_loadu_si512(p + 128));
+		x3 = VFOLD(x3, k2048, _mm512_loadu_si512(p + 192));
+	}
+	x1 = VFOLD(x0, k512, x1);
+	x2 = VFOLD(x1, k512, x2);
+	x3 = VFOLD(x2, k512, x3);
+	for (; n >= 64; p += 64, n -= 64)
+		x3 = VFOLD(x3, k512, _mm512_loadu_si512(p));
+	t = VFOLD(x3, klanes, _mm512_maskz_mov_epi64(0xc0, x3));
+	x = _mm_xor_si128(_mm_xor_si128(_mm512_extracti32x4_epi32(t, 0),
+					_mm512_extracti32x4_epi32(t, 1)),
+			  _mm_xor_si128(_mm512_extracti32x4_epi32(t, 2),
+					_mm512_extracti32x4_epi32(t, 3)));
+	return crc_fold_end(x, p, n);
+}
+#undef VFOLD
+#undef FOLD
+
 static bool have_clmul(void)
 {
 	static int have = -1;
@@ -147,6 +213,17 @@ static bool have_clmul(void)
 	if (have < 0)
 		have = __builtin_cpu_supports("pclmul") &&
 		       __builtin_cpu_supports("sse4.1");
+	return have;
+}
+
+static bool have_vclmul(void)
+{
+	static int have = -1;
+
+	if (have < 0)
+		have = have_clmul() && __builtin_cpu_supports("avx512f") &&
+		       __builtin_cpu_supports("avx512bw") &&
+		       __builtin_cpu_supports("vpclmulqdq");
 	return have;
 }
 #endif
@@ -157,7 +234,8 @@ uint32_t sv_roce_icrc_add(uint32_t crc, const void *buf, size_t n)
 	if (n >= 64 && have_clmul()) {
 		size_t m = n & ~(size_t)15;
 
-		crc = crc_clmul(crc, buf, m);
+		crc = m >= 256 && have_vclmul() ? crc_vclmul(crc, buf, m)
+						: crc_clmul(crc, buf, m);
 		buf = (const uint8_t *)buf + m;
 		n -= m;
 	}
@@ -386,13 +464,13 @@ uint16_t sv_roce_udp6_csum(const uint8_t *ip6, uint32_t payload_len)
 
 /* -- the ICRC ------------------------------------------------------- */
 
-uint32_t sv_roce_icrc_start(const struct sv_roce_ip *ip, const uint8_t *hdr,
-			    uint32_t hlen, uint32_t payload_len)
+/* The ICRC's register after the masked IP and UDP headers of a datagram
+ * of payload_len bytes over ip (the tables exist). */
+static uint32_t icrc_ip_udp(const struct sv_roce_ip *ip, uint32_t payload_len)
 {
-	uint8_t m[SV_ROCE_IP6_UDP + SV_ROCE_BTH];
+	uint8_t m[SV_ROCE_IP6_UDP];
 	uint32_t n;
 
-	pthread_once(&crc_once, crc_init);
 	n = sv_roce_ip_udp_put(m, ip, payload_len);
 	/* A17.3.3: what routers may change is ones */
 	if (n == SV_ROCE_IP4_UDP) {
@@ -405,13 +483,36 @@ uint32_t sv_roce_icrc_start(const struct sv_roce_ip *ip, const uint8_t *hdr,
 		m[7] = 0xff;		   /* hop limit */
 	}
 	m[n - 2] = m[n - 1] = 0xff; /* UDP checksum */
-	memcpy(m + n, hdr, SV_ROCE_BTH);
-	m[n + 4] = 0xff; /* BTH resv8a: FECN, BECN */
 	/* 0xdebb20e3: the register after the LRH's 8 bytes of ones that
 	 * RoCEv2 does not have but IBA's ICRC began with */
-	return sv_roce_icrc_add(
-		sv_roce_icrc_add(0xdebb20e3u, m, n + SV_ROCE_BTH),
-		hdr + SV_ROCE_BTH, hlen - SV_ROCE_BTH);
+	return crc_tables(0xdebb20e3u, m, n);
+}
+
+uint32_t sv_roce_icrc_start(const struct sv_roce_ip *ip, const uint8_t *hdr,
+			    uint32_t hlen, uint32_t payload_len)
+{
+	struct sv_roce_hdrmemo *memo = ip->hmemo;
+	uint8_t bth[SV_ROCE_BTH];
+	uint32_t crc;
+
+	pthread_once(&crc_once, crc_init);
+	if (memo) {
+		uint64_t key =
+			1ull << 32 | (uint64_t)payload_len << 16 | ip->ip_id;
+		uint32_t k = (payload_len * 7u + ip->ip_id) % SV_ROCE_HDRMEMO;
+
+		if (memo->key[k] != key) {
+			memo->crc[k] = icrc_ip_udp(ip, payload_len);
+			memo->key[k] = key;
+		}
+		crc = memo->crc[k];
+	} else {
+		crc = icrc_ip_udp(ip, payload_len);
+	}
+	memcpy(bth, hdr, SV_ROCE_BTH);
+	bth[4] = 0xff; /* BTH resv8a: FECN, BECN */
+	crc = crc_tables(crc, bth, SV_ROCE_BTH);
+	return sv_roce_icrc_add(crc, hdr + SV_ROCE_BTH, hlen - SV_ROCE_BTH);
 }
 
 /* -- encode --------------------------------------------------------- */
@@ -482,6 +583,38 @@ uint32_t sv_roce_pkt_len(const struct sv_roce_pkt *p)
 	if (!m || (p->len && !(m & SV_RH_PAYLOAD)) || p->len > SV_ROCE_MAX_PMTU)
 		return 0;
 	return sv_roce_hdr_len(m) + p->len + (-p->len & 3) + SV_ROCE_ICRC;
+}
+
+/* The ICRC of a datagram of headers hdr, payload and pad zeros. */
+static uint32_t icrc_parts(const struct sv_roce_ip *ip, const uint8_t *hdr,
+			   uint32_t hlen, const uint8_t *payload, uint32_t len)
+{
+	static const uint8_t zeros[4];
+	uint32_t pad = -len & 3;
+	uint32_t crc = sv_roce_icrc_start(ip, hdr, hlen,
+					  hlen + len + pad + SV_ROCE_ICRC);
+
+	crc = sv_roce_icrc_add(crc, payload, len);
+	return sv_roce_icrc_end(sv_roce_icrc_add(crc, zeros, pad));
+}
+
+int sv_roce_build_split(uint8_t *out, size_t cap, const struct sv_roce_pkt *p,
+			const struct sv_roce_ip *ip, uint32_t *hlen)
+{
+	uint32_t m = sv_roce_op_mask(p->opcode), h, pad;
+
+	if (!m || (p->len && !(m & SV_RH_PAYLOAD)) || p->len > SV_ROCE_MAX_PMTU)
+		return -EINVAL;
+	h = sv_roce_hdr_len(m);
+	pad = -p->len & 3;
+	if (h + pad + SV_ROCE_ICRC > cap)
+		return -ENOSPC;
+	sv_roce_hdr_put(out, p);
+	memset(out + h, 0, pad);
+	sv_roce_icrc_put(out + h + pad,
+			 icrc_parts(ip, out, h, p->payload, p->len));
+	*hlen = h;
+	return (int)(h + p->len + pad + SV_ROCE_ICRC);
 }
 
 int sv_roce_build(uint8_t *out, size_t cap, const struct sv_roce_pkt *p,
@@ -564,6 +697,13 @@ void sv_roce_reseal(uint8_t *b, size_t n, const struct sv_roce_ip *ip)
 {
 	if (n >= SV_ROCE_BTH + SV_ROCE_ICRC)
 		sv_roce_icrc_put(b + n - SV_ROCE_ICRC, icrc_of(b, n, ip));
+}
+
+void sv_roce_reseal_split(uint8_t *hdr, uint32_t hlen, const uint8_t *payload,
+			  uint32_t len, const struct sv_roce_ip *ip)
+{
+	sv_roce_icrc_put(hdr + hlen + (-len & 3),
+			 icrc_parts(ip, hdr, hlen, payload, len));
 }
 
 enum sv_roce_verdict sv_roce_parse(const uint8_t *b, size_t n,

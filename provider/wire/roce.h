@@ -157,11 +157,6 @@ struct sv_roce_pkt {
 	uint32_t icrc;		  /* parse: as received */
 };
 
-/*
- * Where a packet travels, as far as the ICRC covers it.  Zeroed but for
- * the addresses and ports, it says what an unconnected UDP socket with
- * IP_PMTUDISC_DO sends: DF set, ID 0.
- */
 /* What IPv4 IDs 1, 2, 4 ... 32 change in the ICRC of a datagram of n
  * bytes (sv_roce_parse with id_span): kept by a receiver, so that a
  * train's packets, of one length, cost it one computation. */
@@ -170,6 +165,22 @@ struct sv_roce_idmemo {
 	uint32_t d[6];
 };
 
+/* The ICRC's register after the masked IP and UDP headers, for the
+ * datagram lengths and IPv4 IDs seen last (sv_roce_icrc_start): they
+ * differ from packet to packet in nothing else, and most packets of a
+ * link have one of a few lengths.  key: 0 empty, else the length and ID
+ * with bit 32 set. */
+#define SV_ROCE_HDRMEMO 128
+struct sv_roce_hdrmemo {
+	uint64_t key[SV_ROCE_HDRMEMO];
+	uint32_t crc[SV_ROCE_HDRMEMO];
+};
+
+/*
+ * Where a packet travels, as far as the ICRC covers it.  Zeroed but for
+ * the addresses and ports, it says what an unconnected UDP socket with
+ * IP_PMTUDISC_DO sends: DF set, ID 0.
+ */
 struct sv_roce_ip {
 	uint8_t src[16], dst[16]; /* IPv4-mapped (::ffff:a.b.c.d): IPv4 */
 	uint16_t sport, dport;	  /* dport 0 means SV_ROCE_PORT */
@@ -181,6 +192,9 @@ struct sv_roce_ip {
 	 * costs the check 6 of its 32 bits against damage. */
 	uint8_t id_span;
 	struct sv_roce_idmemo *memo; /* ... its memo, NULL: none */
+	/* the headers' memo, NULL: none; it belongs to this sv_roce_ip,
+	 * whose fields but ip_id must not change while it has one */
+	struct sv_roce_hdrmemo *hmemo;
 	bool no_df;  /* IPv4: DF clear (a fragmentable packet) */
 	uint8_t ttl; /* 0: 64; not covered (framing only) */
 };
@@ -239,6 +253,26 @@ int sv_roce_build(uint8_t *out, size_t cap, const struct sv_roce_pkt *p,
 
 /* The ICRC of the built UDP payload b (n bytes) made again for ip. */
 void sv_roce_reseal(uint8_t *b, size_t n, const struct sv_roce_ip *ip);
+
+/*
+ * sv_roce_build without the payload's copy: the headers at out, and
+ * right after them the pad and the ICRC (the trailer), made over
+ * p->payload where it is; the datagram is out[0, *hlen), the payload,
+ * then out[*hlen, *hlen + trailer), to be sent as three pieces (an
+ * iovec).  The payload must not change until it has left.  Returns the
+ * datagram's length, or sv_roce_build's errors.
+ */
+int sv_roce_build_split(uint8_t *out, size_t cap, const struct sv_roce_pkt *p,
+			const struct sv_roce_ip *ip, uint32_t *hlen);
+/* The trailer's length (pad and ICRC) of a payload of len bytes. */
+static inline uint32_t sv_roce_trailer_len(uint32_t len)
+{
+	return (-len & 3) + SV_ROCE_ICRC;
+}
+/* sv_roce_reseal of a split datagram: headers at hdr (hlen bytes, the
+ * trailer after them), its payload at payload (len bytes). */
+void sv_roce_reseal_split(uint8_t *hdr, uint32_t hlen, const uint8_t *payload,
+			  uint32_t len, const struct sv_roce_ip *ip);
 
 /* Why a received packet was refused (sv_roce_verdict_names[]). */
 enum sv_roce_verdict {

@@ -422,6 +422,89 @@ SV_TEST(icrc_takes_the_ids_of_a_gso_run)
 	}
 }
 
+/* The headers' memo gives the ICRC the memo-less path gives: across
+ * lengths and IDs (every slot taken many times over, keys colliding),
+ * v4 and v6, in both orders of first and second use. */
+SV_TEST(icrc_header_memo_is_the_plain_icrc)
+{
+	static uint8_t payload[1100];
+	uint8_t hdr[SV_ROCE_HDR_MAX];
+	struct sv_roce_pkt p = {
+		.opcode = SV_IB_WRITE_FIRST,
+		.pkey = 0xffff,
+		.dqpn = 0x11,
+		.psn = 7,
+		.reth = {.va = 0x1000, .rkey = 5, .dma_len = 9}};
+
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)rnd();
+	p.payload = payload;
+	for (int v6 = 0; v6 < 2; v6++) {
+		static struct sv_roce_hdrmemo memo;
+		struct sv_roce_ip plain = ip_of(v6), m = ip_of(v6);
+
+		memset(&memo, 0, sizeof(memo));
+		m.hmemo = &memo;
+		for (int pass = 0; pass < 2; pass++)
+			for (uint32_t len = 0; len < sizeof(payload);
+			     len += len < 70 ? 1 : 64)
+				for (uint32_t id = 0; id < 70; id += 3) {
+					uint32_t h, t = sv_roce_hdr_len(
+							    sv_roce_op_mask(
+								    p.opcode));
+
+					p.len = len;
+					plain.ip_id = m.ip_id =
+						(uint16_t)(pass ? 69 - id : id);
+					sv_roce_hdr_put(hdr, &p);
+					h = t + len + (-len & 3) + 4;
+					ASSERT_EQ(sv_roce_icrc_start(&plain,
+								     hdr, t, h),
+						  sv_roce_icrc_start(&m, hdr, t,
+								     h));
+				}
+	}
+}
+
+/* sv_roce_build_split makes the datagram sv_roce_build makes, the
+ * payload left where it is; sv_roce_reseal_split remakes its ICRC for
+ * another IPv4 ID as sv_roce_reseal does for the whole one. */
+SV_TEST(build_split_is_build_without_the_copy)
+{
+	static uint8_t payload[4096], whole[4200], split[4200];
+	uint32_t lens[] = {1, 3, 255, 256, 1021, 1024, 4096};
+	uint8_t hdr[SV_ROCE_HDR_MAX + 8];
+
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)rnd();
+	for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+		struct sv_roce_pkt p =
+			random_pkt(SV_IB_SEND_LAST_IMM, payload, lens[l]);
+		struct sv_roce_ip ip = ip_of(l % 2);
+		uint32_t h = 0, t = sv_roce_trailer_len(lens[l]);
+		int n = sv_roce_build(whole, sizeof(whole), &p, &ip), m;
+
+		m = sv_roce_build_split(hdr, sizeof(hdr), &p, &ip, &h);
+		ASSERT_EQ(n, m);
+		ASSERT_EQ((uint32_t)n, h + lens[l] + t);
+		memcpy(split, hdr, h);
+		memcpy(split + h, payload, lens[l]);
+		memcpy(split + h + lens[l], hdr + h, t);
+		ASSERT_OK(memcmp(whole, split, (size_t)n));
+		/* no room for the headers and the trailer */
+		ASSERT_EQ(-ENOSPC,
+			  sv_roce_build_split(hdr, h + t - 1, &p, &ip, &h));
+		if (l % 2)
+			continue; /* IDs: IPv4 */
+		ip.ip_id = 5;
+		sv_roce_reseal(whole, (size_t)n, &ip);
+		sv_roce_reseal_split(hdr, h, payload, lens[l], &ip);
+		ASSERT_OK(memcmp(whole + n - 4, hdr + h + t - 4, 4));
+		ASSERT_EQ(n, sv_roce_build(split, sizeof(split), &p, &ip));
+		ASSERT_OK(memcmp(whole, split, (size_t)n));
+	}
+}
+
 /* Writes b with its ICRC fixed for ip: a malformed packet that is
  * otherwise well sent. */
 static void reseal(uint8_t *b, size_t n, const struct sv_roce_ip *ip)

@@ -104,6 +104,8 @@ static int open_sockets(struct sv_roce *r, const union sv_sockaddr *src,
 	r->rip.dport = SV_ROCE_PORT;
 	r->rip.id_span = 64; /* a peer's GSO runs (roce.h) */
 	r->rip.memo = &r->idmemo;
+	r->ip.hmemo = &r->hmemo;
+	r->rip.hmemo = &r->rhmemo;
 	return 0;
 }
 
