@@ -274,6 +274,8 @@ int sv_ring_peek(struct sv_ring *r, struct sv_pkt *pkt, const uint8_t **payload)
 
 void sv_ring_consume(struct sv_ring *r)
 {
-	sv_ring_skip(r);
-	sv_ring_release_skipped(r);
+	r->tail += r->cur_rec;
+	r->cur_rec = 0;
+	/* release: we are done reading the record before the sender reuses */
+	atomic_store_explicit(&r->hdr->tail, r->tail, memory_order_release);
 }

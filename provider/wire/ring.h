@@ -228,20 +228,6 @@ int sv_ring_peek(struct sv_ring *r, struct sv_pkt *pkt,
 		 const uint8_t **payload);
 /* Receiver: done with the packet sv_ring_peek returned. */
 void sv_ring_consume(struct sv_ring *r);
-/* Receiver: past the packet sv_ring_peek returned, which the sender must
- * not reuse yet: its bytes are still read (sv_ring_release gives back
- * every record skipped so far). */
-static inline void sv_ring_skip(struct sv_ring *r)
-{
-	r->tail += r->cur_rec;
-	r->cur_rec = 0;
-}
-/* Receiver: the records skipped are free for the sender again. */
-static inline void sv_ring_release_skipped(struct sv_ring *r)
-{
-	/* release: done reading them before the sender reuses them */
-	atomic_store_explicit(&r->hdr->tail, r->tail, memory_order_release);
-}
 
 /* Receiver: whether a record (or a pad) waits at the tail, what
  * sv_ring_peek would look at first: one load, nothing read beyond it. */

@@ -225,6 +225,9 @@ uint32_t sv_roce_hdr_put(uint8_t *h, const struct sv_roce_pkt *p);
 uint32_t sv_roce_icrc_start(const struct sv_roce_ip *ip, const uint8_t *hdr,
 			    uint32_t hlen, uint32_t payload_len);
 uint32_t sv_roce_icrc_add(uint32_t crc, const void *p, size_t n);
+/* sv_roce_icrc_add of the n bytes at src, which it copies to dst (one
+ * pass over src where the CPU has VPCLMULQDQ). */
+uint32_t sv_roce_icrc_copy(uint32_t crc, void *dst, const void *src, size_t n);
 /* sv_roce_icrc_add by tables alone, whatever the CPU has (tests compare
  * the carry-less multiplication's result with it). */
 uint32_t sv_roce_crc_tables(uint32_t crc, const void *p, size_t n);
@@ -253,26 +256,6 @@ int sv_roce_build(uint8_t *out, size_t cap, const struct sv_roce_pkt *p,
 
 /* The ICRC of the built UDP payload b (n bytes) made again for ip. */
 void sv_roce_reseal(uint8_t *b, size_t n, const struct sv_roce_ip *ip);
-
-/*
- * sv_roce_build without the payload's copy: the headers at out, and
- * right after them the pad and the ICRC (the trailer), made over
- * p->payload where it is; the datagram is out[0, *hlen), the payload,
- * then out[*hlen, *hlen + trailer), to be sent as three pieces (an
- * iovec).  The payload must not change until it has left.  Returns the
- * datagram's length, or sv_roce_build's errors.
- */
-int sv_roce_build_split(uint8_t *out, size_t cap, const struct sv_roce_pkt *p,
-			const struct sv_roce_ip *ip, uint32_t *hlen);
-/* The trailer's length (pad and ICRC) of a payload of len bytes. */
-static inline uint32_t sv_roce_trailer_len(uint32_t len)
-{
-	return (-len & 3) + SV_ROCE_ICRC;
-}
-/* sv_roce_reseal of a split datagram: headers at hdr (hlen bytes, the
- * trailer after them), its payload at payload (len bytes). */
-void sv_roce_reseal_split(uint8_t *hdr, uint32_t hlen, const uint8_t *payload,
-			  uint32_t len, const struct sv_roce_ip *ip);
 
 /* Why a received packet was refused (sv_roce_verdict_names[]). */
 enum sv_roce_verdict {

@@ -38,34 +38,20 @@ static bool full(int err)
 /* A GSO run's datagrams, bytes in all: the IPv4 total length is 16 bits */
 #define GSO_MAX_BYTES 60000u
 
-/* The message of run [i, j) of the queue in m, its pieces from v on:
- * one datagram, or a super-packet of j - i that the kernel cuts at
- * olen[i] (UDP_SEGMENT).  A datagram is one piece, or three where its
- * payload stays in the engine's ring (opay).  Returns the next piece. */
-static struct iovec *run_msg(struct sv_roce *r, uint32_t i, uint32_t j,
-			     struct mmsghdr *m, struct iovec *v,
-			     union sv_gso_cmsg *c)
+/* The message of run [i, j) of the queue in m: one datagram, or a
+ * super-packet of j - i that the kernel cuts at olen[i] (UDP_SEGMENT). */
+static void run_msg(struct sv_roce *r, uint32_t i, uint32_t j,
+		    struct mmsghdr *m, struct iovec *v, union sv_gso_cmsg *c)
 {
-	struct iovec *first = v;
-
 	for (uint32_t k = i; k < j; k++) {
-		uint8_t *slot = r->obuf + (size_t)k * r->oslot;
-		uint32_t h = r->ohlen[k];
-
-		if (!r->opay[k]) {
-			*v++ = (struct iovec){slot, r->olen[k]};
-			continue;
-		}
-		*v++ = (struct iovec){slot, h};
-		*v++ = (struct iovec){(void *)r->opay[k], r->oplen[k]};
-		*v++ = (struct iovec){slot + h,
-				      sv_roce_trailer_len(r->oplen[k])};
+		v[k].iov_base = r->obuf + (size_t)k * r->oslot;
+		v[k].iov_len = r->olen[k];
 	}
 	m->msg_hdr = (struct msghdr){
 		.msg_name = &r->dst.sa,
 		.msg_namelen = sv_sockaddr_len(&r->dst),
-		.msg_iov = first,
-		.msg_iovlen = (size_t)(v - first),
+		.msg_iov = &v[i],
+		.msg_iovlen = j - i,
 	};
 	if (j - i > 1) {
 		struct cmsghdr *h = &c->h;
@@ -77,7 +63,6 @@ static struct iovec *run_msg(struct sv_roce *r, uint32_t i, uint32_t j,
 		m->msg_hdr.msg_control = c->buf;
 		m->msg_hdr.msg_controllen = sizeof(c->buf);
 	}
-	return v;
 }
 
 /* The queue's datagrams again with the ICRC of IPv4 ID 0, to be sent
@@ -90,42 +75,24 @@ static void gso_refused(struct sv_roce *r, int err)
 	sv_dbg("qp %06x: roce: UDP GSO refused (%s): datagrams one by one\n",
 	       r->my_qpn, strerror(err));
 	r->gso = false;
-	r->ip.ip_id = 0;
-	for (uint32_t k = i; k < j; k++) {
-		uint8_t *slot = r->obuf + (size_t)k * r->oslot;
-
-		if (!r->oseg[k])
-			continue;
-		if (r->opay[k])
-			sv_roce_reseal_split(slot, r->ohlen[k], r->opay[k],
-					     r->oplen[k], &r->ip);
-		else
-			sv_roce_reseal(slot, r->olen[k], &r->ip);
-		r->oseg[k] = 0;
-	}
-}
-
-/* The queue is empty: the ring records its datagrams read are free. */
-static void unhold(struct sv_roce *r)
-{
-	for (int k = 0; k < 2; k++)
-		if (r->held[k]) {
-			sv_ring_release_skipped(r->held[k]);
-			r->held[k] = NULL;
-			r->more = true; /* room for the engine (put_ring) */
+	for (uint32_t k = i; k < j; k++)
+		if (r->oseg[k]) {
+			r->ip.ip_id = 0;
+			sv_roce_reseal(r->obuf + (size_t)k * r->oslot,
+				       r->olen[k], &r->ip);
+			r->oseg[k] = 0;
 		}
 }
 
 bool sv_roce_push(struct sv_roce *r)
 {
 	struct mmsghdr m[SV_ROCE_BATCH];
-	struct iovec v[3 * SV_ROCE_BATCH];
+	struct iovec v[SV_ROCE_BATCH];
 	union sv_gso_cmsg c[SV_ROCE_BATCH];
 	uint32_t first[SV_ROCE_BATCH + 1];
 
 	while (r->ohead < r->ocount) {
 		uint32_t n = 0, i = r->ohead;
-		struct iovec *vn = v;
 		int s;
 
 		while (i < r->ocount) { /* one message a run */
@@ -134,7 +101,7 @@ bool sv_roce_push(struct sv_roce *r)
 			while (j < r->ocount && r->oseg[j])
 				j++;
 			first[n] = i;
-			vn = run_msg(r, i, j, &m[n], vn, &c[n]);
+			run_msg(r, i, j, &m[n], v, &c[n]);
 			n++;
 			i = j;
 		}
@@ -143,13 +110,13 @@ bool sv_roce_push(struct sv_roce *r)
 		if (s < 0 && errno == EINTR)
 			continue;
 		for (int k = 0; k < s; k++)
-			if (m[k].msg_hdr.msg_controllen)
+			if (m[k].msg_hdr.msg_iovlen > 1)
 				roce_count(r, roce_gso_sends);
 		if (s < 0 && full(errno)) {
 			r->retry_ns = sv_now_ns() + SV_ROCE_RETRY_NS;
 			return false;
 		}
-		if (s < 0 && m[0].msg_hdr.msg_controllen &&
+		if (s < 0 && m[0].msg_hdr.msg_iovlen > 1 &&
 		    (errno == EIO || errno == EINVAL || errno == EMSGSIZE)) {
 			gso_refused(r, errno);
 			continue;
@@ -164,7 +131,6 @@ bool sv_roce_push(struct sv_roce *r)
 		r->ohead = first[s];
 	}
 	r->ohead = r->ocount = 0;
-	unhold(r);
 	return true;
 }
 
@@ -186,49 +152,23 @@ static uint8_t run_place(const struct sv_roce *r, const struct sv_roce_pkt *p)
 	return (uint8_t)k;
 }
 
-/* One datagram of p queued; its payload read from ring g's record where
- * g (sv_roce_send_from). */
-static bool queue(struct sv_roce *r, const struct sv_roce_pkt *p,
-		  struct sv_ring *g)
+bool sv_roce_send(struct sv_roce *r, const struct sv_roce_pkt *p)
 {
-	uint32_t k, h = 0;
-	uint8_t *slot;
 	int n;
 
 	if (r->ocount == SV_ROCE_BATCH && !sv_roce_push(r))
 		return false;
-	k = r->ocount;
-	slot = r->obuf + (size_t)k * r->oslot;
-	r->oseg[k] = run_place(r, p);
-	r->ip.ip_id = r->oseg[k]; /* what the kernel will write */
-	if (!g || p->len < SV_ROCE_REF_MIN)
-		g = NULL;
-	n = g ? sv_roce_build_split(slot, r->oslot, p, &r->ip, &h)
-	      : sv_roce_build(slot, r->oslot, p, &r->ip);
+	r->oseg[r->ocount] = run_place(r, p);
+	r->ip.ip_id = r->oseg[r->ocount]; /* what the kernel will write */
+	n = sv_roce_build(r->obuf + (size_t)r->ocount * r->oslot, r->oslot, p,
+			  &r->ip);
 	if (n < 0) { /* our own engine's record: never, but not a crash */
 		sv_dbg("qp %06x: roce: cannot build opcode %#x len %u\n",
 		       r->my_qpn, p->opcode, p->len);
 		return true;
 	}
-	r->opay[k] = g ? p->payload : NULL;
-	r->ohlen[k] = (uint16_t)h;
-	r->oplen[k] = (uint16_t)p->len;
-	if (g && r->held[0] != g && r->held[1] != g)
-		r->held[r->held[0] != NULL] = g;
-	r->olen[k] = (uint32_t)n;
-	r->ocount++;
+	r->olen[r->ocount++] = (uint32_t)n;
 	return true;
-}
-
-bool sv_roce_send(struct sv_roce *r, const struct sv_roce_pkt *p)
-{
-	return queue(r, p, NULL);
-}
-
-bool sv_roce_send_from(struct sv_roce *r, const struct sv_roce_pkt *p,
-		       struct sv_ring *g)
-{
-	return queue(r, p, g);
 }
 
 /* AETH syndrome (IBA 9.7.5.2.1) of an ACK word's. */
@@ -324,9 +264,8 @@ static bool put_single(struct sv_roce *r, const struct sv_pkt *h,
 
 /* The packets of a train (sends, writes, read answers) from packet
  * *done on: true when all went (*done back to 0). */
-static bool put_train(struct sv_roce *r, struct sv_ring *g,
-		      const struct sv_pkt *h, const uint8_t *body,
-		      uint32_t *done)
+static bool put_train(struct sv_roce *r, const struct sv_pkt *h,
+		      const uint8_t *body, uint32_t *done)
 {
 	const struct sv_opcode_info *o = sv_opcode(h->opcode);
 	uint32_t ext = sv_ext_len(o, h->seg), mtu = r->mtu;
@@ -361,7 +300,7 @@ static bool put_train(struct sv_roce *r, struct sv_ring *g,
 		}
 		if (first && h->opcode == SV_OP_WRITE)
 			memcpy(&p.reth, body, sizeof(p.reth));
-		if (!sv_roce_send_from(r, &p, g)) {
+		if (!sv_roce_send(r, &p)) {
 			*done = j;
 			return false;
 		}
@@ -377,7 +316,6 @@ static void put_ring(struct sv_link *l, struct sv_ring *g, uint32_t *done)
 	struct sv_roce *r = sv_roce_of(l);
 	const uint8_t *body;
 	struct sv_pkt h;
-	bool skipped = false;
 	int got;
 
 	while ((got = sv_ring_peek(g, &h, &body)) > 0) {
@@ -390,21 +328,15 @@ static void put_ring(struct sv_link *l, struct sv_ring *g, uint32_t *done)
 			sent = true; /* nothing we speak: not ours to make */
 		else if (h.opcode == SV_OP_SEND || h.opcode == SV_OP_WRITE ||
 			 h.opcode == SV_OP_READ_RESP)
-			sent = put_train(r, g, &h, body, done);
+			sent = put_train(r, &h, body, done);
 		else
 			sent = put_single(r, &h, body);
 		if (!sent)
-			break;
-		/* past it; free for the engine once no queued datagram
-		 * reads it (unhold) */
-		sv_ring_skip(g);
-		skipped = true;
-	}
-	/* room freed: the engine may have more to put there (a read's
-	 * answer longer than the ring), with no arrival to run it: the
-	 * loop looks again at once (next_ns) */
-	if (skipped && r->held[0] != g && r->held[1] != g) {
-		sv_ring_release_skipped(g);
+			return;
+		sv_ring_consume(g);
+		/* room freed: the engine may have more to put there (a
+		 * read's answer longer than the ring), with no arrival to
+		 * run it: the loop looks again at once (next_ns) */
 		r->more = true;
 	}
 	if (got < 0)

@@ -47,9 +47,6 @@
 #define SV_ROCE_ACK_DELAY_NS 20000ull
 /* ilen of a slot whose datagram went to another link (share.c). */
 #define SV_ROCE_GONE UINT32_MAX
-/* The shortest payload sent from where the engine wrote it (out.c): a
- * shorter one is copied, cheaper than two more pieces of an iovec. */
-#define SV_ROCE_REF_MIN 256u
 /* Datagrams another link of its group can hold for a link (share.c). */
 #define SV_ROCE_MAIL 64u
 
@@ -98,14 +95,6 @@ struct sv_roce {
 	 * one's place in its run, the ID its ICRC was made for */
 	uint8_t oseg[SV_ROCE_BATCH];
 	bool gso; /* the kernel takes UDP_SEGMENT, and the user allows it */
-	/* a datagram whose payload is read where the engine wrote it, in
-	 * its record of tx or rsp_tx (sv_roce_build_split): opay (NULL: the
-	 * whole datagram is in its slot), and ohlen, its headers in the
-	 * slot, the pad and ICRC after them.  Records so read are skipped,
-	 * not consumed, until the queue is empty (held: sv_roce_push). */
-	const uint8_t *opay[SV_ROCE_BATCH];
-	uint16_t ohlen[SV_ROCE_BATCH], oplen[SV_ROCE_BATCH];
-	struct sv_ring *held[2];
 	/* in.c: datagrams read by one recvmmsg, at iptr: slots of islot
 	 * bytes in ibuf, or segments of the UDP GRO bundles in gbuf;
 	 * [inext, icount) not taken yet (inext: a response waiting for
@@ -151,14 +140,8 @@ bool sv_roce_owed(const struct sv_link *l, uint64_t now);
  * sendmmsg (sv_roce_push); false if the queue is full and the socket
  * took none of it (tried again at retry_ns). */
 bool sv_roce_send(struct sv_roce *r, const struct sv_roce_pkt *p);
-/* sv_roce_send of a packet whose payload stays in the record of ring g
- * the caller then skips (sv_ring_skip), not consumes: the queue holds
- * it until its datagrams left. */
-bool sv_roce_send_from(struct sv_roce *r, const struct sv_roce_pkt *p,
-		       struct sv_ring *g);
 /* Sends what sv_roce_send queued while the socket takes it; false if
- * some waits (the socket was full: retry_ns).  An empty queue gives
- * back the ring records it held. */
+ * some waits (the socket was full: retry_ns). */
 bool sv_roce_push(struct sv_roce *r);
 /* Our ACK word as an AETH packet, queued; false if the queue is full
  * and the socket took none of it. */
