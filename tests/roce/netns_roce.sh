@@ -1230,7 +1230,8 @@ print(t["roce_acks"], t["roce_acks_joined"])' 2>/dev/null)
 # for the reply the app posts at once and leaves in its system call
 # (roce/out.c ack_waits; softverbs-stat roce_acks_joined).  Read from
 # the running client once it sent 2,000 ACKs: at least one in ten joined
-# (0 without the wait; 40-90 % here, less when the two share a CPU).
+# (0 without the wait; all but one or two here, fewer when the two share
+# a CPU; the wait's first look is test_roce_gso's).
 # ack_join_stream: a stream's receiver (ib_send_bw's server) never
 # replies: its ACKs wait and go alone, none counted joined.
 if want ack_join && command -v ib_send_lat >/dev/null; then

@@ -219,3 +219,54 @@ SV_TEST(roce_gso_runs_break_at_a_longer_datagram)
 	fini(&s);
 	fini(&r);
 }
+
+/* A plain ACK the app's polls run (lazy) waits for the reply on its
+ * first look, whatever the clock says then (its stamp once fell 1 ns in
+ * the future when the clock was even, and the ACK left alone: half of a
+ * ping-pong's ACKs), and leaves once it waited SV_ROCE_ACK_DELAY_NS;
+ * after one waited in vain, the next do not wait. */
+SV_TEST(roce_lazy_ack_waits_on_its_first_look)
+{
+	struct sv_link l = {0};
+	struct end s, r;
+	int fd;
+
+	if (!pair(&s, &r, true))
+		no_gro();
+	ASSERT_OK(sv_ring_create(&l.rx, 1 << 16, 0, 0x42, &fd));
+	close(fd);
+	ASSERT_OK(sv_ring_create(&l.tx, 1 << 16, 0, 0x42, &fd));
+	close(fd);
+	ASSERT_OK(sv_ring_create(&l.rsp_tx, 1 << 16, 0, 0x42, &fd));
+	close(fd);
+	l.priv.p = &s.r;
+	s.r.tp = SV_IB_RC;
+	s.r.lazy = true;
+	for (uint32_t i = 1; i <= 400; i++) {
+		atomic_store(&l.rx.hdr->ack, sv_ack_word(i, SV_ACK, 0, 0));
+		sv_roce_flush(&l);
+		ASSERT_EQ(0, s.st.roce_acks);
+		ASSERT_TRUE(s.r.ack_owed_ns != 0);
+		ASSERT_FALSE(sv_roce_owed(&l, sv_now_ns()));
+		s.r.ack_owed_ns = 0; /* as if it left with a reply */
+	}
+	/* owed since long enough: the thread would send it, a flush does */
+	sv_roce_flush(&l);
+	s.r.ack_owed_ns -= SV_ROCE_ACK_DELAY_NS;
+	ASSERT_TRUE(sv_roce_owed(&l, sv_now_ns()));
+	sv_roce_flush(&l);
+	ASSERT_EQ(1, s.st.roce_acks);
+	ASSERT_EQ(0, s.r.ack_owed_ns);
+	/* it waited for nothing (a stream's receiver): the next goes at
+	 * once, until we send a request again */
+	ASSERT_TRUE(s.r.ack_alone);
+	atomic_store(&l.rx.hdr->ack, sv_ack_word(1000, SV_ACK, 0, 0));
+	sv_roce_flush(&l);
+	ASSERT_EQ(2, s.st.roce_acks);
+	ASSERT_EQ(0, s.r.ack_owed_ns);
+	sv_ring_unmap(&l.rx);
+	sv_ring_unmap(&l.tx);
+	sv_ring_unmap(&l.rsp_tx);
+	fini(&s);
+	fini(&r);
+}

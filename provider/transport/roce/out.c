@@ -334,6 +334,8 @@ static void put_ring(struct sv_link *l, struct sv_ring *g, uint32_t *done)
 		if (!sent)
 			return;
 		sv_ring_consume(g);
+		if (g == &l->tx)
+			r->ack_alone = false; /* a reply may come: ACKs wait */
 		/* room freed: the engine may have more to put there (a
 		 * read's answer longer than the ring), with no arrival to
 		 * run it: the loop looks again at once (next_ns) */
@@ -366,13 +368,14 @@ static bool ack_waits(struct sv_link *l, struct sv_roce *r, uint64_t ack)
 {
 	uint64_t now;
 
-	if (!r->lazy || SV_ACK_SYN(ack) != SV_ACK || r->retry_ns ||
-	    with_others(l, r))
+	if (!r->lazy || r->ack_alone || SV_ACK_SYN(ack) != SV_ACK ||
+	    r->retry_ns || with_others(l, r))
 		return false;
 	now = sv_now_ns();
 	if (!r->ack_owed_ns)
-		r->ack_owed_ns = now | 1; /* (0: none) */
-	return now - r->ack_owed_ns < SV_ROCE_ACK_DELAY_NS;
+		r->ack_owed_ns = now ? now : 1; /* (0: none) */
+	/* sv_ns_since: a stamp past now (1 at boot) is not ~2^64 ago */
+	return sv_ns_since(now, r->ack_owed_ns) < SV_ROCE_ACK_DELAY_NS;
 }
 
 bool sv_roce_owed(const struct sv_link *l, uint64_t now)
@@ -381,7 +384,7 @@ bool sv_roce_owed(const struct sv_link *l, uint64_t now)
 
 	/* (now UINT64_MAX: whatever waits) */
 	return r && r->ack_owed_ns &&
-	       now - r->ack_owed_ns >= SV_ROCE_ACK_DELAY_NS;
+	       sv_ns_since(now, r->ack_owed_ns) >= SV_ROCE_ACK_DELAY_NS;
 }
 
 /* Our ACK word out when it changed and need not wait (ack_waits); if
@@ -402,6 +405,8 @@ static void ack_out(struct sv_link *l, struct sv_roce *r)
 		return;
 	if (joined)
 		roce_count(r, roce_acks_joined);
+	else if (r->ack_owed_ns)
+		r->ack_alone = true; /* it waited for nothing */
 	r->ack_sent = ack;
 	r->ack_sent_valid = true;
 	r->ack_owed_ns = 0;

@@ -80,6 +80,9 @@ struct sv_roce {
 	bool defer;		    /* the engine runs: flush at its end */
 	bool lazy;		    /* the app's poll runs us (set_lazy) */
 	uint64_t ack_owed_ns;	    /* a plain ACK waits since (0: none) */
+	bool ack_alone; /* the last that waited left alone: no reply comes
+			 * (a stream's receiver); none waits until we send
+			 * a request again */
 	/* datagrams taken, and whether the thread takes each arrival,
 	 * driven or not (link.h, roce_stalled) */
 	struct sv_readers rd;
