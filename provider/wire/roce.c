@@ -261,35 +261,41 @@ crc_vclmul_copy(uint32_t crc, uint8_t *d, const uint8_t *p, size_t n)
 #undef VFOLD
 #undef FOLD
 
+/* What the CPU has for the CRC, asked once: 1 PCLMULQDQ (crc_clmul),
+ * 2 and AVX-512 BW and VL (crc_clmul_short), 3 and VPCLMULQDQ
+ * (crc_vclmul); 0 none. */
+static int crc_level(void)
+{
+	static int level = -1;
+	int l = 0;
+
+	if (level >= 0)
+		return level;
+	if (__builtin_cpu_supports("pclmul") &&
+	    __builtin_cpu_supports("sse4.1"))
+		l = 1;
+	if (l && __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512vl"))
+		l = 2;
+	if (l == 2 && __builtin_cpu_supports("avx512f") &&
+	    __builtin_cpu_supports("vpclmulqdq"))
+		l = 3;
+	return level = l;
+}
+
 static bool have_clmul(void)
 {
-	static int have = -1;
-
-	if (have < 0)
-		have = __builtin_cpu_supports("pclmul") &&
-		       __builtin_cpu_supports("sse4.1");
-	return have;
+	return crc_level() >= 1;
 }
 
 static bool have_short(void)
 {
-	static int have = -1;
-
-	if (have < 0)
-		have = have_clmul() && __builtin_cpu_supports("avx512bw") &&
-		       __builtin_cpu_supports("avx512vl");
-	return have;
+	return crc_level() >= 2;
 }
 
 static bool have_vclmul(void)
 {
-	static int have = -1;
-
-	if (have < 0)
-		have = have_clmul() && __builtin_cpu_supports("avx512f") &&
-		       __builtin_cpu_supports("avx512bw") &&
-		       __builtin_cpu_supports("vpclmulqdq");
-	return have;
+	return crc_level() >= 3;
 }
 #endif
 
