@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #if defined(__x86_64__)
@@ -266,11 +267,13 @@ crc_vclmul_copy(uint32_t crc, uint8_t *d, const uint8_t *p, size_t n)
  * (crc_vclmul); 0 none. */
 static int crc_level(void)
 {
-	static int level = -1;
-	int l = 0;
+	/* relaxed: threads that ask at once all find the same answer */
+	static _Atomic int level = -1;
+	int l = atomic_load_explicit(&level, memory_order_relaxed);
 
-	if (level >= 0)
-		return level;
+	if (l >= 0)
+		return l;
+	l = 0;
 	if (__builtin_cpu_supports("pclmul") &&
 	    __builtin_cpu_supports("sse4.1"))
 		l = 1;
@@ -280,7 +283,8 @@ static int crc_level(void)
 	if (l == 2 && __builtin_cpu_supports("avx512f") &&
 	    __builtin_cpu_supports("vpclmulqdq"))
 		l = 3;
-	return level = l;
+	atomic_store_explicit(&level, l, memory_order_relaxed);
+	return l;
 }
 
 static bool have_clmul(void)
