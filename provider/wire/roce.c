@@ -121,11 +121,12 @@ crc_fold_end(__m128i x1, const uint8_t *p, size_t n)
 }
 
 /*
- * The CRC of 1 to 16 bytes the same way, one block: a CRC from 0 does
+ * The CRC of 4 to 16 bytes the same way, one block: a CRC from 0 does
  * not change over leading zero bytes, so the bytes, the register added
- * into their first four, go to the end of a zeroed block (a masked load,
- * which reads nothing past them, and a byte shuffle) that crc_fold_end
- * reduces.  A BTH's 12 bytes in 7 ns against the tables' 18.
+ * into their first four (hence at least 4), go to the end of a zeroed
+ * block (a masked load, which reads nothing past them, and a byte
+ * shuffle) that crc_fold_end reduces.  A BTH's 12 bytes in 13.7 ns
+ * against the tables' 18 (10^7 dependent calls).
  */
 __attribute__((target("avx512bw,avx512vl," CRC_TARGET))) static uint32_t
 crc_clmul_short(uint32_t crc, const uint8_t *p, size_t n)
@@ -200,8 +201,8 @@ ld64(const uint8_t *p, uint8_t *d)
  * The same with VPCLMULQDQ: sixteen 128-bit lanes in four 512-bit
  * registers fold forward 256 bytes at a time (d = 2048), the four
  * registers fold into one (d = 512), its lanes into one (d = 384, 256,
- * 128), and crc_fold_end goes on.  n >= 256 and a multiple of 16: about
- * three times crc_clmul's speed at 1 KiB.  Where d, the bytes are
+ * 128), and crc_fold_end goes on.  n >= 256 and a multiple of 16: 1,040
+ * bytes in 31 ns against crc_clmul's 74.  Where d, the bytes are
  * copied there as they are read: one pass over the source.
  */
 __attribute__((target(VCRC_TARGET), always_inline)) static inline uint32_t
