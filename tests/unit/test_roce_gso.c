@@ -9,6 +9,7 @@
  * run of their own; SOFTVERBS_ROCE_GSO=0's path sends each alone, ID 0.
  */
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,16 +175,16 @@ SV_TEST(roce_gso_train_is_one_message_and_one_bundle)
 	ASSERT_EQ(4, id_k); /* IDs 1-4 */
 	ASSERT_EQ(1, r.st.roce_gro_reads);
 
-	/* 80 packets: one run a queue (SV_ROCE_BATCH of them) while it
-	 * fits a UDP datagram, then the rest */
+	/* 80 packets of 1,040 bytes: the queue holds 64, a run fits one
+	 * UDP datagram (57 of them), so runs of 57, 7, then 16 */
+	static_assert(SV_ROCE_BATCH == 64, "the runs below");
 	s.st.roce_gso_sends = r.st.roce_gro_reads = 0;
 	for (uint32_t j = 0; j < 80; j++)
 		send_pkt(&s, data, 80 * MTU, 200, j);
 	ASSERT_TRUE(sv_roce_push(&s.r));
+	ASSERT_EQ(3, s.st.roce_gso_sends);
 	read_all(&r, data, 200, 80, &id_k);
-	ASSERT_TRUE(s.st.roce_gso_sends >= 80 / SV_ROCE_BATCH);
-	/* every datagram but the first of each run has an ID past 0 */
-	ASSERT_EQ(80 - s.st.roce_gso_sends, id_k);
+	ASSERT_EQ(56 + 6 + 15, id_k); /* all but each run's first */
 	fini(&s);
 	fini(&r);
 }
