@@ -2,7 +2,9 @@
 #include "proc_thread.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The status line "key:" of task tid, into out; 0 or -1. */
@@ -31,6 +33,23 @@ static int status_line(const char *tid, const char *key, char *out, size_t n)
 	return ret;
 }
 
+/* Whether task tid is named comm. */
+static bool named(const char *tid, const char *comm)
+{
+	char path[300], name[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%s/comm", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (!fgets(name, sizeof(name), f))
+		name[0] = 0;
+	fclose(f);
+	name[strcspn(name, "\n")] = 0;
+	return !strcmp(name, comm);
+}
+
 int sv_thread_status(const char *comm, const char *key, char *out, size_t n)
 {
 	DIR *d = opendir("/proc/self/task");
@@ -39,24 +58,54 @@ int sv_thread_status(const char *comm, const char *key, char *out, size_t n)
 
 	if (!d)
 		return -1;
-	while (ret && (e = readdir(d))) {
-		char path[300], name[64];
+	while (ret && (e = readdir(d)))
+		if (e->d_name[0] != '.' && named(e->d_name, comm))
+			ret = status_line(e->d_name, key, out, n);
+	closedir(d);
+	return ret;
+}
+
+long long sv_threads_sum(const char *comm, const char *key)
+{
+	DIR *d = opendir("/proc/self/task");
+	long long sum = -1;
+	struct dirent *e;
+	char v[64];
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && named(e->d_name, comm) &&
+		    !status_line(e->d_name, key, v, sizeof(v)))
+			sum = (sum < 0 ? 0 : sum) + strtoll(v, NULL, 10);
+	closedir(d);
+	return sum;
+}
+
+long long sv_threads_cpu_ns(const char *comm)
+{
+	DIR *d = opendir("/proc/self/task");
+	long long sum = -1;
+	struct dirent *e;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		char path[300];
+		long long ns;
 		FILE *f;
 
-		if (e->d_name[0] == '.')
+		if (e->d_name[0] == '.' || !named(e->d_name, comm))
 			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+		snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat",
 			 e->d_name);
 		f = fopen(path, "r");
 		if (!f)
 			continue;
-		if (!fgets(name, sizeof(name), f))
-			name[0] = 0;
+		if (fscanf(f, "%lld", &ns) == 1)
+			sum = (sum < 0 ? 0 : sum) + ns;
 		fclose(f);
-		name[strcspn(name, "\n")] = 0;
-		if (!strcmp(name, comm))
-			ret = status_line(e->d_name, key, out, n);
 	}
 	closedir(d);
-	return ret;
+	return sum;
 }

@@ -14,4 +14,13 @@
  * such line). */
 int sv_thread_status(const char *comm, const char *key, char *out, size_t n);
 
+/* The sum of the number on the line "key:" (voluntary_ctxt_switches,
+ * say) over this process's threads named comm (a process may hold a
+ * progress thread per context); -1 if no thread is named so. */
+long long sv_threads_sum(const char *comm, const char *key);
+
+/* The CPU time (ns, /proc/.../schedstat) of this process's threads
+ * named comm, summed; -1 if no thread is named so. */
+long long sv_threads_cpu_ns(const char *comm);
+
 #endif
