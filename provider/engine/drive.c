@@ -260,6 +260,27 @@ static uint64_t next_ns(struct sv_qp *qp, uint64_t now)
 	return next;
 }
 
+/*
+ * When to look again at a QP that is ours (after its run in look): at its
+ * earliest timer, and within a check period if the app drove it (posted
+ * to, polled) since our last look, its CQ armed: UCX arms its receive CQ
+ * for solicited events and polls the send CQ.  With look_at 0 (nothing
+ * due) each of its posts asked for a look (sv_qp_note_work), and this
+ * thread ran between every two: 15,000 wake-ups in 300 ms on the app's CPU
+ * (test_conf's channel_armed_cq_posts_do_not_wake_the_thread), UCX's
+ * put_bw at 4 KiB a third slower.  Later posts' ACK timers are due later
+ * than that (comp.c: at least 500 ms); an app that stops costs one more
+ * look.  Caller holds qp->lock.
+ */
+static uint64_t owned_next_ns(struct sv_qp *qp, uint64_t now)
+{
+	uint64_t next = next_ns(qp, now);
+
+	if (next == UINT64_MAX && qp->prog.active_ns == now)
+		next = now + SV_ACTIVE_CHECK_NS;
+	return next;
+}
+
 static void park_check(struct sv_timer *t, uint64_t now);
 
 /*
@@ -424,19 +445,7 @@ static uint64_t look(struct sv_qp *qp, bool swept)
 	sv_qp_run(qp, now);
 	if (sv_link_has_pending(&qp->link))
 		sv_qp_link_step(qp);
-	next = next_ns(qp, now);
-	/* the app drove (posted to, polled) a QP that is ours since our
-	 * last look (its CQ armed: UCX arms its receive CQ for solicited
-	 * events and polls the send CQ): look again within a check period.
-	 * With look_at 0 (nothing due) each of its posts asked for a look
-	 * (sv_qp_note_work), and this thread ran between every two: 15,000
-	 * wake-ups in 300 ms on the app's CPU (test_conf's
-	 * channel_armed_cq_posts_do_not_wake_the_thread), UCX's put_bw at
-	 * 4 KiB a third slower.  Later posts' ACK timers are due later than
-	 * that (comp.c: at least 500 ms); an app that stops costs one more
-	 * look. */
-	if (next == UINT64_MAX && qp->prog.active_ns == now)
-		next = now + SV_ACTIVE_CHECK_NS;
+	next = owned_next_ns(qp, now);
 	/* under the lock: new work posted after it sees when we look again
 	 * and asks for a look if it is due sooner (sv_qp_note_work); before
 	 * it, our run saw it */
