@@ -326,7 +326,7 @@ static void park(struct sv_context *ctx, struct sv_qp *qp, uint64_t now)
 {
 	struct sv_cq *cq = qp->rcq;
 
-	qp->prog.parked = true;
+	atomic_store_explicit(&qp->prog.parked, true, memory_order_relaxed);
 	pthread_mutex_lock(&ctx->park_lock);
 	if (!cq->park_listed) {
 		cq->park_listed = true;
@@ -374,11 +374,12 @@ static uint64_t look(struct sv_qp *qp, bool swept)
 	 * state (park_check): what moved drives meanwhile was the polls of
 	 * a CQ that has stopped, not the app driving this QP since */
 	drives = atomic_load_explicit(&qp->prog.drives, memory_order_relaxed);
-	swept = swept && qp->prog.parked;
+	swept = swept &&
+		atomic_load_explicit(&qp->prog.parked, memory_order_relaxed);
 	if (drives != qp->prog.seen_drives && !swept)
 		qp->prog.active_ns = now;
 	qp->prog.seen_drives = drives;
-	qp->prog.parked = false;
+	atomic_store_explicit(&qp->prog.parked, false, memory_order_relaxed);
 	/* an XRC_RECV QP is always ours: it has no CQ, so no poll runs it
 	 * (a spin in ibv_get_cq_event drives it, then sleeps with its flags
 	 * down: the peer would not ring us) */
@@ -507,7 +508,8 @@ static void parked_of(struct sv_cq *cq, struct sv_qp **q, uint32_t *n,
 		bool parked = true;
 
 		if (sv_trylock(&qp->lock)) {
-			parked = qp->prog.parked;
+			parked = atomic_load_explicit(&qp->prog.parked,
+						      memory_order_relaxed);
 			sv_unlock(&qp->lock);
 		}
 		if (parked)

@@ -334,7 +334,10 @@ static uint64_t work_due(const struct sv_qp *qp)
  */
 static bool tell_thread(const struct sv_qp *qp, uint64_t due)
 {
-	return due != UINT64_MAX || !qp->prog.parked ||
+	/* parked is the thread's, cleared by a look before it takes our
+	 * lock: a stale true means a look is under way anyway */
+	return due != UINT64_MAX ||
+	       !atomic_load_explicit(&qp->prog.parked, memory_order_relaxed) ||
 	       qp->sq.comp != qp->sq.post;
 }
 
