@@ -91,6 +91,27 @@ static bool wr_allowed(const struct sv_qp *qp, uint32_t opcode)
 	return sv_opcodes[wr_ops[opcode].op].qpts & t;
 }
 
+/*
+ * Zeroes n bytes at p (8-byte aligned) with 16-byte stores, unrolled: for
+ * a WQE's head (112 bytes) gcc's memset is `rep stos`, whose start-up
+ * was half of new_wqe's time in a small one-sided post (perf annotate of
+ * postpoll_read).  The loop is unrolled before gcc could turn it back
+ * into a memset.
+ */
+typedef uint64_t sv_v2u64
+	__attribute__((vector_size(16), may_alias, aligned(8)));
+
+static inline __attribute__((always_inline)) void zero16(void *p, size_t n)
+{
+	sv_v2u64 *q = p;
+
+#pragma GCC unroll 16
+	for (size_t i = 0; i < n / 16; i++)
+		q[i] = (sv_v2u64){0, 0};
+	if (n % 16)
+		memset((uint8_t *)p + n - n % 16, 0, n % 16);
+}
+
 /* A new WQE at sq_post for opcode, or NULL with *err. */
 static struct sv_swqe *new_wqe(struct sv_qp *qp, uint32_t opcode, int *err)
 {
@@ -119,7 +140,7 @@ static struct sv_swqe *new_wqe(struct sv_qp *qp, uint32_t opcode, int *err)
 	      (SV_QPT_BIT(IBV_QPT_RC) | SV_QPT_BIT(IBV_QPT_UC))))
 		memset(w, 0, sizeof(*w));
 	else
-		memset(w, 0, offsetof(struct sv_swqe, ud_qpn));
+		zero16(w, offsetof(struct sv_swqe, ud_qpn));
 	if (unlikely(sv_inject.on) && sv_inject.delay_us)
 		w->due_ns = sv_now_ns() + sv_inject.delay_us * 1000;
 	w->opcode = opcode;
