@@ -65,47 +65,52 @@ int sv_thread_status(const char *comm, const char *key, char *out, size_t n)
 	return ret;
 }
 
-long long sv_threads_sum(const char *comm, const char *key)
+/* The number task tid shows: on its status line "key:", or (key NULL)
+ * the first of /proc/self/task/<tid>/schedstat, its CPU time in ns; -1
+ * if it has none. */
+static long long task_number(const char *tid, const char *key)
+{
+	char path[300], v[64];
+	long long x = -1;
+	FILE *f;
+
+	if (key)
+		return status_line(tid, key, v, sizeof(v))
+			       ? -1
+			       : strtoll(v, NULL, 10);
+	snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &x) != 1)
+		x = -1;
+	fclose(f);
+	return x;
+}
+
+/* task_number summed over the threads named comm; -1 if none has one. */
+static long long threads_sum(const char *comm, const char *key)
 {
 	DIR *d = opendir("/proc/self/task");
-	long long sum = -1;
+	long long sum = -1, x;
 	struct dirent *e;
-	char v[64];
 
 	if (!d)
 		return -1;
 	while ((e = readdir(d)))
 		if (e->d_name[0] != '.' && named(e->d_name, comm) &&
-		    !status_line(e->d_name, key, v, sizeof(v)))
-			sum = (sum < 0 ? 0 : sum) + strtoll(v, NULL, 10);
+		    (x = task_number(e->d_name, key)) >= 0)
+			sum = (sum < 0 ? 0 : sum) + x;
 	closedir(d);
 	return sum;
 }
 
+long long sv_threads_sum(const char *comm, const char *key)
+{
+	return threads_sum(comm, key);
+}
+
 long long sv_threads_cpu_ns(const char *comm)
 {
-	DIR *d = opendir("/proc/self/task");
-	long long sum = -1;
-	struct dirent *e;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d))) {
-		char path[300];
-		long long ns;
-		FILE *f;
-
-		if (e->d_name[0] == '.' || !named(e->d_name, comm))
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat",
-			 e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fscanf(f, "%lld", &ns) == 1)
-			sum = (sum < 0 ? 0 : sum) + ns;
-		fclose(f);
-	}
-	closedir(d);
-	return sum;
+	return threads_sum(comm, NULL);
 }
