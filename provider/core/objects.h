@@ -940,8 +940,7 @@ struct sv_qp_prog {
 	uint64_t seen_drives;	 /* progress thread: drives last look */
 	uint64_t active_ns;	 /* progress thread: drives last moved */
 	uint64_t seen_polls;	 /* progress thread: rcq's polls last look */
-	_Atomic bool parked;	 /* progress thread: left to rcq's polls
-				  * (a post reads it: post.c) */
+	bool parked;		 /* progress thread: left to rcq's polls */
 };
 
 struct sv_qp {

@@ -260,27 +260,6 @@ static uint64_t next_ns(struct sv_qp *qp, uint64_t now)
 	return next;
 }
 
-/*
- * When to look again at a QP that is ours (after its run in look): at its
- * earliest timer, and within a check period if the app drove it (posted
- * to, polled) since our last look, its CQ armed: UCX arms its receive CQ
- * for solicited events and polls the send CQ.  With look_at 0 (nothing
- * due) each of its posts asked for a look (sv_qp_note_work), and this
- * thread ran between every two: 15,000 wake-ups in 300 ms on the app's CPU
- * (test_conf's channel_armed_cq_posts_do_not_wake_the_thread), UCX's
- * put_bw at 4 KiB a third slower.  Later posts' ACK timers are due later
- * than that (comp.c: at least 500 ms); an app that stops costs one more
- * look.  Caller holds qp->lock.
- */
-static uint64_t owned_next_ns(struct sv_qp *qp, uint64_t now)
-{
-	uint64_t next = next_ns(qp, now);
-
-	if (next == UINT64_MAX && qp->prog.active_ns == now)
-		next = now + SV_ACTIVE_CHECK_NS;
-	return next;
-}
-
 static void park_check(struct sv_timer *t, uint64_t now);
 
 /*
@@ -326,7 +305,7 @@ static void park(struct sv_context *ctx, struct sv_qp *qp, uint64_t now)
 {
 	struct sv_cq *cq = qp->rcq;
 
-	atomic_store_explicit(&qp->prog.parked, true, memory_order_relaxed);
+	qp->prog.parked = true;
 	pthread_mutex_lock(&ctx->park_lock);
 	if (!cq->park_listed) {
 		cq->park_listed = true;
@@ -374,12 +353,11 @@ static uint64_t look(struct sv_qp *qp, bool swept)
 	 * state (park_check): what moved drives meanwhile was the polls of
 	 * a CQ that has stopped, not the app driving this QP since */
 	drives = atomic_load_explicit(&qp->prog.drives, memory_order_relaxed);
-	swept = swept &&
-		atomic_load_explicit(&qp->prog.parked, memory_order_relaxed);
+	swept = swept && qp->prog.parked;
 	if (drives != qp->prog.seen_drives && !swept)
 		qp->prog.active_ns = now;
 	qp->prog.seen_drives = drives;
-	atomic_store_explicit(&qp->prog.parked, false, memory_order_relaxed);
+	qp->prog.parked = false;
 	/* an XRC_RECV QP is always ours: it has no CQ, so no poll runs it
 	 * (a spin in ibv_get_cq_event drives it, then sleeps with its flags
 	 * down: the peer would not ring us) */
@@ -446,7 +424,7 @@ static uint64_t look(struct sv_qp *qp, bool swept)
 	sv_qp_run(qp, now);
 	if (sv_link_has_pending(&qp->link))
 		sv_qp_link_step(qp);
-	next = owned_next_ns(qp, now);
+	next = next_ns(qp, now);
 	/* under the lock: new work posted after it sees when we look again
 	 * and asks for a look if it is due sooner (sv_qp_note_work); before
 	 * it, our run saw it */
@@ -508,8 +486,7 @@ static void parked_of(struct sv_cq *cq, struct sv_qp **q, uint32_t *n,
 		bool parked = true;
 
 		if (sv_trylock(&qp->lock)) {
-			parked = atomic_load_explicit(&qp->prog.parked,
-						      memory_order_relaxed);
+			parked = qp->prog.parked;
 			sv_unlock(&qp->lock);
 		}
 		if (parked)

@@ -240,15 +240,16 @@ SV_TEST(channel_get_async_event_eintr)
 /*
  * A QP whose receive CQ is armed is the progress thread's (drive.c look),
  * while the app may go on posting to it and polling its send CQ: UCX arms
- * its receive CQ for solicited events and polls the send CQ.  Those posts
- * must not wake the thread one by one: 300 ms of 8-byte RDMA writes, each
- * polled to its completion, on one CPU, cost the context's progress
- * threads about a wake-up per check period (5 ms: 60 here) and about a
- * millisecond of CPU.  Before the thread kept such a QP's next look within
- * a check period, a look found nothing due and left look_at 0, so each
- * post asked for a look (sv_qp_note_work): 15,200 switches and 61 ms of
- * the thread's CPU here, a third fewer writes, and UCX's put_bw at 4 KiB
- * at 7.7-8.8 GB/s instead of 11.3-12 in half the runs.
+ * its receive CQ for solicited events and polls the send CQ.  Posts whose
+ * entries complete in them (RDMA writes into shared memory) must not wake
+ * the thread one by one: 300 ms of 8-byte writes, each polled to its
+ * completion, on one CPU, cost the context's progress threads a few
+ * wake-ups (2-3 here; 60, one per 5 ms park check, when parked below)
+ * and under a millisecond of CPU.  Before post.c's tell_thread a look
+ * found nothing due and left look_at 0, so each post asked for another
+ * (sv_qp_note_work): 15,200-20,600 switches and 61-82 ms of the thread's
+ * CPU here, a third fewer writes, and UCX's put_bw at 4 KiB at 7.7-8.8
+ * GB/s instead of 11.3-12 in half the runs.
  */
 static void posts_do_not_wake(bool arm)
 {
@@ -327,10 +328,10 @@ SV_TEST(channel_armed_cq_posts_do_not_wake_the_thread)
 
 /*
  * The same with the receive CQ polled, not armed: the QP is idle between
- * posts, and the progress thread leaves it to those polls (parked).  A
- * post that completes at once leaves it parked; before post.c's
- * tell_thread, each asked for a look, which parked it again: 7,400-10,900
- * switches and 40-55 ms of the thread's CPU in the 300 ms.
+ * posts, and the progress thread leaves it to those polls (parked, look_at
+ * 0).  Before post.c's tell_thread each post asked for a look, which
+ * parked it again: 7,100-10,900 switches and 40-55 ms of the thread's CPU
+ * in the 300 ms.
  */
 SV_TEST(channel_parked_qp_posts_do_not_wake_the_thread)
 {
