@@ -133,6 +133,7 @@ void rs_fail(struct rs *rs, int err); /* connection reset */
 int rs_cm_progress(struct rs *rs);    /* reads the CM events there are */
 
 /* rsocket_io.c: 0 or -errno */
+uint32_t rs_ring_size(int v);	/* the ring an SO_RCVBUF/SO_SNDBUF value asks */
 int rs_io_setup(struct rs *rs); /* verbs, ring, receives posted */
 void rs_io_teardown(struct rs *rs);
 void rs_hello_fill(struct rs *rs, struct rs_hello *h);

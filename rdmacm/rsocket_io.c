@@ -59,15 +59,22 @@ void *rs_ring_alloc(size_t len)
 	return p;
 }
 
-static uint32_t clamp_ring(int v)
+/*
+ * A ring's size for an SO_RCVBUF or SO_SNDBUF value: twice the value, as
+ * Linux sockets and rdma-core's rsockets take it (the kernel counts its
+ * bookkeeping in the buffer; rsockets keep the rule, so a program tuned
+ * on them gets the ring it got there), within RS_RING_MIN..RS_RING_MAX;
+ * 0 (not set) or less: the default.
+ */
+uint32_t rs_ring_size(int v)
 {
-	uint32_t s = v > 0 ? (uint32_t)v : RS_RING_DEF;
+	uint64_t s = v > 0 ? 2 * (uint64_t)v : RS_RING_DEF;
 
 	if (s < RS_RING_MIN)
 		s = RS_RING_MIN;
 	if (s > RS_RING_MAX)
 		s = RS_RING_MAX;
-	return s;
+	return (uint32_t)s;
 }
 
 static int post_recv(struct rs *rs, unsigned int slot)
@@ -133,7 +140,7 @@ int rs_io_setup(struct rs *rs)
 	rs->qp = rs->id->qp;
 	if (qa.cap.max_inline_data < rs->max_inline)
 		rs->max_inline = qa.cap.max_inline_data;
-	rs->rsize = clamp_ring(rs->rcvbuf);
+	rs->rsize = rs_ring_size(rs->rcvbuf);
 	rs->rbuf = rs_ring_alloc(rs->rsize);
 	if (!rs->rbuf)
 		goto err_qp;
@@ -256,9 +263,9 @@ int rs_hello_take(struct rs *rs, const void *pdata, uint8_t len)
 	rs->peer_rkey = le32toh(h.ring_rkey);
 	rs->peer_rsize = size;
 	rs->peer_rq = rq;
-	/* twice the peer's ring: completions that lag never cut the chunks
-	 * small (each chunk costs the peer a receive) */
-	rs->ssize = 2 * size;
+	/* SO_SNDBUF's, or twice the peer's ring: completions that lag never
+	 * cut the chunks small (each chunk costs the peer a receive) */
+	rs->ssize = rs->sndbuf > 0 ? rs_ring_size(rs->sndbuf) : 2 * size;
 	rs->sbuf = rs_ring_alloc(rs->ssize);
 	if (!rs->sbuf)
 		return -ENOMEM;

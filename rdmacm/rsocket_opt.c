@@ -63,10 +63,11 @@ CM_EXPORT int rsetsockopt(int socket, int level, int optname,
 			rs->keepalive = !!v; /* the CM sees a dead peer */
 			break;
 		case SO_SNDBUF:
+			/* both rings are made at connect (rs_ring_size):
+			 * later has no effect, as in rdma-core's rsockets */
 			rs->sndbuf = v;
 			break;
 		case SO_RCVBUF:
-			/* the ring is made at connect: later has no effect */
 			rs->rcvbuf = v;
 			break;
 		default:
@@ -146,15 +147,13 @@ CM_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval,
 		case SO_KEEPALIVE:
 			v = rs->keepalive;
 			break;
-		case SO_SNDBUF:
-			v = rs->ssize	 ? (int)rs->ssize
-			    : rs->sndbuf ? rs->sndbuf
-					 : (int)RS_RING_DEF;
+		case SO_SNDBUF: /* as Linux: the size in use, twice the value */
+			v = (int)(rs->ssize ? rs->ssize
+					    : rs_ring_size(rs->sndbuf));
 			break;
 		case SO_RCVBUF:
-			v = rs->rsize ? (int)rs->rsize
-				      : (int)(rs->rcvbuf ? rs->rcvbuf
-							 : (int)RS_RING_DEF);
+			v = (int)(rs->rsize ? rs->rsize
+					    : rs_ring_size(rs->rcvbuf));
 			break;
 		case SO_ERROR:
 			rs_progress(rs);

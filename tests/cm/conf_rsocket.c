@@ -14,6 +14,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -920,4 +921,41 @@ SV_TEST(rs_stream_writes_at_most_64_kib)
 	ASSERT_OK(rclose(s));
 	ASSERT_OK(rclose(l));
 	free(buf);
+}
+
+/*
+ * SO_RCVBUF and SO_SNDBUF ask for half the rings they get, as Linux and
+ * rdma-core's rsockets take them (rstream's 512 KiB is a 1 MiB ring
+ * there); rgetsockopt reads back the doubled size before the connection
+ * and the size in use after it; the hello carries the receive ring's.
+ */
+SV_TEST(rs_buffer_options_are_doubled_as_linux)
+{
+	struct raw r = {0};
+	uint16_t port;
+	int l = listener(AF_INET, &port), s, rcv = 48 << 10, snd = 6 << 10,
+	    v = 0, huge = INT_MAX;
+	socklen_t len = sizeof(v);
+	struct rs_hello h = good_hello(&r);
+
+	ASSERT_OK(rsetsockopt(l, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv)));
+	ASSERT_OK(rsetsockopt(l, SOL_SOCKET, SO_SNDBUF, &snd, sizeof(snd)));
+	ASSERT_OK(rgetsockopt(l, SOL_SOCKET, SO_RCVBUF, &v, &len));
+	ASSERT_EQ(2 * rcv, v);
+	ASSERT_OK(rgetsockopt(l, SOL_SOCKET, SO_SNDBUF, &v, &len));
+	ASSERT_EQ(2 * snd, v);
+	s = raw_connect(&r, l, port, &h);
+	ASSERT_GE(s, 0); /* the accepted rsocket inherits the listener's */
+	ASSERT_EQ((uint32_t)(2 * rcv), le32toh(r.peer.ring_size));
+	ASSERT_OK(rgetsockopt(s, SOL_SOCKET, SO_RCVBUF, &v, &len));
+	ASSERT_EQ(2 * rcv, v);
+	ASSERT_OK(rgetsockopt(s, SOL_SOCKET, SO_SNDBUF, &v, &len));
+	ASSERT_EQ(2 * snd, v);
+	/* no overflow past the largest ring */
+	ASSERT_OK(rsetsockopt(l, SOL_SOCKET, SO_RCVBUF, &huge, sizeof(huge)));
+	ASSERT_OK(rgetsockopt(l, SOL_SOCKET, SO_RCVBUF, &v, &len));
+	ASSERT_EQ((int)RS_RING_MAX, v);
+	raw_free(&r);
+	ASSERT_OK(rclose(s));
+	ASSERT_OK(rclose(l));
 }
