@@ -48,6 +48,7 @@ extern const char *const rs_state_names[RS_NSTATES];
 #define RS_CHUNK_MAX  (64u << 10)  /* one RDMA write of stream bytes */
 #define RS_INLINE_DEF 64	   /* RDMA_INLINE's default */
 #define RS_INLINE_MAX 512	   /* and its most */
+#define RS_LANE_MIN   (8u << 10)   /* a chunk the zero-copy lane takes */
 
 /* wr_id: kind in the top byte, a length or slot below */
 enum rs_wr { RS_WR_DATA = 1, RS_WR_CTRL, RS_WR_IOW, RS_WR_RECV };
@@ -116,6 +117,13 @@ struct rs {
 	unsigned int sq_used;
 	bool fin_sent, shut_wr, shut_rd;
 
+	/* the zero-copy lane (rsocket_lane.c) */
+	struct ibv_qp *lane; /* NULL: none */
+	struct ibv_cq *lane_cq;
+	struct ibv_mr *zmr; /* implicit ODP: the program's memory, local */
+	uint32_t peer_lane; /* its QPN; 0: none */
+	bool zc;	    /* stream writes go on the lane */
+
 	/* riowrite */
 	uint8_t *wbuf;
 	struct ibv_mr *wmr;
@@ -132,7 +140,14 @@ void rs_put(struct rs *rs);
 void rs_fail(struct rs *rs, int err); /* connection reset */
 int rs_cm_progress(struct rs *rs);    /* reads the CM events there are */
 
+/* rsocket_lane.c */
+void rs_lane_setup(struct rs *rs);   /* INIT, or no lane */
+bool rs_lane_connect(struct rs *rs); /* to rs->peer_lane, or no lane */
+void rs_lane_free(struct rs *rs);
+int rs_lane_write(struct rs *rs, const void *p, uint32_t len, uint64_t raddr);
+
 /* rsocket_io.c: 0 or -errno */
+uint64_t rs_now_ns(void);
 uint32_t rs_ring_size(int v);	/* the ring an SO_RCVBUF/SO_SNDBUF value asks */
 int rs_io_setup(struct rs *rs); /* verbs, ring, receives posted */
 void rs_io_teardown(struct rs *rs);

@@ -10,7 +10,10 @@
  * - Stream bytes: RDMA WRITE WITH IMMEDIATE into the peer's ring at the
  *   stream position modulo the ring size, never across the ring's end;
  *   the immediate (big endian) is the byte count.  Each costs the peer
- *   one posted receive.
+ *   one posted receive.  With a zero-copy lane (a second QP each side,
+ *   named in the hello) the bytes come by plain RDMA WRITE on the lane
+ *   first, then a zero-length WRITE WITH IMMEDIATE on the connection's QP
+ *   says how many.
  * - Control: a SEND of one struct rs_ctrl.  Every control message carries
  *   the sender's cumulative counters: stream bytes it has read (the ring
  *   space the peer may reuse) and receives it has re-posted (the
@@ -35,7 +38,7 @@ struct rs_hello {
 	uint32_t ring_rkey;
 	uint32_t ring_size; /* bytes, RS_RING_MIN..RS_RING_MAX */
 	uint32_t rq_depth;  /* receives posted, RS_RQ_MIN..RS_RQ_MAX */
-	uint32_t pad2;
+	uint32_t lane_qpn;  /* its zero-copy lane's QP (rsocket_lane.c); 0 */
 } __attribute__((packed));
 
 _Static_assert(sizeof(struct rs_hello) <= 56, "fits a REQ's private data");
@@ -45,6 +48,7 @@ enum rs_ctrl_type {
 	RS_CTRL_FIN,	    /* no more stream bytes from the sender */
 	RS_CTRL_IOMAP,	    /* a window for riowrite (replaces overlaps) */
 	RS_CTRL_UNMAP,	    /* the window at offset is gone */
+	RS_CTRL_LANE,	    /* the active side's lane is up: write on yours */
 	RS_CTRL_NTYPES
 };
 

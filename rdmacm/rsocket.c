@@ -320,6 +320,9 @@ static int accept_one(struct rs *l, struct rdma_cm_event *ev, struct rs **out)
 	ret = rs_hello_take(n, pdata, plen);
 	if (ret)
 		goto err_free;
+	/* before the REP: the active side may write on it once it has ours
+	 * (no lane, and a hello that says so, if it cannot be) */
+	rs_lane_connect(n);
 	rs_hello_fill(n, &h);
 	cp.private_data = &h;
 	cp.private_data_len = sizeof(h);
@@ -452,6 +455,13 @@ static void on_event(struct rs *rs, struct rdma_cm_event *ev)
 				break;
 			}
 			rs->state = RS_CONNECTED;
+			/* the passive side's lane took RTR before its REP */
+			if (rs_lane_connect(rs)) {
+				rs->zc = true;
+				/* its lane may carry the other way too; if this
+				 * cannot go now, it only copies */
+				rs_send_ctrl(rs, RS_CTRL_LANE, NULL);
+			}
 		} else if (rs->state == RS_ACCEPTING) {
 			rs->state = RS_CONNECTED;
 		}

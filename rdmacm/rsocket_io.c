@@ -95,31 +95,41 @@ static int post_recv(struct rs *rs, unsigned int slot)
 	return -ibv_post_recv(rs->qp, &wr, &bad);
 }
 
+/* The CQ of sends and receives, on a non-blocking completion channel. */
+static int make_cq(struct rs *rs, struct ibv_context *ctx)
+{
+	int err;
+
+	rs->cch = ibv_create_comp_channel(ctx);
+	if (!rs->cch)
+		return -errno;
+	fcntl(rs->cch->fd, F_SETFL, fcntl(rs->cch->fd, F_GETFL) | O_NONBLOCK);
+	rs->cq = ibv_create_cq(ctx, RS_SQ_DEPTH + RS_RQ_DEPTH + 8, rs, rs->cch,
+			       0);
+	if (rs->cq)
+		return 0;
+	err = -errno;
+	ibv_destroy_comp_channel(rs->cch);
+	rs->cch = NULL;
+	return err;
+}
+
 int rs_io_setup(struct rs *rs)
 {
 	struct ibv_context *ctx = rs->id->verbs;
 	struct ibv_qp_init_attr qa = {0};
 	unsigned int i;
-	int err = -ENOMEM, fl;
+	int err = -ENOMEM;
 
 	if (!ctx)
 		return -ENODEV;
 	rs->pd = ibv_alloc_pd(ctx);
 	if (!rs->pd)
 		return -errno;
-	rs->cch = ibv_create_comp_channel(ctx);
-	if (!rs->cch) {
-		err = -errno;
+	err = make_cq(rs, ctx);
+	if (err)
 		goto err_pd;
-	}
-	fl = fcntl(rs->cch->fd, F_GETFL);
-	fcntl(rs->cch->fd, F_SETFL, fl | O_NONBLOCK);
-	rs->cq = ibv_create_cq(ctx, RS_SQ_DEPTH + RS_RQ_DEPTH + 8, rs, rs->cch,
-			       0);
-	if (!rs->cq) {
-		err = -errno;
-		goto err_cch;
-	}
+	err = -ENOMEM;
 	qa.send_cq = rs->cq;
 	qa.recv_cq = rs->cq;
 	qa.qp_type = IBV_QPT_RC;
@@ -167,6 +177,7 @@ int rs_io_setup(struct rs *rs)
 		if (err)
 			goto err_ctlmr;
 	}
+	rs_lane_setup(rs);
 	return 0;
 
 err_ctlmr:
@@ -187,7 +198,6 @@ err_qp:
 err_cq:
 	ibv_destroy_cq(rs->cq);
 	rs->cq = NULL;
-err_cch:
 	ibv_destroy_comp_channel(rs->cch);
 	rs->cch = NULL;
 err_pd:
@@ -204,6 +214,7 @@ void rs_io_teardown(struct rs *rs)
 		rdma_destroy_qp(rs->id);
 		rs->qp = NULL;
 	}
+	rs_lane_free(rs);
 	for (i = 0; i < RS_IOMAPS; i++)
 		if (rs->lmaps[i].used && rs->lmaps[i].mr)
 			ibv_dereg_mr(rs->lmaps[i].mr);
@@ -242,6 +253,7 @@ void rs_hello_fill(struct rs *rs, struct rs_hello *h)
 	h->ring_rkey = htole32(rs->rmr->rkey);
 	h->ring_size = htole32(rs->rsize);
 	h->rq_depth = htole32(RS_RQ_DEPTH);
+	h->lane_qpn = htole32(rs->lane ? rs->lane->qp_num : 0);
 }
 
 /* The peer's hello (the CM's private data): -EPROTO if it is not ours. */
@@ -263,6 +275,7 @@ int rs_hello_take(struct rs *rs, const void *pdata, uint8_t len)
 	rs->peer_rkey = le32toh(h.ring_rkey);
 	rs->peer_rsize = size;
 	rs->peer_rq = rq;
+	rs->peer_lane = le32toh(h.lane_qpn) & 0xffffff;
 	/* SO_SNDBUF's, or twice the peer's ring: completions that lag never
 	 * cut the chunks small (each chunk costs the peer a receive) */
 	rs->ssize = rs->sndbuf > 0 ? rs_ring_size(rs->sndbuf) : 2 * size;
@@ -433,6 +446,10 @@ static void take_ctrl(struct rs *rs, const struct rs_ctrl *c, uint32_t len)
 	case RS_CTRL_UNMAP:
 		take_iomap(rs, c);
 		break;
+	case RS_CTRL_LANE:
+		/* only our own connected lane; a lie costs the liar */
+		rs->zc = rs->lane && rs->peer_lane;
+		break;
 	default:
 		break;
 	}
@@ -540,7 +557,7 @@ static void eat_cq_events(struct rs *rs)
 	}
 }
 
-static uint64_t now_ns(void)
+uint64_t rs_now_ns(void)
 {
 	struct timespec ts;
 
@@ -557,14 +574,14 @@ static uint64_t now_ns(void)
  */
 bool rs_spin(struct rs *rs)
 {
-	uint64_t end = now_ns() + RS_SPIN_NS;
+	uint64_t end = rs_now_ns() + RS_SPIN_NS;
 
 	do {
 		if (poll_cq(rs))
 			return true;
 		if (rs->ech && cm_channel_pending(rs->ech))
 			return true;
-	} while (now_ns() < end);
+	} while (rs_now_ns() < end);
 	return false;
 }
 
@@ -712,6 +729,47 @@ static void copy_in(uint8_t *dst, uint64_t chunk, const struct iovec *iov,
 	}
 }
 
+/*
+ * Where a chunk's bytes come from (wr's one SGE, length and key set):
+ * the program's buffer inline when small; nowhere when the lane wrote
+ * them into the peer's ring already (the write carries only the
+ * immediate); else the bounce ring, after a copy.  Advances (*i,
+ * *io_off).  0, -EFAULT (the program's buffer) or -ECONNRESET (the lane
+ * broke).
+ */
+static int stage_chunk(struct rs *rs, const struct iovec *iov, int *i,
+		       size_t *io_off, uint64_t chunk, uint64_t raddr,
+		       struct ibv_send_wr *wr)
+{
+	const uint8_t *p = (const uint8_t *)iov[*i].iov_base + *io_off;
+	bool whole = chunk <= iov[*i].iov_len - *io_off;
+	uint64_t pos;
+	int ret;
+
+	if (whole && chunk <= rs->max_inline) {
+		wr->sg_list->addr = (uintptr_t)p;
+		wr->send_flags = IBV_SEND_INLINE;
+	} else if (whole && rs->zc && chunk >= RS_LANE_MIN &&
+		   (ret = rs_lane_write(rs, p, (uint32_t)chunk, raddr)) !=
+			   -EAGAIN) {
+		if (ret)
+			return ret;
+		wr->num_sge = 0;
+	} else {
+		pos = rs->sent %
+		      rs->ssize; /* in sbuf; the peer's ring: raddr */
+		copy_in(rs->sbuf + pos, chunk, iov, i, io_off);
+		wr->sg_list->addr = (uintptr_t)(rs->sbuf + pos);
+		return 0;
+	}
+	*io_off += chunk;
+	if (*io_off == iov[*i].iov_len) {
+		(*i)++;
+		*io_off = 0;
+	}
+	return 0;
+}
+
 ssize_t rs_do_send(struct rs *rs, const struct iovec *iov, int iovcnt,
 		   int flags)
 {
@@ -725,7 +783,7 @@ ssize_t rs_do_send(struct rs *rs, const struct iovec *iov, int iovcnt,
 	if (ret)
 		return ret;
 	while (total < want) {
-		uint64_t room, chunk, pos;
+		uint64_t room, chunk, raddr;
 		struct ibv_sge sge;
 		struct ibv_send_wr wr = {0}, *bad;
 
@@ -747,32 +805,22 @@ ssize_t rs_do_send(struct rs *rs, const struct iovec *iov, int iovcnt,
 		 * (and gives the room back) while we copy the next one */
 		if (chunk > RS_CHUNK_MAX)
 			chunk = RS_CHUNK_MAX;
-		if (chunk <= rs->max_inline &&
-		    chunk <= iov[i].iov_len - io_off) {
-			/* small: from the program's buffer, inline (the
-			 * bounce ring's bytes go unused) */
-			sge.addr = (uintptr_t)iov[i].iov_base + io_off;
-			wr.send_flags = IBV_SEND_INLINE;
-			io_off += chunk;
-			if (io_off == iov[i].iov_len) {
-				i++;
-				io_off = 0;
-			}
-		} else {
-			pos = rs->sent % rs->ssize; /* in sbuf; the peer's
-						     * ring below */
-			copy_in(rs->sbuf + pos, chunk, iov, &i, &io_off);
-			sge.addr = (uintptr_t)(rs->sbuf + pos);
-		}
+		raddr = rs->peer_addr + rs->sent % rs->peer_rsize;
 		sge.length = (uint32_t)chunk;
 		sge.lkey = rs->smr->lkey;
-		wr.wr_id = RS_WR(RS_WR_DATA, chunk);
 		wr.sg_list = &sge;
 		wr.num_sge = 1;
+		ret = stage_chunk(rs, iov, &i, &io_off, chunk, raddr, &wr);
+		if (ret == -EFAULT)
+			return total ? (ssize_t)total : -EFAULT;
+		if (ret) {
+			rs_fail(rs, ECONNRESET);
+			return total ? (ssize_t)total : -ECONNRESET;
+		}
+		wr.wr_id = RS_WR(RS_WR_DATA, chunk);
 		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
 		wr.imm_data = htonl((uint32_t)chunk);
-		wr.wr.rdma.remote_addr =
-			rs->peer_addr + rs->sent % rs->peer_rsize;
+		wr.wr.rdma.remote_addr = raddr;
 		wr.wr.rdma.rkey = rs->peer_rkey;
 		ret = ibv_post_send(rs->qp, &wr, &bad);
 		if (ret) {

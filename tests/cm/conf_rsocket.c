@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -652,6 +653,8 @@ struct raw {
 	uint8_t *ring;
 	struct ibv_mr *mr;
 	struct rs_hello peer;
+	bool want_lane;	     /* offer a zero-copy lane in our hello */
+	struct ibv_qp *lane; /* then its QP (INIT until raw_lane_up) */
 };
 
 static struct rdma_cm_event *raw_event(struct raw *r,
@@ -666,6 +669,30 @@ static struct rdma_cm_event *raw_event(struct raw *r,
 		sv_test_fail(__FILE__, __LINE__, "event %s, wanted %s",
 			     rdma_event_str(ev->event), rdma_event_str(want));
 	return ev;
+}
+
+/* A lane QP in INIT that takes RDMA writes (rs_wire.h): its QPN. */
+static uint32_t raw_lane(struct raw *r)
+{
+	struct ibv_qp_init_attr qa = {
+		.send_cq = r->cq,
+		.recv_cq = r->cq,
+		.cap = {.max_send_wr = 1,
+			.max_recv_wr = 1,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
+				.port_num = 1,
+				.qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
+
+	r->lane = ibv_create_qp(r->pd, &qa);
+	ASSERT_NOT_NULL(r->lane);
+	ASSERT_OK(ibv_modify_qp(r->lane, &a,
+				IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					IBV_QP_ACCESS_FLAGS));
+	return r->lane->qp_num;
 }
 
 /* connects to the rsocket listener l (accepting it here) with hello h */
@@ -712,6 +739,8 @@ static int raw_connect(struct raw *r, int l, uint16_t port,
 		hh = *h;
 		hh.ring_addr = (uintptr_t)r->ring;
 		hh.ring_rkey = r->mr->rkey;
+		if (r->want_lane)
+			hh.lane_qpn = raw_lane(r);
 		cp.private_data = &hh;
 	}
 	ASSERT_OK(rdma_connect(r->id, &cp));
@@ -758,6 +787,8 @@ static void raw_post(struct raw *r, struct ibv_send_wr *wr)
 
 static void raw_free(struct raw *r)
 {
+	if (r->lane)
+		ibv_destroy_qp(r->lane);
 	rdma_disconnect(r->id);
 	rdma_destroy_qp(r->id);
 	ibv_dereg_mr(r->mr);
@@ -958,4 +989,141 @@ SV_TEST(rs_buffer_options_are_doubled_as_linux)
 	raw_free(&r);
 	ASSERT_OK(rclose(s));
 	ASSERT_OK(rclose(l));
+}
+
+/* The raw peer's lane to the rsocket's (RTR, RTS), then RS_CTRL_LANE,
+ * acknowledged: the rsocket has it once it next looks at its CQ. */
+static void raw_lane_up(struct raw *r, int s)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR};
+	struct rs_ctrl *c = (struct rs_ctrl *)(r->ring + RAW_RING / 2);
+	struct ibv_sge sge = {(uintptr_t)c, sizeof(*c), r->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 77,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND};
+	uint64_t end = sv_now_ms() + WAIT_MS;
+	struct ibv_wc wc;
+	int mask, n;
+
+	ASSERT_NE(0, le32toh(r->peer.lane_qpn)); /* the rsocket offers one */
+	ASSERT_OK(rdma_init_qp_attr(r->id, &a, &mask));
+	a.dest_qp_num = le32toh(r->peer.lane_qpn);
+	a.rq_psn = 0;
+	ASSERT_OK(ibv_modify_qp(r->lane, &a, mask));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	ASSERT_OK(rdma_init_qp_attr(r->id, &a, &mask));
+	a.sq_psn = 0;
+	ASSERT_OK(ibv_modify_qp(r->lane, &a, mask));
+	memset(c, 0, sizeof(*c));
+	c->magic = htole32(RS_MAGIC);
+	c->type = RS_CTRL_LANE;
+	raw_post(r, &wr);
+	while ((n = ibv_poll_cq(r->cq, 1, &wc)) == 0) {
+		struct pollfd p = {.fd = s, .events = POLLIN};
+
+		ASSERT_TRUE(sv_now_ms() < end);
+		ASSERT_GE(rpoll(&p, 1, 0), 0); /* the rsocket's side */
+	}
+	ASSERT_EQ(1, n);
+	ASSERT_EQ(77, wc.wr_id);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+}
+
+/*
+ * The zero-copy lane (rsocket_lane.c): with a peer that offers one, each
+ * stream chunk's bytes come by plain RDMA WRITE on the lane and the
+ * connection's QP carries a zero-length WRITE WITH IMMEDIATE that counts
+ * them.  Over shared memory every chunk does.  Over TCP the first write
+ * goes on the lane; the first that does not complete in its post (its
+ * ACK has to come back first) rsend waits for, and the chunks after it
+ * are copied (the immediate's write carries them).  Either way the bytes
+ * in the ring are the program's.
+ */
+SV_TEST(rs_stream_bytes_come_on_the_lane_then_the_count)
+{
+	struct raw r = {.want_lane = true};
+	uint16_t port;
+	int l = listener(AF_INET, &port), s, chunks = 0, lane_chunks = 0;
+	struct rs_hello h = good_hello(&r);
+	uint64_t end = sv_now_ms() + WAIT_MS;
+	uint32_t got = 0, want = 4 * 65536;
+	uint8_t *buf = malloc(want);
+
+	ASSERT_NOT_NULL(buf);
+	h.ring_size = RAW_RING;
+	s = raw_connect(&r, l, port, &h);
+	ASSERT_GE(s, 0);
+	wait_for(s, POLLOUT);
+	for (int i = 0; i < 8; i++) {
+		struct ibv_recv_wr rw = {.wr_id = (uint64_t)i}, *bad;
+
+		ASSERT_OK(ibv_post_recv(r.id->qp, &rw, &bad));
+	}
+	raw_lane_up(&r, s);
+	for (uint32_t i = 0; i < want; i++)
+		buf[i] = pat(i, 9);
+	ASSERT_EQ((ssize_t)want, rsend(s, buf, want, MSG_DONTWAIT));
+	memset(buf, 0, want); /* ours again: rsend returned */
+	while (got < want) {
+		struct pollfd p = {.fd = s, .events = POLLIN};
+		struct ibv_wc wc;
+		int n = ibv_poll_cq(r.cq, 1, &wc);
+
+		ASSERT_GE(n, 0);
+		if (!n) {
+			ASSERT_TRUE(sv_now_ms() < end);
+			ASSERT_GE(rpoll(&p, 1, 0), 0);
+			continue;
+		}
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		ASSERT_EQ(IBV_WC_RECV_RDMA_WITH_IMM, wc.opcode);
+		ASSERT_TRUE(wc.byte_len == 0 ||
+			    wc.byte_len == ntohl(wc.imm_data));
+		/* once copied, never the lane again */
+		ASSERT_TRUE(wc.byte_len || lane_chunks == chunks);
+		lane_chunks += wc.byte_len == 0;
+		got += ntohl(wc.imm_data);
+		chunks++;
+	}
+	ASSERT_EQ(want, got);
+	ASSERT_EQ(4, chunks);
+	if (sv_test_tcp())
+		ASSERT_GE(lane_chunks, 1); /* the ACK may beat the poll */
+	else
+		ASSERT_EQ(4, lane_chunks);
+	for (uint32_t i = 0; i < want; i++)
+		if (r.ring[i] != pat(i, 9))
+			sv_test_fail(__FILE__, __LINE__, "ring byte %u", i);
+	raw_free(&r);
+	ASSERT_OK(rclose(s));
+	ASSERT_OK(rclose(l));
+	free(buf);
+}
+
+/*
+ * rsend from memory the program does not have, on the lane: EFAULT, as
+ * send(2) gives, and nothing of it reaches the peer; the stream goes on.
+ */
+SV_TEST(rs_send_from_unmapped_memory_is_efault)
+{
+	size_t len = 64 << 10;
+	uint8_t *bad =
+		mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t good[4096], in[sizeof(good)];
+	int a, b;
+
+	ASSERT_TRUE(bad != MAP_FAILED);
+	pair(AF_INET, &a, &b);
+	for (size_t i = 0; i < sizeof(good); i++)
+		good[i] = pat(i, 3);
+	ASSERT_EQ(-1, rsend(a, bad, len, 0));
+	ASSERT_EQ(EFAULT, errno);
+	send_all(a, good, sizeof(good));
+	recv_all(b, in, sizeof(in));
+	ASSERT_OK(memcmp(good, in, sizeof(in)));
+	ASSERT_OK(rclose(a));
+	ASSERT_OK(rclose(b));
+	munmap(bad, len);
 }
