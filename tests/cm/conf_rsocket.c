@@ -991,11 +991,10 @@ SV_TEST(rs_buffer_options_are_doubled_as_linux)
 	ASSERT_OK(rclose(l));
 }
 
-/* The raw peer's lane to the rsocket's (RTR, RTS), then RS_CTRL_LANE,
- * acknowledged: the rsocket has it once it next looks at its CQ. */
-static void raw_lane_up(struct raw *r, int s)
+/* RS_CTRL_LANE to the rsocket s, acknowledged: the rsocket has it once
+ * it next looks at its CQ. */
+static void raw_say_lane(struct raw *r, int s)
 {
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR};
 	struct rs_ctrl *c = (struct rs_ctrl *)(r->ring + RAW_RING / 2);
 	struct ibv_sge sge = {(uintptr_t)c, sizeof(*c), r->mr->lkey};
 	struct ibv_send_wr wr = {.wr_id = 77,
@@ -1004,18 +1003,8 @@ static void raw_lane_up(struct raw *r, int s)
 				 .opcode = IBV_WR_SEND};
 	uint64_t end = sv_now_ms() + WAIT_MS;
 	struct ibv_wc wc;
-	int mask, n;
+	int n;
 
-	ASSERT_NE(0, le32toh(r->peer.lane_qpn)); /* the rsocket offers one */
-	ASSERT_OK(rdma_init_qp_attr(r->id, &a, &mask));
-	a.dest_qp_num = le32toh(r->peer.lane_qpn);
-	a.rq_psn = 0;
-	ASSERT_OK(ibv_modify_qp(r->lane, &a, mask));
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	ASSERT_OK(rdma_init_qp_attr(r->id, &a, &mask));
-	a.sq_psn = 0;
-	ASSERT_OK(ibv_modify_qp(r->lane, &a, mask));
 	memset(c, 0, sizeof(*c));
 	c->magic = htole32(RS_MAGIC);
 	c->type = RS_CTRL_LANE;
@@ -1029,6 +1018,25 @@ static void raw_lane_up(struct raw *r, int s)
 	ASSERT_EQ(1, n);
 	ASSERT_EQ(77, wc.wr_id);
 	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+}
+
+/* The raw peer's lane to the rsocket's (RTR, RTS), then RS_CTRL_LANE. */
+static void raw_lane_up(struct raw *r, int s)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR};
+	int mask;
+
+	ASSERT_NE(0, le32toh(r->peer.lane_qpn)); /* the rsocket offers one */
+	ASSERT_OK(rdma_init_qp_attr(r->id, &a, &mask));
+	a.dest_qp_num = le32toh(r->peer.lane_qpn);
+	a.rq_psn = 0;
+	ASSERT_OK(ibv_modify_qp(r->lane, &a, mask));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	ASSERT_OK(rdma_init_qp_attr(r->id, &a, &mask));
+	a.sq_psn = 0;
+	ASSERT_OK(ibv_modify_qp(r->lane, &a, mask));
+	raw_say_lane(r, s);
 }
 
 /*
@@ -1126,4 +1134,41 @@ SV_TEST(rs_send_from_unmapped_memory_is_efault)
 	ASSERT_OK(rclose(a));
 	ASSERT_OK(rclose(b));
 	munmap(bad, len);
+}
+
+/*
+ * A peer that offers a lane, says it may carry our writes
+ * (RS_CTRL_LANE), and never connects it: the lane's write is never
+ * acknowledged, so rsend learns it from the lane QP's retries running
+ * out and resets the connection (a late packet of that write could
+ * still land in the ring), in bounded time, never a hang.
+ */
+SV_TEST(rs_lane_never_connected_by_the_peer_resets)
+{
+	struct raw r = {.want_lane = true};
+	uint16_t port;
+	int l = listener(AF_INET, &port), s;
+	struct rs_hello h = good_hello(&r);
+	uint8_t *buf = calloc(1, 65536);
+	uint64_t t0;
+	int err = -1;
+	socklen_t elen = sizeof(err);
+
+	ASSERT_NOT_NULL(buf);
+	h.ring_size = RAW_RING;
+	s = raw_connect(&r, l, port, &h);
+	ASSERT_GE(s, 0);
+	wait_for(s, POLLOUT);
+	ASSERT_NE(0, le32toh(r.peer.lane_qpn)); /* it offers one */
+	raw_say_lane(&r, s);			/* our lane stays in INIT */
+	ASSERT_OK(rgetsockopt(s, SOL_SOCKET, SO_ERROR, &err, &elen));
+	ASSERT_EQ(0, err); /* the message itself is fine */
+	t0 = sv_now_ms();
+	ASSERT_EQ(-1, rsend(s, buf, 65536, MSG_DONTWAIT));
+	ASSERT_EQ(ECONNRESET, errno);
+	ASSERT_TRUE(sv_now_ms() - t0 < WAIT_MS);
+	ASSERT_OK(rclose(s));
+	ASSERT_OK(rclose(l));
+	raw_free(&r);
+	free(buf);
 }
