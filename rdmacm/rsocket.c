@@ -365,6 +365,10 @@ CM_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
 	if (l->state != RS_LISTENING)
 		return rs_ret_err(l, -EINVAL);
 	for (;;) {
+		/* nothing queued: no lock, no system call (rstream's server
+		 * spins here until its client comes) */
+		if (l->nonblock && !cm_channel_pending(l->ech))
+			return rs_ret_err(l, -EAGAIN);
 		if (rdma_get_cm_event(l->ech, &ev)) {
 			struct pollfd p = {.fd = l->fd, .events = POLLIN};
 

@@ -201,3 +201,29 @@ SV_TEST(rs_rpoll_of_rsockets_only_makes_no_poll_until_it_sleeps)
 {
 	pingpong(true);
 }
+
+/* A non-blocking raccept with no connection waiting (rstream's server
+ * spins on it until its client comes): EAGAIN without a system call.
+ * Before the fix each one read the CM channel (its lock, an fcntl). */
+SV_TEST(rs_nonblocking_raccept_of_nobody_makes_no_system_call)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	int l = rsocket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), one = 1;
+
+	ASSERT_GE(l, 0);
+	ASSERT_OK(rsetsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ASSERT_OK(rbind(l, (struct sockaddr *)&sa, sizeof(sa)));
+	ASSERT_OK(rlisten(l, 4));
+	atomic_store(&n_fcntl, 0);
+	atomic_store(&n_poll, 0);
+	atomic_store(&counting, true);
+	for (int i = 0; i < ROUNDS; i++) {
+		ASSERT_EQ(-1, raccept(l, NULL, NULL));
+		ASSERT_EQ(EAGAIN, errno);
+	}
+	atomic_store(&counting, false);
+	ASSERT_EQ(0, atomic_load(&n_fcntl));
+	ASSERT_EQ(0, atomic_load(&n_poll));
+	ASSERT_OK(rclose(l));
+}
