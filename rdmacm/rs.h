@@ -49,6 +49,7 @@ extern const char *const rs_state_names[RS_NSTATES];
 #define RS_INLINE_DEF 64	   /* RDMA_INLINE's default */
 #define RS_INLINE_MAX 512	   /* and its most */
 #define RS_LANE_MIN   (8u << 10)   /* a chunk the zero-copy lane takes */
+#define RS_LANE_MAX   (1u << 20)   /* and riowrite's most in one write */
 
 /* wr_id: kind in the top byte, a length or slot below */
 enum rs_wr { RS_WR_DATA = 1, RS_WR_CTRL, RS_WR_IOW, RS_WR_RECV };
@@ -144,7 +145,8 @@ int rs_cm_progress(struct rs *rs);    /* reads the CM events there are */
 void rs_lane_setup(struct rs *rs);   /* INIT, or no lane */
 bool rs_lane_connect(struct rs *rs); /* to rs->peer_lane, or no lane */
 void rs_lane_free(struct rs *rs);
-int rs_lane_write(struct rs *rs, const void *p, uint32_t len, uint64_t raddr);
+int rs_lane_write(struct rs *rs, const void *p, uint32_t len, uint64_t raddr,
+		  uint32_t rkey);
 
 /* rsocket_io.c: 0 or -errno */
 uint64_t rs_now_ns(void);

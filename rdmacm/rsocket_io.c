@@ -750,8 +750,8 @@ static int stage_chunk(struct rs *rs, const struct iovec *iov, int *i,
 		wr->sg_list->addr = (uintptr_t)p;
 		wr->send_flags = IBV_SEND_INLINE;
 	} else if (whole && rs->zc && chunk >= RS_LANE_MIN &&
-		   (ret = rs_lane_write(rs, p, (uint32_t)chunk, raddr)) !=
-			   -EAGAIN) {
+		   (ret = rs_lane_write(rs, p, (uint32_t)chunk, raddr,
+					rs->peer_rkey)) != -EAGAIN) {
 		if (ret)
 			return ret;
 		wr->num_sge = 0;

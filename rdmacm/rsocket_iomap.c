@@ -2,8 +2,9 @@
 /*
  * rsockets' riomap/riounmap/riowrite (the protocol is rs_wire.h): a
  * window of ours is registered for remote write and announced by an
- * RS_CTRL_IOMAP control message; riowrite is a plain RDMA WRITE from its
- * own bounce ring (RS_WBUF_SIZE) into a window the peer announced, and
+ * RS_CTRL_IOMAP control message; riowrite is a plain RDMA WRITE into a
+ * window the peer announced, on the zero-copy lane from the program's
+ * buffer (rsocket_lane.c) or from its own bounce ring (RS_WBUF_SIZE), and
  * uses none of the peer's receives.  Split from rsocket_io.c (the
  * stream), whose CQ handling takes the peer's windows (take_iomap).
  */
@@ -138,6 +139,8 @@ size_t rs_iowrite(struct rs *rs, const void *buf, size_t count, off_t offset,
 		}
 	}
 	while (total < count) {
+		uint64_t raddr =
+			m->addr + ((uint64_t)offset - m->offset) + total;
 		uint64_t pos = rs->wposted % RS_WBUF_SIZE;
 		uint64_t room = RS_WBUF_SIZE - (rs->wposted - rs->wdone);
 		uint64_t chunk = RS_WBUF_SIZE - pos;
@@ -151,6 +154,22 @@ size_t rs_iowrite(struct rs *rs, const void *buf, size_t count, off_t offset,
 		if (!rs_can_talk(rs)) {
 			ret = rs->state == RS_FAILED ? -rs->err : -EPIPE;
 			goto partial;
+		}
+		if (rs->zc && count - total >= RS_LANE_MIN) {
+			/* from the program's buffer, placed when it returns */
+			uint64_t n = count - total < RS_LANE_MAX ? count - total
+								 : RS_LANE_MAX;
+
+			ret = rs_lane_write(rs, (const uint8_t *)buf + total,
+					    (uint32_t)n, raddr, m->rkey);
+			if (ret == 0) {
+				total += n;
+				continue;
+			}
+			if (ret == -ECONNRESET)
+				rs_fail(rs, ECONNRESET);
+			if (ret != -EAGAIN)
+				goto partial;
 		}
 		if (!chunk || rs->sq_used >= RS_SQ_DEPTH - RS_CTRL_SLOTS) {
 			if (dontwait) {
@@ -169,8 +188,7 @@ size_t rs_iowrite(struct rs *rs, const void *buf, size_t count, off_t offset,
 		wr.sg_list = &sge;
 		wr.num_sge = 1;
 		wr.opcode = IBV_WR_RDMA_WRITE;
-		wr.wr.rdma.remote_addr =
-			m->addr + ((uint64_t)offset - m->offset) + total;
+		wr.wr.rdma.remote_addr = raddr;
 		wr.wr.rdma.rkey = m->rkey;
 		ret = ibv_post_send(rs->qp, &wr, &bad);
 		if (ret) {

@@ -149,14 +149,16 @@ static int lane_wait(struct rs *rs, struct ibv_wc *wc)
 }
 
 /*
- * Writes len bytes at p into the peer's ring at raddr on the lane.  0:
+ * Writes len bytes at p to the peer's raddr (its ring, or a riomap
+ * window: rkey) on the lane.  0:
  * they are there; -EFAULT: p is not the program's memory (nothing of it
  * was written); -EAGAIN: the lane is gone, copy instead; -ECONNRESET: the
  * write failed or never completed, and a late packet of it could still
  * land in the ring, so the connection must go.  Waits only where the
  * write did not complete in its post, and then stops using the lane.
  */
-int rs_lane_write(struct rs *rs, const void *p, uint32_t len, uint64_t raddr)
+int rs_lane_write(struct rs *rs, const void *p, uint32_t len, uint64_t raddr,
+		  uint32_t rkey)
 {
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)p,
@@ -169,7 +171,7 @@ int rs_lane_write(struct rs *rs, const void *p, uint32_t len, uint64_t raddr)
 					   .num_sge = 1,
 					   .opcode = IBV_WR_RDMA_WRITE,
 					   .wr.rdma = {.remote_addr = raddr,
-						       .rkey = rs->peer_rkey},
+						       .rkey = rkey},
 				   },
 			   *bad;
 	struct ibv_wc wc;

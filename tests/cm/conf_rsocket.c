@@ -1172,3 +1172,48 @@ SV_TEST(rs_lane_never_connected_by_the_peer_resets)
 	raw_free(&r);
 	free(buf);
 }
+
+/*
+ * riowrite of 8 KiB or more goes on the zero-copy lane too: the bytes
+ * come whole (a first pair); from memory the program does not have it
+ * gives EFAULT, where the bounce ring's copy crashed, and the next one
+ * still arrives (a second pair: the lane is gone, so it copies).
+ */
+SV_TEST(rs_riowrite_on_the_lane_and_efault)
+{
+	size_t len = (64 << 10) + 1, wlen = 128 << 10;
+	uint8_t *win = calloc(1, wlen), *data = malloc(len);
+	uint8_t *bad =
+		mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char c;
+	int a, b;
+
+	ASSERT_NOT_NULL(win);
+	ASSERT_NOT_NULL(data);
+	ASSERT_TRUE(bad != MAP_FAILED);
+	for (size_t i = 0; i < len; i++)
+		data[i] = pat(i, 11);
+	for (int k = 0; k < 2; k++) {
+		memset(win, 0, wlen);
+		pair(AF_INET, &a, &b);
+		ASSERT_EQ(0, riomap(b, win, wlen, PROT_WRITE, 0, 0));
+		send_all(b, "m", 1); /* after the window's announcement */
+		recv_all(a, &c, 1);
+		if (k == 1) {
+			ASSERT_EQ((size_t)-1, riowrite(a, bad, len, 3, 0));
+			ASSERT_EQ(EFAULT, errno);
+		}
+		ASSERT_EQ(len, riowrite(a, data, len, 3, 0));
+		send_all(a, "d", 1);
+		recv_all(b, &c, 1);
+		ASSERT_OK(memcmp(win + 3, data, len));
+		for (size_t i = 0; i < 3; i++)
+			ASSERT_EQ(0, win[i]);
+		ASSERT_OK(riounmap(b, win, wlen));
+		ASSERT_OK(rclose(a));
+		ASSERT_OK(rclose(b));
+	}
+	munmap(bad, len);
+	free(data);
+	free(win);
+}
