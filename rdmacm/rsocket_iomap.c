@@ -97,47 +97,60 @@ int rs_iomap_del(struct rs *rs, void *buf, size_t len)
 	return -EINVAL;
 }
 
+/* The peer's window holding [offset, offset + count), or NULL. */
+static struct rs_iomap *find_window(struct rs *rs, off_t offset, size_t count)
+{
+	for (int i = 0; i < RS_IOMAPS; i++) {
+		struct rs_iomap *r = &rs->rmaps[i];
+
+		if (r->used && offset >= 0 && (uint64_t)offset >= r->offset &&
+		    (uint64_t)offset - r->offset <= r->len &&
+		    count <= r->len - ((uint64_t)offset - r->offset))
+			return r;
+	}
+	return NULL;
+}
+
+/* riowrite's bounce ring, made at its first use: 0 or -errno. */
+static int wbuf_ready(struct rs *rs)
+{
+	int err;
+
+	if (rs->wbuf)
+		return 0;
+	rs->wbuf = rs_ring_alloc(RS_WBUF_SIZE);
+	if (!rs->wbuf)
+		return -ENOMEM;
+	rs->wmr = ibv_reg_mr(rs->pd, rs->wbuf, RS_WBUF_SIZE,
+			     IBV_ACCESS_LOCAL_WRITE);
+	if (rs->wmr)
+		return 0;
+	err = -errno;
+	free(rs->wbuf);
+	rs->wbuf = NULL;
+	return err;
+}
+
 size_t rs_iowrite(struct rs *rs, const void *buf, size_t count, off_t offset,
 		  int flags)
 {
 	bool dontwait = rs->nonblock || (flags & MSG_DONTWAIT);
 	struct rs_iomap *m = NULL;
 	size_t total = 0;
-	int i, ret;
+	int ret;
 
 	ret = rs_ready_to_talk(rs, dontwait);
 	if (ret)
 		goto err;
 	rs_progress(rs);
-	for (i = 0; i < RS_IOMAPS; i++) {
-		struct rs_iomap *r = &rs->rmaps[i];
-
-		if (r->used && offset >= 0 && (uint64_t)offset >= r->offset &&
-		    (uint64_t)offset - r->offset <= r->len &&
-		    count <= r->len - ((uint64_t)offset - r->offset)) {
-			m = r;
-			break;
-		}
-	}
+	m = find_window(rs, offset, count);
 	if (!m) {
 		ret = -EINVAL; /* outside every window the peer mapped */
 		goto err;
 	}
-	if (!rs->wbuf) {
-		rs->wbuf = rs_ring_alloc(RS_WBUF_SIZE);
-		if (!rs->wbuf) {
-			ret = -ENOMEM;
-			goto err;
-		}
-		rs->wmr = ibv_reg_mr(rs->pd, rs->wbuf, RS_WBUF_SIZE,
-				     IBV_ACCESS_LOCAL_WRITE);
-		if (!rs->wmr) {
-			ret = -errno;
-			free(rs->wbuf);
-			rs->wbuf = NULL;
-			goto err;
-		}
-	}
+	ret = wbuf_ready(rs);
+	if (ret)
+		goto err;
 	while (total < count) {
 		uint64_t raddr =
 			m->addr + ((uint64_t)offset - m->offset) + total;
