@@ -45,6 +45,7 @@ extern const char *const rs_state_names[RS_NSTATES];
 #define RS_RING_DEF   (128u << 10)
 #define RS_WBUF_SIZE  (256u << 10) /* riowrite's bounce ring */
 #define RS_SPIN_NS    10000u	   /* polling before a wait sleeps */
+#define RS_SPIN_LOOKS 8		   /* CQ looks between two clock reads */
 #define RS_CHUNK_MAX  (64u << 10)  /* one RDMA write of stream bytes */
 #define RS_INLINE_DEF 64	   /* RDMA_INLINE's default */
 #define RS_INLINE_MAX 512	   /* and its most */
