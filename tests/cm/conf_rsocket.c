@@ -900,6 +900,25 @@ SV_TEST(rs_hostile_hello_refused)
 	ASSERT_OK(rclose(b));
 }
 
+/* connects as raw_connect with a ring of RAW_RING and 8 receives posted
+ * for the rsocket's writes with immediate; the rsocket, writable */
+static int raw_stream_peer(struct raw *r, int l, uint16_t port,
+			   struct rs_hello *h)
+{
+	int s;
+
+	h->ring_size = RAW_RING;
+	s = raw_connect(r, l, port, h);
+	ASSERT_GE(s, 0);
+	wait_for(s, POLLOUT);
+	for (int i = 0; i < 8; i++) {
+		struct ibv_recv_wr rw = {.wr_id = (uint64_t)i}, *bad;
+
+		ASSERT_OK(ibv_post_recv(r->id->qp, &rw, &bad));
+	}
+	return s;
+}
+
 /*
  * A send bigger than RS_CHUNK_MAX (64 KiB) goes as several RDMA writes
  * of at most that (issue 27 item 4: the reader copies out one while the
@@ -916,15 +935,7 @@ SV_TEST(rs_stream_writes_at_most_64_kib)
 	uint32_t got = 0;
 
 	ASSERT_NOT_NULL(buf);
-	h.ring_size = RAW_RING;
-	s = raw_connect(&r, l, port, &h);
-	ASSERT_GE(s, 0);
-	wait_for(s, POLLOUT);
-	for (int i = 0; i < 8; i++) {
-		struct ibv_recv_wr rw = {.wr_id = (uint64_t)i}, *bad;
-
-		ASSERT_OK(ibv_post_recv(r.id->qp, &rw, &bad));
-	}
+	s = raw_stream_peer(&r, l, port, &h);
 	for (uint32_t i = 0; i < RAW_RING; i++)
 		buf[i] = pat(i, 5);
 	ASSERT_EQ((ssize_t)RAW_RING, rsend(s, buf, RAW_RING, MSG_DONTWAIT));
@@ -1060,15 +1071,7 @@ SV_TEST(rs_stream_bytes_come_on_the_lane_then_the_count)
 	uint8_t *buf = malloc(want);
 
 	ASSERT_NOT_NULL(buf);
-	h.ring_size = RAW_RING;
-	s = raw_connect(&r, l, port, &h);
-	ASSERT_GE(s, 0);
-	wait_for(s, POLLOUT);
-	for (int i = 0; i < 8; i++) {
-		struct ibv_recv_wr rw = {.wr_id = (uint64_t)i}, *bad;
-
-		ASSERT_OK(ibv_post_recv(r.id->qp, &rw, &bad));
-	}
+	s = raw_stream_peer(&r, l, port, &h);
 	raw_lane_up(&r, s);
 	for (uint32_t i = 0; i < want; i++)
 		buf[i] = pat(i, 9);
