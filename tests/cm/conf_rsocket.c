@@ -919,6 +919,23 @@ static int raw_stream_peer(struct raw *r, int l, uint16_t port,
 	return s;
 }
 
+/* The raw peer's next completion, the rsocket s progressing meanwhile
+ * (both ends in this thread); fails the test at end (ms). */
+static struct ibv_wc raw_next_wc(struct raw *r, int s, uint64_t end)
+{
+	struct ibv_wc wc;
+	int n;
+
+	while ((n = ibv_poll_cq(r->cq, 1, &wc)) == 0) {
+		struct pollfd p = {.fd = s, .events = POLLIN};
+
+		ASSERT_TRUE(sv_now_ms() < end);
+		ASSERT_GE(rpoll(&p, 1, 0), 0); /* the rsocket's side */
+	}
+	ASSERT_EQ(1, n);
+	return wc;
+}
+
 /*
  * A send bigger than RS_CHUNK_MAX (64 KiB) goes as several RDMA writes
  * of at most that (issue 27 item 4: the reader copies out one while the
@@ -940,16 +957,8 @@ SV_TEST(rs_stream_writes_at_most_64_kib)
 		buf[i] = pat(i, 5);
 	ASSERT_EQ((ssize_t)RAW_RING, rsend(s, buf, RAW_RING, MSG_DONTWAIT));
 	while (got < RAW_RING) {
-		struct pollfd p = {.fd = s, .events = POLLIN};
-		struct ibv_wc wc;
-		int n = ibv_poll_cq(r.cq, 1, &wc);
+		struct ibv_wc wc = raw_next_wc(&r, s, end);
 
-		ASSERT_GE(n, 0);
-		if (!n) {
-			ASSERT_TRUE(sv_now_ms() < end);
-			ASSERT_GE(rpoll(&p, 1, 0), 0); /* the rsocket's side */
-			continue;
-		}
 		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 		ASSERT_EQ(IBV_WC_RECV_RDMA_WITH_IMM, wc.opcode);
 		ASSERT_LE(ntohl(wc.imm_data), 65536u);
@@ -1012,21 +1021,13 @@ static void raw_say_lane(struct raw *r, int s)
 				 .sg_list = &sge,
 				 .num_sge = 1,
 				 .opcode = IBV_WR_SEND};
-	uint64_t end = sv_now_ms() + WAIT_MS;
 	struct ibv_wc wc;
-	int n;
 
 	memset(c, 0, sizeof(*c));
 	c->magic = htole32(RS_MAGIC);
 	c->type = RS_CTRL_LANE;
 	raw_post(r, &wr);
-	while ((n = ibv_poll_cq(r->cq, 1, &wc)) == 0) {
-		struct pollfd p = {.fd = s, .events = POLLIN};
-
-		ASSERT_TRUE(sv_now_ms() < end);
-		ASSERT_GE(rpoll(&p, 1, 0), 0); /* the rsocket's side */
-	}
-	ASSERT_EQ(1, n);
+	wc = raw_next_wc(r, s, sv_now_ms() + WAIT_MS);
 	ASSERT_EQ(77, wc.wr_id);
 	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 }
@@ -1078,16 +1079,8 @@ SV_TEST(rs_stream_bytes_come_on_the_lane_then_the_count)
 	ASSERT_EQ((ssize_t)want, rsend(s, buf, want, MSG_DONTWAIT));
 	memset(buf, 0, want); /* ours again: rsend returned */
 	while (got < want) {
-		struct pollfd p = {.fd = s, .events = POLLIN};
-		struct ibv_wc wc;
-		int n = ibv_poll_cq(r.cq, 1, &wc);
+		struct ibv_wc wc = raw_next_wc(&r, s, end);
 
-		ASSERT_GE(n, 0);
-		if (!n) {
-			ASSERT_TRUE(sv_now_ms() < end);
-			ASSERT_GE(rpoll(&p, 1, 0), 0);
-			continue;
-		}
 		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 		ASSERT_EQ(IBV_WC_RECV_RDMA_WITH_IMM, wc.opcode);
 		ASSERT_TRUE(wc.byte_len == 0 ||
