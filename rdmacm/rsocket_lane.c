@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * rsockets' zero-copy lane: a second RC QP per rsocket that carries only
- * plain RDMA writes of stream bytes straight from the program's buffer
- * (through an implicit ODP MR, local access only) into the peer's ring.
+ * plain RDMA writes straight from the program's buffer (through an
+ * implicit ODP MR, local access only): stream bytes into the peer's
+ * ring, and riowrite's into the peer's riomap window (no count follows
+ * those).
  *
  * Why a QP of its own: rsend may return only once the program's bytes
  * are where they go.  A verbs program learns that from the write's
@@ -16,10 +18,10 @@
  * the sender instead of two (into the bounce ring, then out of it).
  *
  * Where the write does not complete in its post (another host), rsend
- * waits for that one completion, the program's buffer being in use
- * until then, and the rsocket copies from then on.  So does one whose
- * lane failed.  Any verbs device works; only where writes complete at
- * once does the lane pay.
+ * (or riowrite) waits for that one completion, the program's buffer
+ * being in use until then, and the rsocket copies from then on.  So does
+ * one whose lane failed.  Any verbs device works; only where writes
+ * complete at once does the lane pay.
  *
  * Set-up: each side makes the lane's QP with the connection's (INIT) and
  * names it in its hello (rs_hello.lane_qpn; 0: none).  The passive side
