@@ -587,11 +587,8 @@ CM_EXPORT int rshutdown(int socket, int how)
 	if (how != SHUT_WR)
 		rs->shut_rd = true;
 	if (how != SHUT_RD && !rs->fin_sent) {
-		uint64_t end;
-		struct timespec ts;
+		uint64_t end = cm_now_ms() + RS_CLOSE_MS;
 
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		end = ts.tv_sec * 1000ull + ts.tv_nsec / 1000000 + RS_CLOSE_MS;
 		rs->shut_wr = true;
 		for (;;) {
 			rs_progress(rs);
@@ -605,8 +602,7 @@ CM_EXPORT int rshutdown(int socket, int how)
 			}
 			if (rs->disconnected)
 				break;
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			if (ts.tv_sec * 1000ull + ts.tv_nsec / 1000000 >= end) {
+			if (cm_now_ms() >= end) {
 				ret = -ETIMEDOUT;
 				break;
 			}

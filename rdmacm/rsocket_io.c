@@ -32,14 +32,6 @@
 #include "cm.h"
 #include "rs.h"
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * Whole pages: registering our buffers moves their pages onto the
  * provider's shared arena (DESIGN.md, rmem.c), and a program buffer that
@@ -630,7 +622,7 @@ int rs_wait(struct rs *rs, int timeout_ms)
 /* waits for cond (re-evaluated after each progress) or a deadline */
 static int wait_until(struct rs *rs, bool (*cond)(struct rs *), int ms)
 {
-	uint64_t end = ms < 0 ? 0 : now_ms() + ms;
+	uint64_t end = ms < 0 ? 0 : cm_now_ms() + ms;
 
 	for (;;) {
 		rs_progress(rs);
@@ -638,9 +630,9 @@ static int wait_until(struct rs *rs, bool (*cond)(struct rs *), int ms)
 			return 0;
 		if (rs->state == RS_FAILED)
 			return -rs->err;
-		if (ms >= 0 && now_ms() >= end)
+		if (ms >= 0 && cm_now_ms() >= end)
 			return -ETIMEDOUT;
-		rs_wait(rs, ms < 0 ? -1 : (int)(end - now_ms()));
+		rs_wait(rs, ms < 0 ? -1 : (int)(end - cm_now_ms()));
 	}
 }
 

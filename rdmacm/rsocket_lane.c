@@ -134,7 +134,7 @@ fail:
  */
 static int lane_wait(struct rs *rs, struct ibv_wc *wc)
 {
-	uint64_t end = rs_now_ns() + RS_LANE_WAIT_MS * 1000000ull;
+	uint64_t end = cm_now_ms() + RS_LANE_WAIT_MS;
 	struct timespec nap = {0, 1000};
 
 	for (;;) {
@@ -142,7 +142,7 @@ static int lane_wait(struct rs *rs, struct ibv_wc *wc)
 
 		if (n)
 			return n > 0;
-		if (rs_now_ns() > end)
+		if (cm_now_ms() > end)
 			return 0;
 		nanosleep(&nap, NULL);
 		if (nap.tv_nsec < 1000000)

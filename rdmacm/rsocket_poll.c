@@ -65,22 +65,6 @@ static short rs_revents(struct rs *rs, short events)
 	return r & (events | POLLERR | POLLHUP);
 }
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* rpoll's wake-up: the completion events of fds' rsockets consumed; their
  * CQs are armed again on the next pass. */
 static void take_cq_events(struct pollfd *fds, nfds_t nfds)
@@ -102,13 +86,32 @@ static void take_cq_events(struct pollfd *fds, nfds_t nfds)
 }
 
 /*
+ * rpoll polls for RS_SPIN_NS before it sleeps: true once that is over,
+ * the clock read after every RS_SPIN_LOOKS passes, not each, as rs_spin.
+ */
+static bool spin_over(unsigned int *passes, uint64_t *spin_end)
+{
+	uint64_t now;
+
+	if (++*passes % RS_SPIN_LOOKS)
+		return false;
+	now = rs_now_ns();
+	if (!*spin_end) {
+		*spin_end = now + RS_SPIN_NS;
+		return false;
+	}
+	return now >= *spin_end;
+}
+
+/*
  * Progress every rsocket, report what is ready; else arm their CQs and
  * sleep in poll() on their channel fds (CM and completions) and the
  * program's real fds together.
  */
 CM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
-	uint64_t end = timeout > 0 ? mono_ms() + timeout : 0, spin_end = 0;
+	uint64_t end = timeout > 0 ? cm_now_ms() + timeout : 0, spin_end = 0;
+	unsigned int passes = 0;
 	struct pollfd *k;
 	nfds_t i, nk, nreal;
 	int ready, ret;
@@ -179,25 +182,21 @@ CM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 		if (ready || timeout == 0)
 			break;
 		if (!armed) {
-			/* poll for RS_SPIN_NS before sleeping (rs_spin) */
-			if (!spin_end)
-				spin_end = mono_ns() + RS_SPIN_NS;
-			if (mono_ns() < spin_end)
-				continue;
-			armed = true; /* one more pass arms the CQs */
+			/* then one more pass arms the CQs */
+			armed = spin_over(&passes, &spin_end);
 			continue;
 		}
 		ret = poll(k, nk,
-			   timeout < 0	     ? -1
-			   : end > mono_ms() ? (int)(end - mono_ms())
-					     : 0);
+			   timeout < 0	       ? -1
+			   : end > cm_now_ms() ? (int)(end - cm_now_ms())
+					       : 0);
 		if (ret < 0) {
 			free(k);
 			return -1;
 		}
 		/* consume the completion events, re-arm on the next pass */
 		take_cq_events(fds, nfds);
-		if (ret == 0 && timeout >= 0 && mono_ms() >= end) {
+		if (ret == 0 && timeout >= 0 && cm_now_ms() >= end) {
 			/* one last look, then time out */
 			timeout = 0;
 		}
