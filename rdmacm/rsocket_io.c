@@ -759,8 +759,8 @@ static int stage_chunk(struct rs *rs, const struct iovec *iov, int *i,
 			return ret;
 		wr->num_sge = 0;
 	} else {
-		pos = rs->sent %
-		      rs->ssize; /* in sbuf; the peer's ring: raddr */
+		/* in sbuf; in the peer's ring it goes to raddr */
+		pos = rs->sent % rs->ssize;
 		copy_in(rs->sbuf + pos, chunk, iov, i, io_off);
 		wr->sg_list->addr = (uintptr_t)(rs->sbuf + pos);
 		return 0;

@@ -111,7 +111,7 @@ static struct rs_iomap *find_window(struct rs *rs, off_t offset, size_t count)
 	return NULL;
 }
 
-/* riowrite's bounce ring, made at its first use: 0 or -errno. */
+/* riowrite's bounce ring, made when a copy first needs it: 0 or -errno. */
 static int wbuf_ready(struct rs *rs)
 {
 	int err;
@@ -148,9 +148,6 @@ size_t rs_iowrite(struct rs *rs, const void *buf, size_t count, off_t offset,
 		ret = -EINVAL; /* outside every window the peer mapped */
 		goto err;
 	}
-	ret = wbuf_ready(rs);
-	if (ret)
-		goto err;
 	while (total < count) {
 		uint64_t raddr =
 			m->addr + ((uint64_t)offset - m->offset) + total;
@@ -193,6 +190,9 @@ size_t rs_iowrite(struct rs *rs, const void *buf, size_t count, off_t offset,
 			rs_progress(rs);
 			continue;
 		}
+		ret = wbuf_ready(rs); /* not needed while the lane carries */
+		if (ret)
+			goto partial;
 		memcpy(rs->wbuf + pos, (const uint8_t *)buf + total, chunk);
 		sge.addr = (uintptr_t)(rs->wbuf + pos);
 		sge.length = (uint32_t)chunk;
