@@ -187,7 +187,8 @@ static int roce_prepare(struct sv_link *l, const struct sv_link_conf *c)
 	 * receive, room to see a longer datagram as one) */
 	r->oslot = SV_ROCE_HDR_MAX + c->mtu + 8;
 	r->islot = r->oslot + SV_ROCE_RX_SLACK;
-	r->obuf = malloc((size_t)SV_ROCE_BATCH * r->oslot);
+	r->omax = sv_roce_out_slots(c->mtu);
+	r->obuf = malloc((size_t)r->omax * r->oslot);
 	r->ibuf = malloc((size_t)SV_ROCE_BATCH * r->islot);
 	err = r->obuf && r->ibuf ? open_sockets(r, c->src, c->flow_label)
 				 : -ENOMEM;

@@ -8,7 +8,8 @@
  * changed, once per flush: ACKs coalesce to the latest PSN (IBA
  * 9.7.5.1.1).  A UC link (IBA 9.8) sends its sends and writes with UC
  * opcodes and no AckReq, and never an ACK.  A flush queues its datagrams
- * and hands them to the kernel SV_ROCE_BATCH at a time (sendmmsg).  Where
+ * and hands them to the kernel when it holds whole runs (sendmmsg,
+ * sv_roce_out_slots).  Where
  * the kernel takes UDP GSO, a run of datagrams of one length (a train's
  * packets) is one message with UDP_SEGMENT: one trip through the stack
  * and the veth or NIC, cut into the same datagrams on the way out.  The
@@ -37,6 +38,23 @@ static bool full(int err)
 
 /* A GSO run's datagrams, bytes in all: the IPv4 total length is 16 bits */
 #define GSO_MAX_BYTES 60000u
+/* ... and their number: the kernel's UDP_MAX_SEGMENTS */
+#define GSO_MAX_SEGS 64u
+
+uint32_t sv_roce_out_slots(uint32_t mtu)
+{
+	/* a full-MTU datagram: BTH, the payload, the ICRC (a MIDDLE) */
+	uint32_t run = GSO_MAX_BYTES / (SV_ROCE_BTH + mtu + SV_ROCE_ICRC), runs;
+
+	if (run > GSO_MAX_SEGS)
+		run = GSO_MAX_SEGS;
+	if (!run)
+		run = 1;
+	runs = (SV_ROCE_BATCH + run - 1) / run;
+	if (runs < SV_ROCE_OUT_RUNS)
+		runs = SV_ROCE_OUT_RUNS;
+	return run * runs > SV_ROCE_OUT_MAX ? SV_ROCE_OUT_MAX : run * runs;
+}
 
 /* The message of run [i, j) of the queue in m: one datagram, or a
  * super-packet of j - i that the kernel cuts at olen[i] (UDP_SEGMENT). */
@@ -87,7 +105,7 @@ static void gso_refused(struct sv_roce *r, int err)
 bool sv_roce_push(struct sv_roce *r)
 {
 	struct mmsghdr m[SV_ROCE_BATCH];
-	struct iovec v[SV_ROCE_BATCH];
+	struct iovec v[SV_ROCE_OUT_MAX];
 	union sv_gso_cmsg c[SV_ROCE_BATCH];
 	uint32_t first[SV_ROCE_BATCH + 1];
 
@@ -95,7 +113,8 @@ bool sv_roce_push(struct sv_roce *r)
 		uint32_t n = 0, i = r->ohead;
 		int s;
 
-		while (i < r->ocount) { /* one message a run */
+		/* one message a run, SV_ROCE_BATCH a call */
+		while (i < r->ocount && n < SV_ROCE_BATCH) {
 			uint32_t j = i + 1;
 
 			while (j < r->ocount && r->oseg[j])
@@ -105,7 +124,7 @@ bool sv_roce_push(struct sv_roce *r)
 			n++;
 			i = j;
 		}
-		first[n] = r->ocount;
+		first[n] = i;
 		s = sendmmsg(r->tx_fd, m, n, MSG_DONTWAIT);
 		if (s < 0 && errno == EINTR)
 			continue;
@@ -146,7 +165,7 @@ static uint8_t run_place(const struct sv_roce *r, const struct sv_roce_pkt *p)
 	k = r->oseg[i - 1] + 1u;
 	seg = r->olen[i - k];
 	len = sv_roce_pkt_len(p);
-	if (!len || r->olen[i - 1] != seg || len > seg || k >= 64 ||
+	if (!len || r->olen[i - 1] != seg || len > seg || k >= GSO_MAX_SEGS ||
 	    (k + 1) * seg > GSO_MAX_BYTES)
 		return 0;
 	return (uint8_t)k;
@@ -156,7 +175,7 @@ bool sv_roce_send(struct sv_roce *r, const struct sv_roce_pkt *p)
 {
 	int n;
 
-	if (r->ocount == SV_ROCE_BATCH && !sv_roce_push(r))
+	if (r->ocount == r->omax && !sv_roce_push(r))
 		return false;
 	r->oseg[r->ocount] = run_place(r, p);
 	r->ip.ip_id = r->oseg[r->ocount]; /* what the kernel will write */

@@ -24,11 +24,18 @@
 #define SV_ROCE_PKT_MAX (SV_ROCE_HDR_MAX + SV_ROCE_MAX_PMTU + 8)
 /* Datagrams taken per look before others get the thread. */
 #define SV_ROCE_RX_BATCH 256
-/* Datagrams per sendmmsg and per recvmmsg: one system call moves a
- * train (a 16-packet one, and an ACK), where one per packet cost most of
- * the link's time; 64 rather than 32: a GSO run of up to 56 packets of
- * 1 KiB, 6 % more bandwidth at 1 MiB (docs/roce.md "Speed"). */
+/* Messages per sendmmsg, datagrams per recvmmsg: one system call moves
+ * a train (a 16-packet one, and an ACK), where one per packet cost most
+ * of the link's time (docs/roce.md "Speed"). */
 #define SV_ROCE_BATCH 64
+/* The out queue (out.c) holds whole GSO runs, SV_ROCE_OUT_RUNS of them
+ * and never fewer datagrams than SV_ROCE_BATCH (sv_roce_out_slots): a
+ * queue of 64 at a 1 KiB MTU sent runs of 57 and 7, and GSO messages
+ * of 32 datagrams on average; three whole runs gave 1 MiB 15-25 % more
+ * bandwidth across two namespaces.  SV_ROCE_OUT_MAX: its most, at the
+ * smallest MTU (64 datagrams a run, the kernel's UDP_MAX_SEGMENTS). */
+#define SV_ROCE_OUT_RUNS 3
+#define SV_ROCE_OUT_MAX	 (SV_ROCE_OUT_RUNS * 64)
 /* UDP GRO: buffers per recvmmsg, each room for one bundle (an IPv4
  * datagram's most), of at most 64 segments (the kernel's UDP GRO). */
 #define SV_ROCE_GRO_MSGS 4
@@ -90,13 +97,13 @@ struct sv_roce {
 	/* out.c: datagrams built, not yet taken by the socket, in slots
 	 * of oslot bytes: [ohead, ocount) go first at the next flush */
 	uint8_t *obuf;
-	uint32_t oslot, ohead, ocount;
-	uint32_t olen[SV_ROCE_BATCH];
+	uint32_t oslot, omax, ohead, ocount; /* omax: sv_roce_out_slots */
+	uint32_t olen[SV_ROCE_OUT_MAX];
 	/* UDP GSO: consecutive datagrams of one length (the last of them
 	 * may be shorter) leave as one super-packet, which the kernel or
 	 * the NIC cuts into them with IPv4 IDs 0, 1, 2...: oseg is each
 	 * one's place in its run, the ID its ICRC was made for */
-	uint8_t oseg[SV_ROCE_BATCH];
+	uint8_t oseg[SV_ROCE_OUT_MAX];
 	bool gso; /* the kernel takes UDP_SEGMENT, and the user allows it */
 	/* in.c: datagrams read by one recvmmsg, at iptr: slots of islot
 	 * bytes in ibuf, or segments of the UDP GRO bundles in gbuf;
@@ -143,6 +150,9 @@ bool sv_roce_owed(const struct sv_link *l, uint64_t now);
  * sendmmsg (sv_roce_push); false if the queue is full and the socket
  * took none of it (tried again at retry_ns). */
 bool sv_roce_send(struct sv_roce *r, const struct sv_roce_pkt *p);
+/* The out queue's datagrams for a path MTU of mtu bytes (omax): whole
+ * GSO runs of full-MTU datagrams, SV_ROCE_OUT_RUNS of them or more. */
+uint32_t sv_roce_out_slots(uint32_t mtu);
 /* Sends what sv_roce_send queued while the socket takes it; false if
  * some waits (the socket was full: retry_ns). */
 bool sv_roce_push(struct sv_roce *r);
