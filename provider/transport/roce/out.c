@@ -175,7 +175,7 @@ bool sv_roce_send(struct sv_roce *r, const struct sv_roce_pkt *p)
 {
 	int n;
 
-	if (r->ocount == r->omax && !sv_roce_push(r))
+	if (r->ocount >= r->omax && !sv_roce_push(r))
 		return false;
 	r->oseg[r->ocount] = run_place(r, p);
 	r->ip.ip_id = r->oseg[r->ocount]; /* what the kernel will write */
