@@ -38,18 +38,14 @@ static bool full(int err)
 
 /* A GSO run's datagrams, bytes in all: the IPv4 total length is 16 bits */
 #define GSO_MAX_BYTES 60000u
-/* ... and their number: the kernel's UDP_MAX_SEGMENTS */
-#define GSO_MAX_SEGS 64u
 
 uint32_t sv_roce_out_slots(uint32_t mtu)
 {
 	/* a full-MTU datagram: BTH, the payload, the ICRC (a MIDDLE) */
 	uint32_t run = GSO_MAX_BYTES / (SV_ROCE_BTH + mtu + SV_ROCE_ICRC), runs;
 
-	if (run > GSO_MAX_SEGS)
-		run = GSO_MAX_SEGS;
-	if (!run)
-		run = 1;
+	if (run > SV_ROCE_GSO_SEGS)
+		run = SV_ROCE_GSO_SEGS; /* mtu is at most 4096: run >= 14 */
 	runs = (SV_ROCE_BATCH + run - 1) / run;
 	if (runs < SV_ROCE_OUT_RUNS)
 		runs = SV_ROCE_OUT_RUNS;
@@ -165,8 +161,8 @@ static uint8_t run_place(const struct sv_roce *r, const struct sv_roce_pkt *p)
 	k = r->oseg[i - 1] + 1u;
 	seg = r->olen[i - k];
 	len = sv_roce_pkt_len(p);
-	if (!len || r->olen[i - 1] != seg || len > seg || k >= GSO_MAX_SEGS ||
-	    (k + 1) * seg > GSO_MAX_BYTES)
+	if (!len || r->olen[i - 1] != seg || len > seg ||
+	    k >= SV_ROCE_GSO_SEGS || (k + 1) * seg > GSO_MAX_BYTES)
 		return 0;
 	return (uint8_t)k;
 }

@@ -34,8 +34,9 @@
  * of 32 datagrams on average; three whole runs gave 1 MiB 15-25 % more
  * bandwidth across two namespaces.  SV_ROCE_OUT_MAX: its most, at the
  * smallest MTU (64 datagrams a run, the kernel's UDP_MAX_SEGMENTS). */
+#define SV_ROCE_GSO_SEGS 64 /* a run's most datagrams: UDP_MAX_SEGMENTS */
 #define SV_ROCE_OUT_RUNS 3
-#define SV_ROCE_OUT_MAX	 (SV_ROCE_OUT_RUNS * 64)
+#define SV_ROCE_OUT_MAX	 (SV_ROCE_OUT_RUNS * SV_ROCE_GSO_SEGS)
 /* UDP GRO: buffers per recvmmsg, each room for one bundle (an IPv4
  * datagram's most), of at most 64 segments (the kernel's UDP GRO). */
 #define SV_ROCE_GRO_MSGS 4
