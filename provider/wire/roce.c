@@ -371,36 +371,70 @@ static uint32_t zeros_op(uint32_t n)
 	return r;
 }
 
-/* Whether icrc is the ICRC good_id0 would be with IPv4 ID k, for some k
- * in [1, span), of an n-byte UDP payload (ICRC included).  The ICRC is
- * affine in the bytes it covers: with ID k, it differs from ID 0's by
- * the CRC (register 0, no inversions) of k's two bytes followed by the
- * zeros that stand for the rest: the 22 bytes of the IPv4 and UDP
- * headers after the ID and the n - 4 bytes of the packet before its
- * ICRC.  k < 256: its first byte is 0, which leaves register 0 at 0. */
-static bool icrc_of_id(uint32_t icrc, uint32_t good_id0, size_t n,
-		       uint32_t span, struct sv_roce_idmemo *memo)
+/* The IPv4 ID k with which good_id0, the ICRC of an n-byte UDP payload
+ * (ICRC included) with ID 0, becomes icrc, if one exists; -1 if none.
+ * The ICRC is affine in the bytes it covers: with ID k it differs from
+ * ID 0's by the CRC (register 0, no inversions) of k's two bytes followed
+ * by the zeros that stand for the rest, the 22 bytes of the IPv4 and UDP
+ * headers after the ID and the n - 4 bytes before the ICRC.  That is
+ * linear in k's 16 bits: the difference is the XOR of one vector per bit
+ * set.  The 16 vectors are independent (CRC-32 detects every burst of up
+ * to 32 bits, and two bytes are one), so at most one k fits, and
+ * eliminating them in echelon form finds it in 16 steps.  A damaged
+ * packet fits some k with odds of 2^-16: the check keeps 16 of its 32
+ * bits. */
+static int icrc_solve_id(uint32_t icrc, uint32_t good_id0, size_t n,
+			 struct sv_roce_idmemo *memo)
 {
 	struct sv_roce_idmemo own = {0};
-	uint32_t diff = icrc ^ good_id0, x = 0;
+	uint32_t d = icrc ^ good_id0, k = 0;
 
 	if (!memo)
 		memo = &own;
-	span = span > 64 ? 64 : 1u << (31 - __builtin_clz(span)); /* 2^m */
 	if (memo->n != n) {
-		uint32_t shift = zeros_op((uint32_t)n + 18);
+		/* the ID's bits reach the CRC high byte first, each byte
+		 * from its bit 0 (reflected): the last, bit 7, is followed by
+		 * n + 18 zero bytes, and each bit before it by one bit more,
+		 * a multiplication by x; a row's highest bit is its pivot */
+		uint32_t slot[32] = {0}, comb[32] = {0}, r = 0,
+			 x = gf2_mul(crc_tab[0][0x80],
+				     zeros_op((uint32_t)n + 18));
+		static const uint8_t order[16] = {7,  6,  5,  4,  3,  2,  1, 0,
+						  15, 14, 13, 12, 11, 10, 9, 8};
 
-		for (int i = 0; i < 6; i++)
-			memo->d[i] = gf2_mul(crc_tab[0][1u << i], shift);
+		for (uint32_t i = 0; i < 16; i++) {
+			uint32_t v = x, c = 1u << order[i];
+
+			x = x & 1 ? (x >> 1) ^ 0xedb88320u : x >> 1;
+			while (v) {
+				uint32_t b = 31 - (uint32_t)__builtin_clz(v);
+
+				if (!slot[b]) {
+					slot[b] = v;
+					comb[b] = c;
+					break;
+				}
+				v ^= slot[b];
+				c ^= comb[b];
+			}
+		}
+		for (int b = 31; b >= 0; b--)
+			if (slot[b]) {
+				memo->v[r] = slot[b];
+				memo->c[r] = (uint16_t)comb[b];
+				memo->piv[r++] = (uint8_t)b;
+			}
+		memo->rank = (uint8_t)r;
 		memo->n = n;
 	}
-	/* k in Gray-code order: one XOR a step */
-	for (uint32_t k = 1; k < span; k++) {
-		x ^= memo->d[__builtin_ctz(k)];
-		if (x == diff)
-			return true;
+	/* pivots in falling order: a row changes no bit above its own */
+	for (uint32_t j = 0; j < memo->rank; j++) {
+		uint32_t m = -((d >> memo->piv[j]) & 1);
+
+		d ^= memo->v[j] & m;
+		k ^= memo->c[j] & m;
 	}
-	return false;
+	return d ? -1 : (int)k;
 }
 
 /* -- the opcode table's questions ----------------------------------- */
@@ -783,10 +817,18 @@ enum sv_roce_verdict sv_roce_parse(const uint8_t *b, size_t n,
 	if (ip) {
 		uint32_t good = icrc_of(b, n, ip);
 
-		if (good != k.icrc &&
-		    !(ip->id_span > 1 && !ip->ip_id && sv_roce_ip_is_v4(ip) &&
-		      icrc_of_id(k.icrc, good, n, ip->id_span, ip->memo)))
-			return SV_ROCE_ICRC_BAD;
+		k.ip_id = ip->ip_id;
+		if (good != k.icrc) {
+			int id = ip->id_span > 1 && !ip->ip_id &&
+						 sv_roce_ip_is_v4(ip)
+					 ? icrc_solve_id(k.icrc, good, n,
+							 ip->memo)
+					 : -1;
+
+			if (id < 0 || (uint32_t)id >= ip->id_span)
+				return SV_ROCE_ICRC_BAD;
+			k.ip_id = (uint16_t)id;
+		}
 	}
 	if (b[1] & 0x0f)
 		return SV_ROCE_TVER;

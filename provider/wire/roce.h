@@ -155,15 +155,20 @@ struct sv_roce_pkt {
 	uint32_t len;		  /* payload bytes, pad excluded */
 	uint32_t mask;		  /* parse: sv_roce_op_mask(opcode) */
 	uint32_t icrc;		  /* parse: as received */
+	uint16_t ip_id;		  /* parse: the IPv4 ID it verified with */
 };
 
-/* What IPv4 IDs 1, 2, 4 ... 32 change in the ICRC of a datagram of n
- * bytes (sv_roce_parse with id_span): kept by a receiver, so that a
- * train's packets, of one length, cost it one computation. */
+/* The 16 vectors by which IPv4 ID bits change the ICRC of a datagram
+ * of n bytes, in echelon form (sv_roce_parse with id_span): kept by a
+ * receiver, so that a train's packets, of one length, cost it one
+ * elimination. */
 struct sv_roce_idmemo {
 	size_t n;
-	uint32_t d[6];
+	uint32_t v[16];
+	uint16_t c[16]; /* which ID bits row j is made of */
+	uint8_t piv[16], rank;
 };
+#define SV_ROCE_ID_ANY 0x10000u /* id_span: every ID */
 
 /* The ICRC's register after the masked IP and UDP headers, for the
  * datagram lengths and IPv4 IDs seen last (sv_roce_icrc_start): they
@@ -185,12 +190,14 @@ struct sv_roce_ip {
 	uint8_t src[16], dst[16]; /* IPv4-mapped (::ffff:a.b.c.d): IPv4 */
 	uint16_t sport, dport;	  /* dport 0 means SV_ROCE_PORT */
 	uint16_t ip_id;		  /* IPv4 Identification as on the wire */
-	/* parse, IPv4, ip_id 0: IDs 1 .. id_span - 1 (a power of two, at most
-	 * 64) are right too. A sender's UDP GSO run leaves as segments with IDs
-	 * 0, 1, 2... (the kernel or NIC counts them from the super-packet's 0),
-	 * and a receiver cannot know which segment it holds.  Accepting 64 IDs
-	 * costs the check 6 of its 32 bits against damage. */
-	uint8_t id_span;
+	/* parse, IPv4, ip_id 0: a packet sent with any ID below id_span
+	 * verifies too (at most SV_ROCE_ID_ANY).  A UDP socket does not show
+	 * the ID, which the ICRC covers: the ID is solved from the ICRC
+	 * itself, and damage passes with odds of id_span in 2^32 (2^-16 for
+	 * SV_ROCE_ID_ANY) instead of 2^-32.  softverbs
+	 * sends ID 0, its GSO runs as segments 0, 1, 2...; the kernel's rxe
+	 * sends IDs from a counter of the kernel's. */
+	uint32_t id_span;
 	struct sv_roce_idmemo *memo; /* ... its memo, NULL: none */
 	/* the headers' memo, NULL: none; it belongs to this sv_roce_ip,
 	 * whose fields but ip_id must not change while it has one */

@@ -102,7 +102,7 @@ static int open_sockets(struct sv_roce *r, const union sv_sockaddr *src,
 	memcpy(r->rip.dst, r->ip.src, 16);
 	r->rip.sport = sport;
 	r->rip.dport = SV_ROCE_PORT;
-	r->rip.id_span = 64; /* a peer's GSO runs (roce.h) */
+	r->rip.id_span = SV_ROCE_ID_ANY; /* rxe's IDs too (roce.h) */
 	r->rip.memo = &r->idmemo;
 	r->ip.hmemo = &r->hmemo;
 	r->rip.hmemo = &r->rhmemo;

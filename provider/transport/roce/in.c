@@ -262,18 +262,12 @@ static bool take(struct sv_link *l, const uint8_t *in, size_t n)
 	struct sv_roce_pkt p;
 	enum sv_roce_verdict v;
 
-	/* the ICRC as our peer would have made it with IP ID 0: a peer
-	 * that does (softverbs) is verified on every packet from its first
-	 * that matched; one that does not (rxe: random IDs the socket does
-	 * not show) cannot be (roce.h) */
+	/* the ICRC verified with the IPv4 ID it was sent with, which the
+	 * socket does not show: solved from the ICRC (roce.h).  softverbs
+	 * sends 0, or 0, 1, 2... in a GSO run; rxe, its kernel's count */
 	v = sv_roce_parse(in, n, &r->rip, &p);
-	if (v == SV_ROCE_ICRC_BAD && !r->icrc_strict) {
-		v = sv_roce_parse(in, n, NULL, &p);
-		if (!v)
-			roce_count(r, roce_icrc_unchecked);
-	} else if (!v) {
-		r->icrc_strict = true;
-	}
+	if (!v && p.ip_id)
+		roce_count(r, roce_icrc_id);
 	if (!v)
 		v = sv_roce_check_qpt(&p, r->tp == SV_IB_UC ? IBV_QPT_UC
 							    : IBV_QPT_RC);

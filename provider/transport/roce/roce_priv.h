@@ -84,7 +84,6 @@ struct sv_roce {
 				     * a read an ACK names, without data) */
 	bool rd_valid;		    /* (any yet) */
 	uint32_t nak_seq;	    /* NAKs the peer sent us (the ack word) */
-	bool icrc_strict;	    /* the peer sends IP ID 0: verify all */
 	bool defer;		    /* the engine runs: flush at its end */
 	bool lazy;		    /* the app's poll runs us (set_lazy) */
 	uint64_t ack_owed_ns;	    /* a plain ACK waits since (0: none) */

@@ -60,9 +60,9 @@ struct sv_ud_door {
 			   * one again; 0: none */
 	socklen_t slen;	  /* d's source address length */
 	uint64_t since, next_ns;
-	uint8_t tos, ttl;	       /* d's IP header's (IPv4) */
-	struct sv_ud_roce_peers peers; /* RoCEv2 senders (roce_ud.c) */
-	struct sv_qp_stats stats;      /* what we dropped of RoCEv2 */
+	uint8_t tos, ttl;	      /* d's IP header's (IPv4) */
+	struct sv_roce_idmemo idmemo; /* RoCEv2 ICRCs' IP IDs (roce_ud.c) */
+	struct sv_qp_stats stats;     /* what we dropped of RoCEv2 */
 	struct {
 		struct sv_ud_hdr h;
 		uint8_t data[SV_UD_MTU + sizeof(struct sv_ud_mac)];
@@ -301,7 +301,7 @@ static bool door_check(struct sv_context *ctx, struct sv_ud_door *d, size_t *np,
 		if (sv_ud_roce_qp1(ctx->ud_fwd_fd, &d->stats, &d->d, n,
 				   &src->in, d->dst))
 			return false;
-		return sv_ud_roce_take(&d->peers, &d->stats, &d->d, np,
+		return sv_ud_roce_take(&d->idmemo, &d->stats, &d->d, np,
 				       sizeof(d->d), &src->in, d->dst, d->tos,
 				       d->ttl);
 	}

@@ -29,10 +29,9 @@
  * softverbs-stat's totals), by the codec's reason.
  *
  * ICRC on receive: a UDP socket does not see the IPv4 ID, which the
- * ICRC covers.  As the RC link does (roce/in.c), a peer (address and
- * source port) whose packet verifies with ID 0 is remembered (softverbs
- * sends ID 0) and held to it from then on; a peer never seen to (rxe:
- * random IDs) is taken unverified and counted (roce_icrc_unchecked).
+ * ICRC covers.  As the RC link does (roce/in.c), the ID is solved from
+ * the ICRC (wire/roce.h, id_span SV_ROCE_ID_ANY): softverbs sends ID 0,
+ * rxe IDs of its kernel's count.
  *
  * QP1: with SOFTVERBS_TRANSPORT=roce a process's librdmacm is its own IB
  * CM, and a peer's first REQ (an unconnected datagram to 4791) may come
@@ -179,38 +178,20 @@ int sv_ud_roce_send(struct sv_qp *qp, const struct sv_swqe *w,
 	return 0;
 }
 
-/* The peers seen to send IP ID 0: a packet from one that does not
- * verify with ID 0 is dropped. */
-static bool *strict_slot(struct sv_ud_roce_peers *t, uint32_t addr,
-			 uint16_t port, bool add)
-{
-	uint32_t i;
-
-	for (i = 0; i < SV_UD_ROCE_PEERS; i++)
-		if (t->addr[i] == addr && t->port[i] == port && t->used[i])
-			return &t->used[i];
-	if (!add)
-		return NULL;
-	i = t->next++ % SV_UD_ROCE_PEERS; /* the oldest goes */
-	t->addr[i] = addr;
-	t->port[i] = port;
-	t->used[i] = true;
-	return &t->used[i];
-}
-
-bool sv_ud_roce_take(struct sv_ud_roce_peers *peers, struct sv_qp_stats *st,
+bool sv_ud_roce_take(struct sv_roce_idmemo *memo, struct sv_qp_stats *st,
 		     void *buf, size_t *n, size_t cap,
 		     const struct sockaddr_in *src, uint32_t dst, uint8_t tos,
 		     uint8_t ttl)
 {
 	struct sv_roce_ip ip = {.sport = ntohs(src->sin_port),
-				.dport = SV_ROCE_PORT};
+				.dport = SV_ROCE_PORT,
+				.id_span = SV_ROCE_ID_ANY,
+				.memo = memo};
 	struct sv_ud_hdr h = {.magic = SV_UD_MAGIC,
 			      .version = SV_UD_VERSION,
 			      .flags = SV_UD_NET | SV_UD_ROCE | SV_UD_GRH};
 	enum sv_roce_verdict v;
 	struct sv_roce_pkt p;
-	bool *strict;
 
 	memset(ip.src, 0, 10);
 	ip.src[10] = ip.src[11] = 0xff;
@@ -218,16 +199,8 @@ bool sv_ud_roce_take(struct sv_ud_roce_peers *peers, struct sv_qp_stats *st,
 	memcpy(ip.src + 12, &src->sin_addr.s_addr, 4);
 	memcpy(ip.dst + 12, &dst, 4);
 	v = sv_roce_parse(buf, *n, &ip, &p);
-	strict = strict_slot(peers, src->sin_addr.s_addr, ip.sport, false);
-	if (v == SV_ROCE_ICRC_BAD && !strict) {
-		/* a peer with IP IDs of its own (rxe), or a bad packet:
-		 * which, a UDP socket cannot say */
-		v = sv_roce_parse(buf, *n, NULL, &p);
-		if (v == SV_ROCE_OK)
-			sv_stats_add(st, roce_icrc_unchecked, 1);
-	} else if (v == SV_ROCE_OK && !strict) {
-		strict_slot(peers, src->sin_addr.s_addr, ip.sport, true);
-	}
+	if (v == SV_ROCE_OK && p.ip_id)
+		sv_stats_add(st, roce_icrc_id, 1);
 	if (v == SV_ROCE_OK)
 		v = sv_roce_check_qpt(&p, IBV_QPT_UD);
 	if (v != SV_ROCE_OK) {

@@ -24,6 +24,7 @@
 #include <netinet/in.h>
 
 #include "objects.h"
+#include "roce.h"
 #include "wire.h"
 
 /*
@@ -60,20 +61,12 @@ uint16_t sv_ud_roce_sport(uint32_t qpn);
  * Under qp->lock. */
 int sv_ud_roce_send(struct sv_qp *qp, const struct sv_swqe *w,
 		    const struct sv_ud_hdr *h, const uint8_t *data);
-/* The senders a listener saw send IP ID 0 (their ICRC checks): held to
- * it after. */
-#define SV_UD_ROCE_PEERS 64
-struct sv_ud_roce_peers {
-	uint32_t addr[SV_UD_ROCE_PEERS]; /* network order */
-	uint16_t port[SV_UD_ROCE_PEERS];
-	bool used[SV_UD_ROCE_PEERS];
-	uint32_t next;
-};
 /* The listener's RoCEv2 datagram in buf (*n bytes, cap room) from src
- * to dst (network order; tos, ttl of its IP header): checked, then made
+ * to dst (network order; tos, ttl of its IP header): checked (memo: the
+ * listener's, for the ICRC's IP ID, wire/roce.h), then made
  * the transport's (struct sv_ud_hdr, SV_UD_ROCE, *n its new length);
  * false: dropped and counted in st. */
-bool sv_ud_roce_take(struct sv_ud_roce_peers *peers, struct sv_qp_stats *st,
+bool sv_ud_roce_take(struct sv_roce_idmemo *memo, struct sv_qp_stats *st,
 		     void *buf, size_t *n, size_t cap,
 		     const struct sockaddr_in *src, uint32_t dst, uint8_t tos,
 		     uint8_t ttl);
