@@ -64,7 +64,10 @@
 #define SV_MAX_SRQ_WR  16384
 #define SV_MAX_AH      (1 << 16) /* ah.c enforces it (ENOMEM) */
 #define SV_MAX_SRQ_SGE 32
-#define SV_MAX_RD_ATOM 16 /* reads/atomics in flight per QP */
+/* reads/atomics in flight per QP, each way: 128, as the kernel's rxe,
+ * whose peers perftest sets to its count (a QP refuses more than its
+ * device allows) */
+#define SV_MAX_RD_ATOM 128
 #define SV_GID_TBL_LEN 16
 #define SV_WARM_BUFS   8 /* receive buffers a sender keeps as warm (req.c) */
 /* Multicast (mcast.c): groups and attachments per context, members of a
@@ -639,8 +642,9 @@ static inline struct sv_srq *to_ssrq(struct ibv_srq *srq)
 #define SV_STAT_INC(qp, f) sv_stat_add(qp, f, 1)
 
 /* Atomics the responder answered, by PSN: a duplicate is answered from
- * here, never executed twice (IBA 9.4.6). */
-#define SV_ATOMIC_REPLAY 16
+ * here, never executed twice (IBA 9.4.6); as many as a requester may
+ * have in flight (max_dest_rd_atomic, at most SV_MAX_RD_ATOM) */
+#define SV_ATOMIC_REPLAY SV_MAX_RD_ATOM
 
 /*
  * A QP's counters (stat.c exposes them to softverbs-stat).  Packets are

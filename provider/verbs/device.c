@@ -332,8 +332,8 @@ static void fill_device_attr(struct ibv_device_attr *a)
 	a->max_mr = SV_MAX_MR - 1;
 	a->max_pd = SV_MAX_PD;
 	/* reads/atomics in flight per QP (req.c limits them to the QP's
-	 * max_rd_atomic, qp.c to 16); a responder answers each at once, so
-	 * the device holds no more than 16 per QP */
+	 * max_rd_atomic, qp_attr.c that to SV_MAX_RD_ATOM); a responder
+	 * answers each at once and keeps SV_MAX_RD_ATOM atomics' answers */
 	a->max_qp_rd_atom = SV_MAX_RD_ATOM;
 	a->max_ee_rd_atom = 0;
 	a->max_res_rd_atom = SV_MAX_RD_ATOM * a->max_qp;

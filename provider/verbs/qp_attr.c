@@ -80,9 +80,11 @@ int sv_qp_check_attr(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 		return EINVAL;
 	if ((mask & IBV_QP_SQ_PSN) && a->sq_psn > SV_PSN_MASK)
 		return EINVAL;
-	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > 16)
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) &&
+	    a->max_dest_rd_atomic > SV_MAX_RD_ATOM)
 		return EINVAL;
-	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > 16)
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) &&
+	    a->max_rd_atomic > SV_MAX_RD_ATOM)
 		return EINVAL;
 	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
 		return EINVAL;

@@ -7,8 +7,8 @@
 # the same program on rxe0 in the VM (-g 1: its IPv4-mapped GID), with
 # its bytes checked (-c) at sizes of one packet, of pad and several
 # packets, of two trains; softverbs as client, then as server.  Then
-# perftest's read, write and send latency, softverbs the client: rxe
-# answers our reads.  rxe drops a packet whose ICRC is wrong,
+# perftest's eight programs, both roles (below).  rxe drops a packet
+# whose ICRC is wrong,
 # so each passing row shows it took ours.  Needs root and QEMU; skipped
 # (77) without.
 # The same for ibv_uc_pingpong and ibv_srq_pingpong (issue 26 item 2),
@@ -125,37 +125,83 @@ for s in $psizes; do
 done
 done
 
-# perftest: softverbs asks, rxe answers (reads, atomics)
-# (ib_read_lat -o 16: outstanding reads as many as ours: rxe offers 128,
-# which perftest asks of our QP, more than softverbs0 allows; ib_atomic_lat
-# has no -o, so it cannot run against rxe until softverbs0 allows 128)
-# (SV_RXE_PERF=0: not these)
-[ "${SV_RXE_PERF:-1}" = 0 ] && perf="" ||
-	perf='"ib_read_lat -s 2048 -o 16" "ib_write_lat -s 3000" "ib_send_lat -s 5000"'
-eval "set -- $perf"
-for t in "$@"; do
-	name=$(echo "$t" | cut -d' ' -f1)
+# perftest, both roles: each of the eight programs at 8 B, 4 KiB and 1 MiB
+# (atomics: 8 B), softverbs the client against rxe's server, then rxe's
+# client against softverbs' server; reads and atomics with rxe's 128
+# outstanding, which perftest sets on both QPs.  Then 70 MiB of
+# ib_send_bw each way: more than 65,536 packets, so that rxe's IPv4 ID
+# counter, which the ICRC covers, passes through every value (a receiver
+# that took IDs 0-63 for softverbs' dropped rxe's packets after it
+# passed them).  perftest checks no payload: the bytes are checked by the
+# pingpongs above.  (SV_RXE_PERF=0: not these; SV_RXE_PERF_SIZES;
+# SV_RXE_PERF_PROGS)
+# perf_row NAME ROLE ARGS...: ROLE c: softverbs the client; s: the server
+perf_row() {
+	name=$1 role=$2
+	shift 2
 	port=$((port + 1))
-	bg=$("$vm" run --bg "$t -d rxe0 -x 1 -m 1024 -p $port -n $iters")
-	log=$(echo "$bg" | sed -n 's/.*log=\([^ ]*\).*/\1/p')
-	rc=$(echo "$bg" | sed -n 's/.*rc=\([^ ]*\).*/\1/p')
-	i=0
-	until "$vm" run "netstat -ltn 2>/dev/null | grep -q :$port" ||
-		[ $i -ge 100 ]; do
-		i=$((i + 1))
-		sleep 0.2
+	want="^ *[0-9][0-9]* *[0-9][0-9]* " # a result line
+	case $1 in
+	*_lat) server_want="local address" ;; # (the client's numbers)
+	*) server_want=$want ;;
+	esac
+	if [ "$role" = c ]; then
+		bg=$("$vm" run --bg "$* -d rxe0 -x 1 -m 1024 -p $port")
+		log=$(echo "$bg" | sed -n 's/.*log=\([^ ]*\).*/\1/p')
+		rc=$(echo "$bg" | sed -n 's/.*rc=\([^ ]*\).*/\1/p')
+		i=0
+		until "$vm" run "netstat -ltn 2>/dev/null | grep -q :$port" ||
+			[ $i -ge 100 ]; do
+			i=$((i + 1))
+			sleep 0.2
+		done
+		"$vm" exec timeout 240 $run "$@" -d softverbs0 -x "$g" -m 1024 \
+			-p $port "$guest" >"$tmp/$name.sv" 2>&1
+		src=$?
+		i=0
+		until "$vm" run "test -f $rc" || [ $i -ge 150 ]; do
+			i=$((i + 1))
+			sleep 0.2
+		done
+		"$vm" run "cat $log" >"$tmp/$name.rxe" 2>&1
+		check "$name" "$("$vm" run "cat $rc")" $src "$want" \
+			"$server_want"
+	else
+		sv_server "$name" "$@" -d softverbs0 -x "$g" -m 1024 -p $port
+		"$vm" run --timeout 240 "$* -d rxe0 -x 1 -m 1024 -p $port \
+			$host" >"$tmp/$name.rxe" 2>&1
+		rrc=$?
+		wait "$spid"
+		src=$?
+		spid=
+		# (check's WANT is softverbs', RXE_WANT rxe's)
+		check "$name" $rrc $src "$server_want" "$want"
+	fi
+}
+
+perf_progs=${SV_RXE_PERF_PROGS:-"ib_send_lat ib_write_lat ib_read_lat \
+ib_atomic_lat ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw"}
+perf_sizes=${SV_RXE_PERF_SIZES:-"8 4096 1048576"}
+[ "${SV_RXE_PERF:-1}" = 0 ] && perf_progs=""
+for prog in $perf_progs; do
+	for size in $perf_sizes; do
+		case $prog in
+		ib_atomic_*)
+			[ "$size" = "${perf_sizes%% *}" ] || continue
+			args="-n 100" size=8 # (an atomic is 8 bytes)
+			;;
+		*) args="-s $size -n $([ "$size" -ge 65536 ] && echo 10 || echo 100)" ;;
+		esac
+		case $prog in *_bw) args="$args -F" ;; esac
+		for role in c s; do
+			perf_row "${prog}_$size.$role" $role $prog $args
+		done
 	done
-	# shellcheck disable=SC2086
-	"$vm" exec timeout 240 $run $t -d softverbs0 -x "$g" -m 1024 \
-		-p $port -n "$iters" "$guest" >"$tmp/$name.sv" 2>&1
-	src=$?
-	i=0
-	until "$vm" run "test -f $rc" || [ $i -ge 100 ]; do
-		i=$((i + 1))
-		sleep 0.2
-	done
-	"$vm" run "cat $log" >"$tmp/$name.rxe" 2>&1
-	# (a latency test's numbers are the client's)
-	check "$name" "$("$vm" run "cat $rc")" $src "^ [0-9]" "local address"
 done
-echo "PASS: ibv_{$progs}_pingpong both ways at $sizes bytes (UD: ${SV_RXE_UD_SIZES:-1 1000 1024})${perf:+, perftest read/write/send latency}, against rxe"
+if [ -n "$perf_progs" ]; then
+	for role in c s; do
+		perf_row "ib_send_bw_70MiB.$role" $role ib_send_bw -s 1048576 \
+			-n 70 -F
+	done
+fi
+echo "PASS: ibv_{$progs}_pingpong both ways at $sizes bytes (UD: ${SV_RXE_UD_SIZES:-1 1000 1024})${perf_progs:+; perftest $perf_progs at $perf_sizes bytes, both roles, and 70 MiB of ib_send_bw each way}, against rxe"
