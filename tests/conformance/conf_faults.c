@@ -317,6 +317,71 @@ SV_TEST(faults_drop_rc_read_and_atomic)
 	sv_pair_close(&P);
 }
 
+/* As many atomics in flight as a QP may have (max_rd_atomic 128, rxe's
+ * count), their answers lost at random: every duplicate is answered
+ * from the responder's cache, which must hold all 128 (it held 16: the
+ * duplicate of an older one found nothing, was dropped, and the
+ * requester ran out of retries). */
+SV_TEST(faults_drop_128_atomics_in_flight)
+{
+	const uint32_t n = 128, rounds = 8;
+	struct sv_end_opts o = sv_end_opts_default();
+	struct ibv_device_attr da;
+	struct sv_pair P;
+	uint8_t seen[128];
+
+	set_faults("drop=0.02,seed=5");
+	o.buf_len = 65536;
+	o.max_send_wr = n;
+	o.cqe = 2 * (int)n;
+	o.mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+	o.qp_access = IBV_ACCESS_REMOTE_ATOMIC;
+	o.rd_atomic = (uint8_t)n;
+	sv_pair_open(&P, &o, &o);
+	ASSERT_OK(ibv_query_device(P.a.ctx, &da));
+	ASSERT_GE(da.max_qp_rd_atom, (int)n);
+	ASSERT_GE(da.max_qp_init_rd_atom, (int)n);
+	memset(P.b.buf, 0, 8);
+	for (uint32_t r = 0; r < rounds; r++) {
+		memset(seen, 0, sizeof(seen));
+		for (uint32_t k = 0; k < n; k++) {
+			struct ibv_sge sge = {.addr = (uintptr_t)P.a.buf + 64 +
+						      8 * k,
+					      .length = 8,
+					      .lkey = P.a.mr->lkey};
+			struct ibv_send_wr
+				wr = {.wr_id = k,
+				      .sg_list = &sge,
+				      .num_sge = 1,
+				      .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				      .send_flags = IBV_SEND_SIGNALED},
+				*bad;
+
+			wr.wr.atomic.remote_addr = (uintptr_t)P.b.buf;
+			wr.wr.atomic.rkey = P.b.mr->rkey;
+			wr.wr.atomic.compare_add = 1;
+			ASSERT_OK(ibv_post_send(P.a.qp, &wr, &bad));
+		}
+		for (uint32_t k = 0; k < n; k++) {
+			uint64_t old;
+
+			EXPECT_WC(P.a.scq, IBV_WC_SUCCESS, k);
+			memcpy(&old, P.a.buf + 64 + 8 * k, 8);
+			/* each value once: none executed twice */
+			ASSERT_TRUE(old >= (uint64_t)r * n &&
+				    old < (uint64_t)(r + 1) * n);
+			ASSERT_EQ(0, seen[old - (uint64_t)r * n]);
+			seen[old - (uint64_t)r * n] = 1;
+		}
+	}
+	ASSERT_EQ((uint64_t)rounds * n,
+		  __atomic_load_n((uint64_t *)P.b.buf, __ATOMIC_ACQUIRE));
+	printf("a lost %" PRIu64 " answers, b lost %" PRIu64 " requests\n",
+	       stats_of(&P.a).fault_drops, stats_of(&P.b).fault_drops);
+	ASSERT_GE(stats_of(&P.a).fault_drops, 1);
+	sv_pair_close(&P);
+}
+
 /* Drives e until its link is up (over TCP the connection is made after
  * RTR, and a 1 ms timer would otherwise count the set-up as lost sends). */
 static void wait_link_up(struct sv_end *e)
