@@ -1,8 +1,8 @@
 #!/bin/sh
 # Issue 26 item 3, before librdmacm speaks it: the IB CM codec
 # (rdmacm/ib_mad.c) against the kernel's CM.  rping -s listens on rxe0
-# in the VM (rxe-vm, from ../shared/tools: SV_RXE_VM names it; the VM
-# needs RXE_VM_EXTRA_BINS=/usr/bin/rping); cm_probe (tests/roce/cm_probe.c)
+# in the VM (tests/roce/vm/rxevm; SV_RXE_VM names another, whose VM
+# needs rping); cm_probe (tests/roce/cm_probe.c)
 # on the host side of the tap plays an active side's MADs on QP1 over
 # RoCEv2 from a plain UDP socket: REQ (with rdma_cm's cma_hdr), the
 # kernel's REP parsed and answered with an RTU, then DREQ, and the
@@ -19,20 +19,25 @@ skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || skip "needs root (tap device, network namespace)"
-vm=${SV_RXE_VM:-$(command -v rxe-vm)}
-[ -x "$vm" ] || skip "no rxe-vm (set SV_RXE_VM to ../shared/tools/rxe-vm)"
-command -v qemu-system-x86_64 >/dev/null || skip "QEMU is not installed"
+# the VM: ours (tests/roce/vm/rxevm), or SV_RXE_VM (the same commands)
+vm=${SV_RXE_VM:-$(dirname "$0")/vm/rxevm}
+[ -x "$vm" ] || fail "no $vm"
 [ -x "$build/tests/cm_probe" ] || fail "no $build/tests/cm_probe"
 started=0
 if ! "$vm" status >/dev/null 2>&1; then
-	"$vm" start || fail "rxe-vm start"
+	"$vm" start
+	case $? in
+	0) ;;
+	77) skip "no VM on this host (rxevm start: see above)" ;;
+	*) fail "$vm start" ;;
+	esac
 	started=1
 fi
 cleanup() { [ "$started" = 1 ] && "$vm" stop >/dev/null 2>&1; }
 trap cleanup EXIT
 export RXE_VM_QUIET=1
 "$vm" run 'command -v rping' >/dev/null 2>&1 ||
-	skip "the VM has no rping (RXE_VM_EXTRA_BINS=/usr/bin/rping, rebuild)"
+	skip "the VM has no rping"
 host=${RXE_VM_HOST_IP:-10.99.0.1}
 guest=${RXE_VM_IP:-10.99.0.2}
 port=$((20000 + $$ % 1000))
@@ -41,7 +46,7 @@ log=$(echo "$bg" | sed -n 's/.*log=\([^ ]*\).*/\1/p')
 t=0
 # rdma_cm listens in the kernel: no socket to see; rping says nothing
 # until a connection, so wait for its process to be in rdma_listen
-until "$vm" run "grep -q rping /proc/[0-9]*/comm 2>/dev/null" ||
+until "$vm" run "rdma resource show cm_id | grep -q 'LISTEN.*comm rping src-addr $guest:$port '" ||
 	[ $t -ge 100 ]; do
 	t=$((t + 1))
 	sleep 0.2
@@ -74,7 +79,7 @@ iters=${SV_RXE_CM_ITERS:-100}
 port=$((port + 1))
 "$vm" run --bg "rping -s -a $guest -p $port -C $iters" >/dev/null
 t=0
-until "$vm" run "grep -q rping /proc/[0-9]*/comm 2>/dev/null" ||
+until "$vm" run "rdma resource show cm_id | grep -q 'LISTEN.*comm rping src-addr $guest:$port '" ||
 	[ $t -ge 100 ]; do
 	t=$((t + 1))
 	sleep 0.2
@@ -122,8 +127,8 @@ echo "ok   rping_server: $n pings served to rxe's validating client"
 
 # SIDR with the kernel's CM (rdmacm/ib_sidr.c): Debian's udaddy, 10
 # messages each way over RoCE UD, softverbs the client then the server.
-# Needs udaddy in the VM (RXE_VM_EXTRA_BINS=/usr/bin/udaddy and a
-# rebuild, or at /mnt/host/udaddy with RXE_VM_SHARE); else said and left.
+# Needs udaddy in the VM (ours has it; another VM's at /mnt/host/udaddy
+# will do); else said and left.
 ud=$("$vm" run 'command -v udaddy || ls /mnt/host/udaddy' 2>/dev/null |
 	head -1)
 if [ -z "$ud" ]; then
@@ -131,7 +136,7 @@ if [ -z "$ud" ]; then
 else
 	"$vm" run --bg "$ud -b $guest -C 10 >/tmp/udaddy.s 2>&1" >/dev/null
 	t=0
-	until "$vm" run "grep -q udaddy /proc/[0-9]*/comm 2>/dev/null" ||
+	until "$vm" run "rdma resource show cm_id | grep -q 'LISTEN.*comm udaddy'" ||
 		[ $t -ge 100 ]; do
 		t=$((t + 1))
 		sleep 0.2
