@@ -505,6 +505,8 @@ struct sv_swqe {
 	uint32_t sge_off;
 	uint32_t got;	       /* read: response bytes placed */
 	uint32_t tries;	       /* times rewound for retransmission */
+	uint32_t rd_base;      /* read: the byte its request asks from (a
+				* rewound read asks for the rest, req.c) */
 	uint64_t due_ns;       /* SOFTVERBS_FAULTS delay_us: not sent
 				* before then (0: at once) */
 	uint8_t op;	       /* enum sv_opcode on the wire */

@@ -141,6 +141,18 @@ void sv_comp_advance(struct sv_qp *qp)
 	}
 }
 
+/* Whether a read response of position seg may come next to w: a FIRST
+ * opens the answer to the read, none comes after.  The answer to a read
+ * asked again for its rest (rd_base, req.c sv_req_rewind) opens with a
+ * FIRST by the IBA's letter, and with a MIDDLE or LAST from rxe, which
+ * replays the original read's responses: either is taken. */
+static bool read_seg_ok(const struct sv_swqe *w, uint8_t seg)
+{
+	if (w->got != w->rd_base)
+		return !(seg & SV_SEG_FIRST);
+	return w->rd_base || (seg & SV_SEG_FIRST);
+}
+
 /* The oldest read or atomic on the ring still waiting for its answer. */
 static struct sv_swqe *awaiting_response(struct sv_qp *qp)
 {
@@ -182,7 +194,8 @@ static bool take_response(struct sv_qp *qp, const struct sv_pkt *p,
 		want = w->op == SV_OP_READ_REQ
 			       ? sv_psn_add(w->first_psn, w->got / qp->mtu)
 			       : w->first_psn;
-		if (p->psn != want || (p->seg & SV_SEG_FIRST) != !w->got)
+		if (p->psn != want ||
+		    (w->op == SV_OP_READ_REQ && !read_seg_ok(w, p->seg)))
 			return true;
 		if (SV_FAULT_ON(drop) &&
 		    sv_inject_hit(sv_inject.drop, sv_inject.seed, SV_FAULT_RSP,
@@ -211,16 +224,20 @@ static bool take_response(struct sv_qp *qp, const struct sv_pkt *p,
 		w->got = 8;
 	} else {
 		if (w->op != SV_OP_READ_REQ || p->len > w->length - w->got ||
-		    ((p->seg & SV_SEG_FIRST) != 0) != (w->got == 0) ||
+		    !read_seg_ok(w, p->seg) ||
 		    ((p->seg & SV_SEG_LAST) && w->got + p->len != w->length))
 			return false;
 		if (!w->status && p->len &&
 		    sv_swqe_scatter(qp, w, data, p->len))
 			w->status = IBV_WC_LOC_PROT_ERR;
 		w->got += p->len;
-		if (sv_link_lossy(&qp->link))
-			qp->comp.deadline = 0; /* IBA 9.7.6.1.3: a response
-						* restarts the timer */
+		if (sv_link_lossy(&qp->link) || SV_FAULT_ON(drop)) {
+			/* IBA 9.7.6.1.3: a response restarts the timer, and
+			 * is forward progress: the retry count starts again
+			 * (a read asked again went on from where it was) */
+			qp->comp.deadline = 0;
+			qp->comp.retries = 0;
+		}
 		if (!(p->seg & SV_SEG_LAST))
 			return true;
 	}

@@ -142,8 +142,10 @@ static void put_ext(const struct sv_swqe *w, uint8_t *ext)
 
 		memcpy(ext, &a, sizeof(a));
 	} else if (sv_opcodes[w->op].mask & SV_M_RETH) {
-		struct sv_reth r = {
-			.va = w->raddr, .rkey = w->rkey, .dma_len = w->length};
+		/* a read asks from rd_base: what came before it is placed */
+		struct sv_reth r = {.va = w->raddr + w->rd_base,
+				    .rkey = w->rkey,
+				    .dma_len = w->length - w->rd_base};
 
 		memcpy(ext, &r, sizeof(r));
 	}
@@ -229,14 +231,15 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 		h.psn = qp->req.psn;
 		/* a read takes the PSNs of its response (IBA 9.7.1), a
 		 * placed send those of its payload */
-		h.npsn = w->op == SV_OP_READ_REQ || w->placed
-				 ? npsn_of(qp, w->length)
-				 : npsn_of(qp, chunk);
+		h.npsn = w->op == SV_OP_READ_REQ
+				 ? npsn_of(qp, w->length - w->rd_base)
+			 : w->placed ? npsn_of(qp, w->length)
+				     : npsn_of(qp, chunk);
 		h.len = chunk;
 		h.imm = w->imm;
-		h.msg_len = w->length;
+		h.msg_len = w->length - w->rd_base;
 		h.rec_len = qp->link.tx.last_rec;
-		if (!w->sent)
+		if (!w->sent && !w->rd_base)
 			w->first_psn = qp->req.psn;
 		at = (uint8_t *)(p + 1);
 		if (xext) {
@@ -539,9 +542,10 @@ static void sge_seek(struct sv_qp *qp, struct sv_swqe *w, uint32_t off)
  * Retransmission (IBA 9.7.5.1, rxe's req_retry): after a NAK-seq for psn
  * or a local ACK timeout (psn: the first not acknowledged), every WQE on
  * the link from the one holding psn is sent again, with its PSNs, from
- * psn (a message from the train there; reads and atomics whole: a read
- * is asked again from its start).  WQEs still in the SQ are all there is
- * to resend; what was answered meanwhile (a read's data) is skipped.
+ * psn (a message from the train there; an atomic whole; a read for the
+ * bytes not yet placed, from the PSN of the first of them).  WQEs still
+ * in the SQ are all there is to resend; what was answered meanwhile (a
+ * read's data) is skipped.
  */
 void sv_req_rewind(struct sv_qp *qp, uint32_t psn)
 {
@@ -578,12 +582,25 @@ void sv_req_rewind(struct sv_qp *qp, uint32_t psn)
 			if (o->access && qp->req.ring_rdma)
 				qp->req.ring_rdma--;
 		}
-		x->sent = x->got = 0;
+		x->sent = 0;
 		x->sge_idx = x->sge_off = 0;
+		if (x->op == SV_OP_READ_REQ) {
+			/* asked again for the rest (IBA 9.7.6.1.3, rxe's
+			 * req_retry): the responses placed stay, the next
+			 * lands after them.  All but a LAST are whole
+			 * MTUs; what a cut train left over is asked again */
+			x->got -= x->got & (qp->mtu - 1);
+			x->rd_base = x->got;
+			sge_seek(qp, x, x->got);
+		} else {
+			x->got = 0;
+		}
 		if (x->tries < UINT32_MAX)
 			x->tries++;
 	}
-	qp->req.psn = w->first_psn;
+	qp->req.psn = w->op == SV_OP_READ_REQ
+			      ? sv_psn_add(w->first_psn, w->rd_base / qp->mtu)
+			      : w->first_psn;
 	if (!(sv_opcodes[w->op].mask & (SV_M_RD_ATOMIC)) && !w->placed &&
 	    (sv_opcodes[w->op].mask & SV_M_PAYLOAD) &&
 	    sv_psn_diff(psn, w->first_psn) > 0) {

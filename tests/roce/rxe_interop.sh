@@ -209,4 +209,78 @@ if [ -n "$perf_progs" ]; then
 			-n 70 -F
 	done
 fi
-echo "PASS: ibv_{$progs}_pingpong both ways at $sizes bytes (UD: ${SV_RXE_UD_SIZES:-1 1000 1024})${perf_progs:+; perftest $perf_progs at $perf_sizes bytes, both roles, and 70 MiB of ib_send_bw each way}, against rxe"
+
+# Loss with rxe as the peer (issue 26 item 4; SV_RXE_LOSS=0: not these).
+# SOFTVERBS_FAULTS on our side loses what rxe sends us, on arrival (ACKs
+# are never lost): its sends and writes at our responder, so rxe goes
+# back to the first lost PSN on our NAK-sequence or its own timer; its
+# read responses at our requester, so we ask again.  Each both ways
+# where both ways apply; the pingpong's bytes checked.  Then the budget:
+# with every read response lost, ib_read_lat fails with
+# RETRY_EXC_ERR, and only after retry_cnt + 1 ACK timeouts (perftest's
+# timeout 14, 67 ms; retry_cnt 7: 0.54 s at least).
+if [ "${SV_RXE_LOSS:-1}" != 0 ]; then
+	base=$run
+	run="env SOFTVERBS_FAULTS=drop=0.02,seed=11 $base"
+	perf_row loss_send_bw.s s ib_send_bw -s 65536 -n 200 -F
+	perf_row loss_write_bw.s s ib_write_bw -s 65536 -n 200 -F
+	perf_row loss_read_bw.c c ib_read_bw -s 65536 -n 50 -F
+	perf_row loss_read_bw.s s ib_read_bw -s 65536 -n 200 -F
+	perf_row loss_read_lat.c c ib_read_lat -s 65536 -n 100
+	# the pingpong, bytes checked, softverbs the client, then the server
+	port=$((port + 1))
+	bg=$("$vm" run --bg "ibv_rc_pingpong -d rxe0 -g 1 -p $port -n 100 \
+		-s 65536 -c")
+	log=$(echo "$bg" | sed -n 's/.*log=\([^ ]*\).*/\1/p')
+	rc=$(echo "$bg" | sed -n 's/.*rc=\([^ ]*\).*/\1/p')
+	t=0
+	until "$vm" run "netstat -ltn 2>/dev/null | grep -q :$port" ||
+		[ $t -ge 100 ]; do
+		t=$((t + 1))
+		sleep 0.2
+	done
+	"$vm" exec timeout 240 $run ibv_rc_pingpong -d softverbs0 -g "$g" \
+		-p $port -n 100 -s 65536 -c "$guest" >"$tmp/loss_pp.c.sv" 2>&1
+	src=$?
+	t=0
+	until "$vm" run "test -f $rc" || [ $t -ge 150 ]; do
+		t=$((t + 1))
+		sleep 0.2
+	done
+	"$vm" run "cat $log" >"$tmp/loss_pp.c.rxe" 2>&1
+	check loss_pp.c "$("$vm" run "cat $rc")" $src "iters in"
+	port=$((port + 1))
+	sv_server loss_pp.s ibv_rc_pingpong -d softverbs0 -g "$g" -p $port \
+		-n 100 -s 65536 -c
+	"$vm" run --timeout 240 "ibv_rc_pingpong -d rxe0 -g 1 -p $port \
+		-n 100 -s 65536 -c $host" >"$tmp/loss_pp.s.rxe" 2>&1
+	rrc=$?
+	wait "$spid"
+	src=$?
+	spid=
+	check loss_pp.s $rrc $src "iters in"
+	# the budget
+	run="env SOFTVERBS_FAULTS=drop=1 $base"
+	port=$((port + 1))
+	bg=$("$vm" run --bg "ib_read_lat -d rxe0 -x 1 -m 1024 -p $port -n 5")
+	t=0
+	until "$vm" run "netstat -ltn 2>/dev/null | grep -q :$port" ||
+		[ $t -ge 100 ]; do
+		t=$((t + 1))
+		sleep 0.2
+	done
+	t0=$(date +%s%N)
+	"$vm" exec timeout 120 $run ib_read_lat -d softverbs0 -x "$g" -m 1024 \
+		-p $port -n 5 "$guest" >"$tmp/loss_budget.sv" 2>&1
+	src=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	run=$base
+	if [ $src = 0 ] || ! grep -qi "retry counter exceeded\|status 12\|syndrom 0x81\|error 12" \
+		"$tmp/loss_budget.sv" || [ $ms -lt 537 ]; then
+		echo "FAIL loss_budget: rc $src after $ms ms (want an error after 537 ms at least)"
+		sed 's/^/  softverbs: /' "$tmp/loss_budget.sv" | tail -8
+		exit 1
+	fi
+	echo "ok   loss_budget: ib_read_lat with every response lost failed after $ms ms: $(grep -i "retry\|status" "$tmp/loss_budget.sv" | head -1)"
+fi
+echo "PASS: ibv_{$progs}_pingpong both ways at $sizes bytes (UD: ${SV_RXE_UD_SIZES:-1 1000 1024})${perf_progs:+; perftest $perf_progs at $perf_sizes bytes, both roles, and 70 MiB of ib_send_bw each way}; loss rows, against rxe"
