@@ -661,6 +661,7 @@ struct sv_qp_stats {
 	uint64_t rx_pkts, rx_bytes; /* ... received */
 	uint64_t retrans_pkts;	    /* packets sent again */
 	uint64_t ack_timeouts;	    /* local ACK timer expiries */
+	uint64_t read_gaps;	    /* reads asked again at a lost response */
 	uint64_t seq_nak_sent, seq_nak_recv; /* PSN sequence error NAKs */
 	uint64_t rnr_nak_sent, rnr_nak_recv; /* receiver not ready NAKs */
 	uint64_t fault_drops;	/* SOFTVERBS_FAULTS: packets lost */
@@ -852,6 +853,9 @@ struct sv_qp_comp {
 	bool acked_valid;     /* acked holds an ACKed PSN */
 	uint32_t acked;	      /* newest PSN the peer acknowledged */
 	uint32_t spins;	      /* idle completer runs (clock reads) */
+	/* the read response gap last asked again for (comp.c read_gap) */
+	bool gap_valid;
+	uint32_t gap_psn, gap_tries;
 };
 
 /* SOFTVERBS_FAULTS (faults.h): the faults injected into this QP so far

@@ -153,6 +153,29 @@ static bool read_seg_ok(const struct sv_swqe *w, uint8_t seg)
 	return w->rd_base || (seg & SV_SEG_FIRST);
 }
 
+/*
+ * A response beyond the one the read w awaits (want): the ones between
+ * were lost, responses coming in PSN order.  Asked again at once for the
+ * rest (rxe's completer does; the ACK timer would take its timeout),
+ * once per loss: the rest of the round it cut still comes, and finds
+ * the same want and tries.  Not against retry_cnt: want only moves on
+ * with a response placed, so each ask is progress.
+ */
+static void read_gap(struct sv_qp *qp, const struct sv_swqe *w, uint32_t want)
+{
+	if (qp->comp.gap_valid && qp->comp.gap_psn == want &&
+	    qp->comp.gap_tries == w->tries)
+		return;
+	sv_dbg("qp %06x: read response gap at psn %06x\n",
+	       qp->qpx.qp_base.qp_num, want);
+	sv_req_rewind(qp, want);
+	qp->comp.gap_valid = true;
+	qp->comp.gap_psn = want;
+	qp->comp.gap_tries = w->tries;
+	qp->comp.deadline = 0; /* the timer runs from this ask */
+	SV_STAT_INC(qp, read_gaps);
+}
+
 /* The oldest read or atomic on the ring still waiting for its answer. */
 static struct sv_swqe *awaiting_response(struct sv_qp *qp)
 {
@@ -194,9 +217,16 @@ static bool take_response(struct sv_qp *qp, const struct sv_pkt *p,
 		want = w->op == SV_OP_READ_REQ
 			       ? sv_psn_add(w->first_psn, w->got / qp->mtu)
 			       : w->first_psn;
-		if (p->psn != want ||
-		    (w->op == SV_OP_READ_REQ && !read_seg_ok(w, p->seg)))
+		if (p->psn == want &&
+		    (w->op != SV_OP_READ_REQ || read_seg_ok(w, p->seg))) {
+			/* the one awaited: below */
+		} else if (w->op == SV_OP_READ_REQ &&
+			   sv_psn_diff(p->psn, want) > 0) {
+			read_gap(qp, w, want);
 			return true;
+		} else {
+			return true;
+		}
 		if (SV_FAULT_ON(drop) &&
 		    sv_inject_hit(sv_inject.drop, sv_inject.seed, SV_FAULT_RSP,
 				  qp->inject.idx, p->psn, w->tries)) {

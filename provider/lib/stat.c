@@ -53,6 +53,7 @@ static const struct {
 	F(rx_bytes),
 	F(retrans_pkts),
 	F(ack_timeouts),
+	F(read_gaps),
 	F(seq_nak_sent),
 	F(seq_nak_recv),
 	F(rnr_nak_sent),

@@ -28,6 +28,7 @@ static struct sv_qp_stats stats_of(struct sv_end *e)
 	struct sv_qp_stats s = {
 		.retrans_pkts = LOAD(qp->stats.retrans_pkts),
 		.ack_timeouts = LOAD(qp->stats.ack_timeouts),
+		.read_gaps = LOAD(qp->stats.read_gaps),
 		.seq_nak_sent = LOAD(qp->stats.seq_nak_sent),
 		.seq_nak_recv = LOAD(qp->stats.seq_nak_recv),
 		.rnr_nak_sent = LOAD(qp->stats.rnr_nak_sent),
@@ -320,7 +321,8 @@ SV_TEST(faults_drop_rc_read_and_atomic)
 /* A read of many packets whose responses are lost goes on from the first
  * one lost (IBA 9.7.6.1.3, rxe's req_retry): asked again for the rest,
  * the responses placed kept, the retry count started again by each
- * response.  It was asked again from its start: a 1 MiB read (16 trains
+ * response, and at once where the next response shows the loss.  It
+ * was asked again from its start: a 1 MiB read (16 trains
  * of responses here, each lost with odds of 1 in 5) came whole on 3 % of
  * its tries, and ended in RETRY_EXC_ERR; against rxe, ib_read_lat of
  * 64 KiB with 2 % of the packets lost did. */
@@ -364,10 +366,15 @@ SV_TEST(faults_drop_long_read_goes_on_from_the_loss)
 		ASSERT_EQ(-1, check_msg(P.a.buf, len, k));
 	}
 	sa = stats_of(&P.a);
-	printf("a lost %" PRIu64 " responses, %" PRIu64 " ACK timeouts\n",
-	       sa.fault_drops, sa.ack_timeouts);
+	printf("a lost %" PRIu64 " responses, %" PRIu64
+	       " ACK timeouts, %" PRIu64 " reads asked again at a gap\n",
+	       sa.fault_drops, sa.ack_timeouts, sa.read_gaps);
 	/* about 26 of 128 trains */
 	ASSERT_GE(sa.fault_drops, 12);
+	/* a loss the next response shows is asked again at once, without
+	 * the ACK timer (40 timeouts for 37 losses when it waited) */
+	ASSERT_GE(sa.read_gaps, 5);
+	ASSERT_TRUE(sa.ack_timeouts < sa.fault_drops);
 	sv_pair_close(&P);
 }
 
