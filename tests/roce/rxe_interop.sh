@@ -210,7 +210,44 @@ if [ -n "$perf_progs" ]; then
 	done
 fi
 
+# pp_pair NAME SIZE ITERS: ibv_rc_pingpong -c against rxe with $run,
+# softverbs the client (NAME.c), then the server (NAME.s)
+pp_pair() {
+	port=$((port + 1))
+	bg=$("$vm" run --bg "ibv_rc_pingpong -d rxe0 -g 1 -p $port -n $3 \
+		-s $2 -c")
+	log=$(echo "$bg" | sed -n 's/.*log=\([^ ]*\).*/\1/p')
+	rc=$(echo "$bg" | sed -n 's/.*rc=\([^ ]*\).*/\1/p')
+	t=0
+	until "$vm" run "netstat -ltn 2>/dev/null | grep -q :$port" ||
+		[ $t -ge 100 ]; do
+		t=$((t + 1))
+		sleep 0.2
+	done
+	"$vm" exec timeout 240 $run ibv_rc_pingpong -d softverbs0 -g "$g" \
+		-p $port -n "$3" -s "$2" -c "$guest" >"$tmp/$1.c.sv" 2>&1
+	src=$?
+	t=0
+	until "$vm" run "test -f $rc" || [ $t -ge 150 ]; do
+		t=$((t + 1))
+		sleep 0.2
+	done
+	"$vm" run "cat $log" >"$tmp/$1.c.rxe" 2>&1
+	check "$1.c" "$("$vm" run "cat $rc")" $src "iters in"
+	port=$((port + 1))
+	sv_server "$1.s" ibv_rc_pingpong -d softverbs0 -g "$g" -p $port \
+		-n "$3" -s "$2" -c
+	"$vm" run --timeout 240 "ibv_rc_pingpong -d rxe0 -g 1 -p $port \
+		-n $3 -s $2 -c $host" >"$tmp/$1.s.rxe" 2>&1
+	rrc=$?
+	wait "$spid"
+	src=$?
+	spid=
+	check "$1.s" $rrc $src "iters in"
+}
+
 # Loss with rxe as the peer (issue 26 item 4; SV_RXE_LOSS=0: not these).
+# First on our side:
 # SOFTVERBS_FAULTS on our side loses what rxe sends us, on arrival (ACKs
 # are never lost): its sends and writes at our responder, so rxe goes
 # back to the first lost PSN on our NAK-sequence or its own timer; its
@@ -227,38 +264,7 @@ if [ "${SV_RXE_LOSS:-1}" != 0 ]; then
 	perf_row loss_read_bw.c c ib_read_bw -s 65536 -n 50 -F
 	perf_row loss_read_bw.s s ib_read_bw -s 65536 -n 200 -F
 	perf_row loss_read_lat.c c ib_read_lat -s 65536 -n 100
-	# the pingpong, bytes checked, softverbs the client, then the server
-	port=$((port + 1))
-	bg=$("$vm" run --bg "ibv_rc_pingpong -d rxe0 -g 1 -p $port -n 100 \
-		-s 65536 -c")
-	log=$(echo "$bg" | sed -n 's/.*log=\([^ ]*\).*/\1/p')
-	rc=$(echo "$bg" | sed -n 's/.*rc=\([^ ]*\).*/\1/p')
-	t=0
-	until "$vm" run "netstat -ltn 2>/dev/null | grep -q :$port" ||
-		[ $t -ge 100 ]; do
-		t=$((t + 1))
-		sleep 0.2
-	done
-	"$vm" exec timeout 240 $run ibv_rc_pingpong -d softverbs0 -g "$g" \
-		-p $port -n 100 -s 65536 -c "$guest" >"$tmp/loss_pp.c.sv" 2>&1
-	src=$?
-	t=0
-	until "$vm" run "test -f $rc" || [ $t -ge 150 ]; do
-		t=$((t + 1))
-		sleep 0.2
-	done
-	"$vm" run "cat $log" >"$tmp/loss_pp.c.rxe" 2>&1
-	check loss_pp.c "$("$vm" run "cat $rc")" $src "iters in"
-	port=$((port + 1))
-	sv_server loss_pp.s ibv_rc_pingpong -d softverbs0 -g "$g" -p $port \
-		-n 100 -s 65536 -c
-	"$vm" run --timeout 240 "ibv_rc_pingpong -d rxe0 -g 1 -p $port \
-		-n 100 -s 65536 -c $host" >"$tmp/loss_pp.s.rxe" 2>&1
-	rrc=$?
-	wait "$spid"
-	src=$?
-	spid=
-	check loss_pp.s $rrc $src "iters in"
+	pp_pair loss_pp 65536 100
 	# the budget
 	run="env SOFTVERBS_FAULTS=drop=1 $base"
 	port=$((port + 1))
@@ -282,5 +288,37 @@ if [ "${SV_RXE_LOSS:-1}" != 0 ]; then
 		exit 1
 	fi
 	echo "ok   loss_budget: ib_read_lat with every response lost failed after $ms ms: $(grep -i "retry\|status" "$tmp/loss_budget.sv" | head -1)"
+	# Loss and duplicates on rxe's side: what we send rxe (sends,
+	# writes, read and atomic requests, read answers, ACKs), 2 % lost
+	# and 2 % sent twice on the way, by netfilter in the VM's namespace
+	# (the statistic match, TEE): no qdisc, which this kernel lacks.
+	# Without iptables, said and not run.
+	tap=${RXE_VM_TAP:-svtap0}
+	if "$vm" exec iptables -A OUTPUT -o "$tap" -p udp --dport 4791 \
+		-m statistic --mode random --probability 0.02 -j DROP \
+		2>/dev/null &&
+		"$vm" exec iptables -t mangle -A POSTROUTING -o "$tap" -p udp \
+			--dport 4791 -m statistic --mode random \
+			--probability 0.02 -j TEE --gateway "$guest" 2>/dev/null; then
+		perf_row wire_send_bw.c c ib_send_bw -s 65536 -n 200 -F
+		perf_row wire_write_bw.c c ib_write_bw -s 65536 -n 200 -F
+		perf_row wire_read_bw.s s ib_read_bw -s 65536 -n 100 -F
+		perf_row wire_read_lat.c c ib_read_lat -s 4096 -n 200
+		perf_row wire_atomic_lat.c c ib_atomic_lat -n 300
+		perf_row wire_atomic_bw.s s ib_atomic_bw -n 300 -F
+		pp_pair wire_pp 65536 100
+		lost=$("$vm" exec iptables -L OUTPUT -v -x -n | awk '/DROP/ {print $1}')
+		twice=$("$vm" exec iptables -t mangle -L POSTROUTING -v -x -n |
+			awk '/TEE/ {print $1}')
+		"$vm" exec iptables -F OUTPUT
+		"$vm" exec iptables -t mangle -F POSTROUTING
+		if [ "${lost:-0}" = 0 ] || [ "${twice:-0}" = 0 ]; then
+			fail "wire rows: nothing lost ($lost) or sent twice ($twice)"
+		fi
+		echo "ok   wire: $lost of our packets lost on the way to rxe, $twice sent twice"
+	else
+		"$vm" exec iptables -F OUTPUT 2>/dev/null
+		echo "note: no iptables (statistic, TEE) here: loss on rxe's side not run"
+	fi
 fi
 echo "PASS: ibv_{$progs}_pingpong both ways at $sizes bytes (UD: ${SV_RXE_UD_SIZES:-1 1000 1024})${perf_progs:+; perftest $perf_progs at $perf_sizes bytes, both roles, and 70 MiB of ib_send_bw each way}; loss rows, against rxe"
