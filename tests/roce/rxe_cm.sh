@@ -125,6 +125,54 @@ if [ $src != 0 ] || [ "$n" != "$iters" ] ||
 fi
 echo "ok   rping_server: $n pings served to rxe's validating client"
 
+# The same at 65,000 bytes a ping (rping's largest is 65,535): each
+# ping an RDMA READ and an RDMA WRITE of 64 packets, validated (-V) by
+# the client; no -v (it prints every byte), so the exit status says
+# (rping exits non-zero on "data mismatch"), rxe's too: its VM has the
+# libgcc_s that pthread_exit wants.
+big=${SV_RXE_CM_BIG:-20}
+port=$((port + 1))
+"$vm" run --bg "rping -s -a $guest -p $port -S 65000 -C $big" >/dev/null
+t=0
+until "$vm" run "rdma resource show cm_id | grep -q 'LISTEN.*comm rping src-addr $guest:$port '" ||
+	[ $t -ge 100 ]; do
+	t=$((t + 1))
+	sleep 0.2
+done
+# shellcheck disable=SC2086 # $run is a command line
+out=$("$vm" exec timeout 240 env SOFTVERBS_TRANSPORT=roce $run rping -c \
+	-a "$guest" -p $port -S 65000 -V -C "$big" 2>&1)
+rc=$?
+if [ $rc != 0 ] || echo "$out" | grep -qi "mismatch"; then
+	echo "$out" | tail -8 | sed 's/^/  rping: /'
+	fail "rping -c -S 65000 on softverbs: exit $rc"
+fi
+echo "ok   rping_client_65000: $big pings of 65,000 bytes validated against rxe"
+port=$((port + 1))
+# shellcheck disable=SC2086 # $run is a command line
+"$vm" exec timeout 240 env SOFTVERBS_TRANSPORT=roce $run rping -s \
+	-a "$host" -p $port -S 65000 -C "$big" >"/tmp/rxe_cm.$$" 2>&1 &
+spid=$!
+t=0
+until "$vm" exec ss -Hltn "sport = :$port" | grep -q .; do
+	t=$((t + 1))
+	[ $t -lt 200 ] || fail "rping -s on softverbs never listened"
+	sleep 0.05
+done
+rout=$("$vm" run --timeout 240 "rping -c -a $host -p $port -S 65000 -V \
+	-C $big" 2>&1)
+rrc=$?
+wait "$spid"
+src=$?
+sout=$(cat "/tmp/rxe_cm.$$")
+rm -f "/tmp/rxe_cm.$$"
+if [ $src != 0 ] || [ $rrc != 0 ] || echo "$rout" | grep -qi "mismatch"; then
+	echo "$rout" | tail -5 | sed 's/^/  rxe rping: /'
+	echo "$sout" | tail -5 | sed 's/^/  softverbs rping: /'
+	fail "rping -s -S 65000 on softverbs: exit $src, rxe's client $rrc"
+fi
+echo "ok   rping_server_65000: $big pings of 65,000 bytes served to rxe's validating client"
+
 # SIDR with the kernel's CM (rdmacm/ib_sidr.c): Debian's udaddy, 10
 # messages each way over RoCE UD, softverbs the client then the server.
 # Needs udaddy in the VM (ours has it; another VM's at /mnt/host/udaddy
