@@ -41,16 +41,38 @@ export RXE_VM_QUIET=1
 host=${RXE_VM_HOST_IP:-10.99.0.1}
 guest=${RXE_VM_IP:-10.99.0.2}
 port=$((20000 + $$ % 1000))
-bg=$("$vm" run --bg "rping -s -a $guest -p $port -v -C 1")
-log=$(echo "$bg" | sed -n 's/.*log=\([^ ]*\).*/\1/p')
-t=0
-# rdma_cm listens in the kernel: no socket to see; rping says nothing
-# until a connection, so wait for its process to be in rdma_listen
-until "$vm" run "rdma resource show cm_id | grep -q 'LISTEN.*comm rping src-addr $guest:$port '" ||
-	[ $t -ge 100 ]; do
-	t=$((t + 1))
-	sleep 0.2
-done
+# rxe_listen CMD COMM: CMD (an rdma_cm server named COMM) in the VM in
+# the background, its log in $log; returns once its cm_id listens on
+# $guest:$port.  rdma_cm listens in the kernel: no socket to see, and
+# rping says nothing until a connection, so the rdma tool is asked.
+rxe_listen() {
+	bg=$("$vm" run --bg "$1")
+	log=$(echo "$bg" | sed -n 's/.*log=\([^ ]*\).*/\1/p')
+	t=0
+	until "$vm" run "rdma resource show cm_id |
+		grep -q 'LISTEN.*comm $2 src-addr $guest:$port '" ||
+		[ $t -ge 100 ]; do
+		t=$((t + 1))
+		sleep 0.2
+	done
+}
+# sv_listen OUT ARGS...: softverbs' rping ARGS in the background (spid),
+# its output in OUT; returns once it listens on $port
+sv_listen() {
+	out_file=$1
+	shift
+	# shellcheck disable=SC2086 # $run is a command line
+	"$vm" exec timeout 240 env SOFTVERBS_TRANSPORT=roce $run "$@" \
+		>"$out_file" 2>&1 &
+	spid=$!
+	t=0
+	until "$vm" exec ss -Hltn "sport = :$port" | grep -q .; do
+		t=$((t + 1))
+		[ $t -lt 200 ] || fail "$1 on softverbs never listened"
+		sleep 0.05 # no event says a port in another namespace listens
+	done
+}
+rxe_listen "rping -s -a $guest -p $port -v -C 1" rping
 out=$("$vm" exec timeout 120 "$build/tests/cm_probe" "$host" "$guest" \
 	"$port" 90 2>&1)
 prc=$?
@@ -77,13 +99,7 @@ if [ -n "${SV_ASAN_RUNTIME:-}" ]; then
 fi
 iters=${SV_RXE_CM_ITERS:-100}
 port=$((port + 1))
-"$vm" run --bg "rping -s -a $guest -p $port -C $iters" >/dev/null
-t=0
-until "$vm" run "rdma resource show cm_id | grep -q 'LISTEN.*comm rping src-addr $guest:$port '" ||
-	[ $t -ge 100 ]; do
-	t=$((t + 1))
-	sleep 0.2
-done
+rxe_listen "rping -s -a $guest -p $port -C $iters" rping
 # shellcheck disable=SC2086 # $run is a command line
 out=$("$vm" exec timeout 240 env SOFTVERBS_TRANSPORT=roce $run rping -c \
 	-a "$guest" -p $port -v -V -C "$iters" 2>&1)
@@ -101,16 +117,7 @@ echo "ok   rping_client: $n pings validated against rxe"
 # at pthread_exit in the VM, which has no libgcc_s; it prints "data
 # mismatch" on a bad one, and ours prints each ping it served)
 port=$((port + 1))
-# shellcheck disable=SC2086 # $run is a command line
-"$vm" exec timeout 240 env SOFTVERBS_TRANSPORT=roce $run rping -s \
-	-a "$host" -p $port -v -C "$iters" >"/tmp/rxe_cm.$$" 2>&1 &
-spid=$!
-t=0
-until "$vm" exec ss -Hltn "sport = :$port" | grep -q .; do
-	t=$((t + 1))
-	[ $t -lt 200 ] || fail "rping -s on softverbs never listened"
-	sleep 0.05 # no event says a port in another namespace listens
-done
+sv_listen "/tmp/rxe_cm.$$" rping -s -a "$host" -p $port -v -C "$iters"
 rout=$("$vm" run --timeout 240 "rping -c -a $host -p $port -V -C $iters" 2>&1)
 wait "$spid"
 src=$?
@@ -132,13 +139,7 @@ echo "ok   rping_server: $n pings served to rxe's validating client"
 # libgcc_s that pthread_exit wants.
 big=${SV_RXE_CM_BIG:-20}
 port=$((port + 1))
-"$vm" run --bg "rping -s -a $guest -p $port -S 65000 -C $big" >/dev/null
-t=0
-until "$vm" run "rdma resource show cm_id | grep -q 'LISTEN.*comm rping src-addr $guest:$port '" ||
-	[ $t -ge 100 ]; do
-	t=$((t + 1))
-	sleep 0.2
-done
+rxe_listen "rping -s -a $guest -p $port -S 65000 -C $big" rping
 # shellcheck disable=SC2086 # $run is a command line
 out=$("$vm" exec timeout 240 env SOFTVERBS_TRANSPORT=roce $run rping -c \
 	-a "$guest" -p $port -S 65000 -V -C "$big" 2>&1)
@@ -149,16 +150,7 @@ if [ $rc != 0 ] || echo "$out" | grep -qi "mismatch"; then
 fi
 echo "ok   rping_client_65000: $big pings of 65,000 bytes validated against rxe"
 port=$((port + 1))
-# shellcheck disable=SC2086 # $run is a command line
-"$vm" exec timeout 240 env SOFTVERBS_TRANSPORT=roce $run rping -s \
-	-a "$host" -p $port -S 65000 -C "$big" >"/tmp/rxe_cm.$$" 2>&1 &
-spid=$!
-t=0
-until "$vm" exec ss -Hltn "sport = :$port" | grep -q .; do
-	t=$((t + 1))
-	[ $t -lt 200 ] || fail "rping -s on softverbs never listened"
-	sleep 0.05
-done
+sv_listen "/tmp/rxe_cm.$$" rping -s -a "$host" -p $port -S 65000 -C "$big"
 rout=$("$vm" run --timeout 240 "rping -c -a $host -p $port -S 65000 -V \
 	-C $big" 2>&1)
 rrc=$?

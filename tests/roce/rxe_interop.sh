@@ -77,6 +77,30 @@ sv_server() {
 	done
 }
 
+# rxe_server CMD: CMD (a server on TCP $port) in the VM in the background;
+# returns once it listens.  rxe_server_rc NAME: waits for it to end, keeps
+# its output as $tmp/NAME.rxe, and prints its exit status.
+rxe_server() {
+	rxe_bg=$("$vm" run --bg "$1")
+	rxe_log=$(echo "$rxe_bg" | sed -n 's/.*log=\([^ ]*\).*/\1/p')
+	rxe_rc=$(echo "$rxe_bg" | sed -n 's/.*rc=\([^ ]*\).*/\1/p')
+	rxe_t=0
+	until "$vm" run "netstat -ltn 2>/dev/null | grep -q :$port" ||
+		[ $rxe_t -ge 100 ]; do
+		rxe_t=$((rxe_t + 1))
+		sleep 0.2 # the VM's server to listen (TCG: seconds)
+	done
+}
+rxe_server_rc() {
+	rxe_t=0
+	until "$vm" run "test -f $rxe_rc" || [ $rxe_t -ge 150 ]; do
+		rxe_t=$((rxe_t + 1))
+		sleep 0.2
+	done
+	"$vm" run "cat $rxe_log" >"$tmp/$1.rxe" 2>&1
+	"$vm" run "cat $rxe_rc"
+}
+
 check() { # NAME RC_RXE RC_SV WANT [RXE_WANT]: both exited 0, said so
 	if [ "$2" != 0 ] || [ "$3" != 0 ] ||
 		! grep -q "${5:-$4}" "$tmp/$1.rxe" ||
@@ -97,25 +121,11 @@ dev=softverbs0 gi=$g psizes=$sizes
 for s in $psizes; do
 	# softverbs the client: rxe's server in the background in the VM
 	port=$((port + 1))
-	bg=$("$vm" run --bg "ibv_${pp}_pingpong -d rxe0 -g 1 -p $port -n $iters -s $s -c")
-	log=$(echo "$bg" | sed -n 's/.*log=\([^ ]*\).*/\1/p')
-	rc=$(echo "$bg" | sed -n 's/.*rc=\([^ ]*\).*/\1/p')
-	t=0
-	until "$vm" run "netstat -ltn 2>/dev/null | grep -q :$port" ||
-		[ $t -ge 100 ]; do
-		t=$((t + 1))
-		sleep 0.2 # the VM's server to listen (TCG: seconds)
-	done
+	rxe_server "ibv_${pp}_pingpong -d rxe0 -g 1 -p $port -n $iters -s $s -c"
 	"$vm" exec timeout 240 $run ibv_${pp}_pingpong -d $dev -g "$gi" \
 		-p $port -n "$iters" -s "$s" -c "$guest" >"$tmp/${pp}_cli$s.sv" 2>&1
 	src=$?
-	t=0
-	until "$vm" run "test -f $rc" || [ $t -ge 100 ]; do
-		t=$((t + 1))
-		sleep 0.2
-	done
-	"$vm" run "cat $log" >"$tmp/${pp}_cli$s.rxe" 2>&1
-	check "${pp}_cli$s" "$("$vm" run "cat $rc")" $src "iters in"
+	check "${pp}_cli$s" "$(rxe_server_rc "${pp}_cli$s")" $src "iters in"
 	# softverbs the server
 	port=$((port + 1))
 	sv_server "${pp}_srv$s" ibv_${pp}_pingpong -d $dev -g "$gi" -p $port \
@@ -151,25 +161,11 @@ perf_row() {
 	*) server_want=$want ;;
 	esac
 	if [ "$role" = c ]; then
-		bg=$("$vm" run --bg "$* -d rxe0 -x 1 -m 1024 -p $port")
-		log=$(echo "$bg" | sed -n 's/.*log=\([^ ]*\).*/\1/p')
-		rc=$(echo "$bg" | sed -n 's/.*rc=\([^ ]*\).*/\1/p')
-		i=0
-		until "$vm" run "netstat -ltn 2>/dev/null | grep -q :$port" ||
-			[ $i -ge 100 ]; do
-			i=$((i + 1))
-			sleep 0.2
-		done
+		rxe_server "$* -d rxe0 -x 1 -m 1024 -p $port"
 		"$vm" exec timeout 240 $run "$@" -d softverbs0 -x "$g" -m 1024 \
 			-p $port "$guest" >"$tmp/$name.sv" 2>&1
 		src=$?
-		i=0
-		until "$vm" run "test -f $rc" || [ $i -ge 150 ]; do
-			i=$((i + 1))
-			sleep 0.2
-		done
-		"$vm" run "cat $log" >"$tmp/$name.rxe" 2>&1
-		check "$name" "$("$vm" run "cat $rc")" $src "$want" \
+		check "$name" "$(rxe_server_rc "$name")" $src "$want" \
 			"$server_want"
 	else
 		sv_server "$name" "$@" -d softverbs0 -x "$g" -m 1024 -p $port
@@ -214,26 +210,11 @@ fi
 # softverbs the client (NAME.c), then the server (NAME.s)
 pp_pair() {
 	port=$((port + 1))
-	bg=$("$vm" run --bg "ibv_rc_pingpong -d rxe0 -g 1 -p $port -n $3 \
-		-s $2 -c")
-	log=$(echo "$bg" | sed -n 's/.*log=\([^ ]*\).*/\1/p')
-	rc=$(echo "$bg" | sed -n 's/.*rc=\([^ ]*\).*/\1/p')
-	t=0
-	until "$vm" run "netstat -ltn 2>/dev/null | grep -q :$port" ||
-		[ $t -ge 100 ]; do
-		t=$((t + 1))
-		sleep 0.2
-	done
+	rxe_server "ibv_rc_pingpong -d rxe0 -g 1 -p $port -n $3 -s $2 -c"
 	"$vm" exec timeout 240 $run ibv_rc_pingpong -d softverbs0 -g "$g" \
 		-p $port -n "$3" -s "$2" -c "$guest" >"$tmp/$1.c.sv" 2>&1
 	src=$?
-	t=0
-	until "$vm" run "test -f $rc" || [ $t -ge 150 ]; do
-		t=$((t + 1))
-		sleep 0.2
-	done
-	"$vm" run "cat $log" >"$tmp/$1.c.rxe" 2>&1
-	check "$1.c" "$("$vm" run "cat $rc")" $src "iters in"
+	check "$1.c" "$(rxe_server_rc "$1.c")" $src "iters in"
 	port=$((port + 1))
 	sv_server "$1.s" ibv_rc_pingpong -d softverbs0 -g "$g" -p $port \
 		-n "$3" -s "$2" -c
@@ -268,13 +249,7 @@ if [ "${SV_RXE_LOSS:-1}" != 0 ]; then
 	# the budget
 	run="env SOFTVERBS_FAULTS=drop=1 $base"
 	port=$((port + 1))
-	bg=$("$vm" run --bg "ib_read_lat -d rxe0 -x 1 -m 1024 -p $port -n 5")
-	t=0
-	until "$vm" run "netstat -ltn 2>/dev/null | grep -q :$port" ||
-		[ $t -ge 100 ]; do
-		t=$((t + 1))
-		sleep 0.2
-	done
+	rxe_server "ib_read_lat -d rxe0 -x 1 -m 1024 -p $port -n 5"
 	t0=$(date +%s%N)
 	"$vm" exec timeout 120 $run ib_read_lat -d softverbs0 -x "$g" -m 1024 \
 		-p $port -n 5 "$guest" >"$tmp/loss_budget.sv" 2>&1
