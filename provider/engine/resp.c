@@ -395,7 +395,9 @@ static bool take_imm_rwqe(struct sv_qp *qp, const struct sv_pkt *p)
 }
 
 /* After the last packet of a write: its immediate, if any, completes a
- * receive as IBV_WC_RECV_RDMA_WITH_IMM (IBA 9.4.3). */
+ * receive as IBV_WC_RECV_RDMA_WITH_IMM (IBA 9.4.3), with the write's
+ * length (resp.msg: its FIRST's RETH; a LAST on the RoCE wire carries
+ * none). */
 static void write_done(struct sv_qp *qp, const struct sv_pkt *p)
 {
 	qp->resp.in_msg = qp->resp.write = false;
@@ -405,7 +407,6 @@ static void write_done(struct sv_qp *qp, const struct sv_pkt *p)
 		qp->resp.drop = false;
 		return;
 	}
-	qp->resp.msg = p->msg_len;
 	complete_recv_op(qp, IBV_WC_SUCCESS, p, IBV_WC_RECV_RDMA_WITH_IMM);
 }
 
@@ -464,6 +465,7 @@ static enum resp_result recv_note(struct sv_qp *qp, const struct sv_pkt *p)
 		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
 	if (!take_rwqe(qp, p))
 		return RESP_WAIT;
+	qp->resp.msg = p->msg_len; /* the placed write's length */
 	qp->resp.psn = sv_psn_add(qp->resp.psn, p->npsn);
 	sv_link_rx_consume(&qp->link);
 	write_done(qp, p);
