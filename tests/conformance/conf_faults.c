@@ -239,6 +239,27 @@ SV_TEST(faults_drop_same_seed_same_faults)
 	ASSERT_NE(r1[1], r3[1]);
 }
 
+/* Read k: message k, len bytes, from the peer's slot k + 1 into sge
+ * (nsge SGEs over the start of our buffer), checked byte for byte. */
+static void read_checked(struct sv_pair *P, struct ibv_sge *sge, int nsge,
+			 uint32_t k, uint32_t len)
+{
+	struct ibv_send_wr wr = {.wr_id = k,
+				 .sg_list = sge,
+				 .num_sge = nsge,
+				 .opcode = IBV_WR_RDMA_READ,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+
+	fill_msg(P->b.buf + (size_t)(k + 1) * len, len, k);
+	memset(P->a.buf, 0, len);
+	wr.wr.rdma.remote_addr = (uintptr_t)P->b.buf + (size_t)(k + 1) * len;
+	wr.wr.rdma.rkey = P->b.mr->rkey;
+	ASSERT_OK(ibv_post_send(P->a.qp, &wr, &bad));
+	EXPECT_WC(P->a.scq, IBV_WC_SUCCESS, k);
+	ASSERT_EQ(-1, check_msg(P->a.buf, len, k));
+}
+
 /* Reads whose responses are lost are asked again; atomics whose answers
  * are lost are answered from the replay cache, never executed twice. */
 SV_TEST(faults_drop_rc_read_and_atomic)
@@ -264,21 +285,8 @@ SV_TEST(faults_drop_rc_read_and_atomic)
 		struct ibv_sge sge = {.addr = (uintptr_t)P.a.buf,
 				      .length = len,
 				      .lkey = P.a.mr->lkey};
-		struct ibv_send_wr wr = {.wr_id = k,
-					 .sg_list = &sge,
-					 .num_sge = 1,
-					 .opcode = IBV_WR_RDMA_READ,
-					 .send_flags = IBV_SEND_SIGNALED},
-				   *bad;
 
-		fill_msg(P.b.buf + (size_t)(k + 1) * len, len, k);
-		memset(P.a.buf, 0, len);
-		wr.wr.rdma.remote_addr =
-			(uintptr_t)P.b.buf + (size_t)(k + 1) * len;
-		wr.wr.rdma.rkey = P.b.mr->rkey;
-		ASSERT_OK(ibv_post_send(P.a.qp, &wr, &bad));
-		EXPECT_WC(P.a.scq, IBV_WC_SUCCESS, k);
-		ASSERT_EQ(-1, check_msg(P.a.buf, len, k));
+		read_checked(&P, &sge, 1, k, len);
 	}
 	memset(P.b.buf, 0, 8);
 	seen = calloc(natomic, 1);
@@ -349,21 +357,8 @@ SV_TEST(faults_drop_long_read_goes_on_from_the_loss)
 					 {.addr = (uintptr_t)P.a.buf + 300000,
 					  .length = len - 300000,
 					  .lkey = P.a.mr->lkey}};
-		struct ibv_send_wr wr = {.wr_id = k,
-					 .sg_list = sge,
-					 .num_sge = 2,
-					 .opcode = IBV_WR_RDMA_READ,
-					 .send_flags = IBV_SEND_SIGNALED},
-				   *bad;
 
-		fill_msg(P.b.buf + (size_t)(k + 1) * len, len, k);
-		memset(P.a.buf, 0, len);
-		wr.wr.rdma.remote_addr =
-			(uintptr_t)P.b.buf + (size_t)(k + 1) * len;
-		wr.wr.rdma.rkey = P.b.mr->rkey;
-		ASSERT_OK(ibv_post_send(P.a.qp, &wr, &bad));
-		EXPECT_WC(P.a.scq, IBV_WC_SUCCESS, k);
-		ASSERT_EQ(-1, check_msg(P.a.buf, len, k));
+		read_checked(&P, sge, 2, k, len);
 	}
 	sa = stats_of(&P.a);
 	printf("a lost %" PRIu64 " responses, %" PRIu64
