@@ -103,6 +103,18 @@ struct sv_lane_rx;
 struct sv_ud_replay;
 struct sv_ud_hdr;
 
+/* A call another thread asks the progress thread to make
+ * (sv_progress_async): queued once however often it is asked, until the
+ * thread takes it.  Its memory must stay valid (or type-stable) while
+ * queued. */
+struct sv_async;
+typedef void sv_async_cb(struct sv_async *a);
+struct sv_async {
+	struct sv_async *next; /* on the thread's list (under its lock) */
+	sv_async_cb *cb;       /* set when queued (under its lock) */
+	atomic_bool queued;    /* on the list */
+};
+
 /* An fd of ours in the progress thread's loop: the loop's io (the fd and
  * the callback its owner registered with sv_pfd_set: the loop knows
  * callbacks, not kinds of fd), and what those callbacks need. */
@@ -113,11 +125,13 @@ struct sv_pfd {
 	struct sv_context *ctx; /* whose loop (sv_progress_add) */
 	struct sv_qp *qp;	/* a QP's fd: whose */
 	struct sv_srq *srq;	/* an XRC SRQ's socket: whose */
-	atomic_bool rung; /* a link doorbell fired: drain under qp->lock */
-	atomic_bool hup;  /* its events said the peer hung up: a reader
-			   * reads on to the EOF (no edge after it) */
-	bool quiet;	  /* EPOLLIN off (sv_progress_quiet) */
-	bool out;	  /* EPOLLOUT on (sv_progress_want_out) */
+	atomic_bool rung;     /* a link doorbell fired: drain under qp->lock */
+	atomic_bool hup;      /* its events said the peer hung up: a reader
+			       * reads on to the EOF (no edge after it) */
+	bool quiet;	      /* EPOLLIN off (sv_progress_quiet) */
+	bool out;	      /* EPOLLOUT on (sv_progress_want_out) */
+	struct sv_async bell; /* its callback, as if its fd had input
+			       * (sv_pfd_ring) */
 };
 
 /* What handles p's events, from its next sv_progress_add on; edge: edge
@@ -131,18 +145,6 @@ static inline void sv_pfd_set(struct sv_pfd *p, sv_io_cb *cb, bool edge)
 	sv_io_set_cb(&p->io, cb);
 	p->edge = edge;
 }
-
-/* A call another thread asks the progress thread to make
- * (sv_progress_async): queued once however often it is asked, until the
- * thread takes it.  Its memory must stay valid (or type-stable) while
- * queued. */
-struct sv_async;
-typedef void sv_async_cb(struct sv_async *a);
-struct sv_async {
-	struct sv_async *next; /* on the thread's list (under its lock) */
-	sv_async_cb *cb;       /* set when queued (under its lock) */
-	atomic_bool queued;    /* on the list */
-};
 
 /* An event queue behind a real fd (eventfd in semaphore mode): one count
  * per queued event, so poll()/epoll on the fd works as on hardware. */

@@ -26,6 +26,7 @@
 enum resp_result {
 	RESP_NEXT,  /* packet consumed; look at the next */
 	RESP_WAIT,  /* leave it: no receive WQE yet */
+	RESP_GONE,  /* dropped, RNR-NAKed: nothing more to acknowledge */
 	RESP_FATAL, /* the QP went to ERROR */
 };
 
@@ -149,8 +150,26 @@ static enum resp_result fatal(struct sv_qp *qp, const struct sv_pkt *p,
 	return RESP_FATAL;
 }
 
+/*
+ * No receive on a lossy link (RoCE): as IBA 9.7.5.2.8 has it, the
+ * packet is dropped and NAKed for RNR, every time it comes; the
+ * requester sends it again after the RNR timer, or gives up with
+ * nothing of it left here.  The packets after it are out of sequence
+ * and dropped without a NAK-seq (check_psn), which would cut the
+ * requester's RNR wait short.
+ */
+static void rnr_drop(struct sv_qp *qp, const struct sv_pkt *p)
+{
+	nak(qp, p->psn, SV_NAK_RNR);
+	qp->resp.seq_naked = true;
+	qp->resp.nak_from = p->psn;
+	sv_link_rx_consume(&qp->link);
+}
+
 /* IBA 9.7.5.2.8: no receive WQE (in the RQ, or the SRQ: IBA 10.2.9.2).
- * Returns false to wait. */
+ * Returns false to wait: the packet stays, NAKed once, until a receive
+ * comes or the requester gives up (the ring's rnr word); on a lossy
+ * link it is gone (rnr_drop), and rnr_wait says RESP_GONE. */
 static bool take_rwqe(struct sv_qp *qp, const struct sv_pkt *p)
 {
 	_Atomic uint32_t *rnr = &qp->link.rx.hdr->rnr;
@@ -164,6 +183,10 @@ static bool take_rwqe(struct sv_qp *qp, const struct sv_pkt *p)
 		if (is_uc(qp)) { /* no RNR on UC: the message is lost */
 			qp->resp.drop = true;
 			return true;
+		}
+		if (sv_link_lossy(&qp->link)) {
+			rnr_drop(qp, p);
+			return false;
 		}
 		if (!qp->resp.rnr) {
 			atomic_store(rnr, SV_RNR_WAIT);
@@ -184,6 +207,13 @@ static bool take_rwqe(struct sv_qp *qp, const struct sv_pkt *p)
 	return true;
 }
 
+/* What a responder that could not take a receive says: the packet
+ * waits, or on a lossy link it went (rnr_drop). */
+static enum resp_result rnr_wait(const struct sv_qp *qp)
+{
+	return sv_link_lossy(&qp->link) ? RESP_GONE : RESP_WAIT;
+}
+
 /* A send the requester placed in our receive buffer itself (req.c:
  * single copy): the receive it took completes, with no copy. */
 static enum resp_result recv_placed(struct sv_qp *qp, const struct sv_pkt *p)
@@ -193,7 +223,7 @@ static enum resp_result recv_placed(struct sv_qp *qp, const struct sv_pkt *p)
 	if (qp->resp.in_msg || p->seg != SV_SEG_ONLY || p->len)
 		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
 	if (!take_rwqe(qp, p))
-		return RESP_WAIT;
+		return rnr_wait(qp);
 	qp->resp.psn = sv_psn_add(qp->resp.psn, p->npsn);
 	sv_link_rx_consume(&qp->link);
 	if (qp->resp.drop) {
@@ -289,7 +319,7 @@ static enum resp_result recv_send(struct sv_qp *qp, const struct sv_pkt *p,
 		if (qp->resp.in_msg)
 			return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
 		if (!take_rwqe(qp, p))
-			return RESP_WAIT;
+			return rnr_wait(qp);
 		if (qp->resp.drop)
 			goto consumed;
 		r = &qp->rq.wqe[qp->rq.comp & (qp->rq.size - 1)];
@@ -430,7 +460,7 @@ static enum resp_result recv_write(struct sv_qp *qp, const struct sv_pkt *p,
 			    sv_resp_fault_access(qp, p)))
 			return refuse(qp, p, syn ? syn : SV_NAK_REM_ACCESS);
 		if (!take_imm_rwqe(qp, p))
-			return RESP_WAIT; /* nothing changed yet */
+			return rnr_wait(qp); /* nothing changed yet */
 		qp->resp.in_msg = qp->resp.write = true;
 		qp->resp.msg = p->msg_len;
 		qp->resp.off = 0;
@@ -441,7 +471,7 @@ static enum resp_result recv_write(struct sv_qp *qp, const struct sv_pkt *p,
 		if (!qp->resp.in_msg || !qp->resp.write)
 			return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
 		if (!take_imm_rwqe(qp, p))
-			return RESP_WAIT;
+			return rnr_wait(qp);
 	}
 	if (p->len > qp->resp.msg - qp->resp.off ||
 	    ((p->seg & SV_SEG_LAST) && qp->resp.off + p->len != qp->resp.msg))
@@ -464,7 +494,7 @@ static enum resp_result recv_note(struct sv_qp *qp, const struct sv_pkt *p)
 	    !(p->flags & SV_PKT_IMM))
 		return fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
 	if (!take_rwqe(qp, p))
-		return RESP_WAIT;
+		return rnr_wait(qp);
 	qp->resp.msg = p->msg_len; /* the placed write's length */
 	qp->resp.psn = sv_psn_add(qp->resp.psn, p->npsn);
 	sv_link_rx_consume(&qp->link);
@@ -897,6 +927,7 @@ void sv_resp_run(struct sv_qp *qp)
 				}
 				consumed = true;
 				continue;
+			case RESP_GONE: /* not from check_psn */
 			case RESP_WAIT:
 				break;
 			case RESP_FATAL:
@@ -930,6 +961,9 @@ void sv_resp_run(struct sv_qp *qp)
 			if (p.npsn != npsn) /* cut: the rest was lost; a */
 				cut_answer(qp, p.psn, npsn); /* NAK stays */
 			responded |= (o->mask & SV_M_RD_ATOMIC) != 0;
+			consumed = true;
+			continue;
+		case RESP_GONE:
 			consumed = true;
 			continue;
 		case RESP_WAIT:

@@ -127,6 +127,20 @@ void sv_progress_async(struct sv_context *ctx, struct sv_async *a,
 	sv_progress_kick(ctx);
 }
 
+static void pfd_rung(struct sv_async *a)
+{
+	struct sv_pfd *p = container_of(a, struct sv_pfd, bell);
+	sv_io_cb *cb = __atomic_load_n(&p->io.cb, __ATOMIC_RELAXED);
+
+	if (cb)
+		cb(&p->io, EPOLLIN);
+}
+
+void sv_pfd_ring(struct sv_context *ctx, struct sv_pfd *p)
+{
+	sv_progress_async(ctx, &p->bell, pfd_rung);
+}
+
 /* SOFTVERBS_PROGRESS_CPUS (cpus.h): the CPUs this thread may run on.
  * "all" asks for every CPU; the kernel keeps those of the cgroup's
  * cpuset.  A list the kernel refuses leaves the mask as it was, said

@@ -28,6 +28,12 @@ void sv_progress_timer_stop(struct sv_context *ctx, struct sv_timer *t);
 /* Has the thread call cb(a) soon (any thread); nothing if a is queued. */
 void sv_progress_async(struct sv_context *ctx, struct sv_async *a,
 		       sv_async_cb *cb);
+/* Has ctx's thread call p's callback soon, as if its fd had input
+ * (any thread): input another reader of its socket took for p's owner
+ * (a RoCE socket shared by several links, roce/share.c), which the fd's
+ * own event may never say.  p's memory must stay valid (or type-stable);
+ * nothing if a ring is on its way. */
+void sv_pfd_ring(struct sv_context *ctx, struct sv_pfd *p);
 /* Registers p (its callback: sv_pfd_set) for fd in ctx's loop. */
 void sv_progress_add(struct sv_context *ctx, struct sv_pfd *p, int fd);
 void sv_progress_del(struct sv_context *ctx, struct sv_pfd *p);

@@ -815,10 +815,10 @@ SV_TEST(close_device_with_live_qps)
 		 * DOOR_WAIT_MAX_NS) closes when it is answered or given
 		 * up: a CI run counted it once */
 		t0 = sv_now_ms();
-		while (count_fds() != before + (sv_test_tcp() ? 3 : 0) &&
+		while (count_fds() != before + (sv_test_wire() ? 3 : 0) &&
 		       sv_now_ms() - t0 < 15000)
 			poll(NULL, 0, 5); /* a look every 5 ms */
-		ASSERT_EQ(before + (sv_test_tcp() ? 3 : 0), count_fds());
+		ASSERT_EQ(before + (sv_test_wire() ? 3 : 0), count_fds());
 		_exit(0);
 	}
 	ASSERT_EQ(0, reap(pid));

@@ -415,7 +415,7 @@ SV_TEST(dm_one_sided_write_read_atomics)
 	ASSERT_OK(ibv_memcpy_from_dm(&got, dp.db, DM_OFF + 64, 8));
 	ASSERT_EQ(7, got);
 	/* on one host the initiator did all four in b's DM itself */
-	if (!sv_test_tcp())
+	if (!sv_test_wire())
 		ASSERT_EQ(4, LOAD(to_sqp(dp.p.a.qp)->stats.direct_ops));
 	dm_close(&dp);
 }

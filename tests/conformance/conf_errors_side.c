@@ -466,7 +466,7 @@ static bool run_row(const struct row *r)
 	}
 	/* the control rows took the path they stand for (shm): placed,
 	 * or not on memory that cannot be shared */
-	if (r->path == SEND_BIG && r->fault == OK && !sv_test_tcp() &&
+	if (r->path == SEND_BIG && r->fault == OK && !sv_test_wire() &&
 	    placed_sends(&s.p.a) != (r->on != UNSHARED)) {
 		fprintf(stderr, "row %s%-11s | %-40s: placed %" PRIu64 "\n",
 			on_names[r->on], path_names[r->path],

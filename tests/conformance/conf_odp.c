@@ -290,7 +290,7 @@ SV_TEST(odp_rereg_to_and_from_odp)
 	memset(r, 0x3c, 4 * PAGE);
 	mr = ibv_reg_mr(e.pd, r, 4 * PAGE, REMOTE_ALL);
 	ASSERT_NOT_NULL(mr);
-	if (!sv_test_tcp())
+	if (!sv_test_wire())
 		ASSERT_TRUE(on_arena(r));
 	ASSERT_OK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 			       ODP_ALL));
@@ -298,7 +298,7 @@ SV_TEST(odp_rereg_to_and_from_odp)
 	ASSERT_ALL(r, 4 * PAGE, 0x3c);
 	ASSERT_OK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 			       REMOTE_ALL));
-	if (!sv_test_tcp())
+	if (!sv_test_wire())
 		ASSERT_TRUE(on_arena(r));
 	ASSERT_ALL(r, 4 * PAGE, 0x3c);
 	ASSERT_OK(ibv_dereg_mr(mr));

@@ -1170,7 +1170,7 @@ SV_TEST(rmem_connect_moves_what_waited)
 {
 	struct sv_end_opts o = sv_end_opts_default();
 	uint64_t v = 0x1122334455667788ull;
-	bool moves = !sv_test_tcp();
+	bool moves = !sv_test_wire();
 	struct sv_pair p;
 
 	o.mr_access = REMOTE_RW;

@@ -74,7 +74,7 @@ bool sv_end_share_memory(struct sv_end *e)
 	for (int i = 0; i < 2; i++)
 		ASSERT_OK(ibv_destroy_qp(q[i].qp));
 	ASSERT_OK(ibv_destroy_cq(cq));
-	return !sv_test_tcp();
+	return !sv_test_wire();
 }
 
 void sv_end_open(struct sv_end *e, const struct sv_end_opts *o)

@@ -488,20 +488,40 @@ const char *sv_test_name(void)
 	return current_test;
 }
 
-bool sv_test_tcp(void)
+static const char *transport(void)
 {
 	const char *t = getenv("SOFTVERBS_TRANSPORT");
 
-	return t && !strcmp(t, "tcp");
+	return t ? t : "";
+}
+
+bool sv_test_wire(void)
+{
+	return !strcmp(transport(), "tcp") || sv_test_roce();
+}
+
+bool sv_test_roce(void)
+{
+	return !strcmp(transport(), "roce");
+}
+
+static void skip(const char *over, const char *why)
+{
+	printf("SKIP %s over %s: %s\n", current_test, over, why);
+	fflush(stdout);
+	exit(77);
 }
 
 void sv_test_needs_shm(const char *why)
 {
-	if (!sv_test_tcp())
-		return;
-	printf("SKIP %s over TCP: %s\n", current_test, why);
-	fflush(stdout);
-	exit(77);
+	if (sv_test_wire())
+		skip(sv_test_roce() ? "RoCE" : "TCP", why);
+}
+
+void sv_test_not_roce(const char *why)
+{
+	if (sv_test_roce())
+		skip("RoCE", why);
 }
 
 const char *sv_build_dir(void)

@@ -28,13 +28,21 @@ void sv_test_register(const char *name, sv_test_fn fn);
 	}                                                                 \
 	static void sv_test_##name(void)
 
-/* The suite runs over TCP (SOFTVERBS_TRANSPORT=tcp: ctest's `.tcp.`
- * tests, label tcp). */
-bool sv_test_tcp(void);
+/* The suite runs over a wire between hosts, not shared memory:
+ * SOFTVERBS_TRANSPORT=tcp or roce (ctest's `.tcp.` and `.roce.` tests,
+ * labels tcp and roce). */
+bool sv_test_wire(void);
+/* ... over the RoCEv2 wire (SOFTVERBS_TRANSPORT=roce): lossy, no
+ * connection under the QP, as between a host and a RoCE NIC. */
+bool sv_test_roce(void);
 /* A test of the shared-memory transport itself (its rings and sockets,
  * single-copy sends, one-sided operations done by the initiator): over
- * TCP it skips (exit 77, ctest's SKIP_RETURN_CODE), saying why. */
+ * a wire it skips (exit 77, ctest's SKIP_RETURN_CODE), saying why. */
 void sv_test_needs_shm(const char *why);
+/* A test of what a connection under the QP gives (shared memory or
+ * TCP: a peer's death seen at once, processes that share a queue):
+ * over RoCE it skips, saying why. */
+void sv_test_not_roce(const char *why);
 
 /* Fails the running test: prints where and why, kills helpers, exits 1. */
 __attribute__((noreturn, format(printf, 3, 4))) void

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "progress.h"
 #include "roce_priv.h"
 #include "sv_test.h"
 
@@ -27,15 +28,25 @@
 struct end {
 	struct sv_roce r;
 	struct sv_qp_stats st;
+	struct sv_pfd pfd; /* r.pfd: rung when another fills its mail */
+	_Atomic uint32_t rung;
 	uint8_t *seen;		/* by sequence number: times taken */
 	_Atomic uint32_t taken; /* datagrams that came to us */
 	_Atomic uint32_t wrong; /* ... for another QPN */
 	_Atomic bool stop;
 };
 
+/* The loop's, here: counts the rings of each end's pfd. */
+void sv_pfd_ring(struct sv_context *ctx, struct sv_pfd *p)
+{
+	(void)ctx;
+	atomic_fetch_add(&container_of(p, struct end, pfd)->rung, 1);
+}
+
 static void end_init(struct end *e, uint32_t qpn)
 {
 	memset(e, 0, sizeof(*e));
+	e->r.pfd = &e->pfd;
 	e->r.my_qpn = qpn;
 	e->r.islot = SLOT;
 	e->r.rx_fd = -1;
@@ -175,11 +186,13 @@ SV_TEST(roce_share_each_datagram_reaches_its_link_once)
 	ASSERT_EQ(N, atomic_load(&a.taken) + atomic_load(&b.taken));
 
 	/* each passes the other's on: one reader at a time (two readers at
-	 * once need not both read: one may take all on a loaded machine) */
+	 * once need not both read: one may take all on a loaded machine),
+	 * and rings the other, whose socket's edge may never come (epoll
+	 * says only what is still there to read) */
 	for (int k = 0; k < 2; k++) {
 		struct end *rd = k ? &b : &a, *other = k ? &a : &b;
 		uint64_t passed = rd->st.roce_passed;
-		uint32_t mine = 0;
+		uint32_t mine = 0, rung = atomic_load(&other->rung);
 
 		send_one(tx, QPN_A, k);
 		send_one(tx, QPN_B, k);
@@ -192,6 +205,7 @@ SV_TEST(roce_share_each_datagram_reaches_its_link_once)
 		}
 		ASSERT_EQ(1, mine);
 		ASSERT_EQ(passed + 1, rd->st.roce_passed);
+		ASSERT_EQ(rung + 1, atomic_load(&other->rung));
 		/* the other's reached its mailbox, and it takes it there */
 		sv_roce_share_read(&other->r);
 		ASSERT_EQ(1, other->r.icount);

@@ -217,13 +217,6 @@ static void take_request(struct sv_link *l, const struct sv_roce_pkt *p)
 		return;
 	}
 	ack = atomic_load_explicit(&l->rx.hdr->ack, memory_order_acquire);
-	if (SV_ACK_SYN(ack) == SV_NAK_RNR && SV_ACK_PSN(ack) == p->psn &&
-	    r->ack_sent_valid) {
-		/* the packet we RNR-NAKed, again: still no receive; the
-		 * responder holds the first copy */
-		sv_roce_send_ack(l, ack);
-		return;
-	}
 	if (d < 0 && (p->ack_req || (p->mask & SV_RH_LAST)) &&
 	    r->ack_sent_valid && SV_ACK_SYN(ack) == SV_ACK) {
 		/* a duplicate, as far as we saw: what the responder

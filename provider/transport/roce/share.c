@@ -16,11 +16,14 @@
  * share_lock, puts each datagram whose BTH names another member's QPN in
  * that member's mailbox before it lets go of the lock, and a member
  * empties its mailbox before it reads the socket, under the same lock.
- * Every member's epoll entry sees each arrival (one socket, several
- * entries), so the member a datagram is for is woken after it came,
- * looks under the lock after whoever took it, and finds it: in the
- * socket or in its mailbox.  A full mailbox drops (the peer resends, as
- * for a loss on the wire).
+ * Each member's epoll entry sees an arrival only if the datagram is
+ * still in the socket when the loop asks (epoll checks again), so whoever
+ * fills an empty mailbox rings its owner (sv_pfd_ring), who looks under
+ * the lock after it and finds what is its: in the socket or in its
+ * mailbox.  Without the ring, a member whose traffic the others read
+ * waited for its own timer (an RNR-NAKed send came back 69 ms later, not
+ * 10 us).  A full mailbox drops (the peer resends, as for a loss on the
+ * wire).
  *
  * Links of other processes cannot share this way.  So the first link of
  * a four-tuple in a process binds an abstract unix socket named after it
@@ -41,6 +44,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "progress.h"
 #include "roce_priv.h"
 
 #define MAIL SV_ROCE_MAIL
@@ -433,9 +437,16 @@ bool sv_roce_share_read(struct sv_roce *r)
 
 		if (!o)
 			continue; /* ours, or nobody's: take() judges */
-		if (mail_put(o, d, r->ilen[i]))
+		if (mail_put(o, d, r->ilen[i])) {
 			roce_count(r, roce_passed);
-		else
+			/* its first: its owner is told (the socket's edge
+			 * may never say: epoll reports only what is still
+			 * there to read).  o is listed, so its QP and context
+			 * live while we hold share_lock */
+			if (atomic_load_explicit(&o->mail_n,
+						 memory_order_relaxed) == 1)
+				sv_pfd_ring(o->ctx, o->pfd);
+		} else
 			roce_count(r, roce_drop_full);
 		r->ilen[i] = SV_ROCE_GONE;
 	}
