@@ -965,6 +965,11 @@ uint16_t sv_roce_sport(uint32_t qpn_a, uint32_t qpn_b)
 	return sv_roce_fl_sport((uint32_t)(v & 0xfffff));
 }
 
+uint16_t sv_roce_sport_way(uint16_t pair_port, uint32_t from, uint32_t to)
+{
+	return (uint16_t)((pair_port & ~1u) | (from > to));
+}
+
 bool sv_roce_ud_hdr(const struct sv_roce_pkt *p, uint8_t tos, uint8_t ttl,
 		    size_t cap, struct sv_ud_hdr *h)
 {

@@ -326,6 +326,13 @@ uint16_t sv_roce_sport(uint32_t qpn_a, uint32_t qpn_b);
  * from it (rxe), as an rdma_cm connection's does when its REQ gave one. */
 uint16_t sv_roce_fl_sport(uint32_t flow_label);
 
+/* A QP pair whose two ends have one address (two processes on one
+ * host, over 127.0.0.1 say): the pair's port (sv_roce_sport) would make
+ * both ends' receiving sockets one four-tuple, which the kernel cannot
+ * tell apart.  So each way gets its own, the pair's with its low bit
+ * saying which: the port QPN from sends to QPN to from. */
+uint16_t sv_roce_sport_way(uint16_t pair_port, uint32_t from, uint32_t to);
+
 /* A message's kinds as the segmenter knows them. */
 enum sv_roce_msg {
 	SV_ROCE_MSG_SEND,

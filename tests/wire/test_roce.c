@@ -760,3 +760,26 @@ SV_TEST(source_port_is_the_kernels)
 		for (uint32_t b = 2; b < 0xffffff; b = b * 5 + 1)
 			ASSERT_GE(sv_roce_sport(a, b), 0xc000);
 }
+
+/* A pair whose two ends have one address (two processes on one host):
+ * each way its own port, both in 0xc000-0xffff, the same at both ends
+ * (the one a sends from is the one b's socket is connected to), and
+ * neither far from the pair's. */
+SV_TEST(source_ports_of_a_pair_on_one_address_differ_by_way)
+{
+	for (uint32_t a = 1; a < 0xffffff; a = a * 7 + 3)
+		for (uint32_t b = 2; b < 0xffffff; b = b * 5 + 1) {
+			uint16_t s = sv_roce_sport(a, b);
+			uint16_t ab = sv_roce_sport_way(s, a, b);
+			uint16_t ba = sv_roce_sport_way(sv_roce_sport(b, a), b,
+							a);
+
+			if (a == b)
+				continue;
+			ASSERT_TRUE(ab != ba);
+			ASSERT_GE(ab, 0xc000);
+			ASSERT_GE(ba, 0xc000);
+			ASSERT_EQ(s & ~1u, ab & ~1u);
+			ASSERT_EQ(s & ~1u, ba & ~1u);
+		}
+}

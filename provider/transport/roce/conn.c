@@ -42,34 +42,78 @@ static void set_port(union sv_sockaddr *a, uint16_t port)
 		a->in.sin_port = htons(port);
 }
 
+/* Whether the peer has the address we send from (me: ours, or the
+ * unspecified one the kernel chooses for). */
+static bool one_address(const union sv_sockaddr *me,
+			const union sv_sockaddr *peer)
+{
+	union sv_sockaddr a = *me;
+	uint8_t x[16], y[16];
+	socklen_t len = sizeof(a);
+	bool any = a.sa.sa_family == AF_INET6
+			   ? IN6_IS_ADDR_UNSPECIFIED(&a.in6.sin6_addr)
+			   : a.in.sin_addr.s_addr == htonl(INADDR_ANY);
+
+	if (any) { /* the kernel's choice: ask it, as a connect does */
+		int fd = socket(peer->sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC,
+				0);
+		bool ok = fd >= 0 &&
+			  !connect(fd, &peer->sa,
+				   peer->sa.sa_family == AF_INET6
+					   ? sizeof(peer->in6)
+					   : sizeof(peer->in)) &&
+			  !getsockname(fd, &a.sa, &len);
+
+		if (fd >= 0)
+			close(fd);
+		if (!ok)
+			return false;
+	}
+	ip_of(&a, x);
+	ip_of(peer, y);
+	return !memcmp(x, y, sizeof(x));
+}
+
 /* The two sockets: rx bound to our :4791 and connected to the peer's
  * source port for the pair (the flow label's, if the address vector has
  * one, as rxe's); tx bound to that port on our address, IP ID
- * 0 and DF (IP_PMTUDISC_DO), so our ICRC is right (roce.h).  -errno. */
+ * 0 and DF (IP_PMTUDISC_DO), so our ICRC is right (roce.h).  A pair
+ * whose ends have one address sends each way from its own port
+ * (sv_roce_sport_way).  -errno. */
 static int open_sockets(struct sv_roce *r, const union sv_sockaddr *src,
 			uint32_t flow_label)
 {
 	union sv_sockaddr me = *src, peer = r->dst;
 	uint16_t sport = (uint16_t)sv_env_uint(SV_ENV_ROCE_SPORT);
+	uint16_t tx_port, rx_port;
 	socklen_t len = sizeof(me);
 	int pmtu = IP_PMTUDISC_DO, err, gso;
 	socklen_t glen = sizeof(gso);
 
-	if (!sport)
-		sport = flow_label ? sv_roce_fl_sport(flow_label)
-				   : sv_roce_sport(r->my_qpn, r->peer_qpn);
 	if (me.sa.sa_family != peer.sa.sa_family) {
 		memset(&me, 0, sizeof(me));
 		me.sa.sa_family = peer.sa.sa_family;
 	}
+	tx_port = rx_port = sport;
+	if (!sport) {
+		sport = flow_label ? sv_roce_fl_sport(flow_label)
+				   : sv_roce_sport(r->my_qpn, r->peer_qpn);
+		tx_port = rx_port = sport;
+		if (one_address(&me, &peer)) {
+			tx_port = sv_roce_sport_way(sport, r->my_qpn,
+						    r->peer_qpn);
+			rx_port = sv_roce_sport_way(sport, r->peer_qpn,
+						    r->my_qpn);
+		}
+	}
 	set_port(&me, SV_ROCE_PORT);
-	set_port(&peer, sport);
-	err = sv_roce_share_open(r, &me, &peer, sport);
+	set_port(&peer, rx_port);
+	err = sv_roce_share_open(r, &me, &peer, rx_port);
 	if (err)
 		return err;
 	if (getsockname(r->rx_fd, &me.sa, &len))
 		return -errno;
-	set_port(&me, sport); /* our address, as the kernel chose it */
+	set_port(&me, tx_port); /* our address, as the kernel chose it */
 	r->tx_fd = sv_roce_udp_socket(&me);
 	if (r->tx_fd < 0)
 		return r->tx_fd;
@@ -96,11 +140,11 @@ static int open_sockets(struct sv_roce *r, const union sv_sockaddr *src,
 	}
 	ip_of(&me, r->ip.src);
 	ip_of(&r->dst, r->ip.dst);
-	r->ip.sport = sport;
+	r->ip.sport = tx_port;
 	r->ip.dport = SV_ROCE_PORT;
 	memcpy(r->rip.src, r->ip.dst, 16);
 	memcpy(r->rip.dst, r->ip.src, 16);
-	r->rip.sport = sport;
+	r->rip.sport = rx_port;
 	r->rip.dport = SV_ROCE_PORT;
 	r->rip.id_span = SV_ROCE_ID_ANY; /* rxe's IDs too (roce.h) */
 	r->rip.memo = &r->idmemo;
