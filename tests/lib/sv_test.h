@@ -43,6 +43,11 @@ void sv_test_needs_shm(const char *why);
  * TCP: a peer's death seen at once, processes that share a queue):
  * over RoCE it skips, saying why. */
 void sv_test_not_roce(const char *why);
+/* ... the why of a test of a peer's death that a connection tells */
+#define SV_ROCE_NO_DEATH_NOTICE                                            \
+	"a dead peer is seen at once only through a connection under "     \
+	"the QP; over RoCE, as with a NIC, only a send's retries find it " \
+	"(IBV_WC_RETRY_EXC_ERR, no IBV_EVENT_QP_FATAL)"
 
 /* Fails the running test: prints where and why, kills helpers, exits 1. */
 __attribute__((noreturn, format(printf, 3, 4))) void

@@ -164,7 +164,15 @@ static bool request_record(const struct sv_roce_pkt *p, uint32_t mtu,
 		h->flags |= SV_PKT_SOLICITED;
 	if (p->ack_req)
 		h->flags |= SV_PKT_ACK_REQ;
-	if (op <= SV_IB_SEND_ONLY_IMM) {
+	if (op == SV_IB_SEND_LAST_INV || op == SV_IB_SEND_ONLY_INV) {
+		/* IBA 9.3.7: the key the receiver invalidates (resp.h) */
+		h->opcode = SV_OP_SEND;
+		h->flags |= SV_PKT_INV;
+		h->imm = p->inv_rkey;
+		h->msg_len = p->len;
+		if (!first)
+			h->flags |= SV_PKT_OPEN_LEN;
+	} else if (op <= SV_IB_SEND_ONLY_IMM) {
 		h->opcode = SV_OP_SEND;
 		h->msg_len = p->len;
 		if (!(first && last)) /* SEND_FIRST says no length */
@@ -192,7 +200,7 @@ static bool request_record(const struct sv_roce_pkt *p, uint32_t mtu,
 		memcpy(ext, &a, sizeof(a));
 		*ext_len = sizeof(a);
 	} else {
-		return false; /* SEND with invalidate: not ours yet */
+		return false; /* a request we do not take (none yet) */
 	}
 	return true;
 }

@@ -222,7 +222,7 @@ bool sv_roce_send_ack(struct sv_link *l, uint64_t ack)
 }
 
 /* The IBA opcode of packet (first, last) of a message of op. */
-static uint8_t ib_opcode(uint8_t op, bool first, bool last, bool imm)
+static uint8_t ib_opcode(uint8_t op, bool first, bool last, bool imm, bool inv)
 {
 	uint8_t base = op == SV_OP_WRITE       ? SV_IB_WRITE_FIRST
 		       : op == SV_OP_READ_RESP ? SV_IB_READ_RESP_FIRST
@@ -233,6 +233,8 @@ static uint8_t ib_opcode(uint8_t op, bool first, bool last, bool imm)
 		       : first	     ? base
 		       : last	     ? base + 2
 				     : base + 1;
+	if (last && inv) /* SEND with Invalidate: its IETH */
+		return first ? SV_IB_SEND_ONLY_INV : SV_IB_SEND_LAST_INV;
 	if (first && last)
 		return (uint8_t)(base + 4 + imm);
 	if (first)
@@ -286,6 +288,7 @@ static bool put_train(struct sv_roce *r, const struct sv_pkt *h,
 	uint32_t ext = sv_ext_len(o, h->seg), mtu = r->mtu;
 	const uint8_t *data = body + ext;
 	bool imm = h->flags & SV_PKT_IMM;
+	bool inv = h->opcode == SV_OP_SEND && (h->flags & SV_PKT_INV);
 
 	if (h->npsn == 0 || (uint64_t)h->len > (uint64_t)h->npsn * mtu ||
 	    (h->npsn > 1 && h->len <= (h->npsn - 1) * mtu))
@@ -296,7 +299,7 @@ static bool put_train(struct sv_roce *r, const struct sv_pkt *h,
 		uint32_t off = j * mtu;
 		struct sv_roce_pkt p = {
 			.opcode = (uint8_t)(r->tp | ib_opcode(h->opcode, first,
-							      last, imm)),
+							      last, imm, inv)),
 			.pkey = 0xffff,
 			.dqpn = r->peer_qpn,
 			.psn = sv_psn_add(h->psn, j),
@@ -312,6 +315,7 @@ static bool put_train(struct sv_roce *r, const struct sv_pkt *h,
 			p.ack_req = r->tp == SV_IB_RC && j == h->npsn - 1;
 			p.se = last && (h->flags & SV_PKT_SOLICITED);
 			p.imm_be = h->imm;
+			p.inv_rkey = h->imm; /* IETH: the key, as posted */
 		}
 		if (first && h->opcode == SV_OP_WRITE)
 			memcpy(&p.reth, body, sizeof(p.reth));
@@ -430,7 +434,7 @@ static void ack_out(struct sv_link *l, struct sv_roce *r)
 void sv_roce_flush(struct sv_link *l)
 {
 	struct sv_roce *r = sv_roce_of(l);
-	bool ack_last;
+	bool ack_last, after_rsp;
 
 	if (!r || r->defer)
 		return;
@@ -441,11 +445,18 @@ void sv_roce_flush(struct sv_link *l)
 		return; /* what waits goes first */
 	/* the ACK first, where it frees the peer's requester soonest; after
 	 * our requests where GSO sends them: the last of their run, one
-	 * trip through the stack for both (an ACK is never longer) */
+	 * trip through the stack for both (an ACK is never longer).  Never
+	 * before the answers to reads and atomics it comes after: a
+	 * responder answers in PSN order (IBA 9.7.5.1), and a NAK for a
+	 * write that overtook the answer to the read before it failed that
+	 * read at the peer */
 	ack_last = r->gso && sv_ring_ready(&l->tx);
-	if (!ack_last)
+	after_rsp = sv_ring_ready(&l->rsp_tx);
+	if (!ack_last && !after_rsp)
 		ack_out(l, r);
 	put_ring(l, &l->rsp_tx, &r->rsp_done);
+	if (after_rsp && !ack_last && !r->retry_ns)
+		ack_out(l, r);
 	if (!r->retry_ns)
 		put_ring(l, &l->tx, &r->tx_done);
 	if (ack_last && !r->retry_ns)
