@@ -797,6 +797,38 @@ static void cut_answer(struct sv_qp *qp, uint32_t psn, uint32_t npsn)
  * decided once.  RESP_WAIT: go on with the packet (d 0), or leave it at
  * the head (a duplicate read, no room for its answer).
  */
+/*
+ * An XRC read or atomic again, on a lossy link (RoCE, or any with
+ * SOFTVERBS_FAULTS drop): its answer may have been lost, so it is
+ * answered again, its XRCETH taken off as for a
+ * new one; an SRQ bound for it alone is let go after.  One that names
+ * another SRQ than the message in progress is dropped.
+ */
+static enum resp_result dup_xrc(struct sv_qp *qp, struct sv_pkt *p,
+				const uint8_t *payload)
+{
+	const struct sv_opcode_info *o = sv_opcode(p->opcode);
+	bool bound = qp->srq || qp->xrc.fwd;
+	enum resp_result res;
+
+	if (take_xrceth(qp, p, &payload)) {
+		sv_link_rx_consume(&qp->link);
+		return RESP_NEXT;
+	}
+	if (o->handler == SV_H_READ &&
+	    (uint64_t)o->ext_len <= p->rec_len - sizeof(*p))
+		res = recv_read(qp, p, payload);
+	else if (o->handler == SV_H_ATOMIC)
+		res = dup_atomic(qp, p);
+	else {
+		sv_link_rx_consume(&qp->link);
+		res = RESP_NEXT;
+	}
+	if (!bound && !qp->resp.in_msg)
+		sv_xrc_unbind(qp);
+	return res;
+}
+
 static enum resp_result check_psn(struct sv_qp *qp, struct sv_pkt *p,
 				  const uint8_t *payload, int32_t d)
 {
@@ -814,6 +846,10 @@ static enum resp_result check_psn(struct sv_qp *qp, struct sv_pkt *p,
 	}
 	if (d < 0) {
 		o = sv_opcode(p->opcode);
+		if (o && (p->flags & SV_PKT_XRC) &&
+		    (sv_link_lossy(&qp->link) || SV_FAULT_ON(drop)) &&
+		    (o->mask & SV_M_RD_ATOMIC))
+			return dup_xrc(qp, p, payload);
 		if (is_uc(qp) || !o || (p->flags & SV_PKT_XRC)) {
 			sv_link_rx_consume(&qp->link);
 			return RESP_NEXT;

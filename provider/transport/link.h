@@ -137,6 +137,7 @@ struct sv_link_conf {
 	uint32_t mtu;	 /* the QP's path MTU: a packet transport's segment */
 	uint32_t rq_psn; /* the first PSN the peer sends us */
 	bool uc;	 /* an unreliable connection: no ACKs (RoCE) */
+	bool xrc;	 /* an XRC_SEND or XRC_RECV QP: XRCETH (RoCE) */
 	uint32_t flow_label; /* the address vector's (RoCE: the UDP source
 			      * port is its, if not 0) */
 };

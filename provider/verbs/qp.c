@@ -166,6 +166,8 @@ static int link_start(struct sv_qp *qp)
 		.mtu = qp->mtu,
 		.rq_psn = qp->attr.rq_psn,
 		.uc = qp->qpx.qp_base.qp_type == IBV_QPT_UC,
+		.xrc = qp->qpx.qp_base.qp_type == IBV_QPT_XRC_SEND ||
+		       qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV,
 		.flow_label =
 			qp->attr.ah_attr.is_global
 				? qp->attr.ah_attr.grh.flow_label & 0xfffff

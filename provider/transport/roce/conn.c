@@ -223,7 +223,7 @@ static int roce_prepare(struct sv_link *l, const struct sv_link_conf *c)
 	r->my_qpn = c->my_qpn;
 	r->peer_qpn = c->peer_qpn;
 	r->mtu = c->mtu;
-	r->tp = c->uc ? SV_IB_UC : SV_IB_RC;
+	r->tp = c->uc ? SV_IB_UC : c->xrc ? SV_IB_XRC : SV_IB_RC;
 	r->epsn = c->rq_psn & SV_PSN_MASK;
 	r->dst = *c->dst;
 	set_port(&r->dst, SV_ROCE_PORT);

@@ -209,15 +209,22 @@ static bool request_record(const struct sv_roce_pkt *p, uint32_t mtu,
 static void take_request(struct sv_link *l, const struct sv_roce_pkt *p)
 {
 	struct sv_roce *r = sv_roce_of(l);
-	uint8_t ext[sizeof(struct sv_atometh)];
-	uint32_t ext_len;
+	struct sv_xrceth x = {.srqn = p->srqn};
+	uint8_t ext[sizeof(x) + sizeof(struct sv_atometh)];
+	uint32_t ext_len, xlen = r->tp == SV_IB_XRC ? sizeof(x) : 0;
 	uint64_t ack;
 	struct sv_pkt h;
 	int32_t d = sv_psn_diff(p->psn, r->epsn);
 
-	if (!request_record(p, r->mtu, &h, ext, &ext_len)) {
+	/* an XRC request's XRCETH first (the responder's take_xrceth) */
+	if (!request_record(p, r->mtu, &h, ext + xlen, &ext_len)) {
 		drop(r, SV_ROCE_OPCODE);
 		return;
+	}
+	if (xlen) {
+		memcpy(ext, &x, sizeof(x));
+		ext_len += xlen;
+		h.flags |= SV_PKT_XRC;
 	}
 	if (r->tp == SV_IB_UC) { /* no ACKs: the responder judges PSNs */
 		if (!put_record(&l->rx, &h, ext, ext_len, p->payload))
@@ -271,7 +278,9 @@ static bool take(struct sv_link *l, const uint8_t *in, size_t n)
 		roce_count(r, roce_icrc_id);
 	if (!v)
 		v = sv_roce_check_qpt(&p, r->tp == SV_IB_UC ? IBV_QPT_UC
-							    : IBV_QPT_RC);
+					  : r->tp == SV_IB_XRC
+						  ? IBV_QPT_XRC_SEND
+						  : IBV_QPT_RC);
 	if (!v)
 		v = sv_roce_check_seg(&p, r->mtu);
 	if (v) {

@@ -208,7 +208,7 @@ static uint8_t aeth_of(uint64_t ack)
 bool sv_roce_send_ack(struct sv_link *l, uint64_t ack)
 {
 	struct sv_roce *r = sv_roce_of(l);
-	struct sv_roce_pkt p = {.opcode = SV_IB_RC | SV_IB_ACK,
+	struct sv_roce_pkt p = {.opcode = r->tp | SV_IB_ACK,
 				.pkey = 0xffff,
 				.dqpn = r->peer_qpn,
 				.psn = SV_ACK_PSN(ack),
@@ -243,33 +243,35 @@ static uint8_t ib_opcode(uint8_t op, bool first, bool last, bool imm, bool inv)
 }
 
 /* The packets of a one-PSN request or answer: a read request, an atomic
- * or its answer.  false: the socket is full. */
+ * or its answer (srqn: an XRC request's XRCETH).  false: the socket is
+ * full. */
 static bool put_single(struct sv_roce *r, const struct sv_pkt *h,
-		       const uint8_t *ext)
+		       const uint8_t *ext, uint32_t srqn)
 {
 	struct sv_roce_pkt p = {.pkey = 0xffff,
 				.dqpn = r->peer_qpn,
 				.psn = h->psn,
+				.srqn = srqn,
 				.ack_req = true};
 	struct sv_atometh a;
 	struct sv_atomack k;
 
 	switch (h->opcode) {
 	case SV_OP_READ_REQ:
-		p.opcode = SV_IB_RC | SV_IB_READ_REQ;
+		p.opcode = r->tp | SV_IB_READ_REQ;
 		memcpy(&p.reth, ext, sizeof(p.reth));
 		break;
 	case SV_OP_CMP_SWAP:
 	case SV_OP_FETCH_ADD:
-		p.opcode = SV_IB_RC |
-			   (h->opcode == SV_OP_CMP_SWAP ? SV_IB_CMP_SWAP
-							: SV_IB_FETCH_ADD);
+		p.opcode =
+			r->tp | (h->opcode == SV_OP_CMP_SWAP ? SV_IB_CMP_SWAP
+							     : SV_IB_FETCH_ADD);
 		memcpy(&a, ext, sizeof(a));
 		p.atomic = a;
 		break;
 	default: /* SV_OP_ATOMIC_RESP */
 		memcpy(&k, ext, sizeof(k));
-		p.opcode = SV_IB_RC | SV_IB_ATOMIC_ACK;
+		p.opcode = r->tp | SV_IB_ATOMIC_ACK;
 		p.ack_req = false;
 		p.syndrome = 0x1f;
 		p.msn = r->msn & SV_PSN_MASK;
@@ -280,9 +282,10 @@ static bool put_single(struct sv_roce *r, const struct sv_pkt *h,
 }
 
 /* The packets of a train (sends, writes, read answers) from packet
- * *done on: true when all went (*done back to 0). */
+ * *done on (srqn: an XRC request's XRCETH): true when all went (*done
+ * back to 0). */
 static bool put_train(struct sv_roce *r, const struct sv_pkt *h,
-		      const uint8_t *body, uint32_t *done)
+		      const uint8_t *body, uint32_t srqn, uint32_t *done)
 {
 	const struct sv_opcode_info *o = sv_opcode(h->opcode);
 	uint32_t ext = sv_ext_len(o, h->seg), mtu = r->mtu;
@@ -303,6 +306,7 @@ static bool put_train(struct sv_roce *r, const struct sv_pkt *h,
 			.pkey = 0xffff,
 			.dqpn = r->peer_qpn,
 			.psn = sv_psn_add(h->psn, j),
+			.srqn = srqn,
 			.payload = data + off,
 			.len = h->len - off < mtu ? h->len - off : mtu,
 		};
@@ -312,7 +316,7 @@ static bool put_train(struct sv_roce *r, const struct sv_pkt *h,
 			p.msn = r->msn & SV_PSN_MASK;
 		} else {
 			/* UC: no ACKs, AckReq 0 (IBA 9.2.3) */
-			p.ack_req = r->tp == SV_IB_RC && j == h->npsn - 1;
+			p.ack_req = r->tp != SV_IB_UC && j == h->npsn - 1;
 			p.se = last && (h->flags & SV_PKT_SOLICITED);
 			p.imm_be = h->imm;
 			p.inv_rkey = h->imm; /* IETH: the key, as posted */
@@ -338,18 +342,29 @@ static void put_ring(struct sv_link *l, struct sv_ring *g, uint32_t *done)
 	int got;
 
 	while ((got = sv_ring_peek(g, &h, &body)) > 0) {
-		bool sent;
+		uint32_t srqn = 0;
+		bool sent, xrc = h.flags & SV_PKT_XRC;
 
-		if (h.flags & (SV_PKT_XRC | SV_PKT_PLACED) ||
+		if (xrc && r->tp == SV_IB_XRC &&
+		    h.rec_len >= sizeof(h) + sizeof(struct sv_xrceth)) {
+			struct sv_xrceth x; /* first, before the extension */
+
+			memcpy(&x, body, sizeof(x));
+			srqn = x.srqn & SV_PSN_MASK;
+			body += sizeof(x);
+		} else if (xrc) {
+			srqn = UINT32_MAX; /* none of ours */
+		}
+		if (srqn == UINT32_MAX || (h.flags & SV_PKT_PLACED) ||
 		    !sv_opcode(h.opcode) || h.opcode == SV_OP_WRITE_NOTE ||
 		    (r->tp == SV_IB_UC && h.opcode != SV_OP_SEND &&
 		     h.opcode != SV_OP_WRITE))
 			sent = true; /* nothing we speak: not ours to make */
 		else if (h.opcode == SV_OP_SEND || h.opcode == SV_OP_WRITE ||
 			 h.opcode == SV_OP_READ_RESP)
-			sent = put_train(r, &h, body, done);
+			sent = put_train(r, &h, body, srqn, done);
 		else
-			sent = put_single(r, &h, body);
+			sent = put_single(r, &h, body, srqn);
 		if (!sent)
 			return;
 		sv_ring_consume(g);
@@ -414,7 +429,7 @@ static void ack_out(struct sv_link *l, struct sv_roce *r)
 		atomic_load_explicit(&l->rx.hdr->ack, memory_order_acquire);
 	bool joined;
 
-	if (r->tp != SV_IB_RC || SV_ACK_SYN(ack) > SV_NAK_REM_OP ||
+	if (r->tp == SV_IB_UC || SV_ACK_SYN(ack) > SV_NAK_REM_OP ||
 	    (r->ack_sent_valid && ack == r->ack_sent) || /* UC: none */
 	    ack_waits(l, r, ack))
 		return;
