@@ -366,11 +366,9 @@ int sv_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr)
 		return EINVAL;
 	fill_device_attr(attr);
 	if (sv_ctx_is_roce(ctx)) {
-		/* rxe's: the netdev's MAC's EUI-64; RC only (no XRC, no UD
-		 * for multicast) */
+		/* rxe's: the netdev's MAC's EUI-64; no UD multicast */
 		attr->node_guid = attr->sys_image_guid =
 			htobe64(sv_roce_node_guid());
-		attr->device_cap_flags &= ~(unsigned int)IBV_DEVICE_XRC;
 		attr->max_mcast_grp = attr->max_mcast_qp_attach = 0;
 		attr->max_total_mcast_qp_attach = 0;
 	}
@@ -405,10 +403,9 @@ int sv_query_device_ex(struct ibv_context *c,
 	a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
 	sv_odp_fill_caps(&a.odp_caps); /* no device_cap_flags bit says ODP */
 	a.xrc_odp_caps = sv_odp_xrc_caps();
-	if (sv_ctx_is_roce(c)) /* RC only */
+	if (sv_ctx_is_roce(c)) /* RC and XRC */
 		a.odp_caps.per_transport_caps.uc_odp_caps =
-			a.odp_caps.per_transport_caps.ud_odp_caps =
-				a.xrc_odp_caps = 0;
+			a.odp_caps.per_transport_caps.ud_odp_caps = 0;
 	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
 	a.max_dm_size = SV_MAX_DM_SIZE;
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));

@@ -368,12 +368,12 @@ int sv_roce_av_check(const struct ibv_ah_attr *a)
 	return EINVAL;
 }
 
-/* RC, UC and UD: XRC over the RoCEv2 wire is not yet this device's. */
+/* RC, UC, UD and XRC speak RoCEv2 (transport/roce/, transport/ud/). */
 int sv_roce_qp_type_check(enum ibv_qp_type t)
 {
-	if (t == IBV_QPT_RC || t == IBV_QPT_UC || t == IBV_QPT_UD)
+	if (t == IBV_QPT_RC || t == IBV_QPT_UC || t == IBV_QPT_UD ||
+	    t == IBV_QPT_XRC_SEND || t == IBV_QPT_XRC_RECV)
 		return 0;
-	say_once("only RC, UC and UD queue pairs speak RoCEv2 on this device "
-		 "yet");
+	say_once("only RC, UC, UD and XRC queue pairs speak RoCEv2");
 	return EOPNOTSUPP;
 }
