@@ -771,8 +771,8 @@ SV_TEST(source_ports_of_a_pair_on_one_address_differ_by_way)
 		for (uint32_t b = 2; b < 0xffffff; b = b * 5 + 1) {
 			uint16_t s = sv_roce_sport(a, b);
 			uint16_t ab = sv_roce_sport_way(s, a, b);
-			uint16_t ba = sv_roce_sport_way(sv_roce_sport(b, a), b,
-							a);
+			uint16_t ba =
+				sv_roce_sport_way(sv_roce_sport(b, a), b, a);
 
 			if (a == b)
 				continue;

@@ -70,7 +70,7 @@ struct sv_roce {
 	struct sv_roce_idmemo idmemo;	      /* rip's (id_span) */
 	struct sv_roce_hdrmemo hmemo, rhmemo; /* ip's, rip's */
 	uint32_t my_qpn, peer_qpn, mtu;
-	uint8_t tp; /* SV_IB_RC, SV_IB_UC (no ACKs), or SV_IB_XRC */
+	uint8_t tp;		    /* SV_IB_RC, _UC (no ACKs), _XRC */
 	uint32_t tx_done;	    /* packets of the tx head record sent */
 	uint32_t rsp_done;	    /* ... of the rsp_tx head record */
 	uint64_t retry_ns;	    /* the socket was full: send then */
