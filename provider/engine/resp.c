@@ -786,23 +786,11 @@ static void cut_answer(struct sv_qp *qp, uint32_t psn, uint32_t npsn)
 }
 
 /*
- * check_psn (IBA 9.7.5.1): d = the packet's PSN less the one we expect.
- * Ahead (a packet was lost before it): one NAK-seq for the expected PSN,
- * and later ones discarded silently until it arrives — but a packet at or
- * before the last one discarded starts the requester's next round, which
- * is NAKed again (its first packet may be lost too).  Behind: a
- * duplicate, re-ACKed; a read is answered again and an atomic from the
- * replay cache.  In sequence (d 0, SOFTVERBS_FAULTS drop): the train is
- * lost with the probability that any of its PSNs is, each (PSN, attempt)
- * decided once.  RESP_WAIT: go on with the packet (d 0), or leave it at
- * the head (a duplicate read, no room for its answer).
- */
-/*
  * An XRC read or atomic again, on a lossy link (RoCE, or any with
  * SOFTVERBS_FAULTS drop): its answer may have been lost, so it is
- * answered again, its XRCETH taken off as for a
- * new one; an SRQ bound for it alone is let go after.  One that names
- * another SRQ than the message in progress is dropped.
+ * answered again, its XRCETH taken off as for a new one; an SRQ bound
+ * for it alone is let go after.  One that names another SRQ than the
+ * message in progress is dropped.
  */
 static enum resp_result dup_xrc(struct sv_qp *qp, struct sv_pkt *p,
 				const uint8_t *payload)
@@ -815,12 +803,11 @@ static enum resp_result dup_xrc(struct sv_qp *qp, struct sv_pkt *p,
 		sv_link_rx_consume(&qp->link);
 		return RESP_NEXT;
 	}
-	if (o->handler == SV_H_READ &&
-	    (uint64_t)o->ext_len <= p->rec_len - sizeof(*p))
-		res = recv_read(qp, p, payload);
-	else if (o->handler == SV_H_ATOMIC)
+	if (o->handler == SV_H_ATOMIC) {
 		res = dup_atomic(qp, p);
-	else {
+	} else if ((uint64_t)o->ext_len <= p->rec_len - sizeof(*p)) {
+		res = recv_read(qp, p, payload);
+	} else { /* a read request cut short: as a duplicate send */
 		sv_link_rx_consume(&qp->link);
 		res = RESP_NEXT;
 	}
@@ -829,6 +816,18 @@ static enum resp_result dup_xrc(struct sv_qp *qp, struct sv_pkt *p,
 	return res;
 }
 
+/*
+ * check_psn (IBA 9.7.5.1): d = the packet's PSN less the one we expect.
+ * Ahead (a packet was lost before it): one NAK-seq for the expected PSN,
+ * and later ones discarded silently until it arrives — but a packet at or
+ * before the last one discarded starts the requester's next round, which
+ * is NAKed again (its first packet may be lost too).  Behind: a
+ * duplicate, re-ACKed; a read is answered again and an atomic from the
+ * replay cache.  In sequence (d 0, SOFTVERBS_FAULTS drop): the train is
+ * lost with the probability that any of its PSNs is, each (PSN, attempt)
+ * decided once.  RESP_WAIT: go on with the packet (d 0), or leave it at
+ * the head (a duplicate read, no room for its answer).
+ */
 static enum resp_result check_psn(struct sv_qp *qp, struct sv_pkt *p,
 				  const uint8_t *payload, int32_t d)
 {
