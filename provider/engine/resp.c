@@ -840,6 +840,7 @@ static enum resp_result check_psn(struct sv_qp *qp, struct sv_pkt *p,
 			nak(qp, qp->resp.psn, SV_NAK_SEQ);
 		}
 		qp->resp.nak_from = p->psn;
+		qp->resp.seq_dropped = true;
 		sv_link_rx_consume(&qp->link);
 		return RESP_NEXT;
 	}
@@ -903,6 +904,29 @@ static bool uc_resync(struct sv_qp *qp, const struct sv_pkt *p, int32_t *d)
 	return true;
 }
 
+/*
+ * The gap a NAK-seq named was filled in the same run, by a packet that
+ * came late (reordered, not lost), while packets after it had been
+ * discarded: the NAK, not sent yet, would become the ACK of the packet
+ * that filled it, and the requester would wait for its ACK timer to send
+ * the discarded ones again.  It is told at once, with a NAK-seq at the
+ * PSN we now expect (as a responder whose NAK had left before the late
+ * packet came would tell it with its next NAK).
+ */
+static void refill_nak(struct sv_qp *qp)
+{
+	if (!qp->resp.seq_dropped)
+		return;
+	if (sv_psn_diff(qp->resp.nak_from, qp->resp.psn) < 0) {
+		qp->resp.seq_dropped = false; /* all taken since */
+		return;
+	}
+	if (qp->resp.seq_naked)
+		return; /* a NAK-seq at this PSN stands */
+	qp->resp.seq_naked = true;
+	nak(qp, qp->resp.psn, SV_NAK_SEQ);
+}
+
 /* Acknowledges everything up to the PSN before the one we expect. */
 static void ack_last(struct sv_qp *qp)
 {
@@ -951,6 +975,10 @@ void sv_resp_run(struct sv_qp *qp)
 			consumed = true;
 			continue;
 		}
+		/* in sequence: a NAK-seq sent before no longer stands, and
+		 * the next gap is NAKed again (check_psn) */
+		if (d == 0)
+			qp->resp.seq_naked = false;
 		if (d != 0 || SV_FAULT_ON(drop)) {
 			if (d != 0)
 				sv_stat_add(qp, rx_pkts, 1);
@@ -1010,6 +1038,8 @@ void sv_resp_run(struct sv_qp *qp)
 	}
 	if (responded || qp->resp.rd_sent)
 		sv_link_rsp_commit(&qp->link);
+	if (qp->qpx.qp_base.qp_type != IBV_QPT_UC)
+		refill_nak(qp);
 	/* a NAK written after the last ACK-able packet (RNR, sequence)
 	 * stays: it acknowledges what is before it too */
 	if (ack && ack_nak_seq == qp->resp.nak_seq)

@@ -14,11 +14,12 @@
 #include <stdint.h>
 
 enum sv_inject_kind {
-	SV_FAULT_DROP = 1,   /* a request train lost at the responder */
-	SV_FAULT_RSP = 2,    /* a response lost at the requester */
-	SV_FAULT_RNR = 3,    /* RNR NAK with a receive posted */
-	SV_FAULT_ACCESS = 4, /* remote access error on a one-sided request */
-	SV_FAULT_UD = 5,     /* a UD datagram lost */
+	SV_FAULT_DROP = 1,    /* a request train lost at the responder */
+	SV_FAULT_RSP = 2,     /* a response lost at the requester */
+	SV_FAULT_RNR = 3,     /* RNR NAK with a receive posted */
+	SV_FAULT_ACCESS = 4,  /* remote access error on a one-sided request */
+	SV_FAULT_UD = 5,      /* a UD datagram lost */
+	SV_FAULT_REORDER = 6, /* a RoCE datagram taken after the next */
 };
 
 struct sv_inject {
@@ -26,6 +27,8 @@ struct sv_inject {
 	double drop; /* probabilities, [0, 1] */
 	double rnr;
 	double access;
+	double reorder;	   /* RoCE links: a datagram that came is taken after
+			    * the next one (transport/roce/in.c) */
 	uint64_t delay_us; /* a WQE's requests (UD: datagrams) leave that
 			    * long after its post (post.c due_ns); ACKs and
 			    * responses are taken that long after they came

@@ -382,6 +382,53 @@ SV_TEST(hostile_wrong_psn)
 	hostile_close(&H);
 }
 
+/*
+ * Two records seen by the victim in one run: the second is written first
+ * and each is published by its seq, so the first one's seq makes both
+ * visible at once (sv_fake_put publishes one at a time).
+ */
+static void put_two(struct hostile *H, const struct sv_pkt *a,
+		    const struct sv_pkt *b, uint32_t plen)
+{
+	struct sv_peer_tx *t = &H->f.rx;
+	uint64_t at_b = t->head + a->rec_len;
+	uint8_t *pb = t->data + (at_b & (t->size - 1));
+
+	memcpy(pb, b, offsetof(struct sv_pkt, seq));
+	memcpy(pb + sizeof(*b), junk, plen);
+	atomic_store_explicit((_Atomic uint32_t *)&((struct sv_pkt *)pb)->seq,
+			      sv_rec_seq(at_b), memory_order_release);
+	put_rec(H, a, junk, plen, a->rec_len + b->rec_len); /* a, rung */
+}
+
+/*
+ * A packet overtaken by the one after it (reordered on the wire), both
+ * in one run: the later one is out of sequence (NAK-seq for the one we
+ * expect, and discarded), the late one fills the gap and is taken.  The
+ * requester must then hear a NAK-seq at the PSN after it, for the one
+ * discarded; before (resp.c refill_nak) the NAK, not sent yet, became
+ * the late packet's ACK and the requester waited for its ACK timer.
+ */
+SV_TEST(hostile_gap_filled_in_one_run_naks_what_was_discarded)
+{
+	struct sv_pkt late = good_pkt(64), early = good_pkt(64);
+	struct hostile H;
+	struct ibv_wc wc;
+	uint64_t ack;
+
+	hostile_setup(&H);
+	early.psn = RPSN + 1;
+	put_two(&H, &early, &late, 64);
+	WAIT_WC(H.v.rcq, &wc, SV_WC_TIMEOUT_MS);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(77, wc.wr_id);
+	ack = atomic_load(&H.f.rx.hdr->ack);
+	ASSERT_EQ(SV_NAK_SEQ, SV_ACK_SYN(ack));
+	ASSERT_EQ(RPSN + 1, SV_ACK_PSN(ack));
+	check_guards(&H);
+	hostile_close(&H);
+}
+
 /* --- an SRQ's lent receives (srq.c lend) --------------------------------- */
 
 static struct ibv_qp *srq_qp(struct sv_end *e, struct ibv_srq *srq)

@@ -524,6 +524,12 @@ void sv_test_not_roce(const char *why)
 		skip("RoCE", why);
 }
 
+void sv_test_needs_roce(const char *why)
+{
+	if (!sv_test_roce())
+		skip(sv_test_wire() ? "TCP" : "shared memory", why);
+}
+
 const char *sv_build_dir(void)
 {
 	const char *d = getenv("SV_BUILD_DIR");

@@ -43,6 +43,8 @@ void sv_test_needs_shm(const char *why);
  * TCP: a peer's death seen at once, processes that share a queue):
  * over RoCE it skips, saying why. */
 void sv_test_not_roce(const char *why);
+/* A test of the RoCE wire alone: elsewhere it skips, saying why. */
+void sv_test_needs_roce(const char *why);
 /* ... the why of a test of a peer's death that a connection tells */
 #define SV_ROCE_NO_DEATH_NOTICE                                            \
 	"a dead peer is seen at once only through a connection under "     \

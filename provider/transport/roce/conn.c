@@ -202,6 +202,7 @@ static void free_roce(struct sv_roce *r)
 	free(r->obuf);
 	free(r->ibuf);
 	free(r->gbuf);
+	free(r->hold);
 	free(r);
 }
 
@@ -298,7 +299,11 @@ static uint64_t roce_next_ns(const struct sv_link *l, uint64_t now)
 		return now + SV_ROCE_RETRY_NS; /* room for it by then; what
 						* another member read for us */
 	if (r && r->more)
-		return now; /* the engine fills what we emptied */
+		return now;   /* the engine fills what we emptied */
+	if (r && r->hold_len) /* SOFTVERBS_FAULTS reorder */
+		return r->retry_ns && r->retry_ns < sv_roce_hold_due(r)
+			       ? r->retry_ns
+			       : sv_roce_hold_due(r);
 	return r && r->retry_ns ? r->retry_ns : UINT64_MAX;
 }
 

@@ -18,6 +18,7 @@
  * too): the ACK word did not change, so the responder would not.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -312,6 +313,38 @@ static bool take(struct sv_link *l, const uint8_t *in, size_t n)
 	return true;
 }
 
+/* The datagram SOFTVERBS_FAULTS reorder held back, taken now: after
+ * the one that overtook it, or by itself when none came in time.  One
+ * that cannot be taken (a response with no room) is lost. */
+static void take_held(struct sv_link *l, struct sv_roce *r)
+{
+	uint32_t n = r->hold_len;
+
+	r->hold_len = 0;
+	if (!take(l, r->hold, n))
+		roce_count(r, roce_drop_full);
+}
+
+/* SOFTVERBS_FAULTS reorder: whether the datagram d of n bytes is held
+ * back, to be taken after the next one (decided per datagram taken). */
+static bool hold_back(struct sv_roce *r, const uint8_t *d, uint32_t n)
+{
+	if (r->hold_len ||
+	    !sv_inject_hit(sv_inject.reorder, sv_inject.seed, SV_FAULT_REORDER,
+			   r->my_qpn, (uint32_t)(r->rd.in + r->inext),
+			   (uint32_t)r->stats->fault_reorders))
+		return false;
+	if (!r->hold)
+		r->hold = malloc(r->islot);
+	if (!r->hold)
+		return false;
+	memcpy(r->hold, d, n);
+	r->hold_len = n;
+	r->hold_ns = sv_now_ns();
+	roce_count(r, fault_reorders);
+	return true;
+}
+
 /* Takes the datagrams read from inext on; false: one waits. */
 static bool take_read(struct sv_link *l)
 {
@@ -326,8 +359,12 @@ static bool take_read(struct sv_link *l)
 			drop(r, SV_ROCE_LEN);
 			continue;
 		}
+		if (SV_FAULT_ON(reorder) && hold_back(r, r->iptr[r->inext], n))
+			continue;
 		if (!take(l, r->iptr[r->inext], n))
 			return false;
+		if (r->hold_len)
+			take_held(l, r); /* overtaken */
 	}
 	return true;
 }
@@ -356,6 +393,8 @@ void sv_roce_read_in(struct sv_link *l)
 		return;
 	in = r->rd.in;
 	read_batches(l, r);
+	if (r->hold_len && sv_now_ns() >= sv_roce_hold_due(r))
+		take_held(l, r); /* none overtook it */
 	/* what the progress thread took (link.h, sv_readers) */
 	if (sv_progress_ctx())
 		r->rd.by_thread += r->rd.in - in;

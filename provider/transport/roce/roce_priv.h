@@ -28,6 +28,9 @@
  * a train (a 16-packet one, and an ACK), where one per packet cost most
  * of the link's time (docs/roce.md "Speed"). */
 #define SV_ROCE_BATCH 64
+/* SOFTVERBS_FAULTS reorder: a datagram held back waits at most this
+ * long for one to overtake it */
+#define SV_ROCE_REORDER_NS 1000000ull
 /* The out queue (out.c) holds whole GSO runs, SV_ROCE_OUT_RUNS of them
  * and never fewer datagrams than SV_ROCE_BATCH (sv_roce_out_slots): a
  * queue of 64 at a 1 KiB MTU sent runs of 57 and 7, and GSO messages
@@ -116,6 +119,12 @@ struct sv_roce {
 	bool ifull;
 	uint32_t ilen[SV_ROCE_RX_SEGS];
 	uint8_t *iptr[SV_ROCE_RX_SEGS];
+	/* SOFTVERBS_FAULTS reorder: a datagram held back (hold_len bytes
+	 * at hold, since hold_ns), taken after the next one that comes,
+	 * or by itself SV_ROCE_REORDER_NS later */
+	uint8_t *hold;
+	uint32_t hold_len;
+	uint64_t hold_ns;
 	/* share.c: the four-tuple of rx_fd, our place among the process's
 	 * links (listed, snext), whether another has it too (shared: we
 	 * read under its lock), and the datagrams another member read for
@@ -187,6 +196,13 @@ bool sv_roce_share_read(struct sv_roce *r);
 static inline bool sv_roce_held(const struct sv_roce *r)
 {
 	return r->inext < r->icount;
+}
+
+/* When the datagram SOFTVERBS_FAULTS reorder holds back is taken by
+ * itself, if none overtakes it (UINT64_MAX: none held). */
+static inline uint64_t sv_roce_hold_due(const struct sv_roce *r)
+{
+	return r->hold_len ? r->hold_ns + SV_ROCE_REORDER_NS : UINT64_MAX;
 }
 
 /* ack names a read's or an atomic's PSN: its response says it (IBA
