@@ -246,6 +246,13 @@ if [ "${SV_RXE_LOSS:-1}" != 0 ]; then
 	perf_row loss_read_bw.s s ib_read_bw -s 65536 -n 200 -F
 	perf_row loss_read_lat.c c ib_read_lat -s 65536 -n 100
 	pp_pair loss_pp 65536 100
+	# reordered: what rxe sends us is taken out of order on arrival
+	# (SOFTVERBS_FAULTS reorder: a datagram after the next one), its
+	# sends at our responder, its read responses at our requester
+	run="env SOFTVERBS_FAULTS=reorder=0.02,seed=11 $base"
+	perf_row reorder_send_bw.s s ib_send_bw -s 65536 -n 200 -F
+	perf_row reorder_read_bw.c c ib_read_bw -s 65536 -n 50 -F
+	pp_pair reorder_pp 65536 100
 	# the budget
 	run="env SOFTVERBS_FAULTS=drop=1 $base"
 	port=$((port + 1))
