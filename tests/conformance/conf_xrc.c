@@ -529,75 +529,6 @@ SV_TEST(xrc_wr_set_xrc_srqn)
 	xclose(&x);
 }
 
-/* One-sided XRC: the SRQ's PD checks the keys (its own context). */
-SV_TEST(xrc_rdma_write_read_atomic)
-{
-	struct ibv_qp *tgt, *ini;
-	struct ibv_xrcd *xrcd;
-	struct ibv_srq *srq;
-	struct ibv_wc wc;
-	struct xend x;
-	uint64_t *word;
-
-	xopen(&x);
-	xrcd = open_xrcd(x.ctx, -1, O_CREAT);
-	ASSERT_NOT_NULL(xrcd);
-	srq = make_xsrq(&x, xrcd, 8);
-	tgt = make_tgt(&x, xrcd);
-	ini = make_ini(&x, false);
-	to_init(tgt, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			     IBV_ACCESS_REMOTE_ATOMIC);
-	to_init(ini, 0);
-	connect_xrc(tgt, ini, x.lid);
-	memset(x.buf, 0x3c, 2048);
-	{
-		struct ibv_sge sg = {.addr = (uintptr_t)x.buf,
-				     .length = 2048,
-				     .lkey = x.mr->lkey};
-		struct ibv_send_wr wr = {.wr_id = 1,
-					 .sg_list = &sg,
-					 .num_sge = 1,
-					 .opcode = IBV_WR_RDMA_WRITE},
-				   *bad;
-
-		wr.qp_type.xrc.remote_srqn = srq_num(srq);
-		wr.wr.rdma.remote_addr = (uintptr_t)(x.buf + 32768);
-		wr.wr.rdma.rkey = x.mr->rkey;
-		ASSERT_OK(ibv_post_send(ini, &wr, &bad));
-		WAIT_WC(x.cq, &wc, SV_WC_TIMEOUT_MS);
-		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
-		ASSERT_EQ(0, memcmp(x.buf + 32768, x.buf, 2048));
-		/* read it back elsewhere */
-		sg.addr = (uintptr_t)(x.buf + 40960);
-		wr.opcode = IBV_WR_RDMA_READ;
-		wr.wr_id = 2;
-		ASSERT_OK(ibv_post_send(ini, &wr, &bad));
-		WAIT_WC(x.cq, &wc, SV_WC_TIMEOUT_MS);
-		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
-		ASSERT_EQ(0, memcmp(x.buf + 40960, x.buf, 2048));
-		/* fetch-and-add on an aligned word */
-		word = (uint64_t *)(x.buf + 49152);
-		*word = 40;
-		sg.addr = (uintptr_t)(x.buf + 49160);
-		sg.length = 8;
-		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-		wr.wr_id = 3;
-		wr.wr.atomic.remote_addr = (uintptr_t)word;
-		wr.wr.atomic.rkey = x.mr->rkey;
-		wr.wr.atomic.compare_add = 2;
-		ASSERT_OK(ibv_post_send(ini, &wr, &bad));
-		WAIT_WC(x.cq, &wc, SV_WC_TIMEOUT_MS);
-		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
-		ASSERT_EQ(42, *word);
-		ASSERT_EQ(40, *(uint64_t *)(x.buf + 49160));
-	}
-	ASSERT_OK(ibv_destroy_qp(ini));
-	ASSERT_OK(ibv_destroy_qp(tgt));
-	ASSERT_OK(ibv_destroy_srq(srq));
-	ASSERT_OK(ibv_close_xrcd(xrcd));
-	xclose(&x);
-}
-
 /* One XRC operation from ini to srq's target, waited for: success. */
 static void xrc_op(struct ibv_qp *ini, struct ibv_srq *srq, struct xend *x,
 		   enum ibv_wr_opcode op, uint32_t at, uint32_t to,
@@ -629,14 +560,10 @@ static void xrc_op(struct ibv_qp *ini, struct ibv_srq *srq, struct xend *x,
 	ASSERT_EQ(op, wc.wr_id);
 }
 
-/*
- * A third of the requests lost (SOFTVERBS_FAULTS drop): XRC writes,
- * reads and atomics all complete, each once, with their data.  A read or
- * atomic sent again after its answer was lost is a duplicate at the
- * target, answered again with its XRCETH taken off (resp.c dup_xrc;
- * without it, 12 runs of 20 over RoCE ended in RETRY_EXC_ERR).
- */
-SV_TEST(xrc_reads_and_atomics_answered_again_after_loss)
+/* RDMA write, read and fetch-and-add through an XRC SRQ's target,
+ * rounds times, each checked: the bytes read back are those written, and
+ * the word counts one add a round, each answered once. */
+static void one_sided_rounds(uint32_t rounds)
 {
 	struct ibv_qp *tgt, *ini;
 	struct ibv_xrcd *xrcd;
@@ -644,7 +571,6 @@ SV_TEST(xrc_reads_and_atomics_answered_again_after_loss)
 	struct xend x;
 	uint64_t *word;
 
-	ASSERT_OK(setenv("SOFTVERBS_FAULTS", "drop=0.3", 1));
 	xopen(&x);
 	xrcd = open_xrcd(x.ctx, -1, O_CREAT);
 	ASSERT_NOT_NULL(xrcd);
@@ -656,23 +582,43 @@ SV_TEST(xrc_reads_and_atomics_answered_again_after_loss)
 	to_init(ini, 0);
 	connect_xrc(tgt, ini, x.lid);
 	word = (uint64_t *)(x.buf + 49152);
-	*word = 0;
-	for (uint32_t i = 0; i < 40; i++) {
-		memset(x.buf, (int)(i + 1), 2048);
+	*word = 40;
+	for (uint32_t i = 0; i < rounds; i++) {
+		memset(x.buf, (int)(0x3c + i), 2048);
 		memset(x.buf + 40960, 0, 2048);
 		xrc_op(ini, srq, &x, IBV_WR_RDMA_WRITE, 0, 32768, 2048);
+		ASSERT_EQ(0, memcmp(x.buf + 32768, x.buf, 2048));
 		xrc_op(ini, srq, &x, IBV_WR_RDMA_READ, 40960, 32768, 2048);
 		ASSERT_EQ(0, memcmp(x.buf + 40960, x.buf, 2048));
 		xrc_op(ini, srq, &x, IBV_WR_ATOMIC_FETCH_AND_ADD, 49160, 49152,
 		       8);
-		ASSERT_EQ(i, *(uint64_t *)(x.buf + 49160)); /* once each */
+		ASSERT_EQ(40 + i, *(uint64_t *)(x.buf + 49160)); /* once */
 	}
-	ASSERT_EQ(40, *word);
+	ASSERT_EQ(40 + rounds, *word);
 	ASSERT_OK(ibv_destroy_qp(ini));
 	ASSERT_OK(ibv_destroy_qp(tgt));
 	ASSERT_OK(ibv_destroy_srq(srq));
 	ASSERT_OK(ibv_close_xrcd(xrcd));
 	xclose(&x);
+}
+
+/* One-sided XRC: the SRQ's PD checks the keys (its own context). */
+SV_TEST(xrc_rdma_write_read_atomic)
+{
+	one_sided_rounds(1);
+}
+
+/*
+ * A third of the requests lost (SOFTVERBS_FAULTS drop): XRC writes,
+ * reads and atomics all complete, each once, with their data.  A read or
+ * atomic sent again after its answer was lost is a duplicate at the
+ * target, answered again with its XRCETH taken off (resp.c dup_xrc;
+ * without it, 12 runs of 20 over RoCE ended in RETRY_EXC_ERR).
+ */
+SV_TEST(xrc_reads_and_atomics_answered_again_after_loss)
+{
+	ASSERT_OK(setenv("SOFTVERBS_FAULTS", "drop=0.3", 1));
+	one_sided_rounds(40);
 }
 
 /* A number that names no SRQ of the target's domain, or an SRQ of
