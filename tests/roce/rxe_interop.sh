@@ -106,6 +106,11 @@ check() { # NAME RC_RXE RC_SV WANT [RXE_WANT]: both exited 0, said so
 		! grep -q "${5:-$4}" "$tmp/$1.rxe" ||
 		! grep -q "$4" "$tmp/$1.sv"; then
 		echo "FAIL $1: rxe rc $2, softverbs rc $3"
+		# what went wrong is often before the last lines
+		grep -i "error\|fail\|status\|exceeded" "$tmp/$1.rxe" |
+			sed 's/^/  rxe said: /' | head -5
+		grep -i "error\|fail\|status\|exceeded\|softverbs:" \
+			"$tmp/$1.sv" | sed 's/^/  softverbs said: /' | head -5
 		sed 's/^/  rxe: /' "$tmp/$1.rxe" | tail -8
 		sed 's/^/  softverbs: /' "$tmp/$1.sv" | tail -8
 		exit 1
