@@ -30,21 +30,6 @@ enum resp_result {
 	RESP_FATAL, /* the QP went to ERROR */
 };
 
-static void nak(struct sv_qp *qp, uint32_t psn, enum sv_syndrome syn)
-{
-	uint64_t a = sv_ack_word(psn, syn, qp->attr.min_rnr_timer,
-				 ++qp->resp.nak_seq);
-
-	if (__builtin_expect(sv_pcap_on, 0))
-		sv_pcap_ack(qp, true, a);
-	sv_stat_add(qp, tx_pkts, 1);
-	if (syn == SV_NAK_SEQ)
-		sv_stat_add(qp, seq_nak_sent, 1);
-	else if (syn == SV_NAK_RNR)
-		sv_stat_add(qp, rnr_nak_sent, 1);
-	sv_link_ack_put(&qp->link, a);
-}
-
 /* Scatters len bytes at the receive cursor; false on a bad key/range or
  * on memory the application took away under its registration. */
 static bool scatter(struct sv_qp *qp, struct sv_rwqe *r, const uint8_t *src,
@@ -145,25 +130,9 @@ static enum resp_result fatal(struct sv_qp *qp, const struct sv_pkt *p,
 		complete_recv(
 			qp, st == IBV_WC_SUCCESS ? IBV_WC_REM_INV_REQ_ERR : st,
 			p);
-	nak(qp, p->psn, syn);
+	sv_resp_nak(qp, p->psn, syn);
 	sv_qp_to_error(qp, IBV_EVENT_QP_REQ_ERR);
 	return RESP_FATAL;
-}
-
-/*
- * No receive on a lossy link (RoCE): as IBA 9.7.5.2.8 has it, the
- * packet is dropped and NAKed for RNR, every time it comes; the
- * requester sends it again after the RNR timer, or gives up with
- * nothing of it left here.  The packets after it are out of sequence
- * and dropped without a NAK-seq (check_psn), which would cut the
- * requester's RNR wait short.
- */
-static void rnr_drop(struct sv_qp *qp, const struct sv_pkt *p)
-{
-	nak(qp, p->psn, SV_NAK_RNR);
-	qp->resp.seq_naked = true;
-	qp->resp.nak_from = p->psn;
-	sv_link_rx_consume(&qp->link);
 }
 
 /* IBA 9.7.5.2.8: no receive WQE (in the RQ, or the SRQ: IBA 10.2.9.2).
@@ -185,13 +154,13 @@ static bool take_rwqe(struct sv_qp *qp, const struct sv_pkt *p)
 			return true;
 		}
 		if (sv_link_lossy(&qp->link)) {
-			rnr_drop(qp, p);
+			sv_resp_rnr_drop(qp, p);
 			return false;
 		}
 		if (!qp->resp.rnr) {
 			atomic_store(rnr, SV_RNR_WAIT);
 			qp->resp.rnr = true;
-			nak(qp, p->psn, SV_NAK_RNR);
+			sv_resp_nak(qp, p->psn, SV_NAK_RNR);
 		}
 		return false;
 	}
@@ -374,7 +343,7 @@ static enum resp_result refuse(struct sv_qp *qp, const struct sv_pkt *p,
 {
 	if (is_uc(qp))
 		return drop_msg(qp, p);
-	nak(qp, p->psn, syn);
+	sv_resp_nak(qp, p->psn, syn);
 	qp->resp.in_msg = qp->resp.write = false;
 	sv_qp_to_error(qp, syn == SV_NAK_REM_ACCESS ? IBV_EVENT_QP_ACCESS_ERR
 						    : IBV_EVENT_QP_REQ_ERR);
@@ -769,23 +738,6 @@ static enum resp_result dup_atomic(struct sv_qp *qp, const struct sv_pkt *p)
 }
 
 /*
- * A train cut by a drop (resp_inject.c) was taken up to the lost packet (none
- * when the first was lost).  If packets came after it, the first of them
- * was out of sequence: one NAK-seq for the lost PSN, and the rest of the
- * train counts as discarded after it (check_psn).  If the last packet was
- * the lost one, what was taken is acknowledged (the caller's ACK), and
- * the requester's timer resends the rest.
- */
-static void cut_answer(struct sv_qp *qp, uint32_t psn, uint32_t npsn)
-{
-	if (sv_psn_diff(qp->resp.psn, sv_psn_add(psn, npsn - 1)) >= 0)
-		return;
-	qp->resp.seq_naked = true;
-	qp->resp.nak_from = sv_psn_add(psn, npsn - 1);
-	nak(qp, qp->resp.psn, SV_NAK_SEQ);
-}
-
-/*
  * An XRC read or atomic again, on a lossy link (RoCE, or any with
  * SOFTVERBS_FAULTS drop): its answer may have been lost, so it is
  * answered again, its XRCETH taken off as for a new one; an SRQ bound
@@ -837,7 +789,7 @@ static enum resp_result check_psn(struct sv_qp *qp, struct sv_pkt *p,
 		if (!qp->resp.seq_naked ||
 		    sv_psn_diff(p->psn, qp->resp.nak_from) <= 0) {
 			qp->resp.seq_naked = true;
-			nak(qp, qp->resp.psn, SV_NAK_SEQ);
+			sv_resp_nak(qp, qp->resp.psn, SV_NAK_SEQ);
 		}
 		qp->resp.nak_from = p->psn;
 		qp->resp.seq_dropped = true;
@@ -871,7 +823,7 @@ static enum resp_result check_psn(struct sv_qp *qp, struct sv_pkt *p,
 		/* its first packet lost, the next ones came out of
 		 * sequence: one NAK-seq, the rest discarded */
 		sv_link_rx_consume(&qp->link);
-		cut_answer(qp, p->psn, p->npsn);
+		sv_resp_cut_answer(qp, p->psn, p->npsn);
 		return RESP_NEXT;
 	case SV_LOSS_ALL:
 		break;
@@ -904,39 +856,37 @@ static bool uc_resync(struct sv_qp *qp, const struct sv_pkt *p, int32_t *d)
 	return true;
 }
 
-/*
- * The gap a NAK-seq named was filled in the same run, by a packet that
- * came late (reordered, not lost), while packets after it had been
- * discarded: the NAK, not sent yet, would become the ACK of the packet
- * that filled it, and the requester would wait for its ACK timer to send
- * the discarded ones again.  It is told at once, with a NAK-seq at the
- * PSN we now expect (as a responder whose NAK had left before the late
- * packet came would tell it with its next NAK).
- */
-static void refill_nak(struct sv_qp *qp)
+/* A packet's XRCETH and header checked: its opcode's row, or NULL with
+ * the QP in ERROR (the requester broke the protocol). */
+static const struct sv_opcode_info *admit(struct sv_qp *qp, struct sv_pkt *p,
+					  const uint8_t **payload)
 {
-	if (!qp->resp.seq_dropped)
-		return;
-	if (sv_psn_diff(qp->resp.nak_from, qp->resp.psn) < 0) {
-		qp->resp.seq_dropped = false; /* all taken since */
-		return;
-	}
-	if (qp->resp.seq_naked)
-		return; /* a NAK-seq at this PSN stands */
-	qp->resp.seq_naked = true;
-	nak(qp, qp->resp.psn, SV_NAK_SEQ);
+	const struct sv_opcode_info *o = NULL;
+
+	if (!take_xrceth(qp, p, payload))
+		o = check_packet(p);
+	if (!o)
+		fatal(qp, p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
+	return o;
 }
 
-/* Acknowledges everything up to the PSN before the one we expect. */
-static void ack_last(struct sv_qp *qp)
+/* After a run: the answers out; the ACK of what was taken (ack, set at
+ * ack_nak_seq) unless a NAK was written after it (RNR, sequence), which
+ * stays, as it acknowledges what is before it too; the ring told what
+ * was consumed, or the next receive read ahead. */
+static void run_end(struct sv_qp *qp, bool consumed, bool responded, bool ack,
+		    uint32_t ack_nak_seq)
 {
-	uint64_t a = sv_ack_word(sv_psn_add(qp->resp.psn, SV_PSN_MASK), SV_ACK,
-				 0, qp->resp.nak_seq);
-
-	if (__builtin_expect(sv_pcap_on, 0))
-		sv_pcap_ack(qp, true, a);
-	sv_stat_add(qp, tx_pkts, 1);
-	sv_link_ack_set(&qp->link, a);
+	if (responded || qp->resp.rd_sent)
+		sv_link_rsp_commit(&qp->link);
+	if (qp->qpx.qp_base.qp_type != IBV_QPT_UC)
+		sv_resp_refill_nak(qp);
+	if (ack && ack_nak_seq == qp->resp.nak_seq)
+		sv_resp_ack_last(qp);
+	if (consumed)
+		sv_link_rx_done(&qp->link);
+	else if (qp->qpx.qp_base.qp_type == IBV_QPT_RC)
+		sv_resp_warm(qp);
 }
 
 void sv_resp_run(struct sv_qp *qp)
@@ -999,15 +949,9 @@ void sv_resp_run(struct sv_qp *qp)
 			if (d != 0)
 				break; /* a duplicate read waits for room */
 		}
-		if (take_xrceth(qp, &p, &payload)) {
-			fatal(qp, &p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
+		o = admit(qp, &p, &payload);
+		if (!o)
 			return;
-		}
-		o = check_packet(&p);
-		if (!o) {
-			fatal(qp, &p, SV_NAK_INV_REQ, IBV_WC_SUCCESS);
-			return;
-		}
 		switch (execute(qp, &p, o, payload)) {
 		case RESP_NEXT:
 			sv_stat_add(qp, rx_pkts,
@@ -1022,7 +966,8 @@ void sv_resp_run(struct sv_qp *qp)
 				ack_nak_seq = qp->resp.nak_seq;
 			}
 			if (p.npsn != npsn) /* cut: the rest was lost; a */
-				cut_answer(qp, p.psn, npsn); /* NAK stays */
+				sv_resp_cut_answer(qp, p.psn,
+						   npsn); /* NAK stays */
 			responded |= (o->mask & SV_M_RD_ATOMIC) != 0;
 			consumed = true;
 			continue;
@@ -1036,16 +981,5 @@ void sv_resp_run(struct sv_qp *qp)
 		}
 		break;
 	}
-	if (responded || qp->resp.rd_sent)
-		sv_link_rsp_commit(&qp->link);
-	if (qp->qpx.qp_base.qp_type != IBV_QPT_UC)
-		refill_nak(qp);
-	/* a NAK written after the last ACK-able packet (RNR, sequence)
-	 * stays: it acknowledges what is before it too */
-	if (ack && ack_nak_seq == qp->resp.nak_seq)
-		ack_last(qp);
-	if (consumed)
-		sv_link_rx_done(&qp->link);
-	else if (qp->qpx.qp_base.qp_type == IBV_QPT_RC)
-		sv_resp_warm(qp);
+	run_end(qp, consumed, responded, ack, ack_nak_seq);
 }

@@ -81,4 +81,15 @@ enum sv_resp_loss sv_resp_fault_drop(struct sv_qp *qp, struct sv_pkt *p);
 void sv_resp_pcap_rx(struct sv_qp *qp, const struct sv_pkt *p,
 		     const uint8_t *payload);
 
+/* resp_ack.c: what the responder tells the requester.  A NAK of kind
+ * syn at psn; an ACK of all before the PSN we expect; a train cut short
+ * at psn (npsn PSNs) by a loss, NAK-seq'd if the rest matters; the NAK
+ * of a gap filled in the same run (refill); an RNR NAK that drops the
+ * packet (a lossy link). */
+void sv_resp_nak(struct sv_qp *qp, uint32_t psn, enum sv_syndrome syn);
+void sv_resp_ack_last(struct sv_qp *qp);
+void sv_resp_cut_answer(struct sv_qp *qp, uint32_t psn, uint32_t npsn);
+void sv_resp_refill_nak(struct sv_qp *qp);
+void sv_resp_rnr_drop(struct sv_qp *qp, const struct sv_pkt *p);
+
 #endif
