@@ -839,7 +839,8 @@ struct sv_qp_resp {
 	uint32_t nak_from; /* ... on seeing this PSN: a packet at or
 			    * before it is a new round, NAKed again */
 	bool seq_dropped;  /* packets after a gap discarded, to nak_from
-			    * (resp.c refill_nak) */
+			    * (resp_ack.c refill_nak) */
+	bool seq_nak_new;  /* ... and NAKed in this run: not sent yet */
 	struct {
 		uint32_t psn;
 		bool valid;

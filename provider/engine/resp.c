@@ -789,6 +789,7 @@ static enum resp_result check_psn(struct sv_qp *qp, struct sv_pkt *p,
 		if (!qp->resp.seq_naked ||
 		    sv_psn_diff(p->psn, qp->resp.nak_from) <= 0) {
 			qp->resp.seq_naked = true;
+			qp->resp.seq_nak_new = true;
 			sv_resp_nak(qp, qp->resp.psn, SV_NAK_SEQ);
 		}
 		qp->resp.nak_from = p->psn;

@@ -69,7 +69,13 @@ void sv_resp_cut_answer(struct sv_qp *qp, uint32_t psn, uint32_t npsn)
  */
 void sv_resp_refill_nak(struct sv_qp *qp)
 {
-	if (!qp->resp.seq_dropped)
+	bool nak_new = qp->resp.seq_nak_new;
+
+	qp->resp.seq_nak_new = false;
+	/* only a NAK written in this run: one that left already told the
+	 * requester, whose resend may be on its way (a NAK for that, rxe's
+	 * requester took as the end of its retry and stopped) */
+	if (!nak_new || !qp->resp.seq_dropped)
 		return;
 	if (sv_psn_diff(qp->resp.nak_from, qp->resp.psn) < 0) {
 		qp->resp.seq_dropped = false; /* all taken since */
