@@ -668,25 +668,26 @@ struct sv_qp_stats {
 	uint64_t rnr_nak_sent, rnr_nak_recv; /* receiver not ready NAKs */
 	uint64_t fault_drops;	 /* SOFTVERBS_FAULTS: packets lost */
 	uint64_t fault_reorders; /* ... RoCE datagrams taken after the next */
-	uint64_t fault_rnr;	 /* ... RNR NAKs made up */
-	uint64_t fault_access;	 /* ... access errors made up */
-	uint64_t direct_ops;	 /* one-sided ops done in the peer's
-				  * memory (req.c try_direct) */
-	uint64_t placed_sends;	 /* sends placed in the peer's receive
-				  * buffer (req.c try_place) */
-	uint64_t cold_sends;	 /* placeable sends sent through the ring:
-				  * a cold buffer, an idle receiver */
-	uint64_t warmed_recvs;	 /* receive buffers read ahead while idle
-				  * (resp.c warm_next) */
-	uint64_t ud_drops;	 /* UD datagrams dropped on arrival */
-	uint64_t err_wc;	 /* completions with an error status */
-	uint64_t tcp_sends;	 /* sendmsg calls on its TCP link (tcp.c) */
-	uint64_t tcp_reads;	 /* ... recv calls */
-	uint64_t tcp_records;	 /* records (packet trains) it put on its TCP
-				  * link, resends included (tcp.c) */
-	uint64_t tcp_slow_acks;	 /* ACK timeouts while the peer's host took
-				  * what we sent (no retransmission):
-				  * kept the connection */
+	uint64_t fault_reorders_out; /* ... sent after the next */
+	uint64_t fault_rnr;	     /* ... RNR NAKs made up */
+	uint64_t fault_access;	     /* ... access errors made up */
+	uint64_t direct_ops;	     /* one-sided ops done in the peer's
+				      * memory (req.c try_direct) */
+	uint64_t placed_sends;	     /* sends placed in the peer's receive
+				      * buffer (req.c try_place) */
+	uint64_t cold_sends;	     /* placeable sends sent through the ring:
+				      * a cold buffer, an idle receiver */
+	uint64_t warmed_recvs;	     /* receive buffers read ahead while idle
+				      * (resp.c warm_next) */
+	uint64_t ud_drops;	     /* UD datagrams dropped on arrival */
+	uint64_t err_wc;	     /* completions with an error status */
+	uint64_t tcp_sends;	     /* sendmsg calls on its TCP link (tcp.c) */
+	uint64_t tcp_reads;	     /* ... recv calls */
+	uint64_t tcp_records;	/* records (packet trains) it put on its TCP
+				 * link, resends included (tcp.c) */
+	uint64_t tcp_slow_acks; /* ACK timeouts while the peer's host took
+				 * what we sent (no retransmission):
+				 * kept the connection */
 	/* calls held back: the context had CALLS_MAX at the doors
 	 * (transport/tcp/door.c: a call waits for a place) */
 	uint64_t tcp_calls_paced;

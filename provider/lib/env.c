@@ -233,7 +233,7 @@ const struct sv_env_row sv_env_rows[SV_ENV_COUNT] = {
 		"SOFTVERBS_FAULTS", .type = SV_ENV_T_SPEC,
 		.policy = SV_ENV_REFUSE, .def_text = "none",
 		.syntax = "comma-separated drop=P rnr=P access=P reorder=P "
-			  "delay_us=N kill_at=N seed=N (P in [0,1], "
+			  "reorder_out=P delay_us=N kill_at=N seed=N (P in [0,1], "
 			  "delay_us at most 10000000)",
 		.check = faults_check, .reader = LIBS,
 		.help = "faults to inject: packets lost, RNR and access "

@@ -126,6 +126,8 @@ int sv_inject_parse(const char *spec, struct sv_inject *f, char *bad,
 			ok = parse_p(val, &f->access);
 		else if (!strcmp(key, "reorder"))
 			ok = parse_p(val, &f->reorder);
+		else if (!strcmp(key, "reorder_out"))
+			ok = parse_p(val, &f->reorder_out);
 		else if (!strcmp(key, "delay_us"))
 			ok = parse_u64(val, &f->delay_us) &&
 			     f->delay_us <= SV_FAULT_DELAY_MAX_US;

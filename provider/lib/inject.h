@@ -20,6 +20,7 @@ enum sv_inject_kind {
 	SV_FAULT_ACCESS = 4,  /* remote access error on a one-sided request */
 	SV_FAULT_UD = 5,      /* a UD datagram lost */
 	SV_FAULT_REORDER = 6, /* a RoCE datagram taken after the next */
+	SV_FAULT_REORDER_OUT = 7, /* a RoCE datagram sent after the next */
 };
 
 struct sv_inject {
@@ -27,13 +28,15 @@ struct sv_inject {
 	double drop; /* probabilities, [0, 1] */
 	double rnr;
 	double access;
-	double reorder;	   /* RoCE links: a datagram that came is taken after
-			    * the next one (transport/roce/in.c) */
-	uint64_t delay_us; /* a WQE's requests (UD: datagrams) leave that
-			    * long after its post (post.c due_ns); ACKs and
-			    * responses are taken that long after they came
-			    * (comp.c); 0: no delay */
-	uint64_t kill_at;  /* 0: never; else SIGKILL after that packet */
+	double reorder;	    /* RoCE links: a datagram that came is taken after
+			     * the next one (transport/roce/in.c) */
+	double reorder_out; /* ... a datagram of a flush is sent after the
+			     * next one of it (transport/roce/out.c) */
+	uint64_t delay_us;  /* a WQE's requests (UD: datagrams) leave that
+			     * long after its post (post.c due_ns); ACKs and
+			     * responses are taken that long after they came
+			     * (comp.c); 0: no delay */
+	uint64_t kill_at;   /* 0: never; else SIGKILL after that packet */
 	uint64_t seed;
 };
 

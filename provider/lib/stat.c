@@ -60,6 +60,7 @@ static const struct {
 	F(rnr_nak_recv),
 	F(fault_drops),
 	F(fault_reorders),
+	F(fault_reorders_out),
 	F(fault_rnr),
 	F(fault_access),
 	F(direct_ops),

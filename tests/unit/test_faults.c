@@ -35,7 +35,8 @@ static void parse_bad(const char *spec, const char *key)
 SV_TEST(faults_parse_every_key)
 {
 	struct sv_inject f = parse_ok(
-		"drop=0.01,rnr=1,access=0.5,kill_at=12,seed=0x10,delay_us=3");
+		"drop=0.01,rnr=1,access=0.5,kill_at=12,seed=0x10,delay_us=3,"
+		"reorder=0.25,reorder_out=0.125");
 
 	ASSERT_TRUE(f.on);
 	ASSERT_TRUE(f.drop == 0.01);
@@ -44,6 +45,8 @@ SV_TEST(faults_parse_every_key)
 	ASSERT_EQ(12u, f.kill_at);
 	ASSERT_EQ(16u, f.seed);
 	ASSERT_EQ(3u, f.delay_us);
+	ASSERT_TRUE(f.reorder == 0.25);
+	ASSERT_TRUE(f.reorder_out == 0.125);
 	f = parse_ok("seed=1");
 	ASSERT_TRUE(f.on);
 	ASSERT_TRUE(f.drop == 0);
@@ -65,6 +68,7 @@ SV_TEST(faults_parse_refuses_naming_the_key)
 	parse_bad("drop=0.1x", "drop");
 	parse_bad("rnr=", "rnr");
 	parse_bad("access=2", "access");
+	parse_bad("reorder_out=1.5", "reorder_out");
 	parse_bad("kill_at=-1", "kill_at");
 	parse_bad("kill_at=1.5", "kill_at");
 	parse_bad("seed=99999999999999999999999", "seed");

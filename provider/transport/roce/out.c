@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "inject.h"
 #include "roce_priv.h"
 
 /* A control message that carries UDP_SEGMENT's size, aligned. */
@@ -80,22 +81,59 @@ static void run_msg(struct sv_roce *r, uint32_t i, uint32_t j,
 }
 
 /* The queue's datagrams again with the ICRC of IPv4 ID 0, to be sent
- * one by one: the kernel refused a super-packet (a device or path that
- * cannot cut it), and GSO stays off for the link. */
-static void gso_refused(struct sv_roce *r, int err)
+ * one by one (no GSO run). */
+static void unrun(struct sv_roce *r)
 {
-	uint32_t i = r->ohead, j = r->ocount;
-
-	sv_dbg("qp %06x: roce: UDP GSO refused (%s): datagrams one by one\n",
-	       r->my_qpn, strerror(err));
-	r->gso = false;
-	for (uint32_t k = i; k < j; k++)
+	for (uint32_t k = r->ohead; k < r->ocount; k++)
 		if (r->oseg[k]) {
 			r->ip.ip_id = 0;
 			sv_roce_reseal(r->obuf + (size_t)k * r->oslot,
 				       r->olen[k], &r->ip);
 			r->oseg[k] = 0;
 		}
+}
+
+/* The kernel refused a super-packet (a device or path that cannot cut
+ * it): datagrams one by one, and GSO stays off for the link. */
+static void gso_refused(struct sv_roce *r, int err)
+{
+	sv_dbg("qp %06x: roce: UDP GSO refused (%s): datagrams one by one\n",
+	       r->my_qpn, strerror(err));
+	r->gso = false;
+	unrun(r);
+}
+
+/* SOFTVERBS_FAULTS reorder_out, once per queue: each datagram leaves
+ * after the next one of the queue with probability P (the two change
+ * places; one moved is not moved again; the queue's last has no next).
+ * A queue where one moves leaves one datagram a message: a GSO run's
+ * IPv4 IDs, and so its ICRCs, follow its order. */
+static void reorder_out(struct sv_roce *r)
+{
+	uint8_t t[SV_ROCE_PKT_MAX];
+	bool unran = false;
+
+	r->oreordered = true;
+	for (uint32_t k = r->ohead; k + 1 < r->ocount; k++) {
+		uint8_t *a = r->obuf + (size_t)k * r->oslot, *b = a + r->oslot;
+		uint32_t n = r->olen[k];
+
+		if (!sv_inject_hit(sv_inject.reorder_out, sv_inject.seed,
+				   SV_FAULT_REORDER_OUT, r->my_qpn, r->oseq++,
+				   0))
+			continue;
+		if (!unran) {
+			unrun(r);
+			unran = true;
+		}
+		memcpy(t, a, n);
+		memcpy(a, b, r->olen[k + 1]);
+		memcpy(b, t, n);
+		r->olen[k] = r->olen[k + 1];
+		r->olen[k + 1] = n;
+		roce_count(r, fault_reorders_out);
+		k++;
+	}
 }
 
 bool sv_roce_push(struct sv_roce *r)
@@ -105,6 +143,8 @@ bool sv_roce_push(struct sv_roce *r)
 	union sv_gso_cmsg c[SV_ROCE_BATCH];
 	uint32_t first[SV_ROCE_BATCH + 1];
 
+	if (SV_FAULT_ON(reorder_out) && !r->oreordered)
+		reorder_out(r);
 	while (r->ohead < r->ocount) {
 		uint32_t n = 0, i = r->ohead;
 		int s;
@@ -146,6 +186,7 @@ bool sv_roce_push(struct sv_roce *r)
 		r->ohead = first[s];
 	}
 	r->ohead = r->ocount = 0;
+	r->oreordered = false;
 	return true;
 }
 

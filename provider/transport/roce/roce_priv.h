@@ -108,6 +108,10 @@ struct sv_roce {
 	 * one's place in its run, the ID its ICRC was made for */
 	uint8_t oseg[SV_ROCE_OUT_MAX];
 	bool gso; /* the kernel takes UDP_SEGMENT, and the user allows it */
+	/* SOFTVERBS_FAULTS reorder_out: the queue's order was drawn (once
+	 * a queue, until it empties); oseq: datagrams drawn for */
+	bool oreordered;
+	uint32_t oseq;
 	/* in.c: datagrams read by one recvmmsg, at iptr: slots of islot
 	 * bytes in ibuf, or segments of the UDP GRO bundles in gbuf;
 	 * [inext, icount) not taken yet (inext: a response waiting for
