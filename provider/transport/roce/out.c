@@ -54,19 +54,24 @@ uint32_t sv_roce_out_slots(uint32_t mtu)
 }
 
 /* The message of run [i, j) of the queue in m: one datagram, or a
- * super-packet of j - i that the kernel cuts at olen[i] (UDP_SEGMENT). */
+ * super-packet of j - i that the kernel cuts at olen[i] (UDP_SEGMENT).
+ * A run's datagrams lie back to back in obuf, one piece for the kernel
+ * to copy: a piece a datagram (about 1 KiB each, in slots of oslot)
+ * gave 5-8 % less bandwidth (docs/roce.md "Speed"). */
 static void run_msg(struct sv_roce *r, uint32_t i, uint32_t j,
 		    struct mmsghdr *m, struct iovec *v, union sv_gso_cmsg *c)
 {
-	for (uint32_t k = i; k < j; k++) {
-		v[k].iov_base = r->obuf + (size_t)k * r->oslot;
-		v[k].iov_len = r->olen[k];
-	}
+	size_t len = 0;
+
+	for (uint32_t k = i; k < j; k++)
+		len += r->olen[k];
+	v->iov_base = r->obuf + r->ooff[i];
+	v->iov_len = len;
 	m->msg_hdr = (struct msghdr){
 		.msg_name = &r->dst.sa,
 		.msg_namelen = sv_sockaddr_len(&r->dst),
-		.msg_iov = &v[i],
-		.msg_iovlen = j - i,
+		.msg_iov = v,
+		.msg_iovlen = 1,
 	};
 	if (j - i > 1) {
 		struct cmsghdr *h = &c->h;
@@ -87,8 +92,8 @@ static void unrun(struct sv_roce *r)
 	for (uint32_t k = r->ohead; k < r->ocount; k++)
 		if (r->oseg[k]) {
 			r->ip.ip_id = 0;
-			sv_roce_reseal(r->obuf + (size_t)k * r->oslot,
-				       r->olen[k], &r->ip);
+			sv_roce_reseal(r->obuf + r->ooff[k], r->olen[k],
+				       &r->ip);
 			r->oseg[k] = 0;
 		}
 }
@@ -105,18 +110,17 @@ static void gso_refused(struct sv_roce *r, int err)
 
 /* SOFTVERBS_FAULTS reorder_out, once per queue: each datagram leaves
  * after the next one of the queue with probability P (the two change
- * places; one moved is not moved again; the queue's last has no next).
- * A queue where one moves leaves one datagram a message: a GSO run's
- * IPv4 IDs, and so its ICRCs, follow its order. */
+ * places in the queue, not in obuf; one moved is not moved again; the
+ * queue's last has no next).  A queue where one moves leaves one
+ * datagram a message: a GSO run's IPv4 IDs, and so its ICRCs, follow
+ * its order. */
 static void reorder_out(struct sv_roce *r)
 {
-	uint8_t t[SV_ROCE_PKT_MAX];
 	bool unran = false;
 
 	r->oreordered = true;
 	for (uint32_t k = r->ohead; k + 1 < r->ocount; k++) {
-		uint8_t *a = r->obuf + (size_t)k * r->oslot, *b = a + r->oslot;
-		uint32_t n = r->olen[k];
+		uint32_t off = r->ooff[k], n = r->olen[k];
 
 		if (!sv_inject_hit(sv_inject.reorder_out, sv_inject.seed,
 				   SV_FAULT_REORDER_OUT, r->my_qpn, r->oseq++,
@@ -126,10 +130,9 @@ static void reorder_out(struct sv_roce *r)
 			unrun(r);
 			unran = true;
 		}
-		memcpy(t, a, n);
-		memcpy(a, b, r->olen[k + 1]);
-		memcpy(b, t, n);
+		r->ooff[k] = r->ooff[k + 1];
 		r->olen[k] = r->olen[k + 1];
+		r->ooff[k + 1] = off;
 		r->olen[k + 1] = n;
 		roce_count(r, fault_reorders_out);
 		k++;
@@ -139,7 +142,7 @@ static void reorder_out(struct sv_roce *r)
 bool sv_roce_push(struct sv_roce *r)
 {
 	struct mmsghdr m[SV_ROCE_BATCH];
-	struct iovec v[SV_ROCE_OUT_MAX];
+	struct iovec v[SV_ROCE_BATCH];
 	union sv_gso_cmsg c[SV_ROCE_BATCH];
 	uint32_t first[SV_ROCE_BATCH + 1];
 
@@ -156,7 +159,7 @@ bool sv_roce_push(struct sv_roce *r)
 			while (j < r->ocount && r->oseg[j])
 				j++;
 			first[n] = i;
-			run_msg(r, i, j, &m[n], v, &c[n]);
+			run_msg(r, i, j, &m[n], &v[n], &c[n]);
 			n++;
 			i = j;
 		}
@@ -165,13 +168,13 @@ bool sv_roce_push(struct sv_roce *r)
 		if (s < 0 && errno == EINTR)
 			continue;
 		for (int k = 0; k < s; k++)
-			if (m[k].msg_hdr.msg_iovlen > 1)
+			if (m[k].msg_hdr.msg_controllen)
 				roce_count(r, roce_gso_sends);
 		if (s < 0 && full(errno)) {
 			r->retry_ns = sv_now_ns() + SV_ROCE_RETRY_NS;
 			return false;
 		}
-		if (s < 0 && m[0].msg_hdr.msg_iovlen > 1 &&
+		if (s < 0 && m[0].msg_hdr.msg_controllen &&
 		    (errno == EIO || errno == EINVAL || errno == EMSGSIZE)) {
 			gso_refused(r, errno);
 			continue;
@@ -185,19 +188,21 @@ bool sv_roce_push(struct sv_roce *r)
 		}
 		r->ohead = first[s];
 	}
-	r->ohead = r->ocount = 0;
+	r->ohead = r->ocount = r->oend = 0;
 	r->oreordered = false;
 	return true;
 }
 
 /* The place in the queue's last run of p's datagram queued now, 0 if
- * it starts a run: a run's datagrams but its last have one
- * length, and it fits one UDP datagram of at most UDP_MAX_SEGMENTS. */
+ * it starts a run: a run's datagrams but its last have one length, lie
+ * back to back in obuf, and fit one UDP datagram of at most
+ * UDP_MAX_SEGMENTS. */
 static uint8_t run_place(const struct sv_roce *r, const struct sv_roce_pkt *p)
 {
 	uint32_t i = r->ocount, k, seg, len;
 
-	if (!r->gso || i == r->ohead)
+	if (!r->gso || i == r->ohead ||
+	    r->ooff[i - 1] + r->olen[i - 1] != r->oend)
 		return 0;
 	k = r->oseg[i - 1] + 1u;
 	seg = r->olen[i - k];
@@ -216,14 +221,16 @@ bool sv_roce_send(struct sv_roce *r, const struct sv_roce_pkt *p)
 		return false;
 	r->oseg[r->ocount] = run_place(r, p);
 	r->ip.ip_id = r->oseg[r->ocount]; /* what the kernel will write */
-	n = sv_roce_build(r->obuf + (size_t)r->ocount * r->oslot, r->oslot, p,
-			  &r->ip);
+	/* (room: each datagram queued took oslot bytes at most) */
+	n = sv_roce_build(r->obuf + r->oend, r->oslot, p, &r->ip);
 	if (n < 0) { /* our own engine's record: never, but not a crash */
 		sv_dbg("qp %06x: roce: cannot build opcode %#x len %u\n",
 		       r->my_qpn, p->opcode, p->len);
 		return true;
 	}
+	r->ooff[r->ocount] = r->oend;
 	r->olen[r->ocount++] = (uint32_t)n;
+	r->oend += (uint32_t)n;
 	return true;
 }
 

@@ -97,11 +97,15 @@ struct sv_roce {
 	 * driven or not (link.h, roce_stalled) */
 	struct sv_readers rd;
 	bool more; /* we freed room in tx or rsp_tx */
-	/* out.c: datagrams built, not yet taken by the socket, in slots
-	 * of oslot bytes: [ohead, ocount) go first at the next flush */
+	/* out.c: datagrams built, not yet taken by the socket, olen[k]
+	 * bytes at obuf + ooff[k], back to back in the order built (oend
+	 * bytes in all; omax datagrams of oslot bytes at most):
+	 * [ohead, ocount) go first at the next flush */
 	uint8_t *obuf;
 	uint32_t oslot, omax, ohead, ocount; /* omax: sv_roce_out_slots */
+	uint32_t oend;
 	uint32_t olen[SV_ROCE_OUT_MAX];
+	uint32_t ooff[SV_ROCE_OUT_MAX];
 	/* UDP GSO: consecutive datagrams of one length (the last of them
 	 * may be shorter) leave as one super-packet, which the kernel or
 	 * the NIC cuts into them with IPv4 IDs 0, 1, 2...: oseg is each
