@@ -41,6 +41,15 @@ export RXE_VM_QUIET=1
 host=${RXE_VM_HOST_IP:-10.99.0.1}
 guest=${RXE_VM_IP:-10.99.0.2}
 port=$((20000 + $$ % 1000))
+# vm_until CMD N: until CMD succeeds in the VM, N tries 0.2 s apart (the
+# VM's programs say nothing when they are ready: it is asked)
+vm_until() {
+	t=0
+	until "$vm" run "$1" || [ $t -ge "$2" ]; do
+		t=$((t + 1))
+		sleep 0.2
+	done
+}
 # rxe_listen CMD COMM: CMD (an rdma_cm server named COMM) in the VM in
 # the background, its log in $log; returns once its cm_id listens on
 # $guest:$port.  rdma_cm listens in the kernel: no socket to see, and
@@ -48,13 +57,8 @@ port=$((20000 + $$ % 1000))
 rxe_listen() {
 	bg=$("$vm" run --bg "$1")
 	log=$(echo "$bg" | sed -n 's/.*log=\([^ ]*\).*/\1/p')
-	t=0
-	until "$vm" run "rdma resource show cm_id |
-		grep -q 'LISTEN.*comm $2 src-addr $guest:$port '" ||
-		[ $t -ge 100 ]; do
-		t=$((t + 1))
-		sleep 0.2
-	done
+	vm_until "rdma resource show cm_id |
+		grep -q 'LISTEN.*comm $2 src-addr $guest:$port '" 100
 }
 # sv_listen OUT ARGS...: softverbs' rping ARGS in the background (spid),
 # its output in OUT; returns once it listens on $port
@@ -77,11 +81,7 @@ out=$("$vm" exec timeout 120 "$build/tests/cm_probe" "$host" "$guest" \
 	"$port" 90 2>&1)
 prc=$?
 echo "$out" | sed 's/^/  probe: /'
-t=0
-until "$vm" run "grep -q 'DISCONNECT EVENT' $log" || [ $t -ge 100 ]; do
-	t=$((t + 1))
-	sleep 0.2
-done
+vm_until "grep -q 'DISCONNECT EVENT' $log" 100
 rlog=$("$vm" run "cat $log" 2>&1)
 echo "$rlog" | sed 's/^/  rping: /' | head -20
 [ $prc = 0 ] || fail "cm_probe exited $prc"
@@ -175,12 +175,7 @@ if [ -z "$ud" ]; then
 	echo "note: the VM has no udaddy: SIDR rows udaddy_client/server not run"
 else
 	"$vm" run --bg "$ud -b $guest -C 10 >/tmp/udaddy.s 2>&1" >/dev/null
-	t=0
-	until "$vm" run "rdma resource show cm_id | grep -q 'LISTEN.*comm udaddy'" ||
-		[ $t -ge 100 ]; do
-		t=$((t + 1))
-		sleep 0.2
-	done
+	vm_until "rdma resource show cm_id | grep -q 'LISTEN.*comm udaddy'" 100
 	# shellcheck disable=SC2086 # $run is a command line
 	out=$("$vm" exec timeout 120 env SOFTVERBS_TRANSPORT=roce $run \
 		udaddy -s "$guest" -C 10 2>&1)
@@ -239,20 +234,12 @@ rxe_cm_client() {
 	bg=$("$vm" run --bg "$rs")
 	rlog=$(echo "$bg" | sed -n 's/.*log=\([^ ]*\).*/\1/p')
 	rrcf=$(echo "$bg" | sed -n 's/.*rc=\([^ ]*\).*/\1/p')
-	t=0
-	until "$vm" run "rdma resource show cm_id |
-		grep -q 'LISTEN.*comm $name .*:$port '" || [ $t -ge 100 ]; do
-		t=$((t + 1))
-		sleep 0.2
-	done
+	vm_until "rdma resource show cm_id |
+		grep -q 'LISTEN.*comm $name .*:$port '" 100
 	# shellcheck disable=SC2086 # $run and $sc are command lines
 	out=$("$vm" exec timeout 120 env SOFTVERBS_TRANSPORT=roce $run $sc 2>&1)
 	rc=$?
-	t=0
-	until "$vm" run "test -f $rrcf" || [ $t -ge 150 ]; do
-		t=$((t + 1))
-		sleep 0.2
-	done
+	vm_until "test -f $rrcf" 150
 	rout=$("$vm" run "cat $rlog" 2>&1)
 	rrc=$("$vm" run "cat $rrcf" 2>&1)
 	if [ $rc != 0 ] || [ "$rrc" != 0 ] || ! echo "$out" | grep -q -- "$want" ||
