@@ -334,7 +334,7 @@ if [ "${SV_RXE_LOSS:-1}" != 0 ]; then
 		# it is its last packet.  When the client is ours, 2 % of
 		# those are lost here, and no one is left to answer rxe's
 		# resend (as with any pair of ibv_rc_pingpong on a lossy
-		# fabric): in 1 run of 13, rxe's server had not ended 30 s
+		# fabric): in 1 run of 12, rxe's server had not ended 30 s
 		# after our client had checked all 100 round trips
 		pp_pair wire_pp 65536 100 s
 		lost=$("$vm" exec iptables -L OUTPUT -v -x -n | awk '/DROP/ {print $1}')
