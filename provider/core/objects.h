@@ -838,7 +838,10 @@ struct sv_qp_resp {
 	bool write;	   /* the message in progress is a write */
 	bool seq_naked;	   /* NAK-seq sent for psn */
 	uint32_t nak_from; /* ... on seeing this PSN: a packet at or
-			    * before it is a new round, NAKed again */
+			    * before it may start a new round */
+	bool seq_suspect;  /* ... one did: the next out of sequence
+			    * confirms it (NAKed again), one in sequence
+			    * shows it was a reordering */
 	bool seq_dropped;  /* packets after a gap discarded, to nak_from
 			    * (resp_ack.c refill_nak) */
 	bool seq_nak_new;  /* ... and NAKed in this run: not sent yet */

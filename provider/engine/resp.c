@@ -772,8 +772,13 @@ static enum resp_result dup_xrc(struct sv_qp *qp, struct sv_pkt *p,
  * check_psn (IBA 9.7.5.1): d = the packet's PSN less the one we expect.
  * Ahead (a packet was lost before it): one NAK-seq for the expected PSN,
  * and later ones discarded silently until it arrives — but a packet at or
- * before the last one discarded starts the requester's next round, which
- * is NAKed again (its first packet may be lost too).  Behind: a
+ * before the last one discarded may start the requester's next round,
+ * whose first packet was lost too: if the next packet is out of sequence
+ * as well, it is NAKed again; if it is the one we expect, it was only
+ * late (reordered), and a NAK then would send the round a second time
+ * (SOFTVERBS_FAULTS reorder_out: two or three rounds, and a socket full
+ * of stale ones).  rxe NAKs a gap once and leaves the rest to the
+ * requester's ACK timer.  Behind: a
  * duplicate, re-ACKed; a read is answered again and an atomic from the
  * replay cache.  In sequence (d 0, SOFTVERBS_FAULTS drop): the train is
  * lost with the probability that any of its PSNs is, each (PSN, attempt)
@@ -786,11 +791,13 @@ static enum resp_result check_psn(struct sv_qp *qp, struct sv_pkt *p,
 	const struct sv_opcode_info *o;
 
 	if (d > 0) {
-		if (!qp->resp.seq_naked ||
-		    sv_psn_diff(p->psn, qp->resp.nak_from) <= 0) {
+		if (!qp->resp.seq_naked || qp->resp.seq_suspect) {
 			qp->resp.seq_naked = true;
 			qp->resp.seq_nak_new = true;
+			qp->resp.seq_suspect = false;
 			sv_resp_nak(qp, qp->resp.psn, SV_NAK_SEQ);
+		} else if (sv_psn_diff(p->psn, qp->resp.nak_from) <= 0) {
+			qp->resp.seq_suspect = true;
 		}
 		qp->resp.nak_from = p->psn;
 		qp->resp.seq_dropped = true;
@@ -929,7 +936,7 @@ void sv_resp_run(struct sv_qp *qp)
 		/* in sequence: a NAK-seq sent before no longer stands, and
 		 * the next gap is NAKed again (check_psn) */
 		if (d == 0)
-			qp->resp.seq_naked = false;
+			qp->resp.seq_naked = qp->resp.seq_suspect = false;
 		if (d != 0 || SV_FAULT_ON(drop)) {
 			if (d != 0)
 				sv_stat_add(qp, rx_pkts, 1);

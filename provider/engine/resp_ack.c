@@ -54,6 +54,7 @@ void sv_resp_cut_answer(struct sv_qp *qp, uint32_t psn, uint32_t npsn)
 	if (sv_psn_diff(qp->resp.psn, sv_psn_add(psn, npsn - 1)) >= 0)
 		return;
 	qp->resp.seq_naked = true;
+	qp->resp.seq_suspect = false;
 	qp->resp.nak_from = sv_psn_add(psn, npsn - 1);
 	sv_resp_nak(qp, qp->resp.psn, SV_NAK_SEQ);
 }
@@ -84,6 +85,7 @@ void sv_resp_refill_nak(struct sv_qp *qp)
 	if (qp->resp.seq_naked)
 		return; /* a NAK-seq at this PSN stands */
 	qp->resp.seq_naked = true;
+	qp->resp.seq_suspect = false;
 	sv_resp_nak(qp, qp->resp.psn, SV_NAK_SEQ);
 }
 
@@ -99,6 +101,7 @@ void sv_resp_rnr_drop(struct sv_qp *qp, const struct sv_pkt *p)
 {
 	sv_resp_nak(qp, p->psn, SV_NAK_RNR);
 	qp->resp.seq_naked = true;
+	qp->resp.seq_suspect = false;
 	qp->resp.nak_from = p->psn;
 	sv_link_rx_consume(&qp->link);
 }
