@@ -794,7 +794,6 @@ static enum resp_result check_psn(struct sv_qp *qp, struct sv_pkt *p,
 		if (!qp->resp.seq_naked || qp->resp.seq_suspect) {
 			qp->resp.seq_naked = true;
 			qp->resp.seq_nak_new = true;
-			qp->resp.seq_suspect = false;
 			sv_resp_nak(qp, qp->resp.psn, SV_NAK_SEQ);
 		} else if (sv_psn_diff(p->psn, qp->resp.nak_from) <= 0) {
 			qp->resp.seq_suspect = true;
@@ -822,7 +821,6 @@ static enum resp_result check_psn(struct sv_qp *qp, struct sv_pkt *p,
 		sv_link_rx_consume(&qp->link);
 		return RESP_NEXT;
 	}
-	qp->resp.seq_naked = false;
 	switch (sv_resp_fault_drop(qp, p)) {
 	case SV_LOSS_NONE:
 	case SV_LOSS_CUT: /* p: the packets before the lost one */

@@ -13,11 +13,15 @@
 #include "pcap.h"
 #include "transport.h"
 
-/* A NAK of kind syn at psn, a new word (its seq), with its counters. */
+/* A NAK of kind syn at psn, a new word (its seq), with its counters.
+ * It ends a suspicion of a new round (check_psn): it told the requester
+ * what we expect. */
 void sv_resp_nak(struct sv_qp *qp, uint32_t psn, enum sv_syndrome syn)
 {
 	uint64_t a = sv_ack_word(psn, syn, qp->attr.min_rnr_timer,
 				 ++qp->resp.nak_seq);
+
+	qp->resp.seq_suspect = false;
 
 	if (__builtin_expect(sv_pcap_on, 0))
 		sv_pcap_ack(qp, true, a);
@@ -54,7 +58,6 @@ void sv_resp_cut_answer(struct sv_qp *qp, uint32_t psn, uint32_t npsn)
 	if (sv_psn_diff(qp->resp.psn, sv_psn_add(psn, npsn - 1)) >= 0)
 		return;
 	qp->resp.seq_naked = true;
-	qp->resp.seq_suspect = false;
 	qp->resp.nak_from = sv_psn_add(psn, npsn - 1);
 	sv_resp_nak(qp, qp->resp.psn, SV_NAK_SEQ);
 }
@@ -85,7 +88,6 @@ void sv_resp_refill_nak(struct sv_qp *qp)
 	if (qp->resp.seq_naked)
 		return; /* a NAK-seq at this PSN stands */
 	qp->resp.seq_naked = true;
-	qp->resp.seq_suspect = false;
 	sv_resp_nak(qp, qp->resp.psn, SV_NAK_SEQ);
 }
 
@@ -101,7 +103,6 @@ void sv_resp_rnr_drop(struct sv_qp *qp, const struct sv_pkt *p)
 {
 	sv_resp_nak(qp, p->psn, SV_NAK_RNR);
 	qp->resp.seq_naked = true;
-	qp->resp.seq_suspect = false;
 	qp->resp.nak_from = p->psn;
 	sv_link_rx_consume(&qp->link);
 }

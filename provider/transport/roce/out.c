@@ -116,8 +116,6 @@ static void gso_refused(struct sv_roce *r, int err)
  * its order. */
 static void reorder_out(struct sv_roce *r)
 {
-	bool unran = false;
-
 	r->oreordered = true;
 	for (uint32_t k = r->ohead; k + 1 < r->ocount; k++) {
 		uint32_t off = r->ooff[k], n = r->olen[k];
@@ -126,10 +124,7 @@ static void reorder_out(struct sv_roce *r)
 				   SV_FAULT_REORDER_OUT, r->my_qpn, r->oseq++,
 				   0))
 			continue;
-		if (!unran) {
-			unrun(r);
-			unran = true;
-		}
+		unrun(r); /* (again: nothing left to reseal) */
 		r->ooff[k] = r->ooff[k + 1];
 		r->olen[k] = r->olen[k + 1];
 		r->ooff[k + 1] = off;
