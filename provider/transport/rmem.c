@@ -114,10 +114,36 @@ static void pages_held(int pm, const uint8_t *p, size_t n, bool *held)
 		held[i] = r != (long)want || (e[i] & (3ull << 62));
 }
 
-/* [p, p+len) into the arena at off, runs of non-zero pages at a time;
- * pm: /proc/self/pagemap, or -1.  *zeros: the pages skipped. */
+/*
+ * Reads a word of each page of to (the arena's pages that are to replace
+ * p's) whose page in p held[] says is in the application's page tables.
+ * Where the hypervisor shadows the guest's page tables (this 2-vCPU VM),
+ * the first access through a page table entry costs about 4.5 us,
+ * populated or not, and 30 ns after (bench/results/ucx/first-touch.c).
+ * Re-backing gives the application new entries, so without this its
+ * data path paid that again for memory it had touched already: UCX
+ * rc_verbs' first 4,095 messages (one new receive buffer each) took 5.4
+ * us one way against 0.54 later.  Registration pays it instead, as a
+ * hardware provider's pins every page there.  Pages never touched are
+ * left: their first use costs as much without us.  The entries must
+ * survive the move: reback puts to at p's offset within 2 MiB.
+ */
+__attribute__((no_sanitize_address, no_sanitize_thread)) static void
+touch_held(const uint8_t *to, const bool *held, size_t n)
+{
+	size_t pg = page_size();
+
+	for (size_t i = 0; i < n; i++)
+		if (held[i])
+			(void)*(const volatile uint8_t *)(to + i * pg);
+}
+
+/* [p, p+len) into the arena at off (mapped at to), runs of non-zero
+ * pages at a time, touching to's pages as touch_held says; pm:
+ * /proc/self/pagemap, or -1 (then nothing is touched).  *zeros: the
+ * pages skipped. */
 static int copy_to_arena(int fd, int pm, uint64_t off, const uint8_t *p,
-			 size_t len, size_t *zeros)
+			 const uint8_t *to, size_t len, size_t *zeros)
 {
 	size_t pg = page_size(), npages = len / pg;
 	bool held[SV_PM_CHUNK];
@@ -128,6 +154,8 @@ static int copy_to_arena(int fd, int pm, uint64_t off, const uint8_t *p,
 		int err;
 
 		pages_held(pm, p + c * pg, n, held);
+		if (pm >= 0)
+			touch_held(to + c * pg, held, n);
 		while (i < n) {
 			if (!held[i] || page_zero(p + (c + i) * pg, pg)) {
 				i++;
@@ -361,35 +389,6 @@ static void arena_free(struct sv_rmem *rm, uint64_t off, uint64_t len)
 
 /* ---- re-backing ---- */
 
-#define SV_HUGE_PAGE (2ul << 20)
-
-/*
- * Private anonymous memory of len bytes to be moved onto lo: at lo's
- * offset within a 2 MiB page, and asked for in huge pages (THP, where
- * the system allows it on madvise).  The copy into it then takes a fault
- * per 2 MiB instead of one per 4 KiB page (a 512 MiB deregistration
- * spent most of its time there), and mremap moves the huge pages whole
- * when lo is aligned too.  Holes stay unallocated.
- */
-static void *anon_like(uintptr_t lo, size_t len)
-{
-	size_t span = len + SV_HUGE_PAGE;
-	uint8_t *base = mmap(NULL, span, PROT_READ | PROT_WRITE,
-			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	uintptr_t b, t;
-
-	if (base == MAP_FAILED)
-		return MAP_FAILED;
-	b = (uintptr_t)base;
-	t = b + ((lo - b) & (SV_HUGE_PAGE - 1));
-	if (t > b)
-		munmap(base, t - b);
-	if (b + span > t + len)
-		munmap((void *)(t + len), b + span - (t + len));
-	(void)madvise((void *)t, len, MADV_HUGEPAGE); /* a hint */
-	return (void *)t;
-}
-
 /*
  * mremap(2) straight to the kernel: [from, from+len) replaces [to,
  * to+len).  Programs interpose mremap over every library's PLT entry:
@@ -431,20 +430,22 @@ static int reback(struct sv_rmem *rm, uintptr_t b, uintptr_t e, uint64_t *off,
 		err = -errno;
 		goto err_close;
 	}
-	*zeros = 0;
-	err = copy_to_arena(rm->arena_fd, pm, o, (const uint8_t *)b, len,
-			    zeros);
-	if (err)
-		goto err_unprotect;
 	/* populated: a pinned MR's pages are there from registration on,
 	 * as a hardware provider's (pinned) are; else the first pass
 	 * through many buffers takes a fault per page on the data path
 	 * (UCX rc_verbs: 8192 pages of receive buffers, ~17k faults a
-	 * side inside its first timed iterations) */
-	tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-		   rm->arena_fd, (off_t)o);
+	 * side inside its first timed iterations); and the pages the
+	 * application had touched are touched through it (touch_held) */
+	tmp = sv_rmem_placed_like(b, len, rm->arena_fd, o);
 	if (tmp == MAP_FAILED) {
 		err = -errno;
+		goto err_unprotect;
+	}
+	*zeros = 0;
+	err = copy_to_arena(rm->arena_fd, pm, o, (const uint8_t *)b, tmp, len,
+			    zeros);
+	if (err) {
+		munmap(tmp, len);
 		goto err_unprotect;
 	}
 	err = remap_over(tmp, len, (void *)b);
@@ -476,7 +477,7 @@ static int unback(const struct piece *pc, bool scan)
 {
 	size_t len = pc->hi - pc->lo;
 	void *lo = (void *)pc->lo;
-	void *tmp = anon_like(pc->lo, len);
+	void *tmp = sv_rmem_placed_like(pc->lo, len, -1, 0);
 	int err = 0;
 
 	if (tmp == MAP_FAILED)

@@ -89,6 +89,12 @@ struct collect {
 	int err;
 };
 
+#define SV_HUGE_PAGE (2ul << 20)
+
+/* rmem_place.c: len bytes at lo's offset within a 2 MiB page, to be
+ * moved onto lo with mremap: private anonymous memory (fd < 0) or fd's
+ * pages from off, shared and populated.  MAP_FAILED and errno. */
+void *sv_rmem_placed_like(uintptr_t lo, size_t len, int fd, uint64_t off);
 /* rmem_maps.c: true if [b, e) is private anonymous read-write memory,
  * what malloc and mmap hand out, and no part of the calling thread's
  * stack. */
