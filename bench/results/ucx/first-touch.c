@@ -2,10 +2,13 @@
 /*
  * The cost of the first access to a page through a new mapping
  * (first-pass-2026-12-05.md): 128 MiB, one byte written a 4 KiB page,
- * twice, for a few kinds of mapping.  gcc -O2 first-touch.c
+ * twice, for a few kinds of mapping; and whether a mapping read through
+ * keeps that when mremap moves it to the same offset in a 2 MiB page,
+ * or to another.  gcc -O2 first-touch.c
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -44,6 +47,32 @@ static void two(const char *what, volatile char *p)
 	       second);
 }
 
+#define HUGE (2ul << 20)
+
+/* N bytes of reserved space at offset off within a 2 MiB page */
+static char *space_at(size_t off)
+{
+	char *b = mmap(NULL, N + 2 * HUGE, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return (char *)((((uintptr_t)b + HUGE - 1) & ~(HUGE - 1)) + off);
+}
+
+/* fd's pages mapped at offset from (in a 2 MiB page), read through,
+ * then mremapped to offset 0x3000 */
+static void moved(int fd, size_t from)
+{
+	char *dst = space_at(0x3000);
+	char *t = mmap(space_at(from), N, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_POPULATE | MAP_FIXED, fd, 0);
+
+	pass(t, 0);
+	mremap(t, N, N, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+	printf("read, then mremapped to %s 2 MiB offset: first %6.0f "
+	       "ns/page\n",
+	       from == 0x3000 ? "the same" : "another ", pass(dst, 1));
+}
+
 int main(void)
 {
 	int fd = memfd_create("first-touch", 0);
@@ -70,5 +99,7 @@ int main(void)
 	printf("%-44s read %6.0f ns/page, then",
 	       "a new populated memfd mapping", rd);
 	printf(" write %4.0f\n", pass(q, 1));
+	moved(fd, 0x3000);
+	moved(fd, 0x7000);
 	return 0;
 }
