@@ -98,8 +98,7 @@ SV_TEST(rmem_place_private_at_the_targets_offset)
 	ASSERT_OK(munmap(space, LEN + 4 * MIB));
 }
 
-/* A file that cannot be mapped: MAP_FAILED with mmap's errno, and the
- * place it reserved given back (the same call then maps again). */
+/* A file that cannot be mapped: MAP_FAILED with mmap's errno. */
 SV_TEST(rmem_place_bad_file_fails_cleanly)
 {
 	void *t = sv_rmem_placed_like(0x10000000, LEN, 1000000, 0);
