@@ -38,6 +38,14 @@ void sv_pfd_ring(struct sv_context *ctx, struct sv_pfd *p)
 	ASSERT_TRUE(!"a ring with no shared socket");
 }
 
+/* ... and conn.c takes a relayed link's four-tuple over: none is
+ * relayed here */
+void sv_roce_orphaned(struct sv_roce *r)
+{
+	(void)r;
+	ASSERT_TRUE(!"an orphan with no relay");
+}
+
 /* A kernel without UDP_GRO (before 5.0): the test cannot run. */
 static void no_gro(void)
 {

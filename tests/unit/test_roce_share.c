@@ -4,15 +4,20 @@
  * share.c): the second takes a duplicate of the first's socket, and each
  * datagram reaches the link its BTH names exactly once, whichever of
  * them read it, with both reading at once from their own threads as a
- * QP's app and the progress thread do; and a four-tuple another process
- * has is refused.  share.c alone, on real UDP sockets on 127.0.0.1.
+ * QP's app and the progress thread do.  A link of another process on a
+ * four-tuple one has is relayed its datagrams through the claim, and
+ * takes the four-tuple over when that process goes; bad hellos on a
+ * claim are closed.  share.c alone, on real UDP sockets on 127.0.0.1.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -261,49 +266,276 @@ SV_TEST(roce_share_other_tuples_stay_apart)
 	close(tx);
 }
 
-/* A link of another process has the four-tuple: ours fails with
- * EADDRINUSE (it would be up and never answered), and is made once that
- * process is gone. */
-SV_TEST(roce_share_other_process_tuple_refused)
+/* What the owner of a four-tuple does with a datagram it reads, as
+ * in.c's take: its own counted, another QPN's relayed. */
+static uint32_t owner_read(struct end *e)
 {
-	union sv_sockaddr me, peer;
-	int up[2], down[2], tx, st;
-	struct end a;
+	uint32_t mine = 0;
+
+	sv_roce_recv(&e->r);
+	for (uint32_t i = 0; i < e->r.icount; i++) {
+		const uint8_t *d = e->r.iptr[i];
+		uint32_t q = (uint32_t)d[5] << 16 | (uint32_t)d[6] << 8 | d[7];
+
+		if (q == e->r.my_qpn)
+			mine++;
+		else if (!sv_roce_share_relay(&e->r, d, e->r.ilen[i], q))
+			atomic_fetch_add(&e->wrong, 1);
+	}
+	e->r.icount = 0;
+	return mine;
+}
+
+/* The datagrams a relayed link reads: their sequence numbers in seen. */
+static uint32_t relayed_read(struct end *e)
+{
+	uint32_t got = 0;
+
+	sv_roce_recv(&e->r);
+	for (uint32_t i = 0; i < e->r.icount; i++) {
+		const uint8_t *d = e->r.iptr[i];
+		uint32_t q = (uint32_t)d[5] << 16 | (uint32_t)d[6] << 8 | d[7];
+		uint32_t seq;
+
+		memcpy(&seq, d + 12, 4);
+		if (q != e->r.my_qpn || seq >= N || e->r.ilen[i] != 64) {
+			atomic_fetch_add(&e->wrong, 1);
+			continue;
+		}
+		e->seen[seq]++;
+		got++;
+	}
+	e->r.icount = 0;
+	return got;
+}
+
+/* The owner of a four-tuple in a child process, QPN_B: reads, relays,
+ * and counts its own, as up and down say (a byte c from down: read
+ * until c more of its own came, answered 'y' on up; EOF: exit). */
+static pid_t owner_child(const union sv_sockaddr *me,
+			 const union sv_sockaddr *peer, int up[2], int down[2])
+{
+	uint64_t end = sv_now_ms() + 30000;
 	pid_t child;
 	char c;
 
-	tx = tuple(&me, &peer);
 	ASSERT_OK(pipe(up));
 	ASSERT_OK(pipe(down));
 	child = fork();
 	ASSERT_TRUE(child >= 0);
 	if (child == 0) {
 		struct end b;
+		uint32_t mine = 0;
 
+		close(up[0]);
+		close(down[1]);
 		end_init(&b, QPN_B);
-		c = sv_roce_share_open(&b.r, &me, &peer,
-				       ntohs(peer.in.sin_port))
+		c = sv_roce_share_open(&b.r, me, peer, ntohs(peer->in.sin_port))
 			    ? 'n'
 			    : 'y';
-		if (write(up[1], &c, 1) != 1 || read(down[0], &c, 1) != 1)
+		if (write(up[1], &c, 1) != 1)
 			_exit(2);
-		_exit(0); /* its links go with it */
+		while (read(down[0], &c, 1) == 1) {
+			uint32_t want = mine + (uint32_t)c;
+
+			while (mine < want && sv_now_ms() < end)
+				mine += owner_read(&b);
+			c = mine == want && !atomic_load(&b.wrong) ? 'y' : 'n';
+			if (write(up[1], &c, 1) != 1)
+				_exit(2);
+		}
+		_exit(0); /* its claim, its relays and its socket go with it */
 	}
+	close(up[1]);
+	close(down[0]);
 	ASSERT_EQ(1, read(up[0], &c, 1));
 	ASSERT_EQ('y', c);
+	return child;
+}
+
+/* The owner child takes n more of its own: 'y'. */
+static void owner_takes(int up[2], int down[2], char n)
+{
+	char c = n;
+
+	ASSERT_EQ(1, write(down[1], &c, 1));
+	ASSERT_EQ(1, read(up[0], &c, 1));
+	ASSERT_EQ('y', c);
+}
+
+/* A link of another process has the four-tuple: ours connects to its
+ * claim and is relayed what is ours, each once; when that process
+ * goes, ours reads EOF and takes the four-tuple over, its socket's
+ * number kept. */
+SV_TEST(roce_share_other_process_relays)
+{
+	enum { ROUNDS = 200, EACH = 8 }; /* 8 to each QPN a round */
+	union sv_sockaddr me, peer;
+	int up[2], down[2], tx, st, fd;
+	uint64_t end = sv_now_ms() + 30000;
+	uint32_t total = 0;
+	struct end a;
+	pid_t child;
+
+	tx = tuple(&me, &peer);
+	child = owner_child(&me, &peer, up, down);
 	end_init(&a, QPN_A);
-	ASSERT_EQ(-EADDRINUSE, sv_roce_share_open(&a.r, &me, &peer,
-						  ntohs(peer.in.sin_port)));
-	ASSERT_EQ(-1, a.r.rx_fd);
-	ASSERT_EQ(1, write(down[1], "x", 1));
-	ASSERT_EQ(child, waitpid(child, &st, 0));
-	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	ASSERT_OK(
 		sv_roce_share_open(&a.r, &me, &peer, ntohs(peer.in.sin_port)));
+	ASSERT_TRUE(a.r.relayed);
+	ASSERT_EQ(-1, a.r.claim_fd);
+	fd = a.r.rx_fd;
+	ASSERT_OK(connect(tx, &me.sa, sizeof(me.in)));
+	for (uint32_t round = 0; round < ROUNDS; round++) {
+		uint32_t got = 0;
+
+		for (uint32_t k = 0; k < 2 * EACH; k++)
+			send_one(tx, k & 1 ? QPN_B : QPN_A,
+				 round * 2 * EACH + k);
+		owner_takes(up, down, EACH); /* and relays ours */
+		while (got < EACH) {
+			ASSERT_TRUE(sv_now_ms() < end);
+			got += relayed_read(&a);
+		}
+		total += got;
+	}
+	ASSERT_EQ(ROUNDS * EACH, total);
+	ASSERT_EQ(0, atomic_load(&a.wrong));
+	for (uint32_t seq = 0; seq < ROUNDS * 2 * EACH; seq++)
+		ASSERT_EQ(seq & 1 ? 0 : 1, a.seen[seq]);
+	ASSERT_TRUE(!a.r.orphan);
+
+	/* the owner goes: EOF on our relay, and the four-tuple is ours */
+	close(down[1]);
+	ASSERT_EQ(child, waitpid(child, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	while (!a.r.orphan) {
+		ASSERT_TRUE(sv_now_ms() < end);
+		relayed_read(&a);
+	}
+	ASSERT_OK(sv_roce_share_rejoin(&a.r));
+	ASSERT_TRUE(!a.r.relayed && !a.r.orphan);
+	ASSERT_TRUE(a.r.claim_fd >= 0);
+	ASSERT_EQ(fd, a.r.rx_fd); /* in the epoll as before */
+	memset(a.seen, 0, N);
+	send_one(tx, QPN_A, 7);
+	while (!a.seen[7]) {
+		ASSERT_TRUE(sv_now_ms() < end);
+		relayed_read(&a);
+	}
+	ASSERT_EQ(0, atomic_load(&a.wrong));
 	end_fini(&a);
 	close(tx);
-	for (int i = 0; i < 2; i++) {
-		close(up[i]);
-		close(down[i]);
+	close(up[0]);
+}
+
+/* The 18 bytes of an IPv4 address and port, IPv4-mapped, in hex. */
+static int hex_of(const union sv_sockaddr *a, char *out)
+{
+	uint8_t b[18] = {[10] = 0xff, [11] = 0xff};
+	int k = 0;
+
+	memcpy(b + 12, &a->in.sin_addr, 4);
+	memcpy(b + 16, &a->in.sin_port, 2);
+	for (int i = 0; i < 18; i++)
+		k += sprintf(out + k, "%02x", b[i]);
+	return k;
+}
+
+/* The claim of (me, peer) as /proc/net/unix shows it to anyone of the
+ * network namespace ("@softverbs-roce " and the two addresses and
+ * ports), in u: its length. */
+static socklen_t claim_seen(const union sv_sockaddr *me,
+			    const union sv_sockaddr *peer,
+			    struct sockaddr_un *u)
+{
+	FILE *f = fopen("/proc/net/unix", "r");
+	char want[128] = "@softverbs-roce ", line[512], *at;
+	socklen_t len = 0;
+	int n = (int)strlen(want);
+
+	n += hex_of(me, want + n);
+	hex_of(peer, want + n);
+	ASSERT_TRUE(f != NULL);
+	while (!len && fgets(line, sizeof(line), f)) {
+		at = strstr(line, want);
+		if (!at)
+			continue;
+		at[strcspn(at, "\n")] = 0;
+		memset(u, 0, sizeof(*u));
+		u->sun_family = AF_UNIX;
+		memcpy(u->sun_path + 1, at + 1, strlen(at + 1));
+		len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+				  strlen(at));
 	}
+	fclose(f);
+	ASSERT_TRUE(len > 0);
+	return len;
+}
+
+/* What says anything but one hello with a QPN nobody said on the claim
+ * is closed; a QPN said first stays its sayer's (a second link saying
+ * it reads EOF), and the first still gets its datagrams. */
+SV_TEST(roce_share_relay_refuses_bad_hellos)
+{
+	union sv_sockaddr me, peer;
+	struct sockaddr_un u;
+	socklen_t ulen;
+	struct end a, dup;
+	uint64_t end = sv_now_ms() + 30000;
+	uint32_t junk[3] = {0x73767272u, QPN_A, 0};
+	int tx, up[2], down[2], bad[3], st;
+	pid_t child;
+	char buf[8];
+
+	tx = tuple(&me, &peer);
+	child = owner_child(&me, &peer, up, down);
+	ulen = claim_seen(&me, &peer, &u);
+	/* strangers of our user, first in line: a short hello, a long one,
+	 * a wrong magic */
+	for (int i = 0; i < 3; i++) {
+		bad[i] = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+		ASSERT_OK(connect(bad[i], (struct sockaddr *)&u, ulen));
+	}
+	ASSERT_EQ(4, send(bad[0], junk, 4, 0));
+	ASSERT_EQ(12, send(bad[1], junk, 12, 0));
+	junk[0] = 1;
+	ASSERT_EQ(8, send(bad[2], junk, 8, 0));
+	/* two links of ours say QPN_A */
+	end_init(&a, QPN_A);
+	ASSERT_OK(
+		sv_roce_share_open(&a.r, &me, &peer, ntohs(peer.in.sin_port)));
+	end_init(&dup, QPN_A);
+	ASSERT_OK(sv_roce_share_open(&dup.r, &me, &peer,
+				     ntohs(peer.in.sin_port)));
+	ASSERT_TRUE(a.r.relayed && dup.r.relayed);
+
+	/* QPN_A's first, then the owner's: once the owner has its own,
+	 * it has relayed ours */
+	ASSERT_OK(connect(tx, &me.sa, sizeof(me.in)));
+	send_one(tx, QPN_A, 3);
+	send_one(tx, QPN_B, 4);
+	owner_takes(up, down, 1);
+	while (!a.seen[3]) {
+		ASSERT_TRUE(sv_now_ms() < end);
+		relayed_read(&a);
+	}
+	ASSERT_EQ(0, atomic_load(&a.wrong));
+	for (int i = 0; i < 3; i++) {
+		ASSERT_EQ(0, recv(bad[i], buf, sizeof(buf), MSG_DONTWAIT));
+		close(bad[i]);
+	}
+	while (!dup.r.orphan) {
+		ASSERT_TRUE(sv_now_ms() < end);
+		relayed_read(&dup);
+	}
+	ASSERT_EQ(0, dup.seen[3]);
+	ASSERT_EQ(0, atomic_load(&dup.wrong));
+	end_fini(&dup);
+	end_fini(&a);
+	close(down[1]);
+	ASSERT_EQ(child, waitpid(child, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(up[0]);
+	close(tx);
 }

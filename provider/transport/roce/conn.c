@@ -74,6 +74,26 @@ static bool one_address(const union sv_sockaddr *me,
 	return !memcmp(x, y, sizeof(x));
 }
 
+/* GRO on rx_fd if we send with GSO (r->gso): rx_fd may be another
+ * link's of this process, GRO already on, whose bundles are read as
+ * bundles; a relayed link's connection has none.  -ENOMEM. */
+static int rx_gro(struct sv_roce *r)
+{
+	int on = 1;
+	socklen_t len = sizeof(on);
+
+	if (r->gso && !r->relayed)
+		setsockopt(r->rx_fd, SOL_UDP, UDP_GRO, &on, sizeof(on));
+	r->gro = !r->relayed &&
+		 !getsockopt(r->rx_fd, SOL_UDP, UDP_GRO, &on, &len) && on;
+	if (r->gro && !r->gbuf) {
+		r->gbuf = malloc((size_t)SV_ROCE_GRO_MSGS * SV_ROCE_GRO_BUF);
+		if (!r->gbuf)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /* The two sockets: rx bound to our :4791 and connected to the peer's
  * source port for the pair (the flow label's, if the address vector has
  * one, as rxe's); tx bound to that port on our address, IP ID
@@ -111,9 +131,13 @@ static int open_sockets(struct sv_roce *r, const union sv_sockaddr *src,
 	err = sv_roce_share_open(r, &me, &peer, rx_port);
 	if (err)
 		return err;
-	if (getsockname(r->rx_fd, &me.sa, &len))
+	/* our address, as the kernel chose it (a relayed link's rx_fd is
+	 * a unix socket: as the route to the peer gives it) */
+	if (r->relayed)
+		me = r->key_me;
+	else if (getsockname(r->rx_fd, &me.sa, &len))
 		return -errno;
-	set_port(&me, tx_port); /* our address, as the kernel chose it */
+	set_port(&me, tx_port);
 	r->tx_fd = sv_roce_udp_socket(&me);
 	if (r->tx_fd < 0)
 		return r->tx_fd;
@@ -124,20 +148,12 @@ static int open_sockets(struct sv_roce *r, const union sv_sockaddr *src,
 		setsockopt(r->tx_fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu,
 			   sizeof(pmtu));
 	/* UDP GSO and GRO where the kernel has them (4.18, 5.0 on) and the
-	 * user allows.  rx_fd may be another link's of this process, GRO
-	 * already on: that socket's bundles are read as bundles */
+	 * user allows */
 	r->gso = sv_env_bool(SV_ENV_ROCE_GSO) &&
 		 !getsockopt(r->tx_fd, SOL_UDP, UDP_SEGMENT, &gso, &glen);
-	gso = 1;
-	if (r->gso)
-		setsockopt(r->rx_fd, SOL_UDP, UDP_GRO, &gso, sizeof(gso));
-	glen = sizeof(gso);
-	r->gro = !getsockopt(r->rx_fd, SOL_UDP, UDP_GRO, &gso, &glen) && gso;
-	if (r->gro) {
-		r->gbuf = malloc((size_t)SV_ROCE_GRO_MSGS * SV_ROCE_GRO_BUF);
-		if (!r->gbuf)
-			return -ENOMEM;
-	}
+	err = rx_gro(r);
+	if (err)
+		return err;
 	ip_of(&me, r->ip.src);
 	ip_of(&r->dst, r->ip.dst);
 	r->ip.sport = tx_port;
@@ -249,6 +265,33 @@ static int roce_prepare(struct sv_link *l, const struct sv_link_conf *c)
 	l->ops = &sv_roce_link_ops;
 	sv_progress_add(r->ctx, r->pfd, r->rx_fd);
 	return 0;
+}
+
+void sv_roce_orphaned(struct sv_roce *r)
+{
+	bool quiet = r->pfd->quiet;
+	int err;
+
+	sv_progress_del(r->ctx, r->pfd);
+	err = sv_roce_share_rejoin(r);
+	if (!err && rx_gro(r)) {
+		int off = 0;
+
+		/* no memory for bundles: none (a reader of GRO reads single
+		 * datagrams too) */
+		setsockopt(r->rx_fd, SOL_UDP, UDP_GRO, &off, sizeof(off));
+		r->gro = false;
+	}
+	if (err)
+		fprintf(stderr,
+			"softverbs: qp %06x: RoCEv2: the process that relayed "
+			"our QP pair's datagrams let go of them, and we cannot "
+			"take them over (%s): the link hears nothing more\n",
+			r->my_qpn, strerror(-err));
+	if (r->rx_fd >= 0)
+		sv_progress_add(r->ctx, r->pfd, r->rx_fd);
+	if (quiet)
+		sv_progress_quiet(r->ctx, r->pfd, true);
 }
 
 /* No message comes for a RoCE link on the QP's socket: a RoCE peer has

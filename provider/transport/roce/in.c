@@ -289,7 +289,9 @@ static bool take(struct sv_link *l, const uint8_t *in, size_t n)
 		return true;
 	}
 	if (p.dqpn != r->my_qpn) {
-		roce_count(r, roce_drop_qpn);
+		/* another process's link of this four-tuple, maybe */
+		if (!sv_roce_share_relay(r, in, (uint32_t)n, p.dqpn))
+			roce_count(r, roce_drop_qpn);
 		return true;
 	}
 	/* SOFTVERBS_FAULTS drop on a UC link: lost on the wire, a true PSN
@@ -393,6 +395,8 @@ void sv_roce_read_in(struct sv_link *l)
 		return;
 	in = r->rd.in;
 	read_batches(l, r);
+	if (r->orphan) /* our relay's process let go of the four-tuple */
+		sv_roce_orphaned(r);
 	if (r->hold_len && sv_now_ns() >= sv_roce_hold_due(r))
 		take_held(l, r); /* none overtook it */
 	/* what the progress thread took (link.h, sv_readers) */

@@ -26,7 +26,7 @@
  * every softverbs process of a host shares port 4791 and each link gets its own
  * peer's packets.  Two QP pairs between the same two addresses whose QPNs
  * give the same source port (1 in 16,384) share one socket when they are
- * in one process (share.c); in two processes, they cannot both be up.
+ * in one process (share.c); in two, the first relays the second's.
  */
 #ifndef SV_ROCE_LINK_H
 #define SV_ROCE_LINK_H

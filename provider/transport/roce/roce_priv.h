@@ -138,9 +138,16 @@ struct sv_roce {
 	 * read under its lock), and the datagrams another member read for
 	 * us (mail: mail_n from mail_head, in slots of islot bytes) */
 	union sv_sockaddr key_me, key_peer;
+	union sv_sockaddr bind_me; /* what rx_fd is bound to (port 4791) */
 	uint16_t sport;
 	bool listed;
-	int claim_fd; /* the four-tuple's claim for this process */
+	int claim_fd; /* the four-tuple's claim for this process; -1 for a
+		       * relayed link */
+	/* another process has the four-tuple: rx_fd is our connection to
+	 * its claim, which relays what its socket reads for our QPN
+	 * (share.c); orphan: that process let go of it (EOF), and the link
+	 * takes the four-tuple over at its next read (sv_roce_share_rejoin) */
+	bool relayed, orphan;
 	atomic_bool shared;
 	struct sv_roce *snext;
 	uint8_t *mail;
@@ -156,6 +163,11 @@ static inline struct sv_roce *sv_roce_of(const struct sv_link *l)
 
 #define roce_count(r, field) sv_stats_add((r)->stats, field, 1)
 
+/* conn.c */
+/* r, an orphan (share.c), takes its four-tuple over: its socket in the
+ * context's epoll again (said on stderr if it cannot: deaf, it lets its
+ * peer's retries and its own run out). */
+void sv_roce_orphaned(struct sv_roce *r);
 /* out.c */
 /* Sends what the engine published (requests, responses) and our ACK
  * word when it changed. */
@@ -190,12 +202,26 @@ int sv_roce_recv(struct sv_roce *r);
 /* r's receive socket (rx_fd): a new one bound to me and connected to
  * peer, or a duplicate of the socket of the link of this process that
  * has that four-tuple already (the two then pass each other what they
- * read); r joins the process's links.  -errno: -EADDRINUSE when a link
- * of another process has the four-tuple (said on stderr). */
+ * read), or, when another process has it, a connection to that
+ * process's claim, which relays what is ours (relayed); r joins the
+ * process's links.  -errno (said on stderr when it is about the other
+ * process). */
 int sv_roce_share_open(struct sv_roce *r, const union sv_sockaddr *me,
 		       const union sv_sockaddr *peer, uint16_t sport);
 /* r leaves the process's links (before rx_fd closes). */
 void sv_roce_share_close(struct sv_roce *r);
+/* A datagram of n bytes at d, checked, for QPN qpn, which is not r's
+ * and no link's that shares r's socket: passed to the link of another
+ * process that has the four-tuple through r's claim (share.c), if one
+ * has asked for it.  Whether it went. */
+bool sv_roce_share_relay(struct sv_roce *r, const uint8_t *d, uint32_t n,
+			 uint32_t qpn);
+/* An orphan (a relayed link whose relaying process let go): rx_fd, its
+ * number kept, becomes the four-tuple's socket again, as at
+ * sv_roce_share_open (ours, a duplicate of a link of this process, or a
+ * connection to the process that took it first).  The caller takes
+ * rx_fd out of its epoll before and puts it back after.  -errno. */
+int sv_roce_share_rejoin(struct sv_roce *r);
 /* sv_roce_recv for a link that shares its socket: our mailbox first,
  * else the socket, passing on what is another member's; whether more
  * may wait. */

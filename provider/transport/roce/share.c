@@ -25,12 +25,25 @@
  * 10 us).  A full mailbox drops (the peer resends, as for a loss on the
  * wire).
  *
- * Links of other processes cannot share this way.  So the first link of
- * a four-tuple in a process binds an abstract unix socket named after it
- * (per network namespace, as the four-tuple is), and its group's members
- * hold duplicates: a link of another process whose bind finds the name
- * taken fails its move to RTR with EADDRINUSE and says why, where it
- * would have been up and never answered (docs/roce.md).
+ * Links of other processes cannot share a socket this way, and two
+ * sockets of one four-tuple would split its datagrams.  So the first
+ * link of a four-tuple in a process claims it: a listening abstract unix
+ * socket named after it (per network namespace, as the four-tuple is),
+ * which its group's members hold duplicates of.  A link of another
+ * process whose bind finds the name taken connects to it instead (both
+ * ends check that the other is our user, SO_PEERCRED) and says its QPN:
+ * it is relayed.  Whoever of the claiming process takes a datagram,
+ * checked, for a QPN that is none of its links' (in.c take) accepts
+ * what waits on the claim and sends the datagram down the connection
+ * that said that QPN, as one message; the relayed link reads its
+ * connection as it would the socket.  Nothing waits on the relay: a full
+ * connection drops (the peer resends).  When the claiming process lets
+ * go (its last link of the four-tuple gone, or the process), the
+ * relayed link reads EOF and takes the four-tuple over
+ * (sv_roce_share_rejoin): it claims it, or joins a link of its own
+ * process that has, or another process that was quicker.  Until then
+ * its peer resends.  A NIC would demultiplex by QPN; here the kernel
+ * demultiplexes by four-tuple and we do the rest.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -50,9 +63,28 @@
 #define MAIL SV_ROCE_MAIL
 /* Buckets of the process's links, by source port. */
 #define BUCKETS 256u
+/* The connections of relayed links of other processes this process
+ * holds, at most; and what one says first. */
+#define RELAYS	    64u
+#define RELAY_MAGIC 0x73767272u
+#define NO_QPN	    UINT32_MAX
+
+struct relay_hello {
+	uint32_t magic, qpn;
+};
+
+/* A relayed link of another process, on the four-tuple (me, peer) we
+ * claim: its QPN once it said it (NO_QPN before), its connection. */
+struct relay {
+	union sv_sockaddr me, peer;
+	uint32_t qpn;
+	int fd;
+};
 
 static pthread_mutex_t share_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sv_roce *bucket[BUCKETS];
+static struct relay relay[RELAYS];
+static uint32_t relays;
 
 static bool same_addr(const union sv_sockaddr *a, const union sv_sockaddr *b)
 {
@@ -171,6 +203,15 @@ int sv_roce_recv(struct sv_roce *r)
 	do
 		got = recvmmsg(r->rx_fd, m, SV_ROCE_BATCH, MSG_DONTWAIT, NULL);
 	while (got < 0 && errno == EINTR);
+	/* a relay's end: ECONNRESET, or EOF, a message of no bytes (a
+	 * relayed datagram has its BTH) */
+	if (r->relayed && got < 0 && errno != EAGAIN)
+		r->orphan = true;
+	for (int i = 0; r->relayed && i < got; i++)
+		if (!m[i].msg_len) {
+			r->orphan = true;
+			got = i;
+		}
 	if (got <= 0) /* EAGAIN; ECONNREFUSED: an ICMP error, no data */
 		return 0;
 	for (int i = 0; i < got; i++)
@@ -183,11 +224,13 @@ int sv_roce_recv(struct sv_roce *r)
 	return got;
 }
 
-/* The first link of r's four-tuple but r (caller holds share_lock). */
+/* The first link of r's four-tuple but r that holds its socket (not
+ * relayed; caller holds share_lock). */
 static struct sv_roce *group_of(const struct sv_roce *r)
 {
 	for (struct sv_roce *o = *head_of(r->sport); o; o = o->snext)
-		if (o != r && same_addr(&o->key_me, &r->key_me) &&
+		if (o != r && !o->relayed &&
+		    same_addr(&o->key_me, &r->key_me) &&
 		    same_addr(&o->key_peer, &r->key_peer))
 			return o;
 	return NULL;
@@ -197,7 +240,7 @@ static struct sv_roce *group_of(const struct sv_roce *r)
 static struct sv_roce *member(const struct sv_roce *r, uint32_t qpn)
 {
 	for (struct sv_roce *o = *head_of(r->sport); o; o = o->snext)
-		if (o != r && o->my_qpn == qpn &&
+		if (o != r && o->my_qpn == qpn && !o->relayed &&
 		    same_addr(&o->key_me, &r->key_me) &&
 		    same_addr(&o->key_peer, &r->key_peer))
 			return o;
@@ -236,39 +279,98 @@ static int addr_hex(const union sv_sockaddr *a, char *out)
 	return k;
 }
 
-/* The claim of r's four-tuple for this process: a bound abstract unix
- * socket, or -EADDRINUSE (said on stderr) when another process has it. */
-static int claim(const struct sv_roce *r)
+/* The abstract name of r's four-tuple's claim, in u: its length. */
+static socklen_t claim_name(const struct sv_roce *r, struct sockaddr_un *u)
 {
 	static const char tag[] = "softverbs-roce ";
-	struct sockaddr_un u = {.sun_family = AF_UNIX};
-	char me[64], peer[64], *at = u.sun_path + 1;
-	int fd, n = (int)sizeof(tag) - 1;
+	char *at = u->sun_path + 1;
+	int n = (int)sizeof(tag) - 1;
 
+	memset(u, 0, sizeof(*u));
+	u->sun_family = AF_UNIX;
 	memcpy(at, tag, (size_t)n);
 	n += addr_hex(&r->key_me, at + n);
 	n += addr_hex(&r->key_peer, at + n); /* 1 + 15 + 72 bytes */
-	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			   (size_t)n);
+}
+
+/* "... <- ..." of r's four-tuple, for what we say of it. */
+static void tuple_text(const struct sv_roce *r, char *buf, size_t n)
+{
+	char me[64], peer[64];
+
+	addr_text(&r->key_me, me, sizeof(me));
+	addr_text(&r->key_peer, peer, sizeof(peer));
+	snprintf(buf, n, "%s <- %s", me, peer);
+}
+
+/* The kernel's word that the other end of the unix socket fd is our
+ * user (SO_PEERCRED). */
+static bool our_user(int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	return !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) &&
+	       len == sizeof(cr) && (cr.uid == getuid() || cr.uid == geteuid());
+}
+
+/* The claim of r's four-tuple for this process: its listening abstract
+ * unix socket, or -EADDRINUSE when another process has it. */
+static int claim(const struct sv_roce *r)
+{
+	struct sockaddr_un u;
+	socklen_t len = claim_name(r, &u);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			0);
+
 	if (fd < 0)
 		return -errno;
-	if (bind(fd, (struct sockaddr *)&u,
-		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-			     (size_t)n))) {
+	if (bind(fd, (struct sockaddr *)&u, len) || listen(fd, RELAYS)) {
 		int err = -errno;
 
 		close(fd);
-		addr_text(&r->key_me, me, sizeof(me));
-		addr_text(&r->key_peer, peer, sizeof(peer));
-		if (err == -EADDRINUSE)
-			fprintf(stderr,
-				"softverbs: qp %06x: RoCEv2: a QP pair of "
-				"another process has %s <- %s (the UDP source "
-				"port of both pairs' QPNs): this one cannot "
-				"be up beside it\n",
-				r->my_qpn, me, peer);
 		return err;
 	}
 	return fd;
+}
+
+/* r relayed by the process that claims its four-tuple: a connection to
+ * that claim that has said r's QPN; -ECONNREFUSED if nobody claims it
+ * (any more), other -errno said on stderr. */
+static int join(const struct sv_roce *r)
+{
+	struct relay_hello h = {.magic = RELAY_MAGIC, .qpn = r->my_qpn};
+	struct sockaddr_un u;
+	socklen_t len = claim_name(r, &u);
+	char t[160];
+	int err, fd = socket(AF_UNIX,
+			     SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&u, len))
+		err = -errno;
+	else if (!our_user(fd))
+		err = -EACCES;
+	else if (send(fd, &h, sizeof(h), MSG_NOSIGNAL) != (ssize_t)sizeof(h))
+		err = -EIO; /* a new connection's first message: room */
+	else
+		return fd;
+	close(fd);
+	if (err == -ECONNREFUSED)
+		return err;
+	tuple_text(r, t, sizeof(t));
+	if (err == -EAGAIN) /* its backlog is full: none of ours */
+		err = -EADDRINUSE;
+	fprintf(stderr,
+		"softverbs: qp %06x: RoCEv2: the QP pairs on %s (one UDP "
+		"source port) are another process's, which cannot relay "
+		"ours: %s\n",
+		r->my_qpn, t,
+		err == -EACCES ? "it is not our user" : strerror(-err));
+	return err;
 }
 
 /* me as the kernel will have it once a socket bound to it connects to
@@ -303,54 +405,102 @@ static void local_of(const union sv_sockaddr *me, const union sv_sockaddr *peer,
 	close(fd);
 }
 
+/* A new socket of r's four-tuple: bound to bind_me, connected to
+ * key_peer; -errno. */
+static int own_socket(const struct sv_roce *r)
+{
+	int rcv = 4 << 20, fd = sv_roce_udp_socket(&r->bind_me);
+
+	if (fd < 0)
+		return fd;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	if (connect(fd, &r->key_peer.sa, sv_sockaddr_len(&r->key_peer))) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* r's receive socket in *fd and its claim in *lock (-1: relayed), as
+ * sv_roce_share_open says (caller holds share_lock); -errno. */
+static int open_rx(struct sv_roce *r, int *fd, int *lock)
+{
+	struct sv_roce *o = group_of(r);
+
+	r->relayed = false;
+	if (o) {
+		*lock = fcntl(o->claim_fd, F_DUPFD_CLOEXEC, 0);
+		if (*lock < 0)
+			return -errno;
+		*fd = fcntl(o->rx_fd, F_DUPFD_CLOEXEC, 0);
+		if (*fd < 0) {
+			int err = -errno;
+
+			close(*lock);
+			return err;
+		}
+		/* the whole group: o's older members are shared already,
+		 * o itself may not be */
+		atomic_store_explicit(&o->shared, true, memory_order_release);
+		atomic_store_explicit(&r->shared, true, memory_order_release);
+		return 0;
+	}
+	/* claimed, or relayed; a claim let go of between our bind and our
+	 * connect is claimed again */
+	for (int tries = 0; tries < 4; tries++) {
+		*lock = claim(r);
+		if (*lock >= 0) {
+			*fd = own_socket(r);
+			if (*fd >= 0)
+				return 0;
+			close(*lock);
+			return *fd;
+		}
+		if (*lock != -EADDRINUSE)
+			return *lock;
+		*fd = join(r);
+		if (*fd >= 0) {
+			*lock = -1;
+			r->relayed = true;
+			return 0;
+		}
+		if (*fd != -ECONNREFUSED)
+			return *fd;
+	}
+	return -EADDRINUSE;
+}
+
 int sv_roce_share_open(struct sv_roce *r, const union sv_sockaddr *me,
 		       const union sv_sockaddr *peer, uint16_t sport)
 {
-	int rcv = 4 << 20, fd, lock;
-	struct sv_roce *o;
+	int fd, lock, err;
 
 	local_of(me, peer, &r->key_me);
 	r->key_peer = *peer;
+	r->bind_me = *me;
 	r->sport = sport;
 	pthread_mutex_lock(&share_lock);
-	o = group_of(r);
-	if (o) {
-		lock = fcntl(o->claim_fd, F_DUPFD_CLOEXEC, 0);
-		fd = lock < 0 ? -1 : fcntl(o->rx_fd, F_DUPFD_CLOEXEC, 0);
-		if (fd < 0)
-			fd = -errno;
-	} else {
-		lock = fd = claim(r);
-		if (fd >= 0)
-			fd = sv_roce_udp_socket(me);
-		if (fd >= 0) {
-			setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv,
-				   sizeof(rcv));
-			if (connect(fd, &peer->sa, sv_sockaddr_len(peer))) {
-				close(fd);
-				fd = -errno;
-			}
-		}
-	}
-	if (fd < 0 && lock >= 0)
-		close(lock);
-	if (fd >= 0) {
+	err = open_rx(r, &fd, &lock);
+	if (!err) {
 		r->rx_fd = fd;
 		r->claim_fd = lock;
 		r->snext = *head_of(sport);
 		*head_of(sport) = r;
 		r->listed = true;
-		if (o) {
-			/* the whole group: o's older members are shared
-			 * already, o itself may not be */
-			atomic_store_explicit(&o->shared, true,
-					      memory_order_release);
-			atomic_store_explicit(&r->shared, true,
-					      memory_order_release);
-		}
 	}
 	pthread_mutex_unlock(&share_lock);
-	return fd < 0 ? fd : 0;
+	return err;
+}
+
+/* Relay i goes, the rest kept in the order they came: the first to
+ * say a QPN has it (caller holds share_lock). */
+static void relay_drop(uint32_t i)
+{
+	close(relay[i].fd);
+	relays--;
+	memmove(&relay[i], &relay[i + 1], (relays - i) * sizeof(relay[0]));
 }
 
 void sv_roce_share_close(struct sv_roce *r)
@@ -364,11 +514,147 @@ void sv_roce_share_close(struct sv_roce *r)
 			break;
 		}
 	r->listed = false;
-	close(r->claim_fd);
+	if (r->claim_fd >= 0)
+		close(r->claim_fd);
+	r->claim_fd = -1;
+	/* the process's last link of the four-tuple let go of it (the
+	 * claim's name is free): the relayed links of other processes read
+	 * EOF and take it over */
+	for (uint32_t i = 0; !r->relayed && !group_of(r) && i < relays;) {
+		if (same_addr(&relay[i].me, &r->key_me) &&
+		    same_addr(&relay[i].peer, &r->key_peer))
+			relay_drop(i);
+		else
+			i++;
+	}
 	free(r->mail);
 	r->mail = NULL;
 	atomic_store_explicit(&r->mail_n, 0, memory_order_relaxed);
 	pthread_mutex_unlock(&share_lock);
+}
+
+int sv_roce_share_rejoin(struct sv_roce *r)
+{
+	int fd = -1, lock = -1, err;
+
+	pthread_mutex_lock(&share_lock);
+	err = r->listed ? open_rx(r, &fd, &lock) : -EBADF;
+	if (err) {
+		/* deaf: a socket nothing reaches, where the dead connection
+		 * would say EOF at every read; the peer's retries, and ours,
+		 * run out */
+		r->relayed = true;
+		fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			    0);
+	}
+	if (fd >= 0 && dup3(fd, r->rx_fd, O_CLOEXEC) < 0 && !err)
+		err = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (!err)
+		r->claim_fd = lock; /* a relayed link had none */
+	else if (lock >= 0)
+		close(lock);
+	r->orphan = false;
+	pthread_mutex_unlock(&share_lock);
+	return err;
+}
+
+/* The relay of QPN qpn on r's four-tuple, or -1 (caller holds
+ * share_lock). */
+static int relay_find(const struct sv_roce *r, uint32_t qpn)
+{
+	for (uint32_t i = 0; i < relays; i++)
+		if (relay[i].qpn == qpn &&
+		    same_addr(&relay[i].me, &r->key_me) &&
+		    same_addr(&relay[i].peer, &r->key_peer))
+			return (int)i;
+	return -1;
+}
+
+/* Takes the connections waiting on r's claim, and the QPNs they say
+ * (caller holds share_lock).  A connection of another user is refused
+ * by the kernel's word (SO_PEERCRED), one past RELAYS, or that says
+ * anything but one hello with a QPN nobody here has said, is closed. */
+static void admit(const struct sv_roce *r)
+{
+	static bool said;
+
+	for (int k = 0; k < (int)RELAYS; k++) {
+		int fd = accept4(r->claim_fd, NULL, NULL,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0)
+			break; /* none waits; or out of fds: another time */
+		if (!our_user(fd) || relays == RELAYS) {
+			if (relays == RELAYS && !said) {
+				said = true;
+				fprintf(stderr,
+					"softverbs: RoCEv2: %u QP pairs of "
+					"other processes relayed here "
+					"already: no more\n",
+					RELAYS);
+			}
+			close(fd);
+			continue;
+		}
+		relay[relays++] = (struct relay){.me = r->key_me,
+						 .peer = r->key_peer,
+						 .qpn = NO_QPN,
+						 .fd = fd};
+	}
+	for (uint32_t i = 0; i < relays;) {
+		struct relay_hello h[2];
+		ssize_t n;
+
+		if (relay[i].qpn != NO_QPN ||
+		    !same_addr(&relay[i].me, &r->key_me) ||
+		    !same_addr(&relay[i].peer, &r->key_peer)) {
+			i++;
+			continue;
+		}
+		n = recv(relay[i].fd, h, sizeof(h), MSG_DONTWAIT);
+		if (n < 0 && errno == EAGAIN) {
+			i++; /* connected, not said yet */
+			continue;
+		}
+		if (n == (ssize_t)sizeof(h[0]) && h[0].magic == RELAY_MAGIC &&
+		    h[0].qpn <= 0xffffff && relay_find(r, h[0].qpn) < 0) {
+			relay[i++].qpn = h[0].qpn;
+			continue;
+		}
+		relay_drop(i);
+	}
+}
+
+bool sv_roce_share_relay(struct sv_roce *r, const uint8_t *d, uint32_t n,
+			 uint32_t qpn)
+{
+	bool went = false;
+	ssize_t k;
+	int i;
+
+	if (r->claim_fd < 0)
+		return false; /* relayed ourselves: nobody is relayed here */
+	pthread_mutex_lock(&share_lock);
+	i = relay_find(r, qpn);
+	if (i < 0) {
+		admit(r);
+		i = relay_find(r, qpn);
+	}
+	if (i >= 0) {
+		k = send(relay[i].fd, d, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (k == (ssize_t)n) {
+			roce_count(r, roce_passed);
+			went = true;
+		} else if (k < 0 && (errno == EAGAIN || errno == ENOBUFS)) {
+			roce_count(r, roce_drop_full); /* the peer resends */
+			went = true;
+		} else
+			relay_drop((uint32_t)i); /* it hung up */
+	}
+	pthread_mutex_unlock(&share_lock);
+	return went;
 }
 
 /* A datagram of n bytes into o's mailbox; false if it is full (caller
