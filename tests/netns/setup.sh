@@ -29,7 +29,7 @@ cleanup() {
 		ip netns del "$ns" 2>/dev/null
 	done
 	sv_ns_made=
-	rm -rf "$log"
+	[ -n "${SV_KEEP:-}" ] || rm -rf "$log"
 }
 # a signal ends the script (the EXIT trap then cleans up), not only the
 # cleanup: rows went on after it with their namespaces gone

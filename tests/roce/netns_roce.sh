@@ -486,6 +486,74 @@ if want roce_one_sport_two_processes; then
 			"to its end in ${took}s, the first ran on"
 	fi
 fi
+# The claiming process killed mid-stream: a second pair, relayed on both
+# hosts by the first pair's ends, streams on.  Its server's relay ends at
+# once (EOF) and it claims the four-tuple; its client's, when the first
+# client gives up (its retries run out) and exits; what was lost between,
+# the peers resend.  Without the take-over the second pair heard nothing
+# more and failed (transport retry counter exceeded)
+if want roce_one_sport_owner_killed; then
+	export SOFTVERBS_ROCE_SPORT=50002
+	p1=$((port + 1))
+	p2=$((port + 2))
+	port=$p2
+	# shellcheck disable=SC2086 # $run is a command line
+	timeout 90 ip netns exec "$tag-a" $run ib_write_bw $SV -x "$ga" \
+		-m 1024 -p $p1 -D 20 >"$log/k1.s" 2>&1 &
+	s1=$!
+	listening a $p1
+	# shellcheck disable=SC2086
+	timeout 90 ip netns exec "$tag-b" $run ib_write_bw $SV -x "$gb" \
+		-m 1024 -p $p1 -D 20 $A >"$log/k1.c" 2>&1 &
+	c1=$!
+	t=0 # the first pair is up once both ends claimed the four-tuple
+	until [ "$(ip netns exec "$tag-a" grep -c softverbs-roce /proc/net/unix)" -ge 1 ] &&
+		[ "$(ip netns exec "$tag-b" grep -c softverbs-roce /proc/net/unix)" -ge 1 ] ||
+		[ $t -ge 300 ]; do
+		t=$((t + 1))
+		sleep 0.1 # another namespace's sockets: no event says
+	done
+	# shellcheck disable=SC2086
+	timeout 90 ip netns exec "$tag-a" $run ib_write_bw $SV -x "$ga" \
+		-m 1024 -p $p2 -D 6 >"$log/k2.s" 2>&1 &
+	s2=$!
+	listening a $p2
+	# shellcheck disable=SC2086
+	timeout 90 ip netns exec "$tag-b" $run ib_write_bw $SV -x "$gb" \
+		-m 1024 -p $p2 -D 6 $A >"$log/k2.c" 2>&1 &
+	c2=$!
+	t=0 # the second pair streams: each claim accepted its relay (an
+	# accepted socket shows the claim's name too), which it does at the
+	# first datagram for it
+	until [ "$(ip netns exec "$tag-a" grep -c softverbs-roce /proc/net/unix)" -ge 2 ] &&
+		[ "$(ip netns exec "$tag-b" grep -c softverbs-roce /proc/net/unix)" -ge 2 ] ||
+		[ $t -ge 300 ]; do
+		t=$((t + 1))
+		sleep 0.1 # another namespace's sockets: no event says
+	done
+	sleep 1 # mid-stream
+	kill -9 "$(pgrep -f "^ib_write_bw .* -p $p1 -D 20$" | head -1)" 2>/dev/null
+	wait $c2
+	rc2=$?
+	wait $s2
+	src2=$?
+	wait $c1
+	rc1=$?
+	wait $s1
+	unset SOFTVERBS_ROCE_SPORT
+	if [ $rc2 != 0 ] || [ $src2 != 0 ] || [ $rc1 = 0 ] ||
+		! grep -q "^ 65536 " "$log/k2.c"; then
+		echo "FAIL roce_one_sport_owner_killed: second pair $rc2/$src2," \
+			"first client $rc1"
+		tail -5 "$log/k1.c" | sed 's/^/  first client: /'
+		tail -5 "$log/k2.c" | sed 's/^/  second client: /'
+		tail -5 "$log/k2.s" | sed 's/^/  second server: /'
+		failed=1
+	else
+		echo "ok   roce_one_sport_owner_killed: the second pair streamed" \
+			"on: $(grep "^ 65536 " "$log/k2.c" | tail -1)"
+	fi
+fi
 row rdma_cm_send_bw 120 "^ 65536" a b \
 	ib_send_bw -R $SV -p @P -n 200 -- \
 	ib_send_bw -R $SV -p @P -n 200 $A

@@ -66,6 +66,7 @@ static void end_fini(struct end *e)
 	sv_roce_share_close(&e->r);
 	close(e->r.rx_fd);
 	free(e->r.ibuf);
+	free(e->r.gbuf);
 	free(e->seen);
 }
 
@@ -283,6 +284,7 @@ static uint32_t owner_read(struct end *e)
 			atomic_fetch_add(&e->wrong, 1);
 	}
 	e->r.icount = 0;
+	sv_roce_share_flush(&e->r); /* the batch's end */
 	return mine;
 }
 
@@ -538,4 +540,63 @@ SV_TEST(roce_share_relay_refuses_bad_hellos)
 	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	close(up[0]);
 	close(tx);
+}
+
+/* One relay message of datagrams of the lengths lens (0: a length of 0
+ * said; a length past the message's end: its last, cut short), each
+ * datagram's first byte its place. */
+static void relay_message(int fd, const uint16_t *lens, int count, bool cut)
+{
+	uint8_t msg[4096];
+	uint32_t off = 0;
+
+	for (int i = 0; i < count; i++) {
+		memcpy(msg + off, &lens[i], 2);
+		off += 2;
+		memset(msg + off, i, lens[i]);
+		off += lens[i];
+	}
+	if (cut)
+		off -= 1;
+	ASSERT_EQ((ssize_t)off, send(fd, msg, off, 0));
+}
+
+/* A relayed link takes the datagrams of its connection's messages as
+ * segments, each whole; a message that says a length of 0, or one past
+ * its end, ends there (what came before in it stays); a length past our
+ * slot is read as too long; a message of no bytes is EOF. */
+SV_TEST(roce_share_relayed_messages_checked)
+{
+	static const uint16_t three[] = {64, 100, 1}, zero[] = {64, 0, 64};
+	static const uint16_t big[] = {SLOT + 1};
+	struct end e;
+	int sp[2];
+
+	end_init(&e, QPN_A);
+	ASSERT_OK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, sp));
+	e.r.rx_fd = sp[0];
+	e.r.relayed = true;
+
+	relay_message(sp[1], three, 3, false);
+	ASSERT_EQ(3, sv_roce_recv(&e.r));
+	for (int i = 0; i < 3; i++) {
+		ASSERT_EQ(three[i], e.r.ilen[i]);
+		ASSERT_EQ(i, e.r.iptr[i][0]);
+		ASSERT_EQ(i, e.r.iptr[i][three[i] - 1]);
+	}
+	relay_message(sp[1], zero, 3, false);
+	ASSERT_EQ(1, sv_roce_recv(&e.r));
+	ASSERT_EQ(64, e.r.ilen[0]);
+	relay_message(sp[1], three, 3, true); /* the last one byte short */
+	ASSERT_EQ(2, sv_roce_recv(&e.r));
+	relay_message(sp[1], big, 1, false);
+	ASSERT_EQ(1, sv_roce_recv(&e.r));
+	ASSERT_EQ(SLOT + 1, e.r.ilen[0]); /* the parser's: too long */
+	ASSERT_EQ(0, sv_roce_recv(&e.r)); /* nothing waits */
+	ASSERT_TRUE(!e.r.orphan);
+	close(sp[1]);
+	ASSERT_EQ(0, sv_roce_recv(&e.r));
+	ASSERT_TRUE(e.r.orphan);
+	e.r.listed = false;
+	end_fini(&e);
 }

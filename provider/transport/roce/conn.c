@@ -131,6 +131,10 @@ static int open_sockets(struct sv_roce *r, const union sv_sockaddr *src,
 	err = sv_roce_share_open(r, &me, &peer, rx_port);
 	if (err)
 		return err;
+	if (r->relayed)
+		sv_dbg("qp %06x: RoCEv2: another process has our four-tuple "
+		       "(port %u): it relays ours\n",
+		       r->my_qpn, rx_port);
 	/* our address, as the kernel chose it (a relayed link's rx_fd is
 	 * a unix socket: as the route to the peer gives it) */
 	if (r->relayed)
@@ -282,6 +286,12 @@ void sv_roce_orphaned(struct sv_roce *r)
 		setsockopt(r->rx_fd, SOL_UDP, UDP_GRO, &off, sizeof(off));
 		r->gro = false;
 	}
+	sv_dbg("qp %06x: RoCEv2: the process that relayed our four-tuple "
+	       "let go: %s\n",
+	       r->my_qpn,
+	       err	    ? strerror(-err)
+	       : r->relayed ? "another relays it"
+			    : "ours");
 	if (err)
 		fprintf(stderr,
 			"softverbs: qp %06x: RoCEv2: the process that relayed "

@@ -399,6 +399,7 @@ void sv_roce_read_in(struct sv_link *l)
 		sv_roce_orphaned(r);
 	if (r->hold_len && sv_now_ns() >= sv_roce_hold_due(r))
 		take_held(l, r); /* none overtook it */
+	sv_roce_share_flush(r);	 /* what we took for another process's */
 	/* what the progress thread took (link.h, sv_readers) */
 	if (sv_progress_ctx())
 		r->rd.by_thread += r->rd.in - in;

@@ -58,6 +58,9 @@
 #define SV_ROCE_ACK_DELAY_NS 20000ull
 /* ilen of a slot whose datagram went to another link (share.c). */
 #define SV_ROCE_GONE UINT32_MAX
+/* The most bytes of one message of a relay (share.c): datagrams for a
+ * link of another process, each its length and itself. */
+#define SV_ROCE_RELAY_MSG SV_ROCE_GRO_BUF
 /* Datagrams another link of its group can hold for a link (share.c). */
 #define SV_ROCE_MAIL 64u
 
@@ -148,6 +151,7 @@ struct sv_roce {
 	 * (share.c); orphan: that process let go of it (EOF), and the link
 	 * takes the four-tuple over at its next read (sv_roce_share_rejoin) */
 	bool relayed, orphan;
+	bool relay_owed; /* we relayed datagrams: flush at our batch's end */
 	atomic_bool shared;
 	struct sv_roce *snext;
 	uint8_t *mail;
@@ -216,6 +220,9 @@ void sv_roce_share_close(struct sv_roce *r);
  * has asked for it.  Whether it went. */
 bool sv_roce_share_relay(struct sv_roce *r, const uint8_t *d, uint32_t n,
 			 uint32_t qpn);
+/* What sv_roce_share_relay kept for r's relays goes (at the end of the
+ * reader's batch: in.c sv_roce_read_in). */
+void sv_roce_share_flush(struct sv_roce *r);
 /* An orphan (a relayed link whose relaying process let go): rx_fd, its
  * number kept, becomes the four-tuple's socket again, as at
  * sv_roce_share_open (ours, a duplicate of a link of this process, or a

@@ -34,10 +34,11 @@
  * ends check that the other is our user, SO_PEERCRED) and says its QPN:
  * it is relayed.  Whoever of the claiming process takes a datagram,
  * checked, for a QPN that is none of its links' (in.c take) accepts
- * what waits on the claim and sends the datagram down the connection
- * that said that QPN, as one message; the relayed link reads its
- * connection as it would the socket.  Nothing waits on the relay: a full
- * connection drops (the peer resends).  When the claiming process lets
+ * what waits on the claim and keeps the datagram for the connection
+ * that said that QPN; at the end of its batch, what it kept for each
+ * leaves as one message (sv_roce_share_flush), which the relayed link
+ * reads as the socket's GRO bundles.  Nothing waits on the relay: a
+ * full connection drops (the peer resends).  When the claiming process lets
  * go (its last link of the four-tuple gone, or the process), the
  * relayed link reads EOF and takes the four-tuple over
  * (sv_roce_share_rejoin): it claims it, or joins a link of its own
@@ -74,11 +75,19 @@ struct relay_hello {
 };
 
 /* A relayed link of another process, on the four-tuple (me, peer) we
- * claim: its QPN once it said it (NO_QPN before), its connection. */
+ * claim: its QPN once it said it (NO_QPN before), its connection, and
+ * the datagrams for it read since the reader's batch began (out_n of
+ * them, out_len bytes at out, each its length, 2 bytes, and itself),
+ * which leave as one message when the batch ends (sv_roce_share_flush)
+ * or out is full: one system call, and one buffer of the kernel's, a
+ * batch (a message a datagram took 30% of a stream's datagrams to fill
+ * the connection's buffer, each a wait for the ACK timer) */
 struct relay {
 	union sv_sockaddr me, peer;
 	uint32_t qpn;
 	int fd;
+	uint8_t *out;
+	uint32_t out_len, out_n;
 };
 
 static pthread_mutex_t share_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -186,12 +195,73 @@ static int recv_gro(struct sv_roce *r)
 	return (int)k;
 }
 
+/* A relayed link's connection: messages of datagrams, each its length
+ * (2 bytes) and itself (sv_roce_share_relay), into segments at iptr, as
+ * recv_gro's bundles; checked, as the other process is hostile until it
+ * is: a length of 0 or past its message ends that message.  How many. */
+static int recv_relayed(struct sv_roce *r)
+{
+	struct mmsghdr m[SV_ROCE_GRO_MSGS];
+	struct iovec v[SV_ROCE_GRO_MSGS];
+	uint32_t k = 0;
+	int got;
+
+	if (!r->gbuf) {
+		r->gbuf = malloc((size_t)SV_ROCE_GRO_MSGS * SV_ROCE_GRO_BUF);
+		if (!r->gbuf)
+			return 0; /* it waits in the connection */
+	}
+	for (int i = 0; i < SV_ROCE_GRO_MSGS; i++) {
+		v[i].iov_base = r->gbuf + (size_t)i * SV_ROCE_GRO_BUF;
+		v[i].iov_len = SV_ROCE_GRO_BUF;
+		m[i].msg_hdr =
+			(struct msghdr){.msg_iov = &v[i], .msg_iovlen = 1};
+	}
+	do
+		got = recvmmsg(r->rx_fd, m, SV_ROCE_GRO_MSGS, MSG_DONTWAIT,
+			       NULL);
+	while (got < 0 && errno == EINTR);
+	/* the relay's end: ECONNRESET, or EOF, a message of no bytes */
+	if (got < 0 && errno != EAGAIN)
+		r->orphan = true;
+	for (int i = 0; i < got && !r->orphan; i++) {
+		const uint8_t *d = v[i].iov_base;
+		uint32_t len = m[i].msg_len, off = 0;
+		uint16_t n;
+
+		if (!len)
+			r->orphan = true;
+		if (m[i].msg_hdr.msg_flags & MSG_TRUNC)
+			len = 0; /* none of ours: too long */
+		while (len - off > sizeof(n)) {
+			memcpy(&n, d + off, sizeof(n));
+			off += (uint32_t)sizeof(n);
+			if (!n || n > len - off)
+				break;
+			if (k == SV_ROCE_RX_SEGS)
+				roce_count(r, roce_drop_full);
+			else {
+				r->iptr[k] = (uint8_t *)d + off;
+				r->ilen[k++] = n > r->islot ? r->islot + 1 : n;
+			}
+			off += n;
+		}
+	}
+	r->inext = 0;
+	r->icount = k;
+	r->ifull = got == SV_ROCE_GRO_MSGS;
+	r->rd.in += k; /* by whom: sv_roce_read_in */
+	return (int)k;
+}
+
 int sv_roce_recv(struct sv_roce *r)
 {
 	struct mmsghdr m[SV_ROCE_BATCH];
 	struct iovec v[SV_ROCE_BATCH];
 	int got;
 
+	if (r->relayed)
+		return recv_relayed(r);
 	if (r->gro)
 		return recv_gro(r);
 	for (int i = 0; i < SV_ROCE_BATCH; i++) {
@@ -203,15 +273,6 @@ int sv_roce_recv(struct sv_roce *r)
 	do
 		got = recvmmsg(r->rx_fd, m, SV_ROCE_BATCH, MSG_DONTWAIT, NULL);
 	while (got < 0 && errno == EINTR);
-	/* a relay's end: ECONNRESET, or EOF, a message of no bytes (a
-	 * relayed datagram has its BTH) */
-	if (r->relayed && got < 0 && errno != EAGAIN)
-		r->orphan = true;
-	for (int i = 0; r->relayed && i < got; i++)
-		if (!m[i].msg_len) {
-			r->orphan = true;
-			got = i;
-		}
 	if (got <= 0) /* EAGAIN; ECONNREFUSED: an ICMP error, no data */
 		return 0;
 	for (int i = 0; i < got; i++)
@@ -499,6 +560,7 @@ int sv_roce_share_open(struct sv_roce *r, const union sv_sockaddr *me,
 static void relay_drop(uint32_t i)
 {
 	close(relay[i].fd);
+	free(relay[i].out);
 	relays--;
 	memmove(&relay[i], &relay[i + 1], (relays - i) * sizeof(relay[0]));
 }
@@ -579,6 +641,7 @@ static int relay_find(const struct sv_roce *r, uint32_t qpn)
 static void admit(const struct sv_roce *r)
 {
 	static bool said;
+	int room = 4 << 20;
 
 	for (int k = 0; k < (int)RELAYS; k++) {
 		int fd = accept4(r->claim_fd, NULL, NULL,
@@ -598,6 +661,9 @@ static void admit(const struct sv_roce *r)
 			close(fd);
 			continue;
 		}
+		/* the relay's room: what our socket holds (SO_RCVBUF), as
+		 * far as the kernel lets us (wmem_max) */
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &room, sizeof(room));
 		relay[relays++] = (struct relay){.me = r->key_me,
 						 .peer = r->key_peer,
 						 .qpn = NO_QPN,
@@ -627,14 +693,37 @@ static void admit(const struct sv_roce *r)
 	}
 }
 
+/* Relay i's waiting datagrams leave as one message, counted in r's
+ * counters; false if it hung up (it is gone: i is the next one's).
+ * Caller holds share_lock. */
+static bool relay_send(struct sv_roce *r, uint32_t i)
+{
+	struct relay *x = &relay[i];
+	ssize_t k;
+
+	if (!x->out_len)
+		return true;
+	k = send(x->fd, x->out, x->out_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (k < 0 && errno != EAGAIN && errno != ENOBUFS) {
+		relay_drop(i);
+		return false;
+	}
+	if (k == (ssize_t)x->out_len)
+		sv_stats_add(r->stats, roce_passed, x->out_n);
+	else /* full: lost, as on a wire; the peer resends */
+		sv_stats_add(r->stats, roce_drop_full, x->out_n);
+	x->out_len = x->out_n = 0;
+	return true;
+}
+
 bool sv_roce_share_relay(struct sv_roce *r, const uint8_t *d, uint32_t n,
 			 uint32_t qpn)
 {
-	bool went = false;
-	ssize_t k;
+	uint16_t len = (uint16_t)n;
+	struct relay *x;
 	int i;
 
-	if (r->claim_fd < 0)
+	if (r->claim_fd < 0 || n > SV_ROCE_RELAY_MSG - sizeof(len))
 		return false; /* relayed ourselves: nobody is relayed here */
 	pthread_mutex_lock(&share_lock);
 	i = relay_find(r, qpn);
@@ -642,19 +731,37 @@ bool sv_roce_share_relay(struct sv_roce *r, const uint8_t *d, uint32_t n,
 		admit(r);
 		i = relay_find(r, qpn);
 	}
-	if (i >= 0) {
-		k = send(relay[i].fd, d, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (k == (ssize_t)n) {
-			roce_count(r, roce_passed);
-			went = true;
-		} else if (k < 0 && (errno == EAGAIN || errno == ENOBUFS)) {
-			roce_count(r, roce_drop_full); /* the peer resends */
-			went = true;
-		} else
-			relay_drop((uint32_t)i); /* it hung up */
+	if (i >= 0 && relay[i].out_len + sizeof(len) + n > SV_ROCE_RELAY_MSG &&
+	    !relay_send(r, (uint32_t)i))
+		i = -1; /* it hung up */
+	if (i >= 0 && !relay[i].out)
+		relay[i].out = malloc(SV_ROCE_RELAY_MSG);
+	if (i >= 0 && !relay[i].out) {
+		roce_count(r, roce_drop_full);
+	} else if (i >= 0) {
+		x = &relay[i];
+		memcpy(x->out + x->out_len, &len, sizeof(len));
+		memcpy(x->out + x->out_len + sizeof(len), d, n);
+		x->out_len += (uint32_t)sizeof(len) + n;
+		x->out_n++;
+		r->relay_owed = true;
 	}
 	pthread_mutex_unlock(&share_lock);
-	return went;
+	return i >= 0;
+}
+
+void sv_roce_share_flush(struct sv_roce *r)
+{
+	if (!r->relay_owed)
+		return;
+	r->relay_owed = false;
+	pthread_mutex_lock(&share_lock);
+	for (uint32_t i = 0; i < relays;)
+		if (!relay[i].out_len || !same_addr(&relay[i].me, &r->key_me) ||
+		    !same_addr(&relay[i].peer, &r->key_peer) ||
+		    relay_send(r, i))
+			i++;
+	pthread_mutex_unlock(&share_lock);
 }
 
 /* A datagram of n bytes into o's mailbox; false if it is full (caller
