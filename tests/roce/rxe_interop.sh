@@ -42,6 +42,7 @@ fi
 tmp=$(mktemp -d) || exit 1
 cleanup() {
 	[ -n "$spid" ] && kill "$spid" 2>/dev/null
+	[ -n "$cap_pid" ] && kill "$cap_pid" 2>/dev/null
 	[ "$started" = 1 ] && "$vm" stop >/dev/null 2>&1
 	[ -n "$SV_KEEP" ] || rm -rf "$tmp"
 }
@@ -101,6 +102,44 @@ rxe_server_rc() {
 	"$vm" run "cat $rxe_rc"
 }
 
+# While the pingpongs run, the tap's RoCEv2 is captured (tshark, if
+# there is one) so that a failure shows its last packets: a row that
+# fails now and then (a send's retries run out) says what was on the
+# wire.  cap_start; cap_stop [show]: ends it, and with show prints the
+# last packets and rxe's counters that are not 0.
+cap_pid=
+cap_start() {
+	command -v tshark >/dev/null || return 0
+	"$vm" exec tshark -i "${RXE_VM_TAP:-svtap0}" -f "udp port 4791" \
+		-F pcap -w "$tmp/wire.pcap" >"$tmp/wire.log" 2>&1 &
+	cap_pid=$!
+	t=0
+	until grep -q Capturing "$tmp/wire.log"; do
+		t=$((t + 1))
+		[ $t -lt 300 ] || { echo "FAIL tshark: $(cat "$tmp/wire.log")"; exit 1; }
+		sleep 0.1 # polling its log, under the deadline above
+	done
+}
+cap_stop() {
+	[ -n "$cap_pid" ] || return 0
+	kill -INT $(pgrep -P "$cap_pid") "$cap_pid" 2>/dev/null
+	wait "$cap_pid"
+	cap_pid=
+	if [ "${1:-}" = show ]; then
+		echo "  the tap's last RoCEv2 packets (softverbs is $host):"
+		tshark -r "$tmp/wire.pcap" \
+			-T fields -e frame.time_relative -e ip.src -e udp.srcport \
+			-e infiniband.bth.opcode -e infiniband.bth.destqp \
+			-e infiniband.bth.psn -e infiniband.bth.a \
+			-e infiniband.aeth.syndrome 2>/dev/null | tail -40 |
+			sed 's/^/    /'
+		echo "  rxe0's counters that are not 0:"
+		"$vm" run "cd /sys/class/infiniband/rxe0/ports/1/hw_counters &&
+			grep -H . * | grep -v ':0\$'" 2>/dev/null | sed 's/^/    /'
+	fi
+	rm -f "$tmp/wire.pcap"
+}
+
 check() { # NAME RC_RXE RC_SV WANT [RXE_WANT]: both exited 0, said so
 	if [ "$2" != 0 ] || [ "$3" != 0 ] ||
 		! grep -q "${5:-$4}" "$tmp/$1.rxe" ||
@@ -113,11 +152,13 @@ check() { # NAME RC_RXE RC_SV WANT [RXE_WANT]: both exited 0, said so
 			"$tmp/$1.sv" | sed 's/^/  softverbs said: /' | head -5
 		sed 's/^/  rxe: /' "$tmp/$1.rxe" | tail -8
 		sed 's/^/  softverbs: /' "$tmp/$1.sv" | tail -8
+		cap_stop show
 		exit 1
 	fi
 	echo "ok   $1: $(grep "$4" "$tmp/$1.sv" | tail -1)"
 }
 
+cap_start
 for pp in $progs; do
 # UD: one packet a message (the program refuses more than the port's MTU);
 # softverbs_roce0's GID 1 is the tap's address, as rxe0's
@@ -144,6 +185,7 @@ for s in $psizes; do
 	check "${pp}_srv$s" $rrc $src "iters in"
 done
 done
+cap_stop
 
 # perftest, both roles: each of the eight programs at 8 B, 4 KiB and 1 MiB
 # (atomics: 8 B), softverbs the client against rxe's server, then rxe's
