@@ -428,6 +428,30 @@ row rdma_cm_one_sport_ucmatose 120 "return status 0" a b \
 	ucmatose -p @P -c 50 -- \
 	ucmatose -s $A -p @P -c 50
 unset SOFTVERBS_ROCE_SPORT
+# bw_pair NAME PORT SECONDS: ib_write_bw -D SECONDS between a (server,
+# NAME.s, pid s_pid) and b (client, NAME.c, pid c_pid) in the background
+bw_pair() {
+	# shellcheck disable=SC2086 # $run is a command line
+	timeout 90 ip netns exec "$tag-a" $run ib_write_bw $SV -x "$ga" \
+		-m 1024 -p "$2" -D "$3" >"$log/$1.s" 2>&1 &
+	s_pid=$!
+	listening a "$2"
+	# shellcheck disable=SC2086
+	timeout 90 ip netns exec "$tag-b" $run ib_write_bw $SV -x "$gb" \
+		-m 1024 -p "$2" -D "$3" $A >"$log/$1.c" 2>&1 &
+	c_pid=$!
+}
+# claims N: until a and b each show N sockets named after a RoCEv2 claim
+# (share.c: the claim, and each relay it accepted), 30 s at most
+claims() {
+	t=0
+	until [ "$(ip netns exec "$tag-a" grep -c softverbs-roce /proc/net/unix)" -ge "$1" ] &&
+		[ "$(ip netns exec "$tag-b" grep -c softverbs-roce /proc/net/unix)" -ge "$1" ] ||
+		[ $t -ge 300 ]; do
+		t=$((t + 1))
+		sleep 0.1 # another namespace's sockets: no event says
+	done
+}
 # Two processes' pairs on one four-tuple: the first process's claim
 # relays the second's datagrams to it (share.c), so the second pair runs
 # its ping-pong to the end while the first streams (without the relay,
@@ -438,22 +462,9 @@ if want roce_one_sport_two_processes; then
 	p1=$((port + 1))
 	p2=$((port + 2))
 	port=$p2
-	# shellcheck disable=SC2086 # $run is a command line
-	timeout 90 ip netns exec "$tag-a" $run ib_write_bw $SV -x "$ga" \
-		-m 1024 -p $p1 -D 8 >"$log/x1.s" 2>&1 &
-	s1=$!
-	listening a $p1
-	# shellcheck disable=SC2086
-	timeout 90 ip netns exec "$tag-b" $run ib_write_bw $SV -x "$gb" \
-		-m 1024 -p $p1 -D 8 $A >"$log/x1.c" 2>&1 &
-	c1=$!
-	t=0 # the first pair is up once both ends claimed the four-tuple
-	until [ "$(ip netns exec "$tag-a" grep -c softverbs-roce /proc/net/unix)" -ge 1 ] &&
-		[ "$(ip netns exec "$tag-b" grep -c softverbs-roce /proc/net/unix)" -ge 1 ] ||
-		[ $t -ge 300 ]; do
-		t=$((t + 1))
-		sleep 0.1 # another namespace's sockets: no event says
-	done
+	bw_pair x1 $p1 8
+	s1=$s_pid c1=$c_pid
+	claims 1 # the first pair is up once both ends claimed the four-tuple
 	t0=$(date +%s)
 	# shellcheck disable=SC2086
 	timeout 60 ip netns exec "$tag-a" $run ibv_rc_pingpong $SV -g "$ga" \
@@ -497,40 +508,14 @@ if want roce_one_sport_owner_killed; then
 	p1=$((port + 1))
 	p2=$((port + 2))
 	port=$p2
-	# shellcheck disable=SC2086 # $run is a command line
-	timeout 90 ip netns exec "$tag-a" $run ib_write_bw $SV -x "$ga" \
-		-m 1024 -p $p1 -D 20 >"$log/k1.s" 2>&1 &
-	s1=$!
-	listening a $p1
-	# shellcheck disable=SC2086
-	timeout 90 ip netns exec "$tag-b" $run ib_write_bw $SV -x "$gb" \
-		-m 1024 -p $p1 -D 20 $A >"$log/k1.c" 2>&1 &
-	c1=$!
-	t=0 # the first pair is up once both ends claimed the four-tuple
-	until [ "$(ip netns exec "$tag-a" grep -c softverbs-roce /proc/net/unix)" -ge 1 ] &&
-		[ "$(ip netns exec "$tag-b" grep -c softverbs-roce /proc/net/unix)" -ge 1 ] ||
-		[ $t -ge 300 ]; do
-		t=$((t + 1))
-		sleep 0.1 # another namespace's sockets: no event says
-	done
-	# shellcheck disable=SC2086
-	timeout 90 ip netns exec "$tag-a" $run ib_write_bw $SV -x "$ga" \
-		-m 1024 -p $p2 -D 6 >"$log/k2.s" 2>&1 &
-	s2=$!
-	listening a $p2
-	# shellcheck disable=SC2086
-	timeout 90 ip netns exec "$tag-b" $run ib_write_bw $SV -x "$gb" \
-		-m 1024 -p $p2 -D 6 $A >"$log/k2.c" 2>&1 &
-	c2=$!
-	t=0 # the second pair streams: each claim accepted its relay (an
-	# accepted socket shows the claim's name too), which it does at the
-	# first datagram for it
-	until [ "$(ip netns exec "$tag-a" grep -c softverbs-roce /proc/net/unix)" -ge 2 ] &&
-		[ "$(ip netns exec "$tag-b" grep -c softverbs-roce /proc/net/unix)" -ge 2 ] ||
-		[ $t -ge 300 ]; do
-		t=$((t + 1))
-		sleep 0.1 # another namespace's sockets: no event says
-	done
+	bw_pair k1 $p1 20
+	s1=$s_pid c1=$c_pid
+	claims 1 # the first pair is up once both ends claimed the four-tuple
+	bw_pair k2 $p2 6
+	s2=$s_pid c2=$c_pid
+	# the second pair streams once each claim accepted its relay (which
+	# it does at the first datagram for it)
+	claims 2
 	sleep 1 # mid-stream
 	kill -9 "$(pgrep -f "^ib_write_bw .* -p $p1 -D 20$" | head -1)" 2>/dev/null
 	wait $c2
