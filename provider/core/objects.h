@@ -711,7 +711,8 @@ struct sv_qp_stats {
 	uint64_t roce_reacks, roce_icrc_id;
 	/* datagrams read on our socket for another link of this process
 	 * that shares it (two QP pairs, one UDP source port:
-	 * transport/roce/share.c), passed to that link */
+	 * transport/roce/share.c), passed to that link, or relayed to a
+	 * link of another process on the four-tuple */
 	uint64_t roce_passed;
 	/* ACK and NAK packets our RoCEv2 responder sent (duplicates'
 	 * again included), and of them the ACKs that waited for the app's
