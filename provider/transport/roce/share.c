@@ -130,30 +130,45 @@ int sv_roce_udp_socket(const union sv_sockaddr *addr)
 }
 
 /* The bundles of a GRO socket into segments at iptr: how many. */
-static int recv_gro(struct sv_roce *r)
+/* A control message's room: UDP_GRO's segment size. */
+union gro_cmsg {
+	char buf[CMSG_SPACE(sizeof(int))];
+	struct cmsghdr h;
+};
+
+/* Up to SV_ROCE_GRO_MSGS messages of rx_fd into gbuf's buffers, at v,
+ * with room for a control message each if c: recvmmsg's count (-1 and
+ * errno as it says). */
+static int recv_into_gbuf(struct sv_roce *r, struct mmsghdr *m, struct iovec *v,
+			  union gro_cmsg *c)
 {
-	struct mmsghdr m[SV_ROCE_GRO_MSGS];
-	struct iovec v[SV_ROCE_GRO_MSGS];
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr h;
-	} c[SV_ROCE_GRO_MSGS];
-	uint32_t k = 0;
 	int got;
 
 	for (int i = 0; i < SV_ROCE_GRO_MSGS; i++) {
 		v[i].iov_base = r->gbuf + (size_t)i * SV_ROCE_GRO_BUF;
 		v[i].iov_len = SV_ROCE_GRO_BUF;
 		m[i].msg_hdr =
-			(struct msghdr){.msg_iov = &v[i],
-					.msg_iovlen = 1,
-					.msg_control = c[i].buf,
-					.msg_controllen = sizeof(c[i].buf)};
+			(struct msghdr){.msg_iov = &v[i], .msg_iovlen = 1};
+		if (c) {
+			m[i].msg_hdr.msg_control = c[i].buf;
+			m[i].msg_hdr.msg_controllen = sizeof(c[i].buf);
+		}
 	}
 	do
 		got = recvmmsg(r->rx_fd, m, SV_ROCE_GRO_MSGS, MSG_DONTWAIT,
 			       NULL);
 	while (got < 0 && errno == EINTR);
+	return got;
+}
+
+static int recv_gro(struct sv_roce *r)
+{
+	struct mmsghdr m[SV_ROCE_GRO_MSGS];
+	struct iovec v[SV_ROCE_GRO_MSGS];
+	union gro_cmsg c[SV_ROCE_GRO_MSGS];
+	uint32_t k = 0;
+	int got = recv_into_gbuf(r, m, v, c);
+
 	if (got <= 0)
 		return 0;
 	for (int i = 0; i < got; i++) {
@@ -211,16 +226,7 @@ static int recv_relayed(struct sv_roce *r)
 		if (!r->gbuf)
 			return 0; /* it waits in the connection */
 	}
-	for (int i = 0; i < SV_ROCE_GRO_MSGS; i++) {
-		v[i].iov_base = r->gbuf + (size_t)i * SV_ROCE_GRO_BUF;
-		v[i].iov_len = SV_ROCE_GRO_BUF;
-		m[i].msg_hdr =
-			(struct msghdr){.msg_iov = &v[i], .msg_iovlen = 1};
-	}
-	do
-		got = recvmmsg(r->rx_fd, m, SV_ROCE_GRO_MSGS, MSG_DONTWAIT,
-			       NULL);
-	while (got < 0 && errno == EINTR);
+	got = recv_into_gbuf(r, m, v, NULL);
 	/* the relay's end: ECONNRESET, or EOF, a message of no bytes */
 	if (got < 0 && errno != EAGAIN)
 		r->orphan = true;
