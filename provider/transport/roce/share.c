@@ -722,14 +722,37 @@ static bool relay_send(struct sv_roce *r, uint32_t i)
 	return true;
 }
 
+/* d, n bytes, kept for relay i's next message, which goes first if d
+ * would not fit; false if the relay hung up (it is gone).  Caller holds
+ * share_lock. */
+static bool relay_keep(struct sv_roce *r, uint32_t i, const uint8_t *d,
+		       uint32_t n)
+{
+	struct relay *x = &relay[i];
+	uint16_t len = (uint16_t)n;
+
+	if (x->out_len + sizeof(len) + n > SV_ROCE_RELAY_MSG &&
+	    !relay_send(r, i))
+		return false;
+	if (!x->out && !(x->out = malloc(SV_ROCE_RELAY_MSG))) {
+		roce_count(r, roce_drop_full); /* lost, as on a wire */
+		return true;
+	}
+	memcpy(x->out + x->out_len, &len, sizeof(len));
+	memcpy(x->out + x->out_len + sizeof(len), d, n);
+	x->out_len += (uint32_t)sizeof(len) + n;
+	x->out_n++;
+	r->relay_owed = true;
+	return true;
+}
+
 bool sv_roce_share_relay(struct sv_roce *r, const uint8_t *d, uint32_t n,
 			 uint32_t qpn)
 {
-	uint16_t len = (uint16_t)n;
-	struct relay *x;
+	bool went;
 	int i;
 
-	if (r->claim_fd < 0 || n > SV_ROCE_RELAY_MSG - sizeof(len))
+	if (r->claim_fd < 0 || n > SV_ROCE_RELAY_MSG - sizeof(uint16_t))
 		return false; /* relayed ourselves: nobody is relayed here */
 	pthread_mutex_lock(&share_lock);
 	i = relay_find(r, qpn);
@@ -737,23 +760,9 @@ bool sv_roce_share_relay(struct sv_roce *r, const uint8_t *d, uint32_t n,
 		admit(r);
 		i = relay_find(r, qpn);
 	}
-	if (i >= 0 && relay[i].out_len + sizeof(len) + n > SV_ROCE_RELAY_MSG &&
-	    !relay_send(r, (uint32_t)i))
-		i = -1; /* it hung up */
-	if (i >= 0 && !relay[i].out)
-		relay[i].out = malloc(SV_ROCE_RELAY_MSG);
-	if (i >= 0 && !relay[i].out) {
-		roce_count(r, roce_drop_full);
-	} else if (i >= 0) {
-		x = &relay[i];
-		memcpy(x->out + x->out_len, &len, sizeof(len));
-		memcpy(x->out + x->out_len + sizeof(len), d, n);
-		x->out_len += (uint32_t)sizeof(len) + n;
-		x->out_n++;
-		r->relay_owed = true;
-	}
+	went = i >= 0 && relay_keep(r, (uint32_t)i, d, n);
 	pthread_mutex_unlock(&share_lock);
-	return i >= 0;
+	return went;
 }
 
 void sv_roce_share_flush(struct sv_roce *r)
