@@ -32,7 +32,8 @@ command -v ibv_rc_pingpong >/dev/null || skip "no ibv_rc_pingpong"
 # The VM has stopped answering in the middle of a run: not even ARP,
 # its QEMU idle, its console silent (twice in CI at reorder_pp.s, once
 # by hand at loss_pp.s on a VM that had run for 25 minutes; rxevm's
-# guest is QEMU's TCG).  A row it died under says nothing of softverbs,
+# guest is QEMU's TCG; rxevm now turns the NIC's event_idx off, the
+# likely cause).  A row it died under says nothing of softverbs,
 # so check() says so, with the wire and the console, and exits 75; a
 # VM of our own is then started anew and the whole run made once more.
 # A second death fails.  (SV_RXE_ATTEMPT: which run this is.)
