@@ -129,7 +129,6 @@ int sv_roce_udp_socket(const union sv_sockaddr *addr)
 	return fd;
 }
 
-/* The bundles of a GRO socket into segments at iptr: how many. */
 /* A control message's room: UDP_GRO's segment size. */
 union gro_cmsg {
 	char buf[CMSG_SPACE(sizeof(int))];
@@ -161,6 +160,7 @@ static int recv_into_gbuf(struct sv_roce *r, struct mmsghdr *m, struct iovec *v,
 	return got;
 }
 
+/* The bundles of a GRO socket into segments at iptr: how many. */
 static int recv_gro(struct sv_roce *r)
 {
 	struct mmsghdr m[SV_ROCE_GRO_MSGS];
