@@ -20,6 +20,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "env.h" /* provider/lib/env.h: the SOFTVERBS_* table */
 #include "rs_wire.h"
 
 enum rs_state {
@@ -44,7 +45,6 @@ extern const char *const rs_state_names[RS_NSTATES];
 #define RS_IOMAPS     16  /* windows each way */
 #define RS_RING_DEF   (128u << 10)
 #define RS_WBUF_SIZE  (256u << 10) /* riowrite's bounce ring */
-#define RS_SPIN_NS    10000u	   /* polling before a wait sleeps */
 #define RS_SPIN_LOOKS 8		   /* CQ looks between two clock reads */
 #define RS_CHUNK_MAX  (64u << 10)  /* one RDMA write of stream bytes */
 #define RS_INLINE_DEF 64	   /* RDMA_INLINE's default */
@@ -158,7 +158,21 @@ void rs_hello_fill(struct rs *rs, struct rs_hello *h);
 int rs_hello_take(struct rs *rs, const void *pdata, uint8_t len);
 int rs_progress(struct rs *rs);		    /* CQ and CM, no wait */
 int rs_wait(struct rs *rs, int timeout_ms); /* comp channel or CM fd */
-bool rs_spin(struct rs *rs); /* polls RS_SPIN_NS: true if something came */
+bool rs_spin(struct rs *rs); /* polls rs_spin_ns(): true if something came */
+
+/*
+ * How long a wait polls before it sleeps: SOFTVERBS_EVENT_SPIN_US, as
+ * ibv_get_cq_event's (default 50 us).  rdma-core's rsockets poll 10 us
+ * (their polling_time); here a wake-up across CPUs costs more than that,
+ * so a 10 us poll let each sleep of one end outlast the other's poll and
+ * put it to sleep in turn: `rstream -T b` at 8 B took 1.3 us one way
+ * against 0.88 without blocking, and as much with a poll of 30 us or
+ * more (bench/results/rsockets/README.md, 2026-12-06).
+ */
+static inline uint64_t rs_spin_ns(void)
+{
+	return sv_env_uint(SV_ENV_EVENT_SPIN_US) * 1000u;
+}
 bool rs_readable(struct rs *rs);
 bool rs_writable(struct rs *rs);
 int rs_send_ctrl(struct rs *rs, enum rs_ctrl_type t, const struct rs_iomap *m);

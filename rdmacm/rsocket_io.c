@@ -559,7 +559,7 @@ uint64_t rs_now_ns(void)
 
 /*
  * Poll before blocking, as rdma-core's rsockets do (their polling_time):
- * a peer that answers within RS_SPIN_NS is seen without arming the CQ,
+ * a peer that answers within rs_spin_ns() is seen without arming the CQ,
  * a poll() and the peer's wake-up of our completion channel (a system
  * call each side).  Only the CQ (which runs the QP's engine) and a flag
  * of the CM channel are read: no system call.  True if something came.
@@ -582,7 +582,7 @@ bool rs_spin(struct rs *rs)
 		}
 		now = rs_now_ns();
 		if (!end)
-			end = now + RS_SPIN_NS;
+			end = now + rs_spin_ns();
 		else if (now >= end)
 			return false;
 	}
@@ -590,7 +590,7 @@ bool rs_spin(struct rs *rs)
 
 /*
  * Sleeps until the CQ or the CM has something, or timeout_ms (-1: no
- * limit), after polling for RS_SPIN_NS.  The caller re-checks its
+ * limit), after polling for rs_spin_ns().  The caller re-checks its
  * condition after rs_progress.
  */
 int rs_wait(struct rs *rs, int timeout_ms)

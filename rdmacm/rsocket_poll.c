@@ -86,7 +86,7 @@ static void take_cq_events(struct pollfd *fds, nfds_t nfds)
 }
 
 /*
- * rpoll polls for RS_SPIN_NS before it sleeps: true once that is over,
+ * rpoll polls for rs_spin_ns() before it sleeps: true once that is over,
  * the clock read after every RS_SPIN_LOOKS passes, not each, as rs_spin.
  */
 static bool spin_over(unsigned int *passes, uint64_t *spin_end)
@@ -97,7 +97,7 @@ static bool spin_over(unsigned int *passes, uint64_t *spin_end)
 		return false;
 	now = rs_now_ns();
 	if (!*spin_end) {
-		*spin_end = now + RS_SPIN_NS;
+		*spin_end = now + rs_spin_ns();
 		return false;
 	}
 	return now >= *spin_end;

@@ -178,9 +178,9 @@ const struct sv_env_row sv_env_rows[SV_ENV_COUNT] = {
 	},
 	[SV_ENV_EVENT_SPIN_US] = {
 		"SOFTVERBS_EVENT_SPIN_US", UINT(50, 0, 10000000),
-		.policy = SV_ENV_DEFAULT, .unit = "us", .reader = LIBS,
-		.help = "how long ibv_get_cq_event keeps the engine running "
-			"before it sleeps",
+		.policy = SV_ENV_DEFAULT, .unit = "us", .reader = LIBS_CM,
+		.help = "how long ibv_get_cq_event keeps the engine running, "
+			"and a blocking rsockets call polls, before it sleeps",
 	},
 	[SV_ENV_SINGLE_COPY] = {
 		"SOFTVERBS_SINGLE_COPY", BOOL(1), .policy = SV_ENV_DEFAULT,

@@ -9,7 +9,8 @@
  * Before the fix each empty rrecv read the CM channel (rdma_get_cm_event:
  * its lock and an fcntl) and each rpoll pass made a poll() of no wait.
  * One thread and both ends in this process: the counts do not depend on
- * the machine's load.
+ * the machine's load.  And a blocking wait polls as long as
+ * SOFTVERBS_EVENT_SPIN_US says before it sleeps (a poll() each sleep).
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -17,9 +18,12 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -28,8 +32,9 @@
 
 #include "sv_test.h"
 
-#define WAIT_MS 10000
-#define ROUNDS	2000
+#define WAIT_MS		10000
+#define ROUNDS		2000
+#define BLOCKING_ROUNDS 100
 
 static atomic_bool counting;
 static atomic_long n_fcntl, n_poll;
@@ -226,4 +231,76 @@ SV_TEST(rs_nonblocking_raccept_of_nobody_makes_no_system_call)
 	ASSERT_EQ(0, atomic_load(&n_fcntl));
 	ASSERT_EQ(0, atomic_load(&n_poll));
 	ASSERT_OK(rclose(l));
+}
+
+/* The echo end of the blocking ping-pong: blocking rrecv, rsend back. */
+static void *echo(void *arg)
+{
+	int fd = *(int *)arg;
+	uint8_t m[8];
+
+	for (int i = 0; i < BLOCKING_ROUNDS; i++) {
+		size_t got = 0;
+
+		while (got < sizeof(m)) {
+			ssize_t r = rrecv(fd, m + got, sizeof(m) - got, 0);
+
+			if (r <= 0)
+				return NULL; /* the main thread's rpoll fails */
+			got += (size_t)r;
+		}
+		if (rsend(fd, m, sizeof(m), 0) != (ssize_t)sizeof(m))
+			return NULL;
+	}
+	return NULL;
+}
+
+/*
+ * A wait polls SOFTVERBS_EVENT_SPIN_US before it sleeps, in a blocking
+ * rrecv (rs_wait) and in rpoll with a timeout: with 5 s of it, no wait
+ * of this ping-pong reaches poll().  Both threads on one CPU, so each
+ * waits for the other's time slice (milliseconds): the fixed 10 us poll
+ * there was before slept (a poll() each) at nearly every wait.
+ */
+SV_TEST(rs_blocking_waits_poll_as_long_as_event_spin_us_says)
+{
+	cpu_set_t one;
+	pthread_t t;
+	int a, b;
+
+	ASSERT_OK(setenv("SOFTVERBS_EVENT_SPIN_US", "5000000", 1));
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	ASSERT_OK(pthread_setaffinity_np(pthread_self(), sizeof(one), &one));
+	pair(&a, &b);
+	ASSERT_OK(rfcntl(a, F_SETFL, 0));
+	ASSERT_OK(rfcntl(b, F_SETFL, 0));
+	/* made now, it runs on our CPU only (the affinity is inherited) */
+	ASSERT_OK(pthread_create(&t, NULL, echo, &b));
+	atomic_store(&n_poll, 0);
+	atomic_store(&counting, true);
+	for (int i = 0; i < BLOCKING_ROUNDS; i++) {
+		uint8_t msg[8], got[8];
+		struct pollfd p = {.fd = a, .events = POLLIN};
+		size_t n = 0;
+
+		memset(msg, i, sizeof(msg));
+		ASSERT_EQ((ssize_t)sizeof(msg), rsend(a, msg, sizeof(msg), 0));
+		while (n < sizeof(got)) {
+			ssize_t r;
+
+			ASSERT_EQ(1, rpoll(&p, 1, WAIT_MS));
+			r = rrecv(a, got + n, sizeof(got) - n, 0);
+			ASSERT_TRUE(r > 0);
+			n += (size_t)r;
+		}
+		ASSERT_OK(memcmp(msg, got, sizeof(msg)));
+	}
+	atomic_store(&counting, false);
+	ASSERT_OK(pthread_join(t, NULL));
+	fprintf(stderr, "%d blocking round trips on one CPU: %ld poll\n",
+		BLOCKING_ROUNDS, atomic_load(&n_poll));
+	ASSERT_EQ(0, atomic_load(&n_poll));
+	ASSERT_OK(rclose(a));
+	ASSERT_OK(rclose(b));
 }
