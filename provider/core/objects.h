@@ -963,6 +963,9 @@ struct sv_qp_prog {
 	uint64_t active_ns;	 /* progress thread: drives last moved */
 	uint64_t seen_polls;	 /* progress thread: rcq's polls last look */
 	bool parked;		 /* progress thread: left to rcq's polls */
+	/* written under qp->lock: the ibv_get_cq_event spin that took its
+	 * sleep flags down (drive.c sv_qp_spin_begin), or 0 */
+	_Atomic uint64_t quiet_token;
 };
 
 struct sv_qp {

@@ -139,6 +139,11 @@ uint64_t sv_drive_doors_next_ns(struct sv_context *ctx, uint64_t now);
  * link that runs (TCP) and was not found readable may be skipped; -1:
  * none, every such link runs. */
 void sv_qp_drive(struct sv_qp *qp, int set);
+/* An app thread's spin in ibv_get_cq_event drives qp (drive.c): its sleep
+ * flags come down for it (token: the spin's, never 0) and go up again
+ * after it, before the app sleeps. */
+void sv_qp_spin_begin(struct sv_qp *qp, uint64_t token);
+void sv_qp_spin_end(struct sv_qp *qp, uint64_t token);
 /* Asks a CQ's readiness set (transport/link.h) which of its nqps QPs'
  * connections have bytes waiting, and marks those QPs (readable) for
  * the poll's sv_qp_drive; false if it could not be asked (then the

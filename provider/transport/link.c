@@ -445,6 +445,12 @@ void sv_link_set_sleep(struct sv_link *l, bool sleep)
 	}
 }
 
+bool sv_link_sleeping(const struct sv_link *l)
+{
+	return l->rx_ready &&
+	       atomic_load_explicit(&l->rx.hdr->rx_sleep, memory_order_relaxed);
+}
+
 int sv_readyset_open(void)
 {
 	int fd = epoll_create1(EPOLL_CLOEXEC);

@@ -402,6 +402,8 @@ static inline bool sv_link_rnr_abort(struct sv_link *l)
 
 /* Sleep flags: set while the progress thread sleeps for this link. */
 void sv_link_set_sleep(struct sv_link *l, bool sleep);
+/* Whether our sleep flags are up (a peer rings our doorbell). */
+bool sv_link_sleeping(const struct sv_link *l);
 
 /* The link lives by itself (ops->run): what arrives waits in its socket
  * until a run reads it, so a receive posted while RNR'd runs the whole

@@ -210,30 +210,59 @@ static bool evq_pending(struct sv_evq *q)
 	return has;
 }
 
+enum spin_pass { SPIN_FIRST, SPIN_AGAIN, SPIN_LAST };
+
+/* One pass of the spin over every QP of ctx: the first takes the QPs'
+ * sleep flags down for the spin, the last puts them up again before its
+ * runs (drive.c sv_qp_spin_begin).  The last runs them even when the
+ * spin got its event: a packet that came while the flags were down rang
+ * nobody, and the app may wait next where no spin runs (its own poll of
+ * the channel's fd). */
+static void spin_pass(struct sv_context *ctx, uint64_t token,
+		      enum spin_pass pass)
+{
+	struct sv_list *n;
+
+	pthread_rwlock_rdlock(&ctx->qp_lock);
+	sv_list_for_each(n, &ctx->qps)
+	{
+		struct sv_qp *qp = container_of(n, struct sv_qp, ctx_node);
+
+		if (pass == SPIN_FIRST)
+			sv_qp_spin_begin(qp, token);
+		else if (pass == SPIN_LAST)
+			sv_qp_spin_end(qp, token);
+	}
+	/* seq_cst: flags up before the rings are looked at (Dekker) */
+	if (pass == SPIN_LAST)
+		atomic_thread_fence(memory_order_seq_cst);
+	sv_list_for_each(n, &ctx->qps)
+	{
+		sv_qp_drive(container_of(n, struct sv_qp, ctx_node), -1);
+	}
+	pthread_rwlock_unlock(&ctx->qp_lock);
+}
+
 /* Spins on the engine a little before sleeping: a wake-up across CPUs
- * costs ~50 us here, more than most answers take to arrive. */
+ * costs ~50 us here, more than most answers take to arrive.  Meanwhile
+ * peers need not ring us (sv_qp_spin_begin). */
 static bool spin_for_event(struct sv_channel *ch)
 {
+	static _Atomic uint64_t tokens;
 	struct sv_context *ctx = to_sctx(ch->ibv.context);
 	uint64_t end = sv_now_ns() + sv_env_uint(SV_ENV_EVENT_SPIN_US) * 1000;
+	uint64_t token = atomic_fetch_add(&tokens, 1) + 1;
 	struct pollfd p = {.fd = ch->evq.fd, .events = POLLIN};
+	enum spin_pass pass = SPIN_FIRST;
+	bool got;
 
-	do {
-		struct sv_list *n;
-
-		pthread_rwlock_rdlock(&ctx->qp_lock);
-		sv_list_for_each(n, &ctx->qps)
-		{
-			struct sv_qp *qp =
-				container_of(n, struct sv_qp, ctx_node);
-
-			sv_qp_drive(qp, -1);
-		}
-		pthread_rwlock_unlock(&ctx->qp_lock);
-		if (evq_pending(&ch->evq))
-			return true;
-	} while (sv_now_ns() < end);
-	return poll(&p, 1, 0) == 1;
+	for (;;) {
+		spin_pass(ctx, token, pass);
+		got = evq_pending(&ch->evq);
+		if (pass == SPIN_LAST)
+			return got || poll(&p, 1, 0) == 1;
+		pass = got || sv_now_ns() >= end ? SPIN_LAST : SPIN_AGAIN;
+	}
 }
 
 int sv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out,

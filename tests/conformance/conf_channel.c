@@ -5,11 +5,16 @@
  * and its context, solicited-only arming, EBUSY while a CQ uses it, and
  * waits that a signal without SA_RESTART ends with EINTR.
  */
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <string.h>
 #include <time.h>
@@ -336,4 +341,112 @@ SV_TEST(channel_armed_cq_posts_do_not_wake_the_thread)
 SV_TEST(channel_parked_qp_posts_do_not_wake_the_thread)
 {
 	posts_do_not_wake(false);
+}
+
+/*
+ * An event-driven ping-pong (rc_pingpong -e): each end arms its receive
+ * CQ, posts, and waits in ibv_get_cq_event, whose spin runs the engine.
+ * A QP whose CQ is armed is the progress thread's, with its sleep flags
+ * up, so each packet of the peer rang our doorbell (a 1-byte send) and
+ * woke that thread to do what the spin was doing.  Now the flags come
+ * down while the app spins (drive.c sv_qp_spin_begin).  Both threads and
+ * all progress threads on one CPU, and a spin of 5 s: a waiter spins
+ * until the other thread has run, so what it waits for comes while it
+ * spins.  The doorbells rung in 200 round trips: 800 before, 2-9 now
+ * (a message that comes between two spins).  This program defines send
+ * to count them (librdmacm's and ours go on to the next definition).
+ */
+#define EV_ROUNDS 200
+
+static atomic_bool counting_bells;
+static atomic_long n_bells;
+
+typedef ssize_t (*send_fn)(int, const void *, size_t, int);
+
+ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	/* every thread of every test of this program comes here */
+	static _Atomic(send_fn) next;
+	send_fn f = atomic_load_explicit(&next, memory_order_acquire);
+
+	if (!f) {
+		f = (send_fn)dlsym(RTLD_NEXT, "send");
+		atomic_store_explicit(&next, f, memory_order_release);
+	}
+	if (len == 1 && atomic_load(&counting_bells))
+		atomic_fetch_add(&n_bells, 1);
+	return f(fd, buf, len, flags);
+}
+
+static void ev_wait_recv(struct sv_end *e, uint64_t want)
+{
+	struct ibv_wc wc;
+
+	for (;;) {
+		int n;
+
+		ASSERT_OK(ibv_req_notify_cq(e->rcq, 0));
+		n = ibv_poll_cq(e->rcq, 1, &wc);
+		ASSERT_GE(n, 0);
+		if (n == 1) {
+			ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+			ASSERT_EQ(want, wc.wr_id);
+			return;
+		}
+		take_event(e, e->rcq);
+	}
+}
+
+static void *ev_echo(void *arg)
+{
+	struct sv_end *b = arg;
+
+	for (uint64_t i = 0; i < EV_ROUNDS; i++) {
+		ev_wait_recv(b, i);
+		ASSERT_OK(sv_end_recv(b, i + 1, 0, 64));
+		ASSERT_OK(sv_end_send(b, i, 64, 64, 0));
+	}
+	return NULL;
+}
+
+SV_TEST(channel_spinning_waiter_is_not_rung)
+{
+	struct sv_end_opts oa = chan_opts(), ob = chan_opts();
+	const char *key = "voluntary_ctxt_switches";
+	long long before, after;
+	cpu_set_t all, one;
+	struct sv_pair p;
+	pthread_t t;
+	long bells;
+
+	sv_test_needs_shm("doorbells are the shared-memory wake-up");
+	ASSERT_OK(setenv("SOFTVERBS_EVENT_SPIN_US", "5000000", 1));
+	ASSERT_OK(sched_getaffinity(0, sizeof(all), &all));
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	ASSERT_OK(sched_setaffinity(0, sizeof(one), &one));
+	oa.sq_sig_all = ob.sq_sig_all = false; /* only receives complete */
+	sv_pair_open(&p, &oa, &ob);	       /* its threads inherit the CPU */
+	ASSERT_OK(sv_end_recv(&p.a, 0, 0, 64));
+	ASSERT_OK(sv_end_recv(&p.b, 0, 0, 64));
+	/* -1 while no progress thread runs yet: then the count is from 0 */
+	before = sv_threads_sum("softverbs-prog", key);
+	atomic_store(&counting_bells, true);
+	ASSERT_OK(pthread_create(&t, NULL, ev_echo, &p.b));
+	for (uint64_t i = 0; i < EV_ROUNDS; i++) {
+		ASSERT_OK(sv_end_send(&p.a, i, 64, 64, 0));
+		ev_wait_recv(&p.a, i);
+		ASSERT_OK(sv_end_recv(&p.a, i + 1, 0, 64));
+	}
+	ASSERT_OK(pthread_join(t, NULL));
+	atomic_store(&counting_bells, false);
+	bells = atomic_load(&n_bells);
+	after = sv_threads_sum("softverbs-prog", key);
+	fprintf(stderr,
+		"%d event-driven round trips: %ld doorbells; the progress "
+		"threads switched %lld times\n",
+		EV_ROUNDS, bells, after - (before > 0 ? before : 0));
+	ASSERT_LE(bells, EV_ROUNDS / 2);
+	sv_pair_close(&p);
+	ASSERT_OK(sched_setaffinity(0, sizeof(all), &all));
 }
