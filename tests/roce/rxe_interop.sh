@@ -360,7 +360,15 @@ if [ "${SV_RXE_LOSS:-1}" != 0 ]; then
 		oos0=$(rxe_hw out_of_seq_request)
 		run="env SOFTVERBS_FAULTS=reorder_out=0.02,seed=11 $base"
 		perf_row reorder_out_send_bw.c c ib_send_bw -s 65536 -n 200 -F
+		# our read answers at 1 %: at 2 % rxe's requester ran out of
+		# retries once (completer_retry_err, a clean-clone CI run of
+		# 2026-12-06, after many that passed): each answer it takes out
+		# of sequence it asks for again, and the retries of one read
+		# seem to count until it completes, so a read that meets 8
+		# moved datagrams fails
+		run="env SOFTVERBS_FAULTS=reorder_out=0.01,seed=11 $base"
 		perf_row reorder_out_read_bw.s s ib_read_bw -s 65536 -n 50 -F
+		run="env SOFTVERBS_FAULTS=reorder_out=0.02,seed=11 $base"
 		pp_pair reorder_out_pp 65536 100
 		oos=$(($(rxe_hw out_of_seq_request) - oos0))
 		[ "$oos" -gt 0 ] ||
