@@ -19,6 +19,7 @@
 struct sv_context;
 struct sv_cq;
 struct sv_channel;
+struct sv_evq;
 struct sv_mr;
 struct sv_mw;
 struct sv_pd;
@@ -70,6 +71,9 @@ struct sv_async_ev {
 void sv_async_event(struct sv_context *ctx, const struct ibv_async_event *e);
 /* Queues one completion event of cq on its channel (event.c). */
 void sv_channel_signal(struct sv_channel *ch, struct sv_cq *cq);
+/* The queue the calling thread spins on in ibv_get_cq_event, NULL after:
+ * the events it raises there meanwhile go uncounted (struct sv_evq). */
+void sv_evq_spinning(struct sv_evq *q);
 
 /* IBA 10.3.1: every outstanding WR completes with a flush error: both
  * queues, or the send queue alone (SQE: receives go on).  Caller holds

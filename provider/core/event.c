@@ -35,12 +35,26 @@ void sv_async_event(struct sv_context *ctx, const struct ibv_async_event *e)
 	evq_count(&ctx->async);
 }
 
-/* Queues one event for cq; called with no CQ lock held. */
+static __thread struct sv_evq *spin_evq;
+
+void sv_evq_spinning(struct sv_evq *q)
+{
+	spin_evq = q;
+}
+
+/* Queues one event for cq; called with no CQ lock held.  Raised by the
+ * thread that spins for it, it needs no count: that thread takes it
+ * next, and the eventfd's write and read cost two system calls an
+ * event (rc_pingpong -e). */
 void sv_channel_signal(struct sv_channel *ch, struct sv_cq *cq)
 {
+	bool own = spin_evq == &ch->evq;
+
 	pthread_mutex_lock(&ch->evq.lock);
 	if (cq->events_queued++ == 0)
 		sv_list_add_tail(&ch->evq.events, &cq->ev_node);
+	ch->evq.uncounted += own;
 	pthread_mutex_unlock(&ch->evq.lock);
-	evq_count(&ch->evq);
+	if (!own)
+		evq_count(&ch->evq);
 }

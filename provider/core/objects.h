@@ -147,11 +147,15 @@ static inline void sv_pfd_set(struct sv_pfd *p, sv_io_cb *cb, bool edge)
 }
 
 /* An event queue behind a real fd (eventfd in semaphore mode): one count
- * per queued event, so poll()/epoll on the fd works as on hardware. */
+ * per queued event, so poll()/epoll on the fd works as on hardware.  The
+ * events a thread raises while it spins in ibv_get_cq_event on this very
+ * queue are queued without their count (uncounted): that thread takes
+ * one and counts the rest before it returns (verbs/channel.c). */
 struct sv_evq {
 	pthread_mutex_t lock;
 	int fd;
 	struct sv_list events; /* struct sv_async_ev, or CQs for channels */
+	uint32_t uncounted;    /* under lock */
 };
 
 /* Other processes' MR imports a context holds (verbs/import.c). */
@@ -488,6 +492,8 @@ struct sv_qp_set {
 struct sv_channel {
 	struct ibv_comp_channel ibv;
 	struct sv_evq evq;
+	_Atomic uint32_t fl_seen; /* what fcntl said of O_NONBLOCK, and
+				   * when (verbs/channel.c nonblocking) */
 };
 
 /* Send queue entry.  Inline data is copied at post time; SGEs are read

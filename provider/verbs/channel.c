@@ -265,19 +265,84 @@ static bool spin_for_event(struct sv_channel *ch)
 	}
 }
 
+/* Takes one of q's uncounted events (struct sv_evq), if it has one. */
+static bool take_uncounted(struct sv_evq *q)
+{
+	bool took;
+
+	pthread_mutex_lock(&q->lock);
+	took = q->uncounted > 0;
+	q->uncounted -= took;
+	pthread_mutex_unlock(&q->lock);
+	return took;
+}
+
+/* Counts n events queued uncounted, so the fd is readable while they
+ * wait. */
+static void evq_add(struct sv_evq *q, uint64_t n)
+{
+	if (n && write(q->fd, &n, sizeof(n)) != sizeof(n))
+		sv_dbg("event fd: %s\n", strerror(errno));
+}
+
+/* fl_seen: valid, non-blocking, and calls since fcntl said so (<< 2). */
+#define FL_VALID     1u
+#define FL_NONBLOCK  2u
+#define FL_CALL	     4u
+#define FL_ASK_EVERY 64u /* calls: a flag the app changed is seen by then */
+
+/*
+ * Whether the app made the channel's fd non-blocking (so a wait must not
+ * spin), without an fcntl a call: that cost a system call an event.  An
+ * answer gone stale costs time once, never the fd's semantics, which the
+ * read keeps: a blocking fd taken for non-blocking is read without the
+ * spin first; a non-blocking one taken for blocking spins first, and its
+ * read's EAGAIN then says so (sv_get_cq_event).
+ */
+static bool nonblocking(struct sv_channel *ch)
+{
+	uint32_t s = atomic_load_explicit(&ch->fl_seen, memory_order_relaxed);
+	int fl;
+
+	if ((s & FL_VALID) && s / FL_CALL < FL_ASK_EVERY) {
+		atomic_store_explicit(&ch->fl_seen, s + FL_CALL,
+				      memory_order_relaxed);
+		return s & FL_NONBLOCK;
+	}
+	fl = fcntl(ch->evq.fd, F_GETFL);
+	s = FL_VALID | (fl >= 0 && (fl & O_NONBLOCK) ? FL_NONBLOCK : 0);
+	atomic_store_explicit(&ch->fl_seen, s, memory_order_relaxed);
+	return s & FL_NONBLOCK;
+}
+
 int sv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out,
 		    void **cq_context)
 {
 	struct sv_channel *ch = container_of(channel, struct sv_channel, ibv);
 	struct sv_cq *cq;
+	uint32_t rest;
 
-	if (!(fcntl(ch->evq.fd, F_GETFL) & O_NONBLOCK))
+	/* with an event queued, neither a spin nor the fd's flags: the
+	 * read takes it at once (or another thread took it first, and the
+	 * read is the wait the app asked for) */
+	if (!evq_pending(&ch->evq) && !nonblocking(ch)) {
+		sv_evq_spinning(&ch->evq);
 		spin_for_event(ch);
-	if (evq_take(&ch->evq))
+		sv_evq_spinning(NULL);
+	}
+	if (!take_uncounted(&ch->evq) && evq_take(&ch->evq)) {
+		if (errno == EAGAIN) /* non-blocking now */
+			atomic_store_explicit(&ch->fl_seen,
+					      FL_VALID | FL_NONBLOCK,
+					      memory_order_relaxed);
 		return -1;
+	}
 	pthread_mutex_lock(&ch->evq.lock);
+	rest = ch->evq.uncounted; /* the spin raised more than one */
+	ch->evq.uncounted = 0;
 	if (sv_list_empty(&ch->evq.events)) {
 		pthread_mutex_unlock(&ch->evq.lock);
+		evq_add(&ch->evq, rest);
 		errno = EAGAIN;
 		return -1;
 	}
@@ -286,6 +351,7 @@ int sv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out,
 		sv_list_del(&cq->ev_node);
 	cq->events_got++;
 	pthread_mutex_unlock(&ch->evq.lock);
+	evq_add(&ch->evq, rest);
 	*cq_out = (struct ibv_cq *)&cq->ex;
 	*cq_context = cq->ex.cq_context;
 	return 0;

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
@@ -361,21 +362,77 @@ SV_TEST(channel_parked_qp_posts_do_not_wake_the_thread)
 static atomic_bool counting_bells;
 static atomic_long n_bells;
 
-typedef ssize_t (*send_fn)(int, const void *, size_t, int);
+/* The channel fds whose system calls are counted (-1: none), and the
+ * counts: an eventfd's 8-byte write and read, fcntl. */
+static _Atomic int watch_fd[2] = {-1, -1};
+static atomic_long n_fd_writes, n_fd_reads, n_fd_fcntls;
 
-ssize_t send(int fd, const void *buf, size_t len, int flags)
+static bool watched(int fd)
 {
-	/* every thread of every test of this program comes here */
-	static _Atomic(send_fn) next;
-	send_fn f = atomic_load_explicit(&next, memory_order_acquire);
+	return fd >= 0 && (fd == atomic_load(&watch_fd[0]) ||
+			   fd == atomic_load(&watch_fd[1]));
+}
+
+/* The next definition of name (librdmacm's and ours go on to it). */
+static void *next_fn(_Atomic(void *) *slot, const char *name)
+{
+	void *f = atomic_load_explicit(slot, memory_order_acquire);
 
 	if (!f) {
-		f = (send_fn)dlsym(RTLD_NEXT, "send");
-		atomic_store_explicit(&next, f, memory_order_release);
+		f = dlsym(RTLD_NEXT, name);
+		atomic_store_explicit(slot, f, memory_order_release);
 	}
+	return f;
+}
+
+typedef ssize_t (*send_fn)(int, const void *, size_t, int);
+typedef ssize_t (*rw_fn)(int, void *, size_t);
+typedef int (*fcntl_fn)(int, int, ...);
+
+/* every thread of every test of this program comes here */
+ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	static _Atomic(void *) next;
+	send_fn f = (send_fn)next_fn(&next, "send");
+
 	if (len == 1 && atomic_load(&counting_bells))
 		atomic_fetch_add(&n_bells, 1);
 	return f(fd, buf, len, flags);
+}
+
+ssize_t write(int fd, const void *buf, size_t len)
+{
+	static _Atomic(void *) next;
+	rw_fn f = (rw_fn)next_fn(&next, "write");
+
+	if (len == 8 && watched(fd))
+		atomic_fetch_add(&n_fd_writes, 1);
+	return f(fd, (void *)buf, len);
+}
+
+ssize_t read(int fd, void *buf, size_t len)
+{
+	static _Atomic(void *) next;
+	rw_fn f = (rw_fn)next_fn(&next, "read");
+
+	if (len == 8 && watched(fd))
+		atomic_fetch_add(&n_fd_reads, 1);
+	return f(fd, buf, len);
+}
+
+int fcntl(int fd, int cmd, ...)
+{
+	static _Atomic(void *) next;
+	fcntl_fn f = (fcntl_fn)next_fn(&next, "fcntl");
+	va_list ap;
+	void *arg;
+
+	va_start(ap, cmd); /* as glibc's own: an int, a pointer or nothing */
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (watched(fd))
+		atomic_fetch_add(&n_fd_fcntls, 1);
+	return f(fd, cmd, arg);
 }
 
 static void ev_wait_recv(struct sv_end *e, uint64_t want)
@@ -409,7 +466,20 @@ static void *ev_echo(void *arg)
 	return NULL;
 }
 
-SV_TEST(channel_spinning_waiter_is_not_rung)
+struct ev_counts {
+	long bells;		    /* doorbells rung */
+	long writes, reads, fcntls; /* on the two channels' fds */
+	long long switches;	    /* of the progress threads */
+};
+
+/*
+ * An event-driven ping-pong (rc_pingpong -e) of EV_ROUNDS round trips:
+ * each end arms its receive CQ, posts, and waits in ibv_get_cq_event,
+ * whose spin runs the engine.  Both threads and all progress threads on
+ * one CPU, and a spin of 5 s: a waiter spins until the other thread has
+ * run, so what it waits for comes while it spins.
+ */
+static void ev_ping_pong(struct ev_counts *c)
 {
 	struct sv_end_opts oa = chan_opts(), ob = chan_opts();
 	const char *key = "voluntary_ctxt_switches";
@@ -417,9 +487,7 @@ SV_TEST(channel_spinning_waiter_is_not_rung)
 	cpu_set_t all, one;
 	struct sv_pair p;
 	pthread_t t;
-	long bells;
 
-	sv_test_needs_shm("doorbells are the shared-memory wake-up");
 	ASSERT_OK(setenv("SOFTVERBS_EVENT_SPIN_US", "5000000", 1));
 	ASSERT_OK(sched_getaffinity(0, sizeof(all), &all));
 	CPU_ZERO(&one);
@@ -431,6 +499,12 @@ SV_TEST(channel_spinning_waiter_is_not_rung)
 	ASSERT_OK(sv_end_recv(&p.b, 0, 0, 64));
 	/* -1 while no progress thread runs yet: then the count is from 0 */
 	before = sv_threads_sum("softverbs-prog", key);
+	atomic_store(&n_bells, 0);
+	atomic_store(&n_fd_writes, 0);
+	atomic_store(&n_fd_reads, 0);
+	atomic_store(&n_fd_fcntls, 0);
+	atomic_store(&watch_fd[0], p.a.ch->fd);
+	atomic_store(&watch_fd[1], p.b.ch->fd);
 	atomic_store(&counting_bells, true);
 	ASSERT_OK(pthread_create(&t, NULL, ev_echo, &p.b));
 	for (uint64_t i = 0; i < EV_ROUNDS; i++) {
@@ -440,13 +514,166 @@ SV_TEST(channel_spinning_waiter_is_not_rung)
 	}
 	ASSERT_OK(pthread_join(t, NULL));
 	atomic_store(&counting_bells, false);
-	bells = atomic_load(&n_bells);
+	atomic_store(&watch_fd[0], -1);
+	atomic_store(&watch_fd[1], -1);
 	after = sv_threads_sum("softverbs-prog", key);
+	c->bells = atomic_load(&n_bells);
+	c->writes = atomic_load(&n_fd_writes);
+	c->reads = atomic_load(&n_fd_reads);
+	c->fcntls = atomic_load(&n_fd_fcntls);
+	c->switches = after - (before > 0 ? before : 0);
 	fprintf(stderr,
-		"%d event-driven round trips: %ld doorbells; the progress "
-		"threads switched %lld times\n",
-		EV_ROUNDS, bells, after - (before > 0 ? before : 0));
-	ASSERT_LE(bells, EV_ROUNDS / 2);
+		"%d event-driven round trips: %ld doorbells; the channels' fds "
+		"%ld writes, %ld reads, %ld fcntls; the progress threads "
+		"switched %lld times\n",
+		EV_ROUNDS, c->bells, c->writes, c->reads, c->fcntls,
+		c->switches);
+	/* no event is left behind, uncounted or counted */
+	ASSERT_FALSE(readable(p.a.ch->fd, 0));
+	ASSERT_FALSE(readable(p.b.ch->fd, 0));
 	sv_pair_close(&p);
 	ASSERT_OK(sched_setaffinity(0, sizeof(all), &all));
+}
+
+/*
+ * A QP whose CQ is armed is the progress thread's, with its sleep flags
+ * up, so each packet of the peer rang our doorbell (a 1-byte send) and
+ * woke that thread to do what the spin was doing.  Now the flags come
+ * down while the app spins (drive.c sv_qp_spin_begin).  The doorbells
+ * rung in 200 round trips: 800 before, 2-9 now (a message that comes
+ * between two spins).  This program defines send to count them.
+ */
+SV_TEST(channel_spinning_waiter_is_not_rung)
+{
+	struct ev_counts c;
+
+	sv_test_needs_shm("doorbells are the shared-memory wake-up");
+	ev_ping_pong(&c);
+	ASSERT_LE(c.bells, EV_ROUNDS / 2);
+}
+
+/*
+ * The event a waiter's own spin raises needs no count on the eventfd:
+ * it takes it next (core/event.c sv_channel_signal).  And a wait need
+ * not ask fcntl whether the fd is non-blocking each time (channel.c
+ * nonblocking).  Before, each event cost a write and a read of the
+ * eventfd, and each wait an fcntl: 400 of each in 200 round trips (two
+ * events each), and rc_pingpong -e took 23-26 us a round trip on one
+ * host against 7-8 now.
+ */
+SV_TEST(channel_spinning_waiter_takes_its_event_without_system_calls)
+{
+	struct ev_counts c;
+
+	sv_test_needs_shm("what the spin finds must come while it spins");
+	ev_ping_pong(&c);
+	ASSERT_LE(c.writes, EV_ROUNDS / 4);
+	ASSERT_LE(c.reads, EV_ROUNDS / 4);
+	ASSERT_LE(c.fcntls, 2 * (2 * EV_ROUNDS / 64 + 2));
+}
+
+/*
+ * Two events raised in one wait: the waiter takes one, and the other is
+ * counted before it returns (the fd readable, a non-blocking read takes
+ * it).  Both of a's CQs are on its channel and armed; a sends to b and b
+ * to a, all on one CPU, then a waits: its spin takes b's message, and
+ * b's ACK once b's progress thread made it (or a's progress thread takes
+ * them first, and counts both).
+ */
+SV_TEST(channel_second_event_of_a_wait_is_counted)
+{
+	struct sv_end_opts oa = chan_opts();
+	struct ibv_cq *first = NULL, *second = NULL;
+	cpu_set_t all, one;
+	struct ibv_wc wc;
+	struct sv_pair p;
+	void *ctx;
+	int fl;
+
+	ASSERT_OK(setenv("SOFTVERBS_EVENT_SPIN_US", "5000000", 1));
+	ASSERT_OK(sched_getaffinity(0, sizeof(all), &all));
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	ASSERT_OK(sched_setaffinity(0, sizeof(one), &one));
+	sv_pair_open(&p, &oa, NULL);
+	ASSERT_OK(sv_end_recv(&p.a, 1, 0, 64));
+	ASSERT_OK(sv_end_recv(&p.b, 2, 0, 64));
+	ASSERT_OK(ibv_req_notify_cq(p.a.scq, 0));
+	ASSERT_OK(ibv_req_notify_cq(p.a.rcq, 0));
+	atomic_store(&n_fd_writes, 0);
+	atomic_store(&watch_fd[0], p.a.ch->fd);
+	ASSERT_OK(sv_end_send(&p.a, 3, 64, 64, 0));
+	ASSERT_OK(sv_end_send(&p.b, 4, 64, 64, 0));
+	ASSERT_OK(ibv_get_cq_event(p.a.ch, &first, &ctx));
+	if (!readable(p.a.ch->fd, 0)) { /* the other not raised yet */
+		ASSERT_OK(ibv_get_cq_event(p.a.ch, &second, &ctx));
+	} else {
+		fl = fcntl(p.a.ch->fd, F_GETFL);
+		ASSERT_OK(fcntl(p.a.ch->fd, F_SETFL, fl | O_NONBLOCK));
+		ASSERT_OK(ibv_get_cq_event(p.a.ch, &second, &ctx));
+		ASSERT_OK(fcntl(p.a.ch->fd, F_SETFL, fl));
+	}
+	atomic_store(&watch_fd[0], -1);
+	fprintf(stderr, "two events, the channel's eventfd written %ld times\n",
+		atomic_load(&n_fd_writes));
+	ASSERT_TRUE(first != second);
+	ASSERT_TRUE(first == p.a.scq || first == p.a.rcq);
+	ASSERT_TRUE(second == p.a.scq || second == p.a.rcq);
+	ibv_ack_cq_events(first, 1);
+	ibv_ack_cq_events(second, 1);
+	ASSERT_FALSE(readable(p.a.ch->fd, 0));
+	ASSERT_EQ(1, ibv_poll_cq(p.a.scq, 1, &wc));
+	ASSERT_EQ(1, ibv_poll_cq(p.a.rcq, 1, &wc));
+	WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
+	WAIT_WC(p.b.scq, &wc, SV_WC_TIMEOUT_MS);
+	sv_pair_close(&p);
+	ASSERT_OK(sched_setaffinity(0, sizeof(all), &all));
+}
+
+/*
+ * The fd's flags stay the app's: a wait that found the fd blocking, and
+ * then O_NONBLOCK set, fails EAGAIN with nothing queued; set back, a wait
+ * takes the event another thread's send raises (the read blocks for it,
+ * whatever the last look at the flags said).
+ */
+static void *send_later(void *arg)
+{
+	struct sv_pair *p = arg;
+
+	ASSERT_OK(sv_end_send(&p->a, 9, 0, 64, 0));
+	return NULL;
+}
+
+SV_TEST(channel_wait_follows_the_fds_flags)
+{
+	struct sv_end_opts ob = chan_opts();
+	struct ibv_cq *cq;
+	struct ibv_wc wc;
+	struct sv_pair p;
+	pthread_t t;
+	void *ctx;
+	int fl;
+
+	ASSERT_OK(setenv("SOFTVERBS_EVENT_SPIN_US", "50", 1));
+	sv_pair_open(&p, NULL, &ob);
+	fl = fcntl(p.b.ch->fd, F_GETFL);
+	for (int round = 0; round < 3; round++) {
+		/* blocking: an event comes (the first look at the flags) */
+		ASSERT_OK(sv_end_recv(&p.b, 0, 0, 64));
+		ASSERT_OK(ibv_req_notify_cq(p.b.rcq, 0));
+		ASSERT_OK(pthread_create(&t, NULL, send_later, &p));
+		take_event(&p.b, p.b.rcq);
+		ASSERT_OK(pthread_join(t, NULL));
+		ASSERT_EQ(1, ibv_poll_cq(p.b.rcq, 1, &wc));
+		WAIT_WC(p.a.scq, &wc, SV_WC_TIMEOUT_MS);
+		/* non-blocking now, nothing queued: EAGAIN, not a wait */
+		ASSERT_OK(fcntl(p.b.ch->fd, F_SETFL, fl | O_NONBLOCK));
+		ASSERT_EQ(-1, ibv_get_cq_event(p.b.ch, &cq, &ctx));
+		ASSERT_EQ(EAGAIN, errno);
+		ASSERT_EQ(-1, ibv_get_cq_event(p.b.ch, &cq, &ctx));
+		ASSERT_EQ(EAGAIN, errno);
+		/* blocking again: waits for the event, no EAGAIN */
+		ASSERT_OK(fcntl(p.b.ch->fd, F_SETFL, fl));
+	}
+	sv_pair_close(&p);
 }
