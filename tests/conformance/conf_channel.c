@@ -41,6 +41,18 @@ static void take_event(struct sv_end *e, struct ibv_cq *want)
 	ibv_ack_cq_events(cq, 1);
 }
 
+/* This thread, and the threads it starts, on the CPU it runs on; *all
+ * the CPUs it had. */
+static void pin_here(cpu_set_t *all)
+{
+	cpu_set_t one;
+
+	ASSERT_OK(sched_getaffinity(0, sizeof(*all), all));
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	ASSERT_OK(sched_setaffinity(0, sizeof(one), &one));
+}
+
 static struct sv_end_opts chan_opts(void)
 {
 	struct sv_end_opts o = sv_end_opts_default();
@@ -265,7 +277,7 @@ static void posts_do_not_wake(bool arm)
 	struct timespec t0, t;
 	struct sv_pair p;
 	struct ibv_wc wc;
-	cpu_set_t all, one;
+	cpu_set_t all;
 	uint64_t n = 0;
 
 	/* over TCP the thread of a QP whose CQ is armed watches its socket,
@@ -275,10 +287,7 @@ static void posts_do_not_wake(bool arm)
 	 * taskset: the thread runs when the app is between posts, not
 	 * holding the QP's lock (on two CPUs its looks mostly find the lock
 	 * taken and come back a check period later) */
-	ASSERT_OK(sched_getaffinity(0, sizeof(all), &all));
-	CPU_ZERO(&one);
-	CPU_SET(sched_getcpu(), &one);
-	ASSERT_OK(sched_setaffinity(0, sizeof(one), &one));
+	pin_here(&all);
 	ob.mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 	ob.qp_access = IBV_ACCESS_REMOTE_WRITE;
 	sv_pair_open(&p, &oa, &ob); /* its threads inherit the CPU */
@@ -484,15 +493,12 @@ static void ev_ping_pong(struct ev_counts *c)
 	struct sv_end_opts oa = chan_opts(), ob = chan_opts();
 	const char *key = "voluntary_ctxt_switches";
 	long long before, after;
-	cpu_set_t all, one;
+	cpu_set_t all;
 	struct sv_pair p;
 	pthread_t t;
 
 	ASSERT_OK(setenv("SOFTVERBS_EVENT_SPIN_US", "5000000", 1));
-	ASSERT_OK(sched_getaffinity(0, sizeof(all), &all));
-	CPU_ZERO(&one);
-	CPU_SET(sched_getcpu(), &one);
-	ASSERT_OK(sched_setaffinity(0, sizeof(one), &one));
+	pin_here(&all);
 	oa.sq_sig_all = ob.sq_sig_all = false; /* only receives complete */
 	sv_pair_open(&p, &oa, &ob);	       /* its threads inherit the CPU */
 	ASSERT_OK(sv_end_recv(&p.a, 0, 0, 64));
@@ -584,17 +590,14 @@ SV_TEST(channel_second_event_of_a_wait_is_counted)
 {
 	struct sv_end_opts oa = chan_opts();
 	struct ibv_cq *first = NULL, *second = NULL;
-	cpu_set_t all, one;
+	cpu_set_t all;
 	struct ibv_wc wc;
 	struct sv_pair p;
 	void *ctx;
 	int fl;
 
 	ASSERT_OK(setenv("SOFTVERBS_EVENT_SPIN_US", "5000000", 1));
-	ASSERT_OK(sched_getaffinity(0, sizeof(all), &all));
-	CPU_ZERO(&one);
-	CPU_SET(sched_getcpu(), &one);
-	ASSERT_OK(sched_setaffinity(0, sizeof(one), &one));
+	pin_here(&all);
 	sv_pair_open(&p, &oa, NULL);
 	ASSERT_OK(sv_end_recv(&p.a, 1, 0, 64));
 	ASSERT_OK(sv_end_recv(&p.b, 2, 0, 64));
