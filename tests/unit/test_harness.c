@@ -18,12 +18,17 @@
 
 #define MARK "harness-talker-was-here"
 
-/* Says something on both streams, then waits to be killed. */
+/* Says something on both streams, then waits to be killed.  stdout
+ * (a file: fully buffered) is in its file before stderr says anything:
+ * the failer fails once stderr has spoken, and the harness then shows
+ * both (with stdout flushed after, CI's ASan pass once showed stderr
+ * alone). */
 SV_HELPER(harness_talker)
 {
 	(void)argc;
 	(void)argv;
 	printf("%s on stdout\n", MARK);
+	fflush(stdout);
 	fprintf(stderr, "%s on stderr\n", MARK);
 	fflush(NULL);
 	pause(); /* until killed (SIGKILL) */
