@@ -74,6 +74,8 @@ void sv_channel_signal(struct sv_channel *ch, struct sv_cq *cq);
 /* The queue the calling thread spins on in ibv_get_cq_event, NULL after:
  * the events it raises there meanwhile go uncounted (struct sv_evq). */
 void sv_evq_spinning(struct sv_evq *q);
+/* Adds n events' counts to q's fd (event.c). */
+void sv_evq_count(struct sv_evq *q, uint64_t n);
 
 /* IBA 10.3.1: every outstanding WR completes with a flush error: both
  * queues, or the send queue alone (SQE: receives go on).  Caller holds

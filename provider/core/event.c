@@ -14,11 +14,9 @@
 #include "core.h"
 #include "objects.h"
 
-static void evq_count(struct sv_evq *q)
+void sv_evq_count(struct sv_evq *q, uint64_t n)
 {
-	uint64_t one = 1;
-
-	if (write(q->fd, &one, sizeof(one)) != sizeof(one))
+	if (n && write(q->fd, &n, sizeof(n)) != sizeof(n))
 		sv_dbg("event fd: %s\n", strerror(errno));
 }
 
@@ -32,7 +30,7 @@ void sv_async_event(struct sv_context *ctx, const struct ibv_async_event *e)
 	pthread_mutex_lock(&ctx->async.lock);
 	sv_list_add_tail(&ctx->async.events, &a->node);
 	pthread_mutex_unlock(&ctx->async.lock);
-	evq_count(&ctx->async);
+	sv_evq_count(&ctx->async, 1);
 }
 
 static __thread struct sv_evq *spin_evq;
@@ -56,5 +54,5 @@ void sv_channel_signal(struct sv_channel *ch, struct sv_cq *cq)
 	ch->evq.uncounted += own;
 	pthread_mutex_unlock(&ch->evq.lock);
 	if (!own)
-		evq_count(&ch->evq);
+		sv_evq_count(&ch->evq, 1);
 }

@@ -265,26 +265,6 @@ static bool spin_for_event(struct sv_channel *ch)
 	}
 }
 
-/* Takes one of q's uncounted events (struct sv_evq), if it has one. */
-static bool take_uncounted(struct sv_evq *q)
-{
-	bool took;
-
-	pthread_mutex_lock(&q->lock);
-	took = q->uncounted > 0;
-	q->uncounted -= took;
-	pthread_mutex_unlock(&q->lock);
-	return took;
-}
-
-/* Counts n events queued uncounted, so the fd is readable while they
- * wait. */
-static void evq_add(struct sv_evq *q, uint64_t n)
-{
-	if (n && write(q->fd, &n, sizeof(n)) != sizeof(n))
-		sv_dbg("event fd: %s\n", strerror(errno));
-}
-
 /* fl_seen: valid, non-blocking, and calls since fcntl said so (<< 2). */
 #define FL_VALID     1u
 #define FL_NONBLOCK  2u
@@ -330,19 +310,25 @@ int sv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out,
 		spin_for_event(ch);
 		sv_evq_spinning(NULL);
 	}
-	if (!take_uncounted(&ch->evq) && evq_take(&ch->evq)) {
-		if (errno == EAGAIN) /* non-blocking now */
-			atomic_store_explicit(&ch->fl_seen,
-					      FL_VALID | FL_NONBLOCK,
-					      memory_order_relaxed);
-		return -1;
-	}
 	pthread_mutex_lock(&ch->evq.lock);
+	if (ch->evq.uncounted) { /* raised by a spin: no count to read */
+		ch->evq.uncounted--;
+	} else {
+		pthread_mutex_unlock(&ch->evq.lock);
+		if (evq_take(&ch->evq)) {
+			if (errno == EAGAIN) /* non-blocking now */
+				atomic_store_explicit(&ch->fl_seen,
+						      FL_VALID | FL_NONBLOCK,
+						      memory_order_relaxed);
+			return -1;
+		}
+		pthread_mutex_lock(&ch->evq.lock);
+	}
 	rest = ch->evq.uncounted; /* the spin raised more than one */
 	ch->evq.uncounted = 0;
 	if (sv_list_empty(&ch->evq.events)) {
 		pthread_mutex_unlock(&ch->evq.lock);
-		evq_add(&ch->evq, rest);
+		sv_evq_count(&ch->evq, rest);
 		errno = EAGAIN;
 		return -1;
 	}
@@ -351,7 +337,7 @@ int sv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out,
 		sv_list_del(&cq->ev_node);
 	cq->events_got++;
 	pthread_mutex_unlock(&ch->evq.lock);
-	evq_add(&ch->evq, rest);
+	sv_evq_count(&ch->evq, rest);
 	*cq_out = (struct ibv_cq *)&cq->ex;
 	*cq_context = cq->ex.cq_context;
 	return 0;
