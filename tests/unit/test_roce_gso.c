@@ -403,3 +403,77 @@ SV_TEST(roce_lazy_ack_waits_on_its_first_look)
 	fini(&s);
 	fini(&r);
 }
+
+/* Our responder's ACK word names the last PSN of a read that is not the
+ * last one taken (three reads in flight, the answers of the third wait
+ * for room in rsp_tx): its response acknowledged it, and a bare ACK
+ * there made rxe complete the read without the data of a response that
+ * came out of order (a clean-clone CI run of rxe_interop,
+ * reorder_out_read_bw.s, rxe's "Failed status 5").  An ACK of a PSN past
+ * the reads, a send's, still leaves. */
+SV_TEST(roce_no_bare_ack_at_any_read_in_flight)
+{
+	struct end s, r, out, sink;
+	struct sv_link l = {0};
+	int fd;
+
+	pair(&s, &r, false);
+	/* r's way out (its ACKs): a pair the other way, lent to r */
+	pair(&out, &sink, false);
+	r.r.tx_fd = out.r.tx_fd;
+	r.r.dst = out.r.dst;
+	r.r.ip = out.r.ip;
+	r.r.oslot = out.r.oslot;
+	r.r.omax = out.r.omax;
+	r.r.obuf = out.r.obuf;
+	out.r.tx_fd = 0;
+	out.r.obuf = NULL;
+	r.r.tp = SV_IB_RC;
+	r.r.mtu = MTU;
+	r.r.my_qpn = 0x42;
+	r.r.epsn = 100;
+	ASSERT_OK(sv_ring_create(&l.rx, 1 << 16, 0, 0x42, &fd));
+	close(fd);
+	ASSERT_OK(sv_ring_create(&l.tx, 1 << 16, 0, 0x42, &fd));
+	close(fd);
+	ASSERT_OK(sv_ring_create(&l.rsp_tx, 1 << 16, 0, 0x42, &fd));
+	close(fd);
+	l.priv.p = &r.r;
+
+	/* three reads of 4 packets: PSNs 100-103, 104-107, 108-111 */
+	for (uint32_t k = 0; k < 3; k++) {
+		struct sv_roce_pkt p = {.opcode = SV_IB_RC | SV_IB_READ_REQ,
+					.pkey = 0xffff,
+					.dqpn = 0x42,
+					.psn = 100 + 4 * k,
+					.ack_req = true,
+					.reth = {.dma_len = 4 * MTU}};
+
+		ASSERT_TRUE(sv_roce_send(&s.r, &p));
+	}
+	ASSERT_TRUE(sv_roce_push(&s.r));
+	for (uint64_t end = sv_now_ms() + 5000; r.r.epsn != 112;) {
+		ASSERT_TRUE(sv_now_ms() < end);
+		sv_roce_read_in(&l);
+	}
+	/* the responder answered the first two */
+	for (uint32_t last = 103; last <= 107; last += 4) {
+		atomic_store(&l.rx.hdr->ack, sv_ack_word(last, SV_ACK, 0, 0));
+		sv_roce_flush(&l);
+		ASSERT_EQ(0, r.st.roce_acks);
+	}
+	/* ... the third, then a send after it */
+	atomic_store(&l.rx.hdr->ack, sv_ack_word(111, SV_ACK, 0, 0));
+	sv_roce_flush(&l);
+	ASSERT_EQ(0, r.st.roce_acks);
+	atomic_store(&l.rx.hdr->ack, sv_ack_word(112, SV_ACK, 0, 0));
+	sv_roce_flush(&l);
+	ASSERT_EQ(1, r.st.roce_acks);
+	sv_ring_unmap(&l.rx);
+	sv_ring_unmap(&l.tx);
+	sv_ring_unmap(&l.rsp_tx);
+	fini(&s);
+	fini(&r);
+	fini(&out);
+	fini(&sink);
+}

@@ -206,6 +206,41 @@ static bool request_record(const struct sv_roce_pkt *p, uint32_t mtu,
 	return true;
 }
 
+/* A read or an atomic of npsn PSNs from first, taken in order: kept
+ * until our ACK word passes it (sv_roce_answered_by_response). */
+void sv_roce_rd_taken(struct sv_roce *r, uint32_t first, uint32_t npsn)
+{
+	struct sv_roce_rd *d;
+
+	if (r->rdq_tail - r->rdq_head == SV_ROCE_RD_MAX)
+		r->rdq_head++; /* more than max_dest_rd_atomic in flight */
+	d = &r->rdq[r->rdq_tail++ & (SV_ROCE_RD_MAX - 1)];
+	d->first = first;
+	d->last = sv_psn_add(first, npsn - 1);
+}
+
+bool sv_roce_answered_by_response(struct sv_roce *r, uint64_t ack)
+{
+	uint32_t psn = SV_ACK_PSN(ack);
+
+	if (SV_ACK_SYN(ack) != SV_ACK)
+		return false;
+	/* the word only moves on: those it passed no ACK names again */
+	while (r->rdq_head != r->rdq_tail &&
+	       sv_psn_diff(psn,
+			   r->rdq[r->rdq_head & (SV_ROCE_RD_MAX - 1)].last) > 0)
+		r->rdq_head++;
+	for (uint32_t i = r->rdq_head; i != r->rdq_tail; i++) {
+		const struct sv_roce_rd *d = &r->rdq[i & (SV_ROCE_RD_MAX - 1)];
+
+		if (sv_psn_diff(psn, d->first) < 0)
+			return false; /* before it: none later holds it */
+		if (sv_psn_diff(psn, d->last) <= 0)
+			return true;
+	}
+	return false;
+}
+
 /* A request: into our receive ring, PSN order the responder's. */
 static void take_request(struct sv_link *l, const struct sv_roce_pkt *p)
 {
@@ -253,9 +288,7 @@ static void take_request(struct sv_link *l, const struct sv_roce_pkt *p)
 	if (d == 0) {
 		if (h.opcode == SV_OP_READ_REQ || h.opcode == SV_OP_CMP_SWAP ||
 		    h.opcode == SV_OP_FETCH_ADD) {
-			r->rd_first = p->psn;
-			r->rd_last = sv_psn_add(p->psn, h.npsn - 1);
-			r->rd_valid = true;
+			sv_roce_rd_taken(r, p->psn, h.npsn);
 		}
 		r->epsn = sv_psn_add(r->epsn, h.npsn);
 		if (h.seg & SV_SEG_LAST)

@@ -31,6 +31,10 @@
 /* SOFTVERBS_FAULTS reorder: a datagram held back waits at most this
  * long for one to overtake it */
 #define SV_ROCE_REORDER_NS 1000000ull
+/* Reads and atomics taken whose PSNs our ACK word may yet name: the
+ * responder's max_dest_rd_atomic at most (SV_MAX_RD_ATOM); a peer that
+ * sends more pushes the oldest out (a power of 2) */
+#define SV_ROCE_RD_MAX 128
 /* The out queue (out.c) holds whole GSO runs, SV_ROCE_OUT_RUNS of them
  * and never fewer datagrams than SV_ROCE_BATCH (sv_roce_out_slots): a
  * queue of 64 at a 1 KiB MTU sent runs of 57 and 7, and GSO messages
@@ -76,23 +80,25 @@ struct sv_roce {
 	struct sv_roce_idmemo idmemo;	      /* rip's (id_span) */
 	struct sv_roce_hdrmemo hmemo, rhmemo; /* ip's, rip's */
 	uint32_t my_qpn, peer_qpn, mtu;
-	uint8_t tp;		    /* SV_IB_RC, _UC (no ACKs), _XRC */
-	uint32_t tx_done;	    /* packets of the tx head record sent */
-	uint32_t rsp_done;	    /* ... of the rsp_tx head record */
-	uint64_t retry_ns;	    /* the socket was full: send then */
-	uint64_t ack_sent;	    /* the last ACK word we sent */
-	bool ack_sent_valid;	    /* (any yet) */
-	uint32_t epsn;		    /* the next request PSN, as seen here */
-	uint32_t msn;		    /* messages the peer sent us, for AETH */
-	uint32_t rd_first, rd_last; /* the PSNs of the last read or atomic
-				     * taken: its response acknowledges
-				     * them, never a bare ACK (rxe completes
-				     * a read an ACK names, without data) */
-	bool rd_valid;		    /* (any yet) */
-	uint32_t nak_seq;	    /* NAKs the peer sent us (the ack word) */
-	bool defer;		    /* the engine runs: flush at its end */
-	bool lazy;		    /* the app's poll runs us (set_lazy) */
-	uint64_t ack_owed_ns;	    /* a plain ACK waits since (0: none) */
+	uint8_t tp;	     /* SV_IB_RC, _UC (no ACKs), _XRC */
+	uint32_t tx_done;    /* packets of the tx head record sent */
+	uint32_t rsp_done;   /* ... of the rsp_tx head record */
+	uint64_t retry_ns;   /* the socket was full: send then */
+	uint64_t ack_sent;   /* the last ACK word we sent */
+	bool ack_sent_valid; /* (any yet) */
+	uint32_t epsn;	     /* the next request PSN, as seen here */
+	uint32_t msn;	     /* messages the peer sent us, for AETH */
+	/* the PSNs of the reads and atomics taken that our ACK word has not
+	 * passed, oldest first (sv_roce_answered_by_response): a response
+	 * acknowledges them, never a bare ACK */
+	struct sv_roce_rd {
+		uint32_t first, last;
+	} rdq[SV_ROCE_RD_MAX];
+	uint32_t rdq_head, rdq_tail; /* (free-running: tail - head kept) */
+	uint32_t nak_seq;	     /* NAKs the peer sent us (the ack word) */
+	bool defer;		     /* the engine runs: flush at its end */
+	bool lazy;		     /* the app's poll runs us (set_lazy) */
+	uint64_t ack_owed_ns;	     /* a plain ACK waits since (0: none) */
 	bool ack_alone; /* the last that waited left alone: no reply comes
 			 * (a stream's receiver); none waits until we send
 			 * a request again */
@@ -246,15 +252,15 @@ static inline uint64_t sv_roce_hold_due(const struct sv_roce *r)
 	return r->hold_len ? r->hold_ns + SV_ROCE_REORDER_NS : UINT64_MAX;
 }
 
-/* ack names a read's or an atomic's PSN: its response says it (IBA
- * 9.7.5.1.1: a read request is acknowledged by its response); a bare
- * ACK there makes rxe complete the read without its data. */
-static inline bool sv_roce_answered_by_response(const struct sv_roce *r,
-						uint64_t ack)
-{
-	return r->rd_valid && SV_ACK_SYN(ack) == SV_ACK &&
-	       sv_psn_diff(SV_ACK_PSN(ack), r->rd_first) >= 0 &&
-	       sv_psn_diff(SV_ACK_PSN(ack), r->rd_last) <= 0;
-}
+/*
+ * ack names the PSN of a read or an atomic we took: its response says it
+ * (IBA 9.7.5.1.1: a read request is acknowledged by its response).  A
+ * bare ACK there makes rxe complete the read without its data, which it
+ * drops when that response came out of order.  Each taken one is kept
+ * until the word passes it, so an ACK word for the second of three reads
+ * in flight (the responder's answers wait for room) is known too.
+ */
+bool sv_roce_answered_by_response(struct sv_roce *r, uint64_t ack);
+void sv_roce_rd_taken(struct sv_roce *r, uint32_t first, uint32_t npsn);
 
 #endif
