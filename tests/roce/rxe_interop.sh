@@ -147,13 +147,31 @@ cap_stop() {
 	wait "$cap_pid"
 	cap_pid=
 	if [ "${1:-}" = show ]; then
-		echo "  the tap's last RoCEv2 packets (softverbs is $host):"
+		# the last 400, a line per run: one sender's packets of one
+		# opcode to one QP at PSNs that count up by one (a train), or
+		# the same ACK again
+		echo "  the tap's last RoCEv2 packets, runs (softverbs is $host):"
 		tshark -r "$tmp/wire.pcap" \
-			-T fields -e frame.time_relative -e ip.src -e udp.srcport \
+			-T fields -e frame.time_relative -e ip.src \
 			-e infiniband.bth.opcode -e infiniband.bth.destqp \
 			-e infiniband.bth.psn -e infiniband.bth.a \
-			-e infiniband.aeth.syndrome 2>/dev/null | tail -40 |
-			sed 's/^/    /'
+			-e infiniband.aeth.syndrome 2>/dev/null | tail -400 |
+			awk -F'\t' '
+			function out() {
+				if (n) printf "    %.6f-%.6f %s op %s qp %s psn %s-%s (%d) ackreq %d syn %s\n",
+					t0, t1, src, op, qp, p0, p1, n, a, syn
+			}
+			{
+				if (n && $2 == src && $3 == op && $4 == qp &&
+				    (($3 != 17 && $5 == p1 + 1) ||
+				     ($3 == 17 && $5 == p1 && $7 == syn))) {
+					t1 = $1; p1 = $5; n++; a += ($6 == 1); next
+				}
+				out()
+				t0 = t1 = $1; src = $2; op = $3; qp = $4
+				p0 = p1 = $5; a = ($6 == 1); syn = $7; n = 1
+			}
+			END { out() }' | tail -30
 		echo "  rxe0's counters that are not 0:"
 		"$vm" run "cd /sys/class/infiniband/rxe0/ports/1/hw_counters &&
 			grep -H . * | grep -v ':0\$'" 2>/dev/null | sed 's/^/    /'
@@ -177,6 +195,9 @@ check() { # NAME RC_RXE RC_SV WANT [RXE_WANT]: both exited 0, said so
 		! grep -q "${5:-$4}" "$tmp/$1.rxe" ||
 		! grep -q "$4" "$tmp/$1.sv"; then
 		echo "FAIL $1: rxe rc $2, softverbs rc $3"
+		# the wire first: a CI's excerpt of a long run shows the
+		# first lines of a failure
+		cap_stop show
 		# what went wrong is often before the last lines
 		grep -i "error\|fail\|status\|exceeded" "$tmp/$1.rxe" |
 			sed 's/^/  rxe said: /' | head -5
@@ -184,7 +205,6 @@ check() { # NAME RC_RXE RC_SV WANT [RXE_WANT]: both exited 0, said so
 			"$tmp/$1.sv" | sed 's/^/  softverbs said: /' | head -5
 		sed 's/^/  rxe: /' "$tmp/$1.rxe" | tail -8
 		sed 's/^/  softverbs: /' "$tmp/$1.sv" | tail -8
-		cap_stop show
 		vm_gone
 		exit 1
 	fi
