@@ -355,20 +355,33 @@ SV_TEST(roce_link_verifies_a_peer_whose_ip_ids_count)
  * the future when the clock was even, and the ACK left alone: half of a
  * ping-pong's ACKs), and leaves once it waited SV_ROCE_ACK_DELAY_NS;
  * after one waited in vain, the next do not wait. */
+/* A link's rx, tx and rsp_tx rings, private (no peer maps them). */
+static void rings(struct sv_link *l)
+{
+	struct sv_ring *g[] = {&l->rx, &l->tx, &l->rsp_tx};
+	int fd;
+
+	for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++) {
+		ASSERT_OK(sv_ring_create(g[i], 1 << 16, 0, 0x42, &fd));
+		close(fd);
+	}
+}
+
+static void rings_unmap(struct sv_link *l)
+{
+	sv_ring_unmap(&l->rx);
+	sv_ring_unmap(&l->tx);
+	sv_ring_unmap(&l->rsp_tx);
+}
+
 SV_TEST(roce_lazy_ack_waits_on_its_first_look)
 {
 	struct sv_link l = {0};
 	struct end s, r;
-	int fd;
 
 	if (!pair(&s, &r, true))
 		no_gro();
-	ASSERT_OK(sv_ring_create(&l.rx, 1 << 16, 0, 0x42, &fd));
-	close(fd);
-	ASSERT_OK(sv_ring_create(&l.tx, 1 << 16, 0, 0x42, &fd));
-	close(fd);
-	ASSERT_OK(sv_ring_create(&l.rsp_tx, 1 << 16, 0, 0x42, &fd));
-	close(fd);
+	rings(&l);
 	l.priv.p = &s.r;
 	s.r.tp = SV_IB_RC;
 	s.r.lazy = true;
@@ -397,9 +410,7 @@ SV_TEST(roce_lazy_ack_waits_on_its_first_look)
 	sv_roce_flush(&l);
 	ASSERT_EQ(2, s.st.roce_acks);
 	ASSERT_EQ(0, s.r.ack_owed_ns);
-	sv_ring_unmap(&l.rx);
-	sv_ring_unmap(&l.tx);
-	sv_ring_unmap(&l.rsp_tx);
+	rings_unmap(&l);
 	fini(&s);
 	fini(&r);
 }
@@ -415,7 +426,6 @@ SV_TEST(roce_no_bare_ack_at_any_read_in_flight)
 {
 	struct end s, r, out, sink;
 	struct sv_link l = {0};
-	int fd;
 
 	pair(&s, &r, false);
 	/* r's way out (its ACKs): a pair the other way, lent to r */
@@ -432,12 +442,7 @@ SV_TEST(roce_no_bare_ack_at_any_read_in_flight)
 	r.r.mtu = MTU;
 	r.r.my_qpn = 0x42;
 	r.r.epsn = 100;
-	ASSERT_OK(sv_ring_create(&l.rx, 1 << 16, 0, 0x42, &fd));
-	close(fd);
-	ASSERT_OK(sv_ring_create(&l.tx, 1 << 16, 0, 0x42, &fd));
-	close(fd);
-	ASSERT_OK(sv_ring_create(&l.rsp_tx, 1 << 16, 0, 0x42, &fd));
-	close(fd);
+	rings(&l);
 	l.priv.p = &r.r;
 
 	/* three reads of 4 packets: PSNs 100-103, 104-107, 108-111 */
@@ -469,9 +474,7 @@ SV_TEST(roce_no_bare_ack_at_any_read_in_flight)
 	atomic_store(&l.rx.hdr->ack, sv_ack_word(112, SV_ACK, 0, 0));
 	sv_roce_flush(&l);
 	ASSERT_EQ(1, r.st.roce_acks);
-	sv_ring_unmap(&l.rx);
-	sv_ring_unmap(&l.tx);
-	sv_ring_unmap(&l.rsp_tx);
+	rings_unmap(&l);
 	fini(&s);
 	fini(&r);
 	fini(&out);
