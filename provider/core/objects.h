@@ -707,6 +707,8 @@ struct sv_qp_stats {
 	 * (wire/roce.h enum sv_roce_verdict; roce_drop_qpn: not for this
 	 * QP or not from its peer; roce_drop_full: no room in our ring,
 	 * resent by the peer); roce_reacks: duplicates acknowledged again;
+	 * roce_stale_acks: ACKs and NAKs that came after a newer one,
+	 * ignored (in.c take_aeth);
 	 * roce_icrc_id: ICRCs verified with an IPv4 ID other than 0, solved
 	 * from the ICRC (a GSO run's later segments; every packet of rxe,
 	 * whose IDs are its kernel's: wire/roce.h) */
@@ -714,7 +716,7 @@ struct sv_qp_stats {
 	uint64_t roce_drop_trunc, roce_drop_pad, roce_drop_len;
 	uint64_t roce_drop_icrc, roce_drop_qpt, roce_drop_seg;
 	uint64_t roce_drop_qpn, roce_drop_full;
-	uint64_t roce_reacks, roce_icrc_id;
+	uint64_t roce_reacks, roce_stale_acks, roce_icrc_id;
 	/* datagrams read on our socket for another link of this process
 	 * that shares it (two QP pairs, one UDP source port:
 	 * transport/roce/share.c), passed to that link, or relayed to a

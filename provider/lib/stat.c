@@ -88,6 +88,7 @@ static const struct {
 	F(roce_drop_qpn),
 	F(roce_drop_full),
 	F(roce_reacks),
+	F(roce_stale_acks),
 	F(roce_icrc_id),
 	F(roce_passed),
 	F(roce_acks),

@@ -86,12 +86,28 @@ static bool put_record(struct sv_ring *g, struct sv_pkt *h, const void *ext,
 	return true;
 }
 
-/* The peer's ACK word from an AETH: ours to judge (comp.c).  A NAK's
- * word is new each time (its seq), so a repeated one is seen. */
+/* The last PSN a word acknowledges: an ACK's own, a NAK's the one
+ * before (IBA 9.7.5.2: a NAK acknowledges what precedes it). */
+static uint32_t acked_psn(uint64_t w)
+{
+	return SV_ACK_SYN(w) == SV_ACK ? SV_ACK_PSN(w)
+				       : sv_psn_add(SV_ACK_PSN(w), SV_PSN_MASK);
+}
+
+/*
+ * The peer's ACK word from an AETH: ours to judge (comp.c).  A NAK's
+ * word is new each time (its seq), so a repeated one is seen.  One that
+ * acknowledges less than the word already does came late (reordered on
+ * the way, or by SOFTVERBS_FAULTS reorder): it is stale, and taken it
+ * would undo the newer one before the completer saw it.  Our last send's
+ * ACK taken before the one of the packets ahead of it then read as
+ * unacknowledged; the peer had gone, and the send failed RETRY_EXC
+ * (rxe_interop reorder_pp.s, 2 runs of 20 here).
+ */
 static void take_aeth(struct sv_link *l, uint32_t psn, uint8_t aeth)
 {
 	struct sv_roce *r = sv_roce_of(l);
-	uint64_t w;
+	uint64_t w, cur;
 
 	switch (aeth >> 5) {
 	case 0: /* ACK */
@@ -111,6 +127,12 @@ static void take_aeth(struct sv_link *l, uint32_t psn, uint8_t aeth)
 				0, ++r->nak_seq);
 		break;
 	default:
+		return;
+	}
+	cur = atomic_load_explicit(&l->tx.hdr->ack, memory_order_relaxed);
+	if (cur != SV_ACK_NONE &&
+	    sv_psn_diff(acked_psn(w), acked_psn(cur)) < 0) {
+		roce_count(r, roce_stale_acks);
 		return;
 	}
 	atomic_store_explicit(&l->tx.hdr->ack, w, memory_order_release);
