@@ -244,6 +244,7 @@ void sv_roce_rd_taken(struct sv_roce *r, uint32_t first, uint32_t npsn)
 bool sv_roce_answered_by_response(struct sv_roce *r, uint64_t ack)
 {
 	uint32_t psn = SV_ACK_PSN(ack);
+	const struct sv_roce_rd *d;
 
 	if (SV_ACK_SYN(ack) != SV_ACK)
 		return false;
@@ -252,15 +253,13 @@ bool sv_roce_answered_by_response(struct sv_roce *r, uint64_t ack)
 	       sv_psn_diff(psn,
 			   r->rdq[r->rdq_head & (SV_ROCE_RD_MAX - 1)].last) > 0)
 		r->rdq_head++;
-	for (uint32_t i = r->rdq_head; i != r->rdq_tail; i++) {
-		const struct sv_roce_rd *d = &r->rdq[i & (SV_ROCE_RD_MAX - 1)];
-
-		if (sv_psn_diff(psn, d->first) < 0)
-			return false; /* before it: none later holds it */
-		if (sv_psn_diff(psn, d->last) <= 0)
-			return true;
-	}
-	return false;
+	if (r->rdq_head == r->rdq_tail)
+		return false;
+	/* taken in PSN order (only at the expected PSN), so the ranges
+	 * follow each other: psn is at most the oldest's last, and before
+	 * every later one's first */
+	d = &r->rdq[r->rdq_head & (SV_ROCE_RD_MAX - 1)];
+	return sv_psn_diff(psn, d->first) >= 0;
 }
 
 /* A request: into our receive ring, PSN order the responder's. */

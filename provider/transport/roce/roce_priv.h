@@ -34,7 +34,9 @@
 /* Reads and atomics taken whose PSNs our ACK word may yet name: the
  * responder's max_dest_rd_atomic at most (SV_MAX_RD_ATOM); a peer that
  * sends more pushes the oldest out (a power of 2) */
-#define SV_ROCE_RD_MAX 128
+#define SV_ROCE_RD_MAX SV_MAX_RD_ATOM
+_Static_assert((SV_ROCE_RD_MAX & (SV_ROCE_RD_MAX - 1)) == 0,
+	       "SV_ROCE_RD_MAX indexes a ring by mask");
 /* The out queue (out.c) holds whole GSO runs, SV_ROCE_OUT_RUNS of them
  * and never fewer datagrams than SV_ROCE_BATCH (sv_roce_out_slots): a
  * queue of 64 at a 1 KiB MTU sent runs of 57 and 7, and GSO messages
