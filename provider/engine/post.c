@@ -60,14 +60,16 @@ static const struct {
 	bool no_inl; /* inline makes no sense: data comes back */
 	bool local;  /* executed here (no op on the wire) */
 } wr_ops[] = {
-	[IBV_WR_SEND] = {SV_OP_SEND, false, false, false},
-	[IBV_WR_SEND_WITH_IMM] = {SV_OP_SEND, true, false, false},
-	[IBV_WR_SEND_WITH_INV] = {SV_OP_SEND, false, false, false},
-	[IBV_WR_RDMA_WRITE] = {SV_OP_WRITE, false, true, false},
-	[IBV_WR_RDMA_WRITE_WITH_IMM] = {SV_OP_WRITE, true, true, false},
-	[IBV_WR_RDMA_READ] = {SV_OP_READ_REQ, false, true, true},
-	[IBV_WR_ATOMIC_CMP_AND_SWP] = {SV_OP_CMP_SWAP, false, true, true},
-	[IBV_WR_ATOMIC_FETCH_AND_ADD] = {SV_OP_FETCH_ADD, false, true, true},
+	[IBV_WR_SEND] = {SV_OP_SEND, false, false, false, false},
+	[IBV_WR_SEND_WITH_IMM] = {SV_OP_SEND, true, false, false, false},
+	[IBV_WR_SEND_WITH_INV] = {SV_OP_SEND, false, false, false, false},
+	[IBV_WR_RDMA_WRITE] = {SV_OP_WRITE, false, true, false, false},
+	[IBV_WR_RDMA_WRITE_WITH_IMM] = {SV_OP_WRITE, true, true, false, false},
+	[IBV_WR_RDMA_READ] = {SV_OP_READ_REQ, false, true, true, false},
+	[IBV_WR_ATOMIC_CMP_AND_SWP] = {SV_OP_CMP_SWAP, false, true, true,
+				       false},
+	[IBV_WR_ATOMIC_FETCH_AND_ADD] = {SV_OP_FETCH_ADD, false, true, true,
+					 false},
 	[IBV_WR_BIND_MW] = {0, false, false, true, true},
 	[IBV_WR_LOCAL_INV] = {0, false, false, true, true},
 };

@@ -23,7 +23,7 @@
 
 #include "exchange.h"
 
-static int die(const char *what)
+static _Noreturn void die(const char *what)
 {
 	fprintf(stderr, "uc_loss: %s: %s\n", what, strerror(errno));
 	exit(1);
