@@ -41,7 +41,5 @@ void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc, bool solicited)
 	}
 	sv_unlock(&cq->lock);
 	if (notify && cq->ex.channel)
-		sv_channel_signal(
-			container_of(cq->ex.channel, struct sv_channel, ibv),
-			cq);
+		sv_channel_signal(to_schannel(cq->ex.channel), cq);
 }

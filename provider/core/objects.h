@@ -450,11 +450,15 @@ struct sv_cq {
 	uint32_t events_queued; /* queued on the channel, not yet got */
 	uint32_t events_got;	/* handed to the app by get_cq_event */
 	struct sv_list ev_node; /* on channel->evq.events when queued */
-	struct sv_cqe cur;	/* the extended API's current completion */
-	uint32_t async_got;	/* async events handed out for this CQ */
-	_Atomic uint32_t srqs;	/* XRC SRQs completing here: EBUSY */
-	struct ibv_pd *pdom;	/* its parent domain, or NULL */
-	bool q_custom;		/* q is from pdom's allocator */
+	/* on its channel's cqs (a channel of its own context), whose
+	 * waiter's spin runs the QPs of these CQs only (verbs/channel.c) */
+	struct sv_list ch_node;
+	bool on_channel;
+	struct sv_cqe cur;     /* the extended API's current completion */
+	uint32_t async_got;    /* async events handed out for this CQ */
+	_Atomic uint32_t srqs; /* XRC SRQs completing here: EBUSY */
+	struct ibv_pd *pdom;   /* its parent domain, or NULL */
+	bool q_custom;	       /* q is from pdom's allocator */
 	/* the readiness set (transport/link.h) of the connections of its
 	 * QPs' links that may idle (TCP; links_idle: one reached RTR): made
 	 * by the first poll of two QPs or more, which asks it which have
@@ -492,9 +496,17 @@ struct sv_qp_set {
 struct sv_channel {
 	struct ibv_comp_channel ibv;
 	struct sv_evq evq;
+	/* its CQs (struct sv_cq.ch_node), under the context's qp_lock: a
+	 * waiter spins on their QPs, not on every QP of the context */
+	struct sv_list cqs;
 	_Atomic uint32_t fl_seen; /* what fcntl said of O_NONBLOCK, and
 				   * when (verbs/channel.c nonblocking) */
 };
+
+static inline struct sv_channel *to_schannel(struct ibv_comp_channel *ch)
+{
+	return container_of(ch, struct sv_channel, ibv);
+}
 
 /* Send queue entry.  Inline data is copied at post time; SGEs are read
  * when the requester packetizes (the app may not touch them until the

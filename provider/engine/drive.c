@@ -185,7 +185,7 @@ bool sv_drive_ready(int set, uint32_t nqps)
 
 /*
  * A thread of the app spins in ibv_get_cq_event (verbs/channel.c): it
- * runs every QP of the context itself.  A QP whose CQ is armed is the
+ * runs the QPs of its channel's CQs itself.  A QP whose CQ is armed is the
  * progress thread's (look), with its sleep flags up, so each packet of a
  * peer rang our doorbell and woke the thread to do what the spin does:
  * rc_pingpong -e took 20-30 us a round trip here against 0.5-1.2 polled

@@ -175,6 +175,7 @@ struct ibv_comp_channel *sv_create_comp_channel(struct ibv_context *c)
 		errno = -err;
 		return NULL;
 	}
+	sv_list_init(&ch->cqs);
 	ch->ibv.context = c;
 	ch->ibv.fd = ch->evq.fd;
 	ch->ibv.refcnt = 0;
@@ -183,7 +184,7 @@ struct ibv_comp_channel *sv_create_comp_channel(struct ibv_context *c)
 
 int sv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
-	struct sv_channel *ch = container_of(channel, struct sv_channel, ibv);
+	struct sv_channel *ch = to_schannel(channel);
 	int busy;
 
 	pthread_mutex_lock(&channel->context->mutex);
@@ -212,33 +213,58 @@ static bool evq_pending(struct sv_evq *q)
 
 enum spin_pass { SPIN_FIRST, SPIN_AGAIN, SPIN_LAST };
 
-/* One pass of the spin over every QP of ctx: the first takes the QPs'
- * sleep flags down for the spin, the last puts them up again before its
- * runs (drive.c sv_qp_spin_begin).  The last runs them even when the
- * spin got its event: a packet that came while the flags were down rang
- * nobody, and the app may wait next where no spin runs (its own poll of
- * the channel's fd). */
-static void spin_pass(struct sv_context *ctx, uint64_t token,
+/* One pass of the spin over the QPs of ch's CQs (a QP completes nowhere
+ * else; one on two of its CQs is seen twice, and its second look finds
+ * nothing): so many idle QPs elsewhere in the context cost the wait
+ * nothing.  The first pass takes the QPs' sleep flags down for the spin,
+ * the last puts them up again before its runs (drive.c
+ * sv_qp_spin_begin).  The last runs them even when the spin got its
+ * event: a packet that came while the flags were down rang nobody, and
+ * the app may wait next where no spin runs (its own poll of the
+ * channel's fd).  A QP that joins a CQ meanwhile keeps its flags (not
+ * ours); one that leaves takes ours along, as before. */
+static void spin_pass(struct sv_channel *ch, uint64_t token,
 		      enum spin_pass pass)
 {
+	struct sv_context *ctx = to_sctx(ch->ibv.context);
 	struct sv_list *n;
 
 	pthread_rwlock_rdlock(&ctx->qp_lock);
-	sv_list_for_each(n, &ctx->qps)
-	{
-		struct sv_qp *qp = container_of(n, struct sv_qp, ctx_node);
+	if (pass != SPIN_AGAIN) {
+		sv_list_for_each(n, &ch->cqs)
+		{
+			struct sv_qp_set *set = atomic_load_explicit(
+				&container_of(n, struct sv_cq, ch_node)->qps,
+				memory_order_acquire);
+			uint32_t k = atomic_load_explicit(&set->n,
+							  memory_order_acquire);
 
-		if (pass == SPIN_FIRST)
-			sv_qp_spin_begin(qp, token);
-		else if (pass == SPIN_LAST)
-			sv_qp_spin_end(qp, token);
+			for (uint32_t i = 0; i < k; i++) {
+				struct sv_qp *qp = atomic_load_explicit(
+					&set->qp[i], memory_order_acquire);
+
+				if (pass == SPIN_FIRST)
+					sv_qp_spin_begin(qp, token);
+				else
+					sv_qp_spin_end(qp, token);
+			}
+		}
 	}
 	/* seq_cst: flags up before the rings are looked at (Dekker) */
 	if (pass == SPIN_LAST)
 		atomic_thread_fence(memory_order_seq_cst);
-	sv_list_for_each(n, &ctx->qps)
+	sv_list_for_each(n, &ch->cqs)
 	{
-		sv_qp_drive(container_of(n, struct sv_qp, ctx_node), -1);
+		struct sv_qp_set *set = atomic_load_explicit(
+			&container_of(n, struct sv_cq, ch_node)->qps,
+			memory_order_acquire);
+		uint32_t k =
+			atomic_load_explicit(&set->n, memory_order_acquire);
+
+		for (uint32_t i = 0; i < k; i++)
+			sv_qp_drive(atomic_load_explicit(&set->qp[i],
+							 memory_order_acquire),
+				    -1);
 	}
 	pthread_rwlock_unlock(&ctx->qp_lock);
 }
@@ -249,7 +275,6 @@ static void spin_pass(struct sv_context *ctx, uint64_t token,
 static bool spin_for_event(struct sv_channel *ch)
 {
 	static _Atomic uint64_t tokens;
-	struct sv_context *ctx = to_sctx(ch->ibv.context);
 	uint64_t end = sv_now_ns() + sv_env_uint(SV_ENV_EVENT_SPIN_US) * 1000;
 	uint64_t token = atomic_fetch_add(&tokens, 1) + 1;
 	struct pollfd p = {.fd = ch->evq.fd, .events = POLLIN};
@@ -257,7 +282,7 @@ static bool spin_for_event(struct sv_channel *ch)
 	bool got;
 
 	for (;;) {
-		spin_pass(ctx, token, pass);
+		spin_pass(ch, token, pass);
 		got = evq_pending(&ch->evq);
 		if (pass == SPIN_LAST)
 			return got || poll(&p, 1, 0) == 1;
@@ -298,7 +323,7 @@ static bool nonblocking(struct sv_channel *ch)
 int sv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out,
 		    void **cq_context)
 {
-	struct sv_channel *ch = container_of(channel, struct sv_channel, ibv);
+	struct sv_channel *ch = to_schannel(channel);
 	struct sv_cq *cq;
 	uint32_t rest;
 

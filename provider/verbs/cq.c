@@ -492,6 +492,15 @@ static struct sv_cq *cq_create(struct ibv_context *c, int cqe,
 		pthread_mutex_lock(&c->mutex);
 		channel->refcnt++;
 		pthread_mutex_unlock(&c->mutex);
+		/* a channel of another context (the kernel refuses one) is
+		 * not spun on for this CQ: the progress thread serves it */
+		if (channel->context == c) {
+			pthread_rwlock_wrlock(&ctx->qp_lock);
+			sv_list_add_tail(&to_schannel(channel)->cqs,
+					 &cq->ch_node);
+			cq->on_channel = true;
+			pthread_rwlock_unlock(&ctx->qp_lock);
+		}
 	}
 	if (pdom)
 		sv_pd_hold(pdom);
@@ -580,16 +589,18 @@ int sv_destroy_cq(struct ibv_cq *ibcq)
 	struct sv_cq *cq = to_scq(ibcq);
 	struct ibv_comp_channel *ch = ibcq->channel;
 
-	pthread_rwlock_rdlock(&cq->ctx->qp_lock);
+	pthread_rwlock_wrlock(&cq->ctx->qp_lock);
 	if (cq_nqps(cq) || atomic_load(&cq->srqs)) {
 		pthread_rwlock_unlock(&cq->ctx->qp_lock);
 		return EBUSY;
 	}
+	if (cq->on_channel) /* no spin walks it from here on */
+		sv_list_del(&cq->ch_node);
+	cq->on_channel = false;
 	pthread_rwlock_unlock(&cq->ctx->qp_lock);
 	sv_drive_cq_gone(cq);
 	if (ch) {
-		struct sv_channel *sch =
-			container_of(ch, struct sv_channel, ibv);
+		struct sv_channel *sch = to_schannel(ch);
 
 		/* forget events the app never took */
 		pthread_mutex_lock(&sch->evq.lock);

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "objects.h"
 #include "pair.h"
 #include "proc_thread.h"
 
@@ -576,6 +577,135 @@ SV_TEST(channel_spinning_waiter_takes_its_event_without_system_calls)
 	ASSERT_LE(c.writes, EV_ROUNDS / 4);
 	ASSERT_LE(c.reads, EV_ROUNDS / 4);
 	ASSERT_LE(c.fcntls, 2 * (2 * EV_ROUNDS / 64 + 2));
+}
+
+/* The drives of the app (engine/drive.c sv_qp_drive) a QP has had. */
+static uint64_t drives(struct ibv_qp *qp)
+{
+	return atomic_load_explicit(&to_sqp(qp)->prog.drives,
+				    memory_order_relaxed);
+}
+
+/*
+ * A waiter's spin runs the QPs of its channel's CQs, not every QP of its
+ * context (verbs/channel.c spin_pass): the cost of a wait does not grow
+ * with the idle QPs beside it.  64 QPs of a's context, connected in
+ * pairs and idle, on CQs of no channel; a then makes EV_ROUNDS
+ * event-driven round trips on its own QP.  Before, each pass of each
+ * spin drove every one of the 64: 2 to 20,000 drives each here,
+ * depending on how long the spins ran.
+ */
+SV_TEST(channel_spin_runs_only_the_channels_qps)
+{
+	enum { IDLE = 64 };
+	struct sv_end_opts o = chan_opts();
+	struct sv_end idle[IDLE];
+	uint64_t before[IDLE], a_before, moved = 0, t0;
+	struct sv_pair p;
+	pthread_t t;
+
+	o.sq_sig_all = false; /* only receives complete */
+	sv_pair_open(&p, &o, &o);
+	for (int i = 0; i < IDLE; i++)
+		sv_end_on_objects(&idle[i], p.a.ctx, p.a.pd, p.a.mr, p.a.buf);
+	for (int i = 0; i < IDLE; i += 2) {
+		sv_end_connect(&idle[i], idle[i + 1].qp->qp_num, 0);
+		sv_end_connect(&idle[i + 1], idle[i].qp->qp_num, 0);
+	}
+	for (int i = 0; i < IDLE; i++)
+		before[i] = drives(idle[i].qp);
+	a_before = drives(p.a.qp);
+	ASSERT_OK(sv_end_recv(&p.a, 0, 0, 64));
+	ASSERT_OK(sv_end_recv(&p.b, 0, 0, 64));
+	ASSERT_OK(pthread_create(&t, NULL, ev_echo, &p.b));
+	t0 = sv_now_ms();
+	for (uint64_t i = 0; i < EV_ROUNDS; i++) {
+		ASSERT_OK(sv_end_send(&p.a, i, 64, 64, 0));
+		ev_wait_recv(&p.a, i);
+		ASSERT_OK(sv_end_recv(&p.a, i + 1, 0, 64));
+	}
+	ASSERT_OK(pthread_join(t, NULL));
+	for (int i = 0; i < IDLE; i++)
+		moved += drives(idle[i].qp) - before[i];
+	fprintf(stderr,
+		"%d event-driven round trips in %llu ms beside %d idle QPs: "
+		"a's QP driven %llu times, the idle ones %llu\n",
+		EV_ROUNDS, (unsigned long long)(sv_now_ms() - t0), IDLE,
+		(unsigned long long)(drives(p.a.qp) - a_before),
+		(unsigned long long)moved);
+	ASSERT_GE(drives(p.a.qp), a_before + 1); /* the waits ran it */
+	ASSERT_EQ(0ull, (unsigned long long)moved);
+	for (int i = 0; i < IDLE; i++)
+		sv_end_off_objects(&idle[i]);
+	sv_pair_close(&p);
+}
+
+struct cq_churn {
+	struct sv_end *e;
+	atomic_bool stop;
+	long made;
+};
+
+/* CQs on e's channel, each with a QP on it, made and destroyed until
+ * told to stop. */
+static void *cq_churn(void *arg)
+{
+	struct cq_churn *c = arg;
+
+	while (!atomic_load(&c->stop)) {
+		struct ibv_cq *cq =
+			ibv_create_cq(c->e->ctx, 16, NULL, c->e->ch, 0);
+		struct ibv_qp_init_attr ia = {.send_cq = cq,
+					      .recv_cq = cq,
+					      .cap = {.max_send_wr = 4,
+						      .max_recv_wr = 4,
+						      .max_send_sge = 1,
+						      .max_recv_sge = 1},
+					      .qp_type = IBV_QPT_RC};
+		struct ibv_qp *qp;
+
+		ASSERT_NOT_NULL(cq);
+		qp = ibv_create_qp(c->e->pd, &ia);
+		ASSERT_NOT_NULL(qp);
+		ASSERT_OK(ibv_destroy_qp(qp));
+		ASSERT_OK(ibv_destroy_cq(cq));
+		c->made++;
+	}
+	return NULL;
+}
+
+/*
+ * The channel's list of CQs, which a waiter's spin walks, changes under
+ * it: another thread makes and destroys CQs on the same channel (and a
+ * QP on each) while a makes event-driven round trips.  TSan and ASan
+ * watch the walk (tsan label).
+ */
+SV_TEST(channel_cqs_come_and_go_beside_a_spinning_waiter)
+{
+	struct sv_end_opts o = chan_opts();
+	struct cq_churn c = {0};
+	struct sv_pair p;
+	pthread_t t, churn;
+
+	o.sq_sig_all = false;
+	sv_pair_open(&p, &o, &o);
+	c.e = &p.a;
+	ASSERT_OK(sv_end_recv(&p.a, 0, 0, 64));
+	ASSERT_OK(sv_end_recv(&p.b, 0, 0, 64));
+	ASSERT_OK(pthread_create(&churn, NULL, cq_churn, &c));
+	ASSERT_OK(pthread_create(&t, NULL, ev_echo, &p.b));
+	for (uint64_t i = 0; i < EV_ROUNDS; i++) {
+		ASSERT_OK(sv_end_send(&p.a, i, 64, 64, 0));
+		ev_wait_recv(&p.a, i);
+		ASSERT_OK(sv_end_recv(&p.a, i + 1, 0, 64));
+	}
+	ASSERT_OK(pthread_join(t, NULL));
+	atomic_store(&c.stop, true);
+	ASSERT_OK(pthread_join(churn, NULL));
+	fprintf(stderr, "%d round trips beside %ld CQs made and destroyed\n",
+		EV_ROUNDS, c.made);
+	ASSERT_GE(c.made, 1);
+	sv_pair_close(&p);
 }
 
 /*
