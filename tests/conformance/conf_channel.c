@@ -476,6 +476,21 @@ static void *ev_echo(void *arg)
 	return NULL;
 }
 
+/* EV_ROUNDS event-driven round trips of a with b's echo (a thread),
+ * receive 0 posted on both ends already. */
+static void ev_round_trips(struct sv_pair *p)
+{
+	pthread_t t;
+
+	ASSERT_OK(pthread_create(&t, NULL, ev_echo, &p->b));
+	for (uint64_t i = 0; i < EV_ROUNDS; i++) {
+		ASSERT_OK(sv_end_send(&p->a, i, 64, 64, 0));
+		ev_wait_recv(&p->a, i);
+		ASSERT_OK(sv_end_recv(&p->a, i + 1, 0, 64));
+	}
+	ASSERT_OK(pthread_join(t, NULL));
+}
+
 struct ev_counts {
 	long bells;		    /* doorbells rung */
 	long writes, reads, fcntls; /* on the two channels' fds */
@@ -496,7 +511,6 @@ static void ev_ping_pong(struct ev_counts *c)
 	long long before, after;
 	cpu_set_t all;
 	struct sv_pair p;
-	pthread_t t;
 
 	ASSERT_OK(setenv("SOFTVERBS_EVENT_SPIN_US", "5000000", 1));
 	pin_here(&all);
@@ -513,13 +527,7 @@ static void ev_ping_pong(struct ev_counts *c)
 	atomic_store(&watch_fd[0], p.a.ch->fd);
 	atomic_store(&watch_fd[1], p.b.ch->fd);
 	atomic_store(&counting_bells, true);
-	ASSERT_OK(pthread_create(&t, NULL, ev_echo, &p.b));
-	for (uint64_t i = 0; i < EV_ROUNDS; i++) {
-		ASSERT_OK(sv_end_send(&p.a, i, 64, 64, 0));
-		ev_wait_recv(&p.a, i);
-		ASSERT_OK(sv_end_recv(&p.a, i + 1, 0, 64));
-	}
-	ASSERT_OK(pthread_join(t, NULL));
+	ev_round_trips(&p);
 	atomic_store(&counting_bells, false);
 	atomic_store(&watch_fd[0], -1);
 	atomic_store(&watch_fd[1], -1);
@@ -602,7 +610,6 @@ SV_TEST(channel_spin_runs_only_the_channels_qps)
 	struct sv_end idle[IDLE];
 	uint64_t before[IDLE], a_before, moved = 0, t0;
 	struct sv_pair p;
-	pthread_t t;
 
 	o.sq_sig_all = false; /* only receives complete */
 	sv_pair_open(&p, &o, &o);
@@ -617,14 +624,8 @@ SV_TEST(channel_spin_runs_only_the_channels_qps)
 	a_before = drives(p.a.qp);
 	ASSERT_OK(sv_end_recv(&p.a, 0, 0, 64));
 	ASSERT_OK(sv_end_recv(&p.b, 0, 0, 64));
-	ASSERT_OK(pthread_create(&t, NULL, ev_echo, &p.b));
 	t0 = sv_now_ms();
-	for (uint64_t i = 0; i < EV_ROUNDS; i++) {
-		ASSERT_OK(sv_end_send(&p.a, i, 64, 64, 0));
-		ev_wait_recv(&p.a, i);
-		ASSERT_OK(sv_end_recv(&p.a, i + 1, 0, 64));
-	}
-	ASSERT_OK(pthread_join(t, NULL));
+	ev_round_trips(&p);
 	for (int i = 0; i < IDLE; i++)
 		moved += drives(idle[i].qp) - before[i];
 	fprintf(stderr,
@@ -685,7 +686,7 @@ SV_TEST(channel_cqs_come_and_go_beside_a_spinning_waiter)
 	struct sv_end_opts o = chan_opts();
 	struct cq_churn c = {0};
 	struct sv_pair p;
-	pthread_t t, churn;
+	pthread_t churn;
 
 	o.sq_sig_all = false;
 	sv_pair_open(&p, &o, &o);
@@ -693,13 +694,7 @@ SV_TEST(channel_cqs_come_and_go_beside_a_spinning_waiter)
 	ASSERT_OK(sv_end_recv(&p.a, 0, 0, 64));
 	ASSERT_OK(sv_end_recv(&p.b, 0, 0, 64));
 	ASSERT_OK(pthread_create(&churn, NULL, cq_churn, &c));
-	ASSERT_OK(pthread_create(&t, NULL, ev_echo, &p.b));
-	for (uint64_t i = 0; i < EV_ROUNDS; i++) {
-		ASSERT_OK(sv_end_send(&p.a, i, 64, 64, 0));
-		ev_wait_recv(&p.a, i);
-		ASSERT_OK(sv_end_recv(&p.a, i + 1, 0, 64));
-	}
-	ASSERT_OK(pthread_join(t, NULL));
+	ev_round_trips(&p);
 	atomic_store(&c.stop, true);
 	ASSERT_OK(pthread_join(churn, NULL));
 	fprintf(stderr, "%d round trips beside %ld CQs made and destroyed\n",
