@@ -384,7 +384,8 @@ static void nak_head(struct sv_qp *qp, uint64_t ack, uint64_t now)
  * (now: the time, 0 if not read: only an RNR NAK's timer needs it). */
 static void take_ack(struct sv_qp *qp, uint64_t ack, uint64_t now)
 {
-	uint32_t syn = SV_ACK_SYN(ack), psn = SV_ACK_PSN(ack), acked;
+	uint32_t syn = SV_ACK_SYN(ack), psn = SV_ACK_PSN(ack);
+	uint32_t acked = sv_ack_acked_psn(ack);
 
 	qp->comp.ack = ack;
 	qp->comp.rnr_wait = false;
@@ -399,7 +400,6 @@ static void take_ack(struct sv_qp *qp, uint64_t ack, uint64_t now)
 		sv_stat_add(qp, rnr_nak_recv, 1);
 	sv_dbg("qp %06x: ack psn %06x syndrome %u\n", qp->qpx.qp_base.qp_num,
 	       psn, syn);
-	acked = syn == SV_ACK ? psn : sv_psn_add(psn, SV_PSN_MASK);
 	if (qp->comp.acked_valid && sv_psn_diff(acked, qp->comp.acked) > 0) {
 		/* forward progress (IBA 9.7.6.1.3, as rxe and mlx5): the
 		 * retry counter starts again, and so does the ACK timer */

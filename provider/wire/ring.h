@@ -71,6 +71,14 @@ static inline uint64_t sv_ack_word(uint32_t psn, uint32_t syn, uint32_t timer,
 	       (uint64_t)(seq & 0xffffff) << 40;
 }
 
+/* The last PSN a word acknowledges: an ACK's own, a NAK's the one
+ * before it (IBA 9.7.5.2: a NAK acknowledges what precedes it). */
+static inline uint32_t sv_ack_acked_psn(uint64_t a)
+{
+	return SV_ACK_SYN(a) == SV_ACK ? SV_ACK_PSN(a)
+				       : sv_psn_add(SV_ACK_PSN(a), SV_PSN_MASK);
+}
+
 /* rnr word: the RNR handshake for the packet at the ring's tail. */
 enum sv_rnr_state {
 	SV_RNR_NONE = 0,  /* no RNR NAK outstanding */

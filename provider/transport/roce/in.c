@@ -86,14 +86,6 @@ static bool put_record(struct sv_ring *g, struct sv_pkt *h, const void *ext,
 	return true;
 }
 
-/* The last PSN a word acknowledges: an ACK's own, a NAK's the one
- * before (IBA 9.7.5.2: a NAK acknowledges what precedes it). */
-static uint32_t acked_psn(uint64_t w)
-{
-	return SV_ACK_SYN(w) == SV_ACK ? SV_ACK_PSN(w)
-				       : sv_psn_add(SV_ACK_PSN(w), SV_PSN_MASK);
-}
-
 /*
  * The peer's ACK word from an AETH: ours to judge (comp.c).  A NAK's
  * word is new each time (its seq), so a repeated one is seen.  One that
@@ -131,7 +123,7 @@ static void take_aeth(struct sv_link *l, uint32_t psn, uint8_t aeth)
 	}
 	cur = atomic_load_explicit(&l->tx.hdr->ack, memory_order_relaxed);
 	if (cur != SV_ACK_NONE &&
-	    sv_psn_diff(acked_psn(w), acked_psn(cur)) < 0) {
+	    sv_psn_diff(sv_ack_acked_psn(w), sv_ack_acked_psn(cur)) < 0) {
 		roce_count(r, roce_stale_acks);
 		return;
 	}
