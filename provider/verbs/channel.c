@@ -212,6 +212,36 @@ static bool evq_pending(struct sv_evq *q)
 }
 
 enum spin_pass { SPIN_FIRST, SPIN_AGAIN, SPIN_LAST };
+enum qp_step { QP_QUIET, QP_RING_AGAIN, QP_DRIVE };
+
+/* One step on each QP of ch's CQs; caller holds the context's qp_lock
+ * (the list and the sets' membership). */
+static void channel_qps(struct sv_channel *ch, enum qp_step step,
+			uint64_t token)
+{
+	struct sv_list *n;
+
+	sv_list_for_each(n, &ch->cqs)
+	{
+		struct sv_qp_set *set = atomic_load_explicit(
+			&container_of(n, struct sv_cq, ch_node)->qps,
+			memory_order_acquire);
+		uint32_t k =
+			atomic_load_explicit(&set->n, memory_order_acquire);
+
+		for (uint32_t i = 0; i < k; i++) {
+			struct sv_qp *qp = atomic_load_explicit(
+				&set->qp[i], memory_order_acquire);
+
+			if (step == QP_QUIET)
+				sv_qp_spin_begin(qp, token);
+			else if (step == QP_RING_AGAIN)
+				sv_qp_spin_end(qp, token);
+			else
+				sv_qp_drive(qp, -1);
+		}
+	}
+}
 
 /* One pass of the spin over the QPs of ch's CQs (a QP completes nowhere
  * else; one on two of its CQs is seen twice, and its second look finds
@@ -227,45 +257,17 @@ static void spin_pass(struct sv_channel *ch, uint64_t token,
 		      enum spin_pass pass)
 {
 	struct sv_context *ctx = to_sctx(ch->ibv.context);
-	struct sv_list *n;
 
 	pthread_rwlock_rdlock(&ctx->qp_lock);
-	if (pass != SPIN_AGAIN) {
-		sv_list_for_each(n, &ch->cqs)
-		{
-			struct sv_qp_set *set = atomic_load_explicit(
-				&container_of(n, struct sv_cq, ch_node)->qps,
-				memory_order_acquire);
-			uint32_t k = atomic_load_explicit(&set->n,
-							  memory_order_acquire);
-
-			for (uint32_t i = 0; i < k; i++) {
-				struct sv_qp *qp = atomic_load_explicit(
-					&set->qp[i], memory_order_acquire);
-
-				if (pass == SPIN_FIRST)
-					sv_qp_spin_begin(qp, token);
-				else
-					sv_qp_spin_end(qp, token);
-			}
-		}
-	}
-	/* seq_cst: flags up before the rings are looked at (Dekker) */
-	if (pass == SPIN_LAST)
+	if (pass == SPIN_FIRST) {
+		channel_qps(ch, QP_QUIET, token);
+	} else if (pass == SPIN_LAST) {
+		channel_qps(ch, QP_RING_AGAIN, token);
+		/* seq_cst: flags up before the rings are looked at
+		 * (Dekker) */
 		atomic_thread_fence(memory_order_seq_cst);
-	sv_list_for_each(n, &ch->cqs)
-	{
-		struct sv_qp_set *set = atomic_load_explicit(
-			&container_of(n, struct sv_cq, ch_node)->qps,
-			memory_order_acquire);
-		uint32_t k =
-			atomic_load_explicit(&set->n, memory_order_acquire);
-
-		for (uint32_t i = 0; i < k; i++)
-			sv_qp_drive(atomic_load_explicit(&set->qp[i],
-							 memory_order_acquire),
-				    -1);
 	}
+	channel_qps(ch, QP_DRIVE, 0);
 	pthread_rwlock_unlock(&ctx->qp_lock);
 }
 

@@ -596,7 +596,6 @@ int sv_destroy_cq(struct ibv_cq *ibcq)
 	}
 	if (cq->on_channel) /* no spin walks it from here on */
 		sv_list_del(&cq->ch_node);
-	cq->on_channel = false;
 	pthread_rwlock_unlock(&cq->ctx->qp_lock);
 	sv_drive_cq_gone(cq);
 	if (ch) {
