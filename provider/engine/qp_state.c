@@ -187,6 +187,15 @@ const char *const sv_qp_state_names[] = {
 #define RESPONDER_ONLY (B(MAX_DEST_RD_ATOMIC) | B(MIN_RNR_TIMER))
 #define REQUESTER_ONLY (B(RETRY_CNT) | B(RNR_RETRY) | B(MAX_QP_RD_ATOMIC))
 
+int sv_qp_mask_heeded(enum ibv_qp_type type, int mask)
+{
+	if (type == IBV_QPT_XRC_SEND)
+		return mask & ~RESPONDER_ONLY;
+	if (type == IBV_QPT_XRC_RECV)
+		return mask & ~REQUESTER_ONLY;
+	return mask;
+}
+
 bool sv_qp_mask_ok(enum ibv_qp_type type, enum ibv_qp_state cur,
 		   enum ibv_qp_state next, int mask)
 {

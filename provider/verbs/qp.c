@@ -318,6 +318,7 @@ int sv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	enum ibv_qp_state cur, next;
 	int err;
 
+	mask = sv_qp_mask_heeded(ibqp->qp_type, mask);
 	sv_lock(&qp->lock);
 	cur = qp->attr.qp_state; /* the engine's: ERROR may have come */
 	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;

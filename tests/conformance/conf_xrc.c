@@ -19,6 +19,14 @@
 
 #define XBUF 65536
 
+/* RC's whole masks at RTR and RTS (perftest's, ibv_rc_pingpong's) */
+#define SV_RC_RTR_MASK                                                  \
+	(IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | \
+	 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
+#define SV_RC_RTS_MASK                                                         \
+	(IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | \
+	 IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)
+
 struct xend {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
@@ -402,21 +410,124 @@ SV_TEST(xrc_qp_create_and_state_masks)
 	/* neither has a receive queue */
 	ASSERT_EQ(EINVAL, ibv_post_recv(ini, &rwr, &rbad));
 	ASSERT_EQ(EINVAL, ibv_post_recv(tgt, &rwr, &rbad));
-	/* the initiator has no responder attributes, the target no
-	 * requester retries */
-	m.dest_qp_num = tgt->qp_num;
+	/* what a transition requires is required of XRC QPs too: the
+	 * initiator's RTR without its destination fails */
 	m.ah_attr.port_num = 1;
 	ASSERT_EQ(EINVAL,
 		  ibv_modify_qp(ini, &m,
 				IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					IBV_QP_MAX_DEST_RD_ATOMIC));
+					IBV_QP_RQ_PSN));
 	connect_xrc(tgt, ini, x.lid);
+	/* a field the type ignores is dropped, as the kernel does
+	 * (xrc_ignores_fields_of_the_other_side): RTS -> RTS with nothing
+	 * left in the mask */
 	m = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .retry_cnt = 1};
+	ASSERT_OK(ibv_modify_qp(tgt, &m, IBV_QP_STATE | IBV_QP_RETRY_CNT));
+	/* dropping a field makes no transition valid: RTS -> INIT */
 	ASSERT_EQ(EINVAL,
-		  ibv_modify_qp(tgt, &m, IBV_QP_STATE | IBV_QP_RETRY_CNT));
+		  ibv_modify_qp(tgt,
+				&(struct ibv_qp_attr){.qp_state = IBV_QPS_INIT},
+				IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC));
 	ASSERT_OK(ibv_destroy_qp(ini));
 	ASSERT_OK(ibv_destroy_qp(tgt));
+	ASSERT_OK(ibv_close_xrcd(xrcd));
+	xclose(&x);
+}
+
+/*
+ * The kernel's uverbs drops from an XRC QP's mask what its side does not
+ * use before anything checks it (uverbs_cmd.c modify_qp_mask): the
+ * responder's MAX_DEST_RD_ATOMIC and MIN_RNR_TIMER on XRC_SEND, the
+ * requester's RETRY_CNT, RNR_RETRY and MAX_QP_RD_ATOMIC on XRC_RECV.
+ * perftest -c XRC gives both QPs RC's whole masks; it failed here with
+ * EINVAL at RTR.  The dropped fields' values are not checked either
+ * (out of range below), and the pair then works: a send into the SRQ
+ * and a read.
+ */
+SV_TEST(xrc_ignores_fields_of_the_other_side)
+{
+	struct ibv_qp_attr m;
+	struct ibv_qp *tgt, *ini;
+	struct ibv_xrcd *xrcd;
+	struct ibv_srq *srq;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sg;
+	struct ibv_wc wc;
+	struct xend x;
+	int recvs = 0;
+
+	xopen(&x);
+	xrcd = open_xrcd(x.ctx, -1, O_CREAT);
+	ASSERT_NOT_NULL(xrcd);
+	srq = make_xsrq(&x, xrcd, 8);
+	tgt = make_tgt(&x, xrcd);
+	ini = make_ini(&x, false);
+	to_init(tgt, IBV_ACCESS_REMOTE_READ);
+	to_init(ini, 0);
+	m = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR,
+				 .dest_qp_num = ini->qp_num,
+				 .path_mtu = IBV_MTU_1024,
+				 .rq_psn = 100,
+				 .max_dest_rd_atomic = 4,
+				 .min_rnr_timer = 12,
+				 .ah_attr = xrc_av(x.lid)};
+	ASSERT_OK(ibv_modify_qp(tgt, &m, SV_RC_RTR_MASK));
+	m = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
+				 .timeout = 14,
+				 .retry_cnt = 200,
+				 .rnr_retry = 200,
+				 .sq_psn = 7,
+				 .max_rd_atomic = 255};
+	ASSERT_OK(ibv_modify_qp(tgt, &m, SV_RC_RTS_MASK));
+	m = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR,
+				 .dest_qp_num = tgt->qp_num,
+				 .path_mtu = IBV_MTU_1024,
+				 .rq_psn = 7,
+				 .max_dest_rd_atomic = 255,
+				 .min_rnr_timer = 200,
+				 .ah_attr = xrc_av(x.lid)};
+	ASSERT_OK(ibv_modify_qp(ini, &m, SV_RC_RTR_MASK));
+	m = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
+				 .timeout = 14,
+				 .retry_cnt = 7,
+				 .rnr_retry = 7,
+				 .sq_psn = 100,
+				 .max_rd_atomic = 4};
+	ASSERT_OK(ibv_modify_qp(ini, &m, SV_RC_RTS_MASK));
+	/* what is not ignored is still checked: a requester's retry count
+	 * over 7 on the initiator */
+	m = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .retry_cnt = 8};
+	ASSERT_EQ(EINVAL,
+		  ibv_modify_qp(ini, &m, IBV_QP_STATE | IBV_QP_RETRY_CNT));
+	ASSERT_OK(post_xsrq(&x, srq, 5, 4096, 64));
+	memcpy(x.buf, "xrc-rc-masks", 12);
+	memcpy(x.buf + 8192, "read-me-back", 12);
+	ASSERT_OK(xsend(&x, ini, IBV_WR_SEND, srq_num(srq), 1, 0, 12));
+	sg = (struct ibv_sge){.addr = (uintptr_t)(x.buf + 12288),
+			      .length = 12,
+			      .lkey = x.mr->lkey};
+	wr = (struct ibv_send_wr){.wr_id = 2,
+				  .sg_list = &sg,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_READ};
+	wr.wr.rdma.remote_addr = (uintptr_t)(x.buf + 8192);
+	wr.wr.rdma.rkey = x.mr->rkey;
+	wr.qp_type.xrc.remote_srqn = srq_num(srq);
+	ASSERT_OK(ibv_post_send(ini, &wr, &bad));
+	for (int got = 0; got < 3; got++) {
+		WAIT_WC(x.cq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		if (wc.opcode == IBV_WC_RECV) {
+			recvs++;
+			ASSERT_EQ(5, wc.wr_id);
+			ASSERT_EQ(0, memcmp(x.buf + 4096, "xrc-rc-masks", 12));
+		}
+	}
+	ASSERT_EQ(1, recvs);
+	ASSERT_EQ(0, memcmp(x.buf + 12288, "read-me-back", 12));
+	ASSERT_OK(ibv_destroy_qp(ini));
+	ASSERT_OK(ibv_destroy_qp(tgt));
+	ASSERT_OK(ibv_destroy_srq(srq));
 	ASSERT_OK(ibv_close_xrcd(xrcd));
 	xclose(&x);
 }

@@ -539,6 +539,31 @@ SV_TEST(qp_state_out_of_range_refused)
 				   (enum ibv_qp_state)(IBV_QPS_ERR + 1), 0));
 }
 
+/* What each QP type heeds of a mask (the kernel's uverbs modify_qp_mask):
+ * XRC_SEND drops the responder's two fields, XRC_RECV the requester's
+ * three, every other type keeps all; nothing else is touched. */
+SV_TEST(qp_mask_heeded_by_type)
+{
+	const int all = (1 << 21) - 1;
+	const int resp = IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	const int req =
+		IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+
+	ASSERT_EQ(all & ~resp, sv_qp_mask_heeded(IBV_QPT_XRC_SEND, all));
+	ASSERT_EQ(all & ~req, sv_qp_mask_heeded(IBV_QPT_XRC_RECV, all));
+	ASSERT_EQ(IBV_QP_STATE,
+		  sv_qp_mask_heeded(IBV_QPT_XRC_SEND, IBV_QP_STATE | resp));
+	ASSERT_EQ(IBV_QP_STATE | resp,
+		  sv_qp_mask_heeded(IBV_QPT_XRC_RECV, IBV_QP_STATE | resp));
+	ASSERT_EQ(IBV_QP_STATE | req,
+		  sv_qp_mask_heeded(IBV_QPT_XRC_SEND, IBV_QP_STATE | req));
+	ASSERT_EQ(IBV_QP_STATE,
+		  sv_qp_mask_heeded(IBV_QPT_XRC_RECV, IBV_QP_STATE | req));
+	ASSERT_EQ(all, sv_qp_mask_heeded(IBV_QPT_RC, all));
+	ASSERT_EQ(all, sv_qp_mask_heeded(IBV_QPT_UC, all));
+	ASSERT_EQ(all, sv_qp_mask_heeded(IBV_QPT_UD, all));
+}
+
 SV_TEST(opcode_table_properties)
 {
 	int named = 0;
