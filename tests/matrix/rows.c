@@ -1033,6 +1033,46 @@ const struct mx_row mx_rows[] = {
 		.deadline_s = RUN,
 		.says = "success",
 	},
+	/* perftest -c XRC gives its XRC_SEND and XRC_RECV QPs RC's whole
+	 * masks; the kernel drops what each side ignores (qp_state.c
+	 * sv_qp_mask_heeded).  An XRC domain by file on each side, an XRC
+	 * SRQ, a send and a receive QP per connection. */
+	{
+		.name = "ib_send_bw_xrc",
+		.pkg = "perftest",
+		.expect = MX_WORKS,
+		.reason = "XRC sends into an XRC SRQ, two connections",
+		.server = {"ib_send_bw", SV0, "-c", "XRC", "-q", "2", "-n",
+			   "200", "-p", "@PORT@"},
+		.client = {"ib_send_bw", SV0, "-c", "XRC", "-q", "2", "-n",
+			   "200", "-p", "@PORT@", "127.0.0.1"},
+		.deadline_s = RUN,
+		.says = "BW average[MB/sec]",
+	},
+	{
+		.name = "ib_read_bw_xrc",
+		.pkg = "perftest",
+		.expect = MX_WORKS,
+		.reason = "XRC RDMA reads",
+		.server = {"ib_read_bw", SV0, "-c", "XRC", "-n", "200", "-p",
+			   "@PORT@"},
+		.client = {"ib_read_bw", SV0, "-c", "XRC", "-n", "200", "-p",
+			   "@PORT@", "127.0.0.1"},
+		.deadline_s = RUN,
+		.says = "BW average[MB/sec]",
+	},
+	{
+		.name = "ib_atomic_lat_xrc",
+		.pkg = "perftest",
+		.expect = MX_WORKS,
+		.reason = "XRC atomics, one at a time",
+		.server = {"ib_atomic_lat", SV0, "-c", "XRC", "-n", "200", "-p",
+			   "@PORT@"},
+		.client = {"ib_atomic_lat", SV0, "-c", "XRC", "-n", "200", "-p",
+			   "@PORT@", "127.0.0.1"},
+		.deadline_s = RUN,
+		.says = "t_avg[usec]",
+	},
 	{
 		.name = "ibv_asyncwatch",
 		.pkg = "ibverbs-utils",
