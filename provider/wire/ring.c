@@ -173,19 +173,24 @@ static bool load_tail(struct sv_ring *r, int *err)
  * resident.  The cost: until the receiver passes the pad, the room is
  * off, not the whole ring (the pad's first line must stay for it to
  * read), hence an eighth: room for any message up to that while the
- * receiver catches up; a producer that cannot wait for room (RoCE's
+ * receiver catches up.  A record longer than off is never started over
+ * (rec): after the pad it could not fit until the receiver passed a pad
+ * that is only published with it, and a responder waiting for room waits
+ * for a doorbell that never comes (a response ring is 256 KiB, its
+ * trains a quarter of that: perftest's XRC read of 64 KiB after an idle
+ * spell hung here).  A producer that cannot wait for room (RoCE's
  * receive path, which drops what does not fit: UC 64 KiB messages were
  * lost with a 16 KiB start-over) sets no_rewind.  The tail is loaded at
  * most once per that many bytes sent (rewind_at): a stream that keeps
  * the ring busy pays one load of its line per that many bytes.  -EPROTO
  * in *err if the peer corrupted the consumer index.
  */
-static bool rewind_now(struct sv_ring *r, uint64_t off, int *err)
+static bool rewind_now(struct sv_ring *r, uint64_t off, uint64_t rec, int *err)
 {
 	uint64_t from =
 		r->size / 8 > SV_RING_REWIND ? r->size / 8 : SV_RING_REWIND;
 
-	if (off < from || r->head < r->rewind_at || r->no_rewind ||
+	if (off < from || rec > off || r->head < r->rewind_at || r->no_rewind ||
 	    r->size < 4 * SV_RING_REWIND)
 		return false;
 	r->rewind_at = r->head + from;
@@ -201,7 +206,7 @@ void *sv_ring_reserve(struct sv_ring *r, uint32_t len, int *err)
 	uint64_t pad = 0, end;
 	int bad = 0;
 
-	if (off + rec > r->size || rewind_now(r, off, &bad))
+	if (off + rec > r->size || rewind_now(r, off, rec, &bad))
 		pad = r->size - off; /* records never wrap: pad to the end */
 	if (bad) {
 		*err = bad;

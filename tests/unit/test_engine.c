@@ -284,6 +284,40 @@ SV_TEST(ring_start_over_leaves_an_eighth)
 	pair_close(&p);
 }
 
+/* An emptied ring is not started over for a record longer than where
+ * the lap stands: after the pad it would not fit until the receiver
+ * passed the pad, which is published only with it.  The reserve failed
+ * with the ring empty, and a responder then waited for room for ever
+ * (a 256 KiB response ring, a 64 KiB read answered at 32,832: perftest
+ * ib_read_lat -c XRC -a).  It goes where the lap stands instead; a
+ * shorter one still starts over. */
+SV_TEST(ring_emptied_keeps_a_record_longer_than_the_start_over)
+{
+	struct pair p;
+	uint64_t size = 16 * SV_RING_REWIND;	  /* a response ring's */
+	uint32_t big = (uint32_t)(size / 4) - 64; /* its longest train */
+	uint64_t at;
+	int n = 0;
+
+	pair_open(&p, size);
+	/* just past an eighth, each record taken: the ring is empty */
+	while (p.tx.head < size / 8) {
+		ASSERT_TRUE(put(&p, 4000, (uint8_t)n));
+		take(&p, 4000, (uint8_t)n);
+		n++;
+	}
+	at = p.tx.head;
+	ASSERT_TRUE(at < big); /* longer than the lap so far */
+	ASSERT_TRUE(put(&p, big, 0x5a));
+	ASSERT_EQ(at, p.tx.last_pos); /* in place, no pad */
+	take(&p, big, 0x5a);
+	/* the next short one, on the emptied ring, starts over */
+	ASSERT_TRUE(put(&p, 4000, 0x11));
+	ASSERT_EQ(0u, p.tx.last_pos & (size - 1));
+	take(&p, 4000, 0x11);
+	pair_close(&p);
+}
+
 /* A ring marked no_rewind (a producer that drops what does not fit)
  * walks the whole lap as before. */
 SV_TEST(ring_no_rewind_walks_the_lap)
