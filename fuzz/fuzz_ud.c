@@ -122,7 +122,7 @@ static void send_dgram(struct run *r, const void *buf, size_t len)
 	 * was sent, and the check compares it with the wrong bytes */
 	sv_lock(&v->lock);
 	atomic_store(&v->pfd[0].rung, true);
-	sv_ud_recv_run(v);
+	sv_ud_recv_run(v, sv_srq_take);
 	sv_unlock(&v->lock);
 	drain(r);
 }

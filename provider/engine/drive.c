@@ -711,7 +711,7 @@ void sv_qp_on_ud(struct sv_io *io, uint32_t revents)
 		 * passes on the datagrams that reach the UDP listener (ud.c),
 		 * maybe the very ones that app is polling for */
 		if (sv_trylock(&qp->lock)) {
-			sv_ud_recv_run(qp);
+			sv_ud_recv_run(qp, sv_srq_take);
 			sv_unlock(&qp->lock);
 		}
 	}

@@ -60,8 +60,12 @@ static inline socklen_t sv_sockaddr_len(const union sv_sockaddr *a)
 /* UD (ud.c).  Caller holds qp->lock. */
 /* Sends the posted WQEs as datagrams and completes them. */
 void sv_ud_send_run(struct sv_qp *qp);
-/* Takes every datagram waiting on the QP's socket. */
-void sv_ud_recv_run(struct sv_qp *qp);
+/* A receive from the QP's SRQ, moved into its RQ: engine/srq.c's
+ * sv_srq_take, passed down (this layer calls nothing above it). */
+typedef bool (*sv_srq_take_fn)(struct sv_srq *srq, struct sv_qp *qp);
+/* Takes every datagram waiting on the QP's socket and lanes; a QP on an
+ * SRQ takes its receives with srq_take. */
+void sv_ud_recv_run(struct sv_qp *qp, sv_srq_take_fn srq_take);
 /* UD lanes (lane.c; off with SOFTVERBS_UD_LANES=0).  Sender, under
  * qp->lock: the datagram d of n bytes to QP qpn through its lane: 0 sent,
  * -EAGAIN the lane is full, 1 send it on the socket, with the lane's memfd

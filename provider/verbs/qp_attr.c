@@ -51,8 +51,6 @@ int sv_qp_check_init_attr(struct ibv_context *ctx,
 	} else if (!a->send_cq || !a->recv_cq) {
 		return EINVAL;
 	}
-	if (srq && a->qp_type == IBV_QPT_UD)
-		return EOPNOTSUPP; /* UD on an SRQ: not yet (ud/) */
 	/* an SRQ of this context (one process): its QPs share its memory */
 	if (srq && a->srq->context != ctx)
 		return EINVAL;

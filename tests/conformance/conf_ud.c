@@ -343,6 +343,114 @@ SV_TEST(ud_no_recv_dropped)
 	ud_end_close(&r);
 }
 
+/* A UD QP of the receiver's, on srq, ready. */
+static struct ibv_qp *ud_on_srq(struct ud_end *r, struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr a = {
+		.send_cq = r->cq,
+		.recv_cq = r->cq,
+		.srq = srq,
+		.cap = {.max_send_wr = 4, .max_send_sge = 1},
+		.qp_type = IBV_QPT_UD};
+	struct ibv_qp *qp = ibv_create_qp(r->e.pd, &a);
+
+	ASSERT_NOT_NULL(qp);
+	ud_end_ready(qp, QKEY);
+	return qp;
+}
+
+static void srq_recv(struct ud_end *r, struct ibv_srq *srq, uint64_t id,
+		     size_t off)
+{
+	struct ibv_sge sg = {(uintptr_t)r->buf + off, 4096, r->mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = id, .sg_list = &sg, .num_sge = 1};
+	struct ibv_recv_wr *bad;
+
+	ASSERT_OK(ibv_post_srq_recv(srq, &wr, &bad));
+}
+
+/*
+ * UD QPs on a shared receive queue (IBA 10.2.9; perftest -c UD
+ * --use-srq, which failed with EOPNOTSUPP): two QPs take the SRQ's
+ * receives in their order, each completion naming the QP that took it;
+ * with the SRQ empty a datagram is dropped (UD has no RNR) and the next
+ * receive posted takes the next one; the QPs have no receive queue of
+ * their own; the SRQ's limit event fires; one QP to ERR leaves the
+ * SRQ's receives to the other.
+ */
+SV_TEST(ud_qps_on_an_srq)
+{
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+	struct ibv_srq_attr lim = {.srq_limit = 2};
+	struct ibv_recv_wr rwr = {0}, *rbad;
+	struct ibv_async_event ev;
+	struct ud_end s, r;
+	struct ibv_qp *q[2];
+	struct ibv_srq *srq;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	struct pollfd pf;
+
+	ud_open(&s, 16, true);
+	ud_open(&r, 16, true);
+	srq = ibv_create_srq(r.e.pd, &sa);
+	ASSERT_NOT_NULL(srq);
+	q[0] = ud_on_srq(&r, srq);
+	q[1] = ud_on_srq(&r, srq);
+	ah = lid_ah(&s);
+	ASSERT_EQ(EINVAL, ibv_post_recv(q[0], &rwr, &rbad));
+	for (int i = 0; i < 3; i++)
+		srq_recv(&r, srq, 1 + i, 4096 * (size_t)i);
+	for (int i = 0; i < 3; i++) {
+		sv_fill(s.buf + 4096 * (size_t)i, 100 + i, 20 + i);
+		ASSERT_OK(send_ud(&s, 10 + i, IBV_WR_SEND, 4096 * (size_t)i,
+				  100 + i, ah, q[i % 2]->qp_num, QKEY));
+		wc_of(s.cq, 10 + i, IBV_WC_SUCCESS, &wc);
+		wc_of(r.cq, 1 + i, IBV_WC_SUCCESS, &wc);
+		ASSERT_EQ(IBV_WC_RECV, wc.opcode);
+		ASSERT_EQ(q[i % 2]->qp_num, wc.qp_num);
+		ASSERT_EQ(s.qp->qp_num, wc.src_qp);
+		ASSERT_EQ(GRH + 100 + i, wc.byte_len);
+		ASSERT_EQ(-1, sv_check(r.buf + 4096 * (size_t)i + GRH, 100 + i,
+				       20 + i));
+	}
+	/* the SRQ is empty: dropped, never completed */
+	ASSERT_OK(send_ud(&s, 20, IBV_WR_SEND, 0, 64, ah, q[1]->qp_num, QKEY));
+	wc_of(s.cq, 20, IBV_WC_SUCCESS, &wc);
+	NO_WC(r.cq, 100);
+	/* three more, armed at 2: the second datagram takes it below */
+	for (int i = 0; i < 3; i++)
+		srq_recv(&r, srq, 4 + i, 4096 * (size_t)i);
+	ASSERT_OK(ibv_modify_srq(srq, &lim, IBV_SRQ_LIMIT));
+	for (int i = 0; i < 2; i++) {
+		ASSERT_OK(send_ud(&s, 21 + i, IBV_WR_SEND, 0, 64, ah,
+				  q[1]->qp_num, QKEY));
+		wc_of(s.cq, 21 + i, IBV_WC_SUCCESS, &wc);
+		wc_of(r.cq, 4 + i, IBV_WC_SUCCESS, &wc);
+		ASSERT_EQ(q[1]->qp_num, wc.qp_num);
+	}
+	pf = (struct pollfd){.fd = r.e.ctx->async_fd, .events = POLLIN};
+	ASSERT_EQ(1, poll(&pf, 1, SV_WC_TIMEOUT_MS));
+	ASSERT_OK(ibv_get_async_event(r.e.ctx, &ev));
+	ASSERT_EQ(IBV_EVENT_SRQ_LIMIT_REACHED, ev.event_type);
+	ASSERT_TRUE(ev.element.srq == srq);
+	ibv_ack_async_event(&ev);
+	/* q[1] to ERR: the SRQ's last receive stays for q[0] (QP events
+	 * of the error transition, if any, are left unread) */
+	ASSERT_OK(ibv_modify_qp(q[1], &err, IBV_QP_STATE));
+	ASSERT_OK(send_ud(&s, 23, IBV_WR_SEND, 0, 64, ah, q[0]->qp_num, QKEY));
+	wc_of(s.cq, 23, IBV_WC_SUCCESS, &wc);
+	wc_of(r.cq, 6, IBV_WC_SUCCESS, &wc);
+	ASSERT_EQ(q[0]->qp_num, wc.qp_num);
+	ASSERT_OK(ibv_destroy_ah(ah));
+	ASSERT_OK(ibv_destroy_qp(q[0]));
+	ASSERT_OK(ibv_destroy_qp(q[1]));
+	ASSERT_OK(ibv_destroy_srq(srq));
+	ud_end_close(&s);
+	ud_end_close(&r);
+}
+
 /* Longer than the MTU fails at the sender (LOC_LEN_ERR, SQE; receives go
  * on; SQE -> RTS recovers); a receive shorter than GRH + payload
  * completes with LOC_LEN_ERR (rxe's class D for UD). */

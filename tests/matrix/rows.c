@@ -1038,6 +1038,18 @@ const struct mx_row mx_rows[] = {
 	 * sv_qp_mask_heeded).  An XRC domain by file on each side, an XRC
 	 * SRQ, a send and a receive QP per connection. */
 	{
+		.name = "ib_send_bw_ud_srq",
+		.pkg = "perftest",
+		.expect = MX_WORKS,
+		.reason = "UD QPs on a shared receive queue, two of them",
+		.server = {"ib_send_bw", SV0, "-c", "UD", "--use-srq", "-q",
+			   "2", "-n", "200", "-p", "@PORT@"},
+		.client = {"ib_send_bw", SV0, "-c", "UD", "--use-srq", "-q",
+			   "2", "-n", "200", "-p", "@PORT@", "127.0.0.1"},
+		.deadline_s = RUN,
+		.says = "BW average[MB/sec]",
+	},
+	{
 		.name = "ib_send_bw_xrc",
 		.pkg = "perftest",
 		.expect = MX_WORKS,

@@ -208,8 +208,20 @@ static bool fault_drop(struct sv_qp *qp)
 	return true;
 }
 
-/* IBA 10.2.5: the datagram's qkey must be the QP's. */
-static bool take(struct sv_qp *qp, const struct sv_ud_hdr *h, size_t n)
+/* A receive for the datagram: the QP's own, or on an SRQ its oldest,
+ * moved into the QP's one slot (engine/srq.c; it raises the SRQ's limit
+ * event).  None: the datagram is dropped (UD has no RNR). */
+static bool has_recv(struct sv_qp *qp, sv_srq_take_fn srq_take)
+{
+	if (qp->rq.comp != qp->rq.post)
+		return true;
+	return qp->srq && srq_take(qp->srq, qp);
+}
+
+/* IBA 10.2.5: the datagram's qkey must be the QP's.  The loss is decided
+ * before a receive is taken from an SRQ: none is held for nothing. */
+static bool take(struct sv_qp *qp, const struct sv_ud_hdr *h, size_t n,
+		 sv_srq_take_fn srq_take)
 {
 	enum ibv_qp_state s = qp->attr.qp_state;
 
@@ -217,8 +229,7 @@ static bool take(struct sv_qp *qp, const struct sv_ud_hdr *h, size_t n)
 	return s >= IBV_QPS_RTR && s != IBV_QPS_ERR && sv_ud_hdr_ok(h, n) &&
 	       for_us(qp, h) && h->qkey == qp->attr.qkey &&
 	       (!(h->flags & SV_UD_ROCE) || qp->ud.roce) &&
-	       qp->rq.comp != qp->rq.post &&
-	       !(SV_FAULT_ON(drop) && fault_drop(qp));
+	       !(SV_FAULT_ON(drop) && fault_drop(qp)) && has_recv(qp, srq_take);
 }
 
 /* What came with a datagram: true if its sender is our user (and *pid
@@ -269,7 +280,7 @@ void sv_ud_drop(struct sv_qp *qp)
 /* The socket's datagrams: those of senders without a lane (multicast,
  * other hosts', lanes off or full, a lane's first), lane offers and
  * doorbells (empty). */
-static void recv_socket(struct sv_qp *qp)
+static void recv_socket(struct sv_qp *qp, sv_srq_take_fn srq_take)
 {
 	struct {
 		struct sv_ud_hdr h;
@@ -320,7 +331,7 @@ static void recv_socket(struct sv_qp *qp)
 		    !(d.h.flags & SV_UD_ROCE) &&
 		    !sv_ud_auth_check(qp, &d.h, &len))
 			continue; /* counted */
-		if (!take(qp, &d.h, len)) {
+		if (!take(qp, &d.h, len, srq_take)) {
 			sv_ud_drop(qp);
 			continue;
 		}
@@ -331,7 +342,7 @@ static void recv_socket(struct sv_qp *qp)
 /* The lanes' records, checked as datagrams are (a lane is unicast); at
  * most a lane's worth from each per run, so a producer that keeps
  * writing cannot keep us here. */
-static void recv_lanes(struct sv_qp *qp)
+static void recv_lanes(struct sv_qp *qp, sv_srq_take_fn srq_take)
 {
 	for (uint32_t i = 0; i < qp->ud.nlanes; i++) {
 		struct sv_lane_rx *l = &qp->ud.lanes[i];
@@ -344,7 +355,7 @@ static void recv_lanes(struct sv_qp *qp)
 				break;
 			if (h.dst_qpn == SV_MCAST_QPN || h.len > SV_UD_MTU ||
 			    (h.flags & (SV_UD_NET | SV_UD_MAC | SV_UD_ROCE)) ||
-			    !take(qp, &h, sizeof(h) + h.len)) {
+			    !take(qp, &h, sizeof(h) + h.len, srq_take)) {
 				sv_ud_drop(qp);
 			} else {
 				/* counted before its completion is seen */
@@ -362,7 +373,7 @@ static void recv_lanes(struct sv_qp *qp)
 	}
 }
 
-void sv_ud_recv_run(struct sv_qp *qp)
+void sv_ud_recv_run(struct sv_qp *qp, sv_srq_take_fn srq_take)
 {
 	atomic_bool *rung = &qp->pfd[0].rung;
 
@@ -371,7 +382,7 @@ void sv_ud_recv_run(struct sv_qp *qp)
 	if (!sv_env_bool(SV_ENV_UD_LANES) ||
 	    (atomic_load_explicit(rung, memory_order_relaxed) &&
 	     atomic_exchange(rung, false)))
-		recv_socket(qp);
+		recv_socket(qp, srq_take);
 	if (qp->ud.nlanes)
-		recv_lanes(qp);
+		recv_lanes(qp, srq_take);
 }
