@@ -434,6 +434,30 @@ SV_TEST(xrc_qp_create_and_state_masks)
 	xclose(&x);
 }
 
+/* qp to RTR and RTS with RC's whole masks: the side's own fields in
+ * range, the other side's out of range (initiator: the responder's,
+ * else the requester's), which the type ignores. */
+static void rc_masks_to_rts(struct ibv_qp *qp, uint32_t dest, uint32_t rq_psn,
+			    uint32_t sq_psn, uint16_t lid, bool initiator)
+{
+	struct ibv_qp_attr m = {.qp_state = IBV_QPS_RTR,
+				.dest_qp_num = dest,
+				.path_mtu = IBV_MTU_1024,
+				.rq_psn = rq_psn,
+				.max_dest_rd_atomic = initiator ? 255 : 4,
+				.min_rnr_timer = initiator ? 200 : 12,
+				.ah_attr = xrc_av(lid)};
+
+	ASSERT_OK(ibv_modify_qp(qp, &m, SV_RC_RTR_MASK));
+	m = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
+				 .timeout = 14,
+				 .retry_cnt = initiator ? 7 : 200,
+				 .rnr_retry = initiator ? 7 : 200,
+				 .sq_psn = sq_psn,
+				 .max_rd_atomic = initiator ? 4 : 255};
+	ASSERT_OK(ibv_modify_qp(qp, &m, SV_RC_RTS_MASK));
+}
+
 /*
  * The kernel's uverbs drops from an XRC QP's mask what its side does not
  * use before anything checks it (uverbs_cmd.c modify_qp_mask): the
@@ -464,36 +488,8 @@ SV_TEST(xrc_ignores_fields_of_the_other_side)
 	ini = make_ini(&x, false);
 	to_init(tgt, IBV_ACCESS_REMOTE_READ);
 	to_init(ini, 0);
-	m = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR,
-				 .dest_qp_num = ini->qp_num,
-				 .path_mtu = IBV_MTU_1024,
-				 .rq_psn = 100,
-				 .max_dest_rd_atomic = 4,
-				 .min_rnr_timer = 12,
-				 .ah_attr = xrc_av(x.lid)};
-	ASSERT_OK(ibv_modify_qp(tgt, &m, SV_RC_RTR_MASK));
-	m = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
-				 .timeout = 14,
-				 .retry_cnt = 200,
-				 .rnr_retry = 200,
-				 .sq_psn = 7,
-				 .max_rd_atomic = 255};
-	ASSERT_OK(ibv_modify_qp(tgt, &m, SV_RC_RTS_MASK));
-	m = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR,
-				 .dest_qp_num = tgt->qp_num,
-				 .path_mtu = IBV_MTU_1024,
-				 .rq_psn = 7,
-				 .max_dest_rd_atomic = 255,
-				 .min_rnr_timer = 200,
-				 .ah_attr = xrc_av(x.lid)};
-	ASSERT_OK(ibv_modify_qp(ini, &m, SV_RC_RTR_MASK));
-	m = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
-				 .timeout = 14,
-				 .retry_cnt = 7,
-				 .rnr_retry = 7,
-				 .sq_psn = 100,
-				 .max_rd_atomic = 4};
-	ASSERT_OK(ibv_modify_qp(ini, &m, SV_RC_RTS_MASK));
+	rc_masks_to_rts(tgt, ini->qp_num, 100, 7, x.lid, false);
+	rc_masks_to_rts(ini, tgt->qp_num, 7, 100, x.lid, true);
 	/* what is not ignored is still checked: a requester's retry count
 	 * over 7 on the initiator */
 	m = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .retry_cnt = 8};

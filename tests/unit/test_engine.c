@@ -261,6 +261,20 @@ SV_TEST(ring_emptied_starts_over)
 	pair_close(&p);
 }
 
+/* Records of 4,000 bytes put and taken until the lap is past an eighth
+ * of the ring (where an emptied ring starts over); how many. */
+static int past_an_eighth(struct pair *p)
+{
+	int n = 0;
+
+	while (p->tx.head < p->tx.size / 8) {
+		ASSERT_TRUE(put(p, 4000, (uint8_t)n));
+		take(p, 4000, (uint8_t)n);
+		n++;
+	}
+	return n;
+}
+
 /* After a start-over, an eighth of the ring is free at once, before the
  * receiver passes the pad: a burst that must not wait for room (RoCE's
  * receive path) fits, up to that. */
@@ -268,15 +282,11 @@ SV_TEST(ring_start_over_leaves_an_eighth)
 {
 	struct pair p;
 	uint64_t size = 64 * SV_RING_REWIND;
-	int n = 0;
+	int n;
 
 	pair_open(&p, size);
 	/* to just past an eighth, each record taken: the next starts over */
-	while (p.tx.head < size / 8) {
-		ASSERT_TRUE(put(&p, 4000, (uint8_t)n));
-		take(&p, 4000, (uint8_t)n);
-		n++;
-	}
+	n = past_an_eighth(&p);
 	ASSERT_TRUE(put(&p, 4000, (uint8_t)n++));
 	ASSERT_EQ(0u, p.tx.last_pos & (size - 1)); /* started over */
 	for (uint64_t got = 4032; got + 4032 <= size / 8; got += 4032)
@@ -297,15 +307,10 @@ SV_TEST(ring_emptied_keeps_a_record_longer_than_the_start_over)
 	uint64_t size = 16 * SV_RING_REWIND;	  /* a response ring's */
 	uint32_t big = (uint32_t)(size / 4) - 64; /* its longest train */
 	uint64_t at;
-	int n = 0;
 
 	pair_open(&p, size);
 	/* just past an eighth, each record taken: the ring is empty */
-	while (p.tx.head < size / 8) {
-		ASSERT_TRUE(put(&p, 4000, (uint8_t)n));
-		take(&p, 4000, (uint8_t)n);
-		n++;
-	}
+	past_an_eighth(&p);
 	at = p.tx.head;
 	ASSERT_TRUE(at < big); /* longer than the lap so far */
 	ASSERT_TRUE(put(&p, big, 0x5a));
