@@ -903,8 +903,8 @@ void sv_resp_run(struct sv_qp *qp)
 	uint32_t npsn;		  /* the train's PSNs as it came */
 
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD) {
-		sv_ud_recv_run(
-			qp, sv_srq_take); /* datagrams, no link (ud/recv.c) */
+		/* datagrams, no link (ud/recv.c) */
+		sv_ud_recv_run(qp, sv_srq_take);
 		return;
 	}
 	if (s < IBV_QPS_RTR || s == IBV_QPS_ERR || !qp->link.rx_ready)

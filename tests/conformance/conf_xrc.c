@@ -263,6 +263,38 @@ static uint32_t srq_num(struct ibv_srq *srq)
 	return n;
 }
 
+/* One context's XRC pair: a private domain, an XRC SRQ of 8 WQEs, a
+ * target (access: its INIT flags) and an initiator (ex_ops: with the
+ * ibv_wr_* send ops), both in INIT; the caller connects them. */
+struct xpair {
+	struct xend x;
+	struct ibv_xrcd *xrcd;
+	struct ibv_srq *srq;
+	struct ibv_qp *tgt, *ini;
+};
+
+static void xpair_open(struct xpair *p, int access, bool ex_ops)
+{
+	xopen(&p->x);
+	p->xrcd = open_xrcd(p->x.ctx, -1, O_CREAT);
+	ASSERT_NOT_NULL(p->xrcd);
+	p->srq = make_xsrq(&p->x, p->xrcd, 8);
+	p->tgt = make_tgt(&p->x, p->xrcd);
+	p->ini = make_ini(&p->x, ex_ops);
+	to_init(p->tgt, access);
+	to_init(p->ini, 0);
+}
+
+/* The QPs first, the domain last. */
+static void xpair_close(struct xpair *p)
+{
+	ASSERT_OK(ibv_destroy_qp(p->ini));
+	ASSERT_OK(ibv_destroy_qp(p->tgt));
+	ASSERT_OK(ibv_destroy_srq(p->srq));
+	ASSERT_OK(ibv_close_xrcd(p->xrcd));
+	xclose(&p->x);
+}
+
 SV_TEST(xrcd_open_close_arguments)
 {
 	struct ibv_xrcd_init_attr a = {0};
@@ -470,62 +502,49 @@ static void rc_masks_to_rts(struct ibv_qp *qp, uint32_t dest, uint32_t rq_psn,
  */
 SV_TEST(xrc_ignores_fields_of_the_other_side)
 {
+	struct xpair p;
 	struct ibv_qp_attr m;
-	struct ibv_qp *tgt, *ini;
-	struct ibv_xrcd *xrcd;
-	struct ibv_srq *srq;
 	struct ibv_send_wr wr, *bad;
 	struct ibv_sge sg;
 	struct ibv_wc wc;
-	struct xend x;
 	int recvs = 0;
 
-	xopen(&x);
-	xrcd = open_xrcd(x.ctx, -1, O_CREAT);
-	ASSERT_NOT_NULL(xrcd);
-	srq = make_xsrq(&x, xrcd, 8);
-	tgt = make_tgt(&x, xrcd);
-	ini = make_ini(&x, false);
-	to_init(tgt, IBV_ACCESS_REMOTE_READ);
-	to_init(ini, 0);
-	rc_masks_to_rts(tgt, ini->qp_num, 100, 7, x.lid, false);
-	rc_masks_to_rts(ini, tgt->qp_num, 7, 100, x.lid, true);
+	xpair_open(&p, IBV_ACCESS_REMOTE_READ, false);
+	rc_masks_to_rts(p.tgt, p.ini->qp_num, 100, 7, p.x.lid, false);
+	rc_masks_to_rts(p.ini, p.tgt->qp_num, 7, 100, p.x.lid, true);
 	/* what is not ignored is still checked: a requester's retry count
 	 * over 7 on the initiator */
 	m = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .retry_cnt = 8};
 	ASSERT_EQ(EINVAL,
-		  ibv_modify_qp(ini, &m, IBV_QP_STATE | IBV_QP_RETRY_CNT));
-	ASSERT_OK(post_xsrq(&x, srq, 5, 4096, 64));
-	memcpy(x.buf, "xrc-rc-masks", 12);
-	memcpy(x.buf + 8192, "read-me-back", 12);
-	ASSERT_OK(xsend(&x, ini, IBV_WR_SEND, srq_num(srq), 1, 0, 12));
-	sg = (struct ibv_sge){.addr = (uintptr_t)(x.buf + 12288),
+		  ibv_modify_qp(p.ini, &m, IBV_QP_STATE | IBV_QP_RETRY_CNT));
+	ASSERT_OK(post_xsrq(&p.x, p.srq, 5, 4096, 64));
+	memcpy(p.x.buf, "xrc-rc-masks", 12);
+	memcpy(p.x.buf + 8192, "read-me-back", 12);
+	ASSERT_OK(xsend(&p.x, p.ini, IBV_WR_SEND, srq_num(p.srq), 1, 0, 12));
+	sg = (struct ibv_sge){.addr = (uintptr_t)(p.x.buf + 12288),
 			      .length = 12,
-			      .lkey = x.mr->lkey};
+			      .lkey = p.x.mr->lkey};
 	wr = (struct ibv_send_wr){.wr_id = 2,
 				  .sg_list = &sg,
 				  .num_sge = 1,
 				  .opcode = IBV_WR_RDMA_READ};
-	wr.wr.rdma.remote_addr = (uintptr_t)(x.buf + 8192);
-	wr.wr.rdma.rkey = x.mr->rkey;
-	wr.qp_type.xrc.remote_srqn = srq_num(srq);
-	ASSERT_OK(ibv_post_send(ini, &wr, &bad));
+	wr.wr.rdma.remote_addr = (uintptr_t)(p.x.buf + 8192);
+	wr.wr.rdma.rkey = p.x.mr->rkey;
+	wr.qp_type.xrc.remote_srqn = srq_num(p.srq);
+	ASSERT_OK(ibv_post_send(p.ini, &wr, &bad));
 	for (int got = 0; got < 3; got++) {
-		WAIT_WC(x.cq, &wc, SV_WC_TIMEOUT_MS);
+		WAIT_WC(p.x.cq, &wc, SV_WC_TIMEOUT_MS);
 		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 		if (wc.opcode == IBV_WC_RECV) {
 			recvs++;
 			ASSERT_EQ(5, wc.wr_id);
-			ASSERT_EQ(0, memcmp(x.buf + 4096, "xrc-rc-masks", 12));
+			ASSERT_EQ(0,
+				  memcmp(p.x.buf + 4096, "xrc-rc-masks", 12));
 		}
 	}
 	ASSERT_EQ(1, recvs);
-	ASSERT_EQ(0, memcmp(x.buf + 12288, "read-me-back", 12));
-	ASSERT_OK(ibv_destroy_qp(ini));
-	ASSERT_OK(ibv_destroy_qp(tgt));
-	ASSERT_OK(ibv_destroy_srq(srq));
-	ASSERT_OK(ibv_close_xrcd(xrcd));
-	xclose(&x);
+	ASSERT_EQ(0, memcmp(p.x.buf + 12288, "read-me-back", 12));
+	xpair_close(&p);
 }
 
 /* One context: XRC_SEND -> XRC_RECV -> the SRQ named, data checked, the
@@ -672,41 +691,30 @@ static void xrc_op(struct ibv_qp *ini, struct ibv_srq *srq, struct xend *x,
  * the word counts one add a round, each answered once. */
 static void one_sided_rounds(uint32_t rounds)
 {
-	struct ibv_qp *tgt, *ini;
-	struct ibv_xrcd *xrcd;
-	struct ibv_srq *srq;
-	struct xend x;
+	struct xpair p;
 	uint64_t *word;
 
-	xopen(&x);
-	xrcd = open_xrcd(x.ctx, -1, O_CREAT);
-	ASSERT_NOT_NULL(xrcd);
-	srq = make_xsrq(&x, xrcd, 8);
-	tgt = make_tgt(&x, xrcd);
-	ini = make_ini(&x, false);
-	to_init(tgt, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			     IBV_ACCESS_REMOTE_ATOMIC);
-	to_init(ini, 0);
-	connect_xrc(tgt, ini, x.lid);
-	word = (uint64_t *)(x.buf + 49152);
+	xpair_open(&p,
+		   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			   IBV_ACCESS_REMOTE_ATOMIC,
+		   false);
+	connect_xrc(p.tgt, p.ini, p.x.lid);
+	word = (uint64_t *)(p.x.buf + 49152);
 	*word = 40;
 	for (uint32_t i = 0; i < rounds; i++) {
-		memset(x.buf, (int)(0x3c + i), 2048);
-		memset(x.buf + 40960, 0, 2048);
-		xrc_op(ini, srq, &x, IBV_WR_RDMA_WRITE, 0, 32768, 2048);
-		ASSERT_EQ(0, memcmp(x.buf + 32768, x.buf, 2048));
-		xrc_op(ini, srq, &x, IBV_WR_RDMA_READ, 40960, 32768, 2048);
-		ASSERT_EQ(0, memcmp(x.buf + 40960, x.buf, 2048));
-		xrc_op(ini, srq, &x, IBV_WR_ATOMIC_FETCH_AND_ADD, 49160, 49152,
-		       8);
-		ASSERT_EQ(40 + i, *(uint64_t *)(x.buf + 49160)); /* once */
+		memset(p.x.buf, (int)(0x3c + i), 2048);
+		memset(p.x.buf + 40960, 0, 2048);
+		xrc_op(p.ini, p.srq, &p.x, IBV_WR_RDMA_WRITE, 0, 32768, 2048);
+		ASSERT_EQ(0, memcmp(p.x.buf + 32768, p.x.buf, 2048));
+		xrc_op(p.ini, p.srq, &p.x, IBV_WR_RDMA_READ, 40960, 32768,
+		       2048);
+		ASSERT_EQ(0, memcmp(p.x.buf + 40960, p.x.buf, 2048));
+		xrc_op(p.ini, p.srq, &p.x, IBV_WR_ATOMIC_FETCH_AND_ADD, 49160,
+		       49152, 8);
+		ASSERT_EQ(40 + i, *(uint64_t *)(p.x.buf + 49160)); /* once */
 	}
 	ASSERT_EQ(40 + rounds, *word);
-	ASSERT_OK(ibv_destroy_qp(ini));
-	ASSERT_OK(ibv_destroy_qp(tgt));
-	ASSERT_OK(ibv_destroy_srq(srq));
-	ASSERT_OK(ibv_close_xrcd(xrcd));
-	xclose(&x);
+	xpair_close(&p);
 }
 
 /*
@@ -719,33 +727,20 @@ static void one_sided_rounds(uint32_t rounds)
  */
 SV_TEST(xrc_read_longer_than_the_start_over)
 {
+	struct xpair p;
 	static const uint32_t lens[] = {32768, 65536, 8192, 65536};
-	struct ibv_qp *tgt, *ini;
-	struct ibv_xrcd *xrcd;
-	struct ibv_srq *srq;
-	struct xend x;
 
-	xopen(&x);
-	xrcd = open_xrcd(x.ctx, -1, O_CREAT);
-	ASSERT_NOT_NULL(xrcd);
-	srq = make_xsrq(&x, xrcd, 8);
-	tgt = make_tgt(&x, xrcd);
-	ini = make_ini(&x, false);
-	to_init(tgt, IBV_ACCESS_REMOTE_READ);
-	to_init(ini, 0);
-	connect_xrc(tgt, ini, x.lid);
+	xpair_open(&p, IBV_ACCESS_REMOTE_READ, false);
+	connect_xrc(p.tgt, p.ini, p.x.lid);
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		for (uint32_t k = 0; k < lens[i]; k++)
-			x.buf[131072 + k] = (uint8_t)(k * 13 + i);
-		memset(x.buf, 0, lens[i]);
-		xrc_op(ini, srq, &x, IBV_WR_RDMA_READ, 0, 131072, lens[i]);
-		ASSERT_EQ(0, memcmp(x.buf, x.buf + 131072, lens[i]));
+			p.x.buf[131072 + k] = (uint8_t)(k * 13 + i);
+		memset(p.x.buf, 0, lens[i]);
+		xrc_op(p.ini, p.srq, &p.x, IBV_WR_RDMA_READ, 0, 131072,
+		       lens[i]);
+		ASSERT_EQ(0, memcmp(p.x.buf, p.x.buf + 131072, lens[i]));
 	}
-	ASSERT_OK(ibv_destroy_qp(ini));
-	ASSERT_OK(ibv_destroy_qp(tgt));
-	ASSERT_OK(ibv_destroy_srq(srq));
-	ASSERT_OK(ibv_close_xrcd(xrcd));
-	xclose(&x);
+	xpair_close(&p);
 }
 
 /* One-sided XRC: the SRQ's PD checks the keys (its own context). */
