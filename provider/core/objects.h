@@ -238,6 +238,10 @@ struct sv_context {
 	bool udoor_failed;
 	struct sv_ud_door *_Atomic udoor_st; /* the listener's state (ud.c);
 					      * the progress thread reads it */
+	/* the listener holds a datagram for a full QP socket (door.c): a
+	 * reader of ours that emptied its socket passes it on, not a retry
+	 * tick later */
+	atomic_bool udoor_holds;
 	/* the listener's counters of RoCEv2 datagrams it dropped (ud/roce.c,
 	 * in the context's totals: stat.c), in the listener's state */
 	struct sv_qp_stats *udoor_stats;
@@ -728,6 +732,10 @@ struct sv_qp_stats {
 	uint64_t roce_drop_trunc, roce_drop_pad, roce_drop_len;
 	uint64_t roce_drop_icrc, roce_drop_qpt, roce_drop_seg;
 	uint64_t roce_drop_qpn, roce_drop_full;
+	/* the UD listener (ud/door.c, the context's): datagrams it held for
+	 * a QP socket that was full; of those holds, the ones a reader of
+	 * ours ended when it emptied its socket (not the retry tick) */
+	uint64_t ud_door_holds, ud_door_room;
 	uint64_t roce_reacks, roce_stale_acks, roce_icrc_id;
 	/* datagrams read on our socket for another link of this process
 	 * that shares it (two QP pairs, one UDP source port:

@@ -79,6 +79,13 @@ if command -v ib_send_bw >/dev/null; then
 	pair ib_send_bw_ipv6 90 "65536 " a b \
 		ib_send_bw $SV -x "$ga6" -p @P -n 1000 -- \
 		ib_send_bw $SV -x "$gb6" -p @P -n 1000 $A
+	# UD between hosts: a burst fills the receiving QP's socket (10
+	# datagrams) at once; the listener passed ten a millisecond and lost
+	# the rest, and ib_send_bw waited for them for ever (ud/door.c
+	# sv_ud_door_room)
+	pair ib_send_bw_ud 90 "^ 4096 " a b \
+		ib_send_bw $SV -x "$ga" -p @P -n 2000 -c UD -- \
+		ib_send_bw $SV -x "$gb" -p @P -n 2000 -c UD $A
 	pair ib_atomic_lat 90 "^ 8 " a b \
 		ib_atomic_lat $SV -x "$ga" -p @P -n 1000 -- \
 		ib_atomic_lat $SV -x "$gb" -p @P -n 1000 $A

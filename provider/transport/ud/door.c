@@ -23,6 +23,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <string.h>
@@ -51,6 +52,9 @@
  * rest) for up to SV_UD_HOLD_NS: a receiver that is starved catches
  * up, a stopped one loses them. */
 struct sv_ud_door {
+	/* held on every door_pump: the progress thread's, and a reader's
+	 * of ours that made room (sv_ud_door_room) */
+	pthread_mutex_t pump;
 	int fd;
 	uint32_t held;	  /* bytes in d, 0: none */
 	uint32_t dst;	  /* d's IP destination (network order): a group? */
@@ -94,6 +98,7 @@ void sv_ud_door_open(struct sv_context *ctx)
 		errno = ENOMEM;
 		goto fail;
 	}
+	pthread_mutex_init(&d->pump, NULL);
 	/* IPv6 and IPv4 on one socket (IPv4 senders arrive v4-mapped; the
 	 * IPv4 options below apply to them), or IPv4 only where the kernel
 	 * has no IPv6 */
@@ -177,9 +182,18 @@ static void door_drain(struct sv_context *ctx, struct sv_ud_door *d,
 {
 	struct timespec tick = {0, SV_UD_RETRY_TICK_NS};
 
-	while (door_pump(ctx, d, sv_now_ns(), false) && sv_now_ns() < end)
-		if (d->held)
+	for (;;) {
+		bool more, held;
+
+		pthread_mutex_lock(&d->pump);
+		more = door_pump(ctx, d, sv_now_ns(), false);
+		held = d->held;
+		pthread_mutex_unlock(&d->pump);
+		if (!more || sv_now_ns() >= end)
+			return;
+		if (held)
 			nanosleep(&tick, NULL);
+	}
 }
 
 void sv_ud_door_close(struct sv_context *ctx)
@@ -211,8 +225,10 @@ void sv_ud_door_close(struct sv_context *ctx)
 		door_drain(ctx, d, end);
 		close(d->fd);
 		__atomic_store_n(&ctx->udoor_stats, NULL, __ATOMIC_RELAXED);
-		free(d);
 		ctx->udoor_st = NULL;
+		atomic_store(&ctx->udoor_holds, false);
+		pthread_mutex_destroy(&d->pump);
+		free(d);
 	}
 	if (ctx->ud_fwd_fd >= 0)
 		close(ctx->ud_fwd_fd);
@@ -426,6 +442,8 @@ static bool door_pump(struct sv_context *ctx, struct sv_ud_door *d,
 			       (unsigned long long)(now - d->since) / 1000000);
 		}
 		d->held = 0;
+		atomic_store_explicit(&ctx->udoor_holds, false,
+				      memory_order_relaxed);
 		if (live)
 			sv_progress_add(ctx, &ctx->udoor, d->fd);
 	}
@@ -445,7 +463,12 @@ static bool door_pump(struct sv_context *ctx, struct sv_ud_door *d,
 			 * in the UDP socket's buffer */
 			d->held = (uint32_t)n;
 			d->since = now;
+			__atomic_store_n(&d->stats.ud_door_holds,
+					 d->stats.ud_door_holds + 1,
+					 __ATOMIC_RELAXED);
 			d->next_ns = now + SV_UD_RETRY_TICK_NS;
+			atomic_store_explicit(&ctx->udoor_holds, true,
+					      memory_order_release);
 			if (live)
 				sv_progress_del(ctx, &ctx->udoor);
 			return true;
@@ -458,21 +481,71 @@ static bool door_pump(struct sv_context *ctx, struct sv_ud_door *d,
 static void door_event(struct sv_io *io, uint32_t revents)
 {
 	struct sv_context *ctx = container_of(io, struct sv_pfd, io)->ctx;
+	struct sv_ud_door *d = ctx->udoor_st;
 
 	(void)revents;
-	if (ctx->udoor_st)
-		door_pump(ctx, ctx->udoor_st, sv_now_ns(), true);
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->pump);
+	door_pump(ctx, d, sv_now_ns(), true);
+	pthread_mutex_unlock(&d->pump);
+}
+
+/*
+ * A reader of ctx's (recv.c) emptied its QP's socket.  A Unix datagram
+ * socket queues 10 datagrams (net.unix.max_dgram_qlen), so a burst from
+ * another host fills it at once, and the listener holds the next one:
+ * retried only each SV_UD_RETRY_TICK_NS, it passed 10 a millisecond
+ * while the UDP socket's buffer overflowed behind it.  ib_send_bw -c UD
+ * between two hosts lost a quarter of its 2,000 sends there and waited
+ * for them forever.  Now the reader that made room passes what is held,
+ * and the batch behind it, itself, and reads on: no wake-up of the thread
+ * for each 10 datagrams.  The tick stays for a QP of another process,
+ * whose reader cannot reach our listener.  true: the hold is over (what
+ * was held, and maybe more, is in its socket now, or was lost).
+ */
+bool sv_ud_door_room(struct sv_context *ctx)
+{
+	struct sv_ud_door *d;
+	bool moved = false;
+
+	if (!atomic_load_explicit(&ctx->udoor_holds, memory_order_relaxed))
+		return false;
+	d = atomic_load_explicit(&ctx->udoor_st, memory_order_acquire);
+	/* a pump never waits (MSG_DONTWAIT, a bounded batch), and none
+	 * takes a QP's lock: ours may be held here */
+	if (!d)
+		return false;
+	pthread_mutex_lock(&d->pump);
+	if (d->held) {
+		uint64_t since = d->since;
+
+		door_pump(ctx, d, sv_now_ns(), true);
+		/* the hold we found is over (a new one has a new since) */
+		moved = !d->held || d->since != since;
+		if (moved)
+			__atomic_store_n(&d->stats.ud_door_room,
+					 d->stats.ud_door_room + 1,
+					 __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&d->pump);
+	return moved;
 }
 
 uint64_t sv_ud_door_next_ns(struct sv_context *ctx, uint64_t now)
 {
 	struct sv_ud_door *d = ctx->udoor_st;
+	uint64_t next;
 
-	if (!d || !d->held)
+	if (!d ||
+	    !atomic_load_explicit(&ctx->udoor_holds, memory_order_relaxed))
 		return UINT64_MAX;
-	if (now >= d->next_ns)
+	pthread_mutex_lock(&d->pump);
+	if (d->held && now >= d->next_ns)
 		door_pump(ctx, d, now, true);
-	return d->held ? d->next_ns : UINT64_MAX;
+	next = d->held ? d->next_ns : UINT64_MAX;
+	pthread_mutex_unlock(&d->pump);
+	return next;
 }
 
 /* The interfaces an IPv4 group is joined on: every IPv4 one that is up

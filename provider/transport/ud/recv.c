@@ -291,6 +291,8 @@ static void recv_socket(struct sv_qp *qp, sv_srq_take_fn srq_take)
 		char buf[CMSG_SPACE(sizeof(struct ucred)) +
 			 CMSG_SPACE(sizeof(int))];
 	} u;
+	uint32_t rooms = 0; /* times the listener refilled the socket */
+	bool took = false;
 
 	for (;;) {
 		struct iovec iov = {&d, sizeof(d)};
@@ -306,8 +308,19 @@ static void recv_socket(struct sv_qp *qp, sv_srq_take_fn srq_take)
 		size_t len;
 		int fd;
 
-		if (n < 0)
-			return; /* EAGAIN: all taken */
+		if (n < 0) {
+			/* EAGAIN: all taken.  A burst from another host may
+			 * wait at the listener for the room we made: passed
+			 * on, it is read here, a bounded number of times */
+			if (took && rooms < SV_UD_ROOM_ROUNDS &&
+			    sv_ud_door_room(qp->ctx)) {
+				rooms++;
+				took = false;
+				continue;
+			}
+			return;
+		}
+		took = true;
 		ok = sender_of(&m, &pid, &fd);
 		whole = !(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
 		if (fd >= 0) {

@@ -44,6 +44,9 @@
 #define SV_UD_HOLD_NS	    2000000000ull
 #define SV_UD_SLOW_NS	    200000000ull /* a wait this long is said (debug) */
 #define SV_UD_RETRY_TICK_NS 1000000ull
+/* How often one read of a QP's socket lets the listener refill it
+ * (sv_ud_door_room): about 10 datagrams each */
+#define SV_UD_ROOM_ROUNDS 16
 
 /* mac.c: seals the datagram d of n bytes (room for the trailer follows)
  * for another host: the new length.  Under qp->lock. */
@@ -53,6 +56,9 @@ size_t sv_ud_seal(struct sv_qp *qp, void *d, size_t n);
 bool sv_ud_auth_check(struct sv_qp *qp, struct sv_ud_hdr *h, size_t *n);
 /* recv.c: a datagram the QP does not take is dropped and counted. */
 void sv_ud_drop(struct sv_qp *qp);
+/* door.c: a QP socket of ctx's was emptied (any thread): what the
+ * listener holds for a full one goes on now; true if it did. */
+bool sv_ud_door_room(struct sv_context *ctx);
 
 /* roce_ud.c.  The UDP source port rxe sends a UD QP's packets from. */
 uint16_t sv_ud_roce_sport(uint32_t qpn);
