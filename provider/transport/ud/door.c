@@ -53,7 +53,8 @@
  * up, a stopped one loses them. */
 struct sv_ud_door {
 	/* held on every door_pump: the progress thread's, and a reader's
-	 * of ours that made room (sv_ud_door_room) */
+	 * of ours that made room (sv_ud_door_room), inside its qp->lock;
+	 * a pump takes no other lock that waits (mcast_lock: a trylock) */
 	pthread_mutex_t pump;
 	int fd;
 	uint32_t held;	  /* bytes in d, 0: none */
