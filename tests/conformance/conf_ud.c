@@ -1026,6 +1026,20 @@ static uint32_t test_crc32c(const void *p, size_t n)
 	return ~c;
 }
 
+/* The header of a datagram from QP 0x123 of another host to QP qpn, with
+ * immediate imm and len bytes, as our sender makes it (unsealed). */
+static struct sv_ud_hdr net_hdr(uint32_t qpn, uint32_t imm, uint32_t len)
+{
+	return (struct sv_ud_hdr){.magic = SV_UD_MAGIC,
+				  .version = SV_UD_VERSION,
+				  .flags = SV_UD_IMM,
+				  .src_qpn = 0x123,
+				  .dst_qpn = qpn,
+				  .qkey = QKEY,
+				  .imm = htonl(imm),
+				  .len = len};
+}
+
 /* Between hosts a datagram goes over UDP to the well-known port, where any
  * process's listener checks it and passes it on by QPN.  Bytes that are
  * not a sealed datagram for a QP are dropped there, and the QP gets only
@@ -1073,14 +1087,7 @@ SV_TEST(ud_udp_listener_checks_every_datagram)
 	memcpy(&d, "garbage", 7);
 	SEND_RAW(7);
 	/* a well-made datagram, then each thing wrong with it */
-	d.h = (struct sv_ud_hdr){.magic = SV_UD_MAGIC,
-				 .version = SV_UD_VERSION,
-				 .flags = SV_UD_IMM,
-				 .src_qpn = 0x123,
-				 .dst_qpn = r.qp->qp_num,
-				 .qkey = QKEY,
-				 .imm = htonl(0x5eed),
-				 .len = 100};
+	d.h = net_hdr(r.qp->qp_num, 0x5eed, 100);
 	memset(d.data, 0xab, 100);
 	SEAL(sizeof(d.h) + 100);
 	SEND_RAW(sizeof(d.h) - 1); /* short */
@@ -1143,21 +1150,6 @@ SV_TEST(ud_udp_listener_checks_every_datagram)
 	ud_end_close(&r);
 }
 
-/* The number of datagrams a Unix datagram socket queues
- * (net.unix.max_dgram_qlen, 10 by default), or 0 if unknown. */
-static int unix_dgram_qlen(void)
-{
-	FILE *f = fopen("/proc/sys/net/unix/max_dgram_qlen", "r");
-	int q = 0;
-
-	if (f) {
-		if (fscanf(f, "%d", &q) != 1)
-			q = 0;
-		fclose(f);
-	}
-	return q;
-}
-
 /*
  * A burst from another host fills the QP's socket, which queues
  * max_dgram_qlen datagrams, and the listener holds the next.  It was
@@ -1180,13 +1172,13 @@ SV_TEST(ud_udp_burst_goes_on_when_the_reader_makes_room)
 	static struct ibv_wc wc[256];
 	const struct sv_qp_stats *st;
 	struct sv_context *sc;
-	int port = sv_free_port(), qlen = unix_dgram_qlen(), n, fd, got = 0;
+	int port = sv_free_port(), qlen = sv_unix_dgram_qlen(), n, fd, got = 0;
 	bool seen[256] = {false};
 	uint64_t end;
 	struct ud_end r;
 	char v[16];
 
-	if (qlen <= 0 || 4 * qlen > 256) {
+	if (4 * qlen > 256) {
 		printf("SKIP: max_dgram_qlen %d: a burst of 4 times it does "
 		       "not fit this test\n",
 		       qlen);
@@ -1203,15 +1195,8 @@ SV_TEST(ud_udp_burst_goes_on_when_the_reader_makes_room)
 		ASSERT_OK(post_recv(&r, (uint64_t)k, (size_t)k * 256, 256));
 	fd = socket(AF_INET, SOCK_DGRAM, 0);
 	ASSERT_TRUE(fd >= 0);
-	d.h = (struct sv_ud_hdr){.magic = SV_UD_MAGIC,
-				 .version = SV_UD_VERSION,
-				 .flags = SV_UD_IMM,
-				 .src_qpn = 0x123,
-				 .dst_qpn = r.qp->qp_num,
-				 .qkey = QKEY,
-				 .len = sizeof(d.data)};
 	for (int k = 0; k < n; k++) {
-		d.h.imm = htonl((uint32_t)k);
+		d.h = net_hdr(r.qp->qp_num, (uint32_t)k, sizeof(d.data));
 		memset(d.data, k, sizeof(d.data));
 		d.h.rsvd = 0;
 		d.h.rsvd = test_crc32c(&d, sizeof(d));

@@ -920,21 +920,6 @@ SV_HELPER(xrc_srq_owner)
 	return 0;
 }
 
-/* The kernel's queue of an unread datagram socket (forwarded sends
- * wait there while the SRQ's owner has no WQE). */
-static int dgram_qlen(void)
-{
-	FILE *f = fopen("/proc/sys/net/unix/max_dgram_qlen", "r");
-	int n = 10;
-
-	if (f) {
-		if (fscanf(f, "%d", &n) != 1)
-			n = 10;
-		fclose(f);
-	}
-	return n;
-}
-
 /*
  * A domain shared through a file by two processes: the SRQ in the
  * helper, the XRC_RECV QP here.  With `late`, the helper posts no WQE
@@ -988,7 +973,7 @@ static void shared_domain(int msgs, bool late)
 	}
 	if (late) {
 		/* the socket's queue fills; then nothing more completes */
-		for (; done < dgram_qlen() && done < msgs; done++) {
+		for (; done < sv_unix_dgram_qlen() && done < msgs; done++) {
 			WAIT_WC(x.cq, &wc, 20000);
 			ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 		}

@@ -375,3 +375,16 @@ long sv_check(const uint8_t *buf, size_t len, uint32_t seed)
 			return (long)i;
 	return -1;
 }
+
+int sv_unix_dgram_qlen(void)
+{
+	FILE *f = fopen("/proc/sys/net/unix/max_dgram_qlen", "r");
+	int n = 10;
+
+	if (f) {
+		if (fscanf(f, "%d", &n) != 1 || n <= 0)
+			n = 10;
+		fclose(f);
+	}
+	return n;
+}

@@ -122,6 +122,11 @@ void sv_wc_none_at(const char *file, int line, struct ibv_cq *cq, int ms);
 		ASSERT_EQ((id), w_.wr_id);                                    \
 	} while (0)
 
+/* How many datagrams a Unix datagram socket queues before its senders
+ * wait (net.unix.max_dgram_qlen; 10, the kernel's default, if it cannot
+ * be read): forwarded sends and the UD listener's datagrams wait there. */
+int sv_unix_dgram_qlen(void);
+
 /* Fills buf with a pattern that depends on seed and position. */
 void sv_fill(uint8_t *buf, size_t len, uint32_t seed);
 /* Index of the first byte that differs from the pattern, or -1. */
