@@ -242,6 +242,9 @@ struct sv_context {
 	 * reader of ours that emptied its socket passes it on, not a retry
 	 * tick later */
 	atomic_bool udoor_holds;
+	/* till when (sv_now_ns) the listener is busy, datagrams coming: our
+	 * readers' polls pump it too (ud/door.c sv_ud_door_poll); 0 never */
+	_Atomic uint64_t udoor_busy_ns;
 	/* the listener's counters of RoCEv2 datagrams it dropped (ud/roce.c,
 	 * in the context's totals: stat.c), in the listener's state */
 	struct sv_qp_stats *udoor_stats;

@@ -1158,7 +1158,8 @@ SV_TEST(ud_udp_listener_checks_every_datagram)
  * UD between two hosts lost a quarter of its sends and waited for ever
  * (tests/netns/netns.sh ib_send_bw_ud fails without the fix).  Now the
  * reader that empties the socket passes what is held, and the rest,
- * itself (ud/door.c sv_ud_door_room).  Here: a burst of four sockets'
+ * itself (ud/door.c sv_ud_door_room), and polls take on what comes while
+ * datagrams come (sv_ud_door_poll).  Here: a burst of four sockets'
  * worth at once, then every datagram comes, each once, as sent.
  */
 SV_TEST(ud_udp_burst_goes_on_when_the_reader_makes_room)

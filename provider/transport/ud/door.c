@@ -459,6 +459,11 @@ static bool door_pump(struct sv_context *ctx, struct sv_ud_door *d,
 		if (!door_check(ctx, d, &len, &src, d->slen))
 			continue;
 		n = (ssize_t)len;
+		/* datagrams come: our readers' polls pump for a while */
+		if (i == 0)
+			atomic_store_explicit(&ctx->udoor_busy_ns,
+					      now + SV_UD_BUSY_NS,
+					      memory_order_relaxed);
 		if (door_pass(ctx, d, (size_t)n)) {
 			/* the QP's socket is full: hold it, and the rest
 			 * in the UDP socket's buffer */
@@ -501,7 +506,8 @@ static void door_event(struct sv_io *io, uint32_t revents)
  * between two hosts lost a quarter of its 2,000 sends there and waited
  * for them forever.  Now the reader that made room passes what is held,
  * and the batch behind it, itself, and reads on: no wake-up of the thread
- * for each 10 datagrams.  The tick stays for a QP of another process,
+ * for each 10 datagrams (and sv_ud_door_poll has the polls take what
+ * comes while datagrams come).  The tick stays for a QP of another process,
  * whose reader cannot reach our listener.  true: the hold is over (what
  * was held, and maybe more, is in its socket now, or was lost).
  */
@@ -531,6 +537,23 @@ bool sv_ud_door_room(struct sv_context *ctx)
 	}
 	pthread_mutex_unlock(&d->pump);
 	return moved;
+}
+
+void sv_ud_door_poll(struct sv_context *ctx)
+{
+	uint64_t busy =
+		atomic_load_explicit(&ctx->udoor_busy_ns, memory_order_relaxed);
+	struct sv_ud_door *d;
+	uint64_t now;
+
+	if (!busy || (now = sv_now_ns()) >= busy)
+		return;
+	d = atomic_load_explicit(&ctx->udoor_st, memory_order_acquire);
+	/* the thread pumping now does it */
+	if (!d || pthread_mutex_trylock(&d->pump))
+		return;
+	door_pump(ctx, d, now, true);
+	pthread_mutex_unlock(&d->pump);
 }
 
 uint64_t sv_ud_door_next_ns(struct sv_context *ctx, uint64_t now)

@@ -391,8 +391,13 @@ void sv_ud_recv_run(struct sv_qp *qp, sv_srq_take_fn srq_take)
 	atomic_bool *rung = &qp->pfd[0].rung;
 
 	/* with lanes, the socket is read only once its edge was seen (the
-	 * progress thread raises rung): no system call per poll */
+	 * progress thread raises rung): no system call per poll.  While the
+	 * context's listener holds a datagram for a full socket (a burst
+	 * from another host), every poll reads: the room it makes lets the
+	 * rest on (sv_ud_door_room) without a wake-up of the thread */
+	sv_ud_door_poll(qp->ctx);
 	if (!sv_env_bool(SV_ENV_UD_LANES) ||
+	    atomic_load_explicit(&qp->ctx->udoor_holds, memory_order_relaxed) ||
 	    (atomic_load_explicit(rung, memory_order_relaxed) &&
 	     atomic_exchange(rung, false)))
 		recv_socket(qp, srq_take);

@@ -47,6 +47,8 @@
 /* How often one read of a QP's socket lets the listener refill it
  * (sv_ud_door_room): about 10 datagrams each */
 #define SV_UD_ROOM_ROUNDS 16
+/* How long after a datagram came the listener counts as busy */
+#define SV_UD_BUSY_NS 1000000ull
 
 /* mac.c: seals the datagram d of n bytes (room for the trailer follows)
  * for another host: the new length.  Under qp->lock. */
@@ -59,6 +61,10 @@ void sv_ud_drop(struct sv_qp *qp);
 /* door.c: a QP socket of ctx's was emptied (any thread): what the
  * listener holds for a full one goes on now; true if it did. */
 bool sv_ud_door_room(struct sv_context *ctx);
+/* door.c: a poll of a UD QP of ctx's (any thread): while datagrams come
+ * to the listener (SV_UD_BUSY_NS after one came), it takes them on
+ * too, not only the progress thread's wake-ups. */
+void sv_ud_door_poll(struct sv_context *ctx);
 
 /* roce_ud.c.  The UDP source port rxe sends a UD QP's packets from. */
 uint16_t sv_ud_roce_sport(uint32_t qpn);
