@@ -109,6 +109,27 @@ listening() {
 	done
 }
 
+# pair_once NAME DEADLINE SERVER_NS CLIENT_NS: one run of pair's
+# programs ($sargs, $cargs) on a fresh port; sets rc and src
+pair_once() {
+	port=$((port + 1))
+	sa=$(echo "$sargs" | sed "s/@P/$port/g")
+	ca=$(echo "$cargs" | sed "s/@P/$port/g")
+	# shellcheck disable=SC2086
+	timeout "$2" ip netns exec "$tag-$3" $run $sa >"$log/$1.s" 2>&1 &
+	spid=$!
+	listening "$3" "$port"
+	# shellcheck disable=SC2086
+	timeout "$2" ip netns exec "$tag-$4" $run $ca >"$log/$1.c" 2>&1
+	rc=$?
+	wait $spid
+	src=$?
+}
+
+# perftest's own clock fit before each report fails when the machine
+# preempts it (tests/programs/programs.c): that run goes again.
+clock_fit="Correlation coefficient r^2"
+
 # pair NAME DEADLINE WANT SERVER_NS CLIENT_NS server argv -- client argv
 # Runs a server in one namespace and its client in another (@P in the
 # arguments: a fresh port); both must exit 0 within DEADLINE s and the
@@ -116,26 +137,24 @@ listening() {
 pair() {
 	name=$1 dl=$2 want=$3 sns=$4 cns=$5
 	shift 5
-	port=$((port + 1))
 	sargs=""
 	while [ "$1" != "--" ]; do
 		sargs="$sargs $1"
 		shift
 	done
 	shift
-	sargs=$(echo "$sargs" | sed "s/@P/$port/g")
-	cargs=$(echo "$*" | sed "s/@P/$port/g")
-	# shellcheck disable=SC2086
-	timeout "$dl" ip netns exec "$tag-$sns" $run $sargs \
-		>"$log/$name.s" 2>&1 &
-	spid=$!
-	listening "$sns" "$port"
-	# shellcheck disable=SC2086
-	timeout "$dl" ip netns exec "$tag-$cns" $run $cargs \
-		>"$log/$name.c" 2>&1
-	rc=$?
-	wait $spid
-	src=$?
+	cargs="$*"
+	try=1
+	while :; do
+		pair_once "$name" "$dl" "$sns" "$cns"
+		[ $rc -ne 0 ] || [ $src -ne 0 ] || break
+		if [ $try -ge 3 ] ||
+			! grep -qs "$clock_fit" "$log/$name.c" "$log/$name.s"; then
+			break
+		fi
+		echo "note $name: run $try: perftest could not time its report; again"
+		try=$((try + 1))
+	done
 	if [ $rc -ne 0 ] || [ $src -ne 0 ] || ! grep -q "$want" "$log/$name.c"; then
 		echo "FAIL $name: client rc $rc, server rc $src"
 		sed 's/^/  client: /' "$log/$name.c" | tail -15

@@ -591,6 +591,31 @@ SV_TEST(perftest_read_bw_all_sizes)
 	perftest_1s("ib_read_bw", OPTS("-a", "-n", "100"), 23, 8388608, false);
 }
 
+/* A pair whose client failed as perftest does when it cannot time its
+ * report runs again (programs.c sv_run_pair): here a client that works,
+ * then says so and fails, once; the second run is a plain pingpong. */
+SV_TEST(pair_runs_again_when_perftest_cannot_time_its_report)
+{
+	char dir[] = "/tmp/sv-clockfit-XXXXXX", once[64], script[1024];
+	struct sv_pair_run r;
+
+	ASSERT_TRUE(mkdtemp(dir) != NULL);
+	snprintf(once, sizeof(once), "%s/once", dir);
+	snprintf(script, sizeof(script),
+		 "if [ -e %s ]; then exec %s \"$@\"; fi; : > %s; "
+		 "%s \"$@\" || exit; "
+		 "echo 'Correlation coefficient r^2: 0.013249 < 0.9' >&2; "
+		 "echo \"Can't produce a report\" >&2; exit 1",
+		 once, ours(), once, ours());
+	sv_run_pair(&r, OPTS(ours()), OPTS("sh", "-c", script, "sh"),
+		    DEADLINE_MS);
+	ASSERT_EQ(0, access(once, F_OK)); /* the first run did fail */
+	ASSERT_CONTAINS(r.client.out, "iters in");
+	sv_pair_run_free(&r);
+	unlink(once);
+	rmdir(dir);
+}
+
 /* Atomics are 8 bytes: perftest refuses -a for them ("Message size
  * cannot be changed for Atomic tests"). */
 SV_TEST(perftest_atomic_lat_cmp_and_swap)

@@ -258,32 +258,49 @@ cap_stop
 # passed them).  perftest checks no payload: the bytes are checked by the
 # pingpongs above.  (SV_RXE_PERF=0: not these; SV_RXE_PERF_SIZES;
 # SV_RXE_PERF_PROGS)
+# perftest's own clock fit before each report fails when the machine
+# preempts it (tests/programs/programs.c): that run goes again.
+clock_fit="Correlation coefficient r^2"
 # perf_row NAME ROLE ARGS...: ROLE c: softverbs the client; s: the server
 perf_row() {
 	name=$1 role=$2
 	shift 2
-	port=$((port + 1))
 	want="^ *[0-9][0-9]* *[0-9][0-9]* " # a result line
 	case $1 in
 	*_lat) server_want="local address" ;; # (the client's numbers)
 	*) server_want=$want ;;
 	esac
+	try=1
+	while :; do
+		port=$((port + 1))
+		if [ "$role" = c ]; then
+			rxe_server "$* -d rxe0 -x 1 -m 1024 -p $port"
+			"$vm" exec timeout 240 $run "$@" -d softverbs0 \
+				-x "$g" -m 1024 -p $port "$guest" \
+				>"$tmp/$name.sv" 2>&1
+			src=$?
+			rrc=$(rxe_server_rc "$name")
+		else
+			sv_server "$name" "$@" -d softverbs0 -x "$g" -m 1024 \
+				-p $port
+			"$vm" run --timeout 240 "$* -d rxe0 -x 1 -m 1024 \
+				-p $port $host" >"$tmp/$name.rxe" 2>&1
+			rrc=$?
+			wait "$spid"
+			src=$?
+			spid=
+		fi
+		if { [ "$rrc" = 0 ] && [ "$src" = 0 ]; } || [ $try -ge 3 ] ||
+			! grep -qs "$clock_fit" "$tmp/$name.sv" "$tmp/$name.rxe"; then
+			break
+		fi
+		echo "note $name: run $try: perftest could not time its report; again"
+		try=$((try + 1))
+	done
+	# (check's WANT is softverbs', RXE_WANT rxe's)
 	if [ "$role" = c ]; then
-		rxe_server "$* -d rxe0 -x 1 -m 1024 -p $port"
-		"$vm" exec timeout 240 $run "$@" -d softverbs0 -x "$g" -m 1024 \
-			-p $port "$guest" >"$tmp/$name.sv" 2>&1
-		src=$?
-		check "$name" "$(rxe_server_rc "$name")" $src "$want" \
-			"$server_want"
+		check "$name" "$rrc" $src "$want" "$server_want"
 	else
-		sv_server "$name" "$@" -d softverbs0 -x "$g" -m 1024 -p $port
-		"$vm" run --timeout 240 "$* -d rxe0 -x 1 -m 1024 -p $port \
-			$host" >"$tmp/$name.rxe" 2>&1
-		rrc=$?
-		wait "$spid"
-		src=$?
-		spid=
-		# (check's WANT is softverbs', RXE_WANT rxe's)
 		check "$name" $rrc $src "$server_want" "$want"
 	fi
 }
