@@ -342,15 +342,28 @@ static void sweep(const struct side *s)
 		kill(-s->pgid, SIGKILL);
 }
 
+/* perftest's clock fit before its report, spoilt by a preemption
+ * (tests/programs/programs.c): the row runs again, three times at most. */
+#define PERFTEST_CLOCK_FIT "Correlation coefficient r^2"
+#define ROW_TRIES	   3
+
 static void run_row(const struct mx_row *r)
 {
-	struct side srv = {.who = "server"}, cli = {.who = "client"};
-	int port = sv_free_port();
-	uint64_t t0 = sv_now_ms(), end = t0 + r->deadline_s * 1000ull;
+	struct side srv, cli;
+	int port, tries = 0;
+	uint64_t t0, end;
 	enum mx_outcome want = expected_outcome[r->expect], got;
 	char what[512] = "";
 	char **env;
 	bool ok;
+
+again:
+	srv = (struct side){.who = "server"};
+	cli = (struct side){.who = "client"};
+	port = sv_free_port();
+	t0 = sv_now_ms();
+	end = t0 + r->deadline_s * 1000ull;
+	tries++;
 
 	if (r->server[0])
 		skip_unless_installed(r, r->server[0], port);
@@ -376,6 +389,16 @@ static void run_row(const struct mx_row *r)
 	sweep(&cli);
 
 	got = row_outcome(&srv, &cli);
+	if (got == MX_O_FAILS && want == MX_O_WORKS && tries < ROW_TRIES &&
+	    said_one(PERFTEST_CLOCK_FIT, &srv, &cli)) {
+		printf("matrix %s: run %d: perftest could not time its "
+		       "report; again\n",
+		       r->name, tries);
+		free_side(&srv);
+		free_side(&cli);
+		free_env(r, env);
+		goto again;
+	}
 	describe(&srv, what, sizeof(what));
 	describe(&cli, what, sizeof(what));
 	what[strlen(what) - 2] = '\0';
