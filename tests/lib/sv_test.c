@@ -537,6 +537,41 @@ const char *sv_build_dir(void)
 	return d ? d : ".";
 }
 
+/* Over the TCP transport every softverbs process of a host listens on
+ * SOFTVERBS_TCP_PORT (4791) with SO_REUSEPORT, as hosts share a wire,
+ * and a UD datagram between two QPs of one test goes through whichever
+ * process's UDP listener the kernel picks (provider/transport/ud/door.c).
+ * Another test's may take it and end, losing it, or pass it on after a
+ * later one.  So a test over TCP gets a port of its own, free for TCP and
+ * UDP, as a host of its own would have, unless it names one; its helpers
+ * and programs inherit it. */
+static void own_tcp_port(void)
+{
+	for (int tries = 0; tries < 20; tries++) {
+		struct sockaddr_in6 a = {.sin6_family = AF_INET6,
+					 .sin6_addr = IN6ADDR_ANY_INIT};
+		socklen_t len = sizeof(a);
+		int t = socket(AF_INET6, SOCK_STREAM, 0);
+		int u = socket(AF_INET6, SOCK_DGRAM, 0);
+		bool ok = t >= 0 && u >= 0 &&
+			  !bind(t, (struct sockaddr *)&a, sizeof(a)) &&
+			  !getsockname(t, (struct sockaddr *)&a, &len) &&
+			  !bind(u, (struct sockaddr *)&a, sizeof(a));
+		char v[16];
+
+		snprintf(v, sizeof(v), "%u", ntohs(a.sin6_port));
+		if (t >= 0)
+			close(t);
+		if (u >= 0)
+			close(u);
+		if (ok) {
+			setenv("SOFTVERBS_TCP_PORT", v, 1);
+			return;
+		}
+	}
+	sv_test_fail(__FILE__, __LINE__, "no port free for both TCP and UDP");
+}
+
 int main(int argc, char **argv)
 {
 	const char *dl = getenv("SV_TEST_DEADLINE");
@@ -555,6 +590,9 @@ int main(int argc, char **argv)
 		signal(SIGALRM, on_deadline);
 		signal(SIGPIPE, SIG_IGN);
 		alarm(dl ? (unsigned int)atoi(dl) : 60);
+		if (!strcmp(transport(), "tcp") &&
+		    !getenv("SOFTVERBS_TCP_PORT"))
+			own_tcp_port();
 		tests[i].fn();
 		kill_helpers(false);
 		printf("PASS %s\n", current_test);
