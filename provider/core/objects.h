@@ -736,9 +736,8 @@ struct sv_qp_stats {
 	uint64_t roce_drop_icrc, roce_drop_qpt, roce_drop_seg;
 	uint64_t roce_drop_qpn, roce_drop_full;
 	/* the UD listener (ud/door.c, the context's): datagrams it held for
-	 * a QP socket that was full; of those holds, the ones a reader of
-	 * ours ended when it emptied its socket (not the retry tick) */
-	uint64_t ud_door_holds, ud_door_room;
+	 * a QP socket that was full */
+	uint64_t ud_door_holds;
 	uint64_t roce_reacks, roce_stale_acks, roce_icrc_id;
 	/* datagrams read on our socket for another link of this process
 	 * that shares it (two QP pairs, one UDP source port:

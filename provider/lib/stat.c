@@ -88,7 +88,6 @@ static const struct {
 	F(roce_drop_qpn),
 	F(roce_drop_full),
 	F(ud_door_holds),
-	F(ud_door_room),
 	F(roce_reacks),
 	F(roce_stale_acks),
 	F(roce_icrc_id),

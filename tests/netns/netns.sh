@@ -82,7 +82,7 @@ if command -v ib_send_bw >/dev/null; then
 	# UD between hosts: a burst fills the receiving QP's socket (10
 	# datagrams) at once; the listener passed ten a millisecond and lost
 	# the rest, and ib_send_bw waited for them for ever (ud/door.c
-	# sv_ud_door_room, sv_ud_door_poll)
+	# sv_ud_door_poll)
 	pair ib_send_bw_ud 90 "^ 4096 " a b \
 		ib_send_bw $SV -x "$ga" -p @P -n 2000 -c UD -- \
 		ib_send_bw $SV -x "$gb" -p @P -n 2000 -c UD $A

@@ -52,9 +52,10 @@
  * rest) for up to SV_UD_HOLD_NS: a receiver that is starved catches
  * up, a stopped one loses them. */
 struct sv_ud_door {
-	/* held on every door_pump: the progress thread's, and a reader's
-	 * of ours that made room (sv_ud_door_room), inside its qp->lock;
-	 * a pump takes no other lock that waits (mcast_lock: a trylock) */
+	/* held on every door_pump: the progress thread's (it waits for
+	 * it), and a poll's of ours (sv_ud_door_poll, inside its
+	 * qp->lock: a trylock); a pump takes no other lock that waits
+	 * (mcast_lock: a trylock) */
 	pthread_mutex_t pump;
 	int fd;
 	uint32_t held;	  /* bytes in d, 0: none */
@@ -445,6 +446,9 @@ static bool door_pump(struct sv_context *ctx, struct sv_ud_door *d,
 		d->held = 0;
 		atomic_store_explicit(&ctx->udoor_holds, false,
 				      memory_order_relaxed);
+		/* the burst goes on: our polls pump on */
+		atomic_store_explicit(&ctx->udoor_busy_ns, now + SV_UD_BUSY_NS,
+				      memory_order_relaxed);
 		if (live)
 			sv_progress_add(ctx, &ctx->udoor, d->fd);
 	}
@@ -498,47 +502,20 @@ static void door_event(struct sv_io *io, uint32_t revents)
 }
 
 /*
- * A reader of ctx's (recv.c) emptied its QP's socket.  A Unix datagram
- * socket queues 10 datagrams (net.unix.max_dgram_qlen), so a burst from
- * another host fills it at once, and the listener holds the next one:
- * retried only each SV_UD_RETRY_TICK_NS, it passed 10 a millisecond
- * while the UDP socket's buffer overflowed behind it.  ib_send_bw -c UD
- * between two hosts lost a quarter of its 2,000 sends there and waited
- * for them forever.  Now the reader that made room passes what is held,
- * and the batch behind it, itself, and reads on: no wake-up of the thread
- * for each 10 datagrams (and sv_ud_door_poll has the polls take what
- * comes while datagrams come).  The tick stays for a QP of another process,
- * whose reader cannot reach our listener.  true: the hold is over (what
- * was held, and maybe more, is in its socket now, or was lost).
+ * A poll of a UD QP of ctx's (recv.c).  A Unix datagram socket queues 10
+ * datagrams (net.unix.max_dgram_qlen), so a burst from another host fills
+ * the QP's at once, and the listener holds the next one: retried only
+ * each SV_UD_RETRY_TICK_NS, it passed 10 a millisecond while the UDP
+ * socket's buffer overflowed behind it.  ib_send_bw -c UD between two
+ * hosts lost a quarter of its 2,000 sends there and waited for them
+ * forever.  So while datagrams come (SV_UD_BUSY_NS after one came or a
+ * held one went on), the polls pump too: the poll that emptied its
+ * socket (recv.c reads it while the listener holds) passes on what is
+ * held and the batch behind it, with no wake-up of the thread for each
+ * 10 datagrams.  The tick stays for a QP of another process, whose polls
+ * cannot reach our listener.  Never waits: the thread pumping now, or
+ * another poll, does it.
  */
-bool sv_ud_door_room(struct sv_context *ctx)
-{
-	struct sv_ud_door *d;
-	bool moved = false;
-
-	if (!atomic_load_explicit(&ctx->udoor_holds, memory_order_relaxed))
-		return false;
-	d = atomic_load_explicit(&ctx->udoor_st, memory_order_acquire);
-	/* a pump never waits (MSG_DONTWAIT, a bounded batch), and none
-	 * takes a QP's lock: ours may be held here */
-	if (!d)
-		return false;
-	pthread_mutex_lock(&d->pump);
-	if (d->held) {
-		uint64_t since = d->since;
-
-		door_pump(ctx, d, sv_now_ns(), true);
-		/* the hold we found is over (a new one has a new since) */
-		moved = !d->held || d->since != since;
-		if (moved)
-			__atomic_store_n(&d->stats.ud_door_room,
-					 d->stats.ud_door_room + 1,
-					 __ATOMIC_RELAXED);
-	}
-	pthread_mutex_unlock(&d->pump);
-	return moved;
-}
-
 void sv_ud_door_poll(struct sv_context *ctx)
 {
 	uint64_t busy =

@@ -291,9 +291,6 @@ static void recv_socket(struct sv_qp *qp, sv_srq_take_fn srq_take)
 		char buf[CMSG_SPACE(sizeof(struct ucred)) +
 			 CMSG_SPACE(sizeof(int))];
 	} u;
-	uint32_t rooms = 0; /* times the listener refilled the socket */
-	bool took = false;
-
 	for (;;) {
 		struct iovec iov = {&d, sizeof(d)};
 		struct msghdr m = {.msg_iov = &iov,
@@ -308,19 +305,8 @@ static void recv_socket(struct sv_qp *qp, sv_srq_take_fn srq_take)
 		size_t len;
 		int fd;
 
-		if (n < 0) {
-			/* EAGAIN: all taken.  A burst from another host may
-			 * wait at the listener for the room we made: passed
-			 * on, it is read here, a bounded number of times */
-			if (took && rooms < SV_UD_ROOM_ROUNDS &&
-			    sv_ud_door_room(qp->ctx)) {
-				rooms++;
-				took = false;
-				continue;
-			}
-			return;
-		}
-		took = true;
+		if (n < 0)
+			return; /* EAGAIN: all taken */
 		ok = sender_of(&m, &pid, &fd);
 		whole = !(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
 		if (fd >= 0) {
@@ -394,7 +380,8 @@ void sv_ud_recv_run(struct sv_qp *qp, sv_srq_take_fn srq_take)
 	 * progress thread raises rung): no system call per poll.  While the
 	 * context's listener holds a datagram for a full socket (a burst
 	 * from another host), every poll reads: the room it makes lets the
-	 * rest on (sv_ud_door_room) without a wake-up of the thread */
+	 * rest on at the next poll (sv_ud_door_poll) without a wake-up of
+	 * the thread */
 	sv_ud_door_poll(qp->ctx);
 	if (!sv_env_bool(SV_ENV_UD_LANES) ||
 	    atomic_load_explicit(&qp->ctx->udoor_holds, memory_order_relaxed) ||

@@ -44,9 +44,6 @@
 #define SV_UD_HOLD_NS	    2000000000ull
 #define SV_UD_SLOW_NS	    200000000ull /* a wait this long is said (debug) */
 #define SV_UD_RETRY_TICK_NS 1000000ull
-/* How often one read of a QP's socket lets the listener refill it
- * (sv_ud_door_room): about 10 datagrams each */
-#define SV_UD_ROOM_ROUNDS 16
 /* How long after a datagram came the listener counts as busy */
 #define SV_UD_BUSY_NS 1000000ull
 
@@ -58,9 +55,6 @@ size_t sv_ud_seal(struct sv_qp *qp, void *d, size_t n);
 bool sv_ud_auth_check(struct sv_qp *qp, struct sv_ud_hdr *h, size_t *n);
 /* recv.c: a datagram the QP does not take is dropped and counted. */
 void sv_ud_drop(struct sv_qp *qp);
-/* door.c: a QP socket of ctx's was emptied (any thread): what the
- * listener holds for a full one goes on now; true if it did. */
-bool sv_ud_door_room(struct sv_context *ctx);
 /* door.c: a poll of a UD QP of ctx's (any thread): while datagrams come
  * to the listener (SV_UD_BUSY_NS after one came), it takes them on
  * too, not only the progress thread's wake-ups. */
