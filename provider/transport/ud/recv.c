@@ -291,6 +291,7 @@ static void recv_socket(struct sv_qp *qp, sv_srq_take_fn srq_take)
 		char buf[CMSG_SPACE(sizeof(struct ucred)) +
 			 CMSG_SPACE(sizeof(int))];
 	} u;
+
 	for (;;) {
 		struct iovec iov = {&d, sizeof(d)};
 		struct msghdr m = {.msg_iov = &iov,
