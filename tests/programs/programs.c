@@ -67,22 +67,13 @@ static void show(const char *who, const struct sv_proc *p)
 		p->code, p->out, p->err);
 }
 
-/* perftest times its rows in CPU cycles, and before each report it
- * measures the cycles of a microsecond: 200 spans of 10 us to 2 ms, timed
- * by gettimeofday, fitted by a line.  If the fit is poor (r^2 < 0.9) it
- * prints this and exits 1 with no report.  One preemption of a few
- * milliseconds inside a span spoils the fit, and a loaded 2-CPU machine
- * preempts: that run failed for the machine's reasons, not ours, and runs
- * again.  Any other failure stands. */
-#define PERFTEST_CLOCK_FIT "Correlation coefficient r^2"
-#define PAIR_TRIES	   3
-
+/* perftest could not time its report (programs.h) */
 static bool clock_fit_failed(const struct sv_pair_run *r)
 {
 	return (r->client.code != 0 && r->client.err &&
-		strstr(r->client.err, PERFTEST_CLOCK_FIT)) ||
+		strstr(r->client.err, SV_PERFTEST_CLOCK_FIT)) ||
 	       (r->server.code != 0 && r->server.err &&
-		strstr(r->server.err, PERFTEST_CLOCK_FIT));
+		strstr(r->server.err, SV_PERFTEST_CLOCK_FIT));
 }
 
 /* sargv and cargv name port, which this fills with a free one */
@@ -108,12 +99,12 @@ void sv_run_pair(struct sv_pair_run *r, const char *const server_argv[],
 	build_argv(cargv, client_argv, port, true);
 	for (int t = 1;; t++) {
 		run_pair_once(r, sargv, cargv, port, timeout_ms);
-		if (t == PAIR_TRIES || !clock_fit_failed(r))
+		if (t == SV_PAIR_TRIES || !clock_fit_failed(r))
 			break;
 		fprintf(stderr,
 			"run %d of %s: perftest could not time its report "
 			"(\"%s\"); again\n",
-			t, server_argv[0], PERFTEST_CLOCK_FIT);
+			t, server_argv[0], SV_PERFTEST_CLOCK_FIT);
 		sv_pair_run_free(r);
 	}
 	if (r->client.code != 0 || r->server.code != 0) {
