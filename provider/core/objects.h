@@ -238,12 +238,14 @@ struct sv_context {
 	bool udoor_failed;
 	struct sv_ud_door *_Atomic udoor_st; /* the listener's state (ud.c);
 					      * the progress thread reads it */
-	/* the listener holds a datagram for a full QP socket (door.c): a
-	 * reader of ours that emptied its socket passes it on, not a retry
-	 * tick later */
+	/* the listener holds a datagram for a full QP socket (door.c): our
+	 * polls read their sockets each time, so that the next poll that
+	 * pumps passes it on, not a retry tick later */
 	atomic_bool udoor_holds;
 	/* till when (sv_now_ns) the listener is busy, datagrams coming: our
-	 * readers' polls pump it too (ud/door.c sv_ud_door_poll); 0 never */
+	 * readers' polls pump it too (ud/door.c sv_ud_door_poll); 0: not
+	 * busy (a poll that finds the time past sets it back to 0, so that
+	 * polls read no clock once datagrams stopped coming) */
 	_Atomic uint64_t udoor_busy_ns;
 	/* the listener's counters of RoCEv2 datagrams it dropped (ud/roce.c,
 	 * in the context's totals: stat.c), in the listener's state */

@@ -1232,5 +1232,8 @@ SV_TEST(ud_udp_burst_goes_on_whole)
 		ASSERT_EQ((uint8_t)k, r.buf[wc[i].wr_id * 256 + GRH + 99]);
 	}
 	NO_WC(r.cq, 100);
+	/* 100 ms of polls after the last datagram: the listener is quiet
+	 * again, and polls read no clock for it (door.c sv_ud_door_poll) */
+	ASSERT_EQ(0, atomic_load(&sc->udoor_busy_ns));
 	ud_end_close(&r);
 }

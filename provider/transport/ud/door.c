@@ -523,8 +523,16 @@ void sv_ud_door_poll(struct sv_context *ctx)
 	struct sv_ud_door *d;
 	uint64_t now;
 
-	if (!busy || (now = sv_now_ns()) >= busy)
+	if (!busy)
 		return;
+	if ((now = sv_now_ns()) >= busy) {
+		/* quiet again: no clock per poll till the next datagram (a
+		 * pump that set a new time keeps it) */
+		atomic_compare_exchange_strong_explicit(
+			&ctx->udoor_busy_ns, &busy, 0, memory_order_relaxed,
+			memory_order_relaxed);
+		return;
+	}
 	d = atomic_load_explicit(&ctx->udoor_st, memory_order_acquire);
 	/* the thread pumping now does it */
 	if (!d || pthread_mutex_trylock(&d->pump))
