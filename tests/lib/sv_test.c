@@ -548,23 +548,18 @@ const char *sv_build_dir(void)
 static void own_tcp_port(void)
 {
 	for (int tries = 0; tries < 20; tries++) {
+		int port = sv_free_port(); /* TCP's; is it UDP's too? */
 		struct sockaddr_in6 a = {.sin6_family = AF_INET6,
-					 .sin6_addr = IN6ADDR_ANY_INIT};
-		socklen_t len = sizeof(a);
-		int t = socket(AF_INET6, SOCK_STREAM, 0);
+					 .sin6_addr = IN6ADDR_ANY_INIT,
+					 .sin6_port = htons((uint16_t)port)};
 		int u = socket(AF_INET6, SOCK_DGRAM, 0);
-		bool ok = t >= 0 && u >= 0 &&
-			  !bind(t, (struct sockaddr *)&a, sizeof(a)) &&
-			  !getsockname(t, (struct sockaddr *)&a, &len) &&
-			  !bind(u, (struct sockaddr *)&a, sizeof(a));
+		bool ok = u >= 0 && !bind(u, (struct sockaddr *)&a, sizeof(a));
 		char v[16];
 
-		snprintf(v, sizeof(v), "%u", ntohs(a.sin6_port));
-		if (t >= 0)
-			close(t);
 		if (u >= 0)
 			close(u);
 		if (ok) {
+			snprintf(v, sizeof(v), "%d", port);
 			setenv("SOFTVERBS_TCP_PORT", v, 1);
 			return;
 		}
