@@ -170,10 +170,18 @@ void sv_tcp_run_begin(struct sv_link *l)
 
 void sv_tcp_run_end(struct sv_link *l)
 {
-	if (!l->tcp)
+	struct sv_tcp *t = l->tcp;
+
+	if (!t)
 		return;
-	l->tcp->defer = false;
+	t->defer = false;
 	sv_tcp_flush(l);
+	/* the window of the polls that may skip their read (read_may_wait)
+	 * opens as the poll that read the socket empty returns (none has
+	 * skipped yet): what it did after the read is not the app's time to
+	 * reply */
+	if (t->lazy && t->drained_ns && !t->skipped)
+		t->drained_ns = sv_now_ns();
 }
 
 void sv_tcp_set_lazy(struct sv_link *l, bool lazy)

@@ -276,9 +276,11 @@ void sv_tcp_run_end(struct sv_link *l);
  * long (mirror.c, state_may_wait). */
 #define SV_TCP_ACK_DELAY_NS 20000ull
 void sv_tcp_set_lazy(struct sv_link *l, bool lazy);
-/* How soon after an app's poll read the connection empty its next poll
- * leaves the socket alone (mirror.c, read_may_wait). */
-#define SV_TCP_DRAINED_NS 10000ull
+/* How soon after an app's poll read the connection empty, and how many of
+ * its next polls, leave the socket alone until our records go (mirror.c,
+ * read_may_wait). */
+#define SV_TCP_DRAINED_NS    10000ull
+#define SV_TCP_DRAINED_POLLS 4u
 /* A state of ours has waited SV_TCP_ACK_DELAY_NS: the thread pushes it. */
 bool sv_tcp_owed(const struct sv_link *l, uint64_t now);
 /* For a QP the app drives, the thread stops watching what arrives on the

@@ -180,9 +180,12 @@ struct sv_tcp {
 				 * set-up's do (sv_tcp_setup_waits); 0 */
 	bool turned_away;	/* the last call was answered: no such QP,
 				 * refused, or no door (sv_tcp_setup_waits) */
-	uint64_t drained_ns;	/* an app's poll read the socket empty
-				 * (sv_tcp_read_in): its next poll within
-				 * SV_TCP_DRAINED_NS does not ask again */
+	uint64_t drained_ns;	/* when an app's poll that read the socket
+				 * empty (sv_tcp_read_in) ended: its next
+				 * polls within SV_TCP_DRAINED_NS do not ask
+				 * again, till SV_TCP_DRAINED_POLLS of them
+				 * did not or our records went; 0: they ask */
+	uint32_t skipped;	/* polls that did not, since */
 	uint64_t owed_ns;	/* since when a state of ours waits, held
 				 * back in our memory (state_may_wait) */
 	/* the readiness sets (link.h) of the QP's CQs the connection is in
