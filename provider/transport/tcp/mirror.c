@@ -236,11 +236,11 @@ static int64_t body_len(const struct sv_tcp_frame *f)
  * 1-2 µs here, on each side of every message of a ping-pong, before the
  * reply went.  libfabric's rxm under Open MPI's ofi MTL makes two: each
  * fi_cq_read polls the verbs CQ first, and it reposts the receive buffer
- * and polls again before the MPI reply is posted (8 B across hosts: 24-38
- * µs a round trip with one poll skipped, 20-25 with four).  What the peer
- * sends unasked in the window waits those few polls more; a reply cannot
- * come that soon (ours has not gone).  Only the app's polls (lazy) skip
- * and note.
+ * and polls again before the MPI reply is posted (fi_pingpong rdm 8 B
+ * across hosts: 17.5 µs a message with one poll skipped, 15.5 with four,
+ * medians of six alternated runs).  What the peer sends unasked in the
+ * window waits those few polls more; a reply cannot come that soon (ours
+ * has not gone).  Only the app's polls (lazy) skip and note.
  */
 static bool read_may_wait(struct sv_tcp *t)
 {
