@@ -1108,23 +1108,82 @@ static uint64_t b_takes_one(struct sv_pair *p)
 	return tcp_calls(&p->b, false) != r0 ? sv_now_ns() : 0;
 }
 
-/* Whether polls made since b_takes_one's return `took` were all within
- * `part` of the window: a preempted test says nothing. */
-static bool in_window(uint64_t took, double part)
+/* Rounds of a test below: polls of b made at once after b_takes_one's
+ * return `took`, and whether they read the socket. */
+struct rounds {
+	int counted, recvs;
+};
+
+/* Runs act (b's polls), and counts the round if its polls ran the engine
+ * `runs` times (0: at least once; a poll finding the progress thread in
+ * the QP does not run it) within `part` of the window since `took`: a
+ * preempted round says nothing. */
+static void count_round(struct sv_pair *p, uint64_t took,
+			void (*act)(struct sv_pair *p), uint64_t runs,
+			double part, struct rounds *r)
 {
-	return took && sv_now_ns() - took < SV_TCP_DRAINED_NS * part;
+	uint64_t r0 = tcp_calls(&p->b, false), u0 = poll_runs(&p->b), ran;
+
+	act(p);
+	ran = poll_runs(&p->b) - u0;
+	if (took && sv_now_ns() - took < SV_TCP_DRAINED_NS * part &&
+	    (runs ? ran == runs : ran > 0)) {
+		r->counted++;
+		r->recvs += tcp_calls(&p->b, false) != r0;
+	}
+}
+
+/* b polls its receive CQ once: nothing there */
+static void poll_empty(struct sv_pair *p)
+{
+	struct ibv_wc wc;
+
+	ASSERT_EQ(0, ibv_poll_cq(p->b.rcq, 1, &wc));
 }
 
 /* Too few polls counted: a host too slow or too loaded for the window
  * says so and skips (ASan in CI, now and then). */
-static void skip_if_few(int counted, int n)
+static void skip_if_few(const struct rounds *r, int n)
 {
-	if (counted < n / 4) {
+	if (r->counted < n / 4) {
 		printf("SKIP: only %d of %d rounds polled within the part of "
 		       "SV_TCP_DRAINED_NS asked here\n",
-		       counted, n);
+		       r->counted, n);
 		exit(77);
 	}
+}
+
+/* N rounds: b takes a message, then act() makes its polls at once, and
+ * none may read the socket (three in four, for a loaded host).
+ * `reposts`: act posted b's receive again, which a's next message takes. */
+static void skipping_rounds(void (*act)(struct sv_pair *p), uint64_t runs,
+			    bool reposts)
+{
+	enum { N = 200 };
+	struct rounds r = {0};
+	struct sv_pair p;
+	struct ibv_wc wc;
+
+	tcp_pair(&p, 14);
+	sv_pair_ping(&p); /* the link is up */
+	for (int i = 0; i < N; i++) {
+		count_round(&p, b_takes_one(&p), act, runs, 0.25, &r);
+		WAIT_WC(p.a.scq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		if (!reposts)
+			continue;
+		ASSERT_OK(sv_end_send(&p.a, 2, 64, 8, 0));
+		WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		WAIT_WC(p.a.scq, &wc, SV_WC_TIMEOUT_MS);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	}
+	printf("%d messages taken, %d with their polls in the window: %d "
+	       "read\n",
+	       N, r.counted, r.recvs);
+	sv_pair_close(&p);
+	skip_if_few(&r, N);
+	ASSERT_TRUE(r.recvs <= r.counted / 4);
 }
 
 /* A poll right after one that read the socket empty does not read it
@@ -1133,36 +1192,10 @@ static void skip_if_few(int counted, int n)
  * system call a side for every message.  b takes each message, then at
  * once polls its empty CQ: that poll, when it ran the engine, made a
  * recv every time before.  Counted only where the poll ran within a
- * quarter of the window (so in each test below: a part of it, which its
- * own calls take). */
+ * quarter of the window. */
 SV_TEST(tcp_poll_after_an_emptying_read_skips_its_recv)
 {
-	enum { N = 200 };
-	struct sv_pair p;
-	struct ibv_wc wc;
-	int counted = 0, recvs = 0;
-
-	tcp_pair(&p, 14);
-	sv_pair_ping(&p); /* the link is up */
-	for (int i = 0; i < N; i++) {
-		uint64_t took = b_takes_one(&p), r0, u0;
-
-		r0 = tcp_calls(&p.b, false);
-		u0 = poll_runs(&p.b);
-		ASSERT_EQ(0, ibv_poll_cq(p.b.rcq, 1, &wc));
-		if (in_window(took, 0.25) && poll_runs(&p.b) != u0) {
-			counted++;
-			recvs += tcp_calls(&p.b, false) != r0;
-		}
-		WAIT_WC(p.a.scq, &wc, SV_WC_TIMEOUT_MS);
-		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
-	}
-	printf("%d polls right after an emptying read, %d within the "
-	       "window: %d recv\n",
-	       N, counted, recvs);
-	sv_pair_close(&p);
-	skip_if_few(counted, N);
-	ASSERT_TRUE(recvs <= counted / 4);
+	skipping_rounds(poll_empty, 1, false);
 }
 
 /* ... and SV_TCP_DRAINED_POLLS polls at most: of two more polls of b's
@@ -1202,42 +1235,16 @@ SV_TEST(tcp_skipped_reads_are_a_few_polls_at_most)
  * posting the reply: a poll that finds the CQ empty, the receive buffer
  * posted again, another poll.  Neither reads the socket (read_may_wait);
  * the second did, each message on each side, before. */
+static void rxm_polls(struct sv_pair *p)
+{
+	poll_empty(p);
+	ASSERT_OK(sv_end_recv(&p->b, 1, 0, 64));
+	poll_empty(p);
+}
+
 SV_TEST(tcp_rxm_polls_before_its_reply_skip_their_reads)
 {
-	enum { N = 200 };
-	struct sv_pair p;
-	struct ibv_wc wc;
-	int counted = 0, recvs = 0;
-
-	tcp_pair(&p, 14);
-	sv_pair_ping(&p); /* the link is up */
-	for (int i = 0; i < N; i++) {
-		uint64_t took = b_takes_one(&p), r0, u0;
-
-		r0 = tcp_calls(&p.b, false);
-		u0 = poll_runs(&p.b);
-		ASSERT_EQ(0, ibv_poll_cq(p.b.rcq, 1, &wc));
-		ASSERT_OK(sv_end_recv(&p.b, 1, 0, 64));
-		ASSERT_EQ(0, ibv_poll_cq(p.b.rcq, 1, &wc));
-		if (in_window(took, 0.25) && poll_runs(&p.b) - u0 == 2) {
-			counted++;
-			recvs += tcp_calls(&p.b, false) != r0;
-		}
-		WAIT_WC(p.a.scq, &wc, SV_WC_TIMEOUT_MS);
-		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
-		/* the receive posted above takes the next message */
-		ASSERT_OK(sv_end_send(&p.a, 2, 64, 8, 0));
-		WAIT_WC(p.b.rcq, &wc, SV_WC_TIMEOUT_MS);
-		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
-		WAIT_WC(p.a.scq, &wc, SV_WC_TIMEOUT_MS);
-		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
-	}
-	printf("%d messages taken, %d with both polls in the window: %d "
-	       "read\n",
-	       N, counted, recvs);
-	sv_pair_close(&p);
-	skip_if_few(counted, N);
-	ASSERT_TRUE(recvs <= counted / 4);
+	skipping_rounds(rxm_polls, 2, true);
 }
 
 /* Records of ours that went end the window: the peer may answer them, and
@@ -1246,28 +1253,29 @@ SV_TEST(tcp_rxm_polls_before_its_reply_skip_their_reads)
  * the window was still open from the taking).  A host whose sendmsg(2)
  * takes most of SV_TCP_DRAINED_NS skips (this 2-vCPU VM: 10-15 us from
  * the taking to that poll, every time). */
+static void poll_any(struct sv_pair *p)
+{
+	struct ibv_wc wc;
+
+	(void)ibv_poll_cq(p->b.rcq, 1, &wc); /* empty: nothing came */
+}
+
 SV_TEST(tcp_records_sent_end_the_skipped_reads)
 {
 	enum { N = 100 };
+	struct rounds r = {0};
 	struct sv_pair p;
 	struct ibv_wc wc;
-	int counted = 0, recvs = 0;
 
 	tcp_pair(&p, 14);
 	sv_pair_ping(&p); /* the link is up */
 	for (int i = 0; i < N; i++) {
-		uint64_t took, r0, u0;
+		uint64_t took;
 
 		ASSERT_OK(sv_end_recv(&p.a, 3, 0, 64));
 		took = b_takes_one(&p);
 		ASSERT_OK(sv_end_send(&p.b, 4, 64, 8, 0));
-		r0 = tcp_calls(&p.b, false);
-		u0 = poll_runs(&p.b);
-		(void)ibv_poll_cq(p.b.rcq, 1, &wc); /* empty: nothing came */
-		if (in_window(took, 0.75) && poll_runs(&p.b) != u0) {
-			counted++;
-			recvs += tcp_calls(&p.b, false) != r0;
-		}
+		count_round(&p, took, poll_any, 0, 0.75, &r);
 		WAIT_WC(p.a.rcq, &wc, SV_WC_TIMEOUT_MS);
 		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 		WAIT_WC(p.a.scq, &wc, SV_WC_TIMEOUT_MS);
@@ -1276,10 +1284,10 @@ SV_TEST(tcp_records_sent_end_the_skipped_reads)
 		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 	}
 	printf("%d replies, %d polled at once in the window: %d read\n", N,
-	       counted, recvs);
+	       r.counted, r.recvs);
 	sv_pair_close(&p);
-	skip_if_few(counted, N);
-	ASSERT_TRUE(recvs >= counted * 3 / 4);
+	skip_if_few(&r, N);
+	ASSERT_TRUE(r.recvs >= r.counted * 3 / 4);
 }
 
 /* The ACK a poll holds for the reply (tcp/mirror.c state_may_wait) goes
