@@ -230,8 +230,8 @@ static int64_t body_len(const struct sv_tcp_frame *f)
 /*
  * Whether an app's poll may skip its read: one of the SV_TCP_DRAINED_POLLS
  * polls after one that read the socket empty, within SV_TCP_DRAINED_NS of
- * it and before our next records went (sv_tcp_flush ends the window: the
- * peer may answer them).  Programs that poll a CQ till it is empty before
+ * that poll's end (sv_tcp_run_end) and before our next records went
+ * (sv_tcp_flush ends the window: the peer may answer them).  Programs that poll a CQ till it is empty before
  * they act made those polls, and each recv found nothing: a system call,
  * 1-2 µs here, on each side of every message of a ping-pong, before the
  * reply went.  libfabric's rxm under Open MPI's ofi MTL makes two: each
