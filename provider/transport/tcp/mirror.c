@@ -231,14 +231,14 @@ static int64_t body_len(const struct sv_tcp_frame *f)
  * Whether an app's poll may skip its read: one of the SV_TCP_DRAINED_POLLS
  * polls after one that read the socket empty, within SV_TCP_DRAINED_NS of
  * that poll's end (sv_tcp_run_end) and before our next records went
- * (sv_tcp_flush ends the window: the peer may answer them).  Programs that poll a CQ till it is empty before
- * they act made those polls, and each recv found nothing: a system call,
- * 1-2 µs here, on each side of every message of a ping-pong, before the
- * reply went.  libfabric's rxm under Open MPI's ofi MTL makes two: each
- * fi_cq_read polls the verbs CQ first, and it reposts the receive buffer
- * and polls again before the MPI reply is posted (fi_pingpong rdm 8 B
- * across hosts: 17.5 µs a message with one poll skipped, 15.5 with four,
- * medians of six alternated runs).  What the peer sends unasked in the
+ * (sv_tcp_flush ends the window: the peer may answer them).  Programs that poll
+ * a CQ till it is empty before they act made those polls, and each recv found
+ * nothing: a system call, 1-2 µs here, on each side of every message of a
+ * ping-pong, before the reply went.  libfabric's rxm under Open MPI's ofi MTL
+ * makes two: each fi_cq_read polls the verbs CQ first, and it reposts the
+ * receive buffer and polls again before the MPI reply is posted (fi_pingpong
+ * rdm 8 B across hosts: 17.5 µs a message with one poll skipped, 15.5 with
+ * four, medians of six alternated runs).  What the peer sends unasked in the
  * window waits those few polls more; a reply cannot come that soon (ours
  * has not gone).  Only the app's polls (lazy) skip and note.
  */
