@@ -244,16 +244,17 @@ static int64_t body_len(const struct sv_tcp_frame *f)
  */
 static bool read_may_wait(struct sv_tcp *t)
 {
-	uint64_t d = t->drained_ns, now;
+	uint64_t d = t->drained_ns;
 
 	if (!t->lazy || !d)
 		return false;
-	now = sv_now_ns();
-	if (++t->skipped >= SV_TCP_DRAINED_POLLS ||
-	    now - d >= SV_TCP_DRAINED_NS)
-		t->drained_ns = 0; /* the window closes */
-	return now - d < SV_TCP_DRAINED_NS &&
-	       !atomic_load_explicit(&t->pfd->hup, memory_order_relaxed);
+	if (sv_now_ns() - d >= SV_TCP_DRAINED_NS) {
+		t->drained_ns = 0; /* the window closed */
+		return false;
+	}
+	if (++t->skipped >= SV_TCP_DRAINED_POLLS)
+		t->drained_ns = 0; /* this poll is its last */
+	return !atomic_load_explicit(&t->pfd->hup, memory_order_relaxed);
 }
 
 /* Whether a read of n bytes into room took all there was: it did not
@@ -266,7 +267,9 @@ static bool took_all(struct sv_tcp *t, size_t n, uint32_t room)
 	    atomic_load_explicit(&t->pfd->hup, memory_order_relaxed))
 		return false;
 	if (t->lazy) {
-		t->drained_ns = sv_now_ns();
+		/* the time comes as the poll ends (sv_tcp_run_end); a run
+		 * that ends before (its QP failed) leaves 1: too long ago */
+		t->drained_ns = 1;
 		t->skipped = 0;
 	}
 	return true;

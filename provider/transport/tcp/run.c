@@ -177,9 +177,9 @@ void sv_tcp_run_end(struct sv_link *l)
 	t->defer = false;
 	sv_tcp_flush(l);
 	/* the window of the polls that may skip their read (read_may_wait)
-	 * opens as the poll that read the socket empty returns (none has
-	 * skipped yet): what it did after the read is not the app's time to
-	 * reply */
+	 * opens as the poll that read the socket empty returns (mirror.c
+	 * took_all marked it; none has skipped yet): what it did after the
+	 * read is not the app's time to reply */
 	if (t->lazy && t->drained_ns && !t->skipped)
 		t->drained_ns = sv_now_ns();
 }
