@@ -100,23 +100,28 @@ static const enum ibv_wc_opcode wc_opcode[] = {
 static void complete(struct sv_qp *qp, struct sv_swqe *w, enum ibv_wc_status st)
 {
 	const struct sv_opcode_info *o = &sv_opcodes[w->op];
-	struct ibv_wc wc;
 
 	if (!w->direct && !w->done && o->access && qp->req.ring_rdma)
 		qp->req.ring_rdma--; /* a write, answered by an ACK or NAK */
+	sv_comp_wr(qp, w->wr_id, w->opcode, w->flags, w->length, st);
+}
+
+void sv_comp_wr(struct sv_qp *qp, uint64_t wr_id, uint32_t opcode,
+		uint32_t flags, uint32_t length, enum ibv_wc_status st)
+{
+	struct ibv_wc wc;
+
+	qp->sq.comp++;
 	if (st == IBV_WC_SUCCESS && !qp->sq.sig_all &&
-	    !(w->flags & IBV_SEND_SIGNALED)) {
-		qp->sq.comp++;
+	    !(flags & IBV_SEND_SIGNALED))
 		return;
-	}
 	wc = (struct ibv_wc){
-		.wr_id = w->wr_id,
+		.wr_id = wr_id,
 		.status = st,
-		.opcode = wc_opcode[w->opcode],
-		.byte_len = w->length,
+		.opcode = wc_opcode[opcode],
+		.byte_len = length,
 		.qp_num = qp->qpx.qp_base.qp_num,
 	};
-	qp->sq.comp++;
 	sv_stat_wc(qp, st);
 	sv_cq_push(qp->scq, &wc, false);
 }

@@ -379,6 +379,9 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	sv_lock(&qp->lock);
 	err = sq_state_ok(qp);
 	for (; wr && !err; wr = wr->next) {
+		if (sv_req_post_direct(qp, wr))
+			continue; /* done and completed: a small one-sided
+				   * operation's fast way (req.c) */
 		err = post_one_send(qp, wr, type1);
 		if (err)
 			break; /* *bad names the WR that failed */
