@@ -71,8 +71,8 @@ void sv_comp_advance(struct sv_qp *qp);
  * and its completion goes to the send CQ if it is signalled or failed. */
 void sv_comp_wr(struct sv_qp *qp, uint64_t wr_id, uint32_t opcode,
 		uint32_t flags, uint32_t length, enum ibv_wc_status st);
-/* An RDMA write or read done inside its post, if it can be (req.c);
- * false: nothing done, post it as usual. */
+/* An RDMA write, read or atomic done inside its post, if it can be
+ * (req.c); false: nothing done, post it as usual. */
 bool sv_req_post_direct(struct sv_qp *qp, const struct ibv_send_wr *wr);
 /* Drops the responses SOFTVERBS_FAULTS delay_us holds (reset, destroy). */
 void sv_comp_fault_free(struct sv_qp *qp);

@@ -280,16 +280,17 @@ static bool send_wqe(struct sv_qp *qp, struct sv_swqe *w, uint32_t tmax,
 	return true;
 }
 
-/* An atomic on 8 bytes of the peer's memory; the old value. */
-static uint64_t do_atomic(const struct sv_swqe *w, uint64_t *p)
+/* An atomic on 8 bytes of the peer's memory: fetch-and-add of swap_add,
+ * or compare-and-swap (compare, swap_add); the old value. */
+static uint64_t do_atomic(bool fetch_add, uint64_t swap_add, uint64_t compare,
+			  uint64_t *p)
 {
-	uint64_t old;
+	uint64_t old = compare;
 
-	if (w->op == SV_OP_FETCH_ADD)
-		return __atomic_fetch_add(p, w->swap_add, __ATOMIC_SEQ_CST);
-	old = w->compare;
-	__atomic_compare_exchange_n(p, &old, w->swap_add, false,
-				    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	if (fetch_add)
+		return __atomic_fetch_add(p, swap_add, __ATOMIC_SEQ_CST);
+	__atomic_compare_exchange_n(p, &old, swap_add, false, __ATOMIC_SEQ_CST,
+				    __ATOMIC_SEQ_CST);
 	return old;
 }
 
@@ -325,7 +326,8 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 		dst = NULL; /* IBA 9.4.4: no key or address to check */
 	}
 	if (o->mask & SV_M_ATOMIC) {
-		old = do_atomic(w, (uint64_t *)dst);
+		old = do_atomic(w->op == SV_OP_FETCH_ADD, w->swap_add,
+				w->compare, (uint64_t *)dst);
 
 		if (sv_swqe_scatter(qp, w, (const uint8_t *)&old, 8))
 			w->status = IBV_WC_LOC_PROT_ERR;
@@ -366,32 +368,39 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 }
 
 /*
- * An RDMA write or read done inside its post, straight from the work
- * request: what try_direct and the completer do for it, without a WQE.
- * A small one-sided post spent most of its time filling a WQE, running
- * the requester over it and completing it (issue 27 item 5): 100-160 ns
- * of a 0.4 µs ib_write_lat one way before the store, against UCX's put,
- * one memcpy.  Only for a queue with nothing in it (nothing to pass,
- * nothing to wait for: ordering, fences and rd_atomic hold trivially),
- * on a connected QP in RTS whose peer shares the target; no fault
- * injection or capture.  false, having changed nothing: the caller posts
- * the WR as usual, and that path decides, and reports, what this one
- * would not (a key that does not check out goes to the peer's
- * responder; memory that faults completes in error).  A copy that
+ * An RDMA write, read or atomic done inside its post, straight from the
+ * work request: what try_direct and the completer do for it, without a
+ * WQE.  A small one-sided post spent most of its time filling a WQE,
+ * running the requester over it and completing it (issue 27 item 5):
+ * 100-160 ns of a 0.4 µs ib_write_lat one way before the store, against
+ * UCX's put, one memcpy.  Only for a queue with nothing in it (nothing to
+ * pass, nothing to wait for: ordering, fences and rd_atomic hold
+ * trivially), on a connected QP in RTS whose peer shares the target; no
+ * fault injection or capture.  false, having changed nothing: the caller
+ * posts the WR as usual, and that path decides, and reports, what this
+ * one would not (a key that does not check out goes to the peer's
+ * responder; a bad lkey completes in error).  A write or read whose copy
  * faults halfway gives false too: the usual path copies the same bytes
- * again and meets the same fault.  Caller holds qp->lock.
+ * again and meets the same fault.  An atomic cannot be done twice: if
+ * the old value cannot be stored in our memory (the application
+ * unmapped it under its registration), the WR completes here as the
+ * usual path completes it, IBV_WC_LOC_PROT_ERR, and the QP goes to
+ * ERROR.  Caller holds qp->lock.
  */
 #define SV_DIRECT_SGE 4 /* gather lists longer go the usual way */
 
 bool sv_req_post_direct(struct sv_qp *qp, const struct ibv_send_wr *wr)
 {
 	struct sv_pd *pd = to_spd(qp->qpx.qp_base.pd);
-	bool rd = wr->opcode == IBV_WR_RDMA_READ,
+	bool atomic = wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+		      wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP,
+	     rd = atomic || wr->opcode == IBV_WR_RDMA_READ,
 	     inl = !rd && (wr->send_flags & IBV_SEND_INLINE);
-	unsigned int access =
-		rd ? IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_WRITE;
+	unsigned int access = atomic ? IBV_ACCESS_REMOTE_ATOMIC
+			      : rd   ? IBV_ACCESS_REMOTE_READ
+				     : IBV_ACCESS_REMOTE_WRITE;
 	uint8_t *src[SV_DIRECT_SGE], *dst;
-	uint64_t len = 0;
+	uint64_t len = 0, raddr;
 	uint32_t n;
 	int k;
 
@@ -407,6 +416,11 @@ bool sv_req_post_direct(struct sv_qp *qp, const struct ibv_send_wr *wr)
 		return false;
 	if (qp->qpx.qp_base.qp_type != IBV_QPT_RC &&
 	    (qp->qpx.qp_base.qp_type != IBV_QPT_UC || rd))
+		return false;
+	raddr = atomic ? wr->wr.atomic.remote_addr : wr->wr.rdma.remote_addr;
+	/* IBA 9.4.5: one 8-byte SGE, 8-aligned; else the usual path says */
+	if (atomic &&
+	    (wr->num_sge != 1 || wr->sg_list[0].length != 8 || (raddr & 7)))
 		return false;
 	for (k = 0; k < wr->num_sge; k++) {
 		const struct ibv_sge *s = &wr->sg_list[k];
@@ -424,11 +438,29 @@ bool sv_req_post_direct(struct sv_qp *qp, const struct ibv_send_wr *wr)
 				   memory_order_acquire) &
 	      access))
 		return false;
-	dst = sv_rpeer_resolve(qp->req.rpeer, wr->wr.rdma.rkey, qp->req.peer_pd,
-			       wr->wr.rdma.remote_addr, len, access);
-	if (!dst)
+	dst = sv_rpeer_resolve(qp->req.rpeer,
+			       atomic ? wr->wr.atomic.rkey : wr->wr.rdma.rkey,
+			       qp->req.peer_pd, raddr, len, access);
+	if (!dst || (atomic && ((uintptr_t)dst & 7)))
 		return false;
-	for (k = 0, n = 0; k < wr->num_sge; n += wr->sg_list[k++].length) {
+	if (atomic) {
+		bool fadd = wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+		uint64_t old = do_atomic(
+			fadd,
+			fadd ? wr->wr.atomic.compare_add : wr->wr.atomic.swap,
+			wr->wr.atomic.compare_add, (uint64_t *)dst);
+
+		if (sv_copy_guarded(src[0], &old, 8)) {
+			qp->sq.post++;
+			qp->sq.send++;
+			sv_comp_wr(qp, wr->wr_id, wr->opcode, wr->send_flags, 8,
+				   IBV_WC_LOC_PROT_ERR);
+			sv_qp_to_error(qp, 0);
+			return true;
+		}
+	}
+	for (k = 0, n = 0; !atomic && k < wr->num_sge;
+	     n += wr->sg_list[k++].length) {
 		uint32_t l = wr->sg_list[k].length;
 
 		if (!l)

@@ -1,19 +1,22 @@
 // SPDX-License-Identifier: MIT
 /*
  * A small one-sided operation done inside its post (req.c
- * sv_req_post_direct): an RDMA write or read posted to an idle send queue
- * of a QP whose peer shares the target is executed straight from the work
- * request, with no WQE filled.  Checked: its bytes are there when post
- * returns, its completion is the usual one (opcode, length, wr_id,
- * QP number; none when unsignalled, one under sq_sig_all), inline data
- * is taken at the post, and every case the fast way must leave to the
- * usual path takes it (a queue with work in it, more SGEs than it
- * handles, an inline read, keys that do not check out) with that path's
- * answer.  That a WR took the fast way shows in the send queue: its slot
- * keeps the marker the test wrote there.
+ * sv_req_post_direct): an RDMA write, read or atomic posted to an idle
+ * send queue of a QP whose peer shares the target is executed straight
+ * from the work request, with no WQE filled.  Checked: its bytes (an
+ * atomic's old and new values) are there when post returns, its
+ * completion is the usual one (opcode, length, wr_id, QP number; none
+ * when unsignalled, one under sq_sig_all), inline data is taken at the
+ * post, every case the fast way must leave to the usual path takes it
+ * (a queue with work in it, more SGEs than it handles, an inline read,
+ * keys that do not check out, an unaligned atomic) with that path's
+ * answer, and an atomic whose old value cannot be stored completes in
+ * error as the usual path completes it.  That a WR took the fast way shows in
+ * the send queue: its slot keeps the marker the test wrote there.
  */
 #include <arpa/inet.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "objects.h"
 #include "pair.h"
@@ -245,5 +248,114 @@ SV_TEST(post_direct_bad_lkey_is_a_local_error)
 		       p.b.mr->rkey, IBV_SEND_SIGNALED));
 	EXPECT_WC(p.a.scq, IBV_WC_LOC_PROT_ERR, 1);
 	ASSERT_EQ(1, slots_written(&p.a));
+	sv_pair_close(&p);
+}
+
+static int post_atomic(struct sv_end *e, uint64_t wr_id, enum ibv_wr_opcode op,
+		       struct ibv_sge *sg, uint64_t raddr, uint32_t rkey,
+		       uint64_t compare_add, uint64_t swap)
+{
+	struct ibv_send_wr wr = {.wr_id = wr_id,
+				 .sg_list = sg,
+				 .num_sge = 1,
+				 .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .wr.atomic = {raddr, compare_add, swap, rkey}};
+	struct ibv_send_wr *bad = NULL;
+
+	return ibv_post_send(e->qp, &wr, &bad);
+}
+
+static void atomic_pair(struct sv_pair *p)
+{
+	struct sv_end_opts o = sv_end_opts_default();
+
+	o.buf_len = BUF;
+	o.mr_access = REMOTE_RW | IBV_ACCESS_REMOTE_ATOMIC;
+	o.qp_access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+		      IBV_ACCESS_REMOTE_ATOMIC;
+	o.max_send_wr = 8;
+	sv_pair_open(p, &o, &o);
+	ASSERT_OK(sv_end_recv(&p->b, 1, 0, 64));
+	ASSERT_OK(sv_end_send(&p->a, 2, 0, 64, IBV_SEND_SIGNALED));
+	EXPECT_WC(p->b.rcq, IBV_WC_SUCCESS, 1);
+	EXPECT_WC(p->a.scq, IBV_WC_SUCCESS, 2);
+}
+
+/* Fetch-and-add and compare-and-swap (both outcomes): the old value in
+ * our memory and the new one in the peer's when post returns, no slot
+ * written; an unaligned target goes the usual way (the responder's
+ * REM_INV_REQ_ERR). */
+SV_TEST(post_direct_atomics_fill_no_wqe)
+{
+	sv_test_needs_shm("one-sided operations in the peer's memory");
+	uint64_t *word, *old;
+	struct sv_pair p;
+
+	atomic_pair(&p);
+	word = (uint64_t *)(p.b.buf + 4096);
+	old = (uint64_t *)(p.a.buf + 512);
+	*word = 40;
+	mark_slots(&p.a);
+	struct ibv_sge sg = {(uintptr_t)old, 8, p.a.mr->lkey};
+	ASSERT_OK(post_atomic(&p.a, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, &sg,
+			      (uintptr_t)word, p.b.mr->rkey, 2, 0));
+	ASSERT_EQ(40, *old);
+	ASSERT_EQ(42, *word);
+	expect_done(&p.a, 1, IBV_WC_FETCH_ADD, 8);
+	ASSERT_OK(post_atomic(&p.a, 2, IBV_WR_ATOMIC_CMP_AND_SWP, &sg,
+			      (uintptr_t)word, p.b.mr->rkey, 42, 7));
+	ASSERT_EQ(42, *old);
+	ASSERT_EQ(7, *word);
+	expect_done(&p.a, 2, IBV_WC_COMP_SWAP, 8);
+	ASSERT_OK(post_atomic(&p.a, 3, IBV_WR_ATOMIC_CMP_AND_SWP, &sg,
+			      (uintptr_t)word, p.b.mr->rkey, 42, 9));
+	ASSERT_EQ(7, *old); /* no swap: the value it found */
+	ASSERT_EQ(7, *word);
+	expect_done(&p.a, 3, IBV_WC_COMP_SWAP, 8);
+	ASSERT_EQ(0, slots_written(&p.a));
+	ASSERT_OK(post_atomic(&p.a, 4, IBV_WR_ATOMIC_FETCH_AND_ADD, &sg,
+			      (uintptr_t)word + 4, p.b.mr->rkey, 1, 0));
+	EXPECT_WC(p.a.scq, IBV_WC_REM_INV_REQ_ERR, 4);
+	ASSERT_EQ(1, slots_written(&p.a));
+	ASSERT_EQ(7, *word);
+	sv_pair_close(&p);
+}
+
+/* An atomic whose old value cannot be stored: its local buffer unmapped
+ * under its MR.  The atomic was done (it is not done twice), the WR
+ * completes with IBV_WC_LOC_PROT_ERR and the QP goes to ERROR, as on the
+ * usual path (post.c's queue, comp.c fail_head). */
+SV_TEST(post_direct_atomic_into_unmapped_memory)
+{
+	sv_test_needs_shm("one-sided operations in the peer's memory");
+	uint64_t *word;
+	struct ibv_mr *mr;
+	struct sv_pair p;
+	uint8_t *page;
+
+	atomic_pair(&p);
+	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_TRUE(page != MAP_FAILED);
+	mr = ibv_reg_mr(p.a.pd, page, 4096, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NOT_NULL(mr);
+	ASSERT_OK(munmap(page, 4096));
+	word = (uint64_t *)(p.b.buf + 4096);
+	*word = 5;
+	struct ibv_sge sg = {(uintptr_t)page, 8, mr->lkey};
+	mark_slots(&p.a);
+	ASSERT_OK(post_atomic(&p.a, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, &sg,
+			      (uintptr_t)word, p.b.mr->rkey, 1, 0));
+	EXPECT_WC(p.a.scq, IBV_WC_LOC_PROT_ERR, 1);
+	ASSERT_EQ(0, slots_written(&p.a)); /* the fast way's own answer */
+	ASSERT_EQ(6, *word);
+	ASSERT_EQ(IBV_QPS_ERR, sv_end_state(&p.a));
+	/* what is posted after it is flushed */
+	ASSERT_OK(post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, &sg,
+			      (uintptr_t)word, p.b.mr->rkey, 1, 0));
+	EXPECT_WC(p.a.scq, IBV_WC_WR_FLUSH_ERR, 2);
+	ASSERT_EQ(6, *word);
+	ASSERT_OK(ibv_dereg_mr(mr));
 	sv_pair_close(&p);
 }
