@@ -465,8 +465,8 @@ bool sv_req_post_direct(struct sv_qp *qp, const struct ibv_send_wr *wr)
 
 		if (!l)
 			continue;
-		if (inl)
-			memcpy(dst + n, src[k], l); /* as copy_inline */
+		if (inl) /* sv_place: the last byte last, once (util.h) */
+			sv_place(dst + n, src[k], l);
 		else if (rd ? sv_copy_guarded(src[k], dst + n, l)
 			    : sv_copy_guarded(dst + n, src[k], l))
 			return false;
