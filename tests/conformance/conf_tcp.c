@@ -407,10 +407,6 @@ static void messages_intact(struct sv_pair *p, int nmsg)
 	NO_WC(p->b.rcq, 20); /* and nothing twice */
 }
 
-/* The established TCP connections' ends this process holds (both QPs
- * of a pair are ours): the socket inodes of /proc/self/fd looked up in
- * /proc/net/tcp{,6}.  With two, *mirrored tells whether they are the two
- * ends of one connection (each one's local address the other's remote). */
 /* A /proc/net/tcp6 end of an IPv4 connection (a dual-stack socket's:
  * ::ffff:a.b.c.d, "0000000000000000FFFF0000" then the IPv4 word) written
  * as /proc/net/tcp writes it, so both ends of one connection compare. */
@@ -423,12 +419,26 @@ static void v4_end(char *end)
 			strlen(end + sizeof(mapped) - 1) + 1);
 }
 
-static int tcp_conns(bool *mirrored)
+#define SV_MAX_ENDS 64
+
+/*
+ * The established TCP connections' ends this process holds (the socket
+ * inodes of /proc/self/fd looked up in /proc/net/tcp{,6}); with mutual,
+ * only those whose other end it holds too (both QPs of a pair are ours,
+ * no proxy between them).  An end whose peer is in another process is
+ * not a link of ours: under ctest -j2 another test, given the same free
+ * port (sv_free_port's bind, close, then bind again races), connected to
+ * our listener for as long as it took to be turned away, and a count of
+ * every end saw 3 (CI 2026-12-07, ASan, tcp_link_is_one_connection).
+ * With two, *mirrored says whether they are the two ends of one
+ * connection.
+ */
+static int tcp_ends(bool mutual, bool *mirrored)
 {
 	static const char *const tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
 	unsigned long ino[1024];
-	char ends[2][2][64];
-	int n = 0, count = 0;
+	char ends[SV_MAX_ENDS][2][64];
+	int n = 0, nends = 0, count = 0, first = -1, second = -1;
 	DIR *d = opendir("/proc/self/fd");
 	struct dirent *e;
 
@@ -465,21 +475,41 @@ static int tcp_conns(bool *mirrored)
 			for (int i = 0; i < n; i++) {
 				if (ino[i] != inode)
 					continue;
-				if (count < 2) {
-					v4_end(loc);
-					v4_end(rem);
-					strcpy(ends[count][0], loc);
-					strcpy(ends[count][1], rem);
-				}
-				count++;
+				ASSERT_TRUE(nends < SV_MAX_ENDS);
+				v4_end(loc);
+				v4_end(rem);
+				strcpy(ends[nends][0], loc);
+				strcpy(ends[nends][1], rem);
+				nends++;
 			}
 		}
 		fclose(f);
 	}
+	for (int i = 0; i < nends; i++) {
+		bool peer = false;
+
+		for (int j = 0; j < nends && !peer; j++)
+			peer = j != i && !strcmp(ends[i][0], ends[j][1]) &&
+			       !strcmp(ends[i][1], ends[j][0]);
+		if (mutual && !peer)
+			continue;
+		if (first < 0)
+			first = i;
+		else if (second < 0)
+			second = i;
+		count++;
+	}
 	if (mirrored)
-		*mirrored = count == 2 && !strcmp(ends[0][0], ends[1][1]) &&
-			    !strcmp(ends[0][1], ends[1][0]);
+		*mirrored = count == 2 &&
+			    !strcmp(ends[first][0], ends[second][1]) &&
+			    !strcmp(ends[first][1], ends[second][0]);
 	return count;
+}
+
+/* Every established end this process holds (proxied links included). */
+static int tcp_conns(bool *mirrored)
+{
+	return tcp_ends(false, mirrored);
 }
 
 /* tcp_conns once it is want (a connection being made again settles in
@@ -965,26 +995,68 @@ SV_TEST(tcp_loud_link_quiets_when_polls_keep_up)
 	sv_pair_close(&p);
 }
 
+/* A process that connects to 127.0.0.1:port and says nothing until its
+ * pipe closes: a stranger at our listener. */
+static pid_t stranger(int port, int *hold)
+{
+	int fds[2];
+	pid_t pid;
+
+	ASSERT_OK(pipe(fds));
+	pid = fork();
+	ASSERT_TRUE(pid >= 0);
+	if (!pid) {
+		struct sockaddr_in a = {.sin_family = AF_INET,
+					.sin_port = htons((uint16_t)port),
+					.sin_addr.s_addr =
+						htonl(INADDR_LOOPBACK)};
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		char c;
+
+		close(fds[1]);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)))
+			_exit(1);
+		(void)!read(fds[0], &c, 1);
+		_exit(0);
+	}
+	close(fds[0]);
+	*hold = fds[1];
+	return pid;
+}
+
 /* A link is one TCP connection (tcp.h): one socket on each side, the
  * two ends of the same connection, and none once the QPs are gone (two
- * one-way connections, four sockets, before SV_TCP_VERSION 2). */
+ * one-way connections, four sockets, before SV_TCP_VERSION 2).  A
+ * stranger's connection to our listener meanwhile is not the link's (it
+ * once made this count 3 under ctest -j2: tcp_ends). */
 SV_TEST(tcp_link_is_one_connection)
 {
 	struct sv_pair p;
+	int port = sv_free_port(), hold, st;
 	bool mirrored;
 	char v[16];
+	pid_t pid;
 
-	snprintf(v, sizeof(v), "%d", sv_free_port());
+	snprintf(v, sizeof(v), "%d", port);
 	setenv("SOFTVERBS_TCP_PORT", v, 1);
-	ASSERT_EQ(0, tcp_conns(NULL));
+	ASSERT_EQ(0, tcp_ends(true, NULL));
 	tcp_pair(&p, 14);
 	sv_pair_ping(&p);
 	ASSERT_EQ(2, tcp_conns_settle(2, &mirrored));
 	ASSERT_TRUE(mirrored);
 	for (int i = 0; i < 20; i++)
 		sv_pair_ping(&p); /* records and acks on it */
-	ASSERT_EQ(2, tcp_conns(&mirrored));
+	ASSERT_EQ(2, tcp_ends(true, &mirrored));
 	ASSERT_TRUE(mirrored);
+	/* a stranger, taken in by our listener: three ends, one link */
+	pid = stranger(port, &hold);
+	ASSERT_EQ(3, tcp_conns_settle(3, NULL));
+	ASSERT_EQ(2, tcp_ends(true, &mirrored));
+	ASSERT_TRUE(mirrored);
+	sv_pair_ping(&p);
+	close(hold);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	sv_pair_close(&p);
 	ASSERT_EQ(0, tcp_conns_settle(0, NULL));
 }
