@@ -301,30 +301,56 @@ static uint64_t do_atomic(bool fetch_add, uint64_t swap_add, uint64_t compare,
  * the IBA executes requests in order.  A write with immediate places its
  * data here and sends only the immediate (it consumes a receive there).
  */
+/*
+ * Whether a one-sided operation of len bytes at (rkey, raddr), needing
+ * access, may be done in the peer's memory: the peer's QP flags and key
+ * table allow exactly this (an atomic 8-aligned: else the responder
+ * refuses it, IBA 9.4.5); *dst where it lands (NULL for len 0, IBA 9.4.4:
+ * no key or address to check).  false: the responder decides.
+ */
+static bool direct_dst(const struct sv_qp *qp, uint32_t rkey, uint64_t raddr,
+		       uint64_t len, unsigned int access, uint8_t **dst)
+{
+	bool atomic = access == IBV_ACCESS_REMOTE_ATOMIC;
+
+	*dst = NULL;
+	/* acquire: the peer's flags, set before its modify returned */
+	if (!(atomic_load_explicit(&qp->link.tx.hdr->qp_access,
+				   memory_order_acquire) &
+	      access) ||
+	    (atomic && (raddr & 7)))
+		return false;
+	if (!len)
+		return true;
+	*dst = sv_rpeer_resolve(qp->req.rpeer, rkey, qp->req.peer_pd, raddr,
+				len, access);
+	return *dst && !(atomic && ((uintptr_t)*dst & 7));
+}
+
+/* The counters of a one-sided operation done in the peer's memory: the
+ * packets an IBA HCA would have sent (n PSNs; rd: a read or atomic, its
+ * answer the n; imm: a write with immediate, whose last packet goes as a
+ * request). */
+static void count_direct(struct sv_qp *qp, bool rd, bool imm, uint64_t len,
+			 uint32_t n)
+{
+	sv_stat_add(qp, direct_ops, 1);
+	sv_stat_add(qp, tx_pkts, rd ? 1 : n - imm);
+	sv_stat_add(qp, tx_bytes, rd ? 0 : len);
+	sv_stat_add(qp, rx_pkts, rd ? n : !imm);
+	sv_stat_add(qp, rx_bytes, rd ? len : 0);
+}
+
 static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 {
 	const struct sv_opcode_info *o = &sv_opcodes[w->op];
-	uint32_t qp_access;
 	uint64_t old = 0;
 	uint8_t *dst;
 
 	if (!o->access || !qp->req.rpeer || qp->req.ring_rdma)
 		return false;
-	/* acquire: the peer's flags, set before its modify returned */
-	qp_access = atomic_load_explicit(&qp->link.tx.hdr->qp_access,
-					 memory_order_acquire);
-	if (!(qp_access & o->access))
+	if (!direct_dst(qp, w->rkey, w->raddr, w->length, o->access, &dst))
 		return false;
-	if ((o->mask & SV_M_ATOMIC) && (w->raddr & 7))
-		return false; /* the responder refuses it (IBA 9.4.5) */
-	if (w->length) {
-		dst = sv_rpeer_resolve(qp->req.rpeer, w->rkey, qp->req.peer_pd,
-				       w->raddr, w->length, o->access);
-		if (!dst || ((o->mask & SV_M_ATOMIC) && ((uintptr_t)dst & 7)))
-			return false;
-	} else {
-		dst = NULL; /* IBA 9.4.4: no key or address to check */
-	}
 	if (o->mask & SV_M_ATOMIC) {
 		old = do_atomic(w->op == SV_OP_FETCH_ADD, w->swap_add,
 				w->compare, (uint64_t *)dst);
@@ -349,11 +375,7 @@ static bool try_direct(struct sv_qp *qp, struct sv_swqe *w)
 				       w->imm_valid		 ? n - 1
 				       : (o->mask & SV_M_ATOMIC) ? 1
 								 : n);
-		sv_stat_add(qp, direct_ops, 1);
-		sv_stat_add(qp, tx_pkts, rd ? 1 : n - w->imm_valid);
-		sv_stat_add(qp, tx_bytes, rd ? 0 : w->length);
-		sv_stat_add(qp, rx_pkts, rd ? n : !w->imm_valid);
-		sv_stat_add(qp, rx_bytes, rd ? w->length : 0);
+		count_direct(qp, rd, w->imm_valid, w->length, n);
 	}
 	if (w->status || !w->imm_valid) {
 		w->sent = w->length;
@@ -418,9 +440,8 @@ bool sv_req_post_direct(struct sv_qp *qp, const struct ibv_send_wr *wr)
 	    (qp->qpx.qp_base.qp_type != IBV_QPT_UC || rd))
 		return false;
 	raddr = atomic ? wr->wr.atomic.remote_addr : wr->wr.rdma.remote_addr;
-	/* IBA 9.4.5: one 8-byte SGE, 8-aligned; else the usual path says */
-	if (atomic &&
-	    (wr->num_sge != 1 || wr->sg_list[0].length != 8 || (raddr & 7)))
+	/* IBA 9.4.5: one 8-byte SGE; else the usual path says */
+	if (atomic && (wr->num_sge != 1 || wr->sg_list[0].length != 8))
 		return false;
 	for (k = 0; k < wr->num_sge; k++) {
 		const struct ibv_sge *s = &wr->sg_list[k];
@@ -433,15 +454,10 @@ bool sv_req_post_direct(struct sv_qp *qp, const struct ibv_send_wr *wr)
 			return false;
 		len += s->length;
 	}
-	if (!len || len > (inl ? qp->max_inline : SV_MAX_MSG) ||
-	    !(atomic_load_explicit(&qp->link.tx.hdr->qp_access,
-				   memory_order_acquire) &
-	      access))
+	if (!len || len > (inl ? qp->max_inline : SV_MAX_MSG))
 		return false;
-	dst = sv_rpeer_resolve(qp->req.rpeer,
-			       atomic ? wr->wr.atomic.rkey : wr->wr.rdma.rkey,
-			       qp->req.peer_pd, raddr, len, access);
-	if (!dst || (atomic && ((uintptr_t)dst & 7)))
+	if (!direct_dst(qp, atomic ? wr->wr.atomic.rkey : wr->wr.rdma.rkey,
+			raddr, len, access, &dst))
 		return false;
 	if (atomic) {
 		bool fadd = wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
@@ -471,12 +487,7 @@ bool sv_req_post_direct(struct sv_qp *qp, const struct ibv_send_wr *wr)
 			    : sv_copy_guarded(dst + n, src[k], l))
 			return false;
 	}
-	n = npsn_of(qp, (uint32_t)len);
-	sv_stat_add(qp, direct_ops, 1);
-	sv_stat_add(qp, tx_pkts, rd ? 1 : n);
-	sv_stat_add(qp, tx_bytes, rd ? 0 : len);
-	sv_stat_add(qp, rx_pkts, rd ? n : 1);
-	sv_stat_add(qp, rx_bytes, rd ? len : 0);
+	count_direct(qp, rd, false, len, npsn_of(qp, (uint32_t)len));
 	qp->sq.post++;
 	qp->sq.send++;
 	sv_comp_wr(qp, wr->wr_id, wr->opcode, wr->send_flags, (uint32_t)len,

@@ -33,8 +33,9 @@ static void pd_pair(struct sv_pair *p, bool sig_all)
 	struct sv_end_opts o = sv_end_opts_default();
 
 	o.buf_len = BUF;
-	o.mr_access = REMOTE_RW;
-	o.qp_access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	o.mr_access = REMOTE_RW | IBV_ACCESS_REMOTE_ATOMIC;
+	o.qp_access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+		      IBV_ACCESS_REMOTE_ATOMIC;
 	o.max_send_wr = 8;
 	o.max_recv_wr = 8;
 	o.max_send_sge = 8;
@@ -266,22 +267,6 @@ static int post_atomic(struct sv_end *e, uint64_t wr_id, enum ibv_wr_opcode op,
 	return ibv_post_send(e->qp, &wr, &bad);
 }
 
-static void atomic_pair(struct sv_pair *p)
-{
-	struct sv_end_opts o = sv_end_opts_default();
-
-	o.buf_len = BUF;
-	o.mr_access = REMOTE_RW | IBV_ACCESS_REMOTE_ATOMIC;
-	o.qp_access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-		      IBV_ACCESS_REMOTE_ATOMIC;
-	o.max_send_wr = 8;
-	sv_pair_open(p, &o, &o);
-	ASSERT_OK(sv_end_recv(&p->b, 1, 0, 64));
-	ASSERT_OK(sv_end_send(&p->a, 2, 0, 64, IBV_SEND_SIGNALED));
-	EXPECT_WC(p->b.rcq, IBV_WC_SUCCESS, 1);
-	EXPECT_WC(p->a.scq, IBV_WC_SUCCESS, 2);
-}
-
 /* Fetch-and-add and compare-and-swap (both outcomes): the old value in
  * our memory and the new one in the peer's when post returns, no slot
  * written; an unaligned target goes the usual way (the responder's
@@ -292,7 +277,7 @@ SV_TEST(post_direct_atomics_fill_no_wqe)
 	uint64_t *word, *old;
 	struct sv_pair p;
 
-	atomic_pair(&p);
+	pd_pair(&p, false);
 	word = (uint64_t *)(p.b.buf + 4096);
 	old = (uint64_t *)(p.a.buf + 512);
 	*word = 40;
@@ -334,7 +319,7 @@ SV_TEST(post_direct_atomic_into_unmapped_memory)
 	struct sv_pair p;
 	uint8_t *page;
 
-	atomic_pair(&p);
+	pd_pair(&p, false);
 	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_TRUE(page != MAP_FAILED);
