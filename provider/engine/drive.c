@@ -343,7 +343,9 @@ static bool parkable(struct sv_qp *qp, bool stalled)
 		return false;
 	if (!sv_link_runs(&qp->link))
 		return sv_link_rings_shared(&qp->link);
-	set = atomic_load_explicit(&cq->ready_set, memory_order_relaxed);
+	/* acquire: the set was made by the poller that stored it (cq.c
+	 * ready_set), and epoll_ctl on it must come after */
+	set = atomic_load_explicit(&cq->ready_set, memory_order_acquire);
 	return set >= 0 && sv_link_idle(&qp->link, set);
 }
 

@@ -55,7 +55,8 @@ static bool cq_empty(struct sv_cq *cq)
 static int ready_set(struct sv_cq *cq)
 {
 	struct sv_context *ctx = cq->ctx;
-	int rs = atomic_load_explicit(&cq->ready_set, memory_order_relaxed);
+	/* acquire: a set another poller made (stored under the lock) */
+	int rs = atomic_load_explicit(&cq->ready_set, memory_order_acquire);
 	int mine;
 
 	if (rs != -1)
