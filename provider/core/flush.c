@@ -20,6 +20,7 @@ void sv_qp_flush_sq(struct sv_qp *qp)
 			continue; /* no completion outlives its QP */
 		wc.wr_id = qp->sq.wqe[qp->sq.comp & (qp->sq.size - 1)].wr_id;
 		sv_cq_push(qp->scq, &wc, false);
+		sv_stat_wc(qp, wc.status);
 	}
 	qp->sq.send = qp->sq.post;
 }
@@ -35,6 +36,7 @@ static void flush_rq(struct sv_qp *qp)
 			continue;
 		wc.wr_id = qp->rq.wqe[qp->rq.comp & (qp->rq.size - 1)].wr_id;
 		sv_cq_push(qp->rcq, &wc, false);
+		sv_stat_wc(qp, wc.status);
 	}
 	qp->resp.rnr = false;
 }

@@ -769,9 +769,10 @@ struct sv_qp_stats {
 	 * sv_qp_drive): an idle QP's stays flat however often its CQ is
 	 * polled (tests/scale/idle.c) */
 	uint64_t poll_runs;
-	/* completions by status (index enum ibv_wc_status, the last slot
-	 * for any status beyond it) */
-	uint64_t wc_err[IBV_WC_TM_RNDV_INCOMPLETE + 2];
+	/* completions with an error, by status (index the enum
+	 * ibv_wc_status less one: success is not counted; the last slot for
+	 * any status beyond it) */
+	uint64_t wc_err[IBV_WC_TM_RNDV_INCOMPLETE + 1];
 };
 #define SV_STAT_N (sizeof(struct sv_qp_stats) / sizeof(uint64_t))
 
@@ -794,7 +795,7 @@ struct sv_qp_stats {
 			if (st_ > IBV_WC_TM_RNDV_INCOMPLETE)         \
 				st_ = IBV_WC_TM_RNDV_INCOMPLETE + 1; \
 			sv_stat_add(qp, err_wc, 1);                  \
-			sv_stat_add(qp, wc_err[st_], 1);             \
+			sv_stat_add(qp, wc_err[st_ - 1], 1);         \
 		}                                                    \
 	} while (0)
 

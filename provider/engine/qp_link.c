@@ -156,6 +156,7 @@ void sv_qp_link_event(struct sv_qp *qp, enum sv_link_state st)
 					   .wr_id;
 			qp->sq.comp++;
 			sv_cq_push(qp->scq, &wc, false);
+			sv_stat_wc(qp, wc.status);
 		}
 		sv_qp_to_error(qp, IBV_EVENT_QP_FATAL);
 	} else {

@@ -93,6 +93,7 @@ void sv_xrc_unbind(struct sv_qp *qp)
 
 		qp->rq.comp = qp->rq.post;
 		sv_cq_push(qp->rcq, &wc, false);
+		sv_stat_wc(qp, wc.status);
 	}
 	if (qp->srq) /* release: our last take before a destroy */
 		atomic_fetch_sub_explicit(&qp->srq->users, 1,

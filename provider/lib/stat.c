@@ -39,9 +39,9 @@ struct sv_stat {
 	{                                           \
 #x, offsetof(struct sv_qp_stats, x) \
 	}
-#define W(i, x)                                                         \
-	{                                                               \
-		"wc_" x, offsetof(struct sv_qp_stats, wc_err) + 8 * (i) \
+#define W(i, x)                                                             \
+	{                                                                   \
+		"wc_" x, offsetof(struct sv_qp_stats, wc_err) + 8 * ((i)-1) \
 	}
 static const struct {
 	const char *name;
@@ -101,7 +101,6 @@ static const struct {
 	F(progress_looks),
 	F(progress_swept),
 	F(poll_runs),
-	W(0, "success"),
 	W(1, "loc_len_err"),
 	W(2, "loc_qp_op_err"),
 	W(3, "loc_eec_op_err"),

@@ -2,14 +2,22 @@
 /*
  * Error semantics: completion statuses of local and remote errors, RNR
  * retries (counted and infinite), CQ overrun as IBV_EVENT_CQ_ERR, flush on
- * ERR, on the peer QP's destruction and on the peer process's death.
+ * ERR, on the peer QP's destruction and on the peer process's death; the
+ * counters softverbs-stat shows for them.
  */
+#include <dirent.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pair.h"
+#include "stat.h"
 
 /* Both QPs end in ERR; new WRs on them flush. */
 static void check_flushes_after_error(struct sv_end *e)
@@ -37,6 +45,114 @@ SV_TEST(status_recv_too_small)
 	EXPECT_WC(p.a.scq, IBV_WC_WR_FLUSH_ERR, 4);
 	check_flushes_after_error(&p.a);
 	check_flushes_after_error(&p.b);
+	sv_pair_close(&p);
+}
+
+/* The counters' tables of our contexts (stat.h: a memfd each), each
+ * waited for until refreshed after now, their totals summed by name into
+ * names/v (n of them, at most max); the number of tables. */
+static int stat_totals(char (*names)[SV_STAT_NAME_LEN], uint64_t *v, int max,
+		       int *n)
+{
+	struct timespec t;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int tables = 0;
+
+	ASSERT_TRUE(d != NULL);
+	clock_gettime(CLOCK_REALTIME, &t);
+	*n = 0;
+	while ((e = readdir(d))) {
+		uint64_t after = (uint64_t)t.tv_sec * 1000000000ull +
+				 (uint64_t)t.tv_nsec;
+		char p[300], l[128];
+		const struct sv_stat_hdr *h;
+		uint64_t tot[SV_STAT_MAX_CTR], seq;
+		ssize_t k;
+		int waited = 0;
+
+		snprintf(p, sizeof(p), "/proc/self/fd/%s", e->d_name);
+		k = readlink(p, l, sizeof(l) - 1);
+		if (k <= 0)
+			continue;
+		l[k] = 0;
+		if (!strstr(l, "memfd:" SV_STAT_MEMFD))
+			continue;
+		h = mmap(NULL, SV_STAT_SIZE, PROT_READ, MAP_SHARED,
+			 atoi(e->d_name), 0);
+		ASSERT_TRUE(h != MAP_FAILED);
+		ASSERT_TRUE(h->nctr <= SV_STAT_MAX_CTR);
+		/* the progress thread refreshes every SV_STAT_PERIOD_NS */
+		while (__atomic_load_n(&h->updated_ns, __ATOMIC_ACQUIRE) <=
+		       after) {
+			ASSERT_TRUE(waited++ < 1000); /* 10 s */
+			usleep(10000);
+		}
+		do {
+			seq = __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE);
+			memcpy(tot, h->total, sizeof(tot));
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		} while ((seq & 1) ||
+			 seq != __atomic_load_n(&h->seq, __ATOMIC_RELAXED));
+		for (uint32_t i = 0; i < h->nctr; i++) {
+			int j = 0;
+
+			while (j < *n &&
+			       strncmp(names[j], h->names[i], SV_STAT_NAME_LEN))
+				j++;
+			if (j == *n) {
+				ASSERT_TRUE(*n < max);
+				memcpy(names[(*n)++], h->names[i],
+				       SV_STAT_NAME_LEN);
+				v[j] = 0;
+			}
+			v[j] += tot[i];
+		}
+		munmap((void *)h, SV_STAT_SIZE);
+		tables++;
+	}
+	closedir(d);
+	return tables;
+}
+
+static uint64_t stat_of(char (*names)[SV_STAT_NAME_LEN], const uint64_t *v,
+			int n, const char *name)
+{
+	for (int j = 0; j < n; j++)
+		if (!strncmp(names[j], name, SV_STAT_NAME_LEN))
+			return v[j];
+	return UINT64_MAX;
+}
+
+/* softverbs-stat's counters of errors: each status under its own name,
+ * err_wc their sum, and no name for a success (it is not counted) */
+SV_TEST(stat_counts_errors_by_status)
+{
+	char names[SV_STAT_MAX_CTR * 2][SV_STAT_NAME_LEN];
+	uint64_t v[SV_STAT_MAX_CTR * 2];
+	struct sv_pair p;
+	int n;
+
+	sv_pair_open(&p, NULL, NULL);
+	sv_pair_ping(&p); /* successes: counted nowhere */
+	ASSERT_OK(sv_end_recv(&p.b, 1, 0, 100));
+	ASSERT_OK(sv_end_recv(&p.b, 2, 100, 100));
+	ASSERT_OK(sv_end_send(&p.a, 3, 0, 101, 0));
+	ASSERT_OK(sv_end_send(&p.a, 4, 0, 10, 0));
+	EXPECT_WC(p.b.rcq, IBV_WC_LOC_LEN_ERR, 1);
+	EXPECT_WC(p.b.rcq, IBV_WC_WR_FLUSH_ERR, 2);
+	EXPECT_WC(p.a.scq, IBV_WC_REM_INV_REQ_ERR, 3);
+	EXPECT_WC(p.a.scq, IBV_WC_WR_FLUSH_ERR, 4);
+	check_flushes_after_error(&p.a);
+	check_flushes_after_error(&p.b);
+	ASSERT_TRUE(stat_totals(names, v, SV_STAT_MAX_CTR * 2, &n) > 0);
+	ASSERT_EQ(UINT64_MAX, stat_of(names, v, n, "wc_success"));
+	ASSERT_EQ(1, stat_of(names, v, n, "wc_loc_len_err"));
+	ASSERT_EQ(1, stat_of(names, v, n, "wc_rem_inv_req_err"));
+	ASSERT_EQ(6, stat_of(names, v, n, "wc_wr_flush_err"));
+	ASSERT_EQ(0, stat_of(names, v, n, "wc_loc_qp_op_err"));
+	ASSERT_EQ(0, stat_of(names, v, n, "wc_other_err"));
+	ASSERT_EQ(8, stat_of(names, v, n, "err_wc"));
 	sv_pair_close(&p);
 }
 

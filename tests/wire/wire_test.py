@@ -719,6 +719,10 @@ def stat_send_bw():
     if not reads[1]["tx_pkts"] > reads[0]["tx_pkts"]:
         fail(f"tx_pkts did not grow: {reads[0]} then {reads[1]}")
     for q in reads:
+        # only what is counted is named: a success is not (sv_stat_wc
+        # counts errors), so a wc_success would read 0 however many
+        if "wc_success" in q or "wc_wr_flush_err" not in q:
+            fail(f"counters: {sorted(q)}")
         # tx_pkts and tx_bytes of one train may straddle a refresh
         if abs(q["tx_bytes"] - q["tx_pkts"] * mtu) > 65536:
             fail(f"tx_bytes {q['tx_bytes']} is not tx_pkts "
