@@ -7,11 +7,13 @@
  * returns -EFAULT and the engine completes the WQE in error.
  *
  * A SIGSEGV/SIGBUS handler, installed at the first registration, recovers
- * a fault only while the faulting thread is inside sv_copy_guarded (a
- * thread-local recovery point, armed around the copy: no syscall on the
- * hot path).  Any other fault goes to the action that was there before
- * us, as if we had never been loaded: its handler is called, or the
- * default action (a core dump) happens.
+ * a fault only while the faulting thread is inside a guarded copy: at an
+ * instruction of the assembly below (small copies and atomics on x86-64:
+ * the handler moves the thread to its error return), or else past a
+ * thread-local recovery point armed around the copy (sigsetjmp: no
+ * syscall on the hot path).  Any other fault goes to the action that was
+ * there before us, as if we had never been loaded: its handler is called,
+ * or the default action (a core dump) happens.
  *
  * Windows: rmem.c replaces the pages behind a range of the application's
  * memory while other threads may be writing it.  It makes the range
@@ -21,6 +23,7 @@
  * This is checked before anything else: a guarded copy that hits a
  * window waits too, it does not fail.
  */
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -118,11 +121,118 @@ static bool window_retry(int sig, const siginfo_t *si)
 	return true;
 }
 
+#ifdef SV_GUARD_FIXUP
+/*
+ * The guarded instructions: every load and store of registered memory in
+ * [guard_text, guard_text_end), whose faults resume at guard_fault
+ * (-EFAULT; nothing on the stack to undo).  System V: dst/p in rdi,
+ * src/compare in rsi, n/value in rdx, old in rcx.
+ *
+ * sv_guard_copy_small: 8 bytes at a time forward, then a byte at a time,
+ * so each byte is stored once and the last one last (sv_place's promise:
+ * x86 stores are seen in program order).
+ */
+int sv_guard_fadd(uint64_t *p, uint64_t value, uint64_t *old);
+int sv_guard_cas(uint64_t *p, uint64_t compare, uint64_t value, uint64_t *old);
+extern const char guard_text[] __attribute__((visibility("hidden")));
+extern const char guard_text_end[] __attribute__((visibility("hidden")));
+extern const char guard_fault[] __attribute__((visibility("hidden")));
+static_assert(EFAULT == 14, "guard_fault returns -14");
+#ifdef __CET__
+#define ENDBR "	endbr64\n"
+#else
+#define ENDBR ""
+#endif
+#define GUARD_FN(name)              \
+	"	.p2align 4\n"             \
+	"	.globl " name "\n"  \
+	"	.hidden " name "\n" \
+	"	.type " name ", @function\n" name ":\n" ENDBR
+__asm__("	.text\n"
+	"	.globl guard_text\n"
+	"	.hidden guard_text\n"
+	"guard_text:\n" GUARD_FN(
+		"sv_guard_copy_small") "	cmp $8, %rdx\n"
+				       "	jb 2f\n"
+				       "1:	mov (%rsi), %rax\n"
+				       "	mov %rax, (%rdi)\n"
+				       "	add $8, %rsi\n"
+				       "	add $8, %rdi\n"
+				       "	sub $8, %rdx\n"
+				       "	cmp $8, %rdx\n"
+				       "	jae 1b\n"
+				       "2:	test %rdx, %rdx\n"
+				       "	jz 4f\n"
+				       "3:	movzbl (%rsi), %eax\n"
+				       "	mov %al, (%rdi)\n"
+				       "	inc %rsi\n"
+				       "	inc %rdi\n"
+				       "	dec %rdx\n"
+				       "	jnz 3b\n"
+				       "4:	xor %eax, %eax\n"
+				       "	ret\n"
+				       "	.size sv_guard_copy_small, "
+				       ".-sv_guard_copy_small\n" GUARD_FN(
+					       "sv_guard_fadd") "	mov "
+								"%rsi, %rax\n"
+								"	lock "
+								"xadd %rax, "
+								"(%rdi)\n"
+								"	mov "
+								"%rax, (%rdx)\n"
+								"	xor "
+								"%eax, %eax\n"
+								"	ret\n"
+								"	.size "
+								"sv_guard_fadd,"
+								" .-sv_guard_"
+								"fadd"
+								"\n" GUARD_FN(
+									"sv_"
+									"guard_"
+									"cas") "	mov %rsi, %rax\n"
+									       "	lock cmpxchg %rdx, (%rdi)\n"
+									       "	mov %rax, (%rcx)\n"
+									       "	xor %eax, %eax\n"
+									       "	ret\n"
+									       "	.size sv_guard_cas, .-sv_guard_cas\n"
+									       "	.globl guard_text_end\n"
+									       "	.hidden guard_text_end\n"
+									       "guard_text_end:\n"
+									       "	.globl guard_fault\n"
+									       "	.hidden guard_fault\n"
+									       "guard_fault:\n"
+									       "	mov $-14, %eax\n"
+									       "	ret\n");
+
+/* A fault at a guarded instruction returns -EFAULT from its function. */
+static bool fixup(siginfo_t *si, void *uc)
+{
+	greg_t *ip;
+
+	if (!uc || si->si_code <= 0)
+		return false;
+	ip = &((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+	if ((uintptr_t)*ip < (uintptr_t)guard_text ||
+	    (uintptr_t)*ip >= (uintptr_t)guard_text_end)
+		return false;
+	*ip = (greg_t)(uintptr_t)guard_fault;
+	return true; /* sigreturn restores the mask the copy ran under */
+}
+#else
+static bool fixup(siginfo_t *si, void *uc)
+{
+	(void)si;
+	(void)uc;
+	return false;
+}
+#endif
+
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
 	sigjmp_buf *env;
 
-	if (window_retry(sig, si))
+	if (window_retry(sig, si) || fixup(si, uc))
 		return;
 	env = armed;
 
@@ -188,7 +298,7 @@ static __attribute__((noinline)) void copy_armed(sigjmp_buf *env, void *dst,
 	armed = NULL;
 }
 
-int sv_copy_guarded(void *dst, const void *src, size_t n)
+int sv_guard_copy_long(void *dst, const void *src, size_t n)
 {
 	sigjmp_buf env;
 
@@ -199,6 +309,7 @@ int sv_copy_guarded(void *dst, const void *src, size_t n)
 	return 0;
 }
 
+#ifndef SV_GUARD_FIXUP
 /*
  * Under TSan only: an instrumented atomic holds a lock of TSan's runtime
  * across the access, and leaving a fault there by siglongjmp leaves it
@@ -235,14 +346,20 @@ atomic_armed(sigjmp_buf *env, uint64_t *p, uint64_t compare, uint64_t value,
 	armed = NULL;
 	return old;
 }
+#endif
 
 int sv_atomic_guarded(uint64_t *p, uint64_t compare, uint64_t value,
 		      bool fetch_add, uint64_t *old)
 {
+#ifdef SV_GUARD_FIXUP
+	return fetch_add ? sv_guard_fadd(p, value, old)
+			 : sv_guard_cas(p, compare, value, old);
+#else
 	sigjmp_buf env;
 
 	if (sigsetjmp(env, 0))
 		return -EFAULT; /* the handler disarmed */
 	*old = atomic_armed(&env, p, compare, value, fetch_add);
 	return 0;
+#endif
 }
