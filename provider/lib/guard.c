@@ -128,9 +128,11 @@ static bool window_retry(int sig, const siginfo_t *si)
  * (-EFAULT; nothing on the stack to undo).  System V: dst/p in rdi,
  * src/compare in rsi, n/value in rdx, old in rcx.
  *
- * sv_guard_copy_small: 8 bytes at a time forward, then a byte at a time,
- * so each byte is stored once and the last one last (sv_place's promise:
- * x86 stores are seen in program order).
+ * sv_guard_copy_small: 8 bytes at a time forward while more than 8 are
+ * left, then a byte at a time, so each byte is stored once and the last
+ * one alone, last (sv_place's promise: x86 stores are seen in program
+ * order; an 8-byte store across two cache lines is two, so the last byte
+ * is never in one).
  */
 int sv_guard_fadd(uint64_t *p, uint64_t value, uint64_t *old);
 int sv_guard_cas(uint64_t *p, uint64_t compare, uint64_t value, uint64_t *old);
@@ -148,62 +150,55 @@ static_assert(EFAULT == 14, "guard_fault returns -14");
 	"	.globl " name "\n"  \
 	"	.hidden " name "\n" \
 	"	.type " name ", @function\n" name ":\n" ENDBR
+/* clang-format off */
 __asm__("	.text\n"
 	"	.globl guard_text\n"
 	"	.hidden guard_text\n"
-	"guard_text:\n" GUARD_FN(
-		"sv_guard_copy_small") "	cmp $8, %rdx\n"
-				       "	jb 2f\n"
-				       "1:	mov (%rsi), %rax\n"
-				       "	mov %rax, (%rdi)\n"
-				       "	add $8, %rsi\n"
-				       "	add $8, %rdi\n"
-				       "	sub $8, %rdx\n"
-				       "	cmp $8, %rdx\n"
-				       "	jae 1b\n"
-				       "2:	test %rdx, %rdx\n"
-				       "	jz 4f\n"
-				       "3:	movzbl (%rsi), %eax\n"
-				       "	mov %al, (%rdi)\n"
-				       "	inc %rsi\n"
-				       "	inc %rdi\n"
-				       "	dec %rdx\n"
-				       "	jnz 3b\n"
-				       "4:	xor %eax, %eax\n"
-				       "	ret\n"
-				       "	.size sv_guard_copy_small, "
-				       ".-sv_guard_copy_small\n" GUARD_FN(
-					       "sv_guard_fadd") "	mov "
-								"%rsi, %rax\n"
-								"	lock "
-								"xadd %rax, "
-								"(%rdi)\n"
-								"	mov "
-								"%rax, (%rdx)\n"
-								"	xor "
-								"%eax, %eax\n"
-								"	ret\n"
-								"	.size "
-								"sv_guard_fadd,"
-								" .-sv_guard_"
-								"fadd"
-								"\n" GUARD_FN(
-									"sv_"
-									"guard_"
-									"cas") "	mov %rsi, %rax\n"
-									       "	lock cmpxchg %rdx, (%rdi)\n"
-									       "	mov %rax, (%rcx)\n"
-									       "	xor %eax, %eax\n"
-									       "	ret\n"
-									       "	.size sv_guard_cas, .-sv_guard_cas\n"
-									       "	.globl guard_text_end\n"
-									       "	.hidden guard_text_end\n"
-									       "guard_text_end:\n"
-									       "	.globl guard_fault\n"
-									       "	.hidden guard_fault\n"
-									       "guard_fault:\n"
-									       "	mov $-14, %eax\n"
-									       "	ret\n");
+	"guard_text:\n"
+	GUARD_FN("sv_guard_copy_small")
+	"	cmp $8, %rdx\n"
+	"	jbe 2f\n"
+	"1:	mov (%rsi), %rax\n"
+	"	mov %rax, (%rdi)\n"
+	"	add $8, %rsi\n"
+	"	add $8, %rdi\n"
+	"	sub $8, %rdx\n"
+	"	cmp $8, %rdx\n"
+	"	ja 1b\n"
+	"2:	test %rdx, %rdx\n"
+	"	jz 4f\n"
+	"3:	movzbl (%rsi), %eax\n"
+	"	mov %al, (%rdi)\n"
+	"	inc %rsi\n"
+	"	inc %rdi\n"
+	"	dec %rdx\n"
+	"	jnz 3b\n"
+	"4:	xor %eax, %eax\n"
+	"	ret\n"
+	"	.size sv_guard_copy_small, .-sv_guard_copy_small\n"
+	GUARD_FN("sv_guard_fadd")
+	"	mov %rsi, %rax\n"
+	"	lock xadd %rax, (%rdi)\n"
+	"	mov %rax, (%rdx)\n"
+	"	xor %eax, %eax\n"
+	"	ret\n"
+	"	.size sv_guard_fadd, .-sv_guard_fadd\n"
+	GUARD_FN("sv_guard_cas")
+	"	mov %rsi, %rax\n"
+	"	lock cmpxchg %rdx, (%rdi)\n"
+	"	mov %rax, (%rcx)\n"
+	"	xor %eax, %eax\n"
+	"	ret\n"
+	"	.size sv_guard_cas, .-sv_guard_cas\n"
+	"	.globl guard_text_end\n"
+	"	.hidden guard_text_end\n"
+	"guard_text_end:\n"
+	"	.globl guard_fault\n"
+	"	.hidden guard_fault\n"
+	"guard_fault:\n"
+	"	mov $-14, %eax\n"
+	"	ret\n");
+/* clang-format on */
 
 /* A fault at a guarded instruction returns -EFAULT from its function. */
 static bool fixup(siginfo_t *si, void *uc)

@@ -2,9 +2,10 @@
 /*
  * sv_place (util.h), how every byte a peer sends reaches registered
  * memory: the last byte is stored once, after all the others, as an HCA
- * places an RDMA write.  Programs spin on that byte and then write there
- * themselves (riostream); a second store of it, stale, undid their write
- * (glibc's memcpy of 64 bytes stores the same 64 bytes twice).
+ * places an RDMA write.  The same for the guarded copies (guard.c: on
+ * x86-64 the small ones are its own assembly).  Programs spin on that byte and
+ * then write there themselves (riostream); a second store of it, stale, undid
+ * their write (glibc's memcpy of 64 bytes stores the same 64 bytes twice).
  *
  * Watched exactly, with no timing: the last byte is the first byte of a
  * read-only page.  Each store that reaches the page faults; the handler
@@ -22,6 +23,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "guard.h"
 #include "sv_test.h"
 #include "util.h"
 
@@ -104,15 +106,22 @@ static void place_sv(void *d, const void *s, size_t n)
 {
 	sv_place(d, s, n);
 }
-#endif
 
-SV_TEST(place_stores_last_byte_once_and_last)
+static void place_guarded(void *d, const void *s, size_t n)
 {
-#ifdef WATCH
-	static const size_t sizes[] = {1, 2, 8, 33, 63, 64, 65, 100, 128, 256};
+	ASSERT_OK(sv_copy_guarded(d, s, n));
+}
+
+/* every size up to 17 (each of sv_place's small cases and the guarded
+ * assembly's 8-byte steps and byte tail), then larger ones */
+static void check_sizes(void (*place)(void *, const void *, size_t))
+{
+	static const size_t sizes[] = {1,  2,  3,  4,  5,  6,	7,   8,	 9,
+				       10, 11, 12, 13, 14, 15,	16,  17, 24,
+				       31, 33, 63, 64, 65, 100, 128, 256};
 
 	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
-		int not_there, n = watch(place_sv, sizes[i], &not_there);
+		int not_there, n = watch(place, sizes[i], &not_there);
 
 		printf("%zu bytes: %d store(s) of the last byte, %d bytes "
 		       "not yet there\n",
@@ -120,6 +129,23 @@ SV_TEST(place_stores_last_byte_once_and_last)
 		ASSERT_EQ(1, n);
 		ASSERT_EQ(0, not_there);
 	}
+}
+#endif
+
+SV_TEST(place_stores_last_byte_once_and_last)
+{
+#ifdef WATCH
+	check_sizes(place_sv);
+#else
+	printf("SKIP: needs x86-64's trap flag, and no TSan\n");
+	exit(77);
+#endif
+}
+
+SV_TEST(guarded_copy_stores_last_byte_once_and_last)
+{
+#ifdef WATCH
+	check_sizes(place_guarded);
 #else
 	printf("SKIP: needs x86-64's trap flag, and no TSan\n");
 	exit(77);
