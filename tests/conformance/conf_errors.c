@@ -29,22 +29,29 @@ static void check_flushes_after_error(struct sv_end *e)
 	EXPECT_WC(e->scq, IBV_WC_WR_FLUSH_ERR, 901);
 }
 
+/* A message longer than the receive: both sides' errors, then their
+ * flushes: a LOC_LEN_ERR, a REM_INV_REQ_ERR and six flushes in all. */
+static void recv_too_small(struct sv_pair *p)
+{
+	ASSERT_OK(sv_end_recv(&p->b, 1, 0, 100));
+	ASSERT_OK(sv_end_recv(&p->b, 2, 100, 100)); /* flushed later */
+	ASSERT_OK(sv_end_send(&p->a, 3, 0, 101, 0));
+	ASSERT_OK(sv_end_send(&p->a, 4, 0, 10, 0)); /* flushed later */
+	/* IBA 9.7.5.2.2: the responder sees a too-long message */
+	EXPECT_WC(p->b.rcq, IBV_WC_LOC_LEN_ERR, 1);
+	EXPECT_WC(p->b.rcq, IBV_WC_WR_FLUSH_ERR, 2);
+	EXPECT_WC(p->a.scq, IBV_WC_REM_INV_REQ_ERR, 3);
+	EXPECT_WC(p->a.scq, IBV_WC_WR_FLUSH_ERR, 4);
+	check_flushes_after_error(&p->a);
+	check_flushes_after_error(&p->b);
+}
+
 SV_TEST(status_recv_too_small)
 {
 	struct sv_pair p;
 
 	sv_pair_open(&p, NULL, NULL);
-	ASSERT_OK(sv_end_recv(&p.b, 1, 0, 100));
-	ASSERT_OK(sv_end_recv(&p.b, 2, 100, 100)); /* flushed later */
-	ASSERT_OK(sv_end_send(&p.a, 3, 0, 101, 0));
-	ASSERT_OK(sv_end_send(&p.a, 4, 0, 10, 0)); /* flushed later */
-	/* IBA 9.7.5.2.2: the responder sees a too-long message */
-	EXPECT_WC(p.b.rcq, IBV_WC_LOC_LEN_ERR, 1);
-	EXPECT_WC(p.b.rcq, IBV_WC_WR_FLUSH_ERR, 2);
-	EXPECT_WC(p.a.scq, IBV_WC_REM_INV_REQ_ERR, 3);
-	EXPECT_WC(p.a.scq, IBV_WC_WR_FLUSH_ERR, 4);
-	check_flushes_after_error(&p.a);
-	check_flushes_after_error(&p.b);
+	recv_too_small(&p);
 	sv_pair_close(&p);
 }
 
@@ -135,16 +142,7 @@ SV_TEST(stat_counts_errors_by_status)
 
 	sv_pair_open(&p, NULL, NULL);
 	sv_pair_ping(&p); /* successes: counted nowhere */
-	ASSERT_OK(sv_end_recv(&p.b, 1, 0, 100));
-	ASSERT_OK(sv_end_recv(&p.b, 2, 100, 100));
-	ASSERT_OK(sv_end_send(&p.a, 3, 0, 101, 0));
-	ASSERT_OK(sv_end_send(&p.a, 4, 0, 10, 0));
-	EXPECT_WC(p.b.rcq, IBV_WC_LOC_LEN_ERR, 1);
-	EXPECT_WC(p.b.rcq, IBV_WC_WR_FLUSH_ERR, 2);
-	EXPECT_WC(p.a.scq, IBV_WC_REM_INV_REQ_ERR, 3);
-	EXPECT_WC(p.a.scq, IBV_WC_WR_FLUSH_ERR, 4);
-	check_flushes_after_error(&p.a);
-	check_flushes_after_error(&p.b);
+	recv_too_small(&p);
 	ASSERT_TRUE(stat_totals(names, v, SV_STAT_MAX_CTR * 2, &n) > 0);
 	ASSERT_EQ(UINT64_MAX, stat_of(names, v, n, "wc_success"));
 	ASSERT_EQ(1, stat_of(names, v, n, "wc_loc_len_err"));
