@@ -126,7 +126,8 @@ static bool window_retry(int sig, const siginfo_t *si)
  * The guarded instructions: every load and store of registered memory in
  * [guard_text, guard_text_end), whose faults resume at guard_fault
  * (-EFAULT; nothing on the stack to undo).  System V: dst/p in rdi,
- * src/compare in rsi, n/value in rdx, old in rcx.
+ * src/compare in rsi, n/value in rdx, old in rcx.  In a section pushed
+ * and popped: the compiler's own output goes on where it was.
  *
  * sv_guard_copy_small: 8 bytes at a time forward while more than 8 are
  * left, then a byte at a time, so each byte is stored once and the last
@@ -151,7 +152,7 @@ static_assert(EFAULT == 14, "guard_fault returns -14");
 	"	.hidden " name "\n" \
 	"	.type " name ", @function\n" name ":\n" ENDBR
 /* clang-format off */
-__asm__("	.text\n"
+__asm__("	.pushsection .text\n"
 	"	.globl guard_text\n"
 	"	.hidden guard_text\n"
 	"guard_text:\n"
@@ -197,7 +198,8 @@ __asm__("	.text\n"
 	"	.hidden guard_fault\n"
 	"guard_fault:\n"
 	"	mov $-14, %eax\n"
-	"	ret\n");
+	"	ret\n"
+	"	.popsection\n");
 /* clang-format on */
 
 /* A fault at a guarded instruction returns -EFAULT from its function. */
