@@ -95,10 +95,14 @@ static int stat_totals(char (*names)[SV_STAT_NAME_LEN], uint64_t *v, int max,
 			ASSERT_TRUE(waited++ < 1000); /* 10 s */
 			usleep(10000);
 		}
+		/* the seqcount: acquire loads of the counters, so the seq
+		 * read after them is read after them (no fence: TSan has
+		 * none) */
 		do {
 			seq = __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE);
-			memcpy(tot, h->total, sizeof(tot));
-			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			for (uint32_t i = 0; i < SV_STAT_MAX_CTR; i++)
+				tot[i] = __atomic_load_n(&h->total[i],
+							 __ATOMIC_ACQUIRE);
 		} while ((seq & 1) ||
 			 seq != __atomic_load_n(&h->seq, __ATOMIC_RELAXED));
 		for (uint32_t i = 0; i < h->nctr; i++) {
