@@ -322,8 +322,15 @@ static inline void sv_link_ack_set(struct sv_link *l, uint64_t ack)
 	atomic_store_explicit(&l->rx.hdr->ack, ack, memory_order_release);
 }
 
-/* Responder, after consuming and acking: wakes the requester if it sleeps
- * (it may wait for the ack or for ring space). */
+/*
+ * Responder, after consuming and acking: wakes the requester if it sleeps
+ * (it may wait for the ack or for ring space).  The fence waits for the
+ * tail/ack line, which a polling requester holds: ~40 ns of an 8 B send's
+ * one-way trip when the two CPUs are far apart (bench/README.md, "The
+ * ack line's fence").  Moving the barrier to the sleeper's side
+ * (membarrier GLOBAL_EXPEDITED) would cost each sleep 22 us and the busy
+ * peer an IPI on this VM (1.5 us with no peer running): kept here.
+ */
 static inline void sv_link_rx_done(struct sv_link *l)
 {
 	if (__builtin_expect(l->ops != &sv_shm_link_ops, 0))
